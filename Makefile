@@ -1,0 +1,57 @@
+# The two commands a new user types: `make demo` and `make test`. Both set up what is missing first.
+SHELL := /bin/bash
+PY := .venv/bin/python
+CHROMIUM := /usr/bin/chromium
+STAMP := .venv/.installed
+
+.PHONY: setup demo test lint typecheck codegen codegen-check bench protocol-refresh clean
+
+setup: $(STAMP) $(CHROMIUM)
+
+$(CHROMIUM):
+	@echo "installing Debian's chromium (needs root)"
+	apt-get update && apt-get install -y chromium
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev,playwright,bench]'
+	@touch $(STAMP)
+
+demo: setup
+	$(PY) -m engine.demo
+
+test: setup
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+	$(PY) -m codegen --check
+	$(PY) -m pytest -q
+
+lint: setup
+	$(PY) -m ruff check . && $(PY) -m ruff format --check .
+
+typecheck: setup
+	$(PY) -m mypy
+
+codegen: setup
+	$(PY) -m codegen
+
+codegen-check: setup
+	$(PY) -m codegen --check
+
+bench: setup
+	$(PY) -m benchmarks
+
+# Pin the newest devtools-protocol from npm into protocol-json/ and regenerate cdp/.
+protocol-refresh: setup
+	@set -e; tmp=$$(mktemp -d); \
+	version=$$(cd $$tmp && npm view devtools-protocol version); \
+	(cd $$tmp && npm pack --silent devtools-protocol@$$version >/dev/null && tar xzf devtools-protocol-$$version.tgz); \
+	cp $$tmp/package/json/browser_protocol.json $$tmp/package/json/js_protocol.json protocol-json/; \
+	echo $$version > protocol-json/VERSION; rm -rf $$tmp; \
+	echo "pinned devtools-protocol $$version"
+	$(PY) -m codegen
+
+clean:
+	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache .hypothesis *.egg-info
