@@ -541,7 +541,7 @@ def _u_RGBA(o: RGBA) -> dict[str, Any]:
 optional_defaults(RGBA, ("a",))
 
 
-Quad: TypeAlias = "list[float]"
+Quad: TypeAlias = list[float]
 """An array of quad vertices, x immediately followed by y for each point, points clock-wise."""
 
 

@@ -444,7 +444,7 @@ StringIndex = int
 """Index of the string in the strings table."""
 
 
-ArrayOfStrings: TypeAlias = "list[StringIndex]"
+ArrayOfStrings: TypeAlias = list["cdp.dom_snapshot.StringIndex"]
 """Index of the string in the strings table."""
 
 
@@ -565,7 +565,7 @@ def _u_RareIntegerData(o: RareIntegerData) -> dict[str, Any]:
     return d
 
 
-Rectangle: TypeAlias = "list[float]"
+Rectangle: TypeAlias = list[float]
 """Rectangle."""
 
 

@@ -82,7 +82,7 @@ optional_defaults(
 )
 
 
-Item: TypeAlias = "list[str]"
+Item: TypeAlias = list[str]
 """DOM Storage item."""
 
 

@@ -316,7 +316,7 @@ optional_defaults(
 )
 
 
-PaintProfile: TypeAlias = "list[float]"
+PaintProfile: TypeAlias = list[float]
 """Array of timings, one per paint step."""
 
 

@@ -196,7 +196,7 @@ optional_defaults(
 )
 
 
-TargetFilter: TypeAlias = "list[FilterEntry]"
+TargetFilter: TypeAlias = list["cdp.target.FilterEntry"]
 """Experimental. The entries in TargetFilter are matched sequentially against targets and
     the first entry that matches determines if the target is included or not,
     depending on the value of `exclude` field in the entry.

@@ -6,6 +6,7 @@ turn a wire value into a Python value and back. Templates only print.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import attrs
@@ -67,6 +68,7 @@ class TypeDef:
     members: tuple[tuple[str, str], ...] = ()
     alias: str = ""
     alias_is_runtime: bool = False
+    alias_value: str = ""
 
 
 @attrs.frozen
@@ -137,6 +139,8 @@ class Protocol:
     domains: tuple[DomainDef, ...]
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_RUNTIME_NAMES = frozenset({"list", "dict", "str", "int", "float", "bool", "Any"})
 _PRIMITIVES = {
     "string": "str",
     "integer": "int",
@@ -218,6 +222,32 @@ def _field(resolver: _Resolver, raw: Raw, domain: str) -> Field:
     )
 
 
+def _runtime_alias(ann: str, module: str) -> str:
+    """An alias annotation as a run-time value: in ``dom``, ``list[Node]`` -> ``list["cdp.dom.Node"]``.
+
+    Builtins and ``Any`` stay as they are. Protocol names become fully qualified strings: they may be defined
+    later in the module or only imported under ``TYPE_CHECKING``, and a forward reference is resolved in the
+    module that uses the alias, not the one defining it. A whole-string alias (``X: TypeAlias = "list[Y]"``)
+    breaks ``typing.get_type_hints`` on every ``X | None`` annotation (``str | None`` is a TypeError).
+    """
+
+    def qualify(match: re.Match[str]) -> str:
+        name = match[0]
+        if name in _RUNTIME_NAMES:
+            return name
+        if name.startswith("_"):  # ``_dom.Node``, imported as ``from cdp import dom as _dom``
+            return f'"cdp.{name[1:]}"'
+        return f'"cdp.{module}.{name}"'
+
+    return _NAME.sub(qualify, ann)
+
+
+def _event_field(resolver: _Resolver, raw: Raw, domain: str) -> Field:
+    """An event parameter; ``method`` is taken by the event's class variable, so it becomes ``method_``."""
+    field = _field(resolver, raw, domain)
+    return attrs.evolve(field, py="method_") if field.py == "method" else field
+
+
 def _flags(raw: Raw) -> tuple[bool, bool]:
     return bool(raw.get("experimental", False)), bool(raw.get("deprecated", False))
 
@@ -238,7 +268,8 @@ def _typedef(resolver: _Resolver, raw: Raw, domain: str) -> TypeDef:
         return TypeDef(kind="enum", members=tuple(unique_members(raw["enum"])), **common)
     conv = resolver.conv(raw, domain)
     runtime = conv.ann in _PRIMITIVES.values() and conv.ann != "Any"
-    return TypeDef(kind="alias", alias=conv.ann, alias_is_runtime=runtime, **common)
+    value = _runtime_alias(conv.ann, resolver.modules[domain])
+    return TypeDef(kind="alias", alias=conv.ann, alias_is_runtime=runtime, alias_value=value, **common)
 
 
 def build(version: str, raw_domains: list[Raw]) -> Protocol:
@@ -269,7 +300,7 @@ def build(version: str, raw_domains: list[Raw]) -> Protocol:
                 description=e.get("description", ""),
                 experimental=_flags(e)[0],
                 deprecated=_flags(e)[1],
-                fields=tuple(_field(resolver, p, name) for p in e.get("parameters", [])),
+                fields=tuple(_event_field(resolver, p, name) for p in e.get("parameters", [])),
             )
             for e in raw.get("events", [])
         )
