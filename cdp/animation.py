@@ -39,7 +39,7 @@ class Animation:
         playback_rate: `Animation`'s playback rate.
         start_time: `Animation`'s start time. Milliseconds for time based animations and percentage [0 - 100] for scroll driven animations (i.e. when viewOrScrollTimeline exists).
         current_time: `Animation`'s current time.
-        type_: Animation type of `Animation`.
+        type_: Animation type of `Animation`. Values: 'CSSTransition', 'CSSAnimation', 'WebAnimation'.
         source: `Animation`'s source animation node.
         css_id: A unique ID for `Animation` representing the sources that triggered this CSS animation/transition.
         view_or_scroll_timeline: View or scroll timeline

@@ -2893,7 +2893,7 @@ def get_encoded_response(
 
     Args:
         request_id: Identifier of the network request to get content for.
-        encoding: The encoding to use.
+        encoding: The encoding to use. Values: 'webp', 'jpeg', 'png'.
         quality: The quality of the encoding (0-1). (defaults to 1)
         size_only: Whether to only return the size information (defaults to false).
     """

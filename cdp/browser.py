@@ -446,7 +446,7 @@ def set_download_behavior(
     """Experimental. Set the behavior when downloading a file.
 
     Args:
-        behavior: Whether to allow all or deny all download requests, or use default Chrome behavior if available (otherwise deny). |allowAndName| allows download and names files according to their download guids.
+        behavior: Whether to allow all or deny all download requests, or use default Chrome behavior if available (otherwise deny). |allowAndName| allows download and names files according to their download guids. Values: 'deny', 'allow', 'allowAndName', 'default'.
         browser_context_id: BrowserContext to set download behavior. When omitted, default browser context is used.
         download_path: The default path to save downloaded files to. This is required if behavior is set to 'allow' or 'allowAndName'.
         events_enabled: Whether to emit download events (defaults to false).
@@ -1179,7 +1179,7 @@ class DownloadProgress:
         guid: Global unique identifier of the download.
         total_bytes: Total expected bytes to download.
         received_bytes: Total bytes received.
-        state: Download status.
+        state: Download status. Values: 'inProgress', 'completed', 'canceled'.
         file_path: Experimental. If download is "completed", provides the path of the downloaded file. Depending on the platform, it is not guaranteed to be set, nor the file is guaranteed to exist.
     """
 

@@ -29,8 +29,8 @@ class ConsoleMessage:
     """Console message.
 
     Attributes:
-        source: Message source.
-        level: Message severity.
+        source: Message source. Values: 'xml', 'javascript', 'network', 'console-api', 'storage', 'appcache', 'rendering', 'security', 'other', 'deprecation', 'worker'.
+        level: Message severity. Values: 'log', 'warning', 'error', 'debug', 'info'.
         text: Message text.
         url: URL of the message origin.
         line: Line number in the resource that generated this message (1-based).

@@ -1188,7 +1188,7 @@ class CSSMedia:
 
     Attributes:
         text: Media query text.
-        source: Source of the media query: "mediaRule" if specified by a @media rule, "importRule" if specified by an @import rule, "linkedSheet" if specified by a "media" attribute in a linked stylesheet's LINK tag, "inlineSheet" if specified by a "media" attribute in an inline stylesheet's STYLE tag.
+        source: Source of the media query: "mediaRule" if specified by a @media rule, "importRule" if specified by an @import rule, "linkedSheet" if specified by a "media" attribute in a linked stylesheet's LINK tag, "inlineSheet" if specified by a "media" attribute in an inline stylesheet's STYLE tag. Values: 'mediaRule', 'importRule', 'linkedSheet', 'inlineSheet'.
         source_url: URL of the document containing the media query description.
         range_: The associated rule (@media or @import) header range in the enclosing stylesheet (if available).
         style_sheet_id: Identifier of the stylesheet containing this object (if exists).
@@ -2205,8 +2205,8 @@ class CSSAtRule:
     """CSS generic @rule representation.
 
     Attributes:
-        type_: Type of at-rule.
-        subsection: Subsection of font-feature-values, if this is a subsection.
+        type_: Type of at-rule. Values: 'font-face', 'font-feature-values', 'font-palette-values', 'counter-style'.
+        subsection: Subsection of font-feature-values, if this is a subsection. Values: 'swash', 'annotation', 'ornaments', 'stylistic', 'styleset', 'character-variant'.
         name: LINT.ThenChange(//third_party/blink/renderer/core/inspector/inspector_style_sheet.cc:FontVariantAlternatesFeatureType,//third_party/blink/renderer/core/inspector/inspector_css_agent.cc:FontVariantAlternatesFeatureType) Associated name, if applicable.
         style_sheet_id: The css style sheet identifier (absent for user agent stylesheet and user-specified stylesheet rules) this rule came from.
         origin: Parent stylesheet's origin.

@@ -274,12 +274,12 @@ class Scope:
     """Scope description.
 
     Attributes:
-        type_: Scope type.
+        type_: Scope type. Values: 'global', 'local', 'with', 'closure', 'catch', 'block', 'script', 'eval', 'module', 'wasm-expression-stack'.
         object_: Object representing the scope. For `global` and `with` scopes it represents the actual object; for the rest of the scopes, it is artificial transient object enumerating scope variables as its properties.
         name: -
         start_location: Location in the source code where scope starts
         end_location: Location in the source code where scope ends
-        empty_reason: Experimental. Present if the scope has no variable values to show. Absent means that the scope declares at least one variable with an available value. Empty scopes are retained in the scope chain because they can be targeted via `evaluateOnCallFrame` (using `scopeNumber`) or matched against scopes in source maps.
+        empty_reason: Experimental. Present if the scope has no variable values to show. Absent means that the scope declares at least one variable with an available value. Empty scopes are retained in the scope chain because they can be targeted via `evaluateOnCallFrame` (using `scopeNumber`) or matched against scopes in source maps. Values: 'no-variables', 'all-unavailable'.
     """
 
     type_: str
@@ -393,7 +393,7 @@ class BreakLocation:
         script_id: Script identifier as reported in the `Debugger.scriptParsed`.
         line_number: Line number in the script (0-based).
         column_number: Column number in the script (0-based).
-        type_: -
+        type_: Values: 'debuggerStatement', 'call', 'return'.
     """
 
     script_id: _runtime.ScriptId
@@ -498,7 +498,7 @@ class DebugSymbols:
     """Debug symbols available for a wasm script.
 
     Attributes:
-        type_: Type of the debug symbols.
+        type_: Type of the debug symbols. Values: 'SourceMap', 'EmbeddedDWARF', 'ExternalDWARF'.
         external_url: URL of the external symbol source.
     """
 
@@ -587,7 +587,7 @@ def continue_to_location(
 
     Args:
         location: Location to continue to.
-        target_call_frames: -
+        target_call_frames: Values: 'any', 'current'.
     """
     _p: dict[str, Any] = {
         "location": _u_Location(location),
@@ -1258,7 +1258,7 @@ def restart_frame(
 
     Args:
         call_frame_id: Call frame identifier to evaluate on.
-        mode: Experimental. The `mode` parameter must be present and set to 'StepInto', otherwise `restartFrame` will error out.
+        mode: Experimental. The `mode` parameter must be present and set to 'StepInto', otherwise `restartFrame` will error out. Values: 'StepInto'.
     """
     _p: dict[str, Any] = {
         "callFrameId": call_frame_id,
@@ -1570,7 +1570,7 @@ def set_instrumentation_breakpoint(
     """Sets instrumentation breakpoint.
 
     Args:
-        instrumentation: Instrumentation name.
+        instrumentation: Instrumentation name. Values: 'beforeScriptExecution', 'beforeScriptWithSourceMapExecution'.
     """
     _p: dict[str, Any] = {
         "instrumentation": instrumentation,
@@ -1767,7 +1767,7 @@ def set_pause_on_exceptions(
     or caught exceptions, no exceptions. Initial pause on exceptions state is `none`.
 
     Args:
-        state: Pause on exceptions mode.
+        state: Pause on exceptions mode. Values: 'none', 'caught', 'uncaught', 'all'.
     """
     _p: dict[str, Any] = {
         "state": state,
@@ -1811,7 +1811,7 @@ class SetScriptSourceResult:
         stack_changed: Deprecated. Whether current call stack was modified after applying the changes.
         async_stack_trace: Deprecated. Async stack trace, if any.
         async_stack_trace_id: Deprecated. Async stack trace, if any.
-        status: Experimental. Whether the operation was successful or not. Only `Ok` denotes a successful live edit while the other enum variants denote why the live edit failed.
+        status: Experimental. Whether the operation was successful or not. Only `Ok` denotes a successful live edit while the other enum variants denote why the live edit failed. Values: 'Ok', 'CompileError', 'BlockedByActiveGenerator', 'BlockedByActiveFunction', 'BlockedByTopLevelEsModuleChange'.
         exception_details: Exception details if any. Only present when `status` is `CompileError`.
     """
 
@@ -2080,7 +2080,7 @@ class Paused:
 
     Attributes:
         call_frames: Call stack the virtual machine stopped on.
-        reason: Pause reason.
+        reason: Pause reason. Values: 'ambiguous', 'assert', 'CSPViolation', 'debugCommand', 'DOM', 'EventListener', 'exception', 'instrumentation', 'OOM', 'other', 'promiseRejection', 'XHR', 'step'.
         data: Object containing break-specific auxiliary properties.
         hit_breakpoints: Hit breakpoints IDs
         async_stack_trace: Async stack trace, if any.

@@ -1030,7 +1030,7 @@ def enable(
     """Enables DOM agent for the given page.
 
     Args:
-        include_whitespace: Experimental. Whether to include whitespaces in the children array of returned Nodes.
+        include_whitespace: Experimental. Whether to include whitespaces in the children array of returned Nodes. Values: 'none', 'all'.
     """
     _p: dict[str, Any] = {}
     if include_whitespace is not None:
@@ -2211,7 +2211,7 @@ def get_element_by_relation(
 
     Args:
         node_id: Id of the node from which to query the relation.
-        relation: Type of relation to get.
+        relation: Type of relation to get. Values: 'PopoverTarget', 'InterestTarget', 'CommandFor'.
     """
     _p: dict[str, Any] = {
         "nodeId": node_id,
@@ -3286,7 +3286,7 @@ def set_text_marker(
         node_id: Identifier of the node.
         backend_node_id: Identifier of the backend node.
         object_id: JavaScript object id of the node wrapper.
-        type_: The type of marker to set on the given range of text.
+        type_: The type of marker to set on the given range of text. Values: 'spelling', 'grammar'.
         start: Start offset into the element's rendered text in UTF-16 code units. For a text control, an offset into the control's value. Offsets count text in DOM order and do not enter shadow trees. To mark text inside a shadow tree, pass the element inside the shadow tree.
         end: End offset (exclusive) in the same units and space as start.
     """

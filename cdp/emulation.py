@@ -120,7 +120,7 @@ class ScreenOrientation:
     """Screen orientation.
 
     Attributes:
-        type_: Orientation type.
+        type_: Orientation type. Values: 'portraitPrimary', 'portraitSecondary', 'landscapePrimary', 'landscapeSecondary'.
         angle: Orientation angle.
     """
 
@@ -161,7 +161,7 @@ class DisplayFeature:
     """DisplayFeature.
 
     Attributes:
-        orientation: Orientation of a display feature in relation to screen
+        orientation: Orientation of a display feature in relation to screen Values: 'vertical', 'horizontal'.
         offset: The offset from the screen origin in either the x (for vertical orientation) or y (for horizontal orientation) direction.
         mask_length: A display feature may mask content such that it is not physically displayed - this length along with the offset describes this area. A display feature that only splits content will have a 0 mask_length.
     """
@@ -208,7 +208,7 @@ class DevicePosture:
     """DevicePosture.
 
     Attributes:
-        type_: Current posture of the device
+        type_: Current posture of the device Values: 'continuous', 'folded'.
     """
 
     type_: str
@@ -1184,10 +1184,10 @@ def set_device_metrics_override(
         viewport: Experimental. If set, the visible area of the page will be overridden to this viewport. This viewport change is not observed by the page, e.g. viewport-relative elements do not change positions.
         display_feature: Experimental. Deprecated. If set, the display feature of a multi-segment screen. If not set, multi-segment support is turned-off. Deprecated, use Emulation.setDisplayFeaturesOverride.
         device_posture: Experimental. Deprecated. If set, the posture of a foldable device. If not set the posture is set to continuous. Deprecated, use Emulation.setDevicePostureOverride.
-        scrollbar_type: Experimental. Scrollbar type. Default: `default`.
+        scrollbar_type: Experimental. Scrollbar type. Default: `default`. Values: 'overlay', 'default'.
         screen_orientation_lock_emulation: Experimental. If set to true, enables screen orientation lock emulation, which intercepts screen.orientation.lock() calls from the page and reports orientation changes via screenOrientationLockChanged events. This is useful for emulating mobile device orientation lock behavior in responsive design mode.
-        viewport_meta: Experimental. Viewport meta tag behavior. Default: `default`. Note: if `mobile` is `true`, the viewport meta tag is always enabled.
-        text_layout_mode: Experimental. Text layout mode. Default: `default`. Note: if `mobile` is `true`, mobile text layout mode (text autosizing) is always enabled.
+        viewport_meta: Experimental. Viewport meta tag behavior. Default: `default`. Note: if `mobile` is `true`, the viewport meta tag is always enabled. Values: 'enable', 'default'.
+        text_layout_mode: Experimental. Text layout mode. Default: `default`. Note: if `mobile` is `true`, mobile text layout mode (text autosizing) is always enabled. Values: 'mobile', 'default'.
     """
     _p: dict[str, Any] = {
         "width": width,
@@ -1370,7 +1370,7 @@ def set_emit_touch_events_for_mouse(
 
     Args:
         enabled: Whether touch emulation based on mouse input should be enabled.
-        configuration: Touch/gesture events configuration. Default: current platform.
+        configuration: Touch/gesture events configuration. Default: current platform. Values: 'mobile', 'desktop'.
     """
     _p: dict[str, Any] = {
         "enabled": enabled,
@@ -1420,7 +1420,7 @@ def set_emulated_vision_deficiency(
     """Emulates the given vision deficiency.
 
     Args:
-        type_: Vision deficiency to emulate. Order: best-effort emulations come first, followed by any physiologically accurate emulations for medically recognized color vision deficiencies.
+        type_: Vision deficiency to emulate. Order: best-effort emulations come first, followed by any physiologically accurate emulations for medically recognized color vision deficiencies. Values: 'none', 'blurredVision', 'reducedContrast', 'achromatopsia', 'deuteranopia', 'protanopia', 'tritanopia'.
     """
     _p: dict[str, Any] = {
         "type": type_,
@@ -2018,7 +2018,7 @@ def set_cpu_performance_override(
     """Experimental. Overrides the value of navigator.cpuPerformance
 
     Args:
-        performance_tier: Override value. Omitting the parameter disables the override.
+        performance_tier: Override value. Omitting the parameter disables the override. Values: 'unknown', 'low', 'mid', 'high', 'ultra'.
     """
     _p: dict[str, Any] = {}
     if performance_tier is not None:

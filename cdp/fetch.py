@@ -148,7 +148,7 @@ class AuthChallenge:
     """Authorization challenge for HTTP status code 401 or 407.
 
     Attributes:
-        source: Source of the authentication challenge.
+        source: Source of the authentication challenge. Values: 'Server', 'Proxy'.
         origin: Origin of the challenger.
         scheme: The authentication scheme used, such as basic or digest
         realm: The realm of the challenge. May be empty.
@@ -203,7 +203,7 @@ class AuthChallengeResponse:
     """Response to an AuthChallenge.
 
     Attributes:
-        response: The decision on what to do in response to the authorization challenge. Default means deferring to the default behavior of the net stack, which will likely either the Cancel authentication or display a popup dialog box.
+        response: The decision on what to do in response to the authorization challenge. Default means deferring to the default behavior of the net stack, which will likely either the Cancel authentication or display a popup dialog box. Values: 'Default', 'CancelAuth', 'ProvideCredentials'.
         username: The username to provide, possibly empty. Should only be set if response is ProvideCredentials.
         password: The password to provide, possibly empty. Should only be set if response is ProvideCredentials.
     """

@@ -32,7 +32,7 @@ class ScreenshotParams:
     """Encoding options for a screenshot.
 
     Attributes:
-        format_: Image compression format (defaults to png).
+        format_: Image compression format (defaults to png). Values: 'jpeg', 'png', 'webp'.
         quality: Compression quality from range [0..100] (jpeg and webp only).
         optimize_for_speed: Optimize image encoding for speed, not for resulting size (defaults to false)
     """

@@ -189,7 +189,7 @@ class Key:
     """Key.
 
     Attributes:
-        type_: Key type.
+        type_: Key type. Values: 'number', 'string', 'date', 'array'.
         number: Number value.
         string: String value.
         date: Date value.
@@ -361,7 +361,7 @@ class KeyPath:
     """Key path.
 
     Attributes:
-        type_: Key path type.
+        type_: Key path type. Values: 'null', 'string', 'array'.
         string: String value.
         array: Array value.
     """

@@ -37,7 +37,7 @@ class ScrollRect:
 
     Attributes:
         rect: Rectangle itself.
-        type_: Reason for rectangle to force scrolling on the main thread
+        type_: Reason for rectangle to force scrolling on the main thread Values: 'RepaintsOnScroll', 'TouchEventHandler', 'WheelEventHandler'.
     """
 
     rect: _dom.Rect

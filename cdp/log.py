@@ -35,10 +35,10 @@ class LogEntry:
     """Log entry.
 
     Attributes:
-        source: Log entry source.
-        level: Log entry severity.
+        source: Log entry source. Values: 'xml', 'javascript', 'network', 'storage', 'appcache', 'rendering', 'security', 'deprecation', 'worker', 'violation', 'intervention', 'recommendation', 'other'.
+        level: Log entry severity. Values: 'verbose', 'info', 'warning', 'error'.
         text: Logged text.
-        category: -
+        category: Values: 'cors'.
         timestamp: Timestamp when this entry was added.
         url: URL of the resource if known.
         line_number: Line number in the resource.
@@ -139,7 +139,7 @@ class ViolationSetting:
     """Violation configuration setting.
 
     Attributes:
-        name: Violation type.
+        name: Violation type. Values: 'longTask', 'longLayout', 'blockedEvent', 'blockedParser', 'discouragedAPIUse', 'handler', 'recurringHandler'.
         threshold: Time threshold to trigger upon.
     """
 

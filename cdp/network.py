@@ -375,7 +375,7 @@ class Request:
         post_data_entries: Experimental. Request body elements (post data broken into individual entries).
         mixed_content_type: The mixed content type of the request.
         initial_priority: Priority of the resource request at the time request is sent.
-        referrer_policy: The referrer policy of the request, as defined in https://www.w3.org/TR/referrer-policy/
+        referrer_policy: The referrer policy of the request, as defined in https://www.w3.org/TR/referrer-policy/ Values: 'unsafe-url', 'no-referrer-when-downgrade', 'no-referrer', 'origin', 'origin-when-cross-origin', 'same-origin', 'strict-origin', 'strict-origin-when-cross-origin'.
         is_link_preload: Whether is loaded via link preload.
         trust_token_params: Experimental. Set for requests when the TrustToken API is used. Contains the parameters passed by the developer (e.g. via "fetch") as understood by the backend.
         is_same_site: Experimental. True if this resource request is considered to be the 'same site' as the request corresponding to the main frame.
@@ -823,7 +823,7 @@ class TrustTokenParams:
 
     Attributes:
         operation: -
-        refresh_policy: Only set for "token-redemption" operation and determine whether to request a fresh SRR or use a still valid cached SRR.
+        refresh_policy: Only set for "token-redemption" operation and determine whether to request a fresh SRR or use a still valid cached SRR. Values: 'UseCached', 'Refresh'.
         issuers: Origins of issuers from whom to request tokens or redemption records.
     """
 
@@ -1375,7 +1375,7 @@ class Initiator:
     """Information about the request initiator.
 
     Attributes:
-        type_: Type of this initiator.
+        type_: Type of this initiator. Values: 'parser', 'script', 'preload', 'SignedExchange', 'preflight', 'FedCM', 'other'.
         stack: Initiator JavaScript stack trace, set for Script only. Requires the Debugger domain to be enabled.
         url: Initiator URL, set for Parser type or for Script type (when script is importing module) or for SignedExchange type.
         line_number: Initiator line number, set for Parser type or for Script type (when script is importing module) (0-based).
@@ -1943,7 +1943,7 @@ class AuthChallenge:
     """Experimental. Authorization challenge for HTTP status code 401 or 407.
 
     Attributes:
-        source: Source of the authentication challenge.
+        source: Source of the authentication challenge. Values: 'Server', 'Proxy'.
         origin: Origin of the challenger.
         scheme: The authentication scheme used, such as basic or digest
         realm: The realm of the challenge. May be empty.
@@ -1998,7 +1998,7 @@ class AuthChallengeResponse:
     """Experimental. Response to an AuthChallenge.
 
     Attributes:
-        response: The decision on what to do in response to the authorization challenge. Default means deferring to the default behavior of the net stack, which will likely either the Cancel authentication or display a popup dialog box.
+        response: The decision on what to do in response to the authorization challenge. Default means deferring to the default behavior of the net stack, which will likely either the Cancel authentication or display a popup dialog box. Values: 'Default', 'CancelAuth', 'ProvideCredentials'.
         username: The username to provide, possibly empty. Should only be set if response is ProvideCredentials.
         password: The password to provide, possibly empty. Should only be set if response is ProvideCredentials.
     """
@@ -3377,7 +3377,7 @@ class DeviceBoundSessionWithUsage:
 
     Attributes:
         session_key: The key for the session.
-        usage: How the session was used (or not used).
+        usage: How the session was used (or not used). Values: 'NotInScope', 'InScopeRefreshNotYetNeeded', 'InScopeRefreshNotAllowed', 'ProactiveRefreshNotPossible', 'ProactiveRefreshAttempted', 'Deferred'.
     """
 
     session_key: DeviceBoundSessionKey
@@ -3486,7 +3486,7 @@ class DeviceBoundSessionUrlRule:
     """Experimental. A device bound session's inclusion URL rule.
 
     Attributes:
-        rule_type: See comments on `net::device_bound_sessions::SessionInclusionRules::UrlRule::rule_type`.
+        rule_type: See comments on `net::device_bound_sessions::SessionInclusionRules::UrlRule::rule_type`. Values: 'Exclude', 'Include'.
         host_pattern: See comments on `net::device_bound_sessions::SessionInclusionRules::UrlRule::host_pattern`.
         path_prefix: See comments on `net::device_bound_sessions::SessionInclusionRules::UrlRule::path_prefix`.
     """
@@ -3858,7 +3858,7 @@ class RefreshEventDetails:
     """Experimental. Session event details specific to refresh.
 
     Attributes:
-        refresh_result: The result of a refresh. LINT.IfChange(DeviceBoundSessionRefreshResult)
+        refresh_result: The result of a refresh. LINT.IfChange(DeviceBoundSessionRefreshResult) Values: 'Refreshed', 'InitializedService', 'Unreachable', 'ServerError', 'FatalError', 'SigningQuotaExceeded', 'RefreshedAsWaiter', 'TransientSigningError', 'InScopeRefreshNotYetNeeded', 'Canceled'.
         fetch_result: LINT.ThenChange(//net/device_bound_sessions/refresh_result.h:DeviceBoundSessionRefreshResult,//content/browser/devtools/protocol/network_handler.cc:DeviceBoundSessionRefreshResult) If there was a fetch attempt, the result of that.
         new_session: The session display if there was a newly created session. This is populated for any refresh event that modifies the session config.
         was_fully_proactive_refresh: See comments on `net::device_bound_sessions::RefreshEventResult::was_fully_proactive_refresh`.
@@ -3927,7 +3927,7 @@ class TerminationEventDetails:
     """Experimental. Session event details specific to termination.
 
     Attributes:
-        deletion_reason: The reason for a session being deleted.
+        deletion_reason: The reason for a session being deleted. Values: 'Expired', 'FailedToRestoreKey', 'FailedToUnwrapKey', 'StoragePartitionCleared', 'ClearBrowsingData', 'ServerRequested', 'InvalidSessionParams', 'RefreshFatalError', 'DevTools', 'Replaced'.
     """
 
     deletion_reason: str
@@ -3962,7 +3962,7 @@ class ChallengeEventDetails:
     """Experimental. Session event details specific to challenges.
 
     Attributes:
-        challenge_result: The result of a challenge.
+        challenge_result: The result of a challenge. Values: 'Success', 'NoSessionId', 'NoSessionMatch', 'CantSetBoundCookie'.
         challenge: The challenge set.
     """
 
@@ -7561,7 +7561,7 @@ class TrustTokenOperationDone:
     or after the response was received.
 
     Attributes:
-        status: Detailed success or error status of the operation. 'AlreadyExists' also signifies a successful operation, as the result of the operation already exists und thus, the operation was abort preemptively (e.g. a cache hit).
+        status: Detailed success or error status of the operation. 'AlreadyExists' also signifies a successful operation, as the result of the operation already exists und thus, the operation was abort preemptively (e.g. a cache hit). Values: 'Ok', 'InvalidArgument', 'MissingIssuerKeys', 'FailedPrecondition', 'ResourceExhausted', 'AlreadyExists', 'ResourceLimited', 'Unauthorized', 'BadResponse', 'InternalError', 'UnknownError', 'FulfilledLocally', 'SiteIssuerLimit'.
         type_: -
         request_id: -
         top_level_origin: Top level origin. The context in which the operation was attempted.

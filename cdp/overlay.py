@@ -372,7 +372,7 @@ class LineStyle:
 
     Attributes:
         color: The color of the line (default: transparent)
-        pattern: The line pattern (default: solid)
+        pattern: The line pattern (default: solid) Values: 'dashed', 'dotted'.
     """
 
     color: _dom.RGBA | None = None

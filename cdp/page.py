@@ -2911,7 +2911,7 @@ def capture_screenshot(
     """Capture page screenshot.
 
     Args:
-        format_: Image compression format (defaults to png).
+        format_: Image compression format (defaults to png). Values: 'jpeg', 'png', 'webp'.
         quality: Compression quality from range [0..100] (jpeg only).
         clip: Capture the screenshot of a given region only.
         from_surface: Experimental. Capture the screenshot from the surface, rather than the view. Defaults to true.
@@ -2988,7 +2988,7 @@ def capture_snapshot(
     iframes, shadow DOM, external resources, and element-inline styles.
 
     Args:
-        format_: Format (defaults to mhtml).
+        format_: Format (defaults to mhtml). Values: 'mhtml'.
     """
     _p: dict[str, Any] = {}
     if format_ is not None:
@@ -4104,7 +4104,7 @@ def print_to_pdf(
         header_template: HTML template for the print header. Should be valid HTML markup with following classes used to inject printing values into them: - `date`: formatted print date - `title`: document title - `url`: document location - `pageNumber`: current page number - `totalPages`: total pages in the document For example, `<span class=title></span>` would generate span containing the title.
         footer_template: HTML template for the print footer. Should use the same format as the `headerTemplate`.
         prefer_css_page_size: Whether or not to prefer page size as defined by css. Defaults to false, in which case the content will be scaled to fit the paper size.
-        transfer_mode: Experimental. return as stream
+        transfer_mode: Experimental. return as stream Values: 'ReturnAsBase64', 'ReturnAsStream'.
         generate_tagged_pdf: Experimental. Whether or not to generate tagged (accessible) PDF. Defaults to embedder choice.
         generate_document_outline: Experimental. Whether or not to embed the document outline into the PDF.
     """
@@ -4658,7 +4658,7 @@ def set_download_behavior(
     """Experimental. Deprecated. Set the behavior when downloading a file.
 
     Args:
-        behavior: Whether to allow all or deny all download requests, or use default Chrome behavior if available (otherwise deny).
+        behavior: Whether to allow all or deny all download requests, or use default Chrome behavior if available (otherwise deny). Values: 'deny', 'allow', 'default'.
         download_path: The default path to save downloaded files to. This is required if behavior is set to 'allow'
     """
     _p: dict[str, Any] = {
@@ -4738,7 +4738,7 @@ def set_touch_emulation_enabled(
 
     Args:
         enabled: Whether the touch event emulation should be enabled.
-        configuration: Touch/gesture events configuration. Default: current platform.
+        configuration: Touch/gesture events configuration. Default: current platform. Values: 'mobile', 'desktop'.
     """
     _p: dict[str, Any] = {
         "enabled": enabled,
@@ -4768,7 +4768,7 @@ def start_screencast(
     """Experimental. Starts sending each frame using the `screencastFrame` event.
 
     Args:
-        format_: Image compression format.
+        format_: Image compression format. Values: 'jpeg', 'png'.
         quality: Compression quality from range [0..100].
         max_width: Maximum screenshot width.
         max_height: Maximum screenshot height.
@@ -4856,7 +4856,7 @@ def start_screen_recording(
         max_width: Maximum frame width in pixels.
         max_height: Maximum frame height in pixels.
         frame_rate: Maximum frame rate in frames per second.
-        capture_area: Experimental. The area to record. Defaults to `target`.
+        capture_area: Experimental. The area to record. Defaults to `target`. Values: 'target', 'browserWindow'.
     """
     _p: dict[str, Any] = {}
     if audio is not None:
@@ -4966,7 +4966,7 @@ def set_web_lifecycle_state(
     https://github.com/WICG/web-lifecycle/
 
     Args:
-        state: Target lifecycle state
+        state: Target lifecycle state Values: 'frozen', 'active'.
     """
     _p: dict[str, Any] = {
         "state": state,
@@ -5060,7 +5060,7 @@ def set_spc_transaction_mode(
     https://w3c.github.io/secure-payment-confirmation/#sctn-automation-set-spc-transaction-mode
 
     Args:
-        mode: -
+        mode: Values: 'none', 'autoAccept', 'autoChooseToAuthAnotherWay', 'autoReject', 'autoOptOut'.
     """
     _p: dict[str, Any] = {
         "mode": mode,
@@ -5082,7 +5082,7 @@ def set_rph_registration_mode(
     https://html.spec.whatwg.org/multipage/system-state.html#rph-automation
 
     Args:
-        mode: -
+        mode: Values: 'none', 'autoAccept', 'autoReject'.
     """
     _p: dict[str, Any] = {
         "mode": mode,
@@ -5307,7 +5307,7 @@ class FileChooserOpened:
 
     Attributes:
         frame_id: Experimental. Id of the frame containing input node.
-        mode: Input mode.
+        mode: Input mode. Values: 'selectSingle', 'selectMultiple'.
         backend_node_id: Experimental. Input node id. Only present for file choosers opened via an `<input type="file">` element.
     """
 
@@ -5444,7 +5444,7 @@ class FrameDetached:
 
     Attributes:
         frame_id: Id of the frame that has been detached.
-        reason: Experimental.
+        reason: Experimental. Values: 'remove', 'swap'.
     """
 
     method: ClassVar[str] = "Page.frameDetached"
@@ -5615,7 +5615,7 @@ class FrameStartedNavigating:
         frame_id: ID of the frame that is being navigated.
         url: The URL the navigation started with. The final URL can be different.
         loader_id: Loader identifier. Even though it is present in case of same-document navigation, the previously committed loaderId would not change unless the navigation changes from a same-document to a cross-document navigation.
-        navigation_type: -
+        navigation_type: Values: 'reload', 'reloadBypassingCache', 'restore', 'restoreWithPost', 'historySameDocument', 'historyDifferentDocument', 'sameDocument', 'differentDocument'.
     """
 
     method: ClassVar[str] = "Page.frameStartedNavigating"
@@ -5909,7 +5909,7 @@ class DownloadProgress:
         guid: Global unique identifier of the download.
         total_bytes: Total expected bytes to download.
         received_bytes: Total bytes received.
-        state: Download status.
+        state: Download status. Values: 'inProgress', 'completed', 'canceled'.
     """
 
     method: ClassVar[str] = "Page.downloadProgress"
@@ -6275,7 +6275,7 @@ class NavigatedWithinDocument:
     Attributes:
         frame_id: Id of the frame.
         url: Frame's new url.
-        navigation_type: Navigation type
+        navigation_type: Navigation type Values: 'fragment', 'historyApi', 'other'.
     """
 
     method: ClassVar[str] = "Page.navigatedWithinDocument"

@@ -79,7 +79,7 @@ def enable(
     """Enable collecting and reporting metrics.
 
     Args:
-        time_domain: Time domain to use for collecting and reporting duration metrics.
+        time_domain: Time domain to use for collecting and reporting duration metrics. Values: 'timeTicks', 'threadTicks'.
     """
     _p: dict[str, Any] = {}
     if time_domain is not None:
@@ -102,7 +102,7 @@ def set_time_domain(
     this method while metrics collection is enabled returns an error.
 
     Args:
-        time_domain: Time domain
+        time_domain: Time domain Values: 'timeTicks', 'threadTicks'.
     """
     _p: dict[str, Any] = {
         "timeDomain": time_domain,

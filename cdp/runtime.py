@@ -37,7 +37,7 @@ class SerializationOptions:
     """Represents options for serialization. Overrides `generatePreview` and `returnByValue`.
 
     Attributes:
-        serialization: -
+        serialization: Values: 'deep', 'json', 'idOnly'.
         max_depth: Deep serialization depth. Default is full depth. Respected only in `deep` serialization mode.
         additional_parameters: Embedder-specific parameters. For example if connected to V8 in Chrome these control DOM serialization via `maxNodeDepth: integer` and `includeShadowTree: "none" | "open" | "all"`. Values can be only of type string or integer.
     """
@@ -91,7 +91,7 @@ class DeepSerializedValue:
     """Represents deep serialized value.
 
     Attributes:
-        type_: -
+        type_: Values: 'undefined', 'null', 'string', 'number', 'boolean', 'bigint', 'regexp', 'date', 'symbol', 'array', 'object', 'function', 'map', 'set', 'weakmap', 'weakset', 'error', 'proxy', 'promise', 'typedarray', 'arraybuffer', 'node', 'window', 'generator'.
         value: -
         object_id: -
         weak_local_object_reference: Set if value reference met more then once during serialization. In such case, value is provided only to one of the serialized values. Unique per value in the scope of one CDP call.
@@ -160,8 +160,8 @@ class RemoteObject:
     """Mirror object referencing original JavaScript object.
 
     Attributes:
-        type_: Object type.
-        subtype: Object subtype hint. Specified for `object` type values only. NOTE: If you change anything here, make sure to also update `subtype` in `ObjectPreview` and `PropertyPreview` below.
+        type_: Object type. Values: 'object', 'function', 'undefined', 'string', 'number', 'boolean', 'symbol', 'bigint'.
+        subtype: Object subtype hint. Specified for `object` type values only. NOTE: If you change anything here, make sure to also update `subtype` in `ObjectPreview` and `PropertyPreview` below. Values: 'array', 'null', 'node', 'regexp', 'date', 'map', 'set', 'weakmap', 'weakset', 'iterator', 'generator', 'error', 'proxy', 'promise', 'typedarray', 'arraybuffer', 'dataview', 'webassemblymemory', 'wasmvalue', 'deferredmodule', 'trustedtype'.
         class_name: Object class (constructor) name. Specified for `object` type values only.
         value: Remote object value in case of primitive values or JSON values (if it was requested).
         unserializable_value: Primitive value which can not be JSON-stringified does not have `value`, but gets this property.
@@ -302,8 +302,8 @@ class ObjectPreview:
     """Experimental. Object containing abbreviated remote object value.
 
     Attributes:
-        type_: Object type.
-        subtype: Object subtype hint. Specified for `object` type values only.
+        type_: Object type. Values: 'object', 'function', 'undefined', 'string', 'number', 'boolean', 'symbol', 'bigint'.
+        subtype: Object subtype hint. Specified for `object` type values only. Values: 'array', 'null', 'node', 'regexp', 'date', 'map', 'set', 'weakmap', 'weakset', 'iterator', 'generator', 'error', 'proxy', 'promise', 'typedarray', 'arraybuffer', 'dataview', 'webassemblymemory', 'wasmvalue', 'deferredmodule', 'trustedtype'.
         description: String representation of the object.
         overflow: True iff some of the properties or entries of the original object did not fit.
         properties: List of the properties.
@@ -377,10 +377,10 @@ class PropertyPreview:
 
     Attributes:
         name: Property name.
-        type_: Object type. Accessor means that the property itself is an accessor property.
+        type_: Object type. Accessor means that the property itself is an accessor property. Values: 'object', 'function', 'undefined', 'string', 'number', 'boolean', 'symbol', 'accessor', 'bigint'.
         value: User-friendly property value string.
         value_preview: Nested value preview.
-        subtype: Object subtype hint. Specified for `object` type values only.
+        subtype: Object subtype hint. Specified for `object` type values only. Values: 'array', 'null', 'node', 'regexp', 'date', 'map', 'set', 'weakmap', 'weakset', 'iterator', 'generator', 'error', 'proxy', 'promise', 'typedarray', 'arraybuffer', 'dataview', 'webassemblymemory', 'wasmvalue', 'deferredmodule', 'trustedtype'.
     """
 
     name: str
@@ -2225,7 +2225,7 @@ class ConsoleAPICalled:
     """Issued when console API was called.
 
     Attributes:
-        type_: Type of the call.
+        type_: Type of the call. Values: 'log', 'debug', 'info', 'error', 'warning', 'dir', 'dirxml', 'table', 'trace', 'clear', 'startGroup', 'startGroupCollapsed', 'endGroup', 'assert', 'profile', 'profileEnd', 'count', 'timeEnd'.
         args: Call arguments.
         execution_context_id: Identifier of the context where the call was made.
         timestamp: Call timestamp.

@@ -32,7 +32,7 @@ class TraceConfig:
     """TraceConfig.
 
     Attributes:
-        record_mode: Experimental. Controls how the trace buffer stores data. The default is `recordUntilFull`.
+        record_mode: Experimental. Controls how the trace buffer stores data. The default is `recordUntilFull`. Values: 'recordUntilFull', 'recordContinuously', 'recordAsMuchAsPossible', 'echoToConsole'.
         trace_buffer_size_in_kb: Experimental. Size of the trace buffer in kilobytes. If not specified or zero is passed, a default value of 200 MB would be used.
         enable_sampling: Experimental. Turns on JavaScript stack sampling.
         enable_systrace: Experimental. Turns on system tracing.
@@ -361,7 +361,7 @@ def start(
         categories: Experimental. Deprecated. Category/tag filter
         options: Experimental. Deprecated. Tracing options
         buffer_usage_reporting_interval: Experimental. If set, the agent will issue bufferUsage events at this interval, specified in milliseconds
-        transfer_mode: Whether to report trace events as series of dataCollected events or to save trace to a stream (defaults to `ReportEvents`).
+        transfer_mode: Whether to report trace events as series of dataCollected events or to save trace to a stream (defaults to `ReportEvents`). Values: 'ReportEvents', 'ReturnAsStream'.
         stream_format: Trace data format to use. This only applies when using `ReturnAsStream` transfer mode (defaults to `json`).
         stream_compression: Experimental. Compression format to use. This only applies when using `ReturnAsStream` transfer mode (defaults to `none`)
         trace_config: -

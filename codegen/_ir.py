@@ -37,6 +37,8 @@ class Field:
     experimental: bool
     deprecated: bool
     conv: Conv
+    values: tuple[str, ...] = ()
+    """The allowed values of an inline enum (kept as ``str`` on the class, listed in the docs)."""
 
     @property
     def ann(self) -> str:
@@ -219,6 +221,7 @@ def _field(resolver: _Resolver, raw: Raw, domain: str) -> Field:
         experimental=bool(raw.get("experimental", False)),
         deprecated=bool(raw.get("deprecated", False)),
         conv=resolver.conv(raw, domain),
+        values=tuple(raw.get("enum", ())) if "$ref" not in raw else (),
     )
 
 

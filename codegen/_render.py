@@ -68,9 +68,17 @@ def _attributes(fields: tuple[Field, ...], header: str = "Attributes") -> str:
     lines = ["", "", f"    {header}:"]
     for f in fields:
         marks = [w for w, on in (("Experimental.", f.experimental), ("Deprecated.", f.deprecated)) if on]
-        text = " ".join([*marks, _escape(" ".join(f.description.split()))]).strip() or "-"
+        parts = [*marks, _escape(" ".join(f.description.split()))]
+        if f.values:
+            parts.append("Values: " + ", ".join(_escape(repr(v)) for v in f.values) + ".")
+        text = " ".join(p for p in parts if p) or "-"
         lines.append(f"        {f.py}: {text}")
     return "\n".join(lines) + "\n    "
+
+
+def _string_literal(value: str) -> str:
+    """A double-quoted Python literal for any string (a JSON string literal is also a Python one)."""
+    return json.dumps(value)
 
 
 def environment() -> jinja2.Environment:
@@ -85,6 +93,7 @@ def environment() -> jinja2.Environment:
     env.filters["doc"] = _doc
     env.filters["summary"] = _summary
     env.filters["attributes"] = _attributes
+    env.filters["pyrepr"] = _string_literal
     return env
 
 

@@ -35,7 +35,7 @@ class Shape:
 
     Attributes:
         color: -
-        kind: An inline enum.
+        kind: An inline enum. Values: 'circle', 'square'.
         palette: -
         border: -
         label: -
@@ -129,7 +129,7 @@ def draw(
     Args:
         shape: -
         color: -
-        mode: -
+        mode: Values: 'fill', 'stroke'.
         colors: -
         shapes: -
     """
