@@ -1,0 +1,284 @@
+"""Transports: whole CDP messages (JSON bytes) out and in, over a pipe or a websocket.
+
+A transport moves bytes and knows nothing of JSON. The connection layer above owns ids, routing and
+decoding; it writes batches of messages with :meth:`Transport.send` and reads with
+:meth:`Transport.receive_batch`.
+
+The pipe is what ``--remote-debugging-pipe`` gives: Chromium reads our commands from its fd 3 and writes
+to its fd 4, every message ended by a NUL byte. Chromium reads at most 100 MiB per message from the pipe;
+at 100 MiB or more it stops reading the pipe altogether (no error, no disconnect: every later command hangs),
+so :class:`PipeTransport` never sends a message that long.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
+
+import trio
+
+from engine._errors import ConnectionClosed, MessageTooLarge
+
+PIPE_MAX_MESSAGE_BYTES = 100 * 1024 * 1024 - 1
+"""The longest message Chromium reads from the pipe (it must be shorter than 100 MiB)."""
+
+READ_SIZE = 1024 * 1024
+"""How many bytes one read asks for."""
+
+_PIPE_SIZE = 1024 * 1024
+"""The kernel buffer we ask for on our pipes (Linux allows 1 MiB unprivileged); fewer, larger reads."""
+
+
+class Transport(Protocol):
+    """What the connection layer needs from a link to the browser."""
+
+    @property
+    def name(self) -> str:
+        """``"pipe"`` or ``"websocket"``, for messages and statistics."""
+        ...
+
+    @property
+    def max_outbound_bytes(self) -> int:
+        """The longest message :meth:`send` accepts; longer ones raise MessageTooLarge."""
+        ...
+
+    async def send(self, messages: Sequence[bytes]) -> None:
+        """Send whole messages, in order, in as few writes as possible.
+
+        Raises:
+            MessageTooLarge: a message is over ``max_outbound_bytes``; nothing was sent.
+            ConnectionClosed: the link is gone.
+        """
+        ...
+
+    async def receive_batch(self) -> list[bytes]:
+        """Wait for the next complete messages and return all that are complete (at least one).
+
+        Raises:
+            ConnectionClosed: the link ended (EOF, error, closed locally).
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Close the link; idempotent, quick, and it wakes a task blocked in send or receive."""
+        ...
+
+
+def check_outbound(messages: Sequence[bytes], limit: int, name: str) -> None:
+    """Raise MessageTooLarge if any message is longer than ``limit`` (before anything is written)."""
+    for message in messages:
+        if len(message) > limit:
+            raise MessageTooLarge(
+                f"an outbound message of {len(message):,} bytes is over the {name}'s limit of {limit:,} "
+                "bytes; nothing was sent"
+            )
+
+
+async def write_fully(
+    send_some: Callable[[memoryview], Awaitable[int]], data: bytes, break_link: Callable[[], None]
+) -> None:
+    """Write all of ``data`` with ``send_some`` (which writes a prefix and returns its length).
+
+    Cancellation is honoured at any point. Before the first byte it leaves the link as it was; after it, a
+    message is cut in half and would garble the stream, so ``break_link`` is called first (the transport
+    then closes itself and raises ConnectionClosed from then on).
+    """
+    await trio.lowlevel.checkpoint_if_cancelled()
+    sent = 0
+    try:
+        with memoryview(data) as view:
+            while sent < len(view):
+                with view[sent:] as rest:
+                    sent += await send_some(rest)
+    except trio.Cancelled:
+        if sent:
+            break_link()
+        raise
+    await trio.lowlevel.cancel_shielded_checkpoint()
+
+
+CUT_MESSAGE = "a send was cancelled in the middle of a message, so the link was closed"
+
+
+class NulFramer:
+    """Splits a byte stream into NUL-terminated messages (sans-I/O).
+
+    Each byte is searched once: only the newly fed chunk is scanned, and the unfinished message is kept in
+    a bytearray that grows in place, so a message of hundreds of megabytes costs linear time.
+    """
+
+    def __init__(self) -> None:
+        self._partial = bytearray()
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes of an unfinished message held back."""
+        return len(self._partial)
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """Add received bytes; return the messages they complete (empty messages are skipped)."""
+        messages: list[bytes] = []
+        if self._partial:
+            end = data.find(b"\0")
+            if end == -1:
+                self._partial += data
+                return messages
+            with memoryview(data) as view:
+                self._partial += view[:end]
+            messages.append(bytes(self._partial))
+            self._partial = bytearray()
+            data = data[end + 1 :]
+        parts = data.split(b"\0")
+        tail = parts.pop()
+        messages.extend(part for part in parts if part)
+        if tail:
+            self._partial += tail
+        return messages
+
+
+def _grow_pipe(fd: int) -> None:
+    """Ask for a larger kernel pipe buffer; harmless when refused."""
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+
+
+class PipeTransport:
+    """NUL-framed messages over a pair of pipe file descriptors (``--remote-debugging-pipe``).
+
+    Args:
+        read_fd: our end of the pipe Chromium writes to (its fd 4). Owned (closed) by the transport.
+        write_fd: our end of the pipe Chromium reads from (its fd 3). Owned (closed) by the transport.
+        max_outbound_bytes: the longest message to send; capped at PIPE_MAX_MESSAGE_BYTES.
+        read_size: bytes asked for per read.
+    """
+
+    name = "pipe"
+
+    def __init__(
+        self,
+        read_fd: int,
+        write_fd: int,
+        *,
+        max_outbound_bytes: int = PIPE_MAX_MESSAGE_BYTES,
+        read_size: int = READ_SIZE,
+    ) -> None:
+        _grow_pipe(read_fd)
+        _grow_pipe(write_fd)
+        self._reader = trio.lowlevel.FdStream(read_fd)
+        self._writer = trio.lowlevel.FdStream(write_fd)
+        self._max_outbound = min(max_outbound_bytes, PIPE_MAX_MESSAGE_BYTES)
+        self._read_size = read_size
+        self._framer = NulFramer()
+        self._send_lock = trio.StrictFIFOLock()
+        self._closed: str | None = None
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<PipeTransport {state} fds={self._reader.fileno()}/{self._writer.fileno()}>"
+
+    @property
+    def max_outbound_bytes(self) -> int:
+        """The longest message :meth:`send` accepts."""
+        return self._max_outbound
+
+    async def send(self, messages: Sequence[bytes]) -> None:
+        """Send whole messages as one write, each followed by a NUL byte.
+
+        Raises:
+            MessageTooLarge: a message is over ``max_outbound_bytes``; nothing was sent.
+            ConnectionClosed: the pipe is closed or broken.
+        """
+        check_outbound(messages, self._max_outbound, self.name)
+        if self._closed is not None:
+            await trio.lowlevel.checkpoint()
+            raise ConnectionClosed(self._closed)
+        parts: list[bytes] = []
+        for message in messages:
+            parts.append(message)
+            parts.append(b"\0")
+        data = b"".join(parts)
+        async with self._send_lock:
+            await write_fully(self._send_some, data, self._cut)
+
+    async def _send_some(self, chunk: memoryview) -> int:
+        while True:
+            fd = self._writer.fileno()
+            try:
+                return os.write(fd, chunk)
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                raise self._failed("the pipe to the browser broke while sending", exc) from exc
+            try:
+                await trio.lowlevel.wait_writable(fd)
+            except (trio.ClosedResourceError, OSError) as exc:
+                raise self._failed("the pipe to the browser broke while sending", exc) from exc
+
+    def _failed(self, what: str, exc: BaseException) -> ConnectionClosed:
+        if self._closed is None:
+            self._closed = f"{what}: {exc!r}"
+        return ConnectionClosed(self._closed)
+
+    def _cut(self) -> None:
+        self._closed = CUT_MESSAGE
+        self._writer.close()
+        self._reader.close()
+
+    async def receive_batch(self) -> list[bytes]:
+        """Read until at least one message is complete; return every complete one.
+
+        Raises:
+            ConnectionClosed: Chromium closed its end (it exited), or the pipe was closed here.
+        """
+        while True:
+            if self._closed is not None:
+                await trio.lowlevel.checkpoint()
+                raise ConnectionClosed(self._closed)
+            try:
+                data = await self._reader.receive_some(self._read_size)
+            except (trio.ClosedResourceError, trio.BrokenResourceError, OSError) as exc:
+                raise self._failed("the pipe from the browser broke", exc) from exc
+            if not data:
+                unfinished = self._framer.pending_bytes
+                detail = f" in the middle of a message ({unfinished:,} bytes)" if unfinished else ""
+                self._closed = f"the browser closed the pipe{detail} (it exited or crashed)"
+                raise ConnectionClosed(self._closed)
+            messages = self._framer.feed(data)
+            if messages:
+                return messages
+
+    async def aclose(self) -> None:
+        """Close both pipe ends; Chromium takes the end of its input as a request to exit."""
+        if self._closed is None:
+            self._closed = "the pipe was closed by this client"
+        self._writer.close()
+        self._reader.close()
+        await trio.lowlevel.checkpoint()
+
+
+def make_pipe_pair() -> tuple[tuple[int, int], tuple[int, int]]:
+    """Two pipes for a child: ((our read fd, our write fd), (child's read fd, child's write fd)).
+
+    All four are close-on-exec. The child's two are numbered 5 or above, so a child can ``dup2`` them onto
+    3 and 4 without one overwriting the other.
+    """
+    to_child_read, to_child_write = os.pipe()
+    from_child_read, from_child_write = os.pipe()
+    try:
+        child_read = fcntl.fcntl(to_child_read, fcntl.F_DUPFD_CLOEXEC, 5)
+        try:
+            child_write = fcntl.fcntl(from_child_write, fcntl.F_DUPFD_CLOEXEC, 5)
+        except OSError:
+            os.close(child_read)
+            raise
+    except OSError:
+        for fd in (to_child_write, from_child_read):
+            os.close(fd)
+        raise
+    finally:
+        os.close(to_child_read)
+        os.close(from_child_write)
+    return (from_child_read, to_child_write), (child_read, child_write)

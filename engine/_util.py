@@ -1,0 +1,71 @@
+"""Small helpers shared by the engine's layers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NoReturn
+
+import trio
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    """Every non-group exception in ``group``, depth first."""
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            out.extend(_leaves(exc))
+        else:
+            out.append(exc)
+    return out
+
+
+def unwrap_group(eg: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception a group stands for, or the group itself when it carries several errors.
+
+    Nurseries wrap whatever crosses them in groups, even a single exception. Public context managers
+    re-raise the plain exception instead. Cancellations that ride along with a real error are dropped (the
+    error is what the caller must see; an outer cancel scope still ends once it propagates); a group of
+    nothing but cancellations becomes its first ``trio.Cancelled``.
+
+    Args:
+        eg: the group a nursery raised.
+
+    Returns:
+        The single (non-cancellation) leaf, the first cancellation, or ``eg`` unchanged.
+    """
+    leaves = _leaves(eg)
+    errors = [exc for exc in leaves if not isinstance(exc, trio.Cancelled)]
+    if len(errors) == 1:
+        return errors[0]
+    if not errors and leaves:
+        return leaves[0]
+    return eg
+
+
+def reraise_unwrapped(eg: BaseExceptionGroup[BaseException]) -> NoReturn:
+    """Raise what :func:`unwrap_group` finds, keeping that exception's own ``__context__``.
+
+    Call it from an ``except BaseExceptionGroup`` block. Raising there would otherwise chain the group as
+    the leaf's context and print it twice in tracebacks.
+    """
+    leaf = unwrap_group(eg)
+    context = leaf.__context__
+    try:
+        raise leaf
+    finally:
+        leaf.__context__ = context
+        del leaf, context
+
+
+@contextmanager
+def collapse_groups() -> Iterator[None]:
+    """Let no ExceptionGroup out of a public context manager: re-raise the one exception it stands for.
+
+    The engine's background tasks never raise into their nursery, so a group only carries what the caller's
+    own block raised (plus cancellations); a group of several real errors is left as it is.
+    """
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        reraise_unwrapped(group)

@@ -1,0 +1,283 @@
+"""The sans-I/O websocket codec and handshake helpers, without sockets."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import struct
+import time
+from collections.abc import Callable
+
+import pytest
+
+from engine._websocket import (
+    OP_BINARY,
+    OP_CLOSE,
+    OP_CONTINUATION,
+    OP_PING,
+    OP_PONG,
+    OP_TEXT,
+    CloseReceived,
+    Message,
+    Ping,
+    Pong,
+    WebSocketCodec,
+    WebSocketProtocolError,
+    accept_for,
+    check_upgrade,
+    encode_frame,
+    mask_payload,
+)
+
+
+def fixed_keys(n: int) -> bytes:
+    """Masking keys 37 fa 21 3d (RFC 6455 section 5.7), repeated."""
+    return bytes.fromhex("37fa213d") * (n // 4)
+
+
+def counting_keys() -> tuple[list[bytes], Callable[[int], bytes]]:
+    seen: list[bytes] = []
+    counter = itertools.count(1)
+
+    def keys(n: int) -> bytes:
+        out = b"".join(struct.pack("!I", next(counter)) for _ in range(n // 4))
+        seen.append(out)
+        return out
+
+    return seen, keys
+
+
+def server_frame(opcode: int, payload: bytes, *, fin: bool = True) -> bytes:
+    return encode_frame(opcode, payload, None, fin=fin)
+
+
+def parse_client_frames(data: bytes) -> list[tuple[bool, int, bytes, bytes]]:
+    """What a server would see: (fin, opcode, mask key, unmasked payload) for each frame."""
+    frames = []
+    pos = 0
+    while pos < len(data):
+        first, second = data[pos], data[pos + 1]
+        assert second & 0x80, "client frames must be masked"
+        size = second & 0x7F
+        pos += 2
+        if size == 126:
+            (size,) = struct.unpack("!H", data[pos : pos + 2])
+            pos += 2
+        elif size == 127:
+            (size,) = struct.unpack("!Q", data[pos : pos + 8])
+            pos += 8
+        key = data[pos : pos + 4]
+        pos += 4
+        payload = mask_payload(data[pos : pos + size], key)
+        pos += size
+        frames.append((bool(first & 0x80), first & 0x0F, key, payload))
+    return frames
+
+
+# -- masking and encoding ----------------------------------------------------------------------------
+
+
+def test_rfc_masked_hello() -> None:
+    codec = WebSocketCodec(mask_keys=fixed_keys)
+    assert codec.encode_messages([b"Hello"]) == bytes.fromhex("818537fa213d7f9f4d5158")
+
+
+@pytest.mark.parametrize("size", [0, 1, 3, 4, 5, 125, 126, 65535, 65536, 70001])
+def test_mask_matches_naive_xor_and_undoes_itself(size: int) -> None:
+    payload = os.urandom(size)
+    key = os.urandom(4)
+    masked = mask_payload(payload, key)
+    assert masked == bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+    assert mask_payload(masked, key) == payload
+
+
+@pytest.mark.parametrize(
+    ("size", "length_bytes"),
+    [(0, 0), (125, 0), (126, 2), (65535, 2), (65536, 8), (300_000, 8)],
+)
+def test_length_encodings(size: int, length_bytes: int) -> None:
+    frame = WebSocketCodec().encode_messages([b"a" * size])
+    assert len(frame) == 2 + length_bytes + 4 + size
+    ((fin, opcode, _key, payload),) = parse_client_frames(frame)
+    assert (fin, opcode, payload) == (True, OP_TEXT, b"a" * size)
+
+
+def test_batch_is_one_buffer_with_a_fresh_key_per_frame() -> None:
+    seen, keys = counting_keys()
+    codec = WebSocketCodec(mask_keys=keys)
+    messages = [b'{"id":1}', b'{"id":2,"method":"X"}', b"x" * 200]
+    frames = parse_client_frames(codec.encode_messages(messages))
+    assert [payload for _, _, _, payload in frames] == messages
+    assert len({key for _, _, key, _ in frames}) == 3
+    assert len(seen) == 1, "one call to the key source for the whole batch"
+
+
+def test_binary_opcode() -> None:
+    ((_, opcode, _, payload),) = parse_client_frames(
+        WebSocketCodec().encode_messages([b"\x00\x01"], binary=True)
+    )
+    assert (opcode, payload) == (OP_BINARY, b"\x00\x01")
+
+
+# -- decoding ----------------------------------------------------------------------------------------
+
+
+def test_rfc_unmasked_hello_in_any_split() -> None:
+    data = bytes.fromhex("810548656c6c6f")
+    for cut in range(len(data) + 1):
+        codec = WebSocketCodec()
+        events = codec.receive_data(data[:cut]) + codec.receive_data(data[cut:])
+        assert events == [Message(b"Hello")]
+
+
+def test_byte_by_byte_64bit_frame() -> None:
+    payload = os.urandom(70_000)
+    data = server_frame(OP_BINARY, payload)
+    assert data[1] == 127
+    codec = WebSocketCodec()
+    events = []
+    for i in range(0, len(data), 1):
+        events += codec.receive_data(data[i : i + 1])
+    assert events == [Message(payload, binary=True)]
+
+
+def test_rfc_fragmented_text_with_ping_in_between() -> None:
+    codec = WebSocketCodec(mask_keys=fixed_keys)
+    data = (
+        bytes.fromhex("010348656c")  # "Hel", not final
+        + server_frame(OP_PING, b"?")
+        + bytes.fromhex("80026c6f")  # "lo", final continuation
+    )
+    assert codec.receive_data(data) == [Ping(b"?"), Message(b"Hello")]
+    ((fin, opcode, _, payload),) = parse_client_frames(codec.data_to_send())
+    assert (fin, opcode, payload) == (True, OP_PONG, b"?")
+    assert codec.data_to_send() == b""
+
+
+def test_many_fragments_and_messages_in_one_chunk() -> None:
+    parts = [b"a" * 10, b"b" * 200, b"c" * 70_000]
+    data = (
+        server_frame(OP_TEXT, parts[0], fin=False)
+        + server_frame(OP_CONTINUATION, parts[1], fin=False)
+        + server_frame(OP_CONTINUATION, parts[2])
+        + server_frame(OP_TEXT, b"{}")
+        + server_frame(OP_TEXT, b"[1]")[:3]
+    )
+    codec = WebSocketCodec()
+    assert codec.receive_data(data) == [Message(b"".join(parts)), Message(b"{}")]
+    assert codec.receive_data(b"1]") == [Message(b"[1]")]
+
+
+def test_payload_is_never_decoded() -> None:
+    invalid_utf8 = b'{"x":"\xff\xfe"}'
+    assert WebSocketCodec().receive_data(server_frame(OP_TEXT, invalid_utf8)) == [Message(invalid_utf8)]
+
+
+def test_pong_is_reported() -> None:
+    assert WebSocketCodec().receive_data(server_frame(OP_PONG, b"p")) == [Pong(b"p")]
+
+
+def test_ping_frame_we_send() -> None:
+    ((_, opcode, _, payload),) = parse_client_frames(WebSocketCodec().ping(b"hi"))
+    assert (opcode, payload) == (OP_PING, b"hi")
+    with pytest.raises(ValueError, match="125"):
+        WebSocketCodec().ping(b"x" * 126)
+
+
+def test_close_from_server_is_answered_and_ends_decoding() -> None:
+    codec = WebSocketCodec()
+    data = server_frame(OP_CLOSE, struct.pack("!H", 1001) + b"going away") + server_frame(OP_TEXT, b"late")
+    assert codec.receive_data(data) == [CloseReceived(1001, "going away")]
+    ((_, opcode, _, payload),) = parse_client_frames(codec.data_to_send())
+    assert (opcode, payload[:2]) == (OP_CLOSE, struct.pack("!H", 1001))
+    assert codec.close_sent
+    assert codec.receive_data(server_frame(OP_TEXT, b"later")) == []
+
+
+def test_close_without_status() -> None:
+    codec = WebSocketCodec()
+    assert codec.receive_data(server_frame(OP_CLOSE, b"")) == [CloseReceived(None, "")]
+
+
+def test_close_we_send_once() -> None:
+    codec = WebSocketCodec()
+    ((_, opcode, _, payload),) = parse_client_frames(codec.close(1000, "bye"))
+    assert (opcode, payload) == (OP_CLOSE, struct.pack("!H", 1000) + b"bye")
+    assert codec.close() == b""
+    with pytest.raises(WebSocketProtocolError):
+        codec.encode_messages([b"{}"])
+    # The server's answer to our close needs no second close frame.
+    assert codec.receive_data(server_frame(OP_CLOSE, struct.pack("!H", 1000))) == [CloseReceived(1000, "")]
+    assert codec.data_to_send() == b""
+
+
+@pytest.mark.parametrize(
+    ("data", "match"),
+    [
+        (encode_frame(OP_TEXT, b"x", b"abcd"), "masked"),
+        (bytes([0x80 | 0x40 | OP_TEXT, 0]), "reserved"),
+        (server_frame(OP_CONTINUATION, b"x"), "continuation"),
+        (server_frame(OP_TEXT, b"a", fin=False) + server_frame(OP_TEXT, b"b"), "before the previous"),
+        (server_frame(OP_PING, b"x" * 126), "control frame"),
+        (server_frame(OP_PING, b"x", fin=False), "control frame"),
+        (server_frame(0x3, b""), "opcode"),
+        (server_frame(0xB, b""), "opcode"),
+        (server_frame(OP_CLOSE, b"\x03"), "1-byte"),
+        (bytes([0x81, 127]) + struct.pack("!Q", 1 << 63), "most significant"),
+    ],
+)
+def test_protocol_errors(data: bytes, match: str) -> None:
+    with pytest.raises(WebSocketProtocolError, match=match):
+        WebSocketCodec().receive_data(data)
+
+
+def test_large_frame_in_small_chunks_is_linear() -> None:
+    """50 MB in 64 KiB pieces: re-scanning or re-copying the buffer per piece would take minutes."""
+    payload = b"y" * (50 * 1024 * 1024)
+    data = server_frame(OP_TEXT, payload)
+    codec = WebSocketCodec()
+    started = time.perf_counter()
+    events = []
+    step = 64 * 1024
+    for i in range(0, len(data), step):
+        events += codec.receive_data(data[i : i + step])
+    elapsed = time.perf_counter() - started
+    assert events == [Message(payload)]
+    assert elapsed < 5.0
+
+
+# -- handshake ---------------------------------------------------------------------------------------
+
+RFC_KEY = "dGhlIHNhbXBsZSBub25jZQ=="
+RFC_ACCEPT = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+
+
+def test_accept_value_from_rfc() -> None:
+    assert accept_for(RFC_KEY) == RFC_ACCEPT
+
+
+def good_headers() -> list[tuple[bytes, bytes]]:
+    return [
+        (b"upgrade", b"WebSocket"),
+        (b"connection", b"keep-alive, Upgrade"),
+        (b"sec-websocket-accept", RFC_ACCEPT.encode()),
+    ]
+
+
+def test_check_upgrade_accepts_a_good_answer() -> None:
+    check_upgrade(101, good_headers(), RFC_KEY)
+
+
+@pytest.mark.parametrize(
+    ("status", "drop", "match"),
+    [
+        (200, None, "HTTP 200"),
+        (101, b"upgrade", "Upgrade: websocket"),
+        (101, b"connection", "Connection: Upgrade"),
+        (101, b"sec-websocket-accept", "Accept"),
+    ],
+)
+def test_check_upgrade_rejects(status: int, drop: bytes | None, match: str) -> None:
+    headers = [(name, value) for name, value in good_headers() if name != drop]
+    with pytest.raises(WebSocketProtocolError, match=match):
+        check_upgrade(status, headers, RFC_KEY)
