@@ -1,0 +1,48 @@
+"""cdp-engine: a trio-native Chrome DevTools Protocol engine.
+
+``launch()`` / ``connect()`` give a :class:`Browser`; every target session is multiplexed on one
+connection; ``Session.execute`` takes the generated ``cdp`` commands and returns typed results.
+Deadlines are the caller's cancel scopes (``trio.fail_after``); nothing here takes a ``timeout=``.
+"""
+
+from engine._browser import Browser as Browser
+from engine._browser import Page as Page
+from engine._browser import connect as connect
+from engine._browser import launch as launch
+from engine._connection import ConnectionStatistics as ConnectionStatistics
+from engine._errors import BrowserLaunchError as BrowserLaunchError
+from engine._errors import CDPError as CDPError
+from engine._errors import ConnectionClosed as ConnectionClosed
+from engine._errors import EventOverflow as EventOverflow
+from engine._errors import MessageTooLarge as MessageTooLarge
+from engine._errors import NavigationError as NavigationError
+from engine._errors import ProtocolError as ProtocolError
+from engine._errors import ResponseDecodeError as ResponseDecodeError
+from engine._errors import SessionDetached as SessionDetached
+from engine._errors import TargetCrashed as TargetCrashed
+from engine._session import Session as Session
+from engine._session import Subscription as Subscription
+from engine._session import SubscriptionStatistics as SubscriptionStatistics
+from engine._settings import Settings as Settings
+
+__all__ = [
+    "Browser",
+    "BrowserLaunchError",
+    "CDPError",
+    "ConnectionClosed",
+    "ConnectionStatistics",
+    "EventOverflow",
+    "MessageTooLarge",
+    "NavigationError",
+    "Page",
+    "ProtocolError",
+    "ResponseDecodeError",
+    "Session",
+    "SessionDetached",
+    "Settings",
+    "Subscription",
+    "SubscriptionStatistics",
+    "TargetCrashed",
+    "connect",
+    "launch",
+]

@@ -1,0 +1,262 @@
+"""``launch`` and ``connect``: a Browser with its browser-level session, and the Pages it opens."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import trio
+
+import cdp
+from engine._connection import Connection, ConnectionStatistics, open_connection
+from engine._errors import (
+    BrowserLaunchError,
+    CDPError,
+    ConnectionClosed,
+    NavigationError,
+    TargetCrashed,
+)
+from engine._process import ChromiumProcess, open_chromium
+from engine._session import Session
+from engine._settings import DEFAULT_SETTINGS, Settings
+from engine._util import collapse_groups
+from engine._websocket import fetch_json_version, open_websocket_transport
+
+log = logging.getLogger("engine.browser")
+
+
+class Page:
+    """A tab opened by :meth:`Browser.new_page`, with its own flattened session."""
+
+    def __init__(self, browser: Browser, session: Session, target_id: str) -> None:
+        self.browser = browser
+        self.session = session
+        self.target_id = target_id
+        self.closed = False
+
+    def __repr__(self) -> str:
+        return f"<Page {self.target_id} session={self.session.session_id}>"
+
+    async def goto(self, url: str, *, referrer: str | None = None) -> cdp.page.NavigateResult:
+        """Navigate and wait for the new document's ``load`` event.
+
+        Raises:
+            NavigationError: the browser reported an error (``errorText``, e.g. net::ERR_NAME_NOT_RESOLVED).
+            TargetCrashed: the renderer crashed before the page loaded.
+        """
+        session = self.session
+        waited = ("Page.lifecycleEvent", "Inspector.targetCrashed", "Page.navigatedWithinDocument")
+        async with session.listen(*waited, buffer_size=512, overflow="drop_oldest") as events:
+            result = await session.execute(cdp.page.navigate(url=url, referrer=referrer))
+            if result.error_text:
+                raise NavigationError(f"navigation to {url} failed: {result.error_text}")
+            if result.loader_id is None:
+                return result  # same-document navigation (a fragment): nothing more will load
+            async for event in events:
+                if isinstance(event, cdp.inspector.TargetCrashed):
+                    raise TargetCrashed(f"the page crashed while loading {url}")
+                if (
+                    isinstance(event, cdp.page.LifecycleEvent)
+                    and event.name == "load"
+                    and event.loader_id == result.loader_id
+                ):
+                    return result
+        raise ConnectionClosed(f"the page's session ended while loading {url}")
+
+    async def close(self) -> None:
+        """Close the tab (its session ends with SessionDetached for anything still pending)."""
+        if self.closed:
+            return
+        self.closed = True
+        await self.browser.session.execute(cdp.target.close_target(target_id=self.target_id))
+
+
+class Browser:
+    """A browser reached over one connection; its ``session`` is the browser-level session.
+
+    Obtained from :func:`launch` or :func:`connect`; not constructed directly.
+    """
+
+    def __init__(self, connection: Connection, settings: Settings, process: ChromiumProcess | None) -> None:
+        self.connection = connection
+        self.settings = settings
+        self.process = process
+        self.session = Session(connection, None)
+        self._pages: dict[str, Page] = {}
+        connection.lifecycle = self._follow
+
+    @property
+    def pages(self) -> list[Page]:
+        """The pages this Browser opened that are still open."""
+        return [page for page in self._pages.values() if not page.closed]
+
+    async def version(self) -> cdp.browser.GetVersionResult:
+        return await self.session.execute(cdp.browser.get_version())
+
+    def statistics(self) -> ConnectionStatistics:
+        return self.connection.statistics()
+
+    async def new_page(self, url: str | None = None) -> Page:
+        """Open a tab, attach a flattened session to it (iframes and workers auto-attach), load ``url``."""
+        with trio.fail_after(self.settings.attach_timeout):
+            created = await self.session.execute(cdp.target.create_target(url="about:blank"))
+            target_id = created.target_id
+            attached = await self.session.execute(
+                cdp.target.attach_to_target(target_id=target_id, flatten=True)
+            )
+            session = self.connection.sessions.get(attached.session_id)
+            if session is None:
+                session = Session(self.connection, attached.session_id, target_id, "page", self.session)
+            async with trio.open_nursery() as nursery:
+                for command in _page_setup():
+                    nursery.start_soon(session.execute, command)
+        page = Page(self, session, target_id)
+        self._pages[target_id] = page
+        if url is not None:
+            await page.goto(url)
+        return page
+
+    async def _setup(self) -> None:
+        await self.session.execute(cdp.target.set_discover_targets(discover=True))
+
+    # -- lifecycle, called by the reader for every event ---------------------------------------------
+
+    def _follow(self, session: Session, method: str, params: dict[str, Any]) -> None:
+        if method == "Target.attachedToTarget":
+            self._attached(session, params)
+        elif method == "Target.detachedFromTarget":
+            child = self.connection.sessions.get(params.get("sessionId"))
+            if child is not None:
+                child.mark_detached("Target.detachedFromTarget")
+        elif method == "Target.targetDestroyed":
+            for s in list(self.connection.sessions.values()):
+                if s.target_id == params.get("targetId"):
+                    s.mark_detached("the target was destroyed")
+            page = self._pages.get(params.get("targetId", ""))
+            if page is not None:
+                page.closed = True
+        elif method == "Target.targetCrashed":
+            for s in list(self.connection.sessions.values()):
+                if s.target_id == params.get("targetId"):
+                    s.mark_crashed(f"status {params.get('status')}, error code {params.get('errorCode')}")
+        elif method == "Inspector.targetCrashed":
+            session.mark_crashed("Inspector.targetCrashed")
+        elif method == "Inspector.detached":
+            session.mark_detached(f"Inspector.detached: {params.get('reason')}")
+
+    def _attached(self, parent: Session, params: dict[str, Any]) -> None:
+        session_id = params.get("sessionId")
+        info = params.get("targetInfo") or {}
+        if not isinstance(session_id, str) or session_id in self.connection.sessions:
+            return
+        child = Session(self.connection, session_id, info.get("targetId"), info.get("type", "other"), parent)
+        if parent.session_id is None:
+            return  # attached by Browser.new_page; it sets the session up itself
+        parent.children[session_id] = child
+        if child.target_type in ("iframe", "page"):
+            # Nested out-of-process iframes attach to this child in turn.
+            self.connection.send_nowait(child, "Target.setAutoAttach", _AUTO_ATTACH)
+        if params.get("waitingForDebugger"):
+            self.connection.send_nowait(child, "Runtime.runIfWaitingForDebugger")
+
+
+_AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
+
+
+def _page_setup() -> list[cdp.Command[None]]:
+    return [
+        cdp.page.enable(),
+        cdp.page.set_lifecycle_events_enabled(enabled=True),
+        cdp.inspector.enable(),
+        cdp.target.set_auto_attach(auto_attach=True, wait_for_debugger_on_start=True, flatten=True),
+    ]
+
+
+async def _close_browser(browser: Browser, process: ChromiumProcess) -> None:
+    """Browser.close, then the process must exit; terminate/kill are the process layer's fallback."""
+    settings = browser.settings
+    if browser.connection.closed is None:
+        with trio.move_on_after(settings.close_timeout):
+            # The browser closing the link under us is the expected ending.
+            with contextlib.suppress(CDPError):
+                await browser.session.execute(cdp.browser.close())
+    await process.wait_exit(settings.close_timeout)
+
+
+@asynccontextmanager
+async def launch(
+    *,
+    executable: str | None = None,
+    transport: Literal["pipe", "websocket"] = "pipe",
+    headless: bool = True,
+    args: Sequence[str] = (),
+    settings: Settings = DEFAULT_SETTINGS,
+) -> AsyncIterator[Browser]:
+    """Start a headless Chromium with a fresh profile; close it and remove the profile on exit.
+
+    Args:
+        executable: the browser binary (default: $CDP_ENGINE_CHROMIUM, then /usr/bin/chromium, then PATH).
+        transport: "pipe" (default: fastest, nothing listens on a port) or "websocket" (port 0, loopback).
+        headless: False shows a window (needs a display).
+        args: extra command-line flags.
+        settings: the engine's own handshake limits.
+
+    Raises:
+        BrowserLaunchError: the browser did not start or answer; the message carries its last stderr lines.
+    """
+    with collapse_groups():
+        async with (
+            open_chromium(
+                executable=executable, transport=transport, headless=headless, args=args, settings=settings
+            ) as process,
+            open_connection(process.transport, settings) as connection,
+        ):
+            browser = Browser(connection, settings, process)
+            try:
+                with trio.fail_after(settings.launch_timeout):
+                    await browser._setup()
+            except (CDPError, trio.TooSlowError) as exc:
+                raise BrowserLaunchError(
+                    f"Chromium started but did not answer over the {transport}: {exc}",
+                    stderr_tail=process.stderr_tail(),
+                ) from exc
+            try:
+                yield browser
+            finally:
+                with trio.CancelScope(shield=True):
+                    await _close_browser(browser, process)
+
+
+@asynccontextmanager
+async def connect(url: str, *, settings: Settings = DEFAULT_SETTINGS) -> AsyncIterator[Browser]:
+    """Attach to a running browser: ``http://host:port`` (via /json/version) or a ``ws://`` URL.
+
+    Leaving the block closes the pages this client opened and the connection, never the browser.
+    """
+    ws_url = url
+    parts = urlsplit(url)
+    if parts.scheme in ("http", "https"):
+        with trio.fail_after(settings.connect_timeout):
+            version = await fetch_json_version(parts.hostname or "127.0.0.1", parts.port or 80)
+        ws_url = version["webSocketDebuggerUrl"]
+    elif parts.scheme not in ("ws", "wss"):
+        raise ValueError(f"connect() takes http://host:port or ws://..., not {url!r}")
+    transport = await open_websocket_transport(ws_url, settings)
+    with collapse_groups():
+        async with open_connection(transport, settings) as connection:
+            browser = Browser(connection, settings, None)
+            with trio.fail_after(settings.connect_timeout):
+                await browser._setup()
+            try:
+                yield browser
+            finally:
+                with trio.CancelScope(shield=True), trio.move_on_after(settings.close_timeout):
+                    for page in browser.pages:
+                        try:
+                            await page.close()
+                        except CDPError:
+                            log.debug("could not close %r on the way out", page)

@@ -1,0 +1,86 @@
+"""Errors raised by the engine.
+
+One root, split by blame: what the browser said, what happened to the link, and what the caller did wrong.
+
+    CDPError
+    ├── ProtocolError          the browser answered a command with an error (code, message, data, method)
+    ├── ConnectionClosed       the pipe or websocket is gone; every pending command on it ends with this
+    │   └── TargetCrashed      the target's renderer crashed while the command was pending
+    ├── SessionDetached        the target session was detached (tab closed, target gone)
+    ├── BrowserLaunchError     Chromium did not start; carries the tail of its stderr
+    ├── ResponseDecodeError    a response or event did not fit the typed bindings (also a cdp.DecodeError)
+    ├── MessageTooLarge        an outbound message is over the transport's limit; nothing was sent
+    ├── EventOverflow          a subscription with overflow="error" lost events because its buffer was full
+    └── NavigationError        Page.navigate reported an error (net::ERR_..., or the page failed to load)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cdp
+
+
+class CDPError(Exception):
+    """Root of every error the engine raises."""
+
+
+class ProtocolError(CDPError):
+    """The browser answered a command with an error object."""
+
+    def __init__(
+        self,
+        *,
+        code: int,
+        message: str,
+        data: Any = None,
+        method: str = "",
+        session_id: str | None = None,
+    ) -> None:
+        self.code = code
+        self.message = message
+        self.data = data
+        self.method = method
+        self.session_id = session_id
+        where = f" (session {session_id})" if session_id else ""
+        extra = f": {data}" if data else ""
+        super().__init__(f"{method}{where} failed with {code}: {message}{extra}")
+
+
+class ConnectionClosed(CDPError):
+    """The connection to the browser is closed; nothing more can be sent on it."""
+
+
+class TargetCrashed(ConnectionClosed):
+    """The target's renderer crashed; its in-flight commands will never be answered."""
+
+
+class SessionDetached(CDPError):
+    """The session was detached from its target (closed tab, navigation to another process, detach)."""
+
+
+class BrowserLaunchError(CDPError):
+    """The browser process could not be started or did not answer in time."""
+
+    def __init__(self, message: str, *, stderr_tail: str = "") -> None:
+        self.stderr_tail = stderr_tail
+        text = message
+        if stderr_tail:
+            text += "\n--- last lines of the browser's stderr ---\n" + stderr_tail
+        super().__init__(text)
+
+
+class ResponseDecodeError(CDPError, cdp.DecodeError):
+    """A message from the browser did not fit the typed bindings; the raw payload is attached."""
+
+
+class MessageTooLarge(CDPError):
+    """An outbound message is over the limit the transport accepts; it was not sent."""
+
+
+class EventOverflow(CDPError):
+    """A subscription's buffer overflowed under the "error" policy; events were lost."""
+
+
+class NavigationError(CDPError):
+    """A navigation failed (the browser's errorText, e.g. net::ERR_CONNECTION_REFUSED)."""

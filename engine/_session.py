@@ -1,0 +1,308 @@
+"""A flattened target session: typed ``execute``, raw ``execute_raw``, bounded ``listen``.
+
+Sessions are created by the engine (``Browser.session``, ``Page.session``, auto-attached iframes and
+workers in ``Session.children``); they have no public constructor.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+
+import attrs
+import trio
+
+import cdp
+from engine._errors import (
+    CDPError,
+    ConnectionClosed,
+    EventOverflow,
+    ResponseDecodeError,
+    SessionDetached,
+    TargetCrashed,
+)
+
+if TYPE_CHECKING:
+    from engine._connection import Connection
+
+log = logging.getLogger("engine.session")
+
+T = TypeVar("T")
+E = TypeVar("E")
+Overflow = Literal["error", "drop_oldest", "drop_newest"]
+OVERFLOW_POLICIES: tuple[Overflow, ...] = ("error", "drop_oldest", "drop_newest")
+
+
+@attrs.frozen(kw_only=True)
+class SubscriptionStatistics:
+    """A snapshot of one subscription's buffer and counters."""
+
+    buffer_size: int
+    overflow: Overflow
+    buffered: int
+    delivered: int
+    dropped: int
+    decode_errors: int
+
+
+class Subscription:
+    """A bounded buffer of events for one consumer; iterate it, or ``await receive()``.
+
+    The reader never waits on it: when the buffer is full, ``overflow`` decides what happens —
+    ``"error"`` (default: the next ``receive`` raises EventOverflow after the buffered events are read),
+    ``"drop_oldest"`` or ``"drop_newest"`` (counted in ``statistics().dropped``).
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        methods: frozenset[str] | None,
+        buffer_size: int,
+        overflow: Overflow,
+        typed: bool,
+    ) -> None:
+        self._session = session
+        self.methods = methods
+        self._buffer: deque[tuple[str, dict[str, Any]]] = deque()
+        self._size = buffer_size
+        self._overflow = overflow
+        self._typed = typed
+        self._lot = trio.lowlevel.ParkingLot()
+        self._end: BaseException | None = None
+        self._ended = False
+        self._overflowed = 0
+        self._delivered = 0
+        self._dropped = 0
+        self._decode_errors = 0
+
+    def push(self, method: str, params: dict[str, Any]) -> None:
+        """Called by the reader: buffer the event or apply the overflow policy. Never blocks."""
+        if self._ended:
+            return
+        connection = self._session.connection
+        if len(self._buffer) >= self._size:
+            self._dropped += 1
+            connection.events_dropped += 1
+            if self._overflow == "drop_newest":
+                return
+            if self._overflow == "drop_oldest":
+                self._buffer.popleft()
+            else:
+                self._overflowed += 1
+                return
+        self._buffer.append((method, params))
+        connection.events_delivered += 1
+        self._lot.unpark()
+
+    def close(self, error: BaseException | None = None) -> None:
+        """End the subscription: a consumer gets the buffered events, then ``error`` (or the end)."""
+        if self._ended:
+            return
+        self._ended = True
+        self._end = error
+        self._lot.unpark_all()
+
+    async def receive(self) -> Any:
+        """The next event (typed; ``UnknownEvent`` for events the bindings do not know).
+
+        Raises:
+            EventOverflow: under the "error" policy, events were lost because the buffer was full.
+            ResponseDecodeError: this one event did not fit its binding; the subscription goes on.
+            ConnectionClosed, SessionDetached: the link or session ended; buffered events come first.
+            trio.EndOfChannel: the subscription was closed normally.
+        """
+        while True:
+            if self._buffer:
+                await trio.lowlevel.checkpoint_if_cancelled()
+                method, params = self._buffer.popleft()
+                self._delivered += 1
+                await trio.lowlevel.cancel_shielded_checkpoint()
+                return self._decode(method, params)
+            if self._overflowed:
+                lost, self._overflowed = self._overflowed, 0
+                raise EventOverflow(
+                    f"{lost} event(s) were lost: the subscription's buffer of {self._size} was full. "
+                    "Read faster, raise buffer_size, or choose overflow='drop_oldest'/'drop_newest'"
+                )
+            if self._ended:
+                if self._end is not None:
+                    raise type(self._end)(*self._end.args) from self._end
+                raise trio.EndOfChannel
+            await self._lot.park()
+
+    def _decode(self, method: str, params: dict[str, Any]) -> Any:
+        if not self._typed:
+            return cdp.UnknownEvent(method=method, params=params)
+        try:
+            return cdp.decode_event(method, params)
+        except cdp.DecodeError as exc:
+            self._decode_errors += 1
+            raise ResponseDecodeError(exc.method, exc.payload, exc.reason) from exc
+
+    async def wait_for(self, predicate: Callable[[Any], bool] | None = None) -> Any:
+        """Receive until an event matches ``predicate`` (the first event if none); return it."""
+        while True:
+            event = await self.receive()
+            if predicate is None or predicate(event):
+                return event
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+
+    def statistics(self) -> SubscriptionStatistics:
+        return SubscriptionStatistics(
+            buffer_size=self._size,
+            overflow=self._overflow,
+            buffered=len(self._buffer),
+            delivered=self._delivered,
+            dropped=self._dropped,
+            decode_errors=self._decode_errors,
+        )
+
+
+class Session:
+    """One flattened CDP session (the browser's, a page's, an iframe's or a worker's)."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        session_id: str | None,
+        target_id: str | None = None,
+        target_type: str = "browser",
+        parent: Session | None = None,
+    ) -> None:
+        self.connection = connection
+        self.session_id = session_id
+        self.target_id = target_id
+        self.target_type = target_type
+        self.parent = parent
+        self.children: dict[str, Session] = {}
+        self._subscriptions: list[Subscription] = []
+        self._detached: SessionDetached | None = None
+        connection.sessions[session_id] = self
+
+    def __repr__(self) -> str:
+        return f"<Session {self.session_id or 'browser'} {self.target_type} {self.target_id or ''}>".strip()
+
+    @property
+    def detached(self) -> bool:
+        return self._detached is not None
+
+    def raise_if_unusable(self, method: str) -> None:
+        if self._detached is not None:
+            raise SessionDetached(f"cannot send {method}: {self._detached}")
+
+    @overload
+    async def execute(self, command: cdp.Command[T]) -> T: ...
+    @overload
+    async def execute(self, command: cdp.Command[None]) -> None: ...
+    async def execute(self, command: cdp.Command[Any]) -> Any:
+        """Send a typed command and return its typed result (``None`` for commands without one).
+
+        Bound it with the caller's own cancel scope: ``with trio.fail_after(2): await s.execute(...)``.
+        """
+        result = await self.connection.call(self, command.method, command.params)
+        try:
+            return command.decode(result)
+        except cdp.DecodeError as exc:
+            raise ResponseDecodeError(exc.method, exc.payload, exc.reason) from exc
+
+    async def execute_raw(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Send ``method`` with wire ``params`` and return the raw ``result`` dict (for direct scripting)."""
+        return await self.connection.call(self, method, params)
+
+    @asynccontextmanager
+    async def listen(
+        self,
+        *events: type[Any] | str,
+        buffer_size: int = 1024,
+        overflow: Overflow = "error",
+        typed: bool = True,
+    ) -> AsyncIterator[Subscription]:
+        """Subscribe to events of this session for the duration of the block.
+
+        Args:
+            *events: event classes (``cdp.page.LoadEventFired``) or method names; none means every event.
+            buffer_size: how many events may wait for the consumer.
+            overflow: what happens when the buffer is full ("error", "drop_oldest", "drop_newest").
+            typed: decode into generated classes (``False`` yields ``UnknownEvent`` with raw params).
+
+        Subscribe before you send the command that triggers the event, then wait inside the block:
+        nothing is missed in between.
+        """
+        if buffer_size < 1:
+            raise ValueError(f"buffer_size must be at least 1, not {buffer_size}")
+        if overflow not in OVERFLOW_POLICIES:
+            raise ValueError(f"overflow must be one of {OVERFLOW_POLICIES}, not {overflow!r}")
+        methods = frozenset(_method_of(e) for e in events) if events else None
+        subscription = Subscription(self, methods, buffer_size, overflow, typed)
+        self.raise_if_unusable("listen")
+        if self.connection.closed is not None:
+            raise ConnectionClosed(f"cannot listen: {self.connection.closed}")
+        self._subscriptions.append(subscription)
+        try:
+            yield subscription
+        finally:
+            subscription.close()
+            self._subscriptions.remove(subscription)
+
+    async def wait_for(self, event: type[E], predicate: Callable[[E], bool] | None = None) -> E:
+        """Wait for the next ``event`` (matching ``predicate``) that arrives from now on.
+
+        To catch an event that a command triggers, use :meth:`listen` before sending the command.
+        """
+        async with self.listen(event, buffer_size=256, overflow="drop_oldest") as subscription:
+            matched: E = await subscription.wait_for(predicate)
+            return matched
+
+    # -- called by the connection's reader ----------------------------------------------------------
+
+    def deliver(self, method: str, params: dict[str, Any]) -> None:
+        for subscription in self._subscriptions:
+            if subscription.methods is None or method in subscription.methods:
+                subscription.push(method, params)
+
+    def close_subscriptions(self, error: BaseException | None) -> None:
+        for subscription in self._subscriptions:
+            subscription.close(error)
+
+    def mark_detached(self, reason: str) -> None:
+        """The target session is gone: fail its pending commands and end its subscriptions."""
+        if self._detached is not None:
+            return
+        error = SessionDetached(f"session {self.session_id} ({self.target_type}) was detached: {reason}")
+        self._detached = error
+        self.connection.sessions.pop(self.session_id, None)
+        if self.parent is not None and self.session_id is not None:
+            self.parent.children.pop(self.session_id, None)
+        self.connection.fail_pending(self, error)
+        self.close_subscriptions(error)
+        for child in list(self.children.values()):
+            child.mark_detached(f"its parent session {self.session_id} was detached")
+
+    def mark_crashed(self, reason: str) -> None:
+        """The renderer crashed: its in-flight commands will never be answered."""
+        error: CDPError = TargetCrashed(f"target {self.target_id} ({self.target_type}) crashed: {reason}")
+        self.connection.fail_pending(self, error)
+        for child in list(self.children.values()):
+            child.mark_crashed(reason)
+
+
+def _method_of(event: type[Any] | str) -> str:
+    if isinstance(event, str):
+        return event
+    method = getattr(event, "method", None)
+    if not isinstance(method, str):
+        raise TypeError(
+            f"{event!r} is not an event class (it has no 'method'); pass e.g. cdp.page.LoadEventFired"
+        )
+    return method

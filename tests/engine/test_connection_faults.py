@@ -1,0 +1,224 @@
+"""Connection faults shown with a fake browser over memory channels (no Chromium needed)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import trio
+
+import cdp
+from engine import (
+    ConnectionClosed,
+    EventOverflow,
+    ProtocolError,
+    ResponseDecodeError,
+    SessionDetached,
+    TargetCrashed,
+)
+from engine._connection import Connection, open_connection
+from engine._session import Session
+from tests.engine.fake import FakePeer, FakeTransport
+
+
+@pytest.fixture
+async def pair() -> AsyncIterator[tuple[Connection, FakePeer, Session]]:
+    transport = FakeTransport()
+    async with open_connection(transport) as connection:
+        yield connection, FakePeer(transport), Session(connection, None)
+
+
+async def test_reply_is_typed(pair: tuple[Connection, FakePeer, Session]) -> None:
+    connection, peer, browser = pair
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            results = []
+
+            async def call() -> None:
+                results.append(await browser.execute(cdp.browser.get_version()))
+
+            nursery.start_soon(call)
+            command = await peer.next_command()
+            assert command["method"] == "Browser.getVersion"
+            assert "sessionId" not in command
+            fields = ("protocolVersion", "product", "revision", "userAgent", "jsVersion")
+            peer.reply(command, dict.fromkeys(fields, "x") | {"extra": 1})
+    assert results[0].product == "x"
+    assert connection.pending_count() == 0
+
+
+async def test_protocol_error_carries_code_and_method(pair: tuple[Connection, FakePeer, Session]) -> None:
+    _, peer, browser = pair
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+
+            async def answer() -> None:
+                command = await peer.next_command()
+                peer.send(
+                    {"id": command["id"], "error": {"code": -32601, "message": "'Nope.x' wasn't found"}}
+                )
+
+            nursery.start_soon(answer)
+            with pytest.raises(ProtocolError) as info:
+                await browser.execute_raw("Nope.x")
+    assert info.value.code == -32601
+    assert info.value.method == "Nope.x"
+
+
+async def test_cancelled_call_removes_pending_and_drops_late_reply(
+    pair: tuple[Connection, FakePeer, Session],
+) -> None:
+    connection, peer, browser = pair
+    with trio.move_on_after(0.05) as scope:
+        await browser.execute_raw("Runtime.evaluate", {"expression": "1"})
+    assert scope.cancelled_caught
+    assert connection.pending_count() == 0
+    command = await peer.next_command()
+    peer.reply(command, {"late": True})
+    with trio.fail_after(5):
+        while connection.statistics().unknown_id_replies == 0:
+            await trio.sleep(0.001)
+    # The reader is alive: the next command still works.
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(browser.execute_raw, "Browser.getVersion")
+            peer.reply(await peer.next_command())
+    assert connection.pending_count() == 0
+
+
+async def test_garbage_is_counted_and_reader_lives(pair: tuple[Connection, FakePeer, Session]) -> None:
+    connection, peer, browser = pair
+    peer.send_raw(b"{not json")
+    peer.send_raw(b"[1, 2]")
+    peer.send({"id": 999_999, "result": {}})
+    peer.event("Page.loadEventFired", {"timestamp": 1}, session_id="NO-SUCH-SESSION")
+    peer.send({"neither": True})
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(browser.execute_raw, "Browser.getVersion")
+            peer.reply(await peer.next_command())
+    stats = connection.statistics()
+    assert stats.malformed_messages == 3
+    assert stats.unknown_id_replies == 1
+    assert stats.unknown_session_events == 1
+
+
+async def test_link_closing_fails_every_pending_command(pair: tuple[Connection, FakePeer, Session]) -> None:
+    connection, peer, browser = pair
+    page = Session(connection, "S1", "T1", "page", browser)
+    errors: list[BaseException] = []
+
+    async def call(session: Session) -> None:
+        try:
+            await session.execute_raw("Runtime.evaluate", {"expression": "1"})
+        except ConnectionClosed as exc:
+            errors.append(exc)
+
+    with trio.fail_after(1):
+        async with trio.open_nursery() as nursery:
+            for session in (browser, page, page):
+                nursery.start_soon(call, session)
+            for _ in range(3):
+                await peer.next_command()
+            peer.close()
+    assert len(errors) == 3
+    assert connection.pending_count() == 0
+    with pytest.raises(ConnectionClosed):
+        await browser.execute_raw("Browser.getVersion")
+
+
+async def test_detach_fails_only_that_session(pair: tuple[Connection, FakePeer, Session]) -> None:
+    connection, peer, _ = pair
+    from engine._browser import Browser
+
+    real = Browser(connection, connection.settings, None)  # installs the lifecycle hook
+    a = Session(connection, "A", "TA", "page", real.session)
+    b = Session(connection, "B", "TB", "page", real.session)
+    outcome: dict[str, object] = {}
+
+    async def call(name: str, session: Session) -> None:
+        try:
+            outcome[name] = await session.execute_raw("Runtime.evaluate", {"expression": "1"})
+        except SessionDetached as exc:
+            outcome[name] = exc
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call, "a", a)
+            nursery.start_soon(call, "b", b)
+            first, second = await peer.next_command(), await peer.next_command()
+            peer.event("Target.detachedFromTarget", {"sessionId": "A", "targetId": "TA"})
+            by_session = {first["sessionId"]: first, second["sessionId"]: second}
+            peer.reply(by_session["B"], {"ok": 1})
+    assert isinstance(outcome["a"], SessionDetached)
+    assert outcome["b"] == {"ok": 1}
+    with pytest.raises(SessionDetached):
+        await a.execute_raw("Runtime.evaluate")
+
+
+async def test_crash_fails_pending_with_target_crashed(pair: tuple[Connection, FakePeer, Session]) -> None:
+    connection, peer, _ = pair
+    from engine._browser import Browser
+
+    browser = Browser(connection, connection.settings, None)
+    page = Session(connection, "P", "TP", "page", browser.session)
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+
+            async def crash() -> None:
+                await peer.next_command()
+                peer.event("Inspector.targetCrashed", {}, session_id="P")
+
+            nursery.start_soon(crash)
+            with pytest.raises(TargetCrashed):
+                await page.execute_raw("Runtime.evaluate", {"expression": "while(1){}"})
+    assert connection.pending_count() == 0
+
+
+@pytest.mark.parametrize("overflow", ["error", "drop_oldest", "drop_newest"])
+async def test_overflow_policies(pair: tuple[Connection, FakePeer, Session], overflow: str) -> None:
+    _, peer, browser = pair
+    async with browser.listen(cdp.page.LoadEventFired, buffer_size=3, overflow=overflow) as events:  # type: ignore[arg-type]
+        for i in range(10):
+            peer.event("Page.loadEventFired", {"timestamp": i})
+        with trio.fail_after(5):
+            while events.statistics().buffered + events.statistics().dropped < 10:
+                await trio.sleep(0.001)
+        stamps = [(await events.receive()).timestamp for _ in range(3)]
+        stats = events.statistics()
+        assert stats.dropped == 7
+        if overflow == "drop_oldest":
+            assert stamps == [7, 8, 9]
+        else:
+            assert stamps == [0, 1, 2]
+        if overflow == "error":
+            with pytest.raises(EventOverflow, match="7 event"):
+                await events.receive()
+
+
+async def test_bad_event_raises_once_and_subscription_goes_on(
+    pair: tuple[Connection, FakePeer, Session],
+) -> None:
+    _, peer, browser = pair
+    async with browser.listen(cdp.page.FrameNavigated, "Some.newEvent") as events:
+        peer.event("Page.frameNavigated", {"type": "Navigation"})  # 'frame' is required
+        peer.event("Some.newEvent", {"x": 1})
+        with trio.fail_after(5):
+            with pytest.raises(ResponseDecodeError) as info:
+                await events.receive()
+            assert info.value.payload == {"type": "Navigation"}
+            unknown = await events.receive()
+    assert isinstance(unknown, cdp.UnknownEvent)
+    assert unknown.params == {"x": 1}
+
+
+async def test_closing_ends_subscriptions(pair: tuple[Connection, FakePeer, Session]) -> None:
+    _, peer, browser = pair
+    async with browser.listen() as events:
+        peer.event("Page.loadEventFired", {"timestamp": 1})
+        peer.close()
+        with trio.fail_after(5):
+            first = await events.receive()
+            assert first.timestamp == 1
+            with pytest.raises(ConnectionClosed):
+                await events.receive()
