@@ -1,0 +1,45 @@
+"""The clients the suite compares, by name. Modules are imported only when a client is selected.
+
+Adding a client: write a ``Client`` (blocking) or an ``AsyncDriver`` plus a small ``AsyncClient``
+subclass (async), give it a ``name``, and add it to ``REGISTRY`` below (and to ``DEFAULT`` if it should
+run by default).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from benchmarks.clients.base import Client as Client
+from benchmarks.clients.base import Env as Env
+from benchmarks.clients.base import Sample as Sample
+from benchmarks.clients.base import SkipClient as SkipClient
+
+REGISTRY: dict[str, str] = {
+    "floor.ws": "benchmarks.clients.floor_ws:FloorWebSocket",
+    "floor.pipe": "benchmarks.clients.floor_pipe:FloorPipe",
+    "cdp-use": "benchmarks.clients.cdpuse:CdpUse",
+    "playwright.cdp": "benchmarks.clients.playwright_clients:PlaywrightCdp",
+    "playwright.page": "benchmarks.clients.playwright_clients:PlaywrightPage",
+    "engine.ws": "benchmarks.clients.engine:EngineWebSocket",
+    "engine.pipe": "benchmarks.clients.engine:EnginePipe",
+    "json.loads": "benchmarks.clients.offline:JsonLoads",
+    "json.loads.nogc": "benchmarks.clients.offline:JsonLoadsNoGC",
+    "cdp.decode": "benchmarks.clients.offline:TypedDecode",
+    "floor.ws.websocket-client": "benchmarks.clients.floor_ws:FloorWebSocketClientLib",
+}
+"""Every known client, in table order."""
+
+DEFAULT: tuple[str, ...] = tuple(n for n in REGISTRY if n != "floor.ws.websocket-client")
+
+FLOORS: dict[str, str] = {"websocket": "floor.ws", "pipe": "floor.pipe", "offline": "floor.ws"}
+"""The floor each transport is compared against."""
+
+
+def load(name: str) -> Client:
+    """An instance of the named client; ImportError, SkipClient and others propagate to the caller."""
+    module_name, _, class_name = REGISTRY[name].partition(":")
+    cls: type[Client] = getattr(importlib.import_module(module_name), class_name)
+    return cls()
+
+
+__all__ = ["DEFAULT", "FLOORS", "REGISTRY", "Client", "Env", "Sample", "SkipClient", "load"]

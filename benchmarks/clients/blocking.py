@@ -1,0 +1,241 @@
+"""The floor: minimal blocking CDP clients, the scenarios written once over send/recv of whole messages.
+
+A floor client does the least a real client must: encode each command with ``json.dumps``, decode every
+inbound message with ``json.loads`` and match replies by id. No threads, no loop, no objects. Where the
+async clients keep commands in flight, the floor pipelines: it writes them all in one go, then reads.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import time
+from typing import Any, ClassVar
+
+from benchmarks.clients.base import Client, Env, Sample
+from benchmarks.scenarios import (
+    BATCH_SIZE,
+    EVALUATE,
+    Kind,
+    Scenario,
+    console_flood_expression,
+    ready_expression,
+)
+
+Message = bytes | bytearray
+READY_TIMEOUT_S = 30.0
+
+
+class ProtocolError(Exception):
+    """The browser answered a command with an error."""
+
+
+class BlockingCDPClient(Client):
+    """Scenario logic over three transport primitives: ``_send_many``, ``_recv`` and ``_close``."""
+
+    transport: ClassVar[str]
+
+    def __init__(self) -> None:
+        self._id = 0
+        self._env: Env | None = None
+        self._targets: list[str] = []
+        self._sessions: list[str] = []
+
+    # -- transport -----------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _open(self, env: Env) -> None: ...
+
+    @abc.abstractmethod
+    def _send_many(self, messages: list[bytes]) -> None:
+        """Write whole messages, in order, with as few system calls as the transport allows."""
+
+    @abc.abstractmethod
+    def _recv(self) -> Message:
+        """Read one whole inbound message."""
+
+    @abc.abstractmethod
+    def _close(self) -> None: ...
+
+    # -- protocol ------------------------------------------------------------------------------------
+
+    def _encode(self, method: str, params: dict[str, Any] | None, session: str | None) -> tuple[int, bytes]:
+        self._id += 1
+        msg: dict[str, Any] = {"id": self._id, "method": method}
+        if params:
+            msg["params"] = params
+        if session is not None:
+            msg["sessionId"] = session
+        return self._id, json.dumps(msg).encode()
+
+    def call_raw(
+        self, method: str, params: dict[str, Any] | None = None, session: str | None = None
+    ) -> tuple[dict[str, Any], Message]:
+        """Send one command, read until its reply: (the parsed reply, its raw bytes)."""
+        cid, data = self._encode(method, params, session)
+        self._send_many([data])
+        while True:
+            raw = self._recv()
+            msg = json.loads(raw)
+            if msg.get("id") == cid:
+                if "error" in msg:
+                    raise ProtocolError(f"{method}: {msg['error']}")
+                return msg, raw
+
+    def call(self, method: str, params: dict[str, Any] | None = None, session: str | None = None) -> Any:
+        return self.call_raw(method, params, session)[0]["result"]
+
+    # -- Client --------------------------------------------------------------------------------------
+
+    def start(self, env: Env) -> None:
+        self._env = env
+        self._open(env)
+
+    def stop(self) -> None:
+        self._close()
+
+    def open_page(self, url: str) -> tuple[str, str]:
+        """(targetId, sessionId) of a new page attached with flatten=true and loaded."""
+        target = self.call("Target.createTarget", {"url": url})["targetId"]
+        session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            res = self.call(
+                "Runtime.evaluate", {"expression": ready_expression(url), "returnByValue": True}, session
+            )
+            if res["result"].get("value") is True:
+                return target, session
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"page did not load: {url}")
+            time.sleep(0.02)
+
+    def setup(self, scenario: Scenario) -> None:
+        assert self._env is not None
+        url = self._env.big_page_url if scenario.big_page else "about:blank"
+        for _ in range(scenario.pages):
+            target, session = self.open_page(url)
+            self._targets.append(target)
+            self._sessions.append(session)
+            if scenario.kind is Kind.EVENTS:
+                self.call("Runtime.enable", None, session)
+
+    def teardown(self, scenario: Scenario) -> None:
+        for target in self._targets:
+            self.call("Target.closeTarget", {"targetId": target})
+        self._targets.clear()
+        self._sessions.clear()
+
+    def run(self, scenario: Scenario, size: int) -> Sample:
+        kind = scenario.kind
+        if kind is Kind.BROWSER_ROUNDTRIP:
+            return self._sequential(size, None)
+        if kind is Kind.PAGE_ROUNDTRIP:
+            return self._sequential(size, self._sessions[0])
+        if kind is Kind.BATCH:
+            return self._batches(size)
+        if kind is Kind.DECODE:
+            return self._decode(scenario, size)
+        if kind is Kind.EVENTS:
+            return self._events(size)
+        if kind is Kind.FANOUT:
+            return self._fanout(size)
+        raise ValueError(f"not runnable: {scenario.name}")
+
+    # -- scenarios -----------------------------------------------------------------------------------
+
+    def _sequential(self, size: int, session: str | None) -> Sample:
+        clock = time.perf_counter_ns
+        if session is None:
+            method, params = "Browser.getVersion", None
+        else:
+            method, params = "Runtime.evaluate", {"expression": EVALUATE}
+        lat: list[float] = []
+        begin = clock()
+        for _ in range(size):
+            t0 = clock()
+            self.call_raw(method, params, session)
+            lat.append((clock() - t0) / 1000)
+        return Sample(lat, size, clock() - begin)
+
+    def _batches(self, size: int) -> Sample:
+        clock = time.perf_counter_ns
+        sessions = self._sessions
+        per = BATCH_SIZE // len(sessions)
+        lat: list[float] = []
+        begin = clock()
+        for _ in range(size):
+            t0 = clock()
+            pending: set[int] = set()
+            frames: list[bytes] = []
+            for session in sessions:
+                for _ in range(per):
+                    cid, data = self._encode("Runtime.evaluate", {"expression": EVALUATE}, session)
+                    pending.add(cid)
+                    frames.append(data)
+            self._send_many(frames)
+            while pending:
+                msg = json.loads(self._recv())
+                pending.discard(msg.get("id", -1))
+            lat.append((clock() - t0) / 1000)
+        return Sample(lat, size * per * len(sessions), clock() - begin)
+
+    def _decode(self, scenario: Scenario, size: int) -> Sample:
+        clock = time.perf_counter_ns
+        lat: list[float] = []
+        nbytes = 0
+        for _ in range(size):
+            t0 = clock()
+            msg, raw = self.call_raw(scenario.method, scenario.params_dict, self._sessions[0])
+            t1 = clock()
+            lat.append((t1 - t0) / 1000)
+            nbytes = len(raw)
+            del msg, raw  # freeing a large result is not part of the call
+        return Sample(lat, size, int(sum(lat) * 1000), nbytes)
+
+    def _events(self, size: int) -> Sample:
+        clock = time.perf_counter_ns
+        session = self._sessions[0]
+        cid, data = self._encode("Runtime.evaluate", {"expression": console_flood_expression(size)}, session)
+        seen = 0
+        replied = False
+        end = 0
+        begin = clock()
+        self._send_many([data])
+        while seen < size or not replied:
+            msg = json.loads(self._recv())
+            if msg.get("method") == "Runtime.consoleAPICalled" and msg.get("sessionId") == session:
+                seen += 1
+                if seen == size:
+                    end = clock()
+            elif msg.get("id") == cid:
+                replied = True
+        return Sample([(end - begin) / 1000], size, end - begin)
+
+    def _fanout(self, size: int) -> Sample:
+        """Every tab runs ``size`` sequential commands; all tabs at once over the one connection."""
+        clock = time.perf_counter_ns
+        remaining = dict.fromkeys(self._sessions, size)
+        inflight: dict[int, tuple[str, int]] = {}
+        params = {"expression": EVALUATE}
+        lat: list[float] = []
+        begin = clock()
+        frames: list[bytes] = []
+        for session in self._sessions:
+            cid, data = self._encode("Runtime.evaluate", params, session)
+            inflight[cid] = (session, clock())
+            frames.append(data)
+        self._send_many(frames)
+        while inflight:
+            msg = json.loads(self._recv())
+            entry = inflight.pop(msg.get("id", -1), None)
+            if entry is None:
+                continue
+            session, t0 = entry
+            now = clock()
+            lat.append((now - t0) / 1000)
+            remaining[session] -= 1
+            if remaining[session]:
+                cid, data = self._encode("Runtime.evaluate", params, session)
+                inflight[cid] = (session, clock())
+                self._send_many([data])
+        return Sample(lat, size * len(self._sessions), clock() - begin)

@@ -1,0 +1,109 @@
+"""cdp-use (browser-use's generated asyncio client) on the shared browser, in its own asyncio thread.
+
+Calls go through its typed library (``client.send.Runtime.evaluate(params=..., session_id=...)``), which is
+``send_raw`` plus a ``cast``: results are the decoded JSON dicts. Events go to one registered callback
+per method (``client.register.Runtime.consoleAPICalled``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Thunk
+from benchmarks.clients.base import AsyncioThread, Env, LoopThread, SkipClient
+from benchmarks.scenarios import ready_expression
+
+READY_TIMEOUT_S = 30.0
+
+
+class CdpUseDriver(AsyncDriver):
+    def __init__(self) -> None:
+        self._client: Any = None
+
+    async def open(self, env: Env) -> None:
+        try:
+            from cdp_use.client import CDPClient
+        except ImportError as exc:
+            raise SkipClient(f"cdp-use is not installed ({exc})") from exc
+        client: Any = CDPClient(env.ws_url)
+        await client.start()
+        self._client = client
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.stop()
+            self._client = None
+
+    async def browser_call(self) -> object:
+        return await self._client.send.Browser.getVersion()
+
+    async def new_page(self, url: str) -> tuple[str, str]:
+        send = self._client.send
+        target = (await send.Target.createTarget(params={"url": url}))["targetId"]
+        attached = await send.Target.attachToTarget(params={"targetId": target, "flatten": True})
+        session: str = attached["sessionId"]
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            res = await send.Runtime.evaluate(
+                params={"expression": ready_expression(url), "returnByValue": True}, session_id=session
+            )
+            if res["result"].get("value") is True:
+                return target, session
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"page did not load: {url}")
+            await asyncio.sleep(0.02)
+
+    async def close_page(self, page: tuple[str, str]) -> None:
+        await self._client.send.Target.closeTarget(params={"targetId": page[0]})
+
+    async def evaluate(self, page: tuple[str, str], expression: str) -> object:
+        return await self._client.send.Runtime.evaluate(params={"expression": expression}, session_id=page[1])
+
+    async def full_call(
+        self, page: tuple[str, str], method: str, params: dict[str, object]
+    ) -> tuple[object, int | None]:
+        domain, command = method.split(".")
+        call = getattr(getattr(self._client.send, domain), command)
+        return await call(params=params or None, session_id=page[1]), None
+
+    async def enable_console(self, page: tuple[str, str]) -> None:
+        await self._client.send.Runtime.enable(session_id=page[1])
+
+    async def console_flood(self, page: tuple[str, str], count: int, expression: str) -> int:
+        clock = time.perf_counter_ns
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        seen = 0
+        session = page[1]
+
+        def on_console(event: object, session_id: str | None) -> None:
+            nonlocal seen
+            if session_id == session:
+                seen += 1
+                if seen == count:
+                    done.set_result(clock())
+
+        self._client.register.Runtime.consoleAPICalled(on_console)
+        try:
+            begin = clock()
+            reply = asyncio.ensure_future(self.evaluate(page, expression))
+            end = await done
+            await reply
+        finally:
+            self._client.register.Runtime.consoleAPICalled(lambda event, session_id: None)
+        return end - begin
+
+    async def gather(self, thunks: Sequence[Thunk]) -> None:
+        await asyncio.gather(*(t() for t in thunks))
+
+
+class CdpUse(AsyncClient):
+    name: ClassVar[str] = "cdp-use"
+
+    def make_driver(self) -> AsyncDriver:
+        return CdpUseDriver()
+
+    def make_loop(self) -> LoopThread:
+        return AsyncioThread(self.name)

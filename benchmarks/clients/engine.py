@@ -1,0 +1,176 @@
+"""This project's engine, over the websocket (the shared browser) and over a pipe (its own browser).
+
+Written against the engine's planned public API::
+
+    async with connect("http://127.0.0.1:PORT") as browser:   # or: async with launch(transport="pipe")
+        await browser.session.execute(cdp.browser.get_version())
+        page = await browser.new_page(url)                      # None: about:blank
+        await page.session.execute(cdp.runtime.evaluate(expression="1+1"))
+        await page.session.execute_raw("Runtime.evaluate", {"expression": "1+1"})  # -> dict
+        async with page.session.listen(cdp.runtime.ConsoleAPICalled, buffer_size=100_000) as events:
+            async for ev in events: ...
+
+``engine`` and ``cdp`` are imported by name at start: until they exist (or when a name above is missing)
+the client is reported as skipped with the import error. Measured calls use the typed path
+(``execute(cdp....)``), as a user would; page setup uses ``execute_raw`` so it depends on as little of the
+typed surface as possible. The pipe client launches through ``launch(transport="pipe")`` with the suite's
+executable and flags when ``launch`` accepts ``executable=`` / ``args=``. Everything runs in ``trio.run``
+on the client's own thread; the browser's ``async with`` is entered by the start call and exited by the
+stop call, in the same task.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import time
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import trio
+
+from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Thunk
+from benchmarks.clients.base import Env, LoopThread, SkipClient, TrioThread
+from benchmarks.scenarios import ready_expression
+
+READY_TIMEOUT_S = 30.0
+EVENT_BUFFER = 100_000
+
+
+def _launch_options(launch: Any, env: Env) -> dict[str, Any]:
+    """The same executable and flags as every other launched Chromium, for the options ``launch`` has."""
+    try:
+        accepted = inspect.signature(launch).parameters
+    except (TypeError, ValueError):
+        return {}
+    options: dict[str, Any] = {}
+    if "executable" in accepted:
+        options["executable"] = env.chromium
+    if "args" in accepted:
+        # The engine adds its own headless flag; the rest are the suite's common flags.
+        options["args"] = [flag for flag in env.chromium_args if flag != "--headless"]
+    return options
+
+
+class EngineDriver(AsyncDriver):
+    def __init__(self, transport: str, loop: TrioThread) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._browser: Any = None
+        self.cdp: Any = None
+        self._decoders: dict[str, Any] = {}
+
+    async def open(self, env: Env) -> None:
+        try:
+            engine = importlib.import_module("engine")
+            cdp = importlib.import_module("cdp")
+            launch, connect = engine.launch, engine.connect
+            # Touch everything the scenarios use so a missing piece skips now, not mid-run.
+            cdp.browser.get_version, cdp.runtime.evaluate, cdp.runtime.enable, cdp.runtime.ConsoleAPICalled  # noqa: B018
+        except (ImportError, AttributeError) as exc:
+            raise SkipClient(f"engine not importable yet ({type(exc).__name__}: {exc})") from exc
+        self.cdp = cdp
+        if self._transport == "pipe":
+            manager = launch(transport="pipe", **_launch_options(launch, env))
+        else:
+            manager = connect(env.http_url or env.ws_url)
+        self._browser = await self._loop.exit_stack.enter_async_context(manager)
+
+    async def close(self) -> None:
+        self._browser = None
+        await self._loop.exit_stack.aclose()
+
+    async def browser_call(self) -> object:
+        return await self._browser.session.execute(self.cdp.browser.get_version())
+
+    async def new_page(self, url: str) -> Any:
+        # new_page(url) navigates and waits for the load event; the poll below is a cheap safety net.
+        page = await self._browser.new_page(None if url == "about:blank" else url)
+        session = page.session
+        with trio.fail_after(READY_TIMEOUT_S):
+            while True:
+                res = await session.execute_raw(
+                    "Runtime.evaluate", {"expression": ready_expression(url), "returnByValue": True}
+                )
+                if res["result"].get("value") is True:
+                    return page
+                await trio.sleep(0.02)
+
+    async def close_page(self, page: Any) -> None:
+        close = getattr(page, "close", None)
+        if close is not None:
+            await close()
+        else:
+            await self._browser.session.execute_raw("Target.closeTarget", {"targetId": page.target_id})
+
+    async def evaluate(self, page: Any, expression: str) -> object:
+        return await page.session.execute(self.cdp.runtime.evaluate(expression=expression))
+
+    def _command(self, method: str, params: dict[str, object]) -> Any:
+        if method == "Accessibility.getFullAXTree":
+            return self.cdp.accessibility.get_full_ax_tree(**params)
+        if method == "DOM.getDocument":
+            return self.cdp.dom.get_document(**params)
+        raise ValueError(method)
+
+    async def full_call(self, page: Any, method: str, params: dict[str, object]) -> tuple[object, int | None]:
+        return await page.session.execute(self._command(method, params)), None
+
+    async def enable_console(self, page: Any) -> None:
+        await page.session.execute(self.cdp.runtime.enable())
+
+    async def console_flood(self, page: Any, count: int, expression: str) -> int:
+        clock = time.perf_counter_ns
+        session = page.session
+        seen = 0
+        end = 0
+        subscription = session.listen(self.cdp.runtime.ConsoleAPICalled, buffer_size=max(EVENT_BUFFER, count))
+        async with subscription as events, trio.open_nursery() as nursery:
+            begin = clock()
+            nursery.start_soon(self.evaluate, page, expression)
+            async for _event in events:
+                seen += 1
+                if seen == count:
+                    end = clock()
+                    break
+        return end - begin
+
+    async def gather(self, thunks: Sequence[Thunk]) -> None:
+        async with trio.open_nursery() as nursery:
+            for thunk in thunks:
+                nursery.start_soon(thunk)
+
+
+class _EngineClient(AsyncClient):
+    engine_transport: ClassVar[str]
+
+    def __init__(self) -> None:
+        self._trio = TrioThread(self.name)
+        super().__init__()
+
+    def make_driver(self) -> AsyncDriver:
+        return EngineDriver(self.engine_transport, self._trio)
+
+    def make_loop(self) -> LoopThread:
+        return self._trio
+
+    def start(self, env: Env) -> None:
+        try:
+            super().start(env)
+        except SkipClient:
+            raise
+        except Exception as exc:
+            raise SkipClient(f"engine failed to start ({type(exc).__name__}: {exc})") from exc
+
+
+class EngineWebSocket(_EngineClient):
+    name: ClassVar[str] = "engine.ws"
+    transport: ClassVar[str] = "websocket"
+    engine_transport: ClassVar[str] = "websocket"
+
+
+class EnginePipe(_EngineClient):
+    name: ClassVar[str] = "engine.pipe"
+    transport: ClassVar[str] = "pipe"
+    own_browser = True
+    engine_transport: ClassVar[str] = "pipe"

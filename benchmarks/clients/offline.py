@@ -1,0 +1,103 @@
+"""Decode-only references for the decode scenarios: the response bytes are captured once, then decoded.
+
+* "json.loads": ``json.loads`` of the captured reply, the cost no Python client can avoid.
+* "json.loads.nogc": the same with the cyclic GC paused during the parse. A large reply allocates
+  hundreds of thousands of containers that all survive, which triggers repeated full collections;
+  pausing them is a choice any client (and the engine's reader) can make.
+* "cdp.decode": ``json.loads`` and then the generated bindings' typed decode
+  (``cdp.accessibility.get_full_ax_tree().decode(result)``): bytes to typed result, no I/O.
+
+The capture goes over the raw websocket floor to the shared browser, on the same generated page, once per
+scenario; every decode-only client decodes the same bytes.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+import time
+from typing import Any, ClassVar
+
+from benchmarks.clients.base import Env, Sample, SkipClient
+from benchmarks.clients.blocking import Message
+from benchmarks.clients.floor_ws import FloorWebSocket
+from benchmarks.scenarios import Kind, Scenario
+
+_CAPTURED: dict[str, bytes] = {}
+"""One capture per scenario and run, shared by every decode-only client."""
+
+
+class _Offline(FloorWebSocket):
+    transport: ClassVar[str] = "offline"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._captured: Message = b""
+
+    def unsupported(self, scenario: Scenario) -> str | None:
+        return None if scenario.kind is Kind.DECODE else "decode-only reference"
+
+    def setup(self, scenario: Scenario) -> None:
+        captured = _CAPTURED.get(scenario.name)
+        if captured is None:
+            super().setup(scenario)
+            _, raw = self.call_raw(scenario.method, scenario.params_dict, self._sessions[0])
+            _CAPTURED[scenario.name] = captured = bytes(raw)
+        self._captured = captured
+
+    def decode(self, scenario: Scenario, raw: Message) -> object:
+        raise NotImplementedError
+
+    def run(self, scenario: Scenario, size: int) -> Sample:
+        clock = time.perf_counter_ns
+        raw = self._captured
+        lat: list[float] = []
+        for _ in range(size):
+            t0 = clock()
+            result = self.decode(scenario, raw)
+            t1 = clock()
+            lat.append((t1 - t0) / 1000)
+            del result  # freeing a large result is not part of the decode
+        return Sample(lat, size, int(sum(lat) * 1000), len(raw))
+
+
+class JsonLoads(_Offline):
+    name: ClassVar[str] = "json.loads"
+
+    def decode(self, scenario: Scenario, raw: Message) -> object:
+        return json.loads(raw)
+
+
+class JsonLoadsNoGC(_Offline):
+    name: ClassVar[str] = "json.loads.nogc"
+
+    def decode(self, scenario: Scenario, raw: Message) -> object:
+        gc.disable()
+        try:
+            return json.loads(raw)
+        finally:
+            gc.enable()
+
+
+class TypedDecode(_Offline):
+    name: ClassVar[str] = "cdp.decode"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._factories: dict[str, Any] = {}
+
+    def start(self, env: Env) -> None:
+        try:
+            cdp = importlib.import_module("cdp")
+            self._factories = {
+                "Accessibility.getFullAXTree": cdp.accessibility.get_full_ax_tree,
+                "DOM.getDocument": cdp.dom.get_document,
+            }
+        except (ImportError, AttributeError) as exc:
+            raise SkipClient(f"cdp bindings not importable yet ({type(exc).__name__}: {exc})") from exc
+        super().start(env)
+
+    def decode(self, scenario: Scenario, raw: Message) -> object:
+        command = self._factories[scenario.method](**scenario.params_dict)
+        return command.decode(json.loads(raw)["result"])

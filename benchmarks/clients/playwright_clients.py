@@ -1,0 +1,192 @@
+"""Playwright (async API) attached to the shared browser with ``chromium.connect_over_cdp``.
+
+Two clients, each with its own Playwright driver process and asyncio thread:
+
+* "playwright.cdp": raw CDP through Playwright's CDPSession (``context.new_cdp_session(page)`` for page
+  commands, ``browser.new_browser_cdp_session()`` for browser-level ones). Every message crosses
+  Python -> Playwright's node driver -> Chromium and back.
+* "playwright.page": Playwright's own page API where it has an equivalent (``page.evaluate``, the
+  ``console`` event); no equivalent means skipped, never zero.
+
+A browser attached with connect_over_cdp auto-attaches to every page in it, the other clients' pages
+included, and instruments each (Runtime.enable, Network.enable, ...): its node driver then processes
+their events too. Measured here, that halved the other clients' console event rate. So by default each
+Playwright client launches a Chromium of its own (same binary, same flags, over a websocket);
+``--playwright-shared`` (or ``--connect``) attaches it to the shared browser instead, as a check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from benchmarks import chromium
+from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Thunk
+from benchmarks.clients.base import AsyncioThread, Env, LoopThread, SkipClient
+from benchmarks.scenarios import Kind, Scenario
+
+
+class _PlaywrightDriver(AsyncDriver):
+    def __init__(self) -> None:
+        self._pw: Any = None
+        self._browser: Any = None
+        self._context: Any = None
+        self._own: chromium.WebSocketBrowser | None = None
+
+    async def open(self, env: Env) -> None:
+        try:
+            from playwright.async_api import async_playwright
+        except ImportError as exc:
+            raise SkipClient(f"playwright is not installed ({exc})") from exc
+        endpoint = env.http_url or env.ws_url
+        if env.isolate_playwright:
+            self._own = await asyncio.to_thread(chromium.launch_websocket, env.chromium, env.chromium_args)
+            endpoint = self._own.http_url
+        self._pw = await async_playwright().start()
+        self._browser = await self._pw.chromium.connect_over_cdp(endpoint)
+        contexts = self._browser.contexts
+        self._context = contexts[0] if contexts else await self._browser.new_context()
+
+    async def close(self) -> None:
+        if self._browser is not None:
+            await self._browser.close()
+            self._browser = None
+        if self._pw is not None:
+            await self._pw.stop()
+            self._pw = None
+        if self._own is not None:
+            await asyncio.to_thread(self._own.stop)
+            self._own = None
+
+    async def _new_pw_page(self, url: str) -> Any:
+        page = await self._context.new_page()
+        if url != "about:blank":
+            await page.goto(url, wait_until="load")
+        return page
+
+    async def gather(self, thunks: Sequence[Thunk]) -> None:
+        await asyncio.gather(*(t() for t in thunks))
+
+
+class PlaywrightCdpDriver(_PlaywrightDriver):
+    def __init__(self) -> None:
+        super().__init__()
+        self._browser_session: Any = None
+
+    async def open(self, env: Env) -> None:
+        await super().open(env)
+        self._browser_session = await self._browser.new_browser_cdp_session()
+
+    async def browser_call(self) -> object:
+        return await self._browser_session.send("Browser.getVersion")
+
+    async def new_page(self, url: str) -> tuple[Any, Any]:
+        page = await self._new_pw_page(url)
+        return page, await self._context.new_cdp_session(page)
+
+    async def close_page(self, page: tuple[Any, Any]) -> None:
+        await page[1].detach()
+        await page[0].close()
+
+    async def evaluate(self, page: tuple[Any, Any], expression: str) -> object:
+        return await page[1].send("Runtime.evaluate", {"expression": expression})
+
+    async def full_call(
+        self, page: tuple[Any, Any], method: str, params: dict[str, object]
+    ) -> tuple[object, int | None]:
+        return await page[1].send(method, params or None), None
+
+    async def enable_console(self, page: tuple[Any, Any]) -> None:
+        await page[1].send("Runtime.enable")
+
+    async def console_flood(self, page: tuple[Any, Any], count: int, expression: str) -> int:
+        clock = time.perf_counter_ns
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        seen = 0
+
+        def on_console(params: object) -> None:
+            nonlocal seen
+            seen += 1
+            if seen == count:
+                done.set_result(clock())
+
+        session = page[1]
+        session.on("Runtime.consoleAPICalled", on_console)
+        try:
+            begin = clock()
+            reply = asyncio.ensure_future(self.evaluate(page, expression))
+            end = await done
+            await reply
+        finally:
+            session.remove_listener("Runtime.consoleAPICalled", on_console)
+        return end - begin
+
+
+class PlaywrightPageDriver(_PlaywrightDriver):
+    def unsupported(self, scenario: Scenario) -> str | None:
+        if scenario.kind is Kind.BROWSER_ROUNDTRIP:
+            return "no equivalent: browser.version is cached, it sends nothing"
+        if scenario.kind is Kind.DECODE:
+            return "no equivalent call in the page API"
+        return None
+
+    async def browser_call(self) -> object:
+        raise NotImplementedError
+
+    async def new_page(self, url: str) -> Any:
+        return await self._new_pw_page(url)
+
+    async def close_page(self, page: Any) -> None:
+        await page.close()
+
+    async def evaluate(self, page: Any, expression: str) -> object:
+        return await page.evaluate(expression)
+
+    async def console_flood(self, page: Any, count: int, expression: str) -> int:
+        clock = time.perf_counter_ns
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        seen = 0
+
+        def on_console(message: object) -> None:
+            nonlocal seen
+            seen += 1
+            if seen == count:
+                done.set_result(clock())
+
+        page.on("console", on_console)
+        try:
+            begin = clock()
+            reply = asyncio.ensure_future(page.evaluate(expression))
+            end = await done
+            await reply
+        finally:
+            page.remove_listener("console", on_console)
+        return end - begin
+
+
+class _PlaywrightClient(AsyncClient):
+    def start(self, env: Env) -> None:
+        self.own_browser = env.isolate_playwright
+        super().start(env)
+
+
+class PlaywrightCdp(_PlaywrightClient):
+    name: ClassVar[str] = "playwright.cdp"
+
+    def make_driver(self) -> AsyncDriver:
+        return PlaywrightCdpDriver()
+
+    def make_loop(self) -> LoopThread:
+        return AsyncioThread(self.name)
+
+
+class PlaywrightPage(_PlaywrightClient):
+    name: ClassVar[str] = "playwright.page"
+
+    def make_driver(self) -> AsyncDriver:
+        return PlaywrightPageDriver()
+
+    def make_loop(self) -> LoopThread:
+        return AsyncioThread(self.name)

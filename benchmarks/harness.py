@@ -1,0 +1,243 @@
+"""``python -m benchmarks``: run the scenarios over the clients, interleaved, and write the results.
+
+One Chromium is launched (or given with --connect) and shared by every websocket client; pipe clients
+launch their own. Per scenario every client sets up (pages, sessions), runs once unmeasured, then the
+measured repetitions go client by client in turn (A B C A B C ...), so drift on a noisy machine spreads
+over all clients instead of landing on one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks import chromium, report
+from benchmarks.clients import DEFAULT, REGISTRY, Client, Env, SkipClient, load
+from benchmarks.clients.floor_ws import RawWebSocket
+from benchmarks.pages import PageServer
+from benchmarks.report import Collected
+from benchmarks.scenarios import BY_NAME, SCENARIOS, Kind, Scenario
+
+RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
+SETTLE_S = 2.0
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description="Side-by-side CDP latency suite (see benchmarks/README.md)."
+    )
+    parser.add_argument("--quick", action="store_true", help="few repetitions, small counts")
+    parser.add_argument("--json", type=Path, default=RESULTS, help="results JSON (.md and .png beside it)")
+    parser.add_argument("--connect", metavar="URL", help="use this browser (http://host:port or ws://...)")
+    parser.add_argument("--scenarios", type=_csv, default=[s.name for s in SCENARIOS], help="a,b,...")
+    parser.add_argument("--clients", type=_csv, default=list(DEFAULT), help="x,y,...")
+    parser.add_argument("--chromium", default=chromium.CHROMIUM, help="executable to launch")
+    parser.add_argument(
+        "--playwright-shared",
+        action="store_true",
+        help="attach Playwright to the shared browser instead of giving it its own (see README)",
+    )
+    parser.add_argument("--list", action="store_true", help="list scenarios and clients, then exit")
+    args = parser.parse_args(argv)
+    for name in args.scenarios:
+        if name not in BY_NAME:
+            parser.error(f"unknown scenario {name!r}; known: {', '.join(BY_NAME)}")
+    for name in args.clients:
+        if name not in REGISTRY:
+            parser.error(f"unknown client {name!r}; known: {', '.join(REGISTRY)}")
+    return args
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def browser_version(ws_url: str) -> str:
+    """The browser's version, e.g. "156.0.8078.79", from Browser.getVersion."""
+    ws = RawWebSocket(ws_url)
+    try:
+        ws.send_many([b'{"id":1,"method":"Browser.getVersion"}'])
+        while True:
+            msg = json.loads(ws.recv())
+            if msg.get("id") == 1:
+                product: str = msg["result"]["product"]
+                return product.split("/", 1)[-1]
+    finally:
+        ws.close()
+
+
+def start_clients(names: list[str], env: Env) -> tuple[list[Client], dict[str, tuple[str, str, bool]]]:
+    """The clients that started, and name -> (reason, transport, own_browser) for those that did not."""
+    started: list[Client] = []
+    skipped: dict[str, tuple[str, str, bool]] = {}
+    for name in names:
+        client: Client | None = None
+        t0 = time.monotonic()
+        try:
+            client = load(name)
+            client.start(env)
+        except SkipClient as exc:
+            reason = str(exc)
+        except ImportError as exc:
+            reason = f"not installed ({exc})"
+        except Exception as exc:
+            reason = f"failed to start ({type(exc).__name__}: {exc})"
+        else:
+            started.append(client)
+            log(f"  started {name} ({time.monotonic() - t0:.1f}s)")
+            continue
+        transport = getattr(client, "transport", "?")
+        own = bool(getattr(client, "own_browser", False))
+        skipped[name] = (reason, transport, own)
+        log(f"  skipped {name}: {reason}")
+        if client is not None:
+            _quietly(client.stop)
+    return started, skipped
+
+
+def _quietly(fn: Any, *args: Any) -> None:
+    try:
+        fn(*args)
+    except Exception as exc:
+        log(f"    (ignored during cleanup: {type(exc).__name__}: {exc})")
+
+
+def run_scenario(scenario: Scenario, clients: list[Client], quick: bool) -> dict[str, Collected]:
+    """Set up, warm up, measure interleaved, tear down; one ``Collected`` per client.
+
+    A client that times out is marked ``hung``: its loop may still be stuck, so it runs no more scenarios.
+    """
+    out = {c.name: Collected(c.transport, c.own_browser) for c in clients}
+    if scenario.kind is Kind.PLACEHOLDER:
+        for c in out.values():
+            c.skipped = scenario.skip_reason
+        return out
+    size, reps = scenario.sized(quick)
+    active: list[Client] = []
+    for client in clients:
+        reason = client.unsupported(scenario)
+        if reason is not None:
+            out[client.name].skipped = reason
+            continue
+        try:
+            client.setup(scenario)
+            client.run(scenario, scenario.warmup_size(quick))  # warm-up, not measured
+        except Exception as exc:
+            out[client.name].skipped = f"failed in setup or warm-up ({type(exc).__name__}: {exc})"
+            out[client.name].hung = isinstance(exc, TimeoutError)
+            log(f"    {client.name}: {out[client.name].skipped}")
+            _quietly(client.teardown, scenario)
+            continue
+        active.append(client)
+    # Every client lives in this one process: freeze what exists now (the clients, their pages, the
+    # harness) so that one client's garbage collections do not traverse the others' long-lived objects.
+    gc.collect()
+    gc.freeze()
+    try:
+        _measure(scenario, active, out, size, reps)
+    finally:
+        gc.unfreeze()
+    for client in active:
+        _quietly(client.teardown, scenario)
+    return out
+
+
+def _measure(
+    scenario: Scenario, active: list[Client], out: dict[str, Collected], size: int, reps: int
+) -> None:
+    """The measured repetitions: each client once per repetition, in turn."""
+    running = list(active)
+    for rep in range(reps):
+        for client in list(running):
+            got = out[client.name]
+            try:
+                sample = client.run(scenario, size)
+            except Exception as exc:
+                got.skipped = f"failed in run {rep + 1} ({type(exc).__name__}: {exc})"
+                got.hung = isinstance(exc, TimeoutError)
+                log(f"    {client.name}: {got.skipped}")
+                running.remove(client)
+                continue
+            got.latencies_us += sample.latencies_us
+            got.ops += sample.ops
+            got.elapsed_ns += sample.elapsed_ns
+            got.reps += 1
+            if sample.nbytes is not None:
+                got.nbytes = sample.nbytes
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.list:
+        for s in SCENARIOS:
+            print(f"{s.name:24} {s.summary}")
+        print()
+        for name in REGISTRY:
+            print(f"{name}{'' if name in DEFAULT else '  (not run by default)'}")
+        return 0
+    scenarios = [BY_NAME[n] for n in args.scenarios]
+    begin = time.monotonic()
+    shared: chromium.WebSocketBrowser | None = None
+    clients: list[Client] = []
+    results: report.Results = {}
+    with PageServer() as pages:
+        try:
+            try:
+                if args.connect:
+                    ws_url, http_url = chromium.browser_ws_url(args.connect)
+                else:
+                    shared = chromium.launch_websocket(args.chromium)
+                    ws_url, http_url = shared.ws_url, shared.http_url
+                version = browser_version(ws_url)
+            except (OSError, RuntimeError, ValueError, KeyError) as exc:
+                log(f"error: no browser to measure against ({type(exc).__name__}: {exc})")
+                return 2
+            log(f"Chromium {version} at {http_url or ws_url}{' (given)' if args.connect else ''}")
+            env = Env(
+                ws_url=ws_url,
+                http_url=http_url,
+                chromium=args.chromium,
+                chromium_args=chromium.FLAGS,
+                big_page_url=pages.url("/big.html"),
+                quick=args.quick,
+                isolate_playwright=not (args.playwright_shared or args.connect),
+            )
+            clients, skipped = start_clients(args.clients, env)
+            if any(c.own_browser for c in clients) or shared is not None:
+                time.sleep(SETTLE_S)  # freshly launched browsers finish their start-up work first
+            for scenario in scenarios:
+                t0 = time.monotonic()
+                collected = run_scenario(scenario, clients, args.quick)
+                for name, (reason, transport, own) in skipped.items():
+                    collected[name] = Collected(transport, own, skipped=reason)
+                order = {n: i for i, n in enumerate(args.clients)}
+                results[scenario.name] = {
+                    n: report.entry(collected[n]) for n in sorted(collected, key=order.__getitem__)
+                }
+                log(f"  {scenario.name}: {time.monotonic() - t0:.1f}s")
+                for client in [c for c in clients if collected[c.name].hung]:
+                    clients.remove(client)
+                    reason = f"timed out in {scenario.name}, not run further"
+                    skipped[client.name] = (reason, client.transport, client.own_browser)
+                    _quietly(client.stop)
+        finally:
+            for client in clients:
+                _quietly(client.stop)
+            if shared is not None:
+                shared.stop()
+    report.add_ratios(results)
+    doc: dict[str, Any] = {"machine": report.machine_info(), "chromium": version, "scenarios": results}
+    print(report.text_table(results))
+    written = report.write(doc, args.json)
+    log(f"wrote {', '.join(str(p) for p in written)} in {time.monotonic() - begin:.0f}s")
+    return 0

@@ -1,0 +1,199 @@
+"""The scenarios of the side-by-side suite: what each one measures and how big it is.
+
+A scenario is data only. Every client implements every scenario it supports in its own event loop
+(see ``benchmarks.clients``); the harness only decides the order, the sizes and the repetitions.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass
+
+
+class Kind(enum.Enum):
+    """How a scenario's runs are shaped, which decides what a sample means."""
+
+    BROWSER_ROUNDTRIP = "browser_roundtrip"  # sequential commands, no session; sample = one command
+    PAGE_ROUNDTRIP = "page_roundtrip"  # sequential commands on a page session; sample = one command
+    BATCH = "batch"  # BATCH_SIZE commands in flight; sample = one batch
+    DECODE = "decode"  # one large response; sample = one full call (or one decode)
+    EVENTS = "events"  # a console flood; sample = time until the last event arrived
+    FANOUT = "fanout"  # many tabs, sequential commands each, all tabs at once; sample = one command
+    PLACEHOLDER = "placeholder"  # registered, not runnable yet
+
+
+BATCH_SIZE = 64
+EVALUATE = "1+1"
+NEEDS_UPPER_LAYERS = "needs the upper layers"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One row group of the results table.
+
+    Attributes:
+        name: the key used in the JSON output and on the command line.
+        kind: the shape of a run.
+        summary: one line for the README and the table.
+        size: operations per run in a full run (commands, batches, events, or commands per tab).
+        quick_size: the same in --quick mode.
+        reps: measured repetitions per client in a full run (each client once per repetition, interleaved).
+        quick_reps: the same in --quick mode.
+        pages: page sessions the scenario needs per client.
+        big_page: whether those pages load the generated 5,000-element document.
+        method: the CDP method a DECODE scenario calls.
+        params: its parameters.
+        skip_reason: set for placeholders.
+    """
+
+    name: str
+    kind: Kind
+    summary: str
+    size: int = 0
+    quick_size: int = 0
+    reps: int = 0
+    quick_reps: int = 0
+    pages: int = 0
+    big_page: bool = False
+    method: str = ""
+    params: tuple[tuple[str, object], ...] = ()
+    skip_reason: str | None = None
+
+    def sized(self, quick: bool) -> tuple[int, int]:
+        """(operations per run, measured repetitions) for the chosen mode."""
+        return (self.quick_size, self.quick_reps) if quick else (self.size, self.reps)
+
+    def warmup_size(self, quick: bool) -> int:
+        """Operations in the unmeasured warm-up run that precedes the repetitions."""
+        size = self.quick_size if quick else self.size
+        if self.kind is Kind.DECODE:
+            return 1
+        if self.kind in (Kind.EVENTS, Kind.FANOUT):
+            return max(1, size // 10)
+        return max(2, size // 5)
+
+    @property
+    def params_dict(self) -> dict[str, object]:
+        return dict(self.params)
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        "roundtrip.getVersion",
+        Kind.BROWSER_ROUNDTRIP,
+        "sequential Browser.getVersion on the browser-level connection (no session)",
+        size=200,
+        quick_size=30,
+        reps=10,
+        quick_reps=3,
+    ),
+    Scenario(
+        "roundtrip.evaluate",
+        Kind.PAGE_ROUNDTRIP,
+        'sequential Runtime.evaluate("1+1") on a flattened page session',
+        size=200,
+        quick_size=30,
+        reps=10,
+        quick_reps=3,
+        pages=1,
+    ),
+    Scenario(
+        "throughput.1session",
+        Kind.BATCH,
+        f"{BATCH_SIZE} Runtime.evaluate in flight on one session; per-batch latency and ops/s",
+        size=20,
+        quick_size=4,
+        reps=10,
+        quick_reps=3,
+        pages=1,
+    ),
+    Scenario(
+        "throughput.8sessions",
+        Kind.BATCH,
+        f"{BATCH_SIZE} Runtime.evaluate in flight over 8 sessions (8 each); per-batch latency and ops/s",
+        size=20,
+        quick_size=4,
+        reps=10,
+        quick_reps=3,
+        pages=8,
+    ),
+    Scenario(
+        "decode.axtree",
+        Kind.DECODE,
+        "Accessibility.getFullAXTree of a 5,000-element page: full call, json.loads, typed decode",
+        size=3,
+        quick_size=1,
+        reps=5,
+        quick_reps=1,
+        pages=1,
+        big_page=True,
+        method="Accessibility.getFullAXTree",
+    ),
+    Scenario(
+        "decode.document",
+        Kind.DECODE,
+        "DOM.getDocument(depth=-1) of a 5,000-element page: full call, json.loads, typed decode",
+        size=3,
+        quick_size=1,
+        reps=5,
+        quick_reps=1,
+        pages=1,
+        big_page=True,
+        method="DOM.getDocument",
+        params=(("depth", -1),),
+    ),
+    Scenario(
+        "events.console",
+        Kind.EVENTS,
+        "Runtime.consoleAPICalled flood (the page logs in a loop) delivered to a subscriber; events/s",
+        size=50_000,
+        quick_size=1_000,
+        reps=3,
+        quick_reps=2,
+        pages=1,
+    ),
+    Scenario(
+        "fanout.20tabs",
+        Kind.FANOUT,
+        "20 tabs, sequential Runtime.evaluate on each, all tabs concurrently; per-command latency",
+        size=200,
+        quick_size=10,
+        reps=5,
+        quick_reps=2,
+        pages=20,
+    ),
+    Scenario(
+        "snapshot.5k",
+        Kind.PLACEHOLDER,
+        "ref snapshot of the 5,000-element page",
+        skip_reason=NEEDS_UPPER_LAYERS,
+    ),
+    Scenario(
+        "evaluate.hung_recovery",
+        Kind.PLACEHOLDER,
+        "bounded evaluate of a hung script, then the next evaluate",
+        skip_reason=NEEDS_UPPER_LAYERS,
+    ),
+    Scenario(
+        "action.click",
+        Kind.PLACEHOLDER,
+        "click by ref with actionability checks",
+        skip_reason=NEEDS_UPPER_LAYERS,
+    ),
+)
+
+BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}
+
+
+def console_flood_expression(count: int) -> str:
+    """The script a page evaluates to emit ``count`` Runtime.consoleAPICalled events."""
+    return f"for (let i = 0; i < {count}; i++) console.log(i); {count}"
+
+
+def ready_expression(url: str) -> str:
+    """True once the page has committed ``url`` and loaded, for polling after navigation.
+
+    Checking the URL matters: the initial about:blank of a new target is already "complete".
+    """
+    return f"location.href === {json.dumps(url)} && document.readyState === 'complete'"

@@ -1,0 +1,92 @@
+"""The latency suite runs end to end in --quick mode and writes results of the promised shape.
+
+Timings are never asserted (the machine is shared and noisy); only that the numbers exist and are positive,
+and that clients that cannot run are reported as skipped with a reason instead of as zero.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("CDP_BENCH_CHROMIUM", "/usr/bin/chromium")
+SCENARIOS = ["roundtrip.getVersion", "roundtrip.evaluate"]
+CLIENTS = ["floor.ws", "floor.pipe", "cdp-use", "engine.ws", "engine.pipe"]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}"),
+]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    out = tmp_path_factory.mktemp("bench") / "latest.json"
+    command = [
+        sys.executable,
+        "-m",
+        "benchmarks",
+        "--quick",
+        "--json",
+        str(out),
+        "--chromium",
+        CHROMIUM,
+        "--scenarios",
+        ",".join(SCENARIOS),
+        "--clients",
+        ",".join(CLIENTS),
+    ]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(out.read_text()), out
+
+
+def test_top_level_shape(results: tuple[dict[str, Any], Path]) -> None:
+    doc, _ = results
+    assert set(doc) == {"machine", "chromium", "scenarios"}
+    assert {"cpu", "cores", "python", "os"} <= set(doc["machine"])
+    assert isinstance(doc["chromium"], str)
+    assert doc["chromium"]
+    assert list(doc["scenarios"]) == SCENARIOS
+
+
+def test_every_client_is_measured_or_skipped_with_a_reason(results: tuple[dict[str, Any], Path]) -> None:
+    doc, _ = results
+    for scenario, clients in doc["scenarios"].items():
+        assert set(clients) == set(CLIENTS), scenario
+        for name, entry in clients.items():
+            assert {"median_us", "p95_us", "ops_per_s", "runs"} <= set(entry), (scenario, name)
+            if "skipped" in entry:
+                assert isinstance(entry["skipped"], str)
+                assert entry["skipped"]
+                assert entry["median_us"] is None  # never a zero standing in for "did not run"
+                continue
+            assert entry["median_us"] > 0, (scenario, name)
+            assert entry["p95_us"] >= entry["median_us"], (scenario, name)
+            assert entry["ops_per_s"] > 0, (scenario, name)
+            assert isinstance(entry["runs"], int)
+            assert entry["runs"] > 0
+
+
+def test_the_floors_and_cdp_use_ran(results: tuple[dict[str, Any], Path]) -> None:
+    doc, _ = results
+    for scenario, clients in doc["scenarios"].items():
+        for name in ("floor.ws", "floor.pipe", "cdp-use"):
+            assert "skipped" not in clients[name], (scenario, name, clients[name].get("skipped"))
+        assert clients["floor.pipe"]["browser"] == "own"
+
+
+def test_markdown_and_chart_are_written_beside_the_json(results: tuple[dict[str, Any], Path]) -> None:
+    _, path = results
+    md = path.with_suffix(".md").read_text()
+    assert "roundtrip.getVersion" in md
+    assert "| floor.ws" in md
+    png = path.with_suffix(".png").read_bytes()
+    assert png.startswith(b"\x89PNG")
