@@ -159,9 +159,9 @@ class Browser:
         parent.children[session_id] = child
         if child.target_type in ("iframe", "page"):
             # Nested out-of-process iframes attach to this child in turn.
-            self.connection.send_nowait(child, "Target.setAutoAttach", _AUTO_ATTACH)
+            self.connection.send_ignoring_reply(child, "Target.setAutoAttach", _AUTO_ATTACH)
         if params.get("waitingForDebugger"):
-            self.connection.send_nowait(child, "Runtime.runIfWaitingForDebugger")
+            self.connection.send_ignoring_reply(child, "Runtime.runIfWaitingForDebugger")
 
 
 _AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}

@@ -29,7 +29,7 @@ import trio
 
 from engine._errors import ConnectionClosed
 from engine._settings import Settings
-from engine._transport import CUT_MESSAGE, READ_SIZE, check_outbound, write_fully
+from engine._transport import CUT_MESSAGE, READ_SIZE, EagerWriter, FdReader, check_outbound, write_fully
 
 WEBSOCKET_MAX_MESSAGE_BYTES = 100 * 1024 * 1024 - 14
 """The longest message Chromium's DevTools websocket server takes from a client: the whole frame (a 14-byte
@@ -334,6 +334,11 @@ class WebSocketTransport:
         self._max_outbound = min(max_outbound_bytes, WEBSOCKET_MAX_MESSAGE_BYTES)
         self._read_size = read_size
         self._send_lock = trio.StrictFIFOLock()
+        self._eager: EagerWriter | None = None
+        self._fd_reader: FdReader | None = None
+        if self._socket is not None:
+            self._eager = EagerWriter(self._socket.fileno(), self._send_lock)
+            self._fd_reader = FdReader(self._socket.fileno(), read_size)
         self._closed: str | None = None
 
     def __repr__(self) -> str:
@@ -358,9 +363,30 @@ class WebSocketTransport:
         data = self._codec.encode_messages(messages)
         await self._write(data)
 
+    def send_nowait(self, messages: Sequence[bytes]) -> bool:
+        """Write now if the socket is idle; see :meth:`Transport.send_nowait`."""
+        check_outbound(messages, self._max_outbound, self.name)
+        if self._closed is not None:
+            raise ConnectionClosed(self._closed)
+        if self._eager is None:
+            return False
+        try:
+            return self._eager.write_nowait(self._codec.encode_messages(messages))
+        except OSError as exc:
+            if self._closed is None:
+                self._closed = f"the websocket connection broke while sending: {exc!r}"
+            raise ConnectionClosed(self._closed) from exc
+
+    @property
+    def backlog(self) -> int:
+        return len(self._eager.pending) if self._eager is not None else 0
+
     async def _write(self, data: bytes) -> None:
         async with self._send_lock:
-            await write_fully(self._send_some, data, self._cut)
+            if self._eager is not None:
+                data = self._eager.take() + data
+            if data:
+                await write_fully(self._send_some, data, self._cut)
 
     async def _send_some(self, chunk: memoryview) -> int:
         try:
@@ -418,7 +444,10 @@ class WebSocketTransport:
 
     async def _read(self) -> bytes | bytearray:
         try:
-            data = await self._stream.receive_some(self._read_size)
+            if self._fd_reader is not None:
+                data: bytes | bytearray = await self._fd_reader.read()
+            else:
+                data = await self._stream.receive_some(self._read_size)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             await self._abort(f"the websocket connection broke: {exc!r}")
             raise ConnectionClosed(self._closed) from exc

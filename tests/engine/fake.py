@@ -36,6 +36,11 @@ class FakeTransport:
         except (trio.EndOfChannel, trio.ClosedResourceError) as exc:
             raise ConnectionClosed("fake peer closed the link") from exc
 
+    backlog = 0
+
+    def send_nowait(self, messages: Sequence[bytes]) -> bool:
+        return False  # always through the writer task: the fake peer reads a channel
+
     async def aclose(self) -> None:
         self.outbound_send.close()
         self.inbound_receive.close()
