@@ -24,7 +24,8 @@ def _signature(prop: Raw) -> str:
     elif prop.get("type") == "array":
         kind = "array of " + _signature(prop.get("items", {}))
     else:
-        kind = str(prop.get("type", "?"))
+        # The browser says "binary" where the npm package says "string" (both are base64 on the wire).
+        kind = str(prop.get("type", "?")).replace("binary", "string")
     return kind + (" (optional)" if prop.get("optional") else "")
 
 

@@ -4,6 +4,7 @@
     cdp-engine call METHOD [PARAMS_JSON] [--url PAGE_URL] [--connect URL]
     cdp-engine listen EVENT [EVENT ...] [--url PAGE_URL] [--count N] [--seconds S]
     cdp-engine protocol [DOMAIN]
+    cdp-engine drift [--connect URL]
     cdp-engine bench [--quick] [--json PATH] [--connect URL]
 
 Without --connect, a headless Chromium is launched for the command and closed after it.
@@ -107,6 +108,27 @@ def _protocol(args: argparse.Namespace) -> None:
         print(f"  {name}")
 
 
+async def drift_report(connect_url: str | None) -> str:
+    """The pinned protocol against a browser's ``/json/protocol`` (a launched one unless ``connect_url``)."""
+    from codegen import _drift, _render  # noqa: PLC0415 - the generator is needed only here
+
+    if connect_url:
+        url = connect_url
+        live = await trio.to_thread.run_sync(_drift.fetch_live, url)
+    else:
+        async with launch(transport="websocket") as browser:
+            assert browser.process is not None
+            assert browser.process.ws_url is not None
+            url = "http://" + browser.process.ws_url.split("/")[2]
+            live = await trio.to_thread.run_sync(_drift.fetch_live, url)
+    report = _drift.compare(_drift.load_pinned(_render.PROTOCOL_DIR), live)
+    return _drift.format_report(report)
+
+
+async def _drift_command(args: argparse.Namespace) -> None:
+    print(await drift_report(args.connect))
+
+
 def _bench(argv: Sequence[str]) -> int:
     from benchmarks.harness import main as bench_main  # noqa: PLC0415 - the suite loads only for bench
 
@@ -136,13 +158,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=10.0)
     p = sub.add_parser("protocol", help="summarise the bindings, or list one domain's methods")
     p.add_argument("domain", nargs="?")
+    p = sub.add_parser("drift", help="compare the pinned protocol with a browser's /json/protocol")
+    p.add_argument("--connect", metavar="URL")
     sub.add_parser("bench", help="the latency suite (see `cdp-engine bench --help`)")
     args = parser.parse_args(argv)
     try:
         if args.command == "protocol":
             _protocol(args)
         else:
-            handlers: dict[str, Any] = {"version": _version, "call": _call, "listen": _listen}
+            handlers: dict[str, Any] = {
+                "version": _version,
+                "call": _call,
+                "listen": _listen,
+                "drift": _drift_command,
+            }
             trio.run(handlers[args.command], args)
     except CDPError as exc:
         print(f"cdp-engine: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -11,6 +11,7 @@ import trio
 import cdp
 from engine import ProtocolError, launch
 from engine._serve import serve_directory
+from engine.cli import drift_report
 
 HERE = Path(__file__).parent
 
@@ -22,7 +23,13 @@ def _row(name: str, samples: list[float]) -> str:
 
 
 async def tour(base_url: str) -> None:
-    print(f"cdp bindings for devtools-protocol {cdp.PROTOCOL_VERSION}: {len(cdp.DOMAINS)} domains\n")
+    print(f"cdp bindings for devtools-protocol {cdp.PROTOCOL_VERSION}: {len(cdp.DOMAINS)} domains")
+    drift = (await drift_report(None)).splitlines()
+    print("0. drift between the pinned protocol and this Chromium (cdp-engine drift for the whole list):")
+    for line in drift:
+        if not line.startswith("  "):
+            print(f"     {line}")
+    print()
     async with launch() as browser:
         version = await browser.version()
         print(f"1. launched {version.product} over the pipe (protocol {version.protocol_version})")
