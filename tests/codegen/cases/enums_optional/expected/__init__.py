@@ -54,12 +54,12 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "DOMAINS",
-    "PROTOCOL_VERSION",
     "CDPEnum",
     "Command",
+    "DOMAINS",
     "DecodeError",
     "Flags",
+    "PROTOCOL_VERSION",
     "UnknownEvent",
     "converter",
     "decode_command",
