@@ -34,6 +34,8 @@ from benchmarks.clients.base import Env, LoopThread, SkipClient, TrioThread
 from benchmarks.scenarios import ready_expression
 
 READY_TIMEOUT_S = 30.0
+ALTERNATIVE_WEBSOCKETS = ("trio-websocket", "wsproto")
+"""Websocket implementations other than the engine's own, run under the engine's connection layer."""
 EVENT_BUFFER = 100_000
 
 
@@ -72,6 +74,12 @@ class EngineDriver(AsyncDriver):
         self.cdp = cdp
         if self._transport == "pipe":
             manager = launch(transport="pipe", **_launch_options(launch, env))
+        elif self._transport in ALTERNATIVE_WEBSOCKETS:
+            try:
+                ws_transports = importlib.import_module("benchmarks.clients.ws_transports")
+            except ImportError as exc:
+                raise SkipClient(f"{self._transport} not importable ({exc})") from exc
+            manager = ws_transports.connect_over(self._transport, env.ws_url)
         else:
             manager = connect(env.http_url or env.ws_url)
         self._browser = await self._loop.exit_stack.enter_async_context(manager)
@@ -174,3 +182,19 @@ class EnginePipe(_EngineClient):
     transport: ClassVar[str] = "pipe"
     own_browser = True
     engine_transport: ClassVar[str] = "pipe"
+
+
+class EngineTrioWebSocket(_EngineClient):
+    """The engine's connection layer over the trio-websocket package (see ``ws_transports``)."""
+
+    name: ClassVar[str] = "engine.ws.trio-websocket"
+    transport: ClassVar[str] = "websocket"
+    engine_transport: ClassVar[str] = "trio-websocket"
+
+
+class EngineWsproto(_EngineClient):
+    """The engine's connection layer over wsproto's sans-I/O codec (see ``ws_transports``)."""
+
+    name: ClassVar[str] = "engine.ws.wsproto"
+    transport: ClassVar[str] = "websocket"
+    engine_transport: ClassVar[str] = "wsproto"
