@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -159,16 +159,16 @@ def _u_AXValueSource(o: AXValueSource) -> dict[str, Any]:
 
 optional_defaults(
     AXValueSource,
-    (
-        "value",
-        "attribute",
-        "attribute_value",
-        "superseded",
-        "native_source",
-        "native_source_value",
-        "invalid",
-        "invalid_reason",
-    ),
+    {
+        "value": None,
+        "attribute": None,
+        "attribute_value": None,
+        "superseded": None,
+        "native_source": None,
+        "native_source_value": None,
+        "invalid": None,
+        "invalid_reason": None,
+    },
 )
 
 
@@ -219,10 +219,10 @@ def _u_AXRelatedNode(o: AXRelatedNode) -> dict[str, Any]:
 
 optional_defaults(
     AXRelatedNode,
-    (
-        "idref",
-        "text",
-    ),
+    {
+        "idref": None,
+        "text": None,
+    },
 )
 
 
@@ -274,7 +274,7 @@ class AXValue:
     """
 
     type_: AXValueType
-    value: Any | None = None
+    value: Any = UNSET
     related_nodes: list[AXRelatedNode] | None = None
     sources: list[AXValueSource] | None = None
 
@@ -306,7 +306,7 @@ def _u_AXValue(o: AXValue) -> dict[str, Any]:
     d: dict[str, Any] = {
         "type": o.type_,
     }
-    if o.value is not None:
+    if o.value is not UNSET:
         d["value"] = o.value
     if o.related_nodes is not None:
         d["relatedNodes"] = [_u_AXRelatedNode(x0) for x0 in o.related_nodes]
@@ -317,11 +317,11 @@ def _u_AXValue(o: AXValue) -> dict[str, Any]:
 
 optional_defaults(
     AXValue,
-    (
-        "value",
-        "related_nodes",
-        "sources",
-    ),
+    {
+        "value": UNSET,
+        "related_nodes": None,
+        "sources": None,
+    },
 )
 
 
@@ -499,19 +499,19 @@ def _u_AXNode(o: AXNode) -> dict[str, Any]:
 
 optional_defaults(
     AXNode,
-    (
-        "ignored_reasons",
-        "role",
-        "chrome_role",
-        "name",
-        "description",
-        "value",
-        "properties",
-        "parent_id",
-        "child_ids",
-        "backend_dom_node_id",
-        "frame_id",
-    ),
+    {
+        "ignored_reasons": None,
+        "role": None,
+        "chrome_role": None,
+        "name": None,
+        "description": None,
+        "value": None,
+        "properties": None,
+        "parent_id": None,
+        "child_ids": None,
+        "backend_dom_node_id": None,
+        "frame_id": None,
+    },
 )
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -84,7 +84,12 @@ def _u_AdFrameData(o: AdFrameData) -> dict[str, Any]:
     return d
 
 
-optional_defaults(AdFrameData, ("initial_origin",))
+optional_defaults(
+    AdFrameData,
+    {
+        "initial_origin": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -123,11 +123,11 @@ def _u_Animation(o: Animation) -> dict[str, Any]:
 
 optional_defaults(
     Animation,
-    (
-        "source",
-        "css_id",
-        "view_or_scroll_timeline",
-    ),
+    {
+        "source": None,
+        "css_id": None,
+        "view_or_scroll_timeline": None,
+    },
 )
 
 
@@ -189,12 +189,12 @@ def _u_ViewOrScrollTimeline(o: ViewOrScrollTimeline) -> dict[str, Any]:
 
 optional_defaults(
     ViewOrScrollTimeline,
-    (
-        "source_node_id",
-        "start_offset",
-        "end_offset",
-        "subject_node_id",
-    ),
+    {
+        "source_node_id": None,
+        "start_offset": None,
+        "end_offset": None,
+        "subject_node_id": None,
+    },
 )
 
 
@@ -287,11 +287,11 @@ def _u_AnimationEffect(o: AnimationEffect) -> dict[str, Any]:
 
 optional_defaults(
     AnimationEffect,
-    (
-        "iterations",
-        "backend_node_id",
-        "keyframes_rule",
-    ),
+    {
+        "iterations": None,
+        "backend_node_id": None,
+        "keyframes_rule": None,
+    },
 )
 
 
@@ -336,7 +336,12 @@ def _u_KeyframesRule(o: KeyframesRule) -> dict[str, Any]:
     return d
 
 
-optional_defaults(KeyframesRule, ("name",))
+optional_defaults(
+    KeyframesRule,
+    {
+        "name": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)

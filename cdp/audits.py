@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -119,7 +119,12 @@ def _u_AffectedRequest(o: AffectedRequest) -> dict[str, Any]:
     return d
 
 
-optional_defaults(AffectedRequest, ("request_id",))
+optional_defaults(
+    AffectedRequest,
+    {
+        "request_id": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -245,7 +250,12 @@ def _u_CookieIssueInsight(o: CookieIssueInsight) -> dict[str, Any]:
     return d
 
 
-optional_defaults(CookieIssueInsight, ("table_entry_url",))
+optional_defaults(
+    CookieIssueInsight,
+    {
+        "table_entry_url": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -337,14 +347,14 @@ def _u_CookieIssueDetails(o: CookieIssueDetails) -> dict[str, Any]:
 
 optional_defaults(
     CookieIssueDetails,
-    (
-        "cookie",
-        "raw_cookie_line",
-        "site_for_cookies",
-        "cookie_url",
-        "request",
-        "insight",
-    ),
+    {
+        "cookie": None,
+        "raw_cookie_line": None,
+        "site_for_cookies": None,
+        "cookie_url": None,
+        "request": None,
+        "insight": None,
+    },
 )
 
 
@@ -389,7 +399,12 @@ def _u_PerformanceIssueDetails(o: PerformanceIssueDetails) -> dict[str, Any]:
     return d
 
 
-optional_defaults(PerformanceIssueDetails, ("source_code_location",))
+optional_defaults(
+    PerformanceIssueDetails,
+    {
+        "source_code_location": None,
+    },
+)
 
 
 class MixedContentResolutionStatus(CDPEnum):
@@ -501,11 +516,11 @@ def _u_MixedContentIssueDetails(o: MixedContentIssueDetails) -> dict[str, Any]:
 
 optional_defaults(
     MixedContentIssueDetails,
-    (
-        "resource_type",
-        "request",
-        "frame",
-    ),
+    {
+        "resource_type": None,
+        "request": None,
+        "frame": None,
+    },
 )
 
 
@@ -581,10 +596,10 @@ def _u_BlockedByResponseIssueDetails(o: BlockedByResponseIssueDetails) -> dict[s
 
 optional_defaults(
     BlockedByResponseIssueDetails,
-    (
-        "parent_frame",
-        "blocked_frame",
-    ),
+    {
+        "parent_frame": None,
+        "blocked_frame": None,
+    },
 )
 
 
@@ -710,7 +725,12 @@ def _u_SourceCodeLocation(o: SourceCodeLocation) -> dict[str, Any]:
     return d
 
 
-optional_defaults(SourceCodeLocation, ("script_id",))
+optional_defaults(
+    SourceCodeLocation,
+    {
+        "script_id": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -787,12 +807,12 @@ def _u_ContentSecurityPolicyIssueDetails(o: ContentSecurityPolicyIssueDetails) -
 
 optional_defaults(
     ContentSecurityPolicyIssueDetails,
-    (
-        "blocked_url",
-        "frame_ancestor",
-        "source_code_location",
-        "violating_node_id",
-    ),
+    {
+        "blocked_url": None,
+        "frame_ancestor": None,
+        "source_code_location": None,
+        "violating_node_id": None,
+    },
 )
 
 
@@ -928,12 +948,12 @@ def _u_CorsIssueDetails(o: CorsIssueDetails) -> dict[str, Any]:
 
 optional_defaults(
     CorsIssueDetails,
-    (
-        "location",
-        "initiator_origin",
-        "resource_ip_address_space",
-        "client_security_state",
-    ),
+    {
+        "location": None,
+        "initiator_origin": None,
+        "resource_ip_address_space": None,
+        "client_security_state": None,
+    },
 )
 
 
@@ -1126,7 +1146,12 @@ def _u_NavigatorUserAgentIssueDetails(o: NavigatorUserAgentIssueDetails) -> dict
     return d
 
 
-optional_defaults(NavigatorUserAgentIssueDetails, ("location",))
+optional_defaults(
+    NavigatorUserAgentIssueDetails,
+    {
+        "location": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1386,12 +1411,12 @@ def _u_GenericIssueDetails(o: GenericIssueDetails) -> dict[str, Any]:
 
 optional_defaults(
     GenericIssueDetails,
-    (
-        "frame_id",
-        "violating_node_id",
-        "violating_node_attribute",
-        "request",
-    ),
+    {
+        "frame_id": None,
+        "violating_node_id": None,
+        "violating_node_attribute": None,
+        "request": None,
+    },
 )
 
 
@@ -1444,7 +1469,12 @@ def _u_DeprecationIssueDetails(o: DeprecationIssueDetails) -> dict[str, Any]:
     return d
 
 
-optional_defaults(DeprecationIssueDetails, ("affected_frame",))
+optional_defaults(
+    DeprecationIssueDetails,
+    {
+        "affected_frame": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1867,7 +1897,12 @@ def _u_FailedRequestInfo(o: FailedRequestInfo) -> dict[str, Any]:
     return d
 
 
-optional_defaults(FailedRequestInfo, ("request_id",))
+optional_defaults(
+    FailedRequestInfo,
+    {
+        "request_id": None,
+    },
+)
 
 
 class PartitioningBlobURLInfo(CDPEnum):
@@ -2031,7 +2066,12 @@ def _u_StylesheetLoadingIssueDetails(o: StylesheetLoadingIssueDetails) -> dict[s
     return d
 
 
-optional_defaults(StylesheetLoadingIssueDetails, ("failed_request_info",))
+optional_defaults(
+    StylesheetLoadingIssueDetails,
+    {
+        "failed_request_info": None,
+    },
+)
 
 
 class PropertyRuleIssueReason(CDPEnum):
@@ -2092,7 +2132,12 @@ def _u_PropertyRuleIssueDetails(o: PropertyRuleIssueDetails) -> dict[str, Any]:
     return d
 
 
-optional_defaults(PropertyRuleIssueDetails, ("property_value",))
+optional_defaults(
+    PropertyRuleIssueDetails,
+    {
+        "property_value": None,
+    },
+)
 
 
 class UserReidentificationIssueType(CDPEnum):
@@ -2147,10 +2192,10 @@ def _u_UserReidentificationIssueDetails(o: UserReidentificationIssueDetails) -> 
 
 optional_defaults(
     UserReidentificationIssueDetails,
-    (
-        "request",
-        "source_code_location",
-    ),
+    {
+        "request": None,
+        "source_code_location": None,
+    },
 )
 
 
@@ -2255,15 +2300,15 @@ def _u_PermissionElementIssueDetails(o: PermissionElementIssueDetails) -> dict[s
 
 optional_defaults(
     PermissionElementIssueDetails,
-    (
-        "type_",
-        "node_id",
-        "is_warning",
-        "permission_name",
-        "occluder_node_info",
-        "occluder_parent_node_info",
-        "disable_reason",
-    ),
+    {
+        "type_": None,
+        "node_id": None,
+        "is_warning": None,
+        "permission_name": None,
+        "occluder_node_info": None,
+        "occluder_parent_node_info": None,
+        "disable_reason": None,
+    },
 )
 
 
@@ -2319,7 +2364,12 @@ def _u_WebInstallIssueDetails(o: WebInstallIssueDetails) -> dict[str, Any]:
     return d
 
 
-optional_defaults(WebInstallIssueDetails, ("manifest_url",))
+optional_defaults(
+    WebInstallIssueDetails,
+    {
+        "manifest_url": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -2375,7 +2425,12 @@ def _u_SelectivePermissionsInterventionIssueDetails(
     return d
 
 
-optional_defaults(SelectivePermissionsInterventionIssueDetails, ("stack_trace",))
+optional_defaults(
+    SelectivePermissionsInterventionIssueDetails,
+    {
+        "stack_trace": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -2740,39 +2795,39 @@ def _u_InspectorIssueDetails(o: InspectorIssueDetails) -> dict[str, Any]:
 
 optional_defaults(
     InspectorIssueDetails,
-    (
-        "cookie_issue_details",
-        "mixed_content_issue_details",
-        "blocked_by_response_issue_details",
-        "heavy_ad_issue_details",
-        "content_security_policy_issue_details",
-        "shared_array_buffer_issue_details",
-        "cors_issue_details",
-        "quirks_mode_issue_details",
-        "partitioning_blob_url_issue_details",
-        "navigator_user_agent_issue_details",
-        "generic_issue_details",
-        "deprecation_issue_details",
-        "client_hint_issue_details",
-        "federated_auth_request_issue_details",
-        "bounce_tracking_issue_details",
-        "cookie_deprecation_metadata_issue_details",
-        "stylesheet_loading_issue_details",
-        "property_rule_issue_details",
-        "federated_auth_user_info_request_issue_details",
-        "shared_dictionary_issue_details",
-        "element_accessibility_issue_details",
-        "sri_message_signature_issue_details",
-        "unencoded_digest_issue_details",
-        "connection_allowlist_issue_details",
-        "user_reidentification_issue_details",
-        "permission_element_issue_details",
-        "performance_issue_details",
-        "selective_permissions_intervention_issue_details",
-        "email_verification_request_issue_details",
-        "lazy_load_image_issue_details",
-        "web_install_issue_details",
-    ),
+    {
+        "cookie_issue_details": None,
+        "mixed_content_issue_details": None,
+        "blocked_by_response_issue_details": None,
+        "heavy_ad_issue_details": None,
+        "content_security_policy_issue_details": None,
+        "shared_array_buffer_issue_details": None,
+        "cors_issue_details": None,
+        "quirks_mode_issue_details": None,
+        "partitioning_blob_url_issue_details": None,
+        "navigator_user_agent_issue_details": None,
+        "generic_issue_details": None,
+        "deprecation_issue_details": None,
+        "client_hint_issue_details": None,
+        "federated_auth_request_issue_details": None,
+        "bounce_tracking_issue_details": None,
+        "cookie_deprecation_metadata_issue_details": None,
+        "stylesheet_loading_issue_details": None,
+        "property_rule_issue_details": None,
+        "federated_auth_user_info_request_issue_details": None,
+        "shared_dictionary_issue_details": None,
+        "element_accessibility_issue_details": None,
+        "sri_message_signature_issue_details": None,
+        "unencoded_digest_issue_details": None,
+        "connection_allowlist_issue_details": None,
+        "user_reidentification_issue_details": None,
+        "permission_element_issue_details": None,
+        "performance_issue_details": None,
+        "selective_permissions_intervention_issue_details": None,
+        "email_verification_request_issue_details": None,
+        "lazy_load_image_issue_details": None,
+        "web_install_issue_details": None,
+    },
 )
 
 
@@ -2829,7 +2884,12 @@ def _u_InspectorIssue(o: InspectorIssue) -> dict[str, Any]:
     return d
 
 
-optional_defaults(InspectorIssue, ("issue_id",))
+optional_defaults(
+    InspectorIssue,
+    {
+        "issue_id": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -2878,7 +2938,12 @@ def _u_GetEncodedResponseResult(o: GetEncodedResponseResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(GetEncodedResponseResult, ("body",))
+optional_defaults(
+    GetEncodedResponseResult,
+    {
+        "body": None,
+    },
+)
 
 
 def get_encoded_response(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -161,13 +161,13 @@ def _u_ScanRecord(o: ScanRecord) -> dict[str, Any]:
 
 optional_defaults(
     ScanRecord,
-    (
-        "name",
-        "uuids",
-        "appearance",
-        "tx_power",
-        "manufacturer_data",
-    ),
+    {
+        "name": None,
+        "uuids": None,
+        "appearance": None,
+        "tx_power": None,
+        "manufacturer_data": None,
+    },
 )
 
 
@@ -290,16 +290,16 @@ def _u_CharacteristicProperties(o: CharacteristicProperties) -> dict[str, Any]:
 
 optional_defaults(
     CharacteristicProperties,
-    (
-        "broadcast",
-        "read",
-        "write_without_response",
-        "write",
-        "notify",
-        "indicate",
-        "authenticated_signed_writes",
-        "extended_properties",
-    ),
+    {
+        "broadcast": None,
+        "read": None,
+        "write_without_response": None,
+        "write": None,
+        "notify": None,
+        "indicate": None,
+        "authenticated_signed_writes": None,
+        "extended_properties": None,
+    },
 )
 
 
@@ -895,10 +895,10 @@ def _u_CharacteristicOperationReceived(o: CharacteristicOperationReceived) -> di
 
 optional_defaults(
     CharacteristicOperationReceived,
-    (
-        "data",
-        "write_type",
-    ),
+    {
+        "data": None,
+        "write_type": None,
+    },
 )
 
 
@@ -952,7 +952,12 @@ def _u_DescriptorOperationReceived(o: DescriptorOperationReceived) -> dict[str, 
     return d
 
 
-optional_defaults(DescriptorOperationReceived, ("data",))
+optional_defaults(
+    DescriptorOperationReceived,
+    {
+        "data": None,
+    },
+)
 
 
 _EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -100,13 +100,13 @@ def _u_Bounds(o: Bounds) -> dict[str, Any]:
 
 optional_defaults(
     Bounds,
-    (
-        "left",
-        "top",
-        "width",
-        "height",
-        "window_state",
-    ),
+    {
+        "left": None,
+        "top": None,
+        "width": None,
+        "height": None,
+        "window_state": None,
+    },
 )
 
 
@@ -224,13 +224,13 @@ def _u_PermissionDescriptor(o: PermissionDescriptor) -> dict[str, Any]:
 
 optional_defaults(
     PermissionDescriptor,
-    (
-        "sysex",
-        "user_visible_only",
-        "allow_without_sanitization",
-        "allow_without_gesture",
-        "pan_tilt_zoom",
-    ),
+    {
+        "sysex": None,
+        "user_visible_only": None,
+        "allow_without_sanitization": None,
+        "allow_without_gesture": None,
+        "pan_tilt_zoom": None,
+    },
 )
 
 
@@ -1230,7 +1230,12 @@ def _u_DownloadProgress(o: DownloadProgress) -> dict[str, Any]:
     return d
 
 
-optional_defaults(DownloadProgress, ("file_path",))
+optional_defaults(
+    DownloadProgress,
+    {
+        "file_path": None,
+    },
+)
 
 
 _EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {

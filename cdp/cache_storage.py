@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -177,7 +177,12 @@ def _u_Cache(o: Cache) -> dict[str, Any]:
     return d
 
 
-optional_defaults(Cache, ("storage_bucket",))
+optional_defaults(
+    Cache,
+    {
+        "storage_bucket": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -71,7 +71,12 @@ def _u_Sink(o: Sink) -> dict[str, Any]:
     return d
 
 
-optional_defaults(Sink, ("session",))
+optional_defaults(
+    Sink,
+    {
+        "session": None,
+    },
+)
 
 
 def enable(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -94,7 +94,12 @@ def _u_PseudoElementMatches(o: PseudoElementMatches) -> dict[str, Any]:
     return d
 
 
-optional_defaults(PseudoElementMatches, ("pseudo_identifier",))
+optional_defaults(
+    PseudoElementMatches,
+    {
+        "pseudo_identifier": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -138,7 +143,12 @@ def _u_CSSAnimationStyle(o: CSSAnimationStyle) -> dict[str, Any]:
     return d
 
 
-optional_defaults(CSSAnimationStyle, ("name",))
+optional_defaults(
+    CSSAnimationStyle,
+    {
+        "name": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -176,7 +186,12 @@ def _u_InheritedStyleEntry(o: InheritedStyleEntry) -> dict[str, Any]:
     return d
 
 
-optional_defaults(InheritedStyleEntry, ("inline_style",))
+optional_defaults(
+    InheritedStyleEntry,
+    {
+        "inline_style": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -214,10 +229,10 @@ def _u_InheritedAnimatedStyleEntry(o: InheritedAnimatedStyleEntry) -> dict[str, 
 
 optional_defaults(
     InheritedAnimatedStyleEntry,
-    (
-        "animation_styles",
-        "transitions_style",
-    ),
+    {
+        "animation_styles": None,
+        "transitions_style": None,
+    },
 )
 
 
@@ -341,10 +356,10 @@ def _u_Value(o: Value) -> dict[str, Any]:
 
 optional_defaults(
     Value,
-    (
-        "range_",
-        "specificity",
-    ),
+    {
+        "range_": None,
+        "specificity": None,
+    },
 )
 
 
@@ -455,7 +470,12 @@ def _u_Specificity(o: Specificity) -> dict[str, Any]:
     return d
 
 
-optional_defaults(Specificity, ("components",))
+optional_defaults(
+    Specificity,
+    {
+        "components": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -636,12 +656,12 @@ def _u_CSSStyleSheetHeader(o: CSSStyleSheetHeader) -> dict[str, Any]:
 
 optional_defaults(
     CSSStyleSheetHeader,
-    (
-        "source_map_url",
-        "owner_node",
-        "has_source_url",
-        "loading_failed",
-    ),
+    {
+        "source_map_url": None,
+        "owner_node": None,
+        "has_source_url": None,
+        "loading_failed": None,
+    },
 )
 
 
@@ -760,19 +780,19 @@ def _u_CSSRule(o: CSSRule) -> dict[str, Any]:
 
 optional_defaults(
     CSSRule,
-    (
-        "style_sheet_id",
-        "nesting_selectors",
-        "origin_tree_scope_node_id",
-        "media",
-        "container_queries",
-        "supports",
-        "layers",
-        "scopes",
-        "rule_types",
-        "starting_styles",
-        "navigations",
-    ),
+    {
+        "style_sheet_id": None,
+        "nesting_selectors": None,
+        "origin_tree_scope_node_id": None,
+        "media": None,
+        "container_queries": None,
+        "supports": None,
+        "layers": None,
+        "scopes": None,
+        "rule_types": None,
+        "starting_styles": None,
+        "navigations": None,
+    },
 )
 
 
@@ -942,7 +962,12 @@ def _u_ShorthandEntry(o: ShorthandEntry) -> dict[str, Any]:
     return d
 
 
-optional_defaults(ShorthandEntry, ("important",))
+optional_defaults(
+    ShorthandEntry,
+    {
+        "important": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1082,11 +1107,11 @@ def _u_CSSStyle(o: CSSStyle) -> dict[str, Any]:
 
 optional_defaults(
     CSSStyle,
-    (
-        "style_sheet_id",
-        "css_text",
-        "range_",
-    ),
+    {
+        "style_sheet_id": None,
+        "css_text": None,
+        "range_": None,
+    },
 )
 
 
@@ -1170,15 +1195,15 @@ def _u_CSSProperty(o: CSSProperty) -> dict[str, Any]:
 
 optional_defaults(
     CSSProperty,
-    (
-        "important",
-        "implicit",
-        "text",
-        "parsed_ok",
-        "disabled",
-        "range_",
-        "longhand_properties",
-    ),
+    {
+        "important": None,
+        "implicit": None,
+        "text": None,
+        "parsed_ok": None,
+        "disabled": None,
+        "range_": None,
+        "longhand_properties": None,
+    },
 )
 
 
@@ -1247,12 +1272,12 @@ def _u_CSSMedia(o: CSSMedia) -> dict[str, Any]:
 
 optional_defaults(
     CSSMedia,
-    (
-        "source_url",
-        "range_",
-        "style_sheet_id",
-        "media_list",
-    ),
+    {
+        "source_url": None,
+        "range_": None,
+        "style_sheet_id": None,
+        "media_list": None,
+    },
 )
 
 
@@ -1358,10 +1383,10 @@ def _u_MediaQueryExpression(o: MediaQueryExpression) -> dict[str, Any]:
 
 optional_defaults(
     MediaQueryExpression,
-    (
-        "value_range",
-        "computed_length",
-    ),
+    {
+        "value_range": None,
+        "computed_length": None,
+    },
 )
 
 
@@ -1446,15 +1471,15 @@ def _u_CSSContainerQuery(o: CSSContainerQuery) -> dict[str, Any]:
 
 optional_defaults(
     CSSContainerQuery,
-    (
-        "range_",
-        "style_sheet_id",
-        "name",
-        "physical_axes",
-        "logical_axes",
-        "queries_scroll_state",
-        "queries_anchored",
-    ),
+    {
+        "range_": None,
+        "style_sheet_id": None,
+        "name": None,
+        "physical_axes": None,
+        "logical_axes": None,
+        "queries_scroll_state": None,
+        "queries_anchored": None,
+    },
 )
 
 
@@ -1512,10 +1537,10 @@ def _u_CSSSupports(o: CSSSupports) -> dict[str, Any]:
 
 optional_defaults(
     CSSSupports,
-    (
-        "range_",
-        "style_sheet_id",
-    ),
+    {
+        "range_": None,
+        "style_sheet_id": None,
+    },
 )
 
 
@@ -1572,11 +1597,11 @@ def _u_CSSNavigation(o: CSSNavigation) -> dict[str, Any]:
 
 optional_defaults(
     CSSNavigation,
-    (
-        "active",
-        "range_",
-        "style_sheet_id",
-    ),
+    {
+        "active": None,
+        "range_": None,
+        "style_sheet_id": None,
+    },
 )
 
 
@@ -1628,10 +1653,10 @@ def _u_CSSScope(o: CSSScope) -> dict[str, Any]:
 
 optional_defaults(
     CSSScope,
-    (
-        "range_",
-        "style_sheet_id",
-    ),
+    {
+        "range_": None,
+        "style_sheet_id": None,
+    },
 )
 
 
@@ -1683,10 +1708,10 @@ def _u_CSSLayer(o: CSSLayer) -> dict[str, Any]:
 
 optional_defaults(
     CSSLayer,
-    (
-        "range_",
-        "style_sheet_id",
-    ),
+    {
+        "range_": None,
+        "style_sheet_id": None,
+    },
 )
 
 
@@ -1731,10 +1756,10 @@ def _u_CSSStartingStyle(o: CSSStartingStyle) -> dict[str, Any]:
 
 optional_defaults(
     CSSStartingStyle,
-    (
-        "range_",
-        "style_sheet_id",
-    ),
+    {
+        "range_": None,
+        "style_sheet_id": None,
+    },
 )
 
 
@@ -1785,7 +1810,12 @@ def _u_CSSLayerData(o: CSSLayerData) -> dict[str, Any]:
     return d
 
 
-optional_defaults(CSSLayerData, ("sub_layers",))
+optional_defaults(
+    CSSLayerData,
+    {
+        "sub_layers": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1990,7 +2020,12 @@ def _u_FontFace(o: FontFace) -> dict[str, Any]:
     return d
 
 
-optional_defaults(FontFace, ("font_variation_axes",))
+optional_defaults(
+    FontFace,
+    {
+        "font_variation_axes": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -2041,7 +2076,12 @@ def _u_CSSTryRule(o: CSSTryRule) -> dict[str, Any]:
     return d
 
 
-optional_defaults(CSSTryRule, ("style_sheet_id",))
+optional_defaults(
+    CSSTryRule,
+    {
+        "style_sheet_id": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -2105,7 +2145,12 @@ def _u_CSSPositionTryRule(o: CSSPositionTryRule) -> dict[str, Any]:
     return d
 
 
-optional_defaults(CSSPositionTryRule, ("style_sheet_id",))
+optional_defaults(
+    CSSPositionTryRule,
+    {
+        "style_sheet_id": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -2197,7 +2242,12 @@ def _u_CSSPropertyRegistration(o: CSSPropertyRegistration) -> dict[str, Any]:
     return d
 
 
-optional_defaults(CSSPropertyRegistration, ("initial_value",))
+optional_defaults(
+    CSSPropertyRegistration,
+    {
+        "initial_value": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -2267,11 +2317,11 @@ def _u_CSSAtRule(o: CSSAtRule) -> dict[str, Any]:
 
 optional_defaults(
     CSSAtRule,
-    (
-        "subsection",
-        "name",
-        "style_sheet_id",
-    ),
+    {
+        "subsection": None,
+        "name": None,
+        "style_sheet_id": None,
+    },
 )
 
 
@@ -2330,7 +2380,12 @@ def _u_CSSPropertyRule(o: CSSPropertyRule) -> dict[str, Any]:
     return d
 
 
-optional_defaults(CSSPropertyRule, ("style_sheet_id",))
+optional_defaults(
+    CSSPropertyRule,
+    {
+        "style_sheet_id": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -2442,12 +2497,12 @@ def _u_CSSFunctionConditionNode(o: CSSFunctionConditionNode) -> dict[str, Any]:
 
 optional_defaults(
     CSSFunctionConditionNode,
-    (
-        "media",
-        "container_queries",
-        "supports",
-        "navigation",
-    ),
+    {
+        "media": None,
+        "container_queries": None,
+        "supports": None,
+        "navigation": None,
+    },
 )
 
 
@@ -2486,10 +2541,10 @@ def _u_CSSFunctionNode(o: CSSFunctionNode) -> dict[str, Any]:
 
 optional_defaults(
     CSSFunctionNode,
-    (
-        "condition",
-        "style",
-    ),
+    {
+        "condition": None,
+        "style": None,
+    },
 )
 
 
@@ -2562,10 +2617,10 @@ def _u_CSSFunctionRule(o: CSSFunctionRule) -> dict[str, Any]:
 
 optional_defaults(
     CSSFunctionRule,
-    (
-        "style_sheet_id",
-        "origin_tree_scope_node_id",
-    ),
+    {
+        "style_sheet_id": None,
+        "origin_tree_scope_node_id": None,
+    },
 )
 
 
@@ -2624,7 +2679,12 @@ def _u_CSSKeyframeRule(o: CSSKeyframeRule) -> dict[str, Any]:
     return d
 
 
-optional_defaults(CSSKeyframeRule, ("style_sheet_id",))
+optional_defaults(
+    CSSKeyframeRule,
+    {
+        "style_sheet_id": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -2999,11 +3059,11 @@ def _u_GetBackgroundColorsResult(o: GetBackgroundColorsResult) -> dict[str, Any]
 
 optional_defaults(
     GetBackgroundColorsResult,
-    (
-        "background_colors",
-        "computed_font_size",
-        "computed_font_weight",
-    ),
+    {
+        "background_colors": None,
+        "computed_font_size": None,
+        "computed_font_weight": None,
+    },
 )
 
 
@@ -3259,10 +3319,10 @@ def _u_GetInlineStylesForNodeResult(o: GetInlineStylesForNodeResult) -> dict[str
 
 optional_defaults(
     GetInlineStylesForNodeResult,
-    (
-        "inline_style",
-        "attributes_style",
-    ),
+    {
+        "inline_style": None,
+        "attributes_style": None,
+    },
 )
 
 
@@ -3329,11 +3389,11 @@ def _u_GetAnimatedStylesForNodeResult(o: GetAnimatedStylesForNodeResult) -> dict
 
 optional_defaults(
     GetAnimatedStylesForNodeResult,
-    (
-        "animation_styles",
-        "transitions_style",
-        "inherited",
-    ),
+    {
+        "animation_styles": None,
+        "transitions_style": None,
+        "inherited": None,
+    },
 )
 
 
@@ -3479,22 +3539,22 @@ def _u_GetMatchedStylesForNodeResult(o: GetMatchedStylesForNodeResult) -> dict[s
 
 optional_defaults(
     GetMatchedStylesForNodeResult,
-    (
-        "inline_style",
-        "attributes_style",
-        "matched_css_rules",
-        "pseudo_elements",
-        "inherited",
-        "inherited_pseudo_elements",
-        "css_keyframes_rules",
-        "css_position_try_rules",
-        "active_position_fallback_index",
-        "css_property_rules",
-        "css_property_registrations",
-        "css_at_rules",
-        "parent_layout_node_id",
-        "css_function_rules",
-    ),
+    {
+        "inline_style": None,
+        "attributes_style": None,
+        "matched_css_rules": None,
+        "pseudo_elements": None,
+        "inherited": None,
+        "inherited_pseudo_elements": None,
+        "css_keyframes_rules": None,
+        "css_position_try_rules": None,
+        "active_position_fallback_index": None,
+        "css_property_rules": None,
+        "css_property_registrations": None,
+        "css_at_rules": None,
+        "parent_layout_node_id": None,
+        "css_function_rules": None,
+    },
 )
 
 
@@ -4501,7 +4561,12 @@ def _u_SetStyleSheetTextResult(o: SetStyleSheetTextResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(SetStyleSheetTextResult, ("source_map_url",))
+optional_defaults(
+    SetStyleSheetTextResult,
+    {
+        "source_map_url": None,
+    },
+)
 
 
 def set_style_sheet_text(
@@ -4737,7 +4802,12 @@ def _u_FontsUpdated(o: FontsUpdated) -> dict[str, Any]:
     return d
 
 
-optional_defaults(FontsUpdated, ("font",))
+optional_defaults(
+    FontsUpdated,
+    {
+        "font": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -81,7 +81,12 @@ def _u_Location(o: Location) -> dict[str, Any]:
     return d
 
 
-optional_defaults(Location, ("column_number",))
+optional_defaults(
+    Location,
+    {
+        "column_number": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -261,11 +266,11 @@ def _u_CallFrame(o: CallFrame) -> dict[str, Any]:
 
 optional_defaults(
     CallFrame,
-    (
-        "function_location",
-        "return_value",
-        "can_be_restarted",
-    ),
+    {
+        "function_location": None,
+        "return_value": None,
+        "can_be_restarted": None,
+    },
 )
 
 
@@ -335,12 +340,12 @@ def _u_Scope(o: Scope) -> dict[str, Any]:
 
 optional_defaults(
     Scope,
-    (
-        "name",
-        "start_location",
-        "end_location",
-        "empty_reason",
-    ),
+    {
+        "name": None,
+        "start_location": None,
+        "end_location": None,
+        "empty_reason": None,
+    },
 )
 
 
@@ -438,10 +443,10 @@ def _u_BreakLocation(o: BreakLocation) -> dict[str, Any]:
 
 optional_defaults(
     BreakLocation,
-    (
-        "column_number",
-        "type_",
-    ),
+    {
+        "column_number": None,
+        "type_": None,
+    },
 )
 
 
@@ -533,7 +538,12 @@ def _u_DebugSymbols(o: DebugSymbols) -> dict[str, Any]:
     return d
 
 
-optional_defaults(DebugSymbols, ("external_url",))
+optional_defaults(
+    DebugSymbols,
+    {
+        "external_url": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -706,7 +716,12 @@ def _u_EvaluateOnCallFrameResult(o: EvaluateOnCallFrameResult) -> dict[str, Any]
     return d
 
 
-optional_defaults(EvaluateOnCallFrameResult, ("exception_details",))
+optional_defaults(
+    EvaluateOnCallFrameResult,
+    {
+        "exception_details": None,
+    },
+)
 
 
 def evaluate_on_call_frame(
@@ -875,7 +890,12 @@ def _u_GetScriptSourceResult(o: GetScriptSourceResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(GetScriptSourceResult, ("bytecode",))
+optional_defaults(
+    GetScriptSourceResult,
+    {
+        "bytecode": None,
+    },
+)
 
 
 def get_script_source(
@@ -952,7 +972,12 @@ def _u_DisassembleWasmModuleResult(o: DisassembleWasmModuleResult) -> dict[str, 
     return d
 
 
-optional_defaults(DisassembleWasmModuleResult, ("stream_id",))
+optional_defaults(
+    DisassembleWasmModuleResult,
+    {
+        "stream_id": None,
+    },
+)
 
 
 def disassemble_wasm_module(
@@ -1230,10 +1255,10 @@ def _u_RestartFrameResult(o: RestartFrameResult) -> dict[str, Any]:
 
 optional_defaults(
     RestartFrameResult,
-    (
-        "async_stack_trace",
-        "async_stack_trace_id",
-    ),
+    {
+        "async_stack_trace": None,
+        "async_stack_trace_id": None,
+    },
 )
 
 
@@ -1868,13 +1893,13 @@ def _u_SetScriptSourceResult(o: SetScriptSourceResult) -> dict[str, Any]:
 
 optional_defaults(
     SetScriptSourceResult,
-    (
-        "call_frames",
-        "stack_changed",
-        "async_stack_trace",
-        "async_stack_trace_id",
-        "exception_details",
-    ),
+    {
+        "call_frames": None,
+        "stack_changed": None,
+        "async_stack_trace": None,
+        "async_stack_trace_id": None,
+        "exception_details": None,
+    },
 )
 
 
@@ -2147,13 +2172,13 @@ def _u_Paused(o: Paused) -> dict[str, Any]:
 
 optional_defaults(
     Paused,
-    (
-        "data",
-        "hit_breakpoints",
-        "async_stack_trace",
-        "async_stack_trace_id",
-        "async_call_stack_trace_id",
-    ),
+    {
+        "data": None,
+        "hit_breakpoints": None,
+        "async_stack_trace": None,
+        "async_stack_trace_id": None,
+        "async_call_stack_trace_id": None,
+    },
 )
 
 
@@ -2307,17 +2332,17 @@ def _u_ScriptFailedToParse(o: ScriptFailedToParse) -> dict[str, Any]:
 
 optional_defaults(
     ScriptFailedToParse,
-    (
-        "execution_context_aux_data",
-        "source_map_url",
-        "has_source_url",
-        "is_module",
-        "length",
-        "stack_trace",
-        "code_offset",
-        "script_language",
-        "embedder_name",
-    ),
+    {
+        "execution_context_aux_data": None,
+        "source_map_url": None,
+        "has_source_url": None,
+        "is_module": None,
+        "length": None,
+        "stack_trace": None,
+        "code_offset": None,
+        "script_language": None,
+        "embedder_name": None,
+    },
 )
 
 
@@ -2472,20 +2497,20 @@ def _u_ScriptParsed(o: ScriptParsed) -> dict[str, Any]:
 
 optional_defaults(
     ScriptParsed,
-    (
-        "execution_context_aux_data",
-        "is_live_edit",
-        "source_map_url",
-        "has_source_url",
-        "is_module",
-        "length",
-        "stack_trace",
-        "code_offset",
-        "script_language",
-        "debug_symbols",
-        "embedder_name",
-        "resolved_breakpoints",
-    ),
+    {
+        "execution_context_aux_data": None,
+        "is_live_edit": None,
+        "source_map_url": None,
+        "has_source_url": None,
+        "is_module": None,
+        "length": None,
+        "stack_trace": None,
+        "code_offset": None,
+        "script_language": None,
+        "debug_symbols": None,
+        "embedder_name": None,
+        "resolved_breakpoints": None,
+    },
 )
 
 

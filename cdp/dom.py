@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -410,37 +410,37 @@ def _u_Node(o: Node) -> dict[str, Any]:
 
 optional_defaults(
     Node,
-    (
-        "parent_id",
-        "child_node_count",
-        "children",
-        "attributes",
-        "document_url",
-        "base_url",
-        "public_id",
-        "system_id",
-        "internal_subset",
-        "xml_version",
-        "name",
-        "value",
-        "pseudo_type",
-        "pseudo_identifier",
-        "shadow_root_type",
-        "frame_id",
-        "content_document",
-        "shadow_roots",
-        "template_content",
-        "pseudo_elements",
-        "imported_document",
-        "distributed_nodes",
-        "is_svg",
-        "compatibility_mode",
-        "assigned_slot",
-        "is_scrollable",
-        "affected_by_starting_styles",
-        "adopted_style_sheets",
-        "ad_provenance",
-    ),
+    {
+        "parent_id": None,
+        "child_node_count": None,
+        "children": None,
+        "attributes": None,
+        "document_url": None,
+        "base_url": None,
+        "public_id": None,
+        "system_id": None,
+        "internal_subset": None,
+        "xml_version": None,
+        "name": None,
+        "value": None,
+        "pseudo_type": None,
+        "pseudo_identifier": None,
+        "shadow_root_type": None,
+        "frame_id": None,
+        "content_document": None,
+        "shadow_roots": None,
+        "template_content": None,
+        "pseudo_elements": None,
+        "imported_document": None,
+        "distributed_nodes": None,
+        "is_svg": None,
+        "compatibility_mode": None,
+        "assigned_slot": None,
+        "is_scrollable": None,
+        "affected_by_starting_styles": None,
+        "adopted_style_sheets": None,
+        "ad_provenance": None,
+    },
 )
 
 
@@ -538,7 +538,12 @@ def _u_RGBA(o: RGBA) -> dict[str, Any]:
     return d
 
 
-optional_defaults(RGBA, ("a",))
+optional_defaults(
+    RGBA,
+    {
+        "a": None,
+    },
+)
 
 
 Quad: TypeAlias = list[float]
@@ -616,7 +621,12 @@ def _u_BoxModel(o: BoxModel) -> dict[str, Any]:
     return d
 
 
-optional_defaults(BoxModel, ("shape_outside",))
+optional_defaults(
+    BoxModel,
+    {
+        "shape_outside": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1482,7 +1492,12 @@ def _u_GetNodeForLocationResult(o: GetNodeForLocationResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(GetNodeForLocationResult, ("node_id",))
+optional_defaults(
+    GetNodeForLocationResult,
+    {
+        "node_id": None,
+    },
+)
 
 
 def get_node_for_location(
@@ -2583,7 +2598,12 @@ def _u_GetNodeStackTracesResult(o: GetNodeStackTracesResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(GetNodeStackTracesResult, ("creation",))
+optional_defaults(
+    GetNodeStackTracesResult,
+    {
+        "creation": None,
+    },
+)
 
 
 def get_node_stack_traces(
@@ -2885,7 +2905,12 @@ def _u_GetFrameOwnerResult(o: GetFrameOwnerResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(GetFrameOwnerResult, ("node_id",))
+optional_defaults(
+    GetFrameOwnerResult,
+    {
+        "node_id": None,
+    },
+)
 
 
 def get_frame_owner(
@@ -2942,7 +2967,12 @@ def _u_GetContainerForNodeResult(o: GetContainerForNodeResult) -> dict[str, Any]
     return d
 
 
-optional_defaults(GetContainerForNodeResult, ("node_id",))
+optional_defaults(
+    GetContainerForNodeResult,
+    {
+        "node_id": None,
+    },
+)
 
 
 def get_container_for_node(
@@ -3874,7 +3904,12 @@ def _u_AdRelatedStateUpdated(o: AdRelatedStateUpdated) -> dict[str, Any]:
     return d
 
 
-optional_defaults(AdRelatedStateUpdated, ("ad_provenance",))
+optional_defaults(
+    AdRelatedStateUpdated,
+    {
+        "ad_provenance": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -136,11 +136,11 @@ def _u_EventListener(o: EventListener) -> dict[str, Any]:
 
 optional_defaults(
     EventListener,
-    (
-        "handler",
-        "original_handler",
-        "backend_node_id",
-    ),
+    {
+        "handler": None,
+        "original_handler": None,
+        "backend_node_id": None,
+    },
 )
 
 

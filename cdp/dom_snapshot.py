@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -212,32 +212,32 @@ def _u_DOMNode(o: DOMNode) -> dict[str, Any]:
 
 optional_defaults(
     DOMNode,
-    (
-        "text_value",
-        "input_value",
-        "input_checked",
-        "option_selected",
-        "child_node_indexes",
-        "attributes",
-        "pseudo_element_indexes",
-        "layout_node_index",
-        "document_url",
-        "base_url",
-        "content_language",
-        "document_encoding",
-        "public_id",
-        "system_id",
-        "frame_id",
-        "content_document_index",
-        "pseudo_type",
-        "shadow_root_type",
-        "is_clickable",
-        "event_listeners",
-        "current_source_url",
-        "origin_url",
-        "scroll_offset_x",
-        "scroll_offset_y",
-    ),
+    {
+        "text_value": None,
+        "input_value": None,
+        "input_checked": None,
+        "option_selected": None,
+        "child_node_indexes": None,
+        "attributes": None,
+        "pseudo_element_indexes": None,
+        "layout_node_index": None,
+        "document_url": None,
+        "base_url": None,
+        "content_language": None,
+        "document_encoding": None,
+        "public_id": None,
+        "system_id": None,
+        "frame_id": None,
+        "content_document_index": None,
+        "pseudo_type": None,
+        "shadow_root_type": None,
+        "is_clickable": None,
+        "event_listeners": None,
+        "current_source_url": None,
+        "origin_url": None,
+        "scroll_offset_x": None,
+        "scroll_offset_y": None,
+    },
 )
 
 
@@ -360,13 +360,13 @@ def _u_LayoutTreeNode(o: LayoutTreeNode) -> dict[str, Any]:
 
 optional_defaults(
     LayoutTreeNode,
-    (
-        "layout_text",
-        "inline_text_nodes",
-        "style_index",
-        "paint_order",
-        "is_stacking_context",
-    ),
+    {
+        "layout_text": None,
+        "inline_text_nodes": None,
+        "style_index": None,
+        "paint_order": None,
+        "is_stacking_context": None,
+    },
 )
 
 
@@ -689,12 +689,12 @@ def _u_DocumentSnapshot(o: DocumentSnapshot) -> dict[str, Any]:
 
 optional_defaults(
     DocumentSnapshot,
-    (
-        "scroll_offset_x",
-        "scroll_offset_y",
-        "content_width",
-        "content_height",
-    ),
+    {
+        "scroll_offset_x": None,
+        "scroll_offset_y": None,
+        "content_width": None,
+        "content_height": None,
+    },
 )
 
 
@@ -824,25 +824,25 @@ def _u_NodeTreeSnapshot(o: NodeTreeSnapshot) -> dict[str, Any]:
 
 optional_defaults(
     NodeTreeSnapshot,
-    (
-        "parent_index",
-        "node_type",
-        "shadow_root_type",
-        "node_name",
-        "node_value",
-        "backend_node_id",
-        "attributes",
-        "text_value",
-        "input_value",
-        "input_checked",
-        "option_selected",
-        "content_document_index",
-        "pseudo_type",
-        "pseudo_identifier",
-        "is_clickable",
-        "current_source_url",
-        "origin_url",
-    ),
+    {
+        "parent_index": None,
+        "node_type": None,
+        "shadow_root_type": None,
+        "node_name": None,
+        "node_value": None,
+        "backend_node_id": None,
+        "attributes": None,
+        "text_value": None,
+        "input_value": None,
+        "input_checked": None,
+        "option_selected": None,
+        "content_document_index": None,
+        "pseudo_type": None,
+        "pseudo_identifier": None,
+        "is_clickable": None,
+        "current_source_url": None,
+        "origin_url": None,
+    },
 )
 
 
@@ -938,14 +938,14 @@ def _u_LayoutTreeSnapshot(o: LayoutTreeSnapshot) -> dict[str, Any]:
 
 optional_defaults(
     LayoutTreeSnapshot,
-    (
-        "paint_orders",
-        "offset_rects",
-        "scroll_rects",
-        "client_rects",
-        "blended_background_colors",
-        "text_color_opacities",
-    ),
+    {
+        "paint_orders": None,
+        "offset_rects": None,
+        "scroll_rects": None,
+        "client_rects": None,
+        "blended_background_colors": None,
+        "text_color_opacities": None,
+    },
 )
 
 

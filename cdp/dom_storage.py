@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -75,10 +75,10 @@ def _u_StorageId(o: StorageId) -> dict[str, Any]:
 
 optional_defaults(
     StorageId,
-    (
-        "security_origin",
-        "storage_key",
-    ),
+    {
+        "security_origin": None,
+        "storage_key": None,
+    },
 )
 
 

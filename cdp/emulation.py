@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -102,16 +102,16 @@ def _u_SafeAreaInsets(o: SafeAreaInsets) -> dict[str, Any]:
 
 optional_defaults(
     SafeAreaInsets,
-    (
-        "top",
-        "top_max",
-        "left",
-        "left_max",
-        "bottom",
-        "bottom_max",
-        "right",
-        "right_max",
-    ),
+    {
+        "top": None,
+        "top_max": None,
+        "left": None,
+        "left_max": None,
+        "bottom": None,
+        "bottom_max": None,
+        "right": None,
+        "right_max": None,
+    },
 )
 
 
@@ -425,14 +425,14 @@ def _u_UserAgentMetadata(o: UserAgentMetadata) -> dict[str, Any]:
 
 optional_defaults(
     UserAgentMetadata,
-    (
-        "brands",
-        "full_version_list",
-        "full_version",
-        "bitness",
-        "wow64",
-        "form_factors",
-    ),
+    {
+        "brands": None,
+        "full_version_list": None,
+        "full_version": None,
+        "bitness": None,
+        "wow64": None,
+        "form_factors": None,
+    },
 )
 
 
@@ -495,11 +495,11 @@ def _u_SensorMetadata(o: SensorMetadata) -> dict[str, Any]:
 
 optional_defaults(
     SensorMetadata,
-    (
-        "available",
-        "minimum_frequency",
-        "maximum_frequency",
-    ),
+    {
+        "available": None,
+        "minimum_frequency": None,
+        "maximum_frequency": None,
+    },
 )
 
 
@@ -679,11 +679,11 @@ def _u_SensorReading(o: SensorReading) -> dict[str, Any]:
 
 optional_defaults(
     SensorReading,
-    (
-        "single",
-        "xyz",
-        "quaternion",
-    ),
+    {
+        "single": None,
+        "xyz": None,
+        "quaternion": None,
+    },
 )
 
 
@@ -735,7 +735,12 @@ def _u_PressureMetadata(o: PressureMetadata) -> dict[str, Any]:
     return d
 
 
-optional_defaults(PressureMetadata, ("available",))
+optional_defaults(
+    PressureMetadata,
+    {
+        "available": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -788,12 +793,12 @@ def _u_WorkAreaInsets(o: WorkAreaInsets) -> dict[str, Any]:
 
 optional_defaults(
     WorkAreaInsets,
-    (
-        "top",
-        "left",
-        "bottom",
-        "right",
-    ),
+    {
+        "top": None,
+        "left": None,
+        "bottom": None,
+        "right": None,
+    },
 )
 
 
@@ -2450,7 +2455,12 @@ def _u_ScreenOrientationLockChanged(o: ScreenOrientationLockChanged) -> dict[str
     return d
 
 
-optional_defaults(ScreenOrientationLockChanged, ("orientation",))
+optional_defaults(
+    ScreenOrientationLockChanged,
+    {
+        "orientation": None,
+    },
+)
 
 
 _EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -146,10 +146,10 @@ def _u_Account(o: Account) -> dict[str, Any]:
 
 optional_defaults(
     Account,
-    (
-        "terms_of_service_url",
-        "privacy_policy_url",
-    ),
+    {
+        "terms_of_service_url": None,
+        "privacy_policy_url": None,
+    },
 )
 
 
@@ -361,7 +361,12 @@ def _u_DialogShown(o: DialogShown) -> dict[str, Any]:
     return d
 
 
-optional_defaults(DialogShown, ("subtitle",))
+optional_defaults(
+    DialogShown,
+    {
+        "subtitle": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -94,11 +94,11 @@ def _u_RequestPattern(o: RequestPattern) -> dict[str, Any]:
 
 optional_defaults(
     RequestPattern,
-    (
-        "url_pattern",
-        "resource_type",
-        "request_stage",
-    ),
+    {
+        "url_pattern": None,
+        "resource_type": None,
+        "request_stage": None,
+    },
 )
 
 
@@ -195,7 +195,12 @@ def _u_AuthChallenge(o: AuthChallenge) -> dict[str, Any]:
     return d
 
 
-optional_defaults(AuthChallenge, ("source",))
+optional_defaults(
+    AuthChallenge,
+    {
+        "source": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -245,10 +250,10 @@ def _u_AuthChallengeResponse(o: AuthChallengeResponse) -> dict[str, Any]:
 
 optional_defaults(
     AuthChallengeResponse,
-    (
-        "username",
-        "password",
-    ),
+    {
+        "username": None,
+        "password": None,
+    },
 )
 
 
@@ -713,14 +718,14 @@ def _u_RequestPaused(o: RequestPaused) -> dict[str, Any]:
 
 optional_defaults(
     RequestPaused,
-    (
-        "response_error_reason",
-        "response_status_code",
-        "response_status_text",
-        "response_headers",
-        "network_id",
-        "redirected_request_id",
-    ),
+    {
+        "response_error_reason": None,
+        "response_status_code": None,
+        "response_status_text": None,
+        "response_headers": None,
+        "network_id": None,
+        "redirected_request_id": None,
+    },
 )
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -72,11 +72,11 @@ def _u_ScreenshotParams(o: ScreenshotParams) -> dict[str, Any]:
 
 optional_defaults(
     ScreenshotParams,
-    (
-        "format_",
-        "quality",
-        "optimize_for_speed",
-    ),
+    {
+        "format_": None,
+        "quality": None,
+        "optimize_for_speed": None,
+    },
 )
 
 
@@ -120,7 +120,12 @@ def _u_BeginFrameResult(o: BeginFrameResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(BeginFrameResult, ("screenshot_data",))
+optional_defaults(
+    BeginFrameResult,
+    {
+        "screenshot_data": None,
+    },
+)
 
 
 def begin_frame(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -242,12 +242,12 @@ def _u_Key(o: Key) -> dict[str, Any]:
 
 optional_defaults(
     Key,
-    (
-        "number",
-        "string",
-        "date",
-        "array",
-    ),
+    {
+        "number": None,
+        "string": None,
+        "date": None,
+        "array": None,
+    },
 )
 
 
@@ -306,10 +306,10 @@ def _u_KeyRange(o: KeyRange) -> dict[str, Any]:
 
 optional_defaults(
     KeyRange,
-    (
-        "lower",
-        "upper",
-    ),
+    {
+        "lower": None,
+        "upper": None,
+    },
 )
 
 
@@ -403,10 +403,10 @@ def _u_KeyPath(o: KeyPath) -> dict[str, Any]:
 
 optional_defaults(
     KeyPath,
-    (
-        "string",
-        "array",
-    ),
+    {
+        "string": None,
+        "array": None,
+    },
 )
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -109,17 +109,17 @@ def _u_TouchPoint(o: TouchPoint) -> dict[str, Any]:
 
 optional_defaults(
     TouchPoint,
-    (
-        "radius_x",
-        "radius_y",
-        "rotation_angle",
-        "force",
-        "tangential_pressure",
-        "tilt_x",
-        "tilt_y",
-        "twist",
-        "id_",
-    ),
+    {
+        "radius_x": None,
+        "radius_y": None,
+        "rotation_angle": None,
+        "force": None,
+        "tangential_pressure": None,
+        "tilt_x": None,
+        "tilt_y": None,
+        "twist": None,
+        "id_": None,
+    },
 )
 
 
@@ -199,10 +199,10 @@ def _u_DragDataItem(o: DragDataItem) -> dict[str, Any]:
 
 optional_defaults(
     DragDataItem,
-    (
-        "title",
-        "base_url",
-    ),
+    {
+        "title": None,
+        "base_url": None,
+    },
 )
 
 
@@ -253,7 +253,12 @@ def _u_DragData(o: DragData) -> dict[str, Any]:
     return d
 
 
-optional_defaults(DragData, ("files",))
+optional_defaults(
+    DragData,
+    {
+        "files": None,
+    },
+)
 
 
 def dispatch_drag_event(

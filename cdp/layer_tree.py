@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -128,10 +128,10 @@ def _u_StickyPositionConstraint(o: StickyPositionConstraint) -> dict[str, Any]:
 
 optional_defaults(
     StickyPositionConstraint,
-    (
-        "nearest_layer_shifting_sticky_box",
-        "nearest_layer_shifting_containing_block",
-    ),
+    {
+        "nearest_layer_shifting_sticky_box": None,
+        "nearest_layer_shifting_containing_block": None,
+    },
 )
 
 
@@ -302,17 +302,17 @@ def _u_Layer(o: Layer) -> dict[str, Any]:
 
 optional_defaults(
     Layer,
-    (
-        "parent_layer_id",
-        "backend_node_id",
-        "transform",
-        "anchor_x",
-        "anchor_y",
-        "anchor_z",
-        "invisible",
-        "scroll_rects",
-        "sticky_position_constraint",
-    ),
+    {
+        "parent_layer_id": None,
+        "backend_node_id": None,
+        "transform": None,
+        "anchor_x": None,
+        "anchor_y": None,
+        "anchor_z": None,
+        "invisible": None,
+        "scroll_rects": None,
+        "sticky_position_constraint": None,
+    },
 )
 
 
@@ -804,7 +804,12 @@ def _u_LayerTreeDidChange(o: LayerTreeDidChange) -> dict[str, Any]:
     return d
 
 
-optional_defaults(LayerTreeDidChange, ("layers",))
+optional_defaults(
+    LayerTreeDidChange,
+    {
+        "layers": None,
+    },
+)
 
 
 _EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -122,15 +122,15 @@ def _u_LogEntry(o: LogEntry) -> dict[str, Any]:
 
 optional_defaults(
     LogEntry,
-    (
-        "category",
-        "url",
-        "line_number",
-        "stack_trace",
-        "network_request_id",
-        "worker_id",
-        "args",
-    ),
+    {
+        "category": None,
+        "url": None,
+        "line_number": None,
+        "stack_trace": None,
+        "network_request_id": None,
+        "worker_id": None,
+        "args": None,
+    },
 )
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -301,7 +301,12 @@ def _u_Player(o: Player) -> dict[str, Any]:
     return d
 
 
-optional_defaults(Player, ("dom_node_id",))
+optional_defaults(
+    Player,
+    {
+        "dom_node_id": None,
+    },
+)
 
 
 def enable() -> Command[None]:

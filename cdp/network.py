@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -298,10 +298,10 @@ def _u_ResourceTiming(o: ResourceTiming) -> dict[str, Any]:
 
 optional_defaults(
     ResourceTiming,
-    (
-        "worker_router_evaluation_start",
-        "worker_cache_lookup_start",
-    ),
+    {
+        "worker_router_evaluation_start": None,
+        "worker_cache_lookup_start": None,
+    },
 )
 
 
@@ -358,7 +358,12 @@ def _u_PostDataEntry(o: PostDataEntry) -> dict[str, Any]:
     return d
 
 
-optional_defaults(PostDataEntry, ("bytes_",))
+optional_defaults(
+    PostDataEntry,
+    {
+        "bytes_": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -471,17 +476,17 @@ def _u_Request(o: Request) -> dict[str, Any]:
 
 optional_defaults(
     Request,
-    (
-        "url_fragment",
-        "post_data",
-        "has_post_data",
-        "post_data_entries",
-        "mixed_content_type",
-        "is_link_preload",
-        "trust_token_params",
-        "is_same_site",
-        "is_ad_related",
-    ),
+    {
+        "url_fragment": None,
+        "post_data": None,
+        "has_post_data": None,
+        "post_data_entries": None,
+        "mixed_content_type": None,
+        "is_link_preload": None,
+        "trust_token_params": None,
+        "is_same_site": None,
+        "is_ad_related": None,
+    },
 )
 
 
@@ -688,11 +693,11 @@ def _u_SecurityDetails(o: SecurityDetails) -> dict[str, Any]:
 
 optional_defaults(
     SecurityDetails,
-    (
-        "key_exchange_group",
-        "mac",
-        "server_signature_algorithm",
-    ),
+    {
+        "key_exchange_group": None,
+        "mac": None,
+        "server_signature_algorithm": None,
+    },
 )
 
 
@@ -864,7 +869,12 @@ def _u_TrustTokenParams(o: TrustTokenParams) -> dict[str, Any]:
     return d
 
 
-optional_defaults(TrustTokenParams, ("issuers",))
+optional_defaults(
+    TrustTokenParams,
+    {
+        "issuers": None,
+    },
+)
 
 
 class TrustTokenOperationType(CDPEnum):
@@ -945,11 +955,11 @@ def _u_ServiceWorkerRouterInfo(o: ServiceWorkerRouterInfo) -> dict[str, Any]:
 
 optional_defaults(
     ServiceWorkerRouterInfo,
-    (
-        "rule_id_matched",
-        "matched_source_type",
-        "actual_source_type",
-    ),
+    {
+        "rule_id_matched": None,
+        "matched_source_type": None,
+        "actual_source_type": None,
+    },
 )
 
 
@@ -1137,25 +1147,25 @@ def _u_Response(o: Response) -> dict[str, Any]:
 
 optional_defaults(
     Response,
-    (
-        "headers_text",
-        "request_headers",
-        "request_headers_text",
-        "remote_ip_address",
-        "remote_port",
-        "from_disk_cache",
-        "from_service_worker",
-        "from_prefetch_cache",
-        "from_early_hints",
-        "service_worker_router_info",
-        "timing",
-        "service_worker_response_source",
-        "response_time",
-        "cache_storage_cache_name",
-        "protocol",
-        "alternate_protocol_usage",
-        "security_details",
-    ),
+    {
+        "headers_text": None,
+        "request_headers": None,
+        "request_headers_text": None,
+        "remote_ip_address": None,
+        "remote_port": None,
+        "from_disk_cache": None,
+        "from_service_worker": None,
+        "from_prefetch_cache": None,
+        "from_early_hints": None,
+        "service_worker_router_info": None,
+        "timing": None,
+        "service_worker_response_source": None,
+        "response_time": None,
+        "cache_storage_cache_name": None,
+        "protocol": None,
+        "alternate_protocol_usage": None,
+        "security_details": None,
+    },
 )
 
 
@@ -1258,11 +1268,11 @@ def _u_WebSocketResponse(o: WebSocketResponse) -> dict[str, Any]:
 
 optional_defaults(
     WebSocketResponse,
-    (
-        "headers_text",
-        "request_headers",
-        "request_headers_text",
-    ),
+    {
+        "headers_text": None,
+        "request_headers": None,
+        "request_headers_text": None,
+    },
 )
 
 
@@ -1367,7 +1377,12 @@ def _u_CachedResource(o: CachedResource) -> dict[str, Any]:
     return d
 
 
-optional_defaults(CachedResource, ("response",))
+optional_defaults(
+    CachedResource,
+    {
+        "response": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1433,13 +1448,13 @@ def _u_Initiator(o: Initiator) -> dict[str, Any]:
 
 optional_defaults(
     Initiator,
-    (
-        "stack",
-        "url",
-        "line_number",
-        "column_number",
-        "request_id",
-    ),
+    {
+        "stack": None,
+        "url": None,
+        "line_number": None,
+        "column_number": None,
+        "request_id": None,
+    },
 )
 
 
@@ -1607,11 +1622,11 @@ def _u_Cookie(o: Cookie) -> dict[str, Any]:
 
 optional_defaults(
     Cookie,
-    (
-        "same_site",
-        "partition_key",
-        "partition_key_opaque",
-    ),
+    {
+        "same_site": None,
+        "partition_key": None,
+        "partition_key_opaque": None,
+    },
 )
 
 
@@ -1721,7 +1736,12 @@ def _u_BlockedSetCookieWithReason(o: BlockedSetCookieWithReason) -> dict[str, An
     return d
 
 
-optional_defaults(BlockedSetCookieWithReason, ("cookie",))
+optional_defaults(
+    BlockedSetCookieWithReason,
+    {
+        "cookie": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1817,7 +1837,12 @@ def _u_AssociatedCookie(o: AssociatedCookie) -> dict[str, Any]:
     return d
 
 
-optional_defaults(AssociatedCookie, ("exemption_reason",))
+optional_defaults(
+    AssociatedCookie,
+    {
+        "exemption_reason": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1922,19 +1947,19 @@ def _u_CookieParam(o: CookieParam) -> dict[str, Any]:
 
 optional_defaults(
     CookieParam,
-    (
-        "url",
-        "domain",
-        "path",
-        "secure",
-        "http_only",
-        "same_site",
-        "expires",
-        "priority",
-        "source_scheme",
-        "source_port",
-        "partition_key",
-    ),
+    {
+        "url": None,
+        "domain": None,
+        "path": None,
+        "secure": None,
+        "http_only": None,
+        "same_site": None,
+        "expires": None,
+        "priority": None,
+        "source_scheme": None,
+        "source_port": None,
+        "partition_key": None,
+    },
 )
 
 
@@ -1990,7 +2015,12 @@ def _u_AuthChallenge(o: AuthChallenge) -> dict[str, Any]:
     return d
 
 
-optional_defaults(AuthChallenge, ("source",))
+optional_defaults(
+    AuthChallenge,
+    {
+        "source": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -2040,10 +2070,10 @@ def _u_AuthChallengeResponse(o: AuthChallengeResponse) -> dict[str, Any]:
 
 optional_defaults(
     AuthChallengeResponse,
-    (
-        "username",
-        "password",
-    ),
+    {
+        "username": None,
+        "password": None,
+    },
 )
 
 
@@ -2130,11 +2160,11 @@ def _u_SignedExchangeSignature(o: SignedExchangeSignature) -> dict[str, Any]:
 
 optional_defaults(
     SignedExchangeSignature,
-    (
-        "cert_url",
-        "cert_sha256",
-        "certificates",
-    ),
+    {
+        "cert_url": None,
+        "cert_sha256": None,
+        "certificates": None,
+    },
 )
 
 
@@ -2258,10 +2288,10 @@ def _u_SignedExchangeError(o: SignedExchangeError) -> dict[str, Any]:
 
 optional_defaults(
     SignedExchangeError,
-    (
-        "signature_index",
-        "error_field",
-    ),
+    {
+        "signature_index": None,
+        "error_field": None,
+    },
 )
 
 
@@ -2327,11 +2357,11 @@ def _u_SignedExchangeInfo(o: SignedExchangeInfo) -> dict[str, Any]:
 
 optional_defaults(
     SignedExchangeInfo,
-    (
-        "header",
-        "security_details",
-        "errors",
-    ),
+    {
+        "header": None,
+        "security_details": None,
+        "errors": None,
+    },
 )
 
 
@@ -2416,13 +2446,13 @@ def _u_NetworkConditions(o: NetworkConditions) -> dict[str, Any]:
 
 optional_defaults(
     NetworkConditions,
-    (
-        "connection_type",
-        "packet_loss",
-        "packet_queue_length",
-        "packet_reordering",
-        "offline",
-    ),
+    {
+        "connection_type": None,
+        "packet_loss": None,
+        "packet_queue_length": None,
+        "packet_reordering": None,
+        "offline": None,
+    },
 )
 
 
@@ -2532,12 +2562,12 @@ def _u_DirectTCPSocketOptions(o: DirectTCPSocketOptions) -> dict[str, Any]:
 
 optional_defaults(
     DirectTCPSocketOptions,
-    (
-        "keep_alive_delay",
-        "send_buffer_size",
-        "receive_buffer_size",
-        "dns_query_type",
-    ),
+    {
+        "keep_alive_delay": None,
+        "send_buffer_size": None,
+        "receive_buffer_size": None,
+        "dns_query_type": None,
+    },
 )
 
 
@@ -2622,18 +2652,18 @@ def _u_DirectUDPSocketOptions(o: DirectUDPSocketOptions) -> dict[str, Any]:
 
 optional_defaults(
     DirectUDPSocketOptions,
-    (
-        "remote_addr",
-        "remote_port",
-        "local_addr",
-        "local_port",
-        "dns_query_type",
-        "send_buffer_size",
-        "receive_buffer_size",
-        "multicast_loopback",
-        "multicast_time_to_live",
-        "multicast_allow_address_sharing",
-    ),
+    {
+        "remote_addr": None,
+        "remote_port": None,
+        "local_addr": None,
+        "local_port": None,
+        "dns_query_type": None,
+        "send_buffer_size": None,
+        "receive_buffer_size": None,
+        "multicast_loopback": None,
+        "multicast_time_to_live": None,
+        "multicast_allow_address_sharing": None,
+    },
 )
 
 
@@ -2684,10 +2714,10 @@ def _u_DirectUDPMessage(o: DirectUDPMessage) -> dict[str, Any]:
 
 optional_defaults(
     DirectUDPMessage,
-    (
-        "remote_addr",
-        "remote_port",
-    ),
+    {
+        "remote_addr": None,
+        "remote_port": None,
+    },
 )
 
 
@@ -2888,7 +2918,12 @@ def _u_AdAncestry(o: AdAncestry) -> dict[str, Any]:
     return d
 
 
-optional_defaults(AdAncestry, ("root_script_filterlist_rule",))
+optional_defaults(
+    AdAncestry,
+    {
+        "root_script_filterlist_rule": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -2937,10 +2972,10 @@ def _u_AdProvenance(o: AdProvenance) -> dict[str, Any]:
 
 optional_defaults(
     AdProvenance,
-    (
-        "filterlist_rule",
-        "ad_script_ancestry",
-    ),
+    {
+        "filterlist_rule": None,
+        "ad_script_ancestry": None,
+    },
 )
 
 
@@ -3011,10 +3046,10 @@ def _u_CrossOriginOpenerPolicyStatus(o: CrossOriginOpenerPolicyStatus) -> dict[s
 
 optional_defaults(
     CrossOriginOpenerPolicyStatus,
-    (
-        "reporting_endpoint",
-        "report_only_reporting_endpoint",
-    ),
+    {
+        "reporting_endpoint": None,
+        "report_only_reporting_endpoint": None,
+    },
 )
 
 
@@ -3081,10 +3116,10 @@ def _u_CrossOriginEmbedderPolicyStatus(o: CrossOriginEmbedderPolicyStatus) -> di
 
 optional_defaults(
     CrossOriginEmbedderPolicyStatus,
-    (
-        "reporting_endpoint",
-        "report_only_reporting_endpoint",
-    ),
+    {
+        "reporting_endpoint": None,
+        "report_only_reporting_endpoint": None,
+    },
 )
 
 
@@ -3184,11 +3219,11 @@ def _u_SecurityIsolationStatus(o: SecurityIsolationStatus) -> dict[str, Any]:
 
 optional_defaults(
     SecurityIsolationStatus,
-    (
-        "coop",
-        "coep",
-        "csp",
-    ),
+    {
+        "coop": None,
+        "coep": None,
+        "csp": None,
+    },
 )
 
 
@@ -3478,7 +3513,12 @@ def _u_DeviceBoundSessionCookieCraving(o: DeviceBoundSessionCookieCraving) -> di
     return d
 
 
-optional_defaults(DeviceBoundSessionCookieCraving, ("same_site",))
+optional_defaults(
+    DeviceBoundSessionCookieCraving,
+    {
+        "same_site": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -3651,7 +3691,12 @@ def _u_DeviceBoundSession(o: DeviceBoundSession) -> dict[str, Any]:
     return d
 
 
-optional_defaults(DeviceBoundSession, ("cached_challenge",))
+optional_defaults(
+    DeviceBoundSession,
+    {
+        "cached_challenge": None,
+    },
+)
 
 
 DeviceBoundSessionEventId = str
@@ -3795,11 +3840,11 @@ def _u_DeviceBoundSessionFailedRequest(o: DeviceBoundSessionFailedRequest) -> di
 
 optional_defaults(
     DeviceBoundSessionFailedRequest,
-    (
-        "net_error",
-        "response_error",
-        "response_error_body",
-    ),
+    {
+        "net_error": None,
+        "response_error": None,
+        "response_error_body": None,
+    },
 )
 
 
@@ -3846,10 +3891,10 @@ def _u_CreationEventDetails(o: CreationEventDetails) -> dict[str, Any]:
 
 optional_defaults(
     CreationEventDetails,
-    (
-        "new_session",
-        "failed_request",
-    ),
+    {
+        "new_session": None,
+        "failed_request": None,
+    },
 )
 
 
@@ -3914,11 +3959,11 @@ def _u_RefreshEventDetails(o: RefreshEventDetails) -> dict[str, Any]:
 
 optional_defaults(
     RefreshEventDetails,
-    (
-        "fetch_result",
-        "new_session",
-        "failed_request",
-    ),
+    {
+        "fetch_result": None,
+        "new_session": None,
+        "failed_request": None,
+    },
 )
 
 
@@ -4060,13 +4105,13 @@ def _u_LoadNetworkResourcePageResult(o: LoadNetworkResourcePageResult) -> dict[s
 
 optional_defaults(
     LoadNetworkResourcePageResult,
-    (
-        "net_error",
-        "net_error_name",
-        "http_status_code",
-        "stream",
-        "headers",
-    ),
+    {
+        "net_error": None,
+        "net_error_name": None,
+        "http_status_code": None,
+        "stream": None,
+        "headers": None,
+    },
 )
 
 
@@ -5557,7 +5602,12 @@ def _u_DataReceived(o: DataReceived) -> dict[str, Any]:
     return d
 
 
-optional_defaults(DataReceived, ("data",))
+optional_defaults(
+    DataReceived,
+    {
+        "data": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -5694,11 +5744,11 @@ def _u_LoadingFailed(o: LoadingFailed) -> dict[str, Any]:
 
 optional_defaults(
     LoadingFailed,
-    (
-        "canceled",
-        "blocked_reason",
-        "cors_error_status",
-    ),
+    {
+        "canceled": None,
+        "blocked_reason": None,
+        "cors_error_status": None,
+    },
 )
 
 
@@ -5755,7 +5805,12 @@ def _u_LoadingFinished(o: LoadingFinished) -> dict[str, Any]:
     return d
 
 
-optional_defaults(LoadingFinished, ("encoded_body_length",))
+optional_defaults(
+    LoadingFinished,
+    {
+        "encoded_body_length": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -5904,13 +5959,13 @@ def _u_RequestWillBeSent(o: RequestWillBeSent) -> dict[str, Any]:
 
 optional_defaults(
     RequestWillBeSent,
-    (
-        "redirect_response",
-        "type_",
-        "frame_id",
-        "has_user_gesture",
-        "render_blocking_behavior",
-    ),
+    {
+        "redirect_response": None,
+        "type_": None,
+        "frame_id": None,
+        "has_user_gesture": None,
+        "render_blocking_behavior": None,
+    },
 )
 
 
@@ -6079,7 +6134,12 @@ def _u_ResponseReceived(o: ResponseReceived) -> dict[str, Any]:
     return d
 
 
-optional_defaults(ResponseReceived, ("frame_id",))
+optional_defaults(
+    ResponseReceived,
+    {
+        "frame_id": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -6172,7 +6232,12 @@ def _u_WebSocketCreated(o: WebSocketCreated) -> dict[str, Any]:
     return d
 
 
-optional_defaults(WebSocketCreated, ("initiator",))
+optional_defaults(
+    WebSocketCreated,
+    {
+        "initiator": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -6479,7 +6544,12 @@ def _u_WebTransportCreated(o: WebTransportCreated) -> dict[str, Any]:
     return d
 
 
-optional_defaults(WebTransportCreated, ("initiator",))
+optional_defaults(
+    WebTransportCreated,
+    {
+        "initiator": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -6633,7 +6703,12 @@ def _u_DirectTCPSocketCreated(o: DirectTCPSocketCreated) -> dict[str, Any]:
     return d
 
 
-optional_defaults(DirectTCPSocketCreated, ("initiator",))
+optional_defaults(
+    DirectTCPSocketCreated,
+    {
+        "initiator": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -6702,10 +6777,10 @@ def _u_DirectTCPSocketOpened(o: DirectTCPSocketOpened) -> dict[str, Any]:
 
 optional_defaults(
     DirectTCPSocketOpened,
-    (
-        "local_addr",
-        "local_port",
-    ),
+    {
+        "local_addr": None,
+        "local_port": None,
+    },
 )
 
 
@@ -6943,7 +7018,12 @@ def _u_DirectUDPSocketJoinedMulticastGroup(o: DirectUDPSocketJoinedMulticastGrou
     return d
 
 
-optional_defaults(DirectUDPSocketJoinedMulticastGroup, ("source_address",))
+optional_defaults(
+    DirectUDPSocketJoinedMulticastGroup,
+    {
+        "source_address": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -6993,7 +7073,12 @@ def _u_DirectUDPSocketLeftMulticastGroup(o: DirectUDPSocketLeftMulticastGroup) -
     return d
 
 
-optional_defaults(DirectUDPSocketLeftMulticastGroup, ("source_address",))
+optional_defaults(
+    DirectUDPSocketLeftMulticastGroup,
+    {
+        "source_address": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -7051,7 +7136,12 @@ def _u_DirectUDPSocketCreated(o: DirectUDPSocketCreated) -> dict[str, Any]:
     return d
 
 
-optional_defaults(DirectUDPSocketCreated, ("initiator",))
+optional_defaults(
+    DirectUDPSocketCreated,
+    {
+        "initiator": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -7120,10 +7210,10 @@ def _u_DirectUDPSocketOpened(o: DirectUDPSocketOpened) -> dict[str, Any]:
 
 optional_defaults(
     DirectUDPSocketOpened,
-    (
-        "remote_addr",
-        "remote_port",
-    ),
+    {
+        "remote_addr": None,
+        "remote_port": None,
+    },
 )
 
 
@@ -7403,12 +7493,12 @@ def _u_RequestWillBeSentExtraInfo(o: RequestWillBeSentExtraInfo) -> dict[str, An
 
 optional_defaults(
     RequestWillBeSentExtraInfo,
-    (
-        "device_bound_session_usages",
-        "client_security_state",
-        "site_has_cookie_in_other_partition",
-        "applied_network_conditions_id",
-    ),
+    {
+        "device_bound_session_usages": None,
+        "client_security_state": None,
+        "site_has_cookie_in_other_partition": None,
+        "applied_network_conditions_id": None,
+    },
 )
 
 
@@ -7500,12 +7590,12 @@ def _u_ResponseReceivedExtraInfo(o: ResponseReceivedExtraInfo) -> dict[str, Any]
 
 optional_defaults(
     ResponseReceivedExtraInfo,
-    (
-        "headers_text",
-        "cookie_partition_key",
-        "cookie_partition_key_opaque",
-        "exempted_cookies",
-    ),
+    {
+        "headers_text": None,
+        "cookie_partition_key": None,
+        "cookie_partition_key_opaque": None,
+        "exempted_cookies": None,
+    },
 )
 
 
@@ -7622,11 +7712,11 @@ def _u_TrustTokenOperationDone(o: TrustTokenOperationDone) -> dict[str, Any]:
 
 optional_defaults(
     TrustTokenOperationDone,
-    (
-        "top_level_origin",
-        "issuer_origin",
-        "issued_token_count",
-    ),
+    {
+        "top_level_origin": None,
+        "issuer_origin": None,
+        "issued_token_count": None,
+    },
 )
 
 
@@ -7860,13 +7950,13 @@ def _u_DeviceBoundSessionEventOccurred(o: DeviceBoundSessionEventOccurred) -> di
 
 optional_defaults(
     DeviceBoundSessionEventOccurred,
-    (
-        "session_id",
-        "creation_event_details",
-        "refresh_event_details",
-        "termination_event_details",
-        "challenge_event_details",
-    ),
+    {
+        "session_id": None,
+        "creation_event_details": None,
+        "refresh_event_details": None,
+        "termination_event_details": None,
+        "challenge_event_details": None,
+    },
 )
 
 

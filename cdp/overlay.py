@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -208,28 +208,28 @@ def _u_GridHighlightConfig(o: GridHighlightConfig) -> dict[str, Any]:
 
 optional_defaults(
     GridHighlightConfig,
-    (
-        "show_grid_extension_lines",
-        "show_positive_line_numbers",
-        "show_negative_line_numbers",
-        "show_area_names",
-        "show_line_names",
-        "show_track_sizes",
-        "grid_border_color",
-        "cell_border_color",
-        "row_line_color",
-        "column_line_color",
-        "grid_border_dash",
-        "cell_border_dash",
-        "row_line_dash",
-        "column_line_dash",
-        "row_gap_color",
-        "row_hatch_color",
-        "column_gap_color",
-        "column_hatch_color",
-        "area_border_color",
-        "grid_background_color",
-    ),
+    {
+        "show_grid_extension_lines": None,
+        "show_positive_line_numbers": None,
+        "show_negative_line_numbers": None,
+        "show_area_names": None,
+        "show_line_names": None,
+        "show_track_sizes": None,
+        "grid_border_color": None,
+        "cell_border_color": None,
+        "row_line_color": None,
+        "column_line_color": None,
+        "grid_border_dash": None,
+        "cell_border_dash": None,
+        "row_line_dash": None,
+        "column_line_dash": None,
+        "row_gap_color": None,
+        "row_hatch_color": None,
+        "column_gap_color": None,
+        "column_hatch_color": None,
+        "area_border_color": None,
+        "grid_background_color": None,
+    },
 )
 
 
@@ -304,16 +304,16 @@ def _u_FlexContainerHighlightConfig(o: FlexContainerHighlightConfig) -> dict[str
 
 optional_defaults(
     FlexContainerHighlightConfig,
-    (
-        "container_border",
-        "line_separator",
-        "item_separator",
-        "main_distributed_space",
-        "cross_distributed_space",
-        "row_gap_space",
-        "column_gap_space",
-        "cross_alignment",
-    ),
+    {
+        "container_border": None,
+        "line_separator": None,
+        "item_separator": None,
+        "main_distributed_space": None,
+        "cross_distributed_space": None,
+        "row_gap_space": None,
+        "column_gap_space": None,
+        "cross_alignment": None,
+    },
 )
 
 
@@ -358,11 +358,11 @@ def _u_FlexItemHighlightConfig(o: FlexItemHighlightConfig) -> dict[str, Any]:
 
 optional_defaults(
     FlexItemHighlightConfig,
-    (
-        "base_size_box",
-        "base_size_border",
-        "flexibility_arrow",
-    ),
+    {
+        "base_size_box": None,
+        "base_size_border": None,
+        "flexibility_arrow": None,
+    },
 )
 
 
@@ -407,10 +407,10 @@ def _u_LineStyle(o: LineStyle) -> dict[str, Any]:
 
 optional_defaults(
     LineStyle,
-    (
-        "color",
-        "pattern",
-    ),
+    {
+        "color": None,
+        "pattern": None,
+    },
 )
 
 
@@ -449,10 +449,10 @@ def _u_BoxStyle(o: BoxStyle) -> dict[str, Any]:
 
 optional_defaults(
     BoxStyle,
-    (
-        "fill_color",
-        "hatch_color",
-    ),
+    {
+        "fill_color": None,
+        "hatch_color": None,
+    },
 )
 
 
@@ -547,17 +547,17 @@ def _u_ImcbHighlightConfig(o: ImcbHighlightConfig) -> dict[str, Any]:
 
 optional_defaults(
     ImcbHighlightConfig,
-    (
-        "imcb_border_color",
-        "imcb_background_color",
-        "insets_background_color",
-        "insets_hatch_color",
-        "anchor_border_color",
-        "anchor_background_color",
-        "show_position_area_grid",
-        "position_area_grid_line_color",
-        "position_area_active_region_color",
-    ),
+    {
+        "imcb_border_color": None,
+        "imcb_background_color": None,
+        "insets_background_color": None,
+        "insets_hatch_color": None,
+        "anchor_border_color": None,
+        "anchor_background_color": None,
+        "show_position_area_grid": None,
+        "position_area_grid_line_color": None,
+        "position_area_active_region_color": None,
+    },
 )
 
 
@@ -710,28 +710,28 @@ def _u_HighlightConfig(o: HighlightConfig) -> dict[str, Any]:
 
 optional_defaults(
     HighlightConfig,
-    (
-        "show_info",
-        "show_styles",
-        "show_rulers",
-        "show_accessibility_info",
-        "show_extension_lines",
-        "content_color",
-        "padding_color",
-        "border_color",
-        "margin_color",
-        "event_target_color",
-        "shape_color",
-        "shape_margin_color",
-        "css_grid_color",
-        "color_format",
-        "grid_highlight_config",
-        "flex_container_highlight_config",
-        "flex_item_highlight_config",
-        "contrast_algorithm",
-        "container_query_container_highlight_config",
-        "imcb_highlight_config",
-    ),
+    {
+        "show_info": None,
+        "show_styles": None,
+        "show_rulers": None,
+        "show_accessibility_info": None,
+        "show_extension_lines": None,
+        "content_color": None,
+        "padding_color": None,
+        "border_color": None,
+        "margin_color": None,
+        "event_target_color": None,
+        "shape_color": None,
+        "shape_margin_color": None,
+        "css_grid_color": None,
+        "color_format": None,
+        "grid_highlight_config": None,
+        "flex_container_highlight_config": None,
+        "flex_item_highlight_config": None,
+        "contrast_algorithm": None,
+        "container_query_container_highlight_config": None,
+        "imcb_highlight_config": None,
+    },
 )
 
 
@@ -875,12 +875,12 @@ def _u_ScrollSnapContainerHighlightConfig(o: ScrollSnapContainerHighlightConfig)
 
 optional_defaults(
     ScrollSnapContainerHighlightConfig,
-    (
-        "snapport_border",
-        "snap_area_border",
-        "scroll_margin_color",
-        "scroll_padding_color",
-    ),
+    {
+        "snapport_border": None,
+        "snap_area_border": None,
+        "scroll_margin_color": None,
+        "scroll_padding_color": None,
+    },
 )
 
 
@@ -973,10 +973,10 @@ def _u_HingeConfig(o: HingeConfig) -> dict[str, Any]:
 
 optional_defaults(
     HingeConfig,
-    (
-        "content_color",
-        "outline_color",
-    ),
+    {
+        "content_color": None,
+        "outline_color": None,
+    },
 )
 
 
@@ -1070,15 +1070,15 @@ def _u_DisplayCutoutConfig(o: DisplayCutoutConfig) -> dict[str, Any]:
 
 optional_defaults(
     DisplayCutoutConfig,
-    (
-        "border_radius",
-        "upper_radius",
-        "lower_radius",
-        "cx",
-        "cy",
-        "radius",
-        "content_color",
-    ),
+    {
+        "border_radius": None,
+        "upper_radius": None,
+        "lower_radius": None,
+        "cx": None,
+        "cy": None,
+        "radius": None,
+        "content_color": None,
+    },
 )
 
 
@@ -1210,10 +1210,10 @@ def _u_ContainerQueryContainerHighlightConfig(o: ContainerQueryContainerHighligh
 
 optional_defaults(
     ContainerQueryContainerHighlightConfig,
-    (
-        "container_border",
-        "descendant_border",
-    ),
+    {
+        "container_border": None,
+        "descendant_border": None,
+    },
 )
 
 
@@ -1300,11 +1300,11 @@ def _u_IsolationModeHighlightConfig(o: IsolationModeHighlightConfig) -> dict[str
 
 optional_defaults(
     IsolationModeHighlightConfig,
-    (
-        "resizer_color",
-        "resizer_handle_color",
-        "mask_color",
-    ),
+    {
+        "resizer_color": None,
+        "resizer_handle_color": None,
+        "mask_color": None,
+    },
 )
 
 
@@ -1357,10 +1357,10 @@ def _u_InspectedElementAnchorConfig(o: InspectedElementAnchorConfig) -> dict[str
 
 optional_defaults(
     InspectedElementAnchorConfig,
-    (
-        "node_id",
-        "backend_node_id",
-    ),
+    {
+        "node_id": None,
+        "backend_node_id": None,
+    },
 )
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -92,7 +92,12 @@ def _u_AdFrameStatus(o: AdFrameStatus) -> dict[str, Any]:
     return d
 
 
-optional_defaults(AdFrameStatus, ("explanations",))
+optional_defaults(
+    AdFrameStatus,
+    {
+        "explanations": None,
+    },
+)
 
 
 class SecureContextType(CDPEnum):
@@ -332,7 +337,12 @@ def _u_PermissionsPolicyFeatureState(o: PermissionsPolicyFeatureState) -> dict[s
     return d
 
 
-optional_defaults(PermissionsPolicyFeatureState, ("locator",))
+optional_defaults(
+    PermissionsPolicyFeatureState,
+    {
+        "locator": None,
+    },
+)
 
 
 class OriginTrialTokenStatus(CDPEnum):
@@ -483,7 +493,12 @@ def _u_OriginTrialTokenWithStatus(o: OriginTrialTokenWithStatus) -> dict[str, An
     return d
 
 
-optional_defaults(OriginTrialTokenWithStatus, ("parsed_token",))
+optional_defaults(
+    OriginTrialTokenWithStatus,
+    {
+        "parsed_token": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -692,14 +707,14 @@ def _u_Frame(o: Frame) -> dict[str, Any]:
 
 optional_defaults(
     Frame,
-    (
-        "parent_id",
-        "name",
-        "url_fragment",
-        "security_origin_details",
-        "unreachable_url",
-        "ad_frame_status",
-    ),
+    {
+        "parent_id": None,
+        "name": None,
+        "url_fragment": None,
+        "security_origin_details": None,
+        "unreachable_url": None,
+        "ad_frame_status": None,
+    },
 )
 
 
@@ -773,12 +788,12 @@ def _u_FrameResource(o: FrameResource) -> dict[str, Any]:
 
 optional_defaults(
     FrameResource,
-    (
-        "last_modified",
-        "content_size",
-        "failed",
-        "canceled",
-    ),
+    {
+        "last_modified": None,
+        "content_size": None,
+        "failed": None,
+        "canceled": None,
+    },
 )
 
 
@@ -824,7 +839,12 @@ def _u_FrameResourceTree(o: FrameResourceTree) -> dict[str, Any]:
     return d
 
 
-optional_defaults(FrameResourceTree, ("child_frames",))
+optional_defaults(
+    FrameResourceTree,
+    {
+        "child_frames": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -862,7 +882,12 @@ def _u_FrameTree(o: FrameTree) -> dict[str, Any]:
     return d
 
 
-optional_defaults(FrameTree, ("child_frames",))
+optional_defaults(
+    FrameTree,
+    {
+        "child_frames": None,
+    },
+)
 
 
 ScriptIdentifier = str
@@ -1024,10 +1049,10 @@ def _u_ScreencastFrameMetadata(o: ScreencastFrameMetadata) -> dict[str, Any]:
 
 optional_defaults(
     ScreencastFrameMetadata,
-    (
-        "timestamp",
-        "monotonic_timestamp",
-    ),
+    {
+        "timestamp": None,
+        "monotonic_timestamp": None,
+    },
 )
 
 
@@ -1257,7 +1282,12 @@ def _u_VisualViewport(o: VisualViewport) -> dict[str, Any]:
     return d
 
 
-optional_defaults(VisualViewport, ("zoom",))
+optional_defaults(
+    VisualViewport,
+    {
+        "zoom": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1384,15 +1414,15 @@ def _u_FontFamilies(o: FontFamilies) -> dict[str, Any]:
 
 optional_defaults(
     FontFamilies,
-    (
-        "standard",
-        "fixed",
-        "serif",
-        "sans_serif",
-        "cursive",
-        "fantasy",
-        "math",
-    ),
+    {
+        "standard": None,
+        "fixed": None,
+        "serif": None,
+        "sans_serif": None,
+        "cursive": None,
+        "fantasy": None,
+        "math": None,
+    },
 )
 
 
@@ -1478,10 +1508,10 @@ def _u_FontSizes(o: FontSizes) -> dict[str, Any]:
 
 optional_defaults(
     FontSizes,
-    (
-        "standard",
-        "fixed",
-    ),
+    {
+        "standard": None,
+        "fixed": None,
+    },
 )
 
 
@@ -1645,7 +1675,12 @@ def _u_CompilationCacheParams(o: CompilationCacheParams) -> dict[str, Any]:
     return d
 
 
-optional_defaults(CompilationCacheParams, ("eager",))
+optional_defaults(
+    CompilationCacheParams,
+    {
+        "eager": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1688,10 +1723,10 @@ def _u_FileFilter(o: FileFilter) -> dict[str, Any]:
 
 optional_defaults(
     FileFilter,
-    (
-        "name",
-        "accepts",
-    ),
+    {
+        "name": None,
+        "accepts": None,
+    },
 )
 
 
@@ -1748,7 +1783,12 @@ def _u_FileHandler(o: FileHandler) -> dict[str, Any]:
     return d
 
 
-optional_defaults(FileHandler, ("accepts",))
+optional_defaults(
+    FileHandler,
+    {
+        "accepts": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1798,10 +1838,10 @@ def _u_ImageResource(o: ImageResource) -> dict[str, Any]:
 
 optional_defaults(
     ImageResource,
-    (
-        "sizes",
-        "type_",
-    ),
+    {
+        "sizes": None,
+        "type_": None,
+    },
 )
 
 
@@ -1921,7 +1961,12 @@ def _u_RelatedApplication(o: RelatedApplication) -> dict[str, Any]:
     return d
 
 
-optional_defaults(RelatedApplication, ("id_",))
+optional_defaults(
+    RelatedApplication,
+    {
+        "id_": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -2012,7 +2057,12 @@ def _u_Screenshot(o: Screenshot) -> dict[str, Any]:
     return d
 
 
-optional_defaults(Screenshot, ("label",))
+optional_defaults(
+    Screenshot,
+    {
+        "label": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -2085,12 +2135,12 @@ def _u_ShareTarget(o: ShareTarget) -> dict[str, Any]:
 
 optional_defaults(
     ShareTarget,
-    (
-        "title",
-        "text",
-        "url",
-        "files",
-    ),
+    {
+        "title": None,
+        "text": None,
+        "url": None,
+        "files": None,
+    },
 )
 
 
@@ -2289,31 +2339,31 @@ def _u_WebAppManifest(o: WebAppManifest) -> dict[str, Any]:
 
 optional_defaults(
     WebAppManifest,
-    (
-        "background_color",
-        "description",
-        "dir_",
-        "display",
-        "display_overrides",
-        "file_handlers",
-        "icons",
-        "id_",
-        "lang",
-        "launch_handler",
-        "name",
-        "orientation",
-        "prefer_related_applications",
-        "protocol_handlers",
-        "related_applications",
-        "scope",
-        "scope_extensions",
-        "screenshots",
-        "share_target",
-        "short_name",
-        "shortcuts",
-        "start_url",
-        "theme_color",
-    ),
+    {
+        "background_color": None,
+        "description": None,
+        "dir_": None,
+        "display": None,
+        "display_overrides": None,
+        "file_handlers": None,
+        "icons": None,
+        "id_": None,
+        "lang": None,
+        "launch_handler": None,
+        "name": None,
+        "orientation": None,
+        "prefer_related_applications": None,
+        "protocol_handlers": None,
+        "related_applications": None,
+        "scope": None,
+        "scope_extensions": None,
+        "screenshots": None,
+        "share_target": None,
+        "short_name": None,
+        "shortcuts": None,
+        "start_url": None,
+        "theme_color": None,
+    },
 )
 
 
@@ -2598,10 +2648,10 @@ def _u_BackForwardCacheBlockingDetails(o: BackForwardCacheBlockingDetails) -> di
 
 optional_defaults(
     BackForwardCacheBlockingDetails,
-    (
-        "url",
-        "function",
-    ),
+    {
+        "url": None,
+        "function": None,
+    },
 )
 
 
@@ -2661,10 +2711,10 @@ def _u_BackForwardCacheNotRestoredExplanation(o: BackForwardCacheNotRestoredExpl
 
 optional_defaults(
     BackForwardCacheNotRestoredExplanation,
-    (
-        "context",
-        "details",
-    ),
+    {
+        "context": None,
+        "details": None,
+    },
 )
 
 
@@ -3221,10 +3271,10 @@ def _u_GetAppManifestResult(o: GetAppManifestResult) -> dict[str, Any]:
 
 optional_defaults(
     GetAppManifestResult,
-    (
-        "data",
-        "parsed",
-    ),
+    {
+        "data": None,
+        "parsed": None,
+    },
 )
 
 
@@ -3325,7 +3375,12 @@ def _u_GetManifestIconsResult(o: GetManifestIconsResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(GetManifestIconsResult, ("primary_icon",))
+optional_defaults(
+    GetManifestIconsResult,
+    {
+        "primary_icon": None,
+    },
+)
 
 
 def get_manifest_icons() -> Command[GetManifestIconsResult]:
@@ -3388,12 +3443,12 @@ def _u_GetAppIdResult(o: GetAppIdResult) -> dict[str, Any]:
 
 optional_defaults(
     GetAppIdResult,
-    (
-        "app_id",
-        "recommended_id",
-        "bundle_id",
-        "parent_app_name",
-    ),
+    {
+        "app_id": None,
+        "recommended_id": None,
+        "bundle_id": None,
+        "parent_app_name": None,
+    },
 )
 
 
@@ -3513,7 +3568,12 @@ def _u_GetAdScriptAncestryResult(o: GetAdScriptAncestryResult) -> dict[str, Any]
     return d
 
 
-optional_defaults(GetAdScriptAncestryResult, ("ad_script_ancestry",))
+optional_defaults(
+    GetAdScriptAncestryResult,
+    {
+        "ad_script_ancestry": None,
+    },
+)
 
 
 def get_ad_script_ancestry(
@@ -3954,11 +4014,11 @@ def _u_NavigateResult(o: NavigateResult) -> dict[str, Any]:
 
 optional_defaults(
     NavigateResult,
-    (
-        "loader_id",
-        "error_text",
-        "is_download",
-    ),
+    {
+        "loader_id": None,
+        "error_text": None,
+        "is_download": None,
+    },
 )
 
 
@@ -4064,7 +4124,12 @@ def _u_PrintToPDFResult(o: PrintToPDFResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(PrintToPDFResult, ("stream",))
+optional_defaults(
+    PrintToPDFResult,
+    {
+        "stream": None,
+    },
+)
 
 
 def print_to_pdf(
@@ -5348,7 +5413,12 @@ def _u_FileChooserOpened(o: FileChooserOpened) -> dict[str, Any]:
     return d
 
 
-optional_defaults(FileChooserOpened, ("backend_node_id",))
+optional_defaults(
+    FileChooserOpened,
+    {
+        "backend_node_id": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -5399,7 +5469,12 @@ def _u_FrameAttached(o: FrameAttached) -> dict[str, Any]:
     return d
 
 
-optional_defaults(FrameAttached, ("stack",))
+optional_defaults(
+    FrameAttached,
+    {
+        "stack": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -6105,7 +6180,12 @@ def _u_JavascriptDialogOpening(o: JavascriptDialogOpening) -> dict[str, Any]:
     return d
 
 
-optional_defaults(JavascriptDialogOpening, ("default_prompt",))
+optional_defaults(
+    JavascriptDialogOpening,
+    {
+        "default_prompt": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -6229,7 +6309,12 @@ def _u_BackForwardCacheNotUsed(o: BackForwardCacheNotUsed) -> dict[str, Any]:
     return d
 
 
-optional_defaults(BackForwardCacheNotUsed, ("not_restored_explanations_tree",))
+optional_defaults(
+    BackForwardCacheNotUsed,
+    {
+        "not_restored_explanations_tree": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -96,11 +96,11 @@ def _u_LargestContentfulPaint(o: LargestContentfulPaint) -> dict[str, Any]:
 
 optional_defaults(
     LargestContentfulPaint,
-    (
-        "element_id",
-        "url",
-        "node_id",
-    ),
+    {
+        "element_id": None,
+        "url": None,
+        "node_id": None,
+    },
 )
 
 
@@ -152,7 +152,12 @@ def _u_LayoutShiftAttribution(o: LayoutShiftAttribution) -> dict[str, Any]:
     return d
 
 
-optional_defaults(LayoutShiftAttribution, ("node_id",))
+optional_defaults(
+    LayoutShiftAttribution,
+    {
+        "node_id": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -281,11 +286,11 @@ def _u_TimelineEvent(o: TimelineEvent) -> dict[str, Any]:
 
 optional_defaults(
     TimelineEvent,
-    (
-        "duration",
-        "lcp_details",
-        "layout_shift_details",
-    ),
+    {
+        "duration": None,
+        "lcp_details": None,
+        "layout_shift_details": None,
+    },
 )
 
 

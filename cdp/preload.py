@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -109,14 +109,14 @@ def _u_RuleSet(o: RuleSet) -> dict[str, Any]:
 
 optional_defaults(
     RuleSet,
-    (
-        "backend_node_id",
-        "url",
-        "request_id",
-        "error_type",
-        "error_message",
-        "tag",
-    ),
+    {
+        "backend_node_id": None,
+        "url": None,
+        "request_id": None,
+        "error_type": None,
+        "error_message": None,
+        "tag": None,
+    },
 )
 
 
@@ -212,10 +212,10 @@ def _u_PreloadingAttemptKey(o: PreloadingAttemptKey) -> dict[str, Any]:
 
 optional_defaults(
     PreloadingAttemptKey,
-    (
-        "form_submission",
-        "target_hint",
-    ),
+    {
+        "form_submission": None,
+        "target_hint": None,
+    },
 )
 
 
@@ -477,10 +477,10 @@ def _u_PrerenderMismatchedHeaders(o: PrerenderMismatchedHeaders) -> dict[str, An
 
 optional_defaults(
     PrerenderMismatchedHeaders,
-    (
-        "initial_value",
-        "activation_value",
-    ),
+    {
+        "initial_value": None,
+        "activation_value": None,
+    },
 )
 
 
@@ -780,12 +780,12 @@ def _u_PrerenderStatusUpdated(o: PrerenderStatusUpdated) -> dict[str, Any]:
 
 optional_defaults(
     PrerenderStatusUpdated,
-    (
-        "effective_action",
-        "prerender_status",
-        "disallowed_mojo_interface",
-        "mismatched_headers",
-    ),
+    {
+        "effective_action": None,
+        "prerender_status": None,
+        "disallowed_mojo_interface": None,
+        "mismatched_headers": None,
+    },
 )
 
 

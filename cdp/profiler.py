@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -92,12 +92,12 @@ def _u_ProfileNode(o: ProfileNode) -> dict[str, Any]:
 
 optional_defaults(
     ProfileNode,
-    (
-        "hit_count",
-        "children",
-        "deopt_reason",
-        "position_ticks",
-    ),
+    {
+        "hit_count": None,
+        "children": None,
+        "deopt_reason": None,
+        "position_ticks": None,
+    },
 )
 
 
@@ -161,10 +161,10 @@ def _u_Profile(o: Profile) -> dict[str, Any]:
 
 optional_defaults(
     Profile,
-    (
-        "samples",
-        "time_deltas",
-    ),
+    {
+        "samples": None,
+        "time_deltas": None,
+    },
 )
 
 
@@ -669,7 +669,12 @@ def _u_ConsoleProfileFinished(o: ConsoleProfileFinished) -> dict[str, Any]:
     return d
 
 
-optional_defaults(ConsoleProfileFinished, ("title",))
+optional_defaults(
+    ConsoleProfileFinished,
+    {
+        "title": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -720,7 +725,12 @@ def _u_ConsoleProfileStarted(o: ConsoleProfileStarted) -> dict[str, Any]:
     return d
 
 
-optional_defaults(ConsoleProfileStarted, ("title",))
+optional_defaults(
+    ConsoleProfileStarted,
+    {
+        "title": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)

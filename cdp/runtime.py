@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -79,10 +79,10 @@ def _u_SerializationOptions(o: SerializationOptions) -> dict[str, Any]:
 
 optional_defaults(
     SerializationOptions,
-    (
-        "max_depth",
-        "additional_parameters",
-    ),
+    {
+        "max_depth": None,
+        "additional_parameters": None,
+    },
 )
 
 
@@ -98,7 +98,7 @@ class DeepSerializedValue:
     """
 
     type_: str
-    value: Any | None = None
+    value: Any = UNSET
     object_id: str | None = None
     weak_local_object_reference: int | None = None
 
@@ -127,7 +127,7 @@ def _u_DeepSerializedValue(o: DeepSerializedValue) -> dict[str, Any]:
     d: dict[str, Any] = {
         "type": o.type_,
     }
-    if o.value is not None:
+    if o.value is not UNSET:
         d["value"] = o.value
     if o.object_id is not None:
         d["objectId"] = o.object_id
@@ -138,11 +138,11 @@ def _u_DeepSerializedValue(o: DeepSerializedValue) -> dict[str, Any]:
 
 optional_defaults(
     DeepSerializedValue,
-    (
-        "value",
-        "object_id",
-        "weak_local_object_reference",
-    ),
+    {
+        "value": UNSET,
+        "object_id": None,
+        "weak_local_object_reference": None,
+    },
 )
 
 
@@ -175,7 +175,7 @@ class RemoteObject:
     type_: str
     subtype: str | None = None
     class_name: str | None = None
-    value: Any | None = None
+    value: Any = UNSET
     unserializable_value: UnserializableValue | None = None
     description: str | None = None
     deep_serialized_value: DeepSerializedValue | None = None
@@ -221,7 +221,7 @@ def _u_RemoteObject(o: RemoteObject) -> dict[str, Any]:
         d["subtype"] = o.subtype
     if o.class_name is not None:
         d["className"] = o.class_name
-    if o.value is not None:
+    if o.value is not UNSET:
         d["value"] = o.value
     if o.unserializable_value is not None:
         d["unserializableValue"] = o.unserializable_value
@@ -240,17 +240,17 @@ def _u_RemoteObject(o: RemoteObject) -> dict[str, Any]:
 
 optional_defaults(
     RemoteObject,
-    (
-        "subtype",
-        "class_name",
-        "value",
-        "unserializable_value",
-        "description",
-        "deep_serialized_value",
-        "object_id",
-        "preview",
-        "custom_preview",
-    ),
+    {
+        "subtype": None,
+        "class_name": None,
+        "value": UNSET,
+        "unserializable_value": None,
+        "description": None,
+        "deep_serialized_value": None,
+        "object_id": None,
+        "preview": None,
+        "custom_preview": None,
+    },
 )
 
 
@@ -294,7 +294,12 @@ def _u_CustomPreview(o: CustomPreview) -> dict[str, Any]:
     return d
 
 
-optional_defaults(CustomPreview, ("body_getter_id",))
+optional_defaults(
+    CustomPreview,
+    {
+        "body_getter_id": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -363,11 +368,11 @@ def _u_ObjectPreview(o: ObjectPreview) -> dict[str, Any]:
 
 optional_defaults(
     ObjectPreview,
-    (
-        "subtype",
-        "description",
-        "entries",
-    ),
+    {
+        "subtype": None,
+        "description": None,
+        "entries": None,
+    },
 )
 
 
@@ -430,11 +435,11 @@ def _u_PropertyPreview(o: PropertyPreview) -> dict[str, Any]:
 
 optional_defaults(
     PropertyPreview,
-    (
-        "value",
-        "value_preview",
-        "subtype",
-    ),
+    {
+        "value": None,
+        "value_preview": None,
+        "subtype": None,
+    },
 )
 
 
@@ -473,7 +478,12 @@ def _u_EntryPreview(o: EntryPreview) -> dict[str, Any]:
     return d
 
 
-optional_defaults(EntryPreview, ("key",))
+optional_defaults(
+    EntryPreview,
+    {
+        "key": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -564,15 +574,15 @@ def _u_PropertyDescriptor(o: PropertyDescriptor) -> dict[str, Any]:
 
 optional_defaults(
     PropertyDescriptor,
-    (
-        "value",
-        "writable",
-        "get",
-        "set_",
-        "was_thrown",
-        "is_own",
-        "symbol",
-    ),
+    {
+        "value": None,
+        "writable": None,
+        "get": None,
+        "set_": None,
+        "was_thrown": None,
+        "is_own": None,
+        "symbol": None,
+    },
 )
 
 
@@ -617,7 +627,12 @@ def _u_InternalPropertyDescriptor(o: InternalPropertyDescriptor) -> dict[str, An
     return d
 
 
-optional_defaults(InternalPropertyDescriptor, ("value",))
+optional_defaults(
+    InternalPropertyDescriptor,
+    {
+        "value": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -675,11 +690,11 @@ def _u_PrivatePropertyDescriptor(o: PrivatePropertyDescriptor) -> dict[str, Any]
 
 optional_defaults(
     PrivatePropertyDescriptor,
-    (
-        "value",
-        "get",
-        "set_",
-    ),
+    {
+        "value": None,
+        "get": None,
+        "set_": None,
+    },
 )
 
 
@@ -694,7 +709,7 @@ class CallArgument:
         object_id: Remote object handle.
     """
 
-    value: Any | None = None
+    value: Any = UNSET
     unserializable_value: UnserializableValue | None = None
     object_id: RemoteObjectId | None = None
 
@@ -718,7 +733,7 @@ def _s_CallArgument(d: dict[str, Any]) -> CallArgument:
 
 def _u_CallArgument(o: CallArgument) -> dict[str, Any]:
     d: dict[str, Any] = {}
-    if o.value is not None:
+    if o.value is not UNSET:
         d["value"] = o.value
     if o.unserializable_value is not None:
         d["unserializableValue"] = o.unserializable_value
@@ -729,11 +744,11 @@ def _u_CallArgument(o: CallArgument) -> dict[str, Any]:
 
 optional_defaults(
     CallArgument,
-    (
-        "value",
-        "unserializable_value",
-        "object_id",
-    ),
+    {
+        "value": UNSET,
+        "unserializable_value": None,
+        "object_id": None,
+    },
 )
 
 
@@ -799,7 +814,12 @@ def _u_ExecutionContextDescription(o: ExecutionContextDescription) -> dict[str, 
     return d
 
 
-optional_defaults(ExecutionContextDescription, ("aux_data",))
+optional_defaults(
+    ExecutionContextDescription,
+    {
+        "aux_data": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -890,14 +910,14 @@ def _u_ExceptionDetails(o: ExceptionDetails) -> dict[str, Any]:
 
 optional_defaults(
     ExceptionDetails,
-    (
-        "script_id",
-        "url",
-        "stack_trace",
-        "exception",
-        "execution_context_id",
-        "exception_meta_data",
-    ),
+    {
+        "script_id": None,
+        "url": None,
+        "stack_trace": None,
+        "exception": None,
+        "execution_context_id": None,
+        "exception_meta_data": None,
+    },
 )
 
 
@@ -1023,11 +1043,11 @@ def _u_StackTrace(o: StackTrace) -> dict[str, Any]:
 
 optional_defaults(
     StackTrace,
-    (
-        "description",
-        "parent",
-        "parent_id",
-    ),
+    {
+        "description": None,
+        "parent": None,
+        "parent_id": None,
+    },
 )
 
 
@@ -1076,7 +1096,12 @@ def _u_StackTraceId(o: StackTraceId) -> dict[str, Any]:
     return d
 
 
-optional_defaults(StackTraceId, ("debugger_id",))
+optional_defaults(
+    StackTraceId,
+    {
+        "debugger_id": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1114,7 +1139,12 @@ def _u_AwaitPromiseResult(o: AwaitPromiseResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(AwaitPromiseResult, ("exception_details",))
+optional_defaults(
+    AwaitPromiseResult,
+    {
+        "exception_details": None,
+    },
+)
 
 
 def await_promise(
@@ -1183,7 +1213,12 @@ def _u_CallFunctionOnResult(o: CallFunctionOnResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(CallFunctionOnResult, ("exception_details",))
+optional_defaults(
+    CallFunctionOnResult,
+    {
+        "exception_details": None,
+    },
+)
 
 
 def call_function_on(
@@ -1311,10 +1346,10 @@ def _u_CompileScriptResult(o: CompileScriptResult) -> dict[str, Any]:
 
 optional_defaults(
     CompileScriptResult,
-    (
-        "script_id",
-        "exception_details",
-    ),
+    {
+        "script_id": None,
+        "exception_details": None,
+    },
 )
 
 
@@ -1419,7 +1454,12 @@ def _u_EvaluateResult(o: EvaluateResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(EvaluateResult, ("exception_details",))
+optional_defaults(
+    EvaluateResult,
+    {
+        "exception_details": None,
+    },
+)
 
 
 def evaluate(
@@ -1678,11 +1718,11 @@ def _u_GetPropertiesResult(o: GetPropertiesResult) -> dict[str, Any]:
 
 optional_defaults(
     GetPropertiesResult,
-    (
-        "internal_properties",
-        "private_properties",
-        "exception_details",
-    ),
+    {
+        "internal_properties": None,
+        "private_properties": None,
+        "exception_details": None,
+    },
 )
 
 
@@ -1926,7 +1966,12 @@ def _u_RunScriptResult(o: RunScriptResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(RunScriptResult, ("exception_details",))
+optional_defaults(
+    RunScriptResult,
+    {
+        "exception_details": None,
+    },
+)
 
 
 def run_script(
@@ -2144,7 +2189,12 @@ def _u_GetExceptionDetailsResult(o: GetExceptionDetailsResult) -> dict[str, Any]
     return d
 
 
-optional_defaults(GetExceptionDetailsResult, ("exception_details",))
+optional_defaults(
+    GetExceptionDetailsResult,
+    {
+        "exception_details": None,
+    },
+)
 
 
 def get_exception_details(
@@ -2288,10 +2338,10 @@ def _u_ConsoleAPICalled(o: ConsoleAPICalled) -> dict[str, Any]:
 
 optional_defaults(
     ConsoleAPICalled,
-    (
-        "stack_trace",
-        "context",
-    ),
+    {
+        "stack_trace": None,
+        "context": None,
+    },
 )
 
 
@@ -2518,7 +2568,12 @@ def _u_InspectRequested(o: InspectRequested) -> dict[str, Any]:
     return d
 
 
-optional_defaults(InspectRequested, ("execution_context_id",))
+optional_defaults(
+    InspectRequested,
+    {
+        "execution_context_id": None,
+    },
+)
 
 
 _EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -183,11 +183,11 @@ def _u_CertificateSecurityState(o: CertificateSecurityState) -> dict[str, Any]:
 
 optional_defaults(
     CertificateSecurityState,
-    (
-        "key_exchange_group",
-        "mac",
-        "certificate_network_error",
-    ),
+    {
+        "key_exchange_group": None,
+        "mac": None,
+        "certificate_network_error": None,
+    },
 )
 
 
@@ -239,7 +239,12 @@ def _u_SafetyTipInfo(o: SafetyTipInfo) -> dict[str, Any]:
     return d
 
 
-optional_defaults(SafetyTipInfo, ("safe_url",))
+optional_defaults(
+    SafetyTipInfo,
+    {
+        "safe_url": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -298,10 +303,10 @@ def _u_VisibleSecurityState(o: VisibleSecurityState) -> dict[str, Any]:
 
 optional_defaults(
     VisibleSecurityState,
-    (
-        "certificate_security_state",
-        "safety_tip_info",
-    ),
+    {
+        "certificate_security_state": None,
+        "safety_tip_info": None,
+    },
 )
 
 
@@ -377,7 +382,12 @@ def _u_SecurityStateExplanation(o: SecurityStateExplanation) -> dict[str, Any]:
     return d
 
 
-optional_defaults(SecurityStateExplanation, ("recommendations",))
+optional_defaults(
+    SecurityStateExplanation,
+    {
+        "recommendations": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -692,7 +702,12 @@ def _u_SecurityStateChanged(o: SecurityStateChanged) -> dict[str, Any]:
     return d
 
 
-optional_defaults(SecurityStateChanged, ("summary",))
+optional_defaults(
+    SecurityStateChanged,
+    {
+        "summary": None,
+    },
+)
 
 
 _EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -163,15 +163,15 @@ def _u_ServiceWorkerRouterCondition(o: ServiceWorkerRouterCondition) -> dict[str
 
 optional_defaults(
     ServiceWorkerRouterCondition,
-    (
-        "url_pattern",
-        "request_method",
-        "request_mode",
-        "request_destination",
-        "running_status",
-        "or_",
-        "not_",
-    ),
+    {
+        "url_pattern": None,
+        "request_method": None,
+        "request_mode": None,
+        "request_destination": None,
+        "running_status": None,
+        "or_": None,
+        "not_": None,
+    },
 )
 
 
@@ -259,7 +259,12 @@ def _u_ServiceWorkerRouterSource(o: ServiceWorkerRouterSource) -> dict[str, Any]
     return d
 
 
-optional_defaults(ServiceWorkerRouterSource, ("source_dict",))
+optional_defaults(
+    ServiceWorkerRouterSource,
+    {
+        "source_dict": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -405,14 +410,14 @@ def _u_ServiceWorkerVersion(o: ServiceWorkerVersion) -> dict[str, Any]:
 
 optional_defaults(
     ServiceWorkerVersion,
-    (
-        "script_last_modified",
-        "script_response_time",
-        "controlled_clients",
-        "target_id",
-        "router_rules",
-        "typed_router_rules",
-    ),
+    {
+        "script_last_modified": None,
+        "script_response_time": None,
+        "controlled_clients": None,
+        "target_id": None,
+        "router_rules": None,
+        "typed_router_rules": None,
+    },
 )
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -175,19 +175,19 @@ def _u_ReaderStateFlags(o: ReaderStateFlags) -> dict[str, Any]:
 
 optional_defaults(
     ReaderStateFlags,
-    (
-        "unaware",
-        "ignore",
-        "changed",
-        "unknown",
-        "unavailable",
-        "empty",
-        "present",
-        "exclusive",
-        "inuse",
-        "mute",
-        "unpowered",
-    ),
+    {
+        "unaware": None,
+        "ignore": None,
+        "changed": None,
+        "unknown": None,
+        "unavailable": None,
+        "empty": None,
+        "present": None,
+        "exclusive": None,
+        "inuse": None,
+        "mute": None,
+        "unpowered": None,
+    },
 )
 
 
@@ -236,11 +236,11 @@ def _u_ProtocolSet(o: ProtocolSet) -> dict[str, Any]:
 
 optional_defaults(
     ProtocolSet,
-    (
-        "t0",
-        "t1",
-        "raw",
-    ),
+    {
+        "t0": None,
+        "t1": None,
+        "raw": None,
+    },
 )
 
 
@@ -885,7 +885,12 @@ def _u_GetStatusChangeRequested(o: GetStatusChangeRequested) -> dict[str, Any]:
     return d
 
 
-optional_defaults(GetStatusChangeRequested, ("timeout",))
+optional_defaults(
+    GetStatusChangeRequested,
+    {
+        "timeout": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1111,7 +1116,12 @@ def _u_TransmitRequested(o: TransmitRequested) -> dict[str, Any]:
     return d
 
 
-optional_defaults(TransmitRequested, ("protocol",))
+optional_defaults(
+    TransmitRequested,
+    {
+        "protocol": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -291,7 +291,12 @@ def _u_StorageBucket(o: StorageBucket) -> dict[str, Any]:
     return d
 
 
-optional_defaults(StorageBucket, ("name",))
+optional_defaults(
+    StorageBucket,
+    {
+        "name": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -101,10 +101,10 @@ def _u_GPUDevice(o: GPUDevice) -> dict[str, Any]:
 
 optional_defaults(
     GPUDevice,
-    (
-        "sub_sys_id",
-        "revision",
-    ),
+    {
+        "sub_sys_id": None,
+        "revision": None,
+    },
 )
 
 
@@ -342,10 +342,10 @@ def _u_GPUInfo(o: GPUInfo) -> dict[str, Any]:
 
 optional_defaults(
     GPUInfo,
-    (
-        "aux_attributes",
-        "feature_status",
-    ),
+    {
+        "aux_attributes": None,
+        "feature_status": None,
+    },
 )
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -137,15 +137,15 @@ def _u_TargetInfo(o: TargetInfo) -> dict[str, Any]:
 
 optional_defaults(
     TargetInfo,
-    (
-        "parent_id",
-        "opener_id",
-        "opener_frame_id",
-        "parent_frame_id",
-        "browser_context_id",
-        "subtype",
-        "embedder_data",
-    ),
+    {
+        "parent_id": None,
+        "opener_id": None,
+        "opener_frame_id": None,
+        "parent_frame_id": None,
+        "browser_context_id": None,
+        "subtype": None,
+        "embedder_data": None,
+    },
 )
 
 
@@ -189,10 +189,10 @@ def _u_FilterEntry(o: FilterEntry) -> dict[str, Any]:
 
 optional_defaults(
     FilterEntry,
-    (
-        "exclude",
-        "type_",
-    ),
+    {
+        "exclude": None,
+        "type_": None,
+    },
 )
 
 
@@ -588,7 +588,12 @@ def _u_GetBrowserContextsResult(o: GetBrowserContextsResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(GetBrowserContextsResult, ("default_browser_context_id",))
+optional_defaults(
+    GetBrowserContextsResult,
+    {
+        "default_browser_context_id": None,
+    },
+)
 
 
 def get_browser_contexts() -> Command[GetBrowserContextsResult]:
@@ -1056,7 +1061,12 @@ def _u_GetDevToolsTargetResult(o: GetDevToolsTargetResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(GetDevToolsTargetResult, ("target_id",))
+optional_defaults(
+    GetDevToolsTargetResult,
+    {
+        "target_id": None,
+    },
+)
 
 
 def get_dev_tools_target(
@@ -1233,7 +1243,12 @@ def _u_DetachedFromTarget(o: DetachedFromTarget) -> dict[str, Any]:
     return d
 
 
-optional_defaults(DetachedFromTarget, ("target_id",))
+optional_defaults(
+    DetachedFromTarget,
+    {
+        "target_id": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1284,7 +1299,12 @@ def _u_ReceivedMessageFromTarget(o: ReceivedMessageFromTarget) -> dict[str, Any]
     return d
 
 
-optional_defaults(ReceivedMessageFromTarget, ("target_id",))
+optional_defaults(
+    ReceivedMessageFromTarget,
+    {
+        "target_id": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -102,17 +102,17 @@ def _u_TraceConfig(o: TraceConfig) -> dict[str, Any]:
 
 optional_defaults(
     TraceConfig,
-    (
-        "record_mode",
-        "trace_buffer_size_in_kb",
-        "enable_sampling",
-        "enable_systrace",
-        "enable_argument_filter",
-        "included_categories",
-        "excluded_categories",
-        "synthetic_delays",
-        "memory_dump_config",
-    ),
+    {
+        "record_mode": None,
+        "trace_buffer_size_in_kb": None,
+        "enable_sampling": None,
+        "enable_systrace": None,
+        "enable_argument_filter": None,
+        "included_categories": None,
+        "excluded_categories": None,
+        "synthetic_delays": None,
+        "memory_dump_config": None,
+    },
 )
 
 
@@ -458,11 +458,11 @@ def _u_BufferUsage(o: BufferUsage) -> dict[str, Any]:
 
 optional_defaults(
     BufferUsage,
-    (
-        "percent_full",
-        "event_count",
-        "value",
-    ),
+    {
+        "percent_full": None,
+        "event_count": None,
+        "value": None,
+    },
 )
 
 
@@ -559,11 +559,11 @@ def _u_TracingComplete(o: TracingComplete) -> dict[str, Any]:
 
 optional_defaults(
     TracingComplete,
-    (
-        "stream",
-        "trace_format",
-        "stream_compression",
-    ),
+    {
+        "stream": None,
+        "trace_format": None,
+        "stream_compression": None,
+    },
 )
 
 

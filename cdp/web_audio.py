@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -207,7 +207,12 @@ def _u_BaseAudioContext(o: BaseAudioContext) -> dict[str, Any]:
     return d
 
 
-optional_defaults(BaseAudioContext, ("realtime_data",))
+optional_defaults(
+    BaseAudioContext,
+    {
+        "realtime_data": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -856,10 +861,10 @@ def _u_NodesConnected(o: NodesConnected) -> dict[str, Any]:
 
 optional_defaults(
     NodesConnected,
-    (
-        "source_output_index",
-        "destination_input_index",
-    ),
+    {
+        "source_output_index": None,
+        "destination_input_index": None,
+    },
 )
 
 
@@ -923,10 +928,10 @@ def _u_NodesDisconnected(o: NodesDisconnected) -> dict[str, Any]:
 
 optional_defaults(
     NodesDisconnected,
-    (
-        "source_output_index",
-        "destination_input_index",
-    ),
+    {
+        "source_output_index": None,
+        "destination_input_index": None,
+    },
 )
 
 
@@ -983,7 +988,12 @@ def _u_NodeParamConnected(o: NodeParamConnected) -> dict[str, Any]:
     return d
 
 
-optional_defaults(NodeParamConnected, ("source_output_index",))
+optional_defaults(
+    NodeParamConnected,
+    {
+        "source_output_index": None,
+    },
+)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1039,7 +1049,12 @@ def _u_NodeParamDisconnected(o: NodeParamDisconnected) -> dict[str, Any]:
     return d
 
 
-optional_defaults(NodeParamDisconnected, ("source_output_index",))
+optional_defaults(
+    NodeParamDisconnected,
+    {
+        "source_output_index": None,
+    },
+)
 
 
 _EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -172,22 +172,22 @@ def _u_VirtualAuthenticatorOptions(o: VirtualAuthenticatorOptions) -> dict[str, 
 
 optional_defaults(
     VirtualAuthenticatorOptions,
-    (
-        "ctap2_version",
-        "has_resident_key",
-        "has_user_verification",
-        "has_large_blob",
-        "has_cred_blob",
-        "has_min_pin_length",
-        "has_prf",
-        "has_hmac_secret",
-        "has_hmac_secret_mc",
-        "has_cmtg_key",
-        "automatic_presence_simulation",
-        "is_user_verified",
-        "default_backup_eligibility",
-        "default_backup_state",
-    ),
+    {
+        "ctap2_version": None,
+        "has_resident_key": None,
+        "has_user_verification": None,
+        "has_large_blob": None,
+        "has_cred_blob": None,
+        "has_min_pin_length": None,
+        "has_prf": None,
+        "has_hmac_secret": None,
+        "has_hmac_secret_mc": None,
+        "has_cmtg_key": None,
+        "automatic_presence_simulation": None,
+        "is_user_verified": None,
+        "default_backup_eligibility": None,
+        "default_backup_state": None,
+    },
 )
 
 
@@ -296,18 +296,18 @@ def _u_Credential(o: Credential) -> dict[str, Any]:
 
 optional_defaults(
     Credential,
-    (
-        "rp_id",
-        "user_handle",
-        "large_blob",
-        "backup_eligibility",
-        "backup_state",
-        "user_name",
-        "user_display_name",
-        "cmtg_keys",
-        "active_cmtg_key_index",
-        "generate_cmtg_key_on_next_operation",
-    ),
+    {
+        "rp_id": None,
+        "user_handle": None,
+        "large_blob": None,
+        "backup_eligibility": None,
+        "backup_state": None,
+        "user_name": None,
+        "user_display_name": None,
+        "cmtg_keys": None,
+        "active_cmtg_key_index": None,
+        "generate_cmtg_key_on_next_operation": None,
+    },
 )
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -84,13 +84,13 @@ def _u_Annotation(o: Annotation) -> dict[str, Any]:
 
 optional_defaults(
     Annotation,
-    (
-        "read_only",
-        "untrusted_content",
-        "consequential",
-        "debugging",
-        "autosubmit",
-    ),
+    {
+        "read_only": None,
+        "untrusted_content": None,
+        "consequential": None,
+        "debugging": None,
+        "autosubmit": None,
+    },
 )
 
 
@@ -190,13 +190,13 @@ def _u_Tool(o: Tool) -> dict[str, Any]:
 
 optional_defaults(
     Tool,
-    (
-        "input_schema",
-        "output_schema",
-        "annotations",
-        "backend_node_id",
-        "stack_trace",
-    ),
+    {
+        "input_schema": None,
+        "output_schema": None,
+        "annotations": None,
+        "backend_node_id": None,
+        "stack_trace": None,
+    },
 )
 
 
@@ -473,10 +473,10 @@ def _u_ToolInvoked(o: ToolInvoked) -> dict[str, Any]:
 
 optional_defaults(
     ToolInvoked,
-    (
-        "tool_name",
-        "tool_id",
-    ),
+    {
+        "tool_name": None,
+        "tool_id": None,
+    },
 )
 
 
@@ -495,7 +495,7 @@ class ToolResponded:
     method: ClassVar[str] = "WebMCP.toolResponded"
     invocation_id: str
     status: InvocationStatus
-    output: Any | None = None
+    output: Any = UNSET
     error_text: str | None = None
     exception: _runtime.RemoteObject | None = None
 
@@ -530,7 +530,7 @@ def _u_ToolResponded(o: ToolResponded) -> dict[str, Any]:
         "invocationId": o.invocation_id,
         "status": o.status,
     }
-    if o.output is not None:
+    if o.output is not UNSET:
         d["output"] = o.output
     if o.error_text is not None:
         d["errorText"] = o.error_text
@@ -541,11 +541,11 @@ def _u_ToolResponded(o: ToolResponded) -> dict[str, Any]:
 
 optional_defaults(
     ToolResponded,
-    (
-        "output",
-        "error_text",
-        "exception",
-    ),
+    {
+        "output": UNSET,
+        "error_text": None,
+        "exception": None,
+    },
 )
 
 

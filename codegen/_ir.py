@@ -41,13 +41,27 @@ class Field:
     """The allowed values of an inline enum (kept as ``str`` on the class, listed in the docs)."""
 
     @property
+    def null_is_a_value(self) -> bool:
+        """An optional ``any`` field: JSON ``null`` is a value there, so absence needs its own marker."""
+        return self.optional and self.conv.ann == "Any"
+
+    @property
+    def absent(self) -> str:
+        """What an absent optional field holds: ``UNSET`` where ``None`` is JSON null, else ``None``."""
+        return "UNSET" if self.null_is_a_value else "None"
+
+    @property
     def ann(self) -> str:
-        return f"{self.conv.ann} | None" if self.optional else self.conv.ann
+        if not self.optional or self.null_is_a_value:
+            return self.conv.ann
+        return f"{self.conv.ann} | None"
 
     def structure_from(self, source: str) -> str:
         """The expression that reads this field out of the wire dict ``source``."""
         if not self.optional:
             return self.conv.structure.replace("{v}", f'{source}["{self.wire}"]')
+        if self.null_is_a_value:
+            return f'{source}.get("{self.wire}", UNSET)'
         if self.conv.structure == IDENTITY:
             return f'{source}.get("{self.wire}")'
         inner = self.conv.structure.replace("{v}", "v")

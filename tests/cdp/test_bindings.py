@@ -52,7 +52,7 @@ def _is_enum(raw: dict[str, Any]) -> bool:
 
 
 def _check_fields(cls: type, props: list[dict[str, Any]], where: str, event: bool = False) -> None:
-    """The attrs fields are the protocol properties, in order, with optional ones defaulting to None."""
+    """The attrs fields are the protocol properties, in order; optional ones default to None (or UNSET)."""
     fields = attrs.fields(cls)
     py_names = [safe(snake(p["name"])) for p in props]
     if event:  # ``method`` is the event's class variable
@@ -60,7 +60,9 @@ def _check_fields(cls: type, props: list[dict[str, Any]], where: str, event: boo
     assert [f.name for f in fields] == py_names, where
     for field, prop in zip(fields, props, strict=True):
         if prop.get("optional"):
-            assert field.default is None, f"{where}.{prop['name']}"
+            # Where JSON null is a value (an ``any`` field), absence is UNSET, not None.
+            expected = cdp.UNSET if prop.get("type") == "any" and "$ref" not in prop else None
+            assert field.default is expected, f"{where}.{prop['name']}"
         else:
             assert field.default is attrs.NOTHING, f"{where}.{prop['name']}"
 
@@ -188,7 +190,7 @@ def test_cdp_never_imports_trio() -> None:
 
 
 def test_package_namespace() -> None:
-    assert cdp.__all__ == sorted(cdp.__all__, key=lambda n: (not n.isupper(), n[0].islower(), n))
+    assert cdp.__all__ == sorted(cdp.__all__)
     assert set(dir(cdp)) >= {*cdp.__all__, *cdp.DOMAINS.values()}
     assert cdp.page is importlib.import_module("cdp.page")
     from cdp import dom_snapshot

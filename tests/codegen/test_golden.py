@@ -249,7 +249,7 @@ def test_enums_optional_behaviour(rendered: dict[str, Path]) -> None:
         wire = {"color": "ultraviolet", "kind": "hexagon", "palette": ["green", "x"], "size": 2}
         back = shapes._s_Shape(wire)
         assert back.color == "ultraviolet" and isinstance(back.color, shapes.Color)
-        assert back.palette == [shapes.Color.GREEN, "x"] and back.label is None and back.value is None
+        assert back.palette == [shapes.Color.GREEN, "x"] and back.label is None and back.value is cdp.UNSET
 
         green = shapes.Color.GREEN
         draw = shapes.draw(shape=shape, color=shapes.Color.LIGHT_BLUE, mode="fill", colors=[green])

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -51,7 +51,7 @@ class Shape:
     label: str | None = None
     size: float | None = None
     data: dict[str, Any] | None = None
-    value: Any | None = None
+    value: Any = UNSET
 
 
 _Shape_plain = {
@@ -98,21 +98,21 @@ def _u_Shape(o: Shape) -> dict[str, Any]:
         d["size"] = o.size
     if o.data is not None:
         d["data"] = o.data
-    if o.value is not None:
+    if o.value is not UNSET:
         d["value"] = o.value
     return d
 
 
 optional_defaults(
     Shape,
-    (
-        "palette",
-        "border",
-        "label",
-        "size",
-        "data",
-        "value",
-    ),
+    {
+        "palette": None,
+        "border": None,
+        "label": None,
+        "size": None,
+        "data": None,
+        "value": UNSET,
+    },
 )
 
 
@@ -215,10 +215,10 @@ def _u_MeasureResult(o: MeasureResult) -> dict[str, Any]:
 
 optional_defaults(
     MeasureResult,
-    (
-        "color",
-        "shape",
-    ),
+    {
+        "color": None,
+        "shape": None,
+    },
 )
 
 
@@ -291,10 +291,10 @@ def _u_Drawn(o: Drawn) -> dict[str, Any]:
 
 optional_defaults(
     Drawn,
-    (
-        "shape",
-        "count",
-    ),
+    {
+        "shape": None,
+        "count": None,
+    },
 )
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -80,10 +80,10 @@ def _u_Record(o: Record) -> dict[str, Any]:
 
 optional_defaults(
     Record,
-    (
-        "old_name",
-        "new_mode",
-    ),
+    {
+        "old_name": None,
+        "new_mode": None,
+    },
 )
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -114,14 +114,14 @@ def _u_Condition(o: Condition) -> dict[str, Any]:
 
 optional_defaults(
     Condition,
-    (
-        "or_",
-        "not_",
-        "class_",
-        "match_",
-        "document_url",
-        "backend_dom_node_id",
-    ),
+    {
+        "or_": None,
+        "not_": None,
+        "class_": None,
+        "match_": None,
+        "document_url": None,
+        "backend_dom_node_id": None,
+    },
 )
 
 
@@ -255,10 +255,10 @@ def _u_Print(o: Print) -> dict[str, Any]:
 
 optional_defaults(
     Print,
-    (
-        "import_",
-        "method_",
-    ),
+    {
+        "import_": None,
+        "method_": None,
+    },
 )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from cdp._base import UNSET as UNSET
 from cdp._base import CDPEnum as CDPEnum
 from cdp._base import Command as Command
 from cdp._base import DecodeError as DecodeError
@@ -64,6 +65,7 @@ __all__ = [
     "DecodeError",
     "Flags",
     "PROTOCOL_VERSION",
+    "UNSET",
     "UnknownEvent",
     "converter",
     "decode_command",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -78,10 +78,10 @@ def _u_Item(o: Item) -> dict[str, Any]:
 
 optional_defaults(
     Item,
-    (
-        "partner",
-        "tags",
-    ),
+    {
+        "partner": None,
+        "tags": None,
+    },
 )
 
 
@@ -162,10 +162,10 @@ def _u_GetItemsResult(o: GetItemsResult) -> dict[str, Any]:
 
 optional_defaults(
     GetItemsResult,
-    (
-        "headers",
-        "extra",
-    ),
+    {
+        "headers": None,
+        "extra": None,
+    },
 )
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -77,10 +77,10 @@ def _u_Pair(o: Pair) -> dict[str, Any]:
 
 optional_defaults(
     Pair,
-    (
-        "rest",
-        "item_id",
-    ),
+    {
+        "rest": None,
+        "item_id": None,
+    },
 )
 
 
@@ -120,7 +120,12 @@ def _u_Paired(o: Paired) -> dict[str, Any]:
     return d
 
 
-optional_defaults(Paired, ("trees",))
+optional_defaults(
+    Paired,
+    {
+        "trees": None,
+    },
+)
 
 
 _EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {

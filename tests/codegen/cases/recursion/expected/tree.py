@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 import attrs
 
 import cdp
-from cdp._base import CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
 from cdp._base import enum_value as _enum
 
 _new = object.__new__
@@ -80,11 +80,11 @@ def _u_Node(o: Node) -> dict[str, Any]:
 
 optional_defaults(
     Node,
-    (
-        "children",
-        "parent",
-        "matrix",
-    ),
+    {
+        "children": None,
+        "parent": None,
+        "matrix": None,
+    },
 )
 
 
