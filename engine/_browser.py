@@ -154,9 +154,9 @@ class Browser:
         if not isinstance(session_id, str) or session_id in self.connection.sessions:
             return
         child = Session(self.connection, session_id, info.get("targetId"), info.get("type", "other"), parent)
-        if parent.session_id is None:
-            return  # attached by Browser.new_page; it sets the session up itself
         parent.children[session_id] = child
+        if parent.session_id is None:
+            return  # attached by Browser.new_page (or the user) at browser level: set up by whoever asked
         if child.target_type in ("iframe", "page"):
             # Nested out-of-process iframes attach to this child in turn.
             self.connection.send_ignoring_reply(child, "Target.setAutoAttach", _AUTO_ATTACH)

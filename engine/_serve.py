@@ -15,12 +15,19 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        # The browser hanging up mid-response (a cancelled favicon or media request) is not an error here.
+        pass
+
+
 @contextmanager
 def serve_directory(directory: Path) -> Iterator[str]:
     """Serve ``directory`` on an ephemeral loopback port; yield the base URL (``http://127.0.0.1:N``)."""
     handler = functools.partial(_QuietHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
+    server = _Server(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, name="cdp-engine-http", daemon=True)
     thread.start()
     try:
