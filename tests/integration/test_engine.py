@@ -277,3 +277,23 @@ async def test_launch_cleans_up_process_and_profile() -> None:
         assert not profile.exists()
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+@pytest.mark.parametrize("transport", ["pipe", "websocket"])
+async def test_an_error_in_the_block_comes_out_as_itself(transport: str) -> None:
+    """No ExceptionGroup escapes launch() or connect(): the caller sees the exception it raised."""
+
+    class Boom(Exception):
+        pass
+
+    with trio.fail_after(60):
+        with pytest.raises(Boom):
+            async with launch(transport=transport) as owner:  # type: ignore[arg-type]
+                if transport == "websocket":
+                    assert owner.process is not None
+                    assert owner.process.ws_url is not None
+                    with pytest.raises(Boom):
+                        async with connect(owner.process.ws_url) as browser:
+                            await browser.new_page()
+                            raise Boom
+                raise Boom
