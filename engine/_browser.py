@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -87,6 +87,9 @@ class Browser:
         self.process = process
         self.session = Session(connection, None)
         self._pages: dict[str, Page] = {}
+        #: Called with every auto-attached child session (iframe, worker) before it is resumed, so that
+        #: ``child.subscribe(...)`` there sees its first events. It runs in the reader: keep it quick.
+        self.on_attach: Callable[[Session], None] | None = None
         connection.lifecycle = self._follow
 
     @property
@@ -160,6 +163,11 @@ class Browser:
         if child.target_type in ("iframe", "page"):
             # Nested out-of-process iframes attach to this child in turn.
             self.connection.send_ignoring_reply(child, "Target.setAutoAttach", _AUTO_ATTACH)
+        if self.on_attach is not None:
+            try:
+                self.on_attach(child)
+            except Exception:
+                log.exception("Browser.on_attach failed for %r; the session is resumed anyway", child)
         if params.get("waitingForDebugger"):
             self.connection.send_ignoring_reply(child, "Runtime.runIfWaitingForDebugger")
 

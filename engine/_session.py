@@ -216,6 +216,15 @@ class Session:
         except cdp.DecodeError as exc:
             raise ResponseDecodeError(exc.method, exc.payload, exc.reason) from exc
 
+    def execute_nowait(self, command: cdp.Command[Any]) -> None:
+        """Send ``command`` without waiting for its reply (an error reply is only logged).
+
+        For set-up that must be sent in order before something else, from code that cannot await
+        (``Browser.on_attach``): e.g. ``child.execute_nowait(cdp.runtime.enable())``.
+        """
+        self.raise_if_unusable(command.method)
+        self.connection.send_ignoring_reply(self, command.method, command.params)
+
     async def execute_raw(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Send ``method`` with wire ``params`` and return the raw ``result`` dict (for direct scripting)."""
         return await self.connection.call(self, method, params)
@@ -239,20 +248,40 @@ class Session:
         Subscribe before you send the command that triggers the event, then wait inside the block:
         nothing is missed in between.
         """
+        subscription = self.subscribe(*events, buffer_size=buffer_size, overflow=overflow, typed=typed)
+        try:
+            yield subscription
+        finally:
+            self.unsubscribe(subscription)
+
+    def subscribe(
+        self,
+        *events: type[Any] | str,
+        buffer_size: int = 1024,
+        overflow: Overflow = "error",
+        typed: bool = True,
+    ) -> Subscription:
+        """The synchronous twin of :meth:`listen`: the caller must :meth:`unsubscribe` it.
+
+        For code that cannot await, such as ``Browser.on_attach`` hooks, which run before a new child
+        session is resumed so that its first events are not missed.
+        """
         if buffer_size < 1:
             raise ValueError(f"buffer_size must be at least 1, not {buffer_size}")
         if overflow not in OVERFLOW_POLICIES:
             raise ValueError(f"overflow must be one of {OVERFLOW_POLICIES}, not {overflow!r}")
         methods = frozenset(_method_of(e) for e in events) if events else None
-        subscription = Subscription(self, methods, buffer_size, overflow, typed)
         self.raise_if_unusable("listen")
         if self.connection.closed is not None:
             raise ConnectionClosed(f"cannot listen: {self.connection.closed}")
+        subscription = Subscription(self, methods, buffer_size, overflow, typed)
         self._subscriptions.append(subscription)
-        try:
-            yield subscription
-        finally:
-            subscription.close()
+        return subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        """End a subscription made with :meth:`subscribe` (idempotent)."""
+        subscription.close()
+        if subscription in self._subscriptions:
             self._subscriptions.remove(subscription)
 
     async def wait_for(self, event: type[E], predicate: Callable[[E], bool] | None = None) -> E:

@@ -18,8 +18,10 @@ from engine import (
     MessageTooLarge,
     NavigationError,
     ProtocolError,
+    Session,
     SessionDetached,
     Settings,
+    Subscription,
     TargetCrashed,
     connect,
     launch,
@@ -297,3 +299,23 @@ async def test_an_error_in_the_block_comes_out_as_itself(transport: str) -> None
                             await browser.new_page()
                             raise Boom
                 raise Boom
+
+
+async def test_on_attach_sees_a_child_sessions_first_events(browser: Browser, server: str) -> None:
+    """A subscription made in Browser.on_attach exists before the child runs: nothing is missed."""
+    subscriptions: list[tuple[Session, Subscription]] = []
+
+    def hook(child: Session) -> None:
+        subscriptions.append((child, child.subscribe(cdp.runtime.ExecutionContextCreated, buffer_size=16)))
+        child.execute_nowait(cdp.runtime.enable())
+
+    browser.on_attach = hook
+    with trio.fail_after(30):
+        page = await browser.new_page()
+        await page.goto(f"{server}/oopif.html")
+        while not any(child.target_type == "iframe" for child, _ in subscriptions):
+            await trio.sleep(0.05)
+        child, subscription = next((c, s) for c, s in subscriptions if c.target_type == "iframe")
+        created = await subscription.receive()
+        assert created.context.origin.startswith("http://localhost")
+        child.unsubscribe(subscription)
