@@ -17,6 +17,8 @@ from benchmarks.clients.base import SkipClient as SkipClient
 REGISTRY: dict[str, str] = {
     "floor.ws": "benchmarks.clients.floor_ws:FloorWebSocket",
     "floor.pipe": "benchmarks.clients.floor_pipe:FloorPipe",
+    "floor.trio.ws": "benchmarks.clients.floor_trio:FloorTrioWebSocket",
+    "floor.trio.pipe": "benchmarks.clients.floor_trio:FloorTrioPipe",
     "cdp-use": "benchmarks.clients.cdpuse:CdpUse",
     "playwright.cdp": "benchmarks.clients.playwright_clients:PlaywrightCdp",
     "playwright.page": "benchmarks.clients.playwright_clients:PlaywrightPage",
@@ -39,7 +41,9 @@ NOT_DEFAULT: frozenset[str] = frozenset(
 DEFAULT: tuple[str, ...] = tuple(n for n in REGISTRY if n not in NOT_DEFAULT)
 
 FLOORS: dict[str, str] = {"websocket": "floor.ws", "pipe": "floor.pipe", "offline": "floor.ws"}
-"""The floor each transport is compared against."""
+"""The floor each transport is compared against (``x_floor``). Only the blocking floors: the trio floors
+(floor.trio.ws, floor.trio.pipe) are peers, so every client also gets an ``x floor.trio.*`` column, which
+separates a trio client's own overhead from its event loop's."""
 
 
 def load(name: str) -> Client:

@@ -1,8 +1,21 @@
-"""The floor: minimal blocking CDP clients, the scenarios written once over send/recv of whole messages.
+"""The floors: minimal CDP clients, the scenarios written once over send/recv of whole messages.
 
 A floor client does the least a real client must: encode each command with ``json.dumps``, decode every
-inbound message with ``json.loads`` and match replies by id. No threads, no loop, no objects. Where the
-async clients keep commands in flight, the floor pipelines: it writes them all in one go, then reads.
+inbound message with ``json.loads`` and match replies by id. No threads, no reader task, no pending map,
+no objects. Where the async clients keep commands in flight, the floor pipelines: it writes them all in
+one go, then reads.
+
+The protocol and the scenarios (``FloorScenarios``) are written once, as coroutines over three
+primitives: ``_send_many``, ``_recv`` and ``_sleep``. Two kinds of client run them:
+
+* ``BlockingCDPClient`` (floor.ws, floor.pipe): the primitives block in the system call and never
+  suspend, so each coroutine runs to completion in one ``send(None)`` in the harness thread
+  (``run_blocking``), with no loop at all. What that costs over plain calls is one coroutine object per
+  ``await`` (about 70 ns measured here): three per round trip, one per message read.
+* ``floor_trio.TrioCDPClient`` (floor.trio.ws, floor.trio.pipe): the same coroutines in one trio task,
+  whose primitives wait for the fd in trio (``trio.lowlevel.wait_readable`` / ``wait_writable``) when
+  the non-blocking call would block. The only difference between the two floors of a transport is that
+  wait: the event loop's share of any trio client.
 """
 
 from __future__ import annotations
@@ -10,7 +23,8 @@ from __future__ import annotations
 import abc
 import json
 import time
-from typing import Any, ClassVar
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from benchmarks.clients.base import Client, Env, Sample
 from benchmarks.scenarios import (
@@ -22,18 +36,33 @@ from benchmarks.scenarios import (
     ready_expression,
 )
 
+T = TypeVar("T")
 Message = bytes | bytearray
 READY_TIMEOUT_S = 30.0
+READY_POLL_S = 0.02
 
 
 class ProtocolError(Exception):
     """The browser answered a command with an error."""
 
 
-class BlockingCDPClient(Client):
-    """Scenario logic over three transport primitives: ``_send_many``, ``_recv`` and ``_close``."""
+def run_blocking(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine whose awaits all end in blocking calls (it never suspends) to completion."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    coro.close()
+    raise RuntimeError("a blocking floor's coroutine suspended: one of its primitives awaited a loop")
 
-    transport: ClassVar[str]
+
+class FloorScenarios(abc.ABC):
+    """The floor's protocol and scenarios over three primitives: ``_send_many``, ``_recv``, ``_sleep``.
+
+    Not a ``Client`` by itself: ``BlockingCDPClient`` runs these coroutines in the harness thread, and
+    ``floor_trio.TrioCDPClient`` in a trio task.
+    """
 
     def __init__(self) -> None:
         self._id = 0
@@ -44,18 +73,16 @@ class BlockingCDPClient(Client):
     # -- transport -----------------------------------------------------------------------------------
 
     @abc.abstractmethod
-    def _open(self, env: Env) -> None: ...
-
-    @abc.abstractmethod
-    def _send_many(self, messages: list[bytes]) -> None:
+    async def _send_many(self, messages: list[bytes]) -> None:
         """Write whole messages, in order, with as few system calls as the transport allows."""
 
     @abc.abstractmethod
-    def _recv(self) -> Message:
+    async def _recv(self) -> Message:
         """Read one whole inbound message."""
 
     @abc.abstractmethod
-    def _close(self) -> None: ...
+    async def _sleep(self, seconds: float) -> None:
+        """Pause between page readiness polls (setup only, never measured)."""
 
     # -- protocol ------------------------------------------------------------------------------------
 
@@ -68,82 +95,78 @@ class BlockingCDPClient(Client):
             msg["sessionId"] = session
         return self._id, json.dumps(msg).encode()
 
-    def call_raw(
+    async def call_raw(
         self, method: str, params: dict[str, Any] | None = None, session: str | None = None
     ) -> tuple[dict[str, Any], Message]:
         """Send one command, read until its reply: (the parsed reply, its raw bytes)."""
         cid, data = self._encode(method, params, session)
-        self._send_many([data])
+        await self._send_many([data])
         while True:
-            raw = self._recv()
+            raw = await self._recv()
             msg = json.loads(raw)
             if msg.get("id") == cid:
                 if "error" in msg:
                     raise ProtocolError(f"{method}: {msg['error']}")
                 return msg, raw
 
-    def call(self, method: str, params: dict[str, Any] | None = None, session: str | None = None) -> Any:
-        return self.call_raw(method, params, session)[0]["result"]
+    async def call(
+        self, method: str, params: dict[str, Any] | None = None, session: str | None = None
+    ) -> Any:
+        return (await self.call_raw(method, params, session))[0]["result"]
 
-    # -- Client --------------------------------------------------------------------------------------
+    # -- what the Client methods run ----------------------------------------------------------------
 
-    def start(self, env: Env) -> None:
-        self._env = env
-        self._open(env)
-
-    def stop(self) -> None:
-        self._close()
-
-    def open_page(self, url: str) -> tuple[str, str]:
+    async def open_page(self, url: str) -> tuple[str, str]:
         """(targetId, sessionId) of a new page attached with flatten=true and loaded."""
-        target = self.call("Target.createTarget", {"url": url})["targetId"]
-        session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        target = (await self.call("Target.createTarget", {"url": url}))["targetId"]
+        attached = await self.call("Target.attachToTarget", {"targetId": target, "flatten": True})
+        session: str = attached["sessionId"]
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:
-            res = self.call(
+            res = await self.call(
                 "Runtime.evaluate", {"expression": ready_expression(url), "returnByValue": True}, session
             )
             if res["result"].get("value") is True:
                 return target, session
             if time.monotonic() > deadline:
                 raise TimeoutError(f"page did not load: {url}")
-            time.sleep(0.02)
+            await self._sleep(READY_POLL_S)
 
-    def setup(self, scenario: Scenario) -> None:
+    async def setup_pages(self, scenario: Scenario) -> None:
         assert self._env is not None
         url = self._env.big_page_url if scenario.big_page else "about:blank"
         for _ in range(scenario.pages):
-            target, session = self.open_page(url)
+            target, session = await self.open_page(url)
             self._targets.append(target)
             self._sessions.append(session)
             if scenario.kind is Kind.EVENTS:
-                self.call("Runtime.enable", None, session)
+                await self.call("Runtime.enable", None, session)
 
-    def teardown(self, scenario: Scenario) -> None:
+    async def close_pages(self) -> None:
         for target in self._targets:
-            self.call("Target.closeTarget", {"targetId": target})
+            await self.call("Target.closeTarget", {"targetId": target})
         self._targets.clear()
         self._sessions.clear()
 
-    def run(self, scenario: Scenario, size: int) -> Sample:
+    async def run_scenario(self, scenario: Scenario, size: int) -> Sample:
         kind = scenario.kind
         if kind is Kind.BROWSER_ROUNDTRIP:
-            return self._sequential(size, None)
+            return await self._sequential(size, None)
         if kind is Kind.PAGE_ROUNDTRIP:
-            return self._sequential(size, self._sessions[0])
+            return await self._sequential(size, self._sessions[0])
         if kind is Kind.BATCH:
-            return self._batches(size)
+            return await self._batches(size)
         if kind is Kind.DECODE:
-            return self._decode(scenario, size)
+            return await self._decode(scenario, size)
         if kind is Kind.EVENTS:
-            return self._events(size)
+            return await self._events(size)
         if kind is Kind.FANOUT:
-            return self._fanout(size)
+            return await self._fanout(size)
         raise ValueError(f"not runnable: {scenario.name}")
 
     # -- scenarios -----------------------------------------------------------------------------------
 
-    def _sequential(self, size: int, session: str | None) -> Sample:
+    async def _sequential(self, size: int, session: str | None) -> Sample:
         clock = time.perf_counter_ns
         if session is None:
             method, params = "Browser.getVersion", None
@@ -153,11 +176,11 @@ class BlockingCDPClient(Client):
         begin = clock()
         for _ in range(size):
             t0 = clock()
-            self.call_raw(method, params, session)
+            await self.call_raw(method, params, session)
             lat.append((clock() - t0) / 1000)
         return Sample(lat, size, clock() - begin)
 
-    def _batches(self, size: int) -> Sample:
+    async def _batches(self, size: int) -> Sample:
         clock = time.perf_counter_ns
         sessions = self._sessions
         per = BATCH_SIZE // len(sessions)
@@ -172,27 +195,27 @@ class BlockingCDPClient(Client):
                     cid, data = self._encode("Runtime.evaluate", {"expression": EVALUATE}, session)
                     pending.add(cid)
                     frames.append(data)
-            self._send_many(frames)
+            await self._send_many(frames)
             while pending:
-                msg = json.loads(self._recv())
+                msg = json.loads(await self._recv())
                 pending.discard(msg.get("id", -1))
             lat.append((clock() - t0) / 1000)
         return Sample(lat, size * per * len(sessions), clock() - begin)
 
-    def _decode(self, scenario: Scenario, size: int) -> Sample:
+    async def _decode(self, scenario: Scenario, size: int) -> Sample:
         clock = time.perf_counter_ns
         lat: list[float] = []
         nbytes = 0
         for _ in range(size):
             t0 = clock()
-            msg, raw = self.call_raw(scenario.method, scenario.params_dict, self._sessions[0])
+            msg, raw = await self.call_raw(scenario.method, scenario.params_dict, self._sessions[0])
             t1 = clock()
             lat.append((t1 - t0) / 1000)
             nbytes = len(raw)
             del msg, raw  # freeing a large result is not part of the call
         return Sample(lat, size, int(sum(lat) * 1000), nbytes)
 
-    def _events(self, size: int) -> Sample:
+    async def _events(self, size: int) -> Sample:
         clock = time.perf_counter_ns
         session = self._sessions[0]
         cid, data = self._encode("Runtime.evaluate", {"expression": console_flood_expression(size)}, session)
@@ -200,9 +223,9 @@ class BlockingCDPClient(Client):
         replied = False
         end = 0
         begin = clock()
-        self._send_many([data])
+        await self._send_many([data])
         while seen < size or not replied:
-            msg = json.loads(self._recv())
+            msg = json.loads(await self._recv())
             if msg.get("method") == "Runtime.consoleAPICalled" and msg.get("sessionId") == session:
                 seen += 1
                 if seen == size:
@@ -211,7 +234,7 @@ class BlockingCDPClient(Client):
                 replied = True
         return Sample([(end - begin) / 1000], size, end - begin)
 
-    def _fanout(self, size: int) -> Sample:
+    async def _fanout(self, size: int) -> Sample:
         """Every tab runs ``size`` sequential commands; all tabs at once over the one connection."""
         clock = time.perf_counter_ns
         remaining = dict.fromkeys(self._sessions, size)
@@ -224,9 +247,9 @@ class BlockingCDPClient(Client):
             cid, data = self._encode("Runtime.evaluate", params, session)
             inflight[cid] = (session, clock())
             frames.append(data)
-        self._send_many(frames)
+        await self._send_many(frames)
         while inflight:
-            msg = json.loads(self._recv())
+            msg = json.loads(await self._recv())
             entry = inflight.pop(msg.get("id", -1), None)
             if entry is None:
                 continue
@@ -237,5 +260,35 @@ class BlockingCDPClient(Client):
             if remaining[session]:
                 cid, data = self._encode("Runtime.evaluate", params, session)
                 inflight[cid] = (session, clock())
-                self._send_many([data])
+                await self._send_many([data])
         return Sample(lat, size * len(self._sessions), clock() - begin)
+
+
+class BlockingCDPClient(FloorScenarios, Client):
+    """The scenarios in the harness thread over blocking primitives: ``_open``, ``_send_many``, ``_recv``
+    (``async def`` that never suspend) and ``_close``."""
+
+    @abc.abstractmethod
+    def _open(self, env: Env) -> None: ...
+
+    @abc.abstractmethod
+    def _close(self) -> None: ...
+
+    async def _sleep(self, seconds: float) -> None:
+        time.sleep(seconds)  # noqa: ASYNC251 -- a blocking floor's primitives block; no loop runs here
+
+    def start(self, env: Env) -> None:
+        self._env = env
+        self._open(env)
+
+    def stop(self) -> None:
+        self._close()
+
+    def setup(self, scenario: Scenario) -> None:
+        run_blocking(self.setup_pages(scenario))
+
+    def teardown(self, scenario: Scenario) -> None:
+        run_blocking(self.close_pages())
+
+    def run(self, scenario: Scenario, size: int) -> Sample:
+        return run_blocking(self.run_scenario(scenario, size))

@@ -3,6 +3,8 @@
 A pipe is 1:1 with the browser that inherited it, so this client launches a Chromium of its own with the
 same flags as the shared one. The pipe buffers are enlarged to 1 MiB (F_SETPIPE_SZ) when the kernel
 allows, which cuts the number of reads for large responses.
+
+The NUL framing (``NulFrames``, ``nul_frames``) is shared with the trio pipe floor (``floor_trio``).
 """
 
 from __future__ import annotations
@@ -12,48 +14,69 @@ from typing import ClassVar
 
 from benchmarks.chromium import PipeBrowser, launch_pipe
 from benchmarks.clients.base import Env
-from benchmarks.clients.blocking import BlockingCDPClient, Message
+from benchmarks.clients.blocking import BlockingCDPClient, Message, run_blocking
 
 PIPE_SIZE = 1 << 20
 READ_CHUNK = 1 << 20
 
 
-class PipeConnection:
-    """NUL-delimited messages over a pair of pipe fds."""
+def nul_frames(messages: list[bytes]) -> bytes:
+    """Whole messages as one write: each followed by its NUL."""
+    return b"\0".join(messages) + b"\0"
 
-    def __init__(self, read_fd: int, write_fd: int) -> None:
-        self._rfd = read_fd
-        self._wfd = write_fd
+
+class NulFrames:
+    """The reading half of NUL framing, without I/O: ``feed`` what was read, ``pop`` whole messages."""
+
+    def __init__(self) -> None:
         self._buf = bytearray()
         self._pos = 0  # start of the next unread message
         self._scan = 0  # where to resume looking for the next NUL
 
+    def feed(self, chunk: bytes) -> None:
+        self._buf += chunk
+
+    def pop(self) -> Message | None:
+        """The next whole message, or None when more must be read first."""
+        buf = self._buf
+        end = buf.find(b"\0", self._scan)
+        if end >= 0:
+            msg = buf[self._pos : end]
+            self._pos = self._scan = end + 1
+            if self._pos == len(buf):
+                buf.clear()
+                self._pos = self._scan = 0
+            return msg
+        self._scan = len(buf)
+        if self._pos:
+            del buf[: self._pos]
+            self._scan -= self._pos
+            self._pos = 0
+        return None
+
+
+class PipeConnection:
+    """NUL-delimited messages over a pair of blocking pipe fds."""
+
+    def __init__(self, read_fd: int, write_fd: int) -> None:
+        self._rfd = read_fd
+        self._wfd = write_fd
+        self._frames = NulFrames()
+
     def send_many(self, messages: list[bytes]) -> None:
-        data = memoryview(b"\0".join(messages) + b"\0")
+        data = memoryview(nul_frames(messages))
         while data:
             n = os.write(self._wfd, data)
             data = data[n:]
 
     def recv(self) -> Message:
-        buf = self._buf
-        while True:
-            end = buf.find(b"\0", self._scan)
-            if end >= 0:
-                msg = buf[self._pos : end]
-                self._pos = self._scan = end + 1
-                if self._pos == len(buf):
-                    buf.clear()
-                    self._pos = self._scan = 0
-                return msg
-            self._scan = len(buf)
-            if self._pos:
-                del buf[: self._pos]
-                self._scan -= self._pos
-                self._pos = 0
+        frames = self._frames
+        while (msg := frames.pop()) is None:
             chunk = os.read(self._rfd, READ_CHUNK)
             if not chunk:
                 raise ConnectionError("the browser closed the pipe")
-            buf += chunk
+            frames.feed(chunk)
+        return msg
 
 
 class FloorPipe(BlockingCDPClient):
@@ -72,13 +95,13 @@ class FloorPipe(BlockingCDPClient):
         self._browser = launch_pipe(env.chromium, env.chromium_args, pipe_size=PIPE_SIZE)
         self._conn = PipeConnection(self._browser.read_fd, self._browser.write_fd)
         # The first command answers once the browser is up.
-        self.call("Browser.getVersion")
+        run_blocking(self.call("Browser.getVersion"))
 
-    def _send_many(self, messages: list[bytes]) -> None:
+    async def _send_many(self, messages: list[bytes]) -> None:
         assert self._conn is not None
         self._conn.send_many(messages)
 
-    def _recv(self) -> Message:
+    async def _recv(self) -> Message:
         assert self._conn is not None
         return self._conn.recv()
 

@@ -6,7 +6,9 @@ can be re-measured on another machine.
 
 The raw client frames with an all-zero masking key: a valid RFC 6455 client frame whose masking is the
 identity, so no per-byte work is done. Server frames are unmasked; pings are answered; fragmented
-messages are joined; large messages are read straight into one buffer.
+messages are joined; large messages are read straight into one buffer. The handshake, the framing and
+the frame parsing (``handshake``, ``ws_frames``, ``FrameReader``) are shared with the trio websocket floor
+(``floor_trio``), which differs only in how it waits for the socket.
 """
 
 from __future__ import annotations
@@ -38,61 +40,153 @@ def _frame(payload: bytes, opcode: int = 0x1) -> bytes:
     return header + _ZERO_MASK + payload
 
 
+CLOSE_FRAME = _frame(b"", 0x8)
+
+
+def ws_frames(messages: list[bytes]) -> bytes:
+    """Whole messages as one write: one text frame each, all-zero masking key."""
+    return b"".join([_frame(m) for m in messages])
+
+
+def handshake(url: str) -> tuple[socket.socket, bytes]:
+    """A blocking TCP_NODELAY socket upgraded to a websocket, and the bytes that came after the response."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or "127.0.0.1"
+    port = parts.port or 80
+    sock = socket.create_connection((host, port), timeout=SOCKET_TIMEOUT_S)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        rest = _upgrade(sock, f"{host}:{port}", parts.path or "/")
+    except BaseException:
+        sock.close()
+        raise
+    return sock, rest
+
+
+def _upgrade(sock: socket.socket, host: str, path: str) -> bytes:
+    """Send the upgrade request, read the 101 response; the bytes read past it."""
+    key = base64.b64encode(os.urandom(16)).decode()
+    request = (
+        f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\n"
+        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    sock.sendall(request.encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise ConnectionError("connection closed during the websocket handshake")
+        head += chunk
+    head, _, rest = head.partition(b"\r\n\r\n")
+    if b" 101 " not in head.split(b"\r\n", 1)[0]:
+        raise ConnectionError(f"websocket handshake refused: {head[:200]!r}")
+    return rest
+
+
+class FrameReader:
+    """The reading half of the raw websocket, without I/O; shared by the blocking and the trio floors.
+
+    The I/O side loops: ``header()`` (reading more while it answers how many bytes it needs), then
+    ``take(length)`` (or, for a payload larger than what is buffered, ``take_partial`` and reading the
+    rest straight into that one buffer), then ``message(...)``, which answers the whole message or None
+    (a fragment, or a control frame whose reply it queues in ``replies`` for the I/O side to send).
+    """
+
+    def __init__(self, initial: bytes = b"") -> None:
+        self.buf = bytearray(initial)
+        self.pos = 0  # start of the unread bytes
+        self.replies: list[bytes] = []
+        self._fragments: list[Message] = []
+
+    def header(self) -> tuple[int, int] | int:
+        """Consume the next frame's header: (its first byte, its payload length); or, when the header is
+        not all buffered yet, how many unread bytes it needs."""
+        buf = self.buf
+        pos = self.pos
+        avail = len(buf) - pos
+        if avail < 2:
+            return 2
+        b1 = buf[pos + 1]
+        length = b1 & 0x7F
+        extra = 2 if length == 126 else 8 if length == 127 else 0
+        masked = 4 if b1 & 0x80 else 0
+        if avail < 2 + extra + masked:
+            return 2 + extra + masked
+        if masked:
+            raise ConnectionError("the server sent a masked frame")
+        if extra == 2:
+            length = struct.unpack_from("!H", buf, pos + 2)[0]
+        elif extra == 8:
+            length = struct.unpack_from("!Q", buf, pos + 2)[0]
+        self.pos = pos + 2 + extra
+        return buf[pos], length
+
+    def compact(self) -> None:
+        """Drop the consumed bytes, so that ``len(buf)`` is the unread count and reads append."""
+        if self.pos:
+            del self.buf[: self.pos]
+            self.pos = 0
+
+    def take(self, n: int) -> Message | None:
+        """The next ``n`` bytes, consumed, when they are all buffered; else None."""
+        start = self.pos
+        if len(self.buf) - start < n:
+            return None
+        self.pos = start + n
+        return self.buf[start : self.pos]
+
+    def take_partial(self, n: int) -> tuple[bytearray, int]:
+        """For a payload of ``n`` bytes not all buffered: a buffer of ``n`` bytes starting with what is
+        buffered (all consumed), and how many bytes that is. The caller reads the rest into it."""
+        avail = len(self.buf) - self.pos
+        out = bytearray(n)
+        out[:avail] = self.buf[self.pos :]
+        self.buf.clear()
+        self.pos = 0
+        return out, avail
+
+    def message(self, b0: int, payload: Message) -> Message | None:
+        """The whole message this frame completes; None for a fragment or a control frame."""
+        opcode = b0 & 0x0F
+        if opcode in (0x0, 0x1, 0x2):
+            if b0 & 0x80:
+                if not self._fragments:
+                    return payload
+                self._fragments.append(payload)
+                whole = b"".join(self._fragments)
+                self._fragments.clear()
+                return whole
+            self._fragments.append(payload)
+        elif opcode == 0x8:
+            raise ConnectionError("the browser closed the websocket")
+        elif opcode == 0x9:
+            self.replies.append(_frame(bytes(payload), 0xA))
+        return None
+
+
 class RawWebSocket:
-    """The smallest websocket client that talks to Chromium correctly."""
+    """The smallest websocket client that talks to Chromium correctly (blocking)."""
 
     def __init__(self, url: str) -> None:
-        parts = urllib.parse.urlsplit(url)
-        host = parts.hostname or "127.0.0.1"
-        port = parts.port or 80
-        self._sock = socket.create_connection((host, port), timeout=SOCKET_TIMEOUT_S)
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        key = base64.b64encode(os.urandom(16)).decode()
-        request = (
-            f"GET {parts.path or '/'} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
-        )
-        self._sock.sendall(request.encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = self._sock.recv(4096)
-            if not chunk:
-                raise ConnectionError("connection closed during the websocket handshake")
-            head += chunk
-        head, _, rest = head.partition(b"\r\n\r\n")
-        if b" 101 " not in head.split(b"\r\n", 1)[0]:
-            raise ConnectionError(f"websocket handshake refused: {head[:200]!r}")
-        self._buf = bytearray(rest)
-        self._pos = 0
+        self._sock, rest = handshake(url)
+        self._frames = FrameReader(rest)
 
     def send_many(self, messages: list[bytes]) -> None:
-        self._sock.sendall(b"".join([_frame(m) for m in messages]))
+        self._sock.sendall(ws_frames(messages))
 
     def _fill(self, need: int) -> None:
         """Make at least ``need`` unread bytes available in the buffer."""
-        buf = self._buf
-        if self._pos:
-            del buf[: self._pos]
-            self._pos = 0
+        self._frames.compact()
+        buf = self._frames.buf
         while len(buf) < need:
             chunk = self._sock.recv(max(CHUNK, need - len(buf)))
             if not chunk:
                 raise ConnectionError("the browser closed the websocket")
             buf += chunk
 
-    def _read_exact(self, n: int) -> Message:
-        avail = len(self._buf) - self._pos
-        if avail >= n:
-            start = self._pos
-            self._pos += n
-            return self._buf[start : self._pos]
-        # A large payload: take what is buffered, then read the rest straight into one buffer.
-        out = bytearray(n)
-        out[:avail] = self._buf[self._pos :]
-        self._buf.clear()
-        self._pos = 0
+    def _read_large(self, n: int) -> Message:
+        out, got = self._frames.take_partial(n)
         view = memoryview(out)
-        got = avail
         while got < n:
             k = self._sock.recv_into(view[got:], n - got)
             if not k:
@@ -101,42 +195,25 @@ class RawWebSocket:
         return out
 
     def recv(self) -> Message:
-        fragments: list[Message] = []
+        frames = self._frames
         while True:
-            if len(self._buf) - self._pos < 2:
-                self._fill(2)
-            b0 = self._buf[self._pos]
-            b1 = self._buf[self._pos + 1]
-            length = b1 & 0x7F
-            extra = 2 if length == 126 else 8 if length == 127 else 0
-            masked = 4 if b1 & 0x80 else 0
-            if len(self._buf) - self._pos < 2 + extra + masked:
-                self._fill(2 + extra + masked)
-            pos = self._pos + 2
-            if extra == 2:
-                length = struct.unpack_from("!H", self._buf, pos)[0]
-            elif extra == 8:
-                length = struct.unpack_from("!Q", self._buf, pos)[0]
-            self._pos = pos + extra + masked
-            if masked:
-                raise ConnectionError("the server sent a masked frame")
-            payload = self._read_exact(length)
-            opcode = b0 & 0x0F
-            if opcode in (0x0, 0x1, 0x2):
-                if b0 & 0x80:
-                    if not fragments:
-                        return payload
-                    fragments.append(payload)
-                    return b"".join(fragments)
-                fragments.append(payload)
-            elif opcode == 0x8:
-                raise ConnectionError("the browser closed the websocket")
-            elif opcode == 0x9:
-                self._sock.sendall(_frame(bytes(payload), 0xA))
+            header = frames.header()
+            while isinstance(header, int):
+                self._fill(header)
+                header = frames.header()
+            b0, length = header
+            payload = frames.take(length)
+            if payload is None:
+                payload = self._read_large(length)
+            msg = frames.message(b0, payload)
+            if msg is not None:
+                return msg
+            while frames.replies:
+                self._sock.sendall(frames.replies.pop(0))
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
-            self._sock.sendall(_frame(b"", 0x8))
+            self._sock.sendall(CLOSE_FRAME)
         self._sock.close()
 
 
@@ -183,11 +260,11 @@ class FloorWebSocket(BlockingCDPClient):
     def _open(self, env: Env) -> None:
         self._ws = self._connect(env.ws_url)
 
-    def _send_many(self, messages: list[bytes]) -> None:
+    async def _send_many(self, messages: list[bytes]) -> None:
         assert self._ws is not None
         self._ws.send_many(messages)
 
-    def _recv(self) -> Message:
+    async def _recv(self) -> Message:
         assert self._ws is not None
         return self._ws.recv()
 

@@ -20,7 +20,7 @@ import time
 from typing import Any, ClassVar
 
 from benchmarks.clients.base import Env, Sample, SkipClient
-from benchmarks.clients.blocking import Message
+from benchmarks.clients.blocking import Message, run_blocking
 from benchmarks.clients.floor_ws import FloorWebSocket
 from benchmarks.scenarios import Kind, Scenario
 
@@ -42,7 +42,7 @@ class _Offline(FloorWebSocket):
         captured = _CAPTURED.get(scenario.name)
         if captured is None:
             super().setup(scenario)
-            _, raw = self.call_raw(scenario.method, scenario.params_dict, self._sessions[0])
+            _, raw = run_blocking(self.call_raw(scenario.method, scenario.params_dict, self._sessions[0]))
             _CAPTURED[scenario.name] = captured = bytes(raw)
         self._captured = captured
 

@@ -18,7 +18,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CDP_BENCH_CHROMIUM", "/usr/bin/chromium")
 SCENARIOS = ["roundtrip.getVersion", "roundtrip.evaluate"]
-CLIENTS = ["floor.ws", "floor.pipe", "cdp-use", "engine.ws", "engine.pipe"]
+CLIENTS = [
+    "floor.ws",
+    "floor.pipe",
+    "floor.trio.ws",
+    "floor.trio.pipe",
+    "cdp-use",
+    "engine.ws",
+    "engine.pipe",
+]
 
 pytestmark = [
     pytest.mark.browser,
@@ -81,6 +89,25 @@ def test_the_floors_and_cdp_use_ran(results: tuple[dict[str, Any], Path]) -> Non
         for name in ("floor.ws", "floor.pipe", "cdp-use"):
             assert "skipped" not in clients[name], (scenario, name, clients[name].get("skipped"))
         assert clients["floor.pipe"]["browser"] == "own"
+
+
+def test_the_trio_floors_ran_as_peers_of_the_blocking_floors(results: tuple[dict[str, Any], Path]) -> None:
+    doc, _ = results
+    for scenario, clients in doc["scenarios"].items():
+        for name, floor, browser in (
+            ("floor.trio.ws", "floor.ws", "shared"),
+            ("floor.trio.pipe", "floor.pipe", "own"),
+        ):
+            entry = clients[name]
+            assert "skipped" not in entry, (scenario, name, entry.get("skipped"))
+            assert entry["median_us"] > 0, (scenario, name)
+            assert entry["ops_per_s"] > 0, (scenario, name)
+            assert entry["browser"] == browser
+            # x floor stays against the blocking floor of the transport; the trio floor is a peer column.
+            assert entry["x_floor"] == pytest.approx(
+                entry["median_us"] / clients[floor]["median_us"], abs=1e-3
+            )
+            assert name in clients[floor]["x_peers"], (scenario, name)
 
 
 def test_markdown_and_chart_are_written_beside_the_json(results: tuple[dict[str, Any], Path]) -> None:
