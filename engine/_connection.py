@@ -96,7 +96,7 @@ class Connection:
             message["params"] = params
         if session.session_id is not None:
             message["sessionId"] = session.session_id
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+        data = _to_json(message).encode()
         limit = self._outbound_limit
         if len(data) > limit:
             raise MessageTooLarge(
@@ -283,6 +283,9 @@ class Connection:
             events_dropped=self.events_dropped,
         )
 
+
+# One encoder for every message: json.dumps with non-default options builds a new one per call.
+_to_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 LARGE_MESSAGE = 256 * 1024
 
