@@ -18,6 +18,7 @@ from engine._errors import (
     CDPError,
     ConnectionClosed,
     NavigationError,
+    ProtocolError,
     TargetCrashed,
 )
 from engine._process import ChromiumProcess, open_chromium
@@ -124,7 +125,12 @@ class Browser:
         return page
 
     async def _setup(self) -> None:
-        await self.session.execute(cdp.target.set_discover_targets(discover=True))
+        # Discovery brings Target.targetCrashed/targetDestroyed. Some endpoints (browser pools, proxies)
+        # refuse it; the connection still works, crashes then show up through Inspector.targetCrashed.
+        try:
+            await self.session.execute(cdp.target.set_discover_targets(discover=True))
+        except ProtocolError as exc:
+            log.warning("this endpoint refused Target.setDiscoverTargets (%s); going on without it", exc)
 
     # -- lifecycle, called by the reader for every event ---------------------------------------------
 
@@ -247,11 +253,15 @@ async def connect(url: str, *, settings: Settings = DEFAULT_SETTINGS) -> AsyncIt
     """
     ws_url = url
     parts = urlsplit(url)
-    if parts.scheme in ("http", "https"):
+    if parts.scheme in ("https", "wss"):
+        raise ValueError(
+            f"TLS endpoints are not supported yet ({url}); reach the browser over http:// or ws://"
+        )
+    if parts.scheme == "http":
         with trio.fail_after(settings.connect_timeout):
             version = await fetch_json_version(parts.hostname or "127.0.0.1", parts.port or 80)
         ws_url = version["webSocketDebuggerUrl"]
-    elif parts.scheme not in ("ws", "wss"):
+    elif parts.scheme != "ws":
         raise ValueError(f"connect() takes http://host:port or ws://..., not {url!r}")
     transport = await open_websocket_transport(ws_url, settings)
     with collapse_groups():

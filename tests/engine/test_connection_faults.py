@@ -222,3 +222,19 @@ async def test_closing_ends_subscriptions(pair: tuple[Connection, FakePeer, Sess
             assert first.timestamp == 1
             with pytest.raises(ConnectionClosed):
                 await events.receive()
+
+
+async def test_an_endpoint_that_refuses_discovery_still_connects(
+    pair: tuple[Connection, FakePeer, Session],
+) -> None:
+    connection, peer, _ = pair
+    from engine._browser import Browser
+
+    browser = Browser(connection, connection.settings, None)
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(browser._setup)
+            command = await peer.next_command()
+            assert command["method"] == "Target.setDiscoverTargets"
+            peer.send({"id": command["id"], "error": {"code": -32000, "message": "Not allowed"}})
+    assert connection.closed is None
