@@ -19,17 +19,10 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from engine._process import BASE_FLAGS
+
 CHROMIUM = "/usr/bin/chromium"
-FLAGS: tuple[str, ...] = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-)
+FLAGS: tuple[str, ...] = BASE_FLAGS  # the flags that work on a closed network, shared with the engine
 START_TIMEOUT_S = 30.0
 
 

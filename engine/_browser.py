@@ -24,6 +24,7 @@ from engine._errors import (
 from engine._process import ChromiumProcess, open_chromium
 from engine._session import Session
 from engine._settings import DEFAULT_SETTINGS, Settings
+from engine._transport import Transport
 from engine._util import collapse_groups
 from engine._websocket import fetch_json_version, open_websocket_transport
 
@@ -264,6 +265,16 @@ async def connect(url: str, *, settings: Settings = DEFAULT_SETTINGS) -> AsyncIt
     elif parts.scheme != "ws":
         raise ValueError(f"connect() takes http://host:port or ws://..., not {url!r}")
     transport = await open_websocket_transport(ws_url, settings)
+    async with browser_over(transport, settings) as browser:
+        yield browser
+
+
+@asynccontextmanager
+async def browser_over(transport: Transport, settings: Settings = DEFAULT_SETTINGS) -> AsyncIterator[Browser]:
+    """A Browser on an open ``transport`` to a browser this client does not own (what ``connect`` does).
+
+    Leaving the block closes the pages this client opened and the transport, never the browser.
+    """
     with collapse_groups():
         async with open_connection(transport, settings) as connection:
             browser = Browser(connection, settings, None)

@@ -24,7 +24,6 @@ encoded back. That round trip is part of what using either library costs.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -38,9 +37,8 @@ import wsproto.events
 import wsproto.utilities
 from wsproto.connection import ConnectionState
 
-from engine._browser import Browser
-from engine._connection import open_connection
-from engine._errors import CDPError, ConnectionClosed
+from engine._browser import Browser, browser_over
+from engine._errors import ConnectionClosed
 from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._transport import CUT_MESSAGE, READ_SIZE, EagerWriter, FdReader, check_outbound, write_fully
 from engine._util import collapse_groups
@@ -344,17 +342,8 @@ async def connect_over(
             else:
                 transport = await WsprotoTransport.open(ws_url, settings)
             try:
-                async with open_connection(transport, settings) as connection:
-                    browser = Browser(connection, settings, None)
-                    with trio.fail_after(settings.connect_timeout):
-                        await browser._setup()
-                    try:
-                        yield browser
-                    finally:
-                        with trio.CancelScope(shield=True), trio.move_on_after(settings.close_timeout):
-                            for page in browser.pages:
-                                with contextlib.suppress(CDPError):
-                                    await page.close()
+                async with browser_over(transport, settings) as browser:
+                    yield browser
             finally:
                 with trio.CancelScope(shield=True):
                     await transport.aclose()
