@@ -48,11 +48,21 @@ class SubscriptionStatistics:
     decode_errors: int
 
 
+class _Gap:
+    """Where events were lost under the "error" policy, in stream order; ``receive`` raises there."""
+
+    __slots__ = ("lost",)
+
+    def __init__(self) -> None:
+        self.lost = 1
+
+
 class Subscription:
     """A bounded buffer of events for one consumer; iterate it, or ``await receive()``.
 
     The reader never waits on it: when the buffer is full, ``overflow`` decides what happens —
-    ``"error"`` (default: the next ``receive`` raises EventOverflow after the buffered events are read),
+    ``"error"`` (default: ``receive`` raises EventOverflow at the point of the stream where events were
+    lost, then goes on with the later ones),
     ``"drop_oldest"`` or ``"drop_newest"`` (counted in ``statistics().dropped``).
     """
 
@@ -66,16 +76,16 @@ class Subscription:
     ) -> None:
         self._session = session
         self.methods = methods
-        self._buffer: deque[tuple[str, dict[str, Any]]] = deque()
+        self._buffer: deque[tuple[str, dict[str, Any]] | _Gap] = deque()
         self._size = buffer_size
         self._overflow = overflow
         self._typed = typed
         self._lot = trio.lowlevel.ParkingLot()
         self._end: BaseException | None = None
         self._ended = False
-        self._overflowed = 0
         self._delivered = 0
         self._dropped = 0
+        self._gaps = 0
         self._decode_errors = 0
 
     def push(self, method: str, params: dict[str, Any]) -> None:
@@ -83,7 +93,7 @@ class Subscription:
         if self._ended:
             return
         connection = self._session.connection
-        if len(self._buffer) >= self._size:
+        if len(self._buffer) - self._gaps >= self._size:
             self._dropped += 1
             connection.events_dropped += 1
             if self._overflow == "drop_newest":
@@ -91,7 +101,15 @@ class Subscription:
             if self._overflow == "drop_oldest":
                 self._buffer.popleft()
             else:
-                self._overflowed += 1
+                # A marker at the tail counts the run of lost events; markers sit between events, so the
+                # buffer holds at most 2 * buffer_size items.
+                tail = self._buffer[-1]
+                if isinstance(tail, _Gap):
+                    tail.lost += 1
+                else:
+                    self._buffer.append(_Gap())
+                    self._gaps += 1
+                    self._lot.unpark()
                 return
         self._buffer.append((method, params))
         connection.events_delivered += 1
@@ -117,16 +135,16 @@ class Subscription:
         while True:
             if self._buffer:
                 await trio.lowlevel.checkpoint_if_cancelled()
-                method, params = self._buffer.popleft()
-                self._delivered += 1
+                item = self._buffer.popleft()
                 await trio.lowlevel.cancel_shielded_checkpoint()
-                return self._decode(method, params)
-            if self._overflowed:
-                lost, self._overflowed = self._overflowed, 0
-                raise EventOverflow(
-                    f"{lost} event(s) were lost: the subscription's buffer of {self._size} was full. "
-                    "Read faster, raise buffer_size, or choose overflow='drop_oldest'/'drop_newest'"
-                )
+                if isinstance(item, _Gap):
+                    self._gaps -= 1
+                    raise EventOverflow(
+                        f"{item.lost} event(s) were lost here: the subscription's buffer of {self._size} was "
+                        "full. Read faster, raise buffer_size, or choose overflow='drop_oldest'/'drop_newest'"
+                    )
+                self._delivered += 1
+                return self._decode(*item)
             if self._ended:
                 if self._end is not None:
                     raise type(self._end)(*self._end.args) from self._end
@@ -162,7 +180,7 @@ class Subscription:
         return SubscriptionStatistics(
             buffer_size=self._size,
             overflow=self._overflow,
-            buffered=len(self._buffer),
+            buffered=len(self._buffer) - self._gaps,
             delivered=self._delivered,
             dropped=self._dropped,
             decode_errors=self._decode_errors,

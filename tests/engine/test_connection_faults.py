@@ -196,6 +196,26 @@ async def test_overflow_policies(pair: tuple[Connection, FakePeer, Session], ove
                 await events.receive()
 
 
+async def test_overflow_error_is_raised_where_the_events_were_lost(
+    pair: tuple[Connection, FakePeer, Session],
+) -> None:
+    _, peer, browser = pair
+    async with browser.listen(cdp.page.LoadEventFired, buffer_size=3) as events:
+        with trio.fail_after(5):
+            for i in range(10):
+                peer.event("Page.loadEventFired", {"timestamp": i})
+            while events.statistics().dropped < 7:
+                await trio.sleep(0.001)
+            assert (await events.receive()).timestamp == 0
+            peer.event("Page.loadEventFired", {"timestamp": 10})  # room again: kept, after the gap
+            while events.statistics().buffered < 3:
+                await trio.sleep(0.001)
+            assert [(await events.receive()).timestamp for _ in range(2)] == [1, 2]
+            with pytest.raises(EventOverflow, match="7 event"):
+                await events.receive()
+            assert (await events.receive()).timestamp == 10
+
+
 async def test_bad_event_raises_once_and_subscription_goes_on(
     pair: tuple[Connection, FakePeer, Session],
 ) -> None:
