@@ -143,20 +143,21 @@ class Browser:
             if child is not None:
                 child.mark_detached("Target.detachedFromTarget")
         elif method == "Target.targetDestroyed":
-            for s in list(self.connection.sessions.values()):
-                if s.target_id == params.get("targetId"):
-                    s.mark_detached("the target was destroyed")
+            for s in self._sessions_of(params.get("targetId")):
+                s.mark_detached("the target was destroyed")
             page = self._pages.get(params.get("targetId", ""))
             if page is not None:
                 page.closed = True
         elif method == "Target.targetCrashed":
-            for s in list(self.connection.sessions.values()):
-                if s.target_id == params.get("targetId"):
-                    s.mark_crashed(f"status {params.get('status')}, error code {params.get('errorCode')}")
+            for s in self._sessions_of(params.get("targetId")):
+                s.mark_crashed(f"status {params.get('status')}, error code {params.get('errorCode')}")
         elif method == "Inspector.targetCrashed":
             session.mark_crashed("Inspector.targetCrashed")
         elif method == "Inspector.detached":
             session.mark_detached(f"Inspector.detached: {params.get('reason')}")
+
+    def _sessions_of(self, target_id: str | None) -> list[Session]:
+        return [s for s in self.connection.sessions.values() if s.target_id == target_id]
 
     def _attached(self, parent: Session, params: dict[str, Any]) -> None:
         session_id = params.get("sessionId")
@@ -169,17 +170,18 @@ class Browser:
             return  # attached by Browser.new_page (or the user) at browser level: set up by whoever asked
         if child.target_type in ("iframe", "page"):
             # Nested out-of-process iframes attach to this child in turn.
-            self.connection.send_ignoring_reply(child, "Target.setAutoAttach", _AUTO_ATTACH)
+            child.execute_nowait(_AUTO_ATTACH)
         if self.on_attach is not None:
             try:
                 self.on_attach(child)
             except Exception:
                 log.exception("Browser.on_attach failed for %r; the session is resumed anyway", child)
         if params.get("waitingForDebugger"):
-            self.connection.send_ignoring_reply(child, "Runtime.runIfWaitingForDebugger")
+            child.execute_nowait(cdp.runtime.run_if_waiting_for_debugger())
 
 
-_AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
+# Iframes (OOPIFs) and workers attach paused, as flattened child sessions, until we resume them.
+_AUTO_ATTACH = cdp.target.set_auto_attach(auto_attach=True, wait_for_debugger_on_start=True, flatten=True)
 
 
 def _page_setup() -> list[cdp.Command[None]]:
@@ -187,7 +189,7 @@ def _page_setup() -> list[cdp.Command[None]]:
         cdp.page.enable(),
         cdp.page.set_lifecycle_events_enabled(enabled=True),
         cdp.inspector.enable(),
-        cdp.target.set_auto_attach(auto_attach=True, wait_for_debugger_on_start=True, flatten=True),
+        _AUTO_ATTACH,
     ]
 
 

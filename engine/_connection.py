@@ -19,7 +19,7 @@ import attrs
 import outcome
 import trio
 
-from engine._errors import CDPError, ConnectionClosed, MessageTooLarge, ProtocolError
+from engine._errors import CDPError, ConnectionClosed, MessageTooLarge, ProtocolError, fresh_copy
 from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._util import collapse_groups
 
@@ -241,7 +241,7 @@ class Connection:
         for cid in doomed:
             entry = self._pending.pop(cid)
             if entry.task is not None:
-                trio.lowlevel.reschedule(entry.task, outcome.Error(_fresh(error)))
+                trio.lowlevel.reschedule(entry.task, outcome.Error(fresh_copy(error)))
                 entry.task = None
 
     def close(self, reason: ConnectionClosed) -> None:
@@ -252,7 +252,7 @@ class Connection:
         pending, self._pending = self._pending, {}
         for entry in pending.values():
             if entry.task is not None:
-                trio.lowlevel.reschedule(entry.task, outcome.Error(_fresh(reason)))
+                trio.lowlevel.reschedule(entry.task, outcome.Error(fresh_copy(reason)))
                 entry.task = None
         for session in list(self.sessions.values()):
             session.close_subscriptions(reason)
@@ -304,13 +304,6 @@ def _parse(raw: bytes) -> Any:
         return json.loads(raw)
     finally:
         gc.enable()
-
-
-def _fresh(error: CDPError) -> CDPError:
-    """A new exception object per waiter, so the tracebacks of different callers do not pile onto one."""
-    clone = type(error)(*error.args)
-    clone.__cause__ = error.__cause__
-    return clone
 
 
 @asynccontextmanager

@@ -84,3 +84,14 @@ class EventOverflow(CDPError):
 
 class NavigationError(CDPError):
     """A navigation failed (the browser's errorText, e.g. net::ERR_CONNECTION_REFUSED)."""
+
+
+def fresh_copy(error: CDPError) -> CDPError:
+    """A new exception like ``error`` for each waiter, so different callers' tracebacks do not pile onto one.
+
+    Only for the errors that end many waiters at once (ConnectionClosed, TargetCrashed, SessionDetached),
+    whose constructor takes the message alone.
+    """
+    clone = type(error)(*error.args)
+    clone.__cause__ = error.__cause__
+    return clone

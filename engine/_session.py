@@ -23,6 +23,7 @@ from engine._errors import (
     ResponseDecodeError,
     SessionDetached,
     TargetCrashed,
+    fresh_copy,
 )
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ class Subscription:
         self._overflow = overflow
         self._typed = typed
         self._lot = trio.lowlevel.ParkingLot()
-        self._end: BaseException | None = None
+        self._end: CDPError | None = None
         self._ended = False
         self._delivered = 0
         self._dropped = 0
@@ -115,7 +116,7 @@ class Subscription:
         connection.events_delivered += 1
         self._lot.unpark()
 
-    def close(self, error: BaseException | None = None) -> None:
+    def close(self, error: CDPError | None = None) -> None:
         """End the subscription: a consumer gets the buffered events, then ``error`` (or the end)."""
         if self._ended:
             return
@@ -147,7 +148,7 @@ class Subscription:
                 return self._decode(*item)
             if self._ended:
                 if self._end is not None:
-                    raise type(self._end)(*self._end.args) from self._end
+                    raise fresh_copy(self._end) from self._end
                 raise trio.EndOfChannel
             await self._lot.park()
 
@@ -318,7 +319,7 @@ class Session:
             if subscription.methods is None or method in subscription.methods:
                 subscription.push(method, params)
 
-    def close_subscriptions(self, error: BaseException | None) -> None:
+    def close_subscriptions(self, error: CDPError | None) -> None:
         for subscription in self._subscriptions:
             subscription.close(error)
 
