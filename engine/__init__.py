@@ -14,6 +14,7 @@ from engine._errors import BrowserLaunchError as BrowserLaunchError
 from engine._errors import CDPError as CDPError
 from engine._errors import ConnectionClosed as ConnectionClosed
 from engine._errors import EventOverflow as EventOverflow
+from engine._errors import InvalidParams as InvalidParams
 from engine._errors import MessageTooLarge as MessageTooLarge
 from engine._errors import NavigationError as NavigationError
 from engine._errors import ProtocolError as ProtocolError
@@ -32,6 +33,7 @@ __all__ = [
     "ConnectionClosed",
     "ConnectionStatistics",
     "EventOverflow",
+    "InvalidParams",
     "MessageTooLarge",
     "NavigationError",
     "Page",

@@ -19,7 +19,15 @@ import attrs
 import outcome
 import trio
 
-from engine._errors import CDPError, ConnectionClosed, MessageTooLarge, ProtocolError, fresh_copy
+from engine._errors import (
+    CDPError,
+    ConnectionClosed,
+    MessageTooLarge,
+    ProtocolError,
+    ResponseDecodeError,
+    fresh_copy,
+)
+from engine._params import encode_message
 from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._util import collapse_groups
 
@@ -90,20 +98,25 @@ class Connection:
     # -- sending -------------------------------------------------------------------------------------
 
     def _encode(self, method: str, params: dict[str, Any] | None, session: Session) -> tuple[int, bytes]:
-        self._next_id += 1
-        message: dict[str, Any] = {"id": self._next_id, "method": method}
+        command_id = self._next_id + 1
+        if command_id > MAX_COMMAND_ID:
+            command_id = 1
+        while command_id in self._pending or command_id in self._ignored:
+            command_id += 1
+        message: dict[str, Any] = {"id": command_id, "method": method}
         if params:
             message["params"] = params
         if session.session_id is not None:
             message["sessionId"] = session.session_id
-        data = _to_json(message).encode()
+        data = encode_message(message, method)
         limit = self._outbound_limit
         if len(data) > limit:
             raise MessageTooLarge(
                 f"{method} is {len(data):,} bytes, over the {limit:,}-byte limit for outbound messages; "
                 "nothing was sent (send large data in chunks, e.g. through IO streams or files)"
             )
-        return self._next_id, data
+        self._next_id = command_id
+        return command_id, data
 
     def _enqueue(self, data: bytes) -> None:
         # Fast path: the first message since the last read goes out at once, in this task, with no
@@ -144,14 +157,10 @@ class Connection:
         reply: dict[str, Any] = await trio.lowlevel.wait_task_rescheduled(abort)
         error = reply.get("error")
         if error is not None:
-            raise ProtocolError(
-                code=error.get("code", 0),
-                message=error.get("message", ""),
-                data=error.get("data"),
-                method=method,
-                session_id=session.session_id,
-            )
-        result: dict[str, Any] = reply.get("result", {})
+            raise _protocol_error(error, method, session.session_id)
+        result = reply.get("result", {})
+        if not isinstance(result, dict):
+            raise ResponseDecodeError(method, reply, "the reply's 'result' is not a JSON object")
         return result
 
     def send_ignoring_reply(
@@ -179,12 +188,21 @@ class Connection:
     # -- receiving -----------------------------------------------------------------------------------
 
     async def _reader(self) -> None:
+        transport = self.transport
         while True:
-            batch = await self.transport.receive_batch()
+            batch = await transport.receive_batch()
             self._eager = True
             for raw in batch:
                 self._received += 1
-                self._dispatch(raw)
+                try:
+                    self._dispatch(raw)
+                except Exception:
+                    # A safety net: one message the checks below did not foresee must not end the link.
+                    self._malformed += 1
+                    log.exception("dropped a message the reader could not handle: %.200r", raw)
+            if transport.backlog:
+                # The transport owes the peer bytes (a websocket pong): the writer sends them, never us.
+                self._writer_lot.unpark()
 
     def _dispatch(self, raw: bytes) -> None:
         try:
@@ -199,6 +217,10 @@ class Connection:
             return
         command_id = message.get("id")
         if command_id is not None:
+            if type(command_id) is not int:
+                self._malformed += 1
+                log.warning("dropped a reply whose id is not an integer: %.200r", raw)
+                return
             entry = self._pending.pop(command_id, None)
             if entry is None:
                 if command_id in self._ignored:
@@ -215,10 +237,18 @@ class Connection:
             return
         method = message.get("method")
         if not isinstance(method, str):
+            if "error" in message:
+                self._fail_unidentified(message["error"])
+                return
             self._malformed += 1
             log.warning("dropped a message with neither id nor method: %.200r", raw)
             return
-        session = self.sessions.get(message.get("sessionId"))
+        session_id = message.get("sessionId")
+        if session_id is not None and type(session_id) is not str:
+            self._malformed += 1
+            log.warning("dropped an event whose sessionId is not a string: %.200r", raw)
+            return
+        session = self.sessions.get(session_id)
         if session is None:
             self._unknown_session += 1
             log.debug("dropped %s for unknown session %r", method, message.get("sessionId"))
@@ -232,6 +262,26 @@ class Connection:
             except Exception:
                 log.exception("failed to follow %s; the connection goes on", method)
         session.deliver(method, params)
+
+    def _fail_unidentified(self, error: Any) -> None:
+        """An error reply with no id: the browser could not parse a message, so could not read its id.
+
+        It belongs to one of the commands in flight, and nothing tells which; every one of them ends with
+        the error rather than one of them waiting forever. (Outbound params are checked before sending,
+        so this is the backstop for what the checks do not know about.)
+        """
+        self._malformed += 1
+        pending, self._pending = self._pending, {}
+        log.warning(
+            "the browser answered an error with no id (%.200r); failing %d command(s)", error, len(pending)
+        )
+        for entry in pending.values():
+            if entry.task is not None:
+                failure = _protocol_error(
+                    error, entry.method, entry.session.session_id, unidentified=len(pending)
+                )
+                trio.lowlevel.reschedule(entry.task, outcome.Error(failure))
+                entry.task = None
 
     # -- ending --------------------------------------------------------------------------------------
 
@@ -284,10 +334,32 @@ class Connection:
         )
 
 
-# One encoder for every message: json.dumps with non-default options builds a new one per call.
-_to_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+def _protocol_error(
+    error: Any, method: str, session_id: str | None, *, unidentified: int = 0
+) -> ProtocolError:
+    """The ProtocolError for an error object from the browser, whatever shape it came in."""
+    if isinstance(error, dict):
+        code, message, data = error.get("code", 0), error.get("message", ""), error.get("data")
+        if type(code) is not int:
+            code = 0
+        if not isinstance(message, str):
+            message = repr(message)
+    else:
+        code, message, data = 0, f"the browser sent a malformed error: {error!r}", None
+    if unidentified:
+        message += (
+            f" (the reply carried no id, so it could belong to any of the {unidentified} command(s) in "
+            "flight, this one included: they all end with it. Usually the params held something Chromium "
+            "cannot parse)"
+        )
+    return ProtocolError(code=code, message=message, data=data, method=method, session_id=session_id)
+
 
 LARGE_MESSAGE = 256 * 1024
+
+MAX_COMMAND_ID = 2**31 - 1
+"""Chromium reads ids as 32-bit ints: id 2**31 gets "Message must have integer 'id' property", with no id.
+After this many commands, ids start again from 1 (skipping any still in flight)."""
 
 
 def _parse(raw: bytes) -> Any:
@@ -313,16 +385,23 @@ async def open_connection(
     """Run the reader and writer of ``transport`` for the duration of the block."""
     connection = Connection(transport, settings)
 
+    # The reader and writer run shielded from the caller's cancel scopes, and are cancelled only when
+    # the block has finished leaving: a block left by an outer cancellation still reads the replies to
+    # its teardown commands (Browser.close, Target.closeTarget) instead of waiting out their limits.
+    # (Made here, not in the tasks: a scope cancelled before its task starts still ends that task.)
+    shields = {"reader": trio.CancelScope(shield=True), "writer": trio.CancelScope(shield=True)}
+
     async def guarded(name: str, body: Callable[[], Any]) -> None:
-        try:
-            await body()
-        except ConnectionClosed as exc:
-            connection.close(exc)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            connection.close(ConnectionClosed(f"the {transport.name} to the browser broke: {exc}"))
-        except Exception as exc:
-            log.exception("the connection's %s task failed", name)
-            connection.close(ConnectionClosed(f"the connection's {name} failed: {exc!r}"))
+        with shields[name]:
+            try:
+                await body()
+            except ConnectionClosed as exc:
+                connection.close(exc)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                connection.close(ConnectionClosed(f"the {transport.name} to the browser broke: {exc}"))
+            except Exception as exc:
+                log.exception("the connection's %s task failed", name)
+                connection.close(ConnectionClosed(f"the connection's {name} failed: {exc!r}"))
 
     with collapse_groups():
         async with trio.open_nursery() as nursery:
@@ -332,6 +411,7 @@ async def open_connection(
                 yield connection
             finally:
                 connection.close(ConnectionClosed("the connection was closed by this client"))
-                nursery.cancel_scope.cancel()
+                for shield in shields.values():
+                    shield.cancel()
                 with trio.CancelScope(shield=True):
                     await transport.aclose()

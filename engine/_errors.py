@@ -10,6 +10,7 @@ One root, split by blame: what the browser said, what happened to the link, and 
     ├── BrowserLaunchError     Chromium did not start; carries the tail of its stderr
     ├── ResponseDecodeError    a response or event did not fit the typed bindings (also a cdp.DecodeError)
     ├── MessageTooLarge        an outbound message is over the transport's limit; nothing was sent
+    ├── InvalidParams          params Chromium cannot parse (NaN, huge integer, deep nesting); not sent
     ├── EventOverflow          a subscription with overflow="error" lost events because its buffer was full
     └── NavigationError        Page.navigate reported an error (net::ERR_..., or the page failed to load)
 """
@@ -76,6 +77,20 @@ class ResponseDecodeError(CDPError, cdp.DecodeError):
 
 class MessageTooLarge(CDPError):
     """An outbound message is over the limit the transport accepts; it was not sent."""
+
+
+class InvalidParams(CDPError, ValueError):
+    """A command's params cannot be sent as they are; ``path`` names the field. Nothing was sent.
+
+    Chromium cannot parse NaN or Infinity, integers beyond a double's range, or nesting deeper than its
+    parser allows; it answers such a message with an error that carries no id, so the command could
+    never be told it failed.
+    """
+
+    def __init__(self, message: str, *, method: str = "", path: str = "") -> None:
+        self.method = method
+        self.path = path
+        super().__init__(message)
 
 
 class EventOverflow(CDPError):

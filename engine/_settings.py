@@ -23,8 +23,14 @@ class Settings:
     """For Browser.close to make the process exit, before it is terminated."""
     kill_timeout: float = 5.0
     """After SIGTERM, before SIGKILL."""
+    navigation_timeout: float = 30.0
+    """For ``Page.goto`` when the caller set no deadline of their own (with one, the caller's applies)."""
     max_outbound_bytes: int = 256 * 1024 * 1024
     """Largest message we send; Chromium drops the connection on larger ones."""
+    max_inbound_bytes: int = 1024 * 1024 * 1024
+    """Largest message we accept; a longer one closes the link (ConnectionClosed says why). V8's longest
+    string is 2**29 - 24 UTF-16 units, so a reply carrying one by value can pass 512 MiB; 1 GiB is above
+    any real reply and still bounds what a broken or hostile peer can make us buffer."""
     stderr_tail_lines: int = 40
     """How many of the browser's last stderr lines a BrowserLaunchError carries."""
 
