@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal
@@ -31,6 +32,50 @@ from engine._websocket import fetch_json_version, open_websocket_transport
 log = logging.getLogger("engine.browser")
 
 
+_NAVIGATION_EVENTS = (
+    cdp.page.FrameStartedNavigating,
+    cdp.page.FrameNavigated,
+    cdp.page.LifecycleEvent,
+    cdp.page.FrameStoppedLoading,
+    cdp.inspector.TargetCrashed,
+)
+
+
+class _NavigationFollower:
+    """Follows one main-frame navigation, and the ones the page replaces it with, to their end.
+
+    Seen on Chromium 156: each cross-document navigation announces its loader in
+    ``Page.frameStartedNavigating``; a script's ``location.replace`` before ``load`` starts a new one
+    with no ``frameStoppedLoading`` in between; ``frameStoppedLoading`` without ``load`` ends
+    ``window.stop()`` and a response cut short.
+    """
+
+    def __init__(self, frame_id: str, loader_id: str) -> None:
+        self.frame_id = frame_id
+        self.loader_id = loader_id
+        self.started = False  # our navigation has been seen starting: later ones replace it
+
+    def ended_by(self, event: Any) -> bool:
+        if isinstance(event, cdp.page.LifecycleEvent):
+            return (
+                event.name == "load" and event.frame_id == self.frame_id and event.loader_id == self.loader_id
+            )
+        if isinstance(event, cdp.page.FrameStartedNavigating):
+            if event.frame_id != self.frame_id or "samedocument" in str(event.navigation_type).lower():
+                return False
+            if event.loader_id == self.loader_id:
+                self.started = True
+            elif self.started:
+                self.loader_id = event.loader_id  # the page replaced our navigation with this one
+        elif isinstance(event, cdp.page.FrameNavigated):
+            if event.frame.id_ == self.frame_id and (self.started or event.frame.loader_id == self.loader_id):
+                self.started = True
+                self.loader_id = event.frame.loader_id
+        elif isinstance(event, cdp.page.FrameStoppedLoading):
+            return event.frame_id == self.frame_id and self.started
+        return False
+
+
 class Page:
     """A tab opened by :meth:`Browser.new_page`, with its own flattened session."""
 
@@ -44,28 +89,53 @@ class Page:
         return f"<Page {self.target_id} session={self.session.session_id}>"
 
     async def goto(self, url: str, *, referrer: str | None = None) -> cdp.page.NavigateResult:
-        """Navigate and wait for the new document's ``load`` event.
+        """Navigate and follow the main frame's navigation to its end.
+
+        It ends when the document that the navigation led to fires ``load``, or when the main frame
+        stops loading without it (``window.stop()``, a response cut short, a 204). A navigation that the
+        page replaces by script before ``load`` (``location.replace``) is followed to the new document.
+        Without a deadline of the caller's own, ``Settings.navigation_timeout`` applies.
 
         Raises:
-            NavigationError: the browser reported an error (``errorText``, e.g. net::ERR_NAME_NOT_RESOLVED).
+            NavigationError: the browser reported an error (``errorText``, e.g. net::ERR_NAME_NOT_RESOLVED),
+                or the navigation did not end within ``Settings.navigation_timeout``.
             TargetCrashed: the renderer crashed before the page loaded.
         """
+        try:
+            if trio.current_effective_deadline() != math.inf:
+                return await self._goto(url, referrer)
+            limit = self.browser.settings.navigation_timeout
+            with trio.move_on_after(limit):
+                return await self._goto(url, referrer)
+        except trio.Cancelled:
+            self._stop_loading()
+            raise
+        self._stop_loading()
+        raise NavigationError(
+            f"the navigation to {url} did not end within {limit} s (Settings.navigation_timeout); it was "
+            "stopped. Set your own deadline with trio.fail_after, or raise the setting"
+        )
+
+    def _stop_loading(self) -> None:
+        """Stop a navigation its caller gave up on: while one waits for a response, Chromium holds
+        every other command of the page (Runtime.evaluate, Page.getFrameTree) until it ends."""
         session = self.session
-        waited = ("Page.lifecycleEvent", "Inspector.targetCrashed", "Page.navigatedWithinDocument")
-        async with session.listen(*waited, buffer_size=512, overflow="drop_oldest") as events:
+        if not session.detached and self.browser.connection.closed is None:
+            session.execute_nowait(cdp.page.stop_loading())
+
+    async def _goto(self, url: str, referrer: str | None) -> cdp.page.NavigateResult:
+        session = self.session
+        async with session.listen(*_NAVIGATION_EVENTS, buffer_size=512, overflow="drop_oldest") as events:
             result = await session.execute(cdp.page.navigate(url=url, referrer=referrer))
             if result.error_text:
                 raise NavigationError(f"navigation to {url} failed: {result.error_text}")
             if result.loader_id is None:
                 return result  # same-document navigation (a fragment): nothing more will load
+            follower = _NavigationFollower(result.frame_id, result.loader_id)
             async for event in events:
                 if isinstance(event, cdp.inspector.TargetCrashed):
                     raise TargetCrashed(f"the page crashed while loading {url}")
-                if (
-                    isinstance(event, cdp.page.LifecycleEvent)
-                    and event.name == "load"
-                    and event.loader_id == result.loader_id
-                ):
+                if follower.ended_by(event):
                     return result
         raise ConnectionClosed(f"the page's session ended while loading {url}")
 
@@ -74,6 +144,7 @@ class Page:
         if self.closed:
             return
         self.closed = True
+        self.browser._forget(self)
         await self.browser.session.execute(cdp.target.close_target(target_id=self.target_id))
 
 
@@ -106,24 +177,43 @@ class Browser:
         return self.connection.statistics()
 
     async def new_page(self, url: str | None = None) -> Page:
-        """Open a tab, attach a flattened session to it (iframes and workers auto-attach), load ``url``."""
+        """Open a tab, attach a flattened session to it (iframes and workers auto-attach), load ``url``.
+
+        If anything fails on the way (or the caller's deadline runs out), the new tab is closed again.
+        """
         with trio.fail_after(self.settings.attach_timeout):
             created = await self.session.execute(cdp.target.create_target(url="about:blank"))
-            target_id = created.target_id
-            attached = await self.session.execute(
-                cdp.target.attach_to_target(target_id=target_id, flatten=True)
-            )
-            session = self.connection.sessions.get(attached.session_id)
-            if session is None:
-                session = Session(self.connection, attached.session_id, target_id, "page", self.session)
-            async with trio.open_nursery() as nursery:
-                for command in _page_setup():
-                    nursery.start_soon(session.execute, command)
+        target_id = created.target_id
+        try:
+            with trio.fail_after(self.settings.attach_timeout):
+                attached = await self.session.execute(
+                    cdp.target.attach_to_target(target_id=target_id, flatten=True)
+                )
+                session = self.connection.sessions.get(attached.session_id)
+                if session is None:
+                    session = Session(self.connection, attached.session_id, target_id, "page", self.session)
+                await execute_all(session, _page_setup())
+        except BaseException:
+            await self._close_target_quietly(target_id)
+            raise
         page = Page(self, session, target_id)
         self._pages[target_id] = page
         if url is not None:
             await page.goto(url)
         return page
+
+    async def _close_target_quietly(self, target_id: str) -> None:
+        """Best effort, shielded and brief: a tab whose set-up failed must not stay open."""
+        if self.connection.closed is not None:
+            return
+        with trio.CancelScope(shield=True), trio.move_on_after(_QUICK_CLOSE):
+            try:
+                await self.session.execute(cdp.target.close_target(target_id=target_id))
+            except CDPError as exc:
+                log.debug("could not close the half-set-up target %s: %s", target_id, exc)
+
+    def _forget(self, page: Page) -> None:
+        self._pages.pop(page.target_id, None)
 
     async def _setup(self) -> None:
         # Discovery brings Target.targetCrashed/targetDestroyed. Some endpoints (browser pools, proxies)
@@ -145,7 +235,7 @@ class Browser:
         elif method == "Target.targetDestroyed":
             for s in self._sessions_of(params.get("targetId")):
                 s.mark_detached("the target was destroyed")
-            page = self._pages.get(params.get("targetId", ""))
+            page = self._pages.pop(params.get("targetId", ""), None)
             if page is not None:
                 page.closed = True
         elif method == "Target.targetCrashed":
@@ -153,6 +243,8 @@ class Browser:
                 s.mark_crashed(f"status {params.get('status')}, error code {params.get('errorCode')}")
         elif method == "Inspector.targetCrashed":
             session.mark_crashed("Inspector.targetCrashed")
+        elif method == "Inspector.targetReloadedAfterCrash":
+            session.mark_revived()
         elif method == "Inspector.detached":
             session.mark_detached(f"Inspector.detached: {params.get('reason')}")
 
@@ -180,6 +272,44 @@ class Browser:
             child.execute_nowait(cdp.runtime.run_if_waiting_for_debugger())
 
 
+async def execute_all(session: Session, commands: Sequence[cdp.Command[Any]]) -> None:
+    """Run ``commands`` concurrently; raise the first error alone (the others share its cause).
+
+    A dead link or a detach fails every one of them; a nursery would raise all of them as a group.
+    """
+    errors: list[CDPError] = []
+
+    async def one(command: cdp.Command[Any]) -> None:
+        try:
+            await session.execute(command)
+        except CDPError as exc:
+            errors.append(exc)
+
+    with collapse_groups():
+        async with trio.open_nursery() as nursery:
+            for command in commands:
+                nursery.start_soon(one, command)
+    if errors:
+        raise errors[0]
+
+
+_QUICK_CLOSE = 1.0
+"""Seconds for closing a tab on the way out of a failed set-up."""
+
+_HURRIED_CLOSE = 0.5
+"""Seconds for the polite part of a teardown (Browser.close, Target.closeTarget) when the block is left
+by a cancellation or Ctrl-C: the whole exit must stay within a second."""
+
+
+def _in_a_hurry(exc: BaseException | None) -> bool:
+    """The block is being left by a cancellation or Ctrl-C, or its deadline has already passed."""
+    if exc is not None:
+        leaves = exc.exceptions if isinstance(exc, BaseExceptionGroup) else (exc,)
+        if any(isinstance(leaf, trio.Cancelled | KeyboardInterrupt) for leaf in leaves):
+            return True
+    return trio.current_effective_deadline() <= trio.current_time()
+
+
 # Iframes (OOPIFs) and workers attach paused, as flattened child sessions, until we resume them.
 _AUTO_ATTACH = cdp.target.set_auto_attach(auto_attach=True, wait_for_debugger_on_start=True, flatten=True)
 
@@ -193,15 +323,31 @@ def _page_setup() -> list[cdp.Command[None]]:
     ]
 
 
-async def _close_browser(browser: Browser, process: ChromiumProcess) -> None:
+async def _close_browser(browser: Browser, process: ChromiumProcess, *, hurry: bool) -> None:
     """Browser.close, then the process must exit; terminate/kill are the process layer's fallback."""
-    settings = browser.settings
-    if browser.connection.closed is None:
-        with trio.move_on_after(settings.close_timeout):
+    budget = min(browser.settings.close_timeout, _HURRIED_CLOSE) if hurry else browser.settings.close_timeout
+    with trio.CancelScope(shield=True), trio.move_on_after(budget):
+        if browser.connection.closed is None:
             # The browser closing the link under us is the expected ending.
             with contextlib.suppress(CDPError):
                 await browser.session.execute(cdp.browser.close())
-    await process.wait_exit(settings.close_timeout)
+        await process.wait_exit(budget)
+
+
+async def _close_pages(browser: Browser, *, hurry: bool) -> None:
+    """Close the tabs this client opened, all at once, within the close budget."""
+    budget = min(browser.settings.close_timeout, _HURRIED_CLOSE) if hurry else browser.settings.close_timeout
+
+    async def close(page: Page) -> None:
+        try:
+            await page.close()
+        except CDPError:
+            log.debug("could not close %r on the way out", page)
+
+    with trio.CancelScope(shield=True), trio.move_on_after(budget):
+        async with trio.open_nursery() as nursery:
+            for page in browser.pages:
+                nursery.start_soon(close, page)
 
 
 @asynccontextmanager
@@ -243,9 +389,11 @@ async def launch(
                 ) from exc
             try:
                 yield browser
-            finally:
-                with trio.CancelScope(shield=True):
-                    await _close_browser(browser, process)
+            except BaseException as exc:
+                await _close_browser(browser, process, hurry=_in_a_hurry(exc))
+                raise
+            else:
+                await _close_browser(browser, process, hurry=_in_a_hurry(None))
 
 
 @asynccontextmanager
@@ -284,10 +432,8 @@ async def browser_over(transport: Transport, settings: Settings = DEFAULT_SETTIN
                 await browser._setup()
             try:
                 yield browser
-            finally:
-                with trio.CancelScope(shield=True), trio.move_on_after(settings.close_timeout):
-                    for page in browser.pages:
-                        try:
-                            await page.close()
-                        except CDPError:
-                            log.debug("could not close %r on the way out", page)
+            except BaseException as exc:
+                await _close_pages(browser, hurry=_in_a_hurry(exc))
+                raise
+            else:
+                await _close_pages(browser, hurry=_in_a_hurry(None))

@@ -207,6 +207,7 @@ class Session:
         self.children: dict[str, Session] = {}
         self._subscriptions: list[Subscription] = []
         self._detached: SessionDetached | None = None
+        self._crashed: TargetCrashed | None = None
         connection.sessions[session_id] = self
 
     def __repr__(self) -> str:
@@ -216,9 +217,19 @@ class Session:
     def detached(self) -> bool:
         return self._detached is not None
 
+    @property
+    def crashed(self) -> bool:
+        """The target's renderer crashed and no navigation or reload has revived it yet."""
+        return self._crashed is not None
+
     def raise_if_unusable(self, method: str) -> None:
         if self._detached is not None:
             raise SessionDetached(f"cannot send {method}: {self._detached}")
+        if self._crashed is not None and method not in WORKS_AFTER_CRASH:
+            raise TargetCrashed(
+                f"cannot send {method}: {self._crashed} Chromium would never answer it; navigate or reload "
+                "the page (Page.navigate, Page.reload) to start a new renderer"
+            )
 
     @overload
     async def execute(self, command: cdp.Command[T]) -> T: ...
@@ -285,12 +296,13 @@ class Session:
         For code that cannot await, such as ``Browser.on_attach`` hooks, which run before a new child
         session is resumed so that its first events are not missed.
         """
-        if buffer_size < 1:
-            raise ValueError(f"buffer_size must be at least 1, not {buffer_size}")
+        if type(buffer_size) is not int or buffer_size < 1:
+            raise ValueError(f"buffer_size must be a whole number of events, at least 1, not {buffer_size!r}")
         if overflow not in OVERFLOW_POLICIES:
             raise ValueError(f"overflow must be one of {OVERFLOW_POLICIES}, not {overflow!r}")
         methods = frozenset(_method_of(e) for e in events) if events else None
-        self.raise_if_unusable("listen")
+        if self._detached is not None:  # a crashed session may still be listened to: it can be revived
+            raise SessionDetached(f"cannot listen: {self._detached}")
         if self.connection.closed is not None:
             raise ConnectionClosed(f"cannot listen: {self.connection.closed}")
         subscription = Subscription(self, methods, buffer_size, overflow, typed)
@@ -338,11 +350,38 @@ class Session:
             child.mark_detached(f"its parent session {self.session_id} was detached")
 
     def mark_crashed(self, reason: str) -> None:
-        """The renderer crashed: its in-flight commands will never be answered."""
-        error: CDPError = TargetCrashed(f"target {self.target_id} ({self.target_type}) crashed: {reason}")
+        """The renderer crashed: its in-flight commands, and the ones sent until it is revived, fail.
+
+        Chromium reports one crash twice (Inspector.targetCrashed, Target.targetCrashed); the second must
+        not fail the Page.reload or Page.navigate sent after the first.
+        """
+        if self._crashed is not None:
+            return
+        error = TargetCrashed(f"target {self.target_id} ({self.target_type}) crashed ({reason}).")
+        self._crashed = error
         self.connection.fail_pending(self, error)
         for child in list(self.children.values()):
             child.mark_crashed(reason)
+
+    def mark_revived(self) -> None:
+        """A navigation or reload started a new renderer for the target: commands work again."""
+        self._crashed = None
+
+
+WORKS_AFTER_CRASH = frozenset(
+    {
+        "Emulation.setDeviceMetricsOverride",
+        "Page.bringToFront",
+        "Page.captureScreenshot",  # answered, with an error
+        "Page.getNavigationHistory",
+        "Page.navigate",  # revives the page
+        "Page.reload",  # revives the page
+        "Page.stopLoading",
+    }
+)
+"""Commands a crashed page session still answers, measured on Chromium 156. Others tried there
+(Runtime.evaluate, DOM.getDocument, Page.getFrameTree, Page.enable, Network.enable, Runtime.enable, ...)
+are held without a reply until a navigation revives the page; untried ones are refused too."""
 
 
 def _method_of(event: type[Any] | str) -> str:

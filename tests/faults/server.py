@@ -1,0 +1,77 @@
+"""An HTTP server on 127.0.0.1 that misbehaves on purpose: navigation faults a static server can't show."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+PAGES: dict[str, bytes] = {
+    "/final.html": b"<title>final</title><p>the final page</p>",
+    "/replace.html": b"<title>replace</title><script>location.replace('/final.html')</script><p>first</p>",
+    "/assign.html": b"<title>assign</title><script>location.href = '/final.html'</script>",
+    "/stop.html": b"<title>stop</title><p>stopped</p><script>window.stop()</script><img src='/slow.png'>",
+    "/stop-late.html": b"<title>stop late</title><img src='/slow.png'>"
+    b"<script>setTimeout(() => window.stop(), 200)</script>",
+    "/hang.html": b"<title>hang</title><img src='/forever.png'>",
+}
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        path = self.path.split("?")[0]
+        if path in PAGES:
+            self._send(200, PAGES[path])
+        elif path == "/short.html":
+            # Promises 100 bytes, sends 7, hangs up.
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            self.wfile.write(b"<p>shor")
+            self.wfile.flush()
+            self.close_connection = True
+        elif path == "/slow.png":
+            time.sleep(2)
+            self._send(404, b"")
+        elif path in ("/forever.png", "/no-headers.html"):
+            time.sleep(3600)
+        elif path == "/204":
+            self._send(204, b"")
+        else:
+            self._send(404, b"not here")
+
+    def _send(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass
+
+
+@contextmanager
+def serve_faults() -> Iterator[str]:
+    """Yield the base URL of the misbehaving server."""
+    server = _Server(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, name="fault-http", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

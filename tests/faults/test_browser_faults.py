@@ -1,0 +1,317 @@
+"""Fault injection against a real headless Chromium: navigations that never loaded, crashed renderers,
+params Chromium cannot parse, groups escaping set-up, and teardown under cancellation.
+
+Each test asserts the specific outcome under a deadline that is never what ends it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+import cdp
+from engine import (
+    Browser,
+    InvalidParams,
+    NavigationError,
+    ProtocolError,
+    Settings,
+    TargetCrashed,
+    connect,
+    launch,
+)
+from engine._params import MAX_DEPTH
+from tests.faults.server import serve_faults
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def faulty() -> Iterator[str]:
+    with serve_faults() as url:
+        yield url
+
+
+@pytest.fixture
+async def quick_browser() -> AsyncIterator[Browser]:
+    async with launch(settings=Settings(navigation_timeout=2.0)) as browser:
+        yield browser
+
+
+async def title(page: Any) -> str:
+    reply = await page.session.execute(cdp.runtime.evaluate(expression="document.title"))
+    value: str = reply.result.value
+    return value
+
+
+# -- navigation ---------------------------------------------------------------------------------------
+
+
+async def test_goto_follows_a_location_replace_before_load(browser: Browser, faulty: str) -> None:
+    with trio.fail_after(20):
+        page = await browser.new_page()
+        await page.goto(f"{faulty}/replace.html")
+        assert await title(page) == "final"
+
+
+async def test_goto_follows_a_script_assignment_to_location(browser: Browser, faulty: str) -> None:
+    with trio.fail_after(20):
+        page = await browser.new_page()
+        await page.goto(f"{faulty}/assign.html")
+        assert await title(page) == "final"
+
+
+@pytest.mark.parametrize("path", ["/stop.html", "/stop-late.html", "/short.html"])
+async def test_goto_ends_when_loading_stops_without_load(browser: Browser, faulty: str, path: str) -> None:
+    # window.stop(), immediately and while an image loads; and a response cut short (7 of 100 bytes).
+    with trio.fail_after(20):
+        page = await browser.new_page()
+        started = trio.current_time()
+        result = await page.goto(f"{faulty}{path}")
+        assert result.loader_id
+        assert trio.current_time() - started < 10  # ended by the stop, not by the navigation default
+
+
+async def test_goto_without_a_deadline_gets_the_settings_default(quick_browser: Browser, faulty: str) -> None:
+    with trio.fail_after(20):
+        page = await quick_browser.new_page()
+    # No deadline of the caller's: a shielded scope hides the test's own, which a watchdog replaces.
+    with trio.CancelScope(shield=True) as no_deadline:
+        async with trio.open_nursery() as nursery:
+
+            async def watchdog() -> None:
+                await trio.sleep(20)
+                no_deadline.cancel()
+
+            nursery.start_soon(watchdog)
+            assert trio.current_effective_deadline() == float("inf")
+            with pytest.raises(NavigationError, match=r"within 2.0 s \(Settings.navigation_timeout\)"):
+                await page.goto(f"{faulty}/hang.html")
+            nursery.cancel_scope.cancel()
+    assert not no_deadline.cancelled_caught
+    with trio.fail_after(20):  # the tab is still usable
+        await page.goto(f"{faulty}/final.html")
+        assert await title(page) == "final"
+
+
+async def test_goto_under_the_callers_deadline_ignores_the_default(
+    quick_browser: Browser, faulty: str
+) -> None:
+    with trio.fail_after(20):
+        page = await quick_browser.new_page()
+    with trio.move_on_after(3) as scope:
+        await page.goto(f"{faulty}/hang.html")
+    assert scope.cancelled_caught  # the caller's 3 s, not the setting's 2 s
+
+
+async def test_a_navigation_given_up_on_is_stopped_so_the_tab_answers_again(
+    browser: Browser, faulty: str
+) -> None:
+    # While a navigation waits for response headers, Chromium holds the page's other commands.
+    with trio.fail_after(20):
+        page = await browser.new_page(f"{faulty}/final.html")
+    with trio.move_on_after(1):
+        await page.goto(f"{faulty}/no-headers.html")
+    with trio.fail_after(5):
+        assert await title(page) == "final"
+
+
+# -- crashes ------------------------------------------------------------------------------------------
+
+
+def renderer_pids(browser_pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        session = int(stat.rsplit(")", 1)[1].split()[3])
+        if session == browser_pid and b"--type=renderer" in cmdline:
+            found.append(int(entry))
+    return found
+
+
+async def crash_by_page_crash(browser: Browser, page: Any) -> None:
+    with pytest.raises(TargetCrashed):  # Page.crash itself is never answered: the crash ends it
+        await page.session.execute(cdp.page.crash())
+
+
+async def crash_by_sigkill(browser: Browser, page: Any) -> None:
+    assert browser.process is not None
+    for pid in renderer_pids(browser.process.pid):
+        os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("crash", [crash_by_page_crash, crash_by_sigkill])
+async def test_commands_on_a_crashed_page_fail_at_once_until_a_reload(
+    browser: Browser, server: str, crash: Any
+) -> None:
+    with trio.fail_after(30):
+        page = await browser.new_page(f"{server}/frame.html")
+        await crash(browser, page)
+        while not page.session.crashed:
+            await trio.sleep(0.01)
+        started = trio.current_time()
+        for command in (
+            cdp.runtime.evaluate(expression="1"),
+            cdp.dom.get_document(),
+            cdp.page.get_frame_tree(),
+        ):
+            with pytest.raises(TargetCrashed, match="reload"):
+                await page.session.execute(command)
+        assert trio.current_time() - started < 1
+        await page.goto(f"{server}/frame.html")
+        assert not page.session.crashed
+        assert await title(page) == "frame"
+
+
+async def test_reload_revives_a_crashed_page(browser: Browser, server: str) -> None:
+    with trio.fail_after(30):
+        page = await browser.new_page(f"{server}/frame.html")
+        await crash_by_page_crash(browser, page)
+        while not page.session.crashed:
+            await trio.sleep(0.01)
+        await page.session.execute(cdp.page.reload())
+        while page.session.crashed:
+            await trio.sleep(0.01)
+        while await title(page) != "frame":  # Page.reload does not wait for the new document
+            await trio.sleep(0.05)
+
+
+# -- params Chromium cannot parse ---------------------------------------------------------------------
+
+
+def nested(depth: int) -> Any:
+    value: Any = 0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+async def test_the_params_limits_are_chromiums_own(browser: Browser) -> None:
+    """What the check lets through, Chromium parses; one step further, the check refuses."""
+    with trio.fail_after(20):
+        page = await browser.new_page()
+        # params, arguments, arguments[0], then the value's lists, and the number in the innermost one
+        deepest = MAX_DEPTH - 4
+        for value in (nested(deepest), 10**308, -(10**308), 1.7976931348623157e308):
+            reply = await page.session.execute_raw(
+                "Runtime.callFunctionOn",
+                {
+                    "functionDeclaration": "(v) => typeof v",
+                    "executionContextId": 1,
+                    "arguments": [{"value": value}],
+                    "returnByValue": True,
+                },
+            )
+            assert reply["result"]["value"] in ("object", "number")
+        for bad in (nested(deepest + 1), 10**309, float("nan"), float("inf")):
+            with pytest.raises(InvalidParams):
+                await page.session.execute_raw(
+                    "Runtime.callFunctionOn",
+                    {"functionDeclaration": "(v) => 1", "arguments": [{"value": bad}]},
+                )
+        assert browser.connection.pending_count() == 0
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        b'{"x":NaN}',
+        b'{"x":1' + b"0" * 309 + b"}",
+        # params is level 1: a list at level 301, then a number at level 301
+        b'{"x":' + b"[" * MAX_DEPTH + b"]" * MAX_DEPTH + b"}",
+        b'{"x":' + b"[" * (MAX_DEPTH - 1) + b"0" + b"]" * (MAX_DEPTH - 1) + b"}",
+    ],
+    ids=["nan", "1e309", "list-too-deep", "number-too-deep"],
+)
+async def test_chromium_answers_unparseable_bytes_without_an_id_and_the_command_ends(
+    browser: Browser, params: bytes
+) -> None:
+    """What the checks refuse, Chromium refuses too; and a message forced past them still ends."""
+    connection = browser.connection
+    with trio.fail_after(10):
+
+        async def send_nan() -> None:
+            await connection.call(browser.session, "Browser.getVersion", None)
+
+        original = connection._encode
+
+        def encode_with_nan(method: str, params_: Any, session: Any) -> tuple[int, bytes]:
+            command_id, data = original(method, params_, session)
+            return command_id, data.replace(b"}", b',"params":' + params + b"}", 1)
+
+        connection._encode = encode_with_nan  # type: ignore[method-assign,assignment]
+        try:
+            with pytest.raises(ProtocolError) as info:
+                await send_nan()
+        finally:
+            connection._encode = original  # type: ignore[method-assign]
+        assert info.value.code == -32700
+        assert "no id" in info.value.message
+        assert (await browser.version()).product
+
+
+async def test_a_lone_surrogate_reaches_the_page_as_an_escape(browser: Browser) -> None:
+    with trio.fail_after(20):
+        page = await browser.new_page()
+        params = {
+            "functionDeclaration": "(s) => s.length + ':' + s.charCodeAt(1)",
+            "executionContextId": 1,
+            "arguments": [{"value": "a\ud800b"}],
+            "returnByValue": True,
+        }
+        reply = await page.session.execute_raw("Runtime.callFunctionOn", params)
+        assert reply["result"]["value"] == "3:55296"
+
+
+# -- teardown -----------------------------------------------------------------------------------------
+
+
+async def test_a_cancelled_launch_block_exits_within_a_second() -> None:
+    exits = []
+    for _ in range(3):
+        with trio.fail_after(30):
+            with trio.move_on_after(10) as scope:
+                async with launch() as browser:
+                    await browser.new_page()
+                    scope.deadline = trio.current_time()
+                    started = time.monotonic()
+                    await trio.sleep_forever()
+            exits.append(time.monotonic() - started)
+    assert max(exits) < 1.0, exits
+
+
+async def test_a_cancelled_connect_block_closes_its_tabs_within_a_second() -> None:
+    with trio.fail_after(60):
+        async with launch(transport="websocket") as owner:
+            assert owner.process is not None
+            assert owner.process.ws_url
+            before = {
+                t.target_id for t in (await owner.session.execute(cdp.target.get_targets())).target_infos
+            }
+            with trio.move_on_after(10) as scope:
+                async with connect(owner.process.ws_url) as client:
+                    for _ in range(3):
+                        await client.new_page()
+                    scope.deadline = trio.current_time()
+                    started = time.monotonic()
+                    await trio.sleep_forever()
+            took = time.monotonic() - started
+            assert took < 1.0
+            while True:  # Target.closeTarget is answered before the target is gone from the list
+                targets = (await owner.session.execute(cdp.target.get_targets())).target_infos
+                if {t.target_id for t in targets if t.type_ == "page"} <= before:
+                    break
+                await trio.sleep(0.05)

@@ -1,0 +1,258 @@
+"""Fault injection against the connection and session layers, with a fake browser over memory channels.
+
+Each test is a way the engine once hung, lost a command or let a group escape; each asserts the specific
+error that now ends the wait, under a deadline that is never what ends it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import trio
+
+import cdp
+from engine import (
+    Browser,
+    ConnectionClosed,
+    InvalidParams,
+    ProtocolError,
+    ResponseDecodeError,
+    SessionDetached,
+    TargetCrashed,
+)
+from engine._browser import Browser as BrowserImpl
+from engine._connection import Connection, open_connection
+from engine._session import Session
+from tests.engine.fake import FakePeer, FakeTransport
+
+Pair = tuple[Connection, FakePeer, Session]
+
+
+@pytest.fixture
+async def pair() -> AsyncIterator[Pair]:
+    transport = FakeTransport()
+    async with open_connection(transport) as connection:
+        yield connection, FakePeer(transport), Session(connection, None)
+
+
+def nested(depth: int) -> Any:
+    value: Any = 0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("params", "path", "what"),
+    [
+        ({"x": math.nan}, "params.x", "nan"),
+        ({"x": math.inf}, "params.x", "inf"),
+        ({"a": [1, {"b": -math.inf}]}, r"params.a\[1\].b", "inf"),
+        ({"n": 10**400}, "params.n", "401 digits"),
+        # params is level 1: 299 lists inside it hold their number at level 301.
+        ({"deep": nested(299)}, r"params.deep(\[0\]){299}", "deeper than the 300"),
+        ({"o": object()}, "params.o", "is a object"),
+    ],
+)
+async def test_params_chromium_cannot_parse_are_refused_before_sending(
+    pair: Pair, params: dict[str, Any], path: str, what: str
+) -> None:
+    connection, peer, browser = pair
+    with trio.fail_after(5), pytest.raises(InvalidParams, match=what) as info:
+        await browser.execute_raw("Runtime.evaluate", params)
+    assert re.fullmatch(path, info.value.path)
+    assert connection.pending_count() == 0
+    assert connection.statistics().messages_sent == 0
+    with pytest.raises(trio.WouldBlock):
+        peer.transport.outbound_receive.receive_nowait()
+
+
+async def test_typed_command_with_nan_is_refused_with_its_field(pair: Pair) -> None:
+    _, _, browser = pair
+    command = cdp.input.dispatch_mouse_event(type_="mouseMoved", x=float("nan"), y=0)
+    with trio.fail_after(5), pytest.raises(InvalidParams, match=r"Input.dispatchMouseEvent: params.x is nan"):
+        await browser.execute(command)
+
+
+async def test_params_at_the_limits_are_sent(pair: Pair) -> None:
+    _, peer, browser = pair
+    limits = {"deep": nested(298), "n": 10**308, "f": 1.7976931348623157e308, "s": "é" * 400}
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(browser.execute_raw, "Runtime.evaluate", limits)
+            command = await peer.next_command()
+            peer.reply(command)
+    assert command["params"]["n"] == 10**308
+
+
+async def test_an_error_reply_without_id_fails_the_commands_in_flight(pair: Pair) -> None:
+    connection, peer, browser = pair
+    errors: list[ProtocolError] = []
+
+    async def call() -> None:
+        try:
+            await browser.execute_raw("Runtime.evaluate", {"expression": "1"})
+        except ProtocolError as exc:
+            errors.append(exc)
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call)
+            nursery.start_soon(call)
+            await peer.next_command()
+            await peer.next_command()
+            peer.send({"error": {"code": -32700, "message": "JSON: invalid number at position 20"}})
+    assert [e.code for e in errors] == [-32700, -32700]
+    assert all("no id" in e.message and e.method == "Runtime.evaluate" for e in errors)
+    assert connection.pending_count() == 0
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"id": [1], "result": {}},
+        {"id": {"x": 1}, "result": {}},
+        {"id": True, "result": {}},
+        {"method": "Page.loadEventFired", "params": {}, "sessionId": [1]},
+        {"method": "Page.loadEventFired", "params": {}, "sessionId": {"a": 1}},
+    ],
+)
+async def test_malformed_ids_are_dropped_and_the_reader_lives(pair: Pair, bad: dict[str, Any]) -> None:
+    connection, peer, browser = pair
+    peer.send(bad)
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(browser.execute_raw, "Browser.getVersion")
+            peer.reply(await peer.next_command())
+    assert connection.closed is None
+    assert connection.statistics().malformed_messages == 1
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ({"error": "boom"}, "malformed error: 'boom'"),
+        ({"error": {"code": "x", "message": 5}}, "failed with 0: 5"),
+        ({"error": None, "result": []}, "not a JSON object"),
+        ({"result": 5}, "not a JSON object"),
+    ],
+)
+async def test_odd_replies_raise_a_clear_error_in_the_caller(
+    pair: Pair, reply: dict[str, Any], expected: str
+) -> None:
+    _, peer, browser = pair
+
+    async def answer() -> None:
+        command = await peer.next_command()
+        peer.send({"id": command["id"], **reply})
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(answer)
+            with pytest.raises((ProtocolError, ResponseDecodeError), match=expected):
+                await browser.execute_raw("Browser.getVersion")
+
+
+@pytest.mark.parametrize("size", [math.nan, 2.5, 0, -1, True, "10", math.inf])
+async def test_listen_rejects_a_buffer_size_that_is_not_a_positive_int(pair: Pair, size: Any) -> None:
+    _, _, browser = pair
+    with pytest.raises(ValueError, match="buffer_size"):
+        async with browser.listen(buffer_size=size):
+            pass
+
+
+async def test_a_crashed_session_fails_new_commands_at_once_until_revived(pair: Pair) -> None:
+    connection, peer, browser_session = pair
+    BrowserImpl(connection, connection.settings, None)  # installs the lifecycle hook
+    page = Session(connection, "P", "TP", "page", browser_session)
+    peer.event("Inspector.targetCrashed", {}, session_id="P")
+    with trio.fail_after(5):
+        while not page.crashed:
+            await trio.sleep(0.001)
+        with pytest.raises(TargetCrashed, match="reload"):
+            await page.execute(cdp.runtime.evaluate(expression="1"))
+        assert connection.statistics().messages_sent == 0
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(page.execute, cdp.page.reload())
+            command = await peer.next_command()
+            assert command["method"] == "Page.reload"
+            peer.reply(command)
+        peer.event("Inspector.targetReloadedAfterCrash", {}, session_id="P")
+        while page.crashed:
+            await trio.sleep(0.001)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(page.execute_raw, "Runtime.evaluate", {"expression": "1"})
+            peer.reply(await peer.next_command(), {"result": {"type": "number", "value": 1}})
+
+
+async def test_target_crashed_from_discovery_marks_the_session(pair: Pair) -> None:
+    connection, peer, browser_session = pair
+    BrowserImpl(connection, connection.settings, None)
+    page = Session(connection, "P", "TP", "page", browser_session)
+    peer.event("Target.targetCrashed", {"targetId": "TP", "status": "killed", "errorCode": 9})
+    with trio.fail_after(5):
+        while not page.crashed:
+            await trio.sleep(0.001)
+    with pytest.raises(TargetCrashed, match="killed"):
+        await page.execute_raw("DOM.getDocument")
+
+
+async def fake_new_page(peer: FakePeer, fault: str) -> None:
+    """Answer Browser.new_page's handshake, then break it during the set-up commands."""
+    create = await peer.next_command()
+    assert create["method"] == "Target.createTarget"
+    peer.reply(create, {"targetId": "T1"})
+    attach = await peer.next_command()
+    peer.reply(attach, {"sessionId": "S1"})
+    setup = [await peer.next_command() for _ in range(4)]
+    assert {c.get("sessionId") for c in setup} == {"S1"}
+    if fault == "dies":
+        peer.close()
+        return
+    peer.event("Target.detachedFromTarget", {"sessionId": "S1", "targetId": "T1"})
+    close = await peer.next_command()  # the half-made tab is closed again
+    assert close["method"] == "Target.closeTarget"
+    peer.reply(close, {"success": True})
+
+
+@pytest.mark.parametrize(("fault", "error"), [("dies", ConnectionClosed), ("detaches", SessionDetached)])
+async def test_new_page_raises_one_error_not_a_group(pair: Pair, fault: str, error: type[Exception]) -> None:
+    connection, peer, _ = pair
+    browser: Browser = BrowserImpl(connection, connection.settings, None)
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(fake_new_page, peer, fault)
+            with pytest.raises(error):
+                await browser.new_page()
+    assert browser.pages == []
+
+
+async def test_closed_pages_are_forgotten(pair: Pair) -> None:
+    connection, peer, _ = pair
+    browser = BrowserImpl(connection, connection.settings, None)
+
+    async def serve(cycles: int) -> None:
+        for i in range(cycles):
+            create = await peer.next_command()
+            peer.reply(create, {"targetId": f"T{i}"})
+            peer.reply(await peer.next_command(), {"sessionId": f"S{i}"})
+            for _ in range(4):
+                peer.reply(await peer.next_command())
+            close = await peer.next_command()
+            assert close["method"] == "Target.closeTarget"
+            peer.reply(close, {"success": True})
+            peer.event("Target.detachedFromTarget", {"sessionId": f"S{i}", "targetId": f"T{i}"})
+            peer.event("Target.targetDestroyed", {"targetId": f"T{i}"})
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve, 50)
+            for _ in range(50):
+                page = await browser.new_page()
+                await page.close()
+    assert browser._pages == {}
+    assert browser.pages == []
