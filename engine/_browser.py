@@ -27,7 +27,7 @@ from engine._session import Session
 from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._transport import Transport
 from engine._util import collapse_groups
-from engine._websocket import fetch_json_version, open_websocket_transport
+from engine._websocket import discover_ws_url, open_websocket_transport
 
 log = logging.getLogger("engine.browser")
 
@@ -160,6 +160,7 @@ class Browser:
         self.process = process
         self.session = Session(connection, None)
         self._pages: dict[str, Page] = {}
+        self._set_up = False
         #: Called with every auto-attached child session (iframe, worker) before it is resumed, so that
         #: ``child.subscribe(...)`` there sees its first events. It runs in the reader: keep it quick.
         self.on_attach: Callable[[Session], None] | None = None
@@ -222,6 +223,7 @@ class Browser:
             await self.session.execute(cdp.target.set_discover_targets(discover=True))
         except ProtocolError as exc:
             log.warning("this endpoint refused Target.setDiscoverTargets (%s); going on without it", exc)
+        self._set_up = True
 
     # -- lifecycle, called by the reader for every event ---------------------------------------------
 
@@ -409,9 +411,7 @@ async def connect(url: str, *, settings: Settings = DEFAULT_SETTINGS) -> AsyncIt
             f"TLS endpoints are not supported yet ({url}); reach the browser over http:// or ws://"
         )
     if parts.scheme == "http":
-        with trio.fail_after(settings.connect_timeout):
-            version = await fetch_json_version(parts.hostname or "127.0.0.1", parts.port or 80)
-        ws_url = version["webSocketDebuggerUrl"]
+        ws_url = await discover_ws_url(parts.hostname or "127.0.0.1", parts.port or 80, settings)
     elif parts.scheme != "ws":
         raise ValueError(f"connect() takes http://host:port or ws://..., not {url!r}")
     transport = await open_websocket_transport(ws_url, settings)
@@ -428,8 +428,13 @@ async def browser_over(transport: Transport, settings: Settings = DEFAULT_SETTIN
     with collapse_groups():
         async with open_connection(transport, settings) as connection:
             browser = Browser(connection, settings, None)
-            with trio.fail_after(settings.connect_timeout):
+            with trio.move_on_after(settings.connect_timeout):
                 await browser._setup()
+            if connection.closed is None and not browser._set_up:
+                raise ConnectionClosed(
+                    f"the {transport.name} is open, but Target.setDiscoverTargets got no answer within "
+                    f"{settings.connect_timeout} s (Settings.connect_timeout): is it a DevTools endpoint?"
+                )
             try:
                 yield browser
             except BaseException as exc:

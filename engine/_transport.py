@@ -8,6 +8,9 @@ The pipe is what ``--remote-debugging-pipe`` gives: Chromium reads our commands 
 to its fd 4, every message ended by a NUL byte. Chromium reads at most 100 MiB per message from the pipe;
 at 100 MiB or more it stops reading the pipe altogether (no error, no disconnect: every later command hangs),
 so :class:`PipeTransport` never sends a message that long.
+
+Inbound, both transports stop at ``max_inbound_bytes`` (``Settings.max_inbound_bytes``): a peer that never
+ends its message (no NUL, a frame header declaring gigabytes) closes the link instead of growing our memory.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ import contextlib
 import fcntl
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import trio
 
 from engine._errors import ConnectionClosed, MessageTooLarge
+from engine._settings import DEFAULT_SETTINGS
 
 PIPE_MAX_MESSAGE_BYTES = 100 * 1024 * 1024 - 1
 """The longest message Chromium reads from the pipe (it must be shorter than 100 MiB)."""
@@ -30,6 +34,37 @@ READ_SIZE = 1024 * 1024
 
 _PIPE_SIZE = 1024 * 1024
 """The kernel buffer we ask for on our pipes (Linux allows 1 MiB unprivileged); fewer, larger reads."""
+
+MAX_INBOUND_BYTES = DEFAULT_SETTINGS.max_inbound_bytes
+"""The default inbound cap (``Settings.max_inbound_bytes``): a transport built without settings is bounded."""
+
+
+class InboundTooLarge(Exception):
+    """A framer met a message over its inbound limit (sans-I/O; the transport closes the link).
+
+    Args:
+        size: the message's length, or what arrived of it so far when ``at_least``.
+        limit: the inbound limit it is over.
+        at_least: the message is not finished, so ``size`` is a lower bound.
+        completed: what the same call completed before it (messages or events). They are whole and may
+            answer waiting commands, so the transport delivers them before it reports the closed link.
+    """
+
+    def __init__(
+        self, size: int, limit: int, *, at_least: bool = False, completed: Sequence[Any] = ()
+    ) -> None:
+        self.size = size
+        self.limit = limit
+        self.at_least = at_least
+        self.completed = completed
+        super().__init__(f"a message of {'at least ' if at_least else ''}{size:,} bytes")
+
+    def explain(self, link: str) -> str:
+        """The ConnectionClosed text: what came, the limit and its setting, what happened, what to do."""
+        return (
+            f"the browser sent {self}, over the {self.limit:,}-byte limit (Settings.max_inbound_bytes); "
+            f"the {link} was closed. Raise the limit if the message is legitimate"
+        )
 
 
 class Transport(Protocol):
@@ -46,7 +81,9 @@ class Transport(Protocol):
         ...
 
     async def send(self, messages: Sequence[bytes]) -> None:
-        """Send whole messages, in order, in as few writes as possible.
+        """Send whole messages, in order, in as few writes as possible, after what ``backlog`` holds.
+
+        With no messages it writes only the backlog: that is how the writer task flushes it.
 
         Raises:
             MessageTooLarge: a message is over ``max_outbound_bytes``; nothing was sent.
@@ -81,7 +118,10 @@ class Transport(Protocol):
 
     @property
     def backlog(self) -> int:
-        """Bytes taken by :meth:`send_nowait` that still wait to be written by :meth:`send`."""
+        """Bytes that wait for the next :meth:`send`: the rest of a :meth:`send_nowait`, and control frames
+        the transport owes the peer (a websocket's pong or close reply, which its reader never waits to
+        write). Whoever sees it above zero must make sure a send follows, with no messages if need be.
+        """
         ...
 
 
@@ -165,6 +205,11 @@ class EagerWriter:
         self.lock = lock
         self.pending = b""
 
+    @property
+    def idle(self) -> bool:
+        """No send holds the lock and no backlog waits: a write now keeps the stream in order."""
+        return not self.pending and not self.lock.locked()
+
     def write_nowait(self, data: bytes) -> bool:
         if self.pending or self.lock.locked():
             return False
@@ -180,16 +225,30 @@ class EagerWriter:
         pending, self.pending = self.pending, b""
         return pending
 
+    def give_back(self, unsent: bytes) -> None:
+        """Keep ``unsent`` (taken by :meth:`take`, then not a byte of it written) as the backlog again.
+
+        A send cancelled before its first byte must not lose it: the backlog can be the tail of a frame,
+        and the stream is garbled without it.
+        """
+        self.pending = unsent + self.pending
+
 
 class NulFramer:
     """Splits a byte stream into NUL-terminated messages (sans-I/O).
 
     Each byte is searched once: only the newly fed chunk is scanned, and the unfinished message is kept in
-    a bytearray that grows in place, so a message of hundreds of megabytes costs linear time.
+    a bytearray that grows in place, so a message of hundreds of megabytes costs linear time. The limit is
+    a length comparison per chunk: a chunk no longer than the limit cannot hold a message over it, so only
+    the unfinished message (and, with a limit below the read size, a long chunk) is measured.
+
+    Args:
+        max_inbound_bytes: the longest message; a longer one, finished or not, raises InboundTooLarge.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_inbound_bytes: int = MAX_INBOUND_BYTES) -> None:
         self._partial = bytearray()
+        self._limit = max_inbound_bytes
 
     @property
     def pending_bytes(self) -> int:
@@ -197,13 +256,23 @@ class NulFramer:
         return len(self._partial)
 
     def feed(self, data: bytes) -> list[bytes]:
-        """Add received bytes; return the messages they complete (empty messages are skipped)."""
+        """Add received bytes; return the messages they complete (empty messages are skipped).
+
+        Raises:
+            InboundTooLarge: a message is over ``max_inbound_bytes``; nothing more should be fed.
+        """
         messages: list[bytes] = []
+        limit = self._limit
         if self._partial:
             end = data.find(b"\0")
+            held = len(self._partial)
             if end == -1:
+                if held + len(data) > limit:
+                    raise InboundTooLarge(held + len(data), limit, at_least=True)
                 self._partial += data
                 return messages
+            if held + end > limit:
+                raise InboundTooLarge(held + end, limit)  # nothing before it in this chunk
             with memoryview(data) as view:
                 self._partial += view[:end]
             messages.append(bytes(self._partial))
@@ -211,7 +280,16 @@ class NulFramer:
             data = data[end + 1 :]
         parts = data.split(b"\0")
         tail = parts.pop()
-        messages.extend(part for part in parts if part)
+        if len(data) > limit:
+            for part in parts:
+                if len(part) > limit:
+                    raise InboundTooLarge(len(part), limit, completed=messages)
+                if part:
+                    messages.append(part)
+            if len(tail) > limit:
+                raise InboundTooLarge(len(tail), limit, at_least=True, completed=messages)
+        else:
+            messages.extend(part for part in parts if part)
         if tail:
             self._partial += tail
         return messages
@@ -238,6 +316,7 @@ class PipeTransport:
         read_fd: our end of the pipe Chromium writes to (its fd 4). Owned (closed) by the transport.
         write_fd: our end of the pipe Chromium reads from (its fd 3). Owned (closed) by the transport.
         max_outbound_bytes: the longest message to send; capped at PIPE_MAX_MESSAGE_BYTES.
+        max_inbound_bytes: the longest message to accept; a longer one closes the pipe (ConnectionClosed).
         read_size: bytes asked for per read.
     """
 
@@ -249,6 +328,7 @@ class PipeTransport:
         write_fd: int,
         *,
         max_outbound_bytes: int = PIPE_MAX_MESSAGE_BYTES,
+        max_inbound_bytes: int = MAX_INBOUND_BYTES,
         read_size: int = READ_SIZE,
     ) -> None:
         _grow_pipe(read_fd)
@@ -257,7 +337,7 @@ class PipeTransport:
         self._writer = trio.lowlevel.FdStream(write_fd)
         self._max_outbound = min(max_outbound_bytes, PIPE_MAX_MESSAGE_BYTES)
         self._read_size = read_size
-        self._framer = NulFramer()
+        self._framer = NulFramer(max_inbound_bytes=max_inbound_bytes)
         self._send_lock = trio.StrictFIFOLock()
         self._eager = EagerWriter(write_fd, self._send_lock)
         self._fd_reader = FdReader(read_fd, read_size)
@@ -284,9 +364,15 @@ class PipeTransport:
             await trio.lowlevel.checkpoint()
             raise ConnectionClosed(self._closed)
         async with self._send_lock:
-            data = self._eager.take() + _nul_framed(messages)
+            backlog = self._eager.take()
+            data = backlog + _nul_framed(messages)
             if data:
-                await write_fully(self._send_some, data, self._cut)
+                try:
+                    await write_fully(self._send_some, data, self._cut)
+                except BaseException:
+                    if backlog and self._closed is None:
+                        self._eager.give_back(backlog)
+                    raise
 
     def send_nowait(self, messages: Sequence[bytes]) -> bool:
         """Write now if the pipe is idle; see :meth:`Transport.send_nowait`."""
@@ -345,7 +431,15 @@ class PipeTransport:
                 detail = f" in the middle of a message ({unfinished:,} bytes)" if unfinished else ""
                 self._closed = f"the browser closed the pipe{detail} (it exited or crashed)"
                 raise ConnectionClosed(self._closed)
-            messages = self._framer.feed(data)
+            try:
+                messages = self._framer.feed(data)
+            except InboundTooLarge as exc:
+                self._closed = exc.explain("pipe")
+                self._writer.close()
+                self._reader.close()
+                if exc.completed:
+                    return list(exc.completed)
+                raise ConnectionClosed(self._closed) from exc
             if messages:
                 return messages
 

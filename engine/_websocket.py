@@ -3,10 +3,16 @@
 :class:`WebSocketCodec` is sans-I/O: frames are encoded to bytes and received bytes are decoded to events,
 with no socket in sight, so it is tested on its own. It does only what a CDP client needs: masked client
 frames, text/binary/continuation, ping (answered with pong), close, and 7/16/64-bit lengths. Payloads are
-never decoded as UTF-8: the JSON bytes go straight up to the connection, which parses them once.
+never decoded as UTF-8: the JSON bytes go straight up to the connection, which parses them once. A message
+over ``max_inbound_bytes`` fails as soon as a frame header says so, before its payload is buffered.
 
-:class:`WebSocketTransport` drives the codec on a trio stream. :func:`open_websocket_transport` performs the
-HTTP upgrade for a ``ws://`` URL and :func:`fetch_json_version` reads ``/json/version`` (both through h11).
+:class:`WebSocketTransport` drives the codec on a trio stream. Its reader never waits on a write: a peer that
+pings and stops reading must not stop the messages behind the pings. It owes at most one pong (RFC 6455
+5.5.3 allows answering only the most recent ping), written at once when the socket is idle, otherwise by the
+next :meth:`~WebSocketTransport.send`; ``backlog`` counts it so that the connection's writer sends it.
+
+:func:`open_websocket_transport` performs the HTTP upgrade for a ``ws://`` URL, :func:`fetch_json_version`
+reads ``/json/version`` and :func:`discover_ws_url` turns it into a checked ``ws://`` URL (all through h11).
 
 Chromium's DevTools server accepts incoming frames of up to 100 MiB (it resets the TCP connection on longer
 ones) and sends messages of hundreds of megabytes, each as a single frame.
@@ -29,7 +35,16 @@ import trio
 
 from engine._errors import ConnectionClosed
 from engine._settings import Settings
-from engine._transport import CUT_MESSAGE, READ_SIZE, EagerWriter, FdReader, check_outbound, write_fully
+from engine._transport import (
+    CUT_MESSAGE,
+    MAX_INBOUND_BYTES,
+    READ_SIZE,
+    EagerWriter,
+    FdReader,
+    InboundTooLarge,
+    check_outbound,
+    write_fully,
+)
 
 WEBSOCKET_MAX_MESSAGE_BYTES = 100 * 1024 * 1024 - 14
 """The longest message Chromium's DevTools websocket server takes from a client: the whole frame (a 14-byte
@@ -50,6 +65,9 @@ _HEADER_SHORT = struct.Struct("!BB")
 _HEADER_16 = struct.Struct("!BBH")
 _HEADER_64 = struct.Struct("!BBQ")
 
+MAX_PONG_BYTES = 2 + 4 + 125
+"""The longest pong we owe: a 2-byte header, the mask key and a ping's longest payload."""
+
 
 class WebSocketProtocolError(Exception):
     """The peer broke RFC 6455 (a masked server frame, a bad opcode, a stray continuation...)."""
@@ -65,7 +83,7 @@ class Message:
 
 @attrs.frozen
 class Ping:
-    """The peer sent a ping; the codec has already queued the pong."""
+    """The peer sent a ping; the codec owes the pong (only the latest ping's, see data_to_send)."""
 
     payload: bytes
 
@@ -136,19 +154,27 @@ class WebSocketCodec:
     """The client side of a websocket connection, without I/O.
 
     Feed received bytes to :meth:`receive_data` and act on the events it returns; send what
-    :meth:`encode_messages`, :meth:`ping` and :meth:`close` return, and after every :meth:`receive_data`
-    also send :meth:`data_to_send` (pongs and the reply to a close).
+    :meth:`encode_messages`, :meth:`ping` and :meth:`close` return, and when ``control_owed`` is not zero
+    send :meth:`data_to_send` (a pong, the reply to a close) before the next of those.
 
     Args:
         mask_keys: source of masking keys, called with a byte count; ``os.urandom`` unless testing.
+        max_inbound_bytes: the longest message to accept; a frame header or fragments over it raise
+            InboundTooLarge at once.
     """
 
-    def __init__(self, *, mask_keys: Callable[[int], bytes] = os.urandom) -> None:
+    def __init__(
+        self, *, mask_keys: Callable[[int], bytes] = os.urandom, max_inbound_bytes: int = MAX_INBOUND_BYTES
+    ) -> None:
         self._mask_keys = mask_keys
+        self._max_inbound = max_inbound_bytes
         self._buffer = bytearray()
         self._fragments: bytearray | None = None
         self._fragments_binary = False
-        self._outgoing: list[bytes] = []
+        # What we owe the peer: the payload of its latest unanswered ping (one pong answers all; a flood of
+        # pings costs one small frame, not one per ping) and the reply to its close.
+        self._ping: bytes | None = None
+        self._close_reply = b""
         self.close_sent = False
         self.close_received: CloseReceived | None = None
 
@@ -171,17 +197,32 @@ class WebSocketCodec:
         return encode_frame(OP_PING, payload, self._mask_keys(4))
 
     def close(self, code: int = 1000, reason: str = "") -> bytes:
-        """The close frame to send (empty if one was already sent)."""
+        """The close frame to send (empty if one was already sent).
+
+        A pong still owed is dropped: it would follow the close frame. Send :meth:`data_to_send` first.
+        """
         if self.close_sent:
             return b""
         self.close_sent = True
+        self._ping = None
         payload = struct.pack("!H", code) + reason.encode()[:123]
         return encode_frame(OP_CLOSE, payload, self._mask_keys(4))
 
+    @property
+    def control_owed(self) -> int:
+        """Bytes of control frames :meth:`data_to_send` would return (at most one pong and a close reply)."""
+        pong = 0 if self._ping is None else 6 + len(self._ping)
+        return pong + len(self._close_reply)
+
     def data_to_send(self) -> bytes:
-        """Control frames the codec owes the peer (pongs, the close reply); empties the queue."""
-        data = b"".join(self._outgoing)
-        self._outgoing.clear()
+        """Control frames the codec owes the peer (the latest ping's pong, the close reply); forgets them."""
+        data = b""
+        if self._ping is not None:
+            data = encode_frame(OP_PONG, self._ping, self._mask_keys(4))
+            self._ping = None
+        if self._close_reply:
+            data += self._close_reply
+            self._close_reply = b""
         return data
 
     # -- receiving -----------------------------------------------------------------------------------
@@ -190,10 +231,13 @@ class WebSocketCodec:
         """Decode received bytes into the events they complete.
 
         Only the frame header is looked at until a frame is complete, and the unfinished tail grows in
-        place, so a frame of hundreds of megabytes costs linear time.
+        place, so a frame of hundreds of megabytes costs linear time. Lengths are checked on the header:
+        a frame declaring more than the limit (or a control frame over 125 bytes) fails before its payload
+        is waited for.
 
         Raises:
             WebSocketProtocolError: the peer broke the protocol; the connection should be dropped.
+            InboundTooLarge: a message is over ``max_inbound_bytes``; the connection should be dropped.
         """
         buffer = self._buffer
         buffer += data
@@ -220,13 +264,24 @@ class WebSocketCodec:
                 size = int.from_bytes(buffer[position + 2 : position + 10], "big")
                 if size >> 63:
                     raise WebSocketProtocolError("a frame length has its most significant bit set")
+            opcode = first & 0x0F
+            if opcode >= 0x8:
+                if size > 125 or not first & 0x80:
+                    raise WebSocketProtocolError("a control frame is fragmented or longer than 125 bytes")
+            elif size > self._max_inbound or (
+                self._fragments is not None and len(self._fragments) + size > self._max_inbound
+            ):
+                held = len(self._fragments) if self._fragments is not None else 0
+                raise InboundTooLarge(
+                    held + size, self._max_inbound, at_least=not first & 0x80, completed=events
+                )
             end = position + header + size
             if end > available:
                 break
             with memoryview(buffer) as view:
                 payload = bytes(view[position + header : end])
             position = end
-            event = self._frame(bool(first & 0x80), first & 0x0F, payload)
+            event = self._frame(bool(first & 0x80), opcode, payload)
             if event is not None:
                 events.append(event)
         if position:
@@ -236,11 +291,9 @@ class WebSocketCodec:
     def _frame(self, fin: bool, opcode: int, payload: bytes) -> Event | None:
         """Act on one complete frame."""
         if opcode >= 0x8:
-            if not fin or len(payload) > 125:
-                raise WebSocketProtocolError("a control frame is fragmented or longer than 125 bytes")
             if opcode == OP_PING:
                 if not self.close_sent:
-                    self._outgoing.append(encode_frame(OP_PONG, payload, self._mask_keys(4)))
+                    self._ping = payload
                 return Ping(payload)
             if opcode == OP_PONG:
                 return Pong(payload)
@@ -272,7 +325,9 @@ class WebSocketCodec:
         event = CloseReceived(code, payload[2:].decode("utf-8", "replace"))
         self.close_received = event
         if not self.close_sent:
-            self._outgoing.append(self.close(code or 1000))
+            # Not self.close(): a pong owed for a ping that came before this close still goes first.
+            self.close_sent = True
+            self._close_reply = encode_frame(OP_CLOSE, struct.pack("!H", code or 1000), self._mask_keys(4))
         return event
 
 
@@ -314,6 +369,8 @@ class WebSocketTransport:
         stream: the upgraded connection (a ``trio.SocketStream`` with TCP_NODELAY, or any trio stream).
         initial_data: bytes that arrived right behind the upgrade response.
         max_outbound_bytes: the longest message to send; capped at WEBSOCKET_MAX_MESSAGE_BYTES.
+        max_inbound_bytes: the longest message to accept; a longer one closes the websocket
+            (ConnectionClosed), as soon as its frame header arrives.
         read_size: bytes asked for per read.
     """
 
@@ -325,11 +382,12 @@ class WebSocketTransport:
         *,
         initial_data: bytes = b"",
         max_outbound_bytes: int = WEBSOCKET_MAX_MESSAGE_BYTES,
+        max_inbound_bytes: int = MAX_INBOUND_BYTES,
         read_size: int = READ_SIZE,
     ) -> None:
         self._stream = stream
         self._socket = stream.socket if isinstance(stream, trio.SocketStream) else None
-        self._codec = WebSocketCodec()
+        self._codec = WebSocketCodec(max_inbound_bytes=max_inbound_bytes)
         self._initial = initial_data
         self._max_outbound = min(max_outbound_bytes, WEBSOCKET_MAX_MESSAGE_BYTES)
         self._read_size = read_size
@@ -368,10 +426,16 @@ class WebSocketTransport:
         check_outbound(messages, self._max_outbound, self.name)
         if self._closed is not None:
             raise ConnectionClosed(self._closed)
-        if self._eager is None:
+        eager = self._eager
+        if eager is None:
             return False
+        data = self._codec.encode_messages(messages)
+        if self._codec.control_owed:  # rare: a pong the reader could not write
+            if not eager.idle:
+                return False
+            data = self._codec.data_to_send() + data
         try:
-            return self._eager.write_nowait(self._codec.encode_messages(messages))
+            return eager.write_nowait(data)
         except OSError as exc:
             if self._closed is None:
                 self._closed = f"the websocket connection broke while sending: {exc!r}"
@@ -379,14 +443,43 @@ class WebSocketTransport:
 
     @property
     def backlog(self) -> int:
-        return len(self._eager.pending) if self._eager is not None else 0
+        """Bytes waiting for :meth:`send`: what ``send_nowait`` left, plus an owed pong or close reply."""
+        owed = self._codec.control_owed
+        return owed + len(self._eager.pending) if self._eager is not None else owed
 
     async def _write(self, data: bytes) -> None:
         async with self._send_lock:
+            # Under the lock, in this order: the tail of a frame send_nowait began, then owed control
+            # frames (between whole frames, where RFC 6455 allows them), then ``data``.
+            owed = self._codec.data_to_send()
             if self._eager is not None:
-                data = self._eager.take() + data
+                owed = self._eager.take() + owed
+            if owed:
+                data = owed + data
             if data:
-                await write_fully(self._send_some, data, self._cut)
+                try:
+                    await write_fully(self._send_some, data, self._cut)
+                except BaseException:
+                    # Cancelled before the first byte: keep what was owed. (A plain trio stream has no
+                    # backlog; there ``owed`` is whole control frames, and dropping a pong is harmless.)
+                    if owed and self._closed is None and self._eager is not None:
+                        self._eager.give_back(owed)
+                    raise
+
+    def _write_control_nowait(self) -> None:
+        """Write owed control frames now if the socket is idle; never waits (the reader calls this).
+
+        When it is not idle (a send holds the lock or a backlog waits), they stay owed: ``backlog`` counts
+        them and the next :meth:`send` writes them first. Bytes the kernel does not take become the backlog.
+        """
+        eager = self._eager
+        if eager is None or not eager.idle:
+            return
+        try:
+            eager.write_nowait(self._codec.data_to_send())
+        except OSError as exc:
+            if self._closed is None:
+                self._closed = f"the websocket connection broke while sending: {exc!r}"
 
     async def _send_some(self, chunk: memoryview) -> int:
         try:
@@ -407,10 +500,13 @@ class WebSocketTransport:
     async def receive_batch(self) -> list[bytes]:
         """Read until at least one message is complete; return every complete one.
 
-        Pings are answered on the way. A close from the browser ends the transport.
+        Pings are answered on the way, without waiting: the pong is written now if the socket is idle, else
+        it is left in ``backlog`` for the next :meth:`send`. A close from the browser ends the transport
+        (its reply is written only if that needs no wait).
 
         Raises:
-            ConnectionClosed: the browser closed the websocket or the TCP connection, or it was closed here.
+            ConnectionClosed: the browser closed the websocket or the TCP connection, or it was closed here,
+                or a message is over ``max_inbound_bytes``.
         """
         messages: list[bytes] = []
         while not messages:
@@ -427,15 +523,20 @@ class WebSocketTransport:
             except WebSocketProtocolError as exc:
                 await self._abort(f"the browser broke the websocket protocol: {exc}")
                 raise ConnectionClosed(self._closed) from exc
+            except InboundTooLarge as exc:
+                await self._abort(exc.explain("websocket"))
+                messages = [event.data for event in exc.completed if type(event) is Message]
+                if messages:
+                    return messages
+                raise ConnectionClosed(self._closed) from exc
             for event in events:
                 if type(event) is Message:
                     messages.append(event.data)
                 elif type(event) is CloseReceived:
                     reason = f"{event.code} {event.reason}".strip() if event.code else "no status"
                     self._closed = f"the browser closed the websocket ({reason})"
-            reply = self._codec.data_to_send()
-            if reply:
-                await self._write(reply)
+            if self._codec.control_owed:
+                self._write_control_nowait()
             if self._closed is not None:
                 await trio.aclose_forcefully(self._stream)
                 if not messages:
@@ -471,8 +572,11 @@ class WebSocketTransport:
                 except trio.WouldBlock:
                     pass
                 else:
+                    # After what is owed: the tail of a frame send_nowait began, then a pong.
+                    data = self._eager.take() if self._eager is not None else b""
+                    data += self._codec.data_to_send() + self._codec.close()
                     try:
-                        await write_fully(self._send_some, self._codec.close(), self._cut)
+                        await write_fully(self._send_some, data, self._cut)
                     except ConnectionClosed:
                         pass
                     finally:
@@ -522,6 +626,74 @@ async def _http_exchange(
             return head, bytes(body), b""
 
 
+def _json_version_url(host: str, port: int) -> str:
+    return f"http://{_host_header(host, port)}/json/version"
+
+
+async def _connect_http(host: str, port: int, where: str) -> trio.SocketStream:
+    try:
+        return await trio.open_tcp_stream(host, port)
+    except OSError as exc:
+        raise ConnectionClosed(
+            f"could not connect to {where} (expected a browser started with --remote-debugging-port "
+            f"listening there): {exc}"
+        ) from exc
+
+
+async def _get_json_version(stream: trio.abc.Stream, host: str, port: int, where: str) -> tuple[int, bytes]:
+    """Send ``GET /json/version`` on ``stream``; return the status and the body."""
+    request = h11.Request(
+        method="GET",
+        target="/json/version",
+        headers=[("Host", _host_header(host, port)), ("Accept", "application/json")],
+    )
+    try:
+        head, body, _ = await _http_exchange(stream, request)
+    except (OSError, trio.BrokenResourceError, h11.ProtocolError, WebSocketProtocolError) as exc:
+        raise ConnectionClosed(f"GET {where} failed: {exc}") from exc
+    return head.status_code, body
+
+
+def _decode_json_version(status: int, body: bytes, where: str) -> dict[str, Any]:
+    expected = "expected 200 and the browser's version as a JSON object"
+    if status != 200:
+        raise ConnectionClosed(f"GET {where} answered HTTP {status} ({expected}): {body[:200]!r}")
+    try:
+        version = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise ConnectionClosed(f"GET {where} did not answer JSON ({expected}): {body[:200]!r}") from exc
+    if not isinstance(version, dict):
+        raise ConnectionClosed(
+            f"GET {where} answered JSON that is not an object ({expected}): {body[:200]!r}"
+        )
+    return version
+
+
+def _checked_ws_url(version: dict[str, Any], where: str) -> str:
+    """``version["webSocketDebuggerUrl"]`` if it is a ``ws://`` URL; a ConnectionClosed that says why not."""
+    if "webSocketDebuggerUrl" not in version:
+        keys = ", ".join(repr(key) for key in list(version)[:12]) or "none"
+        if len(version) > 12:
+            keys += f", ... ({len(version)} in all)"
+        raise ConnectionClosed(
+            f"GET {where} answered a JSON object without webSocketDebuggerUrl (its keys: {keys}); "
+            "expected the /json/version of a browser's DevTools endpoint"
+        )
+    url = version["webSocketDebuggerUrl"]
+    if not isinstance(url, str):
+        raise ConnectionClosed(
+            f"GET {where} answered a webSocketDebuggerUrl that is not a string: {url!r:.200} "
+            f"({type(url).__name__}); expected a ws://host:port/... URL"
+        )
+    try:
+        _split_ws_url(url)
+    except ValueError:
+        raise ConnectionClosed(
+            f"GET {where} answered webSocketDebuggerUrl {url!r:.200}; expected a ws://host:port/... URL"
+        ) from None
+    return url
+
+
 async def fetch_json_version(host: str, port: int) -> dict[str, Any]:
     """GET ``/json/version`` from a browser's DevTools HTTP endpoint (bound it with ``trio.fail_after``).
 
@@ -531,30 +703,43 @@ async def fetch_json_version(host: str, port: int) -> dict[str, Any]:
     Raises:
         ConnectionClosed: nothing listens there, or the answer is not a JSON object.
     """
-    where = f"http://{_host_header(host, port)}/json/version"
-    try:
-        stream = await trio.open_tcp_stream(host, port)
-    except OSError as exc:
-        raise ConnectionClosed(f"could not connect to {where}: {exc}") from exc
-    async with stream:
-        request = h11.Request(
-            method="GET",
-            target="/json/version",
-            headers=[("Host", _host_header(host, port)), ("Accept", "application/json")],
+    where = _json_version_url(host, port)
+    async with await _connect_http(host, port, where) as stream:
+        status, body = await _get_json_version(stream, host, port, where)
+    return _decode_json_version(status, body, where)
+
+
+async def discover_ws_url(host: str, port: int, settings: Settings) -> str:
+    """The browser's ``ws://`` URL from its ``/json/version``; bounded by ``settings.connect_timeout``.
+
+    The two waits are timed apart so that the error says which one stalled: nothing answering the TCP
+    handshake, or a server that accepted and never answered.
+
+    Raises:
+        ConnectionClosed: no answer, or not the answer a browser gives; the message says what was expected
+            and what came.
+    """
+    where = _json_version_url(host, port)
+    limit = settings.connect_timeout
+    deadline = trio.current_time() + limit
+    stream: trio.SocketStream | None = None
+    with trio.move_on_at(deadline):
+        stream = await _connect_http(host, port, where)
+    if stream is None:
+        raise ConnectionClosed(
+            f"could not connect to {where}: the TCP handshake got no answer within {limit} s "
+            "(Settings.connect_timeout)"
         )
-        try:
-            head, body, _ = await _http_exchange(stream, request)
-        except (OSError, trio.BrokenResourceError, h11.ProtocolError, WebSocketProtocolError) as exc:
-            raise ConnectionClosed(f"GET {where} failed: {exc}") from exc
-    if head.status_code != 200:
-        raise ConnectionClosed(f"GET {where} answered HTTP {head.status_code}: {body[:200]!r}")
-    try:
-        version = json.loads(body)
-    except ValueError as exc:
-        raise ConnectionClosed(f"GET {where} did not answer JSON: {body[:200]!r}") from exc
-    if not isinstance(version, dict):
-        raise ConnectionClosed(f"GET {where} did not answer a JSON object: {body[:200]!r}")
-    return version
+    answer: tuple[int, bytes] | None = None
+    async with stream:
+        with trio.move_on_at(deadline):
+            answer = await _get_json_version(stream, host, port, where)
+    if answer is None:
+        raise ConnectionClosed(
+            f"{_host_header(host, port)} accepted the connection but did not answer GET /json/version "
+            f"within {limit} s (Settings.connect_timeout)"
+        )
+    return _checked_ws_url(_decode_json_version(*answer, where), where)
 
 
 async def _upgrade(stream: trio.abc.Stream, host: str, port: int, target: str) -> bytes:
@@ -587,9 +772,12 @@ async def open_websocket_transport(url: str, settings: Settings) -> WebSocketTra
         ValueError: ``url`` is not a ``ws://`` URL.
     """
     host, port, target = _split_ws_url(url)
+    limit = settings.connect_timeout
+    connected = False
     try:
-        with trio.fail_after(settings.connect_timeout):
+        with trio.fail_after(limit):
             stream = await trio.open_tcp_stream(host, port)
+            connected = True
             try:
                 # trio sets TCP_NODELAY on TCP streams already; say so here, where latency is decided.
                 stream.setsockopt(trio.socket.IPPROTO_TCP, trio.socket.TCP_NODELAY, True)
@@ -598,9 +786,20 @@ async def open_websocket_transport(url: str, settings: Settings) -> WebSocketTra
                 await trio.aclose_forcefully(stream)
                 raise
     except trio.TooSlowError:
+        if connected:
+            raise ConnectionClosed(
+                f"{_host_header(host, port)} accepted the connection but did not answer the websocket "
+                f"upgrade for {url} within {limit} s (Settings.connect_timeout)"
+            ) from None
         raise ConnectionClosed(
-            f"connecting to {url} took longer than {settings.connect_timeout} s (Settings.connect_timeout)"
+            f"could not open the websocket {url}: the TCP handshake got no answer within {limit} s "
+            "(Settings.connect_timeout)"
         ) from None
     except (OSError, trio.BrokenResourceError, h11.ProtocolError, WebSocketProtocolError) as exc:
         raise ConnectionClosed(f"could not open the websocket {url}: {exc}") from exc
-    return WebSocketTransport(stream, initial_data=rest, max_outbound_bytes=settings.max_outbound_bytes)
+    return WebSocketTransport(
+        stream,
+        initial_data=rest,
+        max_outbound_bytes=settings.max_outbound_bytes,
+        max_inbound_bytes=settings.max_inbound_bytes,
+    )

@@ -6,6 +6,7 @@ error that now ends the wait, under a deadline that is never what ends it.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import AsyncIterator
@@ -256,3 +257,59 @@ async def test_closed_pages_are_forgotten(pair: Pair) -> None:
                 await page.close()
     assert browser._pages == {}
     assert browser.pages == []
+
+
+# -- connect() against endpoints that misbehave ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (None, r"did not answer GET /json/version within 0.5 s"),
+        (b"{}", r"webSocketDebuggerUrl"),
+        (b'{"webSocketDebuggerUrl": 5}', r"webSocketDebuggerUrl"),
+        ("upgrade", r"Target.setDiscoverTargets got no answer within 0.5 s"),
+    ],
+    ids=["silent-http", "empty-version", "url-not-a-string", "silent-websocket"],
+)
+async def test_connect_to_a_misbehaving_endpoint_says_what_came(answer: Any, expected: str) -> None:
+    from engine import connect
+    from engine._settings import Settings
+    from engine._websocket import accept_for
+
+    async def handle(stream: trio.SocketStream) -> None:
+        request = b""
+        while b"\r\n\r\n" not in request:
+            data = await stream.receive_some(4096)
+            if not data:
+                return
+            request += data
+        if answer == "upgrade":
+            key = next(
+                line.split(b":", 1)[1].strip().decode()
+                for line in request.split(b"\r\n")
+                if line.lower().startswith(b"sec-websocket-key:")
+            )
+            await stream.send_all(
+                b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                + f"Sec-WebSocket-Accept: {accept_for(key)}\r\n\r\n".encode()
+            )
+        elif answer is not None:
+            head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(answer)}\r\nConnection: close\r\n\r\n"
+            await stream.send_all(head.encode() + answer)
+        await trio.sleep_forever()
+
+    settings = Settings(connect_timeout=0.5)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            listeners = await nursery.start(functools.partial(trio.serve_tcp, handle, 0, host="127.0.0.1"))
+            port = listeners[0].socket.getsockname()[1]
+            url = (
+                f"ws://127.0.0.1:{port}/devtools/browser/x"
+                if answer == "upgrade"
+                else f"http://127.0.0.1:{port}"
+            )
+            with pytest.raises(ConnectionClosed, match=expected):
+                async with connect(url, settings=settings):
+                    pass
+            nursery.cancel_scope.cancel()
