@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import http.server
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -26,7 +26,13 @@ class _Server(http.server.ThreadingHTTPServer):
 @contextmanager
 def serve_directory(directory: Path) -> Iterator[str]:
     """Serve ``directory`` on an ephemeral loopback port; yield the base URL (``http://127.0.0.1:N``)."""
-    handler = functools.partial(_QuietHandler, directory=str(directory))
+    with serve_handler(functools.partial(_QuietHandler, directory=str(directory))) as url:
+        yield url
+
+
+@contextmanager
+def serve_handler(handler: Callable[..., http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """Serve requests with ``handler`` on an ephemeral loopback port; yield the base URL."""
     server = _Server(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, name="cdp-engine-http", daemon=True)
     thread.start()

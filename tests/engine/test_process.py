@@ -28,6 +28,7 @@ from engine._process import (
 from engine._settings import Settings
 from engine._transport import make_pipe_pair
 from engine._util import reraise_unwrapped, unwrap_group
+from tests.procs import group_members
 
 Kind = Literal["pipe", "websocket"]
 TRANSPORTS: list[Kind] = ["pipe", "websocket"]
@@ -36,26 +37,10 @@ TRANSPORTS: list[Kind] = ["pipe", "websocket"]
 # -- helpers -----------------------------------------------------------------------------------------
 
 
-def live_members(pgid: int) -> list[int]:
-    """Processes of group ``pgid`` that are not zombies."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as file:
-                fields = file.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(entry))
-    return members
-
-
 async def wait_group_gone(pgid: int) -> None:
     """Wait (under the caller's deadline) until the group has no live member."""
     for _ in range(1000):
-        if not live_members(pgid):
+        if not group_members(pgid):
             return
         await trio.sleep(0.05)
     pytest.fail(f"process group {pgid} is still alive")
@@ -282,7 +267,7 @@ async def test_exit_leaves_nothing_behind(kind: Kind, profiles: Path) -> None:
         async with open_chromium(transport=kind) as browser:
             assert names(profiles) == [os.path.basename(browser.temp_dir)]
             assert (browser.ws_url is None) == (kind == "pipe")
-            assert live_members(browser.pid)
+            assert group_members(browser.pid)
             assert browser.stderr_tail() == "\n".join(browser.stderr_tail().splitlines()[-40:])
         assert_gone(browser)
         await wait_group_gone(browser.pid)

@@ -1,12 +1,17 @@
-"""An HTTP server on 127.0.0.1 that misbehaves on purpose: navigation faults a static server can't show."""
+"""Servers on 127.0.0.1 that misbehave on purpose: an HTTP server for navigation faults a static server
+can't show, and a trio TCP server for endpoints that answer connect() wrongly."""
 
 from __future__ import annotations
 
 import http.server
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from functools import partial
+
+import trio
+
+from engine._serve import serve_handler
 
 PAGES: dict[str, bytes] = {
     "/final.html": b"<title>final</title><p>the final page</p>",
@@ -56,22 +61,30 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        pass
-
-
 @contextmanager
 def serve_faults() -> Iterator[str]:
     """Yield the base URL of the misbehaving server."""
-    server = _Server(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, name="fault-http", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serve_handler(_Handler) as url:
+        yield url
+
+
+Handler = Callable[[trio.SocketStream], Awaitable[None]]
+
+
+@asynccontextmanager
+async def serving(handler: Handler) -> AsyncIterator[int]:
+    """Serve ``handler`` on 127.0.0.1; yield the port."""
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(partial(trio.serve_tcp, handler, 0, host="127.0.0.1"))
+        yield listeners[0].socket.getsockname()[1]
+        nursery.cancel_scope.cancel()
+
+
+async def read_request(stream: trio.SocketStream) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = await stream.receive_some(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data

@@ -10,7 +10,6 @@ import os
 import signal
 import time
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +28,7 @@ from engine import (
 )
 from engine._params import MAX_DEPTH
 from tests.faults.server import serve_faults
+from tests.procs import cmdline, session_members
 
 pytestmark = pytest.mark.browser
 
@@ -127,19 +127,7 @@ async def test_a_navigation_given_up_on_is_stopped_so_the_tab_answers_again(
 
 
 def renderer_pids(browser_pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        session = int(stat.rsplit(")", 1)[1].split()[3])
-        if session == browser_pid and b"--type=renderer" in cmdline:
-            found.append(int(entry))
-    return found
+    return [pid for pid in session_members(browser_pid) if b"--type=renderer" in cmdline(pid)]
 
 
 async def crash_by_page_crash(browser: Browser, page: Any) -> None:

@@ -6,7 +6,6 @@ error that now ends the wait, under a deadline that is never what ends it.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import AsyncIterator
@@ -29,6 +28,7 @@ from engine._browser import Browser as BrowserImpl
 from engine._connection import Connection, open_connection
 from engine._session import Session
 from tests.engine.fake import FakePeer, FakeTransport
+from tests.faults.server import read_request, serving
 
 Pair = tuple[Connection, FakePeer, Session]
 
@@ -278,12 +278,7 @@ async def test_connect_to_a_misbehaving_endpoint_says_what_came(answer: Any, exp
     from engine._websocket import accept_for
 
     async def handle(stream: trio.SocketStream) -> None:
-        request = b""
-        while b"\r\n\r\n" not in request:
-            data = await stream.receive_some(4096)
-            if not data:
-                return
-            request += data
+        request = await read_request(stream)
         if answer == "upgrade":
             key = next(
                 line.split(b":", 1)[1].strip().decode()
@@ -301,9 +296,7 @@ async def test_connect_to_a_misbehaving_endpoint_says_what_came(answer: Any, exp
 
     settings = Settings(connect_timeout=0.5)
     with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            listeners = await nursery.start(functools.partial(trio.serve_tcp, handle, 0, host="127.0.0.1"))
-            port = listeners[0].socket.getsockname()[1]
+        async with serving(handle) as port:
             url = (
                 f"ws://127.0.0.1:{port}/devtools/browser/x"
                 if answer == "upgrade"
@@ -312,4 +305,3 @@ async def test_connect_to_a_misbehaving_endpoint_says_what_came(answer: Any, exp
             with pytest.raises(ConnectionClosed, match=expected):
                 async with connect(url, settings=settings):
                     pass
-            nursery.cancel_scope.cancel()

@@ -28,6 +28,7 @@ import engine._process as process_module
 from engine._errors import BrowserLaunchError
 from engine._process import ChromiumProcess, chromium_command, find_chromium, open_chromium
 from engine._settings import Settings
+from tests.procs import session_members
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -35,22 +36,6 @@ Kind = Literal["pipe", "websocket"]
 
 
 # -- helpers -----------------------------------------------------------------------------------------
-
-
-def session_members(sid: int) -> list[int]:
-    """Live (not zombie) processes of session ``sid``."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as file:
-                fields = file.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[3]) == sid and fields[0] not in "ZX":
-            members.append(int(entry))
-    return members
 
 
 def kill_session(sid: int) -> None:

@@ -13,9 +13,7 @@ import os
 import re
 import socket
 import struct
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, suppress
-from functools import partial
+from contextlib import suppress
 
 import h11
 import pytest
@@ -42,6 +40,7 @@ from engine._websocket import (
     open_websocket_transport,
 )
 from tests.engine.test_transport import pipe_pair, read_client_frame, socket_stream_pair
+from tests.faults.server import Handler, read_request, serving
 
 MIB = 1024 * 1024
 BIG = 8 * MIB
@@ -375,27 +374,6 @@ async def test_a_pipe_peer_that_never_writes_a_nul_is_cut_off_at_the_inbound_lim
 
 
 # -- connect-phase errors ----------------------------------------------------------------------------
-
-Handler = Callable[[trio.SocketStream], Awaitable[None]]
-
-
-@asynccontextmanager
-async def serving(handler: Handler) -> AsyncIterator[int]:
-    """Serve ``handler`` on 127.0.0.1; yield the port."""
-    async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(partial(trio.serve_tcp, handler, 0, host="127.0.0.1"))
-        yield listeners[0].socket.getsockname()[1]
-        nursery.cancel_scope.cancel()
-
-
-async def read_request(stream: trio.SocketStream) -> bytes:
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = await stream.receive_some(65536)
-        if not chunk:
-            break
-        data += chunk
-    return data
 
 
 def answering(status: str, body: bytes) -> Handler:
