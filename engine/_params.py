@@ -5,8 +5,10 @@ than its stack limit. It answers such a message with an error that carries no id
 one), so the command would wait forever. Every message is checked here before it is sent, and a bad
 one raises :class:`InvalidParams` naming the field.
 
-The check costs nothing on the common path: NaN and Infinity are refused by the C encoder itself, and
-only a message long enough to hold a 309-digit integer or 2 x 300 brackets is walked in Python.
+The check costs next to nothing on the common path: NaN and Infinity are refused by the C encoder
+itself, and the params are walked in Python only when the encoded message has more than 300 brackets or
+309 digits (a ``translate`` and two byte counts, each skipped for messages too short to need it: about
+0.4 us for a 500-byte message, where a walk that names paths cost 7 us).
 """
 
 from __future__ import annotations
@@ -25,9 +27,8 @@ a number in that list level 3). Measured on Chromium 156: a value at level 301, 
 _PARAMS_DEPTH = 1
 """The level of the params object inside the message."""
 
-_SHORTEST_RISKY = 309
-"""No message shorter than this can hold an integer beyond a double's range (309 digits) or nesting
-beyond MAX_DEPTH (an opening and a closing bracket per level)."""
+_DOUBLE_DIGITS = 309
+"""Digits of the smallest integer beyond a double's range (10**309 rounds to infinity)."""
 
 # One encoder for every message: json.dumps with non-default options builds a new one per call.
 _to_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
@@ -44,17 +45,20 @@ def encode_message(message: dict[str, Any], method: str) -> bytes:
     params = message.get("params")
     try:
         text = _to_json(message)
-        if len(text) >= _SHORTEST_RISKY:
-            _raise_if_unparseable(method, params)
-        try:
-            return text.encode()
-        except UnicodeEncodeError:
-            return _to_ascii_json(message).encode()
     except (ValueError, TypeError, RecursionError) as exc:
-        if isinstance(exc, InvalidParams):
-            raise
         _raise_if_unparseable(method, params)
         raise InvalidParams(f"{method}: the params cannot be encoded as JSON: {exc}", method=method) from exc
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:
+        data = _to_ascii_json(message).encode()
+    size = len(data)
+    if (size >= _DOUBLE_DIGITS and size - len(data.translate(None, b"0123456789")) >= _DOUBLE_DIGITS) or (
+        size > 2 * MAX_DEPTH and data.count(b"[") + data.count(b"{") > MAX_DEPTH
+    ):
+        # Brackets or digits enough for a problem (maybe only inside strings): look closer.
+        _raise_if_unparseable(method, params)
+    return data
 
 
 def _raise_if_unparseable(method: str, params: Any) -> None:
