@@ -182,10 +182,12 @@ class Browser:
 
         If anything fails on the way (or the caller's deadline runs out), the new tab is closed again.
         """
-        with trio.fail_after(self.settings.attach_timeout):
+        # Shielded (for a few milliseconds): cancelled in flight, the tab would open with nobody to close it.
+        with trio.CancelScope(shield=True), trio.fail_after(self.settings.attach_timeout):
             created = await self.session.execute(cdp.target.create_target(url="about:blank"))
         target_id = created.target_id
         try:
+            await trio.lowlevel.checkpoint_if_cancelled()
             with trio.fail_after(self.settings.attach_timeout):
                 attached = await self.session.execute(
                     cdp.target.attach_to_target(target_id=target_id, flatten=True)

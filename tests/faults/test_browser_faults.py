@@ -303,3 +303,19 @@ async def test_a_cancelled_connect_block_closes_its_tabs_within_a_second() -> No
                 if {t.target_id for t in targets if t.type_ == "page"} <= before:
                     break
                 await trio.sleep(0.05)
+
+
+async def test_new_page_cancelled_at_any_point_leaves_no_tab() -> None:
+    with trio.fail_after(60):
+        async with launch() as browser:
+
+            async def page_targets() -> set[str]:
+                listed = await browser.session.execute(cdp.target.get_targets())
+                return {t.target_id for t in listed.target_infos if t.type_ == "page"}
+
+            before = await page_targets()
+            for delay in (0, 0.001, 0.003, 0.006, 0.01, 0.02, 0.05):
+                with trio.move_on_after(delay):
+                    await browser.new_page()
+            while await page_targets() - before - {p.target_id for p in browser.pages}:
+                await trio.sleep(0.05)  # Target.closeTarget is answered before the target is gone
