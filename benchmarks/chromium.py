@@ -126,7 +126,13 @@ def _popen_logged(chromium: str, flags: tuple[str, ...], profile: str) -> subpro
             stdout=log,
             stderr=log,
             start_new_session=True,
+            env=_env(profile),
         )
+
+
+def _env(profile: str) -> dict[str, str]:
+    """The browser's environment: its temporary files go inside the profile, removed with it."""
+    return dict(os.environ, TMPDIR=profile)
 
 
 def _high_fd(fd: int) -> int:
@@ -157,7 +163,7 @@ def launch_pipe(
         pid = os.posix_spawn(
             chromium,
             argv,
-            dict(os.environ),
+            _env(profile),
             file_actions=[
                 (os.POSIX_SPAWN_DUP2, to_child_r, 3),
                 (os.POSIX_SPAWN_DUP2, from_child_w, 4),

@@ -92,7 +92,7 @@ class Page:
         """Navigate and follow the main frame's navigation to its end.
 
         It ends when the document that the navigation led to fires ``load``, or when the main frame
-        stops loading without it (``window.stop()``, a response cut short, a 204). A navigation that the
+        stops loading without it (``window.stop()``, a response cut short). A navigation that the
         page replaces by script before ``load`` (``location.replace``) is followed to the new document.
         Without a deadline of the caller's own, ``Settings.navigation_timeout`` applies.
 
