@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -25,19 +24,12 @@ from engine import (
     TargetCrashed,
 )
 from engine._browser import Browser as BrowserImpl
-from engine._connection import Connection, open_connection
+from engine._connection import Connection
 from engine._session import Session
-from tests.engine.fake import FakePeer, FakeTransport
+from tests.engine.fake import FakePeer
 from tests.faults.server import read_request, serving
 
 Pair = tuple[Connection, FakePeer, Session]
-
-
-@pytest.fixture
-async def pair() -> AsyncIterator[Pair]:
-    transport = FakeTransport()
-    async with open_connection(transport) as connection:
-        yield connection, FakePeer(transport), Session(connection, None)
 
 
 def nested(depth: int) -> Any:

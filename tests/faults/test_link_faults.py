@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 import trio
 
@@ -16,16 +14,9 @@ from engine import (
     SessionDetached,
     TargetCrashed,
 )
-from engine._connection import Connection, open_connection
+from engine._connection import Connection
 from engine._session import Session
-from tests.engine.fake import FakePeer, FakeTransport
-
-
-@pytest.fixture
-async def pair() -> AsyncIterator[tuple[Connection, FakePeer, Session]]:
-    transport = FakeTransport()
-    async with open_connection(transport) as connection:
-        yield connection, FakePeer(transport), Session(connection, None)
+from tests.engine.fake import FakePeer
 
 
 async def test_reply_is_typed(pair: tuple[Connection, FakePeer, Session]) -> None:

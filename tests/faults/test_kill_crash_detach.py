@@ -1,0 +1,209 @@
+"""Fault injection that held before the reliability work, kept beside the rest: a killed browser, a crashed
+renderer, a closed tab, huge messages both ways, an event flood, a failed launch, and teardown.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+import trio
+
+import cdp
+from engine import (
+    Browser,
+    BrowserLaunchError,
+    ConnectionClosed,
+    MessageTooLarge,
+    ProtocolError,
+    SessionDetached,
+    Settings,
+    TargetCrashed,
+    connect,
+    launch,
+)
+
+pytestmark = pytest.mark.browser
+
+
+async def test_closing_a_tab_detaches_only_its_session(browser: Browser) -> None:
+    with trio.fail_after(20):
+        doomed, other = await browser.new_page(), await browser.new_page()
+        hang = cdp.runtime.evaluate(expression="new Promise(() => {})", await_promise=True)
+        async with trio.open_nursery() as nursery:
+
+            async def pending() -> None:
+                with pytest.raises(SessionDetached):
+                    await doomed.session.execute(hang)
+
+            nursery.start_soon(pending)
+            await trio.sleep(0.1)
+            await doomed.close()
+        with pytest.raises(SessionDetached):
+            await doomed.session.execute(cdp.runtime.evaluate(expression="1"))
+        alive = await other.session.execute(cdp.runtime.evaluate(expression="'still here'"))
+        assert alive.result.value == "still here"
+        assert doomed not in browser.pages
+
+
+async def test_renderer_crash_raises_target_crashed(browser: Browser) -> None:
+    with trio.fail_after(20):
+        page = await browser.new_page()
+        hang = cdp.runtime.evaluate(expression="new Promise(() => {})", await_promise=True)
+        async with trio.open_nursery() as nursery:
+
+            async def pending() -> None:
+                with pytest.raises(TargetCrashed):
+                    await page.session.execute(hang)
+
+            nursery.start_soon(pending)
+            await trio.sleep(0.1)
+            with pytest.raises((TargetCrashed, ProtocolError)):
+                await page.session.execute(cdp.page.crash())
+        assert browser.connection.pending_count() == 0
+        # The browser and other tabs are unaffected.
+        fresh = await browser.new_page()
+        ok = await fresh.session.execute(cdp.runtime.evaluate(expression="1+1"))
+        assert ok.result.value == 2
+
+
+@pytest.mark.parametrize("transport", ["pipe", "websocket"])
+async def test_killed_browser_fails_pending_within_a_second(transport: str) -> None:
+    with trio.fail_after(30):
+        async with launch(transport=transport) as browser:  # type: ignore[arg-type]
+            page = await browser.new_page()
+            hang = cdp.runtime.evaluate(expression="new Promise(() => {})", await_promise=True)
+            assert browser.process is not None
+            pid = browser.process.process.pid
+            outcome: list[float] = []
+            async with trio.open_nursery() as nursery:
+
+                async def pending(session_index: int) -> None:
+                    session = page.session if session_index else browser.session
+                    try:
+                        while True:
+                            if session_index:
+                                await session.execute(hang)
+                            else:
+                                await session.execute(cdp.browser.get_version())
+                    except ConnectionClosed:
+                        outcome.append(time.monotonic())
+
+                nursery.start_soon(pending, 1)
+                nursery.start_soon(pending, 1)
+                nursery.start_soon(pending, 0)
+                await trio.sleep(0.2)
+                killed = time.monotonic()
+                os.kill(pid, signal.SIGKILL)
+            assert len(outcome) == 3
+            assert max(outcome) - killed < 1.0
+            with pytest.raises(ConnectionClosed):
+                await browser.version()
+
+
+@pytest.mark.parametrize("transport", ["pipe", "websocket"])
+async def test_inbound_message_over_100_mb(transport: str) -> None:
+    size = 110 * 1024 * 1024
+    with trio.fail_after(120):
+        async with launch(transport=transport) as browser:  # type: ignore[arg-type]
+            page = await browser.new_page()
+            result = await page.session.execute(
+                cdp.runtime.evaluate(expression=f"'x'.repeat({size})", return_by_value=True)
+            )
+            value = result.result.value
+            assert isinstance(value, str)
+            assert len(value) == size
+            del result
+            small = await page.session.execute(cdp.runtime.evaluate(expression="1+1"))
+            assert small.result.value == 2
+
+
+async def test_outbound_over_the_limit_fails_before_sending() -> None:
+    settings = Settings(max_outbound_bytes=1024 * 1024)
+    with trio.fail_after(30):
+        async with launch(settings=settings) as browser:
+            page = await browser.new_page()
+            sent_before = browser.statistics().messages_sent
+            with pytest.raises(MessageTooLarge, match="nothing was sent"):
+                await page.session.execute(cdp.runtime.evaluate(expression="'" + "y" * 2_000_000 + "'"))
+            assert browser.statistics().messages_sent == sent_before
+            assert browser.connection.pending_count() == 0
+            ok = await page.session.execute(cdp.runtime.evaluate(expression="3*3"))
+            assert ok.result.value == 9
+
+
+async def test_console_flood_to_a_slow_subscriber_stays_bounded(browser: Browser) -> None:
+    total, buffer = 100_000, 1000
+    with trio.fail_after(120):
+        page = await browser.new_page()
+        await page.session.execute(cdp.runtime.enable())
+        rss_before = peak = _rss_mib()
+        async with page.session.listen(
+            cdp.runtime.ConsoleAPICalled, buffer_size=buffer, overflow="drop_oldest"
+        ) as events:
+            flood = f"for (let i = 0; i < {total}; i++) console.log('m', i); 'done'"
+            await page.session.execute(cdp.runtime.evaluate(expression=flood))
+            seen = 0
+            last = -1
+            while last != total - 1:
+                event = await events.receive()
+                seen += 1
+                last = event.args[1].value
+                if seen % 100 == 0:
+                    peak = max(peak, _rss_mib())
+                    await trio.sleep(0.001)  # a slow consumer
+            stats = events.statistics()
+        grown_mib = peak - rss_before
+    assert stats.delivered + stats.dropped + stats.buffered >= total
+    assert stats.dropped > 0
+    assert stats.buffered <= buffer
+    assert browser.statistics().events_dropped >= stats.dropped
+    print(f"flood: {seen} received, {stats.dropped} dropped, RSS grew at most {grown_mib:.1f} MiB")
+    assert grown_mib < 100
+
+
+def _rss_mib() -> float:
+    """This process's resident set size now (not the lifetime peak, which earlier tests may have set)."""
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / (1024 * 1024)
+
+
+async def test_launch_failure_carries_stderr() -> None:
+    with trio.fail_after(30), pytest.raises(BrowserLaunchError):
+        async with launch(executable="/bin/false"):
+            pass
+
+
+async def test_launch_cleans_up_process_and_profile() -> None:
+    with trio.fail_after(30):
+        async with launch() as browser:
+            assert browser.process is not None
+            profile = Path(browser.process.user_data_dir)
+            pid = browser.process.process.pid
+            assert profile.exists()
+        assert not profile.exists()
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+@pytest.mark.parametrize("transport", ["pipe", "websocket"])
+async def test_an_error_in_the_block_comes_out_as_itself(transport: str) -> None:
+    """No ExceptionGroup escapes launch() or connect(): the caller sees the exception it raised."""
+
+    class Boom(Exception):
+        pass
+
+    with trio.fail_after(60):
+        with pytest.raises(Boom):
+            async with launch(transport=transport) as owner:  # type: ignore[arg-type]
+                if transport == "websocket":
+                    assert owner.process is not None
+                    assert owner.process.ws_url is not None
+                    with pytest.raises(Boom):
+                        async with connect(owner.process.ws_url) as browser:
+                            await browser.new_page()
+                            raise Boom
+                raise Boom
