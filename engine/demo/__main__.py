@@ -19,7 +19,7 @@ HERE = Path(__file__).parent
 def _row(name: str, samples: list[float]) -> str:
     samples = sorted(samples)
     p95 = samples[int(len(samples) * 0.95) - 1]
-    return f"| {name:<34} | {statistics.median(samples):>9.0f} | {p95:>9.0f} |"
+    return f"| {name:<36} | {statistics.median(samples):>9.0f} | {p95:>9.0f} |"
 
 
 async def tour(base_url: str) -> None:
@@ -94,8 +94,8 @@ async def tour(base_url: str) -> None:
         print(f"   the tab is still usable: 6 * 7 = {after.result.value}")
 
         print("\n8. latency (microseconds, 200 sequential calls each, this machine, this run):")
-        print("| call                               |    median |       p95 |")
-        print("|------------------------------------|-----------|-----------|")
+        print("| call                                 |    median |       p95 |")
+        print("|--------------------------------------|-----------|-----------|")
         for label, session, command in (
             ("Browser.getVersion (browser)", browser.session, cdp.browser.get_version()),
             ("Runtime.evaluate 1+1 (page session)", page.session, cdp.runtime.evaluate(expression="1+1")),
