@@ -24,9 +24,10 @@ from engine._errors import (
 )
 from engine._process import ChromiumProcess, open_chromium
 from engine._session import Session
+from engine._sessions import AUTO_ATTACH
 from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._transport import Transport
-from engine._util import collapse_groups
+from engine._util import NoPublicConstructor, collapse_groups
 from engine._websocket import discover_ws_url, open_websocket_transport
 
 log = logging.getLogger("engine.browser")
@@ -83,7 +84,12 @@ class Page:
         self.browser = browser
         self.session = session
         self.target_id = target_id
-        self.closed = False
+        self._closing = False
+
+    @property
+    def closed(self) -> bool:
+        """This client closed the tab, or its target is gone."""
+        return self._closing or self.session.detached
 
     def __repr__(self) -> str:
         return f"<Page {self.target_id} session={self.session.session_id}>"
@@ -143,33 +149,42 @@ class Page:
         """Close the tab (its session ends with SessionDetached for anything still pending)."""
         if self.closed:
             return
-        self.closed = True
+        self._closing = True
         self.browser._forget(self)
+        self.session._will_close("the page was closed by this client (Page.close)")
         await self.browser.session.execute(cdp.target.close_target(target_id=self.target_id))
 
 
-class Browser:
+class Browser(metaclass=NoPublicConstructor):
     """A browser reached over one connection; its ``session`` is the browser-level session.
 
-    Obtained from :func:`launch` or :func:`connect`; not constructed directly.
+    Obtained from :func:`launch` or :func:`connect`; it has no public constructor.
     """
 
     def __init__(self, connection: Connection, settings: Settings, process: ChromiumProcess | None) -> None:
         self.connection = connection
         self.settings = settings
         self.process = process
-        self.session = Session(connection, None)
+        self.session = connection.sessions.browser
         self._pages: dict[str, Page] = {}
         self._set_up = False
-        #: Called with every auto-attached child session (iframe, worker) before it is resumed, so that
-        #: ``child.subscribe(...)`` there sees its first events. It runs in the reader: keep it quick.
-        self.on_attach: Callable[[Session], None] | None = None
-        connection.lifecycle = self._follow
+
+    @property
+    def on_attach(self) -> Callable[[Session], None] | None:
+        """Called with every auto-attached child session (iframe, worker) before it is resumed, so that
+        ``child.subscribe(...)`` there sees its first events. It runs in the reader: keep it quick."""
+        return self.connection.sessions.on_attach
+
+    @on_attach.setter
+    def on_attach(self, hook: Callable[[Session], None] | None) -> None:
+        self.connection.sessions.on_attach = hook
 
     @property
     def pages(self) -> list[Page]:
         """The pages this Browser opened that are still open."""
-        return [page for page in self._pages.values() if not page.closed]
+        for gone in [target for target, page in self._pages.items() if page.closed]:
+            del self._pages[gone]
+        return list(self._pages.values())
 
     async def version(self) -> cdp.browser.GetVersionResult:
         return await self.session.execute(cdp.browser.get_version())
@@ -192,9 +207,9 @@ class Browser:
                 attached = await self.session.execute(
                     cdp.target.attach_to_target(target_id=target_id, flatten=True)
                 )
-                session = self.connection.sessions.get(attached.session_id)
-                if session is None:
-                    session = Session(self.connection, attached.session_id, target_id, "page", self.session)
+                session = self.connection.sessions.create(
+                    attached.session_id, target_id=target_id, target_type="page", parent=self.session
+                )
                 await execute_all(session, _page_setup())
         except BaseException:
             await self._close_target_quietly(target_id)
@@ -226,55 +241,6 @@ class Browser:
         except ProtocolError as exc:
             log.warning("this endpoint refused Target.setDiscoverTargets (%s); going on without it", exc)
         self._set_up = True
-
-    # -- lifecycle, called by the reader for every event ---------------------------------------------
-
-    def _follow(self, session: Session, method: str, params: dict[str, Any]) -> None:
-        if method == "Target.attachedToTarget":
-            self._attached(session, params)
-        elif method == "Target.detachedFromTarget":
-            child = self.connection.sessions.get(params.get("sessionId"))
-            if child is not None:
-                child.mark_detached("Target.detachedFromTarget")
-        elif method == "Target.targetDestroyed":
-            for s in self._sessions_of(params.get("targetId")):
-                s.mark_detached("the target was destroyed")
-            page = self._pages.pop(params.get("targetId", ""), None)
-            if page is not None:
-                page.closed = True
-        elif method == "Target.targetCrashed":
-            for s in self._sessions_of(params.get("targetId")):
-                s.mark_crashed(f"status {params.get('status')}, error code {params.get('errorCode')}")
-        elif method == "Inspector.targetCrashed":
-            session.mark_crashed("Inspector.targetCrashed")
-        elif method == "Inspector.targetReloadedAfterCrash":
-            session.mark_revived()
-        elif method == "Inspector.detached":
-            session.mark_detached(f"Inspector.detached: {params.get('reason')}")
-
-    def _sessions_of(self, target_id: str | None) -> list[Session]:
-        return [s for s in self.connection.sessions.values() if s.target_id == target_id]
-
-    def _attached(self, parent: Session, params: dict[str, Any]) -> None:
-        session_id = params.get("sessionId")
-        info = params.get("targetInfo") or {}
-        if not isinstance(session_id, str) or session_id in self.connection.sessions:
-            return
-        child = Session(self.connection, session_id, info.get("targetId"), info.get("type", "other"), parent)
-        parent.children[session_id] = child
-        if parent.session_id is None:
-            return  # attached by Browser.new_page (or the user) at browser level: set up by whoever asked
-        if child.target_type in ("iframe", "page"):
-            # Nested out-of-process iframes attach to this child in turn.
-            child.execute_nowait(_AUTO_ATTACH)
-        if self.on_attach is not None:
-            try:
-                self.on_attach(child)
-            except Exception:
-                log.exception("Browser.on_attach failed for %r; the session is resumed anyway", child)
-        if params.get("waitingForDebugger"):
-            child.execute_nowait(cdp.runtime.run_if_waiting_for_debugger())
-
 
 async def execute_all(session: Session, commands: Sequence[cdp.Command[Any]]) -> None:
     """Run ``commands`` concurrently; raise the first error alone (the others share its cause).
@@ -314,8 +280,6 @@ def _in_a_hurry(exc: BaseException | None) -> bool:
     return trio.current_effective_deadline() <= trio.current_time()
 
 
-# Iframes (OOPIFs) and workers attach paused, as flattened child sessions, until we resume them.
-_AUTO_ATTACH = cdp.target.set_auto_attach(auto_attach=True, wait_for_debugger_on_start=True, flatten=True)
 
 
 def _page_setup() -> list[cdp.Command[None]]:
@@ -323,7 +287,7 @@ def _page_setup() -> list[cdp.Command[None]]:
         cdp.page.enable(),
         cdp.page.set_lifecycle_events_enabled(enabled=True),
         cdp.inspector.enable(),
-        _AUTO_ATTACH,
+        AUTO_ATTACH,
     ]
 
 
@@ -382,7 +346,7 @@ async def launch(
             ) as process,
             open_connection(process.transport, settings) as connection,
         ):
-            browser = Browser(connection, settings, process)
+            browser = Browser._create(connection, settings, process)
             try:
                 with trio.fail_after(settings.launch_timeout):
                     await browser._setup()
@@ -429,7 +393,7 @@ async def browser_over(transport: Transport, settings: Settings = DEFAULT_SETTIN
     """
     with collapse_groups():
         async with open_connection(transport, settings) as connection:
-            browser = Browser(connection, settings, None)
+            browser = Browser._create(connection, settings, None)
             with trio.move_on_after(settings.connect_timeout):
                 await browser._setup()
             if connection.closed is None and not browser._set_up:

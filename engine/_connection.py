@@ -28,8 +28,9 @@ from engine._errors import (
     fresh_copy,
 )
 from engine._params import encode_message
+from engine._sessions import SessionTable
 from engine._settings import DEFAULT_SETTINGS, Settings
-from engine._util import collapse_groups
+from engine._util import NoPublicConstructor, collapse_groups
 
 if TYPE_CHECKING:
     from engine._session import Session
@@ -65,16 +66,17 @@ class _Pending:
         self.task: trio.lowlevel.Task | None = None
 
 
-class Connection:
+class Connection(metaclass=NoPublicConstructor):
     """The pending map, the id counter and the session table of one browser link.
 
-    Created by :func:`open_connection`; not constructed directly.
+    Created by :func:`open_connection`; it has no public constructor.
     """
 
     def __init__(self, transport: Transport, settings: Settings) -> None:
         self.transport = transport
         self.settings = settings
-        self.sessions: dict[str | None, Session] = {}
+        #: Every session of this link, by id; the browser-level session is ``sessions.browser``.
+        self.sessions = SessionTable(self)
         self._pending: dict[int, _Pending] = {}
         self._next_id = 0
         self._outbox: list[bytes] = []
@@ -85,8 +87,6 @@ class Connection:
         self._eager = True
         # Checked here, in the caller's task: an oversized message must never reach the writer task.
         self._outbound_limit = min(settings.max_outbound_bytes, transport.max_outbound_bytes)
-        #: Hooks the session layer installs to follow attach/detach/crash (called from the reader).
-        self.lifecycle: Callable[[Session, str, dict[str, Any]], None] | None = None
         self._sent = 0
         self._received = 0
         self._malformed = 0
@@ -163,10 +163,8 @@ class Connection:
             raise ResponseDecodeError(method, reply, "the reply's 'result' is not a JSON object")
         return result
 
-    def send_ignoring_reply(
-        self, session: Session, method: str, params: dict[str, Any] | None = None
-    ) -> None:
-        """Send a command whose reply nobody waits for (the reader's set-up of new sessions)."""
+    def call_nowait(self, session: Session, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a command whose reply nobody waits for (an error reply is only logged)."""
         if self._closed is not None:
             return
         command_id, data = self._encode(method, params, session)
@@ -256,12 +254,11 @@ class Connection:
         params = message.get("params")
         if not isinstance(params, dict):
             params = {}
-        if self.lifecycle is not None:
-            try:
-                self.lifecycle(session, method, params)
-            except Exception:
-                log.exception("failed to follow %s; the connection goes on", method)
-        session.deliver(method, params)
+        try:
+            self.sessions.follow(session, method, params)
+        except Exception:
+            log.exception("failed to follow %s; the connection goes on", method)
+        session._deliver(method, params)
 
     def _fail_unidentified(self, error: Any) -> None:
         """An error reply with no id: the browser could not parse a message, so could not read its id.
@@ -304,8 +301,8 @@ class Connection:
             if entry.task is not None:
                 trio.lowlevel.reschedule(entry.task, outcome.Error(fresh_copy(reason)))
                 entry.task = None
-        for session in list(self.sessions.values()):
-            session.close_subscriptions(reason)
+        for session in self.sessions:
+            session._close_subscriptions(reason)
         self._closed_event.set()
 
     @property
@@ -383,7 +380,7 @@ async def open_connection(
     transport: Transport, settings: Settings = DEFAULT_SETTINGS
 ) -> AsyncIterator[Connection]:
     """Run the reader and writer of ``transport`` for the duration of the block."""
-    connection = Connection(transport, settings)
+    connection = Connection._create(transport, settings)
 
     # The reader and writer run shielded from the caller's cancel scopes, and are cancelled only when
     # the block has finished leaving: a block left by an outer cancellation still reads the replies to

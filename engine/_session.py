@@ -1,7 +1,7 @@
 """A flattened target session: typed ``execute``, raw ``execute_raw``, bounded ``listen``.
 
-Sessions are created by the engine (``Browser.session``, ``Page.session``, auto-attached iframes and
-workers in ``Session.children``); they have no public constructor.
+Sessions are created by the session table (``Browser.session``, ``Page.session``, auto-attached iframes
+and workers in ``Session.children``); they have no public constructor.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from engine._errors import (
     TargetCrashed,
     fresh_copy,
 )
+from engine._util import NoPublicConstructor
 
 if TYPE_CHECKING:
     from engine._connection import Connection
@@ -58,7 +59,7 @@ class _Gap:
         self.lost = 1
 
 
-class Subscription:
+class Subscription(metaclass=NoPublicConstructor):
     """A bounded buffer of events for one consumer; iterate it, or ``await receive()``.
 
     The reader never waits on it: when the buffer is full, ``overflow`` decides what happens —
@@ -89,7 +90,7 @@ class Subscription:
         self._gaps = 0
         self._decode_errors = 0
 
-    def push(self, method: str, params: dict[str, Any]) -> None:
+    def _push(self, method: str, params: dict[str, Any]) -> None:
         """Called by the reader: buffer the event or apply the overflow policy. Never blocks."""
         if self._ended:
             return
@@ -116,7 +117,7 @@ class Subscription:
         connection.events_delivered += 1
         self._lot.unpark()
 
-    def close(self, error: CDPError | None = None) -> None:
+    def _close(self, error: CDPError | None = None) -> None:
         """End the subscription: a consumer gets the buffered events, then ``error`` (or the end)."""
         if self._ended:
             return
@@ -188,30 +189,40 @@ class Subscription:
         )
 
 
-class Session:
+class Session(metaclass=NoPublicConstructor):
     """One flattened CDP session (the browser's, a page's, an iframe's or a worker's)."""
 
     def __init__(
         self,
         connection: Connection,
         session_id: str | None,
-        target_id: str | None = None,
-        target_type: str = "browser",
-        parent: Session | None = None,
+        *,
+        target_id: str | None,
+        target_type: str,
+        url: str,
+        frame_id: str | None,
+        parent: Session | None,
     ) -> None:
         self.connection = connection
         self.session_id = session_id
+        #: The target this session is attached to (None for the browser-level session).
         self.target_id = target_id
+        #: "browser", "page", "iframe", "worker", "service_worker", ...
         self.target_type = target_type
+        #: The target's URL, kept current from Target.targetInfoChanged.
+        self.url = url
+        #: The target's main frame (pages and iframes: the frame id is the target id), else None.
+        self.frame_id = frame_id
         self.parent = parent
         self.children: dict[str, Session] = {}
         self._subscriptions: list[Subscription] = []
         self._detached: SessionDetached | None = None
         self._crashed: TargetCrashed | None = None
-        connection.sessions[session_id] = self
+        self._closed_by_client: str | None = None
 
     def __repr__(self) -> str:
-        return f"<Session {self.session_id or 'browser'} {self.target_type} {self.target_id or ''}>".strip()
+        where = f" {self.url}" if self.url else ""
+        return f"<Session {self.session_id or 'browser'} {self.target_type} {self.target_id or ''}{where}>"
 
     @property
     def detached(self) -> bool:
@@ -253,7 +264,7 @@ class Session:
         (``Browser.on_attach``): e.g. ``child.execute_nowait(cdp.runtime.enable())``.
         """
         self.raise_if_unusable(command.method)
-        self.connection.send_ignoring_reply(self, command.method, command.params)
+        self.connection.call_nowait(self, command.method, command.params)
 
     async def execute_raw(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Send ``method`` with wire ``params`` and return the raw ``result`` dict (for direct scripting)."""
@@ -305,13 +316,13 @@ class Session:
             raise SessionDetached(f"cannot listen: {self._detached}")
         if self.connection.closed is not None:
             raise ConnectionClosed(f"cannot listen: {self.connection.closed}")
-        subscription = Subscription(self, methods, buffer_size, overflow, typed)
+        subscription = Subscription._create(self, methods, buffer_size, overflow, typed)
         self._subscriptions.append(subscription)
         return subscription
 
     def unsubscribe(self, subscription: Subscription) -> None:
         """End a subscription made with :meth:`subscribe` (idempotent)."""
-        subscription.close()
+        subscription._close()
         if subscription in self._subscriptions:
             self._subscriptions.remove(subscription)
 
@@ -324,47 +335,37 @@ class Session:
             matched: E = await subscription.wait_for(predicate)
             return matched
 
-    # -- called by the connection's reader ----------------------------------------------------------
+    # -- called by the reader and the session table ---------------------------------------------------
 
-    def deliver(self, method: str, params: dict[str, Any]) -> None:
+    def _deliver(self, method: str, params: dict[str, Any]) -> None:
         for subscription in self._subscriptions:
             if subscription.methods is None or method in subscription.methods:
-                subscription.push(method, params)
+                subscription._push(method, params)
 
-    def close_subscriptions(self, error: CDPError | None) -> None:
+    def _close_subscriptions(self, error: CDPError | None) -> None:
         for subscription in self._subscriptions:
-            subscription.close(error)
+            subscription._close(error)
 
-    def mark_detached(self, reason: str) -> None:
+    def _will_close(self, how: str) -> None:
+        """This client is closing the target (``how``): say so when the session ends, not "crashed"."""
+        self._closed_by_client = how
+
+    def _end_detached(self, reason: str) -> None:
         """The target session is gone: fail its pending commands and end its subscriptions."""
-        if self._detached is not None:
-            return
+        if self._closed_by_client is not None:
+            reason = f"{self._closed_by_client} (the browser said: {reason})"
         error = SessionDetached(f"session {self.session_id} ({self.target_type}) was detached: {reason}")
         self._detached = error
-        self.connection.sessions.pop(self.session_id, None)
-        if self.parent is not None and self.session_id is not None:
-            self.parent.children.pop(self.session_id, None)
         self.connection.fail_pending(self, error)
-        self.close_subscriptions(error)
-        for child in list(self.children.values()):
-            child.mark_detached(f"its parent session {self.session_id} was detached")
+        self._close_subscriptions(error)
 
-    def mark_crashed(self, reason: str) -> None:
-        """The renderer crashed: its in-flight commands, and the ones sent until it is revived, fail.
-
-        Chromium reports one crash twice (Inspector.targetCrashed, Target.targetCrashed); the second must
-        not fail the Page.reload or Page.navigate sent after the first.
-        """
-        if self._crashed is not None:
-            return
+    def _end_crashed(self, reason: str) -> None:
+        """The renderer crashed: its in-flight commands, and the ones sent until it is revived, fail."""
         error = TargetCrashed(f"target {self.target_id} ({self.target_type}) crashed ({reason}).")
         self._crashed = error
         self.connection.fail_pending(self, error)
-        for child in list(self.children.values()):
-            child.mark_crashed(reason)
 
-    def mark_revived(self) -> None:
-        """A navigation or reload started a new renderer for the target: commands work again."""
+    def _revived(self) -> None:
         self._crashed = None
 
 

@@ -4,9 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import trio
+
+T = TypeVar("T")
+
+
+class NoPublicConstructor(type):
+    """A metaclass for classes only the engine creates: ``Cls(...)`` raises, ``Cls._create(...)`` works.
+
+    Sessions, subscriptions and connections only make sense inside the engine's own context managers.
+    """
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            f"{cls.__module__}.{cls.__qualname__} has no public constructor; the engine creates it "
+            "(launch()/connect() give a Browser, browser.new_page() a Page with its session)"
+        )
+
+    def _create(cls: type[T], *args: Any, **kwargs: Any) -> T:
+        return super().__call__(*args, **kwargs)  # type: ignore[misc,no-any-return]
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:

@@ -15,4 +15,4 @@ from tests.engine.fake import FakePeer, FakeTransport
 async def pair() -> AsyncIterator[tuple[Connection, FakePeer, Session]]:
     transport = FakeTransport()
     async with open_connection(transport) as connection:
-        yield connection, FakePeer(transport), Session(connection, None)
+        yield connection, FakePeer(transport), connection.sessions.browser

@@ -160,8 +160,8 @@ async def test_listen_rejects_a_buffer_size_that_is_not_a_positive_int(pair: Pai
 
 async def test_a_crashed_session_fails_new_commands_at_once_until_revived(pair: Pair) -> None:
     connection, peer, browser_session = pair
-    BrowserImpl(connection, connection.settings, None)  # installs the lifecycle hook
-    page = Session(connection, "P", "TP", "page", browser_session)
+    BrowserImpl._create(connection, connection.settings, None)  # installs the lifecycle hook
+    page = connection.sessions.create("P", target_id="TP", target_type="page", parent=browser_session)
     peer.event("Inspector.targetCrashed", {}, session_id="P")
     with trio.fail_after(5):
         while not page.crashed:
@@ -184,8 +184,8 @@ async def test_a_crashed_session_fails_new_commands_at_once_until_revived(pair: 
 
 async def test_target_crashed_from_discovery_marks_the_session(pair: Pair) -> None:
     connection, peer, browser_session = pair
-    BrowserImpl(connection, connection.settings, None)
-    page = Session(connection, "P", "TP", "page", browser_session)
+    BrowserImpl._create(connection, connection.settings, None)
+    page = connection.sessions.create("P", target_id="TP", target_type="page", parent=browser_session)
     peer.event("Target.targetCrashed", {"targetId": "TP", "status": "killed", "errorCode": 9})
     with trio.fail_after(5):
         while not page.crashed:
@@ -215,7 +215,7 @@ async def fake_new_page(peer: FakePeer, fault: str) -> None:
 @pytest.mark.parametrize(("fault", "error"), [("dies", ConnectionClosed), ("detaches", SessionDetached)])
 async def test_new_page_raises_one_error_not_a_group(pair: Pair, fault: str, error: type[Exception]) -> None:
     connection, peer, _ = pair
-    browser: Browser = BrowserImpl(connection, connection.settings, None)
+    browser: Browser = BrowserImpl._create(connection, connection.settings, None)
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(fake_new_page, peer, fault)
@@ -226,7 +226,7 @@ async def test_new_page_raises_one_error_not_a_group(pair: Pair, fault: str, err
 
 async def test_closed_pages_are_forgotten(pair: Pair) -> None:
     connection, peer, _ = pair
-    browser = BrowserImpl(connection, connection.settings, None)
+    browser = BrowserImpl._create(connection, connection.settings, None)
 
     async def serve(cycles: int) -> None:
         for i in range(cycles):

@@ -36,7 +36,7 @@ async def test_closing_a_tab_detaches_only_its_session(browser: Browser) -> None
         async with trio.open_nursery() as nursery:
 
             async def pending() -> None:
-                with pytest.raises(SessionDetached):
+                with pytest.raises(SessionDetached, match=r"closed by this client \(Page.close\)"):
                     await doomed.session.execute(hang)
 
             nursery.start_soon(pending)

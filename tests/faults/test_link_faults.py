@@ -96,7 +96,7 @@ async def test_garbage_is_counted_and_reader_lives(pair: tuple[Connection, FakeP
 
 async def test_link_closing_fails_every_pending_command(pair: tuple[Connection, FakePeer, Session]) -> None:
     connection, peer, browser = pair
-    page = Session(connection, "S1", "T1", "page", browser)
+    page = connection.sessions.create("S1", target_id="T1", target_type="page", parent=browser)
     errors: list[BaseException] = []
 
     async def call(session: Session) -> None:
@@ -122,9 +122,9 @@ async def test_detach_fails_only_that_session(pair: tuple[Connection, FakePeer, 
     connection, peer, _ = pair
     from engine._browser import Browser
 
-    real = Browser(connection, connection.settings, None)  # installs the lifecycle hook
-    a = Session(connection, "A", "TA", "page", real.session)
-    b = Session(connection, "B", "TB", "page", real.session)
+    real = Browser._create(connection, connection.settings, None)  # installs the lifecycle hook
+    a = connection.sessions.create("A", target_id="TA", target_type="page", parent=real.session)
+    b = connection.sessions.create("B", target_id="TB", target_type="page", parent=real.session)
     outcome: dict[str, object] = {}
 
     async def call(name: str, session: Session) -> None:
@@ -151,8 +151,8 @@ async def test_crash_fails_pending_with_target_crashed(pair: tuple[Connection, F
     connection, peer, _ = pair
     from engine._browser import Browser
 
-    browser = Browser(connection, connection.settings, None)
-    page = Session(connection, "P", "TP", "page", browser.session)
+    browser = Browser._create(connection, connection.settings, None)
+    page = connection.sessions.create("P", target_id="TP", target_type="page", parent=browser.session)
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
 
@@ -241,7 +241,7 @@ async def test_an_endpoint_that_refuses_discovery_still_connects(
     connection, peer, _ = pair
     from engine._browser import Browser
 
-    browser = Browser(connection, connection.settings, None)
+    browser = Browser._create(connection, connection.settings, None)
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(browser._setup)

@@ -87,6 +87,9 @@ async def test_iframes_and_workers_attach_as_child_sessions(browser: Browser, se
         frame = next(s for s in page.session.children.values() if s.target_type == "iframe")
         text = await frame.execute(cdp.runtime.evaluate(expression="document.querySelector('p').textContent"))
         assert text.result.value == "Inside the frame"
+        assert frame.frame_id == frame.target_id
+        while not frame.url.startswith("http"):  # kept current from Target.targetInfoChanged
+            await trio.sleep(0.05)
         worker = next(s for s in worker_page.session.children.values() if s.target_type == "worker")
         kind = await worker.execute(cdp.runtime.evaluate(expression="typeof WorkerGlobalScope"))
         assert kind.result.value == "function"
