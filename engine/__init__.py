@@ -3,6 +3,9 @@
 ``launch()`` / ``connect()`` give a :class:`Browser`; every target session is multiplexed on one
 connection; ``Session.execute`` takes the generated ``cdp`` commands and returns typed results.
 Deadlines are the caller's cancel scopes (``trio.fail_after``); nothing here takes a ``timeout=``.
+
+``engine.lowlevel`` has the parts under it (transports, connections, the session table) for benchmarks
+and tool builders; ``engine.testing`` has a fake browser over in-memory channels for your own tests.
 """
 
 from engine._browser import Browser as Browser

@@ -16,7 +16,7 @@ from engine import Session, SessionDetached, Subscription, TargetCrashed
 from engine._connection import Connection
 from engine._sessions import SessionTable
 from engine._settings import DEFAULT_SETTINGS
-from tests.engine.fake import FakeTransport
+from engine.testing import FakeTransport
 
 
 @pytest.fixture

@@ -6,13 +6,20 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from engine._connection import Connection, open_connection
-from engine._session import Session
-from tests.engine.fake import FakePeer, FakeTransport
+from engine import Browser, Session
+from engine.lowlevel import Connection
+from engine.testing import FakePeer, open_fake_browser
 
 
 @pytest.fixture
-async def pair() -> AsyncIterator[tuple[Connection, FakePeer, Session]]:
-    transport = FakeTransport()
-    async with open_connection(transport) as connection:
-        yield connection, FakePeer(transport), connection.sessions.browser
+async def fake() -> AsyncIterator[tuple[Browser, FakePeer]]:
+    """A Browser on an in-memory link and the peer playing the browser."""
+    async with open_fake_browser() as pair:
+        yield pair
+
+
+@pytest.fixture
+def pair(fake: tuple[Browser, FakePeer]) -> tuple[Connection, FakePeer, Session]:
+    """The same link seen as its connection, the peer and the browser-level session."""
+    browser, peer = fake
+    return browser.connection, peer, browser.session

@@ -20,13 +20,12 @@ from engine import (
     InvalidParams,
     ProtocolError,
     ResponseDecodeError,
+    Session,
     SessionDetached,
     TargetCrashed,
 )
-from engine._browser import Browser as BrowserImpl
-from engine._connection import Connection
-from engine._session import Session
-from tests.engine.fake import FakePeer
+from engine.lowlevel import Connection
+from engine.testing import FakePeer
 from tests.faults.server import read_request, serving
 
 Pair = tuple[Connection, FakePeer, Session]
@@ -160,7 +159,6 @@ async def test_listen_rejects_a_buffer_size_that_is_not_a_positive_int(pair: Pai
 
 async def test_a_crashed_session_fails_new_commands_at_once_until_revived(pair: Pair) -> None:
     connection, peer, browser_session = pair
-    BrowserImpl._create(connection, connection.settings, None)  # installs the lifecycle hook
     page = connection.sessions.create("P", target_id="TP", target_type="page", parent=browser_session)
     peer.event("Inspector.targetCrashed", {}, session_id="P")
     with trio.fail_after(5):
@@ -184,7 +182,6 @@ async def test_a_crashed_session_fails_new_commands_at_once_until_revived(pair: 
 
 async def test_target_crashed_from_discovery_marks_the_session(pair: Pair) -> None:
     connection, peer, browser_session = pair
-    BrowserImpl._create(connection, connection.settings, None)
     page = connection.sessions.create("P", target_id="TP", target_type="page", parent=browser_session)
     peer.event("Target.targetCrashed", {"targetId": "TP", "status": "killed", "errorCode": 9})
     with trio.fail_after(5):
@@ -213,9 +210,10 @@ async def fake_new_page(peer: FakePeer, fault: str) -> None:
 
 
 @pytest.mark.parametrize(("fault", "error"), [("dies", ConnectionClosed), ("detaches", SessionDetached)])
-async def test_new_page_raises_one_error_not_a_group(pair: Pair, fault: str, error: type[Exception]) -> None:
-    connection, peer, _ = pair
-    browser: Browser = BrowserImpl._create(connection, connection.settings, None)
+async def test_new_page_raises_one_error_not_a_group(
+    fake: tuple[Browser, FakePeer], fault: str, error: type[Exception]
+) -> None:
+    browser, peer = fake
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(fake_new_page, peer, fault)
@@ -224,9 +222,8 @@ async def test_new_page_raises_one_error_not_a_group(pair: Pair, fault: str, err
     assert browser.pages == []
 
 
-async def test_closed_pages_are_forgotten(pair: Pair) -> None:
-    connection, peer, _ = pair
-    browser = BrowserImpl._create(connection, connection.settings, None)
+async def test_closed_pages_are_forgotten(fake: tuple[Browser, FakePeer]) -> None:
+    browser, peer = fake
 
     async def serve(cycles: int) -> None:
         for i in range(cycles):
@@ -265,8 +262,7 @@ async def test_closed_pages_are_forgotten(pair: Pair) -> None:
     ids=["silent-http", "empty-version", "url-not-a-string", "silent-websocket"],
 )
 async def test_connect_to_a_misbehaving_endpoint_says_what_came(answer: Any, expected: str) -> None:
-    from engine import connect
-    from engine._settings import Settings
+    from engine import Settings, connect
     from engine._websocket import accept_for
 
     async def handle(stream: trio.SocketStream) -> None:

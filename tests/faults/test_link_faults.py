@@ -7,16 +7,17 @@ import trio
 
 import cdp
 from engine import (
+    Browser,
     ConnectionClosed,
     EventOverflow,
     ProtocolError,
     ResponseDecodeError,
+    Session,
     SessionDetached,
     TargetCrashed,
 )
-from engine._connection import Connection
-from engine._session import Session
-from tests.engine.fake import FakePeer
+from engine.lowlevel import Connection
+from engine.testing import FakePeer
 
 
 async def test_reply_is_typed(pair: tuple[Connection, FakePeer, Session]) -> None:
@@ -118,11 +119,11 @@ async def test_link_closing_fails_every_pending_command(pair: tuple[Connection, 
         await browser.execute_raw("Browser.getVersion")
 
 
-async def test_detach_fails_only_that_session(pair: tuple[Connection, FakePeer, Session]) -> None:
+async def test_detach_fails_only_that_session(
+    fake: tuple[Browser, FakePeer], pair: tuple[Connection, FakePeer, Session]
+) -> None:
     connection, peer, _ = pair
-    from engine._browser import Browser
-
-    real = Browser._create(connection, connection.settings, None)  # installs the lifecycle hook
+    real = fake[0]
     a = connection.sessions.create("A", target_id="TA", target_type="page", parent=real.session)
     b = connection.sessions.create("B", target_id="TB", target_type="page", parent=real.session)
     outcome: dict[str, object] = {}
@@ -147,11 +148,11 @@ async def test_detach_fails_only_that_session(pair: tuple[Connection, FakePeer, 
         await a.execute_raw("Runtime.evaluate")
 
 
-async def test_crash_fails_pending_with_target_crashed(pair: tuple[Connection, FakePeer, Session]) -> None:
+async def test_crash_fails_pending_with_target_crashed(
+    fake: tuple[Browser, FakePeer], pair: tuple[Connection, FakePeer, Session]
+) -> None:
     connection, peer, _ = pair
-    from engine._browser import Browser
-
-    browser = Browser._create(connection, connection.settings, None)
+    browser = fake[0]
     page = connection.sessions.create("P", target_id="TP", target_type="page", parent=browser.session)
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
@@ -236,12 +237,11 @@ async def test_closing_ends_subscriptions(pair: tuple[Connection, FakePeer, Sess
 
 
 async def test_an_endpoint_that_refuses_discovery_still_connects(
+    fake: tuple[Browser, FakePeer],
     pair: tuple[Connection, FakePeer, Session],
 ) -> None:
     connection, peer, _ = pair
-    from engine._browser import Browser
-
-    browser = Browser._create(connection, connection.settings, None)
+    browser = fake[0]
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(browser._setup)

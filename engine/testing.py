@@ -1,15 +1,34 @@
-"""A fake browser over in-memory channels, for faults a real Chromium cannot be made to show."""
+"""Test helpers: a fake browser over in-memory channels, like ``trio.testing`` is for trio.
+
+For the faults a real Chromium cannot be made to show (garbage on the wire, a reply that never comes, a
+detach at just the wrong moment), in your own tests as in ours::
+
+    async with engine.testing.open_fake_browser() as (browser, peer):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(browser.version)
+            command = await peer.next_command()        # {"id": 1, "method": "Browser.getVersion"}
+            peer.reply(command, {"product": "Fake/1.0", ...})
+
+The peer sees exactly the JSON the engine sends and can send anything back: replies, events (with a
+``session_id``), raw bytes, or the end of the link.
+"""
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
 
+from engine._browser import Browser
+from engine._connection import open_connection
 from engine._errors import ConnectionClosed
+from engine._settings import DEFAULT_SETTINGS, Settings
+
+__all__ = ["FakePeer", "FakeTransport", "open_fake_browser"]
 
 
 class FakeTransport:
@@ -73,3 +92,17 @@ class FakePeer:
 
     def close(self) -> None:
         self.transport.inbound_send.close()
+
+
+@asynccontextmanager
+async def open_fake_browser(
+    settings: Settings = DEFAULT_SETTINGS,
+) -> AsyncIterator[tuple[Browser, FakePeer]]:
+    """A Browser on an in-memory link, and the peer that plays the browser's side.
+
+    Unlike ``launch()`` and ``connect()``, nothing is sent on entry (no Target.setDiscoverTargets), so
+    the peer's first command is the test's own; leaving closes the link without closing any page.
+    """
+    transport = FakeTransport()
+    async with open_connection(transport, settings) as connection:
+        yield Browser._create(connection, settings, None), FakePeer(transport)
