@@ -4,7 +4,7 @@ PY := .venv/bin/python
 CHROMIUM := /usr/bin/chromium
 STAMP := .venv/.installed
 
-.PHONY: setup demo test lint typecheck codegen codegen-check bench protocol-refresh clean
+.PHONY: setup demo test lint typecheck codegen codegen-check bench protocol-data protocol-refresh clean
 
 setup: $(STAMP) $(CHROMIUM)
 
@@ -15,7 +15,7 @@ $(CHROMIUM):
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,playwright,bench]'
+	$(PY) -m pip install --quiet -e '.[dev]'  # dev pulls the codegen, bench and playwright extras
 	@touch $(STAMP)
 
 demo: setup
@@ -51,7 +51,19 @@ protocol-refresh: setup
 	cp $$tmp/package/json/browser_protocol.json $$tmp/package/json/js_protocol.json protocol-json/; \
 	echo $$version > protocol-json/VERSION; rm -rf $$tmp; \
 	echo "pinned devtools-protocol $$version"
+	$(MAKE) protocol-data
 	$(PY) -m codegen
+
+# The pinned JSON as package data, so `cdp-engine drift` works from an installed wheel. `gzip -n` stores
+# no name and no time: the same JSON gives the same bytes. tests/test_packaging.py checks they match.
+PROTOCOL_DATA := engine/_protocol
+protocol-data:
+	@mkdir -p $(PROTOCOL_DATA)
+	@for name in browser_protocol.json js_protocol.json; do \
+		gzip -9 -n -c protocol-json/$$name > $(PROTOCOL_DATA)/$$name.gz; \
+	done
+	cp protocol-json/VERSION $(PROTOCOL_DATA)/VERSION
+	@echo "$(PROTOCOL_DATA): protocol-json $$(cat protocol-json/VERSION), gzipped"
 
 clean:
 	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache .hypothesis *.egg-info

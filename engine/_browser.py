@@ -242,6 +242,7 @@ class Browser(metaclass=NoPublicConstructor):
             log.warning("this endpoint refused Target.setDiscoverTargets (%s); going on without it", exc)
         self._set_up = True
 
+
 async def execute_all(session: Session, commands: Sequence[cdp.Command[Any]]) -> None:
     """Run ``commands`` concurrently; raise the first error alone (the others share its cause).
 
@@ -278,8 +279,6 @@ def _in_a_hurry(exc: BaseException | None) -> bool:
         if any(isinstance(leaf, trio.Cancelled | KeyboardInterrupt) for leaf in leaves):
             return True
     return trio.current_effective_deadline() <= trio.current_time()
-
-
 
 
 def _page_setup() -> list[cdp.Command[None]]:

@@ -5,7 +5,7 @@
     cdp-engine listen EVENT [EVENT ...] [--url PAGE_URL] [--count N] [--seconds S]
     cdp-engine protocol [DOMAIN]
     cdp-engine drift [--connect URL]
-    cdp-engine bench [--quick] [--json PATH] [--connect URL]
+    cdp-engine bench [--quick] [--json PATH] [--connect URL]      (from a checkout of the repository)
 
 Without --connect, a headless Chromium is launched for the command and closed after it.
 """
@@ -23,6 +23,7 @@ from typing import Any
 import trio
 
 import cdp
+from engine import _drift
 from engine._browser import Browser, connect, launch
 from engine._errors import CDPError
 from engine._session import Session
@@ -109,9 +110,10 @@ def _protocol(args: argparse.Namespace) -> None:
 
 
 async def drift_report(connect_url: str | None) -> str:
-    """The pinned protocol against a browser's ``/json/protocol`` (a launched one unless ``connect_url``)."""
-    from codegen import _drift, _render  # noqa: PLC0415 - the generator is needed only here
+    """The pinned protocol against a browser's ``/json/protocol`` (a launched one unless ``connect_url``).
 
+    The pinned side is the copy packaged with the engine, so this works from an install without a checkout.
+    """
     if connect_url:
         url = connect_url
         live = await trio.to_thread.run_sync(_drift.fetch_live, url)
@@ -121,7 +123,7 @@ async def drift_report(connect_url: str | None) -> str:
             assert browser.process.ws_url is not None
             url = "http://" + browser.process.ws_url.split("/")[2]
             live = await trio.to_thread.run_sync(_drift.fetch_live, url)
-    report = _drift.compare(_drift.load_pinned(_render.PROTOCOL_DIR), live)
+    report = _drift.compare(_drift.load_pinned(), live)
     return _drift.format_report(report)
 
 
@@ -129,9 +131,20 @@ async def _drift_command(args: argparse.Namespace) -> None:
     print(await drift_report(args.connect))
 
 
-def _bench(argv: Sequence[str]) -> int:
-    from benchmarks.harness import main as bench_main  # noqa: PLC0415 - the suite loads only for bench
+_NO_BENCHMARKS = """\
+cdp-engine bench: the latency suite is not installed with the package; it runs from a checkout.
+Clone the cdp-engine source repository, then run `make bench` in it (it sets up .venv with the
+bench extra and runs `python -m benchmarks`)."""
 
+
+def _bench(argv: Sequence[str]) -> int:
+    try:
+        from benchmarks.harness import main as bench_main  # noqa: PLC0415 - the suite loads only for bench
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("benchmarks", "benchmarks.harness"):  # the suite is there but broken
+            raise
+        print(_NO_BENCHMARKS, file=sys.stderr)  # an install without a checkout (or someone else's benchmarks)
+        return 1
     result: int = bench_main(list(argv))
     return result
 

@@ -1,4 +1,7 @@
-"""``python -m codegen --check`` on the committed tree and on edited copies, and the drift report."""
+"""``python -m codegen --check`` on the committed tree and on edited copies, and the drift report.
+
+The drift comparison lives in the engine (``engine._drift``); ``python -m codegen --drift`` uses it.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from codegen import _drift, _render
+from codegen import _render
 from codegen.__main__ import main
+from engine import _drift
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -144,6 +148,7 @@ def test_compare_is_empty_for_identical_protocols() -> None:
     assert _drift.compare(PINNED, copy.deepcopy(PINNED)) == {}
     pinned = _drift.load_pinned(_render.PROTOCOL_DIR)
     assert _drift.compare(pinned, copy.deepcopy(pinned)) == {}
+    assert _drift.compare(pinned, _drift.load_pinned()) == {}  # the copy packaged with the engine
     assert _drift.format_report({}).startswith("no drift")
 
 
@@ -201,3 +206,8 @@ def test_drift_cli_against_a_local_endpoint(
     assert _drift.fetch_live(browser_json + "/json/protocol/") == _live()
     assert main(["--drift", browser_json + "/", "--protocol-dir", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == _drift.format_report(EXPECTED)
+
+
+def test_a_missing_pinned_protocol_is_an_error_not_an_empty_side(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"browser_protocol\.json"):
+        _drift.load_pinned(tmp_path)

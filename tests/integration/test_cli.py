@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from engine import _drift
 
 pytestmark = pytest.mark.browser
 
@@ -20,7 +23,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_protocol_summary_and_domain_listing() -> None:
     summary = run("protocol")
     assert summary.returncode == 0, summary.stderr
-    assert "59 domains" in summary.stdout
+    assert f"{len(_drift.load_pinned())} domains" in summary.stdout  # 59 in protocol 0.0.1734725
     listing = run("protocol", "Inspector")
     assert "event    Inspector.targetCrashed" in listing.stdout
 
@@ -36,3 +39,11 @@ def test_a_protocol_error_is_a_clear_message_and_exit_1() -> None:
     assert done.returncode == 1
     assert "ProtocolError" in done.stderr
     assert "Browser.noSuchThing" in done.stderr
+
+
+def test_bench_runs_from_anywhere_with_the_checkouts_editable_install(tmp_path: Path) -> None:
+    script = Path(sys.executable).parent / "cdp-engine"  # the console script, not `python -m` in the checkout
+    command = [str(script), "bench", "--list"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "roundtrip.getVersion" in done.stdout
