@@ -3,21 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import dom as _dom
-    from cdp import page as _page
-    from cdp import runtime as _runtime
 
 DOMAIN = "Accessibility"
 EXPERIMENTAL = True
@@ -26,11 +18,17 @@ DEPENDENCIES: tuple[str, ...] = ("DOM",)
 
 
 AXNodeId = str
-"""Unique accessibility node identifier."""
+"""Unique accessibility node identifier.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#type-AXNodeId
+"""
 
 
 class AXValueType(CDPEnum):
-    """Enum of possible property types."""
+    """Enum of possible property types.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#type-AXValueType
+    """
 
     BOOLEAN = "boolean"
     TRISTATE = "tristate"
@@ -52,7 +50,10 @@ class AXValueType(CDPEnum):
 
 
 class AXValueSourceType(CDPEnum):
-    """Enum of possible property sources."""
+    """Enum of possible property sources.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#type-AXValueSourceType
+    """
 
     ATTRIBUTE = "attribute"
     IMPLICIT = "implicit"
@@ -63,7 +64,10 @@ class AXValueSourceType(CDPEnum):
 
 
 class AXValueNativeSourceType(CDPEnum):
-    """Enum of possible native property sources (as a subtype of a particular AXValueSourceType)."""
+    """Enum of possible native property sources (as a subtype of a particular AXValueSourceType).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#type-AXValueNativeSourceType
+    """
 
     DESCRIPTION = "description"
     FIGCAPTION = "figcaption"
@@ -91,6 +95,8 @@ class AXValueSource:
         native_source_value: The value, such as a node or node list, of the native source.
         invalid: Whether the value for this property is invalid.
         invalid_reason: Reason for the value being invalid, if it is.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#type-AXValueSource
     """
 
     type_: AXValueSourceType
@@ -104,77 +110,9 @@ class AXValueSource:
     invalid_reason: str | None = None
 
 
-_AXValueSource_plain = {
-    "attribute": "attribute",
-    "superseded": "superseded",
-    "invalid": "invalid",
-    "invalidReason": "invalid_reason",
-}
-
-
-def _s_AXValueSource(d: dict[str, Any]) -> AXValueSource:
-    o = _new(AXValueSource)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _AXValueSource_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(AXValueSourceType, v)
-        elif k == "value":
-            od["value"] = None if v is None else _s_AXValue(v)
-        elif k == "attributeValue":
-            od["attribute_value"] = None if v is None else _s_AXValue(v)
-        elif k == "nativeSource":
-            od["native_source"] = None if v is None else _enum(AXValueNativeSourceType, v)
-        elif k == "nativeSourceValue":
-            od["native_source_value"] = None if v is None else _s_AXValue(v)
-    if "type_" not in od:
-        raise KeyError("type")
-    return o
-
-
-def _u_AXValueSource(o: AXValueSource) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "type": o.type_,
-    }
-    if o.value is not None:
-        d["value"] = _u_AXValue(o.value)
-    if o.attribute is not None:
-        d["attribute"] = o.attribute
-    if o.attribute_value is not None:
-        d["attributeValue"] = _u_AXValue(o.attribute_value)
-    if o.superseded is not None:
-        d["superseded"] = o.superseded
-    if o.native_source is not None:
-        d["nativeSource"] = o.native_source
-    if o.native_source_value is not None:
-        d["nativeSourceValue"] = _u_AXValue(o.native_source_value)
-    if o.invalid is not None:
-        d["invalid"] = o.invalid
-    if o.invalid_reason is not None:
-        d["invalidReason"] = o.invalid_reason
-    return d
-
-
-optional_defaults(
-    AXValueSource,
-    {
-        "value": None,
-        "attribute": None,
-        "attribute_value": None,
-        "superseded": None,
-        "native_source": None,
-        "native_source_value": None,
-        "invalid": None,
-        "invalid_reason": None,
-    },
-)
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class AXRelatedNode:
-    """AXRelatedNode.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#type-AXRelatedNode
 
     Attributes:
         backend_dom_node_id: The BackendNodeId of the related DOM node.
@@ -182,53 +120,14 @@ class AXRelatedNode:
         text: The text alternative of this node in the current context.
     """
 
-    backend_dom_node_id: _dom.BackendNodeId
+    backend_dom_node_id: cdp.dom.BackendNodeId
     idref: str | None = None
     text: str | None = None
 
 
-_AXRelatedNode_plain = {
-    "backendDOMNodeId": "backend_dom_node_id",
-    "idref": "idref",
-    "text": "text",
-}
-
-
-def _s_AXRelatedNode(d: dict[str, Any]) -> AXRelatedNode:
-    o = _new(AXRelatedNode)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _AXRelatedNode_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "backend_dom_node_id" not in od:
-        raise KeyError("backendDOMNodeId")
-    return o
-
-
-def _u_AXRelatedNode(o: AXRelatedNode) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "backendDOMNodeId": o.backend_dom_node_id,
-    }
-    if o.idref is not None:
-        d["idref"] = o.idref
-    if o.text is not None:
-        d["text"] = o.text
-    return d
-
-
-optional_defaults(
-    AXRelatedNode,
-    {
-        "idref": None,
-        "text": None,
-    },
-)
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class AXProperty:
-    """AXProperty.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#type-AXProperty
 
     Attributes:
         name: The name of this property.
@@ -237,29 +136,6 @@ class AXProperty:
 
     name: AXPropertyName
     value: AXValue
-
-
-def _s_AXProperty(d: dict[str, Any]) -> AXProperty:
-    o = _new(AXProperty)
-    od = o.__dict__
-    for k, v in d.items():
-        if k == "name":
-            od["name"] = None if v is None else _enum(AXPropertyName, v)
-        elif k == "value":
-            od["value"] = None if v is None else _s_AXValue(v)
-    if "name" not in od:
-        raise KeyError("name")
-    if "value" not in od:
-        raise KeyError("value")
-    return o
-
-
-def _u_AXProperty(o: AXProperty) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "name": o.name,
-        "value": _u_AXValue(o.value),
-    }
-    return d
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -271,58 +147,14 @@ class AXValue:
         value: The computed value of this property.
         related_nodes: One or more related nodes, if applicable.
         sources: The sources which contributed to the computation of this property.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#type-AXValue
     """
 
     type_: AXValueType
     value: Any = UNSET
     related_nodes: list[AXRelatedNode] | None = None
     sources: list[AXValueSource] | None = None
-
-
-_AXValue_plain = {
-    "value": "value",
-}
-
-
-def _s_AXValue(d: dict[str, Any]) -> AXValue:
-    o = _new(AXValue)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _AXValue_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(AXValueType, v)
-        elif k == "relatedNodes":
-            od["related_nodes"] = None if v is None else [_s_AXRelatedNode(x0) for x0 in v]
-        elif k == "sources":
-            od["sources"] = None if v is None else [_s_AXValueSource(x0) for x0 in v]
-    if "type_" not in od:
-        raise KeyError("type")
-    return o
-
-
-def _u_AXValue(o: AXValue) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "type": o.type_,
-    }
-    if o.value is not UNSET:
-        d["value"] = o.value
-    if o.related_nodes is not None:
-        d["relatedNodes"] = [_u_AXRelatedNode(x0) for x0 in o.related_nodes]
-    if o.sources is not None:
-        d["sources"] = [_u_AXValueSource(x0) for x0 in o.sources]
-    return d
-
-
-optional_defaults(
-    AXValue,
-    {
-        "value": UNSET,
-        "related_nodes": None,
-        "sources": None,
-    },
-)
 
 
 class AXPropertyName(CDPEnum):
@@ -332,7 +164,10 @@ class AXPropertyName(CDPEnum):
     - from 'autocomplete' to 'valuetext': attributes which apply to widgets
     - from 'checked' to 'selected': states which apply to widgets
     - from 'activedescendant' to 'owns': relationships between elements other than parent/child/sibling
-    - from 'activeFullscreenElement' to 'uninteresting': reasons why this noode is hidden"""
+    - from 'activeFullscreenElement' to 'uninteresting': reasons why this noode is hidden
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#type-AXPropertyName
+    """
 
     ACTIONS = "actions"
     BUSY = "busy"
@@ -412,6 +247,8 @@ class AXNode:
         child_ids: IDs for each of this node's child nodes.
         backend_dom_node_id: The backend ID for the associated DOM node, if any.
         frame_id: The frame ID for the frame associated with this nodes document.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#type-AXNode
     """
 
     node_id: AXNodeId
@@ -425,8 +262,395 @@ class AXNode:
     properties: list[AXProperty] | None = None
     parent_id: AXNodeId | None = None
     child_ids: list[AXNodeId] | None = None
-    backend_dom_node_id: _dom.BackendNodeId | None = None
-    frame_id: _page.FrameId | None = None
+    backend_dom_node_id: cdp.dom.BackendNodeId | None = None
+    frame_id: cdp.page.FrameId | None = None
+
+
+def disable() -> Command[None]:
+    """Disables the accessibility domain.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#method-disable
+    """
+    return Command("Accessibility.disable", {}, None)
+
+
+def enable() -> Command[None]:
+    """Enables the accessibility domain which causes `AXNodeId`s to remain consistent between method calls.
+    This turns on accessibility for the page, which can impact performance until accessibility is disabled.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#method-enable
+    """
+    return Command("Accessibility.enable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetPartialAXTreeResult:
+    """Result of :func:`get_partial_ax_tree`.
+
+    Attributes:
+        nodes: The `Accessibility.AXNode` for this DOM node, if it exists, plus its ancestors, siblings and children, if requested.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#method-getPartialAXTree
+    """
+
+    nodes: list[AXNode]
+
+
+def get_partial_ax_tree(
+    *,
+    node_id: cdp.dom.NodeId | None = None,
+    backend_node_id: cdp.dom.BackendNodeId | None = None,
+    object_id: cdp.runtime.RemoteObjectId | None = None,
+    fetch_relatives: bool | None = None,
+) -> Command[GetPartialAXTreeResult]:
+    """Experimental. Fetches the accessibility node and partial accessibility tree for this DOM node, if it exists.
+
+    Args:
+        node_id: Identifier of the node to get the partial accessibility tree for.
+        backend_node_id: Identifier of the backend node to get the partial accessibility tree for.
+        object_id: JavaScript object id of the node wrapper to get the partial accessibility tree for.
+        fetch_relatives: Whether to fetch this node's ancestors, siblings and children. Defaults to true.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#method-getPartialAXTree
+    """
+    return Command(
+        "Accessibility.getPartialAXTree",
+        _p_get_partial_ax_tree(node_id, backend_node_id, object_id, fetch_relatives),
+        GetPartialAXTreeResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetFullAXTreeResult:
+    """Result of :func:`get_full_ax_tree`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#method-getFullAXTree
+    """
+
+    nodes: list[AXNode]
+
+
+def get_full_ax_tree(
+    *,
+    depth: int | None = None,
+    frame_id: cdp.page.FrameId | None = None,
+) -> Command[GetFullAXTreeResult]:
+    """Experimental. Fetches the entire accessibility tree for the root Document
+
+    Args:
+        depth: The maximum depth at which descendants of the root node should be retrieved. If omitted, the full tree is returned.
+        frame_id: The frame for whose document the AX tree should be retrieved. If omitted, the root frame is used.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#method-getFullAXTree
+    """
+    return Command("Accessibility.getFullAXTree", _p_get_full_ax_tree(depth, frame_id), GetFullAXTreeResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetRootAXNodeResult:
+    """Result of :func:`get_root_ax_node`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#method-getRootAXNode
+    """
+
+    node: AXNode
+
+
+def get_root_ax_node(
+    *,
+    frame_id: cdp.page.FrameId | None = None,
+) -> Command[GetRootAXNodeResult]:
+    """Experimental. Fetches the root node.
+    Requires `enable()` to have been called previously.
+
+    Args:
+        frame_id: The frame in whose document the node resides. If omitted, the root frame is used.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#method-getRootAXNode
+    """
+    return Command("Accessibility.getRootAXNode", _p_get_root_ax_node(frame_id), GetRootAXNodeResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetAXNodeAndAncestorsResult:
+    """Result of :func:`get_ax_node_and_ancestors`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#method-getAXNodeAndAncestors
+    """
+
+    nodes: list[AXNode]
+
+
+def get_ax_node_and_ancestors(
+    *,
+    node_id: cdp.dom.NodeId | None = None,
+    backend_node_id: cdp.dom.BackendNodeId | None = None,
+    object_id: cdp.runtime.RemoteObjectId | None = None,
+) -> Command[GetAXNodeAndAncestorsResult]:
+    """Experimental. Fetches a node and all ancestors up to and including the root.
+    Requires `enable()` to have been called previously.
+
+    Args:
+        node_id: Identifier of the node to get.
+        backend_node_id: Identifier of the backend node to get.
+        object_id: JavaScript object id of the node wrapper to get.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#method-getAXNodeAndAncestors
+    """
+    return Command(
+        "Accessibility.getAXNodeAndAncestors",
+        _p_get_ax_node_and_ancestors(node_id, backend_node_id, object_id),
+        GetAXNodeAndAncestorsResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetChildAXNodesResult:
+    """Result of :func:`get_child_ax_nodes`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#method-getChildAXNodes
+    """
+
+    nodes: list[AXNode]
+
+
+def get_child_ax_nodes(
+    *,
+    id_: AXNodeId,
+    frame_id: cdp.page.FrameId | None = None,
+) -> Command[GetChildAXNodesResult]:
+    """Experimental. Fetches a particular accessibility node by AXNodeId.
+    Requires `enable()` to have been called previously.
+
+    Args:
+        frame_id: The frame in whose document the node resides. If omitted, the root frame is used.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#method-getChildAXNodes
+    """
+    return Command(
+        "Accessibility.getChildAXNodes", _p_get_child_ax_nodes(id_, frame_id), GetChildAXNodesResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class QueryAXTreeResult:
+    """Result of :func:`query_ax_tree`.
+
+    Attributes:
+        nodes: A list of `Accessibility.AXNode` matching the specified attributes, including nodes that are ignored for accessibility.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#method-queryAXTree
+    """
+
+    nodes: list[AXNode]
+
+
+def query_ax_tree(
+    *,
+    node_id: cdp.dom.NodeId | None = None,
+    backend_node_id: cdp.dom.BackendNodeId | None = None,
+    object_id: cdp.runtime.RemoteObjectId | None = None,
+    accessible_name: str | None = None,
+    role: str | None = None,
+) -> Command[QueryAXTreeResult]:
+    """Experimental. Query a DOM node's accessibility subtree for accessible name and role.
+    This command computes the name and role for all nodes in the subtree, including those that are
+    ignored for accessibility, and returns those that match the specified name and role. If no DOM
+    node is specified, or the DOM node does not exist, the command returns an error. If neither
+    `accessibleName` or `role` is specified, it returns all the accessibility nodes in the subtree.
+
+    Args:
+        node_id: Identifier of the node for the root to query.
+        backend_node_id: Identifier of the backend node for the root to query.
+        object_id: JavaScript object id of the node wrapper for the root to query.
+        accessible_name: Find nodes with this computed name.
+        role: Find nodes with this computed role.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#method-queryAXTree
+    """
+    return Command(
+        "Accessibility.queryAXTree",
+        _p_query_ax_tree(node_id, backend_node_id, object_id, accessible_name, role),
+        QueryAXTreeResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LoadComplete:
+    """Experimental. The loadComplete event mirrors the load complete event sent by the browser to assistive
+    technology when the web page has finished loading.
+
+    Attributes:
+        root: New document root node.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#event-loadComplete
+    """
+
+    method: ClassVar[str] = "Accessibility.loadComplete"
+    root: AXNode
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class NodesUpdated:
+    """Experimental. The nodesUpdated event is sent every time a previously requested node has changed the in tree.
+
+    Attributes:
+        nodes: Updated node data.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Accessibility/#event-nodesUpdated
+    """
+
+    method: ClassVar[str] = "Accessibility.nodesUpdated"
+    nodes: list[AXNode]
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
+
+
+_AXValueSource_plain = {
+    "attribute": "attribute",
+    "superseded": "superseded",
+    "invalid": "invalid",
+    "invalidReason": "invalid_reason",
+}
+
+
+def _s_AXValueSource(d: dict[str, Any]) -> AXValueSource:
+    o = _new(AXValueSource)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _AXValueSource_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "type":
+            od["type_"] = None if v is None else _enum(AXValueSourceType, v)
+        elif k == "value":
+            od["value"] = None if v is None else _s_AXValue(v)
+        elif k == "attributeValue":
+            od["attribute_value"] = None if v is None else _s_AXValue(v)
+        elif k == "nativeSource":
+            od["native_source"] = None if v is None else _enum(AXValueNativeSourceType, v)
+        elif k == "nativeSourceValue":
+            od["native_source_value"] = None if v is None else _s_AXValue(v)
+    if "type_" not in od:
+        raise KeyError("type")
+    return o
+
+
+def _u_AXValueSource(o: AXValueSource) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "type": o.type_,
+    }
+    if o.value is not None:
+        d["value"] = _u_AXValue(o.value)
+    if o.attribute is not None:
+        d["attribute"] = o.attribute
+    if o.attribute_value is not None:
+        d["attributeValue"] = _u_AXValue(o.attribute_value)
+    if o.superseded is not None:
+        d["superseded"] = o.superseded
+    if o.native_source is not None:
+        d["nativeSource"] = o.native_source
+    if o.native_source_value is not None:
+        d["nativeSourceValue"] = _u_AXValue(o.native_source_value)
+    if o.invalid is not None:
+        d["invalid"] = o.invalid
+    if o.invalid_reason is not None:
+        d["invalidReason"] = o.invalid_reason
+    return d
+
+
+_AXRelatedNode_plain = {
+    "backendDOMNodeId": "backend_dom_node_id",
+    "idref": "idref",
+    "text": "text",
+}
+
+
+def _s_AXRelatedNode(d: dict[str, Any]) -> AXRelatedNode:
+    o = _new(AXRelatedNode)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _AXRelatedNode_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "backend_dom_node_id" not in od:
+        raise KeyError("backendDOMNodeId")
+    return o
+
+
+def _u_AXRelatedNode(o: AXRelatedNode) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "backendDOMNodeId": o.backend_dom_node_id,
+    }
+    if o.idref is not None:
+        d["idref"] = o.idref
+    if o.text is not None:
+        d["text"] = o.text
+    return d
+
+
+def _s_AXProperty(d: dict[str, Any]) -> AXProperty:
+    o = _new(AXProperty)
+    od = o.__dict__
+    for k, v in d.items():
+        if k == "name":
+            od["name"] = None if v is None else _enum(AXPropertyName, v)
+        elif k == "value":
+            od["value"] = None if v is None else _s_AXValue(v)
+    if "name" not in od:
+        raise KeyError("name")
+    if "value" not in od:
+        raise KeyError("value")
+    return o
+
+
+def _u_AXProperty(o: AXProperty) -> dict[str, Any]:
+    return {
+        "name": o.name,
+        "value": _u_AXValue(o.value),
+    }
+
+
+_AXValue_plain = {
+    "value": "value",
+}
+
+
+def _s_AXValue(d: dict[str, Any]) -> AXValue:
+    o = _new(AXValue)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _AXValue_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "type":
+            od["type_"] = None if v is None else _enum(AXValueType, v)
+        elif k == "relatedNodes":
+            od["related_nodes"] = None if v is None else [_s_AXRelatedNode(x0) for x0 in v]
+        elif k == "sources":
+            od["sources"] = None if v is None else [_s_AXValueSource(x0) for x0 in v]
+    if "type_" not in od:
+        raise KeyError("type")
+    return o
+
+
+def _u_AXValue(o: AXValue) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "type": o.type_,
+    }
+    if o.value is not UNSET:
+        d["value"] = o.value
+    if o.related_nodes is not None:
+        d["relatedNodes"] = [_u_AXRelatedNode(x0) for x0 in o.related_nodes]
+    if o.sources is not None:
+        d["sources"] = [_u_AXValueSource(x0) for x0 in o.sources]
+    return d
 
 
 _AXNode_plain = {
@@ -497,54 +721,12 @@ def _u_AXNode(o: AXNode) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    AXNode,
-    {
-        "ignored_reasons": None,
-        "role": None,
-        "chrome_role": None,
-        "name": None,
-        "description": None,
-        "value": None,
-        "properties": None,
-        "parent_id": None,
-        "child_ids": None,
-        "backend_dom_node_id": None,
-        "frame_id": None,
-    },
-)
-
-
-def disable() -> Command[None]:
-    """Disables the accessibility domain."""
-    _p: dict[str, Any] = {}
-    return Command("Accessibility.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def enable() -> Command[None]:
-    """Enables the accessibility domain which causes `AXNodeId`s to remain consistent between method calls.
-    This turns on accessibility for the page, which can impact performance until accessibility is disabled."""
-    _p: dict[str, Any] = {}
-    return Command("Accessibility.enable", _p, None)
-
-
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetPartialAXTreeResult:
-    """Result of :func:`get_partial_ax_tree` (Accessibility.getPartialAXTree).
-
-    Attributes:
-        nodes: The `Accessibility.AXNode` for this DOM node, if it exists, plus its ancestors, siblings and children, if requested.
-    """
-
-    nodes: list[AXNode]
 
 
 def _s_GetPartialAXTreeResult(d: dict[str, Any]) -> GetPartialAXTreeResult:
@@ -559,27 +741,17 @@ def _s_GetPartialAXTreeResult(d: dict[str, Any]) -> GetPartialAXTreeResult:
 
 
 def _u_GetPartialAXTreeResult(o: GetPartialAXTreeResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodes": [_u_AXNode(x0) for x0 in o.nodes],
     }
-    return d
 
 
-def get_partial_ax_tree(
-    *,
-    node_id: _dom.NodeId | None = None,
-    backend_node_id: _dom.BackendNodeId | None = None,
-    object_id: _runtime.RemoteObjectId | None = None,
-    fetch_relatives: bool | None = None,
-) -> Command[GetPartialAXTreeResult]:
-    """Experimental. Fetches the accessibility node and partial accessibility tree for this DOM node, if it exists.
-
-    Args:
-        node_id: Identifier of the node to get the partial accessibility tree for.
-        backend_node_id: Identifier of the backend node to get the partial accessibility tree for.
-        object_id: JavaScript object id of the node wrapper to get the partial accessibility tree for.
-        fetch_relatives: Whether to fetch this node's ancestors, siblings and children. Defaults to true.
-    """
+def _p_get_partial_ax_tree(
+    node_id: cdp.dom.NodeId | None,
+    backend_node_id: cdp.dom.BackendNodeId | None,
+    object_id: cdp.runtime.RemoteObjectId | None,
+    fetch_relatives: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if node_id is not None:
         _p["nodeId"] = node_id
@@ -589,7 +761,7 @@ def get_partial_ax_tree(
         _p["objectId"] = object_id
     if fetch_relatives is not None:
         _p["fetchRelatives"] = fetch_relatives
-    return Command("Accessibility.getPartialAXTree", _p, _s_GetPartialAXTreeResult)
+    return _p
 
 
 def _c_get_partial_ax_tree(d: dict[str, Any]) -> Command[GetPartialAXTreeResult]:
@@ -599,17 +771,6 @@ def _c_get_partial_ax_tree(d: dict[str, Any]) -> Command[GetPartialAXTreeResult]
         object_id=d.get("objectId"),
         fetch_relatives=d.get("fetchRelatives"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetFullAXTreeResult:
-    """Result of :func:`get_full_ax_tree` (Accessibility.getFullAXTree).
-
-    Attributes:
-        nodes: -
-    """
-
-    nodes: list[AXNode]
 
 
 def _s_GetFullAXTreeResult(d: dict[str, Any]) -> GetFullAXTreeResult:
@@ -624,29 +785,21 @@ def _s_GetFullAXTreeResult(d: dict[str, Any]) -> GetFullAXTreeResult:
 
 
 def _u_GetFullAXTreeResult(o: GetFullAXTreeResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodes": [_u_AXNode(x0) for x0 in o.nodes],
     }
-    return d
 
 
-def get_full_ax_tree(
-    *,
-    depth: int | None = None,
-    frame_id: _page.FrameId | None = None,
-) -> Command[GetFullAXTreeResult]:
-    """Experimental. Fetches the entire accessibility tree for the root Document
-
-    Args:
-        depth: The maximum depth at which descendants of the root node should be retrieved. If omitted, the full tree is returned.
-        frame_id: The frame for whose document the AX tree should be retrieved. If omitted, the root frame is used.
-    """
+def _p_get_full_ax_tree(
+    depth: int | None,
+    frame_id: cdp.page.FrameId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if depth is not None:
         _p["depth"] = depth
     if frame_id is not None:
         _p["frameId"] = frame_id
-    return Command("Accessibility.getFullAXTree", _p, _s_GetFullAXTreeResult)
+    return _p
 
 
 def _c_get_full_ax_tree(d: dict[str, Any]) -> Command[GetFullAXTreeResult]:
@@ -654,17 +807,6 @@ def _c_get_full_ax_tree(d: dict[str, Any]) -> Command[GetFullAXTreeResult]:
         depth=d.get("depth"),
         frame_id=d.get("frameId"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetRootAXNodeResult:
-    """Result of :func:`get_root_ax_node` (Accessibility.getRootAXNode).
-
-    Attributes:
-        node: -
-    """
-
-    node: AXNode
 
 
 def _s_GetRootAXNodeResult(d: dict[str, Any]) -> GetRootAXNodeResult:
@@ -679,43 +821,24 @@ def _s_GetRootAXNodeResult(d: dict[str, Any]) -> GetRootAXNodeResult:
 
 
 def _u_GetRootAXNodeResult(o: GetRootAXNodeResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "node": _u_AXNode(o.node),
     }
-    return d
 
 
-def get_root_ax_node(
-    *,
-    frame_id: _page.FrameId | None = None,
-) -> Command[GetRootAXNodeResult]:
-    """Experimental. Fetches the root node.
-    Requires `enable()` to have been called previously.
-
-    Args:
-        frame_id: The frame in whose document the node resides. If omitted, the root frame is used.
-    """
+def _p_get_root_ax_node(
+    frame_id: cdp.page.FrameId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if frame_id is not None:
         _p["frameId"] = frame_id
-    return Command("Accessibility.getRootAXNode", _p, _s_GetRootAXNodeResult)
+    return _p
 
 
 def _c_get_root_ax_node(d: dict[str, Any]) -> Command[GetRootAXNodeResult]:
     return get_root_ax_node(
         frame_id=d.get("frameId"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetAXNodeAndAncestorsResult:
-    """Result of :func:`get_ax_node_and_ancestors` (Accessibility.getAXNodeAndAncestors).
-
-    Attributes:
-        nodes: -
-    """
-
-    nodes: list[AXNode]
 
 
 def _s_GetAXNodeAndAncestorsResult(d: dict[str, Any]) -> GetAXNodeAndAncestorsResult:
@@ -730,26 +853,16 @@ def _s_GetAXNodeAndAncestorsResult(d: dict[str, Any]) -> GetAXNodeAndAncestorsRe
 
 
 def _u_GetAXNodeAndAncestorsResult(o: GetAXNodeAndAncestorsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodes": [_u_AXNode(x0) for x0 in o.nodes],
     }
-    return d
 
 
-def get_ax_node_and_ancestors(
-    *,
-    node_id: _dom.NodeId | None = None,
-    backend_node_id: _dom.BackendNodeId | None = None,
-    object_id: _runtime.RemoteObjectId | None = None,
-) -> Command[GetAXNodeAndAncestorsResult]:
-    """Experimental. Fetches a node and all ancestors up to and including the root.
-    Requires `enable()` to have been called previously.
-
-    Args:
-        node_id: Identifier of the node to get.
-        backend_node_id: Identifier of the backend node to get.
-        object_id: JavaScript object id of the node wrapper to get.
-    """
+def _p_get_ax_node_and_ancestors(
+    node_id: cdp.dom.NodeId | None,
+    backend_node_id: cdp.dom.BackendNodeId | None,
+    object_id: cdp.runtime.RemoteObjectId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if node_id is not None:
         _p["nodeId"] = node_id
@@ -757,7 +870,7 @@ def get_ax_node_and_ancestors(
         _p["backendNodeId"] = backend_node_id
     if object_id is not None:
         _p["objectId"] = object_id
-    return Command("Accessibility.getAXNodeAndAncestors", _p, _s_GetAXNodeAndAncestorsResult)
+    return _p
 
 
 def _c_get_ax_node_and_ancestors(d: dict[str, Any]) -> Command[GetAXNodeAndAncestorsResult]:
@@ -766,17 +879,6 @@ def _c_get_ax_node_and_ancestors(d: dict[str, Any]) -> Command[GetAXNodeAndAnces
         backend_node_id=d.get("backendNodeId"),
         object_id=d.get("objectId"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetChildAXNodesResult:
-    """Result of :func:`get_child_ax_nodes` (Accessibility.getChildAXNodes).
-
-    Attributes:
-        nodes: -
-    """
-
-    nodes: list[AXNode]
 
 
 def _s_GetChildAXNodesResult(d: dict[str, Any]) -> GetChildAXNodesResult:
@@ -791,30 +893,21 @@ def _s_GetChildAXNodesResult(d: dict[str, Any]) -> GetChildAXNodesResult:
 
 
 def _u_GetChildAXNodesResult(o: GetChildAXNodesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodes": [_u_AXNode(x0) for x0 in o.nodes],
     }
-    return d
 
 
-def get_child_ax_nodes(
-    *,
+def _p_get_child_ax_nodes(
     id_: AXNodeId,
-    frame_id: _page.FrameId | None = None,
-) -> Command[GetChildAXNodesResult]:
-    """Experimental. Fetches a particular accessibility node by AXNodeId.
-    Requires `enable()` to have been called previously.
-
-    Args:
-        id_: -
-        frame_id: The frame in whose document the node resides. If omitted, the root frame is used.
-    """
+    frame_id: cdp.page.FrameId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "id": id_,
     }
     if frame_id is not None:
         _p["frameId"] = frame_id
-    return Command("Accessibility.getChildAXNodes", _p, _s_GetChildAXNodesResult)
+    return _p
 
 
 def _c_get_child_ax_nodes(d: dict[str, Any]) -> Command[GetChildAXNodesResult]:
@@ -822,17 +915,6 @@ def _c_get_child_ax_nodes(d: dict[str, Any]) -> Command[GetChildAXNodesResult]:
         id_=d["id"],
         frame_id=d.get("frameId"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class QueryAXTreeResult:
-    """Result of :func:`query_ax_tree` (Accessibility.queryAXTree).
-
-    Attributes:
-        nodes: A list of `Accessibility.AXNode` matching the specified attributes, including nodes that are ignored for accessibility.
-    """
-
-    nodes: list[AXNode]
 
 
 def _s_QueryAXTreeResult(d: dict[str, Any]) -> QueryAXTreeResult:
@@ -847,33 +929,18 @@ def _s_QueryAXTreeResult(d: dict[str, Any]) -> QueryAXTreeResult:
 
 
 def _u_QueryAXTreeResult(o: QueryAXTreeResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodes": [_u_AXNode(x0) for x0 in o.nodes],
     }
-    return d
 
 
-def query_ax_tree(
-    *,
-    node_id: _dom.NodeId | None = None,
-    backend_node_id: _dom.BackendNodeId | None = None,
-    object_id: _runtime.RemoteObjectId | None = None,
-    accessible_name: str | None = None,
-    role: str | None = None,
-) -> Command[QueryAXTreeResult]:
-    """Experimental. Query a DOM node's accessibility subtree for accessible name and role.
-    This command computes the name and role for all nodes in the subtree, including those that are
-    ignored for accessibility, and returns those that match the specified name and role. If no DOM
-    node is specified, or the DOM node does not exist, the command returns an error. If neither
-    `accessibleName` or `role` is specified, it returns all the accessibility nodes in the subtree.
-
-    Args:
-        node_id: Identifier of the node for the root to query.
-        backend_node_id: Identifier of the backend node for the root to query.
-        object_id: JavaScript object id of the node wrapper for the root to query.
-        accessible_name: Find nodes with this computed name.
-        role: Find nodes with this computed role.
-    """
+def _p_query_ax_tree(
+    node_id: cdp.dom.NodeId | None,
+    backend_node_id: cdp.dom.BackendNodeId | None,
+    object_id: cdp.runtime.RemoteObjectId | None,
+    accessible_name: str | None,
+    role: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if node_id is not None:
         _p["nodeId"] = node_id
@@ -885,7 +952,7 @@ def query_ax_tree(
         _p["accessibleName"] = accessible_name
     if role is not None:
         _p["role"] = role
-    return Command("Accessibility.queryAXTree", _p, _s_QueryAXTreeResult)
+    return _p
 
 
 def _c_query_ax_tree(d: dict[str, Any]) -> Command[QueryAXTreeResult]:
@@ -896,19 +963,6 @@ def _c_query_ax_tree(d: dict[str, Any]) -> Command[QueryAXTreeResult]:
         accessible_name=d.get("accessibleName"),
         role=d.get("role"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LoadComplete:
-    """Experimental. The loadComplete event mirrors the load complete event sent by the browser to assistive
-    technology when the web page has finished loading.
-
-    Attributes:
-        root: New document root node.
-    """
-
-    method: ClassVar[str] = "Accessibility.loadComplete"
-    root: AXNode
 
 
 def _s_LoadComplete(d: dict[str, Any]) -> LoadComplete:
@@ -923,22 +977,9 @@ def _s_LoadComplete(d: dict[str, Any]) -> LoadComplete:
 
 
 def _u_LoadComplete(o: LoadComplete) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "root": _u_AXNode(o.root),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class NodesUpdated:
-    """Experimental. The nodesUpdated event is sent every time a previously requested node has changed the in tree.
-
-    Attributes:
-        nodes: Updated node data.
-    """
-
-    method: ClassVar[str] = "Accessibility.nodesUpdated"
-    nodes: list[AXNode]
 
 
 def _s_NodesUpdated(d: dict[str, Any]) -> NodesUpdated:
@@ -953,26 +994,11 @@ def _s_NodesUpdated(d: dict[str, Any]) -> NodesUpdated:
 
 
 def _u_NodesUpdated(o: NodesUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodes": [_u_AXNode(x0) for x0 in o.nodes],
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Accessibility.loadComplete": _s_LoadComplete,
-    "Accessibility.nodesUpdated": _s_NodesUpdated,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Accessibility.disable": _c_disable,
-    "Accessibility.enable": _c_enable,
-    "Accessibility.getPartialAXTree": _c_get_partial_ax_tree,
-    "Accessibility.getFullAXTree": _c_get_full_ax_tree,
-    "Accessibility.getRootAXNode": _c_get_root_ax_node,
-    "Accessibility.getAXNodeAndAncestors": _c_get_ax_node_and_ancestors,
-    "Accessibility.getChildAXNodes": _c_get_child_ax_nodes,
-    "Accessibility.queryAXTree": _c_query_ax_tree,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Accessibility": (True, False),
     "Accessibility.getPartialAXTree": (True, False),
@@ -999,5 +1025,15 @@ register(
         QueryAXTreeResult: (_s_QueryAXTreeResult, _u_QueryAXTreeResult),
         LoadComplete: (_s_LoadComplete, _u_LoadComplete),
         NodesUpdated: (_s_NodesUpdated, _u_NodesUpdated),
-    }
+    },
+    {
+        disable: _c_disable,
+        enable: _c_enable,
+        get_partial_ax_tree: _c_get_partial_ax_tree,
+        get_full_ax_tree: _c_get_full_ax_tree,
+        get_root_ax_node: _c_get_root_ax_node,
+        get_ax_node_and_ancestors: _c_get_ax_node_and_ancestors,
+        get_child_ax_nodes: _c_get_child_ax_nodes,
+        query_ax_tree: _c_query_ax_tree,
+    },
 )

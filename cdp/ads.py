@@ -6,21 +6,12 @@ A domain for ad-related metrics and data.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import network as _network
-    from cdp import page as _page
-    from cdp import runtime as _runtime
+from cdp._base import Command, register
 
 DOMAIN = "Ads"
 EXPERIMENTAL = True
@@ -34,7 +25,7 @@ DEPENDENCIES: tuple[str, ...] = (
 
 @attrs.frozen(kw_only=True, slots=False)
 class AdFrameData:
-    """Ad frame data.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Ads/#type-AdFrameData
 
     Attributes:
         frame_id: The DevTools frame token.
@@ -43,10 +34,103 @@ class AdFrameData:
         cpu_time: The CPU time of the frame, in milliseconds.
     """
 
-    frame_id: _page.FrameId
+    frame_id: cdp.page.FrameId
     initial_origin: str | None = None
     network_bytes: float
     cpu_time: float
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AdMetrics:
+    """Ad metrics for a page.
+
+    Attributes:
+        viewport_ad_density_by_area: The viewport ad density by area, represented as a percentage (an integer between 0 and 100).
+        average_viewport_ad_density_by_area: The time-weighted average of the viewport ad density by area, measured across the duration of the page.
+        viewport_ad_count: The number of ads currently visible within the viewport.
+        average_viewport_ad_count: The time-weighted average of the viewport ad count, measured across the duration of the page.
+        total_ad_cpu_time: The total ad CPU usage, in milliseconds.
+        total_ad_network_bytes: The total ad network bytes.
+        update_ad_frames: The list of ad frames that have been updated since the last event.
+        remove_ad_frames: The list of ad frame IDs that have been removed since the last event.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Ads/#type-AdMetrics
+    """
+
+    viewport_ad_density_by_area: int
+    average_viewport_ad_density_by_area: float
+    viewport_ad_count: int
+    average_viewport_ad_count: float
+    total_ad_cpu_time: float
+    total_ad_network_bytes: float
+    update_ad_frames: list[AdFrameData]
+    remove_ad_frames: list[cdp.page.FrameId]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AdScript:
+    """An ad script.
+    Note: when the script is a transitive ad script, we only fill in the
+    immediate ancestor script in the provenance's adScriptAncestry field (as its
+    first entry), rather than filling in the full ancestry. This saves work for
+    the backend, and the frontend can reconstruct the full ancestry if
+    necessary.
+
+    Attributes:
+        script_id: The script ID.
+        provenance: The ad provenance.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Ads/#type-AdScript
+    """
+
+    script_id: cdp.runtime.ScriptId
+    provenance: cdp.network.AdProvenance
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetAdMetricsResult:
+    """Result of :func:`get_ad_metrics`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Ads/#method-getAdMetrics
+    """
+
+    metrics: AdMetrics
+
+
+def get_ad_metrics() -> Command[GetAdMetricsResult]:
+    """Retrieves ad metrics for the current page.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Ads/#method-getAdMetrics
+    """
+    return Command("Ads.getAdMetrics", {}, GetAdMetricsResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetAdScriptsResult:
+    """Result of :func:`get_ad_scripts`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Ads/#method-getAdScripts
+    """
+
+    new_scripts: list[AdScript]
+
+
+def get_ad_scripts() -> Command[GetAdScriptsResult]:
+    """Retrieves ad scripts for the current page. To minimize payload size, this
+    only returns the newly tracked ad scripts since the last call to
+    getAdScripts (i.e., the delta).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Ads/#method-getAdScripts
+    """
+    return Command("Ads.getAdScripts", {}, GetAdScriptsResult)
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _AdFrameData_plain = {
@@ -82,39 +166,6 @@ def _u_AdFrameData(o: AdFrameData) -> dict[str, Any]:
     if o.initial_origin is not None:
         d["initialOrigin"] = o.initial_origin
     return d
-
-
-optional_defaults(
-    AdFrameData,
-    {
-        "initial_origin": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AdMetrics:
-    """Ad metrics for a page.
-
-    Attributes:
-        viewport_ad_density_by_area: The viewport ad density by area, represented as a percentage (an integer between 0 and 100).
-        average_viewport_ad_density_by_area: The time-weighted average of the viewport ad density by area, measured across the duration of the page.
-        viewport_ad_count: The number of ads currently visible within the viewport.
-        average_viewport_ad_count: The time-weighted average of the viewport ad count, measured across the duration of the page.
-        total_ad_cpu_time: The total ad CPU usage, in milliseconds.
-        total_ad_network_bytes: The total ad network bytes.
-        update_ad_frames: The list of ad frames that have been updated since the last event.
-        remove_ad_frames: The list of ad frame IDs that have been removed since the last event.
-    """
-
-    viewport_ad_density_by_area: int
-    average_viewport_ad_density_by_area: float
-    viewport_ad_count: int
-    average_viewport_ad_count: float
-    total_ad_cpu_time: float
-    total_ad_network_bytes: float
-    update_ad_frames: list[AdFrameData]
-    remove_ad_frames: list[_page.FrameId]
 
 
 _AdMetrics_plain = {
@@ -157,7 +208,7 @@ def _s_AdMetrics(d: dict[str, Any]) -> AdMetrics:
 
 
 def _u_AdMetrics(o: AdMetrics) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "viewportAdDensityByArea": o.viewport_ad_density_by_area,
         "averageViewportAdDensityByArea": o.average_viewport_ad_density_by_area,
         "viewportAdCount": o.viewport_ad_count,
@@ -167,25 +218,6 @@ def _u_AdMetrics(o: AdMetrics) -> dict[str, Any]:
         "updateAdFrames": [_u_AdFrameData(x0) for x0 in o.update_ad_frames],
         "removeAdFrames": o.remove_ad_frames,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AdScript:
-    """An ad script.
-    Note: when the script is a transitive ad script, we only fill in the
-    immediate ancestor script in the provenance's adScriptAncestry field (as its
-    first entry), rather than filling in the full ancestry. This saves work for
-    the backend, and the frontend can reconstruct the full ancestry if
-    necessary.
-
-    Attributes:
-        script_id: The script ID.
-        provenance: The ad provenance.
-    """
-
-    script_id: _runtime.ScriptId
-    provenance: _network.AdProvenance
 
 
 _AdScript_plain = {
@@ -210,22 +242,10 @@ def _s_AdScript(d: dict[str, Any]) -> AdScript:
 
 
 def _u_AdScript(o: AdScript) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "scriptId": o.script_id,
         "provenance": cdp.network._u_AdProvenance(o.provenance),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetAdMetricsResult:
-    """Result of :func:`get_ad_metrics` (Ads.getAdMetrics).
-
-    Attributes:
-        metrics: -
-    """
-
-    metrics: AdMetrics
 
 
 def _s_GetAdMetricsResult(d: dict[str, Any]) -> GetAdMetricsResult:
@@ -240,31 +260,13 @@ def _s_GetAdMetricsResult(d: dict[str, Any]) -> GetAdMetricsResult:
 
 
 def _u_GetAdMetricsResult(o: GetAdMetricsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "metrics": _u_AdMetrics(o.metrics),
     }
-    return d
-
-
-def get_ad_metrics() -> Command[GetAdMetricsResult]:
-    """Retrieves ad metrics for the current page."""
-    _p: dict[str, Any] = {}
-    return Command("Ads.getAdMetrics", _p, _s_GetAdMetricsResult)
 
 
 def _c_get_ad_metrics(d: dict[str, Any]) -> Command[GetAdMetricsResult]:
     return get_ad_metrics()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetAdScriptsResult:
-    """Result of :func:`get_ad_scripts` (Ads.getAdScripts).
-
-    Attributes:
-        new_scripts: -
-    """
-
-    new_scripts: list[AdScript]
 
 
 def _s_GetAdScriptsResult(d: dict[str, Any]) -> GetAdScriptsResult:
@@ -279,29 +281,15 @@ def _s_GetAdScriptsResult(d: dict[str, Any]) -> GetAdScriptsResult:
 
 
 def _u_GetAdScriptsResult(o: GetAdScriptsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "newScripts": [_u_AdScript(x0) for x0 in o.new_scripts],
     }
-    return d
-
-
-def get_ad_scripts() -> Command[GetAdScriptsResult]:
-    """Retrieves ad scripts for the current page. To minimize payload size, this
-    only returns the newly tracked ad scripts since the last call to
-    getAdScripts (i.e., the delta)."""
-    _p: dict[str, Any] = {}
-    return Command("Ads.getAdScripts", _p, _s_GetAdScriptsResult)
 
 
 def _c_get_ad_scripts(d: dict[str, Any]) -> Command[GetAdScriptsResult]:
     return get_ad_scripts()
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Ads.getAdMetrics": _c_get_ad_metrics,
-    "Ads.getAdScripts": _c_get_ad_scripts,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Ads": (True, False),
 }
@@ -312,5 +300,9 @@ register(
         AdScript: (_s_AdScript, _u_AdScript),
         GetAdMetricsResult: (_s_GetAdMetricsResult, _u_GetAdMetricsResult),
         GetAdScriptsResult: (_s_GetAdScriptsResult, _u_GetAdScriptsResult),
-    }
+    },
+    {
+        get_ad_metrics: _c_get_ad_metrics,
+        get_ad_scripts: _c_get_ad_scripts,
+    },
 )

@@ -3,20 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import dom as _dom
-    from cdp import runtime as _runtime
 
 DOMAIN = "Animation"
 EXPERIMENTAL = True
@@ -42,7 +35,8 @@ class Animation:
         type_: Animation type of `Animation`. Values: 'CSSTransition', 'CSSAnimation', 'WebAnimation'.
         source: `Animation`'s source animation node.
         css_id: A unique ID for `Animation` representing the sources that triggered this CSS animation/transition.
-        view_or_scroll_timeline: View or scroll timeline
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#type-Animation
     """
 
     id_: str
@@ -56,6 +50,317 @@ class Animation:
     source: AnimationEffect | None = None
     css_id: str | None = None
     view_or_scroll_timeline: ViewOrScrollTimeline | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ViewOrScrollTimeline:
+    """Timeline instance
+
+    Attributes:
+        source_node_id: Scroll container node
+        start_offset: Represents the starting scroll position of the timeline as a length offset in pixels from scroll origin.
+        end_offset: Represents the ending scroll position of the timeline as a length offset in pixels from scroll origin.
+        subject_node_id: The element whose principal box's visibility in the scrollport defined the progress of the timeline. Does not exist for animations with ScrollTimeline
+        axis: Orientation of the scroll
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#type-ViewOrScrollTimeline
+    """
+
+    source_node_id: cdp.dom.BackendNodeId | None = None
+    start_offset: float | None = None
+    end_offset: float | None = None
+    subject_node_id: cdp.dom.BackendNodeId | None = None
+    axis: cdp.dom.ScrollOrientation
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AnimationEffect:
+    """AnimationEffect instance
+
+    Attributes:
+        delay: `AnimationEffect`'s delay.
+        end_delay: `AnimationEffect`'s end delay.
+        iteration_start: `AnimationEffect`'s iteration start.
+        iterations: `AnimationEffect`'s iterations. Omitted if the value is infinite.
+        duration: `AnimationEffect`'s iteration duration. Milliseconds for time based animations and percentage [0 - 100] for scroll driven animations (i.e. when viewOrScrollTimeline exists).
+        direction: `AnimationEffect`'s playback direction.
+        fill: `AnimationEffect`'s fill mode.
+        backend_node_id: `AnimationEffect`'s target node.
+        keyframes_rule: `AnimationEffect`'s keyframes.
+        easing: `AnimationEffect`'s timing function.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#type-AnimationEffect
+    """
+
+    delay: float
+    end_delay: float
+    iteration_start: float
+    iterations: float | None = None
+    duration: float
+    direction: str
+    fill: str
+    backend_node_id: cdp.dom.BackendNodeId | None = None
+    keyframes_rule: KeyframesRule | None = None
+    easing: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class KeyframesRule:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#type-KeyframesRule
+
+    Attributes:
+        name: CSS keyframed animation's name.
+        keyframes: List of animation keyframes.
+    """
+
+    name: str | None = None
+    keyframes: list[KeyframeStyle]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class KeyframeStyle:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#type-KeyframeStyle
+
+    Attributes:
+        offset: Keyframe's time offset.
+        easing: `AnimationEffect`'s timing function.
+    """
+
+    offset: str
+    easing: str
+
+
+def disable() -> Command[None]:
+    """Disables animation domain notifications.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#method-disable
+    """
+    return Command("Animation.disable", {}, None)
+
+
+def enable() -> Command[None]:
+    """Enables animation domain notifications.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#method-enable
+    """
+    return Command("Animation.enable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetCurrentTimeResult:
+    """Result of :func:`get_current_time`.
+
+    Attributes:
+        current_time: Current time of the page.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#method-getCurrentTime
+    """
+
+    current_time: float
+
+
+def get_current_time(
+    *,
+    id_: str,
+) -> Command[GetCurrentTimeResult]:
+    """Returns the current time of the an animation.
+
+    Args:
+        id_: Id of animation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#method-getCurrentTime
+    """
+    return Command("Animation.getCurrentTime", _p_get_current_time(id_), GetCurrentTimeResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetPlaybackRateResult:
+    """Result of :func:`get_playback_rate`.
+
+    Attributes:
+        playback_rate: Playback rate for animations on page.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#method-getPlaybackRate
+    """
+
+    playback_rate: float
+
+
+def get_playback_rate() -> Command[GetPlaybackRateResult]:
+    """Gets the playback rate of the document timeline.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#method-getPlaybackRate
+    """
+    return Command("Animation.getPlaybackRate", {}, GetPlaybackRateResult)
+
+
+def release_animations(
+    *,
+    animations: list[str],
+) -> Command[None]:
+    """Releases a set of animations to no longer be manipulated.
+
+    Args:
+        animations: List of animation ids to seek.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#method-releaseAnimations
+    """
+    return Command("Animation.releaseAnimations", _p_release_animations(animations), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ResolveAnimationResult:
+    """Result of :func:`resolve_animation`.
+
+    Attributes:
+        remote_object: Corresponding remote object.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#method-resolveAnimation
+    """
+
+    remote_object: cdp.runtime.RemoteObject
+
+
+def resolve_animation(
+    *,
+    animation_id: str,
+) -> Command[ResolveAnimationResult]:
+    """Gets the remote object of the Animation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#method-resolveAnimation
+    """
+    return Command("Animation.resolveAnimation", _p_resolve_animation(animation_id), ResolveAnimationResult)
+
+
+def seek_animations(
+    *,
+    animations: list[str],
+    current_time: float | None = None,
+    current_times: list[float] | None = None,
+) -> Command[None]:
+    """Seek a set of animations to a particular time within each animation.
+
+    Args:
+        animations: List of animation ids to seek.
+        current_time: Set each animation to the same time.
+        current_times: Set each animation to a different time. If set, should have the same length as animations. Exactly one of currentTime or currentTimes should be set.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#method-seekAnimations
+    """
+    return Command(
+        "Animation.seekAnimations", _p_seek_animations(animations, current_time, current_times), None
+    )
+
+
+def set_paused(
+    *,
+    animations: list[str],
+    paused: bool,
+) -> Command[None]:
+    """Sets the paused state of a set of animations.
+
+    Args:
+        animations: Animations to set the pause state of.
+        paused: Paused state to set to.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#method-setPaused
+    """
+    return Command("Animation.setPaused", _p_set_paused(animations, paused), None)
+
+
+def set_playback_rate(
+    *,
+    playback_rate: float,
+) -> Command[None]:
+    """Sets the playback rate of the document timeline.
+
+    Args:
+        playback_rate: Playback rate for animations on page
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#method-setPlaybackRate
+    """
+    return Command("Animation.setPlaybackRate", _p_set_playback_rate(playback_rate), None)
+
+
+def set_timing(
+    *,
+    animation_id: str,
+    duration: float,
+    delay: float,
+) -> Command[None]:
+    """Sets the timing of an animation node.
+
+    Args:
+        duration: Duration of the animation.
+        delay: Delay of the animation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#method-setTiming
+    """
+    return Command("Animation.setTiming", _p_set_timing(animation_id, duration, delay), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AnimationCanceled:
+    """Event for when an animation has been cancelled.
+
+    Attributes:
+        id_: Id of the animation that was cancelled.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#event-animationCanceled
+    """
+
+    method: ClassVar[str] = "Animation.animationCanceled"
+    id_: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AnimationCreated:
+    """Event for each animation that has been created.
+
+    Attributes:
+        id_: Id of the animation that was created.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#event-animationCreated
+    """
+
+    method: ClassVar[str] = "Animation.animationCreated"
+    id_: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AnimationStarted:
+    """Event for animation that has been started.
+
+    Attributes:
+        animation: Animation that was started.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#event-animationStarted
+    """
+
+    method: ClassVar[str] = "Animation.animationStarted"
+    animation: Animation
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AnimationUpdated:
+    """Event for animation that has been updated.
+
+    Attributes:
+        animation: Animation that was updated.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Animation/#event-animationUpdated
+    """
+
+    method: ClassVar[str] = "Animation.animationUpdated"
+    animation: Animation
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _Animation_plain = {
@@ -121,35 +426,6 @@ def _u_Animation(o: Animation) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Animation,
-    {
-        "source": None,
-        "css_id": None,
-        "view_or_scroll_timeline": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ViewOrScrollTimeline:
-    """Timeline instance
-
-    Attributes:
-        source_node_id: Scroll container node
-        start_offset: Represents the starting scroll position of the timeline as a length offset in pixels from scroll origin.
-        end_offset: Represents the ending scroll position of the timeline as a length offset in pixels from scroll origin.
-        subject_node_id: The element whose principal box's visibility in the scrollport defined the progress of the timeline. Does not exist for animations with ScrollTimeline
-        axis: Orientation of the scroll
-    """
-
-    source_node_id: _dom.BackendNodeId | None = None
-    start_offset: float | None = None
-    end_offset: float | None = None
-    subject_node_id: _dom.BackendNodeId | None = None
-    axis: _dom.ScrollOrientation
-
-
 _ViewOrScrollTimeline_plain = {
     "sourceNodeId": "source_node_id",
     "startOffset": "start_offset",
@@ -185,46 +461,6 @@ def _u_ViewOrScrollTimeline(o: ViewOrScrollTimeline) -> dict[str, Any]:
     if o.subject_node_id is not None:
         d["subjectNodeId"] = o.subject_node_id
     return d
-
-
-optional_defaults(
-    ViewOrScrollTimeline,
-    {
-        "source_node_id": None,
-        "start_offset": None,
-        "end_offset": None,
-        "subject_node_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AnimationEffect:
-    """AnimationEffect instance
-
-    Attributes:
-        delay: `AnimationEffect`'s delay.
-        end_delay: `AnimationEffect`'s end delay.
-        iteration_start: `AnimationEffect`'s iteration start.
-        iterations: `AnimationEffect`'s iterations. Omitted if the value is infinite.
-        duration: `AnimationEffect`'s iteration duration. Milliseconds for time based animations and percentage [0 - 100] for scroll driven animations (i.e. when viewOrScrollTimeline exists).
-        direction: `AnimationEffect`'s playback direction.
-        fill: `AnimationEffect`'s fill mode.
-        backend_node_id: `AnimationEffect`'s target node.
-        keyframes_rule: `AnimationEffect`'s keyframes.
-        easing: `AnimationEffect`'s timing function.
-    """
-
-    delay: float
-    end_delay: float
-    iteration_start: float
-    iterations: float | None = None
-    duration: float
-    direction: str
-    fill: str
-    backend_node_id: _dom.BackendNodeId | None = None
-    keyframes_rule: KeyframesRule | None = None
-    easing: str
 
 
 _AnimationEffect_plain = {
@@ -285,29 +521,6 @@ def _u_AnimationEffect(o: AnimationEffect) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    AnimationEffect,
-    {
-        "iterations": None,
-        "backend_node_id": None,
-        "keyframes_rule": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class KeyframesRule:
-    """Keyframes Rule
-
-    Attributes:
-        name: CSS keyframed animation's name.
-        keyframes: List of animation keyframes.
-    """
-
-    name: str | None = None
-    keyframes: list[KeyframeStyle]
-
-
 _KeyframesRule_plain = {
     "name": "name",
 }
@@ -336,27 +549,6 @@ def _u_KeyframesRule(o: KeyframesRule) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    KeyframesRule,
-    {
-        "name": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class KeyframeStyle:
-    """Keyframe Style
-
-    Attributes:
-        offset: Keyframe's time offset.
-        easing: `AnimationEffect`'s timing function.
-    """
-
-    offset: str
-    easing: str
-
-
 _KeyframeStyle_plain = {
     "offset": "offset",
     "easing": "easing",
@@ -378,42 +570,18 @@ def _s_KeyframeStyle(d: dict[str, Any]) -> KeyframeStyle:
 
 
 def _u_KeyframeStyle(o: KeyframeStyle) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "offset": o.offset,
         "easing": o.easing,
     }
-    return d
-
-
-def disable() -> Command[None]:
-    """Disables animation domain notifications."""
-    _p: dict[str, Any] = {}
-    return Command("Animation.disable", _p, None)
 
 
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def enable() -> Command[None]:
-    """Enables animation domain notifications."""
-    _p: dict[str, Any] = {}
-    return Command("Animation.enable", _p, None)
-
-
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetCurrentTimeResult:
-    """Result of :func:`get_current_time` (Animation.getCurrentTime).
-
-    Attributes:
-        current_time: Current time of the page.
-    """
-
-    current_time: float
 
 
 _GetCurrentTimeResult_plain = {
@@ -434,42 +602,23 @@ def _s_GetCurrentTimeResult(d: dict[str, Any]) -> GetCurrentTimeResult:
 
 
 def _u_GetCurrentTimeResult(o: GetCurrentTimeResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "currentTime": o.current_time,
     }
-    return d
 
 
-def get_current_time(
-    *,
+def _p_get_current_time(
     id_: str,
-) -> Command[GetCurrentTimeResult]:
-    """Returns the current time of the an animation.
-
-    Args:
-        id_: Id of animation.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "id": id_,
     }
-    return Command("Animation.getCurrentTime", _p, _s_GetCurrentTimeResult)
 
 
 def _c_get_current_time(d: dict[str, Any]) -> Command[GetCurrentTimeResult]:
     return get_current_time(
         id_=d["id"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetPlaybackRateResult:
-    """Result of :func:`get_playback_rate` (Animation.getPlaybackRate).
-
-    Attributes:
-        playback_rate: Playback rate for animations on page.
-    """
-
-    playback_rate: float
 
 
 _GetPlaybackRateResult_plain = {
@@ -490,52 +639,27 @@ def _s_GetPlaybackRateResult(d: dict[str, Any]) -> GetPlaybackRateResult:
 
 
 def _u_GetPlaybackRateResult(o: GetPlaybackRateResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "playbackRate": o.playback_rate,
     }
-    return d
-
-
-def get_playback_rate() -> Command[GetPlaybackRateResult]:
-    """Gets the playback rate of the document timeline."""
-    _p: dict[str, Any] = {}
-    return Command("Animation.getPlaybackRate", _p, _s_GetPlaybackRateResult)
 
 
 def _c_get_playback_rate(d: dict[str, Any]) -> Command[GetPlaybackRateResult]:
     return get_playback_rate()
 
 
-def release_animations(
-    *,
+def _p_release_animations(
     animations: list[str],
-) -> Command[None]:
-    """Releases a set of animations to no longer be manipulated.
-
-    Args:
-        animations: List of animation ids to seek.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "animations": animations,
     }
-    return Command("Animation.releaseAnimations", _p, None)
 
 
 def _c_release_animations(d: dict[str, Any]) -> Command[None]:
     return release_animations(
         animations=d["animations"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ResolveAnimationResult:
-    """Result of :func:`resolve_animation` (Animation.resolveAnimation).
-
-    Attributes:
-        remote_object: Corresponding remote object.
-    """
-
-    remote_object: _runtime.RemoteObject
 
 
 def _s_ResolveAnimationResult(d: dict[str, Any]) -> ResolveAnimationResult:
@@ -550,25 +674,17 @@ def _s_ResolveAnimationResult(d: dict[str, Any]) -> ResolveAnimationResult:
 
 
 def _u_ResolveAnimationResult(o: ResolveAnimationResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "remoteObject": cdp.runtime._u_RemoteObject(o.remote_object),
     }
-    return d
 
 
-def resolve_animation(
-    *,
+def _p_resolve_animation(
     animation_id: str,
-) -> Command[ResolveAnimationResult]:
-    """Gets the remote object of the Animation.
-
-    Args:
-        animation_id: Animation id.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "animationId": animation_id,
     }
-    return Command("Animation.resolveAnimation", _p, _s_ResolveAnimationResult)
 
 
 def _c_resolve_animation(d: dict[str, Any]) -> Command[ResolveAnimationResult]:
@@ -577,19 +693,11 @@ def _c_resolve_animation(d: dict[str, Any]) -> Command[ResolveAnimationResult]:
     )
 
 
-def seek_animations(
-    *,
+def _p_seek_animations(
     animations: list[str],
-    current_time: float | None = None,
-    current_times: list[float] | None = None,
-) -> Command[None]:
-    """Seek a set of animations to a particular time within each animation.
-
-    Args:
-        animations: List of animation ids to seek.
-        current_time: Set each animation to the same time.
-        current_times: Set each animation to a different time. If set, should have the same length as animations. Exactly one of currentTime or currentTimes should be set.
-    """
+    current_time: float | None,
+    current_times: list[float] | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "animations": animations,
     }
@@ -597,7 +705,7 @@ def seek_animations(
         _p["currentTime"] = current_time
     if current_times is not None:
         _p["currentTimes"] = current_times
-    return Command("Animation.seekAnimations", _p, None)
+    return _p
 
 
 def _c_seek_animations(d: dict[str, Any]) -> Command[None]:
@@ -608,22 +716,14 @@ def _c_seek_animations(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_paused(
-    *,
+def _p_set_paused(
     animations: list[str],
     paused: bool,
-) -> Command[None]:
-    """Sets the paused state of a set of animations.
-
-    Args:
-        animations: Animations to set the pause state of.
-        paused: Paused state to set to.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "animations": animations,
         "paused": paused,
     }
-    return Command("Animation.setPaused", _p, None)
 
 
 def _c_set_paused(d: dict[str, Any]) -> Command[None]:
@@ -633,19 +733,12 @@ def _c_set_paused(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_playback_rate(
-    *,
+def _p_set_playback_rate(
     playback_rate: float,
-) -> Command[None]:
-    """Sets the playback rate of the document timeline.
-
-    Args:
-        playback_rate: Playback rate for animations on page
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "playbackRate": playback_rate,
     }
-    return Command("Animation.setPlaybackRate", _p, None)
 
 
 def _c_set_playback_rate(d: dict[str, Any]) -> Command[None]:
@@ -654,25 +747,16 @@ def _c_set_playback_rate(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_timing(
-    *,
+def _p_set_timing(
     animation_id: str,
     duration: float,
     delay: float,
-) -> Command[None]:
-    """Sets the timing of an animation node.
-
-    Args:
-        animation_id: Animation id.
-        duration: Duration of the animation.
-        delay: Delay of the animation.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "animationId": animation_id,
         "duration": duration,
         "delay": delay,
     }
-    return Command("Animation.setTiming", _p, None)
 
 
 def _c_set_timing(d: dict[str, Any]) -> Command[None]:
@@ -681,18 +765,6 @@ def _c_set_timing(d: dict[str, Any]) -> Command[None]:
         duration=d["duration"],
         delay=d["delay"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AnimationCanceled:
-    """Event for when an animation has been cancelled.
-
-    Attributes:
-        id_: Id of the animation that was cancelled.
-    """
-
-    method: ClassVar[str] = "Animation.animationCanceled"
-    id_: str
 
 
 _AnimationCanceled_plain = {
@@ -713,22 +785,9 @@ def _s_AnimationCanceled(d: dict[str, Any]) -> AnimationCanceled:
 
 
 def _u_AnimationCanceled(o: AnimationCanceled) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "id": o.id_,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AnimationCreated:
-    """Event for each animation that has been created.
-
-    Attributes:
-        id_: Id of the animation that was created.
-    """
-
-    method: ClassVar[str] = "Animation.animationCreated"
-    id_: str
 
 
 _AnimationCreated_plain = {
@@ -749,22 +808,9 @@ def _s_AnimationCreated(d: dict[str, Any]) -> AnimationCreated:
 
 
 def _u_AnimationCreated(o: AnimationCreated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "id": o.id_,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AnimationStarted:
-    """Event for animation that has been started.
-
-    Attributes:
-        animation: Animation that was started.
-    """
-
-    method: ClassVar[str] = "Animation.animationStarted"
-    animation: Animation
 
 
 def _s_AnimationStarted(d: dict[str, Any]) -> AnimationStarted:
@@ -779,22 +825,9 @@ def _s_AnimationStarted(d: dict[str, Any]) -> AnimationStarted:
 
 
 def _u_AnimationStarted(o: AnimationStarted) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "animation": _u_Animation(o.animation),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AnimationUpdated:
-    """Event for animation that has been updated.
-
-    Attributes:
-        animation: Animation that was updated.
-    """
-
-    method: ClassVar[str] = "Animation.animationUpdated"
-    animation: Animation
 
 
 def _s_AnimationUpdated(d: dict[str, Any]) -> AnimationUpdated:
@@ -809,30 +842,11 @@ def _s_AnimationUpdated(d: dict[str, Any]) -> AnimationUpdated:
 
 
 def _u_AnimationUpdated(o: AnimationUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "animation": _u_Animation(o.animation),
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Animation.animationCanceled": _s_AnimationCanceled,
-    "Animation.animationCreated": _s_AnimationCreated,
-    "Animation.animationStarted": _s_AnimationStarted,
-    "Animation.animationUpdated": _s_AnimationUpdated,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Animation.disable": _c_disable,
-    "Animation.enable": _c_enable,
-    "Animation.getCurrentTime": _c_get_current_time,
-    "Animation.getPlaybackRate": _c_get_playback_rate,
-    "Animation.releaseAnimations": _c_release_animations,
-    "Animation.resolveAnimation": _c_resolve_animation,
-    "Animation.seekAnimations": _c_seek_animations,
-    "Animation.setPaused": _c_set_paused,
-    "Animation.setPlaybackRate": _c_set_playback_rate,
-    "Animation.setTiming": _c_set_timing,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Animation": (True, False),
 }
@@ -850,5 +864,17 @@ register(
         AnimationCreated: (_s_AnimationCreated, _u_AnimationCreated),
         AnimationStarted: (_s_AnimationStarted, _u_AnimationStarted),
         AnimationUpdated: (_s_AnimationUpdated, _u_AnimationUpdated),
-    }
+    },
+    {
+        disable: _c_disable,
+        enable: _c_enable,
+        get_current_time: _c_get_current_time,
+        get_playback_rate: _c_get_playback_rate,
+        release_animations: _c_release_animations,
+        resolve_animation: _c_resolve_animation,
+        seek_animations: _c_seek_animations,
+        set_paused: _c_set_paused,
+        set_playback_rate: _c_set_playback_rate,
+        set_timing: _c_set_timing,
+    },
 )

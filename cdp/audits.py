@@ -6,22 +6,13 @@ Audits domain allows investigation of page violations and possible improvements.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import dom as _dom
-    from cdp import network as _network
-    from cdp import page as _page
-    from cdp import runtime as _runtime
 
 DOMAIN = "Audits"
 EXPERIMENTAL = True
@@ -38,45 +29,13 @@ class AffectedCookie:
 
     Attributes:
         name: The following three properties uniquely identify a cookie
-        path: -
-        domain: -
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-AffectedCookie
     """
 
     name: str
     path: str
     domain: str
-
-
-_AffectedCookie_plain = {
-    "name": "name",
-    "path": "path",
-    "domain": "domain",
-}
-
-
-def _s_AffectedCookie(d: dict[str, Any]) -> AffectedCookie:
-    o = _new(AffectedCookie)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _AffectedCookie_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "path" not in od:
-        raise KeyError("path")
-    if "domain" not in od:
-        raise KeyError("domain")
-    return o
-
-
-def _u_AffectedCookie(o: AffectedCookie) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "name": o.name,
-        "path": o.path,
-        "domain": o.domain,
-    }
-    return d
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -85,85 +44,26 @@ class AffectedRequest:
 
     Attributes:
         request_id: The unique request id.
-        url: -
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-AffectedRequest
     """
 
-    request_id: _network.RequestId | None = None
+    request_id: cdp.network.RequestId | None = None
     url: str
-
-
-_AffectedRequest_plain = {
-    "requestId": "request_id",
-    "url": "url",
-}
-
-
-def _s_AffectedRequest(d: dict[str, Any]) -> AffectedRequest:
-    o = _new(AffectedRequest)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _AffectedRequest_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "url" not in od:
-        raise KeyError("url")
-    return o
-
-
-def _u_AffectedRequest(o: AffectedRequest) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "url": o.url,
-    }
-    if o.request_id is not None:
-        d["requestId"] = o.request_id
-    return d
-
-
-optional_defaults(
-    AffectedRequest,
-    {
-        "request_id": None,
-    },
-)
 
 
 @attrs.frozen(kw_only=True, slots=False)
 class AffectedFrame:
     """Information about the frame affected by an inspector issue.
 
-    Attributes:
-        frame_id: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-AffectedFrame
     """
 
-    frame_id: _page.FrameId
-
-
-_AffectedFrame_plain = {
-    "frameId": "frame_id",
-}
-
-
-def _s_AffectedFrame(d: dict[str, Any]) -> AffectedFrame:
-    o = _new(AffectedFrame)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _AffectedFrame_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    return o
-
-
-def _u_AffectedFrame(o: AffectedFrame) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "frameId": o.frame_id,
-    }
-    return d
+    frame_id: cdp.page.FrameId
 
 
 class CookieExclusionReason(CDPEnum):
-    """CookieExclusionReason."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-CookieExclusionReason"""
 
     EXCLUDE_SAME_SITE_UNSPECIFIED_TREATED_AS_LAX = "ExcludeSameSiteUnspecifiedTreatedAsLax"
     EXCLUDE_SAME_SITE_NONE_INSECURE = "ExcludeSameSiteNoneInsecure"
@@ -176,7 +76,7 @@ class CookieExclusionReason(CDPEnum):
 
 
 class CookieWarningReason(CDPEnum):
-    """CookieWarningReason."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-CookieWarningReason"""
 
     WARN_SAME_SITE_UNSPECIFIED_CROSS_SITE_CONTEXT = "WarnSameSiteUnspecifiedCrossSiteContext"
     WARN_SAME_SITE_NONE_INSECURE = "WarnSameSiteNoneInsecure"
@@ -195,14 +95,17 @@ class CookieWarningReason(CDPEnum):
 
 
 class CookieOperation(CDPEnum):
-    """CookieOperation."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-CookieOperation"""
 
     SET_COOKIE = "SetCookie"
     READ_COOKIE = "ReadCookie"
 
 
 class InsightType(CDPEnum):
-    """Represents the category of insight that a cookie issue falls under."""
+    """Represents the category of insight that a cookie issue falls under.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-InsightType
+    """
 
     GIT_HUB_RESOURCE = "GitHubResource"
     GRACE_PERIOD = "GracePeriod"
@@ -214,48 +117,13 @@ class CookieIssueInsight:
     """Information about the suggested solution to a cookie issue.
 
     Attributes:
-        type_: -
         table_entry_url: Link to table entry in third-party cookie migration readiness list.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-CookieIssueInsight
     """
 
     type_: InsightType
     table_entry_url: str | None = None
-
-
-_CookieIssueInsight_plain = {
-    "tableEntryUrl": "table_entry_url",
-}
-
-
-def _s_CookieIssueInsight(d: dict[str, Any]) -> CookieIssueInsight:
-    o = _new(CookieIssueInsight)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _CookieIssueInsight_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(InsightType, v)
-    if "type_" not in od:
-        raise KeyError("type")
-    return o
-
-
-def _u_CookieIssueInsight(o: CookieIssueInsight) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "type": o.type_,
-    }
-    if o.table_entry_url is not None:
-        d["tableEntryUrl"] = o.table_entry_url
-    return d
-
-
-optional_defaults(
-    CookieIssueInsight,
-    {
-        "table_entry_url": None,
-    },
-)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -266,14 +134,10 @@ class CookieIssueDetails:
 
     Attributes:
         cookie: If AffectedCookie is not set then rawCookieLine contains the raw Set-Cookie header string. This hints at a problem where the cookie line is syntactically or semantically malformed in a way that no valid cookie could be created.
-        raw_cookie_line: -
-        cookie_warning_reasons: -
-        cookie_exclusion_reasons: -
         operation: Optionally identifies the site-for-cookies and the cookie url, which may be used by the front-end as additional context.
-        site_for_cookies: -
-        cookie_url: -
-        request: -
         insight: The recommended solution to the issue.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-CookieIssueDetails
     """
 
     cookie: AffectedCookie | None = None
@@ -287,79 +151,8 @@ class CookieIssueDetails:
     insight: CookieIssueInsight | None = None
 
 
-_CookieIssueDetails_plain = {
-    "rawCookieLine": "raw_cookie_line",
-    "siteForCookies": "site_for_cookies",
-    "cookieUrl": "cookie_url",
-}
-
-
-def _s_CookieIssueDetails(d: dict[str, Any]) -> CookieIssueDetails:
-    o = _new(CookieIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _CookieIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "cookie":
-            od["cookie"] = None if v is None else _s_AffectedCookie(v)
-        elif k == "cookieWarningReasons":
-            od["cookie_warning_reasons"] = None if v is None else [_enum(CookieWarningReason, x0) for x0 in v]
-        elif k == "cookieExclusionReasons":
-            od["cookie_exclusion_reasons"] = (
-                None if v is None else [_enum(CookieExclusionReason, x0) for x0 in v]
-            )
-        elif k == "operation":
-            od["operation"] = None if v is None else _enum(CookieOperation, v)
-        elif k == "request":
-            od["request"] = None if v is None else _s_AffectedRequest(v)
-        elif k == "insight":
-            od["insight"] = None if v is None else _s_CookieIssueInsight(v)
-    if "cookie_warning_reasons" not in od:
-        raise KeyError("cookieWarningReasons")
-    if "cookie_exclusion_reasons" not in od:
-        raise KeyError("cookieExclusionReasons")
-    if "operation" not in od:
-        raise KeyError("operation")
-    return o
-
-
-def _u_CookieIssueDetails(o: CookieIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "cookieWarningReasons": o.cookie_warning_reasons,
-        "cookieExclusionReasons": o.cookie_exclusion_reasons,
-        "operation": o.operation,
-    }
-    if o.cookie is not None:
-        d["cookie"] = _u_AffectedCookie(o.cookie)
-    if o.raw_cookie_line is not None:
-        d["rawCookieLine"] = o.raw_cookie_line
-    if o.site_for_cookies is not None:
-        d["siteForCookies"] = o.site_for_cookies
-    if o.cookie_url is not None:
-        d["cookieUrl"] = o.cookie_url
-    if o.request is not None:
-        d["request"] = _u_AffectedRequest(o.request)
-    if o.insight is not None:
-        d["insight"] = _u_CookieIssueInsight(o.insight)
-    return d
-
-
-optional_defaults(
-    CookieIssueDetails,
-    {
-        "cookie": None,
-        "raw_cookie_line": None,
-        "site_for_cookies": None,
-        "cookie_url": None,
-        "request": None,
-        "insight": None,
-    },
-)
-
-
 class PerformanceIssueType(CDPEnum):
-    """PerformanceIssueType."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-PerformanceIssueType"""
 
     DOCUMENT_COOKIE = "DocumentCookie"
 
@@ -368,47 +161,15 @@ class PerformanceIssueType(CDPEnum):
 class PerformanceIssueDetails:
     """Details for a performance issue.
 
-    Attributes:
-        performance_issue_type: -
-        source_code_location: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-PerformanceIssueDetails
     """
 
     performance_issue_type: PerformanceIssueType
     source_code_location: SourceCodeLocation | None = None
 
 
-def _s_PerformanceIssueDetails(d: dict[str, Any]) -> PerformanceIssueDetails:
-    o = _new(PerformanceIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        if k == "performanceIssueType":
-            od["performance_issue_type"] = None if v is None else _enum(PerformanceIssueType, v)
-        elif k == "sourceCodeLocation":
-            od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
-    if "performance_issue_type" not in od:
-        raise KeyError("performanceIssueType")
-    return o
-
-
-def _u_PerformanceIssueDetails(o: PerformanceIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "performanceIssueType": o.performance_issue_type,
-    }
-    if o.source_code_location is not None:
-        d["sourceCodeLocation"] = _u_SourceCodeLocation(o.source_code_location)
-    return d
-
-
-optional_defaults(
-    PerformanceIssueDetails,
-    {
-        "source_code_location": None,
-    },
-)
-
-
 class MixedContentResolutionStatus(CDPEnum):
-    """MixedContentResolutionStatus."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-MixedContentResolutionStatus"""
 
     MIXED_CONTENT_BLOCKED = "MixedContentBlocked"
     MIXED_CONTENT_AUTOMATICALLY_UPGRADED = "MixedContentAutomaticallyUpgraded"
@@ -416,7 +177,7 @@ class MixedContentResolutionStatus(CDPEnum):
 
 
 class MixedContentResourceType(CDPEnum):
-    """MixedContentResourceType."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-MixedContentResourceType"""
 
     AUDIO = "Audio"
     BEACON = "Beacon"
@@ -450,7 +211,7 @@ class MixedContentResourceType(CDPEnum):
 
 @attrs.frozen(kw_only=True, slots=False)
 class MixedContentIssueDetails:
-    """MixedContentIssueDetails.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-MixedContentIssueDetails
 
     Attributes:
         resource_type: The type of resource causing the mixed content issue (css, js, iframe, form,...). Marked as optional because it is mapped to from blink::mojom::RequestContextType, which will be replaced by network::mojom::RequestDestination
@@ -469,64 +230,12 @@ class MixedContentIssueDetails:
     frame: AffectedFrame | None = None
 
 
-_MixedContentIssueDetails_plain = {
-    "insecureURL": "insecure_url",
-    "mainResourceURL": "main_resource_url",
-}
-
-
-def _s_MixedContentIssueDetails(d: dict[str, Any]) -> MixedContentIssueDetails:
-    o = _new(MixedContentIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _MixedContentIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "resourceType":
-            od["resource_type"] = None if v is None else _enum(MixedContentResourceType, v)
-        elif k == "resolutionStatus":
-            od["resolution_status"] = None if v is None else _enum(MixedContentResolutionStatus, v)
-        elif k == "request":
-            od["request"] = None if v is None else _s_AffectedRequest(v)
-        elif k == "frame":
-            od["frame"] = None if v is None else _s_AffectedFrame(v)
-    if "resolution_status" not in od:
-        raise KeyError("resolutionStatus")
-    if "insecure_url" not in od:
-        raise KeyError("insecureURL")
-    if "main_resource_url" not in od:
-        raise KeyError("mainResourceURL")
-    return o
-
-
-def _u_MixedContentIssueDetails(o: MixedContentIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "resolutionStatus": o.resolution_status,
-        "insecureURL": o.insecure_url,
-        "mainResourceURL": o.main_resource_url,
-    }
-    if o.resource_type is not None:
-        d["resourceType"] = o.resource_type
-    if o.request is not None:
-        d["request"] = _u_AffectedRequest(o.request)
-    if o.frame is not None:
-        d["frame"] = _u_AffectedFrame(o.frame)
-    return d
-
-
-optional_defaults(
-    MixedContentIssueDetails,
-    {
-        "resource_type": None,
-        "request": None,
-        "frame": None,
-    },
-)
-
-
 class BlockedByResponseReason(CDPEnum):
     """Enum indicating the reason a response has been blocked. These reasons are
-    refinements of the net error BLOCKED_BY_RESPONSE."""
+    refinements of the net error BLOCKED_BY_RESPONSE.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-BlockedByResponseReason
+    """
 
     COEP_FRAME_RESOURCE_NEEDS_COEP_HEADER = "CoepFrameResourceNeedsCoepHeader"
     COOP_SANDBOXED_I_FRAME_CANNOT_NAVIGATE_TO_COOP_PAGE = "CoopSandboxedIFrameCannotNavigateToCoopPage"
@@ -550,11 +259,7 @@ class BlockedByResponseIssueDetails:
     code. Currently only used for COEP/COOP, but may be extended to include
     some CSP errors in the future.
 
-    Attributes:
-        request: -
-        parent_frame: -
-        blocked_frame: -
-        reason: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-BlockedByResponseIssueDetails
     """
 
     request: AffectedRequest
@@ -563,55 +268,15 @@ class BlockedByResponseIssueDetails:
     reason: BlockedByResponseReason
 
 
-def _s_BlockedByResponseIssueDetails(d: dict[str, Any]) -> BlockedByResponseIssueDetails:
-    o = _new(BlockedByResponseIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        if k == "request":
-            od["request"] = None if v is None else _s_AffectedRequest(v)
-        elif k == "parentFrame":
-            od["parent_frame"] = None if v is None else _s_AffectedFrame(v)
-        elif k == "blockedFrame":
-            od["blocked_frame"] = None if v is None else _s_AffectedFrame(v)
-        elif k == "reason":
-            od["reason"] = None if v is None else _enum(BlockedByResponseReason, v)
-    if "request" not in od:
-        raise KeyError("request")
-    if "reason" not in od:
-        raise KeyError("reason")
-    return o
-
-
-def _u_BlockedByResponseIssueDetails(o: BlockedByResponseIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "request": _u_AffectedRequest(o.request),
-        "reason": o.reason,
-    }
-    if o.parent_frame is not None:
-        d["parentFrame"] = _u_AffectedFrame(o.parent_frame)
-    if o.blocked_frame is not None:
-        d["blockedFrame"] = _u_AffectedFrame(o.blocked_frame)
-    return d
-
-
-optional_defaults(
-    BlockedByResponseIssueDetails,
-    {
-        "parent_frame": None,
-        "blocked_frame": None,
-    },
-)
-
-
 class HeavyAdResolutionStatus(CDPEnum):
-    """HeavyAdResolutionStatus."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-HeavyAdResolutionStatus"""
 
     HEAVY_AD_BLOCKED = "HeavyAdBlocked"
     HEAVY_AD_WARNING = "HeavyAdWarning"
 
 
 class HeavyAdReason(CDPEnum):
-    """HeavyAdReason."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-HeavyAdReason"""
 
     NETWORK_TOTAL_LIMIT = "NetworkTotalLimit"
     CPU_TOTAL_LIMIT = "CpuTotalLimit"
@@ -620,7 +285,7 @@ class HeavyAdReason(CDPEnum):
 
 @attrs.frozen(kw_only=True, slots=False)
 class HeavyAdIssueDetails:
-    """HeavyAdIssueDetails.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-HeavyAdIssueDetails
 
     Attributes:
         resolution: The resolution status, either blocking the content or warning.
@@ -633,36 +298,8 @@ class HeavyAdIssueDetails:
     frame: AffectedFrame
 
 
-def _s_HeavyAdIssueDetails(d: dict[str, Any]) -> HeavyAdIssueDetails:
-    o = _new(HeavyAdIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        if k == "resolution":
-            od["resolution"] = None if v is None else _enum(HeavyAdResolutionStatus, v)
-        elif k == "reason":
-            od["reason"] = None if v is None else _enum(HeavyAdReason, v)
-        elif k == "frame":
-            od["frame"] = None if v is None else _s_AffectedFrame(v)
-    if "resolution" not in od:
-        raise KeyError("resolution")
-    if "reason" not in od:
-        raise KeyError("reason")
-    if "frame" not in od:
-        raise KeyError("frame")
-    return o
-
-
-def _u_HeavyAdIssueDetails(o: HeavyAdIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "resolution": o.resolution,
-        "reason": o.reason,
-        "frame": _u_AffectedFrame(o.frame),
-    }
-    return d
-
-
 class ContentSecurityPolicyViolationType(CDPEnum):
-    """ContentSecurityPolicyViolationType."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-ContentSecurityPolicyViolationType"""
 
     K_INLINE_VIOLATION = "kInlineViolation"
     K_EVAL_VIOLATION = "kEvalViolation"
@@ -675,76 +312,21 @@ class ContentSecurityPolicyViolationType(CDPEnum):
 
 @attrs.frozen(kw_only=True, slots=False)
 class SourceCodeLocation:
-    """SourceCodeLocation.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-SourceCodeLocation"""
 
-    Attributes:
-        script_id: -
-        url: -
-        line_number: -
-        column_number: -
-    """
-
-    script_id: _runtime.ScriptId | None = None
+    script_id: cdp.runtime.ScriptId | None = None
     url: str
     line_number: int
     column_number: int
 
 
-_SourceCodeLocation_plain = {
-    "scriptId": "script_id",
-    "url": "url",
-    "lineNumber": "line_number",
-    "columnNumber": "column_number",
-}
-
-
-def _s_SourceCodeLocation(d: dict[str, Any]) -> SourceCodeLocation:
-    o = _new(SourceCodeLocation)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _SourceCodeLocation_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "url" not in od:
-        raise KeyError("url")
-    if "line_number" not in od:
-        raise KeyError("lineNumber")
-    if "column_number" not in od:
-        raise KeyError("columnNumber")
-    return o
-
-
-def _u_SourceCodeLocation(o: SourceCodeLocation) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "url": o.url,
-        "lineNumber": o.line_number,
-        "columnNumber": o.column_number,
-    }
-    if o.script_id is not None:
-        d["scriptId"] = o.script_id
-    return d
-
-
-optional_defaults(
-    SourceCodeLocation,
-    {
-        "script_id": None,
-    },
-)
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class ContentSecurityPolicyIssueDetails:
-    """ContentSecurityPolicyIssueDetails.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-ContentSecurityPolicyIssueDetails
 
     Attributes:
         blocked_url: The url not included in allowed sources.
         violated_directive: Specific directive that is violated, causing the CSP issue.
-        is_report_only: -
-        content_security_policy_violation_type: -
-        frame_ancestor: -
-        source_code_location: -
-        violating_node_id: -
     """
 
     blocked_url: str | None = None
@@ -753,71 +335,11 @@ class ContentSecurityPolicyIssueDetails:
     content_security_policy_violation_type: ContentSecurityPolicyViolationType
     frame_ancestor: AffectedFrame | None = None
     source_code_location: SourceCodeLocation | None = None
-    violating_node_id: _dom.BackendNodeId | None = None
-
-
-_ContentSecurityPolicyIssueDetails_plain = {
-    "blockedURL": "blocked_url",
-    "violatedDirective": "violated_directive",
-    "isReportOnly": "is_report_only",
-    "violatingNodeId": "violating_node_id",
-}
-
-
-def _s_ContentSecurityPolicyIssueDetails(d: dict[str, Any]) -> ContentSecurityPolicyIssueDetails:
-    o = _new(ContentSecurityPolicyIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _ContentSecurityPolicyIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "contentSecurityPolicyViolationType":
-            od["content_security_policy_violation_type"] = (
-                None if v is None else _enum(ContentSecurityPolicyViolationType, v)
-            )
-        elif k == "frameAncestor":
-            od["frame_ancestor"] = None if v is None else _s_AffectedFrame(v)
-        elif k == "sourceCodeLocation":
-            od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
-    if "violated_directive" not in od:
-        raise KeyError("violatedDirective")
-    if "is_report_only" not in od:
-        raise KeyError("isReportOnly")
-    if "content_security_policy_violation_type" not in od:
-        raise KeyError("contentSecurityPolicyViolationType")
-    return o
-
-
-def _u_ContentSecurityPolicyIssueDetails(o: ContentSecurityPolicyIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "violatedDirective": o.violated_directive,
-        "isReportOnly": o.is_report_only,
-        "contentSecurityPolicyViolationType": o.content_security_policy_violation_type,
-    }
-    if o.blocked_url is not None:
-        d["blockedURL"] = o.blocked_url
-    if o.frame_ancestor is not None:
-        d["frameAncestor"] = _u_AffectedFrame(o.frame_ancestor)
-    if o.source_code_location is not None:
-        d["sourceCodeLocation"] = _u_SourceCodeLocation(o.source_code_location)
-    if o.violating_node_id is not None:
-        d["violatingNodeId"] = o.violating_node_id
-    return d
-
-
-optional_defaults(
-    ContentSecurityPolicyIssueDetails,
-    {
-        "blocked_url": None,
-        "frame_ancestor": None,
-        "source_code_location": None,
-        "violating_node_id": None,
-    },
-)
+    violating_node_id: cdp.dom.BackendNodeId | None = None
 
 
 class SharedArrayBufferIssueType(CDPEnum):
-    """SharedArrayBufferIssueType."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-SharedArrayBufferIssueType"""
 
     TRANSFER_ISSUE = "TransferIssue"
     CREATION_ISSUE = "CreationIssue"
@@ -828,10 +350,7 @@ class SharedArrayBufferIssueDetails:
     """Details for a issue arising from an SAB being instantiated in, or
     transferred to a context that is not cross-origin isolated.
 
-    Attributes:
-        source_code_location: -
-        is_warning: -
-        type_: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-SharedArrayBufferIssueDetails
     """
 
     source_code_location: SourceCodeLocation
@@ -839,126 +358,25 @@ class SharedArrayBufferIssueDetails:
     type_: SharedArrayBufferIssueType
 
 
-_SharedArrayBufferIssueDetails_plain = {
-    "isWarning": "is_warning",
-}
-
-
-def _s_SharedArrayBufferIssueDetails(d: dict[str, Any]) -> SharedArrayBufferIssueDetails:
-    o = _new(SharedArrayBufferIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _SharedArrayBufferIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "sourceCodeLocation":
-            od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(SharedArrayBufferIssueType, v)
-    if "source_code_location" not in od:
-        raise KeyError("sourceCodeLocation")
-    if "is_warning" not in od:
-        raise KeyError("isWarning")
-    if "type_" not in od:
-        raise KeyError("type")
-    return o
-
-
-def _u_SharedArrayBufferIssueDetails(o: SharedArrayBufferIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "sourceCodeLocation": _u_SourceCodeLocation(o.source_code_location),
-        "isWarning": o.is_warning,
-        "type": o.type_,
-    }
-    return d
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class CorsIssueDetails:
     """Details for a CORS related issue, e.g. a warning or error related to
     CORS RFC1918 enforcement.
 
-    Attributes:
-        cors_error_status: -
-        is_warning: -
-        request: -
-        location: -
-        initiator_origin: -
-        resource_ip_address_space: -
-        client_security_state: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-CorsIssueDetails
     """
 
-    cors_error_status: _network.CorsErrorStatus
+    cors_error_status: cdp.network.CorsErrorStatus
     is_warning: bool
     request: AffectedRequest
     location: SourceCodeLocation | None = None
     initiator_origin: str | None = None
-    resource_ip_address_space: _network.IPAddressSpace | None = None
-    client_security_state: _network.ClientSecurityState | None = None
-
-
-_CorsIssueDetails_plain = {
-    "isWarning": "is_warning",
-    "initiatorOrigin": "initiator_origin",
-}
-
-
-def _s_CorsIssueDetails(d: dict[str, Any]) -> CorsIssueDetails:
-    o = _new(CorsIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _CorsIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "corsErrorStatus":
-            od["cors_error_status"] = None if v is None else cdp.network._s_CorsErrorStatus(v)
-        elif k == "request":
-            od["request"] = None if v is None else _s_AffectedRequest(v)
-        elif k == "location":
-            od["location"] = None if v is None else _s_SourceCodeLocation(v)
-        elif k == "resourceIPAddressSpace":
-            od["resource_ip_address_space"] = None if v is None else _enum(cdp.network.IPAddressSpace, v)
-        elif k == "clientSecurityState":
-            od["client_security_state"] = None if v is None else cdp.network._s_ClientSecurityState(v)
-    if "cors_error_status" not in od:
-        raise KeyError("corsErrorStatus")
-    if "is_warning" not in od:
-        raise KeyError("isWarning")
-    if "request" not in od:
-        raise KeyError("request")
-    return o
-
-
-def _u_CorsIssueDetails(o: CorsIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "corsErrorStatus": cdp.network._u_CorsErrorStatus(o.cors_error_status),
-        "isWarning": o.is_warning,
-        "request": _u_AffectedRequest(o.request),
-    }
-    if o.location is not None:
-        d["location"] = _u_SourceCodeLocation(o.location)
-    if o.initiator_origin is not None:
-        d["initiatorOrigin"] = o.initiator_origin
-    if o.resource_ip_address_space is not None:
-        d["resourceIPAddressSpace"] = o.resource_ip_address_space
-    if o.client_security_state is not None:
-        d["clientSecurityState"] = cdp.network._u_ClientSecurityState(o.client_security_state)
-    return d
-
-
-optional_defaults(
-    CorsIssueDetails,
-    {
-        "location": None,
-        "initiator_origin": None,
-        "resource_ip_address_space": None,
-        "client_security_state": None,
-    },
-)
+    resource_ip_address_space: cdp.network.IPAddressSpace | None = None
+    client_security_state: cdp.network.ClientSecurityState | None = None
 
 
 class SharedDictionaryError(CDPEnum):
-    """SharedDictionaryError."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-SharedDictionaryError"""
 
     USE_ERROR_CROSS_ORIGIN_NO_CORS_REQUEST = "UseErrorCrossOriginNoCorsRequest"
     USE_ERROR_DICTIONARY_LOAD_FAILURE = "UseErrorDictionaryLoadFailure"
@@ -989,7 +407,7 @@ class SharedDictionaryError(CDPEnum):
 
 
 class SRIMessageSignatureError(CDPEnum):
-    """SRIMessageSignatureError."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-SRIMessageSignatureError"""
 
     MISSING_SIGNATURE_HEADER = "MissingSignatureHeader"
     MISSING_SIGNATURE_INPUT_HEADER = "MissingSignatureInputHeader"
@@ -1023,7 +441,7 @@ class SRIMessageSignatureError(CDPEnum):
 
 
 class UnencodedDigestError(CDPEnum):
-    """UnencodedDigestError."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-UnencodedDigestError"""
 
     MALFORMED_DICTIONARY = "MalformedDictionary"
     UNKNOWN_ALGORITHM = "UnknownAlgorithm"
@@ -1032,7 +450,7 @@ class UnencodedDigestError(CDPEnum):
 
 
 class ConnectionAllowlistError(CDPEnum):
-    """ConnectionAllowlistError."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-ConnectionAllowlistError"""
 
     INVALID_HEADER = "InvalidHeader"
     MORE_THAN_ONE_LIST = "MoreThanOneList"
@@ -1052,154 +470,39 @@ class QuirksModeIssueDetails:
 
     Attributes:
         is_limited_quirks_mode: If false, it means the document's mode is "quirks" instead of "limited-quirks".
-        document_node_id: -
-        url: -
-        frame_id: -
-        loader_id: -
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-QuirksModeIssueDetails
     """
 
     is_limited_quirks_mode: bool
-    document_node_id: _dom.BackendNodeId
+    document_node_id: cdp.dom.BackendNodeId
     url: str
-    frame_id: _page.FrameId
-    loader_id: _network.LoaderId
-
-
-_QuirksModeIssueDetails_plain = {
-    "isLimitedQuirksMode": "is_limited_quirks_mode",
-    "documentNodeId": "document_node_id",
-    "url": "url",
-    "frameId": "frame_id",
-    "loaderId": "loader_id",
-}
-
-
-def _s_QuirksModeIssueDetails(d: dict[str, Any]) -> QuirksModeIssueDetails:
-    o = _new(QuirksModeIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _QuirksModeIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "is_limited_quirks_mode" not in od:
-        raise KeyError("isLimitedQuirksMode")
-    if "document_node_id" not in od:
-        raise KeyError("documentNodeId")
-    if "url" not in od:
-        raise KeyError("url")
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "loader_id" not in od:
-        raise KeyError("loaderId")
-    return o
-
-
-def _u_QuirksModeIssueDetails(o: QuirksModeIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "isLimitedQuirksMode": o.is_limited_quirks_mode,
-        "documentNodeId": o.document_node_id,
-        "url": o.url,
-        "frameId": o.frame_id,
-        "loaderId": o.loader_id,
-    }
-    return d
+    frame_id: cdp.page.FrameId
+    loader_id: cdp.network.LoaderId
 
 
 @attrs.frozen(kw_only=True, slots=False)
 class NavigatorUserAgentIssueDetails:
-    """Deprecated. NavigatorUserAgentIssueDetails.
+    """Deprecated.
 
-    Attributes:
-        url: -
-        location: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-NavigatorUserAgentIssueDetails
     """
 
     url: str
     location: SourceCodeLocation | None = None
 
 
-_NavigatorUserAgentIssueDetails_plain = {
-    "url": "url",
-}
-
-
-def _s_NavigatorUserAgentIssueDetails(d: dict[str, Any]) -> NavigatorUserAgentIssueDetails:
-    o = _new(NavigatorUserAgentIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _NavigatorUserAgentIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "location":
-            od["location"] = None if v is None else _s_SourceCodeLocation(v)
-    if "url" not in od:
-        raise KeyError("url")
-    return o
-
-
-def _u_NavigatorUserAgentIssueDetails(o: NavigatorUserAgentIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "url": o.url,
-    }
-    if o.location is not None:
-        d["location"] = _u_SourceCodeLocation(o.location)
-    return d
-
-
-optional_defaults(
-    NavigatorUserAgentIssueDetails,
-    {
-        "location": None,
-    },
-)
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class SharedDictionaryIssueDetails:
-    """SharedDictionaryIssueDetails.
-
-    Attributes:
-        shared_dictionary_error: -
-        request: -
-    """
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-SharedDictionaryIssueDetails"""
 
     shared_dictionary_error: SharedDictionaryError
     request: AffectedRequest
 
 
-def _s_SharedDictionaryIssueDetails(d: dict[str, Any]) -> SharedDictionaryIssueDetails:
-    o = _new(SharedDictionaryIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        if k == "sharedDictionaryError":
-            od["shared_dictionary_error"] = None if v is None else _enum(SharedDictionaryError, v)
-        elif k == "request":
-            od["request"] = None if v is None else _s_AffectedRequest(v)
-    if "shared_dictionary_error" not in od:
-        raise KeyError("sharedDictionaryError")
-    if "request" not in od:
-        raise KeyError("request")
-    return o
-
-
-def _u_SharedDictionaryIssueDetails(o: SharedDictionaryIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "sharedDictionaryError": o.shared_dictionary_error,
-        "request": _u_AffectedRequest(o.request),
-    }
-    return d
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class SRIMessageSignatureIssueDetails:
-    """SRIMessageSignatureIssueDetails.
-
-    Attributes:
-        error: -
-        signature_base: -
-        integrity_assertions: -
-        request: -
-    """
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-SRIMessageSignatureIssueDetails"""
 
     error: SRIMessageSignatureError
     signature_base: str
@@ -1207,118 +510,24 @@ class SRIMessageSignatureIssueDetails:
     request: AffectedRequest
 
 
-_SRIMessageSignatureIssueDetails_plain = {
-    "signatureBase": "signature_base",
-    "integrityAssertions": "integrity_assertions",
-}
-
-
-def _s_SRIMessageSignatureIssueDetails(d: dict[str, Any]) -> SRIMessageSignatureIssueDetails:
-    o = _new(SRIMessageSignatureIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _SRIMessageSignatureIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "error":
-            od["error"] = None if v is None else _enum(SRIMessageSignatureError, v)
-        elif k == "request":
-            od["request"] = None if v is None else _s_AffectedRequest(v)
-    if "error" not in od:
-        raise KeyError("error")
-    if "signature_base" not in od:
-        raise KeyError("signatureBase")
-    if "integrity_assertions" not in od:
-        raise KeyError("integrityAssertions")
-    if "request" not in od:
-        raise KeyError("request")
-    return o
-
-
-def _u_SRIMessageSignatureIssueDetails(o: SRIMessageSignatureIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "error": o.error,
-        "signatureBase": o.signature_base,
-        "integrityAssertions": o.integrity_assertions,
-        "request": _u_AffectedRequest(o.request),
-    }
-    return d
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class UnencodedDigestIssueDetails:
-    """UnencodedDigestIssueDetails.
-
-    Attributes:
-        error: -
-        request: -
-    """
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-UnencodedDigestIssueDetails"""
 
     error: UnencodedDigestError
     request: AffectedRequest
 
 
-def _s_UnencodedDigestIssueDetails(d: dict[str, Any]) -> UnencodedDigestIssueDetails:
-    o = _new(UnencodedDigestIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        if k == "error":
-            od["error"] = None if v is None else _enum(UnencodedDigestError, v)
-        elif k == "request":
-            od["request"] = None if v is None else _s_AffectedRequest(v)
-    if "error" not in od:
-        raise KeyError("error")
-    if "request" not in od:
-        raise KeyError("request")
-    return o
-
-
-def _u_UnencodedDigestIssueDetails(o: UnencodedDigestIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "error": o.error,
-        "request": _u_AffectedRequest(o.request),
-    }
-    return d
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class ConnectionAllowlistIssueDetails:
-    """ConnectionAllowlistIssueDetails.
-
-    Attributes:
-        error: -
-        request: -
-    """
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-ConnectionAllowlistIssueDetails"""
 
     error: ConnectionAllowlistError
     request: AffectedRequest
 
 
-def _s_ConnectionAllowlistIssueDetails(d: dict[str, Any]) -> ConnectionAllowlistIssueDetails:
-    o = _new(ConnectionAllowlistIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        if k == "error":
-            od["error"] = None if v is None else _enum(ConnectionAllowlistError, v)
-        elif k == "request":
-            od["request"] = None if v is None else _s_AffectedRequest(v)
-    if "error" not in od:
-        raise KeyError("error")
-    if "request" not in od:
-        raise KeyError("request")
-    return o
-
-
-def _u_ConnectionAllowlistIssueDetails(o: ConnectionAllowlistIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "error": o.error,
-        "request": _u_AffectedRequest(o.request),
-    }
-    return d
-
-
 class GenericIssueErrorType(CDPEnum):
-    """GenericIssueErrorType."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-GenericIssueErrorType"""
 
     FORM_LABEL_FOR_NAME_ERROR = "FormLabelForNameError"
     FORM_DUPLICATE_ID_FOR_INPUT_ERROR = "FormDuplicateIdForInputError"
@@ -1358,66 +567,15 @@ class GenericIssueDetails:
 
     Attributes:
         error_type: Issues with the same errorType are aggregated in the frontend.
-        frame_id: -
-        violating_node_id: -
-        violating_node_attribute: -
-        request: -
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-GenericIssueDetails
     """
 
     error_type: GenericIssueErrorType
-    frame_id: _page.FrameId | None = None
-    violating_node_id: _dom.BackendNodeId | None = None
+    frame_id: cdp.page.FrameId | None = None
+    violating_node_id: cdp.dom.BackendNodeId | None = None
     violating_node_attribute: str | None = None
     request: AffectedRequest | None = None
-
-
-_GenericIssueDetails_plain = {
-    "frameId": "frame_id",
-    "violatingNodeId": "violating_node_id",
-    "violatingNodeAttribute": "violating_node_attribute",
-}
-
-
-def _s_GenericIssueDetails(d: dict[str, Any]) -> GenericIssueDetails:
-    o = _new(GenericIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _GenericIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "errorType":
-            od["error_type"] = None if v is None else _enum(GenericIssueErrorType, v)
-        elif k == "request":
-            od["request"] = None if v is None else _s_AffectedRequest(v)
-    if "error_type" not in od:
-        raise KeyError("errorType")
-    return o
-
-
-def _u_GenericIssueDetails(o: GenericIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "errorType": o.error_type,
-    }
-    if o.frame_id is not None:
-        d["frameId"] = o.frame_id
-    if o.violating_node_id is not None:
-        d["violatingNodeId"] = o.violating_node_id
-    if o.violating_node_attribute is not None:
-        d["violatingNodeAttribute"] = o.violating_node_attribute
-    if o.request is not None:
-        d["request"] = _u_AffectedRequest(o.request)
-    return d
-
-
-optional_defaults(
-    GenericIssueDetails,
-    {
-        "frame_id": None,
-        "violating_node_id": None,
-        "violating_node_attribute": None,
-        "request": None,
-    },
-)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1426,55 +584,14 @@ class DeprecationIssueDetails:
     https://source.chromium.org/chromium/chromium/src/+/main:third_party/blink/renderer/core/frame/third_party/blink/renderer/core/frame/deprecation/README.md
 
     Attributes:
-        affected_frame: -
-        source_code_location: -
         type_: One of the deprecation names from third_party/blink/renderer/core/frame/deprecation/deprecation.json5
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-DeprecationIssueDetails
     """
 
     affected_frame: AffectedFrame | None = None
     source_code_location: SourceCodeLocation
     type_: str
-
-
-_DeprecationIssueDetails_plain = {
-    "type": "type_",
-}
-
-
-def _s_DeprecationIssueDetails(d: dict[str, Any]) -> DeprecationIssueDetails:
-    o = _new(DeprecationIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _DeprecationIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "affectedFrame":
-            od["affected_frame"] = None if v is None else _s_AffectedFrame(v)
-        elif k == "sourceCodeLocation":
-            od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
-    if "source_code_location" not in od:
-        raise KeyError("sourceCodeLocation")
-    if "type_" not in od:
-        raise KeyError("type")
-    return o
-
-
-def _u_DeprecationIssueDetails(o: DeprecationIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "sourceCodeLocation": _u_SourceCodeLocation(o.source_code_location),
-        "type": o.type_,
-    }
-    if o.affected_frame is not None:
-        d["affectedFrame"] = _u_AffectedFrame(o.affected_frame)
-    return d
-
-
-optional_defaults(
-    DeprecationIssueDetails,
-    {
-        "affected_frame": None,
-    },
-)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1485,35 +602,10 @@ class BounceTrackingIssueDetails:
     For example, if the URL `https://example.test:80/bounce` was in the
     redirect chain, the site reported would be `example.test`.
 
-    Attributes:
-        tracking_sites: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-BounceTrackingIssueDetails
     """
 
     tracking_sites: list[str]
-
-
-_BounceTrackingIssueDetails_plain = {
-    "trackingSites": "tracking_sites",
-}
-
-
-def _s_BounceTrackingIssueDetails(d: dict[str, Any]) -> BounceTrackingIssueDetails:
-    o = _new(BounceTrackingIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _BounceTrackingIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "tracking_sites" not in od:
-        raise KeyError("trackingSites")
-    return o
-
-
-def _u_BounceTrackingIssueDetails(o: BounceTrackingIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "trackingSites": o.tracking_sites,
-    }
-    return d
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1524,11 +616,7 @@ class CookieDeprecationMetadataIssueDetails:
     `https://example.test:80/web_page` was accessing cookies, the site reported
     would be `example.test`.
 
-    Attributes:
-        allowed_sites: -
-        opt_out_percentage: -
-        is_opt_out_top_level: -
-        operation: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-CookieDeprecationMetadataIssueDetails
     """
 
     allowed_sites: list[str]
@@ -1537,45 +625,8 @@ class CookieDeprecationMetadataIssueDetails:
     operation: CookieOperation
 
 
-_CookieDeprecationMetadataIssueDetails_plain = {
-    "allowedSites": "allowed_sites",
-    "optOutPercentage": "opt_out_percentage",
-    "isOptOutTopLevel": "is_opt_out_top_level",
-}
-
-
-def _s_CookieDeprecationMetadataIssueDetails(d: dict[str, Any]) -> CookieDeprecationMetadataIssueDetails:
-    o = _new(CookieDeprecationMetadataIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _CookieDeprecationMetadataIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "operation":
-            od["operation"] = None if v is None else _enum(CookieOperation, v)
-    if "allowed_sites" not in od:
-        raise KeyError("allowedSites")
-    if "opt_out_percentage" not in od:
-        raise KeyError("optOutPercentage")
-    if "is_opt_out_top_level" not in od:
-        raise KeyError("isOptOutTopLevel")
-    if "operation" not in od:
-        raise KeyError("operation")
-    return o
-
-
-def _u_CookieDeprecationMetadataIssueDetails(o: CookieDeprecationMetadataIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "allowedSites": o.allowed_sites,
-        "optOutPercentage": o.opt_out_percentage,
-        "isOptOutTopLevel": o.is_opt_out_top_level,
-        "operation": o.operation,
-    }
-    return d
-
-
 class ClientHintIssueReason(CDPEnum):
-    """ClientHintIssueReason."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-ClientHintIssueReason"""
 
     META_TAG_ALLOW_LIST_INVALID_ORIGIN = "MetaTagAllowListInvalidOrigin"
     META_TAG_MODIFIED_HTML = "MetaTagModifiedHTML"
@@ -1583,40 +634,19 @@ class ClientHintIssueReason(CDPEnum):
 
 @attrs.frozen(kw_only=True, slots=False)
 class FederatedAuthRequestIssueDetails:
-    """FederatedAuthRequestIssueDetails.
-
-    Attributes:
-        federated_auth_request_issue_reason: -
-    """
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-FederatedAuthRequestIssueDetails"""
 
     federated_auth_request_issue_reason: FederatedAuthRequestIssueReason
-
-
-def _s_FederatedAuthRequestIssueDetails(d: dict[str, Any]) -> FederatedAuthRequestIssueDetails:
-    o = _new(FederatedAuthRequestIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        if k == "federatedAuthRequestIssueReason":
-            od["federated_auth_request_issue_reason"] = (
-                None if v is None else _enum(FederatedAuthRequestIssueReason, v)
-            )
-    if "federated_auth_request_issue_reason" not in od:
-        raise KeyError("federatedAuthRequestIssueReason")
-    return o
-
-
-def _u_FederatedAuthRequestIssueDetails(o: FederatedAuthRequestIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "federatedAuthRequestIssueReason": o.federated_auth_request_issue_reason,
-    }
-    return d
 
 
 class FederatedAuthRequestIssueReason(CDPEnum):
     """Represents the failure reason when a federated authentication reason fails.
     Should be updated alongside RequestIdTokenStatus in
     third_party/blink/public/mojom/devtools/inspector_issue.mojom to include
-    all cases except for success."""
+    all cases except for success.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-FederatedAuthRequestIssueReason
+    """
 
     SHOULD_EMBARGO = "ShouldEmbargo"
     TOO_MANY_REQUESTS = "TooManyRequests"
@@ -1669,43 +699,18 @@ class FederatedAuthRequestIssueReason(CDPEnum):
 
 @attrs.frozen(kw_only=True, slots=False)
 class FederatedAuthUserInfoRequestIssueDetails:
-    """FederatedAuthUserInfoRequestIssueDetails.
-
-    Attributes:
-        federated_auth_user_info_request_issue_reason: -
-    """
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-FederatedAuthUserInfoRequestIssueDetails"""
 
     federated_auth_user_info_request_issue_reason: FederatedAuthUserInfoRequestIssueReason
-
-
-def _s_FederatedAuthUserInfoRequestIssueDetails(
-    d: dict[str, Any],
-) -> FederatedAuthUserInfoRequestIssueDetails:
-    o = _new(FederatedAuthUserInfoRequestIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        if k == "federatedAuthUserInfoRequestIssueReason":
-            od["federated_auth_user_info_request_issue_reason"] = (
-                None if v is None else _enum(FederatedAuthUserInfoRequestIssueReason, v)
-            )
-    if "federated_auth_user_info_request_issue_reason" not in od:
-        raise KeyError("federatedAuthUserInfoRequestIssueReason")
-    return o
-
-
-def _u_FederatedAuthUserInfoRequestIssueDetails(
-    o: FederatedAuthUserInfoRequestIssueDetails,
-) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "federatedAuthUserInfoRequestIssueReason": o.federated_auth_user_info_request_issue_reason,
-    }
-    return d
 
 
 class FederatedAuthUserInfoRequestIssueReason(CDPEnum):
     """Represents the failure reason when a getUserInfo() call fails.
     Should be updated alongside FederatedAuthUserInfoRequestResult in
-    third_party/blink/public/mojom/devtools/inspector_issue.mojom."""
+    third_party/blink/public/mojom/devtools/inspector_issue.mojom.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-FederatedAuthUserInfoRequestIssueReason
+    """
 
     NOT_SAME_ORIGIN = "NotSameOrigin"
     NOT_IFRAME = "NotIframe"
@@ -1720,39 +725,18 @@ class FederatedAuthUserInfoRequestIssueReason(CDPEnum):
 
 @attrs.frozen(kw_only=True, slots=False)
 class EmailVerificationRequestIssueDetails:
-    """EmailVerificationRequestIssueDetails.
-
-    Attributes:
-        email_verification_request_issue_reason: -
-    """
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-EmailVerificationRequestIssueDetails"""
 
     email_verification_request_issue_reason: EmailVerificationRequestIssueReason
-
-
-def _s_EmailVerificationRequestIssueDetails(d: dict[str, Any]) -> EmailVerificationRequestIssueDetails:
-    o = _new(EmailVerificationRequestIssueDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        if k == "emailVerificationRequestIssueReason":
-            od["email_verification_request_issue_reason"] = (
-                None if v is None else _enum(EmailVerificationRequestIssueReason, v)
-            )
-    if "email_verification_request_issue_reason" not in od:
-        raise KeyError("emailVerificationRequestIssueReason")
-    return o
-
-
-def _u_EmailVerificationRequestIssueDetails(o: EmailVerificationRequestIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "emailVerificationRequestIssueReason": o.email_verification_request_issue_reason,
-    }
-    return d
 
 
 class EmailVerificationRequestIssueReason(CDPEnum):
     """Represents the failure reason when an email verification request fails.
     Should be updated alongside EmailVerificationRequestResult in
-    third_party/blink/public/mojom/devtools/inspector_issue.mojom."""
+    third_party/blink/public/mojom/devtools/inspector_issue.mojom.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-EmailVerificationRequestIssueReason
+    """
 
     INVALID_EMAIL = "InvalidEmail"
     DNS_FETCH_FAILED = "DnsFetchFailed"
@@ -1819,13 +803,1279 @@ class ClientHintIssueDetails:
     """This issue tracks client hints related issues. It's used to deprecate old
     features, encourage the use of new ones, and provide general guidance.
 
-    Attributes:
-        source_code_location: -
-        client_hint_issue_reason: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-ClientHintIssueDetails
     """
 
     source_code_location: SourceCodeLocation
     client_hint_issue_reason: ClientHintIssueReason
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FailedRequestInfo:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-FailedRequestInfo
+
+    Attributes:
+        url: The URL that failed to load.
+        failure_message: The failure message for the failed request.
+    """
+
+    url: str
+    failure_message: str
+    request_id: cdp.network.RequestId | None = None
+
+
+class PartitioningBlobURLInfo(CDPEnum):
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-PartitioningBlobURLInfo"""
+
+    BLOCKED_CROSS_PARTITION_FETCHING = "BlockedCrossPartitionFetching"
+    ENFORCE_NOOPENER_FOR_NAVIGATION = "EnforceNoopenerForNavigation"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PartitioningBlobURLIssueDetails:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-PartitioningBlobURLIssueDetails
+
+    Attributes:
+        url: The BlobURL that failed to load.
+        partitioning_blob_url_info: Additional information about the Partitioning Blob URL issue.
+    """
+
+    url: str
+    partitioning_blob_url_info: PartitioningBlobURLInfo
+
+
+class ElementAccessibilityIssueReason(CDPEnum):
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-ElementAccessibilityIssueReason"""
+
+    DISALLOWED_SELECT_CHILD = "DisallowedSelectChild"
+    DISALLOWED_OPT_GROUP_CHILD = "DisallowedOptGroupChild"
+    NON_PHRASING_CONTENT_OPTION_CHILD = "NonPhrasingContentOptionChild"
+    INTERACTIVE_CONTENT_OPTION_CHILD = "InteractiveContentOptionChild"
+    INTERACTIVE_CONTENT_LEGEND_CHILD = "InteractiveContentLegendChild"
+    INTERACTIVE_CONTENT_SUMMARY_DESCENDANT = "InteractiveContentSummaryDescendant"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ElementAccessibilityIssueDetails:
+    """This issue warns about errors in the select or summary element content model.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-ElementAccessibilityIssueDetails
+    """
+
+    node_id: cdp.dom.BackendNodeId
+    element_accessibility_issue_reason: ElementAccessibilityIssueReason
+    has_disallowed_attributes: bool
+
+
+class StyleSheetLoadingIssueReason(CDPEnum):
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-StyleSheetLoadingIssueReason"""
+
+    LATE_IMPORT_RULE = "LateImportRule"
+    REQUEST_FAILED = "RequestFailed"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StylesheetLoadingIssueDetails:
+    """This issue warns when a referenced stylesheet couldn't be loaded.
+
+    Attributes:
+        source_code_location: Source code position that referenced the failing stylesheet.
+        style_sheet_loading_issue_reason: Reason why the stylesheet couldn't be loaded.
+        failed_request_info: Contains additional info when the failure was due to a request.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-StylesheetLoadingIssueDetails
+    """
+
+    source_code_location: SourceCodeLocation
+    style_sheet_loading_issue_reason: StyleSheetLoadingIssueReason
+    failed_request_info: FailedRequestInfo | None = None
+
+
+class PropertyRuleIssueReason(CDPEnum):
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-PropertyRuleIssueReason"""
+
+    INVALID_SYNTAX = "InvalidSyntax"
+    INVALID_INITIAL_VALUE = "InvalidInitialValue"
+    INVALID_INHERITS = "InvalidInherits"
+    INVALID_NAME = "InvalidName"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PropertyRuleIssueDetails:
+    """This issue warns about errors in property rules that lead to property
+    registrations being ignored.
+
+    Attributes:
+        source_code_location: Source code position of the property rule.
+        property_rule_issue_reason: Reason why the property rule was discarded.
+        property_value: The value of the property rule property that failed to parse
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-PropertyRuleIssueDetails
+    """
+
+    source_code_location: SourceCodeLocation
+    property_rule_issue_reason: PropertyRuleIssueReason
+    property_value: str | None = None
+
+
+class UserReidentificationIssueType(CDPEnum):
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-UserReidentificationIssueType"""
+
+    BLOCKED_FRAME_NAVIGATION = "BlockedFrameNavigation"
+    BLOCKED_SUBRESOURCE = "BlockedSubresource"
+    NOISED_CANVAS_READBACK = "NoisedCanvasReadback"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class UserReidentificationIssueDetails:
+    """This issue warns about uses of APIs that may be considered misuse to
+    re-identify users.
+
+    Attributes:
+        request: Applies to BlockedFrameNavigation and BlockedSubresource issue types.
+        source_code_location: Applies to NoisedCanvasReadback issue type.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-UserReidentificationIssueDetails
+    """
+
+    type_: UserReidentificationIssueType
+    request: AffectedRequest | None = None
+    source_code_location: SourceCodeLocation | None = None
+
+
+class PermissionElementIssueType(CDPEnum):
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-PermissionElementIssueType"""
+
+    INVALID_TYPE = "InvalidType"
+    FENCED_FRAME_DISALLOWED = "FencedFrameDisallowed"
+    CSP_FRAME_ANCESTORS_MISSING = "CspFrameAncestorsMissing"
+    PERMISSIONS_POLICY_BLOCKED = "PermissionsPolicyBlocked"
+    PADDING_RIGHT_UNSUPPORTED = "PaddingRightUnsupported"
+    PADDING_BOTTOM_UNSUPPORTED = "PaddingBottomUnsupported"
+    INSET_BOX_SHADOW_UNSUPPORTED = "InsetBoxShadowUnsupported"
+    REQUEST_IN_PROGRESS = "RequestInProgress"
+    UNTRUSTED_EVENT = "UntrustedEvent"
+    REGISTRATION_FAILED = "RegistrationFailed"
+    TYPE_NOT_SUPPORTED = "TypeNotSupported"
+    INVALID_TYPE_ACTIVATION = "InvalidTypeActivation"
+    SECURITY_CHECKS_FAILED = "SecurityChecksFailed"
+    ACTIVATION_DISABLED = "ActivationDisabled"
+    GEOLOCATION_DEPRECATED = "GeolocationDeprecated"
+    INVALID_DISPLAY_STYLE = "InvalidDisplayStyle"
+    NON_OPAQUE_COLOR = "NonOpaqueColor"
+    LOW_CONTRAST = "LowContrast"
+    FONT_SIZE_TOO_SMALL = "FontSizeTooSmall"
+    FONT_SIZE_TOO_LARGE = "FontSizeTooLarge"
+    INVALID_SIZE_VALUE = "InvalidSizeValue"
+    NON_SECURE_CONTEXT = "NonSecureContext"
+    MISSING_TRANSIENT_USER_ACTIVATION = "MissingTransientUserActivation"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PermissionElementIssueDetails:
+    """This issue warns about improper usage of the <permission> element.
+
+    Attributes:
+        type_: The value of the type attribute.
+        node_id: The node ID of the <permission> element.
+        is_warning: True if the issue is a warning, false if it is an error.
+        permission_name: Fields for message construction: Used for messages that reference a specific permission name
+        occluder_node_info: Used for messages about occlusion
+        occluder_parent_node_info: Used for messages about occluder's parent
+        disable_reason: Used for messages about activation disabled reason
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-PermissionElementIssueDetails
+    """
+
+    issue_type: PermissionElementIssueType
+    type_: str | None = None
+    node_id: cdp.dom.BackendNodeId | None = None
+    is_warning: bool | None = None
+    permission_name: str | None = None
+    occluder_node_info: str | None = None
+    occluder_parent_node_info: str | None = None
+    disable_reason: str | None = None
+
+
+class WebInstallIssueReason(CDPEnum):
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-WebInstallIssueReason"""
+
+    MANIFEST_PARSING_OR_NETWORK_ERROR = "ManifestParsingOrNetworkError"
+    START_URL_INVALID = "StartUrlInvalid"
+    MANIFEST_MISSING_NAME_OR_SHORT_NAME = "ManifestMissingNameOrShortName"
+    MANIFEST_MISSING_ID = "ManifestMissingId"
+    NO_MANIFEST = "NoManifest"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WebInstallIssueDetails:
+    """This issue reports a failure involving a web app manifest used by a Web
+    Install operation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-WebInstallIssueDetails
+    """
+
+    manifest_url: str | None = None
+    reason: WebInstallIssueReason
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SelectivePermissionsInterventionIssueDetails:
+    """The issue warns about blocked calls to privacy sensitive APIs via the
+    Selective Permissions Intervention.
+
+    Attributes:
+        api_name: Which API was intervened on.
+        ad_ancestry: Why the ad script using the API is considered an ad.
+        stack_trace: The stack trace at the time of the intervention.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-SelectivePermissionsInterventionIssueDetails
+    """
+
+    api_name: str
+    ad_ancestry: cdp.network.AdAncestry
+    stack_trace: cdp.runtime.StackTrace | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LazyLoadImageIssueDetails:
+    """Details for issues about lazy-loaded images without explicit dimensions.
+
+    Attributes:
+        node_id: DOM node of the problematic HTMLImageElement.
+        url: URL or src attribute of the image.
+        frame_id: Frame containing the image.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-LazyLoadImageIssueDetails
+    """
+
+    node_id: cdp.dom.BackendNodeId
+    url: str
+    frame_id: cdp.page.FrameId
+
+
+class InspectorIssueCode(CDPEnum):
+    """A unique identifier for the type of issue. Each type may use one of the
+    optional fields in InspectorIssueDetails to convey more specific
+    information about the kind of issue.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-InspectorIssueCode
+    """
+
+    COOKIE_ISSUE = "CookieIssue"
+    MIXED_CONTENT_ISSUE = "MixedContentIssue"
+    BLOCKED_BY_RESPONSE_ISSUE = "BlockedByResponseIssue"
+    HEAVY_AD_ISSUE = "HeavyAdIssue"
+    CONTENT_SECURITY_POLICY_ISSUE = "ContentSecurityPolicyIssue"
+    SHARED_ARRAY_BUFFER_ISSUE = "SharedArrayBufferIssue"
+    CORS_ISSUE = "CorsIssue"
+    QUIRKS_MODE_ISSUE = "QuirksModeIssue"
+    PARTITIONING_BLOB_URL_ISSUE = "PartitioningBlobURLIssue"
+    NAVIGATOR_USER_AGENT_ISSUE = "NavigatorUserAgentIssue"
+    GENERIC_ISSUE = "GenericIssue"
+    DEPRECATION_ISSUE = "DeprecationIssue"
+    CLIENT_HINT_ISSUE = "ClientHintIssue"
+    FEDERATED_AUTH_REQUEST_ISSUE = "FederatedAuthRequestIssue"
+    BOUNCE_TRACKING_ISSUE = "BounceTrackingIssue"
+    COOKIE_DEPRECATION_METADATA_ISSUE = "CookieDeprecationMetadataIssue"
+    STYLESHEET_LOADING_ISSUE = "StylesheetLoadingIssue"
+    FEDERATED_AUTH_USER_INFO_REQUEST_ISSUE = "FederatedAuthUserInfoRequestIssue"
+    PROPERTY_RULE_ISSUE = "PropertyRuleIssue"
+    SHARED_DICTIONARY_ISSUE = "SharedDictionaryIssue"
+    ELEMENT_ACCESSIBILITY_ISSUE = "ElementAccessibilityIssue"
+    SRI_MESSAGE_SIGNATURE_ISSUE = "SRIMessageSignatureIssue"
+    UNENCODED_DIGEST_ISSUE = "UnencodedDigestIssue"
+    CONNECTION_ALLOWLIST_ISSUE = "ConnectionAllowlistIssue"
+    USER_REIDENTIFICATION_ISSUE = "UserReidentificationIssue"
+    PERMISSION_ELEMENT_ISSUE = "PermissionElementIssue"
+    PERFORMANCE_ISSUE = "PerformanceIssue"
+    SELECTIVE_PERMISSIONS_INTERVENTION_ISSUE = "SelectivePermissionsInterventionIssue"
+    EMAIL_VERIFICATION_REQUEST_ISSUE = "EmailVerificationRequestIssue"
+    LAZY_LOAD_IMAGE_ISSUE = "LazyLoadImageIssue"
+    WEB_INSTALL_ISSUE = "WebInstallIssue"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class InspectorIssueDetails:
+    """This struct holds a list of optional fields with additional information
+    specific to the kind of issue. When adding a new issue code, please also
+    add a new optional field to this type.
+
+    Attributes:
+        navigator_user_agent_issue_details: Deprecated.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-InspectorIssueDetails
+    """
+
+    cookie_issue_details: CookieIssueDetails | None = None
+    mixed_content_issue_details: MixedContentIssueDetails | None = None
+    blocked_by_response_issue_details: BlockedByResponseIssueDetails | None = None
+    heavy_ad_issue_details: HeavyAdIssueDetails | None = None
+    content_security_policy_issue_details: ContentSecurityPolicyIssueDetails | None = None
+    shared_array_buffer_issue_details: SharedArrayBufferIssueDetails | None = None
+    cors_issue_details: CorsIssueDetails | None = None
+    quirks_mode_issue_details: QuirksModeIssueDetails | None = None
+    partitioning_blob_url_issue_details: PartitioningBlobURLIssueDetails | None = None
+    navigator_user_agent_issue_details: NavigatorUserAgentIssueDetails | None = None
+    generic_issue_details: GenericIssueDetails | None = None
+    deprecation_issue_details: DeprecationIssueDetails | None = None
+    client_hint_issue_details: ClientHintIssueDetails | None = None
+    federated_auth_request_issue_details: FederatedAuthRequestIssueDetails | None = None
+    bounce_tracking_issue_details: BounceTrackingIssueDetails | None = None
+    cookie_deprecation_metadata_issue_details: CookieDeprecationMetadataIssueDetails | None = None
+    stylesheet_loading_issue_details: StylesheetLoadingIssueDetails | None = None
+    property_rule_issue_details: PropertyRuleIssueDetails | None = None
+    federated_auth_user_info_request_issue_details: FederatedAuthUserInfoRequestIssueDetails | None = None
+    shared_dictionary_issue_details: SharedDictionaryIssueDetails | None = None
+    element_accessibility_issue_details: ElementAccessibilityIssueDetails | None = None
+    sri_message_signature_issue_details: SRIMessageSignatureIssueDetails | None = None
+    unencoded_digest_issue_details: UnencodedDigestIssueDetails | None = None
+    connection_allowlist_issue_details: ConnectionAllowlistIssueDetails | None = None
+    user_reidentification_issue_details: UserReidentificationIssueDetails | None = None
+    permission_element_issue_details: PermissionElementIssueDetails | None = None
+    performance_issue_details: PerformanceIssueDetails | None = None
+    selective_permissions_intervention_issue_details: SelectivePermissionsInterventionIssueDetails | None = (
+        None
+    )
+    email_verification_request_issue_details: EmailVerificationRequestIssueDetails | None = None
+    lazy_load_image_issue_details: LazyLoadImageIssueDetails | None = None
+    web_install_issue_details: WebInstallIssueDetails | None = None
+
+
+IssueId = str
+"""A unique id for a DevTools inspector issue. Allows other entities (e.g.
+exceptions, CDP message, console messages, etc.) to reference an issue.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-IssueId
+"""
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class InspectorIssue:
+    """An inspector issue reported from the back-end.
+
+    Attributes:
+        issue_id: A unique id for this issue. May be omitted if no other entity (e.g. exception, CDP message, etc.) is referencing this issue.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#type-InspectorIssue
+    """
+
+    code: InspectorIssueCode
+    details: InspectorIssueDetails
+    issue_id: IssueId | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetEncodedResponseResult:
+    """Result of :func:`get_encoded_response`.
+
+    Attributes:
+        body: The encoded body as a base64 string. Omitted if sizeOnly is true. (Encoded as a base64 string when passed over JSON)
+        original_size: Size before re-encoding.
+        encoded_size: Size after re-encoding.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#method-getEncodedResponse
+    """
+
+    body: str | None = None
+    original_size: int
+    encoded_size: int
+
+
+def get_encoded_response(
+    *,
+    request_id: cdp.network.RequestId,
+    encoding: str,
+    quality: float | None = None,
+    size_only: bool | None = None,
+) -> Command[GetEncodedResponseResult]:
+    """Returns the response body and size if it were re-encoded with the specified settings. Only
+    applies to images.
+
+    Args:
+        request_id: Identifier of the network request to get content for.
+        encoding: The encoding to use. Values: 'webp', 'jpeg', 'png'.
+        quality: The quality of the encoding (0-1). (defaults to 1)
+        size_only: Whether to only return the size information (defaults to false).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#method-getEncodedResponse
+    """
+    return Command(
+        "Audits.getEncodedResponse",
+        _p_get_encoded_response(request_id, encoding, quality, size_only),
+        GetEncodedResponseResult,
+    )
+
+
+def disable() -> Command[None]:
+    """Disables issues domain, prevents further issues from being reported to the client.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#method-disable
+    """
+    return Command("Audits.disable", {}, None)
+
+
+def enable() -> Command[None]:
+    """Enables issues domain, sends the issues collected so far to the client by means of the
+    `issueAdded` event.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#method-enable
+    """
+    return Command("Audits.enable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CheckFormsIssuesResult:
+    """Result of :func:`check_forms_issues`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#method-checkFormsIssues
+    """
+
+    form_issues: list[GenericIssueDetails]
+
+
+def check_forms_issues() -> Command[CheckFormsIssuesResult]:
+    """Runs the form issues check for the target page. Found issues are reported
+    using Audits.issueAdded event.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#method-checkFormsIssues
+    """
+    return Command("Audits.checkFormsIssues", {}, CheckFormsIssuesResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class IssueAdded:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#event-issueAdded"""
+
+    method: ClassVar[str] = "Audits.issueAdded"
+    issue: InspectorIssue
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
+
+
+_AffectedCookie_plain = {
+    "name": "name",
+    "path": "path",
+    "domain": "domain",
+}
+
+
+def _s_AffectedCookie(d: dict[str, Any]) -> AffectedCookie:
+    o = _new(AffectedCookie)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _AffectedCookie_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "name" not in od:
+        raise KeyError("name")
+    if "path" not in od:
+        raise KeyError("path")
+    if "domain" not in od:
+        raise KeyError("domain")
+    return o
+
+
+def _u_AffectedCookie(o: AffectedCookie) -> dict[str, Any]:
+    return {
+        "name": o.name,
+        "path": o.path,
+        "domain": o.domain,
+    }
+
+
+_AffectedRequest_plain = {
+    "requestId": "request_id",
+    "url": "url",
+}
+
+
+def _s_AffectedRequest(d: dict[str, Any]) -> AffectedRequest:
+    o = _new(AffectedRequest)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _AffectedRequest_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "url" not in od:
+        raise KeyError("url")
+    return o
+
+
+def _u_AffectedRequest(o: AffectedRequest) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "url": o.url,
+    }
+    if o.request_id is not None:
+        d["requestId"] = o.request_id
+    return d
+
+
+_AffectedFrame_plain = {
+    "frameId": "frame_id",
+}
+
+
+def _s_AffectedFrame(d: dict[str, Any]) -> AffectedFrame:
+    o = _new(AffectedFrame)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _AffectedFrame_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "frame_id" not in od:
+        raise KeyError("frameId")
+    return o
+
+
+def _u_AffectedFrame(o: AffectedFrame) -> dict[str, Any]:
+    return {
+        "frameId": o.frame_id,
+    }
+
+
+_CookieIssueInsight_plain = {
+    "tableEntryUrl": "table_entry_url",
+}
+
+
+def _s_CookieIssueInsight(d: dict[str, Any]) -> CookieIssueInsight:
+    o = _new(CookieIssueInsight)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _CookieIssueInsight_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "type":
+            od["type_"] = None if v is None else _enum(InsightType, v)
+    if "type_" not in od:
+        raise KeyError("type")
+    return o
+
+
+def _u_CookieIssueInsight(o: CookieIssueInsight) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "type": o.type_,
+    }
+    if o.table_entry_url is not None:
+        d["tableEntryUrl"] = o.table_entry_url
+    return d
+
+
+_CookieIssueDetails_plain = {
+    "rawCookieLine": "raw_cookie_line",
+    "siteForCookies": "site_for_cookies",
+    "cookieUrl": "cookie_url",
+}
+
+
+def _s_CookieIssueDetails(d: dict[str, Any]) -> CookieIssueDetails:
+    o = _new(CookieIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _CookieIssueDetails_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "cookie":
+            od["cookie"] = None if v is None else _s_AffectedCookie(v)
+        elif k == "cookieWarningReasons":
+            od["cookie_warning_reasons"] = None if v is None else [_enum(CookieWarningReason, x0) for x0 in v]
+        elif k == "cookieExclusionReasons":
+            od["cookie_exclusion_reasons"] = (
+                None if v is None else [_enum(CookieExclusionReason, x0) for x0 in v]
+            )
+        elif k == "operation":
+            od["operation"] = None if v is None else _enum(CookieOperation, v)
+        elif k == "request":
+            od["request"] = None if v is None else _s_AffectedRequest(v)
+        elif k == "insight":
+            od["insight"] = None if v is None else _s_CookieIssueInsight(v)
+    if "cookie_warning_reasons" not in od:
+        raise KeyError("cookieWarningReasons")
+    if "cookie_exclusion_reasons" not in od:
+        raise KeyError("cookieExclusionReasons")
+    if "operation" not in od:
+        raise KeyError("operation")
+    return o
+
+
+def _u_CookieIssueDetails(o: CookieIssueDetails) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "cookieWarningReasons": o.cookie_warning_reasons,
+        "cookieExclusionReasons": o.cookie_exclusion_reasons,
+        "operation": o.operation,
+    }
+    if o.cookie is not None:
+        d["cookie"] = _u_AffectedCookie(o.cookie)
+    if o.raw_cookie_line is not None:
+        d["rawCookieLine"] = o.raw_cookie_line
+    if o.site_for_cookies is not None:
+        d["siteForCookies"] = o.site_for_cookies
+    if o.cookie_url is not None:
+        d["cookieUrl"] = o.cookie_url
+    if o.request is not None:
+        d["request"] = _u_AffectedRequest(o.request)
+    if o.insight is not None:
+        d["insight"] = _u_CookieIssueInsight(o.insight)
+    return d
+
+
+def _s_PerformanceIssueDetails(d: dict[str, Any]) -> PerformanceIssueDetails:
+    o = _new(PerformanceIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        if k == "performanceIssueType":
+            od["performance_issue_type"] = None if v is None else _enum(PerformanceIssueType, v)
+        elif k == "sourceCodeLocation":
+            od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
+    if "performance_issue_type" not in od:
+        raise KeyError("performanceIssueType")
+    return o
+
+
+def _u_PerformanceIssueDetails(o: PerformanceIssueDetails) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "performanceIssueType": o.performance_issue_type,
+    }
+    if o.source_code_location is not None:
+        d["sourceCodeLocation"] = _u_SourceCodeLocation(o.source_code_location)
+    return d
+
+
+_MixedContentIssueDetails_plain = {
+    "insecureURL": "insecure_url",
+    "mainResourceURL": "main_resource_url",
+}
+
+
+def _s_MixedContentIssueDetails(d: dict[str, Any]) -> MixedContentIssueDetails:
+    o = _new(MixedContentIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _MixedContentIssueDetails_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "resourceType":
+            od["resource_type"] = None if v is None else _enum(MixedContentResourceType, v)
+        elif k == "resolutionStatus":
+            od["resolution_status"] = None if v is None else _enum(MixedContentResolutionStatus, v)
+        elif k == "request":
+            od["request"] = None if v is None else _s_AffectedRequest(v)
+        elif k == "frame":
+            od["frame"] = None if v is None else _s_AffectedFrame(v)
+    if "resolution_status" not in od:
+        raise KeyError("resolutionStatus")
+    if "insecure_url" not in od:
+        raise KeyError("insecureURL")
+    if "main_resource_url" not in od:
+        raise KeyError("mainResourceURL")
+    return o
+
+
+def _u_MixedContentIssueDetails(o: MixedContentIssueDetails) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "resolutionStatus": o.resolution_status,
+        "insecureURL": o.insecure_url,
+        "mainResourceURL": o.main_resource_url,
+    }
+    if o.resource_type is not None:
+        d["resourceType"] = o.resource_type
+    if o.request is not None:
+        d["request"] = _u_AffectedRequest(o.request)
+    if o.frame is not None:
+        d["frame"] = _u_AffectedFrame(o.frame)
+    return d
+
+
+def _s_BlockedByResponseIssueDetails(d: dict[str, Any]) -> BlockedByResponseIssueDetails:
+    o = _new(BlockedByResponseIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        if k == "request":
+            od["request"] = None if v is None else _s_AffectedRequest(v)
+        elif k == "parentFrame":
+            od["parent_frame"] = None if v is None else _s_AffectedFrame(v)
+        elif k == "blockedFrame":
+            od["blocked_frame"] = None if v is None else _s_AffectedFrame(v)
+        elif k == "reason":
+            od["reason"] = None if v is None else _enum(BlockedByResponseReason, v)
+    if "request" not in od:
+        raise KeyError("request")
+    if "reason" not in od:
+        raise KeyError("reason")
+    return o
+
+
+def _u_BlockedByResponseIssueDetails(o: BlockedByResponseIssueDetails) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "request": _u_AffectedRequest(o.request),
+        "reason": o.reason,
+    }
+    if o.parent_frame is not None:
+        d["parentFrame"] = _u_AffectedFrame(o.parent_frame)
+    if o.blocked_frame is not None:
+        d["blockedFrame"] = _u_AffectedFrame(o.blocked_frame)
+    return d
+
+
+def _s_HeavyAdIssueDetails(d: dict[str, Any]) -> HeavyAdIssueDetails:
+    o = _new(HeavyAdIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        if k == "resolution":
+            od["resolution"] = None if v is None else _enum(HeavyAdResolutionStatus, v)
+        elif k == "reason":
+            od["reason"] = None if v is None else _enum(HeavyAdReason, v)
+        elif k == "frame":
+            od["frame"] = None if v is None else _s_AffectedFrame(v)
+    if "resolution" not in od:
+        raise KeyError("resolution")
+    if "reason" not in od:
+        raise KeyError("reason")
+    if "frame" not in od:
+        raise KeyError("frame")
+    return o
+
+
+def _u_HeavyAdIssueDetails(o: HeavyAdIssueDetails) -> dict[str, Any]:
+    return {
+        "resolution": o.resolution,
+        "reason": o.reason,
+        "frame": _u_AffectedFrame(o.frame),
+    }
+
+
+_SourceCodeLocation_plain = {
+    "scriptId": "script_id",
+    "url": "url",
+    "lineNumber": "line_number",
+    "columnNumber": "column_number",
+}
+
+
+def _s_SourceCodeLocation(d: dict[str, Any]) -> SourceCodeLocation:
+    o = _new(SourceCodeLocation)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _SourceCodeLocation_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "url" not in od:
+        raise KeyError("url")
+    if "line_number" not in od:
+        raise KeyError("lineNumber")
+    if "column_number" not in od:
+        raise KeyError("columnNumber")
+    return o
+
+
+def _u_SourceCodeLocation(o: SourceCodeLocation) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "url": o.url,
+        "lineNumber": o.line_number,
+        "columnNumber": o.column_number,
+    }
+    if o.script_id is not None:
+        d["scriptId"] = o.script_id
+    return d
+
+
+_ContentSecurityPolicyIssueDetails_plain = {
+    "blockedURL": "blocked_url",
+    "violatedDirective": "violated_directive",
+    "isReportOnly": "is_report_only",
+    "violatingNodeId": "violating_node_id",
+}
+
+
+def _s_ContentSecurityPolicyIssueDetails(d: dict[str, Any]) -> ContentSecurityPolicyIssueDetails:
+    o = _new(ContentSecurityPolicyIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _ContentSecurityPolicyIssueDetails_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "contentSecurityPolicyViolationType":
+            od["content_security_policy_violation_type"] = (
+                None if v is None else _enum(ContentSecurityPolicyViolationType, v)
+            )
+        elif k == "frameAncestor":
+            od["frame_ancestor"] = None if v is None else _s_AffectedFrame(v)
+        elif k == "sourceCodeLocation":
+            od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
+    if "violated_directive" not in od:
+        raise KeyError("violatedDirective")
+    if "is_report_only" not in od:
+        raise KeyError("isReportOnly")
+    if "content_security_policy_violation_type" not in od:
+        raise KeyError("contentSecurityPolicyViolationType")
+    return o
+
+
+def _u_ContentSecurityPolicyIssueDetails(o: ContentSecurityPolicyIssueDetails) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "violatedDirective": o.violated_directive,
+        "isReportOnly": o.is_report_only,
+        "contentSecurityPolicyViolationType": o.content_security_policy_violation_type,
+    }
+    if o.blocked_url is not None:
+        d["blockedURL"] = o.blocked_url
+    if o.frame_ancestor is not None:
+        d["frameAncestor"] = _u_AffectedFrame(o.frame_ancestor)
+    if o.source_code_location is not None:
+        d["sourceCodeLocation"] = _u_SourceCodeLocation(o.source_code_location)
+    if o.violating_node_id is not None:
+        d["violatingNodeId"] = o.violating_node_id
+    return d
+
+
+_SharedArrayBufferIssueDetails_plain = {
+    "isWarning": "is_warning",
+}
+
+
+def _s_SharedArrayBufferIssueDetails(d: dict[str, Any]) -> SharedArrayBufferIssueDetails:
+    o = _new(SharedArrayBufferIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _SharedArrayBufferIssueDetails_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "sourceCodeLocation":
+            od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
+        elif k == "type":
+            od["type_"] = None if v is None else _enum(SharedArrayBufferIssueType, v)
+    if "source_code_location" not in od:
+        raise KeyError("sourceCodeLocation")
+    if "is_warning" not in od:
+        raise KeyError("isWarning")
+    if "type_" not in od:
+        raise KeyError("type")
+    return o
+
+
+def _u_SharedArrayBufferIssueDetails(o: SharedArrayBufferIssueDetails) -> dict[str, Any]:
+    return {
+        "sourceCodeLocation": _u_SourceCodeLocation(o.source_code_location),
+        "isWarning": o.is_warning,
+        "type": o.type_,
+    }
+
+
+_CorsIssueDetails_plain = {
+    "isWarning": "is_warning",
+    "initiatorOrigin": "initiator_origin",
+}
+
+
+def _s_CorsIssueDetails(d: dict[str, Any]) -> CorsIssueDetails:
+    o = _new(CorsIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _CorsIssueDetails_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "corsErrorStatus":
+            od["cors_error_status"] = None if v is None else cdp.network._s_CorsErrorStatus(v)
+        elif k == "request":
+            od["request"] = None if v is None else _s_AffectedRequest(v)
+        elif k == "location":
+            od["location"] = None if v is None else _s_SourceCodeLocation(v)
+        elif k == "resourceIPAddressSpace":
+            od["resource_ip_address_space"] = None if v is None else _enum(cdp.network.IPAddressSpace, v)
+        elif k == "clientSecurityState":
+            od["client_security_state"] = None if v is None else cdp.network._s_ClientSecurityState(v)
+    if "cors_error_status" not in od:
+        raise KeyError("corsErrorStatus")
+    if "is_warning" not in od:
+        raise KeyError("isWarning")
+    if "request" not in od:
+        raise KeyError("request")
+    return o
+
+
+def _u_CorsIssueDetails(o: CorsIssueDetails) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "corsErrorStatus": cdp.network._u_CorsErrorStatus(o.cors_error_status),
+        "isWarning": o.is_warning,
+        "request": _u_AffectedRequest(o.request),
+    }
+    if o.location is not None:
+        d["location"] = _u_SourceCodeLocation(o.location)
+    if o.initiator_origin is not None:
+        d["initiatorOrigin"] = o.initiator_origin
+    if o.resource_ip_address_space is not None:
+        d["resourceIPAddressSpace"] = o.resource_ip_address_space
+    if o.client_security_state is not None:
+        d["clientSecurityState"] = cdp.network._u_ClientSecurityState(o.client_security_state)
+    return d
+
+
+_QuirksModeIssueDetails_plain = {
+    "isLimitedQuirksMode": "is_limited_quirks_mode",
+    "documentNodeId": "document_node_id",
+    "url": "url",
+    "frameId": "frame_id",
+    "loaderId": "loader_id",
+}
+
+
+def _s_QuirksModeIssueDetails(d: dict[str, Any]) -> QuirksModeIssueDetails:
+    o = _new(QuirksModeIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _QuirksModeIssueDetails_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "is_limited_quirks_mode" not in od:
+        raise KeyError("isLimitedQuirksMode")
+    if "document_node_id" not in od:
+        raise KeyError("documentNodeId")
+    if "url" not in od:
+        raise KeyError("url")
+    if "frame_id" not in od:
+        raise KeyError("frameId")
+    if "loader_id" not in od:
+        raise KeyError("loaderId")
+    return o
+
+
+def _u_QuirksModeIssueDetails(o: QuirksModeIssueDetails) -> dict[str, Any]:
+    return {
+        "isLimitedQuirksMode": o.is_limited_quirks_mode,
+        "documentNodeId": o.document_node_id,
+        "url": o.url,
+        "frameId": o.frame_id,
+        "loaderId": o.loader_id,
+    }
+
+
+_NavigatorUserAgentIssueDetails_plain = {
+    "url": "url",
+}
+
+
+def _s_NavigatorUserAgentIssueDetails(d: dict[str, Any]) -> NavigatorUserAgentIssueDetails:
+    o = _new(NavigatorUserAgentIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _NavigatorUserAgentIssueDetails_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "location":
+            od["location"] = None if v is None else _s_SourceCodeLocation(v)
+    if "url" not in od:
+        raise KeyError("url")
+    return o
+
+
+def _u_NavigatorUserAgentIssueDetails(o: NavigatorUserAgentIssueDetails) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "url": o.url,
+    }
+    if o.location is not None:
+        d["location"] = _u_SourceCodeLocation(o.location)
+    return d
+
+
+def _s_SharedDictionaryIssueDetails(d: dict[str, Any]) -> SharedDictionaryIssueDetails:
+    o = _new(SharedDictionaryIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        if k == "sharedDictionaryError":
+            od["shared_dictionary_error"] = None if v is None else _enum(SharedDictionaryError, v)
+        elif k == "request":
+            od["request"] = None if v is None else _s_AffectedRequest(v)
+    if "shared_dictionary_error" not in od:
+        raise KeyError("sharedDictionaryError")
+    if "request" not in od:
+        raise KeyError("request")
+    return o
+
+
+def _u_SharedDictionaryIssueDetails(o: SharedDictionaryIssueDetails) -> dict[str, Any]:
+    return {
+        "sharedDictionaryError": o.shared_dictionary_error,
+        "request": _u_AffectedRequest(o.request),
+    }
+
+
+_SRIMessageSignatureIssueDetails_plain = {
+    "signatureBase": "signature_base",
+    "integrityAssertions": "integrity_assertions",
+}
+
+
+def _s_SRIMessageSignatureIssueDetails(d: dict[str, Any]) -> SRIMessageSignatureIssueDetails:
+    o = _new(SRIMessageSignatureIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _SRIMessageSignatureIssueDetails_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "error":
+            od["error"] = None if v is None else _enum(SRIMessageSignatureError, v)
+        elif k == "request":
+            od["request"] = None if v is None else _s_AffectedRequest(v)
+    if "error" not in od:
+        raise KeyError("error")
+    if "signature_base" not in od:
+        raise KeyError("signatureBase")
+    if "integrity_assertions" not in od:
+        raise KeyError("integrityAssertions")
+    if "request" not in od:
+        raise KeyError("request")
+    return o
+
+
+def _u_SRIMessageSignatureIssueDetails(o: SRIMessageSignatureIssueDetails) -> dict[str, Any]:
+    return {
+        "error": o.error,
+        "signatureBase": o.signature_base,
+        "integrityAssertions": o.integrity_assertions,
+        "request": _u_AffectedRequest(o.request),
+    }
+
+
+def _s_UnencodedDigestIssueDetails(d: dict[str, Any]) -> UnencodedDigestIssueDetails:
+    o = _new(UnencodedDigestIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        if k == "error":
+            od["error"] = None if v is None else _enum(UnencodedDigestError, v)
+        elif k == "request":
+            od["request"] = None if v is None else _s_AffectedRequest(v)
+    if "error" not in od:
+        raise KeyError("error")
+    if "request" not in od:
+        raise KeyError("request")
+    return o
+
+
+def _u_UnencodedDigestIssueDetails(o: UnencodedDigestIssueDetails) -> dict[str, Any]:
+    return {
+        "error": o.error,
+        "request": _u_AffectedRequest(o.request),
+    }
+
+
+def _s_ConnectionAllowlistIssueDetails(d: dict[str, Any]) -> ConnectionAllowlistIssueDetails:
+    o = _new(ConnectionAllowlistIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        if k == "error":
+            od["error"] = None if v is None else _enum(ConnectionAllowlistError, v)
+        elif k == "request":
+            od["request"] = None if v is None else _s_AffectedRequest(v)
+    if "error" not in od:
+        raise KeyError("error")
+    if "request" not in od:
+        raise KeyError("request")
+    return o
+
+
+def _u_ConnectionAllowlistIssueDetails(o: ConnectionAllowlistIssueDetails) -> dict[str, Any]:
+    return {
+        "error": o.error,
+        "request": _u_AffectedRequest(o.request),
+    }
+
+
+_GenericIssueDetails_plain = {
+    "frameId": "frame_id",
+    "violatingNodeId": "violating_node_id",
+    "violatingNodeAttribute": "violating_node_attribute",
+}
+
+
+def _s_GenericIssueDetails(d: dict[str, Any]) -> GenericIssueDetails:
+    o = _new(GenericIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _GenericIssueDetails_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "errorType":
+            od["error_type"] = None if v is None else _enum(GenericIssueErrorType, v)
+        elif k == "request":
+            od["request"] = None if v is None else _s_AffectedRequest(v)
+    if "error_type" not in od:
+        raise KeyError("errorType")
+    return o
+
+
+def _u_GenericIssueDetails(o: GenericIssueDetails) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "errorType": o.error_type,
+    }
+    if o.frame_id is not None:
+        d["frameId"] = o.frame_id
+    if o.violating_node_id is not None:
+        d["violatingNodeId"] = o.violating_node_id
+    if o.violating_node_attribute is not None:
+        d["violatingNodeAttribute"] = o.violating_node_attribute
+    if o.request is not None:
+        d["request"] = _u_AffectedRequest(o.request)
+    return d
+
+
+_DeprecationIssueDetails_plain = {
+    "type": "type_",
+}
+
+
+def _s_DeprecationIssueDetails(d: dict[str, Any]) -> DeprecationIssueDetails:
+    o = _new(DeprecationIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _DeprecationIssueDetails_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "affectedFrame":
+            od["affected_frame"] = None if v is None else _s_AffectedFrame(v)
+        elif k == "sourceCodeLocation":
+            od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
+    if "source_code_location" not in od:
+        raise KeyError("sourceCodeLocation")
+    if "type_" not in od:
+        raise KeyError("type")
+    return o
+
+
+def _u_DeprecationIssueDetails(o: DeprecationIssueDetails) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "sourceCodeLocation": _u_SourceCodeLocation(o.source_code_location),
+        "type": o.type_,
+    }
+    if o.affected_frame is not None:
+        d["affectedFrame"] = _u_AffectedFrame(o.affected_frame)
+    return d
+
+
+_BounceTrackingIssueDetails_plain = {
+    "trackingSites": "tracking_sites",
+}
+
+
+def _s_BounceTrackingIssueDetails(d: dict[str, Any]) -> BounceTrackingIssueDetails:
+    o = _new(BounceTrackingIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _BounceTrackingIssueDetails_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "tracking_sites" not in od:
+        raise KeyError("trackingSites")
+    return o
+
+
+def _u_BounceTrackingIssueDetails(o: BounceTrackingIssueDetails) -> dict[str, Any]:
+    return {
+        "trackingSites": o.tracking_sites,
+    }
+
+
+_CookieDeprecationMetadataIssueDetails_plain = {
+    "allowedSites": "allowed_sites",
+    "optOutPercentage": "opt_out_percentage",
+    "isOptOutTopLevel": "is_opt_out_top_level",
+}
+
+
+def _s_CookieDeprecationMetadataIssueDetails(d: dict[str, Any]) -> CookieDeprecationMetadataIssueDetails:
+    o = _new(CookieDeprecationMetadataIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _CookieDeprecationMetadataIssueDetails_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "operation":
+            od["operation"] = None if v is None else _enum(CookieOperation, v)
+    if "allowed_sites" not in od:
+        raise KeyError("allowedSites")
+    if "opt_out_percentage" not in od:
+        raise KeyError("optOutPercentage")
+    if "is_opt_out_top_level" not in od:
+        raise KeyError("isOptOutTopLevel")
+    if "operation" not in od:
+        raise KeyError("operation")
+    return o
+
+
+def _u_CookieDeprecationMetadataIssueDetails(o: CookieDeprecationMetadataIssueDetails) -> dict[str, Any]:
+    return {
+        "allowedSites": o.allowed_sites,
+        "optOutPercentage": o.opt_out_percentage,
+        "isOptOutTopLevel": o.is_opt_out_top_level,
+        "operation": o.operation,
+    }
+
+
+def _s_FederatedAuthRequestIssueDetails(d: dict[str, Any]) -> FederatedAuthRequestIssueDetails:
+    o = _new(FederatedAuthRequestIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        if k == "federatedAuthRequestIssueReason":
+            od["federated_auth_request_issue_reason"] = (
+                None if v is None else _enum(FederatedAuthRequestIssueReason, v)
+            )
+    if "federated_auth_request_issue_reason" not in od:
+        raise KeyError("federatedAuthRequestIssueReason")
+    return o
+
+
+def _u_FederatedAuthRequestIssueDetails(o: FederatedAuthRequestIssueDetails) -> dict[str, Any]:
+    return {
+        "federatedAuthRequestIssueReason": o.federated_auth_request_issue_reason,
+    }
+
+
+def _s_FederatedAuthUserInfoRequestIssueDetails(
+    d: dict[str, Any],
+) -> FederatedAuthUserInfoRequestIssueDetails:
+    o = _new(FederatedAuthUserInfoRequestIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        if k == "federatedAuthUserInfoRequestIssueReason":
+            od["federated_auth_user_info_request_issue_reason"] = (
+                None if v is None else _enum(FederatedAuthUserInfoRequestIssueReason, v)
+            )
+    if "federated_auth_user_info_request_issue_reason" not in od:
+        raise KeyError("federatedAuthUserInfoRequestIssueReason")
+    return o
+
+
+def _u_FederatedAuthUserInfoRequestIssueDetails(
+    o: FederatedAuthUserInfoRequestIssueDetails,
+) -> dict[str, Any]:
+    return {
+        "federatedAuthUserInfoRequestIssueReason": o.federated_auth_user_info_request_issue_reason,
+    }
+
+
+def _s_EmailVerificationRequestIssueDetails(d: dict[str, Any]) -> EmailVerificationRequestIssueDetails:
+    o = _new(EmailVerificationRequestIssueDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        if k == "emailVerificationRequestIssueReason":
+            od["email_verification_request_issue_reason"] = (
+                None if v is None else _enum(EmailVerificationRequestIssueReason, v)
+            )
+    if "email_verification_request_issue_reason" not in od:
+        raise KeyError("emailVerificationRequestIssueReason")
+    return o
+
+
+def _u_EmailVerificationRequestIssueDetails(o: EmailVerificationRequestIssueDetails) -> dict[str, Any]:
+    return {
+        "emailVerificationRequestIssueReason": o.email_verification_request_issue_reason,
+    }
 
 
 def _s_ClientHintIssueDetails(d: dict[str, Any]) -> ClientHintIssueDetails:
@@ -1844,26 +2094,10 @@ def _s_ClientHintIssueDetails(d: dict[str, Any]) -> ClientHintIssueDetails:
 
 
 def _u_ClientHintIssueDetails(o: ClientHintIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "sourceCodeLocation": _u_SourceCodeLocation(o.source_code_location),
         "clientHintIssueReason": o.client_hint_issue_reason,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FailedRequestInfo:
-    """FailedRequestInfo.
-
-    Attributes:
-        url: The URL that failed to load.
-        failure_message: The failure message for the failed request.
-        request_id: -
-    """
-
-    url: str
-    failure_message: str
-    request_id: _network.RequestId | None = None
 
 
 _FailedRequestInfo_plain = {
@@ -1897,34 +2131,6 @@ def _u_FailedRequestInfo(o: FailedRequestInfo) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    FailedRequestInfo,
-    {
-        "request_id": None,
-    },
-)
-
-
-class PartitioningBlobURLInfo(CDPEnum):
-    """PartitioningBlobURLInfo."""
-
-    BLOCKED_CROSS_PARTITION_FETCHING = "BlockedCrossPartitionFetching"
-    ENFORCE_NOOPENER_FOR_NAVIGATION = "EnforceNoopenerForNavigation"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PartitioningBlobURLIssueDetails:
-    """PartitioningBlobURLIssueDetails.
-
-    Attributes:
-        url: The BlobURL that failed to load.
-        partitioning_blob_url_info: Additional information about the Partitioning Blob URL issue.
-    """
-
-    url: str
-    partitioning_blob_url_info: PartitioningBlobURLInfo
-
-
 _PartitioningBlobURLIssueDetails_plain = {
     "url": "url",
 }
@@ -1947,37 +2153,10 @@ def _s_PartitioningBlobURLIssueDetails(d: dict[str, Any]) -> PartitioningBlobURL
 
 
 def _u_PartitioningBlobURLIssueDetails(o: PartitioningBlobURLIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "url": o.url,
         "partitioningBlobURLInfo": o.partitioning_blob_url_info,
     }
-    return d
-
-
-class ElementAccessibilityIssueReason(CDPEnum):
-    """ElementAccessibilityIssueReason."""
-
-    DISALLOWED_SELECT_CHILD = "DisallowedSelectChild"
-    DISALLOWED_OPT_GROUP_CHILD = "DisallowedOptGroupChild"
-    NON_PHRASING_CONTENT_OPTION_CHILD = "NonPhrasingContentOptionChild"
-    INTERACTIVE_CONTENT_OPTION_CHILD = "InteractiveContentOptionChild"
-    INTERACTIVE_CONTENT_LEGEND_CHILD = "InteractiveContentLegendChild"
-    INTERACTIVE_CONTENT_SUMMARY_DESCENDANT = "InteractiveContentSummaryDescendant"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ElementAccessibilityIssueDetails:
-    """This issue warns about errors in the select or summary element content model.
-
-    Attributes:
-        node_id: -
-        element_accessibility_issue_reason: -
-        has_disallowed_attributes: -
-    """
-
-    node_id: _dom.BackendNodeId
-    element_accessibility_issue_reason: ElementAccessibilityIssueReason
-    has_disallowed_attributes: bool
 
 
 _ElementAccessibilityIssueDetails_plain = {
@@ -2007,34 +2186,11 @@ def _s_ElementAccessibilityIssueDetails(d: dict[str, Any]) -> ElementAccessibili
 
 
 def _u_ElementAccessibilityIssueDetails(o: ElementAccessibilityIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
         "elementAccessibilityIssueReason": o.element_accessibility_issue_reason,
         "hasDisallowedAttributes": o.has_disallowed_attributes,
     }
-    return d
-
-
-class StyleSheetLoadingIssueReason(CDPEnum):
-    """StyleSheetLoadingIssueReason."""
-
-    LATE_IMPORT_RULE = "LateImportRule"
-    REQUEST_FAILED = "RequestFailed"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StylesheetLoadingIssueDetails:
-    """This issue warns when a referenced stylesheet couldn't be loaded.
-
-    Attributes:
-        source_code_location: Source code position that referenced the failing stylesheet.
-        style_sheet_loading_issue_reason: Reason why the stylesheet couldn't be loaded.
-        failed_request_info: Contains additional info when the failure was due to a request.
-    """
-
-    source_code_location: SourceCodeLocation
-    style_sheet_loading_issue_reason: StyleSheetLoadingIssueReason
-    failed_request_info: FailedRequestInfo | None = None
 
 
 def _s_StylesheetLoadingIssueDetails(d: dict[str, Any]) -> StylesheetLoadingIssueDetails:
@@ -2064,39 +2220,6 @@ def _u_StylesheetLoadingIssueDetails(o: StylesheetLoadingIssueDetails) -> dict[s
     if o.failed_request_info is not None:
         d["failedRequestInfo"] = _u_FailedRequestInfo(o.failed_request_info)
     return d
-
-
-optional_defaults(
-    StylesheetLoadingIssueDetails,
-    {
-        "failed_request_info": None,
-    },
-)
-
-
-class PropertyRuleIssueReason(CDPEnum):
-    """PropertyRuleIssueReason."""
-
-    INVALID_SYNTAX = "InvalidSyntax"
-    INVALID_INITIAL_VALUE = "InvalidInitialValue"
-    INVALID_INHERITS = "InvalidInherits"
-    INVALID_NAME = "InvalidName"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PropertyRuleIssueDetails:
-    """This issue warns about errors in property rules that lead to property
-    registrations being ignored.
-
-    Attributes:
-        source_code_location: Source code position of the property rule.
-        property_rule_issue_reason: Reason why the property rule was discarded.
-        property_value: The value of the property rule property that failed to parse
-    """
-
-    source_code_location: SourceCodeLocation
-    property_rule_issue_reason: PropertyRuleIssueReason
-    property_value: str | None = None
 
 
 _PropertyRuleIssueDetails_plain = {
@@ -2132,38 +2255,6 @@ def _u_PropertyRuleIssueDetails(o: PropertyRuleIssueDetails) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    PropertyRuleIssueDetails,
-    {
-        "property_value": None,
-    },
-)
-
-
-class UserReidentificationIssueType(CDPEnum):
-    """UserReidentificationIssueType."""
-
-    BLOCKED_FRAME_NAVIGATION = "BlockedFrameNavigation"
-    BLOCKED_SUBRESOURCE = "BlockedSubresource"
-    NOISED_CANVAS_READBACK = "NoisedCanvasReadback"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class UserReidentificationIssueDetails:
-    """This issue warns about uses of APIs that may be considered misuse to
-    re-identify users.
-
-    Attributes:
-        type_: -
-        request: Applies to BlockedFrameNavigation and BlockedSubresource issue types.
-        source_code_location: Applies to NoisedCanvasReadback issue type.
-    """
-
-    type_: UserReidentificationIssueType
-    request: AffectedRequest | None = None
-    source_code_location: SourceCodeLocation | None = None
-
-
 def _s_UserReidentificationIssueDetails(d: dict[str, Any]) -> UserReidentificationIssueDetails:
     o = _new(UserReidentificationIssueDetails)
     od = o.__dict__
@@ -2188,68 +2279,6 @@ def _u_UserReidentificationIssueDetails(o: UserReidentificationIssueDetails) -> 
     if o.source_code_location is not None:
         d["sourceCodeLocation"] = _u_SourceCodeLocation(o.source_code_location)
     return d
-
-
-optional_defaults(
-    UserReidentificationIssueDetails,
-    {
-        "request": None,
-        "source_code_location": None,
-    },
-)
-
-
-class PermissionElementIssueType(CDPEnum):
-    """PermissionElementIssueType."""
-
-    INVALID_TYPE = "InvalidType"
-    FENCED_FRAME_DISALLOWED = "FencedFrameDisallowed"
-    CSP_FRAME_ANCESTORS_MISSING = "CspFrameAncestorsMissing"
-    PERMISSIONS_POLICY_BLOCKED = "PermissionsPolicyBlocked"
-    PADDING_RIGHT_UNSUPPORTED = "PaddingRightUnsupported"
-    PADDING_BOTTOM_UNSUPPORTED = "PaddingBottomUnsupported"
-    INSET_BOX_SHADOW_UNSUPPORTED = "InsetBoxShadowUnsupported"
-    REQUEST_IN_PROGRESS = "RequestInProgress"
-    UNTRUSTED_EVENT = "UntrustedEvent"
-    REGISTRATION_FAILED = "RegistrationFailed"
-    TYPE_NOT_SUPPORTED = "TypeNotSupported"
-    INVALID_TYPE_ACTIVATION = "InvalidTypeActivation"
-    SECURITY_CHECKS_FAILED = "SecurityChecksFailed"
-    ACTIVATION_DISABLED = "ActivationDisabled"
-    GEOLOCATION_DEPRECATED = "GeolocationDeprecated"
-    INVALID_DISPLAY_STYLE = "InvalidDisplayStyle"
-    NON_OPAQUE_COLOR = "NonOpaqueColor"
-    LOW_CONTRAST = "LowContrast"
-    FONT_SIZE_TOO_SMALL = "FontSizeTooSmall"
-    FONT_SIZE_TOO_LARGE = "FontSizeTooLarge"
-    INVALID_SIZE_VALUE = "InvalidSizeValue"
-    NON_SECURE_CONTEXT = "NonSecureContext"
-    MISSING_TRANSIENT_USER_ACTIVATION = "MissingTransientUserActivation"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PermissionElementIssueDetails:
-    """This issue warns about improper usage of the <permission> element.
-
-    Attributes:
-        issue_type: -
-        type_: The value of the type attribute.
-        node_id: The node ID of the <permission> element.
-        is_warning: True if the issue is a warning, false if it is an error.
-        permission_name: Fields for message construction: Used for messages that reference a specific permission name
-        occluder_node_info: Used for messages about occlusion
-        occluder_parent_node_info: Used for messages about occluder's parent
-        disable_reason: Used for messages about activation disabled reason
-    """
-
-    issue_type: PermissionElementIssueType
-    type_: str | None = None
-    node_id: _dom.BackendNodeId | None = None
-    is_warning: bool | None = None
-    permission_name: str | None = None
-    occluder_node_info: str | None = None
-    occluder_parent_node_info: str | None = None
-    disable_reason: str | None = None
 
 
 _PermissionElementIssueDetails_plain = {
@@ -2298,44 +2327,6 @@ def _u_PermissionElementIssueDetails(o: PermissionElementIssueDetails) -> dict[s
     return d
 
 
-optional_defaults(
-    PermissionElementIssueDetails,
-    {
-        "type_": None,
-        "node_id": None,
-        "is_warning": None,
-        "permission_name": None,
-        "occluder_node_info": None,
-        "occluder_parent_node_info": None,
-        "disable_reason": None,
-    },
-)
-
-
-class WebInstallIssueReason(CDPEnum):
-    """WebInstallIssueReason."""
-
-    MANIFEST_PARSING_OR_NETWORK_ERROR = "ManifestParsingOrNetworkError"
-    START_URL_INVALID = "StartUrlInvalid"
-    MANIFEST_MISSING_NAME_OR_SHORT_NAME = "ManifestMissingNameOrShortName"
-    MANIFEST_MISSING_ID = "ManifestMissingId"
-    NO_MANIFEST = "NoManifest"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WebInstallIssueDetails:
-    """This issue reports a failure involving a web app manifest used by a Web
-    Install operation.
-
-    Attributes:
-        manifest_url: -
-        reason: -
-    """
-
-    manifest_url: str | None = None
-    reason: WebInstallIssueReason
-
-
 _WebInstallIssueDetails_plain = {
     "manifestUrl": "manifest_url",
 }
@@ -2362,30 +2353,6 @@ def _u_WebInstallIssueDetails(o: WebInstallIssueDetails) -> dict[str, Any]:
     if o.manifest_url is not None:
         d["manifestUrl"] = o.manifest_url
     return d
-
-
-optional_defaults(
-    WebInstallIssueDetails,
-    {
-        "manifest_url": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SelectivePermissionsInterventionIssueDetails:
-    """The issue warns about blocked calls to privacy sensitive APIs via the
-    Selective Permissions Intervention.
-
-    Attributes:
-        api_name: Which API was intervened on.
-        ad_ancestry: Why the ad script using the API is considered an ad.
-        stack_trace: The stack trace at the time of the intervention.
-    """
-
-    api_name: str
-    ad_ancestry: _network.AdAncestry
-    stack_trace: _runtime.StackTrace | None = None
 
 
 _SelectivePermissionsInterventionIssueDetails_plain = {
@@ -2425,29 +2392,6 @@ def _u_SelectivePermissionsInterventionIssueDetails(
     return d
 
 
-optional_defaults(
-    SelectivePermissionsInterventionIssueDetails,
-    {
-        "stack_trace": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LazyLoadImageIssueDetails:
-    """Details for issues about lazy-loaded images without explicit dimensions.
-
-    Attributes:
-        node_id: DOM node of the problematic HTMLImageElement.
-        url: URL or src attribute of the image.
-        frame_id: Frame containing the image.
-    """
-
-    node_id: _dom.BackendNodeId
-    url: str
-    frame_id: _page.FrameId
-
-
 _LazyLoadImageIssueDetails_plain = {
     "nodeId": "node_id",
     "url": "url",
@@ -2472,125 +2416,11 @@ def _s_LazyLoadImageIssueDetails(d: dict[str, Any]) -> LazyLoadImageIssueDetails
 
 
 def _u_LazyLoadImageIssueDetails(o: LazyLoadImageIssueDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
         "url": o.url,
         "frameId": o.frame_id,
     }
-    return d
-
-
-class InspectorIssueCode(CDPEnum):
-    """A unique identifier for the type of issue. Each type may use one of the
-    optional fields in InspectorIssueDetails to convey more specific
-    information about the kind of issue."""
-
-    COOKIE_ISSUE = "CookieIssue"
-    MIXED_CONTENT_ISSUE = "MixedContentIssue"
-    BLOCKED_BY_RESPONSE_ISSUE = "BlockedByResponseIssue"
-    HEAVY_AD_ISSUE = "HeavyAdIssue"
-    CONTENT_SECURITY_POLICY_ISSUE = "ContentSecurityPolicyIssue"
-    SHARED_ARRAY_BUFFER_ISSUE = "SharedArrayBufferIssue"
-    CORS_ISSUE = "CorsIssue"
-    QUIRKS_MODE_ISSUE = "QuirksModeIssue"
-    PARTITIONING_BLOB_URL_ISSUE = "PartitioningBlobURLIssue"
-    NAVIGATOR_USER_AGENT_ISSUE = "NavigatorUserAgentIssue"
-    GENERIC_ISSUE = "GenericIssue"
-    DEPRECATION_ISSUE = "DeprecationIssue"
-    CLIENT_HINT_ISSUE = "ClientHintIssue"
-    FEDERATED_AUTH_REQUEST_ISSUE = "FederatedAuthRequestIssue"
-    BOUNCE_TRACKING_ISSUE = "BounceTrackingIssue"
-    COOKIE_DEPRECATION_METADATA_ISSUE = "CookieDeprecationMetadataIssue"
-    STYLESHEET_LOADING_ISSUE = "StylesheetLoadingIssue"
-    FEDERATED_AUTH_USER_INFO_REQUEST_ISSUE = "FederatedAuthUserInfoRequestIssue"
-    PROPERTY_RULE_ISSUE = "PropertyRuleIssue"
-    SHARED_DICTIONARY_ISSUE = "SharedDictionaryIssue"
-    ELEMENT_ACCESSIBILITY_ISSUE = "ElementAccessibilityIssue"
-    SRI_MESSAGE_SIGNATURE_ISSUE = "SRIMessageSignatureIssue"
-    UNENCODED_DIGEST_ISSUE = "UnencodedDigestIssue"
-    CONNECTION_ALLOWLIST_ISSUE = "ConnectionAllowlistIssue"
-    USER_REIDENTIFICATION_ISSUE = "UserReidentificationIssue"
-    PERMISSION_ELEMENT_ISSUE = "PermissionElementIssue"
-    PERFORMANCE_ISSUE = "PerformanceIssue"
-    SELECTIVE_PERMISSIONS_INTERVENTION_ISSUE = "SelectivePermissionsInterventionIssue"
-    EMAIL_VERIFICATION_REQUEST_ISSUE = "EmailVerificationRequestIssue"
-    LAZY_LOAD_IMAGE_ISSUE = "LazyLoadImageIssue"
-    WEB_INSTALL_ISSUE = "WebInstallIssue"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class InspectorIssueDetails:
-    """This struct holds a list of optional fields with additional information
-    specific to the kind of issue. When adding a new issue code, please also
-    add a new optional field to this type.
-
-    Attributes:
-        cookie_issue_details: -
-        mixed_content_issue_details: -
-        blocked_by_response_issue_details: -
-        heavy_ad_issue_details: -
-        content_security_policy_issue_details: -
-        shared_array_buffer_issue_details: -
-        cors_issue_details: -
-        quirks_mode_issue_details: -
-        partitioning_blob_url_issue_details: -
-        navigator_user_agent_issue_details: Deprecated.
-        generic_issue_details: -
-        deprecation_issue_details: -
-        client_hint_issue_details: -
-        federated_auth_request_issue_details: -
-        bounce_tracking_issue_details: -
-        cookie_deprecation_metadata_issue_details: -
-        stylesheet_loading_issue_details: -
-        property_rule_issue_details: -
-        federated_auth_user_info_request_issue_details: -
-        shared_dictionary_issue_details: -
-        element_accessibility_issue_details: -
-        sri_message_signature_issue_details: -
-        unencoded_digest_issue_details: -
-        connection_allowlist_issue_details: -
-        user_reidentification_issue_details: -
-        permission_element_issue_details: -
-        performance_issue_details: -
-        selective_permissions_intervention_issue_details: -
-        email_verification_request_issue_details: -
-        lazy_load_image_issue_details: -
-        web_install_issue_details: -
-    """
-
-    cookie_issue_details: CookieIssueDetails | None = None
-    mixed_content_issue_details: MixedContentIssueDetails | None = None
-    blocked_by_response_issue_details: BlockedByResponseIssueDetails | None = None
-    heavy_ad_issue_details: HeavyAdIssueDetails | None = None
-    content_security_policy_issue_details: ContentSecurityPolicyIssueDetails | None = None
-    shared_array_buffer_issue_details: SharedArrayBufferIssueDetails | None = None
-    cors_issue_details: CorsIssueDetails | None = None
-    quirks_mode_issue_details: QuirksModeIssueDetails | None = None
-    partitioning_blob_url_issue_details: PartitioningBlobURLIssueDetails | None = None
-    navigator_user_agent_issue_details: NavigatorUserAgentIssueDetails | None = None
-    generic_issue_details: GenericIssueDetails | None = None
-    deprecation_issue_details: DeprecationIssueDetails | None = None
-    client_hint_issue_details: ClientHintIssueDetails | None = None
-    federated_auth_request_issue_details: FederatedAuthRequestIssueDetails | None = None
-    bounce_tracking_issue_details: BounceTrackingIssueDetails | None = None
-    cookie_deprecation_metadata_issue_details: CookieDeprecationMetadataIssueDetails | None = None
-    stylesheet_loading_issue_details: StylesheetLoadingIssueDetails | None = None
-    property_rule_issue_details: PropertyRuleIssueDetails | None = None
-    federated_auth_user_info_request_issue_details: FederatedAuthUserInfoRequestIssueDetails | None = None
-    shared_dictionary_issue_details: SharedDictionaryIssueDetails | None = None
-    element_accessibility_issue_details: ElementAccessibilityIssueDetails | None = None
-    sri_message_signature_issue_details: SRIMessageSignatureIssueDetails | None = None
-    unencoded_digest_issue_details: UnencodedDigestIssueDetails | None = None
-    connection_allowlist_issue_details: ConnectionAllowlistIssueDetails | None = None
-    user_reidentification_issue_details: UserReidentificationIssueDetails | None = None
-    permission_element_issue_details: PermissionElementIssueDetails | None = None
-    performance_issue_details: PerformanceIssueDetails | None = None
-    selective_permissions_intervention_issue_details: SelectivePermissionsInterventionIssueDetails | None = (
-        None
-    )
-    email_verification_request_issue_details: EmailVerificationRequestIssueDetails | None = None
-    lazy_load_image_issue_details: LazyLoadImageIssueDetails | None = None
-    web_install_issue_details: WebInstallIssueDetails | None = None
 
 
 def _s_InspectorIssueDetails(d: dict[str, Any]) -> InspectorIssueDetails:
@@ -2793,64 +2623,6 @@ def _u_InspectorIssueDetails(o: InspectorIssueDetails) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    InspectorIssueDetails,
-    {
-        "cookie_issue_details": None,
-        "mixed_content_issue_details": None,
-        "blocked_by_response_issue_details": None,
-        "heavy_ad_issue_details": None,
-        "content_security_policy_issue_details": None,
-        "shared_array_buffer_issue_details": None,
-        "cors_issue_details": None,
-        "quirks_mode_issue_details": None,
-        "partitioning_blob_url_issue_details": None,
-        "navigator_user_agent_issue_details": None,
-        "generic_issue_details": None,
-        "deprecation_issue_details": None,
-        "client_hint_issue_details": None,
-        "federated_auth_request_issue_details": None,
-        "bounce_tracking_issue_details": None,
-        "cookie_deprecation_metadata_issue_details": None,
-        "stylesheet_loading_issue_details": None,
-        "property_rule_issue_details": None,
-        "federated_auth_user_info_request_issue_details": None,
-        "shared_dictionary_issue_details": None,
-        "element_accessibility_issue_details": None,
-        "sri_message_signature_issue_details": None,
-        "unencoded_digest_issue_details": None,
-        "connection_allowlist_issue_details": None,
-        "user_reidentification_issue_details": None,
-        "permission_element_issue_details": None,
-        "performance_issue_details": None,
-        "selective_permissions_intervention_issue_details": None,
-        "email_verification_request_issue_details": None,
-        "lazy_load_image_issue_details": None,
-        "web_install_issue_details": None,
-    },
-)
-
-
-IssueId = str
-"""A unique id for a DevTools inspector issue. Allows other entities (e.g.
-    exceptions, CDP message, console messages, etc.) to reference an issue."""
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class InspectorIssue:
-    """An inspector issue reported from the back-end.
-
-    Attributes:
-        code: -
-        details: -
-        issue_id: A unique id for this issue. May be omitted if no other entity (e.g. exception, CDP message, etc.) is referencing this issue.
-    """
-
-    code: InspectorIssueCode
-    details: InspectorIssueDetails
-    issue_id: IssueId | None = None
-
-
 _InspectorIssue_plain = {
     "issueId": "issue_id",
 }
@@ -2884,29 +2656,6 @@ def _u_InspectorIssue(o: InspectorIssue) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    InspectorIssue,
-    {
-        "issue_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetEncodedResponseResult:
-    """Result of :func:`get_encoded_response` (Audits.getEncodedResponse).
-
-    Attributes:
-        body: The encoded body as a base64 string. Omitted if sizeOnly is true. (Encoded as a base64 string when passed over JSON)
-        original_size: Size before re-encoding.
-        encoded_size: Size after re-encoding.
-    """
-
-    body: str | None = None
-    original_size: int
-    encoded_size: int
-
-
 _GetEncodedResponseResult_plain = {
     "body": "body",
     "originalSize": "original_size",
@@ -2938,30 +2687,12 @@ def _u_GetEncodedResponseResult(o: GetEncodedResponseResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    GetEncodedResponseResult,
-    {
-        "body": None,
-    },
-)
-
-
-def get_encoded_response(
-    *,
-    request_id: _network.RequestId,
+def _p_get_encoded_response(
+    request_id: cdp.network.RequestId,
     encoding: str,
-    quality: float | None = None,
-    size_only: bool | None = None,
-) -> Command[GetEncodedResponseResult]:
-    """Returns the response body and size if it were re-encoded with the specified settings. Only
-    applies to images.
-
-    Args:
-        request_id: Identifier of the network request to get content for.
-        encoding: The encoding to use. Values: 'webp', 'jpeg', 'png'.
-        quality: The quality of the encoding (0-1). (defaults to 1)
-        size_only: Whether to only return the size information (defaults to false).
-    """
+    quality: float | None,
+    size_only: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "requestId": request_id,
         "encoding": encoding,
@@ -2970,7 +2701,7 @@ def get_encoded_response(
         _p["quality"] = quality
     if size_only is not None:
         _p["sizeOnly"] = size_only
-    return Command("Audits.getEncodedResponse", _p, _s_GetEncodedResponseResult)
+    return _p
 
 
 def _c_get_encoded_response(d: dict[str, Any]) -> Command[GetEncodedResponseResult]:
@@ -2982,36 +2713,12 @@ def _c_get_encoded_response(d: dict[str, Any]) -> Command[GetEncodedResponseResu
     )
 
 
-def disable() -> Command[None]:
-    """Disables issues domain, prevents further issues from being reported to the client."""
-    _p: dict[str, Any] = {}
-    return Command("Audits.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def enable() -> Command[None]:
-    """Enables issues domain, sends the issues collected so far to the client by means of the
-    `issueAdded` event."""
-    _p: dict[str, Any] = {}
-    return Command("Audits.enable", _p, None)
-
-
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CheckFormsIssuesResult:
-    """Result of :func:`check_forms_issues` (Audits.checkFormsIssues).
-
-    Attributes:
-        form_issues: -
-    """
-
-    form_issues: list[GenericIssueDetails]
 
 
 def _s_CheckFormsIssuesResult(d: dict[str, Any]) -> CheckFormsIssuesResult:
@@ -3026,33 +2733,13 @@ def _s_CheckFormsIssuesResult(d: dict[str, Any]) -> CheckFormsIssuesResult:
 
 
 def _u_CheckFormsIssuesResult(o: CheckFormsIssuesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "formIssues": [_u_GenericIssueDetails(x0) for x0 in o.form_issues],
     }
-    return d
-
-
-def check_forms_issues() -> Command[CheckFormsIssuesResult]:
-    """Runs the form issues check for the target page. Found issues are reported
-    using Audits.issueAdded event."""
-    _p: dict[str, Any] = {}
-    return Command("Audits.checkFormsIssues", _p, _s_CheckFormsIssuesResult)
 
 
 def _c_check_forms_issues(d: dict[str, Any]) -> Command[CheckFormsIssuesResult]:
     return check_forms_issues()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class IssueAdded:
-    """issueAdded.
-
-    Attributes:
-        issue: -
-    """
-
-    method: ClassVar[str] = "Audits.issueAdded"
-    issue: InspectorIssue
 
 
 def _s_IssueAdded(d: dict[str, Any]) -> IssueAdded:
@@ -3067,21 +2754,11 @@ def _s_IssueAdded(d: dict[str, Any]) -> IssueAdded:
 
 
 def _u_IssueAdded(o: IssueAdded) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "issue": _u_InspectorIssue(o.issue),
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Audits.issueAdded": _s_IssueAdded,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Audits.getEncodedResponse": _c_get_encoded_response,
-    "Audits.disable": _c_disable,
-    "Audits.enable": _c_enable,
-    "Audits.checkFormsIssues": _c_check_forms_issues,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Audits": (True, False),
     "Audits.NavigatorUserAgentIssueDetails": (False, True),
@@ -3167,5 +2844,11 @@ register(
         GetEncodedResponseResult: (_s_GetEncodedResponseResult, _u_GetEncodedResponseResult),
         CheckFormsIssuesResult: (_s_CheckFormsIssuesResult, _u_CheckFormsIssuesResult),
         IssueAdded: (_s_IssueAdded, _u_IssueAdded),
-    }
+    },
+    {
+        get_encoded_response: _c_get_encoded_response,
+        disable: _c_disable,
+        enable: _c_enable,
+        check_forms_issues: _c_check_forms_issues,
+    },
 )

@@ -6,20 +6,13 @@ Defines commands and events for Autofill.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import dom as _dom
-    from cdp import page as _page
 
 DOMAIN = "Autofill"
 EXPERIMENTAL = True
@@ -29,7 +22,7 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 @attrs.frozen(kw_only=True, slots=False)
 class CreditCard:
-    """CreditCard.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Autofill/#type-CreditCard
 
     Attributes:
         number: 16-digit credit card number.
@@ -44,6 +37,167 @@ class CreditCard:
     expiry_month: str
     expiry_year: str
     cvc: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AddressField:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Autofill/#type-AddressField
+
+    Attributes:
+        name: address field name, for example GIVEN_NAME. The full list of supported field names: https://source.chromium.org/chromium/chromium/src/+/main:components/autofill/core/browser/field_types.cc;l=38
+        value: address field value, for example Jon Doe.
+    """
+
+    name: str
+    value: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AddressFields:
+    """A list of address fields.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Autofill/#type-AddressFields
+    """
+
+    fields: list[AddressField]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Address:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Autofill/#type-Address
+
+    Attributes:
+        fields: fields and values defining an address.
+    """
+
+    fields: list[AddressField]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AddressUI:
+    """Defines how an address can be displayed like in chrome://settings/addresses.
+    Address UI is a two dimensional array, each inner array is an "address information line", and when rendered in a UI surface should be displayed as such.
+    The following address UI for instance:
+    [[{name: "GIVE_NAME", value: "Jon"}, {name: "FAMILY_NAME", value: "Doe"}], [{name: "CITY", value: "Munich"}, {name: "ZIP", value: "81456"}]]
+    should allow the receiver to render:
+    Jon Doe
+    Munich 81456
+
+    Attributes:
+        address_fields: A two dimension array containing the representation of values from an address profile.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Autofill/#type-AddressUI
+    """
+
+    address_fields: list[AddressFields]
+
+
+class FillingStrategy(CDPEnum):
+    """Specified whether a filled field was done so by using the html autocomplete attribute or autofill heuristics.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Autofill/#type-FillingStrategy
+    """
+
+    AUTOCOMPLETE_ATTRIBUTE = "autocompleteAttribute"
+    AUTOFILL_INFERRED = "autofillInferred"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FilledField:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Autofill/#type-FilledField
+
+    Attributes:
+        html_type: The type of the field, e.g text, password etc.
+        id_: the html id
+        name: the html name
+        value: the field value
+        autofill_type: The actual field type, e.g FAMILY_NAME
+        filling_strategy: The filling strategy
+        frame_id: The frame the field belongs to
+        field_id: The form field's DOM node
+    """
+
+    html_type: str
+    id_: str
+    name: str
+    value: str
+    autofill_type: str
+    filling_strategy: FillingStrategy
+    frame_id: cdp.page.FrameId
+    field_id: cdp.dom.BackendNodeId
+
+
+def trigger(
+    *,
+    field_id: cdp.dom.BackendNodeId,
+    frame_id: cdp.page.FrameId | None = None,
+    card: CreditCard | None = None,
+    address: Address | None = None,
+) -> Command[None]:
+    """Trigger autofill on a form identified by the fieldId.
+    If the field and related form cannot be autofilled, returns an error.
+    Returns once the values have been applied to the form fields.
+
+    Args:
+        field_id: Identifies a field that serves as an anchor for autofill.
+        frame_id: Identifies the frame that field belongs to.
+        card: Credit card information to fill out the form. Credit card data is not saved. Mutually exclusive with `address`.
+        address: Address to fill out the form. Address data is not saved. Mutually exclusive with `card`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Autofill/#method-trigger
+    """
+    return Command("Autofill.trigger", _p_trigger(field_id, frame_id, card, address), None)
+
+
+def set_addresses(
+    *,
+    addresses: list[Address],
+) -> Command[None]:
+    """Set addresses so that developers can verify their forms implementation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Autofill/#method-setAddresses
+    """
+    return Command("Autofill.setAddresses", _p_set_addresses(addresses), None)
+
+
+def disable() -> Command[None]:
+    """Disables autofill domain notifications.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Autofill/#method-disable
+    """
+    return Command("Autofill.disable", {}, None)
+
+
+def enable() -> Command[None]:
+    """Enables autofill domain notifications.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Autofill/#method-enable
+    """
+    return Command("Autofill.enable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AddressFormFilled:
+    """Emitted when an address form is filled.
+
+    Attributes:
+        filled_fields: Information about the fields that were filled
+        address_ui: An UI representation of the address used to fill the form. Consists of a 2D array where each child represents an address/profile line.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Autofill/#event-addressFormFilled
+    """
+
+    method: ClassVar[str] = "Autofill.addressFormFilled"
+    filled_fields: list[FilledField]
+    address_ui: AddressUI
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _CreditCard_plain = {
@@ -76,27 +230,13 @@ def _s_CreditCard(d: dict[str, Any]) -> CreditCard:
 
 
 def _u_CreditCard(o: CreditCard) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "number": o.number,
         "name": o.name,
         "expiryMonth": o.expiry_month,
         "expiryYear": o.expiry_year,
         "cvc": o.cvc,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AddressField:
-    """AddressField.
-
-    Attributes:
-        name: address field name, for example GIVEN_NAME. The full list of supported field names: https://source.chromium.org/chromium/chromium/src/+/main:components/autofill/core/browser/field_types.cc;l=38
-        value: address field value, for example Jon Doe.
-    """
-
-    name: str
-    value: str
 
 
 _AddressField_plain = {
@@ -120,22 +260,10 @@ def _s_AddressField(d: dict[str, Any]) -> AddressField:
 
 
 def _u_AddressField(o: AddressField) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "value": o.value,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AddressFields:
-    """A list of address fields.
-
-    Attributes:
-        fields: -
-    """
-
-    fields: list[AddressField]
 
 
 def _s_AddressFields(d: dict[str, Any]) -> AddressFields:
@@ -150,21 +278,9 @@ def _s_AddressFields(d: dict[str, Any]) -> AddressFields:
 
 
 def _u_AddressFields(o: AddressFields) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "fields": [_u_AddressField(x0) for x0 in o.fields],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Address:
-    """Address.
-
-    Attributes:
-        fields: fields and values defining an address.
-    """
-
-    fields: list[AddressField]
 
 
 def _s_Address(d: dict[str, Any]) -> Address:
@@ -179,27 +295,9 @@ def _s_Address(d: dict[str, Any]) -> Address:
 
 
 def _u_Address(o: Address) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "fields": [_u_AddressField(x0) for x0 in o.fields],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AddressUI:
-    """Defines how an address can be displayed like in chrome://settings/addresses.
-    Address UI is a two dimensional array, each inner array is an "address information line", and when rendered in a UI surface should be displayed as such.
-    The following address UI for instance:
-    [[{name: "GIVE_NAME", value: "Jon"}, {name: "FAMILY_NAME", value: "Doe"}], [{name: "CITY", value: "Munich"}, {name: "ZIP", value: "81456"}]]
-    should allow the receiver to render:
-    Jon Doe
-    Munich 81456
-
-    Attributes:
-        address_fields: A two dimension array containing the representation of values from an address profile.
-    """
-
-    address_fields: list[AddressFields]
 
 
 def _s_AddressUI(d: dict[str, Any]) -> AddressUI:
@@ -214,42 +312,9 @@ def _s_AddressUI(d: dict[str, Any]) -> AddressUI:
 
 
 def _u_AddressUI(o: AddressUI) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "addressFields": [_u_AddressFields(x0) for x0 in o.address_fields],
     }
-    return d
-
-
-class FillingStrategy(CDPEnum):
-    """Specified whether a filled field was done so by using the html autocomplete attribute or autofill heuristics."""
-
-    AUTOCOMPLETE_ATTRIBUTE = "autocompleteAttribute"
-    AUTOFILL_INFERRED = "autofillInferred"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FilledField:
-    """FilledField.
-
-    Attributes:
-        html_type: The type of the field, e.g text, password etc.
-        id_: the html id
-        name: the html name
-        value: the field value
-        autofill_type: The actual field type, e.g FAMILY_NAME
-        filling_strategy: The filling strategy
-        frame_id: The frame the field belongs to
-        field_id: The form field's DOM node
-    """
-
-    html_type: str
-    id_: str
-    name: str
-    value: str
-    autofill_type: str
-    filling_strategy: FillingStrategy
-    frame_id: _page.FrameId
-    field_id: _dom.BackendNodeId
 
 
 _FilledField_plain = {
@@ -292,7 +357,7 @@ def _s_FilledField(d: dict[str, Any]) -> FilledField:
 
 
 def _u_FilledField(o: FilledField) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "htmlType": o.html_type,
         "id": o.id_,
         "name": o.name,
@@ -302,26 +367,14 @@ def _u_FilledField(o: FilledField) -> dict[str, Any]:
         "frameId": o.frame_id,
         "fieldId": o.field_id,
     }
-    return d
 
 
-def trigger(
-    *,
-    field_id: _dom.BackendNodeId,
-    frame_id: _page.FrameId | None = None,
-    card: CreditCard | None = None,
-    address: Address | None = None,
-) -> Command[None]:
-    """Trigger autofill on a form identified by the fieldId.
-    If the field and related form cannot be autofilled, returns an error.
-    Returns once the values have been applied to the form fields.
-
-    Args:
-        field_id: Identifies a field that serves as an anchor for autofill.
-        frame_id: Identifies the frame that field belongs to.
-        card: Credit card information to fill out the form. Credit card data is not saved. Mutually exclusive with `address`.
-        address: Address to fill out the form. Address data is not saved. Mutually exclusive with `card`.
-    """
+def _p_trigger(
+    field_id: cdp.dom.BackendNodeId,
+    frame_id: cdp.page.FrameId | None,
+    card: CreditCard | None,
+    address: Address | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "fieldId": field_id,
     }
@@ -331,7 +384,7 @@ def trigger(
         _p["card"] = _u_CreditCard(card)
     if address is not None:
         _p["address"] = _u_Address(address)
-    return Command("Autofill.trigger", _p, None)
+    return _p
 
 
 def _c_trigger(d: dict[str, Any]) -> Command[None]:
@@ -343,19 +396,12 @@ def _c_trigger(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_addresses(
-    *,
+def _p_set_addresses(
     addresses: list[Address],
-) -> Command[None]:
-    """Set addresses so that developers can verify their forms implementation.
-
-    Args:
-        addresses: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "addresses": [_u_Address(x0) for x0 in addresses],
     }
-    return Command("Autofill.setAddresses", _p, None)
 
 
 def _c_set_addresses(d: dict[str, Any]) -> Command[None]:
@@ -364,38 +410,12 @@ def _c_set_addresses(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def disable() -> Command[None]:
-    """Disables autofill domain notifications."""
-    _p: dict[str, Any] = {}
-    return Command("Autofill.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def enable() -> Command[None]:
-    """Enables autofill domain notifications."""
-    _p: dict[str, Any] = {}
-    return Command("Autofill.enable", _p, None)
-
-
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AddressFormFilled:
-    """Emitted when an address form is filled.
-
-    Attributes:
-        filled_fields: Information about the fields that were filled
-        address_ui: An UI representation of the address used to fill the form. Consists of a 2D array where each child represents an address/profile line.
-    """
-
-    method: ClassVar[str] = "Autofill.addressFormFilled"
-    filled_fields: list[FilledField]
-    address_ui: AddressUI
 
 
 def _s_AddressFormFilled(d: dict[str, Any]) -> AddressFormFilled:
@@ -414,22 +434,12 @@ def _s_AddressFormFilled(d: dict[str, Any]) -> AddressFormFilled:
 
 
 def _u_AddressFormFilled(o: AddressFormFilled) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "filledFields": [_u_FilledField(x0) for x0 in o.filled_fields],
         "addressUi": _u_AddressUI(o.address_ui),
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Autofill.addressFormFilled": _s_AddressFormFilled,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Autofill.trigger": _c_trigger,
-    "Autofill.setAddresses": _c_set_addresses,
-    "Autofill.disable": _c_disable,
-    "Autofill.enable": _c_enable,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Autofill": (True, False),
 }
@@ -442,5 +452,11 @@ register(
         AddressUI: (_s_AddressUI, _u_AddressUI),
         FilledField: (_s_FilledField, _u_FilledField),
         AddressFormFilled: (_s_AddressFormFilled, _u_AddressFormFilled),
-    }
+    },
+    {
+        trigger: _c_trigger,
+        set_addresses: _c_set_addresses,
+        disable: _c_disable,
+        enable: _c_enable,
+    },
 )

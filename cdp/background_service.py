@@ -6,20 +6,13 @@ Defines events for background web platform features.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import network as _network
-    from cdp import service_worker as _service_worker
 
 DOMAIN = "BackgroundService"
 EXPERIMENTAL = True
@@ -30,7 +23,10 @@ DEPENDENCIES: tuple[str, ...] = ()
 class ServiceName(CDPEnum):
     """The Background Service that will be associated with the commands/events.
     Every Background Service operates independently, but they share the same
-    API."""
+    API.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BackgroundService/#type-ServiceName
+    """
 
     BACKGROUND_FETCH = "backgroundFetch"
     BACKGROUND_SYNC = "backgroundSync"
@@ -44,13 +40,113 @@ class ServiceName(CDPEnum):
 class EventMetadata:
     """A key-value pair for additional event information to pass along.
 
-    Attributes:
-        key: -
-        value: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BackgroundService/#type-EventMetadata
     """
 
     key: str
     value: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class BackgroundServiceEvent:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/BackgroundService/#type-BackgroundServiceEvent
+
+    Attributes:
+        timestamp: Timestamp of the event (in seconds).
+        origin: The origin this event belongs to.
+        service_worker_registration_id: The Service Worker ID that initiated the event.
+        service: The Background Service this event belongs to.
+        event_name: A description of the event.
+        instance_id: An identifier that groups related events together.
+        event_metadata: A list of event-specific information.
+        storage_key: Storage key this event belongs to.
+    """
+
+    timestamp: cdp.network.TimeSinceEpoch
+    origin: str
+    service_worker_registration_id: cdp.service_worker.RegistrationID
+    service: ServiceName
+    event_name: str
+    instance_id: str
+    event_metadata: list[EventMetadata]
+    storage_key: str
+
+
+def start_observing(
+    *,
+    service: ServiceName,
+) -> Command[None]:
+    """Enables event updates for the service.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BackgroundService/#method-startObserving
+    """
+    return Command("BackgroundService.startObserving", _p_start_observing(service), None)
+
+
+def stop_observing(
+    *,
+    service: ServiceName,
+) -> Command[None]:
+    """Disables event updates for the service.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BackgroundService/#method-stopObserving
+    """
+    return Command("BackgroundService.stopObserving", _p_stop_observing(service), None)
+
+
+def set_recording(
+    *,
+    should_record: bool,
+    service: ServiceName,
+) -> Command[None]:
+    """Set the recording state for the service.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BackgroundService/#method-setRecording
+    """
+    return Command("BackgroundService.setRecording", _p_set_recording(should_record, service), None)
+
+
+def clear_events(
+    *,
+    service: ServiceName,
+) -> Command[None]:
+    """Clears all stored data for the service.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BackgroundService/#method-clearEvents
+    """
+    return Command("BackgroundService.clearEvents", _p_clear_events(service), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RecordingStateChanged:
+    """Called when the recording state for the service has been updated.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BackgroundService/#event-recordingStateChanged
+    """
+
+    method: ClassVar[str] = "BackgroundService.recordingStateChanged"
+    is_recording: bool
+    service: ServiceName
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class BackgroundServiceEventReceived:
+    """Called with all existing backgroundServiceEvents when enabled, and all new
+    events afterwards if enabled and recording.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BackgroundService/#event-backgroundServiceEventReceived
+    """
+
+    method: ClassVar[str] = "BackgroundService.backgroundServiceEventReceived"
+    background_service_event: BackgroundServiceEvent
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _EventMetadata_plain = {
@@ -74,36 +170,10 @@ def _s_EventMetadata(d: dict[str, Any]) -> EventMetadata:
 
 
 def _u_EventMetadata(o: EventMetadata) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "key": o.key,
         "value": o.value,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class BackgroundServiceEvent:
-    """BackgroundServiceEvent.
-
-    Attributes:
-        timestamp: Timestamp of the event (in seconds).
-        origin: The origin this event belongs to.
-        service_worker_registration_id: The Service Worker ID that initiated the event.
-        service: The Background Service this event belongs to.
-        event_name: A description of the event.
-        instance_id: An identifier that groups related events together.
-        event_metadata: A list of event-specific information.
-        storage_key: Storage key this event belongs to.
-    """
-
-    timestamp: _network.TimeSinceEpoch
-    origin: str
-    service_worker_registration_id: _service_worker.RegistrationID
-    service: ServiceName
-    event_name: str
-    instance_id: str
-    event_metadata: list[EventMetadata]
-    storage_key: str
 
 
 _BackgroundServiceEvent_plain = {
@@ -147,7 +217,7 @@ def _s_BackgroundServiceEvent(d: dict[str, Any]) -> BackgroundServiceEvent:
 
 
 def _u_BackgroundServiceEvent(o: BackgroundServiceEvent) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "timestamp": o.timestamp,
         "origin": o.origin,
         "serviceWorkerRegistrationId": o.service_worker_registration_id,
@@ -157,22 +227,14 @@ def _u_BackgroundServiceEvent(o: BackgroundServiceEvent) -> dict[str, Any]:
         "eventMetadata": [_u_EventMetadata(x0) for x0 in o.event_metadata],
         "storageKey": o.storage_key,
     }
-    return d
 
 
-def start_observing(
-    *,
+def _p_start_observing(
     service: ServiceName,
-) -> Command[None]:
-    """Enables event updates for the service.
-
-    Args:
-        service: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "service": service,
     }
-    return Command("BackgroundService.startObserving", _p, None)
 
 
 def _c_start_observing(d: dict[str, Any]) -> Command[None]:
@@ -181,19 +243,12 @@ def _c_start_observing(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def stop_observing(
-    *,
+def _p_stop_observing(
     service: ServiceName,
-) -> Command[None]:
-    """Disables event updates for the service.
-
-    Args:
-        service: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "service": service,
     }
-    return Command("BackgroundService.stopObserving", _p, None)
 
 
 def _c_stop_observing(d: dict[str, Any]) -> Command[None]:
@@ -202,22 +257,14 @@ def _c_stop_observing(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_recording(
-    *,
+def _p_set_recording(
     should_record: bool,
     service: ServiceName,
-) -> Command[None]:
-    """Set the recording state for the service.
-
-    Args:
-        should_record: -
-        service: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "shouldRecord": should_record,
         "service": service,
     }
-    return Command("BackgroundService.setRecording", _p, None)
 
 
 def _c_set_recording(d: dict[str, Any]) -> Command[None]:
@@ -227,39 +274,18 @@ def _c_set_recording(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def clear_events(
-    *,
+def _p_clear_events(
     service: ServiceName,
-) -> Command[None]:
-    """Clears all stored data for the service.
-
-    Args:
-        service: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "service": service,
     }
-    return Command("BackgroundService.clearEvents", _p, None)
 
 
 def _c_clear_events(d: dict[str, Any]) -> Command[None]:
     return clear_events(
         service=_enum(ServiceName, d["service"]),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RecordingStateChanged:
-    """Called when the recording state for the service has been updated.
-
-    Attributes:
-        is_recording: -
-        service: -
-    """
-
-    method: ClassVar[str] = "BackgroundService.recordingStateChanged"
-    is_recording: bool
-    service: ServiceName
 
 
 _RecordingStateChanged_plain = {
@@ -284,24 +310,10 @@ def _s_RecordingStateChanged(d: dict[str, Any]) -> RecordingStateChanged:
 
 
 def _u_RecordingStateChanged(o: RecordingStateChanged) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "isRecording": o.is_recording,
         "service": o.service,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class BackgroundServiceEventReceived:
-    """Called with all existing backgroundServiceEvents when enabled, and all new
-    events afterwards if enabled and recording.
-
-    Attributes:
-        background_service_event: -
-    """
-
-    method: ClassVar[str] = "BackgroundService.backgroundServiceEventReceived"
-    background_service_event: BackgroundServiceEvent
 
 
 def _s_BackgroundServiceEventReceived(d: dict[str, Any]) -> BackgroundServiceEventReceived:
@@ -316,22 +328,11 @@ def _s_BackgroundServiceEventReceived(d: dict[str, Any]) -> BackgroundServiceEve
 
 
 def _u_BackgroundServiceEventReceived(o: BackgroundServiceEventReceived) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "backgroundServiceEvent": _u_BackgroundServiceEvent(o.background_service_event),
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "BackgroundService.recordingStateChanged": _s_RecordingStateChanged,
-    "BackgroundService.backgroundServiceEventReceived": _s_BackgroundServiceEventReceived,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "BackgroundService.startObserving": _c_start_observing,
-    "BackgroundService.stopObserving": _c_stop_observing,
-    "BackgroundService.setRecording": _c_set_recording,
-    "BackgroundService.clearEvents": _c_clear_events,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "BackgroundService": (True, False),
 }
@@ -344,5 +345,11 @@ register(
             _s_BackgroundServiceEventReceived,
             _u_BackgroundServiceEventReceived,
         ),
-    }
+    },
+    {
+        start_observing: _c_start_observing,
+        stop_observing: _c_stop_observing,
+        set_recording: _c_set_recording,
+        clear_events: _c_clear_events,
+    },
 )

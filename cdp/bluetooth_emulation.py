@@ -7,17 +7,12 @@ the web-bluetooth API.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
 
 DOMAIN = "BluetoothEmulation"
 EXPERIMENTAL = True
@@ -26,7 +21,10 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 class CentralState(CDPEnum):
-    """Indicates the various states of Central."""
+    """Indicates the various states of Central.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#type-CentralState
+    """
 
     ABSENT = "absent"
     POWERED_OFF = "powered-off"
@@ -34,14 +32,20 @@ class CentralState(CDPEnum):
 
 
 class GATTOperationType(CDPEnum):
-    """Indicates the various types of GATT event."""
+    """Indicates the various types of GATT event.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#type-GATTOperationType
+    """
 
     CONNECTION = "connection"
     DISCOVERY = "discovery"
 
 
 class CharacteristicWriteType(CDPEnum):
-    """Indicates the various types of characteristic write."""
+    """Indicates the various types of characteristic write.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#type-CharacteristicWriteType
+    """
 
     WRITE_DEFAULT_DEPRECATED = "write-default-deprecated"
     WRITE_WITH_RESPONSE = "write-with-response"
@@ -49,7 +53,10 @@ class CharacteristicWriteType(CDPEnum):
 
 
 class CharacteristicOperationType(CDPEnum):
-    """Indicates the various types of characteristic operation."""
+    """Indicates the various types of characteristic operation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#type-CharacteristicOperationType
+    """
 
     READ = "read"
     WRITE = "write"
@@ -58,7 +65,10 @@ class CharacteristicOperationType(CDPEnum):
 
 
 class DescriptorOperationType(CDPEnum):
-    """Indicates the various types of descriptor operation."""
+    """Indicates the various types of descriptor operation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#type-DescriptorOperationType
+    """
 
     READ = "read"
     WRITE = "write"
@@ -71,10 +81,380 @@ class ManufacturerData:
     Attributes:
         key: Company identifier https://bitbucket.org/bluetooth-SIG/public/src/main/assigned_numbers/company_identifiers/company_identifiers.yaml https://usb.org/developers
         data: Manufacturer-specific data (Encoded as a base64 string when passed over JSON)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#type-ManufacturerData
     """
 
     key: int
     data: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ScanRecord:
+    """Stores the byte data of the advertisement packet sent by a Bluetooth device.
+
+    Attributes:
+        appearance: Stores the external appearance description of the device.
+        tx_power: Stores the transmission power of a broadcasting device.
+        manufacturer_data: Key is the company identifier and the value is an array of bytes of manufacturer specific data.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#type-ScanRecord
+    """
+
+    name: str | None = None
+    uuids: list[str] | None = None
+    appearance: int | None = None
+    tx_power: int | None = None
+    manufacturer_data: list[ManufacturerData] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ScanEntry:
+    """Stores the advertisement packet information that is sent by a Bluetooth device.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#type-ScanEntry
+    """
+
+    device_address: str
+    rssi: int
+    scan_record: ScanRecord
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CharacteristicProperties:
+    """Describes the properties of a characteristic. This follows Bluetooth Core
+    Specification BT 4.2 Vol 3 Part G 3.3.1. Characteristic Properties.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#type-CharacteristicProperties
+    """
+
+    broadcast: bool | None = None
+    read: bool | None = None
+    write_without_response: bool | None = None
+    write: bool | None = None
+    notify: bool | None = None
+    indicate: bool | None = None
+    authenticated_signed_writes: bool | None = None
+    extended_properties: bool | None = None
+
+
+def enable(
+    *,
+    state: CentralState,
+    le_supported: bool,
+) -> Command[None]:
+    """Enable the BluetoothEmulation domain.
+
+    Args:
+        state: State of the simulated central.
+        le_supported: If the simulated central supports low-energy.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-enable
+    """
+    return Command("BluetoothEmulation.enable", _p_enable(state, le_supported), None)
+
+
+def set_simulated_central_state(
+    *,
+    state: CentralState,
+) -> Command[None]:
+    """Set the state of the simulated central.
+
+    Args:
+        state: State of the simulated central.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-setSimulatedCentralState
+    """
+    return Command("BluetoothEmulation.setSimulatedCentralState", _p_set_simulated_central_state(state), None)
+
+
+def disable() -> Command[None]:
+    """Disable the BluetoothEmulation domain.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-disable
+    """
+    return Command("BluetoothEmulation.disable", {}, None)
+
+
+def simulate_preconnected_peripheral(
+    *,
+    address: str,
+    name: str,
+    manufacturer_data: list[ManufacturerData],
+    known_service_uuids: list[str],
+) -> Command[None]:
+    """Simulates a peripheral with |address|, |name| and |knownServiceUuids|
+    that has already been connected to the system.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-simulatePreconnectedPeripheral
+    """
+    return Command(
+        "BluetoothEmulation.simulatePreconnectedPeripheral",
+        _p_simulate_preconnected_peripheral(address, name, manufacturer_data, known_service_uuids),
+        None,
+    )
+
+
+def simulate_advertisement(
+    *,
+    entry: ScanEntry,
+) -> Command[None]:
+    """Simulates an advertisement packet described in |entry| being received by
+    the central.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-simulateAdvertisement
+    """
+    return Command("BluetoothEmulation.simulateAdvertisement", _p_simulate_advertisement(entry), None)
+
+
+def simulate_gatt_operation_response(
+    *,
+    address: str,
+    type_: GATTOperationType,
+    code: int,
+) -> Command[None]:
+    """Simulates the response code from the peripheral with |address| for a
+    GATT operation of |type|. The |code| value follows the HCI Error Codes from
+    Bluetooth Core Specification Vol 2 Part D 1.3 List Of Error Codes.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-simulateGATTOperationResponse
+    """
+    return Command(
+        "BluetoothEmulation.simulateGATTOperationResponse",
+        _p_simulate_gatt_operation_response(address, type_, code),
+        None,
+    )
+
+
+def simulate_characteristic_operation_response(
+    *,
+    characteristic_id: str,
+    type_: CharacteristicOperationType,
+    code: int,
+    data: str | None = None,
+) -> Command[None]:
+    """Simulates the response from the characteristic with |characteristicId| for a
+    characteristic operation of |type|. The |code| value follows the Error
+    Codes from Bluetooth Core Specification Vol 3 Part F 3.4.1.1 Error Response.
+    The |data| is expected to exist when simulating a successful read operation
+    response.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-simulateCharacteristicOperationResponse
+    """
+    return Command(
+        "BluetoothEmulation.simulateCharacteristicOperationResponse",
+        _p_simulate_characteristic_operation_response(characteristic_id, type_, code, data),
+        None,
+    )
+
+
+def simulate_descriptor_operation_response(
+    *,
+    descriptor_id: str,
+    type_: DescriptorOperationType,
+    code: int,
+    data: str | None = None,
+) -> Command[None]:
+    """Simulates the response from the descriptor with |descriptorId| for a
+    descriptor operation of |type|. The |code| value follows the Error
+    Codes from Bluetooth Core Specification Vol 3 Part F 3.4.1.1 Error Response.
+    The |data| is expected to exist when simulating a successful read operation
+    response.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-simulateDescriptorOperationResponse
+    """
+    return Command(
+        "BluetoothEmulation.simulateDescriptorOperationResponse",
+        _p_simulate_descriptor_operation_response(descriptor_id, type_, code, data),
+        None,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AddServiceResult:
+    """Result of :func:`add_service`.
+
+    Attributes:
+        service_id: An identifier that uniquely represents this service.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-addService
+    """
+
+    service_id: str
+
+
+def add_service(
+    *,
+    address: str,
+    service_uuid: str,
+) -> Command[AddServiceResult]:
+    """Adds a service with |serviceUuid| to the peripheral with |address|.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-addService
+    """
+    return Command("BluetoothEmulation.addService", _p_add_service(address, service_uuid), AddServiceResult)
+
+
+def remove_service(
+    *,
+    service_id: str,
+) -> Command[None]:
+    """Removes the service respresented by |serviceId| from the simulated central.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-removeService
+    """
+    return Command("BluetoothEmulation.removeService", _p_remove_service(service_id), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AddCharacteristicResult:
+    """Result of :func:`add_characteristic`.
+
+    Attributes:
+        characteristic_id: An identifier that uniquely represents this characteristic.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-addCharacteristic
+    """
+
+    characteristic_id: str
+
+
+def add_characteristic(
+    *,
+    service_id: str,
+    characteristic_uuid: str,
+    properties: CharacteristicProperties,
+) -> Command[AddCharacteristicResult]:
+    """Adds a characteristic with |characteristicUuid| and |properties| to the
+    service represented by |serviceId|.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-addCharacteristic
+    """
+    return Command(
+        "BluetoothEmulation.addCharacteristic",
+        _p_add_characteristic(service_id, characteristic_uuid, properties),
+        AddCharacteristicResult,
+    )
+
+
+def remove_characteristic(
+    *,
+    characteristic_id: str,
+) -> Command[None]:
+    """Removes the characteristic respresented by |characteristicId| from the
+    simulated central.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-removeCharacteristic
+    """
+    return Command(
+        "BluetoothEmulation.removeCharacteristic", _p_remove_characteristic(characteristic_id), None
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AddDescriptorResult:
+    """Result of :func:`add_descriptor`.
+
+    Attributes:
+        descriptor_id: An identifier that uniquely represents this descriptor.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-addDescriptor
+    """
+
+    descriptor_id: str
+
+
+def add_descriptor(
+    *,
+    characteristic_id: str,
+    descriptor_uuid: str,
+) -> Command[AddDescriptorResult]:
+    """Adds a descriptor with |descriptorUuid| to the characteristic respresented
+    by |characteristicId|.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-addDescriptor
+    """
+    return Command(
+        "BluetoothEmulation.addDescriptor",
+        _p_add_descriptor(characteristic_id, descriptor_uuid),
+        AddDescriptorResult,
+    )
+
+
+def remove_descriptor(
+    *,
+    descriptor_id: str,
+) -> Command[None]:
+    """Removes the descriptor with |descriptorId| from the simulated central.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-removeDescriptor
+    """
+    return Command("BluetoothEmulation.removeDescriptor", _p_remove_descriptor(descriptor_id), None)
+
+
+def simulate_gatt_disconnection(
+    *,
+    address: str,
+) -> Command[None]:
+    """Simulates a GATT disconnection from the peripheral with |address|.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-simulateGATTDisconnection
+    """
+    return Command(
+        "BluetoothEmulation.simulateGATTDisconnection", _p_simulate_gatt_disconnection(address), None
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GattOperationReceived:
+    """Event for when a GATT operation of |type| to the peripheral with |address|
+    happened.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#event-gattOperationReceived
+    """
+
+    method: ClassVar[str] = "BluetoothEmulation.gattOperationReceived"
+    address: str
+    type_: GATTOperationType
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CharacteristicOperationReceived:
+    """Event for when a characteristic operation of |type| to the characteristic
+    respresented by |characteristicId| happened. |data| and |writeType| is
+    expected to exist when |type| is write.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#event-characteristicOperationReceived
+    """
+
+    method: ClassVar[str] = "BluetoothEmulation.characteristicOperationReceived"
+    characteristic_id: str
+    type_: CharacteristicOperationType
+    data: str | None = None
+    write_type: CharacteristicWriteType | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DescriptorOperationReceived:
+    """Event for when a descriptor operation of |type| to the descriptor
+    respresented by |descriptorId| happened. |data| is expected to exist when
+    |type| is write.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#event-descriptorOperationReceived
+    """
+
+    method: ClassVar[str] = "BluetoothEmulation.descriptorOperationReceived"
+    descriptor_id: str
+    type_: DescriptorOperationType
+    data: str | None = None
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _ManufacturerData_plain = {
@@ -98,30 +478,10 @@ def _s_ManufacturerData(d: dict[str, Any]) -> ManufacturerData:
 
 
 def _u_ManufacturerData(o: ManufacturerData) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "key": o.key,
         "data": o.data,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ScanRecord:
-    """Stores the byte data of the advertisement packet sent by a Bluetooth device.
-
-    Attributes:
-        name: -
-        uuids: -
-        appearance: Stores the external appearance description of the device.
-        tx_power: Stores the transmission power of a broadcasting device.
-        manufacturer_data: Key is the company identifier and the value is an array of bytes of manufacturer specific data.
-    """
-
-    name: str | None = None
-    uuids: list[str] | None = None
-    appearance: int | None = None
-    tx_power: int | None = None
-    manufacturer_data: list[ManufacturerData] | None = None
 
 
 _ScanRecord_plain = {
@@ -159,33 +519,6 @@ def _u_ScanRecord(o: ScanRecord) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    ScanRecord,
-    {
-        "name": None,
-        "uuids": None,
-        "appearance": None,
-        "tx_power": None,
-        "manufacturer_data": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ScanEntry:
-    """Stores the advertisement packet information that is sent by a Bluetooth device.
-
-    Attributes:
-        device_address: -
-        rssi: -
-        scan_record: -
-    """
-
-    device_address: str
-    rssi: int
-    scan_record: ScanRecord
-
-
 _ScanEntry_plain = {
     "deviceAddress": "device_address",
     "rssi": "rssi",
@@ -211,38 +544,11 @@ def _s_ScanEntry(d: dict[str, Any]) -> ScanEntry:
 
 
 def _u_ScanEntry(o: ScanEntry) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "deviceAddress": o.device_address,
         "rssi": o.rssi,
         "scanRecord": _u_ScanRecord(o.scan_record),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CharacteristicProperties:
-    """Describes the properties of a characteristic. This follows Bluetooth Core
-    Specification BT 4.2 Vol 3 Part G 3.3.1. Characteristic Properties.
-
-    Attributes:
-        broadcast: -
-        read: -
-        write_without_response: -
-        write: -
-        notify: -
-        indicate: -
-        authenticated_signed_writes: -
-        extended_properties: -
-    """
-
-    broadcast: bool | None = None
-    read: bool | None = None
-    write_without_response: bool | None = None
-    write: bool | None = None
-    notify: bool | None = None
-    indicate: bool | None = None
-    authenticated_signed_writes: bool | None = None
-    extended_properties: bool | None = None
 
 
 _CharacteristicProperties_plain = {
@@ -288,37 +594,14 @@ def _u_CharacteristicProperties(o: CharacteristicProperties) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CharacteristicProperties,
-    {
-        "broadcast": None,
-        "read": None,
-        "write_without_response": None,
-        "write": None,
-        "notify": None,
-        "indicate": None,
-        "authenticated_signed_writes": None,
-        "extended_properties": None,
-    },
-)
-
-
-def enable(
-    *,
+def _p_enable(
     state: CentralState,
     le_supported: bool,
-) -> Command[None]:
-    """Enable the BluetoothEmulation domain.
-
-    Args:
-        state: State of the simulated central.
-        le_supported: If the simulated central supports low-energy.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "state": state,
         "leSupported": le_supported,
     }
-    return Command("BluetoothEmulation.enable", _p, None)
 
 
 def _c_enable(d: dict[str, Any]) -> Command[None]:
@@ -328,19 +611,12 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_simulated_central_state(
-    *,
+def _p_set_simulated_central_state(
     state: CentralState,
-) -> Command[None]:
-    """Set the state of the simulated central.
-
-    Args:
-        state: State of the simulated central.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "state": state,
     }
-    return Command("BluetoothEmulation.setSimulatedCentralState", _p, None)
 
 
 def _c_set_simulated_central_state(d: dict[str, Any]) -> Command[None]:
@@ -349,39 +625,22 @@ def _c_set_simulated_central_state(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def disable() -> Command[None]:
-    """Disable the BluetoothEmulation domain."""
-    _p: dict[str, Any] = {}
-    return Command("BluetoothEmulation.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def simulate_preconnected_peripheral(
-    *,
+def _p_simulate_preconnected_peripheral(
     address: str,
     name: str,
     manufacturer_data: list[ManufacturerData],
     known_service_uuids: list[str],
-) -> Command[None]:
-    """Simulates a peripheral with |address|, |name| and |knownServiceUuids|
-    that has already been connected to the system.
-
-    Args:
-        address: -
-        name: -
-        manufacturer_data: -
-        known_service_uuids: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "address": address,
         "name": name,
         "manufacturerData": [_u_ManufacturerData(x0) for x0 in manufacturer_data],
         "knownServiceUuids": known_service_uuids,
     }
-    return Command("BluetoothEmulation.simulatePreconnectedPeripheral", _p, None)
 
 
 def _c_simulate_preconnected_peripheral(d: dict[str, Any]) -> Command[None]:
@@ -393,20 +652,12 @@ def _c_simulate_preconnected_peripheral(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def simulate_advertisement(
-    *,
+def _p_simulate_advertisement(
     entry: ScanEntry,
-) -> Command[None]:
-    """Simulates an advertisement packet described in |entry| being received by
-    the central.
-
-    Args:
-        entry: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "entry": _u_ScanEntry(entry),
     }
-    return Command("BluetoothEmulation.simulateAdvertisement", _p, None)
 
 
 def _c_simulate_advertisement(d: dict[str, Any]) -> Command[None]:
@@ -415,27 +666,16 @@ def _c_simulate_advertisement(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def simulate_gatt_operation_response(
-    *,
+def _p_simulate_gatt_operation_response(
     address: str,
     type_: GATTOperationType,
     code: int,
-) -> Command[None]:
-    """Simulates the response code from the peripheral with |address| for a
-    GATT operation of |type|. The |code| value follows the HCI Error Codes from
-    Bluetooth Core Specification Vol 2 Part D 1.3 List Of Error Codes.
-
-    Args:
-        address: -
-        type_: -
-        code: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "address": address,
         "type": type_,
         "code": code,
     }
-    return Command("BluetoothEmulation.simulateGATTOperationResponse", _p, None)
 
 
 def _c_simulate_gatt_operation_response(d: dict[str, Any]) -> Command[None]:
@@ -446,25 +686,12 @@ def _c_simulate_gatt_operation_response(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def simulate_characteristic_operation_response(
-    *,
+def _p_simulate_characteristic_operation_response(
     characteristic_id: str,
     type_: CharacteristicOperationType,
     code: int,
-    data: str | None = None,
-) -> Command[None]:
-    """Simulates the response from the characteristic with |characteristicId| for a
-    characteristic operation of |type|. The |code| value follows the Error
-    Codes from Bluetooth Core Specification Vol 3 Part F 3.4.1.1 Error Response.
-    The |data| is expected to exist when simulating a successful read operation
-    response.
-
-    Args:
-        characteristic_id: -
-        type_: -
-        code: -
-        data: -
-    """
+    data: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "characteristicId": characteristic_id,
         "type": type_,
@@ -472,7 +699,7 @@ def simulate_characteristic_operation_response(
     }
     if data is not None:
         _p["data"] = data
-    return Command("BluetoothEmulation.simulateCharacteristicOperationResponse", _p, None)
+    return _p
 
 
 def _c_simulate_characteristic_operation_response(d: dict[str, Any]) -> Command[None]:
@@ -484,25 +711,12 @@ def _c_simulate_characteristic_operation_response(d: dict[str, Any]) -> Command[
     )
 
 
-def simulate_descriptor_operation_response(
-    *,
+def _p_simulate_descriptor_operation_response(
     descriptor_id: str,
     type_: DescriptorOperationType,
     code: int,
-    data: str | None = None,
-) -> Command[None]:
-    """Simulates the response from the descriptor with |descriptorId| for a
-    descriptor operation of |type|. The |code| value follows the Error
-    Codes from Bluetooth Core Specification Vol 3 Part F 3.4.1.1 Error Response.
-    The |data| is expected to exist when simulating a successful read operation
-    response.
-
-    Args:
-        descriptor_id: -
-        type_: -
-        code: -
-        data: -
-    """
+    data: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "descriptorId": descriptor_id,
         "type": type_,
@@ -510,7 +724,7 @@ def simulate_descriptor_operation_response(
     }
     if data is not None:
         _p["data"] = data
-    return Command("BluetoothEmulation.simulateDescriptorOperationResponse", _p, None)
+    return _p
 
 
 def _c_simulate_descriptor_operation_response(d: dict[str, Any]) -> Command[None]:
@@ -520,17 +734,6 @@ def _c_simulate_descriptor_operation_response(d: dict[str, Any]) -> Command[None
         code=d["code"],
         data=d.get("data"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AddServiceResult:
-    """Result of :func:`add_service` (BluetoothEmulation.addService).
-
-    Attributes:
-        service_id: An identifier that uniquely represents this service.
-    """
-
-    service_id: str
 
 
 _AddServiceResult_plain = {
@@ -551,28 +754,19 @@ def _s_AddServiceResult(d: dict[str, Any]) -> AddServiceResult:
 
 
 def _u_AddServiceResult(o: AddServiceResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "serviceId": o.service_id,
     }
-    return d
 
 
-def add_service(
-    *,
+def _p_add_service(
     address: str,
     service_uuid: str,
-) -> Command[AddServiceResult]:
-    """Adds a service with |serviceUuid| to the peripheral with |address|.
-
-    Args:
-        address: -
-        service_uuid: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "address": address,
         "serviceUuid": service_uuid,
     }
-    return Command("BluetoothEmulation.addService", _p, _s_AddServiceResult)
 
 
 def _c_add_service(d: dict[str, Any]) -> Command[AddServiceResult]:
@@ -582,36 +776,18 @@ def _c_add_service(d: dict[str, Any]) -> Command[AddServiceResult]:
     )
 
 
-def remove_service(
-    *,
+def _p_remove_service(
     service_id: str,
-) -> Command[None]:
-    """Removes the service respresented by |serviceId| from the simulated central.
-
-    Args:
-        service_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "serviceId": service_id,
     }
-    return Command("BluetoothEmulation.removeService", _p, None)
 
 
 def _c_remove_service(d: dict[str, Any]) -> Command[None]:
     return remove_service(
         service_id=d["serviceId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AddCharacteristicResult:
-    """Result of :func:`add_characteristic` (BluetoothEmulation.addCharacteristic).
-
-    Attributes:
-        characteristic_id: An identifier that uniquely represents this characteristic.
-    """
-
-    characteristic_id: str
 
 
 _AddCharacteristicResult_plain = {
@@ -632,32 +808,21 @@ def _s_AddCharacteristicResult(d: dict[str, Any]) -> AddCharacteristicResult:
 
 
 def _u_AddCharacteristicResult(o: AddCharacteristicResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "characteristicId": o.characteristic_id,
     }
-    return d
 
 
-def add_characteristic(
-    *,
+def _p_add_characteristic(
     service_id: str,
     characteristic_uuid: str,
     properties: CharacteristicProperties,
-) -> Command[AddCharacteristicResult]:
-    """Adds a characteristic with |characteristicUuid| and |properties| to the
-    service represented by |serviceId|.
-
-    Args:
-        service_id: -
-        characteristic_uuid: -
-        properties: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "serviceId": service_id,
         "characteristicUuid": characteristic_uuid,
         "properties": _u_CharacteristicProperties(properties),
     }
-    return Command("BluetoothEmulation.addCharacteristic", _p, _s_AddCharacteristicResult)
 
 
 def _c_add_characteristic(d: dict[str, Any]) -> Command[AddCharacteristicResult]:
@@ -668,37 +833,18 @@ def _c_add_characteristic(d: dict[str, Any]) -> Command[AddCharacteristicResult]
     )
 
 
-def remove_characteristic(
-    *,
+def _p_remove_characteristic(
     characteristic_id: str,
-) -> Command[None]:
-    """Removes the characteristic respresented by |characteristicId| from the
-    simulated central.
-
-    Args:
-        characteristic_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "characteristicId": characteristic_id,
     }
-    return Command("BluetoothEmulation.removeCharacteristic", _p, None)
 
 
 def _c_remove_characteristic(d: dict[str, Any]) -> Command[None]:
     return remove_characteristic(
         characteristic_id=d["characteristicId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AddDescriptorResult:
-    """Result of :func:`add_descriptor` (BluetoothEmulation.addDescriptor).
-
-    Attributes:
-        descriptor_id: An identifier that uniquely represents this descriptor.
-    """
-
-    descriptor_id: str
 
 
 _AddDescriptorResult_plain = {
@@ -719,29 +865,19 @@ def _s_AddDescriptorResult(d: dict[str, Any]) -> AddDescriptorResult:
 
 
 def _u_AddDescriptorResult(o: AddDescriptorResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "descriptorId": o.descriptor_id,
     }
-    return d
 
 
-def add_descriptor(
-    *,
+def _p_add_descriptor(
     characteristic_id: str,
     descriptor_uuid: str,
-) -> Command[AddDescriptorResult]:
-    """Adds a descriptor with |descriptorUuid| to the characteristic respresented
-    by |characteristicId|.
-
-    Args:
-        characteristic_id: -
-        descriptor_uuid: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "characteristicId": characteristic_id,
         "descriptorUuid": descriptor_uuid,
     }
-    return Command("BluetoothEmulation.addDescriptor", _p, _s_AddDescriptorResult)
 
 
 def _c_add_descriptor(d: dict[str, Any]) -> Command[AddDescriptorResult]:
@@ -751,19 +887,12 @@ def _c_add_descriptor(d: dict[str, Any]) -> Command[AddDescriptorResult]:
     )
 
 
-def remove_descriptor(
-    *,
+def _p_remove_descriptor(
     descriptor_id: str,
-) -> Command[None]:
-    """Removes the descriptor with |descriptorId| from the simulated central.
-
-    Args:
-        descriptor_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "descriptorId": descriptor_id,
     }
-    return Command("BluetoothEmulation.removeDescriptor", _p, None)
 
 
 def _c_remove_descriptor(d: dict[str, Any]) -> Command[None]:
@@ -772,40 +901,18 @@ def _c_remove_descriptor(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def simulate_gatt_disconnection(
-    *,
+def _p_simulate_gatt_disconnection(
     address: str,
-) -> Command[None]:
-    """Simulates a GATT disconnection from the peripheral with |address|.
-
-    Args:
-        address: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "address": address,
     }
-    return Command("BluetoothEmulation.simulateGATTDisconnection", _p, None)
 
 
 def _c_simulate_gatt_disconnection(d: dict[str, Any]) -> Command[None]:
     return simulate_gatt_disconnection(
         address=d["address"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GattOperationReceived:
-    """Event for when a GATT operation of |type| to the peripheral with |address|
-    happened.
-
-    Attributes:
-        address: -
-        type_: -
-    """
-
-    method: ClassVar[str] = "BluetoothEmulation.gattOperationReceived"
-    address: str
-    type_: GATTOperationType
 
 
 _GattOperationReceived_plain = {
@@ -830,31 +937,10 @@ def _s_GattOperationReceived(d: dict[str, Any]) -> GattOperationReceived:
 
 
 def _u_GattOperationReceived(o: GattOperationReceived) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "address": o.address,
         "type": o.type_,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CharacteristicOperationReceived:
-    """Event for when a characteristic operation of |type| to the characteristic
-    respresented by |characteristicId| happened. |data| and |writeType| is
-    expected to exist when |type| is write.
-
-    Attributes:
-        characteristic_id: -
-        type_: -
-        data: -
-        write_type: -
-    """
-
-    method: ClassVar[str] = "BluetoothEmulation.characteristicOperationReceived"
-    characteristic_id: str
-    type_: CharacteristicOperationType
-    data: str | None = None
-    write_type: CharacteristicWriteType | None = None
 
 
 _CharacteristicOperationReceived_plain = {
@@ -893,33 +979,6 @@ def _u_CharacteristicOperationReceived(o: CharacteristicOperationReceived) -> di
     return d
 
 
-optional_defaults(
-    CharacteristicOperationReceived,
-    {
-        "data": None,
-        "write_type": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DescriptorOperationReceived:
-    """Event for when a descriptor operation of |type| to the descriptor
-    respresented by |descriptorId| happened. |data| is expected to exist when
-    |type| is write.
-
-    Attributes:
-        descriptor_id: -
-        type_: -
-        data: -
-    """
-
-    method: ClassVar[str] = "BluetoothEmulation.descriptorOperationReceived"
-    descriptor_id: str
-    type_: DescriptorOperationType
-    data: str | None = None
-
-
 _DescriptorOperationReceived_plain = {
     "descriptorId": "descriptor_id",
     "data": "data",
@@ -952,36 +1011,6 @@ def _u_DescriptorOperationReceived(o: DescriptorOperationReceived) -> dict[str, 
     return d
 
 
-optional_defaults(
-    DescriptorOperationReceived,
-    {
-        "data": None,
-    },
-)
-
-
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "BluetoothEmulation.gattOperationReceived": _s_GattOperationReceived,
-    "BluetoothEmulation.characteristicOperationReceived": _s_CharacteristicOperationReceived,
-    "BluetoothEmulation.descriptorOperationReceived": _s_DescriptorOperationReceived,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "BluetoothEmulation.enable": _c_enable,
-    "BluetoothEmulation.setSimulatedCentralState": _c_set_simulated_central_state,
-    "BluetoothEmulation.disable": _c_disable,
-    "BluetoothEmulation.simulatePreconnectedPeripheral": _c_simulate_preconnected_peripheral,
-    "BluetoothEmulation.simulateAdvertisement": _c_simulate_advertisement,
-    "BluetoothEmulation.simulateGATTOperationResponse": _c_simulate_gatt_operation_response,
-    "BluetoothEmulation.simulateCharacteristicOperationResponse": _c_simulate_characteristic_operation_response,
-    "BluetoothEmulation.simulateDescriptorOperationResponse": _c_simulate_descriptor_operation_response,
-    "BluetoothEmulation.addService": _c_add_service,
-    "BluetoothEmulation.removeService": _c_remove_service,
-    "BluetoothEmulation.addCharacteristic": _c_add_characteristic,
-    "BluetoothEmulation.removeCharacteristic": _c_remove_characteristic,
-    "BluetoothEmulation.addDescriptor": _c_add_descriptor,
-    "BluetoothEmulation.removeDescriptor": _c_remove_descriptor,
-    "BluetoothEmulation.simulateGATTDisconnection": _c_simulate_gatt_disconnection,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "BluetoothEmulation": (True, False),
 }
@@ -1000,5 +1029,22 @@ register(
             _u_CharacteristicOperationReceived,
         ),
         DescriptorOperationReceived: (_s_DescriptorOperationReceived, _u_DescriptorOperationReceived),
-    }
+    },
+    {
+        enable: _c_enable,
+        set_simulated_central_state: _c_set_simulated_central_state,
+        disable: _c_disable,
+        simulate_preconnected_peripheral: _c_simulate_preconnected_peripheral,
+        simulate_advertisement: _c_simulate_advertisement,
+        simulate_gatt_operation_response: _c_simulate_gatt_operation_response,
+        simulate_characteristic_operation_response: _c_simulate_characteristic_operation_response,
+        simulate_descriptor_operation_response: _c_simulate_descriptor_operation_response,
+        add_service: _c_add_service,
+        remove_service: _c_remove_service,
+        add_characteristic: _c_add_characteristic,
+        remove_characteristic: _c_remove_characteristic,
+        add_descriptor: _c_add_descriptor,
+        remove_descriptor: _c_remove_descriptor,
+        simulate_gatt_disconnection: _c_simulate_gatt_disconnection,
+    },
 )

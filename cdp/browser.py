@@ -6,20 +6,13 @@ The Browser domain defines methods and events for browser managing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import page as _page
-    from cdp import target as _target
 
 DOMAIN = "Browser"
 EXPERIMENTAL = False
@@ -28,15 +21,24 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 BrowserContextID = str
-"""Experimental. BrowserContextID."""
+"""Experimental.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#type-BrowserContextID
+"""
 
 
 WindowID = int
-"""Experimental. WindowID."""
+"""Experimental.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#type-WindowID
+"""
 
 
 class WindowState(CDPEnum):
-    """Experimental. The state of the browser window."""
+    """Experimental. The state of the browser window.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#type-WindowState
+    """
 
     NORMAL = "normal"
     MINIMIZED = "minimized"
@@ -54,6 +56,8 @@ class Bounds:
         width: The window width in pixels.
         height: The window height in pixels.
         window_state: The window state. Default to normal.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#type-Bounds
     """
 
     left: int | None = None
@@ -63,55 +67,11 @@ class Bounds:
     window_state: WindowState | None = None
 
 
-_Bounds_plain = {
-    "left": "left",
-    "top": "top",
-    "width": "width",
-    "height": "height",
-}
-
-
-def _s_Bounds(d: dict[str, Any]) -> Bounds:
-    o = _new(Bounds)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _Bounds_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "windowState":
-            od["window_state"] = None if v is None else _enum(WindowState, v)
-    return o
-
-
-def _u_Bounds(o: Bounds) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    if o.left is not None:
-        d["left"] = o.left
-    if o.top is not None:
-        d["top"] = o.top
-    if o.width is not None:
-        d["width"] = o.width
-    if o.height is not None:
-        d["height"] = o.height
-    if o.window_state is not None:
-        d["windowState"] = o.window_state
-    return d
-
-
-optional_defaults(
-    Bounds,
-    {
-        "left": None,
-        "top": None,
-        "width": None,
-        "height": None,
-        "window_state": None,
-    },
-)
-
-
 class PermissionType(CDPEnum):
-    """Experimental. PermissionType."""
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#type-PermissionType
+    """
 
     AR = "ar"
     AUDIO_CAPTURE = "audioCapture"
@@ -154,7 +114,10 @@ class PermissionType(CDPEnum):
 
 
 class PermissionSetting(CDPEnum):
-    """Experimental. PermissionSetting."""
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#type-PermissionSetting
+    """
 
     GRANTED = "granted"
     DENIED = "denied"
@@ -173,6 +136,8 @@ class PermissionDescriptor:
         allow_without_sanitization: For "clipboard" permission, may specify allowWithoutSanitization.
         allow_without_gesture: For "fullscreen" permission, must specify allowWithoutGesture:true.
         pan_tilt_zoom: For "camera" permission, may specify panTiltZoom.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#type-PermissionDescriptor
     """
 
     name: str
@@ -181,6 +146,552 @@ class PermissionDescriptor:
     allow_without_sanitization: bool | None = None
     allow_without_gesture: bool | None = None
     pan_tilt_zoom: bool | None = None
+
+
+class BrowserCommandId(CDPEnum):
+    """Experimental. Browser command ids used by executeBrowserCommand.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#type-BrowserCommandId
+    """
+
+    OPEN_TAB_SEARCH = "openTabSearch"
+    CLOSE_TAB_SEARCH = "closeTabSearch"
+    OPEN_GLIC = "openGlic"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Bucket:
+    """Experimental. Chrome histogram bucket.
+
+    Attributes:
+        low: Minimum value (inclusive).
+        high: Maximum value (exclusive).
+        count: Number of samples.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#type-Bucket
+    """
+
+    low: int
+    high: int
+    count: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Histogram:
+    """Experimental. Chrome histogram.
+
+    Attributes:
+        sum_: Sum of sample values.
+        count: Total number of samples.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#type-Histogram
+    """
+
+    name: str
+    sum_: int
+    count: int
+    buckets: list[Bucket]
+
+
+def set_permission(
+    *,
+    permission: PermissionDescriptor,
+    setting: PermissionSetting,
+    origin: str | None = None,
+    embedded_origin: str | None = None,
+    browser_context_id: BrowserContextID | None = None,
+) -> Command[None]:
+    """Experimental. Set permission settings for given embedding and embedded origins.
+
+    Args:
+        permission: Descriptor of permission to override.
+        setting: Setting of the permission.
+        origin: Embedding origin the permission applies to, all origins if not specified.
+        embedded_origin: Embedded origin the permission applies to. It is ignored unless the embedding origin is present and valid. If the embedding origin is provided but the embedded origin isn't, the embedding origin is used as the embedded origin.
+        browser_context_id: Context to override. When omitted, default browser context is used.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-setPermission
+    """
+    return Command(
+        "Browser.setPermission",
+        _p_set_permission(permission, setting, origin, embedded_origin, browser_context_id),
+        None,
+    )
+
+
+def grant_permissions(
+    *,
+    permissions: list[PermissionType],
+    origin: str | None = None,
+    browser_context_id: BrowserContextID | None = None,
+) -> Command[None]:
+    """Experimental. Deprecated. Grant specific permissions to the given origin and reject all others. Deprecated. Use
+    setPermission instead.
+
+    Args:
+        origin: Origin the permission applies to, all origins if not specified.
+        browser_context_id: BrowserContext to override permissions. When omitted, default browser context is used.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-grantPermissions
+    """
+    return Command(
+        "Browser.grantPermissions", _p_grant_permissions(permissions, origin, browser_context_id), None
+    )
+
+
+def reset_permissions(
+    *,
+    browser_context_id: BrowserContextID | None = None,
+) -> Command[None]:
+    """Reset all permission management for all origins.
+
+    Args:
+        browser_context_id: BrowserContext to reset permissions. When omitted, default browser context is used.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-resetPermissions
+    """
+    return Command("Browser.resetPermissions", _p_reset_permissions(browser_context_id), None)
+
+
+def set_download_behavior(
+    *,
+    behavior: str,
+    browser_context_id: BrowserContextID | None = None,
+    download_path: str | None = None,
+    events_enabled: bool | None = None,
+) -> Command[None]:
+    """Experimental. Set the behavior when downloading a file.
+
+    Args:
+        behavior: Whether to allow all or deny all download requests, or use default Chrome behavior if available (otherwise deny). |allowAndName| allows download and names files according to their download guids. Values: 'deny', 'allow', 'allowAndName', 'default'.
+        browser_context_id: BrowserContext to set download behavior. When omitted, default browser context is used.
+        download_path: The default path to save downloaded files to. This is required if behavior is set to 'allow' or 'allowAndName'.
+        events_enabled: Whether to emit download events (defaults to false).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-setDownloadBehavior
+    """
+    return Command(
+        "Browser.setDownloadBehavior",
+        _p_set_download_behavior(behavior, browser_context_id, download_path, events_enabled),
+        None,
+    )
+
+
+def cancel_download(
+    *,
+    guid: str,
+    browser_context_id: BrowserContextID | None = None,
+) -> Command[None]:
+    """Experimental. Cancel a download if in progress
+
+    Args:
+        guid: Global unique identifier of the download.
+        browser_context_id: BrowserContext to perform the action in. When omitted, default browser context is used.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-cancelDownload
+    """
+    return Command("Browser.cancelDownload", _p_cancel_download(guid, browser_context_id), None)
+
+
+def close() -> Command[None]:
+    """Close browser gracefully.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-close
+    """
+    return Command("Browser.close", {}, None)
+
+
+def crash() -> Command[None]:
+    """Experimental. Crashes browser on the main thread.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-crash
+    """
+    return Command("Browser.crash", {}, None)
+
+
+def crash_gpu_process() -> Command[None]:
+    """Experimental. Crashes GPU process.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-crashGpuProcess
+    """
+    return Command("Browser.crashGpuProcess", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetVersionResult:
+    """Result of :func:`get_version`.
+
+    Attributes:
+        product: Product name.
+        revision: Product revision.
+        js_version: V8 version.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-getVersion
+    """
+
+    protocol_version: str
+    product: str
+    revision: str
+    user_agent: str
+    js_version: str
+
+
+def get_version() -> Command[GetVersionResult]:
+    """Returns version information.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-getVersion
+    """
+    return Command("Browser.getVersion", {}, GetVersionResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetBrowserCommandLineResult:
+    """Result of :func:`get_browser_command_line`.
+
+    Attributes:
+        arguments: Commandline parameters
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-getBrowserCommandLine
+    """
+
+    arguments: list[str]
+
+
+def get_browser_command_line() -> Command[GetBrowserCommandLineResult]:
+    """Experimental. Returns the command line switches for the browser process if, and only if
+    --enable-automation is on the commandline.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-getBrowserCommandLine
+    """
+    return Command("Browser.getBrowserCommandLine", {}, GetBrowserCommandLineResult)
+
+
+def add_mock_camera(
+    *,
+    device_id: str,
+) -> Command[None]:
+    """Experimental. Adds or updates a mock camera in the shared video capture device list for
+    test automation. The mock camera is not scoped to a particular page or
+    frame and is removed when the DevTools session that created it disconnects.
+
+    Args:
+        device_id: Required non-empty identifier for the mock camera within the current DevTools session. Different sessions can use the same identifier without replacing each other's cameras. This is not the MediaDeviceInfo.deviceId exposed to the page.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-addMockCamera
+    """
+    return Command("Browser.addMockCamera", _p_add_mock_camera(device_id), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetHistogramsResult:
+    """Result of :func:`get_histograms`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-getHistograms
+    """
+
+    histograms: list[Histogram]
+
+
+def get_histograms(
+    *,
+    query: str | None = None,
+    delta: bool | None = None,
+) -> Command[GetHistogramsResult]:
+    """Experimental. Get Chrome histograms.
+
+    Args:
+        query: Requested substring in name. Only histograms which have query as a substring in their name are extracted. An empty or absent query returns all histograms.
+        delta: If true, retrieve delta since last delta call.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-getHistograms
+    """
+    return Command("Browser.getHistograms", _p_get_histograms(query, delta), GetHistogramsResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetHistogramResult:
+    """Result of :func:`get_histogram`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-getHistogram
+    """
+
+    histogram: Histogram
+
+
+def get_histogram(
+    *,
+    name: str,
+    delta: bool | None = None,
+) -> Command[GetHistogramResult]:
+    """Experimental. Get a Chrome histogram by name.
+
+    Args:
+        name: Requested histogram name.
+        delta: If true, retrieve delta since last delta call.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-getHistogram
+    """
+    return Command("Browser.getHistogram", _p_get_histogram(name, delta), GetHistogramResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetWindowBoundsResult:
+    """Result of :func:`get_window_bounds`.
+
+    Attributes:
+        bounds: Bounds information of the window. When window state is 'minimized', the restored window position and size are returned.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-getWindowBounds
+    """
+
+    bounds: Bounds
+
+
+def get_window_bounds(
+    *,
+    window_id: WindowID,
+) -> Command[GetWindowBoundsResult]:
+    """Experimental. Get position and size of the browser window.
+
+    Args:
+        window_id: Browser window id.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-getWindowBounds
+    """
+    return Command("Browser.getWindowBounds", _p_get_window_bounds(window_id), GetWindowBoundsResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetWindowForTargetResult:
+    """Result of :func:`get_window_for_target`.
+
+    Attributes:
+        window_id: Browser window id.
+        bounds: Bounds information of the window. When window state is 'minimized', the restored window position and size are returned.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-getWindowForTarget
+    """
+
+    window_id: WindowID
+    bounds: Bounds
+
+
+def get_window_for_target(
+    *,
+    target_id: cdp.target.TargetID | None = None,
+) -> Command[GetWindowForTargetResult]:
+    """Experimental. Get the browser window that contains the devtools target.
+
+    Args:
+        target_id: Devtools agent host id. If called as a part of the session, associated targetId is used.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-getWindowForTarget
+    """
+    return Command(
+        "Browser.getWindowForTarget", _p_get_window_for_target(target_id), GetWindowForTargetResult
+    )
+
+
+def set_window_bounds(
+    *,
+    window_id: WindowID,
+    bounds: Bounds,
+) -> Command[None]:
+    """Experimental. Set position and/or size of the browser window.
+
+    Args:
+        window_id: Browser window id.
+        bounds: New window bounds. The 'minimized', 'maximized' and 'fullscreen' states cannot be combined with 'left', 'top', 'width' or 'height'. Leaves unspecified fields unchanged.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-setWindowBounds
+    """
+    return Command("Browser.setWindowBounds", _p_set_window_bounds(window_id, bounds), None)
+
+
+def set_contents_size(
+    *,
+    window_id: WindowID,
+    width: int | None = None,
+    height: int | None = None,
+) -> Command[None]:
+    """Experimental. Set size of the browser contents resizing browser window as necessary.
+
+    Args:
+        window_id: Browser window id.
+        width: The window contents width in DIP. Assumes current width if omitted. Must be specified if 'height' is omitted.
+        height: The window contents height in DIP. Assumes current height if omitted. Must be specified if 'width' is omitted.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-setContentsSize
+    """
+    return Command("Browser.setContentsSize", _p_set_contents_size(window_id, width, height), None)
+
+
+def set_dock_tile(
+    *,
+    badge_label: str | None = None,
+    image: str | None = None,
+) -> Command[None]:
+    """Experimental. Set dock tile details, platform-specific.
+
+    Args:
+        image: Png encoded image. (Encoded as a base64 string when passed over JSON)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-setDockTile
+    """
+    return Command("Browser.setDockTile", _p_set_dock_tile(badge_label, image), None)
+
+
+def execute_browser_command(
+    *,
+    command_id: BrowserCommandId,
+) -> Command[None]:
+    """Experimental. Invoke custom browser commands used by telemetry.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-executeBrowserCommand
+    """
+    return Command("Browser.executeBrowserCommand", _p_execute_browser_command(command_id), None)
+
+
+def add_privacy_sandbox_enrollment_override(
+    *,
+    url: str,
+) -> Command[None]:
+    """Allows a site to use privacy sandbox features that require enrollment
+    without the site actually being enrolled. Only supported on page targets.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-addPrivacySandboxEnrollmentOverride
+    """
+    return Command(
+        "Browser.addPrivacySandboxEnrollmentOverride", _p_add_privacy_sandbox_enrollment_override(url), None
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetGlobalPrivacyControlResult:
+    """Result of :func:`get_global_privacy_control`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-getGlobalPrivacyControl
+    """
+
+    gpc: bool
+
+
+def get_global_privacy_control() -> Command[GetGlobalPrivacyControlResult]:
+    """Experimental. Gets the current globally-applied privacy control status
+    See https://www.w3.org/TR/gpc/#get-global-privacy-control
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-getGlobalPrivacyControl
+    """
+    return Command("Browser.getGlobalPrivacyControl", {}, GetGlobalPrivacyControlResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetGlobalPrivacyControlResult:
+    """Result of :func:`set_global_privacy_control`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-setGlobalPrivacyControl
+    """
+
+    gpc: bool
+
+
+def set_global_privacy_control(
+    *,
+    gpc: bool,
+) -> Command[SetGlobalPrivacyControlResult]:
+    """Experimental. Sets and then gets the current globally-applied privacy control status
+    See https://www.w3.org/TR/gpc/#set-global-privacy-control
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-setGlobalPrivacyControl
+    """
+    return Command(
+        "Browser.setGlobalPrivacyControl", _p_set_global_privacy_control(gpc), SetGlobalPrivacyControlResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DownloadWillBegin:
+    """Experimental. Fired when page is about to start a download.
+
+    Attributes:
+        frame_id: Id of the frame that caused the download to begin.
+        guid: Global unique identifier of the download.
+        url: URL of the resource being downloaded.
+        suggested_filename: Suggested file name of the resource (the actual name of the file saved on disk may differ).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#event-downloadWillBegin
+    """
+
+    method: ClassVar[str] = "Browser.downloadWillBegin"
+    frame_id: cdp.page.FrameId
+    guid: str
+    url: str
+    suggested_filename: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DownloadProgress:
+    """Experimental. Fired when download makes progress. Last call has |done| == true.
+
+    Attributes:
+        guid: Global unique identifier of the download.
+        total_bytes: Total expected bytes to download.
+        received_bytes: Total bytes received.
+        state: Download status. Values: 'inProgress', 'completed', 'canceled'.
+        file_path: Experimental. If download is "completed", provides the path of the downloaded file. Depending on the platform, it is not guaranteed to be set, nor the file is guaranteed to exist.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#event-downloadProgress
+    """
+
+    method: ClassVar[str] = "Browser.downloadProgress"
+    guid: str
+    total_bytes: float
+    received_bytes: float
+    state: str
+    file_path: str | None = None
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
+
+
+_Bounds_plain = {
+    "left": "left",
+    "top": "top",
+    "width": "width",
+    "height": "height",
+}
+
+
+def _s_Bounds(d: dict[str, Any]) -> Bounds:
+    o = _new(Bounds)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _Bounds_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "windowState":
+            od["window_state"] = None if v is None else _enum(WindowState, v)
+    return o
+
+
+def _u_Bounds(o: Bounds) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    if o.left is not None:
+        d["left"] = o.left
+    if o.top is not None:
+        d["top"] = o.top
+    if o.width is not None:
+        d["width"] = o.width
+    if o.height is not None:
+        d["height"] = o.height
+    if o.window_state is not None:
+        d["windowState"] = o.window_state
+    return d
 
 
 _PermissionDescriptor_plain = {
@@ -222,41 +733,6 @@ def _u_PermissionDescriptor(o: PermissionDescriptor) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    PermissionDescriptor,
-    {
-        "sysex": None,
-        "user_visible_only": None,
-        "allow_without_sanitization": None,
-        "allow_without_gesture": None,
-        "pan_tilt_zoom": None,
-    },
-)
-
-
-class BrowserCommandId(CDPEnum):
-    """Experimental. Browser command ids used by executeBrowserCommand."""
-
-    OPEN_TAB_SEARCH = "openTabSearch"
-    CLOSE_TAB_SEARCH = "closeTabSearch"
-    OPEN_GLIC = "openGlic"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Bucket:
-    """Experimental. Chrome histogram bucket.
-
-    Attributes:
-        low: Minimum value (inclusive).
-        high: Maximum value (exclusive).
-        count: Number of samples.
-    """
-
-    low: int
-    high: int
-    count: int
-
-
 _Bucket_plain = {
     "low": "low",
     "high": "high",
@@ -281,29 +757,11 @@ def _s_Bucket(d: dict[str, Any]) -> Bucket:
 
 
 def _u_Bucket(o: Bucket) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "low": o.low,
         "high": o.high,
         "count": o.count,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Histogram:
-    """Experimental. Chrome histogram.
-
-    Attributes:
-        name: Name.
-        sum_: Sum of sample values.
-        count: Total number of samples.
-        buckets: Buckets.
-    """
-
-    name: str
-    sum_: int
-    count: int
-    buckets: list[Bucket]
 
 
 _Histogram_plain = {
@@ -334,32 +792,21 @@ def _s_Histogram(d: dict[str, Any]) -> Histogram:
 
 
 def _u_Histogram(o: Histogram) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "sum": o.sum_,
         "count": o.count,
         "buckets": [_u_Bucket(x0) for x0 in o.buckets],
     }
-    return d
 
 
-def set_permission(
-    *,
+def _p_set_permission(
     permission: PermissionDescriptor,
     setting: PermissionSetting,
-    origin: str | None = None,
-    embedded_origin: str | None = None,
-    browser_context_id: BrowserContextID | None = None,
-) -> Command[None]:
-    """Experimental. Set permission settings for given embedding and embedded origins.
-
-    Args:
-        permission: Descriptor of permission to override.
-        setting: Setting of the permission.
-        origin: Embedding origin the permission applies to, all origins if not specified.
-        embedded_origin: Embedded origin the permission applies to. It is ignored unless the embedding origin is present and valid. If the embedding origin is provided but the embedded origin isn't, the embedding origin is used as the embedded origin.
-        browser_context_id: Context to override. When omitted, default browser context is used.
-    """
+    origin: str | None,
+    embedded_origin: str | None,
+    browser_context_id: BrowserContextID | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "permission": _u_PermissionDescriptor(permission),
         "setting": setting,
@@ -370,7 +817,7 @@ def set_permission(
         _p["embeddedOrigin"] = embedded_origin
     if browser_context_id is not None:
         _p["browserContextId"] = browser_context_id
-    return Command("Browser.setPermission", _p, None)
+    return _p
 
 
 def _c_set_permission(d: dict[str, Any]) -> Command[None]:
@@ -383,20 +830,11 @@ def _c_set_permission(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def grant_permissions(
-    *,
+def _p_grant_permissions(
     permissions: list[PermissionType],
-    origin: str | None = None,
-    browser_context_id: BrowserContextID | None = None,
-) -> Command[None]:
-    """Experimental. Deprecated. Grant specific permissions to the given origin and reject all others. Deprecated. Use
-    setPermission instead.
-
-    Args:
-        permissions: -
-        origin: Origin the permission applies to, all origins if not specified.
-        browser_context_id: BrowserContext to override permissions. When omitted, default browser context is used.
-    """
+    origin: str | None,
+    browser_context_id: BrowserContextID | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "permissions": permissions,
     }
@@ -404,7 +842,7 @@ def grant_permissions(
         _p["origin"] = origin
     if browser_context_id is not None:
         _p["browserContextId"] = browser_context_id
-    return Command("Browser.grantPermissions", _p, None)
+    return _p
 
 
 def _c_grant_permissions(d: dict[str, Any]) -> Command[None]:
@@ -415,19 +853,13 @@ def _c_grant_permissions(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def reset_permissions(
-    *,
-    browser_context_id: BrowserContextID | None = None,
-) -> Command[None]:
-    """Reset all permission management for all origins.
-
-    Args:
-        browser_context_id: BrowserContext to reset permissions. When omitted, default browser context is used.
-    """
+def _p_reset_permissions(
+    browser_context_id: BrowserContextID | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if browser_context_id is not None:
         _p["browserContextId"] = browser_context_id
-    return Command("Browser.resetPermissions", _p, None)
+    return _p
 
 
 def _c_reset_permissions(d: dict[str, Any]) -> Command[None]:
@@ -436,21 +868,12 @@ def _c_reset_permissions(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_download_behavior(
-    *,
+def _p_set_download_behavior(
     behavior: str,
-    browser_context_id: BrowserContextID | None = None,
-    download_path: str | None = None,
-    events_enabled: bool | None = None,
-) -> Command[None]:
-    """Experimental. Set the behavior when downloading a file.
-
-    Args:
-        behavior: Whether to allow all or deny all download requests, or use default Chrome behavior if available (otherwise deny). |allowAndName| allows download and names files according to their download guids. Values: 'deny', 'allow', 'allowAndName', 'default'.
-        browser_context_id: BrowserContext to set download behavior. When omitted, default browser context is used.
-        download_path: The default path to save downloaded files to. This is required if behavior is set to 'allow' or 'allowAndName'.
-        events_enabled: Whether to emit download events (defaults to false).
-    """
+    browser_context_id: BrowserContextID | None,
+    download_path: str | None,
+    events_enabled: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "behavior": behavior,
     }
@@ -460,7 +883,7 @@ def set_download_behavior(
         _p["downloadPath"] = download_path
     if events_enabled is not None:
         _p["eventsEnabled"] = events_enabled
-    return Command("Browser.setDownloadBehavior", _p, None)
+    return _p
 
 
 def _c_set_download_behavior(d: dict[str, Any]) -> Command[None]:
@@ -472,23 +895,16 @@ def _c_set_download_behavior(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def cancel_download(
-    *,
+def _p_cancel_download(
     guid: str,
-    browser_context_id: BrowserContextID | None = None,
-) -> Command[None]:
-    """Experimental. Cancel a download if in progress
-
-    Args:
-        guid: Global unique identifier of the download.
-        browser_context_id: BrowserContext to perform the action in. When omitted, default browser context is used.
-    """
+    browser_context_id: BrowserContextID | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "guid": guid,
     }
     if browser_context_id is not None:
         _p["browserContextId"] = browser_context_id
-    return Command("Browser.cancelDownload", _p, None)
+    return _p
 
 
 def _c_cancel_download(d: dict[str, Any]) -> Command[None]:
@@ -498,53 +914,16 @@ def _c_cancel_download(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def close() -> Command[None]:
-    """Close browser gracefully."""
-    _p: dict[str, Any] = {}
-    return Command("Browser.close", _p, None)
-
-
 def _c_close(d: dict[str, Any]) -> Command[None]:
     return close()
-
-
-def crash() -> Command[None]:
-    """Experimental. Crashes browser on the main thread."""
-    _p: dict[str, Any] = {}
-    return Command("Browser.crash", _p, None)
 
 
 def _c_crash(d: dict[str, Any]) -> Command[None]:
     return crash()
 
 
-def crash_gpu_process() -> Command[None]:
-    """Experimental. Crashes GPU process."""
-    _p: dict[str, Any] = {}
-    return Command("Browser.crashGpuProcess", _p, None)
-
-
 def _c_crash_gpu_process(d: dict[str, Any]) -> Command[None]:
     return crash_gpu_process()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetVersionResult:
-    """Result of :func:`get_version` (Browser.getVersion).
-
-    Attributes:
-        protocol_version: Protocol version.
-        product: Product name.
-        revision: Product revision.
-        user_agent: User-Agent.
-        js_version: V8 version.
-    """
-
-    protocol_version: str
-    product: str
-    revision: str
-    user_agent: str
-    js_version: str
 
 
 _GetVersionResult_plain = {
@@ -577,35 +956,17 @@ def _s_GetVersionResult(d: dict[str, Any]) -> GetVersionResult:
 
 
 def _u_GetVersionResult(o: GetVersionResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "protocolVersion": o.protocol_version,
         "product": o.product,
         "revision": o.revision,
         "userAgent": o.user_agent,
         "jsVersion": o.js_version,
     }
-    return d
-
-
-def get_version() -> Command[GetVersionResult]:
-    """Returns version information."""
-    _p: dict[str, Any] = {}
-    return Command("Browser.getVersion", _p, _s_GetVersionResult)
 
 
 def _c_get_version(d: dict[str, Any]) -> Command[GetVersionResult]:
     return get_version()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetBrowserCommandLineResult:
-    """Result of :func:`get_browser_command_line` (Browser.getBrowserCommandLine).
-
-    Attributes:
-        arguments: Commandline parameters
-    """
-
-    arguments: list[str]
 
 
 _GetBrowserCommandLineResult_plain = {
@@ -626,55 +987,27 @@ def _s_GetBrowserCommandLineResult(d: dict[str, Any]) -> GetBrowserCommandLineRe
 
 
 def _u_GetBrowserCommandLineResult(o: GetBrowserCommandLineResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "arguments": o.arguments,
     }
-    return d
-
-
-def get_browser_command_line() -> Command[GetBrowserCommandLineResult]:
-    """Experimental. Returns the command line switches for the browser process if, and only if
-    --enable-automation is on the commandline."""
-    _p: dict[str, Any] = {}
-    return Command("Browser.getBrowserCommandLine", _p, _s_GetBrowserCommandLineResult)
 
 
 def _c_get_browser_command_line(d: dict[str, Any]) -> Command[GetBrowserCommandLineResult]:
     return get_browser_command_line()
 
 
-def add_mock_camera(
-    *,
+def _p_add_mock_camera(
     device_id: str,
-) -> Command[None]:
-    """Experimental. Adds or updates a mock camera in the shared video capture device list for
-    test automation. The mock camera is not scoped to a particular page or
-    frame and is removed when the DevTools session that created it disconnects.
-
-    Args:
-        device_id: Required non-empty identifier for the mock camera within the current DevTools session. Different sessions can use the same identifier without replacing each other's cameras. This is not the MediaDeviceInfo.deviceId exposed to the page.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "deviceId": device_id,
     }
-    return Command("Browser.addMockCamera", _p, None)
 
 
 def _c_add_mock_camera(d: dict[str, Any]) -> Command[None]:
     return add_mock_camera(
         device_id=d["deviceId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetHistogramsResult:
-    """Result of :func:`get_histograms` (Browser.getHistograms).
-
-    Attributes:
-        histograms: Histograms.
-    """
-
-    histograms: list[Histogram]
 
 
 def _s_GetHistogramsResult(d: dict[str, Any]) -> GetHistogramsResult:
@@ -689,29 +1022,21 @@ def _s_GetHistogramsResult(d: dict[str, Any]) -> GetHistogramsResult:
 
 
 def _u_GetHistogramsResult(o: GetHistogramsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "histograms": [_u_Histogram(x0) for x0 in o.histograms],
     }
-    return d
 
 
-def get_histograms(
-    *,
-    query: str | None = None,
-    delta: bool | None = None,
-) -> Command[GetHistogramsResult]:
-    """Experimental. Get Chrome histograms.
-
-    Args:
-        query: Requested substring in name. Only histograms which have query as a substring in their name are extracted. An empty or absent query returns all histograms.
-        delta: If true, retrieve delta since last delta call.
-    """
+def _p_get_histograms(
+    query: str | None,
+    delta: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if query is not None:
         _p["query"] = query
     if delta is not None:
         _p["delta"] = delta
-    return Command("Browser.getHistograms", _p, _s_GetHistogramsResult)
+    return _p
 
 
 def _c_get_histograms(d: dict[str, Any]) -> Command[GetHistogramsResult]:
@@ -719,17 +1044,6 @@ def _c_get_histograms(d: dict[str, Any]) -> Command[GetHistogramsResult]:
         query=d.get("query"),
         delta=d.get("delta"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetHistogramResult:
-    """Result of :func:`get_histogram` (Browser.getHistogram).
-
-    Attributes:
-        histogram: Histogram.
-    """
-
-    histogram: Histogram
 
 
 def _s_GetHistogramResult(d: dict[str, Any]) -> GetHistogramResult:
@@ -744,29 +1058,21 @@ def _s_GetHistogramResult(d: dict[str, Any]) -> GetHistogramResult:
 
 
 def _u_GetHistogramResult(o: GetHistogramResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "histogram": _u_Histogram(o.histogram),
     }
-    return d
 
 
-def get_histogram(
-    *,
+def _p_get_histogram(
     name: str,
-    delta: bool | None = None,
-) -> Command[GetHistogramResult]:
-    """Experimental. Get a Chrome histogram by name.
-
-    Args:
-        name: Requested histogram name.
-        delta: If true, retrieve delta since last delta call.
-    """
+    delta: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "name": name,
     }
     if delta is not None:
         _p["delta"] = delta
-    return Command("Browser.getHistogram", _p, _s_GetHistogramResult)
+    return _p
 
 
 def _c_get_histogram(d: dict[str, Any]) -> Command[GetHistogramResult]:
@@ -774,17 +1080,6 @@ def _c_get_histogram(d: dict[str, Any]) -> Command[GetHistogramResult]:
         name=d["name"],
         delta=d.get("delta"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetWindowBoundsResult:
-    """Result of :func:`get_window_bounds` (Browser.getWindowBounds).
-
-    Attributes:
-        bounds: Bounds information of the window. When window state is 'minimized', the restored window position and size are returned.
-    """
-
-    bounds: Bounds
 
 
 def _s_GetWindowBoundsResult(d: dict[str, Any]) -> GetWindowBoundsResult:
@@ -799,44 +1094,23 @@ def _s_GetWindowBoundsResult(d: dict[str, Any]) -> GetWindowBoundsResult:
 
 
 def _u_GetWindowBoundsResult(o: GetWindowBoundsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "bounds": _u_Bounds(o.bounds),
     }
-    return d
 
 
-def get_window_bounds(
-    *,
+def _p_get_window_bounds(
     window_id: WindowID,
-) -> Command[GetWindowBoundsResult]:
-    """Experimental. Get position and size of the browser window.
-
-    Args:
-        window_id: Browser window id.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "windowId": window_id,
     }
-    return Command("Browser.getWindowBounds", _p, _s_GetWindowBoundsResult)
 
 
 def _c_get_window_bounds(d: dict[str, Any]) -> Command[GetWindowBoundsResult]:
     return get_window_bounds(
         window_id=d["windowId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetWindowForTargetResult:
-    """Result of :func:`get_window_for_target` (Browser.getWindowForTarget).
-
-    Attributes:
-        window_id: Browser window id.
-        bounds: Bounds information of the window. When window state is 'minimized', the restored window position and size are returned.
-    """
-
-    window_id: WindowID
-    bounds: Bounds
 
 
 _GetWindowForTargetResult_plain = {
@@ -861,26 +1135,19 @@ def _s_GetWindowForTargetResult(d: dict[str, Any]) -> GetWindowForTargetResult:
 
 
 def _u_GetWindowForTargetResult(o: GetWindowForTargetResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "windowId": o.window_id,
         "bounds": _u_Bounds(o.bounds),
     }
-    return d
 
 
-def get_window_for_target(
-    *,
-    target_id: _target.TargetID | None = None,
-) -> Command[GetWindowForTargetResult]:
-    """Experimental. Get the browser window that contains the devtools target.
-
-    Args:
-        target_id: Devtools agent host id. If called as a part of the session, associated targetId is used.
-    """
+def _p_get_window_for_target(
+    target_id: cdp.target.TargetID | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if target_id is not None:
         _p["targetId"] = target_id
-    return Command("Browser.getWindowForTarget", _p, _s_GetWindowForTargetResult)
+    return _p
 
 
 def _c_get_window_for_target(d: dict[str, Any]) -> Command[GetWindowForTargetResult]:
@@ -889,22 +1156,14 @@ def _c_get_window_for_target(d: dict[str, Any]) -> Command[GetWindowForTargetRes
     )
 
 
-def set_window_bounds(
-    *,
+def _p_set_window_bounds(
     window_id: WindowID,
     bounds: Bounds,
-) -> Command[None]:
-    """Experimental. Set position and/or size of the browser window.
-
-    Args:
-        window_id: Browser window id.
-        bounds: New window bounds. The 'minimized', 'maximized' and 'fullscreen' states cannot be combined with 'left', 'top', 'width' or 'height'. Leaves unspecified fields unchanged.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "windowId": window_id,
         "bounds": _u_Bounds(bounds),
     }
-    return Command("Browser.setWindowBounds", _p, None)
 
 
 def _c_set_window_bounds(d: dict[str, Any]) -> Command[None]:
@@ -914,19 +1173,11 @@ def _c_set_window_bounds(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_contents_size(
-    *,
+def _p_set_contents_size(
     window_id: WindowID,
-    width: int | None = None,
-    height: int | None = None,
-) -> Command[None]:
-    """Experimental. Set size of the browser contents resizing browser window as necessary.
-
-    Args:
-        window_id: Browser window id.
-        width: The window contents width in DIP. Assumes current width if omitted. Must be specified if 'height' is omitted.
-        height: The window contents height in DIP. Assumes current height if omitted. Must be specified if 'width' is omitted.
-    """
+    width: int | None,
+    height: int | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "windowId": window_id,
     }
@@ -934,7 +1185,7 @@ def set_contents_size(
         _p["width"] = width
     if height is not None:
         _p["height"] = height
-    return Command("Browser.setContentsSize", _p, None)
+    return _p
 
 
 def _c_set_contents_size(d: dict[str, Any]) -> Command[None]:
@@ -945,23 +1196,16 @@ def _c_set_contents_size(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_dock_tile(
-    *,
-    badge_label: str | None = None,
-    image: str | None = None,
-) -> Command[None]:
-    """Experimental. Set dock tile details, platform-specific.
-
-    Args:
-        badge_label: -
-        image: Png encoded image. (Encoded as a base64 string when passed over JSON)
-    """
+def _p_set_dock_tile(
+    badge_label: str | None,
+    image: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if badge_label is not None:
         _p["badgeLabel"] = badge_label
     if image is not None:
         _p["image"] = image
-    return Command("Browser.setDockTile", _p, None)
+    return _p
 
 
 def _c_set_dock_tile(d: dict[str, Any]) -> Command[None]:
@@ -971,19 +1215,12 @@ def _c_set_dock_tile(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def execute_browser_command(
-    *,
+def _p_execute_browser_command(
     command_id: BrowserCommandId,
-) -> Command[None]:
-    """Experimental. Invoke custom browser commands used by telemetry.
-
-    Args:
-        command_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "commandId": command_id,
     }
-    return Command("Browser.executeBrowserCommand", _p, None)
 
 
 def _c_execute_browser_command(d: dict[str, Any]) -> Command[None]:
@@ -992,37 +1229,18 @@ def _c_execute_browser_command(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def add_privacy_sandbox_enrollment_override(
-    *,
+def _p_add_privacy_sandbox_enrollment_override(
     url: str,
-) -> Command[None]:
-    """Allows a site to use privacy sandbox features that require enrollment
-    without the site actually being enrolled. Only supported on page targets.
-
-    Args:
-        url: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "url": url,
     }
-    return Command("Browser.addPrivacySandboxEnrollmentOverride", _p, None)
 
 
 def _c_add_privacy_sandbox_enrollment_override(d: dict[str, Any]) -> Command[None]:
     return add_privacy_sandbox_enrollment_override(
         url=d["url"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetGlobalPrivacyControlResult:
-    """Result of :func:`get_global_privacy_control` (Browser.getGlobalPrivacyControl).
-
-    Attributes:
-        gpc: -
-    """
-
-    gpc: bool
 
 
 _GetGlobalPrivacyControlResult_plain = {
@@ -1043,32 +1261,13 @@ def _s_GetGlobalPrivacyControlResult(d: dict[str, Any]) -> GetGlobalPrivacyContr
 
 
 def _u_GetGlobalPrivacyControlResult(o: GetGlobalPrivacyControlResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "gpc": o.gpc,
     }
-    return d
-
-
-def get_global_privacy_control() -> Command[GetGlobalPrivacyControlResult]:
-    """Experimental. Gets the current globally-applied privacy control status
-    See https://www.w3.org/TR/gpc/#get-global-privacy-control"""
-    _p: dict[str, Any] = {}
-    return Command("Browser.getGlobalPrivacyControl", _p, _s_GetGlobalPrivacyControlResult)
 
 
 def _c_get_global_privacy_control(d: dict[str, Any]) -> Command[GetGlobalPrivacyControlResult]:
     return get_global_privacy_control()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetGlobalPrivacyControlResult:
-    """Result of :func:`set_global_privacy_control` (Browser.setGlobalPrivacyControl).
-
-    Attributes:
-        gpc: -
-    """
-
-    gpc: bool
 
 
 _SetGlobalPrivacyControlResult_plain = {
@@ -1089,50 +1288,23 @@ def _s_SetGlobalPrivacyControlResult(d: dict[str, Any]) -> SetGlobalPrivacyContr
 
 
 def _u_SetGlobalPrivacyControlResult(o: SetGlobalPrivacyControlResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "gpc": o.gpc,
     }
-    return d
 
 
-def set_global_privacy_control(
-    *,
+def _p_set_global_privacy_control(
     gpc: bool,
-) -> Command[SetGlobalPrivacyControlResult]:
-    """Experimental. Sets and then gets the current globally-applied privacy control status
-    See https://www.w3.org/TR/gpc/#set-global-privacy-control
-
-    Args:
-        gpc: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "gpc": gpc,
     }
-    return Command("Browser.setGlobalPrivacyControl", _p, _s_SetGlobalPrivacyControlResult)
 
 
 def _c_set_global_privacy_control(d: dict[str, Any]) -> Command[SetGlobalPrivacyControlResult]:
     return set_global_privacy_control(
         gpc=d["gpc"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DownloadWillBegin:
-    """Experimental. Fired when page is about to start a download.
-
-    Attributes:
-        frame_id: Id of the frame that caused the download to begin.
-        guid: Global unique identifier of the download.
-        url: URL of the resource being downloaded.
-        suggested_filename: Suggested file name of the resource (the actual name of the file saved on disk may differ).
-    """
-
-    method: ClassVar[str] = "Browser.downloadWillBegin"
-    frame_id: _page.FrameId
-    guid: str
-    url: str
-    suggested_filename: str
 
 
 _DownloadWillBegin_plain = {
@@ -1162,33 +1334,12 @@ def _s_DownloadWillBegin(d: dict[str, Any]) -> DownloadWillBegin:
 
 
 def _u_DownloadWillBegin(o: DownloadWillBegin) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "frameId": o.frame_id,
         "guid": o.guid,
         "url": o.url,
         "suggestedFilename": o.suggested_filename,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DownloadProgress:
-    """Experimental. Fired when download makes progress. Last call has |done| == true.
-
-    Attributes:
-        guid: Global unique identifier of the download.
-        total_bytes: Total expected bytes to download.
-        received_bytes: Total bytes received.
-        state: Download status. Values: 'inProgress', 'completed', 'canceled'.
-        file_path: Experimental. If download is "completed", provides the path of the downloaded file. Depending on the platform, it is not guaranteed to be set, nor the file is guaranteed to exist.
-    """
-
-    method: ClassVar[str] = "Browser.downloadProgress"
-    guid: str
-    total_bytes: float
-    received_bytes: float
-    state: str
-    file_path: str | None = None
 
 
 _DownloadProgress_plain = {
@@ -1230,42 +1381,6 @@ def _u_DownloadProgress(o: DownloadProgress) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    DownloadProgress,
-    {
-        "file_path": None,
-    },
-)
-
-
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Browser.downloadWillBegin": _s_DownloadWillBegin,
-    "Browser.downloadProgress": _s_DownloadProgress,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Browser.setPermission": _c_set_permission,
-    "Browser.grantPermissions": _c_grant_permissions,
-    "Browser.resetPermissions": _c_reset_permissions,
-    "Browser.setDownloadBehavior": _c_set_download_behavior,
-    "Browser.cancelDownload": _c_cancel_download,
-    "Browser.close": _c_close,
-    "Browser.crash": _c_crash,
-    "Browser.crashGpuProcess": _c_crash_gpu_process,
-    "Browser.getVersion": _c_get_version,
-    "Browser.getBrowserCommandLine": _c_get_browser_command_line,
-    "Browser.addMockCamera": _c_add_mock_camera,
-    "Browser.getHistograms": _c_get_histograms,
-    "Browser.getHistogram": _c_get_histogram,
-    "Browser.getWindowBounds": _c_get_window_bounds,
-    "Browser.getWindowForTarget": _c_get_window_for_target,
-    "Browser.setWindowBounds": _c_set_window_bounds,
-    "Browser.setContentsSize": _c_set_contents_size,
-    "Browser.setDockTile": _c_set_dock_tile,
-    "Browser.executeBrowserCommand": _c_execute_browser_command,
-    "Browser.addPrivacySandboxEnrollmentOverride": _c_add_privacy_sandbox_enrollment_override,
-    "Browser.getGlobalPrivacyControl": _c_get_global_privacy_control,
-    "Browser.setGlobalPrivacyControl": _c_set_global_privacy_control,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Browser.BrowserContextID": (True, False),
     "Browser.WindowID": (True, False),
@@ -1315,5 +1430,29 @@ register(
         SetGlobalPrivacyControlResult: (_s_SetGlobalPrivacyControlResult, _u_SetGlobalPrivacyControlResult),
         DownloadWillBegin: (_s_DownloadWillBegin, _u_DownloadWillBegin),
         DownloadProgress: (_s_DownloadProgress, _u_DownloadProgress),
-    }
+    },
+    {
+        set_permission: _c_set_permission,
+        grant_permissions: _c_grant_permissions,
+        reset_permissions: _c_reset_permissions,
+        set_download_behavior: _c_set_download_behavior,
+        cancel_download: _c_cancel_download,
+        close: _c_close,
+        crash: _c_crash,
+        crash_gpu_process: _c_crash_gpu_process,
+        get_version: _c_get_version,
+        get_browser_command_line: _c_get_browser_command_line,
+        add_mock_camera: _c_add_mock_camera,
+        get_histograms: _c_get_histograms,
+        get_histogram: _c_get_histogram,
+        get_window_bounds: _c_get_window_bounds,
+        get_window_for_target: _c_get_window_for_target,
+        set_window_bounds: _c_set_window_bounds,
+        set_contents_size: _c_set_contents_size,
+        set_dock_tile: _c_set_dock_tile,
+        execute_browser_command: _c_execute_browser_command,
+        add_privacy_sandbox_enrollment_override: _c_add_privacy_sandbox_enrollment_override,
+        get_global_privacy_control: _c_get_global_privacy_control,
+        set_global_privacy_control: _c_set_global_privacy_control,
+    },
 )

@@ -3,19 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import storage as _storage
 
 DOMAIN = "CacheStorage"
 EXPERIMENTAL = True
@@ -24,11 +18,17 @@ DEPENDENCIES: tuple[str, ...] = ("Storage",)
 
 
 CacheId = str
-"""Unique identifier of the Cache object."""
+"""Unique identifier of the Cache object.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/CacheStorage/#type-CacheId
+"""
 
 
 class CachedResponseType(CDPEnum):
-    """type of HTTP response cached"""
+    """type of HTTP response cached
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CacheStorage/#type-CachedResponseType
+    """
 
     BASIC = "basic"
     CORS = "cors"
@@ -40,17 +40,13 @@ class CachedResponseType(CDPEnum):
 
 @attrs.frozen(kw_only=True, slots=False)
 class DataEntry:
-    """Data entry.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/CacheStorage/#type-DataEntry
 
     Attributes:
-        request_url: Request URL.
-        request_method: Request method.
-        request_headers: Request headers
         response_time: Number of seconds since epoch.
         response_status: HTTP response status code.
         response_status_text: HTTP response status text.
         response_type: HTTP response type
-        response_headers: Response headers
     """
 
     request_url: str
@@ -61,6 +57,192 @@ class DataEntry:
     response_status_text: str
     response_type: CachedResponseType
     response_headers: list[Header]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Cache:
+    """Cache identifier.
+
+    Attributes:
+        cache_id: An opaque unique id of the cache.
+        security_origin: Security origin of the cache.
+        storage_key: Storage key of the cache.
+        storage_bucket: Storage bucket of the cache.
+        cache_name: The name of the cache.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CacheStorage/#type-Cache
+    """
+
+    cache_id: CacheId
+    security_origin: str
+    storage_key: str
+    storage_bucket: cdp.storage.StorageBucket | None = None
+    cache_name: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Header:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/CacheStorage/#type-Header"""
+
+    name: str
+    value: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CachedResponse:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/CacheStorage/#type-CachedResponse
+
+    Attributes:
+        body: Entry content, base64-encoded. (Encoded as a base64 string when passed over JSON)
+    """
+
+    body: str
+
+
+def delete_cache(
+    *,
+    cache_id: CacheId,
+) -> Command[None]:
+    """Deletes a cache.
+
+    Args:
+        cache_id: Id of cache for deletion.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CacheStorage/#method-deleteCache
+    """
+    return Command("CacheStorage.deleteCache", _p_delete_cache(cache_id), None)
+
+
+def delete_entry(
+    *,
+    cache_id: CacheId,
+    request: str,
+) -> Command[None]:
+    """Deletes a cache entry.
+
+    Args:
+        cache_id: Id of cache where the entry will be deleted.
+        request: URL spec of the request.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CacheStorage/#method-deleteEntry
+    """
+    return Command("CacheStorage.deleteEntry", _p_delete_entry(cache_id, request), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RequestCacheNamesResult:
+    """Result of :func:`request_cache_names`.
+
+    Attributes:
+        caches: Caches for the security origin.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CacheStorage/#method-requestCacheNames
+    """
+
+    caches: list[Cache]
+
+
+def request_cache_names(
+    *,
+    security_origin: str | None = None,
+    storage_key: str | None = None,
+    storage_bucket: cdp.storage.StorageBucket | None = None,
+) -> Command[RequestCacheNamesResult]:
+    """Requests cache names.
+
+    Args:
+        security_origin: At least and at most one of securityOrigin, storageKey, storageBucket must be specified. Security origin.
+        storage_bucket: Storage bucket. If not specified, it uses the default bucket.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CacheStorage/#method-requestCacheNames
+    """
+    return Command(
+        "CacheStorage.requestCacheNames",
+        _p_request_cache_names(security_origin, storage_key, storage_bucket),
+        RequestCacheNamesResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RequestCachedResponseResult:
+    """Result of :func:`request_cached_response`.
+
+    Attributes:
+        response: Response read from the cache.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CacheStorage/#method-requestCachedResponse
+    """
+
+    response: CachedResponse
+
+
+def request_cached_response(
+    *,
+    cache_id: CacheId,
+    request_url: str,
+    request_headers: list[Header],
+) -> Command[RequestCachedResponseResult]:
+    """Fetches cache entry.
+
+    Args:
+        cache_id: Id of cache that contains the entry.
+        request_url: URL spec of the request.
+        request_headers: headers of the request.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CacheStorage/#method-requestCachedResponse
+    """
+    return Command(
+        "CacheStorage.requestCachedResponse",
+        _p_request_cached_response(cache_id, request_url, request_headers),
+        RequestCachedResponseResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RequestEntriesResult:
+    """Result of :func:`request_entries`.
+
+    Attributes:
+        cache_data_entries: Array of object store data entries.
+        return_count: Count of returned entries from this storage. If pathFilter is empty, it is the count of all entries from this storage.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CacheStorage/#method-requestEntries
+    """
+
+    cache_data_entries: list[DataEntry]
+    return_count: float
+
+
+def request_entries(
+    *,
+    cache_id: CacheId,
+    skip_count: int | None = None,
+    page_size: int | None = None,
+    path_filter: str | None = None,
+) -> Command[RequestEntriesResult]:
+    """Requests data from cache.
+
+    Args:
+        cache_id: ID of cache to get entries from.
+        skip_count: Number of records to skip.
+        page_size: Number of records to fetch.
+        path_filter: If present, only return the entries containing this substring in the path
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CacheStorage/#method-requestEntries
+    """
+    return Command(
+        "CacheStorage.requestEntries",
+        _p_request_entries(cache_id, skip_count, page_size, path_filter),
+        RequestEntriesResult,
+    )
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _DataEntry_plain = {
@@ -105,7 +287,7 @@ def _s_DataEntry(d: dict[str, Any]) -> DataEntry:
 
 
 def _u_DataEntry(o: DataEntry) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestURL": o.request_url,
         "requestMethod": o.request_method,
         "requestHeaders": [_u_Header(x0) for x0 in o.request_headers],
@@ -115,26 +297,6 @@ def _u_DataEntry(o: DataEntry) -> dict[str, Any]:
         "responseType": o.response_type,
         "responseHeaders": [_u_Header(x0) for x0 in o.response_headers],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Cache:
-    """Cache identifier.
-
-    Attributes:
-        cache_id: An opaque unique id of the cache.
-        security_origin: Security origin of the cache.
-        storage_key: Storage key of the cache.
-        storage_bucket: Storage bucket of the cache.
-        cache_name: The name of the cache.
-    """
-
-    cache_id: CacheId
-    security_origin: str
-    storage_key: str
-    storage_bucket: _storage.StorageBucket | None = None
-    cache_name: str
 
 
 _Cache_plain = {
@@ -177,27 +339,6 @@ def _u_Cache(o: Cache) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Cache,
-    {
-        "storage_bucket": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Header:
-    """Header.
-
-    Attributes:
-        name: -
-        value: -
-    """
-
-    name: str
-    value: str
-
-
 _Header_plain = {
     "name": "name",
     "value": "value",
@@ -219,22 +360,10 @@ def _s_Header(d: dict[str, Any]) -> Header:
 
 
 def _u_Header(o: Header) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "value": o.value,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CachedResponse:
-    """Cached response
-
-    Attributes:
-        body: Entry content, base64-encoded. (Encoded as a base64 string when passed over JSON)
-    """
-
-    body: str
 
 
 _CachedResponse_plain = {
@@ -255,25 +384,17 @@ def _s_CachedResponse(d: dict[str, Any]) -> CachedResponse:
 
 
 def _u_CachedResponse(o: CachedResponse) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "body": o.body,
     }
-    return d
 
 
-def delete_cache(
-    *,
+def _p_delete_cache(
     cache_id: CacheId,
-) -> Command[None]:
-    """Deletes a cache.
-
-    Args:
-        cache_id: Id of cache for deletion.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "cacheId": cache_id,
     }
-    return Command("CacheStorage.deleteCache", _p, None)
 
 
 def _c_delete_cache(d: dict[str, Any]) -> Command[None]:
@@ -282,22 +403,14 @@ def _c_delete_cache(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def delete_entry(
-    *,
+def _p_delete_entry(
     cache_id: CacheId,
     request: str,
-) -> Command[None]:
-    """Deletes a cache entry.
-
-    Args:
-        cache_id: Id of cache where the entry will be deleted.
-        request: URL spec of the request.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "cacheId": cache_id,
         "request": request,
     }
-    return Command("CacheStorage.deleteEntry", _p, None)
 
 
 def _c_delete_entry(d: dict[str, Any]) -> Command[None]:
@@ -305,17 +418,6 @@ def _c_delete_entry(d: dict[str, Any]) -> Command[None]:
         cache_id=d["cacheId"],
         request=d["request"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RequestCacheNamesResult:
-    """Result of :func:`request_cache_names` (CacheStorage.requestCacheNames).
-
-    Attributes:
-        caches: Caches for the security origin.
-    """
-
-    caches: list[Cache]
 
 
 def _s_RequestCacheNamesResult(d: dict[str, Any]) -> RequestCacheNamesResult:
@@ -330,25 +432,16 @@ def _s_RequestCacheNamesResult(d: dict[str, Any]) -> RequestCacheNamesResult:
 
 
 def _u_RequestCacheNamesResult(o: RequestCacheNamesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "caches": [_u_Cache(x0) for x0 in o.caches],
     }
-    return d
 
 
-def request_cache_names(
-    *,
-    security_origin: str | None = None,
-    storage_key: str | None = None,
-    storage_bucket: _storage.StorageBucket | None = None,
-) -> Command[RequestCacheNamesResult]:
-    """Requests cache names.
-
-    Args:
-        security_origin: At least and at most one of securityOrigin, storageKey, storageBucket must be specified. Security origin.
-        storage_key: Storage key.
-        storage_bucket: Storage bucket. If not specified, it uses the default bucket.
-    """
+def _p_request_cache_names(
+    security_origin: str | None,
+    storage_key: str | None,
+    storage_bucket: cdp.storage.StorageBucket | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if security_origin is not None:
         _p["securityOrigin"] = security_origin
@@ -356,7 +449,7 @@ def request_cache_names(
         _p["storageKey"] = storage_key
     if storage_bucket is not None:
         _p["storageBucket"] = cdp.storage._u_StorageBucket(storage_bucket)
-    return Command("CacheStorage.requestCacheNames", _p, _s_RequestCacheNamesResult)
+    return _p
 
 
 def _c_request_cache_names(d: dict[str, Any]) -> Command[RequestCacheNamesResult]:
@@ -365,17 +458,6 @@ def _c_request_cache_names(d: dict[str, Any]) -> Command[RequestCacheNamesResult
         storage_key=d.get("storageKey"),
         storage_bucket=None if (v := d.get("storageBucket")) is None else cdp.storage._s_StorageBucket(v),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RequestCachedResponseResult:
-    """Result of :func:`request_cached_response` (CacheStorage.requestCachedResponse).
-
-    Attributes:
-        response: Response read from the cache.
-    """
-
-    response: CachedResponse
 
 
 def _s_RequestCachedResponseResult(d: dict[str, Any]) -> RequestCachedResponseResult:
@@ -390,31 +472,21 @@ def _s_RequestCachedResponseResult(d: dict[str, Any]) -> RequestCachedResponseRe
 
 
 def _u_RequestCachedResponseResult(o: RequestCachedResponseResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "response": _u_CachedResponse(o.response),
     }
-    return d
 
 
-def request_cached_response(
-    *,
+def _p_request_cached_response(
     cache_id: CacheId,
     request_url: str,
     request_headers: list[Header],
-) -> Command[RequestCachedResponseResult]:
-    """Fetches cache entry.
-
-    Args:
-        cache_id: Id of cache that contains the entry.
-        request_url: URL spec of the request.
-        request_headers: headers of the request.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "cacheId": cache_id,
         "requestURL": request_url,
         "requestHeaders": [_u_Header(x0) for x0 in request_headers],
     }
-    return Command("CacheStorage.requestCachedResponse", _p, _s_RequestCachedResponseResult)
 
 
 def _c_request_cached_response(d: dict[str, Any]) -> Command[RequestCachedResponseResult]:
@@ -423,19 +495,6 @@ def _c_request_cached_response(d: dict[str, Any]) -> Command[RequestCachedRespon
         request_url=d["requestURL"],
         request_headers=[_s_Header(x0) for x0 in d["requestHeaders"]],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RequestEntriesResult:
-    """Result of :func:`request_entries` (CacheStorage.requestEntries).
-
-    Attributes:
-        cache_data_entries: Array of object store data entries.
-        return_count: Count of returned entries from this storage. If pathFilter is empty, it is the count of all entries from this storage.
-    """
-
-    cache_data_entries: list[DataEntry]
-    return_count: float
 
 
 _RequestEntriesResult_plain = {
@@ -460,28 +519,18 @@ def _s_RequestEntriesResult(d: dict[str, Any]) -> RequestEntriesResult:
 
 
 def _u_RequestEntriesResult(o: RequestEntriesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "cacheDataEntries": [_u_DataEntry(x0) for x0 in o.cache_data_entries],
         "returnCount": o.return_count,
     }
-    return d
 
 
-def request_entries(
-    *,
+def _p_request_entries(
     cache_id: CacheId,
-    skip_count: int | None = None,
-    page_size: int | None = None,
-    path_filter: str | None = None,
-) -> Command[RequestEntriesResult]:
-    """Requests data from cache.
-
-    Args:
-        cache_id: ID of cache to get entries from.
-        skip_count: Number of records to skip.
-        page_size: Number of records to fetch.
-        path_filter: If present, only return the entries containing this substring in the path
-    """
+    skip_count: int | None,
+    page_size: int | None,
+    path_filter: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "cacheId": cache_id,
     }
@@ -491,7 +540,7 @@ def request_entries(
         _p["pageSize"] = page_size
     if path_filter is not None:
         _p["pathFilter"] = path_filter
-    return Command("CacheStorage.requestEntries", _p, _s_RequestEntriesResult)
+    return _p
 
 
 def _c_request_entries(d: dict[str, Any]) -> Command[RequestEntriesResult]:
@@ -503,14 +552,6 @@ def _c_request_entries(d: dict[str, Any]) -> Command[RequestEntriesResult]:
     )
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "CacheStorage.deleteCache": _c_delete_cache,
-    "CacheStorage.deleteEntry": _c_delete_entry,
-    "CacheStorage.requestCacheNames": _c_request_cache_names,
-    "CacheStorage.requestCachedResponse": _c_request_cached_response,
-    "CacheStorage.requestEntries": _c_request_entries,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "CacheStorage": (True, False),
 }
@@ -523,5 +564,12 @@ register(
         RequestCacheNamesResult: (_s_RequestCacheNamesResult, _u_RequestCacheNamesResult),
         RequestCachedResponseResult: (_s_RequestCachedResponseResult, _u_RequestCachedResponseResult),
         RequestEntriesResult: (_s_RequestEntriesResult, _u_RequestEntriesResult),
-    }
+    },
+    {
+        delete_cache: _c_delete_cache,
+        delete_entry: _c_delete_entry,
+        request_cache_names: _c_request_cache_names,
+        request_cached_response: _c_request_cached_response,
+        request_entries: _c_request_entries,
+    },
 )

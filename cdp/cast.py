@@ -7,17 +7,11 @@ functionalities.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
+from cdp._base import Command, register
 
 DOMAIN = "Cast"
 EXPERIMENTAL = True
@@ -27,17 +21,115 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 @attrs.frozen(kw_only=True, slots=False)
 class Sink:
-    """Sink.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Cast/#type-Sink
 
     Attributes:
-        name: -
-        id_: -
         session: Text describing the current session. Present only if there is an active session on the sink.
     """
 
     name: str
     id_: str
     session: str | None = None
+
+
+def enable(
+    *,
+    presentation_url: str | None = None,
+) -> Command[None]:
+    """Starts observing for sinks that can be used for tab mirroring, and if set,
+    sinks compatible with |presentationUrl| as well. When sinks are found, a
+    |sinksUpdated| event is fired.
+    Also starts observing for issue messages. When an issue is added or removed,
+    an |issueUpdated| event is fired.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Cast/#method-enable
+    """
+    return Command("Cast.enable", _p_enable(presentation_url), None)
+
+
+def disable() -> Command[None]:
+    """Stops observing for sinks and issues.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Cast/#method-disable
+    """
+    return Command("Cast.disable", {}, None)
+
+
+def set_sink_to_use(
+    *,
+    sink_name: str,
+) -> Command[None]:
+    """Sets a sink to be used when the web page requests the browser to choose a
+    sink via Presentation API, Remote Playback API, or Cast SDK.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Cast/#method-setSinkToUse
+    """
+    return Command("Cast.setSinkToUse", _p_set_sink_to_use(sink_name), None)
+
+
+def start_desktop_mirroring(
+    *,
+    sink_name: str,
+) -> Command[None]:
+    """Starts mirroring the desktop to the sink.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Cast/#method-startDesktopMirroring
+    """
+    return Command("Cast.startDesktopMirroring", _p_start_desktop_mirroring(sink_name), None)
+
+
+def start_tab_mirroring(
+    *,
+    sink_name: str,
+) -> Command[None]:
+    """Starts mirroring the tab to the sink.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Cast/#method-startTabMirroring
+    """
+    return Command("Cast.startTabMirroring", _p_start_tab_mirroring(sink_name), None)
+
+
+def stop_casting(
+    *,
+    sink_name: str,
+) -> Command[None]:
+    """Stops the active Cast session on the sink.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Cast/#method-stopCasting
+    """
+    return Command("Cast.stopCasting", _p_stop_casting(sink_name), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SinksUpdated:
+    """This is fired whenever the list of available sinks changes. A sink is a
+    device or a software surface that you can cast to.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Cast/#event-sinksUpdated
+    """
+
+    method: ClassVar[str] = "Cast.sinksUpdated"
+    sinks: list[Sink]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class IssueUpdated:
+    """This is fired whenever the outstanding issue/error message changes.
+    |issueMessage| is empty if there is no issue.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Cast/#event-issueUpdated
+    """
+
+    method: ClassVar[str] = "Cast.issueUpdated"
+    issue_message: str
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _Sink_plain = {
@@ -71,31 +163,13 @@ def _u_Sink(o: Sink) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Sink,
-    {
-        "session": None,
-    },
-)
-
-
-def enable(
-    *,
-    presentation_url: str | None = None,
-) -> Command[None]:
-    """Starts observing for sinks that can be used for tab mirroring, and if set,
-    sinks compatible with |presentationUrl| as well. When sinks are found, a
-    |sinksUpdated| event is fired.
-    Also starts observing for issue messages. When an issue is added or removed,
-    an |issueUpdated| event is fired.
-
-    Args:
-        presentation_url: -
-    """
+def _p_enable(
+    presentation_url: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if presentation_url is not None:
         _p["presentationUrl"] = presentation_url
-    return Command("Cast.enable", _p, None)
+    return _p
 
 
 def _c_enable(d: dict[str, Any]) -> Command[None]:
@@ -104,30 +178,16 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def disable() -> Command[None]:
-    """Stops observing for sinks and issues."""
-    _p: dict[str, Any] = {}
-    return Command("Cast.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def set_sink_to_use(
-    *,
+def _p_set_sink_to_use(
     sink_name: str,
-) -> Command[None]:
-    """Sets a sink to be used when the web page requests the browser to choose a
-    sink via Presentation API, Remote Playback API, or Cast SDK.
-
-    Args:
-        sink_name: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "sinkName": sink_name,
     }
-    return Command("Cast.setSinkToUse", _p, None)
 
 
 def _c_set_sink_to_use(d: dict[str, Any]) -> Command[None]:
@@ -136,19 +196,12 @@ def _c_set_sink_to_use(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def start_desktop_mirroring(
-    *,
+def _p_start_desktop_mirroring(
     sink_name: str,
-) -> Command[None]:
-    """Starts mirroring the desktop to the sink.
-
-    Args:
-        sink_name: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "sinkName": sink_name,
     }
-    return Command("Cast.startDesktopMirroring", _p, None)
 
 
 def _c_start_desktop_mirroring(d: dict[str, Any]) -> Command[None]:
@@ -157,19 +210,12 @@ def _c_start_desktop_mirroring(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def start_tab_mirroring(
-    *,
+def _p_start_tab_mirroring(
     sink_name: str,
-) -> Command[None]:
-    """Starts mirroring the tab to the sink.
-
-    Args:
-        sink_name: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "sinkName": sink_name,
     }
-    return Command("Cast.startTabMirroring", _p, None)
 
 
 def _c_start_tab_mirroring(d: dict[str, Any]) -> Command[None]:
@@ -178,38 +224,18 @@ def _c_start_tab_mirroring(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def stop_casting(
-    *,
+def _p_stop_casting(
     sink_name: str,
-) -> Command[None]:
-    """Stops the active Cast session on the sink.
-
-    Args:
-        sink_name: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "sinkName": sink_name,
     }
-    return Command("Cast.stopCasting", _p, None)
 
 
 def _c_stop_casting(d: dict[str, Any]) -> Command[None]:
     return stop_casting(
         sink_name=d["sinkName"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SinksUpdated:
-    """This is fired whenever the list of available sinks changes. A sink is a
-    device or a software surface that you can cast to.
-
-    Attributes:
-        sinks: -
-    """
-
-    method: ClassVar[str] = "Cast.sinksUpdated"
-    sinks: list[Sink]
 
 
 def _s_SinksUpdated(d: dict[str, Any]) -> SinksUpdated:
@@ -224,23 +250,9 @@ def _s_SinksUpdated(d: dict[str, Any]) -> SinksUpdated:
 
 
 def _u_SinksUpdated(o: SinksUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "sinks": [_u_Sink(x0) for x0 in o.sinks],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class IssueUpdated:
-    """This is fired whenever the outstanding issue/error message changes.
-    |issueMessage| is empty if there is no issue.
-
-    Attributes:
-        issue_message: -
-    """
-
-    method: ClassVar[str] = "Cast.issueUpdated"
-    issue_message: str
 
 
 _IssueUpdated_plain = {
@@ -261,24 +273,11 @@ def _s_IssueUpdated(d: dict[str, Any]) -> IssueUpdated:
 
 
 def _u_IssueUpdated(o: IssueUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "issueMessage": o.issue_message,
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Cast.sinksUpdated": _s_SinksUpdated,
-    "Cast.issueUpdated": _s_IssueUpdated,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Cast.enable": _c_enable,
-    "Cast.disable": _c_disable,
-    "Cast.setSinkToUse": _c_set_sink_to_use,
-    "Cast.startDesktopMirroring": _c_start_desktop_mirroring,
-    "Cast.startTabMirroring": _c_start_tab_mirroring,
-    "Cast.stopCasting": _c_stop_casting,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Cast": (True, False),
 }
@@ -287,5 +286,13 @@ register(
         Sink: (_s_Sink, _u_Sink),
         SinksUpdated: (_s_SinksUpdated, _u_SinksUpdated),
         IssueUpdated: (_s_IssueUpdated, _u_IssueUpdated),
-    }
+    },
+    {
+        enable: _c_enable,
+        disable: _c_disable,
+        set_sink_to_use: _c_set_sink_to_use,
+        start_desktop_mirroring: _c_start_desktop_mirroring,
+        start_tab_mirroring: _c_start_tab_mirroring,
+        stop_casting: _c_stop_casting,
+    },
 )

@@ -6,17 +6,11 @@ This domain is deprecated - use Runtime or Log instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
+from cdp._base import Command, register
 
 DOMAIN = "Console"
 EXPERIMENTAL = False
@@ -26,7 +20,7 @@ DEPENDENCIES: tuple[str, ...] = ("Runtime",)
 
 @attrs.frozen(kw_only=True, slots=False)
 class ConsoleMessage:
-    """Console message.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Console/#type-ConsoleMessage
 
     Attributes:
         source: Message source. Values: 'xml', 'javascript', 'network', 'console-api', 'storage', 'appcache', 'rendering', 'security', 'other', 'deprecation', 'worker'.
@@ -43,6 +37,53 @@ class ConsoleMessage:
     url: str | None = None
     line: int | None = None
     column: int | None = None
+
+
+def clear_messages() -> Command[None]:
+    """Does nothing.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Console/#method-clearMessages
+    """
+    return Command("Console.clearMessages", {}, None)
+
+
+def disable() -> Command[None]:
+    """Disables console domain, prevents further console messages from being reported to the client.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Console/#method-disable
+    """
+    return Command("Console.disable", {}, None)
+
+
+def enable() -> Command[None]:
+    """Enables console domain, sends the messages collected so far to the client by means of the
+    `messageAdded` notification.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Console/#method-enable
+    """
+    return Command("Console.enable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class MessageAdded:
+    """Issued when new console message is added.
+
+    Attributes:
+        message: Console message that has been added.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Console/#event-messageAdded
+    """
+
+    method: ClassVar[str] = "Console.messageAdded"
+    message: ConsoleMessage
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _ConsoleMessage_plain = {
@@ -86,57 +127,16 @@ def _u_ConsoleMessage(o: ConsoleMessage) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    ConsoleMessage,
-    {
-        "url": None,
-        "line": None,
-        "column": None,
-    },
-)
-
-
-def clear_messages() -> Command[None]:
-    """Does nothing."""
-    _p: dict[str, Any] = {}
-    return Command("Console.clearMessages", _p, None)
-
-
 def _c_clear_messages(d: dict[str, Any]) -> Command[None]:
     return clear_messages()
-
-
-def disable() -> Command[None]:
-    """Disables console domain, prevents further console messages from being reported to the client."""
-    _p: dict[str, Any] = {}
-    return Command("Console.disable", _p, None)
 
 
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def enable() -> Command[None]:
-    """Enables console domain, sends the messages collected so far to the client by means of the
-    `messageAdded` notification."""
-    _p: dict[str, Any] = {}
-    return Command("Console.enable", _p, None)
-
-
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class MessageAdded:
-    """Issued when new console message is added.
-
-    Attributes:
-        message: Console message that has been added.
-    """
-
-    method: ClassVar[str] = "Console.messageAdded"
-    message: ConsoleMessage
 
 
 def _s_MessageAdded(d: dict[str, Any]) -> MessageAdded:
@@ -151,20 +151,11 @@ def _s_MessageAdded(d: dict[str, Any]) -> MessageAdded:
 
 
 def _u_MessageAdded(o: MessageAdded) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "message": _u_ConsoleMessage(o.message),
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Console.messageAdded": _s_MessageAdded,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Console.clearMessages": _c_clear_messages,
-    "Console.disable": _c_disable,
-    "Console.enable": _c_enable,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Console": (False, True),
 }
@@ -172,5 +163,10 @@ register(
     {
         ConsoleMessage: (_s_ConsoleMessage, _u_ConsoleMessage),
         MessageAdded: (_s_MessageAdded, _u_MessageAdded),
-    }
+    },
+    {
+        clear_messages: _c_clear_messages,
+        disable: _c_disable,
+        enable: _c_enable,
+    },
 )

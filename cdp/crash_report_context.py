@@ -6,19 +6,12 @@ This domain exposes the current state of the CrashReportContext API.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import page as _page
+from cdp._base import Command, register
 
 DOMAIN = "CrashReportContext"
 EXPERIMENTAL = True
@@ -31,14 +24,40 @@ class CrashReportContextEntry:
     """Key-value pair in CrashReportContext.
 
     Attributes:
-        key: -
-        value: -
         frame_id: The ID of the frame where the key-value pair was set.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CrashReportContext/#type-CrashReportContextEntry
     """
 
     key: str
     value: str
-    frame_id: _page.FrameId
+    frame_id: cdp.page.FrameId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetEntriesResult:
+    """Result of :func:`get_entries`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CrashReportContext/#method-getEntries
+    """
+
+    entries: list[CrashReportContextEntry]
+
+
+def get_entries() -> Command[GetEntriesResult]:
+    """Returns all entries in the CrashReportContext across all frames in the page.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CrashReportContext/#method-getEntries
+    """
+    return Command("CrashReportContext.getEntries", {}, GetEntriesResult)
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _CrashReportContextEntry_plain = {
@@ -65,23 +84,11 @@ def _s_CrashReportContextEntry(d: dict[str, Any]) -> CrashReportContextEntry:
 
 
 def _u_CrashReportContextEntry(o: CrashReportContextEntry) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "key": o.key,
         "value": o.value,
         "frameId": o.frame_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetEntriesResult:
-    """Result of :func:`get_entries` (CrashReportContext.getEntries).
-
-    Attributes:
-        entries: -
-    """
-
-    entries: list[CrashReportContextEntry]
 
 
 def _s_GetEntriesResult(d: dict[str, Any]) -> GetEntriesResult:
@@ -96,26 +103,15 @@ def _s_GetEntriesResult(d: dict[str, Any]) -> GetEntriesResult:
 
 
 def _u_GetEntriesResult(o: GetEntriesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "entries": [_u_CrashReportContextEntry(x0) for x0 in o.entries],
     }
-    return d
-
-
-def get_entries() -> Command[GetEntriesResult]:
-    """Returns all entries in the CrashReportContext across all frames in the page."""
-    _p: dict[str, Any] = {}
-    return Command("CrashReportContext.getEntries", _p, _s_GetEntriesResult)
 
 
 def _c_get_entries(d: dict[str, Any]) -> Command[GetEntriesResult]:
     return get_entries()
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "CrashReportContext.getEntries": _c_get_entries,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "CrashReportContext": (True, False),
 }
@@ -123,5 +119,8 @@ register(
     {
         CrashReportContextEntry: (_s_CrashReportContextEntry, _u_CrashReportContextEntry),
         GetEntriesResult: (_s_GetEntriesResult, _u_GetEntriesResult),
-    }
+    },
+    {
+        get_entries: _c_get_entries,
+    },
 )

@@ -11,20 +11,13 @@ subsequently load the required stylesheet contents using the `getStyleSheet[Text
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import dom as _dom
-    from cdp import page as _page
 
 DOMAIN = "CSS"
 EXPERIMENTAL = True
@@ -38,7 +31,10 @@ DEPENDENCIES: tuple[str, ...] = (
 class StyleSheetOrigin(CDPEnum):
     """Stylesheet type: "injected" for stylesheets injected via extension, "user-agent" for user-agent
     stylesheets, "inspector" for stylesheets created by the inspector (i.e. those holding the "via
-    inspector" rules), "regular" for regular stylesheets."""
+    inspector" rules), "regular" for regular stylesheets.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-StyleSheetOrigin
+    """
 
     INJECTED = "injected"
     USER_AGENT = "user-agent"
@@ -54,11 +50,1952 @@ class PseudoElementMatches:
         pseudo_type: Pseudo element type.
         pseudo_identifier: Pseudo element custom ident.
         matches: Matches of CSS rules applicable to the pseudo style.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-PseudoElementMatches
     """
 
-    pseudo_type: _dom.PseudoType
+    pseudo_type: cdp.dom.PseudoType
     pseudo_identifier: str | None = None
     matches: list[RuleMatch]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSAnimationStyle:
+    """CSS style coming from animations with the name of the animation.
+
+    Attributes:
+        name: The name of the animation.
+        style: The style coming from the animation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSAnimationStyle
+    """
+
+    name: str | None = None
+    style: CSSStyle
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class InheritedStyleEntry:
+    """Inherited CSS rule collection from ancestor node.
+
+    Attributes:
+        inline_style: The ancestor node's inline style, if any, in the style inheritance chain.
+        matched_css_rules: Matches of CSS rules matching the ancestor node in the style inheritance chain.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-InheritedStyleEntry
+    """
+
+    inline_style: CSSStyle | None = None
+    matched_css_rules: list[RuleMatch]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class InheritedAnimatedStyleEntry:
+    """Inherited CSS style collection for animated styles from ancestor node.
+
+    Attributes:
+        animation_styles: Styles coming from the animations of the ancestor, if any, in the style inheritance chain.
+        transitions_style: The style coming from the transitions of the ancestor, if any, in the style inheritance chain.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-InheritedAnimatedStyleEntry
+    """
+
+    animation_styles: list[CSSAnimationStyle] | None = None
+    transitions_style: CSSStyle | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class InheritedPseudoElementMatches:
+    """Inherited pseudo element matches from pseudos of an ancestor node.
+
+    Attributes:
+        pseudo_elements: Matches of pseudo styles from the pseudos of an ancestor node.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-InheritedPseudoElementMatches
+    """
+
+    pseudo_elements: list[PseudoElementMatches]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RuleMatch:
+    """Match data for a CSS rule.
+
+    Attributes:
+        rule: CSS rule in the match.
+        matching_selectors: Matching selector indices in the rule's selectorList selectors (0-based).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-RuleMatch
+    """
+
+    rule: CSSRule
+    matching_selectors: list[int]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Value:
+    """Data for a simple selector (these are delimited by commas in a selector list).
+
+    Attributes:
+        text: Value text.
+        range_: Value range in the underlying resource (if available).
+        specificity: Experimental. Specificity of the selector.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-Value
+    """
+
+    text: str
+    range_: SourceRange | None = None
+    specificity: Specificity | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SpecificityComponent:
+    """Experimental. Contribution of an individual simple selector to specificity.
+
+    Attributes:
+        text: The simple selector text that contributes to specificity.
+        a: The a component contribution.
+        b: The b component contribution.
+        c: The c component contribution.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-SpecificityComponent
+    """
+
+    text: str
+    a: int
+    b: int
+    c: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Specificity:
+    """Experimental. Specificity:
+    https://drafts.csswg.org/selectors/#specificity-rules
+
+    Attributes:
+        a: The a component, which represents the number of ID selectors.
+        b: The b component, which represents the number of class selectors, attributes selectors, and pseudo-classes.
+        c: The c component, which represents the number of type selectors and pseudo-elements.
+        components: Experimental. Per-simple-selector contributions used to explain this specificity.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-Specificity
+    """
+
+    a: int
+    b: int
+    c: int
+    components: list[SpecificityComponent] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SelectorList:
+    """Selector list data.
+
+    Attributes:
+        selectors: Selectors in the list.
+        text: Rule selector text.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-SelectorList
+    """
+
+    selectors: list[Value]
+    text: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSStyleSheetHeader:
+    """CSS stylesheet metainformation.
+
+    Attributes:
+        style_sheet_id: The stylesheet identifier.
+        frame_id: Owner frame identifier.
+        source_url: Stylesheet resource URL. Empty if this is a constructed stylesheet created using new CSSStyleSheet() (but non-empty if this is a constructed stylesheet imported as a CSS module script).
+        source_map_url: URL of source map associated with the stylesheet (if any).
+        origin: Stylesheet origin.
+        title: Stylesheet title.
+        owner_node: The backend id for the owner node of the stylesheet.
+        disabled: Denotes whether the stylesheet is disabled.
+        has_source_url: Whether the sourceURL field value comes from the sourceURL comment.
+        is_inline: Whether this stylesheet is created for STYLE tag by parser. This flag is not set for document.written STYLE tags.
+        is_mutable: Whether this stylesheet is mutable. Inline stylesheets become mutable after they have been modified via CSSOM API. `<link>` element's stylesheets become mutable only if DevTools modifies them. Constructed stylesheets (new CSSStyleSheet()) are mutable immediately after creation.
+        is_constructed: True if this stylesheet is created through new CSSStyleSheet() or imported as a CSS module script.
+        start_line: Line offset of the stylesheet within the resource (zero based).
+        start_column: Column offset of the stylesheet within the resource (zero based).
+        length: Size of the content (in characters).
+        end_line: Line offset of the end of the stylesheet within the resource (zero based).
+        end_column: Column offset of the end of the stylesheet within the resource (zero based).
+        loading_failed: Experimental. If the style sheet was loaded from a network resource, this indicates when the resource failed to load
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSStyleSheetHeader
+    """
+
+    style_sheet_id: cdp.dom.StyleSheetId
+    frame_id: cdp.page.FrameId
+    source_url: str
+    source_map_url: str | None = None
+    origin: StyleSheetOrigin
+    title: str
+    owner_node: cdp.dom.BackendNodeId | None = None
+    disabled: bool
+    has_source_url: bool | None = None
+    is_inline: bool
+    is_mutable: bool
+    is_constructed: bool
+    start_line: float
+    start_column: float
+    length: float
+    end_line: float
+    end_column: float
+    loading_failed: bool | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSRule:
+    """CSS rule representation.
+
+    Attributes:
+        style_sheet_id: The css style sheet identifier (absent for user agent stylesheet and user-specified stylesheet rules) this rule came from.
+        selector_list: Rule selector data.
+        nesting_selectors: Experimental. Array of selectors from ancestor style rules, sorted by distance from the current rule.
+        origin: Parent stylesheet's origin.
+        style: Associated style declaration.
+        origin_tree_scope_node_id: Experimental. The BackendNodeId of the DOM node that constitutes the origin tree scope of this rule.
+        media: Media list array (for rules involving media queries). The array enumerates media queries starting with the innermost one, going outwards.
+        container_queries: Experimental. Container query list array (for rules involving container queries). The array enumerates container queries starting with the innermost one, going outwards.
+        supports: Experimental. @supports CSS at-rule array. The array enumerates @supports at-rules starting with the innermost one, going outwards.
+        layers: Experimental. Cascade layer array. Contains the layer hierarchy that this rule belongs to starting with the innermost layer and going outwards.
+        scopes: Experimental. @scope CSS at-rule array. The array enumerates @scope at-rules starting with the innermost one, going outwards.
+        rule_types: Experimental. The array keeps the types of ancestor CSSRules from the innermost going outwards.
+        starting_styles: Experimental. @starting-style CSS at-rule array. The array enumerates @starting-style at-rules starting with the innermost one, going outwards.
+        navigations: Experimental. @navigation CSS at-rule array. The array enumerates @navigation at-rules starting with the innermost one, going outwards.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSRule
+    """
+
+    style_sheet_id: cdp.dom.StyleSheetId | None = None
+    selector_list: SelectorList
+    nesting_selectors: list[str] | None = None
+    origin: StyleSheetOrigin
+    style: CSSStyle
+    origin_tree_scope_node_id: cdp.dom.BackendNodeId | None = None
+    media: list[CSSMedia] | None = None
+    container_queries: list[CSSContainerQuery] | None = None
+    supports: list[CSSSupports] | None = None
+    layers: list[CSSLayer] | None = None
+    scopes: list[CSSScope] | None = None
+    rule_types: list[CSSRuleType] | None = None
+    starting_styles: list[CSSStartingStyle] | None = None
+    navigations: list[CSSNavigation] | None = None
+
+
+class CSSRuleType(CDPEnum):
+    """Experimental. Enum indicating the type of a CSS rule, used to represent the order of a style rule's ancestors.
+    This list only contains rule types that are collected during the ancestor rule collection.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSRuleType
+    """
+
+    MEDIA_RULE = "MediaRule"
+    SUPPORTS_RULE = "SupportsRule"
+    CONTAINER_RULE = "ContainerRule"
+    LAYER_RULE = "LayerRule"
+    SCOPE_RULE = "ScopeRule"
+    STYLE_RULE = "StyleRule"
+    STARTING_STYLE_RULE = "StartingStyleRule"
+    NAVIGATION_RULE = "NavigationRule"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RuleUsage:
+    """CSS coverage information.
+
+    Attributes:
+        style_sheet_id: The css style sheet identifier (absent for user agent stylesheet and user-specified stylesheet rules) this rule came from.
+        start_offset: Offset of the start of the rule (including selector) from the beginning of the stylesheet.
+        end_offset: Offset of the end of the rule body from the beginning of the stylesheet.
+        used: Indicates whether the rule was actually used by some element in the page.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-RuleUsage
+    """
+
+    style_sheet_id: cdp.dom.StyleSheetId
+    start_offset: float
+    end_offset: float
+    used: bool
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SourceRange:
+    """Text range within a resource. All numbers are zero-based.
+
+    Attributes:
+        start_line: Start line of range.
+        start_column: Start column of range (inclusive).
+        end_line: End line of range
+        end_column: End column of range (exclusive).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-SourceRange
+    """
+
+    start_line: int
+    start_column: int
+    end_line: int
+    end_column: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ShorthandEntry:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-ShorthandEntry
+
+    Attributes:
+        name: Shorthand name.
+        value: Shorthand value.
+        important: Whether the property has "!important" annotation (implies `false` if absent).
+    """
+
+    name: str
+    value: str
+    important: bool | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSComputedStyleProperty:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSComputedStyleProperty
+
+    Attributes:
+        name: Computed style property name.
+        value: Computed style property value.
+    """
+
+    name: str
+    value: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ComputedStyleExtraFields:
+    """Experimental.
+
+    Attributes:
+        is_appearance_base: Returns whether or not this node is being rendered with base appearance, which happens when it has its appearance property set to base/base-select or it is in the subtree of an element being rendered with base appearance.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-ComputedStyleExtraFields
+    """
+
+    is_appearance_base: bool
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSStyle:
+    """CSS style representation.
+
+    Attributes:
+        style_sheet_id: The css style sheet identifier (absent for user agent stylesheet and user-specified stylesheet rules) this rule came from.
+        css_properties: CSS properties in the style.
+        shorthand_entries: Computed values for all shorthands found in the style.
+        css_text: Style declaration text (if available).
+        range_: Style declaration range in the enclosing stylesheet (if available).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSStyle
+    """
+
+    style_sheet_id: cdp.dom.StyleSheetId | None = None
+    css_properties: list[CSSProperty]
+    shorthand_entries: list[ShorthandEntry]
+    css_text: str | None = None
+    range_: SourceRange | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSProperty:
+    """CSS property declaration data.
+
+    Attributes:
+        name: The property name.
+        value: The property value.
+        important: Whether the property has "!important" annotation (implies `false` if absent).
+        implicit: Whether the property is implicit (implies `false` if absent).
+        text: The full property text as specified in the style.
+        parsed_ok: Whether the property is understood by the browser (implies `true` if absent).
+        disabled: Whether the property is disabled by the user (present for source-based properties only).
+        range_: The entire property range in the enclosing style declaration (if available).
+        longhand_properties: Experimental. Parsed longhand components of this property if it is a shorthand. This field will be empty if the given property is not a shorthand.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSProperty
+    """
+
+    name: str
+    value: str
+    important: bool | None = None
+    implicit: bool | None = None
+    text: str | None = None
+    parsed_ok: bool | None = None
+    disabled: bool | None = None
+    range_: SourceRange | None = None
+    longhand_properties: list[CSSProperty] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSMedia:
+    """CSS media rule descriptor.
+
+    Attributes:
+        text: Media query text.
+        source: Source of the media query: "mediaRule" if specified by a @media rule, "importRule" if specified by an @import rule, "linkedSheet" if specified by a "media" attribute in a linked stylesheet's LINK tag, "inlineSheet" if specified by a "media" attribute in an inline stylesheet's STYLE tag. Values: 'mediaRule', 'importRule', 'linkedSheet', 'inlineSheet'.
+        source_url: URL of the document containing the media query description.
+        range_: The associated rule (@media or @import) header range in the enclosing stylesheet (if available).
+        style_sheet_id: Identifier of the stylesheet containing this object (if exists).
+        media_list: Array of media queries.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSMedia
+    """
+
+    text: str
+    source: str
+    source_url: str | None = None
+    range_: SourceRange | None = None
+    style_sheet_id: cdp.dom.StyleSheetId | None = None
+    media_list: list[MediaQuery] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class MediaQuery:
+    """Media query descriptor.
+
+    Attributes:
+        expressions: Array of media query expressions.
+        active: Whether the media query condition is satisfied.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-MediaQuery
+    """
+
+    expressions: list[MediaQueryExpression]
+    active: bool
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class MediaQueryExpression:
+    """Media query expression descriptor.
+
+    Attributes:
+        value: Media query expression value.
+        unit: Media query expression units.
+        feature: Media query expression feature.
+        value_range: The associated range of the value text in the enclosing stylesheet (if available).
+        computed_length: Computed length of media query expression (if applicable).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-MediaQueryExpression
+    """
+
+    value: float
+    unit: str
+    feature: str
+    value_range: SourceRange | None = None
+    computed_length: float | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSContainerQuery:
+    """Experimental. CSS container query rule descriptor.
+
+    Attributes:
+        text: Deprecated. Container query text. Contains the query part without the container name for a single query. Deprecated in favor of conditionText which contains the full prelude after @container.
+        range_: The associated rule header range in the enclosing stylesheet (if available).
+        style_sheet_id: Identifier of the stylesheet containing this object (if exists).
+        name: Optional name for the container.
+        physical_axes: Optional physical axes queried for the container.
+        logical_axes: Optional logical axes queried for the container.
+        queries_scroll_state: true if the query contains scroll-state() queries.
+        queries_anchored: true if the query contains anchored() queries.
+        condition_text: CSSContainerRule.conditionText
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSContainerQuery
+    """
+
+    text: str
+    range_: SourceRange | None = None
+    style_sheet_id: cdp.dom.StyleSheetId | None = None
+    name: str | None = None
+    physical_axes: cdp.dom.PhysicalAxes | None = None
+    logical_axes: cdp.dom.LogicalAxes | None = None
+    queries_scroll_state: bool | None = None
+    queries_anchored: bool | None = None
+    condition_text: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSSupports:
+    """Experimental. CSS Supports at-rule descriptor.
+
+    Attributes:
+        text: Supports rule text.
+        active: Whether the supports condition is satisfied.
+        range_: The associated rule header range in the enclosing stylesheet (if available).
+        style_sheet_id: Identifier of the stylesheet containing this object (if exists).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSSupports
+    """
+
+    text: str
+    active: bool
+    range_: SourceRange | None = None
+    style_sheet_id: cdp.dom.StyleSheetId | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSNavigation:
+    """Experimental. CSS Navigation at-rule descriptor.
+
+    Attributes:
+        text: Navigation rule text.
+        active: Whether the navigation condition is satisfied.
+        range_: The associated rule header range in the enclosing stylesheet (if available).
+        style_sheet_id: Identifier of the stylesheet containing this object (if exists).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSNavigation
+    """
+
+    text: str
+    active: bool | None = None
+    range_: SourceRange | None = None
+    style_sheet_id: cdp.dom.StyleSheetId | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSScope:
+    """Experimental. CSS Scope at-rule descriptor.
+
+    Attributes:
+        text: Scope rule text.
+        range_: The associated rule header range in the enclosing stylesheet (if available).
+        style_sheet_id: Identifier of the stylesheet containing this object (if exists).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSScope
+    """
+
+    text: str
+    range_: SourceRange | None = None
+    style_sheet_id: cdp.dom.StyleSheetId | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSLayer:
+    """Experimental. CSS Layer at-rule descriptor.
+
+    Attributes:
+        text: Layer name.
+        range_: The associated rule header range in the enclosing stylesheet (if available).
+        style_sheet_id: Identifier of the stylesheet containing this object (if exists).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSLayer
+    """
+
+    text: str
+    range_: SourceRange | None = None
+    style_sheet_id: cdp.dom.StyleSheetId | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSStartingStyle:
+    """Experimental. CSS Starting Style at-rule descriptor.
+
+    Attributes:
+        range_: The associated rule header range in the enclosing stylesheet (if available).
+        style_sheet_id: Identifier of the stylesheet containing this object (if exists).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSStartingStyle
+    """
+
+    range_: SourceRange | None = None
+    style_sheet_id: cdp.dom.StyleSheetId | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSLayerData:
+    """Experimental.
+
+    Attributes:
+        name: Layer name.
+        sub_layers: Direct sub-layers
+        order: Layer order. The order determines the order of the layer in the cascade order. A higher number has higher priority in the cascade order.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSLayerData
+    """
+
+    name: str
+    sub_layers: list[CSSLayerData] | None = None
+    order: float
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PlatformFontUsage:
+    """Information about amount of glyphs that were rendered with given font.
+
+    Attributes:
+        family_name: Font's family name reported by platform.
+        post_script_name: Font's PostScript name reported by platform.
+        is_custom_font: Indicates if the font was downloaded or resolved locally.
+        glyph_count: Amount of glyphs that were rendered with this font.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-PlatformFontUsage
+    """
+
+    family_name: str
+    post_script_name: str
+    is_custom_font: bool
+    glyph_count: float
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FontVariationAxis:
+    """Information about font variation axes for variable fonts
+
+    Attributes:
+        tag: The font-variation-setting tag (a.k.a. "axis tag").
+        name: Human-readable variation name in the default language (normally, "en").
+        min_value: The minimum value (inclusive) the font supports for this tag.
+        max_value: The maximum value (inclusive) the font supports for this tag.
+        default_value: The default value.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-FontVariationAxis
+    """
+
+    tag: str
+    name: str
+    min_value: float
+    max_value: float
+    default_value: float
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FontFace:
+    """Properties of a web font: https://www.w3.org/TR/2008/REC-CSS2-20080411/fonts.html#font-descriptions
+    and additional information such as platformFontFamily and fontVariationAxes.
+
+    Attributes:
+        font_family: The font-family.
+        font_style: The font-style.
+        font_variant: The font-variant.
+        font_weight: The font-weight.
+        font_stretch: The font-stretch.
+        font_display: The font-display.
+        unicode_range: The unicode-range.
+        src: The src.
+        platform_font_family: The resolved platform font family
+        font_variation_axes: Available variation settings (a.k.a. "axes").
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-FontFace
+    """
+
+    font_family: str
+    font_style: str
+    font_variant: str
+    font_weight: str
+    font_stretch: str
+    font_display: str
+    unicode_range: str
+    src: str
+    platform_font_family: str
+    font_variation_axes: list[FontVariationAxis] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSTryRule:
+    """CSS try rule representation.
+
+    Attributes:
+        style_sheet_id: The css style sheet identifier (absent for user agent stylesheet and user-specified stylesheet rules) this rule came from.
+        origin: Parent stylesheet's origin.
+        style: Associated style declaration.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSTryRule
+    """
+
+    style_sheet_id: cdp.dom.StyleSheetId | None = None
+    origin: StyleSheetOrigin
+    style: CSSStyle
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSPositionTryRule:
+    """CSS @position-try rule representation.
+
+    Attributes:
+        name: The prelude dashed-ident name
+        style_sheet_id: The css style sheet identifier (absent for user agent stylesheet and user-specified stylesheet rules) this rule came from.
+        origin: Parent stylesheet's origin.
+        style: Associated style declaration.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSPositionTryRule
+    """
+
+    name: Value
+    style_sheet_id: cdp.dom.StyleSheetId | None = None
+    origin: StyleSheetOrigin
+    style: CSSStyle
+    active: bool
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSKeyframesRule:
+    """CSS keyframes rule representation.
+
+    Attributes:
+        keyframes: List of keyframes.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSKeyframesRule
+    """
+
+    animation_name: Value
+    keyframes: list[CSSKeyframeRule]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSPropertyRegistration:
+    """Representation of a custom property registration through CSS.registerProperty
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSPropertyRegistration
+    """
+
+    property_name: str
+    initial_value: Value | None = None
+    inherits: bool
+    syntax: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSAtRule:
+    """CSS generic @rule representation.
+
+    Attributes:
+        type_: Type of at-rule. Values: 'font-face', 'font-feature-values', 'font-palette-values', 'counter-style'.
+        subsection: Subsection of font-feature-values, if this is a subsection. Values: 'swash', 'annotation', 'ornaments', 'stylistic', 'styleset', 'character-variant'.
+        name: LINT.ThenChange(//third_party/blink/renderer/core/inspector/inspector_style_sheet.cc:FontVariantAlternatesFeatureType,//third_party/blink/renderer/core/inspector/inspector_css_agent.cc:FontVariantAlternatesFeatureType) Associated name, if applicable.
+        style_sheet_id: The css style sheet identifier (absent for user agent stylesheet and user-specified stylesheet rules) this rule came from.
+        origin: Parent stylesheet's origin.
+        style: Associated style declaration.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSAtRule
+    """
+
+    type_: str
+    subsection: str | None = None
+    name: Value | None = None
+    style_sheet_id: cdp.dom.StyleSheetId | None = None
+    origin: StyleSheetOrigin
+    style: CSSStyle
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSPropertyRule:
+    """CSS property at-rule representation.
+
+    Attributes:
+        style_sheet_id: The css style sheet identifier (absent for user agent stylesheet and user-specified stylesheet rules) this rule came from.
+        origin: Parent stylesheet's origin.
+        property_name: Associated property name.
+        style: Associated style declaration.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSPropertyRule
+    """
+
+    style_sheet_id: cdp.dom.StyleSheetId | None = None
+    origin: StyleSheetOrigin
+    property_name: Value
+    style: CSSStyle
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSFunctionParameter:
+    """CSS function argument representation.
+
+    Attributes:
+        name: The parameter name.
+        type_: The parameter type.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSFunctionParameter
+    """
+
+    name: str
+    type_: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSFunctionConditionNode:
+    """CSS function conditional block representation.
+
+    Attributes:
+        media: Media query for this conditional block. Only one type of condition should be set.
+        container_queries: Container query for this conditional block. Only one type of condition should be set.
+        supports: @supports CSS at-rule condition. Only one type of condition should be set.
+        navigation: @navigation condition. Only one type of condition should be set.
+        children: Block body.
+        condition_text: The condition text.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSFunctionConditionNode
+    """
+
+    media: CSSMedia | None = None
+    container_queries: CSSContainerQuery | None = None
+    supports: CSSSupports | None = None
+    navigation: CSSNavigation | None = None
+    children: list[CSSFunctionNode]
+    condition_text: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSFunctionNode:
+    """Section of the body of a CSS function rule.
+
+    Attributes:
+        condition: A conditional block. If set, style should not be set.
+        style: Values set by this node. If set, condition should not be set.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSFunctionNode
+    """
+
+    condition: CSSFunctionConditionNode | None = None
+    style: CSSStyle | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSFunctionRule:
+    """CSS function at-rule representation.
+
+    Attributes:
+        name: Name of the function.
+        style_sheet_id: The css style sheet identifier (absent for user agent stylesheet and user-specified stylesheet rules) this rule came from.
+        origin: Parent stylesheet's origin.
+        parameters: List of parameters.
+        children: Function body.
+        origin_tree_scope_node_id: Experimental. The BackendNodeId of the DOM node that constitutes the origin tree scope of this rule.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSFunctionRule
+    """
+
+    name: Value
+    style_sheet_id: cdp.dom.StyleSheetId | None = None
+    origin: StyleSheetOrigin
+    parameters: list[CSSFunctionParameter]
+    children: list[CSSFunctionNode]
+    origin_tree_scope_node_id: cdp.dom.BackendNodeId | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSKeyframeRule:
+    """CSS keyframe rule representation.
+
+    Attributes:
+        style_sheet_id: The css style sheet identifier (absent for user agent stylesheet and user-specified stylesheet rules) this rule came from.
+        origin: Parent stylesheet's origin.
+        key_text: Associated key text.
+        style: Associated style declaration.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-CSSKeyframeRule
+    """
+
+    style_sheet_id: cdp.dom.StyleSheetId | None = None
+    origin: StyleSheetOrigin
+    key_text: Value
+    style: CSSStyle
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StyleDeclarationEdit:
+    """A descriptor of operation to mutate style declaration text.
+
+    Attributes:
+        style_sheet_id: The css style sheet identifier.
+        range_: The range of the style text in the enclosing stylesheet.
+        text: New style text.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#type-StyleDeclarationEdit
+    """
+
+    style_sheet_id: cdp.dom.StyleSheetId
+    range_: SourceRange
+    text: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AddRuleResult:
+    """Result of :func:`add_rule`.
+
+    Attributes:
+        rule: The newly created rule.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-addRule
+    """
+
+    rule: CSSRule
+
+
+def add_rule(
+    *,
+    style_sheet_id: cdp.dom.StyleSheetId,
+    rule_text: str,
+    location: SourceRange,
+    node_for_property_syntax_validation: cdp.dom.NodeId | None = None,
+) -> Command[AddRuleResult]:
+    """Inserts a new rule with the given `ruleText` in a stylesheet with given `styleSheetId`, at the
+    position specified by `location`.
+
+    Args:
+        style_sheet_id: The css style sheet identifier where a new rule should be inserted.
+        rule_text: The text of a new rule.
+        location: Text position of a new rule in the target style sheet.
+        node_for_property_syntax_validation: Experimental. NodeId for the DOM node in whose context custom property declarations for registered properties should be validated. If omitted, declarations in the new rule text can only be validated statically, which may produce incorrect results if the declaration contains a var() for example.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-addRule
+    """
+    return Command(
+        "CSS.addRule",
+        _p_add_rule(style_sheet_id, rule_text, location, node_for_property_syntax_validation),
+        AddRuleResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CollectClassNamesResult:
+    """Result of :func:`collect_class_names`.
+
+    Attributes:
+        class_names: Class name list.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-collectClassNames
+    """
+
+    class_names: list[str]
+
+
+def collect_class_names(
+    *,
+    style_sheet_id: cdp.dom.StyleSheetId,
+) -> Command[CollectClassNamesResult]:
+    """Returns all class names from specified stylesheet.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-collectClassNames
+    """
+    return Command("CSS.collectClassNames", _p_collect_class_names(style_sheet_id), CollectClassNamesResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CreateStyleSheetResult:
+    """Result of :func:`create_style_sheet`.
+
+    Attributes:
+        style_sheet_id: Identifier of the created "via-inspector" stylesheet.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-createStyleSheet
+    """
+
+    style_sheet_id: cdp.dom.StyleSheetId
+
+
+def create_style_sheet(
+    *,
+    frame_id: cdp.page.FrameId,
+    force: bool | None = None,
+) -> Command[CreateStyleSheetResult]:
+    """Creates a new special "via-inspector" stylesheet in the frame with given `frameId`.
+
+    Args:
+        frame_id: Identifier of the frame where "via-inspector" stylesheet should be created.
+        force: If true, creates a new stylesheet for every call. If false, returns a stylesheet previously created by a call with force=false for the frame's document if it exists or creates a new stylesheet (default: false).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-createStyleSheet
+    """
+    return Command("CSS.createStyleSheet", _p_create_style_sheet(frame_id, force), CreateStyleSheetResult)
+
+
+def disable() -> Command[None]:
+    """Disables the CSS agent for the given page.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-disable
+    """
+    return Command("CSS.disable", {}, None)
+
+
+def enable() -> Command[None]:
+    """Enables the CSS agent for the given page. Clients should not assume that the CSS agent has been
+    enabled until the result of this command is received.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-enable
+    """
+    return Command("CSS.enable", {}, None)
+
+
+def force_pseudo_state(
+    *,
+    node_id: cdp.dom.NodeId,
+    forced_pseudo_classes: list[str],
+) -> Command[None]:
+    """Ensures that the given node will have specified pseudo-classes whenever its style is computed by
+    the browser.
+
+    Args:
+        node_id: The element id for which to force the pseudo state.
+        forced_pseudo_classes: Element pseudo classes to force when computing the element's style.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-forcePseudoState
+    """
+    return Command("CSS.forcePseudoState", _p_force_pseudo_state(node_id, forced_pseudo_classes), None)
+
+
+def force_starting_style(
+    *,
+    node_id: cdp.dom.NodeId,
+    forced: bool,
+) -> Command[None]:
+    """Ensures that the given node is in its starting-style state.
+
+    Args:
+        node_id: The element id for which to force the starting-style state.
+        forced: Boolean indicating if this is on or off.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-forceStartingStyle
+    """
+    return Command("CSS.forceStartingStyle", _p_force_starting_style(node_id, forced), None)
+
+
+def force_position_try_option(
+    *,
+    node_id: cdp.dom.NodeId,
+    index: int | None = None,
+) -> Command[None]:
+    """Forces a position-try option for the given node.
+
+    Args:
+        node_id: The element id for which to force the position-try option.
+        index: The 1-based index of the position-try fallback option, 0 for base position (no fallback), or omitted to clear the forced state.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-forcePositionTryOption
+    """
+    return Command("CSS.forcePositionTryOption", _p_force_position_try_option(node_id, index), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetBackgroundColorsResult:
+    """Result of :func:`get_background_colors`.
+
+    Attributes:
+        background_colors: The range of background colors behind this element, if it contains any visible text. If no visible text is present, this will be undefined. In the case of a flat background color, this will consist of simply that color. In the case of a gradient, this will consist of each of the color stops. For anything more complicated, this will be an empty array. Images will be ignored (as if the image had failed to load).
+        computed_font_size: The computed font size for this node, as a CSS computed value string (e.g. '12px').
+        computed_font_weight: The computed font weight for this node, as a CSS computed value string (e.g. 'normal' or '100').
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getBackgroundColors
+    """
+
+    background_colors: list[str] | None = None
+    computed_font_size: str | None = None
+    computed_font_weight: str | None = None
+
+
+def get_background_colors(
+    *,
+    node_id: cdp.dom.NodeId,
+) -> Command[GetBackgroundColorsResult]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getBackgroundColors
+
+    Args:
+        node_id: Id of the node to get background colors for.
+    """
+    return Command("CSS.getBackgroundColors", _p_get_background_colors(node_id), GetBackgroundColorsResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetComputedStyleForNodeResult:
+    """Result of :func:`get_computed_style_for_node`.
+
+    Attributes:
+        computed_style: Computed style for the specified DOM node.
+        extra_fields: Experimental. A list of non-standard "extra fields" which blink stores alongside each computed style.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getComputedStyleForNode
+    """
+
+    computed_style: list[CSSComputedStyleProperty]
+    extra_fields: ComputedStyleExtraFields
+
+
+def get_computed_style_for_node(
+    *,
+    node_id: cdp.dom.NodeId,
+) -> Command[GetComputedStyleForNodeResult]:
+    """Returns the computed style for a DOM node identified by `nodeId`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getComputedStyleForNode
+    """
+    return Command(
+        "CSS.getComputedStyleForNode", _p_get_computed_style_for_node(node_id), GetComputedStyleForNodeResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ResolveValuesResult:
+    """Result of :func:`resolve_values`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-resolveValues
+    """
+
+    results: list[str]
+
+
+def resolve_values(
+    *,
+    values: list[str],
+    node_id: cdp.dom.NodeId,
+    property_name: str | None = None,
+    pseudo_type: cdp.dom.PseudoType | None = None,
+    pseudo_identifier: str | None = None,
+) -> Command[ResolveValuesResult]:
+    """Experimental. Resolve the specified values in the context of the provided element.
+    For example, a value of '1em' is evaluated according to the computed
+    'font-size' of the element and a value 'calc(1px + 2px)' will be
+    resolved to '3px'.
+    If the `propertyName` was specified the `values` are resolved as if
+    they were property's declaration. If a value cannot be parsed according
+    to the provided property syntax, the value is parsed using combined
+    syntax as if null `propertyName` was provided. If the value cannot be
+    resolved even then, return the provided value without any changes.
+    Note: this function currently does not resolve CSS random() function,
+    it returns unmodified random() function parts.`
+
+    Args:
+        values: Cascade-dependent keywords (revert/revert-layer) do not work.
+        node_id: Id of the node in whose context the expression is evaluated
+        property_name: Only longhands and custom property names are accepted.
+        pseudo_type: Pseudo element type, only works for pseudo elements that generate elements in the tree, such as ::before and ::after.
+        pseudo_identifier: Pseudo element custom ident.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-resolveValues
+    """
+    return Command(
+        "CSS.resolveValues",
+        _p_resolve_values(values, node_id, property_name, pseudo_type, pseudo_identifier),
+        ResolveValuesResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetLonghandPropertiesResult:
+    """Result of :func:`get_longhand_properties`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getLonghandProperties
+    """
+
+    longhand_properties: list[CSSProperty]
+
+
+def get_longhand_properties(
+    *,
+    shorthand_name: str,
+    value: str,
+) -> Command[GetLonghandPropertiesResult]:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getLonghandProperties
+    """
+    return Command(
+        "CSS.getLonghandProperties",
+        _p_get_longhand_properties(shorthand_name, value),
+        GetLonghandPropertiesResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetInlineStylesForNodeResult:
+    """Result of :func:`get_inline_styles_for_node`.
+
+    Attributes:
+        inline_style: Inline style for the specified DOM node.
+        attributes_style: Attribute-defined element style (e.g. resulting from "width=20 height=100%").
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getInlineStylesForNode
+    """
+
+    inline_style: CSSStyle | None = None
+    attributes_style: CSSStyle | None = None
+
+
+def get_inline_styles_for_node(
+    *,
+    node_id: cdp.dom.NodeId,
+) -> Command[GetInlineStylesForNodeResult]:
+    """Returns the styles defined inline (explicitly in the "style" attribute and implicitly, using DOM
+    attributes) for a DOM node identified by `nodeId`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getInlineStylesForNode
+    """
+    return Command(
+        "CSS.getInlineStylesForNode", _p_get_inline_styles_for_node(node_id), GetInlineStylesForNodeResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetAnimatedStylesForNodeResult:
+    """Result of :func:`get_animated_styles_for_node`.
+
+    Attributes:
+        animation_styles: Styles coming from animations.
+        transitions_style: Style coming from transitions.
+        inherited: Inherited style entries for animationsStyle and transitionsStyle from the inheritance chain of the element.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getAnimatedStylesForNode
+    """
+
+    animation_styles: list[CSSAnimationStyle] | None = None
+    transitions_style: CSSStyle | None = None
+    inherited: list[InheritedAnimatedStyleEntry] | None = None
+
+
+def get_animated_styles_for_node(
+    *,
+    node_id: cdp.dom.NodeId,
+) -> Command[GetAnimatedStylesForNodeResult]:
+    """Experimental. Returns the styles coming from animations & transitions
+    including the animation & transition styles coming from inheritance chain.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getAnimatedStylesForNode
+    """
+    return Command(
+        "CSS.getAnimatedStylesForNode",
+        _p_get_animated_styles_for_node(node_id),
+        GetAnimatedStylesForNodeResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetMatchedStylesForNodeResult:
+    """Result of :func:`get_matched_styles_for_node`.
+
+    Attributes:
+        inline_style: Inline style for the specified DOM node.
+        attributes_style: Attribute-defined element style (e.g. resulting from "width=20 height=100%").
+        matched_css_rules: CSS rules matching this node, from all applicable stylesheets.
+        pseudo_elements: Pseudo style matches for this node.
+        inherited: A chain of inherited styles (from the immediate node parent up to the DOM tree root).
+        inherited_pseudo_elements: A chain of inherited pseudo element styles (from the immediate node parent up to the DOM tree root).
+        css_keyframes_rules: A list of CSS keyframed animations matching this node.
+        css_position_try_rules: A list of CSS @position-try rules matching this node, based on the position-try-fallbacks property.
+        active_position_fallback_index: Index of the active fallback in the applied position-try-fallback property, will not be set if there is no active position-try fallback.
+        css_property_rules: A list of CSS at-property rules matching this node.
+        css_property_registrations: A list of CSS property registrations matching this node.
+        css_at_rules: A list of simple @rules matching this node or its pseudo-elements.
+        parent_layout_node_id: Experimental. Id of the first parent element that does not have display: contents.
+        css_function_rules: Experimental. A list of CSS at-function rules referenced by styles of this node.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getMatchedStylesForNode
+    """
+
+    inline_style: CSSStyle | None = None
+    attributes_style: CSSStyle | None = None
+    matched_css_rules: list[RuleMatch] | None = None
+    pseudo_elements: list[PseudoElementMatches] | None = None
+    inherited: list[InheritedStyleEntry] | None = None
+    inherited_pseudo_elements: list[InheritedPseudoElementMatches] | None = None
+    css_keyframes_rules: list[CSSKeyframesRule] | None = None
+    css_position_try_rules: list[CSSPositionTryRule] | None = None
+    active_position_fallback_index: int | None = None
+    css_property_rules: list[CSSPropertyRule] | None = None
+    css_property_registrations: list[CSSPropertyRegistration] | None = None
+    css_at_rules: list[CSSAtRule] | None = None
+    parent_layout_node_id: cdp.dom.NodeId | None = None
+    css_function_rules: list[CSSFunctionRule] | None = None
+
+
+def get_matched_styles_for_node(
+    *,
+    node_id: cdp.dom.NodeId,
+) -> Command[GetMatchedStylesForNodeResult]:
+    """Returns requested styles for a DOM node identified by `nodeId`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getMatchedStylesForNode
+    """
+    return Command(
+        "CSS.getMatchedStylesForNode", _p_get_matched_styles_for_node(node_id), GetMatchedStylesForNodeResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetEnvironmentVariablesResult:
+    """Result of :func:`get_environment_variables`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getEnvironmentVariables
+    """
+
+    environment_variables: dict[str, Any]
+
+
+def get_environment_variables() -> Command[GetEnvironmentVariablesResult]:
+    """Experimental. Returns the values of the default UA-defined environment variables used in env()
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getEnvironmentVariables
+    """
+    return Command("CSS.getEnvironmentVariables", {}, GetEnvironmentVariablesResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetMediaQueriesResult:
+    """Result of :func:`get_media_queries`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getMediaQueries
+    """
+
+    medias: list[CSSMedia]
+
+
+def get_media_queries() -> Command[GetMediaQueriesResult]:
+    """Returns all media queries parsed by the rendering engine.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getMediaQueries
+    """
+    return Command("CSS.getMediaQueries", {}, GetMediaQueriesResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetPlatformFontsForNodeResult:
+    """Result of :func:`get_platform_fonts_for_node`.
+
+    Attributes:
+        fonts: Usage statistics for every employed platform font.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getPlatformFontsForNode
+    """
+
+    fonts: list[PlatformFontUsage]
+
+
+def get_platform_fonts_for_node(
+    *,
+    node_id: cdp.dom.NodeId,
+) -> Command[GetPlatformFontsForNodeResult]:
+    """Requests information about platform fonts which we used to render child TextNodes in the given
+    node.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getPlatformFontsForNode
+    """
+    return Command(
+        "CSS.getPlatformFontsForNode", _p_get_platform_fonts_for_node(node_id), GetPlatformFontsForNodeResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetStyleSheetTextResult:
+    """Result of :func:`get_style_sheet_text`.
+
+    Attributes:
+        text: The stylesheet text.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getStyleSheetText
+    """
+
+    text: str
+
+
+def get_style_sheet_text(
+    *,
+    style_sheet_id: cdp.dom.StyleSheetId,
+) -> Command[GetStyleSheetTextResult]:
+    """Returns the current textual content for a stylesheet.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getStyleSheetText
+    """
+    return Command("CSS.getStyleSheetText", _p_get_style_sheet_text(style_sheet_id), GetStyleSheetTextResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetLayersForNodeResult:
+    """Result of :func:`get_layers_for_node`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getLayersForNode
+    """
+
+    root_layer: CSSLayerData
+
+
+def get_layers_for_node(
+    *,
+    node_id: cdp.dom.NodeId,
+) -> Command[GetLayersForNodeResult]:
+    """Experimental. Returns all layers parsed by the rendering engine for the tree scope of a node.
+    Given a DOM element identified by nodeId, getLayersForNode returns the root
+    layer for the nearest ancestor document or shadow root. The layer root contains
+    the full layer tree for the tree scope and their ordering.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getLayersForNode
+    """
+    return Command("CSS.getLayersForNode", _p_get_layers_for_node(node_id), GetLayersForNodeResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetLocationForSelectorResult:
+    """Result of :func:`get_location_for_selector`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getLocationForSelector
+    """
+
+    ranges: list[SourceRange]
+
+
+def get_location_for_selector(
+    *,
+    style_sheet_id: cdp.dom.StyleSheetId,
+    selector_text: str,
+) -> Command[GetLocationForSelectorResult]:
+    """Experimental. Given a CSS selector text and a style sheet ID, getLocationForSelector
+    returns an array of locations of the CSS selector in the style sheet.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-getLocationForSelector
+    """
+    return Command(
+        "CSS.getLocationForSelector",
+        _p_get_location_for_selector(style_sheet_id, selector_text),
+        GetLocationForSelectorResult,
+    )
+
+
+def track_computed_style_updates_for_node(
+    *,
+    node_id: cdp.dom.NodeId | None = None,
+) -> Command[None]:
+    """Experimental. Starts tracking the given node for the computed style updates
+    and whenever the computed style is updated for node, it queues
+    a `computedStyleUpdated` event with throttling.
+    There can only be 1 node tracked for computed style updates
+    so passing a new node id removes tracking from the previous node.
+    Pass `undefined` to disable tracking.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-trackComputedStyleUpdatesForNode
+    """
+    return Command(
+        "CSS.trackComputedStyleUpdatesForNode", _p_track_computed_style_updates_for_node(node_id), None
+    )
+
+
+def track_computed_style_updates(
+    *,
+    properties_to_track: list[CSSComputedStyleProperty],
+) -> Command[None]:
+    """Experimental. Starts tracking the given computed styles for updates. The specified array of properties
+    replaces the one previously specified. Pass empty array to disable tracking.
+    Use takeComputedStyleUpdates to retrieve the list of nodes that had properties modified.
+    The changes to computed style properties are only tracked for nodes pushed to the front-end
+    by the DOM agent. If no changes to the tracked properties occur after the node has been pushed
+    to the front-end, no updates will be issued for the node.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-trackComputedStyleUpdates
+    """
+    return Command(
+        "CSS.trackComputedStyleUpdates", _p_track_computed_style_updates(properties_to_track), None
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TakeComputedStyleUpdatesResult:
+    """Result of :func:`take_computed_style_updates`.
+
+    Attributes:
+        node_ids: The list of node Ids that have their tracked computed styles updated.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-takeComputedStyleUpdates
+    """
+
+    node_ids: list[cdp.dom.NodeId]
+
+
+def take_computed_style_updates() -> Command[TakeComputedStyleUpdatesResult]:
+    """Experimental. Polls the next batch of computed style updates.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-takeComputedStyleUpdates
+    """
+    return Command("CSS.takeComputedStyleUpdates", {}, TakeComputedStyleUpdatesResult)
+
+
+def set_effective_property_value_for_node(
+    *,
+    node_id: cdp.dom.NodeId,
+    property_name: str,
+    value: str,
+) -> Command[None]:
+    """Find a rule with the given active property for the given node and set the new value for this
+    property
+
+    Args:
+        node_id: The element id for which to set property.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setEffectivePropertyValueForNode
+    """
+    return Command(
+        "CSS.setEffectivePropertyValueForNode",
+        _p_set_effective_property_value_for_node(node_id, property_name, value),
+        None,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetPropertyRulePropertyNameResult:
+    """Result of :func:`set_property_rule_property_name`.
+
+    Attributes:
+        property_name: The resulting key text after modification.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setPropertyRulePropertyName
+    """
+
+    property_name: Value
+
+
+def set_property_rule_property_name(
+    *,
+    style_sheet_id: cdp.dom.StyleSheetId,
+    range_: SourceRange,
+    property_name: str,
+) -> Command[SetPropertyRulePropertyNameResult]:
+    """Modifies the property rule property name.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setPropertyRulePropertyName
+    """
+    return Command(
+        "CSS.setPropertyRulePropertyName",
+        _p_set_property_rule_property_name(style_sheet_id, range_, property_name),
+        SetPropertyRulePropertyNameResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetKeyframeKeyResult:
+    """Result of :func:`set_keyframe_key`.
+
+    Attributes:
+        key_text: The resulting key text after modification.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setKeyframeKey
+    """
+
+    key_text: Value
+
+
+def set_keyframe_key(
+    *,
+    style_sheet_id: cdp.dom.StyleSheetId,
+    range_: SourceRange,
+    key_text: str,
+) -> Command[SetKeyframeKeyResult]:
+    """Modifies the keyframe rule key text.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setKeyframeKey
+    """
+    return Command(
+        "CSS.setKeyframeKey", _p_set_keyframe_key(style_sheet_id, range_, key_text), SetKeyframeKeyResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetMediaTextResult:
+    """Result of :func:`set_media_text`.
+
+    Attributes:
+        media: The resulting CSS media rule after modification.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setMediaText
+    """
+
+    media: CSSMedia
+
+
+def set_media_text(
+    *,
+    style_sheet_id: cdp.dom.StyleSheetId,
+    range_: SourceRange,
+    text: str,
+) -> Command[SetMediaTextResult]:
+    """Modifies the rule selector.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setMediaText
+    """
+    return Command("CSS.setMediaText", _p_set_media_text(style_sheet_id, range_, text), SetMediaTextResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetContainerQueryTextResult:
+    """Result of :func:`set_container_query_text`.
+
+    Attributes:
+        container_query: The resulting CSS container query rule after modification.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setContainerQueryText
+    """
+
+    container_query: CSSContainerQuery
+
+
+def set_container_query_text(
+    *,
+    style_sheet_id: cdp.dom.StyleSheetId,
+    range_: SourceRange,
+    text: str,
+) -> Command[SetContainerQueryTextResult]:
+    """Experimental. Deprecated. Modifies the expression of a container query.
+    Deprecated. Use setContainerQueryConditionText instead.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setContainerQueryText
+    """
+    return Command(
+        "CSS.setContainerQueryText",
+        _p_set_container_query_text(style_sheet_id, range_, text),
+        SetContainerQueryTextResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetContainerQueryConditionTextResult:
+    """Result of :func:`set_container_query_condition_text`.
+
+    Attributes:
+        container_query: The resulting CSS container query rule after modification.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setContainerQueryConditionText
+    """
+
+    container_query: CSSContainerQuery
+
+
+def set_container_query_condition_text(
+    *,
+    style_sheet_id: cdp.dom.StyleSheetId,
+    range_: SourceRange,
+    text: str,
+) -> Command[SetContainerQueryConditionTextResult]:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setContainerQueryConditionText
+    """
+    return Command(
+        "CSS.setContainerQueryConditionText",
+        _p_set_container_query_condition_text(style_sheet_id, range_, text),
+        SetContainerQueryConditionTextResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetSupportsTextResult:
+    """Result of :func:`set_supports_text`.
+
+    Attributes:
+        supports: The resulting CSS Supports rule after modification.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setSupportsText
+    """
+
+    supports: CSSSupports
+
+
+def set_supports_text(
+    *,
+    style_sheet_id: cdp.dom.StyleSheetId,
+    range_: SourceRange,
+    text: str,
+) -> Command[SetSupportsTextResult]:
+    """Experimental. Modifies the expression of a supports at-rule.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setSupportsText
+    """
+    return Command(
+        "CSS.setSupportsText", _p_set_supports_text(style_sheet_id, range_, text), SetSupportsTextResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetNavigationTextResult:
+    """Result of :func:`set_navigation_text`.
+
+    Attributes:
+        navigation: The resulting CSS Navigation rule after modification.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setNavigationText
+    """
+
+    navigation: CSSNavigation
+
+
+def set_navigation_text(
+    *,
+    style_sheet_id: cdp.dom.StyleSheetId,
+    range_: SourceRange,
+    text: str,
+) -> Command[SetNavigationTextResult]:
+    """Experimental. Modifies the expression of a navigation at-rule.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setNavigationText
+    """
+    return Command(
+        "CSS.setNavigationText", _p_set_navigation_text(style_sheet_id, range_, text), SetNavigationTextResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetScopeTextResult:
+    """Result of :func:`set_scope_text`.
+
+    Attributes:
+        scope: The resulting CSS Scope rule after modification.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setScopeText
+    """
+
+    scope: CSSScope
+
+
+def set_scope_text(
+    *,
+    style_sheet_id: cdp.dom.StyleSheetId,
+    range_: SourceRange,
+    text: str,
+) -> Command[SetScopeTextResult]:
+    """Experimental. Modifies the expression of a scope at-rule.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setScopeText
+    """
+    return Command("CSS.setScopeText", _p_set_scope_text(style_sheet_id, range_, text), SetScopeTextResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetRuleSelectorResult:
+    """Result of :func:`set_rule_selector`.
+
+    Attributes:
+        selector_list: The resulting selector list after modification.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setRuleSelector
+    """
+
+    selector_list: SelectorList
+
+
+def set_rule_selector(
+    *,
+    style_sheet_id: cdp.dom.StyleSheetId,
+    range_: SourceRange,
+    selector: str,
+) -> Command[SetRuleSelectorResult]:
+    """Modifies the rule selector.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setRuleSelector
+    """
+    return Command(
+        "CSS.setRuleSelector", _p_set_rule_selector(style_sheet_id, range_, selector), SetRuleSelectorResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetStyleSheetTextResult:
+    """Result of :func:`set_style_sheet_text`.
+
+    Attributes:
+        source_map_url: URL of source map associated with script (if any).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setStyleSheetText
+    """
+
+    source_map_url: str | None = None
+
+
+def set_style_sheet_text(
+    *,
+    style_sheet_id: cdp.dom.StyleSheetId,
+    text: str,
+) -> Command[SetStyleSheetTextResult]:
+    """Sets the new stylesheet text.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setStyleSheetText
+    """
+    return Command(
+        "CSS.setStyleSheetText", _p_set_style_sheet_text(style_sheet_id, text), SetStyleSheetTextResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetStyleTextsResult:
+    """Result of :func:`set_style_texts`.
+
+    Attributes:
+        styles: The resulting styles after modification.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setStyleTexts
+    """
+
+    styles: list[CSSStyle]
+
+
+def set_style_texts(
+    *,
+    edits: list[StyleDeclarationEdit],
+    node_for_property_syntax_validation: cdp.dom.NodeId | None = None,
+) -> Command[SetStyleTextsResult]:
+    """Applies specified style edits one after another in the given order.
+
+    Args:
+        node_for_property_syntax_validation: Experimental. NodeId for the DOM node in whose context custom property declarations for registered properties should be validated. If omitted, declarations in the new rule text can only be validated statically, which may produce incorrect results if the declaration contains a var() for example.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setStyleTexts
+    """
+    return Command(
+        "CSS.setStyleTexts",
+        _p_set_style_texts(edits, node_for_property_syntax_validation),
+        SetStyleTextsResult,
+    )
+
+
+def start_rule_usage_tracking() -> Command[None]:
+    """Enables the selector recording.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-startRuleUsageTracking
+    """
+    return Command("CSS.startRuleUsageTracking", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StopRuleUsageTrackingResult:
+    """Result of :func:`stop_rule_usage_tracking`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-stopRuleUsageTracking
+    """
+
+    rule_usage: list[RuleUsage]
+
+
+def stop_rule_usage_tracking() -> Command[StopRuleUsageTrackingResult]:
+    """Stop tracking rule usage and return the list of rules that were used since last call to
+    `takeCoverageDelta` (or since start of coverage instrumentation).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-stopRuleUsageTracking
+    """
+    return Command("CSS.stopRuleUsageTracking", {}, StopRuleUsageTrackingResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TakeCoverageDeltaResult:
+    """Result of :func:`take_coverage_delta`.
+
+    Attributes:
+        timestamp: Monotonically increasing time, in seconds.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-takeCoverageDelta
+    """
+
+    coverage: list[RuleUsage]
+    timestamp: float
+
+
+def take_coverage_delta() -> Command[TakeCoverageDeltaResult]:
+    """Obtain list of rules that became used since last call to this method (or since start of coverage
+    instrumentation).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-takeCoverageDelta
+    """
+    return Command("CSS.takeCoverageDelta", {}, TakeCoverageDeltaResult)
+
+
+def set_local_fonts_enabled(
+    *,
+    enabled: bool,
+) -> Command[None]:
+    """Experimental. Enables/disables rendering of local CSS fonts (enabled by default).
+
+    Args:
+        enabled: Whether rendering of local fonts is enabled.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#method-setLocalFontsEnabled
+    """
+    return Command("CSS.setLocalFontsEnabled", _p_set_local_fonts_enabled(enabled), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FontsUpdated:
+    """Fires whenever a web font is updated.  A non-empty font parameter indicates a successfully loaded
+    web font.
+
+    Attributes:
+        font: The web font that has loaded.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#event-fontsUpdated
+    """
+
+    method: ClassVar[str] = "CSS.fontsUpdated"
+    font: FontFace | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class MediaQueryResultChanged:
+    """Fires whenever a MediaQuery result changes (for example, after a browser window has been
+    resized.) The current implementation considers only viewport-dependent media features.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#event-mediaQueryResultChanged
+    """
+
+    method: ClassVar[str] = "CSS.mediaQueryResultChanged"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StyleSheetAdded:
+    """Fired whenever an active document stylesheet is added.
+
+    Attributes:
+        header: Added stylesheet metainfo.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#event-styleSheetAdded
+    """
+
+    method: ClassVar[str] = "CSS.styleSheetAdded"
+    header: CSSStyleSheetHeader
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StyleSheetChanged:
+    """Fired whenever a stylesheet is changed as a result of the client operation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#event-styleSheetChanged
+    """
+
+    method: ClassVar[str] = "CSS.styleSheetChanged"
+    style_sheet_id: cdp.dom.StyleSheetId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StyleSheetRemoved:
+    """Fired whenever an active document stylesheet is removed.
+
+    Attributes:
+        style_sheet_id: Identifier of the removed stylesheet.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#event-styleSheetRemoved
+    """
+
+    method: ClassVar[str] = "CSS.styleSheetRemoved"
+    style_sheet_id: cdp.dom.StyleSheetId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ComputedStyleUpdated:
+    """Experimental.
+
+    Attributes:
+        node_id: The node id that has updated computed styles.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/CSS/#event-computedStyleUpdated
+    """
+
+    method: ClassVar[str] = "CSS.computedStyleUpdated"
+    node_id: cdp.dom.NodeId
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _PseudoElementMatches_plain = {
@@ -94,27 +2031,6 @@ def _u_PseudoElementMatches(o: PseudoElementMatches) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    PseudoElementMatches,
-    {
-        "pseudo_identifier": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSAnimationStyle:
-    """CSS style coming from animations with the name of the animation.
-
-    Attributes:
-        name: The name of the animation.
-        style: The style coming from the animation.
-    """
-
-    name: str | None = None
-    style: CSSStyle
-
-
 _CSSAnimationStyle_plain = {
     "name": "name",
 }
@@ -143,27 +2059,6 @@ def _u_CSSAnimationStyle(o: CSSAnimationStyle) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CSSAnimationStyle,
-    {
-        "name": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class InheritedStyleEntry:
-    """Inherited CSS rule collection from ancestor node.
-
-    Attributes:
-        inline_style: The ancestor node's inline style, if any, in the style inheritance chain.
-        matched_css_rules: Matches of CSS rules matching the ancestor node in the style inheritance chain.
-    """
-
-    inline_style: CSSStyle | None = None
-    matched_css_rules: list[RuleMatch]
-
-
 def _s_InheritedStyleEntry(d: dict[str, Any]) -> InheritedStyleEntry:
     o = _new(InheritedStyleEntry)
     od = o.__dict__
@@ -186,27 +2081,6 @@ def _u_InheritedStyleEntry(o: InheritedStyleEntry) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    InheritedStyleEntry,
-    {
-        "inline_style": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class InheritedAnimatedStyleEntry:
-    """Inherited CSS style collection for animated styles from ancestor node.
-
-    Attributes:
-        animation_styles: Styles coming from the animations of the ancestor, if any, in the style inheritance chain.
-        transitions_style: The style coming from the transitions of the ancestor, if any, in the style inheritance chain.
-    """
-
-    animation_styles: list[CSSAnimationStyle] | None = None
-    transitions_style: CSSStyle | None = None
-
-
 def _s_InheritedAnimatedStyleEntry(d: dict[str, Any]) -> InheritedAnimatedStyleEntry:
     o = _new(InheritedAnimatedStyleEntry)
     od = o.__dict__
@@ -227,26 +2101,6 @@ def _u_InheritedAnimatedStyleEntry(o: InheritedAnimatedStyleEntry) -> dict[str, 
     return d
 
 
-optional_defaults(
-    InheritedAnimatedStyleEntry,
-    {
-        "animation_styles": None,
-        "transitions_style": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class InheritedPseudoElementMatches:
-    """Inherited pseudo element matches from pseudos of an ancestor node.
-
-    Attributes:
-        pseudo_elements: Matches of pseudo styles from the pseudos of an ancestor node.
-    """
-
-    pseudo_elements: list[PseudoElementMatches]
-
-
 def _s_InheritedPseudoElementMatches(d: dict[str, Any]) -> InheritedPseudoElementMatches:
     o = _new(InheritedPseudoElementMatches)
     od = o.__dict__
@@ -259,23 +2113,9 @@ def _s_InheritedPseudoElementMatches(d: dict[str, Any]) -> InheritedPseudoElemen
 
 
 def _u_InheritedPseudoElementMatches(o: InheritedPseudoElementMatches) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "pseudoElements": [_u_PseudoElementMatches(x0) for x0 in o.pseudo_elements],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RuleMatch:
-    """Match data for a CSS rule.
-
-    Attributes:
-        rule: CSS rule in the match.
-        matching_selectors: Matching selector indices in the rule's selectorList selectors (0-based).
-    """
-
-    rule: CSSRule
-    matching_selectors: list[int]
 
 
 _RuleMatch_plain = {
@@ -300,26 +2140,10 @@ def _s_RuleMatch(d: dict[str, Any]) -> RuleMatch:
 
 
 def _u_RuleMatch(o: RuleMatch) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "rule": _u_CSSRule(o.rule),
         "matchingSelectors": o.matching_selectors,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Value:
-    """Data for a simple selector (these are delimited by commas in a selector list).
-
-    Attributes:
-        text: Value text.
-        range_: Value range in the underlying resource (if available).
-        specificity: Experimental. Specificity of the selector.
-    """
-
-    text: str
-    range_: SourceRange | None = None
-    specificity: Specificity | None = None
 
 
 _Value_plain = {
@@ -354,32 +2178,6 @@ def _u_Value(o: Value) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Value,
-    {
-        "range_": None,
-        "specificity": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SpecificityComponent:
-    """Experimental. Contribution of an individual simple selector to specificity.
-
-    Attributes:
-        text: The simple selector text that contributes to specificity.
-        a: The a component contribution.
-        b: The b component contribution.
-        c: The c component contribution.
-    """
-
-    text: str
-    a: int
-    b: int
-    c: int
-
-
 _SpecificityComponent_plain = {
     "text": "text",
     "a": "a",
@@ -407,31 +2205,12 @@ def _s_SpecificityComponent(d: dict[str, Any]) -> SpecificityComponent:
 
 
 def _u_SpecificityComponent(o: SpecificityComponent) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "text": o.text,
         "a": o.a,
         "b": o.b,
         "c": o.c,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Specificity:
-    """Experimental. Specificity:
-    https://drafts.csswg.org/selectors/#specificity-rules
-
-    Attributes:
-        a: The a component, which represents the number of ID selectors.
-        b: The b component, which represents the number of class selectors, attributes selectors, and pseudo-classes.
-        c: The c component, which represents the number of type selectors and pseudo-elements.
-        components: Experimental. Per-simple-selector contributions used to explain this specificity.
-    """
-
-    a: int
-    b: int
-    c: int
-    components: list[SpecificityComponent] | None = None
 
 
 _Specificity_plain = {
@@ -470,27 +2249,6 @@ def _u_Specificity(o: Specificity) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Specificity,
-    {
-        "components": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SelectorList:
-    """Selector list data.
-
-    Attributes:
-        selectors: Selectors in the list.
-        text: Rule selector text.
-    """
-
-    selectors: list[Value]
-    text: str
-
-
 _SelectorList_plain = {
     "text": "text",
 }
@@ -513,56 +2271,10 @@ def _s_SelectorList(d: dict[str, Any]) -> SelectorList:
 
 
 def _u_SelectorList(o: SelectorList) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "selectors": [_u_Value(x0) for x0 in o.selectors],
         "text": o.text,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSStyleSheetHeader:
-    """CSS stylesheet metainformation.
-
-    Attributes:
-        style_sheet_id: The stylesheet identifier.
-        frame_id: Owner frame identifier.
-        source_url: Stylesheet resource URL. Empty if this is a constructed stylesheet created using new CSSStyleSheet() (but non-empty if this is a constructed stylesheet imported as a CSS module script).
-        source_map_url: URL of source map associated with the stylesheet (if any).
-        origin: Stylesheet origin.
-        title: Stylesheet title.
-        owner_node: The backend id for the owner node of the stylesheet.
-        disabled: Denotes whether the stylesheet is disabled.
-        has_source_url: Whether the sourceURL field value comes from the sourceURL comment.
-        is_inline: Whether this stylesheet is created for STYLE tag by parser. This flag is not set for document.written STYLE tags.
-        is_mutable: Whether this stylesheet is mutable. Inline stylesheets become mutable after they have been modified via CSSOM API. `<link>` element's stylesheets become mutable only if DevTools modifies them. Constructed stylesheets (new CSSStyleSheet()) are mutable immediately after creation.
-        is_constructed: True if this stylesheet is created through new CSSStyleSheet() or imported as a CSS module script.
-        start_line: Line offset of the stylesheet within the resource (zero based).
-        start_column: Column offset of the stylesheet within the resource (zero based).
-        length: Size of the content (in characters).
-        end_line: Line offset of the end of the stylesheet within the resource (zero based).
-        end_column: Column offset of the end of the stylesheet within the resource (zero based).
-        loading_failed: Experimental. If the style sheet was loaded from a network resource, this indicates when the resource failed to load
-    """
-
-    style_sheet_id: _dom.StyleSheetId
-    frame_id: _page.FrameId
-    source_url: str
-    source_map_url: str | None = None
-    origin: StyleSheetOrigin
-    title: str
-    owner_node: _dom.BackendNodeId | None = None
-    disabled: bool
-    has_source_url: bool | None = None
-    is_inline: bool
-    is_mutable: bool
-    is_constructed: bool
-    start_line: float
-    start_column: float
-    length: float
-    end_line: float
-    end_column: float
-    loading_failed: bool | None = None
 
 
 _CSSStyleSheetHeader_plain = {
@@ -654,54 +2366,6 @@ def _u_CSSStyleSheetHeader(o: CSSStyleSheetHeader) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CSSStyleSheetHeader,
-    {
-        "source_map_url": None,
-        "owner_node": None,
-        "has_source_url": None,
-        "loading_failed": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSRule:
-    """CSS rule representation.
-
-    Attributes:
-        style_sheet_id: The css style sheet identifier (absent for user agent stylesheet and user-specified stylesheet rules) this rule came from.
-        selector_list: Rule selector data.
-        nesting_selectors: Experimental. Array of selectors from ancestor style rules, sorted by distance from the current rule.
-        origin: Parent stylesheet's origin.
-        style: Associated style declaration.
-        origin_tree_scope_node_id: Experimental. The BackendNodeId of the DOM node that constitutes the origin tree scope of this rule.
-        media: Media list array (for rules involving media queries). The array enumerates media queries starting with the innermost one, going outwards.
-        container_queries: Experimental. Container query list array (for rules involving container queries). The array enumerates container queries starting with the innermost one, going outwards.
-        supports: Experimental. @supports CSS at-rule array. The array enumerates @supports at-rules starting with the innermost one, going outwards.
-        layers: Experimental. Cascade layer array. Contains the layer hierarchy that this rule belongs to starting with the innermost layer and going outwards.
-        scopes: Experimental. @scope CSS at-rule array. The array enumerates @scope at-rules starting with the innermost one, going outwards.
-        rule_types: Experimental. The array keeps the types of ancestor CSSRules from the innermost going outwards.
-        starting_styles: Experimental. @starting-style CSS at-rule array. The array enumerates @starting-style at-rules starting with the innermost one, going outwards.
-        navigations: Experimental. @navigation CSS at-rule array. The array enumerates @navigation at-rules starting with the innermost one, going outwards.
-    """
-
-    style_sheet_id: _dom.StyleSheetId | None = None
-    selector_list: SelectorList
-    nesting_selectors: list[str] | None = None
-    origin: StyleSheetOrigin
-    style: CSSStyle
-    origin_tree_scope_node_id: _dom.BackendNodeId | None = None
-    media: list[CSSMedia] | None = None
-    container_queries: list[CSSContainerQuery] | None = None
-    supports: list[CSSSupports] | None = None
-    layers: list[CSSLayer] | None = None
-    scopes: list[CSSScope] | None = None
-    rule_types: list[CSSRuleType] | None = None
-    starting_styles: list[CSSStartingStyle] | None = None
-    navigations: list[CSSNavigation] | None = None
-
-
 _CSSRule_plain = {
     "styleSheetId": "style_sheet_id",
     "nestingSelectors": "nesting_selectors",
@@ -778,55 +2442,6 @@ def _u_CSSRule(o: CSSRule) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CSSRule,
-    {
-        "style_sheet_id": None,
-        "nesting_selectors": None,
-        "origin_tree_scope_node_id": None,
-        "media": None,
-        "container_queries": None,
-        "supports": None,
-        "layers": None,
-        "scopes": None,
-        "rule_types": None,
-        "starting_styles": None,
-        "navigations": None,
-    },
-)
-
-
-class CSSRuleType(CDPEnum):
-    """Experimental. Enum indicating the type of a CSS rule, used to represent the order of a style rule's ancestors.
-    This list only contains rule types that are collected during the ancestor rule collection."""
-
-    MEDIA_RULE = "MediaRule"
-    SUPPORTS_RULE = "SupportsRule"
-    CONTAINER_RULE = "ContainerRule"
-    LAYER_RULE = "LayerRule"
-    SCOPE_RULE = "ScopeRule"
-    STYLE_RULE = "StyleRule"
-    STARTING_STYLE_RULE = "StartingStyleRule"
-    NAVIGATION_RULE = "NavigationRule"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RuleUsage:
-    """CSS coverage information.
-
-    Attributes:
-        style_sheet_id: The css style sheet identifier (absent for user agent stylesheet and user-specified stylesheet rules) this rule came from.
-        start_offset: Offset of the start of the rule (including selector) from the beginning of the stylesheet.
-        end_offset: Offset of the end of the rule body from the beginning of the stylesheet.
-        used: Indicates whether the rule was actually used by some element in the page.
-    """
-
-    style_sheet_id: _dom.StyleSheetId
-    start_offset: float
-    end_offset: float
-    used: bool
-
-
 _RuleUsage_plain = {
     "styleSheetId": "style_sheet_id",
     "startOffset": "start_offset",
@@ -854,30 +2469,12 @@ def _s_RuleUsage(d: dict[str, Any]) -> RuleUsage:
 
 
 def _u_RuleUsage(o: RuleUsage) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "styleSheetId": o.style_sheet_id,
         "startOffset": o.start_offset,
         "endOffset": o.end_offset,
         "used": o.used,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SourceRange:
-    """Text range within a resource. All numbers are zero-based.
-
-    Attributes:
-        start_line: Start line of range.
-        start_column: Start column of range (inclusive).
-        end_line: End line of range
-        end_column: End column of range (exclusive).
-    """
-
-    start_line: int
-    start_column: int
-    end_line: int
-    end_column: int
 
 
 _SourceRange_plain = {
@@ -907,28 +2504,12 @@ def _s_SourceRange(d: dict[str, Any]) -> SourceRange:
 
 
 def _u_SourceRange(o: SourceRange) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "startLine": o.start_line,
         "startColumn": o.start_column,
         "endLine": o.end_line,
         "endColumn": o.end_column,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ShorthandEntry:
-    """ShorthandEntry.
-
-    Attributes:
-        name: Shorthand name.
-        value: Shorthand value.
-        important: Whether the property has "!important" annotation (implies `false` if absent).
-    """
-
-    name: str
-    value: str
-    important: bool | None = None
 
 
 _ShorthandEntry_plain = {
@@ -962,27 +2543,6 @@ def _u_ShorthandEntry(o: ShorthandEntry) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    ShorthandEntry,
-    {
-        "important": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSComputedStyleProperty:
-    """CSSComputedStyleProperty.
-
-    Attributes:
-        name: Computed style property name.
-        value: Computed style property value.
-    """
-
-    name: str
-    value: str
-
-
 _CSSComputedStyleProperty_plain = {
     "name": "name",
     "value": "value",
@@ -1004,22 +2564,10 @@ def _s_CSSComputedStyleProperty(d: dict[str, Any]) -> CSSComputedStyleProperty:
 
 
 def _u_CSSComputedStyleProperty(o: CSSComputedStyleProperty) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "value": o.value,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ComputedStyleExtraFields:
-    """Experimental. ComputedStyleExtraFields.
-
-    Attributes:
-        is_appearance_base: Returns whether or not this node is being rendered with base appearance, which happens when it has its appearance property set to base/base-select or it is in the subtree of an element being rendered with base appearance.
-    """
-
-    is_appearance_base: bool
 
 
 _ComputedStyleExtraFields_plain = {
@@ -1040,29 +2588,9 @@ def _s_ComputedStyleExtraFields(d: dict[str, Any]) -> ComputedStyleExtraFields:
 
 
 def _u_ComputedStyleExtraFields(o: ComputedStyleExtraFields) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "isAppearanceBase": o.is_appearance_base,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSStyle:
-    """CSS style representation.
-
-    Attributes:
-        style_sheet_id: The css style sheet identifier (absent for user agent stylesheet and user-specified stylesheet rules) this rule came from.
-        css_properties: CSS properties in the style.
-        shorthand_entries: Computed values for all shorthands found in the style.
-        css_text: Style declaration text (if available).
-        range_: Style declaration range in the enclosing stylesheet (if available).
-    """
-
-    style_sheet_id: _dom.StyleSheetId | None = None
-    css_properties: list[CSSProperty]
-    shorthand_entries: list[ShorthandEntry]
-    css_text: str | None = None
-    range_: SourceRange | None = None
 
 
 _CSSStyle_plain = {
@@ -1103,43 +2631,6 @@ def _u_CSSStyle(o: CSSStyle) -> dict[str, Any]:
     if o.range_ is not None:
         d["range"] = _u_SourceRange(o.range_)
     return d
-
-
-optional_defaults(
-    CSSStyle,
-    {
-        "style_sheet_id": None,
-        "css_text": None,
-        "range_": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSProperty:
-    """CSS property declaration data.
-
-    Attributes:
-        name: The property name.
-        value: The property value.
-        important: Whether the property has "!important" annotation (implies `false` if absent).
-        implicit: Whether the property is implicit (implies `false` if absent).
-        text: The full property text as specified in the style.
-        parsed_ok: Whether the property is understood by the browser (implies `true` if absent).
-        disabled: Whether the property is disabled by the user (present for source-based properties only).
-        range_: The entire property range in the enclosing style declaration (if available).
-        longhand_properties: Experimental. Parsed longhand components of this property if it is a shorthand. This field will be empty if the given property is not a shorthand.
-    """
-
-    name: str
-    value: str
-    important: bool | None = None
-    implicit: bool | None = None
-    text: str | None = None
-    parsed_ok: bool | None = None
-    disabled: bool | None = None
-    range_: SourceRange | None = None
-    longhand_properties: list[CSSProperty] | None = None
 
 
 _CSSProperty_plain = {
@@ -1193,41 +2684,6 @@ def _u_CSSProperty(o: CSSProperty) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CSSProperty,
-    {
-        "important": None,
-        "implicit": None,
-        "text": None,
-        "parsed_ok": None,
-        "disabled": None,
-        "range_": None,
-        "longhand_properties": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSMedia:
-    """CSS media rule descriptor.
-
-    Attributes:
-        text: Media query text.
-        source: Source of the media query: "mediaRule" if specified by a @media rule, "importRule" if specified by an @import rule, "linkedSheet" if specified by a "media" attribute in a linked stylesheet's LINK tag, "inlineSheet" if specified by a "media" attribute in an inline stylesheet's STYLE tag. Values: 'mediaRule', 'importRule', 'linkedSheet', 'inlineSheet'.
-        source_url: URL of the document containing the media query description.
-        range_: The associated rule (@media or @import) header range in the enclosing stylesheet (if available).
-        style_sheet_id: Identifier of the stylesheet containing this object (if exists).
-        media_list: Array of media queries.
-    """
-
-    text: str
-    source: str
-    source_url: str | None = None
-    range_: SourceRange | None = None
-    style_sheet_id: _dom.StyleSheetId | None = None
-    media_list: list[MediaQuery] | None = None
-
-
 _CSSMedia_plain = {
     "text": "text",
     "source": "source",
@@ -1270,30 +2726,6 @@ def _u_CSSMedia(o: CSSMedia) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CSSMedia,
-    {
-        "source_url": None,
-        "range_": None,
-        "style_sheet_id": None,
-        "media_list": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class MediaQuery:
-    """Media query descriptor.
-
-    Attributes:
-        expressions: Array of media query expressions.
-        active: Whether the media query condition is satisfied.
-    """
-
-    expressions: list[MediaQueryExpression]
-    active: bool
-
-
 _MediaQuery_plain = {
     "active": "active",
 }
@@ -1316,30 +2748,10 @@ def _s_MediaQuery(d: dict[str, Any]) -> MediaQuery:
 
 
 def _u_MediaQuery(o: MediaQuery) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "expressions": [_u_MediaQueryExpression(x0) for x0 in o.expressions],
         "active": o.active,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class MediaQueryExpression:
-    """Media query expression descriptor.
-
-    Attributes:
-        value: Media query expression value.
-        unit: Media query expression units.
-        feature: Media query expression feature.
-        value_range: The associated range of the value text in the enclosing stylesheet (if available).
-        computed_length: Computed length of media query expression (if applicable).
-    """
-
-    value: float
-    unit: str
-    feature: str
-    value_range: SourceRange | None = None
-    computed_length: float | None = None
 
 
 _MediaQueryExpression_plain = {
@@ -1379,42 +2791,6 @@ def _u_MediaQueryExpression(o: MediaQueryExpression) -> dict[str, Any]:
     if o.computed_length is not None:
         d["computedLength"] = o.computed_length
     return d
-
-
-optional_defaults(
-    MediaQueryExpression,
-    {
-        "value_range": None,
-        "computed_length": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSContainerQuery:
-    """Experimental. CSS container query rule descriptor.
-
-    Attributes:
-        text: Deprecated. Container query text. Contains the query part without the container name for a single query. Deprecated in favor of conditionText which contains the full prelude after @container.
-        range_: The associated rule header range in the enclosing stylesheet (if available).
-        style_sheet_id: Identifier of the stylesheet containing this object (if exists).
-        name: Optional name for the container.
-        physical_axes: Optional physical axes queried for the container.
-        logical_axes: Optional logical axes queried for the container.
-        queries_scroll_state: true if the query contains scroll-state() queries.
-        queries_anchored: true if the query contains anchored() queries.
-        condition_text: CSSContainerRule.conditionText
-    """
-
-    text: str
-    range_: SourceRange | None = None
-    style_sheet_id: _dom.StyleSheetId | None = None
-    name: str | None = None
-    physical_axes: _dom.PhysicalAxes | None = None
-    logical_axes: _dom.LogicalAxes | None = None
-    queries_scroll_state: bool | None = None
-    queries_anchored: bool | None = None
-    condition_text: str
 
 
 _CSSContainerQuery_plain = {
@@ -1469,37 +2845,6 @@ def _u_CSSContainerQuery(o: CSSContainerQuery) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CSSContainerQuery,
-    {
-        "range_": None,
-        "style_sheet_id": None,
-        "name": None,
-        "physical_axes": None,
-        "logical_axes": None,
-        "queries_scroll_state": None,
-        "queries_anchored": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSSupports:
-    """Experimental. CSS Supports at-rule descriptor.
-
-    Attributes:
-        text: Supports rule text.
-        active: Whether the supports condition is satisfied.
-        range_: The associated rule header range in the enclosing stylesheet (if available).
-        style_sheet_id: Identifier of the stylesheet containing this object (if exists).
-    """
-
-    text: str
-    active: bool
-    range_: SourceRange | None = None
-    style_sheet_id: _dom.StyleSheetId | None = None
-
-
 _CSSSupports_plain = {
     "text": "text",
     "active": "active",
@@ -1533,32 +2878,6 @@ def _u_CSSSupports(o: CSSSupports) -> dict[str, Any]:
     if o.style_sheet_id is not None:
         d["styleSheetId"] = o.style_sheet_id
     return d
-
-
-optional_defaults(
-    CSSSupports,
-    {
-        "range_": None,
-        "style_sheet_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSNavigation:
-    """Experimental. CSS Navigation at-rule descriptor.
-
-    Attributes:
-        text: Navigation rule text.
-        active: Whether the navigation condition is satisfied.
-        range_: The associated rule header range in the enclosing stylesheet (if available).
-        style_sheet_id: Identifier of the stylesheet containing this object (if exists).
-    """
-
-    text: str
-    active: bool | None = None
-    range_: SourceRange | None = None
-    style_sheet_id: _dom.StyleSheetId | None = None
 
 
 _CSSNavigation_plain = {
@@ -1595,31 +2914,6 @@ def _u_CSSNavigation(o: CSSNavigation) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CSSNavigation,
-    {
-        "active": None,
-        "range_": None,
-        "style_sheet_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSScope:
-    """Experimental. CSS Scope at-rule descriptor.
-
-    Attributes:
-        text: Scope rule text.
-        range_: The associated rule header range in the enclosing stylesheet (if available).
-        style_sheet_id: Identifier of the stylesheet containing this object (if exists).
-    """
-
-    text: str
-    range_: SourceRange | None = None
-    style_sheet_id: _dom.StyleSheetId | None = None
-
-
 _CSSScope_plain = {
     "text": "text",
     "styleSheetId": "style_sheet_id",
@@ -1649,30 +2943,6 @@ def _u_CSSScope(o: CSSScope) -> dict[str, Any]:
     if o.style_sheet_id is not None:
         d["styleSheetId"] = o.style_sheet_id
     return d
-
-
-optional_defaults(
-    CSSScope,
-    {
-        "range_": None,
-        "style_sheet_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSLayer:
-    """Experimental. CSS Layer at-rule descriptor.
-
-    Attributes:
-        text: Layer name.
-        range_: The associated rule header range in the enclosing stylesheet (if available).
-        style_sheet_id: Identifier of the stylesheet containing this object (if exists).
-    """
-
-    text: str
-    range_: SourceRange | None = None
-    style_sheet_id: _dom.StyleSheetId | None = None
 
 
 _CSSLayer_plain = {
@@ -1706,28 +2976,6 @@ def _u_CSSLayer(o: CSSLayer) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CSSLayer,
-    {
-        "range_": None,
-        "style_sheet_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSStartingStyle:
-    """Experimental. CSS Starting Style at-rule descriptor.
-
-    Attributes:
-        range_: The associated rule header range in the enclosing stylesheet (if available).
-        style_sheet_id: Identifier of the stylesheet containing this object (if exists).
-    """
-
-    range_: SourceRange | None = None
-    style_sheet_id: _dom.StyleSheetId | None = None
-
-
 _CSSStartingStyle_plain = {
     "styleSheetId": "style_sheet_id",
 }
@@ -1752,30 +3000,6 @@ def _u_CSSStartingStyle(o: CSSStartingStyle) -> dict[str, Any]:
     if o.style_sheet_id is not None:
         d["styleSheetId"] = o.style_sheet_id
     return d
-
-
-optional_defaults(
-    CSSStartingStyle,
-    {
-        "range_": None,
-        "style_sheet_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSLayerData:
-    """Experimental. CSS Layer data.
-
-    Attributes:
-        name: Layer name.
-        sub_layers: Direct sub-layers
-        order: Layer order. The order determines the order of the layer in the cascade order. A higher number has higher priority in the cascade order.
-    """
-
-    name: str
-    sub_layers: list[CSSLayerData] | None = None
-    order: float
 
 
 _CSSLayerData_plain = {
@@ -1810,31 +3034,6 @@ def _u_CSSLayerData(o: CSSLayerData) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CSSLayerData,
-    {
-        "sub_layers": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PlatformFontUsage:
-    """Information about amount of glyphs that were rendered with given font.
-
-    Attributes:
-        family_name: Font's family name reported by platform.
-        post_script_name: Font's PostScript name reported by platform.
-        is_custom_font: Indicates if the font was downloaded or resolved locally.
-        glyph_count: Amount of glyphs that were rendered with this font.
-    """
-
-    family_name: str
-    post_script_name: str
-    is_custom_font: bool
-    glyph_count: float
-
-
 _PlatformFontUsage_plain = {
     "familyName": "family_name",
     "postScriptName": "post_script_name",
@@ -1862,32 +3061,12 @@ def _s_PlatformFontUsage(d: dict[str, Any]) -> PlatformFontUsage:
 
 
 def _u_PlatformFontUsage(o: PlatformFontUsage) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "familyName": o.family_name,
         "postScriptName": o.post_script_name,
         "isCustomFont": o.is_custom_font,
         "glyphCount": o.glyph_count,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FontVariationAxis:
-    """Information about font variation axes for variable fonts
-
-    Attributes:
-        tag: The font-variation-setting tag (a.k.a. "axis tag").
-        name: Human-readable variation name in the default language (normally, "en").
-        min_value: The minimum value (inclusive) the font supports for this tag.
-        max_value: The maximum value (inclusive) the font supports for this tag.
-        default_value: The default value.
-    """
-
-    tag: str
-    name: str
-    min_value: float
-    max_value: float
-    default_value: float
 
 
 _FontVariationAxis_plain = {
@@ -1920,44 +3099,13 @@ def _s_FontVariationAxis(d: dict[str, Any]) -> FontVariationAxis:
 
 
 def _u_FontVariationAxis(o: FontVariationAxis) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "tag": o.tag,
         "name": o.name,
         "minValue": o.min_value,
         "maxValue": o.max_value,
         "defaultValue": o.default_value,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FontFace:
-    """Properties of a web font: https://www.w3.org/TR/2008/REC-CSS2-20080411/fonts.html#font-descriptions
-    and additional information such as platformFontFamily and fontVariationAxes.
-
-    Attributes:
-        font_family: The font-family.
-        font_style: The font-style.
-        font_variant: The font-variant.
-        font_weight: The font-weight.
-        font_stretch: The font-stretch.
-        font_display: The font-display.
-        unicode_range: The unicode-range.
-        src: The src.
-        platform_font_family: The resolved platform font family
-        font_variation_axes: Available variation settings (a.k.a. "axes").
-    """
-
-    font_family: str
-    font_style: str
-    font_variant: str
-    font_weight: str
-    font_stretch: str
-    font_display: str
-    unicode_range: str
-    src: str
-    platform_font_family: str
-    font_variation_axes: list[FontVariationAxis] | None = None
 
 
 _FontFace_plain = {
@@ -2020,29 +3168,6 @@ def _u_FontFace(o: FontFace) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    FontFace,
-    {
-        "font_variation_axes": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSTryRule:
-    """CSS try rule representation.
-
-    Attributes:
-        style_sheet_id: The css style sheet identifier (absent for user agent stylesheet and user-specified stylesheet rules) this rule came from.
-        origin: Parent stylesheet's origin.
-        style: Associated style declaration.
-    """
-
-    style_sheet_id: _dom.StyleSheetId | None = None
-    origin: StyleSheetOrigin
-    style: CSSStyle
-
-
 _CSSTryRule_plain = {
     "styleSheetId": "style_sheet_id",
 }
@@ -2074,33 +3199,6 @@ def _u_CSSTryRule(o: CSSTryRule) -> dict[str, Any]:
     if o.style_sheet_id is not None:
         d["styleSheetId"] = o.style_sheet_id
     return d
-
-
-optional_defaults(
-    CSSTryRule,
-    {
-        "style_sheet_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSPositionTryRule:
-    """CSS @position-try rule representation.
-
-    Attributes:
-        name: The prelude dashed-ident name
-        style_sheet_id: The css style sheet identifier (absent for user agent stylesheet and user-specified stylesheet rules) this rule came from.
-        origin: Parent stylesheet's origin.
-        style: Associated style declaration.
-        active: -
-    """
-
-    name: Value
-    style_sheet_id: _dom.StyleSheetId | None = None
-    origin: StyleSheetOrigin
-    style: CSSStyle
-    active: bool
 
 
 _CSSPositionTryRule_plain = {
@@ -2145,27 +3243,6 @@ def _u_CSSPositionTryRule(o: CSSPositionTryRule) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CSSPositionTryRule,
-    {
-        "style_sheet_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSKeyframesRule:
-    """CSS keyframes rule representation.
-
-    Attributes:
-        animation_name: Animation name.
-        keyframes: List of keyframes.
-    """
-
-    animation_name: Value
-    keyframes: list[CSSKeyframeRule]
-
-
 def _s_CSSKeyframesRule(d: dict[str, Any]) -> CSSKeyframesRule:
     o = _new(CSSKeyframesRule)
     od = o.__dict__
@@ -2182,28 +3259,10 @@ def _s_CSSKeyframesRule(d: dict[str, Any]) -> CSSKeyframesRule:
 
 
 def _u_CSSKeyframesRule(o: CSSKeyframesRule) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "animationName": _u_Value(o.animation_name),
         "keyframes": [_u_CSSKeyframeRule(x0) for x0 in o.keyframes],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSPropertyRegistration:
-    """Representation of a custom property registration through CSS.registerProperty
-
-    Attributes:
-        property_name: -
-        initial_value: -
-        inherits: -
-        syntax: -
-    """
-
-    property_name: str
-    initial_value: Value | None = None
-    inherits: bool
-    syntax: str
 
 
 _CSSPropertyRegistration_plain = {
@@ -2240,35 +3299,6 @@ def _u_CSSPropertyRegistration(o: CSSPropertyRegistration) -> dict[str, Any]:
     if o.initial_value is not None:
         d["initialValue"] = _u_Value(o.initial_value)
     return d
-
-
-optional_defaults(
-    CSSPropertyRegistration,
-    {
-        "initial_value": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSAtRule:
-    """CSS generic @rule representation.
-
-    Attributes:
-        type_: Type of at-rule. Values: 'font-face', 'font-feature-values', 'font-palette-values', 'counter-style'.
-        subsection: Subsection of font-feature-values, if this is a subsection. Values: 'swash', 'annotation', 'ornaments', 'stylistic', 'styleset', 'character-variant'.
-        name: LINT.ThenChange(//third_party/blink/renderer/core/inspector/inspector_style_sheet.cc:FontVariantAlternatesFeatureType,//third_party/blink/renderer/core/inspector/inspector_css_agent.cc:FontVariantAlternatesFeatureType) Associated name, if applicable.
-        style_sheet_id: The css style sheet identifier (absent for user agent stylesheet and user-specified stylesheet rules) this rule came from.
-        origin: Parent stylesheet's origin.
-        style: Associated style declaration.
-    """
-
-    type_: str
-    subsection: str | None = None
-    name: Value | None = None
-    style_sheet_id: _dom.StyleSheetId | None = None
-    origin: StyleSheetOrigin
-    style: CSSStyle
 
 
 _CSSAtRule_plain = {
@@ -2315,33 +3345,6 @@ def _u_CSSAtRule(o: CSSAtRule) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CSSAtRule,
-    {
-        "subsection": None,
-        "name": None,
-        "style_sheet_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSPropertyRule:
-    """CSS property at-rule representation.
-
-    Attributes:
-        style_sheet_id: The css style sheet identifier (absent for user agent stylesheet and user-specified stylesheet rules) this rule came from.
-        origin: Parent stylesheet's origin.
-        property_name: Associated property name.
-        style: Associated style declaration.
-    """
-
-    style_sheet_id: _dom.StyleSheetId | None = None
-    origin: StyleSheetOrigin
-    property_name: Value
-    style: CSSStyle
-
-
 _CSSPropertyRule_plain = {
     "styleSheetId": "style_sheet_id",
 }
@@ -2380,27 +3383,6 @@ def _u_CSSPropertyRule(o: CSSPropertyRule) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CSSPropertyRule,
-    {
-        "style_sheet_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSFunctionParameter:
-    """CSS function argument representation.
-
-    Attributes:
-        name: The parameter name.
-        type_: The parameter type.
-    """
-
-    name: str
-    type_: str
-
-
 _CSSFunctionParameter_plain = {
     "name": "name",
     "type": "type_",
@@ -2422,32 +3404,10 @@ def _s_CSSFunctionParameter(d: dict[str, Any]) -> CSSFunctionParameter:
 
 
 def _u_CSSFunctionParameter(o: CSSFunctionParameter) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "type": o.type_,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSFunctionConditionNode:
-    """CSS function conditional block representation.
-
-    Attributes:
-        media: Media query for this conditional block. Only one type of condition should be set.
-        container_queries: Container query for this conditional block. Only one type of condition should be set.
-        supports: @supports CSS at-rule condition. Only one type of condition should be set.
-        navigation: @navigation condition. Only one type of condition should be set.
-        children: Block body.
-        condition_text: The condition text.
-    """
-
-    media: CSSMedia | None = None
-    container_queries: CSSContainerQuery | None = None
-    supports: CSSSupports | None = None
-    navigation: CSSNavigation | None = None
-    children: list[CSSFunctionNode]
-    condition_text: str
 
 
 _CSSFunctionConditionNode_plain = {
@@ -2495,30 +3455,6 @@ def _u_CSSFunctionConditionNode(o: CSSFunctionConditionNode) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CSSFunctionConditionNode,
-    {
-        "media": None,
-        "container_queries": None,
-        "supports": None,
-        "navigation": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSFunctionNode:
-    """Section of the body of a CSS function rule.
-
-    Attributes:
-        condition: A conditional block. If set, style should not be set.
-        style: Values set by this node. If set, condition should not be set.
-    """
-
-    condition: CSSFunctionConditionNode | None = None
-    style: CSSStyle | None = None
-
-
 def _s_CSSFunctionNode(d: dict[str, Any]) -> CSSFunctionNode:
     o = _new(CSSFunctionNode)
     od = o.__dict__
@@ -2537,36 +3473,6 @@ def _u_CSSFunctionNode(o: CSSFunctionNode) -> dict[str, Any]:
     if o.style is not None:
         d["style"] = _u_CSSStyle(o.style)
     return d
-
-
-optional_defaults(
-    CSSFunctionNode,
-    {
-        "condition": None,
-        "style": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSFunctionRule:
-    """CSS function at-rule representation.
-
-    Attributes:
-        name: Name of the function.
-        style_sheet_id: The css style sheet identifier (absent for user agent stylesheet and user-specified stylesheet rules) this rule came from.
-        origin: Parent stylesheet's origin.
-        parameters: List of parameters.
-        children: Function body.
-        origin_tree_scope_node_id: Experimental. The BackendNodeId of the DOM node that constitutes the origin tree scope of this rule.
-    """
-
-    name: Value
-    style_sheet_id: _dom.StyleSheetId | None = None
-    origin: StyleSheetOrigin
-    parameters: list[CSSFunctionParameter]
-    children: list[CSSFunctionNode]
-    origin_tree_scope_node_id: _dom.BackendNodeId | None = None
 
 
 _CSSFunctionRule_plain = {
@@ -2615,32 +3521,6 @@ def _u_CSSFunctionRule(o: CSSFunctionRule) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CSSFunctionRule,
-    {
-        "style_sheet_id": None,
-        "origin_tree_scope_node_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSKeyframeRule:
-    """CSS keyframe rule representation.
-
-    Attributes:
-        style_sheet_id: The css style sheet identifier (absent for user agent stylesheet and user-specified stylesheet rules) this rule came from.
-        origin: Parent stylesheet's origin.
-        key_text: Associated key text.
-        style: Associated style declaration.
-    """
-
-    style_sheet_id: _dom.StyleSheetId | None = None
-    origin: StyleSheetOrigin
-    key_text: Value
-    style: CSSStyle
-
-
 _CSSKeyframeRule_plain = {
     "styleSheetId": "style_sheet_id",
 }
@@ -2679,29 +3559,6 @@ def _u_CSSKeyframeRule(o: CSSKeyframeRule) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CSSKeyframeRule,
-    {
-        "style_sheet_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StyleDeclarationEdit:
-    """A descriptor of operation to mutate style declaration text.
-
-    Attributes:
-        style_sheet_id: The css style sheet identifier.
-        range_: The range of the style text in the enclosing stylesheet.
-        text: New style text.
-    """
-
-    style_sheet_id: _dom.StyleSheetId
-    range_: SourceRange
-    text: str
-
-
 _StyleDeclarationEdit_plain = {
     "styleSheetId": "style_sheet_id",
     "text": "text",
@@ -2727,23 +3584,11 @@ def _s_StyleDeclarationEdit(d: dict[str, Any]) -> StyleDeclarationEdit:
 
 
 def _u_StyleDeclarationEdit(o: StyleDeclarationEdit) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "styleSheetId": o.style_sheet_id,
         "range": _u_SourceRange(o.range_),
         "text": o.text,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AddRuleResult:
-    """Result of :func:`add_rule` (CSS.addRule).
-
-    Attributes:
-        rule: The newly created rule.
-    """
-
-    rule: CSSRule
 
 
 def _s_AddRuleResult(d: dict[str, Any]) -> AddRuleResult:
@@ -2758,28 +3603,17 @@ def _s_AddRuleResult(d: dict[str, Any]) -> AddRuleResult:
 
 
 def _u_AddRuleResult(o: AddRuleResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "rule": _u_CSSRule(o.rule),
     }
-    return d
 
 
-def add_rule(
-    *,
-    style_sheet_id: _dom.StyleSheetId,
+def _p_add_rule(
+    style_sheet_id: cdp.dom.StyleSheetId,
     rule_text: str,
     location: SourceRange,
-    node_for_property_syntax_validation: _dom.NodeId | None = None,
-) -> Command[AddRuleResult]:
-    """Inserts a new rule with the given `ruleText` in a stylesheet with given `styleSheetId`, at the
-    position specified by `location`.
-
-    Args:
-        style_sheet_id: The css style sheet identifier where a new rule should be inserted.
-        rule_text: The text of a new rule.
-        location: Text position of a new rule in the target style sheet.
-        node_for_property_syntax_validation: Experimental. NodeId for the DOM node in whose context custom property declarations for registered properties should be validated. If omitted, declarations in the new rule text can only be validated statically, which may produce incorrect results if the declaration contains a var() for example.
-    """
+    node_for_property_syntax_validation: cdp.dom.NodeId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "styleSheetId": style_sheet_id,
         "ruleText": rule_text,
@@ -2787,7 +3621,7 @@ def add_rule(
     }
     if node_for_property_syntax_validation is not None:
         _p["nodeForPropertySyntaxValidation"] = node_for_property_syntax_validation
-    return Command("CSS.addRule", _p, _s_AddRuleResult)
+    return _p
 
 
 def _c_add_rule(d: dict[str, Any]) -> Command[AddRuleResult]:
@@ -2797,17 +3631,6 @@ def _c_add_rule(d: dict[str, Any]) -> Command[AddRuleResult]:
         location=_s_SourceRange(d["location"]),
         node_for_property_syntax_validation=d.get("nodeForPropertySyntaxValidation"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CollectClassNamesResult:
-    """Result of :func:`collect_class_names` (CSS.collectClassNames).
-
-    Attributes:
-        class_names: Class name list.
-    """
-
-    class_names: list[str]
 
 
 _CollectClassNamesResult_plain = {
@@ -2828,42 +3651,23 @@ def _s_CollectClassNamesResult(d: dict[str, Any]) -> CollectClassNamesResult:
 
 
 def _u_CollectClassNamesResult(o: CollectClassNamesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "classNames": o.class_names,
     }
-    return d
 
 
-def collect_class_names(
-    *,
-    style_sheet_id: _dom.StyleSheetId,
-) -> Command[CollectClassNamesResult]:
-    """Returns all class names from specified stylesheet.
-
-    Args:
-        style_sheet_id: -
-    """
-    _p: dict[str, Any] = {
+def _p_collect_class_names(
+    style_sheet_id: cdp.dom.StyleSheetId,
+) -> dict[str, Any]:
+    return {
         "styleSheetId": style_sheet_id,
     }
-    return Command("CSS.collectClassNames", _p, _s_CollectClassNamesResult)
 
 
 def _c_collect_class_names(d: dict[str, Any]) -> Command[CollectClassNamesResult]:
     return collect_class_names(
         style_sheet_id=d["styleSheetId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CreateStyleSheetResult:
-    """Result of :func:`create_style_sheet` (CSS.createStyleSheet).
-
-    Attributes:
-        style_sheet_id: Identifier of the created "via-inspector" stylesheet.
-    """
-
-    style_sheet_id: _dom.StyleSheetId
 
 
 _CreateStyleSheetResult_plain = {
@@ -2884,29 +3688,21 @@ def _s_CreateStyleSheetResult(d: dict[str, Any]) -> CreateStyleSheetResult:
 
 
 def _u_CreateStyleSheetResult(o: CreateStyleSheetResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "styleSheetId": o.style_sheet_id,
     }
-    return d
 
 
-def create_style_sheet(
-    *,
-    frame_id: _page.FrameId,
-    force: bool | None = None,
-) -> Command[CreateStyleSheetResult]:
-    """Creates a new special "via-inspector" stylesheet in the frame with given `frameId`.
-
-    Args:
-        frame_id: Identifier of the frame where "via-inspector" stylesheet should be created.
-        force: If true, creates a new stylesheet for every call. If false, returns a stylesheet previously created by a call with force=false for the frame's document if it exists or creates a new stylesheet (default: false).
-    """
+def _p_create_style_sheet(
+    frame_id: cdp.page.FrameId,
+    force: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "frameId": frame_id,
     }
     if force is not None:
         _p["force"] = force
-    return Command("CSS.createStyleSheet", _p, _s_CreateStyleSheetResult)
+    return _p
 
 
 def _c_create_style_sheet(d: dict[str, Any]) -> Command[CreateStyleSheetResult]:
@@ -2916,44 +3712,22 @@ def _c_create_style_sheet(d: dict[str, Any]) -> Command[CreateStyleSheetResult]:
     )
 
 
-def disable() -> Command[None]:
-    """Disables the CSS agent for the given page."""
-    _p: dict[str, Any] = {}
-    return Command("CSS.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
-
-
-def enable() -> Command[None]:
-    """Enables the CSS agent for the given page. Clients should not assume that the CSS agent has been
-    enabled until the result of this command is received."""
-    _p: dict[str, Any] = {}
-    return Command("CSS.enable", _p, None)
 
 
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
 
 
-def force_pseudo_state(
-    *,
-    node_id: _dom.NodeId,
+def _p_force_pseudo_state(
+    node_id: cdp.dom.NodeId,
     forced_pseudo_classes: list[str],
-) -> Command[None]:
-    """Ensures that the given node will have specified pseudo-classes whenever its style is computed by
-    the browser.
-
-    Args:
-        node_id: The element id for which to force the pseudo state.
-        forced_pseudo_classes: Element pseudo classes to force when computing the element's style.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
         "forcedPseudoClasses": forced_pseudo_classes,
     }
-    return Command("CSS.forcePseudoState", _p, None)
 
 
 def _c_force_pseudo_state(d: dict[str, Any]) -> Command[None]:
@@ -2963,22 +3737,14 @@ def _c_force_pseudo_state(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def force_starting_style(
-    *,
-    node_id: _dom.NodeId,
+def _p_force_starting_style(
+    node_id: cdp.dom.NodeId,
     forced: bool,
-) -> Command[None]:
-    """Ensures that the given node is in its starting-style state.
-
-    Args:
-        node_id: The element id for which to force the starting-style state.
-        forced: Boolean indicating if this is on or off.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
         "forced": forced,
     }
-    return Command("CSS.forceStartingStyle", _p, None)
 
 
 def _c_force_starting_style(d: dict[str, Any]) -> Command[None]:
@@ -2988,23 +3754,16 @@ def _c_force_starting_style(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def force_position_try_option(
-    *,
-    node_id: _dom.NodeId,
-    index: int | None = None,
-) -> Command[None]:
-    """Forces a position-try option for the given node.
-
-    Args:
-        node_id: The element id for which to force the position-try option.
-        index: The 1-based index of the position-try fallback option, 0 for base position (no fallback), or omitted to clear the forced state.
-    """
+def _p_force_position_try_option(
+    node_id: cdp.dom.NodeId,
+    index: int | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "nodeId": node_id,
     }
     if index is not None:
         _p["index"] = index
-    return Command("CSS.forcePositionTryOption", _p, None)
+    return _p
 
 
 def _c_force_position_try_option(d: dict[str, Any]) -> Command[None]:
@@ -3012,21 +3771,6 @@ def _c_force_position_try_option(d: dict[str, Any]) -> Command[None]:
         node_id=d["nodeId"],
         index=d.get("index"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetBackgroundColorsResult:
-    """Result of :func:`get_background_colors` (CSS.getBackgroundColors).
-
-    Attributes:
-        background_colors: The range of background colors behind this element, if it contains any visible text. If no visible text is present, this will be undefined. In the case of a flat background color, this will consist of simply that color. In the case of a gradient, this will consist of each of the color stops. For anything more complicated, this will be an empty array. Images will be ignored (as if the image had failed to load).
-        computed_font_size: The computed font size for this node, as a CSS computed value string (e.g. '12px').
-        computed_font_weight: The computed font weight for this node, as a CSS computed value string (e.g. 'normal' or '100').
-    """
-
-    background_colors: list[str] | None = None
-    computed_font_size: str | None = None
-    computed_font_weight: str | None = None
 
 
 _GetBackgroundColorsResult_plain = {
@@ -3057,48 +3801,18 @@ def _u_GetBackgroundColorsResult(o: GetBackgroundColorsResult) -> dict[str, Any]
     return d
 
 
-optional_defaults(
-    GetBackgroundColorsResult,
-    {
-        "background_colors": None,
-        "computed_font_size": None,
-        "computed_font_weight": None,
-    },
-)
-
-
-def get_background_colors(
-    *,
-    node_id: _dom.NodeId,
-) -> Command[GetBackgroundColorsResult]:
-    """getBackgroundColors.
-
-    Args:
-        node_id: Id of the node to get background colors for.
-    """
-    _p: dict[str, Any] = {
+def _p_get_background_colors(
+    node_id: cdp.dom.NodeId,
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
     }
-    return Command("CSS.getBackgroundColors", _p, _s_GetBackgroundColorsResult)
 
 
 def _c_get_background_colors(d: dict[str, Any]) -> Command[GetBackgroundColorsResult]:
     return get_background_colors(
         node_id=d["nodeId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetComputedStyleForNodeResult:
-    """Result of :func:`get_computed_style_for_node` (CSS.getComputedStyleForNode).
-
-    Attributes:
-        computed_style: Computed style for the specified DOM node.
-        extra_fields: Experimental. A list of non-standard "extra fields" which blink stores alongside each computed style.
-    """
-
-    computed_style: list[CSSComputedStyleProperty]
-    extra_fields: ComputedStyleExtraFields
 
 
 def _s_GetComputedStyleForNodeResult(d: dict[str, Any]) -> GetComputedStyleForNodeResult:
@@ -3117,43 +3831,24 @@ def _s_GetComputedStyleForNodeResult(d: dict[str, Any]) -> GetComputedStyleForNo
 
 
 def _u_GetComputedStyleForNodeResult(o: GetComputedStyleForNodeResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "computedStyle": [_u_CSSComputedStyleProperty(x0) for x0 in o.computed_style],
         "extraFields": _u_ComputedStyleExtraFields(o.extra_fields),
     }
-    return d
 
 
-def get_computed_style_for_node(
-    *,
-    node_id: _dom.NodeId,
-) -> Command[GetComputedStyleForNodeResult]:
-    """Returns the computed style for a DOM node identified by `nodeId`.
-
-    Args:
-        node_id: -
-    """
-    _p: dict[str, Any] = {
+def _p_get_computed_style_for_node(
+    node_id: cdp.dom.NodeId,
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
     }
-    return Command("CSS.getComputedStyleForNode", _p, _s_GetComputedStyleForNodeResult)
 
 
 def _c_get_computed_style_for_node(d: dict[str, Any]) -> Command[GetComputedStyleForNodeResult]:
     return get_computed_style_for_node(
         node_id=d["nodeId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ResolveValuesResult:
-    """Result of :func:`resolve_values` (CSS.resolveValues).
-
-    Attributes:
-        results: -
-    """
-
-    results: list[str]
 
 
 _ResolveValuesResult_plain = {
@@ -3174,39 +3869,18 @@ def _s_ResolveValuesResult(d: dict[str, Any]) -> ResolveValuesResult:
 
 
 def _u_ResolveValuesResult(o: ResolveValuesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "results": o.results,
     }
-    return d
 
 
-def resolve_values(
-    *,
+def _p_resolve_values(
     values: list[str],
-    node_id: _dom.NodeId,
-    property_name: str | None = None,
-    pseudo_type: _dom.PseudoType | None = None,
-    pseudo_identifier: str | None = None,
-) -> Command[ResolveValuesResult]:
-    """Experimental. Resolve the specified values in the context of the provided element.
-    For example, a value of '1em' is evaluated according to the computed
-    'font-size' of the element and a value 'calc(1px + 2px)' will be
-    resolved to '3px'.
-    If the `propertyName` was specified the `values` are resolved as if
-    they were property's declaration. If a value cannot be parsed according
-    to the provided property syntax, the value is parsed using combined
-    syntax as if null `propertyName` was provided. If the value cannot be
-    resolved even then, return the provided value without any changes.
-    Note: this function currently does not resolve CSS random() function,
-    it returns unmodified random() function parts.`
-
-    Args:
-        values: Cascade-dependent keywords (revert/revert-layer) do not work.
-        node_id: Id of the node in whose context the expression is evaluated
-        property_name: Only longhands and custom property names are accepted.
-        pseudo_type: Pseudo element type, only works for pseudo elements that generate elements in the tree, such as ::before and ::after.
-        pseudo_identifier: Pseudo element custom ident.
-    """
+    node_id: cdp.dom.NodeId,
+    property_name: str | None,
+    pseudo_type: cdp.dom.PseudoType | None,
+    pseudo_identifier: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "values": values,
         "nodeId": node_id,
@@ -3217,7 +3891,7 @@ def resolve_values(
         _p["pseudoType"] = pseudo_type
     if pseudo_identifier is not None:
         _p["pseudoIdentifier"] = pseudo_identifier
-    return Command("CSS.resolveValues", _p, _s_ResolveValuesResult)
+    return _p
 
 
 def _c_resolve_values(d: dict[str, Any]) -> Command[ResolveValuesResult]:
@@ -3228,17 +3902,6 @@ def _c_resolve_values(d: dict[str, Any]) -> Command[ResolveValuesResult]:
         pseudo_type=None if (v := d.get("pseudoType")) is None else _enum(cdp.dom.PseudoType, v),
         pseudo_identifier=d.get("pseudoIdentifier"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetLonghandPropertiesResult:
-    """Result of :func:`get_longhand_properties` (CSS.getLonghandProperties).
-
-    Attributes:
-        longhand_properties: -
-    """
-
-    longhand_properties: list[CSSProperty]
 
 
 def _s_GetLonghandPropertiesResult(d: dict[str, Any]) -> GetLonghandPropertiesResult:
@@ -3253,28 +3916,19 @@ def _s_GetLonghandPropertiesResult(d: dict[str, Any]) -> GetLonghandPropertiesRe
 
 
 def _u_GetLonghandPropertiesResult(o: GetLonghandPropertiesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "longhandProperties": [_u_CSSProperty(x0) for x0 in o.longhand_properties],
     }
-    return d
 
 
-def get_longhand_properties(
-    *,
+def _p_get_longhand_properties(
     shorthand_name: str,
     value: str,
-) -> Command[GetLonghandPropertiesResult]:
-    """Experimental. getLonghandProperties.
-
-    Args:
-        shorthand_name: -
-        value: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "shorthandName": shorthand_name,
         "value": value,
     }
-    return Command("CSS.getLonghandProperties", _p, _s_GetLonghandPropertiesResult)
 
 
 def _c_get_longhand_properties(d: dict[str, Any]) -> Command[GetLonghandPropertiesResult]:
@@ -3282,19 +3936,6 @@ def _c_get_longhand_properties(d: dict[str, Any]) -> Command[GetLonghandProperti
         shorthand_name=d["shorthandName"],
         value=d["value"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetInlineStylesForNodeResult:
-    """Result of :func:`get_inline_styles_for_node` (CSS.getInlineStylesForNode).
-
-    Attributes:
-        inline_style: Inline style for the specified DOM node.
-        attributes_style: Attribute-defined element style (e.g. resulting from "width=20 height=100%").
-    """
-
-    inline_style: CSSStyle | None = None
-    attributes_style: CSSStyle | None = None
 
 
 def _s_GetInlineStylesForNodeResult(d: dict[str, Any]) -> GetInlineStylesForNodeResult:
@@ -3317,50 +3958,18 @@ def _u_GetInlineStylesForNodeResult(o: GetInlineStylesForNodeResult) -> dict[str
     return d
 
 
-optional_defaults(
-    GetInlineStylesForNodeResult,
-    {
-        "inline_style": None,
-        "attributes_style": None,
-    },
-)
-
-
-def get_inline_styles_for_node(
-    *,
-    node_id: _dom.NodeId,
-) -> Command[GetInlineStylesForNodeResult]:
-    """Returns the styles defined inline (explicitly in the "style" attribute and implicitly, using DOM
-    attributes) for a DOM node identified by `nodeId`.
-
-    Args:
-        node_id: -
-    """
-    _p: dict[str, Any] = {
+def _p_get_inline_styles_for_node(
+    node_id: cdp.dom.NodeId,
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
     }
-    return Command("CSS.getInlineStylesForNode", _p, _s_GetInlineStylesForNodeResult)
 
 
 def _c_get_inline_styles_for_node(d: dict[str, Any]) -> Command[GetInlineStylesForNodeResult]:
     return get_inline_styles_for_node(
         node_id=d["nodeId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetAnimatedStylesForNodeResult:
-    """Result of :func:`get_animated_styles_for_node` (CSS.getAnimatedStylesForNode).
-
-    Attributes:
-        animation_styles: Styles coming from animations.
-        transitions_style: Style coming from transitions.
-        inherited: Inherited style entries for animationsStyle and transitionsStyle from the inheritance chain of the element.
-    """
-
-    animation_styles: list[CSSAnimationStyle] | None = None
-    transitions_style: CSSStyle | None = None
-    inherited: list[InheritedAnimatedStyleEntry] | None = None
 
 
 def _s_GetAnimatedStylesForNodeResult(d: dict[str, Any]) -> GetAnimatedStylesForNodeResult:
@@ -3387,73 +3996,18 @@ def _u_GetAnimatedStylesForNodeResult(o: GetAnimatedStylesForNodeResult) -> dict
     return d
 
 
-optional_defaults(
-    GetAnimatedStylesForNodeResult,
-    {
-        "animation_styles": None,
-        "transitions_style": None,
-        "inherited": None,
-    },
-)
-
-
-def get_animated_styles_for_node(
-    *,
-    node_id: _dom.NodeId,
-) -> Command[GetAnimatedStylesForNodeResult]:
-    """Experimental. Returns the styles coming from animations & transitions
-    including the animation & transition styles coming from inheritance chain.
-
-    Args:
-        node_id: -
-    """
-    _p: dict[str, Any] = {
+def _p_get_animated_styles_for_node(
+    node_id: cdp.dom.NodeId,
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
     }
-    return Command("CSS.getAnimatedStylesForNode", _p, _s_GetAnimatedStylesForNodeResult)
 
 
 def _c_get_animated_styles_for_node(d: dict[str, Any]) -> Command[GetAnimatedStylesForNodeResult]:
     return get_animated_styles_for_node(
         node_id=d["nodeId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetMatchedStylesForNodeResult:
-    """Result of :func:`get_matched_styles_for_node` (CSS.getMatchedStylesForNode).
-
-    Attributes:
-        inline_style: Inline style for the specified DOM node.
-        attributes_style: Attribute-defined element style (e.g. resulting from "width=20 height=100%").
-        matched_css_rules: CSS rules matching this node, from all applicable stylesheets.
-        pseudo_elements: Pseudo style matches for this node.
-        inherited: A chain of inherited styles (from the immediate node parent up to the DOM tree root).
-        inherited_pseudo_elements: A chain of inherited pseudo element styles (from the immediate node parent up to the DOM tree root).
-        css_keyframes_rules: A list of CSS keyframed animations matching this node.
-        css_position_try_rules: A list of CSS @position-try rules matching this node, based on the position-try-fallbacks property.
-        active_position_fallback_index: Index of the active fallback in the applied position-try-fallback property, will not be set if there is no active position-try fallback.
-        css_property_rules: A list of CSS at-property rules matching this node.
-        css_property_registrations: A list of CSS property registrations matching this node.
-        css_at_rules: A list of simple @rules matching this node or its pseudo-elements.
-        parent_layout_node_id: Experimental. Id of the first parent element that does not have display: contents.
-        css_function_rules: Experimental. A list of CSS at-function rules referenced by styles of this node.
-    """
-
-    inline_style: CSSStyle | None = None
-    attributes_style: CSSStyle | None = None
-    matched_css_rules: list[RuleMatch] | None = None
-    pseudo_elements: list[PseudoElementMatches] | None = None
-    inherited: list[InheritedStyleEntry] | None = None
-    inherited_pseudo_elements: list[InheritedPseudoElementMatches] | None = None
-    css_keyframes_rules: list[CSSKeyframesRule] | None = None
-    css_position_try_rules: list[CSSPositionTryRule] | None = None
-    active_position_fallback_index: int | None = None
-    css_property_rules: list[CSSPropertyRule] | None = None
-    css_property_registrations: list[CSSPropertyRegistration] | None = None
-    css_at_rules: list[CSSAtRule] | None = None
-    parent_layout_node_id: _dom.NodeId | None = None
-    css_function_rules: list[CSSFunctionRule] | None = None
 
 
 _GetMatchedStylesForNodeResult_plain = {
@@ -3537,57 +4091,18 @@ def _u_GetMatchedStylesForNodeResult(o: GetMatchedStylesForNodeResult) -> dict[s
     return d
 
 
-optional_defaults(
-    GetMatchedStylesForNodeResult,
-    {
-        "inline_style": None,
-        "attributes_style": None,
-        "matched_css_rules": None,
-        "pseudo_elements": None,
-        "inherited": None,
-        "inherited_pseudo_elements": None,
-        "css_keyframes_rules": None,
-        "css_position_try_rules": None,
-        "active_position_fallback_index": None,
-        "css_property_rules": None,
-        "css_property_registrations": None,
-        "css_at_rules": None,
-        "parent_layout_node_id": None,
-        "css_function_rules": None,
-    },
-)
-
-
-def get_matched_styles_for_node(
-    *,
-    node_id: _dom.NodeId,
-) -> Command[GetMatchedStylesForNodeResult]:
-    """Returns requested styles for a DOM node identified by `nodeId`.
-
-    Args:
-        node_id: -
-    """
-    _p: dict[str, Any] = {
+def _p_get_matched_styles_for_node(
+    node_id: cdp.dom.NodeId,
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
     }
-    return Command("CSS.getMatchedStylesForNode", _p, _s_GetMatchedStylesForNodeResult)
 
 
 def _c_get_matched_styles_for_node(d: dict[str, Any]) -> Command[GetMatchedStylesForNodeResult]:
     return get_matched_styles_for_node(
         node_id=d["nodeId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetEnvironmentVariablesResult:
-    """Result of :func:`get_environment_variables` (CSS.getEnvironmentVariables).
-
-    Attributes:
-        environment_variables: -
-    """
-
-    environment_variables: dict[str, Any]
 
 
 _GetEnvironmentVariablesResult_plain = {
@@ -3608,31 +4123,13 @@ def _s_GetEnvironmentVariablesResult(d: dict[str, Any]) -> GetEnvironmentVariabl
 
 
 def _u_GetEnvironmentVariablesResult(o: GetEnvironmentVariablesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "environmentVariables": o.environment_variables,
     }
-    return d
-
-
-def get_environment_variables() -> Command[GetEnvironmentVariablesResult]:
-    """Experimental. Returns the values of the default UA-defined environment variables used in env()"""
-    _p: dict[str, Any] = {}
-    return Command("CSS.getEnvironmentVariables", _p, _s_GetEnvironmentVariablesResult)
 
 
 def _c_get_environment_variables(d: dict[str, Any]) -> Command[GetEnvironmentVariablesResult]:
     return get_environment_variables()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetMediaQueriesResult:
-    """Result of :func:`get_media_queries` (CSS.getMediaQueries).
-
-    Attributes:
-        medias: -
-    """
-
-    medias: list[CSSMedia]
 
 
 def _s_GetMediaQueriesResult(d: dict[str, Any]) -> GetMediaQueriesResult:
@@ -3647,31 +4144,13 @@ def _s_GetMediaQueriesResult(d: dict[str, Any]) -> GetMediaQueriesResult:
 
 
 def _u_GetMediaQueriesResult(o: GetMediaQueriesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "medias": [_u_CSSMedia(x0) for x0 in o.medias],
     }
-    return d
-
-
-def get_media_queries() -> Command[GetMediaQueriesResult]:
-    """Returns all media queries parsed by the rendering engine."""
-    _p: dict[str, Any] = {}
-    return Command("CSS.getMediaQueries", _p, _s_GetMediaQueriesResult)
 
 
 def _c_get_media_queries(d: dict[str, Any]) -> Command[GetMediaQueriesResult]:
     return get_media_queries()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetPlatformFontsForNodeResult:
-    """Result of :func:`get_platform_fonts_for_node` (CSS.getPlatformFontsForNode).
-
-    Attributes:
-        fonts: Usage statistics for every employed platform font.
-    """
-
-    fonts: list[PlatformFontUsage]
 
 
 def _s_GetPlatformFontsForNodeResult(d: dict[str, Any]) -> GetPlatformFontsForNodeResult:
@@ -3686,43 +4165,23 @@ def _s_GetPlatformFontsForNodeResult(d: dict[str, Any]) -> GetPlatformFontsForNo
 
 
 def _u_GetPlatformFontsForNodeResult(o: GetPlatformFontsForNodeResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "fonts": [_u_PlatformFontUsage(x0) for x0 in o.fonts],
     }
-    return d
 
 
-def get_platform_fonts_for_node(
-    *,
-    node_id: _dom.NodeId,
-) -> Command[GetPlatformFontsForNodeResult]:
-    """Requests information about platform fonts which we used to render child TextNodes in the given
-    node.
-
-    Args:
-        node_id: -
-    """
-    _p: dict[str, Any] = {
+def _p_get_platform_fonts_for_node(
+    node_id: cdp.dom.NodeId,
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
     }
-    return Command("CSS.getPlatformFontsForNode", _p, _s_GetPlatformFontsForNodeResult)
 
 
 def _c_get_platform_fonts_for_node(d: dict[str, Any]) -> Command[GetPlatformFontsForNodeResult]:
     return get_platform_fonts_for_node(
         node_id=d["nodeId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetStyleSheetTextResult:
-    """Result of :func:`get_style_sheet_text` (CSS.getStyleSheetText).
-
-    Attributes:
-        text: The stylesheet text.
-    """
-
-    text: str
 
 
 _GetStyleSheetTextResult_plain = {
@@ -3743,42 +4202,23 @@ def _s_GetStyleSheetTextResult(d: dict[str, Any]) -> GetStyleSheetTextResult:
 
 
 def _u_GetStyleSheetTextResult(o: GetStyleSheetTextResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "text": o.text,
     }
-    return d
 
 
-def get_style_sheet_text(
-    *,
-    style_sheet_id: _dom.StyleSheetId,
-) -> Command[GetStyleSheetTextResult]:
-    """Returns the current textual content for a stylesheet.
-
-    Args:
-        style_sheet_id: -
-    """
-    _p: dict[str, Any] = {
+def _p_get_style_sheet_text(
+    style_sheet_id: cdp.dom.StyleSheetId,
+) -> dict[str, Any]:
+    return {
         "styleSheetId": style_sheet_id,
     }
-    return Command("CSS.getStyleSheetText", _p, _s_GetStyleSheetTextResult)
 
 
 def _c_get_style_sheet_text(d: dict[str, Any]) -> Command[GetStyleSheetTextResult]:
     return get_style_sheet_text(
         style_sheet_id=d["styleSheetId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetLayersForNodeResult:
-    """Result of :func:`get_layers_for_node` (CSS.getLayersForNode).
-
-    Attributes:
-        root_layer: -
-    """
-
-    root_layer: CSSLayerData
 
 
 def _s_GetLayersForNodeResult(d: dict[str, Any]) -> GetLayersForNodeResult:
@@ -3793,45 +4233,23 @@ def _s_GetLayersForNodeResult(d: dict[str, Any]) -> GetLayersForNodeResult:
 
 
 def _u_GetLayersForNodeResult(o: GetLayersForNodeResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "rootLayer": _u_CSSLayerData(o.root_layer),
     }
-    return d
 
 
-def get_layers_for_node(
-    *,
-    node_id: _dom.NodeId,
-) -> Command[GetLayersForNodeResult]:
-    """Experimental. Returns all layers parsed by the rendering engine for the tree scope of a node.
-    Given a DOM element identified by nodeId, getLayersForNode returns the root
-    layer for the nearest ancestor document or shadow root. The layer root contains
-    the full layer tree for the tree scope and their ordering.
-
-    Args:
-        node_id: -
-    """
-    _p: dict[str, Any] = {
+def _p_get_layers_for_node(
+    node_id: cdp.dom.NodeId,
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
     }
-    return Command("CSS.getLayersForNode", _p, _s_GetLayersForNodeResult)
 
 
 def _c_get_layers_for_node(d: dict[str, Any]) -> Command[GetLayersForNodeResult]:
     return get_layers_for_node(
         node_id=d["nodeId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetLocationForSelectorResult:
-    """Result of :func:`get_location_for_selector` (CSS.getLocationForSelector).
-
-    Attributes:
-        ranges: -
-    """
-
-    ranges: list[SourceRange]
 
 
 def _s_GetLocationForSelectorResult(d: dict[str, Any]) -> GetLocationForSelectorResult:
@@ -3846,29 +4264,19 @@ def _s_GetLocationForSelectorResult(d: dict[str, Any]) -> GetLocationForSelector
 
 
 def _u_GetLocationForSelectorResult(o: GetLocationForSelectorResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "ranges": [_u_SourceRange(x0) for x0 in o.ranges],
     }
-    return d
 
 
-def get_location_for_selector(
-    *,
-    style_sheet_id: _dom.StyleSheetId,
+def _p_get_location_for_selector(
+    style_sheet_id: cdp.dom.StyleSheetId,
     selector_text: str,
-) -> Command[GetLocationForSelectorResult]:
-    """Experimental. Given a CSS selector text and a style sheet ID, getLocationForSelector
-    returns an array of locations of the CSS selector in the style sheet.
-
-    Args:
-        style_sheet_id: -
-        selector_text: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "styleSheetId": style_sheet_id,
         "selectorText": selector_text,
     }
-    return Command("CSS.getLocationForSelector", _p, _s_GetLocationForSelectorResult)
 
 
 def _c_get_location_for_selector(d: dict[str, Any]) -> Command[GetLocationForSelectorResult]:
@@ -3878,24 +4286,13 @@ def _c_get_location_for_selector(d: dict[str, Any]) -> Command[GetLocationForSel
     )
 
 
-def track_computed_style_updates_for_node(
-    *,
-    node_id: _dom.NodeId | None = None,
-) -> Command[None]:
-    """Experimental. Starts tracking the given node for the computed style updates
-    and whenever the computed style is updated for node, it queues
-    a `computedStyleUpdated` event with throttling.
-    There can only be 1 node tracked for computed style updates
-    so passing a new node id removes tracking from the previous node.
-    Pass `undefined` to disable tracking.
-
-    Args:
-        node_id: -
-    """
+def _p_track_computed_style_updates_for_node(
+    node_id: cdp.dom.NodeId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if node_id is not None:
         _p["nodeId"] = node_id
-    return Command("CSS.trackComputedStyleUpdatesForNode", _p, None)
+    return _p
 
 
 def _c_track_computed_style_updates_for_node(d: dict[str, Any]) -> Command[None]:
@@ -3904,41 +4301,18 @@ def _c_track_computed_style_updates_for_node(d: dict[str, Any]) -> Command[None]
     )
 
 
-def track_computed_style_updates(
-    *,
+def _p_track_computed_style_updates(
     properties_to_track: list[CSSComputedStyleProperty],
-) -> Command[None]:
-    """Experimental. Starts tracking the given computed styles for updates. The specified array of properties
-    replaces the one previously specified. Pass empty array to disable tracking.
-    Use takeComputedStyleUpdates to retrieve the list of nodes that had properties modified.
-    The changes to computed style properties are only tracked for nodes pushed to the front-end
-    by the DOM agent. If no changes to the tracked properties occur after the node has been pushed
-    to the front-end, no updates will be issued for the node.
-
-    Args:
-        properties_to_track: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "propertiesToTrack": [_u_CSSComputedStyleProperty(x0) for x0 in properties_to_track],
     }
-    return Command("CSS.trackComputedStyleUpdates", _p, None)
 
 
 def _c_track_computed_style_updates(d: dict[str, Any]) -> Command[None]:
     return track_computed_style_updates(
         properties_to_track=[_s_CSSComputedStyleProperty(x0) for x0 in d["propertiesToTrack"]],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TakeComputedStyleUpdatesResult:
-    """Result of :func:`take_computed_style_updates` (CSS.takeComputedStyleUpdates).
-
-    Attributes:
-        node_ids: The list of node Ids that have their tracked computed styles updated.
-    """
-
-    node_ids: list[_dom.NodeId]
 
 
 _TakeComputedStyleUpdatesResult_plain = {
@@ -3959,42 +4333,25 @@ def _s_TakeComputedStyleUpdatesResult(d: dict[str, Any]) -> TakeComputedStyleUpd
 
 
 def _u_TakeComputedStyleUpdatesResult(o: TakeComputedStyleUpdatesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeIds": o.node_ids,
     }
-    return d
-
-
-def take_computed_style_updates() -> Command[TakeComputedStyleUpdatesResult]:
-    """Experimental. Polls the next batch of computed style updates."""
-    _p: dict[str, Any] = {}
-    return Command("CSS.takeComputedStyleUpdates", _p, _s_TakeComputedStyleUpdatesResult)
 
 
 def _c_take_computed_style_updates(d: dict[str, Any]) -> Command[TakeComputedStyleUpdatesResult]:
     return take_computed_style_updates()
 
 
-def set_effective_property_value_for_node(
-    *,
-    node_id: _dom.NodeId,
+def _p_set_effective_property_value_for_node(
+    node_id: cdp.dom.NodeId,
     property_name: str,
     value: str,
-) -> Command[None]:
-    """Find a rule with the given active property for the given node and set the new value for this
-    property
-
-    Args:
-        node_id: The element id for which to set property.
-        property_name: -
-        value: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
         "propertyName": property_name,
         "value": value,
     }
-    return Command("CSS.setEffectivePropertyValueForNode", _p, None)
 
 
 def _c_set_effective_property_value_for_node(d: dict[str, Any]) -> Command[None]:
@@ -4003,17 +4360,6 @@ def _c_set_effective_property_value_for_node(d: dict[str, Any]) -> Command[None]
         property_name=d["propertyName"],
         value=d["value"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetPropertyRulePropertyNameResult:
-    """Result of :func:`set_property_rule_property_name` (CSS.setPropertyRulePropertyName).
-
-    Attributes:
-        property_name: The resulting key text after modification.
-    """
-
-    property_name: Value
 
 
 def _s_SetPropertyRulePropertyNameResult(d: dict[str, Any]) -> SetPropertyRulePropertyNameResult:
@@ -4028,31 +4374,21 @@ def _s_SetPropertyRulePropertyNameResult(d: dict[str, Any]) -> SetPropertyRulePr
 
 
 def _u_SetPropertyRulePropertyNameResult(o: SetPropertyRulePropertyNameResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "propertyName": _u_Value(o.property_name),
     }
-    return d
 
 
-def set_property_rule_property_name(
-    *,
-    style_sheet_id: _dom.StyleSheetId,
+def _p_set_property_rule_property_name(
+    style_sheet_id: cdp.dom.StyleSheetId,
     range_: SourceRange,
     property_name: str,
-) -> Command[SetPropertyRulePropertyNameResult]:
-    """Modifies the property rule property name.
-
-    Args:
-        style_sheet_id: -
-        range_: -
-        property_name: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "styleSheetId": style_sheet_id,
         "range": _u_SourceRange(range_),
         "propertyName": property_name,
     }
-    return Command("CSS.setPropertyRulePropertyName", _p, _s_SetPropertyRulePropertyNameResult)
 
 
 def _c_set_property_rule_property_name(d: dict[str, Any]) -> Command[SetPropertyRulePropertyNameResult]:
@@ -4061,17 +4397,6 @@ def _c_set_property_rule_property_name(d: dict[str, Any]) -> Command[SetProperty
         range_=_s_SourceRange(d["range"]),
         property_name=d["propertyName"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetKeyframeKeyResult:
-    """Result of :func:`set_keyframe_key` (CSS.setKeyframeKey).
-
-    Attributes:
-        key_text: The resulting key text after modification.
-    """
-
-    key_text: Value
 
 
 def _s_SetKeyframeKeyResult(d: dict[str, Any]) -> SetKeyframeKeyResult:
@@ -4086,31 +4411,21 @@ def _s_SetKeyframeKeyResult(d: dict[str, Any]) -> SetKeyframeKeyResult:
 
 
 def _u_SetKeyframeKeyResult(o: SetKeyframeKeyResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "keyText": _u_Value(o.key_text),
     }
-    return d
 
 
-def set_keyframe_key(
-    *,
-    style_sheet_id: _dom.StyleSheetId,
+def _p_set_keyframe_key(
+    style_sheet_id: cdp.dom.StyleSheetId,
     range_: SourceRange,
     key_text: str,
-) -> Command[SetKeyframeKeyResult]:
-    """Modifies the keyframe rule key text.
-
-    Args:
-        style_sheet_id: -
-        range_: -
-        key_text: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "styleSheetId": style_sheet_id,
         "range": _u_SourceRange(range_),
         "keyText": key_text,
     }
-    return Command("CSS.setKeyframeKey", _p, _s_SetKeyframeKeyResult)
 
 
 def _c_set_keyframe_key(d: dict[str, Any]) -> Command[SetKeyframeKeyResult]:
@@ -4119,17 +4434,6 @@ def _c_set_keyframe_key(d: dict[str, Any]) -> Command[SetKeyframeKeyResult]:
         range_=_s_SourceRange(d["range"]),
         key_text=d["keyText"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetMediaTextResult:
-    """Result of :func:`set_media_text` (CSS.setMediaText).
-
-    Attributes:
-        media: The resulting CSS media rule after modification.
-    """
-
-    media: CSSMedia
 
 
 def _s_SetMediaTextResult(d: dict[str, Any]) -> SetMediaTextResult:
@@ -4144,31 +4448,21 @@ def _s_SetMediaTextResult(d: dict[str, Any]) -> SetMediaTextResult:
 
 
 def _u_SetMediaTextResult(o: SetMediaTextResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "media": _u_CSSMedia(o.media),
     }
-    return d
 
 
-def set_media_text(
-    *,
-    style_sheet_id: _dom.StyleSheetId,
+def _p_set_media_text(
+    style_sheet_id: cdp.dom.StyleSheetId,
     range_: SourceRange,
     text: str,
-) -> Command[SetMediaTextResult]:
-    """Modifies the rule selector.
-
-    Args:
-        style_sheet_id: -
-        range_: -
-        text: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "styleSheetId": style_sheet_id,
         "range": _u_SourceRange(range_),
         "text": text,
     }
-    return Command("CSS.setMediaText", _p, _s_SetMediaTextResult)
 
 
 def _c_set_media_text(d: dict[str, Any]) -> Command[SetMediaTextResult]:
@@ -4177,17 +4471,6 @@ def _c_set_media_text(d: dict[str, Any]) -> Command[SetMediaTextResult]:
         range_=_s_SourceRange(d["range"]),
         text=d["text"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetContainerQueryTextResult:
-    """Result of :func:`set_container_query_text` (CSS.setContainerQueryText).
-
-    Attributes:
-        container_query: The resulting CSS container query rule after modification.
-    """
-
-    container_query: CSSContainerQuery
 
 
 def _s_SetContainerQueryTextResult(d: dict[str, Any]) -> SetContainerQueryTextResult:
@@ -4202,32 +4485,21 @@ def _s_SetContainerQueryTextResult(d: dict[str, Any]) -> SetContainerQueryTextRe
 
 
 def _u_SetContainerQueryTextResult(o: SetContainerQueryTextResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "containerQuery": _u_CSSContainerQuery(o.container_query),
     }
-    return d
 
 
-def set_container_query_text(
-    *,
-    style_sheet_id: _dom.StyleSheetId,
+def _p_set_container_query_text(
+    style_sheet_id: cdp.dom.StyleSheetId,
     range_: SourceRange,
     text: str,
-) -> Command[SetContainerQueryTextResult]:
-    """Experimental. Deprecated. Modifies the expression of a container query.
-    Deprecated. Use setContainerQueryConditionText instead.
-
-    Args:
-        style_sheet_id: -
-        range_: -
-        text: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "styleSheetId": style_sheet_id,
         "range": _u_SourceRange(range_),
         "text": text,
     }
-    return Command("CSS.setContainerQueryText", _p, _s_SetContainerQueryTextResult)
 
 
 def _c_set_container_query_text(d: dict[str, Any]) -> Command[SetContainerQueryTextResult]:
@@ -4236,17 +4508,6 @@ def _c_set_container_query_text(d: dict[str, Any]) -> Command[SetContainerQueryT
         range_=_s_SourceRange(d["range"]),
         text=d["text"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetContainerQueryConditionTextResult:
-    """Result of :func:`set_container_query_condition_text` (CSS.setContainerQueryConditionText).
-
-    Attributes:
-        container_query: The resulting CSS container query rule after modification.
-    """
-
-    container_query: CSSContainerQuery
 
 
 def _s_SetContainerQueryConditionTextResult(d: dict[str, Any]) -> SetContainerQueryConditionTextResult:
@@ -4261,31 +4522,21 @@ def _s_SetContainerQueryConditionTextResult(d: dict[str, Any]) -> SetContainerQu
 
 
 def _u_SetContainerQueryConditionTextResult(o: SetContainerQueryConditionTextResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "containerQuery": _u_CSSContainerQuery(o.container_query),
     }
-    return d
 
 
-def set_container_query_condition_text(
-    *,
-    style_sheet_id: _dom.StyleSheetId,
+def _p_set_container_query_condition_text(
+    style_sheet_id: cdp.dom.StyleSheetId,
     range_: SourceRange,
     text: str,
-) -> Command[SetContainerQueryConditionTextResult]:
-    """Experimental. setContainerQueryConditionText.
-
-    Args:
-        style_sheet_id: -
-        range_: -
-        text: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "styleSheetId": style_sheet_id,
         "range": _u_SourceRange(range_),
         "text": text,
     }
-    return Command("CSS.setContainerQueryConditionText", _p, _s_SetContainerQueryConditionTextResult)
 
 
 def _c_set_container_query_condition_text(d: dict[str, Any]) -> Command[SetContainerQueryConditionTextResult]:
@@ -4294,17 +4545,6 @@ def _c_set_container_query_condition_text(d: dict[str, Any]) -> Command[SetConta
         range_=_s_SourceRange(d["range"]),
         text=d["text"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetSupportsTextResult:
-    """Result of :func:`set_supports_text` (CSS.setSupportsText).
-
-    Attributes:
-        supports: The resulting CSS Supports rule after modification.
-    """
-
-    supports: CSSSupports
 
 
 def _s_SetSupportsTextResult(d: dict[str, Any]) -> SetSupportsTextResult:
@@ -4319,31 +4559,21 @@ def _s_SetSupportsTextResult(d: dict[str, Any]) -> SetSupportsTextResult:
 
 
 def _u_SetSupportsTextResult(o: SetSupportsTextResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "supports": _u_CSSSupports(o.supports),
     }
-    return d
 
 
-def set_supports_text(
-    *,
-    style_sheet_id: _dom.StyleSheetId,
+def _p_set_supports_text(
+    style_sheet_id: cdp.dom.StyleSheetId,
     range_: SourceRange,
     text: str,
-) -> Command[SetSupportsTextResult]:
-    """Experimental. Modifies the expression of a supports at-rule.
-
-    Args:
-        style_sheet_id: -
-        range_: -
-        text: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "styleSheetId": style_sheet_id,
         "range": _u_SourceRange(range_),
         "text": text,
     }
-    return Command("CSS.setSupportsText", _p, _s_SetSupportsTextResult)
 
 
 def _c_set_supports_text(d: dict[str, Any]) -> Command[SetSupportsTextResult]:
@@ -4352,17 +4582,6 @@ def _c_set_supports_text(d: dict[str, Any]) -> Command[SetSupportsTextResult]:
         range_=_s_SourceRange(d["range"]),
         text=d["text"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetNavigationTextResult:
-    """Result of :func:`set_navigation_text` (CSS.setNavigationText).
-
-    Attributes:
-        navigation: The resulting CSS Navigation rule after modification.
-    """
-
-    navigation: CSSNavigation
 
 
 def _s_SetNavigationTextResult(d: dict[str, Any]) -> SetNavigationTextResult:
@@ -4377,31 +4596,21 @@ def _s_SetNavigationTextResult(d: dict[str, Any]) -> SetNavigationTextResult:
 
 
 def _u_SetNavigationTextResult(o: SetNavigationTextResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "navigation": _u_CSSNavigation(o.navigation),
     }
-    return d
 
 
-def set_navigation_text(
-    *,
-    style_sheet_id: _dom.StyleSheetId,
+def _p_set_navigation_text(
+    style_sheet_id: cdp.dom.StyleSheetId,
     range_: SourceRange,
     text: str,
-) -> Command[SetNavigationTextResult]:
-    """Experimental. Modifies the expression of a navigation at-rule.
-
-    Args:
-        style_sheet_id: -
-        range_: -
-        text: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "styleSheetId": style_sheet_id,
         "range": _u_SourceRange(range_),
         "text": text,
     }
-    return Command("CSS.setNavigationText", _p, _s_SetNavigationTextResult)
 
 
 def _c_set_navigation_text(d: dict[str, Any]) -> Command[SetNavigationTextResult]:
@@ -4410,17 +4619,6 @@ def _c_set_navigation_text(d: dict[str, Any]) -> Command[SetNavigationTextResult
         range_=_s_SourceRange(d["range"]),
         text=d["text"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetScopeTextResult:
-    """Result of :func:`set_scope_text` (CSS.setScopeText).
-
-    Attributes:
-        scope: The resulting CSS Scope rule after modification.
-    """
-
-    scope: CSSScope
 
 
 def _s_SetScopeTextResult(d: dict[str, Any]) -> SetScopeTextResult:
@@ -4435,31 +4633,21 @@ def _s_SetScopeTextResult(d: dict[str, Any]) -> SetScopeTextResult:
 
 
 def _u_SetScopeTextResult(o: SetScopeTextResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "scope": _u_CSSScope(o.scope),
     }
-    return d
 
 
-def set_scope_text(
-    *,
-    style_sheet_id: _dom.StyleSheetId,
+def _p_set_scope_text(
+    style_sheet_id: cdp.dom.StyleSheetId,
     range_: SourceRange,
     text: str,
-) -> Command[SetScopeTextResult]:
-    """Experimental. Modifies the expression of a scope at-rule.
-
-    Args:
-        style_sheet_id: -
-        range_: -
-        text: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "styleSheetId": style_sheet_id,
         "range": _u_SourceRange(range_),
         "text": text,
     }
-    return Command("CSS.setScopeText", _p, _s_SetScopeTextResult)
 
 
 def _c_set_scope_text(d: dict[str, Any]) -> Command[SetScopeTextResult]:
@@ -4468,17 +4656,6 @@ def _c_set_scope_text(d: dict[str, Any]) -> Command[SetScopeTextResult]:
         range_=_s_SourceRange(d["range"]),
         text=d["text"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetRuleSelectorResult:
-    """Result of :func:`set_rule_selector` (CSS.setRuleSelector).
-
-    Attributes:
-        selector_list: The resulting selector list after modification.
-    """
-
-    selector_list: SelectorList
 
 
 def _s_SetRuleSelectorResult(d: dict[str, Any]) -> SetRuleSelectorResult:
@@ -4493,31 +4670,21 @@ def _s_SetRuleSelectorResult(d: dict[str, Any]) -> SetRuleSelectorResult:
 
 
 def _u_SetRuleSelectorResult(o: SetRuleSelectorResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "selectorList": _u_SelectorList(o.selector_list),
     }
-    return d
 
 
-def set_rule_selector(
-    *,
-    style_sheet_id: _dom.StyleSheetId,
+def _p_set_rule_selector(
+    style_sheet_id: cdp.dom.StyleSheetId,
     range_: SourceRange,
     selector: str,
-) -> Command[SetRuleSelectorResult]:
-    """Modifies the rule selector.
-
-    Args:
-        style_sheet_id: -
-        range_: -
-        selector: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "styleSheetId": style_sheet_id,
         "range": _u_SourceRange(range_),
         "selector": selector,
     }
-    return Command("CSS.setRuleSelector", _p, _s_SetRuleSelectorResult)
 
 
 def _c_set_rule_selector(d: dict[str, Any]) -> Command[SetRuleSelectorResult]:
@@ -4526,17 +4693,6 @@ def _c_set_rule_selector(d: dict[str, Any]) -> Command[SetRuleSelectorResult]:
         range_=_s_SourceRange(d["range"]),
         selector=d["selector"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetStyleSheetTextResult:
-    """Result of :func:`set_style_sheet_text` (CSS.setStyleSheetText).
-
-    Attributes:
-        source_map_url: URL of source map associated with script (if any).
-    """
-
-    source_map_url: str | None = None
 
 
 _SetStyleSheetTextResult_plain = {
@@ -4561,30 +4717,14 @@ def _u_SetStyleSheetTextResult(o: SetStyleSheetTextResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    SetStyleSheetTextResult,
-    {
-        "source_map_url": None,
-    },
-)
-
-
-def set_style_sheet_text(
-    *,
-    style_sheet_id: _dom.StyleSheetId,
+def _p_set_style_sheet_text(
+    style_sheet_id: cdp.dom.StyleSheetId,
     text: str,
-) -> Command[SetStyleSheetTextResult]:
-    """Sets the new stylesheet text.
-
-    Args:
-        style_sheet_id: -
-        text: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "styleSheetId": style_sheet_id,
         "text": text,
     }
-    return Command("CSS.setStyleSheetText", _p, _s_SetStyleSheetTextResult)
 
 
 def _c_set_style_sheet_text(d: dict[str, Any]) -> Command[SetStyleSheetTextResult]:
@@ -4592,17 +4732,6 @@ def _c_set_style_sheet_text(d: dict[str, Any]) -> Command[SetStyleSheetTextResul
         style_sheet_id=d["styleSheetId"],
         text=d["text"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetStyleTextsResult:
-    """Result of :func:`set_style_texts` (CSS.setStyleTexts).
-
-    Attributes:
-        styles: The resulting styles after modification.
-    """
-
-    styles: list[CSSStyle]
 
 
 def _s_SetStyleTextsResult(d: dict[str, Any]) -> SetStyleTextsResult:
@@ -4617,29 +4746,21 @@ def _s_SetStyleTextsResult(d: dict[str, Any]) -> SetStyleTextsResult:
 
 
 def _u_SetStyleTextsResult(o: SetStyleTextsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "styles": [_u_CSSStyle(x0) for x0 in o.styles],
     }
-    return d
 
 
-def set_style_texts(
-    *,
+def _p_set_style_texts(
     edits: list[StyleDeclarationEdit],
-    node_for_property_syntax_validation: _dom.NodeId | None = None,
-) -> Command[SetStyleTextsResult]:
-    """Applies specified style edits one after another in the given order.
-
-    Args:
-        edits: -
-        node_for_property_syntax_validation: Experimental. NodeId for the DOM node in whose context custom property declarations for registered properties should be validated. If omitted, declarations in the new rule text can only be validated statically, which may produce incorrect results if the declaration contains a var() for example.
-    """
+    node_for_property_syntax_validation: cdp.dom.NodeId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "edits": [_u_StyleDeclarationEdit(x0) for x0 in edits],
     }
     if node_for_property_syntax_validation is not None:
         _p["nodeForPropertySyntaxValidation"] = node_for_property_syntax_validation
-    return Command("CSS.setStyleTexts", _p, _s_SetStyleTextsResult)
+    return _p
 
 
 def _c_set_style_texts(d: dict[str, Any]) -> Command[SetStyleTextsResult]:
@@ -4649,25 +4770,8 @@ def _c_set_style_texts(d: dict[str, Any]) -> Command[SetStyleTextsResult]:
     )
 
 
-def start_rule_usage_tracking() -> Command[None]:
-    """Enables the selector recording."""
-    _p: dict[str, Any] = {}
-    return Command("CSS.startRuleUsageTracking", _p, None)
-
-
 def _c_start_rule_usage_tracking(d: dict[str, Any]) -> Command[None]:
     return start_rule_usage_tracking()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StopRuleUsageTrackingResult:
-    """Result of :func:`stop_rule_usage_tracking` (CSS.stopRuleUsageTracking).
-
-    Attributes:
-        rule_usage: -
-    """
-
-    rule_usage: list[RuleUsage]
 
 
 def _s_StopRuleUsageTrackingResult(d: dict[str, Any]) -> StopRuleUsageTrackingResult:
@@ -4682,34 +4786,13 @@ def _s_StopRuleUsageTrackingResult(d: dict[str, Any]) -> StopRuleUsageTrackingRe
 
 
 def _u_StopRuleUsageTrackingResult(o: StopRuleUsageTrackingResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "ruleUsage": [_u_RuleUsage(x0) for x0 in o.rule_usage],
     }
-    return d
-
-
-def stop_rule_usage_tracking() -> Command[StopRuleUsageTrackingResult]:
-    """Stop tracking rule usage and return the list of rules that were used since last call to
-    `takeCoverageDelta` (or since start of coverage instrumentation)."""
-    _p: dict[str, Any] = {}
-    return Command("CSS.stopRuleUsageTracking", _p, _s_StopRuleUsageTrackingResult)
 
 
 def _c_stop_rule_usage_tracking(d: dict[str, Any]) -> Command[StopRuleUsageTrackingResult]:
     return stop_rule_usage_tracking()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TakeCoverageDeltaResult:
-    """Result of :func:`take_coverage_delta` (CSS.takeCoverageDelta).
-
-    Attributes:
-        coverage: -
-        timestamp: Monotonically increasing time, in seconds.
-    """
-
-    coverage: list[RuleUsage]
-    timestamp: float
 
 
 _TakeCoverageDeltaResult_plain = {
@@ -4734,56 +4817,28 @@ def _s_TakeCoverageDeltaResult(d: dict[str, Any]) -> TakeCoverageDeltaResult:
 
 
 def _u_TakeCoverageDeltaResult(o: TakeCoverageDeltaResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "coverage": [_u_RuleUsage(x0) for x0 in o.coverage],
         "timestamp": o.timestamp,
     }
-    return d
-
-
-def take_coverage_delta() -> Command[TakeCoverageDeltaResult]:
-    """Obtain list of rules that became used since last call to this method (or since start of coverage
-    instrumentation)."""
-    _p: dict[str, Any] = {}
-    return Command("CSS.takeCoverageDelta", _p, _s_TakeCoverageDeltaResult)
 
 
 def _c_take_coverage_delta(d: dict[str, Any]) -> Command[TakeCoverageDeltaResult]:
     return take_coverage_delta()
 
 
-def set_local_fonts_enabled(
-    *,
+def _p_set_local_fonts_enabled(
     enabled: bool,
-) -> Command[None]:
-    """Experimental. Enables/disables rendering of local CSS fonts (enabled by default).
-
-    Args:
-        enabled: Whether rendering of local fonts is enabled.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "enabled": enabled,
     }
-    return Command("CSS.setLocalFontsEnabled", _p, None)
 
 
 def _c_set_local_fonts_enabled(d: dict[str, Any]) -> Command[None]:
     return set_local_fonts_enabled(
         enabled=d["enabled"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FontsUpdated:
-    """Fires whenever a web font is updated.  A non-empty font parameter indicates a successfully loaded
-    web font.
-
-    Attributes:
-        font: The web font that has loaded.
-    """
-
-    method: ClassVar[str] = "CSS.fontsUpdated"
-    font: FontFace | None = None
 
 
 def _s_FontsUpdated(d: dict[str, Any]) -> FontsUpdated:
@@ -4802,42 +4857,12 @@ def _u_FontsUpdated(o: FontsUpdated) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    FontsUpdated,
-    {
-        "font": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class MediaQueryResultChanged:
-    """Fires whenever a MediaQuery result changes (for example, after a browser window has been
-    resized.) The current implementation considers only viewport-dependent media features."""
-
-    method: ClassVar[str] = "CSS.mediaQueryResultChanged"
-
-
 def _s_MediaQueryResultChanged(d: dict[str, Any]) -> MediaQueryResultChanged:
-    o = _new(MediaQueryResultChanged)
-    return o
+    return _new(MediaQueryResultChanged)
 
 
 def _u_MediaQueryResultChanged(o: MediaQueryResultChanged) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StyleSheetAdded:
-    """Fired whenever an active document stylesheet is added.
-
-    Attributes:
-        header: Added stylesheet metainfo.
-    """
-
-    method: ClassVar[str] = "CSS.styleSheetAdded"
-    header: CSSStyleSheetHeader
+    return {}
 
 
 def _s_StyleSheetAdded(d: dict[str, Any]) -> StyleSheetAdded:
@@ -4852,22 +4877,9 @@ def _s_StyleSheetAdded(d: dict[str, Any]) -> StyleSheetAdded:
 
 
 def _u_StyleSheetAdded(o: StyleSheetAdded) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "header": _u_CSSStyleSheetHeader(o.header),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StyleSheetChanged:
-    """Fired whenever a stylesheet is changed as a result of the client operation.
-
-    Attributes:
-        style_sheet_id: -
-    """
-
-    method: ClassVar[str] = "CSS.styleSheetChanged"
-    style_sheet_id: _dom.StyleSheetId
 
 
 _StyleSheetChanged_plain = {
@@ -4888,22 +4900,9 @@ def _s_StyleSheetChanged(d: dict[str, Any]) -> StyleSheetChanged:
 
 
 def _u_StyleSheetChanged(o: StyleSheetChanged) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "styleSheetId": o.style_sheet_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StyleSheetRemoved:
-    """Fired whenever an active document stylesheet is removed.
-
-    Attributes:
-        style_sheet_id: Identifier of the removed stylesheet.
-    """
-
-    method: ClassVar[str] = "CSS.styleSheetRemoved"
-    style_sheet_id: _dom.StyleSheetId
 
 
 _StyleSheetRemoved_plain = {
@@ -4924,22 +4923,9 @@ def _s_StyleSheetRemoved(d: dict[str, Any]) -> StyleSheetRemoved:
 
 
 def _u_StyleSheetRemoved(o: StyleSheetRemoved) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "styleSheetId": o.style_sheet_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ComputedStyleUpdated:
-    """Experimental. computedStyleUpdated.
-
-    Attributes:
-        node_id: The node id that has updated computed styles.
-    """
-
-    method: ClassVar[str] = "CSS.computedStyleUpdated"
-    node_id: _dom.NodeId
 
 
 _ComputedStyleUpdated_plain = {
@@ -4960,62 +4946,11 @@ def _s_ComputedStyleUpdated(d: dict[str, Any]) -> ComputedStyleUpdated:
 
 
 def _u_ComputedStyleUpdated(o: ComputedStyleUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "CSS.fontsUpdated": _s_FontsUpdated,
-    "CSS.mediaQueryResultChanged": _s_MediaQueryResultChanged,
-    "CSS.styleSheetAdded": _s_StyleSheetAdded,
-    "CSS.styleSheetChanged": _s_StyleSheetChanged,
-    "CSS.styleSheetRemoved": _s_StyleSheetRemoved,
-    "CSS.computedStyleUpdated": _s_ComputedStyleUpdated,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "CSS.addRule": _c_add_rule,
-    "CSS.collectClassNames": _c_collect_class_names,
-    "CSS.createStyleSheet": _c_create_style_sheet,
-    "CSS.disable": _c_disable,
-    "CSS.enable": _c_enable,
-    "CSS.forcePseudoState": _c_force_pseudo_state,
-    "CSS.forceStartingStyle": _c_force_starting_style,
-    "CSS.forcePositionTryOption": _c_force_position_try_option,
-    "CSS.getBackgroundColors": _c_get_background_colors,
-    "CSS.getComputedStyleForNode": _c_get_computed_style_for_node,
-    "CSS.resolveValues": _c_resolve_values,
-    "CSS.getLonghandProperties": _c_get_longhand_properties,
-    "CSS.getInlineStylesForNode": _c_get_inline_styles_for_node,
-    "CSS.getAnimatedStylesForNode": _c_get_animated_styles_for_node,
-    "CSS.getMatchedStylesForNode": _c_get_matched_styles_for_node,
-    "CSS.getEnvironmentVariables": _c_get_environment_variables,
-    "CSS.getMediaQueries": _c_get_media_queries,
-    "CSS.getPlatformFontsForNode": _c_get_platform_fonts_for_node,
-    "CSS.getStyleSheetText": _c_get_style_sheet_text,
-    "CSS.getLayersForNode": _c_get_layers_for_node,
-    "CSS.getLocationForSelector": _c_get_location_for_selector,
-    "CSS.trackComputedStyleUpdatesForNode": _c_track_computed_style_updates_for_node,
-    "CSS.trackComputedStyleUpdates": _c_track_computed_style_updates,
-    "CSS.takeComputedStyleUpdates": _c_take_computed_style_updates,
-    "CSS.setEffectivePropertyValueForNode": _c_set_effective_property_value_for_node,
-    "CSS.setPropertyRulePropertyName": _c_set_property_rule_property_name,
-    "CSS.setKeyframeKey": _c_set_keyframe_key,
-    "CSS.setMediaText": _c_set_media_text,
-    "CSS.setContainerQueryText": _c_set_container_query_text,
-    "CSS.setContainerQueryConditionText": _c_set_container_query_condition_text,
-    "CSS.setSupportsText": _c_set_supports_text,
-    "CSS.setNavigationText": _c_set_navigation_text,
-    "CSS.setScopeText": _c_set_scope_text,
-    "CSS.setRuleSelector": _c_set_rule_selector,
-    "CSS.setStyleSheetText": _c_set_style_sheet_text,
-    "CSS.setStyleTexts": _c_set_style_texts,
-    "CSS.startRuleUsageTracking": _c_start_rule_usage_tracking,
-    "CSS.stopRuleUsageTracking": _c_stop_rule_usage_tracking,
-    "CSS.takeCoverageDelta": _c_take_coverage_delta,
-    "CSS.setLocalFontsEnabled": _c_set_local_fonts_enabled,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "CSS": (True, False),
     "CSS.Value.specificity": (True, False),
@@ -5160,5 +5095,47 @@ register(
         StyleSheetChanged: (_s_StyleSheetChanged, _u_StyleSheetChanged),
         StyleSheetRemoved: (_s_StyleSheetRemoved, _u_StyleSheetRemoved),
         ComputedStyleUpdated: (_s_ComputedStyleUpdated, _u_ComputedStyleUpdated),
-    }
+    },
+    {
+        add_rule: _c_add_rule,
+        collect_class_names: _c_collect_class_names,
+        create_style_sheet: _c_create_style_sheet,
+        disable: _c_disable,
+        enable: _c_enable,
+        force_pseudo_state: _c_force_pseudo_state,
+        force_starting_style: _c_force_starting_style,
+        force_position_try_option: _c_force_position_try_option,
+        get_background_colors: _c_get_background_colors,
+        get_computed_style_for_node: _c_get_computed_style_for_node,
+        resolve_values: _c_resolve_values,
+        get_longhand_properties: _c_get_longhand_properties,
+        get_inline_styles_for_node: _c_get_inline_styles_for_node,
+        get_animated_styles_for_node: _c_get_animated_styles_for_node,
+        get_matched_styles_for_node: _c_get_matched_styles_for_node,
+        get_environment_variables: _c_get_environment_variables,
+        get_media_queries: _c_get_media_queries,
+        get_platform_fonts_for_node: _c_get_platform_fonts_for_node,
+        get_style_sheet_text: _c_get_style_sheet_text,
+        get_layers_for_node: _c_get_layers_for_node,
+        get_location_for_selector: _c_get_location_for_selector,
+        track_computed_style_updates_for_node: _c_track_computed_style_updates_for_node,
+        track_computed_style_updates: _c_track_computed_style_updates,
+        take_computed_style_updates: _c_take_computed_style_updates,
+        set_effective_property_value_for_node: _c_set_effective_property_value_for_node,
+        set_property_rule_property_name: _c_set_property_rule_property_name,
+        set_keyframe_key: _c_set_keyframe_key,
+        set_media_text: _c_set_media_text,
+        set_container_query_text: _c_set_container_query_text,
+        set_container_query_condition_text: _c_set_container_query_condition_text,
+        set_supports_text: _c_set_supports_text,
+        set_navigation_text: _c_set_navigation_text,
+        set_scope_text: _c_set_scope_text,
+        set_rule_selector: _c_set_rule_selector,
+        set_style_sheet_text: _c_set_style_sheet_text,
+        set_style_texts: _c_set_style_texts,
+        start_rule_usage_tracking: _c_start_rule_usage_tracking,
+        stop_rule_usage_tracking: _c_stop_rule_usage_tracking,
+        take_coverage_delta: _c_take_coverage_delta,
+        set_local_fonts_enabled: _c_set_local_fonts_enabled,
+    },
 )

@@ -7,19 +7,13 @@ breakpoints, stepping through execution, exploring stack traces, etc.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import runtime as _runtime
 
 DOMAIN = "Debugger"
 EXPERIMENTAL = False
@@ -28,11 +22,17 @@ DEPENDENCIES: tuple[str, ...] = ("Runtime",)
 
 
 BreakpointId = str
-"""Breakpoint identifier."""
+"""Breakpoint identifier.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#type-BreakpointId
+"""
 
 
 CallFrameId = str
-"""Call frame identifier."""
+"""Call frame identifier.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#type-CallFrameId
+"""
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -43,11 +43,1136 @@ class Location:
         script_id: Script identifier as reported in the `Debugger.scriptParsed`.
         line_number: Line number in the script (0-based).
         column_number: Column number in the script (0-based).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#type-Location
     """
 
-    script_id: _runtime.ScriptId
+    script_id: cdp.runtime.ScriptId
     line_number: int
     column_number: int | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ScriptPosition:
+    """Experimental. Location in the source code.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#type-ScriptPosition
+    """
+
+    line_number: int
+    column_number: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LocationRange:
+    """Experimental. Location range within one script.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#type-LocationRange
+    """
+
+    script_id: cdp.runtime.ScriptId
+    start: ScriptPosition
+    end: ScriptPosition
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CallFrame:
+    """JavaScript call frame. Array of call frames form the call stack.
+
+    Attributes:
+        call_frame_id: Call frame identifier. This identifier is only valid while the virtual machine is paused.
+        function_name: Name of the JavaScript function called on this call frame.
+        function_location: Location in the source code.
+        location: Location in the source code.
+        url: Deprecated. JavaScript script name or url. Deprecated in favor of using the `location.scriptId` to resolve the URL via a previously sent `Debugger.scriptParsed` event.
+        scope_chain: Scope chain for this call frame.
+        this: `this` object for this call frame.
+        return_value: The value being returned, if the function is at return point.
+        can_be_restarted: Experimental. Valid only while the VM is paused and indicates whether this frame can be restarted or not. Note that a `true` value here does not guarantee that Debugger#restartFrame with this CallFrameId will be successful, but it is very likely.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#type-CallFrame
+    """
+
+    call_frame_id: CallFrameId
+    function_name: str
+    function_location: Location | None = None
+    location: Location
+    url: str
+    scope_chain: list[Scope]
+    this: cdp.runtime.RemoteObject
+    return_value: cdp.runtime.RemoteObject | None = None
+    can_be_restarted: bool | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Scope:
+    """Scope description.
+
+    Attributes:
+        type_: Scope type. Values: 'global', 'local', 'with', 'closure', 'catch', 'block', 'script', 'eval', 'module', 'wasm-expression-stack'.
+        object_: Object representing the scope. For `global` and `with` scopes it represents the actual object; for the rest of the scopes, it is artificial transient object enumerating scope variables as its properties.
+        start_location: Location in the source code where scope starts
+        end_location: Location in the source code where scope ends
+        empty_reason: Experimental. Present if the scope has no variable values to show. Absent means that the scope declares at least one variable with an available value. Empty scopes are retained in the scope chain because they can be targeted via `evaluateOnCallFrame` (using `scopeNumber`) or matched against scopes in source maps. Values: 'no-variables', 'all-unavailable'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#type-Scope
+    """
+
+    type_: str
+    object_: cdp.runtime.RemoteObject
+    name: str | None = None
+    start_location: Location | None = None
+    end_location: Location | None = None
+    empty_reason: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SearchMatch:
+    """Search match for resource.
+
+    Attributes:
+        line_number: Line number in resource content.
+        line_content: Line with match content.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#type-SearchMatch
+    """
+
+    line_number: float
+    line_content: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class BreakLocation:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#type-BreakLocation
+
+    Attributes:
+        script_id: Script identifier as reported in the `Debugger.scriptParsed`.
+        line_number: Line number in the script (0-based).
+        column_number: Column number in the script (0-based).
+        type_: Values: 'debuggerStatement', 'call', 'return'.
+    """
+
+    script_id: cdp.runtime.ScriptId
+    line_number: int
+    column_number: int | None = None
+    type_: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WasmDisassemblyChunk:
+    """Experimental.
+
+    Attributes:
+        lines: The next chunk of disassembled lines.
+        bytecode_offsets: The bytecode offsets describing the start of each line.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#type-WasmDisassemblyChunk
+    """
+
+    lines: list[str]
+    bytecode_offsets: list[int]
+
+
+class ScriptLanguage(CDPEnum):
+    """Enum of possible script languages.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#type-ScriptLanguage
+    """
+
+    JAVA_SCRIPT = "JavaScript"
+    WEB_ASSEMBLY = "WebAssembly"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DebugSymbols:
+    """Debug symbols available for a wasm script.
+
+    Attributes:
+        type_: Type of the debug symbols. Values: 'SourceMap', 'EmbeddedDWARF', 'ExternalDWARF'.
+        external_url: URL of the external symbol source.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#type-DebugSymbols
+    """
+
+    type_: str
+    external_url: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ResolvedBreakpoint:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#type-ResolvedBreakpoint
+
+    Attributes:
+        breakpoint_id: Breakpoint unique identifier.
+        location: Actual breakpoint location.
+    """
+
+    breakpoint_id: BreakpointId
+    location: Location
+
+
+def continue_to_location(
+    *,
+    location: Location,
+    target_call_frames: str | None = None,
+) -> Command[None]:
+    """Continues execution until specific location is reached.
+
+    Args:
+        location: Location to continue to.
+        target_call_frames: Values: 'any', 'current'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-continueToLocation
+    """
+    return Command("Debugger.continueToLocation", _p_continue_to_location(location, target_call_frames), None)
+
+
+def disable() -> Command[None]:
+    """Disables debugger for given page.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-disable
+    """
+    return Command("Debugger.disable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class EnableResult:
+    """Result of :func:`enable`.
+
+    Attributes:
+        debugger_id: Experimental. Unique identifier of the debugger.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-enable
+    """
+
+    debugger_id: cdp.runtime.UniqueDebuggerId
+
+
+def enable(
+    *,
+    max_scripts_cache_size: float | None = None,
+) -> Command[EnableResult]:
+    """Enables debugger for the given page. Clients should not assume that the debugging has been
+    enabled until the result for this command is received.
+
+    Args:
+        max_scripts_cache_size: Experimental. The maximum size in bytes of collected scripts (not referenced by other heap objects) the debugger can hold. Puts no limit if parameter is omitted.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-enable
+    """
+    return Command("Debugger.enable", _p_enable(max_scripts_cache_size), EnableResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class EvaluateOnCallFrameResult:
+    """Result of :func:`evaluate_on_call_frame`.
+
+    Attributes:
+        result: Object wrapper for the evaluation result.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-evaluateOnCallFrame
+    """
+
+    result: cdp.runtime.RemoteObject
+    exception_details: cdp.runtime.ExceptionDetails | None = None
+
+
+def evaluate_on_call_frame(
+    *,
+    call_frame_id: CallFrameId,
+    expression: str,
+    object_group: str | None = None,
+    include_command_line_api: bool | None = None,
+    silent: bool | None = None,
+    return_by_value: bool | None = None,
+    generate_preview: bool | None = None,
+    throw_on_side_effect: bool | None = None,
+    timeout: cdp.runtime.TimeDelta | None = None,
+    scope_number: int | None = None,
+) -> Command[EvaluateOnCallFrameResult]:
+    """Evaluates expression on a given call frame.
+
+    Args:
+        call_frame_id: Call frame identifier to evaluate on.
+        expression: Expression to evaluate.
+        object_group: String object group name to put result into (allows rapid releasing resulting object handles using `releaseObjectGroup`).
+        include_command_line_api: Specifies whether command line API should be available to the evaluated expression, defaults to false.
+        silent: In silent mode exceptions thrown during evaluation are not reported and do not pause execution. Overrides `setPauseOnException` state.
+        return_by_value: Whether the result is expected to be a JSON object that should be sent by value.
+        generate_preview: Experimental. Whether preview should be generated for the result.
+        throw_on_side_effect: Whether to throw an exception if side effect cannot be ruled out during evaluation.
+        timeout: Experimental. Terminate execution after timing out (number of milliseconds).
+        scope_number: Experimental. Specifies the scope number to evaluate the expression in (default: 0, innermost scope).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-evaluateOnCallFrame
+    """
+    return Command(
+        "Debugger.evaluateOnCallFrame",
+        _p_evaluate_on_call_frame(
+            call_frame_id,
+            expression,
+            object_group,
+            include_command_line_api,
+            silent,
+            return_by_value,
+            generate_preview,
+            throw_on_side_effect,
+            timeout,
+            scope_number,
+        ),
+        EvaluateOnCallFrameResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetPossibleBreakpointsResult:
+    """Result of :func:`get_possible_breakpoints`.
+
+    Attributes:
+        locations: List of the possible breakpoint locations.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-getPossibleBreakpoints
+    """
+
+    locations: list[BreakLocation]
+
+
+def get_possible_breakpoints(
+    *,
+    start: Location,
+    end: Location | None = None,
+    restrict_to_function: bool | None = None,
+) -> Command[GetPossibleBreakpointsResult]:
+    """Returns possible locations for breakpoint. scriptId in start and end range locations should be
+    the same.
+
+    Args:
+        start: Start of range to search possible breakpoint locations in.
+        end: End of range to search possible breakpoint locations in (excluding). When not specified, end of scripts is used as end of range.
+        restrict_to_function: Only consider locations which are in the same (non-nested) function as start.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-getPossibleBreakpoints
+    """
+    return Command(
+        "Debugger.getPossibleBreakpoints",
+        _p_get_possible_breakpoints(start, end, restrict_to_function),
+        GetPossibleBreakpointsResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetScriptSourceResult:
+    """Result of :func:`get_script_source`.
+
+    Attributes:
+        script_source: Script source (empty in case of Wasm bytecode).
+        bytecode: Wasm bytecode. (Encoded as a base64 string when passed over JSON)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-getScriptSource
+    """
+
+    script_source: str
+    bytecode: str | None = None
+
+
+def get_script_source(
+    *,
+    script_id: cdp.runtime.ScriptId,
+) -> Command[GetScriptSourceResult]:
+    """Returns source for the script with given id.
+
+    Args:
+        script_id: Id of the script to get source for.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-getScriptSource
+    """
+    return Command("Debugger.getScriptSource", _p_get_script_source(script_id), GetScriptSourceResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DisassembleWasmModuleResult:
+    """Result of :func:`disassemble_wasm_module`.
+
+    Attributes:
+        stream_id: For large modules, return a stream from which additional chunks of disassembly can be read successively.
+        total_number_of_lines: The total number of lines in the disassembly text.
+        function_body_offsets: The offsets of all function bodies, in the format [start1, end1, start2, end2, ...] where all ends are exclusive.
+        chunk: The first chunk of disassembly.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-disassembleWasmModule
+    """
+
+    stream_id: str | None = None
+    total_number_of_lines: int
+    function_body_offsets: list[int]
+    chunk: WasmDisassemblyChunk
+
+
+def disassemble_wasm_module(
+    *,
+    script_id: cdp.runtime.ScriptId,
+) -> Command[DisassembleWasmModuleResult]:
+    """Experimental.
+
+    Args:
+        script_id: Id of the script to disassemble
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-disassembleWasmModule
+    """
+    return Command(
+        "Debugger.disassembleWasmModule", _p_disassemble_wasm_module(script_id), DisassembleWasmModuleResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class NextWasmDisassemblyChunkResult:
+    """Result of :func:`next_wasm_disassembly_chunk`.
+
+    Attributes:
+        chunk: The next chunk of disassembly.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-nextWasmDisassemblyChunk
+    """
+
+    chunk: WasmDisassemblyChunk
+
+
+def next_wasm_disassembly_chunk(
+    *,
+    stream_id: str,
+) -> Command[NextWasmDisassemblyChunkResult]:
+    """Experimental. Disassemble the next chunk of lines for the module corresponding to the
+    stream. If disassembly is complete, this API will invalidate the streamId
+    and return an empty chunk. Any subsequent calls for the now invalid stream
+    will return errors.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-nextWasmDisassemblyChunk
+    """
+    return Command(
+        "Debugger.nextWasmDisassemblyChunk",
+        _p_next_wasm_disassembly_chunk(stream_id),
+        NextWasmDisassemblyChunkResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetWasmBytecodeResult:
+    """Result of :func:`get_wasm_bytecode`.
+
+    Attributes:
+        bytecode: Script source. (Encoded as a base64 string when passed over JSON)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-getWasmBytecode
+    """
+
+    bytecode: str
+
+
+def get_wasm_bytecode(
+    *,
+    script_id: cdp.runtime.ScriptId,
+) -> Command[GetWasmBytecodeResult]:
+    """Deprecated. This command is deprecated. Use getScriptSource instead.
+
+    Args:
+        script_id: Id of the Wasm script to get source for.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-getWasmBytecode
+    """
+    return Command("Debugger.getWasmBytecode", _p_get_wasm_bytecode(script_id), GetWasmBytecodeResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetStackTraceResult:
+    """Result of :func:`get_stack_trace`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-getStackTrace
+    """
+
+    stack_trace: cdp.runtime.StackTrace
+
+
+def get_stack_trace(
+    *,
+    stack_trace_id: cdp.runtime.StackTraceId,
+) -> Command[GetStackTraceResult]:
+    """Experimental. Returns stack trace with given `stackTraceId`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-getStackTrace
+    """
+    return Command("Debugger.getStackTrace", _p_get_stack_trace(stack_trace_id), GetStackTraceResult)
+
+
+def pause() -> Command[None]:
+    """Stops on the next JavaScript statement.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-pause
+    """
+    return Command("Debugger.pause", {}, None)
+
+
+def pause_on_async_call(
+    *,
+    parent_stack_trace_id: cdp.runtime.StackTraceId,
+) -> Command[None]:
+    """Experimental. Deprecated.
+
+    Args:
+        parent_stack_trace_id: Debugger will pause when async call with given stack trace is started.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-pauseOnAsyncCall
+    """
+    return Command("Debugger.pauseOnAsyncCall", _p_pause_on_async_call(parent_stack_trace_id), None)
+
+
+def remove_breakpoint(
+    *,
+    breakpoint_id: BreakpointId,
+) -> Command[None]:
+    """Removes JavaScript breakpoint.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-removeBreakpoint
+    """
+    return Command("Debugger.removeBreakpoint", _p_remove_breakpoint(breakpoint_id), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RestartFrameResult:
+    """Result of :func:`restart_frame`.
+
+    Attributes:
+        call_frames: Deprecated. New stack trace.
+        async_stack_trace: Deprecated. Async stack trace, if any.
+        async_stack_trace_id: Deprecated. Async stack trace, if any.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-restartFrame
+    """
+
+    call_frames: list[CallFrame]
+    async_stack_trace: cdp.runtime.StackTrace | None = None
+    async_stack_trace_id: cdp.runtime.StackTraceId | None = None
+
+
+def restart_frame(
+    *,
+    call_frame_id: CallFrameId,
+    mode: str | None = None,
+) -> Command[RestartFrameResult]:
+    """Restarts particular call frame from the beginning. The old, deprecated
+    behavior of `restartFrame` is to stay paused and allow further CDP commands
+    after a restart was scheduled. This can cause problems with restarting, so
+    we now continue execution immediatly after it has been scheduled until we
+    reach the beginning of the restarted frame.
+
+    To stay back-wards compatible, `restartFrame` now expects a `mode`
+    parameter to be present. If the `mode` parameter is missing, `restartFrame`
+    errors out.
+
+    The various return values are deprecated and `callFrames` is always empty.
+    Use the call frames from the `Debugger#paused` events instead, that fires
+    once V8 pauses at the beginning of the restarted function.
+
+    Args:
+        call_frame_id: Call frame identifier to evaluate on.
+        mode: Experimental. The `mode` parameter must be present and set to 'StepInto', otherwise `restartFrame` will error out. Values: 'StepInto'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-restartFrame
+    """
+    return Command("Debugger.restartFrame", _p_restart_frame(call_frame_id, mode), RestartFrameResult)
+
+
+def resume(
+    *,
+    terminate_on_resume: bool | None = None,
+) -> Command[None]:
+    """Resumes JavaScript execution.
+
+    Args:
+        terminate_on_resume: Set to true to terminate execution upon resuming execution. In contrast to Runtime.terminateExecution, this will allows to execute further JavaScript (i.e. via evaluation) until execution of the paused code is actually resumed, at which point termination is triggered. If execution is currently not paused, this parameter has no effect.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-resume
+    """
+    return Command("Debugger.resume", _p_resume(terminate_on_resume), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SearchInContentResult:
+    """Result of :func:`search_in_content`.
+
+    Attributes:
+        result: List of search matches.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-searchInContent
+    """
+
+    result: list[SearchMatch]
+
+
+def search_in_content(
+    *,
+    script_id: cdp.runtime.ScriptId,
+    query: str,
+    case_sensitive: bool | None = None,
+    is_regex: bool | None = None,
+) -> Command[SearchInContentResult]:
+    """Searches for given string in script content.
+
+    Args:
+        script_id: Id of the script to search in.
+        query: String to search for.
+        case_sensitive: If true, search is case sensitive.
+        is_regex: If true, treats string parameter as regex.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-searchInContent
+    """
+    return Command(
+        "Debugger.searchInContent",
+        _p_search_in_content(script_id, query, case_sensitive, is_regex),
+        SearchInContentResult,
+    )
+
+
+def set_async_call_stack_depth(
+    *,
+    max_depth: int,
+) -> Command[None]:
+    """Enables or disables async call stacks tracking.
+
+    Args:
+        max_depth: Maximum depth of async call stacks. Setting to `0` will effectively disable collecting async call stacks (default).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-setAsyncCallStackDepth
+    """
+    return Command("Debugger.setAsyncCallStackDepth", _p_set_async_call_stack_depth(max_depth), None)
+
+
+def set_blackbox_execution_contexts(
+    *,
+    unique_ids: list[str],
+) -> Command[None]:
+    """Experimental. Replace previous blackbox execution contexts with passed ones. Forces backend to skip
+    stepping/pausing in scripts in these execution contexts. VM will try to leave blackboxed script by
+    performing 'step in' several times, finally resorting to 'step out' if unsuccessful.
+
+    Args:
+        unique_ids: Array of execution context unique ids for the debugger to ignore.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-setBlackboxExecutionContexts
+    """
+    return Command(
+        "Debugger.setBlackboxExecutionContexts", _p_set_blackbox_execution_contexts(unique_ids), None
+    )
+
+
+def set_blackbox_patterns(
+    *,
+    patterns: list[str],
+    skip_anonymous: bool | None = None,
+) -> Command[None]:
+    """Experimental. Replace previous blackbox patterns with passed ones. Forces backend to skip stepping/pausing in
+    scripts with url matching one of the patterns. VM will try to leave blackboxed script by
+    performing 'step in' several times, finally resorting to 'step out' if unsuccessful.
+
+    Args:
+        patterns: Array of regexps that will be used to check script url for blackbox state.
+        skip_anonymous: If true, also ignore scripts with no source url.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-setBlackboxPatterns
+    """
+    return Command("Debugger.setBlackboxPatterns", _p_set_blackbox_patterns(patterns, skip_anonymous), None)
+
+
+def set_blackboxed_ranges(
+    *,
+    script_id: cdp.runtime.ScriptId,
+    positions: list[ScriptPosition],
+) -> Command[None]:
+    """Experimental. Makes backend skip steps in the script in blackboxed ranges. VM will try leave blacklisted
+    scripts by performing 'step in' several times, finally resorting to 'step out' if unsuccessful.
+    Positions array contains positions where blackbox state is changed. First interval isn't
+    blackboxed. Array should be sorted.
+
+    Args:
+        script_id: Id of the script.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-setBlackboxedRanges
+    """
+    return Command("Debugger.setBlackboxedRanges", _p_set_blackboxed_ranges(script_id, positions), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetBreakpointResult:
+    """Result of :func:`set_breakpoint`.
+
+    Attributes:
+        breakpoint_id: Id of the created breakpoint for further reference.
+        actual_location: Location this breakpoint resolved into.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-setBreakpoint
+    """
+
+    breakpoint_id: BreakpointId
+    actual_location: Location
+
+
+def set_breakpoint(
+    *,
+    location: Location,
+    condition: str | None = None,
+) -> Command[SetBreakpointResult]:
+    """Sets JavaScript breakpoint at a given location.
+
+    Args:
+        location: Location to set breakpoint in.
+        condition: Expression to use as a breakpoint condition. When specified, debugger will only stop on the breakpoint if this expression evaluates to true.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-setBreakpoint
+    """
+    return Command("Debugger.setBreakpoint", _p_set_breakpoint(location, condition), SetBreakpointResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetInstrumentationBreakpointResult:
+    """Result of :func:`set_instrumentation_breakpoint`.
+
+    Attributes:
+        breakpoint_id: Id of the created breakpoint for further reference.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-setInstrumentationBreakpoint
+    """
+
+    breakpoint_id: BreakpointId
+
+
+def set_instrumentation_breakpoint(
+    *,
+    instrumentation: str,
+) -> Command[SetInstrumentationBreakpointResult]:
+    """Sets instrumentation breakpoint.
+
+    Args:
+        instrumentation: Instrumentation name. Values: 'beforeScriptExecution', 'beforeScriptWithSourceMapExecution'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-setInstrumentationBreakpoint
+    """
+    return Command(
+        "Debugger.setInstrumentationBreakpoint",
+        _p_set_instrumentation_breakpoint(instrumentation),
+        SetInstrumentationBreakpointResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetBreakpointByUrlResult:
+    """Result of :func:`set_breakpoint_by_url`.
+
+    Attributes:
+        breakpoint_id: Id of the created breakpoint for further reference.
+        locations: List of the locations this breakpoint resolved into upon addition.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-setBreakpointByUrl
+    """
+
+    breakpoint_id: BreakpointId
+    locations: list[Location]
+
+
+def set_breakpoint_by_url(
+    *,
+    line_number: int,
+    url: str | None = None,
+    url_regex: str | None = None,
+    script_hash: str | None = None,
+    column_number: int | None = None,
+    condition: str | None = None,
+) -> Command[SetBreakpointByUrlResult]:
+    """Sets JavaScript breakpoint at given location specified either by URL or URL regex. Once this
+    command is issued, all existing parsed scripts will have breakpoints resolved and returned in
+    `locations` property. Further matching script parsing will result in subsequent
+    `breakpointResolved` events issued. This logical breakpoint will survive page reloads.
+
+    Args:
+        line_number: Line number to set breakpoint at.
+        url: URL of the resources to set breakpoint on.
+        url_regex: Regex pattern for the URLs of the resources to set breakpoints on. Either `url` or `urlRegex` must be specified.
+        script_hash: Script hash of the resources to set breakpoint on.
+        column_number: Offset in the line to set breakpoint at.
+        condition: Expression to use as a breakpoint condition. When specified, debugger will only stop on the breakpoint if this expression evaluates to true.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-setBreakpointByUrl
+    """
+    return Command(
+        "Debugger.setBreakpointByUrl",
+        _p_set_breakpoint_by_url(line_number, url, url_regex, script_hash, column_number, condition),
+        SetBreakpointByUrlResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetBreakpointOnFunctionCallResult:
+    """Result of :func:`set_breakpoint_on_function_call`.
+
+    Attributes:
+        breakpoint_id: Id of the created breakpoint for further reference.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-setBreakpointOnFunctionCall
+    """
+
+    breakpoint_id: BreakpointId
+
+
+def set_breakpoint_on_function_call(
+    *,
+    object_id: cdp.runtime.RemoteObjectId,
+    condition: str | None = None,
+) -> Command[SetBreakpointOnFunctionCallResult]:
+    """Experimental. Sets JavaScript breakpoint before each call to the given function.
+    If another function was created from the same source as a given one,
+    calling it will also trigger the breakpoint.
+
+    Args:
+        object_id: Function object id.
+        condition: Expression to use as a breakpoint condition. When specified, debugger will stop on the breakpoint if this expression evaluates to true.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-setBreakpointOnFunctionCall
+    """
+    return Command(
+        "Debugger.setBreakpointOnFunctionCall",
+        _p_set_breakpoint_on_function_call(object_id, condition),
+        SetBreakpointOnFunctionCallResult,
+    )
+
+
+def set_breakpoints_active(
+    *,
+    active: bool,
+) -> Command[None]:
+    """Activates / deactivates all breakpoints on the page.
+
+    Args:
+        active: New value for breakpoints active state.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-setBreakpointsActive
+    """
+    return Command("Debugger.setBreakpointsActive", _p_set_breakpoints_active(active), None)
+
+
+def set_pause_on_exceptions(
+    *,
+    state: str,
+) -> Command[None]:
+    """Defines pause on exceptions state. Can be set to stop on all exceptions, uncaught exceptions,
+    or caught exceptions, no exceptions. Initial pause on exceptions state is `none`.
+
+    Args:
+        state: Pause on exceptions mode. Values: 'none', 'caught', 'uncaught', 'all'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-setPauseOnExceptions
+    """
+    return Command("Debugger.setPauseOnExceptions", _p_set_pause_on_exceptions(state), None)
+
+
+def set_return_value(
+    *,
+    new_value: cdp.runtime.CallArgument,
+) -> Command[None]:
+    """Experimental. Changes return value in top frame. Available only at return break position.
+
+    Args:
+        new_value: New return value.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-setReturnValue
+    """
+    return Command("Debugger.setReturnValue", _p_set_return_value(new_value), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetScriptSourceResult:
+    """Result of :func:`set_script_source`.
+
+    Attributes:
+        call_frames: Deprecated. New stack trace in case editing has happened while VM was stopped.
+        stack_changed: Deprecated. Whether current call stack was modified after applying the changes.
+        async_stack_trace: Deprecated. Async stack trace, if any.
+        async_stack_trace_id: Deprecated. Async stack trace, if any.
+        status: Experimental. Whether the operation was successful or not. Only `Ok` denotes a successful live edit while the other enum variants denote why the live edit failed. Values: 'Ok', 'CompileError', 'BlockedByActiveGenerator', 'BlockedByActiveFunction', 'BlockedByTopLevelEsModuleChange'.
+        exception_details: Exception details if any. Only present when `status` is `CompileError`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-setScriptSource
+    """
+
+    call_frames: list[CallFrame] | None = None
+    stack_changed: bool | None = None
+    async_stack_trace: cdp.runtime.StackTrace | None = None
+    async_stack_trace_id: cdp.runtime.StackTraceId | None = None
+    status: str
+    exception_details: cdp.runtime.ExceptionDetails | None = None
+
+
+def set_script_source(
+    *,
+    script_id: cdp.runtime.ScriptId,
+    script_source: str,
+    dry_run: bool | None = None,
+    allow_top_frame_editing: bool | None = None,
+) -> Command[SetScriptSourceResult]:
+    """Deprecated. Live edit is no longer supported and this command always fails with a "no longer available" error.
+
+    Args:
+        script_id: Id of the script to edit.
+        script_source: New content of the script.
+        dry_run: If true the change will not actually be applied. Dry run may be used to get result description without actually modifying the code.
+        allow_top_frame_editing: Experimental. If true, then `scriptSource` is allowed to change the function on top of the stack as long as the top-most stack frame is the only activation of that function.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-setScriptSource
+    """
+    return Command(
+        "Debugger.setScriptSource",
+        _p_set_script_source(script_id, script_source, dry_run, allow_top_frame_editing),
+        SetScriptSourceResult,
+    )
+
+
+def set_skip_all_pauses(
+    *,
+    skip: bool,
+) -> Command[None]:
+    """Makes page not interrupt on any pauses (breakpoint, exception, dom exception etc).
+
+    Args:
+        skip: New value for skip pauses state.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-setSkipAllPauses
+    """
+    return Command("Debugger.setSkipAllPauses", _p_set_skip_all_pauses(skip), None)
+
+
+def set_variable_value(
+    *,
+    scope_number: int,
+    variable_name: str,
+    new_value: cdp.runtime.CallArgument,
+    call_frame_id: CallFrameId,
+) -> Command[None]:
+    """Changes value of variable in a callframe. Object-based scopes are not supported and must be
+    mutated manually.
+
+    Args:
+        scope_number: 0-based number of scope as was listed in scope chain. Only 'local', 'closure' and 'catch' scope types are allowed. Other scopes could be manipulated manually.
+        new_value: New variable value.
+        call_frame_id: Id of callframe that holds variable.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-setVariableValue
+    """
+    return Command(
+        "Debugger.setVariableValue",
+        _p_set_variable_value(scope_number, variable_name, new_value, call_frame_id),
+        None,
+    )
+
+
+def step_into(
+    *,
+    break_on_async_call: bool | None = None,
+    skip_list: list[LocationRange] | None = None,
+) -> Command[None]:
+    """Steps into the function call.
+
+    Args:
+        break_on_async_call: Experimental. Debugger will pause on the execution of the first async task which was scheduled before next pause.
+        skip_list: Experimental. The skipList specifies location ranges that should be skipped on step into.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-stepInto
+    """
+    return Command("Debugger.stepInto", _p_step_into(break_on_async_call, skip_list), None)
+
+
+def step_out() -> Command[None]:
+    """Steps out of the function call.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-stepOut
+    """
+    return Command("Debugger.stepOut", {}, None)
+
+
+def step_over(
+    *,
+    skip_list: list[LocationRange] | None = None,
+    enter_ranges: list[LocationRange] | None = None,
+) -> Command[None]:
+    """Steps over the statement.
+
+    Args:
+        skip_list: Experimental. The skipList specifies location ranges that should be skipped on step over.
+        enter_ranges: Experimental. Functions whose source range lies within one of the enterRanges are entered as if by stepInto, even when they are called (directly or indirectly) from a call that is stepped over.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-stepOver
+    """
+    return Command("Debugger.stepOver", _p_step_over(skip_list, enter_ranges), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class BreakpointResolved:
+    """Deprecated. Fired when breakpoint is resolved to an actual script and location.
+    Deprecated in favor of `resolvedBreakpoints` in the `scriptParsed` event.
+
+    Attributes:
+        breakpoint_id: Breakpoint unique identifier.
+        location: Actual breakpoint location.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#event-breakpointResolved
+    """
+
+    method: ClassVar[str] = "Debugger.breakpointResolved"
+    breakpoint_id: BreakpointId
+    location: Location
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Paused:
+    """Fired when the virtual machine stopped on breakpoint or exception or any other stop criteria.
+
+    Attributes:
+        call_frames: Call stack the virtual machine stopped on.
+        reason: Pause reason. Values: 'ambiguous', 'assert', 'CSPViolation', 'debugCommand', 'DOM', 'EventListener', 'exception', 'instrumentation', 'OOM', 'other', 'promiseRejection', 'XHR', 'step'.
+        data: Object containing break-specific auxiliary properties.
+        hit_breakpoints: Hit breakpoints IDs
+        async_stack_trace: Async stack trace, if any.
+        async_stack_trace_id: Experimental. Async stack trace, if any.
+        async_call_stack_trace_id: Experimental. Deprecated. Never present, will be removed.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#event-paused
+    """
+
+    method: ClassVar[str] = "Debugger.paused"
+    call_frames: list[CallFrame]
+    reason: str
+    data: dict[str, Any] | None = None
+    hit_breakpoints: list[str] | None = None
+    async_stack_trace: cdp.runtime.StackTrace | None = None
+    async_stack_trace_id: cdp.runtime.StackTraceId | None = None
+    async_call_stack_trace_id: cdp.runtime.StackTraceId | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Resumed:
+    """Fired when the virtual machine resumed execution.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#event-resumed
+    """
+
+    method: ClassVar[str] = "Debugger.resumed"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ScriptFailedToParse:
+    """Fired when virtual machine fails to parse the script.
+
+    Attributes:
+        script_id: Identifier of the script parsed.
+        url: URL or name of the script parsed (if any).
+        start_line: Line offset of the script within the resource with given URL (for script tags).
+        start_column: Column offset of the script within the resource with given URL.
+        end_line: Last line of the script.
+        end_column: Length of the last line of the script.
+        execution_context_id: Specifies script creation context.
+        hash_: Content hash of the script, SHA-256.
+        build_id: For Wasm modules, the content of the `build_id` custom section. For JavaScript the `debugId` magic comment.
+        execution_context_aux_data: Embedder-specific auxiliary data likely matching {isDefault: boolean, type: 'default'|'isolated'|'worker', frameId: string}
+        source_map_url: URL of source map associated with script (if any).
+        has_source_url: True, if this script has sourceURL.
+        is_module: True, if this script is ES6 module.
+        length: This script length.
+        stack_trace: Experimental. JavaScript top stack frame of where the script parsed event was triggered if available.
+        code_offset: Experimental. If the scriptLanguage is WebAssembly, the code section offset in the module.
+        script_language: Experimental. The language of the script.
+        embedder_name: Experimental. The name the embedder supplied for this script.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#event-scriptFailedToParse
+    """
+
+    method: ClassVar[str] = "Debugger.scriptFailedToParse"
+    script_id: cdp.runtime.ScriptId
+    url: str
+    start_line: int
+    start_column: int
+    end_line: int
+    end_column: int
+    execution_context_id: cdp.runtime.ExecutionContextId
+    hash_: str
+    build_id: str
+    execution_context_aux_data: dict[str, Any] | None = None
+    source_map_url: str | None = None
+    has_source_url: bool | None = None
+    is_module: bool | None = None
+    length: int | None = None
+    stack_trace: cdp.runtime.StackTrace | None = None
+    code_offset: int | None = None
+    script_language: ScriptLanguage | None = None
+    embedder_name: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ScriptParsed:
+    """Fired when virtual machine parses script. This event is also fired for all known and uncollected
+    scripts upon enabling debugger.
+
+    Attributes:
+        script_id: Identifier of the script parsed.
+        url: URL or name of the script parsed (if any).
+        start_line: Line offset of the script within the resource with given URL (for script tags).
+        start_column: Column offset of the script within the resource with given URL.
+        end_line: Last line of the script.
+        end_column: Length of the last line of the script.
+        execution_context_id: Specifies script creation context.
+        hash_: Content hash of the script, SHA-256.
+        build_id: For Wasm modules, the content of the `build_id` custom section. For JavaScript the `debugId` magic comment.
+        execution_context_aux_data: Embedder-specific auxiliary data likely matching {isDefault: boolean, type: 'default'|'isolated'|'worker', frameId: string}
+        is_live_edit: Experimental. True, if this script is generated as a result of the live edit operation.
+        source_map_url: URL of source map associated with script (if any).
+        has_source_url: True, if this script has sourceURL.
+        is_module: True, if this script is ES6 module.
+        length: This script length.
+        stack_trace: Experimental. JavaScript top stack frame of where the script parsed event was triggered if available.
+        code_offset: Experimental. If the scriptLanguage is WebAssembly, the code section offset in the module.
+        script_language: Experimental. The language of the script.
+        debug_symbols: Experimental. If the scriptLanguage is WebAssembly, the source of debug symbols for the module.
+        embedder_name: Experimental. The name the embedder supplied for this script.
+        resolved_breakpoints: Experimental. The list of set breakpoints in this script if calls to `setBreakpointByUrl` matches this script's URL or hash. Clients that use this list can ignore the `breakpointResolved` event. They are equivalent.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#event-scriptParsed
+    """
+
+    method: ClassVar[str] = "Debugger.scriptParsed"
+    script_id: cdp.runtime.ScriptId
+    url: str
+    start_line: int
+    start_column: int
+    end_line: int
+    end_column: int
+    execution_context_id: cdp.runtime.ExecutionContextId
+    hash_: str
+    build_id: str
+    execution_context_aux_data: dict[str, Any] | None = None
+    is_live_edit: bool | None = None
+    source_map_url: str | None = None
+    has_source_url: bool | None = None
+    is_module: bool | None = None
+    length: int | None = None
+    stack_trace: cdp.runtime.StackTrace | None = None
+    code_offset: int | None = None
+    script_language: ScriptLanguage | None = None
+    debug_symbols: list[DebugSymbols] | None = None
+    embedder_name: str | None = None
+    resolved_breakpoints: list[ResolvedBreakpoint] | None = None
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _Location_plain = {
@@ -81,27 +1206,6 @@ def _u_Location(o: Location) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Location,
-    {
-        "column_number": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ScriptPosition:
-    """Experimental. Location in the source code.
-
-    Attributes:
-        line_number: -
-        column_number: -
-    """
-
-    line_number: int
-    column_number: int
-
-
 _ScriptPosition_plain = {
     "lineNumber": "line_number",
     "columnNumber": "column_number",
@@ -123,26 +1227,10 @@ def _s_ScriptPosition(d: dict[str, Any]) -> ScriptPosition:
 
 
 def _u_ScriptPosition(o: ScriptPosition) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "lineNumber": o.line_number,
         "columnNumber": o.column_number,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LocationRange:
-    """Experimental. Location range within one script.
-
-    Attributes:
-        script_id: -
-        start: -
-        end: -
-    """
-
-    script_id: _runtime.ScriptId
-    start: ScriptPosition
-    end: ScriptPosition
 
 
 _LocationRange_plain = {
@@ -171,39 +1259,11 @@ def _s_LocationRange(d: dict[str, Any]) -> LocationRange:
 
 
 def _u_LocationRange(o: LocationRange) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "scriptId": o.script_id,
         "start": _u_ScriptPosition(o.start),
         "end": _u_ScriptPosition(o.end),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CallFrame:
-    """JavaScript call frame. Array of call frames form the call stack.
-
-    Attributes:
-        call_frame_id: Call frame identifier. This identifier is only valid while the virtual machine is paused.
-        function_name: Name of the JavaScript function called on this call frame.
-        function_location: Location in the source code.
-        location: Location in the source code.
-        url: Deprecated. JavaScript script name or url. Deprecated in favor of using the `location.scriptId` to resolve the URL via a previously sent `Debugger.scriptParsed` event.
-        scope_chain: Scope chain for this call frame.
-        this: `this` object for this call frame.
-        return_value: The value being returned, if the function is at return point.
-        can_be_restarted: Experimental. Valid only while the VM is paused and indicates whether this frame can be restarted or not. Note that a `true` value here does not guarantee that Debugger#restartFrame with this CallFrameId will be successful, but it is very likely.
-    """
-
-    call_frame_id: CallFrameId
-    function_name: str
-    function_location: Location | None = None
-    location: Location
-    url: str
-    scope_chain: list[Scope]
-    this: _runtime.RemoteObject
-    return_value: _runtime.RemoteObject | None = None
-    can_be_restarted: bool | None = None
 
 
 _CallFrame_plain = {
@@ -264,37 +1324,6 @@ def _u_CallFrame(o: CallFrame) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CallFrame,
-    {
-        "function_location": None,
-        "return_value": None,
-        "can_be_restarted": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Scope:
-    """Scope description.
-
-    Attributes:
-        type_: Scope type. Values: 'global', 'local', 'with', 'closure', 'catch', 'block', 'script', 'eval', 'module', 'wasm-expression-stack'.
-        object_: Object representing the scope. For `global` and `with` scopes it represents the actual object; for the rest of the scopes, it is artificial transient object enumerating scope variables as its properties.
-        name: -
-        start_location: Location in the source code where scope starts
-        end_location: Location in the source code where scope ends
-        empty_reason: Experimental. Present if the scope has no variable values to show. Absent means that the scope declares at least one variable with an available value. Empty scopes are retained in the scope chain because they can be targeted via `evaluateOnCallFrame` (using `scopeNumber`) or matched against scopes in source maps. Values: 'no-variables', 'all-unavailable'.
-    """
-
-    type_: str
-    object_: _runtime.RemoteObject
-    name: str | None = None
-    start_location: Location | None = None
-    end_location: Location | None = None
-    empty_reason: str | None = None
-
-
 _Scope_plain = {
     "type": "type_",
     "name": "name",
@@ -338,30 +1367,6 @@ def _u_Scope(o: Scope) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Scope,
-    {
-        "name": None,
-        "start_location": None,
-        "end_location": None,
-        "empty_reason": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SearchMatch:
-    """Search match for resource.
-
-    Attributes:
-        line_number: Line number in resource content.
-        line_content: Line with match content.
-    """
-
-    line_number: float
-    line_content: str
-
-
 _SearchMatch_plain = {
     "lineNumber": "line_number",
     "lineContent": "line_content",
@@ -383,28 +1388,10 @@ def _s_SearchMatch(d: dict[str, Any]) -> SearchMatch:
 
 
 def _u_SearchMatch(o: SearchMatch) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "lineNumber": o.line_number,
         "lineContent": o.line_content,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class BreakLocation:
-    """BreakLocation.
-
-    Attributes:
-        script_id: Script identifier as reported in the `Debugger.scriptParsed`.
-        line_number: Line number in the script (0-based).
-        column_number: Column number in the script (0-based).
-        type_: Values: 'debuggerStatement', 'call', 'return'.
-    """
-
-    script_id: _runtime.ScriptId
-    line_number: int
-    column_number: int | None = None
-    type_: str | None = None
 
 
 _BreakLocation_plain = {
@@ -441,28 +1428,6 @@ def _u_BreakLocation(o: BreakLocation) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    BreakLocation,
-    {
-        "column_number": None,
-        "type_": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WasmDisassemblyChunk:
-    """Experimental. WasmDisassemblyChunk.
-
-    Attributes:
-        lines: The next chunk of disassembled lines.
-        bytecode_offsets: The bytecode offsets describing the start of each line.
-    """
-
-    lines: list[str]
-    bytecode_offsets: list[int]
-
-
 _WasmDisassemblyChunk_plain = {
     "lines": "lines",
     "bytecodeOffsets": "bytecode_offsets",
@@ -484,31 +1449,10 @@ def _s_WasmDisassemblyChunk(d: dict[str, Any]) -> WasmDisassemblyChunk:
 
 
 def _u_WasmDisassemblyChunk(o: WasmDisassemblyChunk) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "lines": o.lines,
         "bytecodeOffsets": o.bytecode_offsets,
     }
-    return d
-
-
-class ScriptLanguage(CDPEnum):
-    """Enum of possible script languages."""
-
-    JAVA_SCRIPT = "JavaScript"
-    WEB_ASSEMBLY = "WebAssembly"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DebugSymbols:
-    """Debug symbols available for a wasm script.
-
-    Attributes:
-        type_: Type of the debug symbols. Values: 'SourceMap', 'EmbeddedDWARF', 'ExternalDWARF'.
-        external_url: URL of the external symbol source.
-    """
-
-    type_: str
-    external_url: str | None = None
 
 
 _DebugSymbols_plain = {
@@ -538,27 +1482,6 @@ def _u_DebugSymbols(o: DebugSymbols) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    DebugSymbols,
-    {
-        "external_url": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ResolvedBreakpoint:
-    """ResolvedBreakpoint.
-
-    Attributes:
-        breakpoint_id: Breakpoint unique identifier.
-        location: Actual breakpoint location.
-    """
-
-    breakpoint_id: BreakpointId
-    location: Location
-
-
 _ResolvedBreakpoint_plain = {
     "breakpointId": "breakpoint_id",
 }
@@ -581,30 +1504,22 @@ def _s_ResolvedBreakpoint(d: dict[str, Any]) -> ResolvedBreakpoint:
 
 
 def _u_ResolvedBreakpoint(o: ResolvedBreakpoint) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "breakpointId": o.breakpoint_id,
         "location": _u_Location(o.location),
     }
-    return d
 
 
-def continue_to_location(
-    *,
+def _p_continue_to_location(
     location: Location,
-    target_call_frames: str | None = None,
-) -> Command[None]:
-    """Continues execution until specific location is reached.
-
-    Args:
-        location: Location to continue to.
-        target_call_frames: Values: 'any', 'current'.
-    """
+    target_call_frames: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "location": _u_Location(location),
     }
     if target_call_frames is not None:
         _p["targetCallFrames"] = target_call_frames
-    return Command("Debugger.continueToLocation", _p, None)
+    return _p
 
 
 def _c_continue_to_location(d: dict[str, Any]) -> Command[None]:
@@ -614,25 +1529,8 @@ def _c_continue_to_location(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def disable() -> Command[None]:
-    """Disables debugger for given page."""
-    _p: dict[str, Any] = {}
-    return Command("Debugger.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class EnableResult:
-    """Result of :func:`enable` (Debugger.enable).
-
-    Attributes:
-        debugger_id: Experimental. Unique identifier of the debugger.
-    """
-
-    debugger_id: _runtime.UniqueDebuggerId
 
 
 _EnableResult_plain = {
@@ -653,45 +1551,24 @@ def _s_EnableResult(d: dict[str, Any]) -> EnableResult:
 
 
 def _u_EnableResult(o: EnableResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "debuggerId": o.debugger_id,
     }
-    return d
 
 
-def enable(
-    *,
-    max_scripts_cache_size: float | None = None,
-) -> Command[EnableResult]:
-    """Enables debugger for the given page. Clients should not assume that the debugging has been
-    enabled until the result for this command is received.
-
-    Args:
-        max_scripts_cache_size: Experimental. The maximum size in bytes of collected scripts (not referenced by other heap objects) the debugger can hold. Puts no limit if parameter is omitted.
-    """
+def _p_enable(
+    max_scripts_cache_size: float | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if max_scripts_cache_size is not None:
         _p["maxScriptsCacheSize"] = max_scripts_cache_size
-    return Command("Debugger.enable", _p, _s_EnableResult)
+    return _p
 
 
 def _c_enable(d: dict[str, Any]) -> Command[EnableResult]:
     return enable(
         max_scripts_cache_size=d.get("maxScriptsCacheSize"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class EvaluateOnCallFrameResult:
-    """Result of :func:`evaluate_on_call_frame` (Debugger.evaluateOnCallFrame).
-
-    Attributes:
-        result: Object wrapper for the evaluation result.
-        exception_details: Exception details.
-    """
-
-    result: _runtime.RemoteObject
-    exception_details: _runtime.ExceptionDetails | None = None
 
 
 def _s_EvaluateOnCallFrameResult(d: dict[str, Any]) -> EvaluateOnCallFrameResult:
@@ -716,41 +1593,18 @@ def _u_EvaluateOnCallFrameResult(o: EvaluateOnCallFrameResult) -> dict[str, Any]
     return d
 
 
-optional_defaults(
-    EvaluateOnCallFrameResult,
-    {
-        "exception_details": None,
-    },
-)
-
-
-def evaluate_on_call_frame(
-    *,
+def _p_evaluate_on_call_frame(
     call_frame_id: CallFrameId,
     expression: str,
-    object_group: str | None = None,
-    include_command_line_api: bool | None = None,
-    silent: bool | None = None,
-    return_by_value: bool | None = None,
-    generate_preview: bool | None = None,
-    throw_on_side_effect: bool | None = None,
-    timeout: _runtime.TimeDelta | None = None,
-    scope_number: int | None = None,
-) -> Command[EvaluateOnCallFrameResult]:
-    """Evaluates expression on a given call frame.
-
-    Args:
-        call_frame_id: Call frame identifier to evaluate on.
-        expression: Expression to evaluate.
-        object_group: String object group name to put result into (allows rapid releasing resulting object handles using `releaseObjectGroup`).
-        include_command_line_api: Specifies whether command line API should be available to the evaluated expression, defaults to false.
-        silent: In silent mode exceptions thrown during evaluation are not reported and do not pause execution. Overrides `setPauseOnException` state.
-        return_by_value: Whether the result is expected to be a JSON object that should be sent by value.
-        generate_preview: Experimental. Whether preview should be generated for the result.
-        throw_on_side_effect: Whether to throw an exception if side effect cannot be ruled out during evaluation.
-        timeout: Experimental. Terminate execution after timing out (number of milliseconds).
-        scope_number: Experimental. Specifies the scope number to evaluate the expression in (default: 0, innermost scope).
-    """
+    object_group: str | None,
+    include_command_line_api: bool | None,
+    silent: bool | None,
+    return_by_value: bool | None,
+    generate_preview: bool | None,
+    throw_on_side_effect: bool | None,
+    timeout: cdp.runtime.TimeDelta | None,
+    scope_number: int | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "callFrameId": call_frame_id,
         "expression": expression,
@@ -771,7 +1625,7 @@ def evaluate_on_call_frame(
         _p["timeout"] = timeout
     if scope_number is not None:
         _p["scopeNumber"] = scope_number
-    return Command("Debugger.evaluateOnCallFrame", _p, _s_EvaluateOnCallFrameResult)
+    return _p
 
 
 def _c_evaluate_on_call_frame(d: dict[str, Any]) -> Command[EvaluateOnCallFrameResult]:
@@ -789,17 +1643,6 @@ def _c_evaluate_on_call_frame(d: dict[str, Any]) -> Command[EvaluateOnCallFrameR
     )
 
 
-@attrs.frozen(kw_only=True, slots=False)
-class GetPossibleBreakpointsResult:
-    """Result of :func:`get_possible_breakpoints` (Debugger.getPossibleBreakpoints).
-
-    Attributes:
-        locations: List of the possible breakpoint locations.
-    """
-
-    locations: list[BreakLocation]
-
-
 def _s_GetPossibleBreakpointsResult(d: dict[str, Any]) -> GetPossibleBreakpointsResult:
     o = _new(GetPossibleBreakpointsResult)
     od = o.__dict__
@@ -812,26 +1655,16 @@ def _s_GetPossibleBreakpointsResult(d: dict[str, Any]) -> GetPossibleBreakpoints
 
 
 def _u_GetPossibleBreakpointsResult(o: GetPossibleBreakpointsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "locations": [_u_BreakLocation(x0) for x0 in o.locations],
     }
-    return d
 
 
-def get_possible_breakpoints(
-    *,
+def _p_get_possible_breakpoints(
     start: Location,
-    end: Location | None = None,
-    restrict_to_function: bool | None = None,
-) -> Command[GetPossibleBreakpointsResult]:
-    """Returns possible locations for breakpoint. scriptId in start and end range locations should be
-    the same.
-
-    Args:
-        start: Start of range to search possible breakpoint locations in.
-        end: End of range to search possible breakpoint locations in (excluding). When not specified, end of scripts is used as end of range.
-        restrict_to_function: Only consider locations which are in the same (non-nested) function as start.
-    """
+    end: Location | None,
+    restrict_to_function: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "start": _u_Location(start),
     }
@@ -839,7 +1672,7 @@ def get_possible_breakpoints(
         _p["end"] = _u_Location(end)
     if restrict_to_function is not None:
         _p["restrictToFunction"] = restrict_to_function
-    return Command("Debugger.getPossibleBreakpoints", _p, _s_GetPossibleBreakpointsResult)
+    return _p
 
 
 def _c_get_possible_breakpoints(d: dict[str, Any]) -> Command[GetPossibleBreakpointsResult]:
@@ -848,19 +1681,6 @@ def _c_get_possible_breakpoints(d: dict[str, Any]) -> Command[GetPossibleBreakpo
         end=None if (v := d.get("end")) is None else _s_Location(v),
         restrict_to_function=d.get("restrictToFunction"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetScriptSourceResult:
-    """Result of :func:`get_script_source` (Debugger.getScriptSource).
-
-    Attributes:
-        script_source: Script source (empty in case of Wasm bytecode).
-        bytecode: Wasm bytecode. (Encoded as a base64 string when passed over JSON)
-    """
-
-    script_source: str
-    bytecode: str | None = None
 
 
 _GetScriptSourceResult_plain = {
@@ -890,50 +1710,18 @@ def _u_GetScriptSourceResult(o: GetScriptSourceResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    GetScriptSourceResult,
-    {
-        "bytecode": None,
-    },
-)
-
-
-def get_script_source(
-    *,
-    script_id: _runtime.ScriptId,
-) -> Command[GetScriptSourceResult]:
-    """Returns source for the script with given id.
-
-    Args:
-        script_id: Id of the script to get source for.
-    """
-    _p: dict[str, Any] = {
+def _p_get_script_source(
+    script_id: cdp.runtime.ScriptId,
+) -> dict[str, Any]:
+    return {
         "scriptId": script_id,
     }
-    return Command("Debugger.getScriptSource", _p, _s_GetScriptSourceResult)
 
 
 def _c_get_script_source(d: dict[str, Any]) -> Command[GetScriptSourceResult]:
     return get_script_source(
         script_id=d["scriptId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DisassembleWasmModuleResult:
-    """Result of :func:`disassemble_wasm_module` (Debugger.disassembleWasmModule).
-
-    Attributes:
-        stream_id: For large modules, return a stream from which additional chunks of disassembly can be read successively.
-        total_number_of_lines: The total number of lines in the disassembly text.
-        function_body_offsets: The offsets of all function bodies, in the format [start1, end1, start2, end2, ...] where all ends are exclusive.
-        chunk: The first chunk of disassembly.
-    """
-
-    stream_id: str | None = None
-    total_number_of_lines: int
-    function_body_offsets: list[int]
-    chunk: WasmDisassemblyChunk
 
 
 _DisassembleWasmModuleResult_plain = {
@@ -972,44 +1760,18 @@ def _u_DisassembleWasmModuleResult(o: DisassembleWasmModuleResult) -> dict[str, 
     return d
 
 
-optional_defaults(
-    DisassembleWasmModuleResult,
-    {
-        "stream_id": None,
-    },
-)
-
-
-def disassemble_wasm_module(
-    *,
-    script_id: _runtime.ScriptId,
-) -> Command[DisassembleWasmModuleResult]:
-    """Experimental. disassembleWasmModule.
-
-    Args:
-        script_id: Id of the script to disassemble
-    """
-    _p: dict[str, Any] = {
+def _p_disassemble_wasm_module(
+    script_id: cdp.runtime.ScriptId,
+) -> dict[str, Any]:
+    return {
         "scriptId": script_id,
     }
-    return Command("Debugger.disassembleWasmModule", _p, _s_DisassembleWasmModuleResult)
 
 
 def _c_disassemble_wasm_module(d: dict[str, Any]) -> Command[DisassembleWasmModuleResult]:
     return disassemble_wasm_module(
         script_id=d["scriptId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class NextWasmDisassemblyChunkResult:
-    """Result of :func:`next_wasm_disassembly_chunk` (Debugger.nextWasmDisassemblyChunk).
-
-    Attributes:
-        chunk: The next chunk of disassembly.
-    """
-
-    chunk: WasmDisassemblyChunk
 
 
 def _s_NextWasmDisassemblyChunkResult(d: dict[str, Any]) -> NextWasmDisassemblyChunkResult:
@@ -1024,45 +1786,23 @@ def _s_NextWasmDisassemblyChunkResult(d: dict[str, Any]) -> NextWasmDisassemblyC
 
 
 def _u_NextWasmDisassemblyChunkResult(o: NextWasmDisassemblyChunkResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "chunk": _u_WasmDisassemblyChunk(o.chunk),
     }
-    return d
 
 
-def next_wasm_disassembly_chunk(
-    *,
+def _p_next_wasm_disassembly_chunk(
     stream_id: str,
-) -> Command[NextWasmDisassemblyChunkResult]:
-    """Experimental. Disassemble the next chunk of lines for the module corresponding to the
-    stream. If disassembly is complete, this API will invalidate the streamId
-    and return an empty chunk. Any subsequent calls for the now invalid stream
-    will return errors.
-
-    Args:
-        stream_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "streamId": stream_id,
     }
-    return Command("Debugger.nextWasmDisassemblyChunk", _p, _s_NextWasmDisassemblyChunkResult)
 
 
 def _c_next_wasm_disassembly_chunk(d: dict[str, Any]) -> Command[NextWasmDisassemblyChunkResult]:
     return next_wasm_disassembly_chunk(
         stream_id=d["streamId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetWasmBytecodeResult:
-    """Result of :func:`get_wasm_bytecode` (Debugger.getWasmBytecode).
-
-    Attributes:
-        bytecode: Script source. (Encoded as a base64 string when passed over JSON)
-    """
-
-    bytecode: str
 
 
 _GetWasmBytecodeResult_plain = {
@@ -1083,42 +1823,23 @@ def _s_GetWasmBytecodeResult(d: dict[str, Any]) -> GetWasmBytecodeResult:
 
 
 def _u_GetWasmBytecodeResult(o: GetWasmBytecodeResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "bytecode": o.bytecode,
     }
-    return d
 
 
-def get_wasm_bytecode(
-    *,
-    script_id: _runtime.ScriptId,
-) -> Command[GetWasmBytecodeResult]:
-    """Deprecated. This command is deprecated. Use getScriptSource instead.
-
-    Args:
-        script_id: Id of the Wasm script to get source for.
-    """
-    _p: dict[str, Any] = {
+def _p_get_wasm_bytecode(
+    script_id: cdp.runtime.ScriptId,
+) -> dict[str, Any]:
+    return {
         "scriptId": script_id,
     }
-    return Command("Debugger.getWasmBytecode", _p, _s_GetWasmBytecodeResult)
 
 
 def _c_get_wasm_bytecode(d: dict[str, Any]) -> Command[GetWasmBytecodeResult]:
     return get_wasm_bytecode(
         script_id=d["scriptId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetStackTraceResult:
-    """Result of :func:`get_stack_trace` (Debugger.getStackTrace).
-
-    Attributes:
-        stack_trace: -
-    """
-
-    stack_trace: _runtime.StackTrace
 
 
 def _s_GetStackTraceResult(d: dict[str, Any]) -> GetStackTraceResult:
@@ -1133,25 +1854,17 @@ def _s_GetStackTraceResult(d: dict[str, Any]) -> GetStackTraceResult:
 
 
 def _u_GetStackTraceResult(o: GetStackTraceResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "stackTrace": cdp.runtime._u_StackTrace(o.stack_trace),
     }
-    return d
 
 
-def get_stack_trace(
-    *,
-    stack_trace_id: _runtime.StackTraceId,
-) -> Command[GetStackTraceResult]:
-    """Experimental. Returns stack trace with given `stackTraceId`.
-
-    Args:
-        stack_trace_id: -
-    """
-    _p: dict[str, Any] = {
+def _p_get_stack_trace(
+    stack_trace_id: cdp.runtime.StackTraceId,
+) -> dict[str, Any]:
+    return {
         "stackTraceId": cdp.runtime._u_StackTraceId(stack_trace_id),
     }
-    return Command("Debugger.getStackTrace", _p, _s_GetStackTraceResult)
 
 
 def _c_get_stack_trace(d: dict[str, Any]) -> Command[GetStackTraceResult]:
@@ -1160,29 +1873,16 @@ def _c_get_stack_trace(d: dict[str, Any]) -> Command[GetStackTraceResult]:
     )
 
 
-def pause() -> Command[None]:
-    """Stops on the next JavaScript statement."""
-    _p: dict[str, Any] = {}
-    return Command("Debugger.pause", _p, None)
-
-
 def _c_pause(d: dict[str, Any]) -> Command[None]:
     return pause()
 
 
-def pause_on_async_call(
-    *,
-    parent_stack_trace_id: _runtime.StackTraceId,
-) -> Command[None]:
-    """Experimental. Deprecated. pauseOnAsyncCall.
-
-    Args:
-        parent_stack_trace_id: Debugger will pause when async call with given stack trace is started.
-    """
-    _p: dict[str, Any] = {
+def _p_pause_on_async_call(
+    parent_stack_trace_id: cdp.runtime.StackTraceId,
+) -> dict[str, Any]:
+    return {
         "parentStackTraceId": cdp.runtime._u_StackTraceId(parent_stack_trace_id),
     }
-    return Command("Debugger.pauseOnAsyncCall", _p, None)
 
 
 def _c_pause_on_async_call(d: dict[str, Any]) -> Command[None]:
@@ -1191,40 +1891,18 @@ def _c_pause_on_async_call(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def remove_breakpoint(
-    *,
+def _p_remove_breakpoint(
     breakpoint_id: BreakpointId,
-) -> Command[None]:
-    """Removes JavaScript breakpoint.
-
-    Args:
-        breakpoint_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "breakpointId": breakpoint_id,
     }
-    return Command("Debugger.removeBreakpoint", _p, None)
 
 
 def _c_remove_breakpoint(d: dict[str, Any]) -> Command[None]:
     return remove_breakpoint(
         breakpoint_id=d["breakpointId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RestartFrameResult:
-    """Result of :func:`restart_frame` (Debugger.restartFrame).
-
-    Attributes:
-        call_frames: Deprecated. New stack trace.
-        async_stack_trace: Deprecated. Async stack trace, if any.
-        async_stack_trace_id: Deprecated. Async stack trace, if any.
-    """
-
-    call_frames: list[CallFrame]
-    async_stack_trace: _runtime.StackTrace | None = None
-    async_stack_trace_id: _runtime.StackTraceId | None = None
 
 
 def _s_RestartFrameResult(d: dict[str, Any]) -> RestartFrameResult:
@@ -1253,44 +1931,16 @@ def _u_RestartFrameResult(o: RestartFrameResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    RestartFrameResult,
-    {
-        "async_stack_trace": None,
-        "async_stack_trace_id": None,
-    },
-)
-
-
-def restart_frame(
-    *,
+def _p_restart_frame(
     call_frame_id: CallFrameId,
-    mode: str | None = None,
-) -> Command[RestartFrameResult]:
-    """Restarts particular call frame from the beginning. The old, deprecated
-    behavior of `restartFrame` is to stay paused and allow further CDP commands
-    after a restart was scheduled. This can cause problems with restarting, so
-    we now continue execution immediatly after it has been scheduled until we
-    reach the beginning of the restarted frame.
-
-    To stay back-wards compatible, `restartFrame` now expects a `mode`
-    parameter to be present. If the `mode` parameter is missing, `restartFrame`
-    errors out.
-
-    The various return values are deprecated and `callFrames` is always empty.
-    Use the call frames from the `Debugger#paused` events instead, that fires
-    once V8 pauses at the beginning of the restarted function.
-
-    Args:
-        call_frame_id: Call frame identifier to evaluate on.
-        mode: Experimental. The `mode` parameter must be present and set to 'StepInto', otherwise `restartFrame` will error out. Values: 'StepInto'.
-    """
+    mode: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "callFrameId": call_frame_id,
     }
     if mode is not None:
         _p["mode"] = mode
-    return Command("Debugger.restartFrame", _p, _s_RestartFrameResult)
+    return _p
 
 
 def _c_restart_frame(d: dict[str, Any]) -> Command[RestartFrameResult]:
@@ -1300,36 +1950,19 @@ def _c_restart_frame(d: dict[str, Any]) -> Command[RestartFrameResult]:
     )
 
 
-def resume(
-    *,
-    terminate_on_resume: bool | None = None,
-) -> Command[None]:
-    """Resumes JavaScript execution.
-
-    Args:
-        terminate_on_resume: Set to true to terminate execution upon resuming execution. In contrast to Runtime.terminateExecution, this will allows to execute further JavaScript (i.e. via evaluation) until execution of the paused code is actually resumed, at which point termination is triggered. If execution is currently not paused, this parameter has no effect.
-    """
+def _p_resume(
+    terminate_on_resume: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if terminate_on_resume is not None:
         _p["terminateOnResume"] = terminate_on_resume
-    return Command("Debugger.resume", _p, None)
+    return _p
 
 
 def _c_resume(d: dict[str, Any]) -> Command[None]:
     return resume(
         terminate_on_resume=d.get("terminateOnResume"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SearchInContentResult:
-    """Result of :func:`search_in_content` (Debugger.searchInContent).
-
-    Attributes:
-        result: List of search matches.
-    """
-
-    result: list[SearchMatch]
 
 
 def _s_SearchInContentResult(d: dict[str, Any]) -> SearchInContentResult:
@@ -1344,27 +1977,17 @@ def _s_SearchInContentResult(d: dict[str, Any]) -> SearchInContentResult:
 
 
 def _u_SearchInContentResult(o: SearchInContentResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "result": [_u_SearchMatch(x0) for x0 in o.result],
     }
-    return d
 
 
-def search_in_content(
-    *,
-    script_id: _runtime.ScriptId,
+def _p_search_in_content(
+    script_id: cdp.runtime.ScriptId,
     query: str,
-    case_sensitive: bool | None = None,
-    is_regex: bool | None = None,
-) -> Command[SearchInContentResult]:
-    """Searches for given string in script content.
-
-    Args:
-        script_id: Id of the script to search in.
-        query: String to search for.
-        case_sensitive: If true, search is case sensitive.
-        is_regex: If true, treats string parameter as regex.
-    """
+    case_sensitive: bool | None,
+    is_regex: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "scriptId": script_id,
         "query": query,
@@ -1373,7 +1996,7 @@ def search_in_content(
         _p["caseSensitive"] = case_sensitive
     if is_regex is not None:
         _p["isRegex"] = is_regex
-    return Command("Debugger.searchInContent", _p, _s_SearchInContentResult)
+    return _p
 
 
 def _c_search_in_content(d: dict[str, Any]) -> Command[SearchInContentResult]:
@@ -1385,19 +2008,12 @@ def _c_search_in_content(d: dict[str, Any]) -> Command[SearchInContentResult]:
     )
 
 
-def set_async_call_stack_depth(
-    *,
+def _p_set_async_call_stack_depth(
     max_depth: int,
-) -> Command[None]:
-    """Enables or disables async call stacks tracking.
-
-    Args:
-        max_depth: Maximum depth of async call stacks. Setting to `0` will effectively disable collecting async call stacks (default).
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "maxDepth": max_depth,
     }
-    return Command("Debugger.setAsyncCallStackDepth", _p, None)
 
 
 def _c_set_async_call_stack_depth(d: dict[str, Any]) -> Command[None]:
@@ -1406,21 +2022,12 @@ def _c_set_async_call_stack_depth(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_blackbox_execution_contexts(
-    *,
+def _p_set_blackbox_execution_contexts(
     unique_ids: list[str],
-) -> Command[None]:
-    """Experimental. Replace previous blackbox execution contexts with passed ones. Forces backend to skip
-    stepping/pausing in scripts in these execution contexts. VM will try to leave blackboxed script by
-    performing 'step in' several times, finally resorting to 'step out' if unsuccessful.
-
-    Args:
-        unique_ids: Array of execution context unique ids for the debugger to ignore.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "uniqueIds": unique_ids,
     }
-    return Command("Debugger.setBlackboxExecutionContexts", _p, None)
 
 
 def _c_set_blackbox_execution_contexts(d: dict[str, Any]) -> Command[None]:
@@ -1429,25 +2036,16 @@ def _c_set_blackbox_execution_contexts(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_blackbox_patterns(
-    *,
+def _p_set_blackbox_patterns(
     patterns: list[str],
-    skip_anonymous: bool | None = None,
-) -> Command[None]:
-    """Experimental. Replace previous blackbox patterns with passed ones. Forces backend to skip stepping/pausing in
-    scripts with url matching one of the patterns. VM will try to leave blackboxed script by
-    performing 'step in' several times, finally resorting to 'step out' if unsuccessful.
-
-    Args:
-        patterns: Array of regexps that will be used to check script url for blackbox state.
-        skip_anonymous: If true, also ignore scripts with no source url.
-    """
+    skip_anonymous: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "patterns": patterns,
     }
     if skip_anonymous is not None:
         _p["skipAnonymous"] = skip_anonymous
-    return Command("Debugger.setBlackboxPatterns", _p, None)
+    return _p
 
 
 def _c_set_blackbox_patterns(d: dict[str, Any]) -> Command[None]:
@@ -1457,25 +2055,14 @@ def _c_set_blackbox_patterns(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_blackboxed_ranges(
-    *,
-    script_id: _runtime.ScriptId,
+def _p_set_blackboxed_ranges(
+    script_id: cdp.runtime.ScriptId,
     positions: list[ScriptPosition],
-) -> Command[None]:
-    """Experimental. Makes backend skip steps in the script in blackboxed ranges. VM will try leave blacklisted
-    scripts by performing 'step in' several times, finally resorting to 'step out' if unsuccessful.
-    Positions array contains positions where blackbox state is changed. First interval isn't
-    blackboxed. Array should be sorted.
-
-    Args:
-        script_id: Id of the script.
-        positions: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "scriptId": script_id,
         "positions": [_u_ScriptPosition(x0) for x0 in positions],
     }
-    return Command("Debugger.setBlackboxedRanges", _p, None)
 
 
 def _c_set_blackboxed_ranges(d: dict[str, Any]) -> Command[None]:
@@ -1483,19 +2070,6 @@ def _c_set_blackboxed_ranges(d: dict[str, Any]) -> Command[None]:
         script_id=d["scriptId"],
         positions=[_s_ScriptPosition(x0) for x0 in d["positions"]],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetBreakpointResult:
-    """Result of :func:`set_breakpoint` (Debugger.setBreakpoint).
-
-    Attributes:
-        breakpoint_id: Id of the created breakpoint for further reference.
-        actual_location: Location this breakpoint resolved into.
-    """
-
-    breakpoint_id: BreakpointId
-    actual_location: Location
 
 
 _SetBreakpointResult_plain = {
@@ -1520,30 +2094,22 @@ def _s_SetBreakpointResult(d: dict[str, Any]) -> SetBreakpointResult:
 
 
 def _u_SetBreakpointResult(o: SetBreakpointResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "breakpointId": o.breakpoint_id,
         "actualLocation": _u_Location(o.actual_location),
     }
-    return d
 
 
-def set_breakpoint(
-    *,
+def _p_set_breakpoint(
     location: Location,
-    condition: str | None = None,
-) -> Command[SetBreakpointResult]:
-    """Sets JavaScript breakpoint at a given location.
-
-    Args:
-        location: Location to set breakpoint in.
-        condition: Expression to use as a breakpoint condition. When specified, debugger will only stop on the breakpoint if this expression evaluates to true.
-    """
+    condition: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "location": _u_Location(location),
     }
     if condition is not None:
         _p["condition"] = condition
-    return Command("Debugger.setBreakpoint", _p, _s_SetBreakpointResult)
+    return _p
 
 
 def _c_set_breakpoint(d: dict[str, Any]) -> Command[SetBreakpointResult]:
@@ -1551,17 +2117,6 @@ def _c_set_breakpoint(d: dict[str, Any]) -> Command[SetBreakpointResult]:
         location=_s_Location(d["location"]),
         condition=d.get("condition"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetInstrumentationBreakpointResult:
-    """Result of :func:`set_instrumentation_breakpoint` (Debugger.setInstrumentationBreakpoint).
-
-    Attributes:
-        breakpoint_id: Id of the created breakpoint for further reference.
-    """
-
-    breakpoint_id: BreakpointId
 
 
 _SetInstrumentationBreakpointResult_plain = {
@@ -1582,44 +2137,23 @@ def _s_SetInstrumentationBreakpointResult(d: dict[str, Any]) -> SetInstrumentati
 
 
 def _u_SetInstrumentationBreakpointResult(o: SetInstrumentationBreakpointResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "breakpointId": o.breakpoint_id,
     }
-    return d
 
 
-def set_instrumentation_breakpoint(
-    *,
+def _p_set_instrumentation_breakpoint(
     instrumentation: str,
-) -> Command[SetInstrumentationBreakpointResult]:
-    """Sets instrumentation breakpoint.
-
-    Args:
-        instrumentation: Instrumentation name. Values: 'beforeScriptExecution', 'beforeScriptWithSourceMapExecution'.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "instrumentation": instrumentation,
     }
-    return Command("Debugger.setInstrumentationBreakpoint", _p, _s_SetInstrumentationBreakpointResult)
 
 
 def _c_set_instrumentation_breakpoint(d: dict[str, Any]) -> Command[SetInstrumentationBreakpointResult]:
     return set_instrumentation_breakpoint(
         instrumentation=d["instrumentation"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetBreakpointByUrlResult:
-    """Result of :func:`set_breakpoint_by_url` (Debugger.setBreakpointByUrl).
-
-    Attributes:
-        breakpoint_id: Id of the created breakpoint for further reference.
-        locations: List of the locations this breakpoint resolved into upon addition.
-    """
-
-    breakpoint_id: BreakpointId
-    locations: list[Location]
 
 
 _SetBreakpointByUrlResult_plain = {
@@ -1644,35 +2178,20 @@ def _s_SetBreakpointByUrlResult(d: dict[str, Any]) -> SetBreakpointByUrlResult:
 
 
 def _u_SetBreakpointByUrlResult(o: SetBreakpointByUrlResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "breakpointId": o.breakpoint_id,
         "locations": [_u_Location(x0) for x0 in o.locations],
     }
-    return d
 
 
-def set_breakpoint_by_url(
-    *,
+def _p_set_breakpoint_by_url(
     line_number: int,
-    url: str | None = None,
-    url_regex: str | None = None,
-    script_hash: str | None = None,
-    column_number: int | None = None,
-    condition: str | None = None,
-) -> Command[SetBreakpointByUrlResult]:
-    """Sets JavaScript breakpoint at given location specified either by URL or URL regex. Once this
-    command is issued, all existing parsed scripts will have breakpoints resolved and returned in
-    `locations` property. Further matching script parsing will result in subsequent
-    `breakpointResolved` events issued. This logical breakpoint will survive page reloads.
-
-    Args:
-        line_number: Line number to set breakpoint at.
-        url: URL of the resources to set breakpoint on.
-        url_regex: Regex pattern for the URLs of the resources to set breakpoints on. Either `url` or `urlRegex` must be specified.
-        script_hash: Script hash of the resources to set breakpoint on.
-        column_number: Offset in the line to set breakpoint at.
-        condition: Expression to use as a breakpoint condition. When specified, debugger will only stop on the breakpoint if this expression evaluates to true.
-    """
+    url: str | None,
+    url_regex: str | None,
+    script_hash: str | None,
+    column_number: int | None,
+    condition: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "lineNumber": line_number,
     }
@@ -1686,7 +2205,7 @@ def set_breakpoint_by_url(
         _p["columnNumber"] = column_number
     if condition is not None:
         _p["condition"] = condition
-    return Command("Debugger.setBreakpointByUrl", _p, _s_SetBreakpointByUrlResult)
+    return _p
 
 
 def _c_set_breakpoint_by_url(d: dict[str, Any]) -> Command[SetBreakpointByUrlResult]:
@@ -1698,17 +2217,6 @@ def _c_set_breakpoint_by_url(d: dict[str, Any]) -> Command[SetBreakpointByUrlRes
         column_number=d.get("columnNumber"),
         condition=d.get("condition"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetBreakpointOnFunctionCallResult:
-    """Result of :func:`set_breakpoint_on_function_call` (Debugger.setBreakpointOnFunctionCall).
-
-    Attributes:
-        breakpoint_id: Id of the created breakpoint for further reference.
-    """
-
-    breakpoint_id: BreakpointId
 
 
 _SetBreakpointOnFunctionCallResult_plain = {
@@ -1729,31 +2237,21 @@ def _s_SetBreakpointOnFunctionCallResult(d: dict[str, Any]) -> SetBreakpointOnFu
 
 
 def _u_SetBreakpointOnFunctionCallResult(o: SetBreakpointOnFunctionCallResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "breakpointId": o.breakpoint_id,
     }
-    return d
 
 
-def set_breakpoint_on_function_call(
-    *,
-    object_id: _runtime.RemoteObjectId,
-    condition: str | None = None,
-) -> Command[SetBreakpointOnFunctionCallResult]:
-    """Experimental. Sets JavaScript breakpoint before each call to the given function.
-    If another function was created from the same source as a given one,
-    calling it will also trigger the breakpoint.
-
-    Args:
-        object_id: Function object id.
-        condition: Expression to use as a breakpoint condition. When specified, debugger will stop on the breakpoint if this expression evaluates to true.
-    """
+def _p_set_breakpoint_on_function_call(
+    object_id: cdp.runtime.RemoteObjectId,
+    condition: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "objectId": object_id,
     }
     if condition is not None:
         _p["condition"] = condition
-    return Command("Debugger.setBreakpointOnFunctionCall", _p, _s_SetBreakpointOnFunctionCallResult)
+    return _p
 
 
 def _c_set_breakpoint_on_function_call(d: dict[str, Any]) -> Command[SetBreakpointOnFunctionCallResult]:
@@ -1763,19 +2261,12 @@ def _c_set_breakpoint_on_function_call(d: dict[str, Any]) -> Command[SetBreakpoi
     )
 
 
-def set_breakpoints_active(
-    *,
+def _p_set_breakpoints_active(
     active: bool,
-) -> Command[None]:
-    """Activates / deactivates all breakpoints on the page.
-
-    Args:
-        active: New value for breakpoints active state.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "active": active,
     }
-    return Command("Debugger.setBreakpointsActive", _p, None)
 
 
 def _c_set_breakpoints_active(d: dict[str, Any]) -> Command[None]:
@@ -1784,20 +2275,12 @@ def _c_set_breakpoints_active(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_pause_on_exceptions(
-    *,
+def _p_set_pause_on_exceptions(
     state: str,
-) -> Command[None]:
-    """Defines pause on exceptions state. Can be set to stop on all exceptions, uncaught exceptions,
-    or caught exceptions, no exceptions. Initial pause on exceptions state is `none`.
-
-    Args:
-        state: Pause on exceptions mode. Values: 'none', 'caught', 'uncaught', 'all'.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "state": state,
     }
-    return Command("Debugger.setPauseOnExceptions", _p, None)
 
 
 def _c_set_pause_on_exceptions(d: dict[str, Any]) -> Command[None]:
@@ -1806,46 +2289,18 @@ def _c_set_pause_on_exceptions(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_return_value(
-    *,
-    new_value: _runtime.CallArgument,
-) -> Command[None]:
-    """Experimental. Changes return value in top frame. Available only at return break position.
-
-    Args:
-        new_value: New return value.
-    """
-    _p: dict[str, Any] = {
+def _p_set_return_value(
+    new_value: cdp.runtime.CallArgument,
+) -> dict[str, Any]:
+    return {
         "newValue": cdp.runtime._u_CallArgument(new_value),
     }
-    return Command("Debugger.setReturnValue", _p, None)
 
 
 def _c_set_return_value(d: dict[str, Any]) -> Command[None]:
     return set_return_value(
         new_value=cdp.runtime._s_CallArgument(d["newValue"]),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetScriptSourceResult:
-    """Result of :func:`set_script_source` (Debugger.setScriptSource).
-
-    Attributes:
-        call_frames: Deprecated. New stack trace in case editing has happened while VM was stopped.
-        stack_changed: Deprecated. Whether current call stack was modified after applying the changes.
-        async_stack_trace: Deprecated. Async stack trace, if any.
-        async_stack_trace_id: Deprecated. Async stack trace, if any.
-        status: Experimental. Whether the operation was successful or not. Only `Ok` denotes a successful live edit while the other enum variants denote why the live edit failed. Values: 'Ok', 'CompileError', 'BlockedByActiveGenerator', 'BlockedByActiveFunction', 'BlockedByTopLevelEsModuleChange'.
-        exception_details: Exception details if any. Only present when `status` is `CompileError`.
-    """
-
-    call_frames: list[CallFrame] | None = None
-    stack_changed: bool | None = None
-    async_stack_trace: _runtime.StackTrace | None = None
-    async_stack_trace_id: _runtime.StackTraceId | None = None
-    status: str
-    exception_details: _runtime.ExceptionDetails | None = None
 
 
 _SetScriptSourceResult_plain = {
@@ -1891,33 +2346,12 @@ def _u_SetScriptSourceResult(o: SetScriptSourceResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    SetScriptSourceResult,
-    {
-        "call_frames": None,
-        "stack_changed": None,
-        "async_stack_trace": None,
-        "async_stack_trace_id": None,
-        "exception_details": None,
-    },
-)
-
-
-def set_script_source(
-    *,
-    script_id: _runtime.ScriptId,
+def _p_set_script_source(
+    script_id: cdp.runtime.ScriptId,
     script_source: str,
-    dry_run: bool | None = None,
-    allow_top_frame_editing: bool | None = None,
-) -> Command[SetScriptSourceResult]:
-    """Deprecated. Live edit is no longer supported and this command always fails with a "no longer available" error.
-
-    Args:
-        script_id: Id of the script to edit.
-        script_source: New content of the script.
-        dry_run: If true the change will not actually be applied. Dry run may be used to get result description without actually modifying the code.
-        allow_top_frame_editing: Experimental. If true, then `scriptSource` is allowed to change the function on top of the stack as long as the top-most stack frame is the only activation of that function.
-    """
+    dry_run: bool | None,
+    allow_top_frame_editing: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "scriptId": script_id,
         "scriptSource": script_source,
@@ -1926,7 +2360,7 @@ def set_script_source(
         _p["dryRun"] = dry_run
     if allow_top_frame_editing is not None:
         _p["allowTopFrameEditing"] = allow_top_frame_editing
-    return Command("Debugger.setScriptSource", _p, _s_SetScriptSourceResult)
+    return _p
 
 
 def _c_set_script_source(d: dict[str, Any]) -> Command[SetScriptSourceResult]:
@@ -1938,19 +2372,12 @@ def _c_set_script_source(d: dict[str, Any]) -> Command[SetScriptSourceResult]:
     )
 
 
-def set_skip_all_pauses(
-    *,
+def _p_set_skip_all_pauses(
     skip: bool,
-) -> Command[None]:
-    """Makes page not interrupt on any pauses (breakpoint, exception, dom exception etc).
-
-    Args:
-        skip: New value for skip pauses state.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "skip": skip,
     }
-    return Command("Debugger.setSkipAllPauses", _p, None)
 
 
 def _c_set_skip_all_pauses(d: dict[str, Any]) -> Command[None]:
@@ -1959,29 +2386,18 @@ def _c_set_skip_all_pauses(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_variable_value(
-    *,
+def _p_set_variable_value(
     scope_number: int,
     variable_name: str,
-    new_value: _runtime.CallArgument,
+    new_value: cdp.runtime.CallArgument,
     call_frame_id: CallFrameId,
-) -> Command[None]:
-    """Changes value of variable in a callframe. Object-based scopes are not supported and must be
-    mutated manually.
-
-    Args:
-        scope_number: 0-based number of scope as was listed in scope chain. Only 'local', 'closure' and 'catch' scope types are allowed. Other scopes could be manipulated manually.
-        variable_name: Variable name.
-        new_value: New variable value.
-        call_frame_id: Id of callframe that holds variable.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "scopeNumber": scope_number,
         "variableName": variable_name,
         "newValue": cdp.runtime._u_CallArgument(new_value),
         "callFrameId": call_frame_id,
     }
-    return Command("Debugger.setVariableValue", _p, None)
 
 
 def _c_set_variable_value(d: dict[str, Any]) -> Command[None]:
@@ -1993,23 +2409,16 @@ def _c_set_variable_value(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def step_into(
-    *,
-    break_on_async_call: bool | None = None,
-    skip_list: list[LocationRange] | None = None,
-) -> Command[None]:
-    """Steps into the function call.
-
-    Args:
-        break_on_async_call: Experimental. Debugger will pause on the execution of the first async task which was scheduled before next pause.
-        skip_list: Experimental. The skipList specifies location ranges that should be skipped on step into.
-    """
+def _p_step_into(
+    break_on_async_call: bool | None,
+    skip_list: list[LocationRange] | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if break_on_async_call is not None:
         _p["breakOnAsyncCall"] = break_on_async_call
     if skip_list is not None:
         _p["skipList"] = [_u_LocationRange(x0) for x0 in skip_list]
-    return Command("Debugger.stepInto", _p, None)
+    return _p
 
 
 def _c_step_into(d: dict[str, Any]) -> Command[None]:
@@ -2019,33 +2428,20 @@ def _c_step_into(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def step_out() -> Command[None]:
-    """Steps out of the function call."""
-    _p: dict[str, Any] = {}
-    return Command("Debugger.stepOut", _p, None)
-
-
 def _c_step_out(d: dict[str, Any]) -> Command[None]:
     return step_out()
 
 
-def step_over(
-    *,
-    skip_list: list[LocationRange] | None = None,
-    enter_ranges: list[LocationRange] | None = None,
-) -> Command[None]:
-    """Steps over the statement.
-
-    Args:
-        skip_list: Experimental. The skipList specifies location ranges that should be skipped on step over.
-        enter_ranges: Experimental. Functions whose source range lies within one of the enterRanges are entered as if by stepInto, even when they are called (directly or indirectly) from a call that is stepped over.
-    """
+def _p_step_over(
+    skip_list: list[LocationRange] | None,
+    enter_ranges: list[LocationRange] | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if skip_list is not None:
         _p["skipList"] = [_u_LocationRange(x0) for x0 in skip_list]
     if enter_ranges is not None:
         _p["enterRanges"] = [_u_LocationRange(x0) for x0 in enter_ranges]
-    return Command("Debugger.stepOver", _p, None)
+    return _p
 
 
 def _c_step_over(d: dict[str, Any]) -> Command[None]:
@@ -2053,21 +2449,6 @@ def _c_step_over(d: dict[str, Any]) -> Command[None]:
         skip_list=None if (v := d.get("skipList")) is None else [_s_LocationRange(x0) for x0 in v],
         enter_ranges=None if (v := d.get("enterRanges")) is None else [_s_LocationRange(x0) for x0 in v],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class BreakpointResolved:
-    """Deprecated. Fired when breakpoint is resolved to an actual script and location.
-    Deprecated in favor of `resolvedBreakpoints` in the `scriptParsed` event.
-
-    Attributes:
-        breakpoint_id: Breakpoint unique identifier.
-        location: Actual breakpoint location.
-    """
-
-    method: ClassVar[str] = "Debugger.breakpointResolved"
-    breakpoint_id: BreakpointId
-    location: Location
 
 
 _BreakpointResolved_plain = {
@@ -2092,35 +2473,10 @@ def _s_BreakpointResolved(d: dict[str, Any]) -> BreakpointResolved:
 
 
 def _u_BreakpointResolved(o: BreakpointResolved) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "breakpointId": o.breakpoint_id,
         "location": _u_Location(o.location),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Paused:
-    """Fired when the virtual machine stopped on breakpoint or exception or any other stop criteria.
-
-    Attributes:
-        call_frames: Call stack the virtual machine stopped on.
-        reason: Pause reason. Values: 'ambiguous', 'assert', 'CSPViolation', 'debugCommand', 'DOM', 'EventListener', 'exception', 'instrumentation', 'OOM', 'other', 'promiseRejection', 'XHR', 'step'.
-        data: Object containing break-specific auxiliary properties.
-        hit_breakpoints: Hit breakpoints IDs
-        async_stack_trace: Async stack trace, if any.
-        async_stack_trace_id: Experimental. Async stack trace, if any.
-        async_call_stack_trace_id: Experimental. Deprecated. Never present, will be removed.
-    """
-
-    method: ClassVar[str] = "Debugger.paused"
-    call_frames: list[CallFrame]
-    reason: str
-    data: dict[str, Any] | None = None
-    hit_breakpoints: list[str] | None = None
-    async_stack_trace: _runtime.StackTrace | None = None
-    async_stack_trace_id: _runtime.StackTraceId | None = None
-    async_call_stack_trace_id: _runtime.StackTraceId | None = None
 
 
 _Paused_plain = {
@@ -2170,79 +2526,12 @@ def _u_Paused(o: Paused) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Paused,
-    {
-        "data": None,
-        "hit_breakpoints": None,
-        "async_stack_trace": None,
-        "async_stack_trace_id": None,
-        "async_call_stack_trace_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Resumed:
-    """Fired when the virtual machine resumed execution."""
-
-    method: ClassVar[str] = "Debugger.resumed"
-
-
 def _s_Resumed(d: dict[str, Any]) -> Resumed:
-    o = _new(Resumed)
-    return o
+    return _new(Resumed)
 
 
 def _u_Resumed(o: Resumed) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ScriptFailedToParse:
-    """Fired when virtual machine fails to parse the script.
-
-    Attributes:
-        script_id: Identifier of the script parsed.
-        url: URL or name of the script parsed (if any).
-        start_line: Line offset of the script within the resource with given URL (for script tags).
-        start_column: Column offset of the script within the resource with given URL.
-        end_line: Last line of the script.
-        end_column: Length of the last line of the script.
-        execution_context_id: Specifies script creation context.
-        hash_: Content hash of the script, SHA-256.
-        build_id: For Wasm modules, the content of the `build_id` custom section. For JavaScript the `debugId` magic comment.
-        execution_context_aux_data: Embedder-specific auxiliary data likely matching {isDefault: boolean, type: 'default'|'isolated'|'worker', frameId: string}
-        source_map_url: URL of source map associated with script (if any).
-        has_source_url: True, if this script has sourceURL.
-        is_module: True, if this script is ES6 module.
-        length: This script length.
-        stack_trace: Experimental. JavaScript top stack frame of where the script parsed event was triggered if available.
-        code_offset: Experimental. If the scriptLanguage is WebAssembly, the code section offset in the module.
-        script_language: Experimental. The language of the script.
-        embedder_name: Experimental. The name the embedder supplied for this script.
-    """
-
-    method: ClassVar[str] = "Debugger.scriptFailedToParse"
-    script_id: _runtime.ScriptId
-    url: str
-    start_line: int
-    start_column: int
-    end_line: int
-    end_column: int
-    execution_context_id: _runtime.ExecutionContextId
-    hash_: str
-    build_id: str
-    execution_context_aux_data: dict[str, Any] | None = None
-    source_map_url: str | None = None
-    has_source_url: bool | None = None
-    is_module: bool | None = None
-    length: int | None = None
-    stack_trace: _runtime.StackTrace | None = None
-    code_offset: int | None = None
-    script_language: ScriptLanguage | None = None
-    embedder_name: str | None = None
+    return {}
 
 
 _ScriptFailedToParse_plain = {
@@ -2328,75 +2617,6 @@ def _u_ScriptFailedToParse(o: ScriptFailedToParse) -> dict[str, Any]:
     if o.embedder_name is not None:
         d["embedderName"] = o.embedder_name
     return d
-
-
-optional_defaults(
-    ScriptFailedToParse,
-    {
-        "execution_context_aux_data": None,
-        "source_map_url": None,
-        "has_source_url": None,
-        "is_module": None,
-        "length": None,
-        "stack_trace": None,
-        "code_offset": None,
-        "script_language": None,
-        "embedder_name": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ScriptParsed:
-    """Fired when virtual machine parses script. This event is also fired for all known and uncollected
-    scripts upon enabling debugger.
-
-    Attributes:
-        script_id: Identifier of the script parsed.
-        url: URL or name of the script parsed (if any).
-        start_line: Line offset of the script within the resource with given URL (for script tags).
-        start_column: Column offset of the script within the resource with given URL.
-        end_line: Last line of the script.
-        end_column: Length of the last line of the script.
-        execution_context_id: Specifies script creation context.
-        hash_: Content hash of the script, SHA-256.
-        build_id: For Wasm modules, the content of the `build_id` custom section. For JavaScript the `debugId` magic comment.
-        execution_context_aux_data: Embedder-specific auxiliary data likely matching {isDefault: boolean, type: 'default'|'isolated'|'worker', frameId: string}
-        is_live_edit: Experimental. True, if this script is generated as a result of the live edit operation.
-        source_map_url: URL of source map associated with script (if any).
-        has_source_url: True, if this script has sourceURL.
-        is_module: True, if this script is ES6 module.
-        length: This script length.
-        stack_trace: Experimental. JavaScript top stack frame of where the script parsed event was triggered if available.
-        code_offset: Experimental. If the scriptLanguage is WebAssembly, the code section offset in the module.
-        script_language: Experimental. The language of the script.
-        debug_symbols: Experimental. If the scriptLanguage is WebAssembly, the source of debug symbols for the module.
-        embedder_name: Experimental. The name the embedder supplied for this script.
-        resolved_breakpoints: Experimental. The list of set breakpoints in this script if calls to `setBreakpointByUrl` matches this script's URL or hash. Clients that use this list can ignore the `breakpointResolved` event. They are equivalent.
-    """
-
-    method: ClassVar[str] = "Debugger.scriptParsed"
-    script_id: _runtime.ScriptId
-    url: str
-    start_line: int
-    start_column: int
-    end_line: int
-    end_column: int
-    execution_context_id: _runtime.ExecutionContextId
-    hash_: str
-    build_id: str
-    execution_context_aux_data: dict[str, Any] | None = None
-    is_live_edit: bool | None = None
-    source_map_url: str | None = None
-    has_source_url: bool | None = None
-    is_module: bool | None = None
-    length: int | None = None
-    stack_trace: _runtime.StackTrace | None = None
-    code_offset: int | None = None
-    script_language: ScriptLanguage | None = None
-    debug_symbols: list[DebugSymbols] | None = None
-    embedder_name: str | None = None
-    resolved_breakpoints: list[ResolvedBreakpoint] | None = None
 
 
 _ScriptParsed_plain = {
@@ -2495,67 +2715,6 @@ def _u_ScriptParsed(o: ScriptParsed) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    ScriptParsed,
-    {
-        "execution_context_aux_data": None,
-        "is_live_edit": None,
-        "source_map_url": None,
-        "has_source_url": None,
-        "is_module": None,
-        "length": None,
-        "stack_trace": None,
-        "code_offset": None,
-        "script_language": None,
-        "debug_symbols": None,
-        "embedder_name": None,
-        "resolved_breakpoints": None,
-    },
-)
-
-
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Debugger.breakpointResolved": _s_BreakpointResolved,
-    "Debugger.paused": _s_Paused,
-    "Debugger.resumed": _s_Resumed,
-    "Debugger.scriptFailedToParse": _s_ScriptFailedToParse,
-    "Debugger.scriptParsed": _s_ScriptParsed,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Debugger.continueToLocation": _c_continue_to_location,
-    "Debugger.disable": _c_disable,
-    "Debugger.enable": _c_enable,
-    "Debugger.evaluateOnCallFrame": _c_evaluate_on_call_frame,
-    "Debugger.getPossibleBreakpoints": _c_get_possible_breakpoints,
-    "Debugger.getScriptSource": _c_get_script_source,
-    "Debugger.disassembleWasmModule": _c_disassemble_wasm_module,
-    "Debugger.nextWasmDisassemblyChunk": _c_next_wasm_disassembly_chunk,
-    "Debugger.getWasmBytecode": _c_get_wasm_bytecode,
-    "Debugger.getStackTrace": _c_get_stack_trace,
-    "Debugger.pause": _c_pause,
-    "Debugger.pauseOnAsyncCall": _c_pause_on_async_call,
-    "Debugger.removeBreakpoint": _c_remove_breakpoint,
-    "Debugger.restartFrame": _c_restart_frame,
-    "Debugger.resume": _c_resume,
-    "Debugger.searchInContent": _c_search_in_content,
-    "Debugger.setAsyncCallStackDepth": _c_set_async_call_stack_depth,
-    "Debugger.setBlackboxExecutionContexts": _c_set_blackbox_execution_contexts,
-    "Debugger.setBlackboxPatterns": _c_set_blackbox_patterns,
-    "Debugger.setBlackboxedRanges": _c_set_blackboxed_ranges,
-    "Debugger.setBreakpoint": _c_set_breakpoint,
-    "Debugger.setInstrumentationBreakpoint": _c_set_instrumentation_breakpoint,
-    "Debugger.setBreakpointByUrl": _c_set_breakpoint_by_url,
-    "Debugger.setBreakpointOnFunctionCall": _c_set_breakpoint_on_function_call,
-    "Debugger.setBreakpointsActive": _c_set_breakpoints_active,
-    "Debugger.setPauseOnExceptions": _c_set_pause_on_exceptions,
-    "Debugger.setReturnValue": _c_set_return_value,
-    "Debugger.setScriptSource": _c_set_script_source,
-    "Debugger.setSkipAllPauses": _c_set_skip_all_pauses,
-    "Debugger.setVariableValue": _c_set_variable_value,
-    "Debugger.stepInto": _c_step_into,
-    "Debugger.stepOut": _c_step_out,
-    "Debugger.stepOver": _c_step_over,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Debugger.ScriptPosition": (True, False),
     "Debugger.LocationRange": (True, False),
@@ -2649,5 +2808,40 @@ register(
         Resumed: (_s_Resumed, _u_Resumed),
         ScriptFailedToParse: (_s_ScriptFailedToParse, _u_ScriptFailedToParse),
         ScriptParsed: (_s_ScriptParsed, _u_ScriptParsed),
-    }
+    },
+    {
+        continue_to_location: _c_continue_to_location,
+        disable: _c_disable,
+        enable: _c_enable,
+        evaluate_on_call_frame: _c_evaluate_on_call_frame,
+        get_possible_breakpoints: _c_get_possible_breakpoints,
+        get_script_source: _c_get_script_source,
+        disassemble_wasm_module: _c_disassemble_wasm_module,
+        next_wasm_disassembly_chunk: _c_next_wasm_disassembly_chunk,
+        get_wasm_bytecode: _c_get_wasm_bytecode,
+        get_stack_trace: _c_get_stack_trace,
+        pause: _c_pause,
+        pause_on_async_call: _c_pause_on_async_call,
+        remove_breakpoint: _c_remove_breakpoint,
+        restart_frame: _c_restart_frame,
+        resume: _c_resume,
+        search_in_content: _c_search_in_content,
+        set_async_call_stack_depth: _c_set_async_call_stack_depth,
+        set_blackbox_execution_contexts: _c_set_blackbox_execution_contexts,
+        set_blackbox_patterns: _c_set_blackbox_patterns,
+        set_blackboxed_ranges: _c_set_blackboxed_ranges,
+        set_breakpoint: _c_set_breakpoint,
+        set_instrumentation_breakpoint: _c_set_instrumentation_breakpoint,
+        set_breakpoint_by_url: _c_set_breakpoint_by_url,
+        set_breakpoint_on_function_call: _c_set_breakpoint_on_function_call,
+        set_breakpoints_active: _c_set_breakpoints_active,
+        set_pause_on_exceptions: _c_set_pause_on_exceptions,
+        set_return_value: _c_set_return_value,
+        set_script_source: _c_set_script_source,
+        set_skip_all_pauses: _c_set_skip_all_pauses,
+        set_variable_value: _c_set_variable_value,
+        step_into: _c_step_into,
+        step_out: _c_step_out,
+        step_over: _c_step_over,
+    },
 )

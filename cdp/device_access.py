@@ -3,17 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
+from cdp._base import Command, register
 
 DOMAIN = "DeviceAccess"
 EXPERIMENTAL = True
@@ -22,11 +16,17 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 RequestId = str
-"""Device request id."""
+"""Device request id.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/DeviceAccess/#type-RequestId
+"""
 
 
 DeviceId = str
-"""A device id."""
+"""A device id.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/DeviceAccess/#type-DeviceId
+"""
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -34,12 +34,73 @@ class PromptDevice:
     """Device information displayed in a user prompt to select a device.
 
     Attributes:
-        id_: -
         name: Display name as it appears in a device request user prompt.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DeviceAccess/#type-PromptDevice
     """
 
     id_: DeviceId
     name: str
+
+
+def enable() -> Command[None]:
+    """Enable events in this domain.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DeviceAccess/#method-enable
+    """
+    return Command("DeviceAccess.enable", {}, None)
+
+
+def disable() -> Command[None]:
+    """Disable events in this domain.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DeviceAccess/#method-disable
+    """
+    return Command("DeviceAccess.disable", {}, None)
+
+
+def select_prompt(
+    *,
+    id_: RequestId,
+    device_id: DeviceId,
+) -> Command[None]:
+    """Select a device in response to a DeviceAccess.deviceRequestPrompted event.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DeviceAccess/#method-selectPrompt
+    """
+    return Command("DeviceAccess.selectPrompt", _p_select_prompt(id_, device_id), None)
+
+
+def cancel_prompt(
+    *,
+    id_: RequestId,
+) -> Command[None]:
+    """Cancel a prompt in response to a DeviceAccess.deviceRequestPrompted event.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DeviceAccess/#method-cancelPrompt
+    """
+    return Command("DeviceAccess.cancelPrompt", _p_cancel_prompt(id_), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DeviceRequestPrompted:
+    """A device request opened a user prompt to select a device. Respond with the
+    selectPrompt or cancelPrompt command.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DeviceAccess/#event-deviceRequestPrompted
+    """
+
+    method: ClassVar[str] = "DeviceAccess.deviceRequestPrompted"
+    id_: RequestId
+    devices: list[PromptDevice]
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _PromptDevice_plain = {
@@ -63,49 +124,28 @@ def _s_PromptDevice(d: dict[str, Any]) -> PromptDevice:
 
 
 def _u_PromptDevice(o: PromptDevice) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "id": o.id_,
         "name": o.name,
     }
-    return d
-
-
-def enable() -> Command[None]:
-    """Enable events in this domain."""
-    _p: dict[str, Any] = {}
-    return Command("DeviceAccess.enable", _p, None)
 
 
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
 
 
-def disable() -> Command[None]:
-    """Disable events in this domain."""
-    _p: dict[str, Any] = {}
-    return Command("DeviceAccess.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def select_prompt(
-    *,
+def _p_select_prompt(
     id_: RequestId,
     device_id: DeviceId,
-) -> Command[None]:
-    """Select a device in response to a DeviceAccess.deviceRequestPrompted event.
-
-    Args:
-        id_: -
-        device_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "id": id_,
         "deviceId": device_id,
     }
-    return Command("DeviceAccess.selectPrompt", _p, None)
 
 
 def _c_select_prompt(d: dict[str, Any]) -> Command[None]:
@@ -115,40 +155,18 @@ def _c_select_prompt(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def cancel_prompt(
-    *,
+def _p_cancel_prompt(
     id_: RequestId,
-) -> Command[None]:
-    """Cancel a prompt in response to a DeviceAccess.deviceRequestPrompted event.
-
-    Args:
-        id_: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "id": id_,
     }
-    return Command("DeviceAccess.cancelPrompt", _p, None)
 
 
 def _c_cancel_prompt(d: dict[str, Any]) -> Command[None]:
     return cancel_prompt(
         id_=d["id"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DeviceRequestPrompted:
-    """A device request opened a user prompt to select a device. Respond with the
-    selectPrompt or cancelPrompt command.
-
-    Attributes:
-        id_: -
-        devices: -
-    """
-
-    method: ClassVar[str] = "DeviceAccess.deviceRequestPrompted"
-    id_: RequestId
-    devices: list[PromptDevice]
 
 
 _DeviceRequestPrompted_plain = {
@@ -173,22 +191,12 @@ def _s_DeviceRequestPrompted(d: dict[str, Any]) -> DeviceRequestPrompted:
 
 
 def _u_DeviceRequestPrompted(o: DeviceRequestPrompted) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "id": o.id_,
         "devices": [_u_PromptDevice(x0) for x0 in o.devices],
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "DeviceAccess.deviceRequestPrompted": _s_DeviceRequestPrompted,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "DeviceAccess.enable": _c_enable,
-    "DeviceAccess.disable": _c_disable,
-    "DeviceAccess.selectPrompt": _c_select_prompt,
-    "DeviceAccess.cancelPrompt": _c_cancel_prompt,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "DeviceAccess": (True, False),
 }
@@ -196,5 +204,11 @@ register(
     {
         PromptDevice: (_s_PromptDevice, _u_PromptDevice),
         DeviceRequestPrompted: (_s_DeviceRequestPrompted, _u_DeviceRequestPrompted),
-    }
+    },
+    {
+        enable: _c_enable,
+        disable: _c_disable,
+        select_prompt: _c_select_prompt,
+        cancel_prompt: _c_cancel_prompt,
+    },
 )

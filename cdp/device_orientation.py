@@ -3,17 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any
 
-import attrs
-
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
+from cdp._base import Command, register
 
 DOMAIN = "DeviceOrientation"
 EXPERIMENTAL = True
@@ -22,13 +14,11 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 def clear_device_orientation_override() -> Command[None]:
-    """Clears the overridden Device Orientation."""
-    _p: dict[str, Any] = {}
-    return Command("DeviceOrientation.clearDeviceOrientationOverride", _p, None)
+    """Clears the overridden Device Orientation.
 
-
-def _c_clear_device_orientation_override(d: dict[str, Any]) -> Command[None]:
-    return clear_device_orientation_override()
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DeviceOrientation/#method-clearDeviceOrientationOverride
+    """
+    return Command("DeviceOrientation.clearDeviceOrientationOverride", {}, None)
 
 
 def set_device_orientation_override(
@@ -43,13 +33,38 @@ def set_device_orientation_override(
         alpha: Mock alpha
         beta: Mock beta
         gamma: Mock gamma
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DeviceOrientation/#method-setDeviceOrientationOverride
     """
-    _p: dict[str, Any] = {
+    return Command(
+        "DeviceOrientation.setDeviceOrientationOverride",
+        _p_set_device_orientation_override(alpha, beta, gamma),
+        None,
+    )
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
+
+
+def _c_clear_device_orientation_override(d: dict[str, Any]) -> Command[None]:
+    return clear_device_orientation_override()
+
+
+def _p_set_device_orientation_override(
+    alpha: float,
+    beta: float,
+    gamma: float,
+) -> dict[str, Any]:
+    return {
         "alpha": alpha,
         "beta": beta,
         "gamma": gamma,
     }
-    return Command("DeviceOrientation.setDeviceOrientationOverride", _p, None)
 
 
 def _c_set_device_orientation_override(d: dict[str, Any]) -> Command[None]:
@@ -60,12 +75,13 @@ def _c_set_device_orientation_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "DeviceOrientation.clearDeviceOrientationOverride": _c_clear_device_orientation_override,
-    "DeviceOrientation.setDeviceOrientationOverride": _c_set_device_orientation_override,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "DeviceOrientation": (True, False),
 }
-register({})
+register(
+    {},
+    {
+        clear_device_orientation_override: _c_clear_device_orientation_override,
+        set_device_orientation_override: _c_set_device_orientation_override,
+    },
+)

@@ -6,19 +6,11 @@ This domain allows interacting with the Digital Credentials API for automation.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
-
-import attrs
+from typing import Any
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import page as _page
 
 DOMAIN = "DigitalCredentials"
 EXPERIMENTAL = True
@@ -27,7 +19,10 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 class VirtualWalletAction(CDPEnum):
-    """The type of virtual wallet action."""
+    """The type of virtual wallet action.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DigitalCredentials/#type-VirtualWalletAction
+    """
 
     RESPOND = "respond"
     DECLINE = "decline"
@@ -40,7 +35,7 @@ def set_virtual_wallet_behavior(
     action: VirtualWalletAction,
     protocol: str | None = None,
     response: dict[str, Any] | None = None,
-    frame_id: _page.FrameId | None = None,
+    frame_id: cdp.page.FrameId | None = None,
 ) -> Command[None]:
     """Sets the behavior of the virtual wallet for digital credential requests
     issued from this frame.
@@ -50,7 +45,30 @@ def set_virtual_wallet_behavior(
         protocol: The protocol identifier (e.g. "openid4vp"). Required when |action| is "respond", forbidden otherwise.
         response: The response data object returned by the wallet. Required when |action| is "respond", forbidden otherwise.
         frame_id: The frame to scope the virtual wallet behavior to.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DigitalCredentials/#method-setVirtualWalletBehavior
     """
+    return Command(
+        "DigitalCredentials.setVirtualWalletBehavior",
+        _p_set_virtual_wallet_behavior(action, protocol, response, frame_id),
+        None,
+    )
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
+
+
+def _p_set_virtual_wallet_behavior(
+    action: VirtualWalletAction,
+    protocol: str | None,
+    response: dict[str, Any] | None,
+    frame_id: cdp.page.FrameId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "action": action,
     }
@@ -60,7 +78,7 @@ def set_virtual_wallet_behavior(
         _p["response"] = response
     if frame_id is not None:
         _p["frameId"] = frame_id
-    return Command("DigitalCredentials.setVirtualWalletBehavior", _p, None)
+    return _p
 
 
 def _c_set_virtual_wallet_behavior(d: dict[str, Any]) -> Command[None]:
@@ -72,11 +90,12 @@ def _c_set_virtual_wallet_behavior(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "DigitalCredentials.setVirtualWalletBehavior": _c_set_virtual_wallet_behavior,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "DigitalCredentials": (True, False),
 }
-register({})
+register(
+    {},
+    {
+        set_virtual_wallet_behavior: _c_set_virtual_wallet_behavior,
+    },
+)

@@ -12,21 +12,13 @@ corresponding document elements as their child nodes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import network as _network
-    from cdp import page as _page
-    from cdp import runtime as _runtime
 
 DOMAIN = "DOM"
 EXPERIMENTAL = False
@@ -38,16 +30,25 @@ DEPENDENCIES: tuple[str, ...] = (
 
 
 NodeId = int
-"""Unique DOM node identifier."""
+"""Unique DOM node identifier.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#type-NodeId
+"""
 
 
 BackendNodeId = int
 """Unique DOM node identifier used to reference a node that may not have been pushed to the
-    front-end."""
+front-end.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#type-BackendNodeId
+"""
 
 
 StyleSheetId = str
-"""Unique identifier for a CSS stylesheet."""
+"""Unique identifier for a CSS stylesheet.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#type-StyleSheetId
+"""
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -57,7 +58,8 @@ class BackendNode:
     Attributes:
         node_type: `Node`'s nodeType.
         node_name: `Node`'s nodeName.
-        backend_node_id: -
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#type-BackendNode
     """
 
     node_type: int
@@ -65,40 +67,11 @@ class BackendNode:
     backend_node_id: BackendNodeId
 
 
-_BackendNode_plain = {
-    "nodeType": "node_type",
-    "nodeName": "node_name",
-    "backendNodeId": "backend_node_id",
-}
-
-
-def _s_BackendNode(d: dict[str, Any]) -> BackendNode:
-    o = _new(BackendNode)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _BackendNode_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_type" not in od:
-        raise KeyError("nodeType")
-    if "node_name" not in od:
-        raise KeyError("nodeName")
-    if "backend_node_id" not in od:
-        raise KeyError("backendNodeId")
-    return o
-
-
-def _u_BackendNode(o: BackendNode) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "nodeType": o.node_type,
-        "nodeName": o.node_name,
-        "backendNodeId": o.backend_node_id,
-    }
-    return d
-
-
 class PseudoType(CDPEnum):
-    """Pseudo element type."""
+    """Pseudo element type.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#type-PseudoType
+    """
 
     FIRST_LINE = "first-line"
     FIRST_LETTER = "first-letter"
@@ -147,7 +120,7 @@ class PseudoType(CDPEnum):
 
 
 class ShadowRootType(CDPEnum):
-    """Shadow root type."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#type-ShadowRootType"""
 
     USER_AGENT = "user-agent"
     OPEN = "open"
@@ -155,7 +128,10 @@ class ShadowRootType(CDPEnum):
 
 
 class CompatibilityMode(CDPEnum):
-    """Document compatibility mode."""
+    """Document compatibility mode.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#type-CompatibilityMode
+    """
 
     QUIRKS_MODE = "QuirksMode"
     LIMITED_QUIRKS_MODE = "LimitedQuirksMode"
@@ -163,7 +139,10 @@ class CompatibilityMode(CDPEnum):
 
 
 class PhysicalAxes(CDPEnum):
-    """ContainerSelector physical axes"""
+    """ContainerSelector physical axes
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#type-PhysicalAxes
+    """
 
     HORIZONTAL = "Horizontal"
     VERTICAL = "Vertical"
@@ -171,7 +150,10 @@ class PhysicalAxes(CDPEnum):
 
 
 class LogicalAxes(CDPEnum):
-    """ContainerSelector logical axes"""
+    """ContainerSelector logical axes
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#type-LogicalAxes
+    """
 
     INLINE = "Inline"
     BLOCK = "Block"
@@ -179,7 +161,10 @@ class LogicalAxes(CDPEnum):
 
 
 class ScrollOrientation(CDPEnum):
-    """Physical scroll orientation"""
+    """Physical scroll orientation
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#type-ScrollOrientation
+    """
 
     HORIZONTAL = "horizontal"
     VERTICAL = "vertical"
@@ -211,7 +196,6 @@ class Node:
         value: `Attr`'s value.
         pseudo_type: Pseudo element type for this node.
         pseudo_identifier: Pseudo element identifier for this node. Only present if there is a valid pseudoType.
-        shadow_root_type: Shadow root type.
         frame_id: Frame ID for frame owner elements.
         content_document: Content document for frame owner elements.
         shadow_roots: Shadow root list for given element host.
@@ -220,12 +204,12 @@ class Node:
         imported_document: Deprecated. Deprecated, as the HTML Imports API has been removed (crbug.com/937746). This property used to return the imported document for the HTMLImport links. The property is always undefined now.
         distributed_nodes: Distributed nodes for given insertion point.
         is_svg: Whether the node is SVG.
-        compatibility_mode: -
-        assigned_slot: -
         is_scrollable: Experimental.
         affected_by_starting_styles: Experimental.
         adopted_style_sheets: Experimental.
         ad_provenance: Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#type-Node
     """
 
     node_id: NodeId
@@ -249,7 +233,7 @@ class Node:
     pseudo_type: PseudoType | None = None
     pseudo_identifier: str | None = None
     shadow_root_type: ShadowRootType | None = None
-    frame_id: _page.FrameId | None = None
+    frame_id: cdp.page.FrameId | None = None
     content_document: Node | None = None
     shadow_roots: list[Node] | None = None
     template_content: Node | None = None
@@ -262,7 +246,1843 @@ class Node:
     is_scrollable: bool | None = None
     affected_by_starting_styles: bool | None = None
     adopted_style_sheets: list[StyleSheetId] | None = None
-    ad_provenance: _network.AdProvenance | None = None
+    ad_provenance: cdp.network.AdProvenance | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DetachedElementInfo:
+    """A structure to hold the top-level node of a detached tree and an array of its retained descendants.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#type-DetachedElementInfo
+    """
+
+    tree_node: Node
+    retained_node_ids: list[NodeId]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RGBA:
+    """A structure holding an RGBA color.
+
+    Attributes:
+        r: The red component, in the [0-255] range.
+        g: The green component, in the [0-255] range.
+        b: The blue component, in the [0-255] range.
+        a: The alpha component, in the [0-1] range (default: 1).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#type-RGBA
+    """
+
+    r: int
+    g: int
+    b: int
+    a: float | None = None
+
+
+Quad: TypeAlias = list[float]
+"""An array of quad vertices, x immediately followed by y for each point, points clock-wise.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#type-Quad
+"""
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class BoxModel:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#type-BoxModel
+
+    Attributes:
+        content: Content box
+        padding: Padding box
+        border: Border box
+        margin: Margin box
+        width: Node width
+        height: Node height
+        shape_outside: Shape outside coordinates
+    """
+
+    content: Quad
+    padding: Quad
+    border: Quad
+    margin: Quad
+    width: int
+    height: int
+    shape_outside: ShapeOutsideInfo | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ShapeOutsideInfo:
+    """CSS Shape Outside details.
+
+    Attributes:
+        bounds: Shape bounds
+        shape: Shape coordinate details
+        margin_shape: Margin shape bounds
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#type-ShapeOutsideInfo
+    """
+
+    bounds: Quad
+    shape: list[Any]
+    margin_shape: list[Any]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Rect:
+    """Rectangle.
+
+    Attributes:
+        x: X coordinate
+        y: Y coordinate
+        width: Rectangle width
+        height: Rectangle height
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#type-Rect
+    """
+
+    x: float
+    y: float
+    width: float
+    height: float
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CSSComputedStyleProperty:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#type-CSSComputedStyleProperty
+
+    Attributes:
+        name: Computed style property name.
+        value: Computed style property value.
+    """
+
+    name: str
+    value: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CollectClassNamesFromSubtreeResult:
+    """Result of :func:`collect_class_names_from_subtree`.
+
+    Attributes:
+        class_names: Class name list.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-collectClassNamesFromSubtree
+    """
+
+    class_names: list[str]
+
+
+def collect_class_names_from_subtree(
+    *,
+    node_id: NodeId,
+) -> Command[CollectClassNamesFromSubtreeResult]:
+    """Experimental. Collects class names for the node with given id and all of it's child nodes.
+
+    Args:
+        node_id: Id of the node to collect class names.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-collectClassNamesFromSubtree
+    """
+    return Command(
+        "DOM.collectClassNamesFromSubtree",
+        _p_collect_class_names_from_subtree(node_id),
+        CollectClassNamesFromSubtreeResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CopyToResult:
+    """Result of :func:`copy_to`.
+
+    Attributes:
+        node_id: Id of the node clone.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-copyTo
+    """
+
+    node_id: NodeId
+
+
+def copy_to(
+    *,
+    node_id: NodeId,
+    target_node_id: NodeId,
+    insert_before_node_id: NodeId | None = None,
+) -> Command[CopyToResult]:
+    """Experimental. Creates a deep copy of the specified node and places it into the target container before the
+    given anchor.
+
+    Args:
+        node_id: Id of the node to copy.
+        target_node_id: Id of the element to drop the copy into.
+        insert_before_node_id: Drop the copy before this node (if absent, the copy becomes the last child of `targetNodeId`).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-copyTo
+    """
+    return Command("DOM.copyTo", _p_copy_to(node_id, target_node_id, insert_before_node_id), CopyToResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DescribeNodeResult:
+    """Result of :func:`describe_node`.
+
+    Attributes:
+        node: Node description.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-describeNode
+    """
+
+    node: Node
+
+
+def describe_node(
+    *,
+    node_id: NodeId | None = None,
+    backend_node_id: BackendNodeId | None = None,
+    object_id: cdp.runtime.RemoteObjectId | None = None,
+    depth: int | None = None,
+    pierce: bool | None = None,
+) -> Command[DescribeNodeResult]:
+    """Describes node given its id, does not require domain to be enabled. Does not start tracking any
+    objects, can be used for automation.
+
+    Args:
+        node_id: Identifier of the node.
+        backend_node_id: Identifier of the backend node.
+        object_id: JavaScript object id of the node wrapper.
+        depth: The maximum depth at which children should be retrieved, defaults to 1. Use -1 for the entire subtree or provide an integer larger than 0.
+        pierce: Whether or not iframes and shadow roots should be traversed when returning the subtree (default is false).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-describeNode
+    """
+    return Command(
+        "DOM.describeNode",
+        _p_describe_node(node_id, backend_node_id, object_id, depth, pierce),
+        DescribeNodeResult,
+    )
+
+
+def scroll_into_view_if_needed(
+    *,
+    node_id: NodeId | None = None,
+    backend_node_id: BackendNodeId | None = None,
+    object_id: cdp.runtime.RemoteObjectId | None = None,
+    rect: Rect | None = None,
+) -> Command[None]:
+    """Scrolls the specified rect of the given node into view if not already visible.
+    Note: exactly one between nodeId, backendNodeId and objectId should be passed
+    to identify the node.
+
+    Args:
+        node_id: Identifier of the node.
+        backend_node_id: Identifier of the backend node.
+        object_id: JavaScript object id of the node wrapper.
+        rect: The rect to be scrolled into view, relative to the node's border box, in CSS pixels. When omitted, center of the node will be used, similar to Element.scrollIntoView.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-scrollIntoViewIfNeeded
+    """
+    return Command(
+        "DOM.scrollIntoViewIfNeeded",
+        _p_scroll_into_view_if_needed(node_id, backend_node_id, object_id, rect),
+        None,
+    )
+
+
+def disable() -> Command[None]:
+    """Disables DOM agent for the given page.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-disable
+    """
+    return Command("DOM.disable", {}, None)
+
+
+def discard_search_results(
+    *,
+    search_id: str,
+) -> Command[None]:
+    """Experimental. Discards search results from the session with the given id. `getSearchResults` should no longer
+    be called for that search.
+
+    Args:
+        search_id: Unique search session identifier.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-discardSearchResults
+    """
+    return Command("DOM.discardSearchResults", _p_discard_search_results(search_id), None)
+
+
+def enable(
+    *,
+    include_whitespace: str | None = None,
+) -> Command[None]:
+    """Enables DOM agent for the given page.
+
+    Args:
+        include_whitespace: Experimental. Whether to include whitespaces in the children array of returned Nodes. Values: 'none', 'all'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-enable
+    """
+    return Command("DOM.enable", _p_enable(include_whitespace), None)
+
+
+def focus(
+    *,
+    node_id: NodeId | None = None,
+    backend_node_id: BackendNodeId | None = None,
+    object_id: cdp.runtime.RemoteObjectId | None = None,
+) -> Command[None]:
+    """Focuses the given element.
+
+    Args:
+        node_id: Identifier of the node.
+        backend_node_id: Identifier of the backend node.
+        object_id: JavaScript object id of the node wrapper.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-focus
+    """
+    return Command("DOM.focus", _p_focus(node_id, backend_node_id, object_id), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetAttributesResult:
+    """Result of :func:`get_attributes`.
+
+    Attributes:
+        attributes: An interleaved array of node attribute names and values.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getAttributes
+    """
+
+    attributes: list[str]
+
+
+def get_attributes(
+    *,
+    node_id: NodeId,
+) -> Command[GetAttributesResult]:
+    """Returns attributes for the specified node.
+
+    Args:
+        node_id: Id of the node to retrieve attributes for.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getAttributes
+    """
+    return Command("DOM.getAttributes", _p_get_attributes(node_id), GetAttributesResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetBoxModelResult:
+    """Result of :func:`get_box_model`.
+
+    Attributes:
+        model: Box model for the node.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getBoxModel
+    """
+
+    model: BoxModel
+
+
+def get_box_model(
+    *,
+    node_id: NodeId | None = None,
+    backend_node_id: BackendNodeId | None = None,
+    object_id: cdp.runtime.RemoteObjectId | None = None,
+) -> Command[GetBoxModelResult]:
+    """Returns boxes for the given node.
+
+    Args:
+        node_id: Identifier of the node.
+        backend_node_id: Identifier of the backend node.
+        object_id: JavaScript object id of the node wrapper.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getBoxModel
+    """
+    return Command(
+        "DOM.getBoxModel", _p_get_box_model(node_id, backend_node_id, object_id), GetBoxModelResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetContentQuadsResult:
+    """Result of :func:`get_content_quads`.
+
+    Attributes:
+        quads: Quads that describe node layout relative to viewport.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getContentQuads
+    """
+
+    quads: list[Quad]
+
+
+def get_content_quads(
+    *,
+    node_id: NodeId | None = None,
+    backend_node_id: BackendNodeId | None = None,
+    object_id: cdp.runtime.RemoteObjectId | None = None,
+) -> Command[GetContentQuadsResult]:
+    """Experimental. Returns quads that describe node position on the page. This method
+    might return multiple quads for inline nodes.
+
+    Args:
+        node_id: Identifier of the node.
+        backend_node_id: Identifier of the backend node.
+        object_id: JavaScript object id of the node wrapper.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getContentQuads
+    """
+    return Command(
+        "DOM.getContentQuads",
+        _p_get_content_quads(node_id, backend_node_id, object_id),
+        GetContentQuadsResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetDocumentResult:
+    """Result of :func:`get_document`.
+
+    Attributes:
+        root: Resulting node.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getDocument
+    """
+
+    root: Node
+
+
+def get_document(
+    *,
+    depth: int | None = None,
+    pierce: bool | None = None,
+) -> Command[GetDocumentResult]:
+    """Returns the root DOM node (and optionally the subtree) to the caller.
+    Implicitly enables the DOM domain events for the current target.
+
+    Args:
+        depth: The maximum depth at which children should be retrieved, defaults to 1. Use -1 for the entire subtree or provide an integer larger than 0.
+        pierce: Whether or not iframes and shadow roots should be traversed when returning the subtree (default is false).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getDocument
+    """
+    return Command("DOM.getDocument", _p_get_document(depth, pierce), GetDocumentResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetFlattenedDocumentResult:
+    """Result of :func:`get_flattened_document`.
+
+    Attributes:
+        nodes: Resulting node.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getFlattenedDocument
+    """
+
+    nodes: list[Node]
+
+
+def get_flattened_document(
+    *,
+    depth: int | None = None,
+    pierce: bool | None = None,
+) -> Command[GetFlattenedDocumentResult]:
+    """Deprecated. Returns the root DOM node (and optionally the subtree) to the caller.
+    Deprecated, as it is not designed to work well with the rest of the DOM agent.
+    Use DOMSnapshot.captureSnapshot instead.
+
+    Args:
+        depth: The maximum depth at which children should be retrieved, defaults to 1. Use -1 for the entire subtree or provide an integer larger than 0.
+        pierce: Whether or not iframes and shadow roots should be traversed when returning the subtree (default is false).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getFlattenedDocument
+    """
+    return Command(
+        "DOM.getFlattenedDocument", _p_get_flattened_document(depth, pierce), GetFlattenedDocumentResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetNodesForSubtreeByStyleResult:
+    """Result of :func:`get_nodes_for_subtree_by_style`.
+
+    Attributes:
+        node_ids: Resulting nodes.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getNodesForSubtreeByStyle
+    """
+
+    node_ids: list[NodeId]
+
+
+def get_nodes_for_subtree_by_style(
+    *,
+    node_id: NodeId,
+    computed_styles: list[CSSComputedStyleProperty],
+    pierce: bool | None = None,
+) -> Command[GetNodesForSubtreeByStyleResult]:
+    """Experimental. Finds nodes with a given computed style in a subtree.
+
+    Args:
+        node_id: Node ID pointing to the root of a subtree.
+        computed_styles: The style to filter nodes by (includes nodes if any of properties matches).
+        pierce: Whether or not iframes and shadow roots in the same target should be traversed when returning the results (default is false).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getNodesForSubtreeByStyle
+    """
+    return Command(
+        "DOM.getNodesForSubtreeByStyle",
+        _p_get_nodes_for_subtree_by_style(node_id, computed_styles, pierce),
+        GetNodesForSubtreeByStyleResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetNodeForLocationResult:
+    """Result of :func:`get_node_for_location`.
+
+    Attributes:
+        backend_node_id: Resulting node.
+        frame_id: Frame this node belongs to.
+        node_id: Id of the node at given coordinates, only when enabled and requested document.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getNodeForLocation
+    """
+
+    backend_node_id: BackendNodeId
+    frame_id: cdp.page.FrameId
+    node_id: NodeId | None = None
+
+
+def get_node_for_location(
+    *,
+    x: int,
+    y: int,
+    include_user_agent_shadow_dom: bool | None = None,
+    ignore_pointer_events_none: bool | None = None,
+) -> Command[GetNodeForLocationResult]:
+    """Returns node id at given location. Depending on whether DOM domain is enabled, nodeId is
+    either returned or not.
+
+    Args:
+        x: X coordinate.
+        y: Y coordinate.
+        include_user_agent_shadow_dom: False to skip to the nearest non-UA shadow root ancestor (default: false).
+        ignore_pointer_events_none: Whether to ignore pointer-events: none on elements and hit test them.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getNodeForLocation
+    """
+    return Command(
+        "DOM.getNodeForLocation",
+        _p_get_node_for_location(x, y, include_user_agent_shadow_dom, ignore_pointer_events_none),
+        GetNodeForLocationResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetOuterHTMLResult:
+    """Result of :func:`get_outer_html`.
+
+    Attributes:
+        outer_html: Outer HTML markup.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getOuterHTML
+    """
+
+    outer_html: str
+
+
+def get_outer_html(
+    *,
+    node_id: NodeId | None = None,
+    backend_node_id: BackendNodeId | None = None,
+    object_id: cdp.runtime.RemoteObjectId | None = None,
+    include_shadow_dom: bool | None = None,
+) -> Command[GetOuterHTMLResult]:
+    """Returns node's HTML markup.
+
+    Args:
+        node_id: Identifier of the node.
+        backend_node_id: Identifier of the backend node.
+        object_id: JavaScript object id of the node wrapper.
+        include_shadow_dom: Experimental. Include all shadow roots. Equals to false if not specified.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getOuterHTML
+    """
+    return Command(
+        "DOM.getOuterHTML",
+        _p_get_outer_html(node_id, backend_node_id, object_id, include_shadow_dom),
+        GetOuterHTMLResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetRelayoutBoundaryResult:
+    """Result of :func:`get_relayout_boundary`.
+
+    Attributes:
+        node_id: Relayout boundary node id for the given node.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getRelayoutBoundary
+    """
+
+    node_id: NodeId
+
+
+def get_relayout_boundary(
+    *,
+    node_id: NodeId,
+) -> Command[GetRelayoutBoundaryResult]:
+    """Experimental. Returns the id of the nearest ancestor that is a relayout boundary.
+
+    Args:
+        node_id: Id of the node.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getRelayoutBoundary
+    """
+    return Command("DOM.getRelayoutBoundary", _p_get_relayout_boundary(node_id), GetRelayoutBoundaryResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetSearchResultsResult:
+    """Result of :func:`get_search_results`.
+
+    Attributes:
+        node_ids: Ids of the search result nodes.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getSearchResults
+    """
+
+    node_ids: list[NodeId]
+
+
+def get_search_results(
+    *,
+    search_id: str,
+    from_index: int,
+    to_index: int,
+) -> Command[GetSearchResultsResult]:
+    """Experimental. Returns search results from given `fromIndex` to given `toIndex` from the search with the given
+    identifier.
+
+    Args:
+        search_id: Unique search session identifier.
+        from_index: Start index of the search result to be returned.
+        to_index: End index of the search result to be returned.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getSearchResults
+    """
+    return Command(
+        "DOM.getSearchResults", _p_get_search_results(search_id, from_index, to_index), GetSearchResultsResult
+    )
+
+
+def hide_highlight() -> Command[None]:
+    """Hides any highlight.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-hideHighlight
+    """
+    return Command("DOM.hideHighlight", {}, None)
+
+
+def highlight_node() -> Command[None]:
+    """Highlights DOM node.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-highlightNode
+    """
+    return Command("DOM.highlightNode", {}, None)
+
+
+def highlight_rect() -> Command[None]:
+    """Highlights given rectangle.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-highlightRect
+    """
+    return Command("DOM.highlightRect", {}, None)
+
+
+def mark_undoable_state() -> Command[None]:
+    """Experimental. Marks last undoable state.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-markUndoableState
+    """
+    return Command("DOM.markUndoableState", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class MoveToResult:
+    """Result of :func:`move_to`.
+
+    Attributes:
+        node_id: New id of the moved node.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-moveTo
+    """
+
+    node_id: NodeId
+
+
+def move_to(
+    *,
+    node_id: NodeId,
+    target_node_id: NodeId,
+    insert_before_node_id: NodeId | None = None,
+) -> Command[MoveToResult]:
+    """Moves node into the new container, places it before the given anchor.
+
+    Args:
+        node_id: Id of the node to move.
+        target_node_id: Id of the element to drop the moved node into.
+        insert_before_node_id: Drop node before this one (if absent, the moved node becomes the last child of `targetNodeId`).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-moveTo
+    """
+    return Command("DOM.moveTo", _p_move_to(node_id, target_node_id, insert_before_node_id), MoveToResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PerformSearchResult:
+    """Result of :func:`perform_search`.
+
+    Attributes:
+        search_id: Unique search session identifier.
+        result_count: Number of search results.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-performSearch
+    """
+
+    search_id: str
+    result_count: int
+
+
+def perform_search(
+    *,
+    query: str,
+    include_user_agent_shadow_dom: bool | None = None,
+) -> Command[PerformSearchResult]:
+    """Experimental. Searches for a given string in the DOM tree. Use `getSearchResults` to access search results or
+    `cancelSearch` to end this search session.
+
+    Args:
+        query: Plain text or query selector or XPath search query.
+        include_user_agent_shadow_dom: True to search in user agent shadow DOM.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-performSearch
+    """
+    return Command(
+        "DOM.performSearch", _p_perform_search(query, include_user_agent_shadow_dom), PerformSearchResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PushNodeByPathToFrontendResult:
+    """Result of :func:`push_node_by_path_to_frontend`.
+
+    Attributes:
+        node_id: Id of the node for given path.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-pushNodeByPathToFrontend
+    """
+
+    node_id: NodeId
+
+
+def push_node_by_path_to_frontend(
+    *,
+    path: str,
+) -> Command[PushNodeByPathToFrontendResult]:
+    """Experimental. Requests that the node is sent to the caller given its path. // FIXME, use XPath
+
+    Args:
+        path: Path to node in the proprietary format.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-pushNodeByPathToFrontend
+    """
+    return Command(
+        "DOM.pushNodeByPathToFrontend", _p_push_node_by_path_to_frontend(path), PushNodeByPathToFrontendResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PushNodesByBackendIdsToFrontendResult:
+    """Result of :func:`push_nodes_by_backend_ids_to_frontend`.
+
+    Attributes:
+        node_ids: The array of ids of pushed nodes that correspond to the backend ids specified in backendNodeIds.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-pushNodesByBackendIdsToFrontend
+    """
+
+    node_ids: list[NodeId]
+
+
+def push_nodes_by_backend_ids_to_frontend(
+    *,
+    backend_node_ids: list[BackendNodeId],
+) -> Command[PushNodesByBackendIdsToFrontendResult]:
+    """Experimental. Requests that a batch of nodes is sent to the caller given their backend node ids.
+
+    Args:
+        backend_node_ids: The array of backend node ids.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-pushNodesByBackendIdsToFrontend
+    """
+    return Command(
+        "DOM.pushNodesByBackendIdsToFrontend",
+        _p_push_nodes_by_backend_ids_to_frontend(backend_node_ids),
+        PushNodesByBackendIdsToFrontendResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class QuerySelectorResult:
+    """Result of :func:`query_selector`.
+
+    Attributes:
+        node_id: Query selector result.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-querySelector
+    """
+
+    node_id: NodeId
+
+
+def query_selector(
+    *,
+    node_id: NodeId,
+    selector: str,
+) -> Command[QuerySelectorResult]:
+    """Executes `querySelector` on a given node.
+
+    Args:
+        node_id: Id of the node to query upon.
+        selector: Selector string.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-querySelector
+    """
+    return Command("DOM.querySelector", _p_query_selector(node_id, selector), QuerySelectorResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class QuerySelectorAllResult:
+    """Result of :func:`query_selector_all`.
+
+    Attributes:
+        node_ids: Query selector result.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-querySelectorAll
+    """
+
+    node_ids: list[NodeId]
+
+
+def query_selector_all(
+    *,
+    node_id: NodeId,
+    selector: str,
+) -> Command[QuerySelectorAllResult]:
+    """Executes `querySelectorAll` on a given node.
+
+    Args:
+        node_id: Id of the node to query upon.
+        selector: Selector string.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-querySelectorAll
+    """
+    return Command("DOM.querySelectorAll", _p_query_selector_all(node_id, selector), QuerySelectorAllResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetTopLayerElementsResult:
+    """Result of :func:`get_top_layer_elements`.
+
+    Attributes:
+        node_ids: NodeIds of top layer elements
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getTopLayerElements
+    """
+
+    node_ids: list[NodeId]
+
+
+def get_top_layer_elements() -> Command[GetTopLayerElementsResult]:
+    """Experimental. Returns NodeIds of current top layer elements.
+    Top layer is rendered closest to the user within a viewport, therefore its elements always
+    appear on top of all other content.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getTopLayerElements
+    """
+    return Command("DOM.getTopLayerElements", {}, GetTopLayerElementsResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetElementByRelationResult:
+    """Result of :func:`get_element_by_relation`.
+
+    Attributes:
+        node_id: NodeId of the element matching the queried relation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getElementByRelation
+    """
+
+    node_id: NodeId
+
+
+def get_element_by_relation(
+    *,
+    node_id: NodeId,
+    relation: str,
+) -> Command[GetElementByRelationResult]:
+    """Experimental. Returns the NodeId of the matched element according to certain relations.
+
+    Args:
+        node_id: Id of the node from which to query the relation.
+        relation: Type of relation to get. Values: 'PopoverTarget', 'InterestTarget', 'CommandFor'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getElementByRelation
+    """
+    return Command(
+        "DOM.getElementByRelation", _p_get_element_by_relation(node_id, relation), GetElementByRelationResult
+    )
+
+
+def redo() -> Command[None]:
+    """Experimental. Re-does the last undone action.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-redo
+    """
+    return Command("DOM.redo", {}, None)
+
+
+def remove_attribute(
+    *,
+    node_id: NodeId,
+    name: str,
+) -> Command[None]:
+    """Removes attribute with given name from an element with given id.
+
+    Args:
+        node_id: Id of the element to remove attribute from.
+        name: Name of the attribute to remove.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-removeAttribute
+    """
+    return Command("DOM.removeAttribute", _p_remove_attribute(node_id, name), None)
+
+
+def remove_node(
+    *,
+    node_id: NodeId,
+) -> Command[None]:
+    """Removes node with given id.
+
+    Args:
+        node_id: Id of the node to remove.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-removeNode
+    """
+    return Command("DOM.removeNode", _p_remove_node(node_id), None)
+
+
+def request_child_nodes(
+    *,
+    node_id: NodeId,
+    depth: int | None = None,
+    pierce: bool | None = None,
+) -> Command[None]:
+    """Requests that children of the node with given id are returned to the caller in form of
+    `setChildNodes` events where not only immediate children are retrieved, but all children down to
+    the specified depth.
+
+    Args:
+        node_id: Id of the node to get children for.
+        depth: The maximum depth at which children should be retrieved, defaults to 1. Use -1 for the entire subtree or provide an integer larger than 0.
+        pierce: Whether or not iframes and shadow roots should be traversed when returning the sub-tree (default is false).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-requestChildNodes
+    """
+    return Command("DOM.requestChildNodes", _p_request_child_nodes(node_id, depth, pierce), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RequestNodeResult:
+    """Result of :func:`request_node`.
+
+    Attributes:
+        node_id: Node id for given object.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-requestNode
+    """
+
+    node_id: NodeId
+
+
+def request_node(
+    *,
+    object_id: cdp.runtime.RemoteObjectId,
+) -> Command[RequestNodeResult]:
+    """Requests that the node is sent to the caller given the JavaScript node object reference. All
+    nodes that form the path from the node to the root are also sent to the client as a series of
+    `setChildNodes` notifications.
+
+    Args:
+        object_id: JavaScript object id to convert into node.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-requestNode
+    """
+    return Command("DOM.requestNode", _p_request_node(object_id), RequestNodeResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ResolveNodeResult:
+    """Result of :func:`resolve_node`.
+
+    Attributes:
+        object_: JavaScript object wrapper for given node.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-resolveNode
+    """
+
+    object_: cdp.runtime.RemoteObject
+
+
+def resolve_node(
+    *,
+    node_id: NodeId | None = None,
+    backend_node_id: BackendNodeId | None = None,
+    object_group: str | None = None,
+    execution_context_id: cdp.runtime.ExecutionContextId | None = None,
+) -> Command[ResolveNodeResult]:
+    """Resolves the JavaScript node object for a given NodeId or BackendNodeId.
+
+    Args:
+        node_id: Id of the node to resolve.
+        backend_node_id: Backend identifier of the node to resolve.
+        object_group: Symbolic group name that can be used to release multiple objects.
+        execution_context_id: Execution context in which to resolve the node.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-resolveNode
+    """
+    return Command(
+        "DOM.resolveNode",
+        _p_resolve_node(node_id, backend_node_id, object_group, execution_context_id),
+        ResolveNodeResult,
+    )
+
+
+def set_attribute_value(
+    *,
+    node_id: NodeId,
+    name: str,
+    value: str,
+) -> Command[None]:
+    """Sets attribute for an element with given id.
+
+    Args:
+        node_id: Id of the element to set attribute for.
+        name: Attribute name.
+        value: Attribute value.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-setAttributeValue
+    """
+    return Command("DOM.setAttributeValue", _p_set_attribute_value(node_id, name, value), None)
+
+
+def set_attributes_as_text(
+    *,
+    node_id: NodeId,
+    text: str,
+    name: str | None = None,
+) -> Command[None]:
+    """Sets attributes on element with given id. This method is useful when user edits some existing
+    attribute value and types in several attribute name/value pairs.
+
+    Args:
+        node_id: Id of the element to set attributes for.
+        text: Text with a number of attributes. Will parse this text using HTML parser.
+        name: Attribute name to replace with new attributes derived from text in case text parsed successfully.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-setAttributesAsText
+    """
+    return Command("DOM.setAttributesAsText", _p_set_attributes_as_text(node_id, text, name), None)
+
+
+def set_file_input_files(
+    *,
+    files: list[str],
+    node_id: NodeId | None = None,
+    backend_node_id: BackendNodeId | None = None,
+    object_id: cdp.runtime.RemoteObjectId | None = None,
+) -> Command[None]:
+    """Sets files for the given file input element.
+
+    Args:
+        files: Array of file paths to set.
+        node_id: Identifier of the node.
+        backend_node_id: Identifier of the backend node.
+        object_id: JavaScript object id of the node wrapper.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-setFileInputFiles
+    """
+    return Command(
+        "DOM.setFileInputFiles", _p_set_file_input_files(files, node_id, backend_node_id, object_id), None
+    )
+
+
+def set_node_stack_traces_enabled(
+    *,
+    enable: bool,
+) -> Command[None]:
+    """Experimental. Sets if stack traces should be captured for Nodes. See `Node.getNodeStackTraces`. Default is disabled.
+
+    Args:
+        enable: Enable or disable.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-setNodeStackTracesEnabled
+    """
+    return Command("DOM.setNodeStackTracesEnabled", _p_set_node_stack_traces_enabled(enable), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetNodeStackTracesResult:
+    """Result of :func:`get_node_stack_traces`.
+
+    Attributes:
+        creation: Creation stack trace, if available.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getNodeStackTraces
+    """
+
+    creation: cdp.runtime.StackTrace | None = None
+
+
+def get_node_stack_traces(
+    *,
+    node_id: NodeId,
+) -> Command[GetNodeStackTracesResult]:
+    """Experimental. Gets stack traces associated with a Node. As of now, only provides stack trace for Node creation.
+
+    Args:
+        node_id: Id of the node to get stack traces for.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getNodeStackTraces
+    """
+    return Command("DOM.getNodeStackTraces", _p_get_node_stack_traces(node_id), GetNodeStackTracesResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetFileInfoResult:
+    """Result of :func:`get_file_info`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getFileInfo
+    """
+
+    path: str
+
+
+def get_file_info(
+    *,
+    object_id: cdp.runtime.RemoteObjectId,
+) -> Command[GetFileInfoResult]:
+    """Experimental. Returns file information for the given
+    File wrapper.
+
+    Args:
+        object_id: JavaScript object id of the node wrapper.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getFileInfo
+    """
+    return Command("DOM.getFileInfo", _p_get_file_info(object_id), GetFileInfoResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetDetachedDomNodesResult:
+    """Result of :func:`get_detached_dom_nodes`.
+
+    Attributes:
+        detached_nodes: The list of detached nodes
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getDetachedDomNodes
+    """
+
+    detached_nodes: list[DetachedElementInfo]
+
+
+def get_detached_dom_nodes() -> Command[GetDetachedDomNodesResult]:
+    """Experimental. Returns list of detached nodes
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getDetachedDomNodes
+    """
+    return Command("DOM.getDetachedDomNodes", {}, GetDetachedDomNodesResult)
+
+
+def set_inspected_node(
+    *,
+    node_id: NodeId,
+) -> Command[None]:
+    """Experimental. Enables console to refer to the node with given id via $x (see Command Line API for more details
+    $x functions).
+
+    Args:
+        node_id: DOM node id to be accessible by means of $x command line API.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-setInspectedNode
+    """
+    return Command("DOM.setInspectedNode", _p_set_inspected_node(node_id), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetNodeNameResult:
+    """Result of :func:`set_node_name`.
+
+    Attributes:
+        node_id: New node's id.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-setNodeName
+    """
+
+    node_id: NodeId
+
+
+def set_node_name(
+    *,
+    node_id: NodeId,
+    name: str,
+) -> Command[SetNodeNameResult]:
+    """Sets node name for a node with given id.
+
+    Args:
+        node_id: Id of the node to set name for.
+        name: New node's name.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-setNodeName
+    """
+    return Command("DOM.setNodeName", _p_set_node_name(node_id, name), SetNodeNameResult)
+
+
+def set_node_value(
+    *,
+    node_id: NodeId,
+    value: str,
+) -> Command[None]:
+    """Sets node value for a node with given id.
+
+    Args:
+        node_id: Id of the node to set value for.
+        value: New node's value.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-setNodeValue
+    """
+    return Command("DOM.setNodeValue", _p_set_node_value(node_id, value), None)
+
+
+def set_outer_html(
+    *,
+    node_id: NodeId,
+    outer_html: str,
+) -> Command[None]:
+    """Sets node HTML markup, returns new node id.
+
+    Args:
+        node_id: Id of the node to set markup for.
+        outer_html: Outer HTML markup to set.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-setOuterHTML
+    """
+    return Command("DOM.setOuterHTML", _p_set_outer_html(node_id, outer_html), None)
+
+
+def undo() -> Command[None]:
+    """Experimental. Undoes the last performed action.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-undo
+    """
+    return Command("DOM.undo", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetFrameOwnerResult:
+    """Result of :func:`get_frame_owner`.
+
+    Attributes:
+        backend_node_id: Resulting node.
+        node_id: Id of the node at given coordinates, only when enabled and requested document.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getFrameOwner
+    """
+
+    backend_node_id: BackendNodeId
+    node_id: NodeId | None = None
+
+
+def get_frame_owner(
+    *,
+    frame_id: cdp.page.FrameId,
+) -> Command[GetFrameOwnerResult]:
+    """Experimental. Returns iframe node that owns iframe with the given domain.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getFrameOwner
+    """
+    return Command("DOM.getFrameOwner", _p_get_frame_owner(frame_id), GetFrameOwnerResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetContainerForNodeResult:
+    """Result of :func:`get_container_for_node`.
+
+    Attributes:
+        node_id: The container node for the given node, or null if not found.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getContainerForNode
+    """
+
+    node_id: NodeId | None = None
+
+
+def get_container_for_node(
+    *,
+    node_id: NodeId,
+    container_name: str | None = None,
+    physical_axes: PhysicalAxes | None = None,
+    logical_axes: LogicalAxes | None = None,
+    queries_scroll_state: bool | None = None,
+    queries_anchored: bool | None = None,
+) -> Command[GetContainerForNodeResult]:
+    """Experimental. Returns the query container of the given node based on container query
+    conditions: containerName, physical and logical axes, and whether it queries
+    scroll-state or anchored elements. If no axes are provided and
+    queriesScrollState is false, the style container is returned, which is the
+    direct parent or the closest element with a matching container-name.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getContainerForNode
+    """
+    return Command(
+        "DOM.getContainerForNode",
+        _p_get_container_for_node(
+            node_id, container_name, physical_axes, logical_axes, queries_scroll_state, queries_anchored
+        ),
+        GetContainerForNodeResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetQueryingDescendantsForContainerResult:
+    """Result of :func:`get_querying_descendants_for_container`.
+
+    Attributes:
+        node_ids: Descendant nodes with container queries against the given container.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getQueryingDescendantsForContainer
+    """
+
+    node_ids: list[NodeId]
+
+
+def get_querying_descendants_for_container(
+    *,
+    node_id: NodeId,
+) -> Command[GetQueryingDescendantsForContainerResult]:
+    """Experimental. Returns the descendants of a container query container that have
+    container queries against this container.
+
+    Args:
+        node_id: Id of the container node to find querying descendants from.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getQueryingDescendantsForContainer
+    """
+    return Command(
+        "DOM.getQueryingDescendantsForContainer",
+        _p_get_querying_descendants_for_container(node_id),
+        GetQueryingDescendantsForContainerResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetAnchorElementResult:
+    """Result of :func:`get_anchor_element`.
+
+    Attributes:
+        node_id: The anchor element of the given anchor query.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getAnchorElement
+    """
+
+    node_id: NodeId
+
+
+def get_anchor_element(
+    *,
+    node_id: NodeId,
+    anchor_specifier: str | None = None,
+) -> Command[GetAnchorElementResult]:
+    """Experimental. Returns the target anchor element of the given anchor query according to
+    https://www.w3.org/TR/css-anchor-position-1/#target.
+
+    Args:
+        node_id: Id of the positioned element from which to find the anchor.
+        anchor_specifier: An optional anchor specifier, as defined in https://www.w3.org/TR/css-anchor-position-1/#anchor-specifier. If not provided, it will return the implicit anchor element for the given positioned element.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getAnchorElement
+    """
+    return Command(
+        "DOM.getAnchorElement", _p_get_anchor_element(node_id, anchor_specifier), GetAnchorElementResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ForceShowPopoverResult:
+    """Result of :func:`force_show_popover`.
+
+    Attributes:
+        node_ids: List of popovers that were closed in order to respect popover stacking order.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-forceShowPopover
+    """
+
+    node_ids: list[NodeId]
+
+
+def force_show_popover(
+    *,
+    node_id: NodeId,
+    enable: bool,
+    invoker_node_id: BackendNodeId | None = None,
+) -> Command[ForceShowPopoverResult]:
+    """Experimental. When enabling, this API force-opens the popover identified by nodeId
+    and keeps it open until disabled.
+
+    Args:
+        node_id: Id of the popover HTMLElement
+        enable: If true, opens the popover and keeps it open. If false, closes the popover if it was previously force-opened.
+        invoker_node_id: Optional ID of the element invoking this popover, used to establish the implicit anchor. If not provided, it will fall back to the first invoker in the document, preferring elements with a popovertarget attribute over those with a commandfor attribute. Note that if there are multiple invokers, this is just an estimate.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-forceShowPopover
+    """
+    return Command(
+        "DOM.forceShowPopover",
+        _p_force_show_popover(node_id, enable, invoker_node_id),
+        ForceShowPopoverResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetImplicitAnchorCandidatesResult:
+    """Result of :func:`get_implicit_anchor_candidates`.
+
+    Attributes:
+        backend_node_ids: Candidate elements that can invoke this popover.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getImplicitAnchorCandidates
+    """
+
+    backend_node_ids: list[BackendNodeId]
+
+
+def get_implicit_anchor_candidates(
+    *,
+    node_id: NodeId,
+) -> Command[GetImplicitAnchorCandidatesResult]:
+    """Experimental. Returns candidate nodes that are configured as triggers for the given popover.
+
+    Args:
+        node_id: Id of the popover HTMLElement.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-getImplicitAnchorCandidates
+    """
+    return Command(
+        "DOM.getImplicitAnchorCandidates",
+        _p_get_implicit_anchor_candidates(node_id),
+        GetImplicitAnchorCandidatesResult,
+    )
+
+
+def force_show_interest(
+    *,
+    node_id: NodeId,
+    enable: bool,
+) -> Command[None]:
+    """Experimental. When enabling, this API forces an element to gain interest in its target,
+    keeping interest active until disabled.
+
+    Args:
+        node_id: Id of the interest invoker HTMLElement.
+        enable: If true, opens and holds interest. If false, releases forced interest.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-forceShowInterest
+    """
+    return Command("DOM.forceShowInterest", _p_force_show_interest(node_id, enable), None)
+
+
+def set_text_marker(
+    *,
+    type_: str,
+    start: int,
+    end: int,
+    node_id: NodeId | None = None,
+    backend_node_id: BackendNodeId | None = None,
+    object_id: cdp.runtime.RemoteObjectId | None = None,
+) -> Command[None]:
+    """Experimental. Sets a spelling or grammar error marker on the given range of text.
+    See https://github.com/Igalia/explainers/blob/main/force-spelling-grammar-markers/README.md
+    Note: exactly one between nodeId, backendNodeId and objectId should be passed
+    to identify the node.
+
+    Args:
+        type_: The type of marker to set on the given range of text. Values: 'spelling', 'grammar'.
+        start: Start offset into the element's rendered text in UTF-16 code units. For a text control, an offset into the control's value. Offsets count text in DOM order and do not enter shadow trees. To mark text inside a shadow tree, pass the element inside the shadow tree.
+        end: End offset (exclusive) in the same units and space as start.
+        node_id: Identifier of the node.
+        backend_node_id: Identifier of the backend node.
+        object_id: JavaScript object id of the node wrapper.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-setTextMarker
+    """
+    return Command(
+        "DOM.setTextMarker", _p_set_text_marker(type_, start, end, node_id, backend_node_id, object_id), None
+    )
+
+
+def clear_text_markers() -> Command[None]:
+    """Experimental. Clears the spelling and grammar error text markers overlapping the ranges
+    set by setTextMarker in this session. These markers are also removed when
+    the DOM domain is disabled or the session ends.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#method-clearTextMarkers
+    """
+    return Command("DOM.clearTextMarkers", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AttributeModified:
+    """Fired when `Element`'s attribute is modified.
+
+    Attributes:
+        node_id: Id of the node that has changed.
+        name: Attribute name.
+        value: Attribute value.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#event-attributeModified
+    """
+
+    method: ClassVar[str] = "DOM.attributeModified"
+    node_id: NodeId
+    name: str
+    value: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AdoptedStyleSheetsModified:
+    """Experimental. Fired when `Element`'s adoptedStyleSheets are modified.
+
+    Attributes:
+        node_id: Id of the node that has changed.
+        adopted_style_sheets: Experimental. New adoptedStyleSheets array.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#event-adoptedStyleSheetsModified
+    """
+
+    method: ClassVar[str] = "DOM.adoptedStyleSheetsModified"
+    node_id: NodeId
+    adopted_style_sheets: list[StyleSheetId]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AttributeRemoved:
+    """Fired when `Element`'s attribute is removed.
+
+    Attributes:
+        node_id: Id of the node that has changed.
+        name: A ttribute name.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#event-attributeRemoved
+    """
+
+    method: ClassVar[str] = "DOM.attributeRemoved"
+    node_id: NodeId
+    name: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CharacterDataModified:
+    """Mirrors `DOMCharacterDataModified` event.
+
+    Attributes:
+        node_id: Id of the node that has changed.
+        character_data: New text value.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#event-characterDataModified
+    """
+
+    method: ClassVar[str] = "DOM.characterDataModified"
+    node_id: NodeId
+    character_data: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ChildNodeCountUpdated:
+    """Fired when `Container`'s child node count has changed.
+
+    Attributes:
+        node_id: Id of the node that has changed.
+        child_node_count: New node count.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#event-childNodeCountUpdated
+    """
+
+    method: ClassVar[str] = "DOM.childNodeCountUpdated"
+    node_id: NodeId
+    child_node_count: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ChildNodeInserted:
+    """Mirrors `DOMNodeInserted` event.
+
+    Attributes:
+        parent_node_id: Id of the node that has changed.
+        previous_node_id: Id of the previous sibling.
+        node: Inserted node data.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#event-childNodeInserted
+    """
+
+    method: ClassVar[str] = "DOM.childNodeInserted"
+    parent_node_id: NodeId
+    previous_node_id: NodeId
+    node: Node
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ChildNodeRemoved:
+    """Mirrors `DOMNodeRemoved` event.
+
+    Attributes:
+        parent_node_id: Parent id.
+        node_id: Id of the node that has been removed.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#event-childNodeRemoved
+    """
+
+    method: ClassVar[str] = "DOM.childNodeRemoved"
+    parent_node_id: NodeId
+    node_id: NodeId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DistributedNodesUpdated:
+    """Experimental. Called when distribution is changed.
+
+    Attributes:
+        insertion_point_id: Insertion point where distributed nodes were updated.
+        distributed_nodes: Distributed nodes for given insertion point.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#event-distributedNodesUpdated
+    """
+
+    method: ClassVar[str] = "DOM.distributedNodesUpdated"
+    insertion_point_id: NodeId
+    distributed_nodes: list[BackendNode]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DocumentUpdated:
+    """Fired when `Document` has been totally updated. Node ids are no longer valid.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#event-documentUpdated
+    """
+
+    method: ClassVar[str] = "DOM.documentUpdated"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class InlineStyleInvalidated:
+    """Experimental. Fired when `Element`'s inline style is modified via a CSS property modification.
+
+    Attributes:
+        node_ids: Ids of the nodes for which the inline styles have been invalidated.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#event-inlineStyleInvalidated
+    """
+
+    method: ClassVar[str] = "DOM.inlineStyleInvalidated"
+    node_ids: list[NodeId]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PseudoElementAdded:
+    """Experimental. Called when a pseudo element is added to an element.
+
+    Attributes:
+        parent_id: Pseudo element's parent element id.
+        pseudo_element: The added pseudo element.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#event-pseudoElementAdded
+    """
+
+    method: ClassVar[str] = "DOM.pseudoElementAdded"
+    parent_id: NodeId
+    pseudo_element: Node
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TopLayerElementsUpdated:
+    """Experimental. Called when top layer elements are changed.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#event-topLayerElementsUpdated
+    """
+
+    method: ClassVar[str] = "DOM.topLayerElementsUpdated"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ScrollableFlagUpdated:
+    """Experimental. Fired when a node's scrollability state changes.
+
+    Attributes:
+        node_id: The id of the node.
+        is_scrollable: If the node is scrollable.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#event-scrollableFlagUpdated
+    """
+
+    method: ClassVar[str] = "DOM.scrollableFlagUpdated"
+    node_id: NodeId
+    is_scrollable: bool
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AdRelatedStateUpdated:
+    """Experimental. Fired when a node's ad related state changes.
+
+    Attributes:
+        node_id: The id of the node.
+        ad_provenance: The provenance of the ad related node, if it is ad related.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#event-adRelatedStateUpdated
+    """
+
+    method: ClassVar[str] = "DOM.adRelatedStateUpdated"
+    node_id: NodeId
+    ad_provenance: cdp.network.AdProvenance | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AffectedByStartingStylesFlagUpdated:
+    """Experimental. Fired when a node's starting styles changes.
+
+    Attributes:
+        node_id: The id of the node.
+        affected_by_starting_styles: If the node has starting styles.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#event-affectedByStartingStylesFlagUpdated
+    """
+
+    method: ClassVar[str] = "DOM.affectedByStartingStylesFlagUpdated"
+    node_id: NodeId
+    affected_by_starting_styles: bool
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PseudoElementRemoved:
+    """Experimental. Called when a pseudo element is removed from an element.
+
+    Attributes:
+        parent_id: Pseudo element's parent element id.
+        pseudo_element_id: The removed pseudo element id.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#event-pseudoElementRemoved
+    """
+
+    method: ClassVar[str] = "DOM.pseudoElementRemoved"
+    parent_id: NodeId
+    pseudo_element_id: NodeId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetChildNodes:
+    """Fired when backend wants to provide client with the missing DOM structure. This happens upon
+    most of the calls requesting node ids.
+
+    Attributes:
+        parent_id: Parent node id to populate with children.
+        nodes: Child nodes array.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#event-setChildNodes
+    """
+
+    method: ClassVar[str] = "DOM.setChildNodes"
+    parent_id: NodeId
+    nodes: list[Node]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ShadowRootPopped:
+    """Experimental. Called when shadow root is popped from the element.
+
+    Attributes:
+        host_id: Host element id.
+        root_id: Shadow root id.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#event-shadowRootPopped
+    """
+
+    method: ClassVar[str] = "DOM.shadowRootPopped"
+    host_id: NodeId
+    root_id: NodeId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ShadowRootPushed:
+    """Experimental. Called when shadow root is pushed into the element.
+
+    Attributes:
+        host_id: Host element id.
+        root: Shadow root.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOM/#event-shadowRootPushed
+    """
+
+    method: ClassVar[str] = "DOM.shadowRootPushed"
+    host_id: NodeId
+    root: Node
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
+
+
+_BackendNode_plain = {
+    "nodeType": "node_type",
+    "nodeName": "node_name",
+    "backendNodeId": "backend_node_id",
+}
+
+
+def _s_BackendNode(d: dict[str, Any]) -> BackendNode:
+    o = _new(BackendNode)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _BackendNode_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "node_type" not in od:
+        raise KeyError("nodeType")
+    if "node_name" not in od:
+        raise KeyError("nodeName")
+    if "backend_node_id" not in od:
+        raise KeyError("backendNodeId")
+    return o
+
+
+def _u_BackendNode(o: BackendNode) -> dict[str, Any]:
+    return {
+        "nodeType": o.node_type,
+        "nodeName": o.node_name,
+        "backendNodeId": o.backend_node_id,
+    }
 
 
 _Node_plain = {
@@ -408,55 +2228,6 @@ def _u_Node(o: Node) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Node,
-    {
-        "parent_id": None,
-        "child_node_count": None,
-        "children": None,
-        "attributes": None,
-        "document_url": None,
-        "base_url": None,
-        "public_id": None,
-        "system_id": None,
-        "internal_subset": None,
-        "xml_version": None,
-        "name": None,
-        "value": None,
-        "pseudo_type": None,
-        "pseudo_identifier": None,
-        "shadow_root_type": None,
-        "frame_id": None,
-        "content_document": None,
-        "shadow_roots": None,
-        "template_content": None,
-        "pseudo_elements": None,
-        "imported_document": None,
-        "distributed_nodes": None,
-        "is_svg": None,
-        "compatibility_mode": None,
-        "assigned_slot": None,
-        "is_scrollable": None,
-        "affected_by_starting_styles": None,
-        "adopted_style_sheets": None,
-        "ad_provenance": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DetachedElementInfo:
-    """A structure to hold the top-level node of a detached tree and an array of its retained descendants.
-
-    Attributes:
-        tree_node: -
-        retained_node_ids: -
-    """
-
-    tree_node: Node
-    retained_node_ids: list[NodeId]
-
-
 _DetachedElementInfo_plain = {
     "retainedNodeIds": "retained_node_ids",
 }
@@ -479,28 +2250,10 @@ def _s_DetachedElementInfo(d: dict[str, Any]) -> DetachedElementInfo:
 
 
 def _u_DetachedElementInfo(o: DetachedElementInfo) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "treeNode": _u_Node(o.tree_node),
         "retainedNodeIds": o.retained_node_ids,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RGBA:
-    """A structure holding an RGBA color.
-
-    Attributes:
-        r: The red component, in the [0-255] range.
-        g: The green component, in the [0-255] range.
-        b: The blue component, in the [0-255] range.
-        a: The alpha component, in the [0-1] range (default: 1).
-    """
-
-    r: int
-    g: int
-    b: int
-    a: float | None = None
 
 
 _RGBA_plain = {
@@ -536,41 +2289,6 @@ def _u_RGBA(o: RGBA) -> dict[str, Any]:
     if o.a is not None:
         d["a"] = o.a
     return d
-
-
-optional_defaults(
-    RGBA,
-    {
-        "a": None,
-    },
-)
-
-
-Quad: TypeAlias = list[float]
-"""An array of quad vertices, x immediately followed by y for each point, points clock-wise."""
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class BoxModel:
-    """Box model.
-
-    Attributes:
-        content: Content box
-        padding: Padding box
-        border: Border box
-        margin: Margin box
-        width: Node width
-        height: Node height
-        shape_outside: Shape outside coordinates
-    """
-
-    content: Quad
-    padding: Quad
-    border: Quad
-    margin: Quad
-    width: int
-    height: int
-    shape_outside: ShapeOutsideInfo | None = None
 
 
 _BoxModel_plain = {
@@ -621,29 +2339,6 @@ def _u_BoxModel(o: BoxModel) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    BoxModel,
-    {
-        "shape_outside": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ShapeOutsideInfo:
-    """CSS Shape Outside details.
-
-    Attributes:
-        bounds: Shape bounds
-        shape: Shape coordinate details
-        margin_shape: Margin shape bounds
-    """
-
-    bounds: Quad
-    shape: list[Any]
-    margin_shape: list[Any]
-
-
 _ShapeOutsideInfo_plain = {
     "bounds": "bounds",
     "shape": "shape",
@@ -668,29 +2363,11 @@ def _s_ShapeOutsideInfo(d: dict[str, Any]) -> ShapeOutsideInfo:
 
 
 def _u_ShapeOutsideInfo(o: ShapeOutsideInfo) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "bounds": o.bounds,
         "shape": o.shape,
         "marginShape": o.margin_shape,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Rect:
-    """Rectangle.
-
-    Attributes:
-        x: X coordinate
-        y: Y coordinate
-        width: Rectangle width
-        height: Rectangle height
-    """
-
-    x: float
-    y: float
-    width: float
-    height: float
 
 
 _Rect_plain = {
@@ -720,26 +2397,12 @@ def _s_Rect(d: dict[str, Any]) -> Rect:
 
 
 def _u_Rect(o: Rect) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "x": o.x,
         "y": o.y,
         "width": o.width,
         "height": o.height,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CSSComputedStyleProperty:
-    """CSSComputedStyleProperty.
-
-    Attributes:
-        name: Computed style property name.
-        value: Computed style property value.
-    """
-
-    name: str
-    value: str
 
 
 _CSSComputedStyleProperty_plain = {
@@ -763,22 +2426,10 @@ def _s_CSSComputedStyleProperty(d: dict[str, Any]) -> CSSComputedStyleProperty:
 
 
 def _u_CSSComputedStyleProperty(o: CSSComputedStyleProperty) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "value": o.value,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CollectClassNamesFromSubtreeResult:
-    """Result of :func:`collect_class_names_from_subtree` (DOM.collectClassNamesFromSubtree).
-
-    Attributes:
-        class_names: Class name list.
-    """
-
-    class_names: list[str]
 
 
 _CollectClassNamesFromSubtreeResult_plain = {
@@ -799,42 +2450,23 @@ def _s_CollectClassNamesFromSubtreeResult(d: dict[str, Any]) -> CollectClassName
 
 
 def _u_CollectClassNamesFromSubtreeResult(o: CollectClassNamesFromSubtreeResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "classNames": o.class_names,
     }
-    return d
 
 
-def collect_class_names_from_subtree(
-    *,
+def _p_collect_class_names_from_subtree(
     node_id: NodeId,
-) -> Command[CollectClassNamesFromSubtreeResult]:
-    """Experimental. Collects class names for the node with given id and all of it's child nodes.
-
-    Args:
-        node_id: Id of the node to collect class names.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
     }
-    return Command("DOM.collectClassNamesFromSubtree", _p, _s_CollectClassNamesFromSubtreeResult)
 
 
 def _c_collect_class_names_from_subtree(d: dict[str, Any]) -> Command[CollectClassNamesFromSubtreeResult]:
     return collect_class_names_from_subtree(
         node_id=d["nodeId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CopyToResult:
-    """Result of :func:`copy_to` (DOM.copyTo).
-
-    Attributes:
-        node_id: Id of the node clone.
-    """
-
-    node_id: NodeId
 
 
 _CopyToResult_plain = {
@@ -855,33 +2487,23 @@ def _s_CopyToResult(d: dict[str, Any]) -> CopyToResult:
 
 
 def _u_CopyToResult(o: CopyToResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
     }
-    return d
 
 
-def copy_to(
-    *,
+def _p_copy_to(
     node_id: NodeId,
     target_node_id: NodeId,
-    insert_before_node_id: NodeId | None = None,
-) -> Command[CopyToResult]:
-    """Experimental. Creates a deep copy of the specified node and places it into the target container before the
-    given anchor.
-
-    Args:
-        node_id: Id of the node to copy.
-        target_node_id: Id of the element to drop the copy into.
-        insert_before_node_id: Drop the copy before this node (if absent, the copy becomes the last child of `targetNodeId`).
-    """
+    insert_before_node_id: NodeId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "nodeId": node_id,
         "targetNodeId": target_node_id,
     }
     if insert_before_node_id is not None:
         _p["insertBeforeNodeId"] = insert_before_node_id
-    return Command("DOM.copyTo", _p, _s_CopyToResult)
+    return _p
 
 
 def _c_copy_to(d: dict[str, Any]) -> Command[CopyToResult]:
@@ -890,17 +2512,6 @@ def _c_copy_to(d: dict[str, Any]) -> Command[CopyToResult]:
         target_node_id=d["targetNodeId"],
         insert_before_node_id=d.get("insertBeforeNodeId"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DescribeNodeResult:
-    """Result of :func:`describe_node` (DOM.describeNode).
-
-    Attributes:
-        node: Node description.
-    """
-
-    node: Node
 
 
 def _s_DescribeNodeResult(d: dict[str, Any]) -> DescribeNodeResult:
@@ -915,30 +2526,18 @@ def _s_DescribeNodeResult(d: dict[str, Any]) -> DescribeNodeResult:
 
 
 def _u_DescribeNodeResult(o: DescribeNodeResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "node": _u_Node(o.node),
     }
-    return d
 
 
-def describe_node(
-    *,
-    node_id: NodeId | None = None,
-    backend_node_id: BackendNodeId | None = None,
-    object_id: _runtime.RemoteObjectId | None = None,
-    depth: int | None = None,
-    pierce: bool | None = None,
-) -> Command[DescribeNodeResult]:
-    """Describes node given its id, does not require domain to be enabled. Does not start tracking any
-    objects, can be used for automation.
-
-    Args:
-        node_id: Identifier of the node.
-        backend_node_id: Identifier of the backend node.
-        object_id: JavaScript object id of the node wrapper.
-        depth: The maximum depth at which children should be retrieved, defaults to 1. Use -1 for the entire subtree or provide an integer larger than 0.
-        pierce: Whether or not iframes and shadow roots should be traversed when returning the subtree (default is false).
-    """
+def _p_describe_node(
+    node_id: NodeId | None,
+    backend_node_id: BackendNodeId | None,
+    object_id: cdp.runtime.RemoteObjectId | None,
+    depth: int | None,
+    pierce: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if node_id is not None:
         _p["nodeId"] = node_id
@@ -950,7 +2549,7 @@ def describe_node(
         _p["depth"] = depth
     if pierce is not None:
         _p["pierce"] = pierce
-    return Command("DOM.describeNode", _p, _s_DescribeNodeResult)
+    return _p
 
 
 def _c_describe_node(d: dict[str, Any]) -> Command[DescribeNodeResult]:
@@ -963,23 +2562,12 @@ def _c_describe_node(d: dict[str, Any]) -> Command[DescribeNodeResult]:
     )
 
 
-def scroll_into_view_if_needed(
-    *,
-    node_id: NodeId | None = None,
-    backend_node_id: BackendNodeId | None = None,
-    object_id: _runtime.RemoteObjectId | None = None,
-    rect: Rect | None = None,
-) -> Command[None]:
-    """Scrolls the specified rect of the given node into view if not already visible.
-    Note: exactly one between nodeId, backendNodeId and objectId should be passed
-    to identify the node.
-
-    Args:
-        node_id: Identifier of the node.
-        backend_node_id: Identifier of the backend node.
-        object_id: JavaScript object id of the node wrapper.
-        rect: The rect to be scrolled into view, relative to the node's border box, in CSS pixels. When omitted, center of the node will be used, similar to Element.scrollIntoView.
-    """
+def _p_scroll_into_view_if_needed(
+    node_id: NodeId | None,
+    backend_node_id: BackendNodeId | None,
+    object_id: cdp.runtime.RemoteObjectId | None,
+    rect: Rect | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if node_id is not None:
         _p["nodeId"] = node_id
@@ -989,7 +2577,7 @@ def scroll_into_view_if_needed(
         _p["objectId"] = object_id
     if rect is not None:
         _p["rect"] = _u_Rect(rect)
-    return Command("DOM.scrollIntoViewIfNeeded", _p, None)
+    return _p
 
 
 def _c_scroll_into_view_if_needed(d: dict[str, Any]) -> Command[None]:
@@ -1001,30 +2589,16 @@ def _c_scroll_into_view_if_needed(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def disable() -> Command[None]:
-    """Disables DOM agent for the given page."""
-    _p: dict[str, Any] = {}
-    return Command("DOM.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def discard_search_results(
-    *,
+def _p_discard_search_results(
     search_id: str,
-) -> Command[None]:
-    """Experimental. Discards search results from the session with the given id. `getSearchResults` should no longer
-    be called for that search.
-
-    Args:
-        search_id: Unique search session identifier.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "searchId": search_id,
     }
-    return Command("DOM.discardSearchResults", _p, None)
 
 
 def _c_discard_search_results(d: dict[str, Any]) -> Command[None]:
@@ -1033,19 +2607,13 @@ def _c_discard_search_results(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def enable(
-    *,
-    include_whitespace: str | None = None,
-) -> Command[None]:
-    """Enables DOM agent for the given page.
-
-    Args:
-        include_whitespace: Experimental. Whether to include whitespaces in the children array of returned Nodes. Values: 'none', 'all'.
-    """
+def _p_enable(
+    include_whitespace: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if include_whitespace is not None:
         _p["includeWhitespace"] = include_whitespace
-    return Command("DOM.enable", _p, None)
+    return _p
 
 
 def _c_enable(d: dict[str, Any]) -> Command[None]:
@@ -1054,19 +2622,11 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def focus(
-    *,
-    node_id: NodeId | None = None,
-    backend_node_id: BackendNodeId | None = None,
-    object_id: _runtime.RemoteObjectId | None = None,
-) -> Command[None]:
-    """Focuses the given element.
-
-    Args:
-        node_id: Identifier of the node.
-        backend_node_id: Identifier of the backend node.
-        object_id: JavaScript object id of the node wrapper.
-    """
+def _p_focus(
+    node_id: NodeId | None,
+    backend_node_id: BackendNodeId | None,
+    object_id: cdp.runtime.RemoteObjectId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if node_id is not None:
         _p["nodeId"] = node_id
@@ -1074,7 +2634,7 @@ def focus(
         _p["backendNodeId"] = backend_node_id
     if object_id is not None:
         _p["objectId"] = object_id
-    return Command("DOM.focus", _p, None)
+    return _p
 
 
 def _c_focus(d: dict[str, Any]) -> Command[None]:
@@ -1083,17 +2643,6 @@ def _c_focus(d: dict[str, Any]) -> Command[None]:
         backend_node_id=d.get("backendNodeId"),
         object_id=d.get("objectId"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetAttributesResult:
-    """Result of :func:`get_attributes` (DOM.getAttributes).
-
-    Attributes:
-        attributes: An interleaved array of node attribute names and values.
-    """
-
-    attributes: list[str]
 
 
 _GetAttributesResult_plain = {
@@ -1114,42 +2663,23 @@ def _s_GetAttributesResult(d: dict[str, Any]) -> GetAttributesResult:
 
 
 def _u_GetAttributesResult(o: GetAttributesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "attributes": o.attributes,
     }
-    return d
 
 
-def get_attributes(
-    *,
+def _p_get_attributes(
     node_id: NodeId,
-) -> Command[GetAttributesResult]:
-    """Returns attributes for the specified node.
-
-    Args:
-        node_id: Id of the node to retrieve attributes for.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
     }
-    return Command("DOM.getAttributes", _p, _s_GetAttributesResult)
 
 
 def _c_get_attributes(d: dict[str, Any]) -> Command[GetAttributesResult]:
     return get_attributes(
         node_id=d["nodeId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetBoxModelResult:
-    """Result of :func:`get_box_model` (DOM.getBoxModel).
-
-    Attributes:
-        model: Box model for the node.
-    """
-
-    model: BoxModel
 
 
 def _s_GetBoxModelResult(d: dict[str, Any]) -> GetBoxModelResult:
@@ -1164,25 +2694,16 @@ def _s_GetBoxModelResult(d: dict[str, Any]) -> GetBoxModelResult:
 
 
 def _u_GetBoxModelResult(o: GetBoxModelResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "model": _u_BoxModel(o.model),
     }
-    return d
 
 
-def get_box_model(
-    *,
-    node_id: NodeId | None = None,
-    backend_node_id: BackendNodeId | None = None,
-    object_id: _runtime.RemoteObjectId | None = None,
-) -> Command[GetBoxModelResult]:
-    """Returns boxes for the given node.
-
-    Args:
-        node_id: Identifier of the node.
-        backend_node_id: Identifier of the backend node.
-        object_id: JavaScript object id of the node wrapper.
-    """
+def _p_get_box_model(
+    node_id: NodeId | None,
+    backend_node_id: BackendNodeId | None,
+    object_id: cdp.runtime.RemoteObjectId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if node_id is not None:
         _p["nodeId"] = node_id
@@ -1190,7 +2711,7 @@ def get_box_model(
         _p["backendNodeId"] = backend_node_id
     if object_id is not None:
         _p["objectId"] = object_id
-    return Command("DOM.getBoxModel", _p, _s_GetBoxModelResult)
+    return _p
 
 
 def _c_get_box_model(d: dict[str, Any]) -> Command[GetBoxModelResult]:
@@ -1199,17 +2720,6 @@ def _c_get_box_model(d: dict[str, Any]) -> Command[GetBoxModelResult]:
         backend_node_id=d.get("backendNodeId"),
         object_id=d.get("objectId"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetContentQuadsResult:
-    """Result of :func:`get_content_quads` (DOM.getContentQuads).
-
-    Attributes:
-        quads: Quads that describe node layout relative to viewport.
-    """
-
-    quads: list[Quad]
 
 
 _GetContentQuadsResult_plain = {
@@ -1230,26 +2740,16 @@ def _s_GetContentQuadsResult(d: dict[str, Any]) -> GetContentQuadsResult:
 
 
 def _u_GetContentQuadsResult(o: GetContentQuadsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "quads": o.quads,
     }
-    return d
 
 
-def get_content_quads(
-    *,
-    node_id: NodeId | None = None,
-    backend_node_id: BackendNodeId | None = None,
-    object_id: _runtime.RemoteObjectId | None = None,
-) -> Command[GetContentQuadsResult]:
-    """Experimental. Returns quads that describe node position on the page. This method
-    might return multiple quads for inline nodes.
-
-    Args:
-        node_id: Identifier of the node.
-        backend_node_id: Identifier of the backend node.
-        object_id: JavaScript object id of the node wrapper.
-    """
+def _p_get_content_quads(
+    node_id: NodeId | None,
+    backend_node_id: BackendNodeId | None,
+    object_id: cdp.runtime.RemoteObjectId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if node_id is not None:
         _p["nodeId"] = node_id
@@ -1257,7 +2757,7 @@ def get_content_quads(
         _p["backendNodeId"] = backend_node_id
     if object_id is not None:
         _p["objectId"] = object_id
-    return Command("DOM.getContentQuads", _p, _s_GetContentQuadsResult)
+    return _p
 
 
 def _c_get_content_quads(d: dict[str, Any]) -> Command[GetContentQuadsResult]:
@@ -1266,17 +2766,6 @@ def _c_get_content_quads(d: dict[str, Any]) -> Command[GetContentQuadsResult]:
         backend_node_id=d.get("backendNodeId"),
         object_id=d.get("objectId"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetDocumentResult:
-    """Result of :func:`get_document` (DOM.getDocument).
-
-    Attributes:
-        root: Resulting node.
-    """
-
-    root: Node
 
 
 def _s_GetDocumentResult(d: dict[str, Any]) -> GetDocumentResult:
@@ -1291,30 +2780,21 @@ def _s_GetDocumentResult(d: dict[str, Any]) -> GetDocumentResult:
 
 
 def _u_GetDocumentResult(o: GetDocumentResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "root": _u_Node(o.root),
     }
-    return d
 
 
-def get_document(
-    *,
-    depth: int | None = None,
-    pierce: bool | None = None,
-) -> Command[GetDocumentResult]:
-    """Returns the root DOM node (and optionally the subtree) to the caller.
-    Implicitly enables the DOM domain events for the current target.
-
-    Args:
-        depth: The maximum depth at which children should be retrieved, defaults to 1. Use -1 for the entire subtree or provide an integer larger than 0.
-        pierce: Whether or not iframes and shadow roots should be traversed when returning the subtree (default is false).
-    """
+def _p_get_document(
+    depth: int | None,
+    pierce: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if depth is not None:
         _p["depth"] = depth
     if pierce is not None:
         _p["pierce"] = pierce
-    return Command("DOM.getDocument", _p, _s_GetDocumentResult)
+    return _p
 
 
 def _c_get_document(d: dict[str, Any]) -> Command[GetDocumentResult]:
@@ -1322,17 +2802,6 @@ def _c_get_document(d: dict[str, Any]) -> Command[GetDocumentResult]:
         depth=d.get("depth"),
         pierce=d.get("pierce"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetFlattenedDocumentResult:
-    """Result of :func:`get_flattened_document` (DOM.getFlattenedDocument).
-
-    Attributes:
-        nodes: Resulting node.
-    """
-
-    nodes: list[Node]
 
 
 def _s_GetFlattenedDocumentResult(d: dict[str, Any]) -> GetFlattenedDocumentResult:
@@ -1347,31 +2816,21 @@ def _s_GetFlattenedDocumentResult(d: dict[str, Any]) -> GetFlattenedDocumentResu
 
 
 def _u_GetFlattenedDocumentResult(o: GetFlattenedDocumentResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodes": [_u_Node(x0) for x0 in o.nodes],
     }
-    return d
 
 
-def get_flattened_document(
-    *,
-    depth: int | None = None,
-    pierce: bool | None = None,
-) -> Command[GetFlattenedDocumentResult]:
-    """Deprecated. Returns the root DOM node (and optionally the subtree) to the caller.
-    Deprecated, as it is not designed to work well with the rest of the DOM agent.
-    Use DOMSnapshot.captureSnapshot instead.
-
-    Args:
-        depth: The maximum depth at which children should be retrieved, defaults to 1. Use -1 for the entire subtree or provide an integer larger than 0.
-        pierce: Whether or not iframes and shadow roots should be traversed when returning the subtree (default is false).
-    """
+def _p_get_flattened_document(
+    depth: int | None,
+    pierce: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if depth is not None:
         _p["depth"] = depth
     if pierce is not None:
         _p["pierce"] = pierce
-    return Command("DOM.getFlattenedDocument", _p, _s_GetFlattenedDocumentResult)
+    return _p
 
 
 def _c_get_flattened_document(d: dict[str, Any]) -> Command[GetFlattenedDocumentResult]:
@@ -1379,17 +2838,6 @@ def _c_get_flattened_document(d: dict[str, Any]) -> Command[GetFlattenedDocument
         depth=d.get("depth"),
         pierce=d.get("pierce"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetNodesForSubtreeByStyleResult:
-    """Result of :func:`get_nodes_for_subtree_by_style` (DOM.getNodesForSubtreeByStyle).
-
-    Attributes:
-        node_ids: Resulting nodes.
-    """
-
-    node_ids: list[NodeId]
 
 
 _GetNodesForSubtreeByStyleResult_plain = {
@@ -1410,32 +2858,23 @@ def _s_GetNodesForSubtreeByStyleResult(d: dict[str, Any]) -> GetNodesForSubtreeB
 
 
 def _u_GetNodesForSubtreeByStyleResult(o: GetNodesForSubtreeByStyleResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeIds": o.node_ids,
     }
-    return d
 
 
-def get_nodes_for_subtree_by_style(
-    *,
+def _p_get_nodes_for_subtree_by_style(
     node_id: NodeId,
     computed_styles: list[CSSComputedStyleProperty],
-    pierce: bool | None = None,
-) -> Command[GetNodesForSubtreeByStyleResult]:
-    """Experimental. Finds nodes with a given computed style in a subtree.
-
-    Args:
-        node_id: Node ID pointing to the root of a subtree.
-        computed_styles: The style to filter nodes by (includes nodes if any of properties matches).
-        pierce: Whether or not iframes and shadow roots in the same target should be traversed when returning the results (default is false).
-    """
+    pierce: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "nodeId": node_id,
         "computedStyles": [_u_CSSComputedStyleProperty(x0) for x0 in computed_styles],
     }
     if pierce is not None:
         _p["pierce"] = pierce
-    return Command("DOM.getNodesForSubtreeByStyle", _p, _s_GetNodesForSubtreeByStyleResult)
+    return _p
 
 
 def _c_get_nodes_for_subtree_by_style(d: dict[str, Any]) -> Command[GetNodesForSubtreeByStyleResult]:
@@ -1444,21 +2883,6 @@ def _c_get_nodes_for_subtree_by_style(d: dict[str, Any]) -> Command[GetNodesForS
         computed_styles=[_s_CSSComputedStyleProperty(x0) for x0 in d["computedStyles"]],
         pierce=d.get("pierce"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetNodeForLocationResult:
-    """Result of :func:`get_node_for_location` (DOM.getNodeForLocation).
-
-    Attributes:
-        backend_node_id: Resulting node.
-        frame_id: Frame this node belongs to.
-        node_id: Id of the node at given coordinates, only when enabled and requested document.
-    """
-
-    backend_node_id: BackendNodeId
-    frame_id: _page.FrameId
-    node_id: NodeId | None = None
 
 
 _GetNodeForLocationResult_plain = {
@@ -1492,30 +2916,12 @@ def _u_GetNodeForLocationResult(o: GetNodeForLocationResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    GetNodeForLocationResult,
-    {
-        "node_id": None,
-    },
-)
-
-
-def get_node_for_location(
-    *,
+def _p_get_node_for_location(
     x: int,
     y: int,
-    include_user_agent_shadow_dom: bool | None = None,
-    ignore_pointer_events_none: bool | None = None,
-) -> Command[GetNodeForLocationResult]:
-    """Returns node id at given location. Depending on whether DOM domain is enabled, nodeId is
-    either returned or not.
-
-    Args:
-        x: X coordinate.
-        y: Y coordinate.
-        include_user_agent_shadow_dom: False to skip to the nearest non-UA shadow root ancestor (default: false).
-        ignore_pointer_events_none: Whether to ignore pointer-events: none on elements and hit test them.
-    """
+    include_user_agent_shadow_dom: bool | None,
+    ignore_pointer_events_none: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "x": x,
         "y": y,
@@ -1524,7 +2930,7 @@ def get_node_for_location(
         _p["includeUserAgentShadowDOM"] = include_user_agent_shadow_dom
     if ignore_pointer_events_none is not None:
         _p["ignorePointerEventsNone"] = ignore_pointer_events_none
-    return Command("DOM.getNodeForLocation", _p, _s_GetNodeForLocationResult)
+    return _p
 
 
 def _c_get_node_for_location(d: dict[str, Any]) -> Command[GetNodeForLocationResult]:
@@ -1534,17 +2940,6 @@ def _c_get_node_for_location(d: dict[str, Any]) -> Command[GetNodeForLocationRes
         include_user_agent_shadow_dom=d.get("includeUserAgentShadowDOM"),
         ignore_pointer_events_none=d.get("ignorePointerEventsNone"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetOuterHTMLResult:
-    """Result of :func:`get_outer_html` (DOM.getOuterHTML).
-
-    Attributes:
-        outer_html: Outer HTML markup.
-    """
-
-    outer_html: str
 
 
 _GetOuterHTMLResult_plain = {
@@ -1565,27 +2960,17 @@ def _s_GetOuterHTMLResult(d: dict[str, Any]) -> GetOuterHTMLResult:
 
 
 def _u_GetOuterHTMLResult(o: GetOuterHTMLResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "outerHTML": o.outer_html,
     }
-    return d
 
 
-def get_outer_html(
-    *,
-    node_id: NodeId | None = None,
-    backend_node_id: BackendNodeId | None = None,
-    object_id: _runtime.RemoteObjectId | None = None,
-    include_shadow_dom: bool | None = None,
-) -> Command[GetOuterHTMLResult]:
-    """Returns node's HTML markup.
-
-    Args:
-        node_id: Identifier of the node.
-        backend_node_id: Identifier of the backend node.
-        object_id: JavaScript object id of the node wrapper.
-        include_shadow_dom: Experimental. Include all shadow roots. Equals to false if not specified.
-    """
+def _p_get_outer_html(
+    node_id: NodeId | None,
+    backend_node_id: BackendNodeId | None,
+    object_id: cdp.runtime.RemoteObjectId | None,
+    include_shadow_dom: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if node_id is not None:
         _p["nodeId"] = node_id
@@ -1595,7 +2980,7 @@ def get_outer_html(
         _p["objectId"] = object_id
     if include_shadow_dom is not None:
         _p["includeShadowDOM"] = include_shadow_dom
-    return Command("DOM.getOuterHTML", _p, _s_GetOuterHTMLResult)
+    return _p
 
 
 def _c_get_outer_html(d: dict[str, Any]) -> Command[GetOuterHTMLResult]:
@@ -1605,17 +2990,6 @@ def _c_get_outer_html(d: dict[str, Any]) -> Command[GetOuterHTMLResult]:
         object_id=d.get("objectId"),
         include_shadow_dom=d.get("includeShadowDOM"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetRelayoutBoundaryResult:
-    """Result of :func:`get_relayout_boundary` (DOM.getRelayoutBoundary).
-
-    Attributes:
-        node_id: Relayout boundary node id for the given node.
-    """
-
-    node_id: NodeId
 
 
 _GetRelayoutBoundaryResult_plain = {
@@ -1636,42 +3010,23 @@ def _s_GetRelayoutBoundaryResult(d: dict[str, Any]) -> GetRelayoutBoundaryResult
 
 
 def _u_GetRelayoutBoundaryResult(o: GetRelayoutBoundaryResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
     }
-    return d
 
 
-def get_relayout_boundary(
-    *,
+def _p_get_relayout_boundary(
     node_id: NodeId,
-) -> Command[GetRelayoutBoundaryResult]:
-    """Experimental. Returns the id of the nearest ancestor that is a relayout boundary.
-
-    Args:
-        node_id: Id of the node.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
     }
-    return Command("DOM.getRelayoutBoundary", _p, _s_GetRelayoutBoundaryResult)
 
 
 def _c_get_relayout_boundary(d: dict[str, Any]) -> Command[GetRelayoutBoundaryResult]:
     return get_relayout_boundary(
         node_id=d["nodeId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetSearchResultsResult:
-    """Result of :func:`get_search_results` (DOM.getSearchResults).
-
-    Attributes:
-        node_ids: Ids of the search result nodes.
-    """
-
-    node_ids: list[NodeId]
 
 
 _GetSearchResultsResult_plain = {
@@ -1692,32 +3047,21 @@ def _s_GetSearchResultsResult(d: dict[str, Any]) -> GetSearchResultsResult:
 
 
 def _u_GetSearchResultsResult(o: GetSearchResultsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeIds": o.node_ids,
     }
-    return d
 
 
-def get_search_results(
-    *,
+def _p_get_search_results(
     search_id: str,
     from_index: int,
     to_index: int,
-) -> Command[GetSearchResultsResult]:
-    """Experimental. Returns search results from given `fromIndex` to given `toIndex` from the search with the given
-    identifier.
-
-    Args:
-        search_id: Unique search session identifier.
-        from_index: Start index of the search result to be returned.
-        to_index: End index of the search result to be returned.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "searchId": search_id,
         "fromIndex": from_index,
         "toIndex": to_index,
     }
-    return Command("DOM.getSearchResults", _p, _s_GetSearchResultsResult)
 
 
 def _c_get_search_results(d: dict[str, Any]) -> Command[GetSearchResultsResult]:
@@ -1728,55 +3072,20 @@ def _c_get_search_results(d: dict[str, Any]) -> Command[GetSearchResultsResult]:
     )
 
 
-def hide_highlight() -> Command[None]:
-    """Hides any highlight."""
-    _p: dict[str, Any] = {}
-    return Command("DOM.hideHighlight", _p, None)
-
-
 def _c_hide_highlight(d: dict[str, Any]) -> Command[None]:
     return hide_highlight()
-
-
-def highlight_node() -> Command[None]:
-    """Highlights DOM node."""
-    _p: dict[str, Any] = {}
-    return Command("DOM.highlightNode", _p, None)
 
 
 def _c_highlight_node(d: dict[str, Any]) -> Command[None]:
     return highlight_node()
 
 
-def highlight_rect() -> Command[None]:
-    """Highlights given rectangle."""
-    _p: dict[str, Any] = {}
-    return Command("DOM.highlightRect", _p, None)
-
-
 def _c_highlight_rect(d: dict[str, Any]) -> Command[None]:
     return highlight_rect()
 
 
-def mark_undoable_state() -> Command[None]:
-    """Experimental. Marks last undoable state."""
-    _p: dict[str, Any] = {}
-    return Command("DOM.markUndoableState", _p, None)
-
-
 def _c_mark_undoable_state(d: dict[str, Any]) -> Command[None]:
     return mark_undoable_state()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class MoveToResult:
-    """Result of :func:`move_to` (DOM.moveTo).
-
-    Attributes:
-        node_id: New id of the moved node.
-    """
-
-    node_id: NodeId
 
 
 _MoveToResult_plain = {
@@ -1797,32 +3106,23 @@ def _s_MoveToResult(d: dict[str, Any]) -> MoveToResult:
 
 
 def _u_MoveToResult(o: MoveToResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
     }
-    return d
 
 
-def move_to(
-    *,
+def _p_move_to(
     node_id: NodeId,
     target_node_id: NodeId,
-    insert_before_node_id: NodeId | None = None,
-) -> Command[MoveToResult]:
-    """Moves node into the new container, places it before the given anchor.
-
-    Args:
-        node_id: Id of the node to move.
-        target_node_id: Id of the element to drop the moved node into.
-        insert_before_node_id: Drop node before this one (if absent, the moved node becomes the last child of `targetNodeId`).
-    """
+    insert_before_node_id: NodeId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "nodeId": node_id,
         "targetNodeId": target_node_id,
     }
     if insert_before_node_id is not None:
         _p["insertBeforeNodeId"] = insert_before_node_id
-    return Command("DOM.moveTo", _p, _s_MoveToResult)
+    return _p
 
 
 def _c_move_to(d: dict[str, Any]) -> Command[MoveToResult]:
@@ -1831,19 +3131,6 @@ def _c_move_to(d: dict[str, Any]) -> Command[MoveToResult]:
         target_node_id=d["targetNodeId"],
         insert_before_node_id=d.get("insertBeforeNodeId"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PerformSearchResult:
-    """Result of :func:`perform_search` (DOM.performSearch).
-
-    Attributes:
-        search_id: Unique search session identifier.
-        result_count: Number of search results.
-    """
-
-    search_id: str
-    result_count: int
 
 
 _PerformSearchResult_plain = {
@@ -1867,31 +3154,22 @@ def _s_PerformSearchResult(d: dict[str, Any]) -> PerformSearchResult:
 
 
 def _u_PerformSearchResult(o: PerformSearchResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "searchId": o.search_id,
         "resultCount": o.result_count,
     }
-    return d
 
 
-def perform_search(
-    *,
+def _p_perform_search(
     query: str,
-    include_user_agent_shadow_dom: bool | None = None,
-) -> Command[PerformSearchResult]:
-    """Experimental. Searches for a given string in the DOM tree. Use `getSearchResults` to access search results or
-    `cancelSearch` to end this search session.
-
-    Args:
-        query: Plain text or query selector or XPath search query.
-        include_user_agent_shadow_dom: True to search in user agent shadow DOM.
-    """
+    include_user_agent_shadow_dom: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "query": query,
     }
     if include_user_agent_shadow_dom is not None:
         _p["includeUserAgentShadowDOM"] = include_user_agent_shadow_dom
-    return Command("DOM.performSearch", _p, _s_PerformSearchResult)
+    return _p
 
 
 def _c_perform_search(d: dict[str, Any]) -> Command[PerformSearchResult]:
@@ -1899,17 +3177,6 @@ def _c_perform_search(d: dict[str, Any]) -> Command[PerformSearchResult]:
         query=d["query"],
         include_user_agent_shadow_dom=d.get("includeUserAgentShadowDOM"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PushNodeByPathToFrontendResult:
-    """Result of :func:`push_node_by_path_to_frontend` (DOM.pushNodeByPathToFrontend).
-
-    Attributes:
-        node_id: Id of the node for given path.
-    """
-
-    node_id: NodeId
 
 
 _PushNodeByPathToFrontendResult_plain = {
@@ -1930,42 +3197,23 @@ def _s_PushNodeByPathToFrontendResult(d: dict[str, Any]) -> PushNodeByPathToFron
 
 
 def _u_PushNodeByPathToFrontendResult(o: PushNodeByPathToFrontendResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
     }
-    return d
 
 
-def push_node_by_path_to_frontend(
-    *,
+def _p_push_node_by_path_to_frontend(
     path: str,
-) -> Command[PushNodeByPathToFrontendResult]:
-    """Experimental. Requests that the node is sent to the caller given its path. // FIXME, use XPath
-
-    Args:
-        path: Path to node in the proprietary format.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "path": path,
     }
-    return Command("DOM.pushNodeByPathToFrontend", _p, _s_PushNodeByPathToFrontendResult)
 
 
 def _c_push_node_by_path_to_frontend(d: dict[str, Any]) -> Command[PushNodeByPathToFrontendResult]:
     return push_node_by_path_to_frontend(
         path=d["path"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PushNodesByBackendIdsToFrontendResult:
-    """Result of :func:`push_nodes_by_backend_ids_to_frontend` (DOM.pushNodesByBackendIdsToFrontend).
-
-    Attributes:
-        node_ids: The array of ids of pushed nodes that correspond to the backend ids specified in backendNodeIds.
-    """
-
-    node_ids: list[NodeId]
 
 
 _PushNodesByBackendIdsToFrontendResult_plain = {
@@ -1986,25 +3234,17 @@ def _s_PushNodesByBackendIdsToFrontendResult(d: dict[str, Any]) -> PushNodesByBa
 
 
 def _u_PushNodesByBackendIdsToFrontendResult(o: PushNodesByBackendIdsToFrontendResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeIds": o.node_ids,
     }
-    return d
 
 
-def push_nodes_by_backend_ids_to_frontend(
-    *,
+def _p_push_nodes_by_backend_ids_to_frontend(
     backend_node_ids: list[BackendNodeId],
-) -> Command[PushNodesByBackendIdsToFrontendResult]:
-    """Experimental. Requests that a batch of nodes is sent to the caller given their backend node ids.
-
-    Args:
-        backend_node_ids: The array of backend node ids.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "backendNodeIds": backend_node_ids,
     }
-    return Command("DOM.pushNodesByBackendIdsToFrontend", _p, _s_PushNodesByBackendIdsToFrontendResult)
 
 
 def _c_push_nodes_by_backend_ids_to_frontend(
@@ -2013,17 +3253,6 @@ def _c_push_nodes_by_backend_ids_to_frontend(
     return push_nodes_by_backend_ids_to_frontend(
         backend_node_ids=d["backendNodeIds"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class QuerySelectorResult:
-    """Result of :func:`query_selector` (DOM.querySelector).
-
-    Attributes:
-        node_id: Query selector result.
-    """
-
-    node_id: NodeId
 
 
 _QuerySelectorResult_plain = {
@@ -2044,28 +3273,19 @@ def _s_QuerySelectorResult(d: dict[str, Any]) -> QuerySelectorResult:
 
 
 def _u_QuerySelectorResult(o: QuerySelectorResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
     }
-    return d
 
 
-def query_selector(
-    *,
+def _p_query_selector(
     node_id: NodeId,
     selector: str,
-) -> Command[QuerySelectorResult]:
-    """Executes `querySelector` on a given node.
-
-    Args:
-        node_id: Id of the node to query upon.
-        selector: Selector string.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
         "selector": selector,
     }
-    return Command("DOM.querySelector", _p, _s_QuerySelectorResult)
 
 
 def _c_query_selector(d: dict[str, Any]) -> Command[QuerySelectorResult]:
@@ -2073,17 +3293,6 @@ def _c_query_selector(d: dict[str, Any]) -> Command[QuerySelectorResult]:
         node_id=d["nodeId"],
         selector=d["selector"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class QuerySelectorAllResult:
-    """Result of :func:`query_selector_all` (DOM.querySelectorAll).
-
-    Attributes:
-        node_ids: Query selector result.
-    """
-
-    node_ids: list[NodeId]
 
 
 _QuerySelectorAllResult_plain = {
@@ -2104,28 +3313,19 @@ def _s_QuerySelectorAllResult(d: dict[str, Any]) -> QuerySelectorAllResult:
 
 
 def _u_QuerySelectorAllResult(o: QuerySelectorAllResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeIds": o.node_ids,
     }
-    return d
 
 
-def query_selector_all(
-    *,
+def _p_query_selector_all(
     node_id: NodeId,
     selector: str,
-) -> Command[QuerySelectorAllResult]:
-    """Executes `querySelectorAll` on a given node.
-
-    Args:
-        node_id: Id of the node to query upon.
-        selector: Selector string.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
         "selector": selector,
     }
-    return Command("DOM.querySelectorAll", _p, _s_QuerySelectorAllResult)
 
 
 def _c_query_selector_all(d: dict[str, Any]) -> Command[QuerySelectorAllResult]:
@@ -2133,17 +3333,6 @@ def _c_query_selector_all(d: dict[str, Any]) -> Command[QuerySelectorAllResult]:
         node_id=d["nodeId"],
         selector=d["selector"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetTopLayerElementsResult:
-    """Result of :func:`get_top_layer_elements` (DOM.getTopLayerElements).
-
-    Attributes:
-        node_ids: NodeIds of top layer elements
-    """
-
-    node_ids: list[NodeId]
 
 
 _GetTopLayerElementsResult_plain = {
@@ -2164,33 +3353,13 @@ def _s_GetTopLayerElementsResult(d: dict[str, Any]) -> GetTopLayerElementsResult
 
 
 def _u_GetTopLayerElementsResult(o: GetTopLayerElementsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeIds": o.node_ids,
     }
-    return d
-
-
-def get_top_layer_elements() -> Command[GetTopLayerElementsResult]:
-    """Experimental. Returns NodeIds of current top layer elements.
-    Top layer is rendered closest to the user within a viewport, therefore its elements always
-    appear on top of all other content."""
-    _p: dict[str, Any] = {}
-    return Command("DOM.getTopLayerElements", _p, _s_GetTopLayerElementsResult)
 
 
 def _c_get_top_layer_elements(d: dict[str, Any]) -> Command[GetTopLayerElementsResult]:
     return get_top_layer_elements()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetElementByRelationResult:
-    """Result of :func:`get_element_by_relation` (DOM.getElementByRelation).
-
-    Attributes:
-        node_id: NodeId of the element matching the queried relation.
-    """
-
-    node_id: NodeId
 
 
 _GetElementByRelationResult_plain = {
@@ -2211,28 +3380,19 @@ def _s_GetElementByRelationResult(d: dict[str, Any]) -> GetElementByRelationResu
 
 
 def _u_GetElementByRelationResult(o: GetElementByRelationResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
     }
-    return d
 
 
-def get_element_by_relation(
-    *,
+def _p_get_element_by_relation(
     node_id: NodeId,
     relation: str,
-) -> Command[GetElementByRelationResult]:
-    """Experimental. Returns the NodeId of the matched element according to certain relations.
-
-    Args:
-        node_id: Id of the node from which to query the relation.
-        relation: Type of relation to get. Values: 'PopoverTarget', 'InterestTarget', 'CommandFor'.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
         "relation": relation,
     }
-    return Command("DOM.getElementByRelation", _p, _s_GetElementByRelationResult)
 
 
 def _c_get_element_by_relation(d: dict[str, Any]) -> Command[GetElementByRelationResult]:
@@ -2242,32 +3402,18 @@ def _c_get_element_by_relation(d: dict[str, Any]) -> Command[GetElementByRelatio
     )
 
 
-def redo() -> Command[None]:
-    """Experimental. Re-does the last undone action."""
-    _p: dict[str, Any] = {}
-    return Command("DOM.redo", _p, None)
-
-
 def _c_redo(d: dict[str, Any]) -> Command[None]:
     return redo()
 
 
-def remove_attribute(
-    *,
+def _p_remove_attribute(
     node_id: NodeId,
     name: str,
-) -> Command[None]:
-    """Removes attribute with given name from an element with given id.
-
-    Args:
-        node_id: Id of the element to remove attribute from.
-        name: Name of the attribute to remove.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
         "name": name,
     }
-    return Command("DOM.removeAttribute", _p, None)
 
 
 def _c_remove_attribute(d: dict[str, Any]) -> Command[None]:
@@ -2277,19 +3423,12 @@ def _c_remove_attribute(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def remove_node(
-    *,
+def _p_remove_node(
     node_id: NodeId,
-) -> Command[None]:
-    """Removes node with given id.
-
-    Args:
-        node_id: Id of the node to remove.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
     }
-    return Command("DOM.removeNode", _p, None)
 
 
 def _c_remove_node(d: dict[str, Any]) -> Command[None]:
@@ -2298,21 +3437,11 @@ def _c_remove_node(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def request_child_nodes(
-    *,
+def _p_request_child_nodes(
     node_id: NodeId,
-    depth: int | None = None,
-    pierce: bool | None = None,
-) -> Command[None]:
-    """Requests that children of the node with given id are returned to the caller in form of
-    `setChildNodes` events where not only immediate children are retrieved, but all children down to
-    the specified depth.
-
-    Args:
-        node_id: Id of the node to get children for.
-        depth: The maximum depth at which children should be retrieved, defaults to 1. Use -1 for the entire subtree or provide an integer larger than 0.
-        pierce: Whether or not iframes and shadow roots should be traversed when returning the sub-tree (default is false).
-    """
+    depth: int | None,
+    pierce: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "nodeId": node_id,
     }
@@ -2320,7 +3449,7 @@ def request_child_nodes(
         _p["depth"] = depth
     if pierce is not None:
         _p["pierce"] = pierce
-    return Command("DOM.requestChildNodes", _p, None)
+    return _p
 
 
 def _c_request_child_nodes(d: dict[str, Any]) -> Command[None]:
@@ -2329,17 +3458,6 @@ def _c_request_child_nodes(d: dict[str, Any]) -> Command[None]:
         depth=d.get("depth"),
         pierce=d.get("pierce"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RequestNodeResult:
-    """Result of :func:`request_node` (DOM.requestNode).
-
-    Attributes:
-        node_id: Node id for given object.
-    """
-
-    node_id: NodeId
 
 
 _RequestNodeResult_plain = {
@@ -2360,44 +3478,23 @@ def _s_RequestNodeResult(d: dict[str, Any]) -> RequestNodeResult:
 
 
 def _u_RequestNodeResult(o: RequestNodeResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
     }
-    return d
 
 
-def request_node(
-    *,
-    object_id: _runtime.RemoteObjectId,
-) -> Command[RequestNodeResult]:
-    """Requests that the node is sent to the caller given the JavaScript node object reference. All
-    nodes that form the path from the node to the root are also sent to the client as a series of
-    `setChildNodes` notifications.
-
-    Args:
-        object_id: JavaScript object id to convert into node.
-    """
-    _p: dict[str, Any] = {
+def _p_request_node(
+    object_id: cdp.runtime.RemoteObjectId,
+) -> dict[str, Any]:
+    return {
         "objectId": object_id,
     }
-    return Command("DOM.requestNode", _p, _s_RequestNodeResult)
 
 
 def _c_request_node(d: dict[str, Any]) -> Command[RequestNodeResult]:
     return request_node(
         object_id=d["objectId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ResolveNodeResult:
-    """Result of :func:`resolve_node` (DOM.resolveNode).
-
-    Attributes:
-        object_: JavaScript object wrapper for given node.
-    """
-
-    object_: _runtime.RemoteObject
 
 
 def _s_ResolveNodeResult(d: dict[str, Any]) -> ResolveNodeResult:
@@ -2412,27 +3509,17 @@ def _s_ResolveNodeResult(d: dict[str, Any]) -> ResolveNodeResult:
 
 
 def _u_ResolveNodeResult(o: ResolveNodeResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "object": cdp.runtime._u_RemoteObject(o.object_),
     }
-    return d
 
 
-def resolve_node(
-    *,
-    node_id: NodeId | None = None,
-    backend_node_id: BackendNodeId | None = None,
-    object_group: str | None = None,
-    execution_context_id: _runtime.ExecutionContextId | None = None,
-) -> Command[ResolveNodeResult]:
-    """Resolves the JavaScript node object for a given NodeId or BackendNodeId.
-
-    Args:
-        node_id: Id of the node to resolve.
-        backend_node_id: Backend identifier of the node to resolve.
-        object_group: Symbolic group name that can be used to release multiple objects.
-        execution_context_id: Execution context in which to resolve the node.
-    """
+def _p_resolve_node(
+    node_id: NodeId | None,
+    backend_node_id: BackendNodeId | None,
+    object_group: str | None,
+    execution_context_id: cdp.runtime.ExecutionContextId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if node_id is not None:
         _p["nodeId"] = node_id
@@ -2442,7 +3529,7 @@ def resolve_node(
         _p["objectGroup"] = object_group
     if execution_context_id is not None:
         _p["executionContextId"] = execution_context_id
-    return Command("DOM.resolveNode", _p, _s_ResolveNodeResult)
+    return _p
 
 
 def _c_resolve_node(d: dict[str, Any]) -> Command[ResolveNodeResult]:
@@ -2454,25 +3541,16 @@ def _c_resolve_node(d: dict[str, Any]) -> Command[ResolveNodeResult]:
     )
 
 
-def set_attribute_value(
-    *,
+def _p_set_attribute_value(
     node_id: NodeId,
     name: str,
     value: str,
-) -> Command[None]:
-    """Sets attribute for an element with given id.
-
-    Args:
-        node_id: Id of the element to set attribute for.
-        name: Attribute name.
-        value: Attribute value.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
         "name": name,
         "value": value,
     }
-    return Command("DOM.setAttributeValue", _p, None)
 
 
 def _c_set_attribute_value(d: dict[str, Any]) -> Command[None]:
@@ -2483,27 +3561,18 @@ def _c_set_attribute_value(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_attributes_as_text(
-    *,
+def _p_set_attributes_as_text(
     node_id: NodeId,
     text: str,
-    name: str | None = None,
-) -> Command[None]:
-    """Sets attributes on element with given id. This method is useful when user edits some existing
-    attribute value and types in several attribute name/value pairs.
-
-    Args:
-        node_id: Id of the element to set attributes for.
-        text: Text with a number of attributes. Will parse this text using HTML parser.
-        name: Attribute name to replace with new attributes derived from text in case text parsed successfully.
-    """
+    name: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "nodeId": node_id,
         "text": text,
     }
     if name is not None:
         _p["name"] = name
-    return Command("DOM.setAttributesAsText", _p, None)
+    return _p
 
 
 def _c_set_attributes_as_text(d: dict[str, Any]) -> Command[None]:
@@ -2514,21 +3583,12 @@ def _c_set_attributes_as_text(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_file_input_files(
-    *,
+def _p_set_file_input_files(
     files: list[str],
-    node_id: NodeId | None = None,
-    backend_node_id: BackendNodeId | None = None,
-    object_id: _runtime.RemoteObjectId | None = None,
-) -> Command[None]:
-    """Sets files for the given file input element.
-
-    Args:
-        files: Array of file paths to set.
-        node_id: Identifier of the node.
-        backend_node_id: Identifier of the backend node.
-        object_id: JavaScript object id of the node wrapper.
-    """
+    node_id: NodeId | None,
+    backend_node_id: BackendNodeId | None,
+    object_id: cdp.runtime.RemoteObjectId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "files": files,
     }
@@ -2538,7 +3598,7 @@ def set_file_input_files(
         _p["backendNodeId"] = backend_node_id
     if object_id is not None:
         _p["objectId"] = object_id
-    return Command("DOM.setFileInputFiles", _p, None)
+    return _p
 
 
 def _c_set_file_input_files(d: dict[str, Any]) -> Command[None]:
@@ -2550,36 +3610,18 @@ def _c_set_file_input_files(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_node_stack_traces_enabled(
-    *,
+def _p_set_node_stack_traces_enabled(
     enable: bool,
-) -> Command[None]:
-    """Experimental. Sets if stack traces should be captured for Nodes. See `Node.getNodeStackTraces`. Default is disabled.
-
-    Args:
-        enable: Enable or disable.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "enable": enable,
     }
-    return Command("DOM.setNodeStackTracesEnabled", _p, None)
 
 
 def _c_set_node_stack_traces_enabled(d: dict[str, Any]) -> Command[None]:
     return set_node_stack_traces_enabled(
         enable=d["enable"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetNodeStackTracesResult:
-    """Result of :func:`get_node_stack_traces` (DOM.getNodeStackTraces).
-
-    Attributes:
-        creation: Creation stack trace, if available.
-    """
-
-    creation: _runtime.StackTrace | None = None
 
 
 def _s_GetNodeStackTracesResult(d: dict[str, Any]) -> GetNodeStackTracesResult:
@@ -2598,44 +3640,18 @@ def _u_GetNodeStackTracesResult(o: GetNodeStackTracesResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    GetNodeStackTracesResult,
-    {
-        "creation": None,
-    },
-)
-
-
-def get_node_stack_traces(
-    *,
+def _p_get_node_stack_traces(
     node_id: NodeId,
-) -> Command[GetNodeStackTracesResult]:
-    """Experimental. Gets stack traces associated with a Node. As of now, only provides stack trace for Node creation.
-
-    Args:
-        node_id: Id of the node to get stack traces for.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
     }
-    return Command("DOM.getNodeStackTraces", _p, _s_GetNodeStackTracesResult)
 
 
 def _c_get_node_stack_traces(d: dict[str, Any]) -> Command[GetNodeStackTracesResult]:
     return get_node_stack_traces(
         node_id=d["nodeId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetFileInfoResult:
-    """Result of :func:`get_file_info` (DOM.getFileInfo).
-
-    Attributes:
-        path: -
-    """
-
-    path: str
 
 
 _GetFileInfoResult_plain = {
@@ -2656,43 +3672,23 @@ def _s_GetFileInfoResult(d: dict[str, Any]) -> GetFileInfoResult:
 
 
 def _u_GetFileInfoResult(o: GetFileInfoResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "path": o.path,
     }
-    return d
 
 
-def get_file_info(
-    *,
-    object_id: _runtime.RemoteObjectId,
-) -> Command[GetFileInfoResult]:
-    """Experimental. Returns file information for the given
-    File wrapper.
-
-    Args:
-        object_id: JavaScript object id of the node wrapper.
-    """
-    _p: dict[str, Any] = {
+def _p_get_file_info(
+    object_id: cdp.runtime.RemoteObjectId,
+) -> dict[str, Any]:
+    return {
         "objectId": object_id,
     }
-    return Command("DOM.getFileInfo", _p, _s_GetFileInfoResult)
 
 
 def _c_get_file_info(d: dict[str, Any]) -> Command[GetFileInfoResult]:
     return get_file_info(
         object_id=d["objectId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetDetachedDomNodesResult:
-    """Result of :func:`get_detached_dom_nodes` (DOM.getDetachedDomNodes).
-
-    Attributes:
-        detached_nodes: The list of detached nodes
-    """
-
-    detached_nodes: list[DetachedElementInfo]
 
 
 def _s_GetDetachedDomNodesResult(d: dict[str, Any]) -> GetDetachedDomNodesResult:
@@ -2707,53 +3703,27 @@ def _s_GetDetachedDomNodesResult(d: dict[str, Any]) -> GetDetachedDomNodesResult
 
 
 def _u_GetDetachedDomNodesResult(o: GetDetachedDomNodesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "detachedNodes": [_u_DetachedElementInfo(x0) for x0 in o.detached_nodes],
     }
-    return d
-
-
-def get_detached_dom_nodes() -> Command[GetDetachedDomNodesResult]:
-    """Experimental. Returns list of detached nodes"""
-    _p: dict[str, Any] = {}
-    return Command("DOM.getDetachedDomNodes", _p, _s_GetDetachedDomNodesResult)
 
 
 def _c_get_detached_dom_nodes(d: dict[str, Any]) -> Command[GetDetachedDomNodesResult]:
     return get_detached_dom_nodes()
 
 
-def set_inspected_node(
-    *,
+def _p_set_inspected_node(
     node_id: NodeId,
-) -> Command[None]:
-    """Experimental. Enables console to refer to the node with given id via $x (see Command Line API for more details
-    $x functions).
-
-    Args:
-        node_id: DOM node id to be accessible by means of $x command line API.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
     }
-    return Command("DOM.setInspectedNode", _p, None)
 
 
 def _c_set_inspected_node(d: dict[str, Any]) -> Command[None]:
     return set_inspected_node(
         node_id=d["nodeId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetNodeNameResult:
-    """Result of :func:`set_node_name` (DOM.setNodeName).
-
-    Attributes:
-        node_id: New node's id.
-    """
-
-    node_id: NodeId
 
 
 _SetNodeNameResult_plain = {
@@ -2774,28 +3744,19 @@ def _s_SetNodeNameResult(d: dict[str, Any]) -> SetNodeNameResult:
 
 
 def _u_SetNodeNameResult(o: SetNodeNameResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
     }
-    return d
 
 
-def set_node_name(
-    *,
+def _p_set_node_name(
     node_id: NodeId,
     name: str,
-) -> Command[SetNodeNameResult]:
-    """Sets node name for a node with given id.
-
-    Args:
-        node_id: Id of the node to set name for.
-        name: New node's name.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
         "name": name,
     }
-    return Command("DOM.setNodeName", _p, _s_SetNodeNameResult)
 
 
 def _c_set_node_name(d: dict[str, Any]) -> Command[SetNodeNameResult]:
@@ -2805,22 +3766,14 @@ def _c_set_node_name(d: dict[str, Any]) -> Command[SetNodeNameResult]:
     )
 
 
-def set_node_value(
-    *,
+def _p_set_node_value(
     node_id: NodeId,
     value: str,
-) -> Command[None]:
-    """Sets node value for a node with given id.
-
-    Args:
-        node_id: Id of the node to set value for.
-        value: New node's value.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
         "value": value,
     }
-    return Command("DOM.setNodeValue", _p, None)
 
 
 def _c_set_node_value(d: dict[str, Any]) -> Command[None]:
@@ -2830,22 +3783,14 @@ def _c_set_node_value(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_outer_html(
-    *,
+def _p_set_outer_html(
     node_id: NodeId,
     outer_html: str,
-) -> Command[None]:
-    """Sets node HTML markup, returns new node id.
-
-    Args:
-        node_id: Id of the node to set markup for.
-        outer_html: Outer HTML markup to set.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
         "outerHTML": outer_html,
     }
-    return Command("DOM.setOuterHTML", _p, None)
 
 
 def _c_set_outer_html(d: dict[str, Any]) -> Command[None]:
@@ -2855,27 +3800,8 @@ def _c_set_outer_html(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def undo() -> Command[None]:
-    """Experimental. Undoes the last performed action."""
-    _p: dict[str, Any] = {}
-    return Command("DOM.undo", _p, None)
-
-
 def _c_undo(d: dict[str, Any]) -> Command[None]:
     return undo()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetFrameOwnerResult:
-    """Result of :func:`get_frame_owner` (DOM.getFrameOwner).
-
-    Attributes:
-        backend_node_id: Resulting node.
-        node_id: Id of the node at given coordinates, only when enabled and requested document.
-    """
-
-    backend_node_id: BackendNodeId
-    node_id: NodeId | None = None
 
 
 _GetFrameOwnerResult_plain = {
@@ -2905,44 +3831,18 @@ def _u_GetFrameOwnerResult(o: GetFrameOwnerResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    GetFrameOwnerResult,
-    {
-        "node_id": None,
-    },
-)
-
-
-def get_frame_owner(
-    *,
-    frame_id: _page.FrameId,
-) -> Command[GetFrameOwnerResult]:
-    """Experimental. Returns iframe node that owns iframe with the given domain.
-
-    Args:
-        frame_id: -
-    """
-    _p: dict[str, Any] = {
+def _p_get_frame_owner(
+    frame_id: cdp.page.FrameId,
+) -> dict[str, Any]:
+    return {
         "frameId": frame_id,
     }
-    return Command("DOM.getFrameOwner", _p, _s_GetFrameOwnerResult)
 
 
 def _c_get_frame_owner(d: dict[str, Any]) -> Command[GetFrameOwnerResult]:
     return get_frame_owner(
         frame_id=d["frameId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetContainerForNodeResult:
-    """Result of :func:`get_container_for_node` (DOM.getContainerForNode).
-
-    Attributes:
-        node_id: The container node for the given node, or null if not found.
-    """
-
-    node_id: NodeId | None = None
 
 
 _GetContainerForNodeResult_plain = {
@@ -2967,37 +3867,14 @@ def _u_GetContainerForNodeResult(o: GetContainerForNodeResult) -> dict[str, Any]
     return d
 
 
-optional_defaults(
-    GetContainerForNodeResult,
-    {
-        "node_id": None,
-    },
-)
-
-
-def get_container_for_node(
-    *,
+def _p_get_container_for_node(
     node_id: NodeId,
-    container_name: str | None = None,
-    physical_axes: PhysicalAxes | None = None,
-    logical_axes: LogicalAxes | None = None,
-    queries_scroll_state: bool | None = None,
-    queries_anchored: bool | None = None,
-) -> Command[GetContainerForNodeResult]:
-    """Experimental. Returns the query container of the given node based on container query
-    conditions: containerName, physical and logical axes, and whether it queries
-    scroll-state or anchored elements. If no axes are provided and
-    queriesScrollState is false, the style container is returned, which is the
-    direct parent or the closest element with a matching container-name.
-
-    Args:
-        node_id: -
-        container_name: -
-        physical_axes: -
-        logical_axes: -
-        queries_scroll_state: -
-        queries_anchored: -
-    """
+    container_name: str | None,
+    physical_axes: PhysicalAxes | None,
+    logical_axes: LogicalAxes | None,
+    queries_scroll_state: bool | None,
+    queries_anchored: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "nodeId": node_id,
     }
@@ -3011,7 +3888,7 @@ def get_container_for_node(
         _p["queriesScrollState"] = queries_scroll_state
     if queries_anchored is not None:
         _p["queriesAnchored"] = queries_anchored
-    return Command("DOM.getContainerForNode", _p, _s_GetContainerForNodeResult)
+    return _p
 
 
 def _c_get_container_for_node(d: dict[str, Any]) -> Command[GetContainerForNodeResult]:
@@ -3023,17 +3900,6 @@ def _c_get_container_for_node(d: dict[str, Any]) -> Command[GetContainerForNodeR
         queries_scroll_state=d.get("queriesScrollState"),
         queries_anchored=d.get("queriesAnchored"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetQueryingDescendantsForContainerResult:
-    """Result of :func:`get_querying_descendants_for_container` (DOM.getQueryingDescendantsForContainer).
-
-    Attributes:
-        node_ids: Descendant nodes with container queries against the given container.
-    """
-
-    node_ids: list[NodeId]
 
 
 _GetQueryingDescendantsForContainerResult_plain = {
@@ -3058,26 +3924,17 @@ def _s_GetQueryingDescendantsForContainerResult(
 def _u_GetQueryingDescendantsForContainerResult(
     o: GetQueryingDescendantsForContainerResult,
 ) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeIds": o.node_ids,
     }
-    return d
 
 
-def get_querying_descendants_for_container(
-    *,
+def _p_get_querying_descendants_for_container(
     node_id: NodeId,
-) -> Command[GetQueryingDescendantsForContainerResult]:
-    """Experimental. Returns the descendants of a container query container that have
-    container queries against this container.
-
-    Args:
-        node_id: Id of the container node to find querying descendants from.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
     }
-    return Command("DOM.getQueryingDescendantsForContainer", _p, _s_GetQueryingDescendantsForContainerResult)
 
 
 def _c_get_querying_descendants_for_container(
@@ -3086,17 +3943,6 @@ def _c_get_querying_descendants_for_container(
     return get_querying_descendants_for_container(
         node_id=d["nodeId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetAnchorElementResult:
-    """Result of :func:`get_anchor_element` (DOM.getAnchorElement).
-
-    Attributes:
-        node_id: The anchor element of the given anchor query.
-    """
-
-    node_id: NodeId
 
 
 _GetAnchorElementResult_plain = {
@@ -3117,30 +3963,21 @@ def _s_GetAnchorElementResult(d: dict[str, Any]) -> GetAnchorElementResult:
 
 
 def _u_GetAnchorElementResult(o: GetAnchorElementResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
     }
-    return d
 
 
-def get_anchor_element(
-    *,
+def _p_get_anchor_element(
     node_id: NodeId,
-    anchor_specifier: str | None = None,
-) -> Command[GetAnchorElementResult]:
-    """Experimental. Returns the target anchor element of the given anchor query according to
-    https://www.w3.org/TR/css-anchor-position-1/#target.
-
-    Args:
-        node_id: Id of the positioned element from which to find the anchor.
-        anchor_specifier: An optional anchor specifier, as defined in https://www.w3.org/TR/css-anchor-position-1/#anchor-specifier. If not provided, it will return the implicit anchor element for the given positioned element.
-    """
+    anchor_specifier: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "nodeId": node_id,
     }
     if anchor_specifier is not None:
         _p["anchorSpecifier"] = anchor_specifier
-    return Command("DOM.getAnchorElement", _p, _s_GetAnchorElementResult)
+    return _p
 
 
 def _c_get_anchor_element(d: dict[str, Any]) -> Command[GetAnchorElementResult]:
@@ -3148,17 +3985,6 @@ def _c_get_anchor_element(d: dict[str, Any]) -> Command[GetAnchorElementResult]:
         node_id=d["nodeId"],
         anchor_specifier=d.get("anchorSpecifier"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ForceShowPopoverResult:
-    """Result of :func:`force_show_popover` (DOM.forceShowPopover).
-
-    Attributes:
-        node_ids: List of popovers that were closed in order to respect popover stacking order.
-    """
-
-    node_ids: list[NodeId]
 
 
 _ForceShowPopoverResult_plain = {
@@ -3179,33 +4005,23 @@ def _s_ForceShowPopoverResult(d: dict[str, Any]) -> ForceShowPopoverResult:
 
 
 def _u_ForceShowPopoverResult(o: ForceShowPopoverResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeIds": o.node_ids,
     }
-    return d
 
 
-def force_show_popover(
-    *,
+def _p_force_show_popover(
     node_id: NodeId,
     enable: bool,
-    invoker_node_id: BackendNodeId | None = None,
-) -> Command[ForceShowPopoverResult]:
-    """Experimental. When enabling, this API force-opens the popover identified by nodeId
-    and keeps it open until disabled.
-
-    Args:
-        node_id: Id of the popover HTMLElement
-        enable: If true, opens the popover and keeps it open. If false, closes the popover if it was previously force-opened.
-        invoker_node_id: Optional ID of the element invoking this popover, used to establish the implicit anchor. If not provided, it will fall back to the first invoker in the document, preferring elements with a popovertarget attribute over those with a commandfor attribute. Note that if there are multiple invokers, this is just an estimate.
-    """
+    invoker_node_id: BackendNodeId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "nodeId": node_id,
         "enable": enable,
     }
     if invoker_node_id is not None:
         _p["invokerNodeId"] = invoker_node_id
-    return Command("DOM.forceShowPopover", _p, _s_ForceShowPopoverResult)
+    return _p
 
 
 def _c_force_show_popover(d: dict[str, Any]) -> Command[ForceShowPopoverResult]:
@@ -3214,17 +4030,6 @@ def _c_force_show_popover(d: dict[str, Any]) -> Command[ForceShowPopoverResult]:
         enable=d["enable"],
         invoker_node_id=d.get("invokerNodeId"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetImplicitAnchorCandidatesResult:
-    """Result of :func:`get_implicit_anchor_candidates` (DOM.getImplicitAnchorCandidates).
-
-    Attributes:
-        backend_node_ids: Candidate elements that can invoke this popover.
-    """
-
-    backend_node_ids: list[BackendNodeId]
 
 
 _GetImplicitAnchorCandidatesResult_plain = {
@@ -3245,25 +4050,17 @@ def _s_GetImplicitAnchorCandidatesResult(d: dict[str, Any]) -> GetImplicitAnchor
 
 
 def _u_GetImplicitAnchorCandidatesResult(o: GetImplicitAnchorCandidatesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "backendNodeIds": o.backend_node_ids,
     }
-    return d
 
 
-def get_implicit_anchor_candidates(
-    *,
+def _p_get_implicit_anchor_candidates(
     node_id: NodeId,
-) -> Command[GetImplicitAnchorCandidatesResult]:
-    """Experimental. Returns candidate nodes that are configured as triggers for the given popover.
-
-    Args:
-        node_id: Id of the popover HTMLElement.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
     }
-    return Command("DOM.getImplicitAnchorCandidates", _p, _s_GetImplicitAnchorCandidatesResult)
 
 
 def _c_get_implicit_anchor_candidates(d: dict[str, Any]) -> Command[GetImplicitAnchorCandidatesResult]:
@@ -3272,23 +4069,14 @@ def _c_get_implicit_anchor_candidates(d: dict[str, Any]) -> Command[GetImplicitA
     )
 
 
-def force_show_interest(
-    *,
+def _p_force_show_interest(
     node_id: NodeId,
     enable: bool,
-) -> Command[None]:
-    """Experimental. When enabling, this API forces an element to gain interest in its target,
-    keeping interest active until disabled.
-
-    Args:
-        node_id: Id of the interest invoker HTMLElement.
-        enable: If true, opens and holds interest. If false, releases forced interest.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
         "enable": enable,
     }
-    return Command("DOM.forceShowInterest", _p, None)
 
 
 def _c_force_show_interest(d: dict[str, Any]) -> Command[None]:
@@ -3298,28 +4086,14 @@ def _c_force_show_interest(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_text_marker(
-    *,
+def _p_set_text_marker(
     type_: str,
     start: int,
     end: int,
-    node_id: NodeId | None = None,
-    backend_node_id: BackendNodeId | None = None,
-    object_id: _runtime.RemoteObjectId | None = None,
-) -> Command[None]:
-    """Experimental. Sets a spelling or grammar error marker on the given range of text.
-    See https://github.com/Igalia/explainers/blob/main/force-spelling-grammar-markers/README.md
-    Note: exactly one between nodeId, backendNodeId and objectId should be passed
-    to identify the node.
-
-    Args:
-        node_id: Identifier of the node.
-        backend_node_id: Identifier of the backend node.
-        object_id: JavaScript object id of the node wrapper.
-        type_: The type of marker to set on the given range of text. Values: 'spelling', 'grammar'.
-        start: Start offset into the element's rendered text in UTF-16 code units. For a text control, an offset into the control's value. Offsets count text in DOM order and do not enter shadow trees. To mark text inside a shadow tree, pass the element inside the shadow tree.
-        end: End offset (exclusive) in the same units and space as start.
-    """
+    node_id: NodeId | None,
+    backend_node_id: BackendNodeId | None,
+    object_id: cdp.runtime.RemoteObjectId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "type": type_,
         "start": start,
@@ -3331,7 +4105,7 @@ def set_text_marker(
         _p["backendNodeId"] = backend_node_id
     if object_id is not None:
         _p["objectId"] = object_id
-    return Command("DOM.setTextMarker", _p, None)
+    return _p
 
 
 def _c_set_text_marker(d: dict[str, Any]) -> Command[None]:
@@ -3345,32 +4119,8 @@ def _c_set_text_marker(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def clear_text_markers() -> Command[None]:
-    """Experimental. Clears the spelling and grammar error text markers overlapping the ranges
-    set by setTextMarker in this session. These markers are also removed when
-    the DOM domain is disabled or the session ends."""
-    _p: dict[str, Any] = {}
-    return Command("DOM.clearTextMarkers", _p, None)
-
-
 def _c_clear_text_markers(d: dict[str, Any]) -> Command[None]:
     return clear_text_markers()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AttributeModified:
-    """Fired when `Element`'s attribute is modified.
-
-    Attributes:
-        node_id: Id of the node that has changed.
-        name: Attribute name.
-        value: Attribute value.
-    """
-
-    method: ClassVar[str] = "DOM.attributeModified"
-    node_id: NodeId
-    name: str
-    value: str
 
 
 _AttributeModified_plain = {
@@ -3397,26 +4147,11 @@ def _s_AttributeModified(d: dict[str, Any]) -> AttributeModified:
 
 
 def _u_AttributeModified(o: AttributeModified) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
         "name": o.name,
         "value": o.value,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AdoptedStyleSheetsModified:
-    """Experimental. Fired when `Element`'s adoptedStyleSheets are modified.
-
-    Attributes:
-        node_id: Id of the node that has changed.
-        adopted_style_sheets: Experimental. New adoptedStyleSheets array.
-    """
-
-    method: ClassVar[str] = "DOM.adoptedStyleSheetsModified"
-    node_id: NodeId
-    adopted_style_sheets: list[StyleSheetId]
 
 
 _AdoptedStyleSheetsModified_plain = {
@@ -3440,25 +4175,10 @@ def _s_AdoptedStyleSheetsModified(d: dict[str, Any]) -> AdoptedStyleSheetsModifi
 
 
 def _u_AdoptedStyleSheetsModified(o: AdoptedStyleSheetsModified) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
         "adoptedStyleSheets": o.adopted_style_sheets,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AttributeRemoved:
-    """Fired when `Element`'s attribute is removed.
-
-    Attributes:
-        node_id: Id of the node that has changed.
-        name: A ttribute name.
-    """
-
-    method: ClassVar[str] = "DOM.attributeRemoved"
-    node_id: NodeId
-    name: str
 
 
 _AttributeRemoved_plain = {
@@ -3482,25 +4202,10 @@ def _s_AttributeRemoved(d: dict[str, Any]) -> AttributeRemoved:
 
 
 def _u_AttributeRemoved(o: AttributeRemoved) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
         "name": o.name,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CharacterDataModified:
-    """Mirrors `DOMCharacterDataModified` event.
-
-    Attributes:
-        node_id: Id of the node that has changed.
-        character_data: New text value.
-    """
-
-    method: ClassVar[str] = "DOM.characterDataModified"
-    node_id: NodeId
-    character_data: str
 
 
 _CharacterDataModified_plain = {
@@ -3524,25 +4229,10 @@ def _s_CharacterDataModified(d: dict[str, Any]) -> CharacterDataModified:
 
 
 def _u_CharacterDataModified(o: CharacterDataModified) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
         "characterData": o.character_data,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ChildNodeCountUpdated:
-    """Fired when `Container`'s child node count has changed.
-
-    Attributes:
-        node_id: Id of the node that has changed.
-        child_node_count: New node count.
-    """
-
-    method: ClassVar[str] = "DOM.childNodeCountUpdated"
-    node_id: NodeId
-    child_node_count: int
 
 
 _ChildNodeCountUpdated_plain = {
@@ -3566,27 +4256,10 @@ def _s_ChildNodeCountUpdated(d: dict[str, Any]) -> ChildNodeCountUpdated:
 
 
 def _u_ChildNodeCountUpdated(o: ChildNodeCountUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
         "childNodeCount": o.child_node_count,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ChildNodeInserted:
-    """Mirrors `DOMNodeInserted` event.
-
-    Attributes:
-        parent_node_id: Id of the node that has changed.
-        previous_node_id: Id of the previous sibling.
-        node: Inserted node data.
-    """
-
-    method: ClassVar[str] = "DOM.childNodeInserted"
-    parent_node_id: NodeId
-    previous_node_id: NodeId
-    node: Node
 
 
 _ChildNodeInserted_plain = {
@@ -3614,26 +4287,11 @@ def _s_ChildNodeInserted(d: dict[str, Any]) -> ChildNodeInserted:
 
 
 def _u_ChildNodeInserted(o: ChildNodeInserted) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "parentNodeId": o.parent_node_id,
         "previousNodeId": o.previous_node_id,
         "node": _u_Node(o.node),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ChildNodeRemoved:
-    """Mirrors `DOMNodeRemoved` event.
-
-    Attributes:
-        parent_node_id: Parent id.
-        node_id: Id of the node that has been removed.
-    """
-
-    method: ClassVar[str] = "DOM.childNodeRemoved"
-    parent_node_id: NodeId
-    node_id: NodeId
 
 
 _ChildNodeRemoved_plain = {
@@ -3657,25 +4315,10 @@ def _s_ChildNodeRemoved(d: dict[str, Any]) -> ChildNodeRemoved:
 
 
 def _u_ChildNodeRemoved(o: ChildNodeRemoved) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "parentNodeId": o.parent_node_id,
         "nodeId": o.node_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DistributedNodesUpdated:
-    """Experimental. Called when distribution is changed.
-
-    Attributes:
-        insertion_point_id: Insertion point where distributed nodes were updated.
-        distributed_nodes: Distributed nodes for given insertion point.
-    """
-
-    method: ClassVar[str] = "DOM.distributedNodesUpdated"
-    insertion_point_id: NodeId
-    distributed_nodes: list[BackendNode]
 
 
 _DistributedNodesUpdated_plain = {
@@ -3700,40 +4343,18 @@ def _s_DistributedNodesUpdated(d: dict[str, Any]) -> DistributedNodesUpdated:
 
 
 def _u_DistributedNodesUpdated(o: DistributedNodesUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "insertionPointId": o.insertion_point_id,
         "distributedNodes": [_u_BackendNode(x0) for x0 in o.distributed_nodes],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DocumentUpdated:
-    """Fired when `Document` has been totally updated. Node ids are no longer valid."""
-
-    method: ClassVar[str] = "DOM.documentUpdated"
 
 
 def _s_DocumentUpdated(d: dict[str, Any]) -> DocumentUpdated:
-    o = _new(DocumentUpdated)
-    return o
+    return _new(DocumentUpdated)
 
 
 def _u_DocumentUpdated(o: DocumentUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class InlineStyleInvalidated:
-    """Experimental. Fired when `Element`'s inline style is modified via a CSS property modification.
-
-    Attributes:
-        node_ids: Ids of the nodes for which the inline styles have been invalidated.
-    """
-
-    method: ClassVar[str] = "DOM.inlineStyleInvalidated"
-    node_ids: list[NodeId]
+    return {}
 
 
 _InlineStyleInvalidated_plain = {
@@ -3754,24 +4375,9 @@ def _s_InlineStyleInvalidated(d: dict[str, Any]) -> InlineStyleInvalidated:
 
 
 def _u_InlineStyleInvalidated(o: InlineStyleInvalidated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeIds": o.node_ids,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PseudoElementAdded:
-    """Experimental. Called when a pseudo element is added to an element.
-
-    Attributes:
-        parent_id: Pseudo element's parent element id.
-        pseudo_element: The added pseudo element.
-    """
-
-    method: ClassVar[str] = "DOM.pseudoElementAdded"
-    parent_id: NodeId
-    pseudo_element: Node
 
 
 _PseudoElementAdded_plain = {
@@ -3796,42 +4402,18 @@ def _s_PseudoElementAdded(d: dict[str, Any]) -> PseudoElementAdded:
 
 
 def _u_PseudoElementAdded(o: PseudoElementAdded) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "parentId": o.parent_id,
         "pseudoElement": _u_Node(o.pseudo_element),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TopLayerElementsUpdated:
-    """Experimental. Called when top layer elements are changed."""
-
-    method: ClassVar[str] = "DOM.topLayerElementsUpdated"
 
 
 def _s_TopLayerElementsUpdated(d: dict[str, Any]) -> TopLayerElementsUpdated:
-    o = _new(TopLayerElementsUpdated)
-    return o
+    return _new(TopLayerElementsUpdated)
 
 
 def _u_TopLayerElementsUpdated(o: TopLayerElementsUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ScrollableFlagUpdated:
-    """Experimental. Fired when a node's scrollability state changes.
-
-    Attributes:
-        node_id: The id of the node.
-        is_scrollable: If the node is scrollable.
-    """
-
-    method: ClassVar[str] = "DOM.scrollableFlagUpdated"
-    node_id: NodeId
-    is_scrollable: bool
+    return {}
 
 
 _ScrollableFlagUpdated_plain = {
@@ -3855,25 +4437,10 @@ def _s_ScrollableFlagUpdated(d: dict[str, Any]) -> ScrollableFlagUpdated:
 
 
 def _u_ScrollableFlagUpdated(o: ScrollableFlagUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
         "isScrollable": o.is_scrollable,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AdRelatedStateUpdated:
-    """Experimental. Fired when a node's ad related state changes.
-
-    Attributes:
-        node_id: The id of the node.
-        ad_provenance: The provenance of the ad related node, if it is ad related.
-    """
-
-    method: ClassVar[str] = "DOM.adRelatedStateUpdated"
-    node_id: NodeId
-    ad_provenance: _network.AdProvenance | None = None
 
 
 _AdRelatedStateUpdated_plain = {
@@ -3904,28 +4471,6 @@ def _u_AdRelatedStateUpdated(o: AdRelatedStateUpdated) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    AdRelatedStateUpdated,
-    {
-        "ad_provenance": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AffectedByStartingStylesFlagUpdated:
-    """Experimental. Fired when a node's starting styles changes.
-
-    Attributes:
-        node_id: The id of the node.
-        affected_by_starting_styles: If the node has starting styles.
-    """
-
-    method: ClassVar[str] = "DOM.affectedByStartingStylesFlagUpdated"
-    node_id: NodeId
-    affected_by_starting_styles: bool
-
-
 _AffectedByStartingStylesFlagUpdated_plain = {
     "nodeId": "node_id",
     "affectedByStartingStyles": "affected_by_starting_styles",
@@ -3947,25 +4492,10 @@ def _s_AffectedByStartingStylesFlagUpdated(d: dict[str, Any]) -> AffectedByStart
 
 
 def _u_AffectedByStartingStylesFlagUpdated(o: AffectedByStartingStylesFlagUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
         "affectedByStartingStyles": o.affected_by_starting_styles,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PseudoElementRemoved:
-    """Experimental. Called when a pseudo element is removed from an element.
-
-    Attributes:
-        parent_id: Pseudo element's parent element id.
-        pseudo_element_id: The removed pseudo element id.
-    """
-
-    method: ClassVar[str] = "DOM.pseudoElementRemoved"
-    parent_id: NodeId
-    pseudo_element_id: NodeId
 
 
 _PseudoElementRemoved_plain = {
@@ -3989,26 +4519,10 @@ def _s_PseudoElementRemoved(d: dict[str, Any]) -> PseudoElementRemoved:
 
 
 def _u_PseudoElementRemoved(o: PseudoElementRemoved) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "parentId": o.parent_id,
         "pseudoElementId": o.pseudo_element_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetChildNodes:
-    """Fired when backend wants to provide client with the missing DOM structure. This happens upon
-    most of the calls requesting node ids.
-
-    Attributes:
-        parent_id: Parent node id to populate with children.
-        nodes: Child nodes array.
-    """
-
-    method: ClassVar[str] = "DOM.setChildNodes"
-    parent_id: NodeId
-    nodes: list[Node]
 
 
 _SetChildNodes_plain = {
@@ -4033,25 +4547,10 @@ def _s_SetChildNodes(d: dict[str, Any]) -> SetChildNodes:
 
 
 def _u_SetChildNodes(o: SetChildNodes) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "parentId": o.parent_id,
         "nodes": [_u_Node(x0) for x0 in o.nodes],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ShadowRootPopped:
-    """Experimental. Called when shadow root is popped from the element.
-
-    Attributes:
-        host_id: Host element id.
-        root_id: Shadow root id.
-    """
-
-    method: ClassVar[str] = "DOM.shadowRootPopped"
-    host_id: NodeId
-    root_id: NodeId
 
 
 _ShadowRootPopped_plain = {
@@ -4075,25 +4574,10 @@ def _s_ShadowRootPopped(d: dict[str, Any]) -> ShadowRootPopped:
 
 
 def _u_ShadowRootPopped(o: ShadowRootPopped) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "hostId": o.host_id,
         "rootId": o.root_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ShadowRootPushed:
-    """Experimental. Called when shadow root is pushed into the element.
-
-    Attributes:
-        host_id: Host element id.
-        root: Shadow root.
-    """
-
-    method: ClassVar[str] = "DOM.shadowRootPushed"
-    host_id: NodeId
-    root: Node
 
 
 _ShadowRootPushed_plain = {
@@ -4118,93 +4602,12 @@ def _s_ShadowRootPushed(d: dict[str, Any]) -> ShadowRootPushed:
 
 
 def _u_ShadowRootPushed(o: ShadowRootPushed) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "hostId": o.host_id,
         "root": _u_Node(o.root),
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "DOM.attributeModified": _s_AttributeModified,
-    "DOM.adoptedStyleSheetsModified": _s_AdoptedStyleSheetsModified,
-    "DOM.attributeRemoved": _s_AttributeRemoved,
-    "DOM.characterDataModified": _s_CharacterDataModified,
-    "DOM.childNodeCountUpdated": _s_ChildNodeCountUpdated,
-    "DOM.childNodeInserted": _s_ChildNodeInserted,
-    "DOM.childNodeRemoved": _s_ChildNodeRemoved,
-    "DOM.distributedNodesUpdated": _s_DistributedNodesUpdated,
-    "DOM.documentUpdated": _s_DocumentUpdated,
-    "DOM.inlineStyleInvalidated": _s_InlineStyleInvalidated,
-    "DOM.pseudoElementAdded": _s_PseudoElementAdded,
-    "DOM.topLayerElementsUpdated": _s_TopLayerElementsUpdated,
-    "DOM.scrollableFlagUpdated": _s_ScrollableFlagUpdated,
-    "DOM.adRelatedStateUpdated": _s_AdRelatedStateUpdated,
-    "DOM.affectedByStartingStylesFlagUpdated": _s_AffectedByStartingStylesFlagUpdated,
-    "DOM.pseudoElementRemoved": _s_PseudoElementRemoved,
-    "DOM.setChildNodes": _s_SetChildNodes,
-    "DOM.shadowRootPopped": _s_ShadowRootPopped,
-    "DOM.shadowRootPushed": _s_ShadowRootPushed,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "DOM.collectClassNamesFromSubtree": _c_collect_class_names_from_subtree,
-    "DOM.copyTo": _c_copy_to,
-    "DOM.describeNode": _c_describe_node,
-    "DOM.scrollIntoViewIfNeeded": _c_scroll_into_view_if_needed,
-    "DOM.disable": _c_disable,
-    "DOM.discardSearchResults": _c_discard_search_results,
-    "DOM.enable": _c_enable,
-    "DOM.focus": _c_focus,
-    "DOM.getAttributes": _c_get_attributes,
-    "DOM.getBoxModel": _c_get_box_model,
-    "DOM.getContentQuads": _c_get_content_quads,
-    "DOM.getDocument": _c_get_document,
-    "DOM.getFlattenedDocument": _c_get_flattened_document,
-    "DOM.getNodesForSubtreeByStyle": _c_get_nodes_for_subtree_by_style,
-    "DOM.getNodeForLocation": _c_get_node_for_location,
-    "DOM.getOuterHTML": _c_get_outer_html,
-    "DOM.getRelayoutBoundary": _c_get_relayout_boundary,
-    "DOM.getSearchResults": _c_get_search_results,
-    "DOM.hideHighlight": _c_hide_highlight,
-    "DOM.highlightNode": _c_highlight_node,
-    "DOM.highlightRect": _c_highlight_rect,
-    "DOM.markUndoableState": _c_mark_undoable_state,
-    "DOM.moveTo": _c_move_to,
-    "DOM.performSearch": _c_perform_search,
-    "DOM.pushNodeByPathToFrontend": _c_push_node_by_path_to_frontend,
-    "DOM.pushNodesByBackendIdsToFrontend": _c_push_nodes_by_backend_ids_to_frontend,
-    "DOM.querySelector": _c_query_selector,
-    "DOM.querySelectorAll": _c_query_selector_all,
-    "DOM.getTopLayerElements": _c_get_top_layer_elements,
-    "DOM.getElementByRelation": _c_get_element_by_relation,
-    "DOM.redo": _c_redo,
-    "DOM.removeAttribute": _c_remove_attribute,
-    "DOM.removeNode": _c_remove_node,
-    "DOM.requestChildNodes": _c_request_child_nodes,
-    "DOM.requestNode": _c_request_node,
-    "DOM.resolveNode": _c_resolve_node,
-    "DOM.setAttributeValue": _c_set_attribute_value,
-    "DOM.setAttributesAsText": _c_set_attributes_as_text,
-    "DOM.setFileInputFiles": _c_set_file_input_files,
-    "DOM.setNodeStackTracesEnabled": _c_set_node_stack_traces_enabled,
-    "DOM.getNodeStackTraces": _c_get_node_stack_traces,
-    "DOM.getFileInfo": _c_get_file_info,
-    "DOM.getDetachedDomNodes": _c_get_detached_dom_nodes,
-    "DOM.setInspectedNode": _c_set_inspected_node,
-    "DOM.setNodeName": _c_set_node_name,
-    "DOM.setNodeValue": _c_set_node_value,
-    "DOM.setOuterHTML": _c_set_outer_html,
-    "DOM.undo": _c_undo,
-    "DOM.getFrameOwner": _c_get_frame_owner,
-    "DOM.getContainerForNode": _c_get_container_for_node,
-    "DOM.getQueryingDescendantsForContainer": _c_get_querying_descendants_for_container,
-    "DOM.getAnchorElement": _c_get_anchor_element,
-    "DOM.forceShowPopover": _c_force_show_popover,
-    "DOM.getImplicitAnchorCandidates": _c_get_implicit_anchor_candidates,
-    "DOM.forceShowInterest": _c_force_show_interest,
-    "DOM.setTextMarker": _c_set_text_marker,
-    "DOM.clearTextMarkers": _c_clear_text_markers,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "DOM.Node.importedDocument": (False, True),
     "DOM.Node.isScrollable": (True, False),
@@ -4339,5 +4742,64 @@ register(
         SetChildNodes: (_s_SetChildNodes, _u_SetChildNodes),
         ShadowRootPopped: (_s_ShadowRootPopped, _u_ShadowRootPopped),
         ShadowRootPushed: (_s_ShadowRootPushed, _u_ShadowRootPushed),
-    }
+    },
+    {
+        collect_class_names_from_subtree: _c_collect_class_names_from_subtree,
+        copy_to: _c_copy_to,
+        describe_node: _c_describe_node,
+        scroll_into_view_if_needed: _c_scroll_into_view_if_needed,
+        disable: _c_disable,
+        discard_search_results: _c_discard_search_results,
+        enable: _c_enable,
+        focus: _c_focus,
+        get_attributes: _c_get_attributes,
+        get_box_model: _c_get_box_model,
+        get_content_quads: _c_get_content_quads,
+        get_document: _c_get_document,
+        get_flattened_document: _c_get_flattened_document,
+        get_nodes_for_subtree_by_style: _c_get_nodes_for_subtree_by_style,
+        get_node_for_location: _c_get_node_for_location,
+        get_outer_html: _c_get_outer_html,
+        get_relayout_boundary: _c_get_relayout_boundary,
+        get_search_results: _c_get_search_results,
+        hide_highlight: _c_hide_highlight,
+        highlight_node: _c_highlight_node,
+        highlight_rect: _c_highlight_rect,
+        mark_undoable_state: _c_mark_undoable_state,
+        move_to: _c_move_to,
+        perform_search: _c_perform_search,
+        push_node_by_path_to_frontend: _c_push_node_by_path_to_frontend,
+        push_nodes_by_backend_ids_to_frontend: _c_push_nodes_by_backend_ids_to_frontend,
+        query_selector: _c_query_selector,
+        query_selector_all: _c_query_selector_all,
+        get_top_layer_elements: _c_get_top_layer_elements,
+        get_element_by_relation: _c_get_element_by_relation,
+        redo: _c_redo,
+        remove_attribute: _c_remove_attribute,
+        remove_node: _c_remove_node,
+        request_child_nodes: _c_request_child_nodes,
+        request_node: _c_request_node,
+        resolve_node: _c_resolve_node,
+        set_attribute_value: _c_set_attribute_value,
+        set_attributes_as_text: _c_set_attributes_as_text,
+        set_file_input_files: _c_set_file_input_files,
+        set_node_stack_traces_enabled: _c_set_node_stack_traces_enabled,
+        get_node_stack_traces: _c_get_node_stack_traces,
+        get_file_info: _c_get_file_info,
+        get_detached_dom_nodes: _c_get_detached_dom_nodes,
+        set_inspected_node: _c_set_inspected_node,
+        set_node_name: _c_set_node_name,
+        set_node_value: _c_set_node_value,
+        set_outer_html: _c_set_outer_html,
+        undo: _c_undo,
+        get_frame_owner: _c_get_frame_owner,
+        get_container_for_node: _c_get_container_for_node,
+        get_querying_descendants_for_container: _c_get_querying_descendants_for_container,
+        get_anchor_element: _c_get_anchor_element,
+        force_show_popover: _c_force_show_popover,
+        get_implicit_anchor_candidates: _c_get_implicit_anchor_candidates,
+        force_show_interest: _c_force_show_interest,
+        set_text_marker: _c_set_text_marker,
+        clear_text_markers: _c_clear_text_markers,
+    },
 )

@@ -7,20 +7,13 @@ execution will stop on these operations as if there was a regular breakpoint set
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import dom as _dom
-    from cdp import runtime as _runtime
 
 DOMAIN = "DOMDebugger"
 EXPERIMENTAL = False
@@ -32,7 +25,7 @@ DEPENDENCIES: tuple[str, ...] = (
 
 
 class DOMBreakpointType(CDPEnum):
-    """DOM breakpoint type."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/DOMDebugger/#type-DOMBreakpointType"""
 
     SUBTREE_MODIFIED = "subtree-modified"
     ATTRIBUTE_MODIFIED = "attribute-modified"
@@ -40,7 +33,10 @@ class DOMBreakpointType(CDPEnum):
 
 
 class CSPViolationType(CDPEnum):
-    """Experimental. CSP Violation type."""
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMDebugger/#type-CSPViolationType
+    """
 
     TRUSTEDTYPE_SINK_VIOLATION = "trustedtype-sink-violation"
     TRUSTEDTYPE_POLICY_VIOLATION = "trustedtype-policy-violation"
@@ -61,18 +57,208 @@ class EventListener:
         handler: Event handler function value.
         original_handler: Event original handler function value.
         backend_node_id: Node the listener is added to (if any).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMDebugger/#type-EventListener
     """
 
     type_: str
     use_capture: bool
     passive: bool
     once: bool
-    script_id: _runtime.ScriptId
+    script_id: cdp.runtime.ScriptId
     line_number: int
     column_number: int
-    handler: _runtime.RemoteObject | None = None
-    original_handler: _runtime.RemoteObject | None = None
-    backend_node_id: _dom.BackendNodeId | None = None
+    handler: cdp.runtime.RemoteObject | None = None
+    original_handler: cdp.runtime.RemoteObject | None = None
+    backend_node_id: cdp.dom.BackendNodeId | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetEventListenersResult:
+    """Result of :func:`get_event_listeners`.
+
+    Attributes:
+        listeners: Array of relevant listeners.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMDebugger/#method-getEventListeners
+    """
+
+    listeners: list[EventListener]
+
+
+def get_event_listeners(
+    *,
+    object_id: cdp.runtime.RemoteObjectId,
+    depth: int | None = None,
+    pierce: bool | None = None,
+) -> Command[GetEventListenersResult]:
+    """Returns event listeners of the given object.
+
+    Args:
+        object_id: Identifier of the object to return listeners for.
+        depth: The maximum depth at which Node children should be retrieved, defaults to 1. Use -1 for the entire subtree or provide an integer larger than 0.
+        pierce: Whether or not iframes and shadow roots should be traversed when returning the subtree (default is false). Reports listeners for all contexts if pierce is enabled.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMDebugger/#method-getEventListeners
+    """
+    return Command(
+        "DOMDebugger.getEventListeners",
+        _p_get_event_listeners(object_id, depth, pierce),
+        GetEventListenersResult,
+    )
+
+
+def remove_dom_breakpoint(
+    *,
+    node_id: cdp.dom.NodeId,
+    type_: DOMBreakpointType,
+) -> Command[None]:
+    """Removes DOM breakpoint that was set using `setDOMBreakpoint`.
+
+    Args:
+        node_id: Identifier of the node to remove breakpoint from.
+        type_: Type of the breakpoint to remove.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMDebugger/#method-removeDOMBreakpoint
+    """
+    return Command("DOMDebugger.removeDOMBreakpoint", _p_remove_dom_breakpoint(node_id, type_), None)
+
+
+def remove_event_listener_breakpoint(
+    *,
+    event_name: str,
+    target_name: str | None = None,
+) -> Command[None]:
+    """Removes breakpoint on particular DOM event.
+
+    Args:
+        target_name: Experimental. EventTarget interface name.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMDebugger/#method-removeEventListenerBreakpoint
+    """
+    return Command(
+        "DOMDebugger.removeEventListenerBreakpoint",
+        _p_remove_event_listener_breakpoint(event_name, target_name),
+        None,
+    )
+
+
+def remove_instrumentation_breakpoint(
+    *,
+    event_name: str,
+) -> Command[None]:
+    """Experimental. Deprecated. Removes breakpoint on particular native event.
+
+    Args:
+        event_name: Instrumentation name to stop on.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMDebugger/#method-removeInstrumentationBreakpoint
+    """
+    return Command(
+        "DOMDebugger.removeInstrumentationBreakpoint", _p_remove_instrumentation_breakpoint(event_name), None
+    )
+
+
+def remove_xhr_breakpoint(
+    *,
+    url: str,
+) -> Command[None]:
+    """Removes breakpoint from XMLHttpRequest.
+
+    Args:
+        url: Resource URL substring.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMDebugger/#method-removeXHRBreakpoint
+    """
+    return Command("DOMDebugger.removeXHRBreakpoint", _p_remove_xhr_breakpoint(url), None)
+
+
+def set_break_on_csp_violation(
+    *,
+    violation_types: list[CSPViolationType],
+) -> Command[None]:
+    """Experimental. Sets breakpoint on particular CSP violations.
+
+    Args:
+        violation_types: CSP Violations to stop upon.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMDebugger/#method-setBreakOnCSPViolation
+    """
+    return Command("DOMDebugger.setBreakOnCSPViolation", _p_set_break_on_csp_violation(violation_types), None)
+
+
+def set_dom_breakpoint(
+    *,
+    node_id: cdp.dom.NodeId,
+    type_: DOMBreakpointType,
+) -> Command[None]:
+    """Sets breakpoint on particular operation with DOM.
+
+    Args:
+        node_id: Identifier of the node to set breakpoint on.
+        type_: Type of the operation to stop upon.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMDebugger/#method-setDOMBreakpoint
+    """
+    return Command("DOMDebugger.setDOMBreakpoint", _p_set_dom_breakpoint(node_id, type_), None)
+
+
+def set_event_listener_breakpoint(
+    *,
+    event_name: str,
+    target_name: str | None = None,
+) -> Command[None]:
+    """Sets breakpoint on particular DOM event.
+
+    Args:
+        event_name: DOM Event name to stop on (any DOM event will do).
+        target_name: Experimental. EventTarget interface name to stop on. If equal to `"*"` or not provided, will stop on any EventTarget.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMDebugger/#method-setEventListenerBreakpoint
+    """
+    return Command(
+        "DOMDebugger.setEventListenerBreakpoint",
+        _p_set_event_listener_breakpoint(event_name, target_name),
+        None,
+    )
+
+
+def set_instrumentation_breakpoint(
+    *,
+    event_name: str,
+) -> Command[None]:
+    """Experimental. Deprecated. Sets breakpoint on particular native event.
+
+    Args:
+        event_name: Instrumentation name to stop on.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMDebugger/#method-setInstrumentationBreakpoint
+    """
+    return Command(
+        "DOMDebugger.setInstrumentationBreakpoint", _p_set_instrumentation_breakpoint(event_name), None
+    )
+
+
+def set_xhr_breakpoint(
+    *,
+    url: str,
+) -> Command[None]:
+    """Sets breakpoint on XMLHttpRequest.
+
+    Args:
+        url: Resource URL substring. All XHRs having this substring in the URL will get stopped upon.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMDebugger/#method-setXHRBreakpoint
+    """
+    return Command("DOMDebugger.setXHRBreakpoint", _p_set_xhr_breakpoint(url), None)
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _EventListener_plain = {
@@ -134,27 +320,6 @@ def _u_EventListener(o: EventListener) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    EventListener,
-    {
-        "handler": None,
-        "original_handler": None,
-        "backend_node_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetEventListenersResult:
-    """Result of :func:`get_event_listeners` (DOMDebugger.getEventListeners).
-
-    Attributes:
-        listeners: Array of relevant listeners.
-    """
-
-    listeners: list[EventListener]
-
-
 def _s_GetEventListenersResult(d: dict[str, Any]) -> GetEventListenersResult:
     o = _new(GetEventListenersResult)
     od = o.__dict__
@@ -167,25 +332,16 @@ def _s_GetEventListenersResult(d: dict[str, Any]) -> GetEventListenersResult:
 
 
 def _u_GetEventListenersResult(o: GetEventListenersResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "listeners": [_u_EventListener(x0) for x0 in o.listeners],
     }
-    return d
 
 
-def get_event_listeners(
-    *,
-    object_id: _runtime.RemoteObjectId,
-    depth: int | None = None,
-    pierce: bool | None = None,
-) -> Command[GetEventListenersResult]:
-    """Returns event listeners of the given object.
-
-    Args:
-        object_id: Identifier of the object to return listeners for.
-        depth: The maximum depth at which Node children should be retrieved, defaults to 1. Use -1 for the entire subtree or provide an integer larger than 0.
-        pierce: Whether or not iframes and shadow roots should be traversed when returning the subtree (default is false). Reports listeners for all contexts if pierce is enabled.
-    """
+def _p_get_event_listeners(
+    object_id: cdp.runtime.RemoteObjectId,
+    depth: int | None,
+    pierce: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "objectId": object_id,
     }
@@ -193,7 +349,7 @@ def get_event_listeners(
         _p["depth"] = depth
     if pierce is not None:
         _p["pierce"] = pierce
-    return Command("DOMDebugger.getEventListeners", _p, _s_GetEventListenersResult)
+    return _p
 
 
 def _c_get_event_listeners(d: dict[str, Any]) -> Command[GetEventListenersResult]:
@@ -204,22 +360,14 @@ def _c_get_event_listeners(d: dict[str, Any]) -> Command[GetEventListenersResult
     )
 
 
-def remove_dom_breakpoint(
-    *,
-    node_id: _dom.NodeId,
+def _p_remove_dom_breakpoint(
+    node_id: cdp.dom.NodeId,
     type_: DOMBreakpointType,
-) -> Command[None]:
-    """Removes DOM breakpoint that was set using `setDOMBreakpoint`.
-
-    Args:
-        node_id: Identifier of the node to remove breakpoint from.
-        type_: Type of the breakpoint to remove.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
         "type": type_,
     }
-    return Command("DOMDebugger.removeDOMBreakpoint", _p, None)
 
 
 def _c_remove_dom_breakpoint(d: dict[str, Any]) -> Command[None]:
@@ -229,23 +377,16 @@ def _c_remove_dom_breakpoint(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def remove_event_listener_breakpoint(
-    *,
+def _p_remove_event_listener_breakpoint(
     event_name: str,
-    target_name: str | None = None,
-) -> Command[None]:
-    """Removes breakpoint on particular DOM event.
-
-    Args:
-        event_name: Event name.
-        target_name: Experimental. EventTarget interface name.
-    """
+    target_name: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "eventName": event_name,
     }
     if target_name is not None:
         _p["targetName"] = target_name
-    return Command("DOMDebugger.removeEventListenerBreakpoint", _p, None)
+    return _p
 
 
 def _c_remove_event_listener_breakpoint(d: dict[str, Any]) -> Command[None]:
@@ -255,19 +396,12 @@ def _c_remove_event_listener_breakpoint(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def remove_instrumentation_breakpoint(
-    *,
+def _p_remove_instrumentation_breakpoint(
     event_name: str,
-) -> Command[None]:
-    """Experimental. Deprecated. Removes breakpoint on particular native event.
-
-    Args:
-        event_name: Instrumentation name to stop on.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "eventName": event_name,
     }
-    return Command("DOMDebugger.removeInstrumentationBreakpoint", _p, None)
 
 
 def _c_remove_instrumentation_breakpoint(d: dict[str, Any]) -> Command[None]:
@@ -276,19 +410,12 @@ def _c_remove_instrumentation_breakpoint(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def remove_xhr_breakpoint(
-    *,
+def _p_remove_xhr_breakpoint(
     url: str,
-) -> Command[None]:
-    """Removes breakpoint from XMLHttpRequest.
-
-    Args:
-        url: Resource URL substring.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "url": url,
     }
-    return Command("DOMDebugger.removeXHRBreakpoint", _p, None)
 
 
 def _c_remove_xhr_breakpoint(d: dict[str, Any]) -> Command[None]:
@@ -297,19 +424,12 @@ def _c_remove_xhr_breakpoint(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_break_on_csp_violation(
-    *,
+def _p_set_break_on_csp_violation(
     violation_types: list[CSPViolationType],
-) -> Command[None]:
-    """Experimental. Sets breakpoint on particular CSP violations.
-
-    Args:
-        violation_types: CSP Violations to stop upon.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "violationTypes": violation_types,
     }
-    return Command("DOMDebugger.setBreakOnCSPViolation", _p, None)
 
 
 def _c_set_break_on_csp_violation(d: dict[str, Any]) -> Command[None]:
@@ -318,22 +438,14 @@ def _c_set_break_on_csp_violation(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_dom_breakpoint(
-    *,
-    node_id: _dom.NodeId,
+def _p_set_dom_breakpoint(
+    node_id: cdp.dom.NodeId,
     type_: DOMBreakpointType,
-) -> Command[None]:
-    """Sets breakpoint on particular operation with DOM.
-
-    Args:
-        node_id: Identifier of the node to set breakpoint on.
-        type_: Type of the operation to stop upon.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
         "type": type_,
     }
-    return Command("DOMDebugger.setDOMBreakpoint", _p, None)
 
 
 def _c_set_dom_breakpoint(d: dict[str, Any]) -> Command[None]:
@@ -343,23 +455,16 @@ def _c_set_dom_breakpoint(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_event_listener_breakpoint(
-    *,
+def _p_set_event_listener_breakpoint(
     event_name: str,
-    target_name: str | None = None,
-) -> Command[None]:
-    """Sets breakpoint on particular DOM event.
-
-    Args:
-        event_name: DOM Event name to stop on (any DOM event will do).
-        target_name: Experimental. EventTarget interface name to stop on. If equal to `"*"` or not provided, will stop on any EventTarget.
-    """
+    target_name: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "eventName": event_name,
     }
     if target_name is not None:
         _p["targetName"] = target_name
-    return Command("DOMDebugger.setEventListenerBreakpoint", _p, None)
+    return _p
 
 
 def _c_set_event_listener_breakpoint(d: dict[str, Any]) -> Command[None]:
@@ -369,19 +474,12 @@ def _c_set_event_listener_breakpoint(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_instrumentation_breakpoint(
-    *,
+def _p_set_instrumentation_breakpoint(
     event_name: str,
-) -> Command[None]:
-    """Experimental. Deprecated. Sets breakpoint on particular native event.
-
-    Args:
-        event_name: Instrumentation name to stop on.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "eventName": event_name,
     }
-    return Command("DOMDebugger.setInstrumentationBreakpoint", _p, None)
 
 
 def _c_set_instrumentation_breakpoint(d: dict[str, Any]) -> Command[None]:
@@ -390,19 +488,12 @@ def _c_set_instrumentation_breakpoint(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_xhr_breakpoint(
-    *,
+def _p_set_xhr_breakpoint(
     url: str,
-) -> Command[None]:
-    """Sets breakpoint on XMLHttpRequest.
-
-    Args:
-        url: Resource URL substring. All XHRs having this substring in the URL will get stopped upon.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "url": url,
     }
-    return Command("DOMDebugger.setXHRBreakpoint", _p, None)
 
 
 def _c_set_xhr_breakpoint(d: dict[str, Any]) -> Command[None]:
@@ -411,19 +502,6 @@ def _c_set_xhr_breakpoint(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "DOMDebugger.getEventListeners": _c_get_event_listeners,
-    "DOMDebugger.removeDOMBreakpoint": _c_remove_dom_breakpoint,
-    "DOMDebugger.removeEventListenerBreakpoint": _c_remove_event_listener_breakpoint,
-    "DOMDebugger.removeInstrumentationBreakpoint": _c_remove_instrumentation_breakpoint,
-    "DOMDebugger.removeXHRBreakpoint": _c_remove_xhr_breakpoint,
-    "DOMDebugger.setBreakOnCSPViolation": _c_set_break_on_csp_violation,
-    "DOMDebugger.setDOMBreakpoint": _c_set_dom_breakpoint,
-    "DOMDebugger.setEventListenerBreakpoint": _c_set_event_listener_breakpoint,
-    "DOMDebugger.setInstrumentationBreakpoint": _c_set_instrumentation_breakpoint,
-    "DOMDebugger.setXHRBreakpoint": _c_set_xhr_breakpoint,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "DOMDebugger.CSPViolationType": (True, False),
     "DOMDebugger.removeEventListenerBreakpoint.targetName": (True, False),
@@ -436,5 +514,17 @@ register(
     {
         EventListener: (_s_EventListener, _u_EventListener),
         GetEventListenersResult: (_s_GetEventListenersResult, _u_GetEventListenersResult),
-    }
+    },
+    {
+        get_event_listeners: _c_get_event_listeners,
+        remove_dom_breakpoint: _c_remove_dom_breakpoint,
+        remove_event_listener_breakpoint: _c_remove_event_listener_breakpoint,
+        remove_instrumentation_breakpoint: _c_remove_instrumentation_breakpoint,
+        remove_xhr_breakpoint: _c_remove_xhr_breakpoint,
+        set_break_on_csp_violation: _c_set_break_on_csp_violation,
+        set_dom_breakpoint: _c_set_dom_breakpoint,
+        set_event_listener_breakpoint: _c_set_event_listener_breakpoint,
+        set_instrumentation_breakpoint: _c_set_instrumentation_breakpoint,
+        set_xhr_breakpoint: _c_set_xhr_breakpoint,
+    },
 )

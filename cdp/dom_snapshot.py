@@ -6,21 +6,13 @@ This domain facilitates obtaining document snapshots with DOM, layout, and style
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, TypeAlias
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import dom as _dom
-    from cdp import dom_debugger as _dom_debugger
-    from cdp import page as _page
 
 DOMAIN = "DOMSnapshot"
 EXPERIMENTAL = True
@@ -59,13 +51,13 @@ class DOMNode:
         frame_id: Frame ID for frame owner elements and also for the document node.
         content_document_index: The index of a frame owner element's content document in the `domNodes` array returned by `getSnapshot`, if any.
         pseudo_type: Type of a pseudo element node.
-        shadow_root_type: Shadow root type.
         is_clickable: Whether this DOM node responds to mouse clicks. This includes nodes that have had click event listeners attached via JavaScript as well as anchor tags that naturally navigate when clicked.
         event_listeners: Details of the node's event listeners, if any.
         current_source_url: The selected url for nodes with a srcset attribute.
         origin_url: The url of the script (if any) that generates this node.
         scroll_offset_x: Scroll offsets, set when this node is a Document.
-        scroll_offset_y: -
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#type-DOMNode
     """
 
     node_type: int
@@ -75,7 +67,7 @@ class DOMNode:
     input_value: str | None = None
     input_checked: bool | None = None
     option_selected: bool | None = None
-    backend_node_id: _dom.BackendNodeId
+    backend_node_id: cdp.dom.BackendNodeId
     child_node_indexes: list[int] | None = None
     attributes: list[NameValue] | None = None
     pseudo_element_indexes: list[int] | None = None
@@ -86,16 +78,391 @@ class DOMNode:
     document_encoding: str | None = None
     public_id: str | None = None
     system_id: str | None = None
-    frame_id: _page.FrameId | None = None
+    frame_id: cdp.page.FrameId | None = None
     content_document_index: int | None = None
-    pseudo_type: _dom.PseudoType | None = None
-    shadow_root_type: _dom.ShadowRootType | None = None
+    pseudo_type: cdp.dom.PseudoType | None = None
+    shadow_root_type: cdp.dom.ShadowRootType | None = None
     is_clickable: bool | None = None
-    event_listeners: list[_dom_debugger.EventListener] | None = None
+    event_listeners: list[cdp.dom_debugger.EventListener] | None = None
     current_source_url: str | None = None
     origin_url: str | None = None
     scroll_offset_x: float | None = None
     scroll_offset_y: float | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class InlineTextBox:
+    """Details of post layout rendered text positions. The exact layout should not be regarded as
+    stable and may change between versions.
+
+    Attributes:
+        bounding_box: The bounding box in document coordinates. Note that scroll offset of the document is ignored.
+        start_character_index: The starting index in characters, for this post layout textbox substring. Characters that would be represented as a surrogate pair in UTF-16 have length 2.
+        num_characters: The number of characters in this post layout textbox substring. Characters that would be represented as a surrogate pair in UTF-16 have length 2.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#type-InlineTextBox
+    """
+
+    bounding_box: cdp.dom.Rect
+    start_character_index: int
+    num_characters: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LayoutTreeNode:
+    """Details of an element in the DOM tree with a LayoutObject.
+
+    Attributes:
+        dom_node_index: The index of the related DOM node in the `domNodes` array returned by `getSnapshot`.
+        bounding_box: The bounding box in document coordinates. Note that scroll offset of the document is ignored.
+        layout_text: Contents of the LayoutText, if any.
+        inline_text_nodes: The post-layout inline text nodes, if any.
+        style_index: Index into the `computedStyles` array returned by `getSnapshot`.
+        paint_order: Global paint order index, which is determined by the stacking order of the nodes. Nodes that are painted together will have the same index. Only provided if includePaintOrder in getSnapshot was true.
+        is_stacking_context: Set to true to indicate the element begins a new stacking context.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#type-LayoutTreeNode
+    """
+
+    dom_node_index: int
+    bounding_box: cdp.dom.Rect
+    layout_text: str | None = None
+    inline_text_nodes: list[InlineTextBox] | None = None
+    style_index: int | None = None
+    paint_order: int | None = None
+    is_stacking_context: bool | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ComputedStyle:
+    """A subset of the full ComputedStyle as defined by the request whitelist.
+
+    Attributes:
+        properties: Name/value pairs of computed style properties.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#type-ComputedStyle
+    """
+
+    properties: list[NameValue]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class NameValue:
+    """A name/value pair.
+
+    Attributes:
+        name: Attribute/property name.
+        value: Attribute/property value.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#type-NameValue
+    """
+
+    name: str
+    value: str
+
+
+StringIndex = int
+"""Index of the string in the strings table.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#type-StringIndex
+"""
+
+
+ArrayOfStrings: TypeAlias = list["cdp.dom_snapshot.StringIndex"]
+"""Index of the string in the strings table.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#type-ArrayOfStrings
+"""
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RareStringData:
+    """Data that is only present on rare nodes.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#type-RareStringData
+    """
+
+    index: list[int]
+    value: list[StringIndex]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RareBooleanData:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#type-RareBooleanData"""
+
+    index: list[int]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RareIntegerData:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#type-RareIntegerData"""
+
+    index: list[int]
+    value: list[int]
+
+
+Rectangle: TypeAlias = list[float]
+"""See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#type-Rectangle"""
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DocumentSnapshot:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#type-DocumentSnapshot
+
+    Attributes:
+        document_url: Document URL that `Document` or `FrameOwner` node points to.
+        title: Document title.
+        base_url: Base URL that `Document` or `FrameOwner` node uses for URL completion.
+        content_language: Contains the document's content language.
+        encoding_name: Contains the document's character set encoding.
+        public_id: `DocumentType` node's publicId.
+        system_id: `DocumentType` node's systemId.
+        frame_id: Frame ID for frame owner elements and also for the document node.
+        nodes: A table with dom nodes.
+        layout: The nodes in the layout tree.
+        text_boxes: The post-layout inline text nodes.
+        scroll_offset_x: Horizontal scroll offset.
+        scroll_offset_y: Vertical scroll offset.
+        content_width: Document content width.
+        content_height: Document content height.
+    """
+
+    document_url: StringIndex
+    title: StringIndex
+    base_url: StringIndex
+    content_language: StringIndex
+    encoding_name: StringIndex
+    public_id: StringIndex
+    system_id: StringIndex
+    frame_id: StringIndex
+    nodes: NodeTreeSnapshot
+    layout: LayoutTreeSnapshot
+    text_boxes: TextBoxSnapshot
+    scroll_offset_x: float | None = None
+    scroll_offset_y: float | None = None
+    content_width: float | None = None
+    content_height: float | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class NodeTreeSnapshot:
+    """Table containing nodes.
+
+    Attributes:
+        parent_index: Parent node index.
+        node_type: `Node`'s nodeType.
+        shadow_root_type: Type of the shadow root the `Node` is in. String values are equal to the `ShadowRootType` enum.
+        node_name: `Node`'s nodeName.
+        node_value: `Node`'s nodeValue.
+        backend_node_id: `Node`'s id, corresponds to DOM.Node.backendNodeId.
+        attributes: Attributes of an `Element` node. Flatten name, value pairs.
+        text_value: Only set for textarea elements, contains the text value.
+        input_value: Only set for input elements, contains the input's associated text value.
+        input_checked: Only set for radio and checkbox input elements, indicates if the element has been checked
+        option_selected: Only set for option elements, indicates if the element has been selected
+        content_document_index: The index of the document in the list of the snapshot documents.
+        pseudo_type: Type of a pseudo element node.
+        pseudo_identifier: Pseudo element identifier for this node. Only present if there is a valid pseudoType.
+        is_clickable: Whether this DOM node responds to mouse clicks. This includes nodes that have had click event listeners attached via JavaScript as well as anchor tags that naturally navigate when clicked.
+        current_source_url: The selected url for nodes with a srcset attribute.
+        origin_url: The url of the script (if any) that generates this node.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#type-NodeTreeSnapshot
+    """
+
+    parent_index: list[int] | None = None
+    node_type: list[int] | None = None
+    shadow_root_type: RareStringData | None = None
+    node_name: list[StringIndex] | None = None
+    node_value: list[StringIndex] | None = None
+    backend_node_id: list[cdp.dom.BackendNodeId] | None = None
+    attributes: list[ArrayOfStrings] | None = None
+    text_value: RareStringData | None = None
+    input_value: RareStringData | None = None
+    input_checked: RareBooleanData | None = None
+    option_selected: RareBooleanData | None = None
+    content_document_index: RareIntegerData | None = None
+    pseudo_type: RareStringData | None = None
+    pseudo_identifier: RareStringData | None = None
+    is_clickable: RareBooleanData | None = None
+    current_source_url: RareStringData | None = None
+    origin_url: RareStringData | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LayoutTreeSnapshot:
+    """Table of details of an element in the DOM tree with a LayoutObject.
+
+    Attributes:
+        node_index: Index of the corresponding node in the `NodeTreeSnapshot` array returned by `captureSnapshot`.
+        styles: Array of indexes specifying computed style strings, filtered according to the `computedStyles` parameter passed to `captureSnapshot`.
+        bounds: The absolute position bounding box.
+        text: Contents of the LayoutText, if any.
+        stacking_contexts: Stacking context information.
+        paint_orders: Global paint order index, which is determined by the stacking order of the nodes. Nodes that are painted together will have the same index. Only provided if includePaintOrder in captureSnapshot was true.
+        offset_rects: The offset rect of nodes. Only available when includeDOMRects is set to true
+        scroll_rects: The scroll rect of nodes. Only available when includeDOMRects is set to true
+        client_rects: The client rect of nodes. Only available when includeDOMRects is set to true
+        blended_background_colors: Experimental. The list of background colors that are blended with colors of overlapping elements.
+        text_color_opacities: Experimental. The list of computed text opacities.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#type-LayoutTreeSnapshot
+    """
+
+    node_index: list[int]
+    styles: list[ArrayOfStrings]
+    bounds: list[Rectangle]
+    text: list[StringIndex]
+    stacking_contexts: RareBooleanData
+    paint_orders: list[int] | None = None
+    offset_rects: list[Rectangle] | None = None
+    scroll_rects: list[Rectangle] | None = None
+    client_rects: list[Rectangle] | None = None
+    blended_background_colors: list[StringIndex] | None = None
+    text_color_opacities: list[float] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TextBoxSnapshot:
+    """Table of details of the post layout rendered text positions. The exact layout should not be regarded as
+    stable and may change between versions.
+
+    Attributes:
+        layout_index: Index of the layout tree node that owns this box collection.
+        bounds: The absolute position bounding box.
+        start: The starting index in characters, for this post layout textbox substring. Characters that would be represented as a surrogate pair in UTF-16 have length 2.
+        length: The number of characters in this post layout textbox substring. Characters that would be represented as a surrogate pair in UTF-16 have length 2.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#type-TextBoxSnapshot
+    """
+
+    layout_index: list[int]
+    bounds: list[Rectangle]
+    start: list[int]
+    length: list[int]
+
+
+def disable() -> Command[None]:
+    """Disables DOM snapshot agent for the given page.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#method-disable
+    """
+    return Command("DOMSnapshot.disable", {}, None)
+
+
+def enable() -> Command[None]:
+    """Enables DOM snapshot agent for the given page.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#method-enable
+    """
+    return Command("DOMSnapshot.enable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetSnapshotResult:
+    """Result of :func:`get_snapshot`.
+
+    Attributes:
+        dom_nodes: The nodes in the DOM tree. The DOMNode at index 0 corresponds to the root document.
+        layout_tree_nodes: The nodes in the layout tree.
+        computed_styles: Whitelisted ComputedStyle properties for each node in the layout tree.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#method-getSnapshot
+    """
+
+    dom_nodes: list[DOMNode]
+    layout_tree_nodes: list[LayoutTreeNode]
+    computed_styles: list[ComputedStyle]
+
+
+def get_snapshot(
+    *,
+    computed_style_whitelist: list[str],
+    include_event_listeners: bool | None = None,
+    include_paint_order: bool | None = None,
+    include_user_agent_shadow_tree: bool | None = None,
+) -> Command[GetSnapshotResult]:
+    """Deprecated. Returns a document snapshot, including the full DOM tree of the root node (including iframes,
+    template contents, and imported documents) in a flattened array, as well as layout and
+    white-listed computed style information for the nodes. Shadow DOM in the returned DOM tree is
+    flattened.
+
+    Args:
+        computed_style_whitelist: Whitelist of computed styles to return.
+        include_event_listeners: Whether or not to retrieve details of DOM listeners (default false).
+        include_paint_order: Whether to determine and include the paint order index of LayoutTreeNodes (default false).
+        include_user_agent_shadow_tree: Whether to include UA shadow tree in the snapshot (default false).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#method-getSnapshot
+    """
+    return Command(
+        "DOMSnapshot.getSnapshot",
+        _p_get_snapshot(
+            computed_style_whitelist,
+            include_event_listeners,
+            include_paint_order,
+            include_user_agent_shadow_tree,
+        ),
+        GetSnapshotResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CaptureSnapshotResult:
+    """Result of :func:`capture_snapshot`.
+
+    Attributes:
+        documents: The nodes in the DOM tree. The DOMNode at index 0 corresponds to the root document.
+        strings: Shared string table that all string properties refer to with indexes.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#method-captureSnapshot
+    """
+
+    documents: list[DocumentSnapshot]
+    strings: list[str]
+
+
+def capture_snapshot(
+    *,
+    computed_styles: list[str],
+    include_paint_order: bool | None = None,
+    include_dom_rects: bool | None = None,
+    include_blended_background_colors: bool | None = None,
+    include_text_color_opacities: bool | None = None,
+) -> Command[CaptureSnapshotResult]:
+    """Returns a document snapshot, including the full DOM tree of the root node (including iframes,
+    template contents, and imported documents) in a flattened array, as well as layout and
+    white-listed computed style information for the nodes. Shadow DOM in the returned DOM tree is
+    flattened.
+
+    Args:
+        computed_styles: Whitelist of computed styles to return.
+        include_paint_order: Whether to include layout object paint orders into the snapshot.
+        include_dom_rects: Whether to include DOM rectangles (offsetRects, clientRects, scrollRects) into the snapshot
+        include_blended_background_colors: Experimental. Whether to include blended background colors in the snapshot (default: false). Blended background color is achieved by blending background colors of all elements that overlap with the current element.
+        include_text_color_opacities: Experimental. Whether to include text color opacity in the snapshot (default: false). An element might have the opacity property set that affects the text color of the element. The final text color opacity is computed based on the opacity of all overlapping elements.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMSnapshot/#method-captureSnapshot
+    """
+    return Command(
+        "DOMSnapshot.captureSnapshot",
+        _p_capture_snapshot(
+            computed_styles,
+            include_paint_order,
+            include_dom_rects,
+            include_blended_background_colors,
+            include_text_color_opacities,
+        ),
+        CaptureSnapshotResult,
+    )
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _DOMNode_plain = {
@@ -210,53 +577,6 @@ def _u_DOMNode(o: DOMNode) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    DOMNode,
-    {
-        "text_value": None,
-        "input_value": None,
-        "input_checked": None,
-        "option_selected": None,
-        "child_node_indexes": None,
-        "attributes": None,
-        "pseudo_element_indexes": None,
-        "layout_node_index": None,
-        "document_url": None,
-        "base_url": None,
-        "content_language": None,
-        "document_encoding": None,
-        "public_id": None,
-        "system_id": None,
-        "frame_id": None,
-        "content_document_index": None,
-        "pseudo_type": None,
-        "shadow_root_type": None,
-        "is_clickable": None,
-        "event_listeners": None,
-        "current_source_url": None,
-        "origin_url": None,
-        "scroll_offset_x": None,
-        "scroll_offset_y": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class InlineTextBox:
-    """Details of post layout rendered text positions. The exact layout should not be regarded as
-    stable and may change between versions.
-
-    Attributes:
-        bounding_box: The bounding box in document coordinates. Note that scroll offset of the document is ignored.
-        start_character_index: The starting index in characters, for this post layout textbox substring. Characters that would be represented as a surrogate pair in UTF-16 have length 2.
-        num_characters: The number of characters in this post layout textbox substring. Characters that would be represented as a surrogate pair in UTF-16 have length 2.
-    """
-
-    bounding_box: _dom.Rect
-    start_character_index: int
-    num_characters: int
-
-
 _InlineTextBox_plain = {
     "startCharacterIndex": "start_character_index",
     "numCharacters": "num_characters",
@@ -282,35 +602,11 @@ def _s_InlineTextBox(d: dict[str, Any]) -> InlineTextBox:
 
 
 def _u_InlineTextBox(o: InlineTextBox) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "boundingBox": cdp.dom._u_Rect(o.bounding_box),
         "startCharacterIndex": o.start_character_index,
         "numCharacters": o.num_characters,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LayoutTreeNode:
-    """Details of an element in the DOM tree with a LayoutObject.
-
-    Attributes:
-        dom_node_index: The index of the related DOM node in the `domNodes` array returned by `getSnapshot`.
-        bounding_box: The bounding box in document coordinates. Note that scroll offset of the document is ignored.
-        layout_text: Contents of the LayoutText, if any.
-        inline_text_nodes: The post-layout inline text nodes, if any.
-        style_index: Index into the `computedStyles` array returned by `getSnapshot`.
-        paint_order: Global paint order index, which is determined by the stacking order of the nodes. Nodes that are painted together will have the same index. Only provided if includePaintOrder in getSnapshot was true.
-        is_stacking_context: Set to true to indicate the element begins a new stacking context.
-    """
-
-    dom_node_index: int
-    bounding_box: _dom.Rect
-    layout_text: str | None = None
-    inline_text_nodes: list[InlineTextBox] | None = None
-    style_index: int | None = None
-    paint_order: int | None = None
-    is_stacking_context: bool | None = None
 
 
 _LayoutTreeNode_plain = {
@@ -358,29 +654,6 @@ def _u_LayoutTreeNode(o: LayoutTreeNode) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    LayoutTreeNode,
-    {
-        "layout_text": None,
-        "inline_text_nodes": None,
-        "style_index": None,
-        "paint_order": None,
-        "is_stacking_context": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ComputedStyle:
-    """A subset of the full ComputedStyle as defined by the request whitelist.
-
-    Attributes:
-        properties: Name/value pairs of computed style properties.
-    """
-
-    properties: list[NameValue]
-
-
 def _s_ComputedStyle(d: dict[str, Any]) -> ComputedStyle:
     o = _new(ComputedStyle)
     od = o.__dict__
@@ -393,23 +666,9 @@ def _s_ComputedStyle(d: dict[str, Any]) -> ComputedStyle:
 
 
 def _u_ComputedStyle(o: ComputedStyle) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "properties": [_u_NameValue(x0) for x0 in o.properties],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class NameValue:
-    """A name/value pair.
-
-    Attributes:
-        name: Attribute/property name.
-        value: Attribute/property value.
-    """
-
-    name: str
-    value: str
 
 
 _NameValue_plain = {
@@ -433,32 +692,10 @@ def _s_NameValue(d: dict[str, Any]) -> NameValue:
 
 
 def _u_NameValue(o: NameValue) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "value": o.value,
     }
-    return d
-
-
-StringIndex = int
-"""Index of the string in the strings table."""
-
-
-ArrayOfStrings: TypeAlias = list["cdp.dom_snapshot.StringIndex"]
-"""Index of the string in the strings table."""
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RareStringData:
-    """Data that is only present on rare nodes.
-
-    Attributes:
-        index: -
-        value: -
-    """
-
-    index: list[int]
-    value: list[StringIndex]
 
 
 _RareStringData_plain = {
@@ -482,22 +719,10 @@ def _s_RareStringData(d: dict[str, Any]) -> RareStringData:
 
 
 def _u_RareStringData(o: RareStringData) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "index": o.index,
         "value": o.value,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RareBooleanData:
-    """RareBooleanData.
-
-    Attributes:
-        index: -
-    """
-
-    index: list[int]
 
 
 _RareBooleanData_plain = {
@@ -518,23 +743,9 @@ def _s_RareBooleanData(d: dict[str, Any]) -> RareBooleanData:
 
 
 def _u_RareBooleanData(o: RareBooleanData) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "index": o.index,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RareIntegerData:
-    """RareIntegerData.
-
-    Attributes:
-        index: -
-        value: -
-    """
-
-    index: list[int]
-    value: list[int]
 
 
 _RareIntegerData_plain = {
@@ -558,54 +769,10 @@ def _s_RareIntegerData(d: dict[str, Any]) -> RareIntegerData:
 
 
 def _u_RareIntegerData(o: RareIntegerData) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "index": o.index,
         "value": o.value,
     }
-    return d
-
-
-Rectangle: TypeAlias = list[float]
-"""Rectangle."""
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DocumentSnapshot:
-    """Document snapshot.
-
-    Attributes:
-        document_url: Document URL that `Document` or `FrameOwner` node points to.
-        title: Document title.
-        base_url: Base URL that `Document` or `FrameOwner` node uses for URL completion.
-        content_language: Contains the document's content language.
-        encoding_name: Contains the document's character set encoding.
-        public_id: `DocumentType` node's publicId.
-        system_id: `DocumentType` node's systemId.
-        frame_id: Frame ID for frame owner elements and also for the document node.
-        nodes: A table with dom nodes.
-        layout: The nodes in the layout tree.
-        text_boxes: The post-layout inline text nodes.
-        scroll_offset_x: Horizontal scroll offset.
-        scroll_offset_y: Vertical scroll offset.
-        content_width: Document content width.
-        content_height: Document content height.
-    """
-
-    document_url: StringIndex
-    title: StringIndex
-    base_url: StringIndex
-    content_language: StringIndex
-    encoding_name: StringIndex
-    public_id: StringIndex
-    system_id: StringIndex
-    frame_id: StringIndex
-    nodes: NodeTreeSnapshot
-    layout: LayoutTreeSnapshot
-    text_boxes: TextBoxSnapshot
-    scroll_offset_x: float | None = None
-    scroll_offset_y: float | None = None
-    content_width: float | None = None
-    content_height: float | None = None
 
 
 _DocumentSnapshot_plain = {
@@ -685,60 +852,6 @@ def _u_DocumentSnapshot(o: DocumentSnapshot) -> dict[str, Any]:
     if o.content_height is not None:
         d["contentHeight"] = o.content_height
     return d
-
-
-optional_defaults(
-    DocumentSnapshot,
-    {
-        "scroll_offset_x": None,
-        "scroll_offset_y": None,
-        "content_width": None,
-        "content_height": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class NodeTreeSnapshot:
-    """Table containing nodes.
-
-    Attributes:
-        parent_index: Parent node index.
-        node_type: `Node`'s nodeType.
-        shadow_root_type: Type of the shadow root the `Node` is in. String values are equal to the `ShadowRootType` enum.
-        node_name: `Node`'s nodeName.
-        node_value: `Node`'s nodeValue.
-        backend_node_id: `Node`'s id, corresponds to DOM.Node.backendNodeId.
-        attributes: Attributes of an `Element` node. Flatten name, value pairs.
-        text_value: Only set for textarea elements, contains the text value.
-        input_value: Only set for input elements, contains the input's associated text value.
-        input_checked: Only set for radio and checkbox input elements, indicates if the element has been checked
-        option_selected: Only set for option elements, indicates if the element has been selected
-        content_document_index: The index of the document in the list of the snapshot documents.
-        pseudo_type: Type of a pseudo element node.
-        pseudo_identifier: Pseudo element identifier for this node. Only present if there is a valid pseudoType.
-        is_clickable: Whether this DOM node responds to mouse clicks. This includes nodes that have had click event listeners attached via JavaScript as well as anchor tags that naturally navigate when clicked.
-        current_source_url: The selected url for nodes with a srcset attribute.
-        origin_url: The url of the script (if any) that generates this node.
-    """
-
-    parent_index: list[int] | None = None
-    node_type: list[int] | None = None
-    shadow_root_type: RareStringData | None = None
-    node_name: list[StringIndex] | None = None
-    node_value: list[StringIndex] | None = None
-    backend_node_id: list[_dom.BackendNodeId] | None = None
-    attributes: list[ArrayOfStrings] | None = None
-    text_value: RareStringData | None = None
-    input_value: RareStringData | None = None
-    input_checked: RareBooleanData | None = None
-    option_selected: RareBooleanData | None = None
-    content_document_index: RareIntegerData | None = None
-    pseudo_type: RareStringData | None = None
-    pseudo_identifier: RareStringData | None = None
-    is_clickable: RareBooleanData | None = None
-    current_source_url: RareStringData | None = None
-    origin_url: RareStringData | None = None
 
 
 _NodeTreeSnapshot_plain = {
@@ -822,61 +935,6 @@ def _u_NodeTreeSnapshot(o: NodeTreeSnapshot) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    NodeTreeSnapshot,
-    {
-        "parent_index": None,
-        "node_type": None,
-        "shadow_root_type": None,
-        "node_name": None,
-        "node_value": None,
-        "backend_node_id": None,
-        "attributes": None,
-        "text_value": None,
-        "input_value": None,
-        "input_checked": None,
-        "option_selected": None,
-        "content_document_index": None,
-        "pseudo_type": None,
-        "pseudo_identifier": None,
-        "is_clickable": None,
-        "current_source_url": None,
-        "origin_url": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LayoutTreeSnapshot:
-    """Table of details of an element in the DOM tree with a LayoutObject.
-
-    Attributes:
-        node_index: Index of the corresponding node in the `NodeTreeSnapshot` array returned by `captureSnapshot`.
-        styles: Array of indexes specifying computed style strings, filtered according to the `computedStyles` parameter passed to `captureSnapshot`.
-        bounds: The absolute position bounding box.
-        text: Contents of the LayoutText, if any.
-        stacking_contexts: Stacking context information.
-        paint_orders: Global paint order index, which is determined by the stacking order of the nodes. Nodes that are painted together will have the same index. Only provided if includePaintOrder in captureSnapshot was true.
-        offset_rects: The offset rect of nodes. Only available when includeDOMRects is set to true
-        scroll_rects: The scroll rect of nodes. Only available when includeDOMRects is set to true
-        client_rects: The client rect of nodes. Only available when includeDOMRects is set to true
-        blended_background_colors: Experimental. The list of background colors that are blended with colors of overlapping elements.
-        text_color_opacities: Experimental. The list of computed text opacities.
-    """
-
-    node_index: list[int]
-    styles: list[ArrayOfStrings]
-    bounds: list[Rectangle]
-    text: list[StringIndex]
-    stacking_contexts: RareBooleanData
-    paint_orders: list[int] | None = None
-    offset_rects: list[Rectangle] | None = None
-    scroll_rects: list[Rectangle] | None = None
-    client_rects: list[Rectangle] | None = None
-    blended_background_colors: list[StringIndex] | None = None
-    text_color_opacities: list[float] | None = None
-
-
 _LayoutTreeSnapshot_plain = {
     "nodeIndex": "node_index",
     "styles": "styles",
@@ -936,37 +994,6 @@ def _u_LayoutTreeSnapshot(o: LayoutTreeSnapshot) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    LayoutTreeSnapshot,
-    {
-        "paint_orders": None,
-        "offset_rects": None,
-        "scroll_rects": None,
-        "client_rects": None,
-        "blended_background_colors": None,
-        "text_color_opacities": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TextBoxSnapshot:
-    """Table of details of the post layout rendered text positions. The exact layout should not be regarded as
-    stable and may change between versions.
-
-    Attributes:
-        layout_index: Index of the layout tree node that owns this box collection.
-        bounds: The absolute position bounding box.
-        start: The starting index in characters, for this post layout textbox substring. Characters that would be represented as a surrogate pair in UTF-16 have length 2.
-        length: The number of characters in this post layout textbox substring. Characters that would be represented as a surrogate pair in UTF-16 have length 2.
-    """
-
-    layout_index: list[int]
-    bounds: list[Rectangle]
-    start: list[int]
-    length: list[int]
-
-
 _TextBoxSnapshot_plain = {
     "layoutIndex": "layout_index",
     "bounds": "bounds",
@@ -994,48 +1021,20 @@ def _s_TextBoxSnapshot(d: dict[str, Any]) -> TextBoxSnapshot:
 
 
 def _u_TextBoxSnapshot(o: TextBoxSnapshot) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "layoutIndex": o.layout_index,
         "bounds": o.bounds,
         "start": o.start,
         "length": o.length,
     }
-    return d
-
-
-def disable() -> Command[None]:
-    """Disables DOM snapshot agent for the given page."""
-    _p: dict[str, Any] = {}
-    return Command("DOMSnapshot.disable", _p, None)
 
 
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def enable() -> Command[None]:
-    """Enables DOM snapshot agent for the given page."""
-    _p: dict[str, Any] = {}
-    return Command("DOMSnapshot.enable", _p, None)
-
-
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetSnapshotResult:
-    """Result of :func:`get_snapshot` (DOMSnapshot.getSnapshot).
-
-    Attributes:
-        dom_nodes: The nodes in the DOM tree. The DOMNode at index 0 corresponds to the root document.
-        layout_tree_nodes: The nodes in the layout tree.
-        computed_styles: Whitelisted ComputedStyle properties for each node in the layout tree.
-    """
-
-    dom_nodes: list[DOMNode]
-    layout_tree_nodes: list[LayoutTreeNode]
-    computed_styles: list[ComputedStyle]
 
 
 def _s_GetSnapshotResult(d: dict[str, Any]) -> GetSnapshotResult:
@@ -1058,32 +1057,19 @@ def _s_GetSnapshotResult(d: dict[str, Any]) -> GetSnapshotResult:
 
 
 def _u_GetSnapshotResult(o: GetSnapshotResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "domNodes": [_u_DOMNode(x0) for x0 in o.dom_nodes],
         "layoutTreeNodes": [_u_LayoutTreeNode(x0) for x0 in o.layout_tree_nodes],
         "computedStyles": [_u_ComputedStyle(x0) for x0 in o.computed_styles],
     }
-    return d
 
 
-def get_snapshot(
-    *,
+def _p_get_snapshot(
     computed_style_whitelist: list[str],
-    include_event_listeners: bool | None = None,
-    include_paint_order: bool | None = None,
-    include_user_agent_shadow_tree: bool | None = None,
-) -> Command[GetSnapshotResult]:
-    """Deprecated. Returns a document snapshot, including the full DOM tree of the root node (including iframes,
-    template contents, and imported documents) in a flattened array, as well as layout and
-    white-listed computed style information for the nodes. Shadow DOM in the returned DOM tree is
-    flattened.
-
-    Args:
-        computed_style_whitelist: Whitelist of computed styles to return.
-        include_event_listeners: Whether or not to retrieve details of DOM listeners (default false).
-        include_paint_order: Whether to determine and include the paint order index of LayoutTreeNodes (default false).
-        include_user_agent_shadow_tree: Whether to include UA shadow tree in the snapshot (default false).
-    """
+    include_event_listeners: bool | None,
+    include_paint_order: bool | None,
+    include_user_agent_shadow_tree: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "computedStyleWhitelist": computed_style_whitelist,
     }
@@ -1093,7 +1079,7 @@ def get_snapshot(
         _p["includePaintOrder"] = include_paint_order
     if include_user_agent_shadow_tree is not None:
         _p["includeUserAgentShadowTree"] = include_user_agent_shadow_tree
-    return Command("DOMSnapshot.getSnapshot", _p, _s_GetSnapshotResult)
+    return _p
 
 
 def _c_get_snapshot(d: dict[str, Any]) -> Command[GetSnapshotResult]:
@@ -1103,19 +1089,6 @@ def _c_get_snapshot(d: dict[str, Any]) -> Command[GetSnapshotResult]:
         include_paint_order=d.get("includePaintOrder"),
         include_user_agent_shadow_tree=d.get("includeUserAgentShadowTree"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CaptureSnapshotResult:
-    """Result of :func:`capture_snapshot` (DOMSnapshot.captureSnapshot).
-
-    Attributes:
-        documents: The nodes in the DOM tree. The DOMNode at index 0 corresponds to the root document.
-        strings: Shared string table that all string properties refer to with indexes.
-    """
-
-    documents: list[DocumentSnapshot]
-    strings: list[str]
 
 
 _CaptureSnapshotResult_plain = {
@@ -1140,33 +1113,19 @@ def _s_CaptureSnapshotResult(d: dict[str, Any]) -> CaptureSnapshotResult:
 
 
 def _u_CaptureSnapshotResult(o: CaptureSnapshotResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "documents": [_u_DocumentSnapshot(x0) for x0 in o.documents],
         "strings": o.strings,
     }
-    return d
 
 
-def capture_snapshot(
-    *,
+def _p_capture_snapshot(
     computed_styles: list[str],
-    include_paint_order: bool | None = None,
-    include_dom_rects: bool | None = None,
-    include_blended_background_colors: bool | None = None,
-    include_text_color_opacities: bool | None = None,
-) -> Command[CaptureSnapshotResult]:
-    """Returns a document snapshot, including the full DOM tree of the root node (including iframes,
-    template contents, and imported documents) in a flattened array, as well as layout and
-    white-listed computed style information for the nodes. Shadow DOM in the returned DOM tree is
-    flattened.
-
-    Args:
-        computed_styles: Whitelist of computed styles to return.
-        include_paint_order: Whether to include layout object paint orders into the snapshot.
-        include_dom_rects: Whether to include DOM rectangles (offsetRects, clientRects, scrollRects) into the snapshot
-        include_blended_background_colors: Experimental. Whether to include blended background colors in the snapshot (default: false). Blended background color is achieved by blending background colors of all elements that overlap with the current element.
-        include_text_color_opacities: Experimental. Whether to include text color opacity in the snapshot (default: false). An element might have the opacity property set that affects the text color of the element. The final text color opacity is computed based on the opacity of all overlapping elements.
-    """
+    include_paint_order: bool | None,
+    include_dom_rects: bool | None,
+    include_blended_background_colors: bool | None,
+    include_text_color_opacities: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "computedStyles": computed_styles,
     }
@@ -1178,7 +1137,7 @@ def capture_snapshot(
         _p["includeBlendedBackgroundColors"] = include_blended_background_colors
     if include_text_color_opacities is not None:
         _p["includeTextColorOpacities"] = include_text_color_opacities
-    return Command("DOMSnapshot.captureSnapshot", _p, _s_CaptureSnapshotResult)
+    return _p
 
 
 def _c_capture_snapshot(d: dict[str, Any]) -> Command[CaptureSnapshotResult]:
@@ -1191,13 +1150,6 @@ def _c_capture_snapshot(d: dict[str, Any]) -> Command[CaptureSnapshotResult]:
     )
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "DOMSnapshot.disable": _c_disable,
-    "DOMSnapshot.enable": _c_enable,
-    "DOMSnapshot.getSnapshot": _c_get_snapshot,
-    "DOMSnapshot.captureSnapshot": _c_capture_snapshot,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "DOMSnapshot": (True, False),
     "DOMSnapshot.LayoutTreeSnapshot.blendedBackgroundColors": (True, False),
@@ -1222,5 +1174,11 @@ register(
         TextBoxSnapshot: (_s_TextBoxSnapshot, _u_TextBoxSnapshot),
         GetSnapshotResult: (_s_GetSnapshotResult, _u_GetSnapshotResult),
         CaptureSnapshotResult: (_s_CaptureSnapshotResult, _u_CaptureSnapshotResult),
-    }
+    },
+    {
+        disable: _c_disable,
+        enable: _c_enable,
+        get_snapshot: _c_get_snapshot,
+        capture_snapshot: _c_capture_snapshot,
+    },
 )

@@ -6,17 +6,11 @@ Query and modify DOM storage.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
+from cdp._base import Command, register
 
 DOMAIN = "DOMStorage"
 EXPERIMENTAL = True
@@ -25,7 +19,7 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 SerializedStorageKey = str
-"""SerializedStorageKey."""
+"""See: https://chromedevtools.github.io/devtools-protocol/tot/DOMStorage/#type-SerializedStorageKey"""
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -36,11 +30,129 @@ class StorageId:
         security_origin: Security origin for the storage.
         storage_key: Represents a key by which DOM Storage keys its CachedStorageAreas
         is_local_storage: Whether the storage is local storage (not session storage).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMStorage/#type-StorageId
     """
 
     security_origin: str | None = None
     storage_key: SerializedStorageKey | None = None
     is_local_storage: bool
+
+
+Item: TypeAlias = list[str]
+"""DOM Storage item.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/DOMStorage/#type-Item
+"""
+
+
+def clear(
+    *,
+    storage_id: StorageId,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/DOMStorage/#method-clear"""
+    return Command("DOMStorage.clear", _p_clear(storage_id), None)
+
+
+def disable() -> Command[None]:
+    """Disables storage tracking, prevents storage events from being sent to the client.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMStorage/#method-disable
+    """
+    return Command("DOMStorage.disable", {}, None)
+
+
+def enable() -> Command[None]:
+    """Enables storage tracking, storage events will now be delivered to the client.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMStorage/#method-enable
+    """
+    return Command("DOMStorage.enable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetDOMStorageItemsResult:
+    """Result of :func:`get_dom_storage_items`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/DOMStorage/#method-getDOMStorageItems
+    """
+
+    entries: list[Item]
+
+
+def get_dom_storage_items(
+    *,
+    storage_id: StorageId,
+) -> Command[GetDOMStorageItemsResult]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/DOMStorage/#method-getDOMStorageItems"""
+    return Command(
+        "DOMStorage.getDOMStorageItems", _p_get_dom_storage_items(storage_id), GetDOMStorageItemsResult
+    )
+
+
+def remove_dom_storage_item(
+    *,
+    storage_id: StorageId,
+    key: str,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/DOMStorage/#method-removeDOMStorageItem"""
+    return Command("DOMStorage.removeDOMStorageItem", _p_remove_dom_storage_item(storage_id, key), None)
+
+
+def set_dom_storage_item(
+    *,
+    storage_id: StorageId,
+    key: str,
+    value: str,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/DOMStorage/#method-setDOMStorageItem"""
+    return Command("DOMStorage.setDOMStorageItem", _p_set_dom_storage_item(storage_id, key, value), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DomStorageItemAdded:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/DOMStorage/#event-domStorageItemAdded"""
+
+    method: ClassVar[str] = "DOMStorage.domStorageItemAdded"
+    storage_id: StorageId
+    key: str
+    new_value: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DomStorageItemRemoved:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/DOMStorage/#event-domStorageItemRemoved"""
+
+    method: ClassVar[str] = "DOMStorage.domStorageItemRemoved"
+    storage_id: StorageId
+    key: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DomStorageItemUpdated:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/DOMStorage/#event-domStorageItemUpdated"""
+
+    method: ClassVar[str] = "DOMStorage.domStorageItemUpdated"
+    storage_id: StorageId
+    key: str
+    old_value: str
+    new_value: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DomStorageItemsCleared:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/DOMStorage/#event-domStorageItemsCleared"""
+
+    method: ClassVar[str] = "DOMStorage.domStorageItemsCleared"
+    storage_id: StorageId
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _StorageId_plain = {
@@ -73,32 +185,12 @@ def _u_StorageId(o: StorageId) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    StorageId,
-    {
-        "security_origin": None,
-        "storage_key": None,
-    },
-)
-
-
-Item: TypeAlias = list[str]
-"""DOM Storage item."""
-
-
-def clear(
-    *,
+def _p_clear(
     storage_id: StorageId,
-) -> Command[None]:
-    """clear.
-
-    Args:
-        storage_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "storageId": _u_StorageId(storage_id),
     }
-    return Command("DOMStorage.clear", _p, None)
 
 
 def _c_clear(d: dict[str, Any]) -> Command[None]:
@@ -107,35 +199,12 @@ def _c_clear(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def disable() -> Command[None]:
-    """Disables storage tracking, prevents storage events from being sent to the client."""
-    _p: dict[str, Any] = {}
-    return Command("DOMStorage.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def enable() -> Command[None]:
-    """Enables storage tracking, storage events will now be delivered to the client."""
-    _p: dict[str, Any] = {}
-    return Command("DOMStorage.enable", _p, None)
-
-
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetDOMStorageItemsResult:
-    """Result of :func:`get_dom_storage_items` (DOMStorage.getDOMStorageItems).
-
-    Attributes:
-        entries: -
-    """
-
-    entries: list[Item]
 
 
 _GetDOMStorageItemsResult_plain = {
@@ -156,25 +225,17 @@ def _s_GetDOMStorageItemsResult(d: dict[str, Any]) -> GetDOMStorageItemsResult:
 
 
 def _u_GetDOMStorageItemsResult(o: GetDOMStorageItemsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "entries": o.entries,
     }
-    return d
 
 
-def get_dom_storage_items(
-    *,
+def _p_get_dom_storage_items(
     storage_id: StorageId,
-) -> Command[GetDOMStorageItemsResult]:
-    """getDOMStorageItems.
-
-    Args:
-        storage_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "storageId": _u_StorageId(storage_id),
     }
-    return Command("DOMStorage.getDOMStorageItems", _p, _s_GetDOMStorageItemsResult)
 
 
 def _c_get_dom_storage_items(d: dict[str, Any]) -> Command[GetDOMStorageItemsResult]:
@@ -183,22 +244,14 @@ def _c_get_dom_storage_items(d: dict[str, Any]) -> Command[GetDOMStorageItemsRes
     )
 
 
-def remove_dom_storage_item(
-    *,
+def _p_remove_dom_storage_item(
     storage_id: StorageId,
     key: str,
-) -> Command[None]:
-    """removeDOMStorageItem.
-
-    Args:
-        storage_id: -
-        key: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "storageId": _u_StorageId(storage_id),
         "key": key,
     }
-    return Command("DOMStorage.removeDOMStorageItem", _p, None)
 
 
 def _c_remove_dom_storage_item(d: dict[str, Any]) -> Command[None]:
@@ -208,25 +261,16 @@ def _c_remove_dom_storage_item(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_dom_storage_item(
-    *,
+def _p_set_dom_storage_item(
     storage_id: StorageId,
     key: str,
     value: str,
-) -> Command[None]:
-    """setDOMStorageItem.
-
-    Args:
-        storage_id: -
-        key: -
-        value: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "storageId": _u_StorageId(storage_id),
         "key": key,
         "value": value,
     }
-    return Command("DOMStorage.setDOMStorageItem", _p, None)
 
 
 def _c_set_dom_storage_item(d: dict[str, Any]) -> Command[None]:
@@ -235,22 +279,6 @@ def _c_set_dom_storage_item(d: dict[str, Any]) -> Command[None]:
         key=d["key"],
         value=d["value"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DomStorageItemAdded:
-    """domStorageItemAdded.
-
-    Attributes:
-        storage_id: -
-        key: -
-        new_value: -
-    """
-
-    method: ClassVar[str] = "DOMStorage.domStorageItemAdded"
-    storage_id: StorageId
-    key: str
-    new_value: str
 
 
 _DomStorageItemAdded_plain = {
@@ -278,26 +306,11 @@ def _s_DomStorageItemAdded(d: dict[str, Any]) -> DomStorageItemAdded:
 
 
 def _u_DomStorageItemAdded(o: DomStorageItemAdded) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "storageId": _u_StorageId(o.storage_id),
         "key": o.key,
         "newValue": o.new_value,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DomStorageItemRemoved:
-    """domStorageItemRemoved.
-
-    Attributes:
-        storage_id: -
-        key: -
-    """
-
-    method: ClassVar[str] = "DOMStorage.domStorageItemRemoved"
-    storage_id: StorageId
-    key: str
 
 
 _DomStorageItemRemoved_plain = {
@@ -322,29 +335,10 @@ def _s_DomStorageItemRemoved(d: dict[str, Any]) -> DomStorageItemRemoved:
 
 
 def _u_DomStorageItemRemoved(o: DomStorageItemRemoved) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "storageId": _u_StorageId(o.storage_id),
         "key": o.key,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DomStorageItemUpdated:
-    """domStorageItemUpdated.
-
-    Attributes:
-        storage_id: -
-        key: -
-        old_value: -
-        new_value: -
-    """
-
-    method: ClassVar[str] = "DOMStorage.domStorageItemUpdated"
-    storage_id: StorageId
-    key: str
-    old_value: str
-    new_value: str
 
 
 _DomStorageItemUpdated_plain = {
@@ -375,25 +369,12 @@ def _s_DomStorageItemUpdated(d: dict[str, Any]) -> DomStorageItemUpdated:
 
 
 def _u_DomStorageItemUpdated(o: DomStorageItemUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "storageId": _u_StorageId(o.storage_id),
         "key": o.key,
         "oldValue": o.old_value,
         "newValue": o.new_value,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DomStorageItemsCleared:
-    """domStorageItemsCleared.
-
-    Attributes:
-        storage_id: -
-    """
-
-    method: ClassVar[str] = "DOMStorage.domStorageItemsCleared"
-    storage_id: StorageId
 
 
 def _s_DomStorageItemsCleared(d: dict[str, Any]) -> DomStorageItemsCleared:
@@ -408,26 +389,11 @@ def _s_DomStorageItemsCleared(d: dict[str, Any]) -> DomStorageItemsCleared:
 
 
 def _u_DomStorageItemsCleared(o: DomStorageItemsCleared) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "storageId": _u_StorageId(o.storage_id),
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "DOMStorage.domStorageItemAdded": _s_DomStorageItemAdded,
-    "DOMStorage.domStorageItemRemoved": _s_DomStorageItemRemoved,
-    "DOMStorage.domStorageItemUpdated": _s_DomStorageItemUpdated,
-    "DOMStorage.domStorageItemsCleared": _s_DomStorageItemsCleared,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "DOMStorage.clear": _c_clear,
-    "DOMStorage.disable": _c_disable,
-    "DOMStorage.enable": _c_enable,
-    "DOMStorage.getDOMStorageItems": _c_get_dom_storage_items,
-    "DOMStorage.removeDOMStorageItem": _c_remove_dom_storage_item,
-    "DOMStorage.setDOMStorageItem": _c_set_dom_storage_item,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "DOMStorage": (True, False),
 }
@@ -439,5 +405,13 @@ register(
         DomStorageItemRemoved: (_s_DomStorageItemRemoved, _u_DomStorageItemRemoved),
         DomStorageItemUpdated: (_s_DomStorageItemUpdated, _u_DomStorageItemUpdated),
         DomStorageItemsCleared: (_s_DomStorageItemsCleared, _u_DomStorageItemsCleared),
-    }
+    },
+    {
+        clear: _c_clear,
+        disable: _c_disable,
+        enable: _c_enable,
+        get_dom_storage_items: _c_get_dom_storage_items,
+        remove_dom_storage_item: _c_remove_dom_storage_item,
+        set_dom_storage_item: _c_set_dom_storage_item,
+    },
 )

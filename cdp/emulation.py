@@ -6,21 +6,13 @@ This domain emulates different environments for the page.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import dom as _dom
-    from cdp import network as _network
-    from cdp import page as _page
 
 DOMAIN = "Emulation"
 EXPERIMENTAL = False
@@ -34,7 +26,7 @@ DEPENDENCIES: tuple[str, ...] = (
 
 @attrs.frozen(kw_only=True, slots=False)
 class SafeAreaInsets:
-    """Experimental. SafeAreaInsets.
+    """Experimental.
 
     Attributes:
         top: Overrides safe-area-inset-top.
@@ -45,6 +37,8 @@ class SafeAreaInsets:
         bottom_max: Overrides safe-area-max-inset-bottom.
         right: Overrides safe-area-inset-right.
         right_max: Overrides safe-area-max-inset-right.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-SafeAreaInsets
     """
 
     top: int | None = None
@@ -55,6 +49,1248 @@ class SafeAreaInsets:
     bottom_max: int | None = None
     right: int | None = None
     right_max: int | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ScreenOrientation:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-ScreenOrientation
+
+    Attributes:
+        type_: Orientation type. Values: 'portraitPrimary', 'portraitSecondary', 'landscapePrimary', 'landscapeSecondary'.
+        angle: Orientation angle.
+    """
+
+    type_: str
+    angle: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DisplayFeature:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-DisplayFeature
+
+    Attributes:
+        orientation: Orientation of a display feature in relation to screen Values: 'vertical', 'horizontal'.
+        offset: The offset from the screen origin in either the x (for vertical orientation) or y (for horizontal orientation) direction.
+        mask_length: A display feature may mask content such that it is not physically displayed - this length along with the offset describes this area. A display feature that only splits content will have a 0 mask_length.
+    """
+
+    orientation: str
+    offset: int
+    mask_length: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DevicePosture:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-DevicePosture
+
+    Attributes:
+        type_: Current posture of the device Values: 'continuous', 'folded'.
+    """
+
+    type_: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class MediaFeature:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-MediaFeature"""
+
+    name: str
+    value: str
+
+
+class VirtualTimePolicy(CDPEnum):
+    """Experimental. advance: If the scheduler runs out of immediate work, the virtual time base may fast forward to
+    allow the next delayed task (if any) to run; pause: The virtual time base may not advance;
+    pauseIfNetworkFetchesPending: The virtual time base may not advance if there are any pending
+    resource fetches.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-VirtualTimePolicy
+    """
+
+    ADVANCE = "advance"
+    PAUSE = "pause"
+    PAUSE_IF_NETWORK_FETCHES_PENDING = "pauseIfNetworkFetchesPending"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class UserAgentBrandVersion:
+    """Experimental. Used to specify User Agent Client Hints to emulate. See https://wicg.github.io/ua-client-hints
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-UserAgentBrandVersion
+    """
+
+    brand: str
+    version: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class UserAgentMetadata:
+    """Experimental. Used to specify User Agent Client Hints to emulate. See https://wicg.github.io/ua-client-hints
+    Missing optional values will be filled in by the target with what it would normally use.
+
+    Attributes:
+        brands: Brands appearing in Sec-CH-UA.
+        full_version_list: Brands appearing in Sec-CH-UA-Full-Version-List.
+        full_version: Deprecated.
+        form_factors: Used to specify User Agent form-factor values. See https://wicg.github.io/ua-client-hints/#sec-ch-ua-form-factors
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-UserAgentMetadata
+    """
+
+    brands: list[UserAgentBrandVersion] | None = None
+    full_version_list: list[UserAgentBrandVersion] | None = None
+    full_version: str | None = None
+    platform: str
+    platform_version: str
+    architecture: str
+    model: str
+    mobile: bool
+    bitness: str | None = None
+    wow64: bool | None = None
+    form_factors: list[str] | None = None
+
+
+class SensorType(CDPEnum):
+    """Experimental. Used to specify sensor types to emulate.
+    See https://w3c.github.io/sensors/#automation for more information.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-SensorType
+    """
+
+    ABSOLUTE_ORIENTATION = "absolute-orientation"
+    ACCELEROMETER = "accelerometer"
+    AMBIENT_LIGHT = "ambient-light"
+    GRAVITY = "gravity"
+    GYROSCOPE = "gyroscope"
+    LINEAR_ACCELERATION = "linear-acceleration"
+    MAGNETOMETER = "magnetometer"
+    RELATIVE_ORIENTATION = "relative-orientation"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SensorMetadata:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-SensorMetadata
+    """
+
+    available: bool | None = None
+    minimum_frequency: float | None = None
+    maximum_frequency: float | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SensorReadingSingle:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-SensorReadingSingle
+    """
+
+    value: float
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SensorReadingXYZ:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-SensorReadingXYZ
+    """
+
+    x: float
+    y: float
+    z: float
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SensorReadingQuaternion:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-SensorReadingQuaternion
+    """
+
+    x: float
+    y: float
+    z: float
+    w: float
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SensorReading:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-SensorReading
+    """
+
+    single: SensorReadingSingle | None = None
+    xyz: SensorReadingXYZ | None = None
+    quaternion: SensorReadingQuaternion | None = None
+
+
+class PressureSource(CDPEnum):
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-PressureSource
+    """
+
+    CPU = "cpu"
+
+
+class PressureState(CDPEnum):
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-PressureState
+    """
+
+    NOMINAL = "nominal"
+    FAIR = "fair"
+    SERIOUS = "serious"
+    CRITICAL = "critical"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PressureMetadata:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-PressureMetadata
+    """
+
+    available: bool | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WorkAreaInsets:
+    """Experimental.
+
+    Attributes:
+        top: Work area top inset in pixels. Default is 0;
+        left: Work area left inset in pixels. Default is 0;
+        bottom: Work area bottom inset in pixels. Default is 0;
+        right: Work area right inset in pixels. Default is 0;
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-WorkAreaInsets
+    """
+
+    top: int | None = None
+    left: int | None = None
+    bottom: int | None = None
+    right: int | None = None
+
+
+ScreenId = str
+"""Experimental.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-ScreenId
+"""
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ScreenInfo:
+    """Experimental. Screen information similar to the one returned by window.getScreenDetails() method,
+    see https://w3c.github.io/window-management/#screendetailed.
+
+    Attributes:
+        left: Offset of the left edge of the screen.
+        top: Offset of the top edge of the screen.
+        width: Width of the screen.
+        height: Height of the screen.
+        avail_left: Offset of the left edge of the available screen area.
+        avail_top: Offset of the top edge of the available screen area.
+        avail_width: Width of the available screen area.
+        avail_height: Height of the available screen area.
+        device_pixel_ratio: Specifies the screen's device pixel ratio.
+        orientation: Specifies the screen's orientation.
+        color_depth: Specifies the screen's color depth in bits.
+        is_extended: Indicates whether the device has multiple screens.
+        is_internal: Indicates whether the screen is internal to the device or external, attached to the device.
+        is_primary: Indicates whether the screen is set as the the operating system primary screen.
+        label: Specifies the descriptive label for the screen.
+        id_: Specifies the unique identifier of the screen.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-ScreenInfo
+    """
+
+    left: int
+    top: int
+    width: int
+    height: int
+    avail_left: int
+    avail_top: int
+    avail_width: int
+    avail_height: int
+    device_pixel_ratio: float
+    orientation: ScreenOrientation
+    color_depth: int
+    is_extended: bool
+    is_internal: bool
+    is_primary: bool
+    label: str
+    id_: ScreenId
+
+
+class DisabledImageType(CDPEnum):
+    """Experimental. Enum of image types that can be disabled.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#type-DisabledImageType
+    """
+
+    AVIF = "avif"
+    JXL = "jxl"
+    WEBP = "webp"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CanEmulateResult:
+    """Result of :func:`can_emulate`.
+
+    Attributes:
+        result: True if emulation is supported.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-canEmulate
+    """
+
+    result: bool
+
+
+def can_emulate() -> Command[CanEmulateResult]:
+    """Deprecated. Tells whether emulation is supported.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-canEmulate
+    """
+    return Command("Emulation.canEmulate", {}, CanEmulateResult)
+
+
+def clear_device_metrics_override() -> Command[None]:
+    """Clears the overridden device metrics.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-clearDeviceMetricsOverride
+    """
+    return Command("Emulation.clearDeviceMetricsOverride", {}, None)
+
+
+def clear_geolocation_override() -> Command[None]:
+    """Clears the overridden Geolocation Position and Error.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-clearGeolocationOverride
+    """
+    return Command("Emulation.clearGeolocationOverride", {}, None)
+
+
+def reset_page_scale_factor() -> Command[None]:
+    """Experimental. Requests that page scale factor is reset to initial values.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-resetPageScaleFactor
+    """
+    return Command("Emulation.resetPageScaleFactor", {}, None)
+
+
+def set_focus_emulation_enabled(
+    *,
+    enabled: bool,
+) -> Command[None]:
+    """Experimental. Enables or disables simulating a focused and active page.
+
+    Args:
+        enabled: Whether to enable to disable focus emulation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setFocusEmulationEnabled
+    """
+    return Command("Emulation.setFocusEmulationEnabled", _p_set_focus_emulation_enabled(enabled), None)
+
+
+def set_auto_dark_mode_override(
+    *,
+    enabled: bool | None = None,
+) -> Command[None]:
+    """Experimental. Automatically render all web contents using a dark theme.
+
+    Args:
+        enabled: Whether to enable or disable automatic dark mode. If not specified, any existing override will be cleared.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setAutoDarkModeOverride
+    """
+    return Command("Emulation.setAutoDarkModeOverride", _p_set_auto_dark_mode_override(enabled), None)
+
+
+def set_cpu_throttling_rate(
+    *,
+    rate: float,
+) -> Command[None]:
+    """Enables CPU throttling to emulate slow CPUs.
+
+    Args:
+        rate: Throttling rate as a slowdown factor (1 is no throttle, 2 is 2x slowdown, etc).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setCPUThrottlingRate
+    """
+    return Command("Emulation.setCPUThrottlingRate", _p_set_cpu_throttling_rate(rate), None)
+
+
+def set_default_background_color_override(
+    *,
+    color: cdp.dom.RGBA | None = None,
+) -> Command[None]:
+    """Sets or clears an override of the default background color of the frame. This override is used
+    if the content does not specify one.
+
+    Args:
+        color: RGBA of the default background color. If not specified, any existing override will be cleared.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setDefaultBackgroundColorOverride
+    """
+    return Command(
+        "Emulation.setDefaultBackgroundColorOverride", _p_set_default_background_color_override(color), None
+    )
+
+
+def set_safe_area_insets_override(
+    *,
+    insets: SafeAreaInsets,
+) -> Command[None]:
+    """Experimental. Overrides the values for env(safe-area-inset-*) and env(safe-area-max-inset-*). Unset values will cause the
+    respective variables to be undefined, even if previously overridden.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setSafeAreaInsetsOverride
+    """
+    return Command("Emulation.setSafeAreaInsetsOverride", _p_set_safe_area_insets_override(insets), None)
+
+
+def set_virtual_keyboard_geometry_override(
+    *,
+    keyboard_rect: cdp.dom.Rect | None = None,
+) -> Command[None]:
+    """Experimental. Overrides virtual keyboard geometry in CSS pixels, relative to the top-level viewport. The
+    provided rect is used for navigator.virtualKeyboard.boundingRect, geometrychange events, and
+    env(keyboard-inset-*) values on the inspected frame. The override applies independently of
+    navigator.virtualKeyboard.overlaysContent so clients can preview overlay geometry without
+    mutating page state. Values are rounded to the nearest CSS pixel. Omitting the rect clears the
+    override.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setVirtualKeyboardGeometryOverride
+    """
+    return Command(
+        "Emulation.setVirtualKeyboardGeometryOverride",
+        _p_set_virtual_keyboard_geometry_override(keyboard_rect),
+        None,
+    )
+
+
+def set_device_metrics_override(
+    *,
+    width: int,
+    height: int,
+    device_scale_factor: float,
+    mobile: bool,
+    scale: float | None = None,
+    screen_width: int | None = None,
+    screen_height: int | None = None,
+    position_x: int | None = None,
+    position_y: int | None = None,
+    dont_set_visible_size: bool | None = None,
+    screen_orientation: ScreenOrientation | None = None,
+    viewport: cdp.page.Viewport | None = None,
+    display_feature: DisplayFeature | None = None,
+    device_posture: DevicePosture | None = None,
+    scrollbar_type: str | None = None,
+    screen_orientation_lock_emulation: bool | None = None,
+    viewport_meta: str | None = None,
+    text_layout_mode: str | None = None,
+) -> Command[None]:
+    """Overrides the values of device screen dimensions (window.screen.width, window.screen.height,
+    window.innerWidth, window.innerHeight, and "device-width"/"device-height"-related CSS media
+    query results).
+
+    Args:
+        width: Overriding width value in pixels (minimum 0, maximum 10000000). 0 disables the override.
+        height: Overriding height value in pixels (minimum 0, maximum 10000000). 0 disables the override.
+        device_scale_factor: Overriding device scale factor value. 0 disables the override.
+        mobile: Whether to emulate mobile device. This includes viewport meta tag, overlay scrollbars, text autosizing and more.
+        scale: Experimental. Scale to apply to resulting view image.
+        screen_width: Experimental. Overriding screen width value in pixels (minimum 0, maximum 10000000).
+        screen_height: Experimental. Overriding screen height value in pixels (minimum 0, maximum 10000000).
+        position_x: Experimental. Overriding view X position on screen in pixels (minimum 0, maximum 10000000).
+        position_y: Experimental. Overriding view Y position on screen in pixels (minimum 0, maximum 10000000).
+        dont_set_visible_size: Experimental. Do not set visible view size, rely upon explicit setVisibleSize call.
+        screen_orientation: Screen orientation override.
+        viewport: Experimental. If set, the visible area of the page will be overridden to this viewport. This viewport change is not observed by the page, e.g. viewport-relative elements do not change positions.
+        display_feature: Experimental. Deprecated. If set, the display feature of a multi-segment screen. If not set, multi-segment support is turned-off. Deprecated, use Emulation.setDisplayFeaturesOverride.
+        device_posture: Experimental. Deprecated. If set, the posture of a foldable device. If not set the posture is set to continuous. Deprecated, use Emulation.setDevicePostureOverride.
+        scrollbar_type: Experimental. Scrollbar type. Default: `default`. Values: 'overlay', 'default'.
+        screen_orientation_lock_emulation: Experimental. If set to true, enables screen orientation lock emulation, which intercepts screen.orientation.lock() calls from the page and reports orientation changes via screenOrientationLockChanged events. This is useful for emulating mobile device orientation lock behavior in responsive design mode.
+        viewport_meta: Experimental. Viewport meta tag behavior. Default: `default`. Note: if `mobile` is `true`, the viewport meta tag is always enabled. Values: 'enable', 'default'.
+        text_layout_mode: Experimental. Text layout mode. Default: `default`. Note: if `mobile` is `true`, mobile text layout mode (text autosizing) is always enabled. Values: 'mobile', 'default'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setDeviceMetricsOverride
+    """
+    return Command(
+        "Emulation.setDeviceMetricsOverride",
+        _p_set_device_metrics_override(
+            width,
+            height,
+            device_scale_factor,
+            mobile,
+            scale,
+            screen_width,
+            screen_height,
+            position_x,
+            position_y,
+            dont_set_visible_size,
+            screen_orientation,
+            viewport,
+            display_feature,
+            device_posture,
+            scrollbar_type,
+            screen_orientation_lock_emulation,
+            viewport_meta,
+            text_layout_mode,
+        ),
+        None,
+    )
+
+
+def set_device_posture_override(
+    *,
+    posture: DevicePosture,
+) -> Command[None]:
+    """Experimental. Start reporting the given posture value to the Device Posture API.
+    This override can also be set in setDeviceMetricsOverride().
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setDevicePostureOverride
+    """
+    return Command("Emulation.setDevicePostureOverride", _p_set_device_posture_override(posture), None)
+
+
+def clear_device_posture_override() -> Command[None]:
+    """Experimental. Clears a device posture override set with either setDeviceMetricsOverride()
+    or setDevicePostureOverride() and starts using posture information from the
+    platform again.
+    Does nothing if no override is set.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-clearDevicePostureOverride
+    """
+    return Command("Emulation.clearDevicePostureOverride", {}, None)
+
+
+def set_display_features_override(
+    *,
+    features: list[DisplayFeature],
+) -> Command[None]:
+    """Experimental. Start using the given display features to pupulate the Viewport Segments API.
+    This override can also be set in setDeviceMetricsOverride().
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setDisplayFeaturesOverride
+    """
+    return Command("Emulation.setDisplayFeaturesOverride", _p_set_display_features_override(features), None)
+
+
+def clear_display_features_override() -> Command[None]:
+    """Experimental. Clears the display features override set with either setDeviceMetricsOverride()
+    or setDisplayFeaturesOverride() and starts using display features from the
+    platform again.
+    Does nothing if no override is set.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-clearDisplayFeaturesOverride
+    """
+    return Command("Emulation.clearDisplayFeaturesOverride", {}, None)
+
+
+def set_scrollbars_hidden(
+    *,
+    hidden: bool,
+) -> Command[None]:
+    """Experimental.
+
+    Args:
+        hidden: Whether scrollbars should be always hidden.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setScrollbarsHidden
+    """
+    return Command("Emulation.setScrollbarsHidden", _p_set_scrollbars_hidden(hidden), None)
+
+
+def set_document_cookie_disabled(
+    *,
+    disabled: bool,
+) -> Command[None]:
+    """Experimental.
+
+    Args:
+        disabled: Whether document.coookie API should be disabled.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setDocumentCookieDisabled
+    """
+    return Command("Emulation.setDocumentCookieDisabled", _p_set_document_cookie_disabled(disabled), None)
+
+
+def set_emit_touch_events_for_mouse(
+    *,
+    enabled: bool,
+    configuration: str | None = None,
+) -> Command[None]:
+    """Experimental.
+
+    Args:
+        enabled: Whether touch emulation based on mouse input should be enabled.
+        configuration: Touch/gesture events configuration. Default: current platform. Values: 'mobile', 'desktop'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setEmitTouchEventsForMouse
+    """
+    return Command(
+        "Emulation.setEmitTouchEventsForMouse",
+        _p_set_emit_touch_events_for_mouse(enabled, configuration),
+        None,
+    )
+
+
+def set_emulated_media(
+    *,
+    media: str | None = None,
+    features: list[MediaFeature] | None = None,
+) -> Command[None]:
+    """Emulates the given media type or media feature for CSS media queries.
+
+    Args:
+        media: Media type to emulate. Empty string disables the override.
+        features: Media features to emulate.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setEmulatedMedia
+    """
+    return Command("Emulation.setEmulatedMedia", _p_set_emulated_media(media, features), None)
+
+
+def set_emulated_vision_deficiency(
+    *,
+    type_: str,
+) -> Command[None]:
+    """Emulates the given vision deficiency.
+
+    Args:
+        type_: Vision deficiency to emulate. Order: best-effort emulations come first, followed by any physiologically accurate emulations for medically recognized color vision deficiencies. Values: 'none', 'blurredVision', 'reducedContrast', 'achromatopsia', 'deuteranopia', 'protanopia', 'tritanopia'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setEmulatedVisionDeficiency
+    """
+    return Command("Emulation.setEmulatedVisionDeficiency", _p_set_emulated_vision_deficiency(type_), None)
+
+
+def set_emulated_os_text_scale(
+    *,
+    scale: float | None = None,
+) -> Command[None]:
+    """Emulates the given OS text scale.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setEmulatedOSTextScale
+    """
+    return Command("Emulation.setEmulatedOSTextScale", _p_set_emulated_os_text_scale(scale), None)
+
+
+def set_geolocation_override(
+    *,
+    latitude: float | None = None,
+    longitude: float | None = None,
+    accuracy: float | None = None,
+    altitude: float | None = None,
+    altitude_accuracy: float | None = None,
+    heading: float | None = None,
+    speed: float | None = None,
+) -> Command[None]:
+    """Overrides the Geolocation Position or Error. Omitting latitude, longitude or
+    accuracy emulates position unavailable.
+
+    Args:
+        latitude: Mock latitude
+        longitude: Mock longitude
+        accuracy: Mock accuracy
+        altitude: Mock altitude
+        altitude_accuracy: Mock altitudeAccuracy
+        heading: Mock heading
+        speed: Mock speed
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setGeolocationOverride
+    """
+    return Command(
+        "Emulation.setGeolocationOverride",
+        _p_set_geolocation_override(
+            latitude, longitude, accuracy, altitude, altitude_accuracy, heading, speed
+        ),
+        None,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetOverriddenSensorInformationResult:
+    """Result of :func:`get_overridden_sensor_information`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-getOverriddenSensorInformation
+    """
+
+    requested_sampling_frequency: float
+
+
+def get_overridden_sensor_information(
+    *,
+    type_: SensorType,
+) -> Command[GetOverriddenSensorInformationResult]:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-getOverriddenSensorInformation
+    """
+    return Command(
+        "Emulation.getOverriddenSensorInformation",
+        _p_get_overridden_sensor_information(type_),
+        GetOverriddenSensorInformationResult,
+    )
+
+
+def set_sensor_override_enabled(
+    *,
+    enabled: bool,
+    type_: SensorType,
+    metadata: SensorMetadata | None = None,
+) -> Command[None]:
+    """Experimental. Overrides a platform sensor of a given type. If |enabled| is true, calls to
+    Sensor.start() will use a virtual sensor as backend rather than fetching
+    data from a real hardware sensor. Otherwise, existing virtual
+    sensor-backend Sensor objects will fire an error event and new calls to
+    Sensor.start() will attempt to use a real sensor instead.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setSensorOverrideEnabled
+    """
+    return Command(
+        "Emulation.setSensorOverrideEnabled", _p_set_sensor_override_enabled(enabled, type_, metadata), None
+    )
+
+
+def set_sensor_override_readings(
+    *,
+    type_: SensorType,
+    reading: SensorReading,
+) -> Command[None]:
+    """Experimental. Updates the sensor readings reported by a sensor type previously overridden
+    by setSensorOverrideEnabled.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setSensorOverrideReadings
+    """
+    return Command(
+        "Emulation.setSensorOverrideReadings", _p_set_sensor_override_readings(type_, reading), None
+    )
+
+
+def set_pressure_source_override_enabled(
+    *,
+    enabled: bool,
+    source: PressureSource,
+    metadata: PressureMetadata | None = None,
+) -> Command[None]:
+    """Experimental. Overrides a pressure source of a given type, as used by the Compute
+    Pressure API, so that updates to PressureObserver.observe() are provided
+    via setPressureStateOverride instead of being retrieved from
+    platform-provided telemetry data.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setPressureSourceOverrideEnabled
+    """
+    return Command(
+        "Emulation.setPressureSourceOverrideEnabled",
+        _p_set_pressure_source_override_enabled(enabled, source, metadata),
+        None,
+    )
+
+
+def set_pressure_state_override(
+    *,
+    source: PressureSource,
+    state: PressureState,
+) -> Command[None]:
+    """Experimental. Provides a given pressure state that will be processed and eventually be
+    delivered to PressureObserver users. |source| must have been previously
+    overridden by setPressureSourceOverrideEnabled.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setPressureStateOverride
+    """
+    return Command("Emulation.setPressureStateOverride", _p_set_pressure_state_override(source, state), None)
+
+
+def set_idle_override(
+    *,
+    is_user_active: bool,
+    is_screen_unlocked: bool,
+) -> Command[None]:
+    """Overrides the Idle state.
+
+    Args:
+        is_user_active: Mock isUserActive
+        is_screen_unlocked: Mock isScreenUnlocked
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setIdleOverride
+    """
+    return Command(
+        "Emulation.setIdleOverride", _p_set_idle_override(is_user_active, is_screen_unlocked), None
+    )
+
+
+def clear_idle_override() -> Command[None]:
+    """Clears Idle state overrides.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-clearIdleOverride
+    """
+    return Command("Emulation.clearIdleOverride", {}, None)
+
+
+def set_navigator_overrides(
+    *,
+    platform: str,
+) -> Command[None]:
+    """Experimental. Deprecated. Overrides value returned by the javascript navigator object.
+
+    Args:
+        platform: The platform navigator.platform should return.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setNavigatorOverrides
+    """
+    return Command("Emulation.setNavigatorOverrides", _p_set_navigator_overrides(platform), None)
+
+
+def set_page_scale_factor(
+    *,
+    page_scale_factor: float,
+) -> Command[None]:
+    """Experimental. Sets a specified page scale factor.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setPageScaleFactor
+    """
+    return Command("Emulation.setPageScaleFactor", _p_set_page_scale_factor(page_scale_factor), None)
+
+
+def set_script_execution_disabled(
+    *,
+    value: bool,
+) -> Command[None]:
+    """Switches script execution in the page.
+
+    Args:
+        value: Whether script execution should be disabled in the page.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setScriptExecutionDisabled
+    """
+    return Command("Emulation.setScriptExecutionDisabled", _p_set_script_execution_disabled(value), None)
+
+
+def set_touch_emulation_enabled(
+    *,
+    enabled: bool,
+    max_touch_points: int | None = None,
+) -> Command[None]:
+    """Enables touch on platforms which do not support them.
+
+    Args:
+        enabled: Whether the touch event emulation should be enabled.
+        max_touch_points: Maximum touch points supported. Defaults to one.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setTouchEmulationEnabled
+    """
+    return Command(
+        "Emulation.setTouchEmulationEnabled", _p_set_touch_emulation_enabled(enabled, max_touch_points), None
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetVirtualTimePolicyResult:
+    """Result of :func:`set_virtual_time_policy`.
+
+    Attributes:
+        virtual_time_ticks_base: Absolute timestamp at which virtual time was first enabled (up time in milliseconds).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setVirtualTimePolicy
+    """
+
+    virtual_time_ticks_base: float
+
+
+def set_virtual_time_policy(
+    *,
+    policy: VirtualTimePolicy,
+    budget: float | None = None,
+    max_virtual_time_task_starvation_count: int | None = None,
+    initial_virtual_time: cdp.network.TimeSinceEpoch | None = None,
+) -> Command[SetVirtualTimePolicyResult]:
+    """Experimental. Turns on virtual time for all frames (replacing real-time with a synthetic time source) and sets
+    the current virtual time policy.  Note this supersedes any previous time budget.
+
+    Args:
+        budget: If set, after this many virtual milliseconds have elapsed virtual time will be paused and a virtualTimeBudgetExpired event is sent.
+        max_virtual_time_task_starvation_count: If set this specifies the maximum number of tasks that can be run before virtual is forced forwards to prevent deadlock.
+        initial_virtual_time: If set, base::Time::Now will be overridden to initially return this value.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setVirtualTimePolicy
+    """
+    return Command(
+        "Emulation.setVirtualTimePolicy",
+        _p_set_virtual_time_policy(
+            policy, budget, max_virtual_time_task_starvation_count, initial_virtual_time
+        ),
+        SetVirtualTimePolicyResult,
+    )
+
+
+def set_locale_override(
+    *,
+    locale: str | None = None,
+) -> Command[None]:
+    """Experimental. Overrides default host system locale with the specified one.
+
+    Args:
+        locale: ICU style C locale (e.g. "en_US"). If not specified or empty, disables the override and restores default host system locale.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setLocaleOverride
+    """
+    return Command("Emulation.setLocaleOverride", _p_set_locale_override(locale), None)
+
+
+def set_timezone_override(
+    *,
+    timezone_id: str,
+) -> Command[None]:
+    """Overrides default host system timezone with the specified one.
+
+    Args:
+        timezone_id: The timezone identifier. List of supported timezones: https://source.chromium.org/chromium/chromium/deps/icu.git/+/faee8bc70570192d82d2978a71e2a615788597d1:source/data/misc/metaZones.txt If empty, disables the override and restores default host system timezone.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setTimezoneOverride
+    """
+    return Command("Emulation.setTimezoneOverride", _p_set_timezone_override(timezone_id), None)
+
+
+def set_visible_size(
+    *,
+    width: int,
+    height: int,
+) -> Command[None]:
+    """Experimental. Deprecated. Resizes the frame/viewport of the page. Note that this does not affect the frame's container
+    (e.g. browser window). Can be used to produce screenshots of the specified size. Not supported
+    on Android.
+
+    Args:
+        width: Frame width (DIP).
+        height: Frame height (DIP).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setVisibleSize
+    """
+    return Command("Emulation.setVisibleSize", _p_set_visible_size(width, height), None)
+
+
+def set_disabled_image_types(
+    *,
+    image_types: list[DisabledImageType],
+) -> Command[None]:
+    """Experimental.
+
+    Args:
+        image_types: Image types to disable.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setDisabledImageTypes
+    """
+    return Command("Emulation.setDisabledImageTypes", _p_set_disabled_image_types(image_types), None)
+
+
+def set_data_saver_override(
+    *,
+    data_saver_enabled: bool | None = None,
+) -> Command[None]:
+    """Experimental. Override the value of navigator.connection.saveData
+
+    Args:
+        data_saver_enabled: Override value. Omitting the parameter disables the override.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setDataSaverOverride
+    """
+    return Command("Emulation.setDataSaverOverride", _p_set_data_saver_override(data_saver_enabled), None)
+
+
+def set_hardware_concurrency_override(
+    *,
+    hardware_concurrency: int,
+) -> Command[None]:
+    """Experimental.
+
+    Args:
+        hardware_concurrency: Hardware concurrency to report
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setHardwareConcurrencyOverride
+    """
+    return Command(
+        "Emulation.setHardwareConcurrencyOverride",
+        _p_set_hardware_concurrency_override(hardware_concurrency),
+        None,
+    )
+
+
+def set_cpu_performance_override(
+    *,
+    performance_tier: str | None = None,
+) -> Command[None]:
+    """Experimental. Overrides the value of navigator.cpuPerformance
+
+    Args:
+        performance_tier: Override value. Omitting the parameter disables the override. Values: 'unknown', 'low', 'mid', 'high', 'ultra'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setCPUPerformanceOverride
+    """
+    return Command(
+        "Emulation.setCPUPerformanceOverride", _p_set_cpu_performance_override(performance_tier), None
+    )
+
+
+def set_user_agent_override(
+    *,
+    user_agent: str,
+    accept_language: str | None = None,
+    platform: str | None = None,
+    user_agent_metadata: UserAgentMetadata | None = None,
+) -> Command[None]:
+    """Allows overriding user agent with the given string.
+    `userAgentMetadata` must be set for Client Hint headers to be sent.
+
+    Args:
+        user_agent: User agent to use.
+        accept_language: Browser language to emulate.
+        platform: The platform navigator.platform should return.
+        user_agent_metadata: Experimental. To be sent in Sec-CH-UA-* headers and returned in navigator.userAgentData
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setUserAgentOverride
+    """
+    return Command(
+        "Emulation.setUserAgentOverride",
+        _p_set_user_agent_override(user_agent, accept_language, platform, user_agent_metadata),
+        None,
+    )
+
+
+def set_automation_override(
+    *,
+    enabled: bool,
+) -> Command[None]:
+    """Experimental. Allows overriding the automation flag.
+
+    Args:
+        enabled: Whether the override should be enabled.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setAutomationOverride
+    """
+    return Command("Emulation.setAutomationOverride", _p_set_automation_override(enabled), None)
+
+
+def set_small_viewport_height_difference_override(
+    *,
+    difference: int,
+) -> Command[None]:
+    """Experimental. Allows overriding the difference between the small and large viewport sizes, which determine the
+    value of the `svh` and `lvh` unit, respectively. Only supported for top-level frames.
+
+    Args:
+        difference: This will cause an element of size 100svh to be `difference` pixels smaller than an element of size 100lvh.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setSmallViewportHeightDifferenceOverride
+    """
+    return Command(
+        "Emulation.setSmallViewportHeightDifferenceOverride",
+        _p_set_small_viewport_height_difference_override(difference),
+        None,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetScreenInfosResult:
+    """Result of :func:`get_screen_infos`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-getScreenInfos
+    """
+
+    screen_infos: list[ScreenInfo]
+
+
+def get_screen_infos() -> Command[GetScreenInfosResult]:
+    """Experimental. Returns device's screen configuration. In headful mode, the physical screens configuration is returned,
+    whereas in headless mode, a virtual headless screen configuration is provided instead.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-getScreenInfos
+    """
+    return Command("Emulation.getScreenInfos", {}, GetScreenInfosResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AddScreenResult:
+    """Result of :func:`add_screen`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-addScreen
+    """
+
+    screen_info: ScreenInfo
+
+
+def add_screen(
+    *,
+    left: int,
+    top: int,
+    width: int,
+    height: int,
+    work_area_insets: WorkAreaInsets | None = None,
+    device_pixel_ratio: float | None = None,
+    rotation: int | None = None,
+    color_depth: int | None = None,
+    label: str | None = None,
+    is_internal: bool | None = None,
+) -> Command[AddScreenResult]:
+    """Experimental. Add a new screen to the device. Only supported in headless mode.
+
+    Args:
+        left: Offset of the left edge of the screen in pixels.
+        top: Offset of the top edge of the screen in pixels.
+        width: The width of the screen in pixels.
+        height: The height of the screen in pixels.
+        work_area_insets: Specifies the screen's work area. Default is entire screen.
+        device_pixel_ratio: Specifies the screen's device pixel ratio. Default is 1.
+        rotation: Specifies the screen's rotation angle. Available values are 0, 90, 180 and 270. Default is 0.
+        color_depth: Specifies the screen's color depth in bits. Default is 24.
+        label: Specifies the descriptive label for the screen. Default is none.
+        is_internal: Indicates whether the screen is internal to the device or external, attached to the device. Default is false.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-addScreen
+    """
+    return Command(
+        "Emulation.addScreen",
+        _p_add_screen(
+            left,
+            top,
+            width,
+            height,
+            work_area_insets,
+            device_pixel_ratio,
+            rotation,
+            color_depth,
+            label,
+            is_internal,
+        ),
+        AddScreenResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class UpdateScreenResult:
+    """Result of :func:`update_screen`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-updateScreen
+    """
+
+    screen_info: ScreenInfo
+
+
+def update_screen(
+    *,
+    screen_id: ScreenId,
+    left: int | None = None,
+    top: int | None = None,
+    width: int | None = None,
+    height: int | None = None,
+    work_area_insets: WorkAreaInsets | None = None,
+    device_pixel_ratio: float | None = None,
+    rotation: int | None = None,
+    color_depth: int | None = None,
+    label: str | None = None,
+    is_internal: bool | None = None,
+) -> Command[UpdateScreenResult]:
+    """Experimental. Updates specified screen parameters. Only supported in headless mode.
+
+    Args:
+        screen_id: Target screen identifier.
+        left: Offset of the left edge of the screen in pixels.
+        top: Offset of the top edge of the screen in pixels.
+        width: The width of the screen in pixels.
+        height: The height of the screen in pixels.
+        work_area_insets: Specifies the screen's work area.
+        device_pixel_ratio: Specifies the screen's device pixel ratio.
+        rotation: Specifies the screen's rotation angle. Available values are 0, 90, 180 and 270.
+        color_depth: Specifies the screen's color depth in bits.
+        label: Specifies the descriptive label for the screen.
+        is_internal: Indicates whether the screen is internal to the device or external, attached to the device. Default is false.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-updateScreen
+    """
+    return Command(
+        "Emulation.updateScreen",
+        _p_update_screen(
+            screen_id,
+            left,
+            top,
+            width,
+            height,
+            work_area_insets,
+            device_pixel_ratio,
+            rotation,
+            color_depth,
+            label,
+            is_internal,
+        ),
+        UpdateScreenResult,
+    )
+
+
+def remove_screen(
+    *,
+    screen_id: ScreenId,
+) -> Command[None]:
+    """Experimental. Remove screen from the device. Only supported in headless mode.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-removeScreen
+    """
+    return Command("Emulation.removeScreen", _p_remove_screen(screen_id), None)
+
+
+def set_primary_screen(
+    *,
+    screen_id: ScreenId,
+) -> Command[None]:
+    """Experimental. Set primary screen. Only supported in headless mode.
+    Note that this changes the coordinate system origin to the top-left
+    of the new primary screen, updating the bounds and work areas
+    of all existing screens accordingly.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#method-setPrimaryScreen
+    """
+    return Command("Emulation.setPrimaryScreen", _p_set_primary_screen(screen_id), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class VirtualTimeBudgetExpired:
+    """Experimental. Notification sent after the virtual time budget for the current VirtualTimePolicy has run out.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#event-virtualTimeBudgetExpired
+    """
+
+    method: ClassVar[str] = "Emulation.virtualTimeBudgetExpired"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ScreenOrientationLockChanged:
+    """Experimental. Fired when a page calls screen.orientation.lock() or screen.orientation.unlock()
+    while device emulation is enabled. This allows the DevTools frontend to update the
+    emulated device orientation accordingly.
+
+    Attributes:
+        locked: Whether the screen orientation is currently locked.
+        orientation: The orientation lock type requested by the page. Only set when locked is true.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Emulation/#event-screenOrientationLockChanged
+    """
+
+    method: ClassVar[str] = "Emulation.screenOrientationLockChanged"
+    locked: bool
+    orientation: ScreenOrientation | None = None
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _SafeAreaInsets_plain = {
@@ -100,34 +1336,6 @@ def _u_SafeAreaInsets(o: SafeAreaInsets) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    SafeAreaInsets,
-    {
-        "top": None,
-        "top_max": None,
-        "left": None,
-        "left_max": None,
-        "bottom": None,
-        "bottom_max": None,
-        "right": None,
-        "right_max": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ScreenOrientation:
-    """Screen orientation.
-
-    Attributes:
-        type_: Orientation type. Values: 'portraitPrimary', 'portraitSecondary', 'landscapePrimary', 'landscapeSecondary'.
-        angle: Orientation angle.
-    """
-
-    type_: str
-    angle: int
-
-
 _ScreenOrientation_plain = {
     "type": "type_",
     "angle": "angle",
@@ -149,26 +1357,10 @@ def _s_ScreenOrientation(d: dict[str, Any]) -> ScreenOrientation:
 
 
 def _u_ScreenOrientation(o: ScreenOrientation) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "type": o.type_,
         "angle": o.angle,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DisplayFeature:
-    """DisplayFeature.
-
-    Attributes:
-        orientation: Orientation of a display feature in relation to screen Values: 'vertical', 'horizontal'.
-        offset: The offset from the screen origin in either the x (for vertical orientation) or y (for horizontal orientation) direction.
-        mask_length: A display feature may mask content such that it is not physically displayed - this length along with the offset describes this area. A display feature that only splits content will have a 0 mask_length.
-    """
-
-    orientation: str
-    offset: int
-    mask_length: int
 
 
 _DisplayFeature_plain = {
@@ -195,23 +1387,11 @@ def _s_DisplayFeature(d: dict[str, Any]) -> DisplayFeature:
 
 
 def _u_DisplayFeature(o: DisplayFeature) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "orientation": o.orientation,
         "offset": o.offset,
         "maskLength": o.mask_length,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DevicePosture:
-    """DevicePosture.
-
-    Attributes:
-        type_: Current posture of the device Values: 'continuous', 'folded'.
-    """
-
-    type_: str
 
 
 _DevicePosture_plain = {
@@ -232,23 +1412,9 @@ def _s_DevicePosture(d: dict[str, Any]) -> DevicePosture:
 
 
 def _u_DevicePosture(o: DevicePosture) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "type": o.type_,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class MediaFeature:
-    """MediaFeature.
-
-    Attributes:
-        name: -
-        value: -
-    """
-
-    name: str
-    value: str
 
 
 _MediaFeature_plain = {
@@ -272,35 +1438,10 @@ def _s_MediaFeature(d: dict[str, Any]) -> MediaFeature:
 
 
 def _u_MediaFeature(o: MediaFeature) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "value": o.value,
     }
-    return d
-
-
-class VirtualTimePolicy(CDPEnum):
-    """Experimental. advance: If the scheduler runs out of immediate work, the virtual time base may fast forward to
-    allow the next delayed task (if any) to run; pause: The virtual time base may not advance;
-    pauseIfNetworkFetchesPending: The virtual time base may not advance if there are any pending
-    resource fetches."""
-
-    ADVANCE = "advance"
-    PAUSE = "pause"
-    PAUSE_IF_NETWORK_FETCHES_PENDING = "pauseIfNetworkFetchesPending"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class UserAgentBrandVersion:
-    """Experimental. Used to specify User Agent Client Hints to emulate. See https://wicg.github.io/ua-client-hints
-
-    Attributes:
-        brand: -
-        version: -
-    """
-
-    brand: str
-    version: str
 
 
 _UserAgentBrandVersion_plain = {
@@ -324,43 +1465,10 @@ def _s_UserAgentBrandVersion(d: dict[str, Any]) -> UserAgentBrandVersion:
 
 
 def _u_UserAgentBrandVersion(o: UserAgentBrandVersion) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "brand": o.brand,
         "version": o.version,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class UserAgentMetadata:
-    """Experimental. Used to specify User Agent Client Hints to emulate. See https://wicg.github.io/ua-client-hints
-    Missing optional values will be filled in by the target with what it would normally use.
-
-    Attributes:
-        brands: Brands appearing in Sec-CH-UA.
-        full_version_list: Brands appearing in Sec-CH-UA-Full-Version-List.
-        full_version: Deprecated.
-        platform: -
-        platform_version: -
-        architecture: -
-        model: -
-        mobile: -
-        bitness: -
-        wow64: -
-        form_factors: Used to specify User Agent form-factor values. See https://wicg.github.io/ua-client-hints/#sec-ch-ua-form-factors
-    """
-
-    brands: list[UserAgentBrandVersion] | None = None
-    full_version_list: list[UserAgentBrandVersion] | None = None
-    full_version: str | None = None
-    platform: str
-    platform_version: str
-    architecture: str
-    model: str
-    mobile: bool
-    bitness: str | None = None
-    wow64: bool | None = None
-    form_factors: list[str] | None = None
 
 
 _UserAgentMetadata_plain = {
@@ -423,48 +1531,6 @@ def _u_UserAgentMetadata(o: UserAgentMetadata) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    UserAgentMetadata,
-    {
-        "brands": None,
-        "full_version_list": None,
-        "full_version": None,
-        "bitness": None,
-        "wow64": None,
-        "form_factors": None,
-    },
-)
-
-
-class SensorType(CDPEnum):
-    """Experimental. Used to specify sensor types to emulate.
-    See https://w3c.github.io/sensors/#automation for more information."""
-
-    ABSOLUTE_ORIENTATION = "absolute-orientation"
-    ACCELEROMETER = "accelerometer"
-    AMBIENT_LIGHT = "ambient-light"
-    GRAVITY = "gravity"
-    GYROSCOPE = "gyroscope"
-    LINEAR_ACCELERATION = "linear-acceleration"
-    MAGNETOMETER = "magnetometer"
-    RELATIVE_ORIENTATION = "relative-orientation"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SensorMetadata:
-    """Experimental. SensorMetadata.
-
-    Attributes:
-        available: -
-        minimum_frequency: -
-        maximum_frequency: -
-    """
-
-    available: bool | None = None
-    minimum_frequency: float | None = None
-    maximum_frequency: float | None = None
-
-
 _SensorMetadata_plain = {
     "available": "available",
     "minimumFrequency": "minimum_frequency",
@@ -493,27 +1559,6 @@ def _u_SensorMetadata(o: SensorMetadata) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    SensorMetadata,
-    {
-        "available": None,
-        "minimum_frequency": None,
-        "maximum_frequency": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SensorReadingSingle:
-    """Experimental. SensorReadingSingle.
-
-    Attributes:
-        value: -
-    """
-
-    value: float
-
-
 _SensorReadingSingle_plain = {
     "value": "value",
 }
@@ -532,25 +1577,9 @@ def _s_SensorReadingSingle(d: dict[str, Any]) -> SensorReadingSingle:
 
 
 def _u_SensorReadingSingle(o: SensorReadingSingle) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "value": o.value,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SensorReadingXYZ:
-    """Experimental. SensorReadingXYZ.
-
-    Attributes:
-        x: -
-        y: -
-        z: -
-    """
-
-    x: float
-    y: float
-    z: float
 
 
 _SensorReadingXYZ_plain = {
@@ -577,29 +1606,11 @@ def _s_SensorReadingXYZ(d: dict[str, Any]) -> SensorReadingXYZ:
 
 
 def _u_SensorReadingXYZ(o: SensorReadingXYZ) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "x": o.x,
         "y": o.y,
         "z": o.z,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SensorReadingQuaternion:
-    """Experimental. SensorReadingQuaternion.
-
-    Attributes:
-        x: -
-        y: -
-        z: -
-        w: -
-    """
-
-    x: float
-    y: float
-    z: float
-    w: float
 
 
 _SensorReadingQuaternion_plain = {
@@ -629,28 +1640,12 @@ def _s_SensorReadingQuaternion(d: dict[str, Any]) -> SensorReadingQuaternion:
 
 
 def _u_SensorReadingQuaternion(o: SensorReadingQuaternion) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "x": o.x,
         "y": o.y,
         "z": o.z,
         "w": o.w,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SensorReading:
-    """Experimental. SensorReading.
-
-    Attributes:
-        single: -
-        xyz: -
-        quaternion: -
-    """
-
-    single: SensorReadingSingle | None = None
-    xyz: SensorReadingXYZ | None = None
-    quaternion: SensorReadingQuaternion | None = None
 
 
 def _s_SensorReading(d: dict[str, Any]) -> SensorReading:
@@ -677,42 +1672,6 @@ def _u_SensorReading(o: SensorReading) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    SensorReading,
-    {
-        "single": None,
-        "xyz": None,
-        "quaternion": None,
-    },
-)
-
-
-class PressureSource(CDPEnum):
-    """Experimental. PressureSource."""
-
-    CPU = "cpu"
-
-
-class PressureState(CDPEnum):
-    """Experimental. PressureState."""
-
-    NOMINAL = "nominal"
-    FAIR = "fair"
-    SERIOUS = "serious"
-    CRITICAL = "critical"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PressureMetadata:
-    """Experimental. PressureMetadata.
-
-    Attributes:
-        available: -
-    """
-
-    available: bool | None = None
-
-
 _PressureMetadata_plain = {
     "available": "available",
 }
@@ -733,31 +1692,6 @@ def _u_PressureMetadata(o: PressureMetadata) -> dict[str, Any]:
     if o.available is not None:
         d["available"] = o.available
     return d
-
-
-optional_defaults(
-    PressureMetadata,
-    {
-        "available": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WorkAreaInsets:
-    """Experimental. WorkAreaInsets.
-
-    Attributes:
-        top: Work area top inset in pixels. Default is 0;
-        left: Work area left inset in pixels. Default is 0;
-        bottom: Work area bottom inset in pixels. Default is 0;
-        right: Work area right inset in pixels. Default is 0;
-    """
-
-    top: int | None = None
-    left: int | None = None
-    bottom: int | None = None
-    right: int | None = None
 
 
 _WorkAreaInsets_plain = {
@@ -789,63 +1723,6 @@ def _u_WorkAreaInsets(o: WorkAreaInsets) -> dict[str, Any]:
     if o.right is not None:
         d["right"] = o.right
     return d
-
-
-optional_defaults(
-    WorkAreaInsets,
-    {
-        "top": None,
-        "left": None,
-        "bottom": None,
-        "right": None,
-    },
-)
-
-
-ScreenId = str
-"""Experimental. ScreenId."""
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ScreenInfo:
-    """Experimental. Screen information similar to the one returned by window.getScreenDetails() method,
-    see https://w3c.github.io/window-management/#screendetailed.
-
-    Attributes:
-        left: Offset of the left edge of the screen.
-        top: Offset of the top edge of the screen.
-        width: Width of the screen.
-        height: Height of the screen.
-        avail_left: Offset of the left edge of the available screen area.
-        avail_top: Offset of the top edge of the available screen area.
-        avail_width: Width of the available screen area.
-        avail_height: Height of the available screen area.
-        device_pixel_ratio: Specifies the screen's device pixel ratio.
-        orientation: Specifies the screen's orientation.
-        color_depth: Specifies the screen's color depth in bits.
-        is_extended: Indicates whether the device has multiple screens.
-        is_internal: Indicates whether the screen is internal to the device or external, attached to the device.
-        is_primary: Indicates whether the screen is set as the the operating system primary screen.
-        label: Specifies the descriptive label for the screen.
-        id_: Specifies the unique identifier of the screen.
-    """
-
-    left: int
-    top: int
-    width: int
-    height: int
-    avail_left: int
-    avail_top: int
-    avail_width: int
-    avail_height: int
-    device_pixel_ratio: float
-    orientation: ScreenOrientation
-    color_depth: int
-    is_extended: bool
-    is_internal: bool
-    is_primary: bool
-    label: str
-    id_: ScreenId
 
 
 _ScreenInfo_plain = {
@@ -912,7 +1789,7 @@ def _s_ScreenInfo(d: dict[str, Any]) -> ScreenInfo:
 
 
 def _u_ScreenInfo(o: ScreenInfo) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "left": o.left,
         "top": o.top,
         "width": o.width,
@@ -930,26 +1807,6 @@ def _u_ScreenInfo(o: ScreenInfo) -> dict[str, Any]:
         "label": o.label,
         "id": o.id_,
     }
-    return d
-
-
-class DisabledImageType(CDPEnum):
-    """Experimental. Enum of image types that can be disabled."""
-
-    AVIF = "avif"
-    JXL = "jxl"
-    WEBP = "webp"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CanEmulateResult:
-    """Result of :func:`can_emulate` (Emulation.canEmulate).
-
-    Attributes:
-        result: True if emulation is supported.
-    """
-
-    result: bool
 
 
 _CanEmulateResult_plain = {
@@ -970,65 +1827,33 @@ def _s_CanEmulateResult(d: dict[str, Any]) -> CanEmulateResult:
 
 
 def _u_CanEmulateResult(o: CanEmulateResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "result": o.result,
     }
-    return d
-
-
-def can_emulate() -> Command[CanEmulateResult]:
-    """Deprecated. Tells whether emulation is supported."""
-    _p: dict[str, Any] = {}
-    return Command("Emulation.canEmulate", _p, _s_CanEmulateResult)
 
 
 def _c_can_emulate(d: dict[str, Any]) -> Command[CanEmulateResult]:
     return can_emulate()
 
 
-def clear_device_metrics_override() -> Command[None]:
-    """Clears the overridden device metrics."""
-    _p: dict[str, Any] = {}
-    return Command("Emulation.clearDeviceMetricsOverride", _p, None)
-
-
 def _c_clear_device_metrics_override(d: dict[str, Any]) -> Command[None]:
     return clear_device_metrics_override()
-
-
-def clear_geolocation_override() -> Command[None]:
-    """Clears the overridden Geolocation Position and Error."""
-    _p: dict[str, Any] = {}
-    return Command("Emulation.clearGeolocationOverride", _p, None)
 
 
 def _c_clear_geolocation_override(d: dict[str, Any]) -> Command[None]:
     return clear_geolocation_override()
 
 
-def reset_page_scale_factor() -> Command[None]:
-    """Experimental. Requests that page scale factor is reset to initial values."""
-    _p: dict[str, Any] = {}
-    return Command("Emulation.resetPageScaleFactor", _p, None)
-
-
 def _c_reset_page_scale_factor(d: dict[str, Any]) -> Command[None]:
     return reset_page_scale_factor()
 
 
-def set_focus_emulation_enabled(
-    *,
+def _p_set_focus_emulation_enabled(
     enabled: bool,
-) -> Command[None]:
-    """Experimental. Enables or disables simulating a focused and active page.
-
-    Args:
-        enabled: Whether to enable to disable focus emulation.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "enabled": enabled,
     }
-    return Command("Emulation.setFocusEmulationEnabled", _p, None)
 
 
 def _c_set_focus_emulation_enabled(d: dict[str, Any]) -> Command[None]:
@@ -1037,19 +1862,13 @@ def _c_set_focus_emulation_enabled(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_auto_dark_mode_override(
-    *,
-    enabled: bool | None = None,
-) -> Command[None]:
-    """Experimental. Automatically render all web contents using a dark theme.
-
-    Args:
-        enabled: Whether to enable or disable automatic dark mode. If not specified, any existing override will be cleared.
-    """
+def _p_set_auto_dark_mode_override(
+    enabled: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if enabled is not None:
         _p["enabled"] = enabled
-    return Command("Emulation.setAutoDarkModeOverride", _p, None)
+    return _p
 
 
 def _c_set_auto_dark_mode_override(d: dict[str, Any]) -> Command[None]:
@@ -1058,19 +1877,12 @@ def _c_set_auto_dark_mode_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_cpu_throttling_rate(
-    *,
+def _p_set_cpu_throttling_rate(
     rate: float,
-) -> Command[None]:
-    """Enables CPU throttling to emulate slow CPUs.
-
-    Args:
-        rate: Throttling rate as a slowdown factor (1 is no throttle, 2 is 2x slowdown, etc).
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "rate": rate,
     }
-    return Command("Emulation.setCPUThrottlingRate", _p, None)
 
 
 def _c_set_cpu_throttling_rate(d: dict[str, Any]) -> Command[None]:
@@ -1079,20 +1891,13 @@ def _c_set_cpu_throttling_rate(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_default_background_color_override(
-    *,
-    color: _dom.RGBA | None = None,
-) -> Command[None]:
-    """Sets or clears an override of the default background color of the frame. This override is used
-    if the content does not specify one.
-
-    Args:
-        color: RGBA of the default background color. If not specified, any existing override will be cleared.
-    """
+def _p_set_default_background_color_override(
+    color: cdp.dom.RGBA | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if color is not None:
         _p["color"] = cdp.dom._u_RGBA(color)
-    return Command("Emulation.setDefaultBackgroundColorOverride", _p, None)
+    return _p
 
 
 def _c_set_default_background_color_override(d: dict[str, Any]) -> Command[None]:
@@ -1101,20 +1906,12 @@ def _c_set_default_background_color_override(d: dict[str, Any]) -> Command[None]
     )
 
 
-def set_safe_area_insets_override(
-    *,
+def _p_set_safe_area_insets_override(
     insets: SafeAreaInsets,
-) -> Command[None]:
-    """Experimental. Overrides the values for env(safe-area-inset-*) and env(safe-area-max-inset-*). Unset values will cause the
-    respective variables to be undefined, even if previously overridden.
-
-    Args:
-        insets: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "insets": _u_SafeAreaInsets(insets),
     }
-    return Command("Emulation.setSafeAreaInsetsOverride", _p, None)
 
 
 def _c_set_safe_area_insets_override(d: dict[str, Any]) -> Command[None]:
@@ -1123,24 +1920,13 @@ def _c_set_safe_area_insets_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_virtual_keyboard_geometry_override(
-    *,
-    keyboard_rect: _dom.Rect | None = None,
-) -> Command[None]:
-    """Experimental. Overrides virtual keyboard geometry in CSS pixels, relative to the top-level viewport. The
-    provided rect is used for navigator.virtualKeyboard.boundingRect, geometrychange events, and
-    env(keyboard-inset-*) values on the inspected frame. The override applies independently of
-    navigator.virtualKeyboard.overlaysContent so clients can preview overlay geometry without
-    mutating page state. Values are rounded to the nearest CSS pixel. Omitting the rect clears the
-    override.
-
-    Args:
-        keyboard_rect: -
-    """
+def _p_set_virtual_keyboard_geometry_override(
+    keyboard_rect: cdp.dom.Rect | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if keyboard_rect is not None:
         _p["keyboardRect"] = cdp.dom._u_Rect(keyboard_rect)
-    return Command("Emulation.setVirtualKeyboardGeometryOverride", _p, None)
+    return _p
 
 
 def _c_set_virtual_keyboard_geometry_override(d: dict[str, Any]) -> Command[None]:
@@ -1149,51 +1935,26 @@ def _c_set_virtual_keyboard_geometry_override(d: dict[str, Any]) -> Command[None
     )
 
 
-def set_device_metrics_override(
-    *,
+def _p_set_device_metrics_override(
     width: int,
     height: int,
     device_scale_factor: float,
     mobile: bool,
-    scale: float | None = None,
-    screen_width: int | None = None,
-    screen_height: int | None = None,
-    position_x: int | None = None,
-    position_y: int | None = None,
-    dont_set_visible_size: bool | None = None,
-    screen_orientation: ScreenOrientation | None = None,
-    viewport: _page.Viewport | None = None,
-    display_feature: DisplayFeature | None = None,
-    device_posture: DevicePosture | None = None,
-    scrollbar_type: str | None = None,
-    screen_orientation_lock_emulation: bool | None = None,
-    viewport_meta: str | None = None,
-    text_layout_mode: str | None = None,
-) -> Command[None]:
-    """Overrides the values of device screen dimensions (window.screen.width, window.screen.height,
-    window.innerWidth, window.innerHeight, and "device-width"/"device-height"-related CSS media
-    query results).
-
-    Args:
-        width: Overriding width value in pixels (minimum 0, maximum 10000000). 0 disables the override.
-        height: Overriding height value in pixels (minimum 0, maximum 10000000). 0 disables the override.
-        device_scale_factor: Overriding device scale factor value. 0 disables the override.
-        mobile: Whether to emulate mobile device. This includes viewport meta tag, overlay scrollbars, text autosizing and more.
-        scale: Experimental. Scale to apply to resulting view image.
-        screen_width: Experimental. Overriding screen width value in pixels (minimum 0, maximum 10000000).
-        screen_height: Experimental. Overriding screen height value in pixels (minimum 0, maximum 10000000).
-        position_x: Experimental. Overriding view X position on screen in pixels (minimum 0, maximum 10000000).
-        position_y: Experimental. Overriding view Y position on screen in pixels (minimum 0, maximum 10000000).
-        dont_set_visible_size: Experimental. Do not set visible view size, rely upon explicit setVisibleSize call.
-        screen_orientation: Screen orientation override.
-        viewport: Experimental. If set, the visible area of the page will be overridden to this viewport. This viewport change is not observed by the page, e.g. viewport-relative elements do not change positions.
-        display_feature: Experimental. Deprecated. If set, the display feature of a multi-segment screen. If not set, multi-segment support is turned-off. Deprecated, use Emulation.setDisplayFeaturesOverride.
-        device_posture: Experimental. Deprecated. If set, the posture of a foldable device. If not set the posture is set to continuous. Deprecated, use Emulation.setDevicePostureOverride.
-        scrollbar_type: Experimental. Scrollbar type. Default: `default`. Values: 'overlay', 'default'.
-        screen_orientation_lock_emulation: Experimental. If set to true, enables screen orientation lock emulation, which intercepts screen.orientation.lock() calls from the page and reports orientation changes via screenOrientationLockChanged events. This is useful for emulating mobile device orientation lock behavior in responsive design mode.
-        viewport_meta: Experimental. Viewport meta tag behavior. Default: `default`. Note: if `mobile` is `true`, the viewport meta tag is always enabled. Values: 'enable', 'default'.
-        text_layout_mode: Experimental. Text layout mode. Default: `default`. Note: if `mobile` is `true`, mobile text layout mode (text autosizing) is always enabled. Values: 'mobile', 'default'.
-    """
+    scale: float | None,
+    screen_width: int | None,
+    screen_height: int | None,
+    position_x: int | None,
+    position_y: int | None,
+    dont_set_visible_size: bool | None,
+    screen_orientation: ScreenOrientation | None,
+    viewport: cdp.page.Viewport | None,
+    display_feature: DisplayFeature | None,
+    device_posture: DevicePosture | None,
+    scrollbar_type: str | None,
+    screen_orientation_lock_emulation: bool | None,
+    viewport_meta: str | None,
+    text_layout_mode: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "width": width,
         "height": height,
@@ -1228,7 +1989,7 @@ def set_device_metrics_override(
         _p["viewportMeta"] = viewport_meta
     if text_layout_mode is not None:
         _p["textLayoutMode"] = text_layout_mode
-    return Command("Emulation.setDeviceMetricsOverride", _p, None)
+    return _p
 
 
 def _c_set_device_metrics_override(d: dict[str, Any]) -> Command[None]:
@@ -1254,20 +2015,12 @@ def _c_set_device_metrics_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_device_posture_override(
-    *,
+def _p_set_device_posture_override(
     posture: DevicePosture,
-) -> Command[None]:
-    """Experimental. Start reporting the given posture value to the Device Posture API.
-    This override can also be set in setDeviceMetricsOverride().
-
-    Args:
-        posture: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "posture": _u_DevicePosture(posture),
     }
-    return Command("Emulation.setDevicePostureOverride", _p, None)
 
 
 def _c_set_device_posture_override(d: dict[str, Any]) -> Command[None]:
@@ -1276,33 +2029,16 @@ def _c_set_device_posture_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def clear_device_posture_override() -> Command[None]:
-    """Experimental. Clears a device posture override set with either setDeviceMetricsOverride()
-    or setDevicePostureOverride() and starts using posture information from the
-    platform again.
-    Does nothing if no override is set."""
-    _p: dict[str, Any] = {}
-    return Command("Emulation.clearDevicePostureOverride", _p, None)
-
-
 def _c_clear_device_posture_override(d: dict[str, Any]) -> Command[None]:
     return clear_device_posture_override()
 
 
-def set_display_features_override(
-    *,
+def _p_set_display_features_override(
     features: list[DisplayFeature],
-) -> Command[None]:
-    """Experimental. Start using the given display features to pupulate the Viewport Segments API.
-    This override can also be set in setDeviceMetricsOverride().
-
-    Args:
-        features: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "features": [_u_DisplayFeature(x0) for x0 in features],
     }
-    return Command("Emulation.setDisplayFeaturesOverride", _p, None)
 
 
 def _c_set_display_features_override(d: dict[str, Any]) -> Command[None]:
@@ -1311,32 +2047,16 @@ def _c_set_display_features_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def clear_display_features_override() -> Command[None]:
-    """Experimental. Clears the display features override set with either setDeviceMetricsOverride()
-    or setDisplayFeaturesOverride() and starts using display features from the
-    platform again.
-    Does nothing if no override is set."""
-    _p: dict[str, Any] = {}
-    return Command("Emulation.clearDisplayFeaturesOverride", _p, None)
-
-
 def _c_clear_display_features_override(d: dict[str, Any]) -> Command[None]:
     return clear_display_features_override()
 
 
-def set_scrollbars_hidden(
-    *,
+def _p_set_scrollbars_hidden(
     hidden: bool,
-) -> Command[None]:
-    """Experimental. setScrollbarsHidden.
-
-    Args:
-        hidden: Whether scrollbars should be always hidden.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "hidden": hidden,
     }
-    return Command("Emulation.setScrollbarsHidden", _p, None)
 
 
 def _c_set_scrollbars_hidden(d: dict[str, Any]) -> Command[None]:
@@ -1345,19 +2065,12 @@ def _c_set_scrollbars_hidden(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_document_cookie_disabled(
-    *,
+def _p_set_document_cookie_disabled(
     disabled: bool,
-) -> Command[None]:
-    """Experimental. setDocumentCookieDisabled.
-
-    Args:
-        disabled: Whether document.coookie API should be disabled.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "disabled": disabled,
     }
-    return Command("Emulation.setDocumentCookieDisabled", _p, None)
 
 
 def _c_set_document_cookie_disabled(d: dict[str, Any]) -> Command[None]:
@@ -1366,23 +2079,16 @@ def _c_set_document_cookie_disabled(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_emit_touch_events_for_mouse(
-    *,
+def _p_set_emit_touch_events_for_mouse(
     enabled: bool,
-    configuration: str | None = None,
-) -> Command[None]:
-    """Experimental. setEmitTouchEventsForMouse.
-
-    Args:
-        enabled: Whether touch emulation based on mouse input should be enabled.
-        configuration: Touch/gesture events configuration. Default: current platform. Values: 'mobile', 'desktop'.
-    """
+    configuration: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "enabled": enabled,
     }
     if configuration is not None:
         _p["configuration"] = configuration
-    return Command("Emulation.setEmitTouchEventsForMouse", _p, None)
+    return _p
 
 
 def _c_set_emit_touch_events_for_mouse(d: dict[str, Any]) -> Command[None]:
@@ -1392,23 +2098,16 @@ def _c_set_emit_touch_events_for_mouse(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_emulated_media(
-    *,
-    media: str | None = None,
-    features: list[MediaFeature] | None = None,
-) -> Command[None]:
-    """Emulates the given media type or media feature for CSS media queries.
-
-    Args:
-        media: Media type to emulate. Empty string disables the override.
-        features: Media features to emulate.
-    """
+def _p_set_emulated_media(
+    media: str | None,
+    features: list[MediaFeature] | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if media is not None:
         _p["media"] = media
     if features is not None:
         _p["features"] = [_u_MediaFeature(x0) for x0 in features]
-    return Command("Emulation.setEmulatedMedia", _p, None)
+    return _p
 
 
 def _c_set_emulated_media(d: dict[str, Any]) -> Command[None]:
@@ -1418,19 +2117,12 @@ def _c_set_emulated_media(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_emulated_vision_deficiency(
-    *,
+def _p_set_emulated_vision_deficiency(
     type_: str,
-) -> Command[None]:
-    """Emulates the given vision deficiency.
-
-    Args:
-        type_: Vision deficiency to emulate. Order: best-effort emulations come first, followed by any physiologically accurate emulations for medically recognized color vision deficiencies. Values: 'none', 'blurredVision', 'reducedContrast', 'achromatopsia', 'deuteranopia', 'protanopia', 'tritanopia'.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "type": type_,
     }
-    return Command("Emulation.setEmulatedVisionDeficiency", _p, None)
 
 
 def _c_set_emulated_vision_deficiency(d: dict[str, Any]) -> Command[None]:
@@ -1439,19 +2131,13 @@ def _c_set_emulated_vision_deficiency(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_emulated_os_text_scale(
-    *,
-    scale: float | None = None,
-) -> Command[None]:
-    """Emulates the given OS text scale.
-
-    Args:
-        scale: -
-    """
+def _p_set_emulated_os_text_scale(
+    scale: float | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if scale is not None:
         _p["scale"] = scale
-    return Command("Emulation.setEmulatedOSTextScale", _p, None)
+    return _p
 
 
 def _c_set_emulated_os_text_scale(d: dict[str, Any]) -> Command[None]:
@@ -1460,28 +2146,15 @@ def _c_set_emulated_os_text_scale(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_geolocation_override(
-    *,
-    latitude: float | None = None,
-    longitude: float | None = None,
-    accuracy: float | None = None,
-    altitude: float | None = None,
-    altitude_accuracy: float | None = None,
-    heading: float | None = None,
-    speed: float | None = None,
-) -> Command[None]:
-    """Overrides the Geolocation Position or Error. Omitting latitude, longitude or
-    accuracy emulates position unavailable.
-
-    Args:
-        latitude: Mock latitude
-        longitude: Mock longitude
-        accuracy: Mock accuracy
-        altitude: Mock altitude
-        altitude_accuracy: Mock altitudeAccuracy
-        heading: Mock heading
-        speed: Mock speed
-    """
+def _p_set_geolocation_override(
+    latitude: float | None,
+    longitude: float | None,
+    accuracy: float | None,
+    altitude: float | None,
+    altitude_accuracy: float | None,
+    heading: float | None,
+    speed: float | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if latitude is not None:
         _p["latitude"] = latitude
@@ -1497,7 +2170,7 @@ def set_geolocation_override(
         _p["heading"] = heading
     if speed is not None:
         _p["speed"] = speed
-    return Command("Emulation.setGeolocationOverride", _p, None)
+    return _p
 
 
 def _c_set_geolocation_override(d: dict[str, Any]) -> Command[None]:
@@ -1510,17 +2183,6 @@ def _c_set_geolocation_override(d: dict[str, Any]) -> Command[None]:
         heading=d.get("heading"),
         speed=d.get("speed"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetOverriddenSensorInformationResult:
-    """Result of :func:`get_overridden_sensor_information` (Emulation.getOverriddenSensorInformation).
-
-    Attributes:
-        requested_sampling_frequency: -
-    """
-
-    requested_sampling_frequency: float
 
 
 _GetOverriddenSensorInformationResult_plain = {
@@ -1541,25 +2203,17 @@ def _s_GetOverriddenSensorInformationResult(d: dict[str, Any]) -> GetOverriddenS
 
 
 def _u_GetOverriddenSensorInformationResult(o: GetOverriddenSensorInformationResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestedSamplingFrequency": o.requested_sampling_frequency,
     }
-    return d
 
 
-def get_overridden_sensor_information(
-    *,
+def _p_get_overridden_sensor_information(
     type_: SensorType,
-) -> Command[GetOverriddenSensorInformationResult]:
-    """Experimental. getOverriddenSensorInformation.
-
-    Args:
-        type_: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "type": type_,
     }
-    return Command("Emulation.getOverriddenSensorInformation", _p, _s_GetOverriddenSensorInformationResult)
 
 
 def _c_get_overridden_sensor_information(d: dict[str, Any]) -> Command[GetOverriddenSensorInformationResult]:
@@ -1568,30 +2222,18 @@ def _c_get_overridden_sensor_information(d: dict[str, Any]) -> Command[GetOverri
     )
 
 
-def set_sensor_override_enabled(
-    *,
+def _p_set_sensor_override_enabled(
     enabled: bool,
     type_: SensorType,
-    metadata: SensorMetadata | None = None,
-) -> Command[None]:
-    """Experimental. Overrides a platform sensor of a given type. If |enabled| is true, calls to
-    Sensor.start() will use a virtual sensor as backend rather than fetching
-    data from a real hardware sensor. Otherwise, existing virtual
-    sensor-backend Sensor objects will fire an error event and new calls to
-    Sensor.start() will attempt to use a real sensor instead.
-
-    Args:
-        enabled: -
-        type_: -
-        metadata: -
-    """
+    metadata: SensorMetadata | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "enabled": enabled,
         "type": type_,
     }
     if metadata is not None:
         _p["metadata"] = _u_SensorMetadata(metadata)
-    return Command("Emulation.setSensorOverrideEnabled", _p, None)
+    return _p
 
 
 def _c_set_sensor_override_enabled(d: dict[str, Any]) -> Command[None]:
@@ -1602,23 +2244,14 @@ def _c_set_sensor_override_enabled(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_sensor_override_readings(
-    *,
+def _p_set_sensor_override_readings(
     type_: SensorType,
     reading: SensorReading,
-) -> Command[None]:
-    """Experimental. Updates the sensor readings reported by a sensor type previously overridden
-    by setSensorOverrideEnabled.
-
-    Args:
-        type_: -
-        reading: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "type": type_,
         "reading": _u_SensorReading(reading),
     }
-    return Command("Emulation.setSensorOverrideReadings", _p, None)
 
 
 def _c_set_sensor_override_readings(d: dict[str, Any]) -> Command[None]:
@@ -1628,29 +2261,18 @@ def _c_set_sensor_override_readings(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_pressure_source_override_enabled(
-    *,
+def _p_set_pressure_source_override_enabled(
     enabled: bool,
     source: PressureSource,
-    metadata: PressureMetadata | None = None,
-) -> Command[None]:
-    """Experimental. Overrides a pressure source of a given type, as used by the Compute
-    Pressure API, so that updates to PressureObserver.observe() are provided
-    via setPressureStateOverride instead of being retrieved from
-    platform-provided telemetry data.
-
-    Args:
-        enabled: -
-        source: -
-        metadata: -
-    """
+    metadata: PressureMetadata | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "enabled": enabled,
         "source": source,
     }
     if metadata is not None:
         _p["metadata"] = _u_PressureMetadata(metadata)
-    return Command("Emulation.setPressureSourceOverrideEnabled", _p, None)
+    return _p
 
 
 def _c_set_pressure_source_override_enabled(d: dict[str, Any]) -> Command[None]:
@@ -1661,24 +2283,14 @@ def _c_set_pressure_source_override_enabled(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_pressure_state_override(
-    *,
+def _p_set_pressure_state_override(
     source: PressureSource,
     state: PressureState,
-) -> Command[None]:
-    """Experimental. Provides a given pressure state that will be processed and eventually be
-    delivered to PressureObserver users. |source| must have been previously
-    overridden by setPressureSourceOverrideEnabled.
-
-    Args:
-        source: -
-        state: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "source": source,
         "state": state,
     }
-    return Command("Emulation.setPressureStateOverride", _p, None)
 
 
 def _c_set_pressure_state_override(d: dict[str, Any]) -> Command[None]:
@@ -1688,22 +2300,14 @@ def _c_set_pressure_state_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_idle_override(
-    *,
+def _p_set_idle_override(
     is_user_active: bool,
     is_screen_unlocked: bool,
-) -> Command[None]:
-    """Overrides the Idle state.
-
-    Args:
-        is_user_active: Mock isUserActive
-        is_screen_unlocked: Mock isScreenUnlocked
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "isUserActive": is_user_active,
         "isScreenUnlocked": is_screen_unlocked,
     }
-    return Command("Emulation.setIdleOverride", _p, None)
 
 
 def _c_set_idle_override(d: dict[str, Any]) -> Command[None]:
@@ -1713,29 +2317,16 @@ def _c_set_idle_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def clear_idle_override() -> Command[None]:
-    """Clears Idle state overrides."""
-    _p: dict[str, Any] = {}
-    return Command("Emulation.clearIdleOverride", _p, None)
-
-
 def _c_clear_idle_override(d: dict[str, Any]) -> Command[None]:
     return clear_idle_override()
 
 
-def set_navigator_overrides(
-    *,
+def _p_set_navigator_overrides(
     platform: str,
-) -> Command[None]:
-    """Experimental. Deprecated. Overrides value returned by the javascript navigator object.
-
-    Args:
-        platform: The platform navigator.platform should return.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "platform": platform,
     }
-    return Command("Emulation.setNavigatorOverrides", _p, None)
 
 
 def _c_set_navigator_overrides(d: dict[str, Any]) -> Command[None]:
@@ -1744,19 +2335,12 @@ def _c_set_navigator_overrides(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_page_scale_factor(
-    *,
+def _p_set_page_scale_factor(
     page_scale_factor: float,
-) -> Command[None]:
-    """Experimental. Sets a specified page scale factor.
-
-    Args:
-        page_scale_factor: Page scale factor.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "pageScaleFactor": page_scale_factor,
     }
-    return Command("Emulation.setPageScaleFactor", _p, None)
 
 
 def _c_set_page_scale_factor(d: dict[str, Any]) -> Command[None]:
@@ -1765,19 +2349,12 @@ def _c_set_page_scale_factor(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_script_execution_disabled(
-    *,
+def _p_set_script_execution_disabled(
     value: bool,
-) -> Command[None]:
-    """Switches script execution in the page.
-
-    Args:
-        value: Whether script execution should be disabled in the page.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "value": value,
     }
-    return Command("Emulation.setScriptExecutionDisabled", _p, None)
 
 
 def _c_set_script_execution_disabled(d: dict[str, Any]) -> Command[None]:
@@ -1786,23 +2363,16 @@ def _c_set_script_execution_disabled(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_touch_emulation_enabled(
-    *,
+def _p_set_touch_emulation_enabled(
     enabled: bool,
-    max_touch_points: int | None = None,
-) -> Command[None]:
-    """Enables touch on platforms which do not support them.
-
-    Args:
-        enabled: Whether the touch event emulation should be enabled.
-        max_touch_points: Maximum touch points supported. Defaults to one.
-    """
+    max_touch_points: int | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "enabled": enabled,
     }
     if max_touch_points is not None:
         _p["maxTouchPoints"] = max_touch_points
-    return Command("Emulation.setTouchEmulationEnabled", _p, None)
+    return _p
 
 
 def _c_set_touch_emulation_enabled(d: dict[str, Any]) -> Command[None]:
@@ -1810,17 +2380,6 @@ def _c_set_touch_emulation_enabled(d: dict[str, Any]) -> Command[None]:
         enabled=d["enabled"],
         max_touch_points=d.get("maxTouchPoints"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetVirtualTimePolicyResult:
-    """Result of :func:`set_virtual_time_policy` (Emulation.setVirtualTimePolicy).
-
-    Attributes:
-        virtual_time_ticks_base: Absolute timestamp at which virtual time was first enabled (up time in milliseconds).
-    """
-
-    virtual_time_ticks_base: float
 
 
 _SetVirtualTimePolicyResult_plain = {
@@ -1841,28 +2400,17 @@ def _s_SetVirtualTimePolicyResult(d: dict[str, Any]) -> SetVirtualTimePolicyResu
 
 
 def _u_SetVirtualTimePolicyResult(o: SetVirtualTimePolicyResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "virtualTimeTicksBase": o.virtual_time_ticks_base,
     }
-    return d
 
 
-def set_virtual_time_policy(
-    *,
+def _p_set_virtual_time_policy(
     policy: VirtualTimePolicy,
-    budget: float | None = None,
-    max_virtual_time_task_starvation_count: int | None = None,
-    initial_virtual_time: _network.TimeSinceEpoch | None = None,
-) -> Command[SetVirtualTimePolicyResult]:
-    """Experimental. Turns on virtual time for all frames (replacing real-time with a synthetic time source) and sets
-    the current virtual time policy.  Note this supersedes any previous time budget.
-
-    Args:
-        policy: -
-        budget: If set, after this many virtual milliseconds have elapsed virtual time will be paused and a virtualTimeBudgetExpired event is sent.
-        max_virtual_time_task_starvation_count: If set this specifies the maximum number of tasks that can be run before virtual is forced forwards to prevent deadlock.
-        initial_virtual_time: If set, base::Time::Now will be overridden to initially return this value.
-    """
+    budget: float | None,
+    max_virtual_time_task_starvation_count: int | None,
+    initial_virtual_time: cdp.network.TimeSinceEpoch | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "policy": policy,
     }
@@ -1872,7 +2420,7 @@ def set_virtual_time_policy(
         _p["maxVirtualTimeTaskStarvationCount"] = max_virtual_time_task_starvation_count
     if initial_virtual_time is not None:
         _p["initialVirtualTime"] = initial_virtual_time
-    return Command("Emulation.setVirtualTimePolicy", _p, _s_SetVirtualTimePolicyResult)
+    return _p
 
 
 def _c_set_virtual_time_policy(d: dict[str, Any]) -> Command[SetVirtualTimePolicyResult]:
@@ -1884,19 +2432,13 @@ def _c_set_virtual_time_policy(d: dict[str, Any]) -> Command[SetVirtualTimePolic
     )
 
 
-def set_locale_override(
-    *,
-    locale: str | None = None,
-) -> Command[None]:
-    """Experimental. Overrides default host system locale with the specified one.
-
-    Args:
-        locale: ICU style C locale (e.g. "en_US"). If not specified or empty, disables the override and restores default host system locale.
-    """
+def _p_set_locale_override(
+    locale: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if locale is not None:
         _p["locale"] = locale
-    return Command("Emulation.setLocaleOverride", _p, None)
+    return _p
 
 
 def _c_set_locale_override(d: dict[str, Any]) -> Command[None]:
@@ -1905,19 +2447,12 @@ def _c_set_locale_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_timezone_override(
-    *,
+def _p_set_timezone_override(
     timezone_id: str,
-) -> Command[None]:
-    """Overrides default host system timezone with the specified one.
-
-    Args:
-        timezone_id: The timezone identifier. List of supported timezones: https://source.chromium.org/chromium/chromium/deps/icu.git/+/faee8bc70570192d82d2978a71e2a615788597d1:source/data/misc/metaZones.txt If empty, disables the override and restores default host system timezone.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "timezoneId": timezone_id,
     }
-    return Command("Emulation.setTimezoneOverride", _p, None)
 
 
 def _c_set_timezone_override(d: dict[str, Any]) -> Command[None]:
@@ -1926,24 +2461,14 @@ def _c_set_timezone_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_visible_size(
-    *,
+def _p_set_visible_size(
     width: int,
     height: int,
-) -> Command[None]:
-    """Experimental. Deprecated. Resizes the frame/viewport of the page. Note that this does not affect the frame's container
-    (e.g. browser window). Can be used to produce screenshots of the specified size. Not supported
-    on Android.
-
-    Args:
-        width: Frame width (DIP).
-        height: Frame height (DIP).
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "width": width,
         "height": height,
     }
-    return Command("Emulation.setVisibleSize", _p, None)
 
 
 def _c_set_visible_size(d: dict[str, Any]) -> Command[None]:
@@ -1953,19 +2478,12 @@ def _c_set_visible_size(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_disabled_image_types(
-    *,
+def _p_set_disabled_image_types(
     image_types: list[DisabledImageType],
-) -> Command[None]:
-    """Experimental. setDisabledImageTypes.
-
-    Args:
-        image_types: Image types to disable.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "imageTypes": image_types,
     }
-    return Command("Emulation.setDisabledImageTypes", _p, None)
 
 
 def _c_set_disabled_image_types(d: dict[str, Any]) -> Command[None]:
@@ -1974,19 +2492,13 @@ def _c_set_disabled_image_types(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_data_saver_override(
-    *,
-    data_saver_enabled: bool | None = None,
-) -> Command[None]:
-    """Experimental. Override the value of navigator.connection.saveData
-
-    Args:
-        data_saver_enabled: Override value. Omitting the parameter disables the override.
-    """
+def _p_set_data_saver_override(
+    data_saver_enabled: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if data_saver_enabled is not None:
         _p["dataSaverEnabled"] = data_saver_enabled
-    return Command("Emulation.setDataSaverOverride", _p, None)
+    return _p
 
 
 def _c_set_data_saver_override(d: dict[str, Any]) -> Command[None]:
@@ -1995,19 +2507,12 @@ def _c_set_data_saver_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_hardware_concurrency_override(
-    *,
+def _p_set_hardware_concurrency_override(
     hardware_concurrency: int,
-) -> Command[None]:
-    """Experimental. setHardwareConcurrencyOverride.
-
-    Args:
-        hardware_concurrency: Hardware concurrency to report
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "hardwareConcurrency": hardware_concurrency,
     }
-    return Command("Emulation.setHardwareConcurrencyOverride", _p, None)
 
 
 def _c_set_hardware_concurrency_override(d: dict[str, Any]) -> Command[None]:
@@ -2016,19 +2521,13 @@ def _c_set_hardware_concurrency_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_cpu_performance_override(
-    *,
-    performance_tier: str | None = None,
-) -> Command[None]:
-    """Experimental. Overrides the value of navigator.cpuPerformance
-
-    Args:
-        performance_tier: Override value. Omitting the parameter disables the override. Values: 'unknown', 'low', 'mid', 'high', 'ultra'.
-    """
+def _p_set_cpu_performance_override(
+    performance_tier: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if performance_tier is not None:
         _p["performanceTier"] = performance_tier
-    return Command("Emulation.setCPUPerformanceOverride", _p, None)
+    return _p
 
 
 def _c_set_cpu_performance_override(d: dict[str, Any]) -> Command[None]:
@@ -2037,22 +2536,12 @@ def _c_set_cpu_performance_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_user_agent_override(
-    *,
+def _p_set_user_agent_override(
     user_agent: str,
-    accept_language: str | None = None,
-    platform: str | None = None,
-    user_agent_metadata: UserAgentMetadata | None = None,
-) -> Command[None]:
-    """Allows overriding user agent with the given string.
-    `userAgentMetadata` must be set for Client Hint headers to be sent.
-
-    Args:
-        user_agent: User agent to use.
-        accept_language: Browser language to emulate.
-        platform: The platform navigator.platform should return.
-        user_agent_metadata: Experimental. To be sent in Sec-CH-UA-* headers and returned in navigator.userAgentData
-    """
+    accept_language: str | None,
+    platform: str | None,
+    user_agent_metadata: UserAgentMetadata | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "userAgent": user_agent,
     }
@@ -2062,7 +2551,7 @@ def set_user_agent_override(
         _p["platform"] = platform
     if user_agent_metadata is not None:
         _p["userAgentMetadata"] = _u_UserAgentMetadata(user_agent_metadata)
-    return Command("Emulation.setUserAgentOverride", _p, None)
+    return _p
 
 
 def _c_set_user_agent_override(d: dict[str, Any]) -> Command[None]:
@@ -2074,19 +2563,12 @@ def _c_set_user_agent_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_automation_override(
-    *,
+def _p_set_automation_override(
     enabled: bool,
-) -> Command[None]:
-    """Experimental. Allows overriding the automation flag.
-
-    Args:
-        enabled: Whether the override should be enabled.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "enabled": enabled,
     }
-    return Command("Emulation.setAutomationOverride", _p, None)
 
 
 def _c_set_automation_override(d: dict[str, Any]) -> Command[None]:
@@ -2095,37 +2577,18 @@ def _c_set_automation_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_small_viewport_height_difference_override(
-    *,
+def _p_set_small_viewport_height_difference_override(
     difference: int,
-) -> Command[None]:
-    """Experimental. Allows overriding the difference between the small and large viewport sizes, which determine the
-    value of the `svh` and `lvh` unit, respectively. Only supported for top-level frames.
-
-    Args:
-        difference: This will cause an element of size 100svh to be `difference` pixels smaller than an element of size 100lvh.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "difference": difference,
     }
-    return Command("Emulation.setSmallViewportHeightDifferenceOverride", _p, None)
 
 
 def _c_set_small_viewport_height_difference_override(d: dict[str, Any]) -> Command[None]:
     return set_small_viewport_height_difference_override(
         difference=d["difference"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetScreenInfosResult:
-    """Result of :func:`get_screen_infos` (Emulation.getScreenInfos).
-
-    Attributes:
-        screen_infos: -
-    """
-
-    screen_infos: list[ScreenInfo]
 
 
 def _s_GetScreenInfosResult(d: dict[str, Any]) -> GetScreenInfosResult:
@@ -2140,32 +2603,13 @@ def _s_GetScreenInfosResult(d: dict[str, Any]) -> GetScreenInfosResult:
 
 
 def _u_GetScreenInfosResult(o: GetScreenInfosResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "screenInfos": [_u_ScreenInfo(x0) for x0 in o.screen_infos],
     }
-    return d
-
-
-def get_screen_infos() -> Command[GetScreenInfosResult]:
-    """Experimental. Returns device's screen configuration. In headful mode, the physical screens configuration is returned,
-    whereas in headless mode, a virtual headless screen configuration is provided instead."""
-    _p: dict[str, Any] = {}
-    return Command("Emulation.getScreenInfos", _p, _s_GetScreenInfosResult)
 
 
 def _c_get_screen_infos(d: dict[str, Any]) -> Command[GetScreenInfosResult]:
     return get_screen_infos()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AddScreenResult:
-    """Result of :func:`add_screen` (Emulation.addScreen).
-
-    Attributes:
-        screen_info: -
-    """
-
-    screen_info: ScreenInfo
 
 
 def _s_AddScreenResult(d: dict[str, Any]) -> AddScreenResult:
@@ -2180,39 +2624,23 @@ def _s_AddScreenResult(d: dict[str, Any]) -> AddScreenResult:
 
 
 def _u_AddScreenResult(o: AddScreenResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "screenInfo": _u_ScreenInfo(o.screen_info),
     }
-    return d
 
 
-def add_screen(
-    *,
+def _p_add_screen(
     left: int,
     top: int,
     width: int,
     height: int,
-    work_area_insets: WorkAreaInsets | None = None,
-    device_pixel_ratio: float | None = None,
-    rotation: int | None = None,
-    color_depth: int | None = None,
-    label: str | None = None,
-    is_internal: bool | None = None,
-) -> Command[AddScreenResult]:
-    """Experimental. Add a new screen to the device. Only supported in headless mode.
-
-    Args:
-        left: Offset of the left edge of the screen in pixels.
-        top: Offset of the top edge of the screen in pixels.
-        width: The width of the screen in pixels.
-        height: The height of the screen in pixels.
-        work_area_insets: Specifies the screen's work area. Default is entire screen.
-        device_pixel_ratio: Specifies the screen's device pixel ratio. Default is 1.
-        rotation: Specifies the screen's rotation angle. Available values are 0, 90, 180 and 270. Default is 0.
-        color_depth: Specifies the screen's color depth in bits. Default is 24.
-        label: Specifies the descriptive label for the screen. Default is none.
-        is_internal: Indicates whether the screen is internal to the device or external, attached to the device. Default is false.
-    """
+    work_area_insets: WorkAreaInsets | None,
+    device_pixel_ratio: float | None,
+    rotation: int | None,
+    color_depth: int | None,
+    label: str | None,
+    is_internal: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "left": left,
         "top": top,
@@ -2231,7 +2659,7 @@ def add_screen(
         _p["label"] = label
     if is_internal is not None:
         _p["isInternal"] = is_internal
-    return Command("Emulation.addScreen", _p, _s_AddScreenResult)
+    return _p
 
 
 def _c_add_screen(d: dict[str, Any]) -> Command[AddScreenResult]:
@@ -2249,17 +2677,6 @@ def _c_add_screen(d: dict[str, Any]) -> Command[AddScreenResult]:
     )
 
 
-@attrs.frozen(kw_only=True, slots=False)
-class UpdateScreenResult:
-    """Result of :func:`update_screen` (Emulation.updateScreen).
-
-    Attributes:
-        screen_info: -
-    """
-
-    screen_info: ScreenInfo
-
-
 def _s_UpdateScreenResult(d: dict[str, Any]) -> UpdateScreenResult:
     o = _new(UpdateScreenResult)
     od = o.__dict__
@@ -2272,41 +2689,24 @@ def _s_UpdateScreenResult(d: dict[str, Any]) -> UpdateScreenResult:
 
 
 def _u_UpdateScreenResult(o: UpdateScreenResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "screenInfo": _u_ScreenInfo(o.screen_info),
     }
-    return d
 
 
-def update_screen(
-    *,
+def _p_update_screen(
     screen_id: ScreenId,
-    left: int | None = None,
-    top: int | None = None,
-    width: int | None = None,
-    height: int | None = None,
-    work_area_insets: WorkAreaInsets | None = None,
-    device_pixel_ratio: float | None = None,
-    rotation: int | None = None,
-    color_depth: int | None = None,
-    label: str | None = None,
-    is_internal: bool | None = None,
-) -> Command[UpdateScreenResult]:
-    """Experimental. Updates specified screen parameters. Only supported in headless mode.
-
-    Args:
-        screen_id: Target screen identifier.
-        left: Offset of the left edge of the screen in pixels.
-        top: Offset of the top edge of the screen in pixels.
-        width: The width of the screen in pixels.
-        height: The height of the screen in pixels.
-        work_area_insets: Specifies the screen's work area.
-        device_pixel_ratio: Specifies the screen's device pixel ratio.
-        rotation: Specifies the screen's rotation angle. Available values are 0, 90, 180 and 270.
-        color_depth: Specifies the screen's color depth in bits.
-        label: Specifies the descriptive label for the screen.
-        is_internal: Indicates whether the screen is internal to the device or external, attached to the device. Default is false.
-    """
+    left: int | None,
+    top: int | None,
+    width: int | None,
+    height: int | None,
+    work_area_insets: WorkAreaInsets | None,
+    device_pixel_ratio: float | None,
+    rotation: int | None,
+    color_depth: int | None,
+    label: str | None,
+    is_internal: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "screenId": screen_id,
     }
@@ -2330,7 +2730,7 @@ def update_screen(
         _p["label"] = label
     if is_internal is not None:
         _p["isInternal"] = is_internal
-    return Command("Emulation.updateScreen", _p, _s_UpdateScreenResult)
+    return _p
 
 
 def _c_update_screen(d: dict[str, Any]) -> Command[UpdateScreenResult]:
@@ -2349,19 +2749,12 @@ def _c_update_screen(d: dict[str, Any]) -> Command[UpdateScreenResult]:
     )
 
 
-def remove_screen(
-    *,
+def _p_remove_screen(
     screen_id: ScreenId,
-) -> Command[None]:
-    """Experimental. Remove screen from the device. Only supported in headless mode.
-
-    Args:
-        screen_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "screenId": screen_id,
     }
-    return Command("Emulation.removeScreen", _p, None)
 
 
 def _c_remove_screen(d: dict[str, Any]) -> Command[None]:
@@ -2370,22 +2763,12 @@ def _c_remove_screen(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_primary_screen(
-    *,
+def _p_set_primary_screen(
     screen_id: ScreenId,
-) -> Command[None]:
-    """Experimental. Set primary screen. Only supported in headless mode.
-    Note that this changes the coordinate system origin to the top-left
-    of the new primary screen, updating the bounds and work areas
-    of all existing screens accordingly.
-
-    Args:
-        screen_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "screenId": screen_id,
     }
-    return Command("Emulation.setPrimaryScreen", _p, None)
 
 
 def _c_set_primary_screen(d: dict[str, Any]) -> Command[None]:
@@ -2394,37 +2777,12 @@ def _c_set_primary_screen(d: dict[str, Any]) -> Command[None]:
     )
 
 
-@attrs.frozen(kw_only=True, slots=False)
-class VirtualTimeBudgetExpired:
-    """Experimental. Notification sent after the virtual time budget for the current VirtualTimePolicy has run out."""
-
-    method: ClassVar[str] = "Emulation.virtualTimeBudgetExpired"
-
-
 def _s_VirtualTimeBudgetExpired(d: dict[str, Any]) -> VirtualTimeBudgetExpired:
-    o = _new(VirtualTimeBudgetExpired)
-    return o
+    return _new(VirtualTimeBudgetExpired)
 
 
 def _u_VirtualTimeBudgetExpired(o: VirtualTimeBudgetExpired) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ScreenOrientationLockChanged:
-    """Experimental. Fired when a page calls screen.orientation.lock() or screen.orientation.unlock()
-    while device emulation is enabled. This allows the DevTools frontend to update the
-    emulated device orientation accordingly.
-
-    Attributes:
-        locked: Whether the screen orientation is currently locked.
-        orientation: The orientation lock type requested by the page. Only set when locked is true.
-    """
-
-    method: ClassVar[str] = "Emulation.screenOrientationLockChanged"
-    locked: bool
-    orientation: ScreenOrientation | None = None
+    return {}
 
 
 _ScreenOrientationLockChanged_plain = {
@@ -2455,69 +2813,6 @@ def _u_ScreenOrientationLockChanged(o: ScreenOrientationLockChanged) -> dict[str
     return d
 
 
-optional_defaults(
-    ScreenOrientationLockChanged,
-    {
-        "orientation": None,
-    },
-)
-
-
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Emulation.virtualTimeBudgetExpired": _s_VirtualTimeBudgetExpired,
-    "Emulation.screenOrientationLockChanged": _s_ScreenOrientationLockChanged,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Emulation.canEmulate": _c_can_emulate,
-    "Emulation.clearDeviceMetricsOverride": _c_clear_device_metrics_override,
-    "Emulation.clearGeolocationOverride": _c_clear_geolocation_override,
-    "Emulation.resetPageScaleFactor": _c_reset_page_scale_factor,
-    "Emulation.setFocusEmulationEnabled": _c_set_focus_emulation_enabled,
-    "Emulation.setAutoDarkModeOverride": _c_set_auto_dark_mode_override,
-    "Emulation.setCPUThrottlingRate": _c_set_cpu_throttling_rate,
-    "Emulation.setDefaultBackgroundColorOverride": _c_set_default_background_color_override,
-    "Emulation.setSafeAreaInsetsOverride": _c_set_safe_area_insets_override,
-    "Emulation.setVirtualKeyboardGeometryOverride": _c_set_virtual_keyboard_geometry_override,
-    "Emulation.setDeviceMetricsOverride": _c_set_device_metrics_override,
-    "Emulation.setDevicePostureOverride": _c_set_device_posture_override,
-    "Emulation.clearDevicePostureOverride": _c_clear_device_posture_override,
-    "Emulation.setDisplayFeaturesOverride": _c_set_display_features_override,
-    "Emulation.clearDisplayFeaturesOverride": _c_clear_display_features_override,
-    "Emulation.setScrollbarsHidden": _c_set_scrollbars_hidden,
-    "Emulation.setDocumentCookieDisabled": _c_set_document_cookie_disabled,
-    "Emulation.setEmitTouchEventsForMouse": _c_set_emit_touch_events_for_mouse,
-    "Emulation.setEmulatedMedia": _c_set_emulated_media,
-    "Emulation.setEmulatedVisionDeficiency": _c_set_emulated_vision_deficiency,
-    "Emulation.setEmulatedOSTextScale": _c_set_emulated_os_text_scale,
-    "Emulation.setGeolocationOverride": _c_set_geolocation_override,
-    "Emulation.getOverriddenSensorInformation": _c_get_overridden_sensor_information,
-    "Emulation.setSensorOverrideEnabled": _c_set_sensor_override_enabled,
-    "Emulation.setSensorOverrideReadings": _c_set_sensor_override_readings,
-    "Emulation.setPressureSourceOverrideEnabled": _c_set_pressure_source_override_enabled,
-    "Emulation.setPressureStateOverride": _c_set_pressure_state_override,
-    "Emulation.setIdleOverride": _c_set_idle_override,
-    "Emulation.clearIdleOverride": _c_clear_idle_override,
-    "Emulation.setNavigatorOverrides": _c_set_navigator_overrides,
-    "Emulation.setPageScaleFactor": _c_set_page_scale_factor,
-    "Emulation.setScriptExecutionDisabled": _c_set_script_execution_disabled,
-    "Emulation.setTouchEmulationEnabled": _c_set_touch_emulation_enabled,
-    "Emulation.setVirtualTimePolicy": _c_set_virtual_time_policy,
-    "Emulation.setLocaleOverride": _c_set_locale_override,
-    "Emulation.setTimezoneOverride": _c_set_timezone_override,
-    "Emulation.setVisibleSize": _c_set_visible_size,
-    "Emulation.setDisabledImageTypes": _c_set_disabled_image_types,
-    "Emulation.setDataSaverOverride": _c_set_data_saver_override,
-    "Emulation.setHardwareConcurrencyOverride": _c_set_hardware_concurrency_override,
-    "Emulation.setCPUPerformanceOverride": _c_set_cpu_performance_override,
-    "Emulation.setUserAgentOverride": _c_set_user_agent_override,
-    "Emulation.setAutomationOverride": _c_set_automation_override,
-    "Emulation.setSmallViewportHeightDifferenceOverride": _c_set_small_viewport_height_difference_override,
-    "Emulation.getScreenInfos": _c_get_screen_infos,
-    "Emulation.addScreen": _c_add_screen,
-    "Emulation.updateScreen": _c_update_screen,
-    "Emulation.removeScreen": _c_remove_screen,
-    "Emulation.setPrimaryScreen": _c_set_primary_screen,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Emulation.SafeAreaInsets": (True, False),
     "Emulation.VirtualTimePolicy": (True, False),
@@ -2616,5 +2911,56 @@ register(
         UpdateScreenResult: (_s_UpdateScreenResult, _u_UpdateScreenResult),
         VirtualTimeBudgetExpired: (_s_VirtualTimeBudgetExpired, _u_VirtualTimeBudgetExpired),
         ScreenOrientationLockChanged: (_s_ScreenOrientationLockChanged, _u_ScreenOrientationLockChanged),
-    }
+    },
+    {
+        can_emulate: _c_can_emulate,
+        clear_device_metrics_override: _c_clear_device_metrics_override,
+        clear_geolocation_override: _c_clear_geolocation_override,
+        reset_page_scale_factor: _c_reset_page_scale_factor,
+        set_focus_emulation_enabled: _c_set_focus_emulation_enabled,
+        set_auto_dark_mode_override: _c_set_auto_dark_mode_override,
+        set_cpu_throttling_rate: _c_set_cpu_throttling_rate,
+        set_default_background_color_override: _c_set_default_background_color_override,
+        set_safe_area_insets_override: _c_set_safe_area_insets_override,
+        set_virtual_keyboard_geometry_override: _c_set_virtual_keyboard_geometry_override,
+        set_device_metrics_override: _c_set_device_metrics_override,
+        set_device_posture_override: _c_set_device_posture_override,
+        clear_device_posture_override: _c_clear_device_posture_override,
+        set_display_features_override: _c_set_display_features_override,
+        clear_display_features_override: _c_clear_display_features_override,
+        set_scrollbars_hidden: _c_set_scrollbars_hidden,
+        set_document_cookie_disabled: _c_set_document_cookie_disabled,
+        set_emit_touch_events_for_mouse: _c_set_emit_touch_events_for_mouse,
+        set_emulated_media: _c_set_emulated_media,
+        set_emulated_vision_deficiency: _c_set_emulated_vision_deficiency,
+        set_emulated_os_text_scale: _c_set_emulated_os_text_scale,
+        set_geolocation_override: _c_set_geolocation_override,
+        get_overridden_sensor_information: _c_get_overridden_sensor_information,
+        set_sensor_override_enabled: _c_set_sensor_override_enabled,
+        set_sensor_override_readings: _c_set_sensor_override_readings,
+        set_pressure_source_override_enabled: _c_set_pressure_source_override_enabled,
+        set_pressure_state_override: _c_set_pressure_state_override,
+        set_idle_override: _c_set_idle_override,
+        clear_idle_override: _c_clear_idle_override,
+        set_navigator_overrides: _c_set_navigator_overrides,
+        set_page_scale_factor: _c_set_page_scale_factor,
+        set_script_execution_disabled: _c_set_script_execution_disabled,
+        set_touch_emulation_enabled: _c_set_touch_emulation_enabled,
+        set_virtual_time_policy: _c_set_virtual_time_policy,
+        set_locale_override: _c_set_locale_override,
+        set_timezone_override: _c_set_timezone_override,
+        set_visible_size: _c_set_visible_size,
+        set_disabled_image_types: _c_set_disabled_image_types,
+        set_data_saver_override: _c_set_data_saver_override,
+        set_hardware_concurrency_override: _c_set_hardware_concurrency_override,
+        set_cpu_performance_override: _c_set_cpu_performance_override,
+        set_user_agent_override: _c_set_user_agent_override,
+        set_automation_override: _c_set_automation_override,
+        set_small_viewport_height_difference_override: _c_set_small_viewport_height_difference_override,
+        get_screen_infos: _c_get_screen_infos,
+        add_screen: _c_add_screen,
+        update_screen: _c_update_screen,
+        remove_screen: _c_remove_screen,
+        set_primary_screen: _c_set_primary_screen,
+    },
 )

@@ -8,17 +8,9 @@ reported through Debugger domain, similarly to regular breakpoints being hit.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any
 
-import attrs
-
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
+from cdp._base import Command, register
 
 DOMAIN = "EventBreakpoints"
 EXPERIMENTAL = True
@@ -34,16 +26,11 @@ def set_instrumentation_breakpoint(
 
     Args:
         event_name: Instrumentation name to stop on.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/EventBreakpoints/#method-setInstrumentationBreakpoint
     """
-    _p: dict[str, Any] = {
-        "eventName": event_name,
-    }
-    return Command("EventBreakpoints.setInstrumentationBreakpoint", _p, None)
-
-
-def _c_set_instrumentation_breakpoint(d: dict[str, Any]) -> Command[None]:
-    return set_instrumentation_breakpoint(
-        event_name=d["eventName"],
+    return Command(
+        "EventBreakpoints.setInstrumentationBreakpoint", _p_set_instrumentation_breakpoint(event_name), None
     )
 
 
@@ -55,11 +42,52 @@ def remove_instrumentation_breakpoint(
 
     Args:
         event_name: Instrumentation name to stop on.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/EventBreakpoints/#method-removeInstrumentationBreakpoint
     """
-    _p: dict[str, Any] = {
+    return Command(
+        "EventBreakpoints.removeInstrumentationBreakpoint",
+        _p_remove_instrumentation_breakpoint(event_name),
+        None,
+    )
+
+
+def disable() -> Command[None]:
+    """Removes all breakpoints
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/EventBreakpoints/#method-disable
+    """
+    return Command("EventBreakpoints.disable", {}, None)
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
+
+
+def _p_set_instrumentation_breakpoint(
+    event_name: str,
+) -> dict[str, Any]:
+    return {
         "eventName": event_name,
     }
-    return Command("EventBreakpoints.removeInstrumentationBreakpoint", _p, None)
+
+
+def _c_set_instrumentation_breakpoint(d: dict[str, Any]) -> Command[None]:
+    return set_instrumentation_breakpoint(
+        event_name=d["eventName"],
+    )
+
+
+def _p_remove_instrumentation_breakpoint(
+    event_name: str,
+) -> dict[str, Any]:
+    return {
+        "eventName": event_name,
+    }
 
 
 def _c_remove_instrumentation_breakpoint(d: dict[str, Any]) -> Command[None]:
@@ -68,23 +96,18 @@ def _c_remove_instrumentation_breakpoint(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def disable() -> Command[None]:
-    """Removes all breakpoints"""
-    _p: dict[str, Any] = {}
-    return Command("EventBreakpoints.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "EventBreakpoints.setInstrumentationBreakpoint": _c_set_instrumentation_breakpoint,
-    "EventBreakpoints.removeInstrumentationBreakpoint": _c_remove_instrumentation_breakpoint,
-    "EventBreakpoints.disable": _c_disable,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "EventBreakpoints": (True, False),
 }
-register({})
+register(
+    {},
+    {
+        set_instrumentation_breakpoint: _c_set_instrumentation_breakpoint,
+        remove_instrumentation_breakpoint: _c_remove_instrumentation_breakpoint,
+        disable: _c_disable,
+    },
+)

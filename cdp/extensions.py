@@ -6,17 +6,12 @@ Defines commands and events for browser extensions.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
 
 DOMAIN = "Extensions"
 EXPERIMENTAL = True
@@ -25,7 +20,10 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 class StorageArea(CDPEnum):
-    """Storage areas."""
+    """Storage areas.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Extensions/#type-StorageArea
+    """
 
     SESSION = "session"
     LOCAL = "local"
@@ -43,6 +41,8 @@ class ExtensionInfo:
         version: Extension version.
         path: The path from which the extension was loaded.
         enabled: Extension enabled status.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Extensions/#type-ExtensionInfo
     """
 
     id_: str
@@ -50,6 +50,177 @@ class ExtensionInfo:
     version: str
     path: str
     enabled: bool
+
+
+def trigger_action(
+    *,
+    id_: str,
+    target_id: str,
+) -> Command[None]:
+    """Runs an extension default action.
+
+    Args:
+        id_: Extension id.
+        target_id: A tab target ID to trigger the default extension action on.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Extensions/#method-triggerAction
+    """
+    return Command("Extensions.triggerAction", _p_trigger_action(id_, target_id), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LoadUnpackedResult:
+    """Result of :func:`load_unpacked`.
+
+    Attributes:
+        id_: Extension id.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Extensions/#method-loadUnpacked
+    """
+
+    id_: str
+
+
+def load_unpacked(
+    *,
+    path: str,
+    enable_in_incognito: bool | None = None,
+) -> Command[LoadUnpackedResult]:
+    """Installs an unpacked extension from the filesystem similar to
+    --load-extension CLI flags. Returns extension ID once the extension
+    has been installed.
+
+    Args:
+        path: Absolute file path.
+        enable_in_incognito: Enable the extension in incognito
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Extensions/#method-loadUnpacked
+    """
+    return Command("Extensions.loadUnpacked", _p_load_unpacked(path, enable_in_incognito), LoadUnpackedResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetExtensionsResult:
+    """Result of :func:`get_extensions`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Extensions/#method-getExtensions
+    """
+
+    extensions: list[ExtensionInfo]
+
+
+def get_extensions() -> Command[GetExtensionsResult]:
+    """Gets a list of all unpacked extensions.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Extensions/#method-getExtensions
+    """
+    return Command("Extensions.getExtensions", {}, GetExtensionsResult)
+
+
+def uninstall(
+    *,
+    id_: str,
+) -> Command[None]:
+    """Uninstalls an unpacked extension (others not supported) from the profile.
+
+    Args:
+        id_: Extension id.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Extensions/#method-uninstall
+    """
+    return Command("Extensions.uninstall", _p_uninstall(id_), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetStorageItemsResult:
+    """Result of :func:`get_storage_items`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Extensions/#method-getStorageItems
+    """
+
+    data: dict[str, Any]
+
+
+def get_storage_items(
+    *,
+    id_: str,
+    storage_area: StorageArea,
+    keys: list[str] | None = None,
+) -> Command[GetStorageItemsResult]:
+    """Gets data from extension storage in the given `storageArea`. If `keys` is
+    specified, these are used to filter the result.
+
+    Args:
+        id_: ID of extension.
+        storage_area: StorageArea to retrieve data from.
+        keys: Keys to retrieve.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Extensions/#method-getStorageItems
+    """
+    return Command(
+        "Extensions.getStorageItems", _p_get_storage_items(id_, storage_area, keys), GetStorageItemsResult
+    )
+
+
+def remove_storage_items(
+    *,
+    id_: str,
+    storage_area: StorageArea,
+    keys: list[str],
+) -> Command[None]:
+    """Removes `keys` from extension storage in the given `storageArea`.
+
+    Args:
+        id_: ID of extension.
+        storage_area: StorageArea to remove data from.
+        keys: Keys to remove.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Extensions/#method-removeStorageItems
+    """
+    return Command("Extensions.removeStorageItems", _p_remove_storage_items(id_, storage_area, keys), None)
+
+
+def clear_storage_items(
+    *,
+    id_: str,
+    storage_area: StorageArea,
+) -> Command[None]:
+    """Clears extension storage in the given `storageArea`.
+
+    Args:
+        id_: ID of extension.
+        storage_area: StorageArea to remove data from.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Extensions/#method-clearStorageItems
+    """
+    return Command("Extensions.clearStorageItems", _p_clear_storage_items(id_, storage_area), None)
+
+
+def set_storage_items(
+    *,
+    id_: str,
+    storage_area: StorageArea,
+    values: dict[str, Any],
+) -> Command[None]:
+    """Sets `values` in extension storage in the given `storageArea`. The provided `values`
+    will be merged with existing values in the storage area.
+
+    Args:
+        id_: ID of extension.
+        storage_area: StorageArea to set data in.
+        values: Values to set.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Extensions/#method-setStorageItems
+    """
+    return Command("Extensions.setStorageItems", _p_set_storage_items(id_, storage_area, values), None)
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _ExtensionInfo_plain = {
@@ -82,32 +253,23 @@ def _s_ExtensionInfo(d: dict[str, Any]) -> ExtensionInfo:
 
 
 def _u_ExtensionInfo(o: ExtensionInfo) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "id": o.id_,
         "name": o.name,
         "version": o.version,
         "path": o.path,
         "enabled": o.enabled,
     }
-    return d
 
 
-def trigger_action(
-    *,
+def _p_trigger_action(
     id_: str,
     target_id: str,
-) -> Command[None]:
-    """Runs an extension default action.
-
-    Args:
-        id_: Extension id.
-        target_id: A tab target ID to trigger the default extension action on.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "id": id_,
         "targetId": target_id,
     }
-    return Command("Extensions.triggerAction", _p, None)
 
 
 def _c_trigger_action(d: dict[str, Any]) -> Command[None]:
@@ -115,17 +277,6 @@ def _c_trigger_action(d: dict[str, Any]) -> Command[None]:
         id_=d["id"],
         target_id=d["targetId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LoadUnpackedResult:
-    """Result of :func:`load_unpacked` (Extensions.loadUnpacked).
-
-    Attributes:
-        id_: Extension id.
-    """
-
-    id_: str
 
 
 _LoadUnpackedResult_plain = {
@@ -146,31 +297,21 @@ def _s_LoadUnpackedResult(d: dict[str, Any]) -> LoadUnpackedResult:
 
 
 def _u_LoadUnpackedResult(o: LoadUnpackedResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "id": o.id_,
     }
-    return d
 
 
-def load_unpacked(
-    *,
+def _p_load_unpacked(
     path: str,
-    enable_in_incognito: bool | None = None,
-) -> Command[LoadUnpackedResult]:
-    """Installs an unpacked extension from the filesystem similar to
-    --load-extension CLI flags. Returns extension ID once the extension
-    has been installed.
-
-    Args:
-        path: Absolute file path.
-        enable_in_incognito: Enable the extension in incognito
-    """
+    enable_in_incognito: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "path": path,
     }
     if enable_in_incognito is not None:
         _p["enableInIncognito"] = enable_in_incognito
-    return Command("Extensions.loadUnpacked", _p, _s_LoadUnpackedResult)
+    return _p
 
 
 def _c_load_unpacked(d: dict[str, Any]) -> Command[LoadUnpackedResult]:
@@ -178,17 +319,6 @@ def _c_load_unpacked(d: dict[str, Any]) -> Command[LoadUnpackedResult]:
         path=d["path"],
         enable_in_incognito=d.get("enableInIncognito"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetExtensionsResult:
-    """Result of :func:`get_extensions` (Extensions.getExtensions).
-
-    Attributes:
-        extensions: -
-    """
-
-    extensions: list[ExtensionInfo]
 
 
 def _s_GetExtensionsResult(d: dict[str, Any]) -> GetExtensionsResult:
@@ -203,52 +333,27 @@ def _s_GetExtensionsResult(d: dict[str, Any]) -> GetExtensionsResult:
 
 
 def _u_GetExtensionsResult(o: GetExtensionsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "extensions": [_u_ExtensionInfo(x0) for x0 in o.extensions],
     }
-    return d
-
-
-def get_extensions() -> Command[GetExtensionsResult]:
-    """Gets a list of all unpacked extensions."""
-    _p: dict[str, Any] = {}
-    return Command("Extensions.getExtensions", _p, _s_GetExtensionsResult)
 
 
 def _c_get_extensions(d: dict[str, Any]) -> Command[GetExtensionsResult]:
     return get_extensions()
 
 
-def uninstall(
-    *,
+def _p_uninstall(
     id_: str,
-) -> Command[None]:
-    """Uninstalls an unpacked extension (others not supported) from the profile.
-
-    Args:
-        id_: Extension id.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "id": id_,
     }
-    return Command("Extensions.uninstall", _p, None)
 
 
 def _c_uninstall(d: dict[str, Any]) -> Command[None]:
     return uninstall(
         id_=d["id"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetStorageItemsResult:
-    """Result of :func:`get_storage_items` (Extensions.getStorageItems).
-
-    Attributes:
-        data: -
-    """
-
-    data: dict[str, Any]
 
 
 _GetStorageItemsResult_plain = {
@@ -269,33 +374,23 @@ def _s_GetStorageItemsResult(d: dict[str, Any]) -> GetStorageItemsResult:
 
 
 def _u_GetStorageItemsResult(o: GetStorageItemsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "data": o.data,
     }
-    return d
 
 
-def get_storage_items(
-    *,
+def _p_get_storage_items(
     id_: str,
     storage_area: StorageArea,
-    keys: list[str] | None = None,
-) -> Command[GetStorageItemsResult]:
-    """Gets data from extension storage in the given `storageArea`. If `keys` is
-    specified, these are used to filter the result.
-
-    Args:
-        id_: ID of extension.
-        storage_area: StorageArea to retrieve data from.
-        keys: Keys to retrieve.
-    """
+    keys: list[str] | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "id": id_,
         "storageArea": storage_area,
     }
     if keys is not None:
         _p["keys"] = keys
-    return Command("Extensions.getStorageItems", _p, _s_GetStorageItemsResult)
+    return _p
 
 
 def _c_get_storage_items(d: dict[str, Any]) -> Command[GetStorageItemsResult]:
@@ -306,25 +401,16 @@ def _c_get_storage_items(d: dict[str, Any]) -> Command[GetStorageItemsResult]:
     )
 
 
-def remove_storage_items(
-    *,
+def _p_remove_storage_items(
     id_: str,
     storage_area: StorageArea,
     keys: list[str],
-) -> Command[None]:
-    """Removes `keys` from extension storage in the given `storageArea`.
-
-    Args:
-        id_: ID of extension.
-        storage_area: StorageArea to remove data from.
-        keys: Keys to remove.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "id": id_,
         "storageArea": storage_area,
         "keys": keys,
     }
-    return Command("Extensions.removeStorageItems", _p, None)
 
 
 def _c_remove_storage_items(d: dict[str, Any]) -> Command[None]:
@@ -335,22 +421,14 @@ def _c_remove_storage_items(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def clear_storage_items(
-    *,
+def _p_clear_storage_items(
     id_: str,
     storage_area: StorageArea,
-) -> Command[None]:
-    """Clears extension storage in the given `storageArea`.
-
-    Args:
-        id_: ID of extension.
-        storage_area: StorageArea to remove data from.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "id": id_,
         "storageArea": storage_area,
     }
-    return Command("Extensions.clearStorageItems", _p, None)
 
 
 def _c_clear_storage_items(d: dict[str, Any]) -> Command[None]:
@@ -360,26 +438,16 @@ def _c_clear_storage_items(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_storage_items(
-    *,
+def _p_set_storage_items(
     id_: str,
     storage_area: StorageArea,
     values: dict[str, Any],
-) -> Command[None]:
-    """Sets `values` in extension storage in the given `storageArea`. The provided `values`
-    will be merged with existing values in the storage area.
-
-    Args:
-        id_: ID of extension.
-        storage_area: StorageArea to set data in.
-        values: Values to set.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "id": id_,
         "storageArea": storage_area,
         "values": values,
     }
-    return Command("Extensions.setStorageItems", _p, None)
 
 
 def _c_set_storage_items(d: dict[str, Any]) -> Command[None]:
@@ -390,17 +458,6 @@ def _c_set_storage_items(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Extensions.triggerAction": _c_trigger_action,
-    "Extensions.loadUnpacked": _c_load_unpacked,
-    "Extensions.getExtensions": _c_get_extensions,
-    "Extensions.uninstall": _c_uninstall,
-    "Extensions.getStorageItems": _c_get_storage_items,
-    "Extensions.removeStorageItems": _c_remove_storage_items,
-    "Extensions.clearStorageItems": _c_clear_storage_items,
-    "Extensions.setStorageItems": _c_set_storage_items,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Extensions": (True, False),
 }
@@ -410,5 +467,15 @@ register(
         LoadUnpackedResult: (_s_LoadUnpackedResult, _u_LoadUnpackedResult),
         GetExtensionsResult: (_s_GetExtensionsResult, _u_GetExtensionsResult),
         GetStorageItemsResult: (_s_GetStorageItemsResult, _u_GetStorageItemsResult),
-    }
+    },
+    {
+        trigger_action: _c_trigger_action,
+        load_unpacked: _c_load_unpacked,
+        get_extensions: _c_get_extensions,
+        uninstall: _c_uninstall,
+        get_storage_items: _c_get_storage_items,
+        remove_storage_items: _c_remove_storage_items,
+        clear_storage_items: _c_clear_storage_items,
+        set_storage_items: _c_set_storage_items,
+    },
 )

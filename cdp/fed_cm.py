@@ -6,17 +6,12 @@ This domain allows interacting with the FedCM dialog.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
 
 DOMAIN = "FedCm"
 EXPERIMENTAL = True
@@ -26,14 +21,20 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 class LoginState(CDPEnum):
     """Whether this is a sign-up or sign-in action for this account, i.e.
-    whether this account has ever been used to sign in to this RP before."""
+    whether this account has ever been used to sign in to this RP before.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/FedCm/#type-LoginState
+    """
 
     SIGN_IN = "SignIn"
     SIGN_UP = "SignUp"
 
 
 class DialogType(CDPEnum):
-    """The types of FedCM dialogs."""
+    """The types of FedCM dialogs.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/FedCm/#type-DialogType
+    """
 
     ACCOUNT_CHOOSER = "AccountChooser"
     AUTO_REAUTHN = "AutoReauthn"
@@ -42,7 +43,10 @@ class DialogType(CDPEnum):
 
 
 class DialogButton(CDPEnum):
-    """The buttons on the FedCM dialog."""
+    """The buttons on the FedCM dialog.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/FedCm/#type-DialogButton
+    """
 
     CONFIRM_IDP_LOGIN_CONTINUE = "ConfirmIdpLoginContinue"
     ERROR_GOT_IT = "ErrorGotIt"
@@ -50,7 +54,10 @@ class DialogButton(CDPEnum):
 
 
 class AccountUrlType(CDPEnum):
-    """The URLs that each account has"""
+    """The URLs that each account has
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/FedCm/#type-AccountUrlType
+    """
 
     TERMS_OF_SERVICE = "TermsOfService"
     PRIVACY_POLICY = "PrivacyPolicy"
@@ -61,16 +68,9 @@ class Account:
     """Corresponds to IdentityRequestAccount
 
     Attributes:
-        account_id: -
-        email: -
-        name: -
-        given_name: -
-        picture_url: -
-        idp_config_url: -
-        idp_login_url: -
-        login_state: -
         terms_of_service_url: These two are only set if the loginState is signUp
-        privacy_policy_url: -
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/FedCm/#type-Account
     """
 
     account_id: str
@@ -83,6 +83,105 @@ class Account:
     login_state: LoginState
     terms_of_service_url: str | None = None
     privacy_policy_url: str | None = None
+
+
+def enable(
+    *,
+    disable_rejection_delay: bool | None = None,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/FedCm/#method-enable
+
+    Args:
+        disable_rejection_delay: Allows callers to disable the promise rejection delay that would normally happen, if this is unimportant to what's being tested. (step 4 of https://fedidcg.github.io/FedCM/#browser-api-rp-sign-in)
+    """
+    return Command("FedCm.enable", _p_enable(disable_rejection_delay), None)
+
+
+def disable() -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/FedCm/#method-disable"""
+    return Command("FedCm.disable", {}, None)
+
+
+def select_account(
+    *,
+    dialog_id: str,
+    account_index: int,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/FedCm/#method-selectAccount"""
+    return Command("FedCm.selectAccount", _p_select_account(dialog_id, account_index), None)
+
+
+def click_dialog_button(
+    *,
+    dialog_id: str,
+    dialog_button: DialogButton,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/FedCm/#method-clickDialogButton"""
+    return Command("FedCm.clickDialogButton", _p_click_dialog_button(dialog_id, dialog_button), None)
+
+
+def open_url(
+    *,
+    dialog_id: str,
+    account_index: int,
+    account_url_type: AccountUrlType,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/FedCm/#method-openUrl"""
+    return Command("FedCm.openUrl", _p_open_url(dialog_id, account_index, account_url_type), None)
+
+
+def dismiss_dialog(
+    *,
+    dialog_id: str,
+    trigger_cooldown: bool | None = None,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/FedCm/#method-dismissDialog"""
+    return Command("FedCm.dismissDialog", _p_dismiss_dialog(dialog_id, trigger_cooldown), None)
+
+
+def reset_cooldown() -> Command[None]:
+    """Resets the cooldown time, if any, to allow the next FedCM call to show
+    a dialog even if one was recently dismissed by the user.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/FedCm/#method-resetCooldown
+    """
+    return Command("FedCm.resetCooldown", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DialogShown:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/FedCm/#event-dialogShown
+
+    Attributes:
+        title: These exist primarily so that the caller can verify the RP context was used appropriately.
+    """
+
+    method: ClassVar[str] = "FedCm.dialogShown"
+    dialog_id: str
+    dialog_type: DialogType
+    accounts: list[Account]
+    title: str
+    subtitle: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DialogClosed:
+    """Triggered when a dialog is closed, either by user action, JS abort,
+    or a command below.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/FedCm/#event-dialogClosed
+    """
+
+    method: ClassVar[str] = "FedCm.dialogClosed"
+    dialog_id: str
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _Account_plain = {
@@ -144,28 +243,13 @@ def _u_Account(o: Account) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Account,
-    {
-        "terms_of_service_url": None,
-        "privacy_policy_url": None,
-    },
-)
-
-
-def enable(
-    *,
-    disable_rejection_delay: bool | None = None,
-) -> Command[None]:
-    """enable.
-
-    Args:
-        disable_rejection_delay: Allows callers to disable the promise rejection delay that would normally happen, if this is unimportant to what's being tested. (step 4 of https://fedidcg.github.io/FedCM/#browser-api-rp-sign-in)
-    """
+def _p_enable(
+    disable_rejection_delay: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if disable_rejection_delay is not None:
         _p["disableRejectionDelay"] = disable_rejection_delay
-    return Command("FedCm.enable", _p, None)
+    return _p
 
 
 def _c_enable(d: dict[str, Any]) -> Command[None]:
@@ -174,32 +258,18 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def disable() -> Command[None]:
-    """disable."""
-    _p: dict[str, Any] = {}
-    return Command("FedCm.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def select_account(
-    *,
+def _p_select_account(
     dialog_id: str,
     account_index: int,
-) -> Command[None]:
-    """selectAccount.
-
-    Args:
-        dialog_id: -
-        account_index: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "dialogId": dialog_id,
         "accountIndex": account_index,
     }
-    return Command("FedCm.selectAccount", _p, None)
 
 
 def _c_select_account(d: dict[str, Any]) -> Command[None]:
@@ -209,22 +279,14 @@ def _c_select_account(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def click_dialog_button(
-    *,
+def _p_click_dialog_button(
     dialog_id: str,
     dialog_button: DialogButton,
-) -> Command[None]:
-    """clickDialogButton.
-
-    Args:
-        dialog_id: -
-        dialog_button: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "dialogId": dialog_id,
         "dialogButton": dialog_button,
     }
-    return Command("FedCm.clickDialogButton", _p, None)
 
 
 def _c_click_dialog_button(d: dict[str, Any]) -> Command[None]:
@@ -234,25 +296,16 @@ def _c_click_dialog_button(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def open_url(
-    *,
+def _p_open_url(
     dialog_id: str,
     account_index: int,
     account_url_type: AccountUrlType,
-) -> Command[None]:
-    """openUrl.
-
-    Args:
-        dialog_id: -
-        account_index: -
-        account_url_type: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "dialogId": dialog_id,
         "accountIndex": account_index,
         "accountUrlType": account_url_type,
     }
-    return Command("FedCm.openUrl", _p, None)
 
 
 def _c_open_url(d: dict[str, Any]) -> Command[None]:
@@ -263,23 +316,16 @@ def _c_open_url(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def dismiss_dialog(
-    *,
+def _p_dismiss_dialog(
     dialog_id: str,
-    trigger_cooldown: bool | None = None,
-) -> Command[None]:
-    """dismissDialog.
-
-    Args:
-        dialog_id: -
-        trigger_cooldown: -
-    """
+    trigger_cooldown: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "dialogId": dialog_id,
     }
     if trigger_cooldown is not None:
         _p["triggerCooldown"] = trigger_cooldown
-    return Command("FedCm.dismissDialog", _p, None)
+    return _p
 
 
 def _c_dismiss_dialog(d: dict[str, Any]) -> Command[None]:
@@ -289,35 +335,8 @@ def _c_dismiss_dialog(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def reset_cooldown() -> Command[None]:
-    """Resets the cooldown time, if any, to allow the next FedCM call to show
-    a dialog even if one was recently dismissed by the user."""
-    _p: dict[str, Any] = {}
-    return Command("FedCm.resetCooldown", _p, None)
-
-
 def _c_reset_cooldown(d: dict[str, Any]) -> Command[None]:
     return reset_cooldown()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DialogShown:
-    """dialogShown.
-
-    Attributes:
-        dialog_id: -
-        dialog_type: -
-        accounts: -
-        title: These exist primarily so that the caller can verify the RP context was used appropriately.
-        subtitle: -
-    """
-
-    method: ClassVar[str] = "FedCm.dialogShown"
-    dialog_id: str
-    dialog_type: DialogType
-    accounts: list[Account]
-    title: str
-    subtitle: str | None = None
 
 
 _DialogShown_plain = {
@@ -361,27 +380,6 @@ def _u_DialogShown(o: DialogShown) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    DialogShown,
-    {
-        "subtitle": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DialogClosed:
-    """Triggered when a dialog is closed, either by user action, JS abort,
-    or a command below.
-
-    Attributes:
-        dialog_id: -
-    """
-
-    method: ClassVar[str] = "FedCm.dialogClosed"
-    dialog_id: str
-
-
 _DialogClosed_plain = {
     "dialogId": "dialog_id",
 }
@@ -400,25 +398,11 @@ def _s_DialogClosed(d: dict[str, Any]) -> DialogClosed:
 
 
 def _u_DialogClosed(o: DialogClosed) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "dialogId": o.dialog_id,
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "FedCm.dialogShown": _s_DialogShown,
-    "FedCm.dialogClosed": _s_DialogClosed,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "FedCm.enable": _c_enable,
-    "FedCm.disable": _c_disable,
-    "FedCm.selectAccount": _c_select_account,
-    "FedCm.clickDialogButton": _c_click_dialog_button,
-    "FedCm.openUrl": _c_open_url,
-    "FedCm.dismissDialog": _c_dismiss_dialog,
-    "FedCm.resetCooldown": _c_reset_cooldown,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "FedCm": (True, False),
 }
@@ -427,5 +411,14 @@ register(
         Account: (_s_Account, _u_Account),
         DialogShown: (_s_DialogShown, _u_DialogShown),
         DialogClosed: (_s_DialogClosed, _u_DialogClosed),
-    }
+    },
+    {
+        enable: _c_enable,
+        disable: _c_disable,
+        select_account: _c_select_account,
+        click_dialog_button: _c_click_dialog_button,
+        open_url: _c_open_url,
+        dismiss_dialog: _c_dismiss_dialog,
+        reset_cooldown: _c_reset_cooldown,
+    },
 )

@@ -6,21 +6,13 @@ A domain for letting clients substitute browser's network layer with client code
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import io as _io
-    from cdp import network as _network
-    from cdp import page as _page
 
 DOMAIN = "Fetch"
 EXPERIMENTAL = False
@@ -34,14 +26,20 @@ DEPENDENCIES: tuple[str, ...] = (
 
 RequestId = str
 """Unique request identifier.
-    Note that this does not identify individual HTTP requests that are part of
-    a network request."""
+Note that this does not identify individual HTTP requests that are part of
+a network request.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#type-RequestId
+"""
 
 
 class RequestStage(CDPEnum):
     """Stages of the request to handle. Request will intercept before the request is
     sent. Response will intercept after the response is received (but before response
-    body is received)."""
+    body is received).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#type-RequestStage
+    """
 
     REQUEST = "Request"
     RESPONSE = "Response"
@@ -49,7 +47,7 @@ class RequestStage(CDPEnum):
 
 @attrs.frozen(kw_only=True, slots=False)
 class RequestPattern:
-    """RequestPattern.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#type-RequestPattern
 
     Attributes:
         url_pattern: Wildcards (`'*'` -> zero or more, `'?'` -> exactly one) are allowed. Escape character is backslash. Omitting is equivalent to `"*"`.
@@ -58,8 +56,344 @@ class RequestPattern:
     """
 
     url_pattern: str | None = None
-    resource_type: _network.ResourceType | None = None
+    resource_type: cdp.network.ResourceType | None = None
     request_stage: RequestStage | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class HeaderEntry:
+    """Response HTTP header entry
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#type-HeaderEntry
+    """
+
+    name: str
+    value: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AuthChallenge:
+    """Authorization challenge for HTTP status code 401 or 407.
+
+    Attributes:
+        source: Source of the authentication challenge. Values: 'Server', 'Proxy'.
+        origin: Origin of the challenger.
+        scheme: The authentication scheme used, such as basic or digest
+        realm: The realm of the challenge. May be empty.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#type-AuthChallenge
+    """
+
+    source: str | None = None
+    origin: str
+    scheme: str
+    realm: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AuthChallengeResponse:
+    """Response to an AuthChallenge.
+
+    Attributes:
+        response: The decision on what to do in response to the authorization challenge. Default means deferring to the default behavior of the net stack, which will likely either the Cancel authentication or display a popup dialog box. Values: 'Default', 'CancelAuth', 'ProvideCredentials'.
+        username: The username to provide, possibly empty. Should only be set if response is ProvideCredentials.
+        password: The password to provide, possibly empty. Should only be set if response is ProvideCredentials.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#type-AuthChallengeResponse
+    """
+
+    response: str
+    username: str | None = None
+    password: str | None = None
+
+
+def disable() -> Command[None]:
+    """Disables the fetch domain.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#method-disable
+    """
+    return Command("Fetch.disable", {}, None)
+
+
+def enable(
+    *,
+    patterns: list[RequestPattern] | None = None,
+    handle_auth_requests: bool | None = None,
+) -> Command[None]:
+    """Enables issuing of requestPaused events. A request will be paused until client
+    calls one of failRequest, fulfillRequest or continueRequest/continueWithAuth.
+
+    Args:
+        patterns: If specified, only requests matching any of these patterns will produce fetchRequested event and will be paused until clients response. If not set, all requests will be affected.
+        handle_auth_requests: If true, authRequired events will be issued and requests will be paused expecting a call to continueWithAuth.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#method-enable
+    """
+    return Command("Fetch.enable", _p_enable(patterns, handle_auth_requests), None)
+
+
+def fail_request(
+    *,
+    request_id: RequestId,
+    error_reason: cdp.network.ErrorReason,
+) -> Command[None]:
+    """Causes the request to fail with specified reason.
+
+    Args:
+        request_id: An id the client received in requestPaused event.
+        error_reason: Causes the request to fail with the given reason.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#method-failRequest
+    """
+    return Command("Fetch.failRequest", _p_fail_request(request_id, error_reason), None)
+
+
+def fulfill_request(
+    *,
+    request_id: RequestId,
+    response_code: int,
+    response_headers: list[HeaderEntry] | None = None,
+    binary_response_headers: str | None = None,
+    body: str | None = None,
+    response_phrase: str | None = None,
+) -> Command[None]:
+    """Provides response to the request.
+
+    Args:
+        request_id: An id the client received in requestPaused event.
+        response_code: An HTTP response code.
+        binary_response_headers: Alternative way of specifying response headers as a \\0-separated series of name: value pairs. Prefer the above method unless you need to represent some non-UTF8 values that can't be transmitted over the protocol as text. (Encoded as a base64 string when passed over JSON)
+        body: A response body. If absent, original response body will be used if the request is intercepted at the response stage and empty body will be used if the request is intercepted at the request stage. (Encoded as a base64 string when passed over JSON)
+        response_phrase: A textual representation of responseCode. If absent, a standard phrase matching responseCode is used.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#method-fulfillRequest
+    """
+    return Command(
+        "Fetch.fulfillRequest",
+        _p_fulfill_request(
+            request_id, response_code, response_headers, binary_response_headers, body, response_phrase
+        ),
+        None,
+    )
+
+
+def continue_request(
+    *,
+    request_id: RequestId,
+    url: str | None = None,
+    method: str | None = None,
+    post_data: str | None = None,
+    headers: list[HeaderEntry] | None = None,
+    intercept_response: bool | None = None,
+) -> Command[None]:
+    """Continues the request, optionally modifying some of its parameters.
+
+    Args:
+        request_id: An id the client received in requestPaused event.
+        url: If set, the request url will be modified in a way that's not observable by page.
+        method: If set, the request method is overridden.
+        post_data: If set, overrides the post data in the request. (Encoded as a base64 string when passed over JSON)
+        headers: If set, overrides the request headers. Note that the overrides do not extend to subsequent redirect hops, if a redirect happens. Another override may be applied to a different request produced by a redirect.
+        intercept_response: Experimental. If set, overrides response interception behavior for this request.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#method-continueRequest
+    """
+    return Command(
+        "Fetch.continueRequest",
+        _p_continue_request(request_id, url, method, post_data, headers, intercept_response),
+        None,
+    )
+
+
+def continue_with_auth(
+    *,
+    request_id: RequestId,
+    auth_challenge_response: AuthChallengeResponse,
+) -> Command[None]:
+    """Continues a request supplying authChallengeResponse following authRequired event.
+
+    Args:
+        request_id: An id the client received in authRequired event.
+        auth_challenge_response: Response to with an authChallenge.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#method-continueWithAuth
+    """
+    return Command("Fetch.continueWithAuth", _p_continue_with_auth(request_id, auth_challenge_response), None)
+
+
+def continue_response(
+    *,
+    request_id: RequestId,
+    response_code: int | None = None,
+    response_phrase: str | None = None,
+    response_headers: list[HeaderEntry] | None = None,
+    binary_response_headers: str | None = None,
+) -> Command[None]:
+    """Experimental. Continues loading of the paused response, optionally modifying the
+    response headers. If either responseCode or headers are modified, all of them
+    must be present.
+
+    Args:
+        request_id: An id the client received in requestPaused event.
+        response_code: An HTTP response code. If absent, original response code will be used.
+        response_phrase: A textual representation of responseCode. If absent, a standard phrase matching responseCode is used.
+        response_headers: Response headers. If absent, original response headers will be used.
+        binary_response_headers: Alternative way of specifying response headers as a \\0-separated series of name: value pairs. Prefer the above method unless you need to represent some non-UTF8 values that can't be transmitted over the protocol as text. (Encoded as a base64 string when passed over JSON)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#method-continueResponse
+    """
+    return Command(
+        "Fetch.continueResponse",
+        _p_continue_response(
+            request_id, response_code, response_phrase, response_headers, binary_response_headers
+        ),
+        None,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetResponseBodyResult:
+    """Result of :func:`get_response_body`.
+
+    Attributes:
+        body: Response body.
+        base64_encoded: True, if content was sent as base64.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#method-getResponseBody
+    """
+
+    body: str
+    base64_encoded: bool
+
+
+def get_response_body(
+    *,
+    request_id: RequestId,
+) -> Command[GetResponseBodyResult]:
+    """Causes the body of the response to be received from the server and
+    returned as a single string. May only be issued for a request that
+    is paused in the Response stage and is mutually exclusive with
+    takeResponseBodyForInterceptionAsStream. Calling other methods that
+    affect the request or disabling fetch domain before body is received
+    results in an undefined behavior.
+    Note that the response body is not available for redirects. Requests
+    paused in the _redirect received_ state may be differentiated by
+    `responseCode` and presence of `location` response header, see
+    comments to `requestPaused` for details.
+
+    Args:
+        request_id: Identifier for the intercepted request to get body for.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#method-getResponseBody
+    """
+    return Command("Fetch.getResponseBody", _p_get_response_body(request_id), GetResponseBodyResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TakeResponseBodyAsStreamResult:
+    """Result of :func:`take_response_body_as_stream`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#method-takeResponseBodyAsStream
+    """
+
+    stream: cdp.io.StreamHandle
+
+
+def take_response_body_as_stream(
+    *,
+    request_id: RequestId,
+) -> Command[TakeResponseBodyAsStreamResult]:
+    """Returns a handle to the stream representing the response body.
+    The request must be paused in the HeadersReceived stage.
+    Note that after this command the request can't be continued
+    as is -- client either needs to cancel it or to provide the
+    response body.
+    The stream only supports sequential read, IO.read will fail if the position
+    is specified.
+    This method is mutually exclusive with getResponseBody.
+    Calling other methods that affect the request or disabling fetch
+    domain before body is received results in an undefined behavior.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#method-takeResponseBodyAsStream
+    """
+    return Command(
+        "Fetch.takeResponseBodyAsStream",
+        _p_take_response_body_as_stream(request_id),
+        TakeResponseBodyAsStreamResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RequestPaused:
+    """Issued when the domain is enabled and the request URL matches the
+    specified filter. The request is paused until the client responds
+    with one of continueRequest, failRequest or fulfillRequest.
+    The stage of the request can be determined by presence of responseErrorReason
+    and responseStatusCode -- the request is at the response stage if either
+    of these fields is present and in the request stage otherwise.
+    Redirect responses and subsequent requests are reported similarly to regular
+    responses and requests. Redirect responses may be distinguished by the value
+    of `responseStatusCode` (which is one of 301, 302, 303, 307, 308) along with
+    presence of the `location` header. Requests resulting from a redirect will
+    have `redirectedRequestId` field set.
+
+    Attributes:
+        request_id: Each request the page makes will have a unique id.
+        request: The details of the request.
+        frame_id: The id of the frame that initiated the request.
+        resource_type: How the requested resource will be used.
+        response_error_reason: Response error if intercepted at response stage.
+        response_status_code: Response code if intercepted at response stage.
+        response_status_text: Response status text if intercepted at response stage.
+        response_headers: Response headers if intercepted at the response stage.
+        network_id: If the intercepted request had a corresponding Network.requestWillBeSent event fired for it, then this networkId will be the same as the requestId present in the requestWillBeSent event.
+        redirected_request_id: Experimental. If the request is due to a redirect response from the server, the id of the request that has caused the redirect.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#event-requestPaused
+    """
+
+    method: ClassVar[str] = "Fetch.requestPaused"
+    request_id: RequestId
+    request: cdp.network.Request
+    frame_id: cdp.page.FrameId
+    resource_type: cdp.network.ResourceType
+    response_error_reason: cdp.network.ErrorReason | None = None
+    response_status_code: int | None = None
+    response_status_text: str | None = None
+    response_headers: list[HeaderEntry] | None = None
+    network_id: cdp.network.RequestId | None = None
+    redirected_request_id: RequestId | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AuthRequired:
+    """Issued when the domain is enabled with handleAuthRequests set to true.
+    The request is paused until client responds with continueWithAuth.
+
+    Attributes:
+        request_id: Each request the page makes will have a unique id.
+        request: The details of the request.
+        frame_id: The id of the frame that initiated the request.
+        resource_type: How the requested resource will be used.
+        auth_challenge: Details of the Authorization Challenge encountered. If this is set, client should respond with continueRequest that contains AuthChallengeResponse.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#event-authRequired
+    """
+
+    method: ClassVar[str] = "Fetch.authRequired"
+    request_id: RequestId
+    request: cdp.network.Request
+    frame_id: cdp.page.FrameId
+    resource_type: cdp.network.ResourceType
+    auth_challenge: AuthChallenge
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _RequestPattern_plain = {
@@ -92,29 +426,6 @@ def _u_RequestPattern(o: RequestPattern) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    RequestPattern,
-    {
-        "url_pattern": None,
-        "resource_type": None,
-        "request_stage": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class HeaderEntry:
-    """Response HTTP header entry
-
-    Attributes:
-        name: -
-        value: -
-    """
-
-    name: str
-    value: str
-
-
 _HeaderEntry_plain = {
     "name": "name",
     "value": "value",
@@ -136,28 +447,10 @@ def _s_HeaderEntry(d: dict[str, Any]) -> HeaderEntry:
 
 
 def _u_HeaderEntry(o: HeaderEntry) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "value": o.value,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AuthChallenge:
-    """Authorization challenge for HTTP status code 401 or 407.
-
-    Attributes:
-        source: Source of the authentication challenge. Values: 'Server', 'Proxy'.
-        origin: Origin of the challenger.
-        scheme: The authentication scheme used, such as basic or digest
-        realm: The realm of the challenge. May be empty.
-    """
-
-    source: str | None = None
-    origin: str
-    scheme: str
-    realm: str
 
 
 _AuthChallenge_plain = {
@@ -195,29 +488,6 @@ def _u_AuthChallenge(o: AuthChallenge) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    AuthChallenge,
-    {
-        "source": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AuthChallengeResponse:
-    """Response to an AuthChallenge.
-
-    Attributes:
-        response: The decision on what to do in response to the authorization challenge. Default means deferring to the default behavior of the net stack, which will likely either the Cancel authentication or display a popup dialog box. Values: 'Default', 'CancelAuth', 'ProvideCredentials'.
-        username: The username to provide, possibly empty. Should only be set if response is ProvideCredentials.
-        password: The password to provide, possibly empty. Should only be set if response is ProvideCredentials.
-    """
-
-    response: str
-    username: str | None = None
-    password: str | None = None
-
-
 _AuthChallengeResponse_plain = {
     "response": "response",
     "username": "username",
@@ -248,43 +518,20 @@ def _u_AuthChallengeResponse(o: AuthChallengeResponse) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    AuthChallengeResponse,
-    {
-        "username": None,
-        "password": None,
-    },
-)
-
-
-def disable() -> Command[None]:
-    """Disables the fetch domain."""
-    _p: dict[str, Any] = {}
-    return Command("Fetch.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def enable(
-    *,
-    patterns: list[RequestPattern] | None = None,
-    handle_auth_requests: bool | None = None,
-) -> Command[None]:
-    """Enables issuing of requestPaused events. A request will be paused until client
-    calls one of failRequest, fulfillRequest or continueRequest/continueWithAuth.
-
-    Args:
-        patterns: If specified, only requests matching any of these patterns will produce fetchRequested event and will be paused until clients response. If not set, all requests will be affected.
-        handle_auth_requests: If true, authRequired events will be issued and requests will be paused expecting a call to continueWithAuth.
-    """
+def _p_enable(
+    patterns: list[RequestPattern] | None,
+    handle_auth_requests: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if patterns is not None:
         _p["patterns"] = [_u_RequestPattern(x0) for x0 in patterns]
     if handle_auth_requests is not None:
         _p["handleAuthRequests"] = handle_auth_requests
-    return Command("Fetch.enable", _p, None)
+    return _p
 
 
 def _c_enable(d: dict[str, Any]) -> Command[None]:
@@ -294,22 +541,14 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def fail_request(
-    *,
+def _p_fail_request(
     request_id: RequestId,
-    error_reason: _network.ErrorReason,
-) -> Command[None]:
-    """Causes the request to fail with specified reason.
-
-    Args:
-        request_id: An id the client received in requestPaused event.
-        error_reason: Causes the request to fail with the given reason.
-    """
-    _p: dict[str, Any] = {
+    error_reason: cdp.network.ErrorReason,
+) -> dict[str, Any]:
+    return {
         "requestId": request_id,
         "errorReason": error_reason,
     }
-    return Command("Fetch.failRequest", _p, None)
 
 
 def _c_fail_request(d: dict[str, Any]) -> Command[None]:
@@ -319,25 +558,14 @@ def _c_fail_request(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def fulfill_request(
-    *,
+def _p_fulfill_request(
     request_id: RequestId,
     response_code: int,
-    response_headers: list[HeaderEntry] | None = None,
-    binary_response_headers: str | None = None,
-    body: str | None = None,
-    response_phrase: str | None = None,
-) -> Command[None]:
-    """Provides response to the request.
-
-    Args:
-        request_id: An id the client received in requestPaused event.
-        response_code: An HTTP response code.
-        response_headers: Response headers.
-        binary_response_headers: Alternative way of specifying response headers as a \\0-separated series of name: value pairs. Prefer the above method unless you need to represent some non-UTF8 values that can't be transmitted over the protocol as text. (Encoded as a base64 string when passed over JSON)
-        body: A response body. If absent, original response body will be used if the request is intercepted at the response stage and empty body will be used if the request is intercepted at the request stage. (Encoded as a base64 string when passed over JSON)
-        response_phrase: A textual representation of responseCode. If absent, a standard phrase matching responseCode is used.
-    """
+    response_headers: list[HeaderEntry] | None,
+    binary_response_headers: str | None,
+    body: str | None,
+    response_phrase: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "requestId": request_id,
         "responseCode": response_code,
@@ -350,7 +578,7 @@ def fulfill_request(
         _p["body"] = body
     if response_phrase is not None:
         _p["responsePhrase"] = response_phrase
-    return Command("Fetch.fulfillRequest", _p, None)
+    return _p
 
 
 def _c_fulfill_request(d: dict[str, Any]) -> Command[None]:
@@ -366,25 +594,14 @@ def _c_fulfill_request(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def continue_request(
-    *,
+def _p_continue_request(
     request_id: RequestId,
-    url: str | None = None,
-    method: str | None = None,
-    post_data: str | None = None,
-    headers: list[HeaderEntry] | None = None,
-    intercept_response: bool | None = None,
-) -> Command[None]:
-    """Continues the request, optionally modifying some of its parameters.
-
-    Args:
-        request_id: An id the client received in requestPaused event.
-        url: If set, the request url will be modified in a way that's not observable by page.
-        method: If set, the request method is overridden.
-        post_data: If set, overrides the post data in the request. (Encoded as a base64 string when passed over JSON)
-        headers: If set, overrides the request headers. Note that the overrides do not extend to subsequent redirect hops, if a redirect happens. Another override may be applied to a different request produced by a redirect.
-        intercept_response: Experimental. If set, overrides response interception behavior for this request.
-    """
+    url: str | None,
+    method: str | None,
+    post_data: str | None,
+    headers: list[HeaderEntry] | None,
+    intercept_response: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "requestId": request_id,
     }
@@ -398,7 +615,7 @@ def continue_request(
         _p["headers"] = [_u_HeaderEntry(x0) for x0 in headers]
     if intercept_response is not None:
         _p["interceptResponse"] = intercept_response
-    return Command("Fetch.continueRequest", _p, None)
+    return _p
 
 
 def _c_continue_request(d: dict[str, Any]) -> Command[None]:
@@ -412,22 +629,14 @@ def _c_continue_request(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def continue_with_auth(
-    *,
+def _p_continue_with_auth(
     request_id: RequestId,
     auth_challenge_response: AuthChallengeResponse,
-) -> Command[None]:
-    """Continues a request supplying authChallengeResponse following authRequired event.
-
-    Args:
-        request_id: An id the client received in authRequired event.
-        auth_challenge_response: Response to with an authChallenge.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "requestId": request_id,
         "authChallengeResponse": _u_AuthChallengeResponse(auth_challenge_response),
     }
-    return Command("Fetch.continueWithAuth", _p, None)
 
 
 def _c_continue_with_auth(d: dict[str, Any]) -> Command[None]:
@@ -437,25 +646,13 @@ def _c_continue_with_auth(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def continue_response(
-    *,
+def _p_continue_response(
     request_id: RequestId,
-    response_code: int | None = None,
-    response_phrase: str | None = None,
-    response_headers: list[HeaderEntry] | None = None,
-    binary_response_headers: str | None = None,
-) -> Command[None]:
-    """Experimental. Continues loading of the paused response, optionally modifying the
-    response headers. If either responseCode or headers are modified, all of them
-    must be present.
-
-    Args:
-        request_id: An id the client received in requestPaused event.
-        response_code: An HTTP response code. If absent, original response code will be used.
-        response_phrase: A textual representation of responseCode. If absent, a standard phrase matching responseCode is used.
-        response_headers: Response headers. If absent, original response headers will be used.
-        binary_response_headers: Alternative way of specifying response headers as a \\0-separated series of name: value pairs. Prefer the above method unless you need to represent some non-UTF8 values that can't be transmitted over the protocol as text. (Encoded as a base64 string when passed over JSON)
-    """
+    response_code: int | None,
+    response_phrase: str | None,
+    response_headers: list[HeaderEntry] | None,
+    binary_response_headers: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "requestId": request_id,
     }
@@ -467,7 +664,7 @@ def continue_response(
         _p["responseHeaders"] = [_u_HeaderEntry(x0) for x0 in response_headers]
     if binary_response_headers is not None:
         _p["binaryResponseHeaders"] = binary_response_headers
-    return Command("Fetch.continueResponse", _p, None)
+    return _p
 
 
 def _c_continue_response(d: dict[str, Any]) -> Command[None]:
@@ -480,19 +677,6 @@ def _c_continue_response(d: dict[str, Any]) -> Command[None]:
         else [_s_HeaderEntry(x0) for x0 in v],
         binary_response_headers=d.get("binaryResponseHeaders"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetResponseBodyResult:
-    """Result of :func:`get_response_body` (Fetch.getResponseBody).
-
-    Attributes:
-        body: Response body.
-        base64_encoded: True, if content was sent as base64.
-    """
-
-    body: str
-    base64_encoded: bool
 
 
 _GetResponseBodyResult_plain = {
@@ -516,52 +700,24 @@ def _s_GetResponseBodyResult(d: dict[str, Any]) -> GetResponseBodyResult:
 
 
 def _u_GetResponseBodyResult(o: GetResponseBodyResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "body": o.body,
         "base64Encoded": o.base64_encoded,
     }
-    return d
 
 
-def get_response_body(
-    *,
+def _p_get_response_body(
     request_id: RequestId,
-) -> Command[GetResponseBodyResult]:
-    """Causes the body of the response to be received from the server and
-    returned as a single string. May only be issued for a request that
-    is paused in the Response stage and is mutually exclusive with
-    takeResponseBodyForInterceptionAsStream. Calling other methods that
-    affect the request or disabling fetch domain before body is received
-    results in an undefined behavior.
-    Note that the response body is not available for redirects. Requests
-    paused in the _redirect received_ state may be differentiated by
-    `responseCode` and presence of `location` response header, see
-    comments to `requestPaused` for details.
-
-    Args:
-        request_id: Identifier for the intercepted request to get body for.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "requestId": request_id,
     }
-    return Command("Fetch.getResponseBody", _p, _s_GetResponseBodyResult)
 
 
 def _c_get_response_body(d: dict[str, Any]) -> Command[GetResponseBodyResult]:
     return get_response_body(
         request_id=d["requestId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TakeResponseBodyAsStreamResult:
-    """Result of :func:`take_response_body_as_stream` (Fetch.takeResponseBodyAsStream).
-
-    Attributes:
-        stream: -
-    """
-
-    stream: _io.StreamHandle
 
 
 _TakeResponseBodyAsStreamResult_plain = {
@@ -582,80 +738,23 @@ def _s_TakeResponseBodyAsStreamResult(d: dict[str, Any]) -> TakeResponseBodyAsSt
 
 
 def _u_TakeResponseBodyAsStreamResult(o: TakeResponseBodyAsStreamResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "stream": o.stream,
     }
-    return d
 
 
-def take_response_body_as_stream(
-    *,
+def _p_take_response_body_as_stream(
     request_id: RequestId,
-) -> Command[TakeResponseBodyAsStreamResult]:
-    """Returns a handle to the stream representing the response body.
-    The request must be paused in the HeadersReceived stage.
-    Note that after this command the request can't be continued
-    as is -- client either needs to cancel it or to provide the
-    response body.
-    The stream only supports sequential read, IO.read will fail if the position
-    is specified.
-    This method is mutually exclusive with getResponseBody.
-    Calling other methods that affect the request or disabling fetch
-    domain before body is received results in an undefined behavior.
-
-    Args:
-        request_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "requestId": request_id,
     }
-    return Command("Fetch.takeResponseBodyAsStream", _p, _s_TakeResponseBodyAsStreamResult)
 
 
 def _c_take_response_body_as_stream(d: dict[str, Any]) -> Command[TakeResponseBodyAsStreamResult]:
     return take_response_body_as_stream(
         request_id=d["requestId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RequestPaused:
-    """Issued when the domain is enabled and the request URL matches the
-    specified filter. The request is paused until the client responds
-    with one of continueRequest, failRequest or fulfillRequest.
-    The stage of the request can be determined by presence of responseErrorReason
-    and responseStatusCode -- the request is at the response stage if either
-    of these fields is present and in the request stage otherwise.
-    Redirect responses and subsequent requests are reported similarly to regular
-    responses and requests. Redirect responses may be distinguished by the value
-    of `responseStatusCode` (which is one of 301, 302, 303, 307, 308) along with
-    presence of the `location` header. Requests resulting from a redirect will
-    have `redirectedRequestId` field set.
-
-    Attributes:
-        request_id: Each request the page makes will have a unique id.
-        request: The details of the request.
-        frame_id: The id of the frame that initiated the request.
-        resource_type: How the requested resource will be used.
-        response_error_reason: Response error if intercepted at response stage.
-        response_status_code: Response code if intercepted at response stage.
-        response_status_text: Response status text if intercepted at response stage.
-        response_headers: Response headers if intercepted at the response stage.
-        network_id: If the intercepted request had a corresponding Network.requestWillBeSent event fired for it, then this networkId will be the same as the requestId present in the requestWillBeSent event.
-        redirected_request_id: Experimental. If the request is due to a redirect response from the server, the id of the request that has caused the redirect.
-    """
-
-    method: ClassVar[str] = "Fetch.requestPaused"
-    request_id: RequestId
-    request: _network.Request
-    frame_id: _page.FrameId
-    resource_type: _network.ResourceType
-    response_error_reason: _network.ErrorReason | None = None
-    response_status_code: int | None = None
-    response_status_text: str | None = None
-    response_headers: list[HeaderEntry] | None = None
-    network_id: _network.RequestId | None = None
-    redirected_request_id: RequestId | None = None
 
 
 _RequestPaused_plain = {
@@ -716,40 +815,6 @@ def _u_RequestPaused(o: RequestPaused) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    RequestPaused,
-    {
-        "response_error_reason": None,
-        "response_status_code": None,
-        "response_status_text": None,
-        "response_headers": None,
-        "network_id": None,
-        "redirected_request_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AuthRequired:
-    """Issued when the domain is enabled with handleAuthRequests set to true.
-    The request is paused until client responds with continueWithAuth.
-
-    Attributes:
-        request_id: Each request the page makes will have a unique id.
-        request: The details of the request.
-        frame_id: The id of the frame that initiated the request.
-        resource_type: How the requested resource will be used.
-        auth_challenge: Details of the Authorization Challenge encountered. If this is set, client should respond with continueRequest that contains AuthChallengeResponse.
-    """
-
-    method: ClassVar[str] = "Fetch.authRequired"
-    request_id: RequestId
-    request: _network.Request
-    frame_id: _page.FrameId
-    resource_type: _network.ResourceType
-    auth_challenge: AuthChallenge
-
-
 _AuthRequired_plain = {
     "requestId": "request_id",
     "frameId": "frame_id",
@@ -783,31 +848,15 @@ def _s_AuthRequired(d: dict[str, Any]) -> AuthRequired:
 
 
 def _u_AuthRequired(o: AuthRequired) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "request": cdp.network._u_Request(o.request),
         "frameId": o.frame_id,
         "resourceType": o.resource_type,
         "authChallenge": _u_AuthChallenge(o.auth_challenge),
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Fetch.requestPaused": _s_RequestPaused,
-    "Fetch.authRequired": _s_AuthRequired,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Fetch.disable": _c_disable,
-    "Fetch.enable": _c_enable,
-    "Fetch.failRequest": _c_fail_request,
-    "Fetch.fulfillRequest": _c_fulfill_request,
-    "Fetch.continueRequest": _c_continue_request,
-    "Fetch.continueWithAuth": _c_continue_with_auth,
-    "Fetch.continueResponse": _c_continue_response,
-    "Fetch.getResponseBody": _c_get_response_body,
-    "Fetch.takeResponseBodyAsStream": _c_take_response_body_as_stream,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Fetch.continueRequest.interceptResponse": (True, False),
     "Fetch.continueResponse": (True, False),
@@ -826,5 +875,16 @@ register(
         ),
         RequestPaused: (_s_RequestPaused, _u_RequestPaused),
         AuthRequired: (_s_AuthRequired, _u_AuthRequired),
-    }
+    },
+    {
+        disable: _c_disable,
+        enable: _c_enable,
+        fail_request: _c_fail_request,
+        fulfill_request: _c_fulfill_request,
+        continue_request: _c_continue_request,
+        continue_with_auth: _c_continue_with_auth,
+        continue_response: _c_continue_response,
+        get_response_body: _c_get_response_body,
+        take_response_body_as_stream: _c_take_response_body_as_stream,
+    },
 )

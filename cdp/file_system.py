@@ -3,20 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import network as _network
-    from cdp import storage as _storage
+from cdp._base import Command, register
 
 DOMAIN = "FileSystem"
 EXPERIMENTAL = True
@@ -29,19 +21,75 @@ DEPENDENCIES: tuple[str, ...] = (
 
 @attrs.frozen(kw_only=True, slots=False)
 class File:
-    """File.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/FileSystem/#type-File
 
     Attributes:
-        name: -
         last_modified: Timestamp
         size: Size in bytes
-        type_: -
     """
 
     name: str
-    last_modified: _network.TimeSinceEpoch
+    last_modified: cdp.network.TimeSinceEpoch
     size: float
     type_: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Directory:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/FileSystem/#type-Directory
+
+    Attributes:
+        nested_files: Files that are directly nested under this directory.
+    """
+
+    name: str
+    nested_directories: list[str]
+    nested_files: list[File]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class BucketFileSystemLocator:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/FileSystem/#type-BucketFileSystemLocator
+
+    Attributes:
+        bucket_name: Bucket name. Not passing a `bucketName` will retrieve the default Bucket. (https://developer.mozilla.org/en-US/docs/Web/API/Storage_API#storage_buckets)
+        path_components: Path to the directory using each path component as an array item.
+    """
+
+    storage_key: cdp.storage.SerializedStorageKey
+    bucket_name: str | None = None
+    path_components: list[str]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetDirectoryResult:
+    """Result of :func:`get_directory`.
+
+    Attributes:
+        directory: Returns the directory object at the path.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/FileSystem/#method-getDirectory
+    """
+
+    directory: Directory
+
+
+def get_directory(
+    *,
+    bucket_file_system_locator: BucketFileSystemLocator,
+) -> Command[GetDirectoryResult]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/FileSystem/#method-getDirectory"""
+    return Command(
+        "FileSystem.getDirectory", _p_get_directory(bucket_file_system_locator), GetDirectoryResult
+    )
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _File_plain = {
@@ -71,28 +119,12 @@ def _s_File(d: dict[str, Any]) -> File:
 
 
 def _u_File(o: File) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "lastModified": o.last_modified,
         "size": o.size,
         "type": o.type_,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Directory:
-    """Directory.
-
-    Attributes:
-        name: -
-        nested_directories: -
-        nested_files: Files that are directly nested under this directory.
-    """
-
-    name: str
-    nested_directories: list[str]
-    nested_files: list[File]
 
 
 _Directory_plain = {
@@ -120,27 +152,11 @@ def _s_Directory(d: dict[str, Any]) -> Directory:
 
 
 def _u_Directory(o: Directory) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "nestedDirectories": o.nested_directories,
         "nestedFiles": [_u_File(x0) for x0 in o.nested_files],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class BucketFileSystemLocator:
-    """BucketFileSystemLocator.
-
-    Attributes:
-        storage_key: Storage key
-        bucket_name: Bucket name. Not passing a `bucketName` will retrieve the default Bucket. (https://developer.mozilla.org/en-US/docs/Web/API/Storage_API#storage_buckets)
-        path_components: Path to the directory using each path component as an array item.
-    """
-
-    storage_key: _storage.SerializedStorageKey
-    bucket_name: str | None = None
-    path_components: list[str]
 
 
 _BucketFileSystemLocator_plain = {
@@ -174,25 +190,6 @@ def _u_BucketFileSystemLocator(o: BucketFileSystemLocator) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    BucketFileSystemLocator,
-    {
-        "bucket_name": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetDirectoryResult:
-    """Result of :func:`get_directory` (FileSystem.getDirectory).
-
-    Attributes:
-        directory: Returns the directory object at the path.
-    """
-
-    directory: Directory
-
-
 def _s_GetDirectoryResult(d: dict[str, Any]) -> GetDirectoryResult:
     o = _new(GetDirectoryResult)
     od = o.__dict__
@@ -205,25 +202,17 @@ def _s_GetDirectoryResult(d: dict[str, Any]) -> GetDirectoryResult:
 
 
 def _u_GetDirectoryResult(o: GetDirectoryResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "directory": _u_Directory(o.directory),
     }
-    return d
 
 
-def get_directory(
-    *,
+def _p_get_directory(
     bucket_file_system_locator: BucketFileSystemLocator,
-) -> Command[GetDirectoryResult]:
-    """getDirectory.
-
-    Args:
-        bucket_file_system_locator: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "bucketFileSystemLocator": _u_BucketFileSystemLocator(bucket_file_system_locator),
     }
-    return Command("FileSystem.getDirectory", _p, _s_GetDirectoryResult)
 
 
 def _c_get_directory(d: dict[str, Any]) -> Command[GetDirectoryResult]:
@@ -232,10 +221,6 @@ def _c_get_directory(d: dict[str, Any]) -> Command[GetDirectoryResult]:
     )
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "FileSystem.getDirectory": _c_get_directory,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "FileSystem": (True, False),
 }
@@ -245,5 +230,8 @@ register(
         Directory: (_s_Directory, _u_Directory),
         BucketFileSystemLocator: (_s_BucketFileSystemLocator, _u_BucketFileSystemLocator),
         GetDirectoryResult: (_s_GetDirectoryResult, _u_GetDirectoryResult),
-    }
+    },
+    {
+        get_directory: _c_get_directory,
+    },
 )

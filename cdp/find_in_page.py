@@ -6,17 +6,9 @@ This domain provides commands to trigger the "Find in page" feature.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any
 
-import attrs
-
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
+from cdp._base import Command, register
 
 DOMAIN = "FindInPage"
 EXPERIMENTAL = True
@@ -31,13 +23,51 @@ def find_first(
     """Forwards `query` to the find-in-page facility, starting a new find session.
     Where exactly the search starts from is implementation-specific.
 
-    Args:
-        query: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/FindInPage/#method-findFirst
     """
-    _p: dict[str, Any] = {
+    return Command("FindInPage.findFirst", _p_find_first(query), None)
+
+
+def find_next() -> Command[None]:
+    """Moves to the next match for the query passed to the most recent
+    findFirst() call.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/FindInPage/#method-findNext
+    """
+    return Command("FindInPage.findNext", {}, None)
+
+
+def find_prev() -> Command[None]:
+    """Moves to the previous match for the query passed to the most recent
+    findFirst() call.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/FindInPage/#method-findPrev
+    """
+    return Command("FindInPage.findPrev", {}, None)
+
+
+def stop() -> Command[None]:
+    """Ends the current find session, if any, and clears its highlighting.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/FindInPage/#method-stop
+    """
+    return Command("FindInPage.stop", {}, None)
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
+
+
+def _p_find_first(
+    query: str,
+) -> dict[str, Any]:
+    return {
         "query": query,
     }
-    return Command("FindInPage.findFirst", _p, None)
 
 
 def _c_find_first(d: dict[str, Any]) -> Command[None]:
@@ -46,46 +76,27 @@ def _c_find_first(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def find_next() -> Command[None]:
-    """Moves to the next match for the query passed to the most recent
-    findFirst() call."""
-    _p: dict[str, Any] = {}
-    return Command("FindInPage.findNext", _p, None)
-
-
 def _c_find_next(d: dict[str, Any]) -> Command[None]:
     return find_next()
-
-
-def find_prev() -> Command[None]:
-    """Moves to the previous match for the query passed to the most recent
-    findFirst() call."""
-    _p: dict[str, Any] = {}
-    return Command("FindInPage.findPrev", _p, None)
 
 
 def _c_find_prev(d: dict[str, Any]) -> Command[None]:
     return find_prev()
 
 
-def stop() -> Command[None]:
-    """Ends the current find session, if any, and clears its highlighting."""
-    _p: dict[str, Any] = {}
-    return Command("FindInPage.stop", _p, None)
-
-
 def _c_stop(d: dict[str, Any]) -> Command[None]:
     return stop()
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "FindInPage.findFirst": _c_find_first,
-    "FindInPage.findNext": _c_find_next,
-    "FindInPage.findPrev": _c_find_prev,
-    "FindInPage.stop": _c_stop,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "FindInPage": (True, False),
 }
-register({})
+register(
+    {},
+    {
+        find_first: _c_find_first,
+        find_next: _c_find_next,
+        find_prev: _c_find_prev,
+        stop: _c_stop,
+    },
+)

@@ -6,17 +6,11 @@ This domain provides experimental commands only supported in headless mode.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
+from cdp._base import Command, register
 
 DOMAIN = "HeadlessExperimental"
 EXPERIMENTAL = True
@@ -35,11 +29,79 @@ class ScreenshotParams:
         format_: Image compression format (defaults to png). Values: 'jpeg', 'png', 'webp'.
         quality: Compression quality from range [0..100] (jpeg and webp only).
         optimize_for_speed: Optimize image encoding for speed, not for resulting size (defaults to false)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/HeadlessExperimental/#type-ScreenshotParams
     """
 
     format_: str | None = None
     quality: int | None = None
     optimize_for_speed: bool | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class BeginFrameResult:
+    """Result of :func:`begin_frame`.
+
+    Attributes:
+        has_damage: Whether the BeginFrame resulted in damage and, thus, a new frame was committed to the display. Reported for diagnostic uses, may be removed in the future.
+        screenshot_data: Base64-encoded image data of the screenshot, if one was requested and successfully taken. (Encoded as a base64 string when passed over JSON)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/HeadlessExperimental/#method-beginFrame
+    """
+
+    has_damage: bool
+    screenshot_data: str | None = None
+
+
+def begin_frame(
+    *,
+    frame_time_ticks: float | None = None,
+    interval: float | None = None,
+    no_display_updates: bool | None = None,
+    screenshot: ScreenshotParams | None = None,
+) -> Command[BeginFrameResult]:
+    """Sends a BeginFrame to the target and returns when the frame was completed. Optionally captures a
+    screenshot from the resulting frame. Requires that the target was created with enabled
+    BeginFrameControl. Designed for use with --run-all-compositor-stages-before-draw, see also
+    https://goo.gle/chrome-headless-rendering for more background.
+
+    Args:
+        frame_time_ticks: Timestamp of this BeginFrame in Renderer TimeTicks (milliseconds of uptime). If not set, the current time will be used.
+        interval: The interval between BeginFrames that is reported to the compositor, in milliseconds. Defaults to a 60 frames/second interval, i.e. about 16.666 milliseconds.
+        no_display_updates: Whether updates should not be committed and drawn onto the display. False by default. If true, only side effects of the BeginFrame will be run, such as layout and animations, but any visual updates may not be visible on the display or in screenshots.
+        screenshot: If set, a screenshot of the frame will be captured and returned in the response. Otherwise, no screenshot will be captured. Note that capturing a screenshot can fail, for example, during renderer initialization. In such a case, no screenshot data will be returned.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/HeadlessExperimental/#method-beginFrame
+    """
+    return Command(
+        "HeadlessExperimental.beginFrame",
+        _p_begin_frame(frame_time_ticks, interval, no_display_updates, screenshot),
+        BeginFrameResult,
+    )
+
+
+def disable() -> Command[None]:
+    """Deprecated. Disables headless events for the target.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/HeadlessExperimental/#method-disable
+    """
+    return Command("HeadlessExperimental.disable", {}, None)
+
+
+def enable() -> Command[None]:
+    """Deprecated. Enables headless events for the target.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/HeadlessExperimental/#method-enable
+    """
+    return Command("HeadlessExperimental.enable", {}, None)
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _ScreenshotParams_plain = {
@@ -70,29 +132,6 @@ def _u_ScreenshotParams(o: ScreenshotParams) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    ScreenshotParams,
-    {
-        "format_": None,
-        "quality": None,
-        "optimize_for_speed": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class BeginFrameResult:
-    """Result of :func:`begin_frame` (HeadlessExperimental.beginFrame).
-
-    Attributes:
-        has_damage: Whether the BeginFrame resulted in damage and, thus, a new frame was committed to the display. Reported for diagnostic uses, may be removed in the future.
-        screenshot_data: Base64-encoded image data of the screenshot, if one was requested and successfully taken. (Encoded as a base64 string when passed over JSON)
-    """
-
-    has_damage: bool
-    screenshot_data: str | None = None
-
-
 _BeginFrameResult_plain = {
     "hasDamage": "has_damage",
     "screenshotData": "screenshot_data",
@@ -120,32 +159,12 @@ def _u_BeginFrameResult(o: BeginFrameResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    BeginFrameResult,
-    {
-        "screenshot_data": None,
-    },
-)
-
-
-def begin_frame(
-    *,
-    frame_time_ticks: float | None = None,
-    interval: float | None = None,
-    no_display_updates: bool | None = None,
-    screenshot: ScreenshotParams | None = None,
-) -> Command[BeginFrameResult]:
-    """Sends a BeginFrame to the target and returns when the frame was completed. Optionally captures a
-    screenshot from the resulting frame. Requires that the target was created with enabled
-    BeginFrameControl. Designed for use with --run-all-compositor-stages-before-draw, see also
-    https://goo.gle/chrome-headless-rendering for more background.
-
-    Args:
-        frame_time_ticks: Timestamp of this BeginFrame in Renderer TimeTicks (milliseconds of uptime). If not set, the current time will be used.
-        interval: The interval between BeginFrames that is reported to the compositor, in milliseconds. Defaults to a 60 frames/second interval, i.e. about 16.666 milliseconds.
-        no_display_updates: Whether updates should not be committed and drawn onto the display. False by default. If true, only side effects of the BeginFrame will be run, such as layout and animations, but any visual updates may not be visible on the display or in screenshots.
-        screenshot: If set, a screenshot of the frame will be captured and returned in the response. Otherwise, no screenshot will be captured. Note that capturing a screenshot can fail, for example, during renderer initialization. In such a case, no screenshot data will be returned.
-    """
+def _p_begin_frame(
+    frame_time_ticks: float | None,
+    interval: float | None,
+    no_display_updates: bool | None,
+    screenshot: ScreenshotParams | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if frame_time_ticks is not None:
         _p["frameTimeTicks"] = frame_time_ticks
@@ -155,7 +174,7 @@ def begin_frame(
         _p["noDisplayUpdates"] = no_display_updates
     if screenshot is not None:
         _p["screenshot"] = _u_ScreenshotParams(screenshot)
-    return Command("HeadlessExperimental.beginFrame", _p, _s_BeginFrameResult)
+    return _p
 
 
 def _c_begin_frame(d: dict[str, Any]) -> Command[BeginFrameResult]:
@@ -167,32 +186,14 @@ def _c_begin_frame(d: dict[str, Any]) -> Command[BeginFrameResult]:
     )
 
 
-def disable() -> Command[None]:
-    """Deprecated. Disables headless events for the target."""
-    _p: dict[str, Any] = {}
-    return Command("HeadlessExperimental.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
-
-
-def enable() -> Command[None]:
-    """Deprecated. Enables headless events for the target."""
-    _p: dict[str, Any] = {}
-    return Command("HeadlessExperimental.enable", _p, None)
 
 
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "HeadlessExperimental.beginFrame": _c_begin_frame,
-    "HeadlessExperimental.disable": _c_disable,
-    "HeadlessExperimental.enable": _c_enable,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "HeadlessExperimental": (True, False),
     "HeadlessExperimental.disable": (False, True),
@@ -202,5 +203,10 @@ register(
     {
         ScreenshotParams: (_s_ScreenshotParams, _u_ScreenshotParams),
         BeginFrameResult: (_s_BeginFrameResult, _u_BeginFrameResult),
-    }
+    },
+    {
+        begin_frame: _c_begin_frame,
+        disable: _c_disable,
+        enable: _c_enable,
+    },
 )

@@ -3,19 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import runtime as _runtime
+from cdp._base import Command, register
 
 DOMAIN = "HeapProfiler"
 EXPERIMENTAL = True
@@ -24,7 +17,7 @@ DEPENDENCIES: tuple[str, ...] = ("Runtime",)
 
 
 HeapSnapshotObjectId = str
-"""Heap snapshot object id."""
+"""See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#type-HeapSnapshotObjectId"""
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -36,12 +29,309 @@ class SamplingHeapProfileNode:
         self_size: Allocations size in bytes for the node excluding children.
         id_: Node id. Ids are unique across all profiles collected between startSampling and stopSampling.
         children: Child nodes.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#type-SamplingHeapProfileNode
     """
 
-    call_frame: _runtime.CallFrame
+    call_frame: cdp.runtime.CallFrame
     self_size: float
     id_: int
     children: list[SamplingHeapProfileNode]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SamplingHeapProfileSample:
+    """A single sample from a sampling profile.
+
+    Attributes:
+        size: Allocation size in bytes attributed to the sample.
+        node_id: Id of the corresponding profile tree node.
+        ordinal: Time-ordered sample ordinal number. It is unique across all profiles retrieved between startSampling and stopSampling.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#type-SamplingHeapProfileSample
+    """
+
+    size: float
+    node_id: int
+    ordinal: float
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SamplingHeapProfile:
+    """Sampling profile.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#type-SamplingHeapProfile
+    """
+
+    head: SamplingHeapProfileNode
+    samples: list[SamplingHeapProfileSample]
+
+
+def add_inspected_heap_object(
+    *,
+    heap_object_id: HeapSnapshotObjectId,
+) -> Command[None]:
+    """Enables console to refer to the node with given id via $x (see Command Line API for more details
+    $x functions).
+
+    Args:
+        heap_object_id: Heap snapshot object id to be accessible by means of $x command line API.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#method-addInspectedHeapObject
+    """
+    return Command("HeapProfiler.addInspectedHeapObject", _p_add_inspected_heap_object(heap_object_id), None)
+
+
+def collect_garbage() -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#method-collectGarbage"""
+    return Command("HeapProfiler.collectGarbage", {}, None)
+
+
+def disable() -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#method-disable"""
+    return Command("HeapProfiler.disable", {}, None)
+
+
+def enable() -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#method-enable"""
+    return Command("HeapProfiler.enable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetHeapObjectIdResult:
+    """Result of :func:`get_heap_object_id`.
+
+    Attributes:
+        heap_snapshot_object_id: Id of the heap snapshot object corresponding to the passed remote object id.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#method-getHeapObjectId
+    """
+
+    heap_snapshot_object_id: HeapSnapshotObjectId
+
+
+def get_heap_object_id(
+    *,
+    object_id: cdp.runtime.RemoteObjectId,
+) -> Command[GetHeapObjectIdResult]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#method-getHeapObjectId
+
+    Args:
+        object_id: Identifier of the object to get heap object id for.
+    """
+    return Command("HeapProfiler.getHeapObjectId", _p_get_heap_object_id(object_id), GetHeapObjectIdResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetObjectByHeapObjectIdResult:
+    """Result of :func:`get_object_by_heap_object_id`.
+
+    Attributes:
+        result: Evaluation result.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#method-getObjectByHeapObjectId
+    """
+
+    result: cdp.runtime.RemoteObject
+
+
+def get_object_by_heap_object_id(
+    *,
+    object_id: HeapSnapshotObjectId,
+    object_group: str | None = None,
+) -> Command[GetObjectByHeapObjectIdResult]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#method-getObjectByHeapObjectId
+
+    Args:
+        object_group: Symbolic group name that can be used to release multiple objects.
+    """
+    return Command(
+        "HeapProfiler.getObjectByHeapObjectId",
+        _p_get_object_by_heap_object_id(object_id, object_group),
+        GetObjectByHeapObjectIdResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetSamplingProfileResult:
+    """Result of :func:`get_sampling_profile`.
+
+    Attributes:
+        profile: Return the sampling profile being collected.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#method-getSamplingProfile
+    """
+
+    profile: SamplingHeapProfile
+
+
+def get_sampling_profile() -> Command[GetSamplingProfileResult]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#method-getSamplingProfile"""
+    return Command("HeapProfiler.getSamplingProfile", {}, GetSamplingProfileResult)
+
+
+def start_sampling(
+    *,
+    sampling_interval: float | None = None,
+    stack_depth: float | None = None,
+    include_objects_collected_by_major_gc: bool | None = None,
+    include_objects_collected_by_minor_gc: bool | None = None,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#method-startSampling
+
+    Args:
+        sampling_interval: Average sample interval in bytes. Poisson distribution is used for the intervals. The default value is 32768 bytes.
+        stack_depth: Maximum stack depth. The default value is 128.
+        include_objects_collected_by_major_gc: By default, the sampling heap profiler reports only objects which are still alive when the profile is returned via getSamplingProfile or stopSampling, which is useful for determining what functions contribute the most to steady-state memory usage. This flag instructs the sampling heap profiler to also include information about objects discarded by major GC, which will show which functions cause large temporary memory usage or long GC pauses.
+        include_objects_collected_by_minor_gc: By default, the sampling heap profiler reports only objects which are still alive when the profile is returned via getSamplingProfile or stopSampling, which is useful for determining what functions contribute the most to steady-state memory usage. This flag instructs the sampling heap profiler to also include information about objects discarded by minor GC, which is useful when tuning a latency-sensitive application for minimal GC activity.
+    """
+    return Command(
+        "HeapProfiler.startSampling",
+        _p_start_sampling(
+            sampling_interval,
+            stack_depth,
+            include_objects_collected_by_major_gc,
+            include_objects_collected_by_minor_gc,
+        ),
+        None,
+    )
+
+
+def start_tracking_heap_objects(
+    *,
+    track_allocations: bool | None = None,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#method-startTrackingHeapObjects"""
+    return Command(
+        "HeapProfiler.startTrackingHeapObjects", _p_start_tracking_heap_objects(track_allocations), None
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StopSamplingResult:
+    """Result of :func:`stop_sampling`.
+
+    Attributes:
+        profile: Recorded sampling heap profile.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#method-stopSampling
+    """
+
+    profile: SamplingHeapProfile
+
+
+def stop_sampling() -> Command[StopSamplingResult]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#method-stopSampling"""
+    return Command("HeapProfiler.stopSampling", {}, StopSamplingResult)
+
+
+def stop_tracking_heap_objects(
+    *,
+    report_progress: bool | None = None,
+    treat_global_objects_as_roots: bool | None = None,
+    capture_numeric_value: bool | None = None,
+    expose_internals: bool | None = None,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#method-stopTrackingHeapObjects
+
+    Args:
+        report_progress: If true 'reportHeapSnapshotProgress' events will be generated while snapshot is being taken when the tracking is stopped.
+        treat_global_objects_as_roots: Deprecated. Deprecated in favor of `exposeInternals`.
+        capture_numeric_value: If true, numerical values are included in the snapshot
+        expose_internals: Experimental. If true, exposes internals of the snapshot.
+    """
+    return Command(
+        "HeapProfiler.stopTrackingHeapObjects",
+        _p_stop_tracking_heap_objects(
+            report_progress, treat_global_objects_as_roots, capture_numeric_value, expose_internals
+        ),
+        None,
+    )
+
+
+def take_heap_snapshot(
+    *,
+    report_progress: bool | None = None,
+    treat_global_objects_as_roots: bool | None = None,
+    capture_numeric_value: bool | None = None,
+    expose_internals: bool | None = None,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#method-takeHeapSnapshot
+
+    Args:
+        report_progress: If true 'reportHeapSnapshotProgress' events will be generated while snapshot is being taken.
+        treat_global_objects_as_roots: Deprecated. If true, a raw snapshot without artificial roots will be generated. Deprecated in favor of `exposeInternals`.
+        capture_numeric_value: If true, numerical values are included in the snapshot
+        expose_internals: Experimental. If true, exposes internals of the snapshot.
+    """
+    return Command(
+        "HeapProfiler.takeHeapSnapshot",
+        _p_take_heap_snapshot(
+            report_progress, treat_global_objects_as_roots, capture_numeric_value, expose_internals
+        ),
+        None,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AddHeapSnapshotChunk:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#event-addHeapSnapshotChunk"""
+
+    method: ClassVar[str] = "HeapProfiler.addHeapSnapshotChunk"
+    chunk: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class HeapStatsUpdate:
+    """If heap objects tracking has been started then backend may send update for one or more fragments
+
+    Attributes:
+        stats_update: An array of triplets. Each triplet describes a fragment. The first integer is the fragment index, the second integer is a total count of objects for the fragment, the third integer is a total size of the objects for the fragment.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#event-heapStatsUpdate
+    """
+
+    method: ClassVar[str] = "HeapProfiler.heapStatsUpdate"
+    stats_update: list[int]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LastSeenObjectId:
+    """If heap objects tracking has been started then backend regularly sends a current value for last
+    seen object id and corresponding timestamp. If the were changes in the heap since last event
+    then one or more heapStatsUpdate events will be sent before a new lastSeenObjectId event.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#event-lastSeenObjectId
+    """
+
+    method: ClassVar[str] = "HeapProfiler.lastSeenObjectId"
+    last_seen_object_id: int
+    timestamp: float
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ReportHeapSnapshotProgress:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#event-reportHeapSnapshotProgress"""
+
+    method: ClassVar[str] = "HeapProfiler.reportHeapSnapshotProgress"
+    done: int
+    total: int
+    finished: bool | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ResetProfiles:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/HeapProfiler/#event-resetProfiles"""
+
+    method: ClassVar[str] = "HeapProfiler.resetProfiles"
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _SamplingHeapProfileNode_plain = {
@@ -73,28 +363,12 @@ def _s_SamplingHeapProfileNode(d: dict[str, Any]) -> SamplingHeapProfileNode:
 
 
 def _u_SamplingHeapProfileNode(o: SamplingHeapProfileNode) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "callFrame": cdp.runtime._u_CallFrame(o.call_frame),
         "selfSize": o.self_size,
         "id": o.id_,
         "children": [_u_SamplingHeapProfileNode(x0) for x0 in o.children],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SamplingHeapProfileSample:
-    """A single sample from a sampling profile.
-
-    Attributes:
-        size: Allocation size in bytes attributed to the sample.
-        node_id: Id of the corresponding profile tree node.
-        ordinal: Time-ordered sample ordinal number. It is unique across all profiles retrieved between startSampling and stopSampling.
-    """
-
-    size: float
-    node_id: int
-    ordinal: float
 
 
 _SamplingHeapProfileSample_plain = {
@@ -121,25 +395,11 @@ def _s_SamplingHeapProfileSample(d: dict[str, Any]) -> SamplingHeapProfileSample
 
 
 def _u_SamplingHeapProfileSample(o: SamplingHeapProfileSample) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "size": o.size,
         "nodeId": o.node_id,
         "ordinal": o.ordinal,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SamplingHeapProfile:
-    """Sampling profile.
-
-    Attributes:
-        head: -
-        samples: -
-    """
-
-    head: SamplingHeapProfileNode
-    samples: list[SamplingHeapProfileSample]
 
 
 def _s_SamplingHeapProfile(d: dict[str, Any]) -> SamplingHeapProfile:
@@ -158,27 +418,18 @@ def _s_SamplingHeapProfile(d: dict[str, Any]) -> SamplingHeapProfile:
 
 
 def _u_SamplingHeapProfile(o: SamplingHeapProfile) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "head": _u_SamplingHeapProfileNode(o.head),
         "samples": [_u_SamplingHeapProfileSample(x0) for x0 in o.samples],
     }
-    return d
 
 
-def add_inspected_heap_object(
-    *,
+def _p_add_inspected_heap_object(
     heap_object_id: HeapSnapshotObjectId,
-) -> Command[None]:
-    """Enables console to refer to the node with given id via $x (see Command Line API for more details
-    $x functions).
-
-    Args:
-        heap_object_id: Heap snapshot object id to be accessible by means of $x command line API.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "heapObjectId": heap_object_id,
     }
-    return Command("HeapProfiler.addInspectedHeapObject", _p, None)
 
 
 def _c_add_inspected_heap_object(d: dict[str, Any]) -> Command[None]:
@@ -187,45 +438,16 @@ def _c_add_inspected_heap_object(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def collect_garbage() -> Command[None]:
-    """collectGarbage."""
-    _p: dict[str, Any] = {}
-    return Command("HeapProfiler.collectGarbage", _p, None)
-
-
 def _c_collect_garbage(d: dict[str, Any]) -> Command[None]:
     return collect_garbage()
-
-
-def disable() -> Command[None]:
-    """disable."""
-    _p: dict[str, Any] = {}
-    return Command("HeapProfiler.disable", _p, None)
 
 
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def enable() -> Command[None]:
-    """enable."""
-    _p: dict[str, Any] = {}
-    return Command("HeapProfiler.enable", _p, None)
-
-
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetHeapObjectIdResult:
-    """Result of :func:`get_heap_object_id` (HeapProfiler.getHeapObjectId).
-
-    Attributes:
-        heap_snapshot_object_id: Id of the heap snapshot object corresponding to the passed remote object id.
-    """
-
-    heap_snapshot_object_id: HeapSnapshotObjectId
 
 
 _GetHeapObjectIdResult_plain = {
@@ -246,42 +468,23 @@ def _s_GetHeapObjectIdResult(d: dict[str, Any]) -> GetHeapObjectIdResult:
 
 
 def _u_GetHeapObjectIdResult(o: GetHeapObjectIdResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "heapSnapshotObjectId": o.heap_snapshot_object_id,
     }
-    return d
 
 
-def get_heap_object_id(
-    *,
-    object_id: _runtime.RemoteObjectId,
-) -> Command[GetHeapObjectIdResult]:
-    """getHeapObjectId.
-
-    Args:
-        object_id: Identifier of the object to get heap object id for.
-    """
-    _p: dict[str, Any] = {
+def _p_get_heap_object_id(
+    object_id: cdp.runtime.RemoteObjectId,
+) -> dict[str, Any]:
+    return {
         "objectId": object_id,
     }
-    return Command("HeapProfiler.getHeapObjectId", _p, _s_GetHeapObjectIdResult)
 
 
 def _c_get_heap_object_id(d: dict[str, Any]) -> Command[GetHeapObjectIdResult]:
     return get_heap_object_id(
         object_id=d["objectId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetObjectByHeapObjectIdResult:
-    """Result of :func:`get_object_by_heap_object_id` (HeapProfiler.getObjectByHeapObjectId).
-
-    Attributes:
-        result: Evaluation result.
-    """
-
-    result: _runtime.RemoteObject
 
 
 def _s_GetObjectByHeapObjectIdResult(d: dict[str, Any]) -> GetObjectByHeapObjectIdResult:
@@ -296,29 +499,21 @@ def _s_GetObjectByHeapObjectIdResult(d: dict[str, Any]) -> GetObjectByHeapObject
 
 
 def _u_GetObjectByHeapObjectIdResult(o: GetObjectByHeapObjectIdResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "result": cdp.runtime._u_RemoteObject(o.result),
     }
-    return d
 
 
-def get_object_by_heap_object_id(
-    *,
+def _p_get_object_by_heap_object_id(
     object_id: HeapSnapshotObjectId,
-    object_group: str | None = None,
-) -> Command[GetObjectByHeapObjectIdResult]:
-    """getObjectByHeapObjectId.
-
-    Args:
-        object_id: -
-        object_group: Symbolic group name that can be used to release multiple objects.
-    """
+    object_group: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "objectId": object_id,
     }
     if object_group is not None:
         _p["objectGroup"] = object_group
-    return Command("HeapProfiler.getObjectByHeapObjectId", _p, _s_GetObjectByHeapObjectIdResult)
+    return _p
 
 
 def _c_get_object_by_heap_object_id(d: dict[str, Any]) -> Command[GetObjectByHeapObjectIdResult]:
@@ -326,17 +521,6 @@ def _c_get_object_by_heap_object_id(d: dict[str, Any]) -> Command[GetObjectByHea
         object_id=d["objectId"],
         object_group=d.get("objectGroup"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetSamplingProfileResult:
-    """Result of :func:`get_sampling_profile` (HeapProfiler.getSamplingProfile).
-
-    Attributes:
-        profile: Return the sampling profile being collected.
-    """
-
-    profile: SamplingHeapProfile
 
 
 def _s_GetSamplingProfileResult(d: dict[str, Any]) -> GetSamplingProfileResult:
@@ -351,37 +535,21 @@ def _s_GetSamplingProfileResult(d: dict[str, Any]) -> GetSamplingProfileResult:
 
 
 def _u_GetSamplingProfileResult(o: GetSamplingProfileResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "profile": _u_SamplingHeapProfile(o.profile),
     }
-    return d
-
-
-def get_sampling_profile() -> Command[GetSamplingProfileResult]:
-    """getSamplingProfile."""
-    _p: dict[str, Any] = {}
-    return Command("HeapProfiler.getSamplingProfile", _p, _s_GetSamplingProfileResult)
 
 
 def _c_get_sampling_profile(d: dict[str, Any]) -> Command[GetSamplingProfileResult]:
     return get_sampling_profile()
 
 
-def start_sampling(
-    *,
-    sampling_interval: float | None = None,
-    stack_depth: float | None = None,
-    include_objects_collected_by_major_gc: bool | None = None,
-    include_objects_collected_by_minor_gc: bool | None = None,
-) -> Command[None]:
-    """startSampling.
-
-    Args:
-        sampling_interval: Average sample interval in bytes. Poisson distribution is used for the intervals. The default value is 32768 bytes.
-        stack_depth: Maximum stack depth. The default value is 128.
-        include_objects_collected_by_major_gc: By default, the sampling heap profiler reports only objects which are still alive when the profile is returned via getSamplingProfile or stopSampling, which is useful for determining what functions contribute the most to steady-state memory usage. This flag instructs the sampling heap profiler to also include information about objects discarded by major GC, which will show which functions cause large temporary memory usage or long GC pauses.
-        include_objects_collected_by_minor_gc: By default, the sampling heap profiler reports only objects which are still alive when the profile is returned via getSamplingProfile or stopSampling, which is useful for determining what functions contribute the most to steady-state memory usage. This flag instructs the sampling heap profiler to also include information about objects discarded by minor GC, which is useful when tuning a latency-sensitive application for minimal GC activity.
-    """
+def _p_start_sampling(
+    sampling_interval: float | None,
+    stack_depth: float | None,
+    include_objects_collected_by_major_gc: bool | None,
+    include_objects_collected_by_minor_gc: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if sampling_interval is not None:
         _p["samplingInterval"] = sampling_interval
@@ -391,7 +559,7 @@ def start_sampling(
         _p["includeObjectsCollectedByMajorGC"] = include_objects_collected_by_major_gc
     if include_objects_collected_by_minor_gc is not None:
         _p["includeObjectsCollectedByMinorGC"] = include_objects_collected_by_minor_gc
-    return Command("HeapProfiler.startSampling", _p, None)
+    return _p
 
 
 def _c_start_sampling(d: dict[str, Any]) -> Command[None]:
@@ -403,36 +571,19 @@ def _c_start_sampling(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def start_tracking_heap_objects(
-    *,
-    track_allocations: bool | None = None,
-) -> Command[None]:
-    """startTrackingHeapObjects.
-
-    Args:
-        track_allocations: -
-    """
+def _p_start_tracking_heap_objects(
+    track_allocations: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if track_allocations is not None:
         _p["trackAllocations"] = track_allocations
-    return Command("HeapProfiler.startTrackingHeapObjects", _p, None)
+    return _p
 
 
 def _c_start_tracking_heap_objects(d: dict[str, Any]) -> Command[None]:
     return start_tracking_heap_objects(
         track_allocations=d.get("trackAllocations"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StopSamplingResult:
-    """Result of :func:`stop_sampling` (HeapProfiler.stopSampling).
-
-    Attributes:
-        profile: Recorded sampling heap profile.
-    """
-
-    profile: SamplingHeapProfile
 
 
 def _s_StopSamplingResult(d: dict[str, Any]) -> StopSamplingResult:
@@ -447,37 +598,21 @@ def _s_StopSamplingResult(d: dict[str, Any]) -> StopSamplingResult:
 
 
 def _u_StopSamplingResult(o: StopSamplingResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "profile": _u_SamplingHeapProfile(o.profile),
     }
-    return d
-
-
-def stop_sampling() -> Command[StopSamplingResult]:
-    """stopSampling."""
-    _p: dict[str, Any] = {}
-    return Command("HeapProfiler.stopSampling", _p, _s_StopSamplingResult)
 
 
 def _c_stop_sampling(d: dict[str, Any]) -> Command[StopSamplingResult]:
     return stop_sampling()
 
 
-def stop_tracking_heap_objects(
-    *,
-    report_progress: bool | None = None,
-    treat_global_objects_as_roots: bool | None = None,
-    capture_numeric_value: bool | None = None,
-    expose_internals: bool | None = None,
-) -> Command[None]:
-    """stopTrackingHeapObjects.
-
-    Args:
-        report_progress: If true 'reportHeapSnapshotProgress' events will be generated while snapshot is being taken when the tracking is stopped.
-        treat_global_objects_as_roots: Deprecated. Deprecated in favor of `exposeInternals`.
-        capture_numeric_value: If true, numerical values are included in the snapshot
-        expose_internals: Experimental. If true, exposes internals of the snapshot.
-    """
+def _p_stop_tracking_heap_objects(
+    report_progress: bool | None,
+    treat_global_objects_as_roots: bool | None,
+    capture_numeric_value: bool | None,
+    expose_internals: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if report_progress is not None:
         _p["reportProgress"] = report_progress
@@ -487,7 +622,7 @@ def stop_tracking_heap_objects(
         _p["captureNumericValue"] = capture_numeric_value
     if expose_internals is not None:
         _p["exposeInternals"] = expose_internals
-    return Command("HeapProfiler.stopTrackingHeapObjects", _p, None)
+    return _p
 
 
 def _c_stop_tracking_heap_objects(d: dict[str, Any]) -> Command[None]:
@@ -499,21 +634,12 @@ def _c_stop_tracking_heap_objects(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def take_heap_snapshot(
-    *,
-    report_progress: bool | None = None,
-    treat_global_objects_as_roots: bool | None = None,
-    capture_numeric_value: bool | None = None,
-    expose_internals: bool | None = None,
-) -> Command[None]:
-    """takeHeapSnapshot.
-
-    Args:
-        report_progress: If true 'reportHeapSnapshotProgress' events will be generated while snapshot is being taken.
-        treat_global_objects_as_roots: Deprecated. If true, a raw snapshot without artificial roots will be generated. Deprecated in favor of `exposeInternals`.
-        capture_numeric_value: If true, numerical values are included in the snapshot
-        expose_internals: Experimental. If true, exposes internals of the snapshot.
-    """
+def _p_take_heap_snapshot(
+    report_progress: bool | None,
+    treat_global_objects_as_roots: bool | None,
+    capture_numeric_value: bool | None,
+    expose_internals: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if report_progress is not None:
         _p["reportProgress"] = report_progress
@@ -523,7 +649,7 @@ def take_heap_snapshot(
         _p["captureNumericValue"] = capture_numeric_value
     if expose_internals is not None:
         _p["exposeInternals"] = expose_internals
-    return Command("HeapProfiler.takeHeapSnapshot", _p, None)
+    return _p
 
 
 def _c_take_heap_snapshot(d: dict[str, Any]) -> Command[None]:
@@ -533,18 +659,6 @@ def _c_take_heap_snapshot(d: dict[str, Any]) -> Command[None]:
         capture_numeric_value=d.get("captureNumericValue"),
         expose_internals=d.get("exposeInternals"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AddHeapSnapshotChunk:
-    """addHeapSnapshotChunk.
-
-    Attributes:
-        chunk: -
-    """
-
-    method: ClassVar[str] = "HeapProfiler.addHeapSnapshotChunk"
-    chunk: str
 
 
 _AddHeapSnapshotChunk_plain = {
@@ -565,22 +679,9 @@ def _s_AddHeapSnapshotChunk(d: dict[str, Any]) -> AddHeapSnapshotChunk:
 
 
 def _u_AddHeapSnapshotChunk(o: AddHeapSnapshotChunk) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "chunk": o.chunk,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class HeapStatsUpdate:
-    """If heap objects tracking has been started then backend may send update for one or more fragments
-
-    Attributes:
-        stats_update: An array of triplets. Each triplet describes a fragment. The first integer is the fragment index, the second integer is a total count of objects for the fragment, the third integer is a total size of the objects for the fragment.
-    """
-
-    method: ClassVar[str] = "HeapProfiler.heapStatsUpdate"
-    stats_update: list[int]
 
 
 _HeapStatsUpdate_plain = {
@@ -601,26 +702,9 @@ def _s_HeapStatsUpdate(d: dict[str, Any]) -> HeapStatsUpdate:
 
 
 def _u_HeapStatsUpdate(o: HeapStatsUpdate) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "statsUpdate": o.stats_update,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LastSeenObjectId:
-    """If heap objects tracking has been started then backend regularly sends a current value for last
-    seen object id and corresponding timestamp. If the were changes in the heap since last event
-    then one or more heapStatsUpdate events will be sent before a new lastSeenObjectId event.
-
-    Attributes:
-        last_seen_object_id: -
-        timestamp: -
-    """
-
-    method: ClassVar[str] = "HeapProfiler.lastSeenObjectId"
-    last_seen_object_id: int
-    timestamp: float
 
 
 _LastSeenObjectId_plain = {
@@ -644,27 +728,10 @@ def _s_LastSeenObjectId(d: dict[str, Any]) -> LastSeenObjectId:
 
 
 def _u_LastSeenObjectId(o: LastSeenObjectId) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "lastSeenObjectId": o.last_seen_object_id,
         "timestamp": o.timestamp,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ReportHeapSnapshotProgress:
-    """reportHeapSnapshotProgress.
-
-    Attributes:
-        done: -
-        total: -
-        finished: -
-    """
-
-    method: ClassVar[str] = "HeapProfiler.reportHeapSnapshotProgress"
-    done: int
-    total: int
-    finished: bool | None = None
 
 
 _ReportHeapSnapshotProgress_plain = {
@@ -698,52 +765,14 @@ def _u_ReportHeapSnapshotProgress(o: ReportHeapSnapshotProgress) -> dict[str, An
     return d
 
 
-optional_defaults(
-    ReportHeapSnapshotProgress,
-    {
-        "finished": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ResetProfiles:
-    """resetProfiles."""
-
-    method: ClassVar[str] = "HeapProfiler.resetProfiles"
-
-
 def _s_ResetProfiles(d: dict[str, Any]) -> ResetProfiles:
-    o = _new(ResetProfiles)
-    return o
+    return _new(ResetProfiles)
 
 
 def _u_ResetProfiles(o: ResetProfiles) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    return d
+    return {}
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "HeapProfiler.addHeapSnapshotChunk": _s_AddHeapSnapshotChunk,
-    "HeapProfiler.heapStatsUpdate": _s_HeapStatsUpdate,
-    "HeapProfiler.lastSeenObjectId": _s_LastSeenObjectId,
-    "HeapProfiler.reportHeapSnapshotProgress": _s_ReportHeapSnapshotProgress,
-    "HeapProfiler.resetProfiles": _s_ResetProfiles,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "HeapProfiler.addInspectedHeapObject": _c_add_inspected_heap_object,
-    "HeapProfiler.collectGarbage": _c_collect_garbage,
-    "HeapProfiler.disable": _c_disable,
-    "HeapProfiler.enable": _c_enable,
-    "HeapProfiler.getHeapObjectId": _c_get_heap_object_id,
-    "HeapProfiler.getObjectByHeapObjectId": _c_get_object_by_heap_object_id,
-    "HeapProfiler.getSamplingProfile": _c_get_sampling_profile,
-    "HeapProfiler.startSampling": _c_start_sampling,
-    "HeapProfiler.startTrackingHeapObjects": _c_start_tracking_heap_objects,
-    "HeapProfiler.stopSampling": _c_stop_sampling,
-    "HeapProfiler.stopTrackingHeapObjects": _c_stop_tracking_heap_objects,
-    "HeapProfiler.takeHeapSnapshot": _c_take_heap_snapshot,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "HeapProfiler": (True, False),
     "HeapProfiler.stopTrackingHeapObjects.treatGlobalObjectsAsRoots": (False, True),
@@ -765,5 +794,19 @@ register(
         LastSeenObjectId: (_s_LastSeenObjectId, _u_LastSeenObjectId),
         ReportHeapSnapshotProgress: (_s_ReportHeapSnapshotProgress, _u_ReportHeapSnapshotProgress),
         ResetProfiles: (_s_ResetProfiles, _u_ResetProfiles),
-    }
+    },
+    {
+        add_inspected_heap_object: _c_add_inspected_heap_object,
+        collect_garbage: _c_collect_garbage,
+        disable: _c_disable,
+        enable: _c_enable,
+        get_heap_object_id: _c_get_heap_object_id,
+        get_object_by_heap_object_id: _c_get_object_by_heap_object_id,
+        get_sampling_profile: _c_get_sampling_profile,
+        start_sampling: _c_start_sampling,
+        start_tracking_heap_objects: _c_start_tracking_heap_objects,
+        stop_sampling: _c_stop_sampling,
+        stop_tracking_heap_objects: _c_stop_tracking_heap_objects,
+        take_heap_snapshot: _c_take_heap_snapshot,
+    },
 )

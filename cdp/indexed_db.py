@@ -3,20 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import runtime as _runtime
-    from cdp import storage as _storage
+from cdp._base import Command, register
 
 DOMAIN = "IndexedDB"
 EXPERIMENTAL = True
@@ -35,11 +27,371 @@ class DatabaseWithObjectStores:
         name: Database name.
         version: Database version (type is not 'integer', as the standard requires the version number to be 'unsigned long long')
         object_stores: Object stores in this database.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#type-DatabaseWithObjectStores
     """
 
     name: str
     version: float
     object_stores: list[ObjectStore]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ObjectStore:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#type-ObjectStore
+
+    Attributes:
+        name: Object store name.
+        key_path: Object store key path.
+        auto_increment: If true, object store has auto increment flag set.
+        indexes: Indexes in this object store.
+    """
+
+    name: str
+    key_path: KeyPath
+    auto_increment: bool
+    indexes: list[ObjectStoreIndex]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ObjectStoreIndex:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#type-ObjectStoreIndex
+
+    Attributes:
+        name: Index name.
+        key_path: Index key path.
+        unique: If true, index is unique.
+        multi_entry: If true, index allows multiple entries for a key.
+    """
+
+    name: str
+    key_path: KeyPath
+    unique: bool
+    multi_entry: bool
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Key:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#type-Key
+
+    Attributes:
+        type_: Key type. Values: 'number', 'string', 'date', 'array'.
+        number: Number value.
+        string: String value.
+        date: Date value.
+        array: Array value.
+    """
+
+    type_: str
+    number: float | None = None
+    string: str | None = None
+    date: float | None = None
+    array: list[Key] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class KeyRange:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#type-KeyRange
+
+    Attributes:
+        lower: Lower bound.
+        upper: Upper bound.
+        lower_open: If true lower bound is open.
+        upper_open: If true upper bound is open.
+    """
+
+    lower: Key | None = None
+    upper: Key | None = None
+    lower_open: bool
+    upper_open: bool
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DataEntry:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#type-DataEntry
+
+    Attributes:
+        key: Key object.
+        primary_key: Primary key object.
+        value: Value object.
+    """
+
+    key: cdp.runtime.RemoteObject
+    primary_key: cdp.runtime.RemoteObject
+    value: cdp.runtime.RemoteObject
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class KeyPath:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#type-KeyPath
+
+    Attributes:
+        type_: Key path type. Values: 'null', 'string', 'array'.
+        string: String value.
+        array: Array value.
+    """
+
+    type_: str
+    string: str | None = None
+    array: list[str] | None = None
+
+
+def clear_object_store(
+    *,
+    database_name: str,
+    object_store_name: str,
+    security_origin: str | None = None,
+    storage_key: str | None = None,
+    storage_bucket: cdp.storage.StorageBucket | None = None,
+) -> Command[None]:
+    """Clears all entries from an object store.
+
+    Args:
+        security_origin: At least and at most one of securityOrigin, storageKey, or storageBucket must be specified. Security origin.
+        storage_bucket: Storage bucket. If not specified, it uses the default bucket.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#method-clearObjectStore
+    """
+    return Command(
+        "IndexedDB.clearObjectStore",
+        _p_clear_object_store(database_name, object_store_name, security_origin, storage_key, storage_bucket),
+        None,
+    )
+
+
+def delete_database(
+    *,
+    database_name: str,
+    security_origin: str | None = None,
+    storage_key: str | None = None,
+    storage_bucket: cdp.storage.StorageBucket | None = None,
+) -> Command[None]:
+    """Deletes a database.
+
+    Args:
+        security_origin: At least and at most one of securityOrigin, storageKey, or storageBucket must be specified. Security origin.
+        storage_bucket: Storage bucket. If not specified, it uses the default bucket.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#method-deleteDatabase
+    """
+    return Command(
+        "IndexedDB.deleteDatabase",
+        _p_delete_database(database_name, security_origin, storage_key, storage_bucket),
+        None,
+    )
+
+
+def delete_object_store_entries(
+    *,
+    database_name: str,
+    object_store_name: str,
+    key_range: KeyRange,
+    security_origin: str | None = None,
+    storage_key: str | None = None,
+    storage_bucket: cdp.storage.StorageBucket | None = None,
+) -> Command[None]:
+    """Delete a range of entries from an object store
+
+    Args:
+        key_range: Range of entry keys to delete
+        security_origin: At least and at most one of securityOrigin, storageKey, or storageBucket must be specified. Security origin.
+        storage_bucket: Storage bucket. If not specified, it uses the default bucket.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#method-deleteObjectStoreEntries
+    """
+    return Command(
+        "IndexedDB.deleteObjectStoreEntries",
+        _p_delete_object_store_entries(
+            database_name, object_store_name, key_range, security_origin, storage_key, storage_bucket
+        ),
+        None,
+    )
+
+
+def disable() -> Command[None]:
+    """Disables events from backend.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#method-disable
+    """
+    return Command("IndexedDB.disable", {}, None)
+
+
+def enable() -> Command[None]:
+    """Enables events from backend.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#method-enable
+    """
+    return Command("IndexedDB.enable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RequestDataResult:
+    """Result of :func:`request_data`.
+
+    Attributes:
+        object_store_data_entries: Array of object store data entries.
+        has_more: If true, there are more entries to fetch in the given range.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#method-requestData
+    """
+
+    object_store_data_entries: list[DataEntry]
+    has_more: bool
+
+
+def request_data(
+    *,
+    database_name: str,
+    object_store_name: str,
+    skip_count: int,
+    page_size: int,
+    security_origin: str | None = None,
+    storage_key: str | None = None,
+    storage_bucket: cdp.storage.StorageBucket | None = None,
+    index_name: str | None = None,
+    key_range: KeyRange | None = None,
+) -> Command[RequestDataResult]:
+    """Requests data from object store or index.
+
+    Args:
+        skip_count: Number of records to skip.
+        page_size: Number of records to fetch.
+        security_origin: At least and at most one of securityOrigin, storageKey, or storageBucket must be specified. Security origin.
+        storage_bucket: Storage bucket. If not specified, it uses the default bucket.
+        index_name: Index name. If not specified, it performs an object store data request.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#method-requestData
+    """
+    return Command(
+        "IndexedDB.requestData",
+        _p_request_data(
+            database_name,
+            object_store_name,
+            skip_count,
+            page_size,
+            security_origin,
+            storage_key,
+            storage_bucket,
+            index_name,
+            key_range,
+        ),
+        RequestDataResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetMetadataResult:
+    """Result of :func:`get_metadata`.
+
+    Attributes:
+        entries_count: the entries count
+        key_generator_value: the current value of key generator, to become the next inserted key into the object store. Valid if objectStore.autoIncrement is true.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#method-getMetadata
+    """
+
+    entries_count: float
+    key_generator_value: float
+
+
+def get_metadata(
+    *,
+    database_name: str,
+    object_store_name: str,
+    security_origin: str | None = None,
+    storage_key: str | None = None,
+    storage_bucket: cdp.storage.StorageBucket | None = None,
+) -> Command[GetMetadataResult]:
+    """Gets metadata of an object store.
+
+    Args:
+        security_origin: At least and at most one of securityOrigin, storageKey, or storageBucket must be specified. Security origin.
+        storage_bucket: Storage bucket. If not specified, it uses the default bucket.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#method-getMetadata
+    """
+    return Command(
+        "IndexedDB.getMetadata",
+        _p_get_metadata(database_name, object_store_name, security_origin, storage_key, storage_bucket),
+        GetMetadataResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RequestDatabaseResult:
+    """Result of :func:`request_database`.
+
+    Attributes:
+        database_with_object_stores: Database with an array of object stores.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#method-requestDatabase
+    """
+
+    database_with_object_stores: DatabaseWithObjectStores
+
+
+def request_database(
+    *,
+    database_name: str,
+    security_origin: str | None = None,
+    storage_key: str | None = None,
+    storage_bucket: cdp.storage.StorageBucket | None = None,
+) -> Command[RequestDatabaseResult]:
+    """Requests database with given name in given frame.
+
+    Args:
+        security_origin: At least and at most one of securityOrigin, storageKey, or storageBucket must be specified. Security origin.
+        storage_bucket: Storage bucket. If not specified, it uses the default bucket.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#method-requestDatabase
+    """
+    return Command(
+        "IndexedDB.requestDatabase",
+        _p_request_database(database_name, security_origin, storage_key, storage_bucket),
+        RequestDatabaseResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RequestDatabaseNamesResult:
+    """Result of :func:`request_database_names`.
+
+    Attributes:
+        database_names: Database names for origin.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#method-requestDatabaseNames
+    """
+
+    database_names: list[str]
+
+
+def request_database_names(
+    *,
+    security_origin: str | None = None,
+    storage_key: str | None = None,
+    storage_bucket: cdp.storage.StorageBucket | None = None,
+) -> Command[RequestDatabaseNamesResult]:
+    """Requests database names for given security origin.
+
+    Args:
+        security_origin: At least and at most one of securityOrigin, storageKey, or storageBucket must be specified. Security origin.
+        storage_bucket: Storage bucket. If not specified, it uses the default bucket.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/IndexedDB/#method-requestDatabaseNames
+    """
+    return Command(
+        "IndexedDB.requestDatabaseNames",
+        _p_request_database_names(security_origin, storage_key, storage_bucket),
+        RequestDatabaseNamesResult,
+    )
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _DatabaseWithObjectStores_plain = {
@@ -67,29 +419,11 @@ def _s_DatabaseWithObjectStores(d: dict[str, Any]) -> DatabaseWithObjectStores:
 
 
 def _u_DatabaseWithObjectStores(o: DatabaseWithObjectStores) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "version": o.version,
         "objectStores": [_u_ObjectStore(x0) for x0 in o.object_stores],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ObjectStore:
-    """Object store.
-
-    Attributes:
-        name: Object store name.
-        key_path: Object store key path.
-        auto_increment: If true, object store has auto increment flag set.
-        indexes: Indexes in this object store.
-    """
-
-    name: str
-    key_path: KeyPath
-    auto_increment: bool
-    indexes: list[ObjectStoreIndex]
 
 
 _ObjectStore_plain = {
@@ -121,30 +455,12 @@ def _s_ObjectStore(d: dict[str, Any]) -> ObjectStore:
 
 
 def _u_ObjectStore(o: ObjectStore) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "keyPath": _u_KeyPath(o.key_path),
         "autoIncrement": o.auto_increment,
         "indexes": [_u_ObjectStoreIndex(x0) for x0 in o.indexes],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ObjectStoreIndex:
-    """Object store index.
-
-    Attributes:
-        name: Index name.
-        key_path: Index key path.
-        unique: If true, index is unique.
-        multi_entry: If true, index allows multiple entries for a key.
-    """
-
-    name: str
-    key_path: KeyPath
-    unique: bool
-    multi_entry: bool
 
 
 _ObjectStoreIndex_plain = {
@@ -175,32 +491,12 @@ def _s_ObjectStoreIndex(d: dict[str, Any]) -> ObjectStoreIndex:
 
 
 def _u_ObjectStoreIndex(o: ObjectStoreIndex) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "keyPath": _u_KeyPath(o.key_path),
         "unique": o.unique,
         "multiEntry": o.multi_entry,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Key:
-    """Key.
-
-    Attributes:
-        type_: Key type. Values: 'number', 'string', 'date', 'array'.
-        number: Number value.
-        string: String value.
-        date: Date value.
-        array: Array value.
-    """
-
-    type_: str
-    number: float | None = None
-    string: str | None = None
-    date: float | None = None
-    array: list[Key] | None = None
 
 
 _Key_plain = {
@@ -240,34 +536,6 @@ def _u_Key(o: Key) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Key,
-    {
-        "number": None,
-        "string": None,
-        "date": None,
-        "array": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class KeyRange:
-    """Key range.
-
-    Attributes:
-        lower: Lower bound.
-        upper: Upper bound.
-        lower_open: If true lower bound is open.
-        upper_open: If true upper bound is open.
-    """
-
-    lower: Key | None = None
-    upper: Key | None = None
-    lower_open: bool
-    upper_open: bool
-
-
 _KeyRange_plain = {
     "lowerOpen": "lower_open",
     "upperOpen": "upper_open",
@@ -304,30 +572,6 @@ def _u_KeyRange(o: KeyRange) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    KeyRange,
-    {
-        "lower": None,
-        "upper": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DataEntry:
-    """Data entry.
-
-    Attributes:
-        key: Key object.
-        primary_key: Primary key object.
-        value: Value object.
-    """
-
-    key: _runtime.RemoteObject
-    primary_key: _runtime.RemoteObject
-    value: _runtime.RemoteObject
-
-
 def _s_DataEntry(d: dict[str, Any]) -> DataEntry:
     o = _new(DataEntry)
     od = o.__dict__
@@ -348,27 +592,11 @@ def _s_DataEntry(d: dict[str, Any]) -> DataEntry:
 
 
 def _u_DataEntry(o: DataEntry) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "key": cdp.runtime._u_RemoteObject(o.key),
         "primaryKey": cdp.runtime._u_RemoteObject(o.primary_key),
         "value": cdp.runtime._u_RemoteObject(o.value),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class KeyPath:
-    """Key path.
-
-    Attributes:
-        type_: Key path type. Values: 'null', 'string', 'array'.
-        string: String value.
-        array: Array value.
-    """
-
-    type_: str
-    string: str | None = None
-    array: list[str] | None = None
 
 
 _KeyPath_plain = {
@@ -401,32 +629,13 @@ def _u_KeyPath(o: KeyPath) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    KeyPath,
-    {
-        "string": None,
-        "array": None,
-    },
-)
-
-
-def clear_object_store(
-    *,
+def _p_clear_object_store(
     database_name: str,
     object_store_name: str,
-    security_origin: str | None = None,
-    storage_key: str | None = None,
-    storage_bucket: _storage.StorageBucket | None = None,
-) -> Command[None]:
-    """Clears all entries from an object store.
-
-    Args:
-        security_origin: At least and at most one of securityOrigin, storageKey, or storageBucket must be specified. Security origin.
-        storage_key: Storage key.
-        storage_bucket: Storage bucket. If not specified, it uses the default bucket.
-        database_name: Database name.
-        object_store_name: Object store name.
-    """
+    security_origin: str | None,
+    storage_key: str | None,
+    storage_bucket: cdp.storage.StorageBucket | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "databaseName": database_name,
         "objectStoreName": object_store_name,
@@ -437,7 +646,7 @@ def clear_object_store(
         _p["storageKey"] = storage_key
     if storage_bucket is not None:
         _p["storageBucket"] = cdp.storage._u_StorageBucket(storage_bucket)
-    return Command("IndexedDB.clearObjectStore", _p, None)
+    return _p
 
 
 def _c_clear_object_store(d: dict[str, Any]) -> Command[None]:
@@ -450,21 +659,12 @@ def _c_clear_object_store(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def delete_database(
-    *,
+def _p_delete_database(
     database_name: str,
-    security_origin: str | None = None,
-    storage_key: str | None = None,
-    storage_bucket: _storage.StorageBucket | None = None,
-) -> Command[None]:
-    """Deletes a database.
-
-    Args:
-        security_origin: At least and at most one of securityOrigin, storageKey, or storageBucket must be specified. Security origin.
-        storage_key: Storage key.
-        storage_bucket: Storage bucket. If not specified, it uses the default bucket.
-        database_name: Database name.
-    """
+    security_origin: str | None,
+    storage_key: str | None,
+    storage_bucket: cdp.storage.StorageBucket | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "databaseName": database_name,
     }
@@ -474,7 +674,7 @@ def delete_database(
         _p["storageKey"] = storage_key
     if storage_bucket is not None:
         _p["storageBucket"] = cdp.storage._u_StorageBucket(storage_bucket)
-    return Command("IndexedDB.deleteDatabase", _p, None)
+    return _p
 
 
 def _c_delete_database(d: dict[str, Any]) -> Command[None]:
@@ -486,25 +686,14 @@ def _c_delete_database(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def delete_object_store_entries(
-    *,
+def _p_delete_object_store_entries(
     database_name: str,
     object_store_name: str,
     key_range: KeyRange,
-    security_origin: str | None = None,
-    storage_key: str | None = None,
-    storage_bucket: _storage.StorageBucket | None = None,
-) -> Command[None]:
-    """Delete a range of entries from an object store
-
-    Args:
-        security_origin: At least and at most one of securityOrigin, storageKey, or storageBucket must be specified. Security origin.
-        storage_key: Storage key.
-        storage_bucket: Storage bucket. If not specified, it uses the default bucket.
-        database_name: -
-        object_store_name: -
-        key_range: Range of entry keys to delete
-    """
+    security_origin: str | None,
+    storage_key: str | None,
+    storage_bucket: cdp.storage.StorageBucket | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "databaseName": database_name,
         "objectStoreName": object_store_name,
@@ -516,7 +705,7 @@ def delete_object_store_entries(
         _p["storageKey"] = storage_key
     if storage_bucket is not None:
         _p["storageBucket"] = cdp.storage._u_StorageBucket(storage_bucket)
-    return Command("IndexedDB.deleteObjectStoreEntries", _p, None)
+    return _p
 
 
 def _c_delete_object_store_entries(d: dict[str, Any]) -> Command[None]:
@@ -530,37 +719,12 @@ def _c_delete_object_store_entries(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def disable() -> Command[None]:
-    """Disables events from backend."""
-    _p: dict[str, Any] = {}
-    return Command("IndexedDB.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def enable() -> Command[None]:
-    """Enables events from backend."""
-    _p: dict[str, Any] = {}
-    return Command("IndexedDB.enable", _p, None)
-
-
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RequestDataResult:
-    """Result of :func:`request_data` (IndexedDB.requestData).
-
-    Attributes:
-        object_store_data_entries: Array of object store data entries.
-        has_more: If true, there are more entries to fetch in the given range.
-    """
-
-    object_store_data_entries: list[DataEntry]
-    has_more: bool
 
 
 _RequestDataResult_plain = {
@@ -585,38 +749,23 @@ def _s_RequestDataResult(d: dict[str, Any]) -> RequestDataResult:
 
 
 def _u_RequestDataResult(o: RequestDataResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "objectStoreDataEntries": [_u_DataEntry(x0) for x0 in o.object_store_data_entries],
         "hasMore": o.has_more,
     }
-    return d
 
 
-def request_data(
-    *,
+def _p_request_data(
     database_name: str,
     object_store_name: str,
     skip_count: int,
     page_size: int,
-    security_origin: str | None = None,
-    storage_key: str | None = None,
-    storage_bucket: _storage.StorageBucket | None = None,
-    index_name: str | None = None,
-    key_range: KeyRange | None = None,
-) -> Command[RequestDataResult]:
-    """Requests data from object store or index.
-
-    Args:
-        security_origin: At least and at most one of securityOrigin, storageKey, or storageBucket must be specified. Security origin.
-        storage_key: Storage key.
-        storage_bucket: Storage bucket. If not specified, it uses the default bucket.
-        database_name: Database name.
-        object_store_name: Object store name.
-        index_name: Index name. If not specified, it performs an object store data request.
-        skip_count: Number of records to skip.
-        page_size: Number of records to fetch.
-        key_range: Key range.
-    """
+    security_origin: str | None,
+    storage_key: str | None,
+    storage_bucket: cdp.storage.StorageBucket | None,
+    index_name: str | None,
+    key_range: KeyRange | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "databaseName": database_name,
         "objectStoreName": object_store_name,
@@ -633,7 +782,7 @@ def request_data(
         _p["indexName"] = index_name
     if key_range is not None:
         _p["keyRange"] = _u_KeyRange(key_range)
-    return Command("IndexedDB.requestData", _p, _s_RequestDataResult)
+    return _p
 
 
 def _c_request_data(d: dict[str, Any]) -> Command[RequestDataResult]:
@@ -648,19 +797,6 @@ def _c_request_data(d: dict[str, Any]) -> Command[RequestDataResult]:
         page_size=d["pageSize"],
         key_range=None if (v := d.get("keyRange")) is None else _s_KeyRange(v),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetMetadataResult:
-    """Result of :func:`get_metadata` (IndexedDB.getMetadata).
-
-    Attributes:
-        entries_count: the entries count
-        key_generator_value: the current value of key generator, to become the next inserted key into the object store. Valid if objectStore.autoIncrement is true.
-    """
-
-    entries_count: float
-    key_generator_value: float
 
 
 _GetMetadataResult_plain = {
@@ -684,30 +820,19 @@ def _s_GetMetadataResult(d: dict[str, Any]) -> GetMetadataResult:
 
 
 def _u_GetMetadataResult(o: GetMetadataResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "entriesCount": o.entries_count,
         "keyGeneratorValue": o.key_generator_value,
     }
-    return d
 
 
-def get_metadata(
-    *,
+def _p_get_metadata(
     database_name: str,
     object_store_name: str,
-    security_origin: str | None = None,
-    storage_key: str | None = None,
-    storage_bucket: _storage.StorageBucket | None = None,
-) -> Command[GetMetadataResult]:
-    """Gets metadata of an object store.
-
-    Args:
-        security_origin: At least and at most one of securityOrigin, storageKey, or storageBucket must be specified. Security origin.
-        storage_key: Storage key.
-        storage_bucket: Storage bucket. If not specified, it uses the default bucket.
-        database_name: Database name.
-        object_store_name: Object store name.
-    """
+    security_origin: str | None,
+    storage_key: str | None,
+    storage_bucket: cdp.storage.StorageBucket | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "databaseName": database_name,
         "objectStoreName": object_store_name,
@@ -718,7 +843,7 @@ def get_metadata(
         _p["storageKey"] = storage_key
     if storage_bucket is not None:
         _p["storageBucket"] = cdp.storage._u_StorageBucket(storage_bucket)
-    return Command("IndexedDB.getMetadata", _p, _s_GetMetadataResult)
+    return _p
 
 
 def _c_get_metadata(d: dict[str, Any]) -> Command[GetMetadataResult]:
@@ -729,17 +854,6 @@ def _c_get_metadata(d: dict[str, Any]) -> Command[GetMetadataResult]:
         database_name=d["databaseName"],
         object_store_name=d["objectStoreName"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RequestDatabaseResult:
-    """Result of :func:`request_database` (IndexedDB.requestDatabase).
-
-    Attributes:
-        database_with_object_stores: Database with an array of object stores.
-    """
-
-    database_with_object_stores: DatabaseWithObjectStores
 
 
 def _s_RequestDatabaseResult(d: dict[str, Any]) -> RequestDatabaseResult:
@@ -754,27 +868,17 @@ def _s_RequestDatabaseResult(d: dict[str, Any]) -> RequestDatabaseResult:
 
 
 def _u_RequestDatabaseResult(o: RequestDatabaseResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "databaseWithObjectStores": _u_DatabaseWithObjectStores(o.database_with_object_stores),
     }
-    return d
 
 
-def request_database(
-    *,
+def _p_request_database(
     database_name: str,
-    security_origin: str | None = None,
-    storage_key: str | None = None,
-    storage_bucket: _storage.StorageBucket | None = None,
-) -> Command[RequestDatabaseResult]:
-    """Requests database with given name in given frame.
-
-    Args:
-        security_origin: At least and at most one of securityOrigin, storageKey, or storageBucket must be specified. Security origin.
-        storage_key: Storage key.
-        storage_bucket: Storage bucket. If not specified, it uses the default bucket.
-        database_name: Database name.
-    """
+    security_origin: str | None,
+    storage_key: str | None,
+    storage_bucket: cdp.storage.StorageBucket | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "databaseName": database_name,
     }
@@ -784,7 +888,7 @@ def request_database(
         _p["storageKey"] = storage_key
     if storage_bucket is not None:
         _p["storageBucket"] = cdp.storage._u_StorageBucket(storage_bucket)
-    return Command("IndexedDB.requestDatabase", _p, _s_RequestDatabaseResult)
+    return _p
 
 
 def _c_request_database(d: dict[str, Any]) -> Command[RequestDatabaseResult]:
@@ -794,17 +898,6 @@ def _c_request_database(d: dict[str, Any]) -> Command[RequestDatabaseResult]:
         storage_bucket=None if (v := d.get("storageBucket")) is None else cdp.storage._s_StorageBucket(v),
         database_name=d["databaseName"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RequestDatabaseNamesResult:
-    """Result of :func:`request_database_names` (IndexedDB.requestDatabaseNames).
-
-    Attributes:
-        database_names: Database names for origin.
-    """
-
-    database_names: list[str]
 
 
 _RequestDatabaseNamesResult_plain = {
@@ -825,25 +918,16 @@ def _s_RequestDatabaseNamesResult(d: dict[str, Any]) -> RequestDatabaseNamesResu
 
 
 def _u_RequestDatabaseNamesResult(o: RequestDatabaseNamesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "databaseNames": o.database_names,
     }
-    return d
 
 
-def request_database_names(
-    *,
-    security_origin: str | None = None,
-    storage_key: str | None = None,
-    storage_bucket: _storage.StorageBucket | None = None,
-) -> Command[RequestDatabaseNamesResult]:
-    """Requests database names for given security origin.
-
-    Args:
-        security_origin: At least and at most one of securityOrigin, storageKey, or storageBucket must be specified. Security origin.
-        storage_key: Storage key.
-        storage_bucket: Storage bucket. If not specified, it uses the default bucket.
-    """
+def _p_request_database_names(
+    security_origin: str | None,
+    storage_key: str | None,
+    storage_bucket: cdp.storage.StorageBucket | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if security_origin is not None:
         _p["securityOrigin"] = security_origin
@@ -851,7 +935,7 @@ def request_database_names(
         _p["storageKey"] = storage_key
     if storage_bucket is not None:
         _p["storageBucket"] = cdp.storage._u_StorageBucket(storage_bucket)
-    return Command("IndexedDB.requestDatabaseNames", _p, _s_RequestDatabaseNamesResult)
+    return _p
 
 
 def _c_request_database_names(d: dict[str, Any]) -> Command[RequestDatabaseNamesResult]:
@@ -862,18 +946,6 @@ def _c_request_database_names(d: dict[str, Any]) -> Command[RequestDatabaseNames
     )
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "IndexedDB.clearObjectStore": _c_clear_object_store,
-    "IndexedDB.deleteDatabase": _c_delete_database,
-    "IndexedDB.deleteObjectStoreEntries": _c_delete_object_store_entries,
-    "IndexedDB.disable": _c_disable,
-    "IndexedDB.enable": _c_enable,
-    "IndexedDB.requestData": _c_request_data,
-    "IndexedDB.getMetadata": _c_get_metadata,
-    "IndexedDB.requestDatabase": _c_request_database,
-    "IndexedDB.requestDatabaseNames": _c_request_database_names,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "IndexedDB": (True, False),
 }
@@ -890,5 +962,16 @@ register(
         GetMetadataResult: (_s_GetMetadataResult, _u_GetMetadataResult),
         RequestDatabaseResult: (_s_RequestDatabaseResult, _u_RequestDatabaseResult),
         RequestDatabaseNamesResult: (_s_RequestDatabaseNamesResult, _u_RequestDatabaseNamesResult),
-    }
+    },
+    {
+        clear_object_store: _c_clear_object_store,
+        delete_database: _c_delete_database,
+        delete_object_store_entries: _c_delete_object_store_entries,
+        disable: _c_disable,
+        enable: _c_enable,
+        request_data: _c_request_data,
+        get_metadata: _c_get_metadata,
+        request_database: _c_request_database,
+        request_database_names: _c_request_database_names,
+    },
 )

@@ -3,17 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
+from cdp._base import Command, register
 
 DOMAIN = "Inspector"
 EXPERIMENTAL = True
@@ -22,23 +16,19 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 def disable() -> Command[None]:
-    """Disables inspector domain notifications."""
-    _p: dict[str, Any] = {}
-    return Command("Inspector.disable", _p, None)
+    """Disables inspector domain notifications.
 
-
-def _c_disable(d: dict[str, Any]) -> Command[None]:
-    return disable()
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Inspector/#method-disable
+    """
+    return Command("Inspector.disable", {}, None)
 
 
 def enable() -> Command[None]:
-    """Enables inspector domain notifications."""
-    _p: dict[str, Any] = {}
-    return Command("Inspector.enable", _p, None)
+    """Enables inspector domain notifications.
 
-
-def _c_enable(d: dict[str, Any]) -> Command[None]:
-    return enable()
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Inspector/#method-enable
+    """
+    return Command("Inspector.enable", {}, None)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -47,10 +37,58 @@ class Detached:
 
     Attributes:
         reason: The reason why connection has been terminated.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Inspector/#event-detached
     """
 
     method: ClassVar[str] = "Inspector.detached"
     reason: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TargetCrashed:
+    """Fired when debugging target has crashed
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Inspector/#event-targetCrashed
+    """
+
+    method: ClassVar[str] = "Inspector.targetCrashed"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TargetReloadedAfterCrash:
+    """Fired when debugging target has reloaded after crash
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Inspector/#event-targetReloadedAfterCrash
+    """
+
+    method: ClassVar[str] = "Inspector.targetReloadedAfterCrash"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WorkerScriptLoaded:
+    """Experimental. Fired on worker targets when main worker script and any imported scripts have been evaluated.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Inspector/#event-workerScriptLoaded
+    """
+
+    method: ClassVar[str] = "Inspector.workerScriptLoaded"
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
+
+
+def _c_disable(d: dict[str, Any]) -> Command[None]:
+    return disable()
+
+
+def _c_enable(d: dict[str, Any]) -> Command[None]:
+    return enable()
 
 
 _Detached_plain = {
@@ -71,73 +109,35 @@ def _s_Detached(d: dict[str, Any]) -> Detached:
 
 
 def _u_Detached(o: Detached) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "reason": o.reason,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TargetCrashed:
-    """Fired when debugging target has crashed"""
-
-    method: ClassVar[str] = "Inspector.targetCrashed"
 
 
 def _s_TargetCrashed(d: dict[str, Any]) -> TargetCrashed:
-    o = _new(TargetCrashed)
-    return o
+    return _new(TargetCrashed)
 
 
 def _u_TargetCrashed(o: TargetCrashed) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TargetReloadedAfterCrash:
-    """Fired when debugging target has reloaded after crash"""
-
-    method: ClassVar[str] = "Inspector.targetReloadedAfterCrash"
+    return {}
 
 
 def _s_TargetReloadedAfterCrash(d: dict[str, Any]) -> TargetReloadedAfterCrash:
-    o = _new(TargetReloadedAfterCrash)
-    return o
+    return _new(TargetReloadedAfterCrash)
 
 
 def _u_TargetReloadedAfterCrash(o: TargetReloadedAfterCrash) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WorkerScriptLoaded:
-    """Experimental. Fired on worker targets when main worker script and any imported scripts have been evaluated."""
-
-    method: ClassVar[str] = "Inspector.workerScriptLoaded"
+    return {}
 
 
 def _s_WorkerScriptLoaded(d: dict[str, Any]) -> WorkerScriptLoaded:
-    o = _new(WorkerScriptLoaded)
-    return o
+    return _new(WorkerScriptLoaded)
 
 
 def _u_WorkerScriptLoaded(o: WorkerScriptLoaded) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    return d
+    return {}
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Inspector.detached": _s_Detached,
-    "Inspector.targetCrashed": _s_TargetCrashed,
-    "Inspector.targetReloadedAfterCrash": _s_TargetReloadedAfterCrash,
-    "Inspector.workerScriptLoaded": _s_WorkerScriptLoaded,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Inspector.disable": _c_disable,
-    "Inspector.enable": _c_enable,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Inspector": (True, False),
     "Inspector.workerScriptLoaded": (True, False),
@@ -148,5 +148,9 @@ register(
         TargetCrashed: (_s_TargetCrashed, _u_TargetCrashed),
         TargetReloadedAfterCrash: (_s_TargetReloadedAfterCrash, _u_TargetReloadedAfterCrash),
         WorkerScriptLoaded: (_s_WorkerScriptLoaded, _u_WorkerScriptLoaded),
-    }
+    },
+    {
+        disable: _c_disable,
+        enable: _c_enable,
+    },
 )

@@ -6,19 +6,12 @@ Input/Output operations for streams produced by DevTools.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import runtime as _runtime
+from cdp._base import Command, register
 
 DOMAIN = "IO"
 EXPERIMENTAL = False
@@ -28,7 +21,10 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 StreamHandle = str
 """This is either obtained from another method or specified as `blob:<uuid>` where
-    `<uuid>` is an UUID of a Blob."""
+`<uuid>` is an UUID of a Blob.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/IO/#type-StreamHandle
+"""
 
 
 def close(
@@ -39,32 +35,94 @@ def close(
 
     Args:
         handle: Handle of the stream to close.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/IO/#method-close
     """
-    _p: dict[str, Any] = {
+    return Command("IO.close", _p_close(handle), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ReadResult:
+    """Result of :func:`read`.
+
+    Attributes:
+        base64_encoded: Set if the data is base64-encoded
+        data: Data that were read.
+        eof: Set if the end-of-file condition occurred while reading.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/IO/#method-read
+    """
+
+    base64_encoded: bool | None = None
+    data: str
+    eof: bool
+
+
+def read(
+    *,
+    handle: StreamHandle,
+    offset: int | None = None,
+    size: int | None = None,
+) -> Command[ReadResult]:
+    """Read a chunk of the stream
+
+    Args:
+        handle: Handle of the stream to read.
+        offset: Seek to the specified offset before reading (if not specified, proceed with offset following the last read). Some types of streams may only support sequential reads.
+        size: Maximum number of bytes to read (left upon the agent discretion if not specified).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/IO/#method-read
+    """
+    return Command("IO.read", _p_read(handle, offset, size), ReadResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ResolveBlobResult:
+    """Result of :func:`resolve_blob`.
+
+    Attributes:
+        uuid: UUID of the specified Blob.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/IO/#method-resolveBlob
+    """
+
+    uuid: str
+
+
+def resolve_blob(
+    *,
+    object_id: cdp.runtime.RemoteObjectId,
+) -> Command[ResolveBlobResult]:
+    """Deprecated. Return UUID of Blob object specified by a remote object id.
+
+    Args:
+        object_id: Object id of a Blob object wrapper.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/IO/#method-resolveBlob
+    """
+    return Command("IO.resolveBlob", _p_resolve_blob(object_id), ResolveBlobResult)
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
+
+
+def _p_close(
+    handle: StreamHandle,
+) -> dict[str, Any]:
+    return {
         "handle": handle,
     }
-    return Command("IO.close", _p, None)
 
 
 def _c_close(d: dict[str, Any]) -> Command[None]:
     return close(
         handle=d["handle"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ReadResult:
-    """Result of :func:`read` (IO.read).
-
-    Attributes:
-        base64_encoded: Set if the data is base64-encoded
-        data: Data that were read.
-        eof: Set if the end-of-file condition occurred while reading.
-    """
-
-    base64_encoded: bool | None = None
-    data: str
-    eof: bool
 
 
 _ReadResult_plain = {
@@ -98,27 +156,11 @@ def _u_ReadResult(o: ReadResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    ReadResult,
-    {
-        "base64_encoded": None,
-    },
-)
-
-
-def read(
-    *,
+def _p_read(
     handle: StreamHandle,
-    offset: int | None = None,
-    size: int | None = None,
-) -> Command[ReadResult]:
-    """Read a chunk of the stream
-
-    Args:
-        handle: Handle of the stream to read.
-        offset: Seek to the specified offset before reading (if not specified, proceed with offset following the last read). Some types of streams may only support sequential reads.
-        size: Maximum number of bytes to read (left upon the agent discretion if not specified).
-    """
+    offset: int | None,
+    size: int | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "handle": handle,
     }
@@ -126,7 +168,7 @@ def read(
         _p["offset"] = offset
     if size is not None:
         _p["size"] = size
-    return Command("IO.read", _p, _s_ReadResult)
+    return _p
 
 
 def _c_read(d: dict[str, Any]) -> Command[ReadResult]:
@@ -135,17 +177,6 @@ def _c_read(d: dict[str, Any]) -> Command[ReadResult]:
         offset=d.get("offset"),
         size=d.get("size"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ResolveBlobResult:
-    """Result of :func:`resolve_blob` (IO.resolveBlob).
-
-    Attributes:
-        uuid: UUID of the specified Blob.
-    """
-
-    uuid: str
 
 
 _ResolveBlobResult_plain = {
@@ -166,25 +197,17 @@ def _s_ResolveBlobResult(d: dict[str, Any]) -> ResolveBlobResult:
 
 
 def _u_ResolveBlobResult(o: ResolveBlobResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "uuid": o.uuid,
     }
-    return d
 
 
-def resolve_blob(
-    *,
-    object_id: _runtime.RemoteObjectId,
-) -> Command[ResolveBlobResult]:
-    """Deprecated. Return UUID of Blob object specified by a remote object id.
-
-    Args:
-        object_id: Object id of a Blob object wrapper.
-    """
-    _p: dict[str, Any] = {
+def _p_resolve_blob(
+    object_id: cdp.runtime.RemoteObjectId,
+) -> dict[str, Any]:
+    return {
         "objectId": object_id,
     }
-    return Command("IO.resolveBlob", _p, _s_ResolveBlobResult)
 
 
 def _c_resolve_blob(d: dict[str, Any]) -> Command[ResolveBlobResult]:
@@ -193,12 +216,6 @@ def _c_resolve_blob(d: dict[str, Any]) -> Command[ResolveBlobResult]:
     )
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "IO.close": _c_close,
-    "IO.read": _c_read,
-    "IO.resolveBlob": _c_resolve_blob,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "IO.resolveBlob": (False, True),
 }
@@ -206,5 +223,10 @@ register(
     {
         ReadResult: (_s_ReadResult, _u_ReadResult),
         ResolveBlobResult: (_s_ResolveBlobResult, _u_ResolveBlobResult),
-    }
+    },
+    {
+        close: _c_close,
+        read: _c_read,
+        resolve_blob: _c_resolve_blob,
+    },
 )

@@ -3,19 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import dom as _dom
+from cdp._base import Command, register
 
 DOMAIN = "LayerTree"
 EXPERIMENTAL = True
@@ -24,11 +17,17 @@ DEPENDENCIES: tuple[str, ...] = ("DOM",)
 
 
 LayerId = str
-"""Unique Layer identifier."""
+"""Unique Layer identifier.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#type-LayerId
+"""
 
 
 SnapshotId = str
-"""Unique snapshot identifier."""
+"""Unique snapshot identifier.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#type-SnapshotId
+"""
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -38,10 +37,346 @@ class ScrollRect:
     Attributes:
         rect: Rectangle itself.
         type_: Reason for rectangle to force scrolling on the main thread Values: 'RepaintsOnScroll', 'TouchEventHandler', 'WheelEventHandler'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#type-ScrollRect
     """
 
-    rect: _dom.Rect
+    rect: cdp.dom.Rect
     type_: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StickyPositionConstraint:
+    """Sticky position constraints.
+
+    Attributes:
+        sticky_box_rect: Layout rectangle of the sticky element before being shifted
+        containing_block_rect: Layout rectangle of the containing block of the sticky element
+        nearest_layer_shifting_sticky_box: The nearest sticky layer that shifts the sticky box
+        nearest_layer_shifting_containing_block: The nearest sticky layer that shifts the containing block
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#type-StickyPositionConstraint
+    """
+
+    sticky_box_rect: cdp.dom.Rect
+    containing_block_rect: cdp.dom.Rect
+    nearest_layer_shifting_sticky_box: LayerId | None = None
+    nearest_layer_shifting_containing_block: LayerId | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PictureTile:
+    """Serialized fragment of layer picture along with its offset within the layer.
+
+    Attributes:
+        x: Offset from owning layer left boundary
+        y: Offset from owning layer top boundary
+        picture: Base64-encoded snapshot data. (Encoded as a base64 string when passed over JSON)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#type-PictureTile
+    """
+
+    x: float
+    y: float
+    picture: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Layer:
+    """Information about a compositing layer.
+
+    Attributes:
+        layer_id: The unique id for this layer.
+        parent_layer_id: The id of parent (not present for root).
+        backend_node_id: The backend id for the node associated with this layer.
+        offset_x: Offset from parent layer, X coordinate.
+        offset_y: Offset from parent layer, Y coordinate.
+        width: Layer width.
+        height: Layer height.
+        transform: Transformation matrix for layer, default is identity matrix
+        anchor_x: Transform anchor point X, absent if no transform specified
+        anchor_y: Transform anchor point Y, absent if no transform specified
+        anchor_z: Transform anchor point Z, absent if no transform specified
+        paint_count: Indicates how many time this layer has painted.
+        draws_content: Indicates whether this layer hosts any content, rather than being used for transform/scrolling purposes only.
+        invisible: Set if layer is not visible.
+        scroll_rects: Rectangles scrolling on main thread only.
+        sticky_position_constraint: Sticky position constraint information
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#type-Layer
+    """
+
+    layer_id: LayerId
+    parent_layer_id: LayerId | None = None
+    backend_node_id: cdp.dom.BackendNodeId | None = None
+    offset_x: float
+    offset_y: float
+    width: float
+    height: float
+    transform: list[float] | None = None
+    anchor_x: float | None = None
+    anchor_y: float | None = None
+    anchor_z: float | None = None
+    paint_count: int
+    draws_content: bool
+    invisible: bool | None = None
+    scroll_rects: list[ScrollRect] | None = None
+    sticky_position_constraint: StickyPositionConstraint | None = None
+
+
+PaintProfile: TypeAlias = list[float]
+"""Array of timings, one per paint step.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#type-PaintProfile
+"""
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CompositingReasonsResult:
+    """Result of :func:`compositing_reasons`.
+
+    Attributes:
+        compositing_reasons: A list of strings specifying reasons for the given layer to become composited.
+        compositing_reason_ids: A list of strings specifying reason IDs for the given layer to become composited.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#method-compositingReasons
+    """
+
+    compositing_reasons: list[str]
+    compositing_reason_ids: list[str]
+
+
+def compositing_reasons(
+    *,
+    layer_id: LayerId,
+) -> Command[CompositingReasonsResult]:
+    """Provides the reasons why the given layer was composited.
+
+    Args:
+        layer_id: The id of the layer for which we want to get the reasons it was composited.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#method-compositingReasons
+    """
+    return Command("LayerTree.compositingReasons", _p_compositing_reasons(layer_id), CompositingReasonsResult)
+
+
+def disable() -> Command[None]:
+    """Disables compositing tree inspection.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#method-disable
+    """
+    return Command("LayerTree.disable", {}, None)
+
+
+def enable() -> Command[None]:
+    """Enables compositing tree inspection.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#method-enable
+    """
+    return Command("LayerTree.enable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LoadSnapshotResult:
+    """Result of :func:`load_snapshot`.
+
+    Attributes:
+        snapshot_id: The id of the snapshot.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#method-loadSnapshot
+    """
+
+    snapshot_id: SnapshotId
+
+
+def load_snapshot(
+    *,
+    tiles: list[PictureTile],
+) -> Command[LoadSnapshotResult]:
+    """Returns the snapshot identifier.
+
+    Args:
+        tiles: An array of tiles composing the snapshot.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#method-loadSnapshot
+    """
+    return Command("LayerTree.loadSnapshot", _p_load_snapshot(tiles), LoadSnapshotResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class MakeSnapshotResult:
+    """Result of :func:`make_snapshot`.
+
+    Attributes:
+        snapshot_id: The id of the layer snapshot.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#method-makeSnapshot
+    """
+
+    snapshot_id: SnapshotId
+
+
+def make_snapshot(
+    *,
+    layer_id: LayerId,
+) -> Command[MakeSnapshotResult]:
+    """Returns the layer snapshot identifier.
+
+    Args:
+        layer_id: The id of the layer.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#method-makeSnapshot
+    """
+    return Command("LayerTree.makeSnapshot", _p_make_snapshot(layer_id), MakeSnapshotResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ProfileSnapshotResult:
+    """Result of :func:`profile_snapshot`.
+
+    Attributes:
+        timings: The array of paint profiles, one per run.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#method-profileSnapshot
+    """
+
+    timings: list[PaintProfile]
+
+
+def profile_snapshot(
+    *,
+    snapshot_id: SnapshotId,
+    min_repeat_count: int | None = None,
+    min_duration: float | None = None,
+    clip_rect: cdp.dom.Rect | None = None,
+) -> Command[ProfileSnapshotResult]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#method-profileSnapshot
+
+    Args:
+        snapshot_id: The id of the layer snapshot.
+        min_repeat_count: The maximum number of times to replay the snapshot (1, if not specified).
+        min_duration: The minimum duration (in seconds) to replay the snapshot.
+        clip_rect: The clip rectangle to apply when replaying the snapshot.
+    """
+    return Command(
+        "LayerTree.profileSnapshot",
+        _p_profile_snapshot(snapshot_id, min_repeat_count, min_duration, clip_rect),
+        ProfileSnapshotResult,
+    )
+
+
+def release_snapshot(
+    *,
+    snapshot_id: SnapshotId,
+) -> Command[None]:
+    """Releases layer snapshot captured by the back-end.
+
+    Args:
+        snapshot_id: The id of the layer snapshot.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#method-releaseSnapshot
+    """
+    return Command("LayerTree.releaseSnapshot", _p_release_snapshot(snapshot_id), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ReplaySnapshotResult:
+    """Result of :func:`replay_snapshot`.
+
+    Attributes:
+        data_url: A data: URL for resulting image.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#method-replaySnapshot
+    """
+
+    data_url: str
+
+
+def replay_snapshot(
+    *,
+    snapshot_id: SnapshotId,
+    from_step: int | None = None,
+    to_step: int | None = None,
+    scale: float | None = None,
+) -> Command[ReplaySnapshotResult]:
+    """Replays the layer snapshot and returns the resulting bitmap.
+
+    Args:
+        snapshot_id: The id of the layer snapshot.
+        from_step: The first step to replay from (replay from the very start if not specified).
+        to_step: The last step to replay to (replay till the end if not specified).
+        scale: The scale to apply while replaying (defaults to 1).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#method-replaySnapshot
+    """
+    return Command(
+        "LayerTree.replaySnapshot",
+        _p_replay_snapshot(snapshot_id, from_step, to_step, scale),
+        ReplaySnapshotResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SnapshotCommandLogResult:
+    """Result of :func:`snapshot_command_log`.
+
+    Attributes:
+        command_log: The array of canvas function calls.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#method-snapshotCommandLog
+    """
+
+    command_log: list[dict[str, Any]]
+
+
+def snapshot_command_log(
+    *,
+    snapshot_id: SnapshotId,
+) -> Command[SnapshotCommandLogResult]:
+    """Replays the layer snapshot and returns canvas log.
+
+    Args:
+        snapshot_id: The id of the layer snapshot.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#method-snapshotCommandLog
+    """
+    return Command(
+        "LayerTree.snapshotCommandLog", _p_snapshot_command_log(snapshot_id), SnapshotCommandLogResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LayerPainted:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#event-layerPainted
+
+    Attributes:
+        layer_id: The id of the painted layer.
+        clip: Clip rectangle.
+    """
+
+    method: ClassVar[str] = "LayerTree.layerPainted"
+    layer_id: LayerId
+    clip: cdp.dom.Rect
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LayerTreeDidChange:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#event-layerTreeDidChange
+
+    Attributes:
+        layers: Layer tree, absent if not in the compositing mode.
+    """
+
+    method: ClassVar[str] = "LayerTree.layerTreeDidChange"
+    layers: list[Layer] | None = None
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _ScrollRect_plain = {
@@ -66,28 +401,10 @@ def _s_ScrollRect(d: dict[str, Any]) -> ScrollRect:
 
 
 def _u_ScrollRect(o: ScrollRect) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "rect": cdp.dom._u_Rect(o.rect),
         "type": o.type_,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StickyPositionConstraint:
-    """Sticky position constraints.
-
-    Attributes:
-        sticky_box_rect: Layout rectangle of the sticky element before being shifted
-        containing_block_rect: Layout rectangle of the containing block of the sticky element
-        nearest_layer_shifting_sticky_box: The nearest sticky layer that shifts the sticky box
-        nearest_layer_shifting_containing_block: The nearest sticky layer that shifts the containing block
-    """
-
-    sticky_box_rect: _dom.Rect
-    containing_block_rect: _dom.Rect
-    nearest_layer_shifting_sticky_box: LayerId | None = None
-    nearest_layer_shifting_containing_block: LayerId | None = None
 
 
 _StickyPositionConstraint_plain = {
@@ -126,30 +443,6 @@ def _u_StickyPositionConstraint(o: StickyPositionConstraint) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    StickyPositionConstraint,
-    {
-        "nearest_layer_shifting_sticky_box": None,
-        "nearest_layer_shifting_containing_block": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PictureTile:
-    """Serialized fragment of layer picture along with its offset within the layer.
-
-    Attributes:
-        x: Offset from owning layer left boundary
-        y: Offset from owning layer top boundary
-        picture: Base64-encoded snapshot data. (Encoded as a base64 string when passed over JSON)
-    """
-
-    x: float
-    y: float
-    picture: str
-
-
 _PictureTile_plain = {
     "x": "x",
     "y": "y",
@@ -174,53 +467,11 @@ def _s_PictureTile(d: dict[str, Any]) -> PictureTile:
 
 
 def _u_PictureTile(o: PictureTile) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "x": o.x,
         "y": o.y,
         "picture": o.picture,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Layer:
-    """Information about a compositing layer.
-
-    Attributes:
-        layer_id: The unique id for this layer.
-        parent_layer_id: The id of parent (not present for root).
-        backend_node_id: The backend id for the node associated with this layer.
-        offset_x: Offset from parent layer, X coordinate.
-        offset_y: Offset from parent layer, Y coordinate.
-        width: Layer width.
-        height: Layer height.
-        transform: Transformation matrix for layer, default is identity matrix
-        anchor_x: Transform anchor point X, absent if no transform specified
-        anchor_y: Transform anchor point Y, absent if no transform specified
-        anchor_z: Transform anchor point Z, absent if no transform specified
-        paint_count: Indicates how many time this layer has painted.
-        draws_content: Indicates whether this layer hosts any content, rather than being used for transform/scrolling purposes only.
-        invisible: Set if layer is not visible.
-        scroll_rects: Rectangles scrolling on main thread only.
-        sticky_position_constraint: Sticky position constraint information
-    """
-
-    layer_id: LayerId
-    parent_layer_id: LayerId | None = None
-    backend_node_id: _dom.BackendNodeId | None = None
-    offset_x: float
-    offset_y: float
-    width: float
-    height: float
-    transform: list[float] | None = None
-    anchor_x: float | None = None
-    anchor_y: float | None = None
-    anchor_z: float | None = None
-    paint_count: int
-    draws_content: bool
-    invisible: bool | None = None
-    scroll_rects: list[ScrollRect] | None = None
-    sticky_position_constraint: StickyPositionConstraint | None = None
 
 
 _Layer_plain = {
@@ -300,39 +551,6 @@ def _u_Layer(o: Layer) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Layer,
-    {
-        "parent_layer_id": None,
-        "backend_node_id": None,
-        "transform": None,
-        "anchor_x": None,
-        "anchor_y": None,
-        "anchor_z": None,
-        "invisible": None,
-        "scroll_rects": None,
-        "sticky_position_constraint": None,
-    },
-)
-
-
-PaintProfile: TypeAlias = list[float]
-"""Array of timings, one per paint step."""
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CompositingReasonsResult:
-    """Result of :func:`compositing_reasons` (LayerTree.compositingReasons).
-
-    Attributes:
-        compositing_reasons: A list of strings specifying reasons for the given layer to become composited.
-        compositing_reason_ids: A list of strings specifying reason IDs for the given layer to become composited.
-    """
-
-    compositing_reasons: list[str]
-    compositing_reason_ids: list[str]
-
-
 _CompositingReasonsResult_plain = {
     "compositingReasons": "compositing_reasons",
     "compositingReasonIds": "compositing_reason_ids",
@@ -354,26 +572,18 @@ def _s_CompositingReasonsResult(d: dict[str, Any]) -> CompositingReasonsResult:
 
 
 def _u_CompositingReasonsResult(o: CompositingReasonsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "compositingReasons": o.compositing_reasons,
         "compositingReasonIds": o.compositing_reason_ids,
     }
-    return d
 
 
-def compositing_reasons(
-    *,
+def _p_compositing_reasons(
     layer_id: LayerId,
-) -> Command[CompositingReasonsResult]:
-    """Provides the reasons why the given layer was composited.
-
-    Args:
-        layer_id: The id of the layer for which we want to get the reasons it was composited.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "layerId": layer_id,
     }
-    return Command("LayerTree.compositingReasons", _p, _s_CompositingReasonsResult)
 
 
 def _c_compositing_reasons(d: dict[str, Any]) -> Command[CompositingReasonsResult]:
@@ -382,35 +592,12 @@ def _c_compositing_reasons(d: dict[str, Any]) -> Command[CompositingReasonsResul
     )
 
 
-def disable() -> Command[None]:
-    """Disables compositing tree inspection."""
-    _p: dict[str, Any] = {}
-    return Command("LayerTree.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def enable() -> Command[None]:
-    """Enables compositing tree inspection."""
-    _p: dict[str, Any] = {}
-    return Command("LayerTree.enable", _p, None)
-
-
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LoadSnapshotResult:
-    """Result of :func:`load_snapshot` (LayerTree.loadSnapshot).
-
-    Attributes:
-        snapshot_id: The id of the snapshot.
-    """
-
-    snapshot_id: SnapshotId
 
 
 _LoadSnapshotResult_plain = {
@@ -431,42 +618,23 @@ def _s_LoadSnapshotResult(d: dict[str, Any]) -> LoadSnapshotResult:
 
 
 def _u_LoadSnapshotResult(o: LoadSnapshotResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "snapshotId": o.snapshot_id,
     }
-    return d
 
 
-def load_snapshot(
-    *,
+def _p_load_snapshot(
     tiles: list[PictureTile],
-) -> Command[LoadSnapshotResult]:
-    """Returns the snapshot identifier.
-
-    Args:
-        tiles: An array of tiles composing the snapshot.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "tiles": [_u_PictureTile(x0) for x0 in tiles],
     }
-    return Command("LayerTree.loadSnapshot", _p, _s_LoadSnapshotResult)
 
 
 def _c_load_snapshot(d: dict[str, Any]) -> Command[LoadSnapshotResult]:
     return load_snapshot(
         tiles=[_s_PictureTile(x0) for x0 in d["tiles"]],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class MakeSnapshotResult:
-    """Result of :func:`make_snapshot` (LayerTree.makeSnapshot).
-
-    Attributes:
-        snapshot_id: The id of the layer snapshot.
-    """
-
-    snapshot_id: SnapshotId
 
 
 _MakeSnapshotResult_plain = {
@@ -487,42 +655,23 @@ def _s_MakeSnapshotResult(d: dict[str, Any]) -> MakeSnapshotResult:
 
 
 def _u_MakeSnapshotResult(o: MakeSnapshotResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "snapshotId": o.snapshot_id,
     }
-    return d
 
 
-def make_snapshot(
-    *,
+def _p_make_snapshot(
     layer_id: LayerId,
-) -> Command[MakeSnapshotResult]:
-    """Returns the layer snapshot identifier.
-
-    Args:
-        layer_id: The id of the layer.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "layerId": layer_id,
     }
-    return Command("LayerTree.makeSnapshot", _p, _s_MakeSnapshotResult)
 
 
 def _c_make_snapshot(d: dict[str, Any]) -> Command[MakeSnapshotResult]:
     return make_snapshot(
         layer_id=d["layerId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ProfileSnapshotResult:
-    """Result of :func:`profile_snapshot` (LayerTree.profileSnapshot).
-
-    Attributes:
-        timings: The array of paint profiles, one per run.
-    """
-
-    timings: list[PaintProfile]
 
 
 _ProfileSnapshotResult_plain = {
@@ -543,27 +692,17 @@ def _s_ProfileSnapshotResult(d: dict[str, Any]) -> ProfileSnapshotResult:
 
 
 def _u_ProfileSnapshotResult(o: ProfileSnapshotResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "timings": o.timings,
     }
-    return d
 
 
-def profile_snapshot(
-    *,
+def _p_profile_snapshot(
     snapshot_id: SnapshotId,
-    min_repeat_count: int | None = None,
-    min_duration: float | None = None,
-    clip_rect: _dom.Rect | None = None,
-) -> Command[ProfileSnapshotResult]:
-    """profileSnapshot.
-
-    Args:
-        snapshot_id: The id of the layer snapshot.
-        min_repeat_count: The maximum number of times to replay the snapshot (1, if not specified).
-        min_duration: The minimum duration (in seconds) to replay the snapshot.
-        clip_rect: The clip rectangle to apply when replaying the snapshot.
-    """
+    min_repeat_count: int | None,
+    min_duration: float | None,
+    clip_rect: cdp.dom.Rect | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "snapshotId": snapshot_id,
     }
@@ -573,7 +712,7 @@ def profile_snapshot(
         _p["minDuration"] = min_duration
     if clip_rect is not None:
         _p["clipRect"] = cdp.dom._u_Rect(clip_rect)
-    return Command("LayerTree.profileSnapshot", _p, _s_ProfileSnapshotResult)
+    return _p
 
 
 def _c_profile_snapshot(d: dict[str, Any]) -> Command[ProfileSnapshotResult]:
@@ -585,36 +724,18 @@ def _c_profile_snapshot(d: dict[str, Any]) -> Command[ProfileSnapshotResult]:
     )
 
 
-def release_snapshot(
-    *,
+def _p_release_snapshot(
     snapshot_id: SnapshotId,
-) -> Command[None]:
-    """Releases layer snapshot captured by the back-end.
-
-    Args:
-        snapshot_id: The id of the layer snapshot.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "snapshotId": snapshot_id,
     }
-    return Command("LayerTree.releaseSnapshot", _p, None)
 
 
 def _c_release_snapshot(d: dict[str, Any]) -> Command[None]:
     return release_snapshot(
         snapshot_id=d["snapshotId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ReplaySnapshotResult:
-    """Result of :func:`replay_snapshot` (LayerTree.replaySnapshot).
-
-    Attributes:
-        data_url: A data: URL for resulting image.
-    """
-
-    data_url: str
 
 
 _ReplaySnapshotResult_plain = {
@@ -635,27 +756,17 @@ def _s_ReplaySnapshotResult(d: dict[str, Any]) -> ReplaySnapshotResult:
 
 
 def _u_ReplaySnapshotResult(o: ReplaySnapshotResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "dataURL": o.data_url,
     }
-    return d
 
 
-def replay_snapshot(
-    *,
+def _p_replay_snapshot(
     snapshot_id: SnapshotId,
-    from_step: int | None = None,
-    to_step: int | None = None,
-    scale: float | None = None,
-) -> Command[ReplaySnapshotResult]:
-    """Replays the layer snapshot and returns the resulting bitmap.
-
-    Args:
-        snapshot_id: The id of the layer snapshot.
-        from_step: The first step to replay from (replay from the very start if not specified).
-        to_step: The last step to replay to (replay till the end if not specified).
-        scale: The scale to apply while replaying (defaults to 1).
-    """
+    from_step: int | None,
+    to_step: int | None,
+    scale: float | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "snapshotId": snapshot_id,
     }
@@ -665,7 +776,7 @@ def replay_snapshot(
         _p["toStep"] = to_step
     if scale is not None:
         _p["scale"] = scale
-    return Command("LayerTree.replaySnapshot", _p, _s_ReplaySnapshotResult)
+    return _p
 
 
 def _c_replay_snapshot(d: dict[str, Any]) -> Command[ReplaySnapshotResult]:
@@ -675,17 +786,6 @@ def _c_replay_snapshot(d: dict[str, Any]) -> Command[ReplaySnapshotResult]:
         to_step=d.get("toStep"),
         scale=d.get("scale"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SnapshotCommandLogResult:
-    """Result of :func:`snapshot_command_log` (LayerTree.snapshotCommandLog).
-
-    Attributes:
-        command_log: The array of canvas function calls.
-    """
-
-    command_log: list[dict[str, Any]]
 
 
 _SnapshotCommandLogResult_plain = {
@@ -706,45 +806,23 @@ def _s_SnapshotCommandLogResult(d: dict[str, Any]) -> SnapshotCommandLogResult:
 
 
 def _u_SnapshotCommandLogResult(o: SnapshotCommandLogResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "commandLog": o.command_log,
     }
-    return d
 
 
-def snapshot_command_log(
-    *,
+def _p_snapshot_command_log(
     snapshot_id: SnapshotId,
-) -> Command[SnapshotCommandLogResult]:
-    """Replays the layer snapshot and returns canvas log.
-
-    Args:
-        snapshot_id: The id of the layer snapshot.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "snapshotId": snapshot_id,
     }
-    return Command("LayerTree.snapshotCommandLog", _p, _s_SnapshotCommandLogResult)
 
 
 def _c_snapshot_command_log(d: dict[str, Any]) -> Command[SnapshotCommandLogResult]:
     return snapshot_command_log(
         snapshot_id=d["snapshotId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LayerPainted:
-    """layerPainted.
-
-    Attributes:
-        layer_id: The id of the painted layer.
-        clip: Clip rectangle.
-    """
-
-    method: ClassVar[str] = "LayerTree.layerPainted"
-    layer_id: LayerId
-    clip: _dom.Rect
 
 
 _LayerPainted_plain = {
@@ -769,23 +847,10 @@ def _s_LayerPainted(d: dict[str, Any]) -> LayerPainted:
 
 
 def _u_LayerPainted(o: LayerPainted) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "layerId": o.layer_id,
         "clip": cdp.dom._u_Rect(o.clip),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LayerTreeDidChange:
-    """layerTreeDidChange.
-
-    Attributes:
-        layers: Layer tree, absent if not in the compositing mode.
-    """
-
-    method: ClassVar[str] = "LayerTree.layerTreeDidChange"
-    layers: list[Layer] | None = None
 
 
 def _s_LayerTreeDidChange(d: dict[str, Any]) -> LayerTreeDidChange:
@@ -804,29 +869,6 @@ def _u_LayerTreeDidChange(o: LayerTreeDidChange) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    LayerTreeDidChange,
-    {
-        "layers": None,
-    },
-)
-
-
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "LayerTree.layerPainted": _s_LayerPainted,
-    "LayerTree.layerTreeDidChange": _s_LayerTreeDidChange,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "LayerTree.compositingReasons": _c_compositing_reasons,
-    "LayerTree.disable": _c_disable,
-    "LayerTree.enable": _c_enable,
-    "LayerTree.loadSnapshot": _c_load_snapshot,
-    "LayerTree.makeSnapshot": _c_make_snapshot,
-    "LayerTree.profileSnapshot": _c_profile_snapshot,
-    "LayerTree.releaseSnapshot": _c_release_snapshot,
-    "LayerTree.replaySnapshot": _c_replay_snapshot,
-    "LayerTree.snapshotCommandLog": _c_snapshot_command_log,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "LayerTree": (True, False),
 }
@@ -844,5 +886,16 @@ register(
         SnapshotCommandLogResult: (_s_SnapshotCommandLogResult, _u_SnapshotCommandLogResult),
         LayerPainted: (_s_LayerPainted, _u_LayerPainted),
         LayerTreeDidChange: (_s_LayerTreeDidChange, _u_LayerTreeDidChange),
-    }
+    },
+    {
+        compositing_reasons: _c_compositing_reasons,
+        disable: _c_disable,
+        enable: _c_enable,
+        load_snapshot: _c_load_snapshot,
+        make_snapshot: _c_make_snapshot,
+        profile_snapshot: _c_profile_snapshot,
+        release_snapshot: _c_release_snapshot,
+        replay_snapshot: _c_replay_snapshot,
+        snapshot_command_log: _c_snapshot_command_log,
+    },
 )

@@ -6,20 +6,12 @@ Provides access to log entries.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import network as _network
-    from cdp import runtime as _runtime
+from cdp._base import Command, register
 
 DOMAIN = "Log"
 EXPERIMENTAL = False
@@ -32,7 +24,7 @@ DEPENDENCIES: tuple[str, ...] = (
 
 @attrs.frozen(kw_only=True, slots=False)
 class LogEntry:
-    """Log entry.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Log/#type-LogEntry
 
     Attributes:
         source: Log entry source. Values: 'xml', 'javascript', 'network', 'storage', 'appcache', 'rendering', 'security', 'deprecation', 'worker', 'violation', 'intervention', 'recommendation', 'other'.
@@ -52,13 +44,97 @@ class LogEntry:
     level: str
     text: str
     category: str | None = None
-    timestamp: _runtime.Timestamp
+    timestamp: cdp.runtime.Timestamp
     url: str | None = None
     line_number: int | None = None
-    stack_trace: _runtime.StackTrace | None = None
-    network_request_id: _network.RequestId | None = None
+    stack_trace: cdp.runtime.StackTrace | None = None
+    network_request_id: cdp.network.RequestId | None = None
     worker_id: str | None = None
-    args: list[_runtime.RemoteObject] | None = None
+    args: list[cdp.runtime.RemoteObject] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ViolationSetting:
+    """Violation configuration setting.
+
+    Attributes:
+        name: Violation type. Values: 'longTask', 'longLayout', 'blockedEvent', 'blockedParser', 'discouragedAPIUse', 'handler', 'recurringHandler'.
+        threshold: Time threshold to trigger upon.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Log/#type-ViolationSetting
+    """
+
+    name: str
+    threshold: float
+
+
+def clear() -> Command[None]:
+    """Clears the log.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Log/#method-clear
+    """
+    return Command("Log.clear", {}, None)
+
+
+def disable() -> Command[None]:
+    """Disables log domain, prevents further log entries from being reported to the client.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Log/#method-disable
+    """
+    return Command("Log.disable", {}, None)
+
+
+def enable() -> Command[None]:
+    """Enables log domain, sends the entries collected so far to the client by means of the
+    `entryAdded` notification.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Log/#method-enable
+    """
+    return Command("Log.enable", {}, None)
+
+
+def start_violations_report(
+    *,
+    config: list[ViolationSetting],
+) -> Command[None]:
+    """start violation reporting.
+
+    Args:
+        config: Configuration for violations.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Log/#method-startViolationsReport
+    """
+    return Command("Log.startViolationsReport", _p_start_violations_report(config), None)
+
+
+def stop_violations_report() -> Command[None]:
+    """Stop violation reporting.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Log/#method-stopViolationsReport
+    """
+    return Command("Log.stopViolationsReport", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class EntryAdded:
+    """Issued when new message was logged.
+
+    Attributes:
+        entry: The entry.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Log/#event-entryAdded
+    """
+
+    method: ClassVar[str] = "Log.entryAdded"
+    entry: LogEntry
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _LogEntry_plain = {
@@ -120,33 +196,6 @@ def _u_LogEntry(o: LogEntry) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    LogEntry,
-    {
-        "category": None,
-        "url": None,
-        "line_number": None,
-        "stack_trace": None,
-        "network_request_id": None,
-        "worker_id": None,
-        "args": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ViolationSetting:
-    """Violation configuration setting.
-
-    Attributes:
-        name: Violation type. Values: 'longTask', 'longLayout', 'blockedEvent', 'blockedParser', 'discouragedAPIUse', 'handler', 'recurringHandler'.
-        threshold: Time threshold to trigger upon.
-    """
-
-    name: str
-    threshold: float
-
-
 _ViolationSetting_plain = {
     "name": "name",
     "threshold": "threshold",
@@ -168,57 +217,30 @@ def _s_ViolationSetting(d: dict[str, Any]) -> ViolationSetting:
 
 
 def _u_ViolationSetting(o: ViolationSetting) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "threshold": o.threshold,
     }
-    return d
-
-
-def clear() -> Command[None]:
-    """Clears the log."""
-    _p: dict[str, Any] = {}
-    return Command("Log.clear", _p, None)
 
 
 def _c_clear(d: dict[str, Any]) -> Command[None]:
     return clear()
 
 
-def disable() -> Command[None]:
-    """Disables log domain, prevents further log entries from being reported to the client."""
-    _p: dict[str, Any] = {}
-    return Command("Log.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
-
-
-def enable() -> Command[None]:
-    """Enables log domain, sends the entries collected so far to the client by means of the
-    `entryAdded` notification."""
-    _p: dict[str, Any] = {}
-    return Command("Log.enable", _p, None)
 
 
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
 
 
-def start_violations_report(
-    *,
+def _p_start_violations_report(
     config: list[ViolationSetting],
-) -> Command[None]:
-    """start violation reporting.
-
-    Args:
-        config: Configuration for violations.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "config": [_u_ViolationSetting(x0) for x0 in config],
     }
-    return Command("Log.startViolationsReport", _p, None)
 
 
 def _c_start_violations_report(d: dict[str, Any]) -> Command[None]:
@@ -227,26 +249,8 @@ def _c_start_violations_report(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def stop_violations_report() -> Command[None]:
-    """Stop violation reporting."""
-    _p: dict[str, Any] = {}
-    return Command("Log.stopViolationsReport", _p, None)
-
-
 def _c_stop_violations_report(d: dict[str, Any]) -> Command[None]:
     return stop_violations_report()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class EntryAdded:
-    """Issued when new message was logged.
-
-    Attributes:
-        entry: The entry.
-    """
-
-    method: ClassVar[str] = "Log.entryAdded"
-    entry: LogEntry
 
 
 def _s_EntryAdded(d: dict[str, Any]) -> EntryAdded:
@@ -261,27 +265,23 @@ def _s_EntryAdded(d: dict[str, Any]) -> EntryAdded:
 
 
 def _u_EntryAdded(o: EntryAdded) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "entry": _u_LogEntry(o.entry),
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Log.entryAdded": _s_EntryAdded,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Log.clear": _c_clear,
-    "Log.disable": _c_disable,
-    "Log.enable": _c_enable,
-    "Log.startViolationsReport": _c_start_violations_report,
-    "Log.stopViolationsReport": _c_stop_violations_report,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {}
 register(
     {
         LogEntry: (_s_LogEntry, _u_LogEntry),
         ViolationSetting: (_s_ViolationSetting, _u_ViolationSetting),
         EntryAdded: (_s_EntryAdded, _u_EntryAdded),
-    }
+    },
+    {
+        clear: _c_clear,
+        disable: _c_disable,
+        enable: _c_enable,
+        start_violations_report: _c_start_violations_report,
+        stop_violations_report: _c_stop_violations_report,
+    },
 )

@@ -6,19 +6,12 @@ This domain allows detailed inspection of media elements.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import dom as _dom
+from cdp._base import Command, register
 
 DOMAIN = "Media"
 EXPERIMENTAL = True
@@ -27,11 +20,14 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 PlayerId = str
-"""Players will get an ID that is unique within the agent context."""
+"""Players will get an ID that is unique within the agent context.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Media/#type-PlayerId
+"""
 
 
 Timestamp = float
-"""Timestamp."""
+"""See: https://chromedevtools.github.io/devtools-protocol/tot/Media/#type-Timestamp"""
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -41,11 +37,161 @@ class PlayerMessage:
 
     Attributes:
         level: Keep in sync with MediaLogMessageLevel We are currently keeping the message level 'error' separate from the PlayerError type because right now they represent different things, this one being a DVLOG(ERROR) style log message that gets printed based on what log level is selected in the UI, and the other is a representation of a media::PipelineStatus object. Soon however we're going to be moving away from using PipelineStatus for errors and introducing a new error type which should hopefully let us integrate the error log level into the PlayerError type. Values: 'error', 'warning', 'info', 'debug'.
-        message: -
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Media/#type-PlayerMessage
     """
 
     level: str
     message: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PlayerProperty:
+    """Corresponds to kMediaPropertyChange
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Media/#type-PlayerProperty
+    """
+
+    name: str
+    value: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PlayerEvent:
+    """Corresponds to kMediaEventTriggered
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Media/#type-PlayerEvent
+    """
+
+    timestamp: Timestamp
+    value: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PlayerErrorSourceLocation:
+    """Represents logged source line numbers reported in an error.
+    NOTE: file and line are from chromium c++ implementation code, not js.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Media/#type-PlayerErrorSourceLocation
+    """
+
+    file: str
+    line: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PlayerError:
+    """Corresponds to kMediaError
+
+    Attributes:
+        code: Code is the numeric enum entry for a specific set of error codes, such as PipelineStatusCodes in media/base/pipeline_status.h
+        stack: A trace of where this error was caused / where it passed through.
+        cause: Errors potentially have a root cause error, ie, a DecoderError might be caused by an WindowsError
+        data: Extra data attached to an error, such as an HRESULT, Video Codec, etc.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Media/#type-PlayerError
+    """
+
+    error_type: str
+    code: int
+    stack: list[PlayerErrorSourceLocation]
+    cause: list[PlayerError]
+    data: dict[str, Any]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Player:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Media/#type-Player"""
+
+    player_id: PlayerId
+    dom_node_id: cdp.dom.BackendNodeId | None = None
+
+
+def enable() -> Command[None]:
+    """Enables the Media domain
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Media/#method-enable
+    """
+    return Command("Media.enable", {}, None)
+
+
+def disable() -> Command[None]:
+    """Disables the Media domain.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Media/#method-disable
+    """
+    return Command("Media.disable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PlayerPropertiesChanged:
+    """This can be called multiple times, and can be used to set / override /
+    remove player properties. A null propValue indicates removal.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Media/#event-playerPropertiesChanged
+    """
+
+    method: ClassVar[str] = "Media.playerPropertiesChanged"
+    player_id: PlayerId
+    properties: list[PlayerProperty]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PlayerEventsAdded:
+    """Send events as a list, allowing them to be batched on the browser for less
+    congestion. If batched, events must ALWAYS be in chronological order.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Media/#event-playerEventsAdded
+    """
+
+    method: ClassVar[str] = "Media.playerEventsAdded"
+    player_id: PlayerId
+    events: list[PlayerEvent]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PlayerMessagesLogged:
+    """Send a list of any messages that need to be delivered.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Media/#event-playerMessagesLogged
+    """
+
+    method: ClassVar[str] = "Media.playerMessagesLogged"
+    player_id: PlayerId
+    messages: list[PlayerMessage]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PlayerErrorsRaised:
+    """Send a list of any errors that need to be delivered.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Media/#event-playerErrorsRaised
+    """
+
+    method: ClassVar[str] = "Media.playerErrorsRaised"
+    player_id: PlayerId
+    errors: list[PlayerError]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PlayerCreated:
+    """Called whenever a player is created, or when a new agent joins and receives
+    a list of active players. If an agent is restored, it will receive one
+    event for each active player.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Media/#event-playerCreated
+    """
+
+    method: ClassVar[str] = "Media.playerCreated"
+    player: Player
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _PlayerMessage_plain = {
@@ -69,24 +215,10 @@ def _s_PlayerMessage(d: dict[str, Any]) -> PlayerMessage:
 
 
 def _u_PlayerMessage(o: PlayerMessage) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "level": o.level,
         "message": o.message,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PlayerProperty:
-    """Corresponds to kMediaPropertyChange
-
-    Attributes:
-        name: -
-        value: -
-    """
-
-    name: str
-    value: str
 
 
 _PlayerProperty_plain = {
@@ -110,24 +242,10 @@ def _s_PlayerProperty(d: dict[str, Any]) -> PlayerProperty:
 
 
 def _u_PlayerProperty(o: PlayerProperty) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "value": o.value,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PlayerEvent:
-    """Corresponds to kMediaEventTriggered
-
-    Attributes:
-        timestamp: -
-        value: -
-    """
-
-    timestamp: Timestamp
-    value: str
 
 
 _PlayerEvent_plain = {
@@ -151,25 +269,10 @@ def _s_PlayerEvent(d: dict[str, Any]) -> PlayerEvent:
 
 
 def _u_PlayerEvent(o: PlayerEvent) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "timestamp": o.timestamp,
         "value": o.value,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PlayerErrorSourceLocation:
-    """Represents logged source line numbers reported in an error.
-    NOTE: file and line are from chromium c++ implementation code, not js.
-
-    Attributes:
-        file: -
-        line: -
-    """
-
-    file: str
-    line: int
 
 
 _PlayerErrorSourceLocation_plain = {
@@ -193,30 +296,10 @@ def _s_PlayerErrorSourceLocation(d: dict[str, Any]) -> PlayerErrorSourceLocation
 
 
 def _u_PlayerErrorSourceLocation(o: PlayerErrorSourceLocation) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "file": o.file,
         "line": o.line,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PlayerError:
-    """Corresponds to kMediaError
-
-    Attributes:
-        error_type: -
-        code: Code is the numeric enum entry for a specific set of error codes, such as PipelineStatusCodes in media/base/pipeline_status.h
-        stack: A trace of where this error was caused / where it passed through.
-        cause: Errors potentially have a root cause error, ie, a DecoderError might be caused by an WindowsError
-        data: Extra data attached to an error, such as an HRESULT, Video Codec, etc.
-    """
-
-    error_type: str
-    code: int
-    stack: list[PlayerErrorSourceLocation]
-    cause: list[PlayerError]
-    data: dict[str, Any]
 
 
 _PlayerError_plain = {
@@ -251,27 +334,13 @@ def _s_PlayerError(d: dict[str, Any]) -> PlayerError:
 
 
 def _u_PlayerError(o: PlayerError) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "errorType": o.error_type,
         "code": o.code,
         "stack": [_u_PlayerErrorSourceLocation(x0) for x0 in o.stack],
         "cause": [_u_PlayerError(x0) for x0 in o.cause],
         "data": o.data,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Player:
-    """Player.
-
-    Attributes:
-        player_id: -
-        dom_node_id: -
-    """
-
-    player_id: PlayerId
-    dom_node_id: _dom.BackendNodeId | None = None
 
 
 _Player_plain = {
@@ -301,47 +370,12 @@ def _u_Player(o: Player) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Player,
-    {
-        "dom_node_id": None,
-    },
-)
-
-
-def enable() -> Command[None]:
-    """Enables the Media domain"""
-    _p: dict[str, Any] = {}
-    return Command("Media.enable", _p, None)
-
-
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
 
 
-def disable() -> Command[None]:
-    """Disables the Media domain."""
-    _p: dict[str, Any] = {}
-    return Command("Media.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PlayerPropertiesChanged:
-    """This can be called multiple times, and can be used to set / override /
-    remove player properties. A null propValue indicates removal.
-
-    Attributes:
-        player_id: -
-        properties: -
-    """
-
-    method: ClassVar[str] = "Media.playerPropertiesChanged"
-    player_id: PlayerId
-    properties: list[PlayerProperty]
 
 
 _PlayerPropertiesChanged_plain = {
@@ -366,26 +400,10 @@ def _s_PlayerPropertiesChanged(d: dict[str, Any]) -> PlayerPropertiesChanged:
 
 
 def _u_PlayerPropertiesChanged(o: PlayerPropertiesChanged) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "playerId": o.player_id,
         "properties": [_u_PlayerProperty(x0) for x0 in o.properties],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PlayerEventsAdded:
-    """Send events as a list, allowing them to be batched on the browser for less
-    congestion. If batched, events must ALWAYS be in chronological order.
-
-    Attributes:
-        player_id: -
-        events: -
-    """
-
-    method: ClassVar[str] = "Media.playerEventsAdded"
-    player_id: PlayerId
-    events: list[PlayerEvent]
 
 
 _PlayerEventsAdded_plain = {
@@ -410,25 +428,10 @@ def _s_PlayerEventsAdded(d: dict[str, Any]) -> PlayerEventsAdded:
 
 
 def _u_PlayerEventsAdded(o: PlayerEventsAdded) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "playerId": o.player_id,
         "events": [_u_PlayerEvent(x0) for x0 in o.events],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PlayerMessagesLogged:
-    """Send a list of any messages that need to be delivered.
-
-    Attributes:
-        player_id: -
-        messages: -
-    """
-
-    method: ClassVar[str] = "Media.playerMessagesLogged"
-    player_id: PlayerId
-    messages: list[PlayerMessage]
 
 
 _PlayerMessagesLogged_plain = {
@@ -453,25 +456,10 @@ def _s_PlayerMessagesLogged(d: dict[str, Any]) -> PlayerMessagesLogged:
 
 
 def _u_PlayerMessagesLogged(o: PlayerMessagesLogged) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "playerId": o.player_id,
         "messages": [_u_PlayerMessage(x0) for x0 in o.messages],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PlayerErrorsRaised:
-    """Send a list of any errors that need to be delivered.
-
-    Attributes:
-        player_id: -
-        errors: -
-    """
-
-    method: ClassVar[str] = "Media.playerErrorsRaised"
-    player_id: PlayerId
-    errors: list[PlayerError]
 
 
 _PlayerErrorsRaised_plain = {
@@ -496,25 +484,10 @@ def _s_PlayerErrorsRaised(d: dict[str, Any]) -> PlayerErrorsRaised:
 
 
 def _u_PlayerErrorsRaised(o: PlayerErrorsRaised) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "playerId": o.player_id,
         "errors": [_u_PlayerError(x0) for x0 in o.errors],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PlayerCreated:
-    """Called whenever a player is created, or when a new agent joins and receives
-    a list of active players. If an agent is restored, it will receive one
-    event for each active player.
-
-    Attributes:
-        player: -
-    """
-
-    method: ClassVar[str] = "Media.playerCreated"
-    player: Player
 
 
 def _s_PlayerCreated(d: dict[str, Any]) -> PlayerCreated:
@@ -529,23 +502,11 @@ def _s_PlayerCreated(d: dict[str, Any]) -> PlayerCreated:
 
 
 def _u_PlayerCreated(o: PlayerCreated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "player": _u_Player(o.player),
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Media.playerPropertiesChanged": _s_PlayerPropertiesChanged,
-    "Media.playerEventsAdded": _s_PlayerEventsAdded,
-    "Media.playerMessagesLogged": _s_PlayerMessagesLogged,
-    "Media.playerErrorsRaised": _s_PlayerErrorsRaised,
-    "Media.playerCreated": _s_PlayerCreated,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Media.enable": _c_enable,
-    "Media.disable": _c_disable,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Media": (True, False),
 }
@@ -562,5 +523,9 @@ register(
         PlayerMessagesLogged: (_s_PlayerMessagesLogged, _u_PlayerMessagesLogged),
         PlayerErrorsRaised: (_s_PlayerErrorsRaised, _u_PlayerErrorsRaised),
         PlayerCreated: (_s_PlayerCreated, _u_PlayerCreated),
-    }
+    },
+    {
+        enable: _c_enable,
+        disable: _c_disable,
+    },
 )

@@ -3,17 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
 
 DOMAIN = "Memory"
 EXPERIMENTAL = True
@@ -22,7 +17,10 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 class PressureLevel(CDPEnum):
-    """Memory pressure level."""
+    """Memory pressure level.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#type-PressureLevel
+    """
 
     MODERATE = "moderate"
     CRITICAL = "critical"
@@ -36,11 +34,237 @@ class SamplingProfileNode:
         size: Size of the sampled allocation.
         total: Total bytes attributed to this sample.
         stack: Execution stack at the point of allocation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#type-SamplingProfileNode
     """
 
     size: float
     total: float
     stack: list[str]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SamplingProfile:
+    """Array of heap profile samples.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#type-SamplingProfile
+    """
+
+    samples: list[SamplingProfileNode]
+    modules: list[Module]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Module:
+    """Executable module information
+
+    Attributes:
+        name: Name of the module.
+        uuid: UUID of the module.
+        base_address: Base address where the module is loaded into memory. Encoded as a decimal or hexadecimal (0x prefixed) string.
+        size: Size of the module in bytes.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#type-Module
+    """
+
+    name: str
+    uuid: str
+    base_address: str
+    size: float
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DOMCounter:
+    """DOM object counter data.
+
+    Attributes:
+        name: Object name. Note: object names should be presumed volatile and clients should not expect the returned names to be consistent across runs.
+        count: Object count.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#type-DOMCounter
+    """
+
+    name: str
+    count: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetDOMCountersResult:
+    """Result of :func:`get_dom_counters`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#method-getDOMCounters
+    """
+
+    documents: int
+    nodes: int
+    js_event_listeners: int
+
+
+def get_dom_counters() -> Command[GetDOMCountersResult]:
+    """Retruns current DOM object counters.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#method-getDOMCounters
+    """
+    return Command("Memory.getDOMCounters", {}, GetDOMCountersResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetDOMCountersForLeakDetectionResult:
+    """Result of :func:`get_dom_counters_for_leak_detection`.
+
+    Attributes:
+        counters: DOM object counters.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#method-getDOMCountersForLeakDetection
+    """
+
+    counters: list[DOMCounter]
+
+
+def get_dom_counters_for_leak_detection() -> Command[GetDOMCountersForLeakDetectionResult]:
+    """Retruns DOM object counters after preparing renderer for leak detection.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#method-getDOMCountersForLeakDetection
+    """
+    return Command("Memory.getDOMCountersForLeakDetection", {}, GetDOMCountersForLeakDetectionResult)
+
+
+def prepare_for_leak_detection() -> Command[None]:
+    """Prepares for leak detection by terminating workers, stopping spellcheckers,
+    dropping non-essential internal caches, running garbage collections, etc.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#method-prepareForLeakDetection
+    """
+    return Command("Memory.prepareForLeakDetection", {}, None)
+
+
+def forcibly_purge_java_script_memory() -> Command[None]:
+    """Simulate OomIntervention by purging V8 memory.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#method-forciblyPurgeJavaScriptMemory
+    """
+    return Command("Memory.forciblyPurgeJavaScriptMemory", {}, None)
+
+
+def set_pressure_notifications_suppressed(
+    *,
+    suppressed: bool,
+) -> Command[None]:
+    """Enable/disable suppressing memory pressure notifications in all processes.
+
+    Args:
+        suppressed: If true, memory pressure notifications will be suppressed.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#method-setPressureNotificationsSuppressed
+    """
+    return Command(
+        "Memory.setPressureNotificationsSuppressed",
+        _p_set_pressure_notifications_suppressed(suppressed),
+        None,
+    )
+
+
+def simulate_pressure_notification(
+    *,
+    level: PressureLevel,
+) -> Command[None]:
+    """Simulate a memory pressure notification in all processes.
+
+    Args:
+        level: Memory pressure level of the notification.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#method-simulatePressureNotification
+    """
+    return Command("Memory.simulatePressureNotification", _p_simulate_pressure_notification(level), None)
+
+
+def start_sampling(
+    *,
+    sampling_interval: int | None = None,
+    suppress_randomness: bool | None = None,
+) -> Command[None]:
+    """Start collecting native memory profile.
+
+    Args:
+        sampling_interval: Average number of bytes between samples.
+        suppress_randomness: Do not randomize intervals between samples.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#method-startSampling
+    """
+    return Command("Memory.startSampling", _p_start_sampling(sampling_interval, suppress_randomness), None)
+
+
+def stop_sampling() -> Command[None]:
+    """Stop collecting native memory profile.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#method-stopSampling
+    """
+    return Command("Memory.stopSampling", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetAllTimeSamplingProfileResult:
+    """Result of :func:`get_all_time_sampling_profile`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#method-getAllTimeSamplingProfile
+    """
+
+    profile: SamplingProfile
+
+
+def get_all_time_sampling_profile() -> Command[GetAllTimeSamplingProfileResult]:
+    """Retrieve native memory allocations profile
+    collected since renderer process startup.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#method-getAllTimeSamplingProfile
+    """
+    return Command("Memory.getAllTimeSamplingProfile", {}, GetAllTimeSamplingProfileResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetBrowserSamplingProfileResult:
+    """Result of :func:`get_browser_sampling_profile`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#method-getBrowserSamplingProfile
+    """
+
+    profile: SamplingProfile
+
+
+def get_browser_sampling_profile() -> Command[GetBrowserSamplingProfileResult]:
+    """Retrieve native memory allocations profile
+    collected since browser process startup.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#method-getBrowserSamplingProfile
+    """
+    return Command("Memory.getBrowserSamplingProfile", {}, GetBrowserSamplingProfileResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetSamplingProfileResult:
+    """Result of :func:`get_sampling_profile`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#method-getSamplingProfile
+    """
+
+    profile: SamplingProfile
+
+
+def get_sampling_profile() -> Command[GetSamplingProfileResult]:
+    """Retrieve native memory allocations profile collected since last
+    `startSampling` call.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Memory/#method-getSamplingProfile
+    """
+    return Command("Memory.getSamplingProfile", {}, GetSamplingProfileResult)
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _SamplingProfileNode_plain = {
@@ -67,25 +291,11 @@ def _s_SamplingProfileNode(d: dict[str, Any]) -> SamplingProfileNode:
 
 
 def _u_SamplingProfileNode(o: SamplingProfileNode) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "size": o.size,
         "total": o.total,
         "stack": o.stack,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SamplingProfile:
-    """Array of heap profile samples.
-
-    Attributes:
-        samples: -
-        modules: -
-    """
-
-    samples: list[SamplingProfileNode]
-    modules: list[Module]
 
 
 def _s_SamplingProfile(d: dict[str, Any]) -> SamplingProfile:
@@ -104,28 +314,10 @@ def _s_SamplingProfile(d: dict[str, Any]) -> SamplingProfile:
 
 
 def _u_SamplingProfile(o: SamplingProfile) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "samples": [_u_SamplingProfileNode(x0) for x0 in o.samples],
         "modules": [_u_Module(x0) for x0 in o.modules],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Module:
-    """Executable module information
-
-    Attributes:
-        name: Name of the module.
-        uuid: UUID of the module.
-        base_address: Base address where the module is loaded into memory. Encoded as a decimal or hexadecimal (0x prefixed) string.
-        size: Size of the module in bytes.
-    """
-
-    name: str
-    uuid: str
-    base_address: str
-    size: float
 
 
 _Module_plain = {
@@ -155,26 +347,12 @@ def _s_Module(d: dict[str, Any]) -> Module:
 
 
 def _u_Module(o: Module) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "uuid": o.uuid,
         "baseAddress": o.base_address,
         "size": o.size,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DOMCounter:
-    """DOM object counter data.
-
-    Attributes:
-        name: Object name. Note: object names should be presumed volatile and clients should not expect the returned names to be consistent across runs.
-        count: Object count.
-    """
-
-    name: str
-    count: int
 
 
 _DOMCounter_plain = {
@@ -198,26 +376,10 @@ def _s_DOMCounter(d: dict[str, Any]) -> DOMCounter:
 
 
 def _u_DOMCounter(o: DOMCounter) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "count": o.count,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetDOMCountersResult:
-    """Result of :func:`get_dom_counters` (Memory.getDOMCounters).
-
-    Attributes:
-        documents: -
-        nodes: -
-        js_event_listeners: -
-    """
-
-    documents: int
-    nodes: int
-    js_event_listeners: int
 
 
 _GetDOMCountersResult_plain = {
@@ -244,33 +406,15 @@ def _s_GetDOMCountersResult(d: dict[str, Any]) -> GetDOMCountersResult:
 
 
 def _u_GetDOMCountersResult(o: GetDOMCountersResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "documents": o.documents,
         "nodes": o.nodes,
         "jsEventListeners": o.js_event_listeners,
     }
-    return d
-
-
-def get_dom_counters() -> Command[GetDOMCountersResult]:
-    """Retruns current DOM object counters."""
-    _p: dict[str, Any] = {}
-    return Command("Memory.getDOMCounters", _p, _s_GetDOMCountersResult)
 
 
 def _c_get_dom_counters(d: dict[str, Any]) -> Command[GetDOMCountersResult]:
     return get_dom_counters()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetDOMCountersForLeakDetectionResult:
-    """Result of :func:`get_dom_counters_for_leak_detection` (Memory.getDOMCountersForLeakDetection).
-
-    Attributes:
-        counters: DOM object counters.
-    """
-
-    counters: list[DOMCounter]
 
 
 def _s_GetDOMCountersForLeakDetectionResult(d: dict[str, Any]) -> GetDOMCountersForLeakDetectionResult:
@@ -285,16 +429,9 @@ def _s_GetDOMCountersForLeakDetectionResult(d: dict[str, Any]) -> GetDOMCounters
 
 
 def _u_GetDOMCountersForLeakDetectionResult(o: GetDOMCountersForLeakDetectionResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "counters": [_u_DOMCounter(x0) for x0 in o.counters],
     }
-    return d
-
-
-def get_dom_counters_for_leak_detection() -> Command[GetDOMCountersForLeakDetectionResult]:
-    """Retruns DOM object counters after preparing renderer for leak detection."""
-    _p: dict[str, Any] = {}
-    return Command("Memory.getDOMCountersForLeakDetection", _p, _s_GetDOMCountersForLeakDetectionResult)
 
 
 def _c_get_dom_counters_for_leak_detection(
@@ -303,40 +440,20 @@ def _c_get_dom_counters_for_leak_detection(
     return get_dom_counters_for_leak_detection()
 
 
-def prepare_for_leak_detection() -> Command[None]:
-    """Prepares for leak detection by terminating workers, stopping spellcheckers,
-    dropping non-essential internal caches, running garbage collections, etc."""
-    _p: dict[str, Any] = {}
-    return Command("Memory.prepareForLeakDetection", _p, None)
-
-
 def _c_prepare_for_leak_detection(d: dict[str, Any]) -> Command[None]:
     return prepare_for_leak_detection()
-
-
-def forcibly_purge_java_script_memory() -> Command[None]:
-    """Simulate OomIntervention by purging V8 memory."""
-    _p: dict[str, Any] = {}
-    return Command("Memory.forciblyPurgeJavaScriptMemory", _p, None)
 
 
 def _c_forcibly_purge_java_script_memory(d: dict[str, Any]) -> Command[None]:
     return forcibly_purge_java_script_memory()
 
 
-def set_pressure_notifications_suppressed(
-    *,
+def _p_set_pressure_notifications_suppressed(
     suppressed: bool,
-) -> Command[None]:
-    """Enable/disable suppressing memory pressure notifications in all processes.
-
-    Args:
-        suppressed: If true, memory pressure notifications will be suppressed.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "suppressed": suppressed,
     }
-    return Command("Memory.setPressureNotificationsSuppressed", _p, None)
 
 
 def _c_set_pressure_notifications_suppressed(d: dict[str, Any]) -> Command[None]:
@@ -345,19 +462,12 @@ def _c_set_pressure_notifications_suppressed(d: dict[str, Any]) -> Command[None]
     )
 
 
-def simulate_pressure_notification(
-    *,
+def _p_simulate_pressure_notification(
     level: PressureLevel,
-) -> Command[None]:
-    """Simulate a memory pressure notification in all processes.
-
-    Args:
-        level: Memory pressure level of the notification.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "level": level,
     }
-    return Command("Memory.simulatePressureNotification", _p, None)
 
 
 def _c_simulate_pressure_notification(d: dict[str, Any]) -> Command[None]:
@@ -366,23 +476,16 @@ def _c_simulate_pressure_notification(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def start_sampling(
-    *,
-    sampling_interval: int | None = None,
-    suppress_randomness: bool | None = None,
-) -> Command[None]:
-    """Start collecting native memory profile.
-
-    Args:
-        sampling_interval: Average number of bytes between samples.
-        suppress_randomness: Do not randomize intervals between samples.
-    """
+def _p_start_sampling(
+    sampling_interval: int | None,
+    suppress_randomness: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if sampling_interval is not None:
         _p["samplingInterval"] = sampling_interval
     if suppress_randomness is not None:
         _p["suppressRandomness"] = suppress_randomness
-    return Command("Memory.startSampling", _p, None)
+    return _p
 
 
 def _c_start_sampling(d: dict[str, Any]) -> Command[None]:
@@ -392,25 +495,8 @@ def _c_start_sampling(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def stop_sampling() -> Command[None]:
-    """Stop collecting native memory profile."""
-    _p: dict[str, Any] = {}
-    return Command("Memory.stopSampling", _p, None)
-
-
 def _c_stop_sampling(d: dict[str, Any]) -> Command[None]:
     return stop_sampling()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetAllTimeSamplingProfileResult:
-    """Result of :func:`get_all_time_sampling_profile` (Memory.getAllTimeSamplingProfile).
-
-    Attributes:
-        profile: -
-    """
-
-    profile: SamplingProfile
 
 
 def _s_GetAllTimeSamplingProfileResult(d: dict[str, Any]) -> GetAllTimeSamplingProfileResult:
@@ -425,32 +511,13 @@ def _s_GetAllTimeSamplingProfileResult(d: dict[str, Any]) -> GetAllTimeSamplingP
 
 
 def _u_GetAllTimeSamplingProfileResult(o: GetAllTimeSamplingProfileResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "profile": _u_SamplingProfile(o.profile),
     }
-    return d
-
-
-def get_all_time_sampling_profile() -> Command[GetAllTimeSamplingProfileResult]:
-    """Retrieve native memory allocations profile
-    collected since renderer process startup."""
-    _p: dict[str, Any] = {}
-    return Command("Memory.getAllTimeSamplingProfile", _p, _s_GetAllTimeSamplingProfileResult)
 
 
 def _c_get_all_time_sampling_profile(d: dict[str, Any]) -> Command[GetAllTimeSamplingProfileResult]:
     return get_all_time_sampling_profile()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetBrowserSamplingProfileResult:
-    """Result of :func:`get_browser_sampling_profile` (Memory.getBrowserSamplingProfile).
-
-    Attributes:
-        profile: -
-    """
-
-    profile: SamplingProfile
 
 
 def _s_GetBrowserSamplingProfileResult(d: dict[str, Any]) -> GetBrowserSamplingProfileResult:
@@ -465,32 +532,13 @@ def _s_GetBrowserSamplingProfileResult(d: dict[str, Any]) -> GetBrowserSamplingP
 
 
 def _u_GetBrowserSamplingProfileResult(o: GetBrowserSamplingProfileResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "profile": _u_SamplingProfile(o.profile),
     }
-    return d
-
-
-def get_browser_sampling_profile() -> Command[GetBrowserSamplingProfileResult]:
-    """Retrieve native memory allocations profile
-    collected since browser process startup."""
-    _p: dict[str, Any] = {}
-    return Command("Memory.getBrowserSamplingProfile", _p, _s_GetBrowserSamplingProfileResult)
 
 
 def _c_get_browser_sampling_profile(d: dict[str, Any]) -> Command[GetBrowserSamplingProfileResult]:
     return get_browser_sampling_profile()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetSamplingProfileResult:
-    """Result of :func:`get_sampling_profile` (Memory.getSamplingProfile).
-
-    Attributes:
-        profile: -
-    """
-
-    profile: SamplingProfile
 
 
 def _s_GetSamplingProfileResult(d: dict[str, Any]) -> GetSamplingProfileResult:
@@ -505,37 +553,15 @@ def _s_GetSamplingProfileResult(d: dict[str, Any]) -> GetSamplingProfileResult:
 
 
 def _u_GetSamplingProfileResult(o: GetSamplingProfileResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "profile": _u_SamplingProfile(o.profile),
     }
-    return d
-
-
-def get_sampling_profile() -> Command[GetSamplingProfileResult]:
-    """Retrieve native memory allocations profile collected since last
-    `startSampling` call."""
-    _p: dict[str, Any] = {}
-    return Command("Memory.getSamplingProfile", _p, _s_GetSamplingProfileResult)
 
 
 def _c_get_sampling_profile(d: dict[str, Any]) -> Command[GetSamplingProfileResult]:
     return get_sampling_profile()
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Memory.getDOMCounters": _c_get_dom_counters,
-    "Memory.getDOMCountersForLeakDetection": _c_get_dom_counters_for_leak_detection,
-    "Memory.prepareForLeakDetection": _c_prepare_for_leak_detection,
-    "Memory.forciblyPurgeJavaScriptMemory": _c_forcibly_purge_java_script_memory,
-    "Memory.setPressureNotificationsSuppressed": _c_set_pressure_notifications_suppressed,
-    "Memory.simulatePressureNotification": _c_simulate_pressure_notification,
-    "Memory.startSampling": _c_start_sampling,
-    "Memory.stopSampling": _c_stop_sampling,
-    "Memory.getAllTimeSamplingProfile": _c_get_all_time_sampling_profile,
-    "Memory.getBrowserSamplingProfile": _c_get_browser_sampling_profile,
-    "Memory.getSamplingProfile": _c_get_sampling_profile,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Memory": (True, False),
 }
@@ -559,5 +585,18 @@ register(
             _u_GetBrowserSamplingProfileResult,
         ),
         GetSamplingProfileResult: (_s_GetSamplingProfileResult, _u_GetSamplingProfileResult),
-    }
+    },
+    {
+        get_dom_counters: _c_get_dom_counters,
+        get_dom_counters_for_leak_detection: _c_get_dom_counters_for_leak_detection,
+        prepare_for_leak_detection: _c_prepare_for_leak_detection,
+        forcibly_purge_java_script_memory: _c_forcibly_purge_java_script_memory,
+        set_pressure_notifications_suppressed: _c_set_pressure_notifications_suppressed,
+        simulate_pressure_notification: _c_simulate_pressure_notification,
+        start_sampling: _c_start_sampling,
+        stop_sampling: _c_stop_sampling,
+        get_all_time_sampling_profile: _c_get_all_time_sampling_profile,
+        get_browser_sampling_profile: _c_get_browser_sampling_profile,
+        get_sampling_profile: _c_get_sampling_profile,
+    },
 )

@@ -7,24 +7,13 @@ file, data and other requests and responses, their headers, bodies, timing, etc.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import debugger as _debugger
-    from cdp import emulation as _emulation
-    from cdp import io as _io
-    from cdp import page as _page
-    from cdp import runtime as _runtime
-    from cdp import security as _security
 
 DOMAIN = "Network"
 EXPERIMENTAL = False
@@ -37,7 +26,10 @@ DEPENDENCIES: tuple[str, ...] = (
 
 
 class ResourceType(CDPEnum):
-    """Resource type as it was perceived by the rendering engine."""
+    """Resource type as it was perceived by the rendering engine.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-ResourceType
+    """
 
     DOCUMENT = "Document"
     STYLESHEET = "Stylesheet"
@@ -61,17 +53,26 @@ class ResourceType(CDPEnum):
 
 
 LoaderId = str
-"""Unique loader identifier."""
+"""Unique loader identifier.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-LoaderId
+"""
 
 
 RequestId = str
 """Unique network request identifier.
-    Note that this does not identify individual HTTP requests that are part of
-    a network request."""
+Note that this does not identify individual HTTP requests that are part of
+a network request.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-RequestId
+"""
 
 
 class ErrorReason(CDPEnum):
-    """Network level fetch failure reason."""
+    """Network level fetch failure reason.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-ErrorReason
+    """
 
     FAILED = "Failed"
     ABORTED = "Aborted"
@@ -90,19 +91,31 @@ class ErrorReason(CDPEnum):
 
 
 TimeSinceEpoch = float
-"""UTC time in seconds, counted from January 1, 1970."""
+"""UTC time in seconds, counted from January 1, 1970.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-TimeSinceEpoch
+"""
 
 
 MonotonicTime = float
-"""Monotonically increasing time in seconds since an arbitrary point in the past."""
+"""Monotonically increasing time in seconds since an arbitrary point in the past.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-MonotonicTime
+"""
 
 
 Headers = dict[str, Any]
-"""Request / response headers as keys / values of JSON object."""
+"""Request / response headers as keys / values of JSON object.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-Headers
+"""
 
 
 class ConnectionType(CDPEnum):
-    """The underlying connection technology that the browser is supposedly using."""
+    """The underlying connection technology that the browser is supposedly using.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-ConnectionType
+    """
 
     NONE = "none"
     CELLULAR2G = "cellular2g"
@@ -117,7 +130,10 @@ class ConnectionType(CDPEnum):
 
 class CookieSameSite(CDPEnum):
     """Represents the cookie's 'SameSite' status:
-    https://tools.ietf.org/html/draft-west-first-party-cookies"""
+    https://tools.ietf.org/html/draft-west-first-party-cookies
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-CookieSameSite
+    """
 
     STRICT = "Strict"
     LAX = "Lax"
@@ -126,7 +142,10 @@ class CookieSameSite(CDPEnum):
 
 class CookiePriority(CDPEnum):
     """Experimental. Represents the cookie's 'Priority' status:
-    https://tools.ietf.org/html/draft-west-cookie-priority-00"""
+    https://tools.ietf.org/html/draft-west-cookie-priority-00
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-CookiePriority
+    """
 
     LOW = "Low"
     MEDIUM = "Medium"
@@ -136,7 +155,10 @@ class CookiePriority(CDPEnum):
 class CookieSourceScheme(CDPEnum):
     """Experimental. Represents the source scheme of the origin that originally set the cookie.
     A value of "Unset" allows protocol clients to emulate legacy cookie scope for the scheme.
-    This is a temporary ability and it will be removed in the future."""
+    This is a temporary ability and it will be removed in the future.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-CookieSourceScheme
+    """
 
     UNSET = "Unset"
     NON_SECURE = "NonSecure"
@@ -169,6 +191,8 @@ class ResourceTiming:
         push_end: Experimental. Time the server finished pushing request.
         receive_headers_start: Experimental. Started receiving response headers.
         receive_headers_end: Finished receiving response headers.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-ResourceTiming
     """
 
     request_time: float
@@ -192,6 +216,3103 @@ class ResourceTiming:
     push_end: float
     receive_headers_start: float
     receive_headers_end: float
+
+
+class ResourcePriority(CDPEnum):
+    """Loading priority of a resource request.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-ResourcePriority
+    """
+
+    VERY_LOW = "VeryLow"
+    LOW = "Low"
+    MEDIUM = "Medium"
+    HIGH = "High"
+    VERY_HIGH = "VeryHigh"
+
+
+class RenderBlockingBehavior(CDPEnum):
+    """Experimental. The render-blocking behavior of a resource request.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-RenderBlockingBehavior
+    """
+
+    BLOCKING = "Blocking"
+    IN_BODY_PARSER_BLOCKING = "InBodyParserBlocking"
+    NON_BLOCKING = "NonBlocking"
+    NON_BLOCKING_DYNAMIC = "NonBlockingDynamic"
+    POTENTIALLY_BLOCKING = "PotentiallyBlocking"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PostDataEntry:
+    """Post data entry for HTTP request
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-PostDataEntry
+    """
+
+    bytes_: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Request:
+    """HTTP request data.
+
+    Attributes:
+        url: Request URL (without fragment).
+        url_fragment: Fragment of the requested URL starting with hash, if present.
+        method: HTTP request method.
+        headers: HTTP request headers.
+        post_data: Deprecated. HTTP POST request data. Use postDataEntries instead.
+        has_post_data: True when the request has POST data. Note that postData might still be omitted when this flag is true when the data is too long.
+        post_data_entries: Experimental. Request body elements (post data broken into individual entries).
+        mixed_content_type: The mixed content type of the request.
+        initial_priority: Priority of the resource request at the time request is sent.
+        referrer_policy: The referrer policy of the request, as defined in https://www.w3.org/TR/referrer-policy/ Values: 'unsafe-url', 'no-referrer-when-downgrade', 'no-referrer', 'origin', 'origin-when-cross-origin', 'same-origin', 'strict-origin', 'strict-origin-when-cross-origin'.
+        is_link_preload: Whether is loaded via link preload.
+        trust_token_params: Experimental. Set for requests when the TrustToken API is used. Contains the parameters passed by the developer (e.g. via "fetch") as understood by the backend.
+        is_same_site: Experimental. True if this resource request is considered to be the 'same site' as the request corresponding to the main frame.
+        is_ad_related: Experimental. True when the resource request is ad-related.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-Request
+    """
+
+    url: str
+    url_fragment: str | None = None
+    method: str
+    headers: Headers
+    post_data: str | None = None
+    has_post_data: bool | None = None
+    post_data_entries: list[PostDataEntry] | None = None
+    mixed_content_type: cdp.security.MixedContentType | None = None
+    initial_priority: ResourcePriority
+    referrer_policy: str
+    is_link_preload: bool | None = None
+    trust_token_params: TrustTokenParams | None = None
+    is_same_site: bool | None = None
+    is_ad_related: bool | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SignedCertificateTimestamp:
+    """Details of a signed certificate timestamp (SCT).
+
+    Attributes:
+        status: Validation status.
+        log_description: Log name / description.
+        timestamp: Issuance date. Unlike TimeSinceEpoch, this contains the number of milliseconds since January 1, 1970, UTC, not the number of seconds.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-SignedCertificateTimestamp
+    """
+
+    status: str
+    origin: str
+    log_description: str
+    log_id: str
+    timestamp: float
+    hash_algorithm: str
+    signature_algorithm: str
+    signature_data: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SecurityDetails:
+    """Security details about a request.
+
+    Attributes:
+        protocol: Protocol name (e.g. "TLS 1.2" or "QUIC").
+        key_exchange: Key Exchange used by the connection, or the empty string if not applicable.
+        key_exchange_group: (EC)DH group used by the connection, if applicable.
+        cipher: Cipher name.
+        mac: TLS MAC. Note that AEAD ciphers do not have separate MACs.
+        certificate_id: Certificate ID value.
+        subject_name: Certificate subject name.
+        san_list: Subject Alternative Name (SAN) DNS names and IP addresses.
+        issuer: Name of the issuing CA.
+        valid_from: Certificate valid from date.
+        valid_to: Certificate valid to (expiration) date
+        signed_certificate_timestamp_list: List of signed certificate timestamps (SCTs).
+        certificate_transparency_compliance: Whether the request complied with Certificate Transparency policy
+        server_signature_algorithm: The signature algorithm used by the server in the TLS server signature, represented as a TLS SignatureScheme code point. Omitted if not applicable or not known.
+        encrypted_client_hello: Whether the connection used Encrypted ClientHello
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-SecurityDetails
+    """
+
+    protocol: str
+    key_exchange: str
+    key_exchange_group: str | None = None
+    cipher: str
+    mac: str | None = None
+    certificate_id: cdp.security.CertificateId
+    subject_name: str
+    san_list: list[str]
+    issuer: str
+    valid_from: TimeSinceEpoch
+    valid_to: TimeSinceEpoch
+    signed_certificate_timestamp_list: list[SignedCertificateTimestamp]
+    certificate_transparency_compliance: CertificateTransparencyCompliance
+    server_signature_algorithm: int | None = None
+    encrypted_client_hello: bool
+
+
+class CertificateTransparencyCompliance(CDPEnum):
+    """Whether the request complied with Certificate Transparency policy.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-CertificateTransparencyCompliance
+    """
+
+    UNKNOWN = "unknown"
+    NOT_COMPLIANT = "not-compliant"
+    COMPLIANT = "compliant"
+
+
+class BlockedReason(CDPEnum):
+    """The reason why request was blocked.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-BlockedReason
+    """
+
+    OTHER = "other"
+    CSP = "csp"
+    MIXED_CONTENT = "mixed-content"
+    ORIGIN = "origin"
+    INSPECTOR = "inspector"
+    INTEGRITY = "integrity"
+    SUBRESOURCE_FILTER = "subresource-filter"
+    CONTENT_TYPE = "content-type"
+    COEP_FRAME_RESOURCE_NEEDS_COEP_HEADER = "coep-frame-resource-needs-coep-header"
+    COOP_SANDBOXED_IFRAME_CANNOT_NAVIGATE_TO_COOP_PAGE = "coop-sandboxed-iframe-cannot-navigate-to-coop-page"
+    CORP_NOT_SAME_ORIGIN = "corp-not-same-origin"
+    CORP_NOT_SAME_ORIGIN_AFTER_DEFAULTED_TO_SAME_ORIGIN_BY_COEP = (
+        "corp-not-same-origin-after-defaulted-to-same-origin-by-coep"
+    )
+    CORP_NOT_SAME_ORIGIN_AFTER_DEFAULTED_TO_SAME_ORIGIN_BY_DIP = (
+        "corp-not-same-origin-after-defaulted-to-same-origin-by-dip"
+    )
+    CORP_NOT_SAME_ORIGIN_AFTER_DEFAULTED_TO_SAME_ORIGIN_BY_COEP_AND_DIP = (
+        "corp-not-same-origin-after-defaulted-to-same-origin-by-coep-and-dip"
+    )
+    CORP_NOT_SAME_SITE = "corp-not-same-site"
+    SRI_MESSAGE_SIGNATURE_MISMATCH = "sri-message-signature-mismatch"
+
+
+class CorsError(CDPEnum):
+    """The reason why request was blocked.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-CorsError
+    """
+
+    DISALLOWED_BY_MODE = "DisallowedByMode"
+    INVALID_RESPONSE = "InvalidResponse"
+    WILDCARD_ORIGIN_NOT_ALLOWED = "WildcardOriginNotAllowed"
+    MISSING_ALLOW_ORIGIN_HEADER = "MissingAllowOriginHeader"
+    MULTIPLE_ALLOW_ORIGIN_VALUES = "MultipleAllowOriginValues"
+    INVALID_ALLOW_ORIGIN_VALUE = "InvalidAllowOriginValue"
+    ALLOW_ORIGIN_MISMATCH = "AllowOriginMismatch"
+    INVALID_ALLOW_CREDENTIALS = "InvalidAllowCredentials"
+    CORS_DISABLED_SCHEME = "CorsDisabledScheme"
+    PREFLIGHT_INVALID_STATUS = "PreflightInvalidStatus"
+    PREFLIGHT_DISALLOWED_REDIRECT = "PreflightDisallowedRedirect"
+    PREFLIGHT_WILDCARD_ORIGIN_NOT_ALLOWED = "PreflightWildcardOriginNotAllowed"
+    PREFLIGHT_MISSING_ALLOW_ORIGIN_HEADER = "PreflightMissingAllowOriginHeader"
+    PREFLIGHT_MULTIPLE_ALLOW_ORIGIN_VALUES = "PreflightMultipleAllowOriginValues"
+    PREFLIGHT_INVALID_ALLOW_ORIGIN_VALUE = "PreflightInvalidAllowOriginValue"
+    PREFLIGHT_ALLOW_ORIGIN_MISMATCH = "PreflightAllowOriginMismatch"
+    PREFLIGHT_INVALID_ALLOW_CREDENTIALS = "PreflightInvalidAllowCredentials"
+    PREFLIGHT_MISSING_ALLOW_EXTERNAL = "PreflightMissingAllowExternal"
+    PREFLIGHT_INVALID_ALLOW_EXTERNAL = "PreflightInvalidAllowExternal"
+    INVALID_ALLOW_METHODS_PREFLIGHT_RESPONSE = "InvalidAllowMethodsPreflightResponse"
+    INVALID_ALLOW_HEADERS_PREFLIGHT_RESPONSE = "InvalidAllowHeadersPreflightResponse"
+    METHOD_DISALLOWED_BY_PREFLIGHT_RESPONSE = "MethodDisallowedByPreflightResponse"
+    HEADER_DISALLOWED_BY_PREFLIGHT_RESPONSE = "HeaderDisallowedByPreflightResponse"
+    REDIRECT_CONTAINS_CREDENTIALS = "RedirectContainsCredentials"
+    INSECURE_LOCAL_NETWORK = "InsecureLocalNetwork"
+    INVALID_LOCAL_NETWORK_ACCESS = "InvalidLocalNetworkAccess"
+    NO_CORS_REDIRECT_MODE_NOT_FOLLOW = "NoCorsRedirectModeNotFollow"
+    LOCAL_NETWORK_ACCESS_PERMISSION_DENIED = "LocalNetworkAccessPermissionDenied"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CorsErrorStatus:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-CorsErrorStatus"""
+
+    cors_error: CorsError
+    failed_parameter: str
+
+
+class ServiceWorkerResponseSource(CDPEnum):
+    """Source of serviceworker response.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-ServiceWorkerResponseSource
+    """
+
+    CACHE_STORAGE = "cache-storage"
+    HTTP_CACHE = "http-cache"
+    FALLBACK_CODE = "fallback-code"
+    NETWORK = "network"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TrustTokenParams:
+    """Experimental. Determines what type of Trust Token operation is executed and
+    depending on the type, some additional parameters. The values
+    are specified in third_party/blink/renderer/core/fetch/trust_token.idl.
+
+    Attributes:
+        refresh_policy: Only set for "token-redemption" operation and determine whether to request a fresh SRR or use a still valid cached SRR. Values: 'UseCached', 'Refresh'.
+        issuers: Origins of issuers from whom to request tokens or redemption records.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-TrustTokenParams
+    """
+
+    operation: TrustTokenOperationType
+    refresh_policy: str
+    issuers: list[str] | None = None
+
+
+class TrustTokenOperationType(CDPEnum):
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-TrustTokenOperationType
+    """
+
+    ISSUANCE = "Issuance"
+    REDEMPTION = "Redemption"
+    SIGNING = "Signing"
+
+
+class AlternateProtocolUsage(CDPEnum):
+    """Experimental. The reason why Chrome uses a specific transport protocol for HTTP semantics.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-AlternateProtocolUsage
+    """
+
+    ALTERNATIVE_JOB_WON_WITHOUT_RACE = "alternativeJobWonWithoutRace"
+    ALTERNATIVE_JOB_WON_RACE = "alternativeJobWonRace"
+    MAIN_JOB_WON_RACE = "mainJobWonRace"
+    MAPPING_MISSING = "mappingMissing"
+    BROKEN = "broken"
+    DNS_ALPN_H3_JOB_WON_WITHOUT_RACE = "dnsAlpnH3JobWonWithoutRace"
+    DNS_ALPN_H3_JOB_WON_RACE = "dnsAlpnH3JobWonRace"
+    UNSPECIFIED_REASON = "unspecifiedReason"
+
+
+class ServiceWorkerRouterSource(CDPEnum):
+    """Source of service worker router.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-ServiceWorkerRouterSource
+    """
+
+    NETWORK = "network"
+    CACHE = "cache"
+    FETCH_EVENT = "fetch-event"
+    RACE_NETWORK_AND_FETCH_HANDLER = "race-network-and-fetch-handler"
+    RACE_NETWORK_AND_CACHE = "race-network-and-cache"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ServiceWorkerRouterInfo:
+    """Experimental.
+
+    Attributes:
+        rule_id_matched: ID of the rule matched. If there is a matched rule, this field will be set, otherwiser no value will be set.
+        matched_source_type: The router source of the matched rule. If there is a matched rule, this field will be set, otherwise no value will be set.
+        actual_source_type: The actual router source used.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-ServiceWorkerRouterInfo
+    """
+
+    rule_id_matched: int | None = None
+    matched_source_type: ServiceWorkerRouterSource | None = None
+    actual_source_type: ServiceWorkerRouterSource | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Response:
+    """HTTP response data.
+
+    Attributes:
+        url: Response URL. This URL can be different from CachedResource.url in case of redirect.
+        status: HTTP response status code.
+        status_text: HTTP response status text.
+        headers: HTTP response headers.
+        headers_text: Deprecated. HTTP response headers text. This has been replaced by the headers in Network.responseReceivedExtraInfo.
+        mime_type: Resource mimeType as determined by the browser.
+        charset: Resource charset as determined by the browser (if applicable).
+        request_headers: Refined HTTP request headers that were actually transmitted over the network.
+        request_headers_text: Deprecated. HTTP request headers text. This has been replaced by the headers in Network.requestWillBeSentExtraInfo.
+        connection_reused: Specifies whether physical connection was actually reused for this request.
+        connection_id: Physical connection id that was actually used for this request.
+        from_disk_cache: Specifies that the request was served from the disk cache.
+        from_service_worker: Specifies that the request was served from the ServiceWorker.
+        from_prefetch_cache: Specifies that the request was served from the prefetch cache.
+        from_early_hints: Specifies that the request was served from the prefetch cache.
+        service_worker_router_info: Experimental. Information about how ServiceWorker Static Router API was used. If this field is set with `matchedSourceType` field, a matching rule is found. If this field is set without `matchedSource`, no matching rule is found. Otherwise, the API is not used.
+        encoded_data_length: Total number of bytes received for this request so far.
+        timing: Timing information for the given request.
+        service_worker_response_source: Response source of response from ServiceWorker.
+        response_time: The time at which the returned response was generated.
+        protocol: Protocol used to fetch this request.
+        alternate_protocol_usage: Experimental. The reason why Chrome uses a specific transport protocol for HTTP semantics.
+        security_state: Security state of the request resource.
+        security_details: Security details for the request.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-Response
+    """
+
+    url: str
+    status: int
+    status_text: str
+    headers: Headers
+    headers_text: str | None = None
+    mime_type: str
+    charset: str
+    request_headers: Headers | None = None
+    request_headers_text: str | None = None
+    connection_reused: bool
+    connection_id: float
+    remote_ip_address: str | None = None
+    remote_port: int | None = None
+    from_disk_cache: bool | None = None
+    from_service_worker: bool | None = None
+    from_prefetch_cache: bool | None = None
+    from_early_hints: bool | None = None
+    service_worker_router_info: ServiceWorkerRouterInfo | None = None
+    encoded_data_length: float
+    timing: ResourceTiming | None = None
+    service_worker_response_source: ServiceWorkerResponseSource | None = None
+    response_time: TimeSinceEpoch | None = None
+    cache_storage_cache_name: str | None = None
+    protocol: str | None = None
+    alternate_protocol_usage: AlternateProtocolUsage | None = None
+    security_state: cdp.security.SecurityState
+    security_details: SecurityDetails | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WebSocketRequest:
+    """WebSocket request data.
+
+    Attributes:
+        headers: HTTP request headers.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-WebSocketRequest
+    """
+
+    headers: Headers
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WebSocketResponse:
+    """WebSocket response data.
+
+    Attributes:
+        status: HTTP response status code.
+        status_text: HTTP response status text.
+        headers: HTTP response headers.
+        headers_text: HTTP response headers text.
+        request_headers: HTTP request headers.
+        request_headers_text: HTTP request headers text.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-WebSocketResponse
+    """
+
+    status: int
+    status_text: str
+    headers: Headers
+    headers_text: str | None = None
+    request_headers: Headers | None = None
+    request_headers_text: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WebSocketFrame:
+    """WebSocket message data. This represents an entire WebSocket message, not just a fragmented frame as the name suggests.
+
+    Attributes:
+        opcode: WebSocket message opcode.
+        mask: WebSocket message mask.
+        payload_data: WebSocket message payload data. If the opcode is 1, this is a text message and payloadData is a UTF-8 string. If the opcode isn't 1, then payloadData is a base64 encoded string representing binary data.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-WebSocketFrame
+    """
+
+    opcode: float
+    mask: bool
+    payload_data: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CachedResource:
+    """Information about the cached resource.
+
+    Attributes:
+        url: Resource URL. This is the url of the original network request.
+        type_: Type of this resource.
+        response: Cached response data.
+        body_size: Cached response body size.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-CachedResource
+    """
+
+    url: str
+    type_: ResourceType
+    response: Response | None = None
+    body_size: float
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Initiator:
+    """Information about the request initiator.
+
+    Attributes:
+        type_: Type of this initiator. Values: 'parser', 'script', 'preload', 'SignedExchange', 'preflight', 'FedCM', 'other'.
+        stack: Initiator JavaScript stack trace, set for Script only. Requires the Debugger domain to be enabled.
+        url: Initiator URL, set for Parser type or for Script type (when script is importing module) or for SignedExchange type.
+        line_number: Initiator line number, set for Parser type or for Script type (when script is importing module) (0-based).
+        column_number: Initiator column number, set for Parser type or for Script type (when script is importing module) (0-based).
+        request_id: Set if another request triggered this request (e.g. preflight).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-Initiator
+    """
+
+    type_: str
+    stack: cdp.runtime.StackTrace | None = None
+    url: str | None = None
+    line_number: float | None = None
+    column_number: float | None = None
+    request_id: RequestId | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CookiePartitionKey:
+    """Experimental. cookiePartitionKey object
+    The representation of the components of the key that are created by the cookiePartitionKey class contained in net/cookies/cookie_partition_key.h.
+
+    Attributes:
+        top_level_site: The site of the top-level URL the browser was visiting at the start of the request to the endpoint that set the cookie.
+        has_cross_site_ancestor: Indicates if the cookie has any ancestors that are cross-site to the topLevelSite.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-CookiePartitionKey
+    """
+
+    top_level_site: str
+    has_cross_site_ancestor: bool
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Cookie:
+    """Cookie object
+
+    Attributes:
+        name: Cookie name.
+        value: Cookie value.
+        domain: Cookie domain.
+        path: Cookie path.
+        expires: Cookie expiration date as the number of seconds since the UNIX epoch. The value is set to -1 if the expiry date is not set. The value can be null for values that cannot be represented in JSON (±Inf).
+        size: Cookie size.
+        http_only: True if cookie is http-only.
+        secure: True if cookie is secure.
+        session: True in case of session cookie.
+        same_site: Cookie SameSite type.
+        priority: Experimental. Cookie Priority
+        source_scheme: Experimental. Cookie source scheme type.
+        source_port: Experimental. Cookie source port. Valid values are {-1, [1, 65535]}, -1 indicates an unspecified port. An unspecified port value allows protocol clients to emulate legacy cookie scope for the port. This is a temporary ability and it will be removed in the future.
+        partition_key: Experimental. Cookie partition key.
+        partition_key_opaque: Experimental. True if cookie partition key is opaque.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-Cookie
+    """
+
+    name: str
+    value: str
+    domain: str
+    path: str
+    expires: float
+    size: int
+    http_only: bool
+    secure: bool
+    session: bool
+    same_site: CookieSameSite | None = None
+    priority: CookiePriority
+    source_scheme: CookieSourceScheme
+    source_port: int
+    partition_key: CookiePartitionKey | None = None
+    partition_key_opaque: bool | None = None
+
+
+class SetCookieBlockedReason(CDPEnum):
+    """Experimental. Types of reasons why a cookie may not be stored from a response.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-SetCookieBlockedReason
+    """
+
+    SECURE_ONLY = "SecureOnly"
+    SAME_SITE_STRICT = "SameSiteStrict"
+    SAME_SITE_LAX = "SameSiteLax"
+    SAME_SITE_UNSPECIFIED_TREATED_AS_LAX = "SameSiteUnspecifiedTreatedAsLax"
+    SAME_SITE_NONE_INSECURE = "SameSiteNoneInsecure"
+    USER_PREFERENCES = "UserPreferences"
+    THIRD_PARTY_PHASEOUT = "ThirdPartyPhaseout"
+    SYNTAX_ERROR = "SyntaxError"
+    SCHEME_NOT_SUPPORTED = "SchemeNotSupported"
+    OVERWRITE_SECURE = "OverwriteSecure"
+    INVALID_DOMAIN = "InvalidDomain"
+    INVALID_PREFIX = "InvalidPrefix"
+    UNKNOWN_ERROR = "UnknownError"
+    SCHEMEFUL_SAME_SITE_STRICT = "SchemefulSameSiteStrict"
+    SCHEMEFUL_SAME_SITE_LAX = "SchemefulSameSiteLax"
+    SCHEMEFUL_SAME_SITE_UNSPECIFIED_TREATED_AS_LAX = "SchemefulSameSiteUnspecifiedTreatedAsLax"
+    NAME_VALUE_PAIR_EXCEEDS_MAX_SIZE = "NameValuePairExceedsMaxSize"
+    DISALLOWED_CHARACTER = "DisallowedCharacter"
+    NO_COOKIE_CONTENT = "NoCookieContent"
+
+
+class CookieBlockedReason(CDPEnum):
+    """Experimental. Types of reasons why a cookie may not be sent with a request.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-CookieBlockedReason
+    """
+
+    SECURE_ONLY = "SecureOnly"
+    NOT_ON_PATH = "NotOnPath"
+    DOMAIN_MISMATCH = "DomainMismatch"
+    SAME_SITE_STRICT = "SameSiteStrict"
+    SAME_SITE_LAX = "SameSiteLax"
+    SAME_SITE_UNSPECIFIED_TREATED_AS_LAX = "SameSiteUnspecifiedTreatedAsLax"
+    SAME_SITE_NONE_INSECURE = "SameSiteNoneInsecure"
+    USER_PREFERENCES = "UserPreferences"
+    THIRD_PARTY_PHASEOUT = "ThirdPartyPhaseout"
+    UNKNOWN_ERROR = "UnknownError"
+    SCHEMEFUL_SAME_SITE_STRICT = "SchemefulSameSiteStrict"
+    SCHEMEFUL_SAME_SITE_LAX = "SchemefulSameSiteLax"
+    SCHEMEFUL_SAME_SITE_UNSPECIFIED_TREATED_AS_LAX = "SchemefulSameSiteUnspecifiedTreatedAsLax"
+    NAME_VALUE_PAIR_EXCEEDS_MAX_SIZE = "NameValuePairExceedsMaxSize"
+    PORT_MISMATCH = "PortMismatch"
+    SCHEME_MISMATCH = "SchemeMismatch"
+    ANONYMOUS_CONTEXT = "AnonymousContext"
+
+
+class CookieExemptionReason(CDPEnum):
+    """Experimental. Types of reasons why a cookie should have been blocked by 3PCD but is exempted for the request.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-CookieExemptionReason
+    """
+
+    NONE = "None"
+    USER_SETTING = "UserSetting"
+    ENTERPRISE_POLICY = "EnterprisePolicy"
+    STORAGE_ACCESS = "StorageAccess"
+    TOP_LEVEL_STORAGE_ACCESS = "TopLevelStorageAccess"
+    SCHEME = "Scheme"
+    SAME_SITE_NONE_COOKIES_IN_SANDBOX = "SameSiteNoneCookiesInSandbox"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class BlockedSetCookieWithReason:
+    """Experimental. A cookie which was not stored from a response with the corresponding reason.
+
+    Attributes:
+        blocked_reasons: The reason(s) this cookie was blocked.
+        cookie_line: The string representing this individual cookie as it would appear in the header. This is not the entire "cookie" or "set-cookie" header which could have multiple cookies.
+        cookie: The cookie object which represents the cookie which was not stored. It is optional because sometimes complete cookie information is not available, such as in the case of parsing errors.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-BlockedSetCookieWithReason
+    """
+
+    blocked_reasons: list[SetCookieBlockedReason]
+    cookie_line: str
+    cookie: Cookie | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ExemptedSetCookieWithReason:
+    """Experimental. A cookie should have been blocked by 3PCD but is exempted and stored from a response with the
+    corresponding reason. A cookie could only have at most one exemption reason.
+
+    Attributes:
+        exemption_reason: The reason the cookie was exempted.
+        cookie_line: The string representing this individual cookie as it would appear in the header.
+        cookie: The cookie object representing the cookie.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-ExemptedSetCookieWithReason
+    """
+
+    exemption_reason: CookieExemptionReason
+    cookie_line: str
+    cookie: Cookie
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AssociatedCookie:
+    """Experimental. A cookie associated with the request which may or may not be sent with it.
+    Includes the cookies itself and reasons for blocking or exemption.
+
+    Attributes:
+        cookie: The cookie object representing the cookie which was not sent.
+        blocked_reasons: The reason(s) the cookie was blocked. If empty means the cookie is included.
+        exemption_reason: The reason the cookie should have been blocked by 3PCD but is exempted. A cookie could only have at most one exemption reason.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-AssociatedCookie
+    """
+
+    cookie: Cookie
+    blocked_reasons: list[CookieBlockedReason]
+    exemption_reason: CookieExemptionReason | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CookieParam:
+    """Cookie parameter object
+
+    Attributes:
+        name: Cookie name.
+        value: Cookie value.
+        url: The request-URI to associate with the setting of the cookie. This value can affect the default domain, path, source port, and source scheme values of the created cookie.
+        domain: Cookie domain.
+        path: Cookie path.
+        secure: True if cookie is secure.
+        http_only: True if cookie is http-only.
+        same_site: Cookie SameSite type.
+        expires: Cookie expiration date, session cookie if not set
+        priority: Experimental. Cookie Priority.
+        source_scheme: Experimental. Cookie source scheme type.
+        source_port: Experimental. Cookie source port. Valid values are {-1, [1, 65535]}, -1 indicates an unspecified port. An unspecified port value allows protocol clients to emulate legacy cookie scope for the port. This is a temporary ability and it will be removed in the future.
+        partition_key: Experimental. Cookie partition key. If not set, the cookie will be set as not partitioned.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-CookieParam
+    """
+
+    name: str
+    value: str
+    url: str | None = None
+    domain: str | None = None
+    path: str | None = None
+    secure: bool | None = None
+    http_only: bool | None = None
+    same_site: CookieSameSite | None = None
+    expires: TimeSinceEpoch | None = None
+    priority: CookiePriority | None = None
+    source_scheme: CookieSourceScheme | None = None
+    source_port: int | None = None
+    partition_key: CookiePartitionKey | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AuthChallenge:
+    """Experimental. Authorization challenge for HTTP status code 401 or 407.
+
+    Attributes:
+        source: Source of the authentication challenge. Values: 'Server', 'Proxy'.
+        origin: Origin of the challenger.
+        scheme: The authentication scheme used, such as basic or digest
+        realm: The realm of the challenge. May be empty.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-AuthChallenge
+    """
+
+    source: str | None = None
+    origin: str
+    scheme: str
+    realm: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AuthChallengeResponse:
+    """Experimental. Response to an AuthChallenge.
+
+    Attributes:
+        response: The decision on what to do in response to the authorization challenge. Default means deferring to the default behavior of the net stack, which will likely either the Cancel authentication or display a popup dialog box. Values: 'Default', 'CancelAuth', 'ProvideCredentials'.
+        username: The username to provide, possibly empty. Should only be set if response is ProvideCredentials.
+        password: The password to provide, possibly empty. Should only be set if response is ProvideCredentials.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-AuthChallengeResponse
+    """
+
+    response: str
+    username: str | None = None
+    password: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SignedExchangeSignature:
+    """Experimental. Information about a signed exchange signature.
+    https://wicg.github.io/webpackage/draft-yasskin-httpbis-origin-signed-exchanges-impl.html#rfc.section.3.1
+
+    Attributes:
+        label: Signed exchange signature label.
+        signature: The hex string of signed exchange signature.
+        integrity: Signed exchange signature integrity.
+        cert_url: Signed exchange signature cert Url.
+        cert_sha256: The hex string of signed exchange signature cert sha256.
+        validity_url: Signed exchange signature validity Url.
+        date: Signed exchange signature date.
+        expires: Signed exchange signature expires.
+        certificates: The encoded certificates.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-SignedExchangeSignature
+    """
+
+    label: str
+    signature: str
+    integrity: str
+    cert_url: str | None = None
+    cert_sha256: str | None = None
+    validity_url: str
+    date: int
+    expires: int
+    certificates: list[str] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SignedExchangeHeader:
+    """Experimental. Information about a signed exchange header.
+    https://wicg.github.io/webpackage/draft-yasskin-httpbis-origin-signed-exchanges-impl.html#cbor-representation
+
+    Attributes:
+        request_url: Signed exchange request URL.
+        response_code: Signed exchange response code.
+        response_headers: Signed exchange response headers.
+        signatures: Signed exchange response signature.
+        header_integrity: Signed exchange header integrity hash in the form of `sha256-<base64-hash-value>`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-SignedExchangeHeader
+    """
+
+    request_url: str
+    response_code: int
+    response_headers: Headers
+    signatures: list[SignedExchangeSignature]
+    header_integrity: str
+
+
+class SignedExchangeErrorField(CDPEnum):
+    """Experimental. Field type for a signed exchange related error.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-SignedExchangeErrorField
+    """
+
+    SIGNATURE_SIG = "signatureSig"
+    SIGNATURE_INTEGRITY = "signatureIntegrity"
+    SIGNATURE_CERT_URL = "signatureCertUrl"
+    SIGNATURE_CERT_SHA256 = "signatureCertSha256"
+    SIGNATURE_VALIDITY_URL = "signatureValidityUrl"
+    SIGNATURE_TIMESTAMPS = "signatureTimestamps"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SignedExchangeError:
+    """Experimental. Information about a signed exchange response.
+
+    Attributes:
+        message: Error message.
+        signature_index: The index of the signature which caused the error.
+        error_field: The field which caused the error.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-SignedExchangeError
+    """
+
+    message: str
+    signature_index: int | None = None
+    error_field: SignedExchangeErrorField | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SignedExchangeInfo:
+    """Experimental. Information about a signed exchange response.
+
+    Attributes:
+        outer_response: The outer response of signed HTTP exchange which was received from network.
+        has_extra_info: Whether network response for the signed exchange was accompanied by extra headers.
+        header: Information about the signed exchange header.
+        security_details: Security details for the signed exchange header.
+        errors: Errors occurred while handling the signed exchange.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-SignedExchangeInfo
+    """
+
+    outer_response: Response
+    has_extra_info: bool
+    header: SignedExchangeHeader | None = None
+    security_details: SecurityDetails | None = None
+    errors: list[SignedExchangeError] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class NetworkConditions:
+    """Experimental.
+
+    Attributes:
+        url_pattern: Only matching requests will be affected by these conditions. Patterns use the URLPattern constructor string syntax (https://urlpattern.spec.whatwg.org/) and must be absolute. If the pattern is empty, all requests are matched (including p2p connections).
+        latency: Minimum latency from request sent to response headers received (ms).
+        download_throughput: Maximal aggregated download throughput (bytes/sec). -1 disables download throttling.
+        upload_throughput: Maximal aggregated upload throughput (bytes/sec). -1 disables upload throttling.
+        connection_type: Connection type if known.
+        packet_loss: WebRTC packet loss (percent, 0-100). 0 disables packet loss emulation, 100 drops all the packets.
+        packet_queue_length: WebRTC packet queue length (packet). 0 removes any queue length limitations.
+        packet_reordering: WebRTC packetReordering feature.
+        offline: True to emulate internet disconnection.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-NetworkConditions
+    """
+
+    url_pattern: str
+    latency: float
+    download_throughput: float
+    upload_throughput: float
+    connection_type: ConnectionType | None = None
+    packet_loss: float | None = None
+    packet_queue_length: int | None = None
+    packet_reordering: bool | None = None
+    offline: bool | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class BlockPattern:
+    """Experimental.
+
+    Attributes:
+        url_pattern: URL pattern to match. Patterns use the URLPattern constructor string syntax (https://urlpattern.spec.whatwg.org/) and must be absolute. Example: `*://*:*/*.css`.
+        block: Whether or not to block the pattern. If false, a matching request will not be blocked even if it matches a later `BlockPattern`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-BlockPattern
+    """
+
+    url_pattern: str
+    block: bool
+
+
+class DirectSocketDnsQueryType(CDPEnum):
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-DirectSocketDnsQueryType
+    """
+
+    IPV4 = "ipv4"
+    IPV6 = "ipv6"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DirectTCPSocketOptions:
+    """Experimental.
+
+    Attributes:
+        no_delay: TCP_NODELAY option
+        keep_alive_delay: Expected to be unsigned integer.
+        send_buffer_size: Expected to be unsigned integer.
+        receive_buffer_size: Expected to be unsigned integer.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-DirectTCPSocketOptions
+    """
+
+    no_delay: bool
+    keep_alive_delay: float | None = None
+    send_buffer_size: float | None = None
+    receive_buffer_size: float | None = None
+    dns_query_type: DirectSocketDnsQueryType | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DirectUDPSocketOptions:
+    """Experimental.
+
+    Attributes:
+        remote_port: Unsigned int 16.
+        local_port: Unsigned int 16.
+        send_buffer_size: Expected to be unsigned integer.
+        receive_buffer_size: Expected to be unsigned integer.
+        multicast_time_to_live: Unsigned int 8.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-DirectUDPSocketOptions
+    """
+
+    remote_addr: str | None = None
+    remote_port: int | None = None
+    local_addr: str | None = None
+    local_port: int | None = None
+    dns_query_type: DirectSocketDnsQueryType | None = None
+    send_buffer_size: float | None = None
+    receive_buffer_size: float | None = None
+    multicast_loopback: bool | None = None
+    multicast_time_to_live: int | None = None
+    multicast_allow_address_sharing: bool | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DirectUDPMessage:
+    """Experimental.
+
+    Attributes:
+        remote_addr: Null for connected mode.
+        remote_port: Null for connected mode. Expected to be unsigned integer.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-DirectUDPMessage
+    """
+
+    data: str
+    remote_addr: str | None = None
+    remote_port: int | None = None
+
+
+class LocalNetworkAccessRequestPolicy(CDPEnum):
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-LocalNetworkAccessRequestPolicy
+    """
+
+    ALLOW = "Allow"
+    BLOCK_FROM_INSECURE_TO_MORE_PRIVATE = "BlockFromInsecureToMorePrivate"
+    WARN_FROM_INSECURE_TO_MORE_PRIVATE = "WarnFromInsecureToMorePrivate"
+    PERMISSION_BLOCK = "PermissionBlock"
+    PERMISSION_WARN = "PermissionWarn"
+
+
+class IPAddressSpace(CDPEnum):
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-IPAddressSpace
+    """
+
+    LOOPBACK = "Loopback"
+    LOCAL = "Local"
+    PUBLIC = "Public"
+    UNKNOWN = "Unknown"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ConnectTiming:
+    """Experimental.
+
+    Attributes:
+        request_time: Timing's requestTime is a baseline in seconds, while the other numbers are ticks in milliseconds relatively to this requestTime. Matches ResourceTiming's requestTime for the same request (but not for redirected requests).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-ConnectTiming
+    """
+
+    request_time: float
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ClientSecurityState:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-ClientSecurityState
+    """
+
+    initiator_is_secure_context: bool
+    initiator_ip_address_space: IPAddressSpace
+    local_network_access_request_policy: LocalNetworkAccessRequestPolicy
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AdScriptIdentifier:
+    """Experimental. Identifies the script on the stack that caused a resource or element to be
+    labeled as an ad. For resources, this indicates the context that triggered
+    the fetch. For elements, this indicates the context that caused the element
+    to be appended to the DOM.
+
+    Attributes:
+        script_id: The script's V8 identifier.
+        debugger_id: V8's debugging ID for the v8::Context.
+        name: The script's url (or generated name based on id if inline script).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-AdScriptIdentifier
+    """
+
+    script_id: cdp.runtime.ScriptId
+    debugger_id: cdp.runtime.UniqueDebuggerId
+    name: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AdAncestry:
+    """Experimental. Encapsulates the script ancestry and the root script filter list rule that
+    caused the resource or element to be labeled as an ad.
+
+    Attributes:
+        ancestry_chain: A chain of `AdScriptIdentifier`s representing the ancestry of an ad script that led to the creation of a resource or element. The chain is ordered from the script itself (lowest level) up to its root ancestor that was flagged by a filter list.
+        root_script_filterlist_rule: The filter list rule that caused the root (last) script in `ancestryChain` to be tagged as an ad.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-AdAncestry
+    """
+
+    ancestry_chain: list[AdScriptIdentifier]
+    root_script_filterlist_rule: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AdProvenance:
+    """Experimental. Represents the provenance of an ad resource or element. Only one of
+    `filterlistRule` or `adScriptAncestry` can be set. If `filterlistRule`
+    is provided, the resource URL directly matches a filter list rule. If
+    `adScriptAncestry` is provided, an ad script initiated the resource fetch or
+    appended the element to the DOM. If neither is provided, the entity is
+    known to be an ad, but provenance tracking information is unavailable.
+
+    Attributes:
+        filterlist_rule: The filterlist rule that matched, if any.
+        ad_script_ancestry: The script ancestry that created the ad, if any. Note: depending on the context, this may represent the full ancestry up to the root script, or it may contain only one script representing the immediate ancestor.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-AdProvenance
+    """
+
+    filterlist_rule: str | None = None
+    ad_script_ancestry: AdAncestry | None = None
+
+
+class CrossOriginOpenerPolicyValue(CDPEnum):
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-CrossOriginOpenerPolicyValue
+    """
+
+    SAME_ORIGIN = "SameOrigin"
+    SAME_ORIGIN_ALLOW_POPUPS = "SameOriginAllowPopups"
+    RESTRICT_PROPERTIES = "RestrictProperties"
+    UNSAFE_NONE = "UnsafeNone"
+    SAME_ORIGIN_PLUS_COEP = "SameOriginPlusCoep"
+    RESTRICT_PROPERTIES_PLUS_COEP = "RestrictPropertiesPlusCoep"
+    NOOPENER_ALLOW_POPUPS = "NoopenerAllowPopups"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CrossOriginOpenerPolicyStatus:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-CrossOriginOpenerPolicyStatus
+    """
+
+    value: CrossOriginOpenerPolicyValue
+    report_only_value: CrossOriginOpenerPolicyValue
+    reporting_endpoint: str | None = None
+    report_only_reporting_endpoint: str | None = None
+
+
+class CrossOriginEmbedderPolicyValue(CDPEnum):
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-CrossOriginEmbedderPolicyValue
+    """
+
+    NONE = "None"
+    CREDENTIALLESS = "Credentialless"
+    REQUIRE_CORP = "RequireCorp"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CrossOriginEmbedderPolicyStatus:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-CrossOriginEmbedderPolicyStatus
+    """
+
+    value: CrossOriginEmbedderPolicyValue
+    report_only_value: CrossOriginEmbedderPolicyValue
+    reporting_endpoint: str | None = None
+    report_only_reporting_endpoint: str | None = None
+
+
+class ContentSecurityPolicySource(CDPEnum):
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-ContentSecurityPolicySource
+    """
+
+    HTTP = "HTTP"
+    META = "Meta"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ContentSecurityPolicyStatus:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-ContentSecurityPolicyStatus
+    """
+
+    effective_directives: str
+    is_enforced: bool
+    source: ContentSecurityPolicySource
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SecurityIsolationStatus:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-SecurityIsolationStatus
+    """
+
+    coop: CrossOriginOpenerPolicyStatus | None = None
+    coep: CrossOriginEmbedderPolicyStatus | None = None
+    csp: list[ContentSecurityPolicyStatus] | None = None
+
+
+class ReportStatus(CDPEnum):
+    """Experimental. The status of a Reporting API report.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-ReportStatus
+    """
+
+    QUEUED = "Queued"
+    PENDING = "Pending"
+    MARKED_FOR_REMOVAL = "MarkedForRemoval"
+    SUCCESS = "Success"
+
+
+ReportId = str
+"""Experimental.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-ReportId
+"""
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ReportingApiReport:
+    """Experimental. An object representing a report generated by the Reporting API.
+
+    Attributes:
+        initiator_url: The URL of the document that triggered the report.
+        destination: The name of the endpoint group that should be used to deliver the report.
+        type_: The type of the report (specifies the set of data that is contained in the report body).
+        timestamp: When the report was generated.
+        depth: How many uploads deep the related request was.
+        completed_attempts: The number of delivery attempts made so far, not including an active attempt.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-ReportingApiReport
+    """
+
+    id_: ReportId
+    initiator_url: str
+    destination: str
+    type_: str
+    timestamp: TimeSinceEpoch
+    depth: int
+    completed_attempts: int
+    body: dict[str, Any]
+    status: ReportStatus
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ReportingApiEndpoint:
+    """Experimental.
+
+    Attributes:
+        url: The URL of the endpoint to which reports may be delivered.
+        group_name: Name of the endpoint group.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-ReportingApiEndpoint
+    """
+
+    url: str
+    group_name: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DeviceBoundSessionKey:
+    """Experimental. Unique identifier for a device bound session.
+
+    Attributes:
+        site: The site the session is set up for.
+        id_: The id of the session.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-DeviceBoundSessionKey
+    """
+
+    site: str
+    id_: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DeviceBoundSessionWithUsage:
+    """Experimental. How a device bound session was used during a request.
+
+    Attributes:
+        session_key: The key for the session.
+        usage: How the session was used (or not used). Values: 'NotInScope', 'InScopeRefreshNotYetNeeded', 'InScopeRefreshNotAllowed', 'ProactiveRefreshNotPossible', 'ProactiveRefreshAttempted', 'Deferred'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-DeviceBoundSessionWithUsage
+    """
+
+    session_key: DeviceBoundSessionKey
+    usage: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DeviceBoundSessionCookieCraving:
+    """Experimental. A device bound session's cookie craving.
+
+    Attributes:
+        name: The name of the craving.
+        domain: The domain of the craving.
+        path: The path of the craving.
+        secure: The `Secure` attribute of the craving attributes.
+        http_only: The `HttpOnly` attribute of the craving attributes.
+        same_site: The `SameSite` attribute of the craving attributes.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-DeviceBoundSessionCookieCraving
+    """
+
+    name: str
+    domain: str
+    path: str
+    secure: bool
+    http_only: bool
+    same_site: CookieSameSite | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DeviceBoundSessionUrlRule:
+    """Experimental. A device bound session's inclusion URL rule.
+
+    Attributes:
+        rule_type: See comments on `net::device_bound_sessions::SessionInclusionRules::UrlRule::rule_type`. Values: 'Exclude', 'Include'.
+        host_pattern: See comments on `net::device_bound_sessions::SessionInclusionRules::UrlRule::host_pattern`.
+        path_prefix: See comments on `net::device_bound_sessions::SessionInclusionRules::UrlRule::path_prefix`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-DeviceBoundSessionUrlRule
+    """
+
+    rule_type: str
+    host_pattern: str
+    path_prefix: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DeviceBoundSessionInclusionRules:
+    """Experimental. A device bound session's inclusion rules.
+
+    Attributes:
+        origin: See comments on `net::device_bound_sessions::SessionInclusionRules::origin_`.
+        include_site: Whether the whole site is included. See comments on `net::device_bound_sessions::SessionInclusionRules::include_site_` for more details; this boolean is true if that value is populated.
+        url_rules: See comments on `net::device_bound_sessions::SessionInclusionRules::url_rules_`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-DeviceBoundSessionInclusionRules
+    """
+
+    origin: str
+    include_site: bool
+    url_rules: list[DeviceBoundSessionUrlRule]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DeviceBoundSession:
+    """Experimental. A device bound session.
+
+    Attributes:
+        key: The site and session ID of the session.
+        refresh_url: See comments on `net::device_bound_sessions::Session::refresh_url_`.
+        inclusion_rules: See comments on `net::device_bound_sessions::Session::inclusion_rules_`.
+        cookie_cravings: See comments on `net::device_bound_sessions::Session::cookie_cravings_`.
+        expiry_date: See comments on `net::device_bound_sessions::Session::expiry_date_`.
+        cached_challenge: See comments on `net::device_bound_sessions::Session::cached_challenge__`.
+        allowed_refresh_initiators: See comments on `net::device_bound_sessions::Session::allowed_refresh_initiators_`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-DeviceBoundSession
+    """
+
+    key: DeviceBoundSessionKey
+    refresh_url: str
+    inclusion_rules: DeviceBoundSessionInclusionRules
+    cookie_cravings: list[DeviceBoundSessionCookieCraving]
+    expiry_date: TimeSinceEpoch
+    cached_challenge: str | None = None
+    allowed_refresh_initiators: list[str]
+
+
+DeviceBoundSessionEventId = str
+"""Experimental. A unique identifier for a device bound session event.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-DeviceBoundSessionEventId
+"""
+
+
+class DeviceBoundSessionFetchResult(CDPEnum):
+    """Experimental. A fetch result for a device bound session creation or refresh.
+    LINT.IfChange(DeviceBoundSessionFetchResult)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-DeviceBoundSessionFetchResult
+    """
+
+    SUCCESS = "Success"
+    SIGNING_KEY_GENERATION_ERROR = "SigningKeyGenerationError"
+    ATTESTATION_KEY_GENERATION_ERROR = "AttestationKeyGenerationError"
+    SIGNING_ERROR = "SigningError"
+    TRANSIENT_SIGNING_ERROR = "TransientSigningError"
+    SERVER_REQUESTED_TERMINATION = "ServerRequestedTermination"
+    INVALID_SESSION_ID = "InvalidSessionId"
+    INVALID_CHALLENGE = "InvalidChallenge"
+    TOO_MANY_CHALLENGES = "TooManyChallenges"
+    INVALID_FETCHER_URL = "InvalidFetcherUrl"
+    INVALID_REFRESH_URL = "InvalidRefreshUrl"
+    TRANSIENT_HTTP_ERROR = "TransientHttpError"
+    SCOPE_ORIGIN_SAME_SITE_MISMATCH = "ScopeOriginSameSiteMismatch"
+    REFRESH_URL_SAME_SITE_MISMATCH = "RefreshUrlSameSiteMismatch"
+    MISMATCHED_SESSION_ID = "MismatchedSessionId"
+    MISSING_SCOPE = "MissingScope"
+    NO_CREDENTIALS = "NoCredentials"
+    SUBDOMAIN_REGISTRATION_WELL_KNOWN_UNAVAILABLE = "SubdomainRegistrationWellKnownUnavailable"
+    SUBDOMAIN_REGISTRATION_UNAUTHORIZED = "SubdomainRegistrationUnauthorized"
+    SUBDOMAIN_REGISTRATION_WELL_KNOWN_MALFORMED = "SubdomainRegistrationWellKnownMalformed"
+    SESSION_PROVIDER_WELL_KNOWN_UNAVAILABLE = "SessionProviderWellKnownUnavailable"
+    RELYING_PARTY_WELL_KNOWN_UNAVAILABLE = "RelyingPartyWellKnownUnavailable"
+    FEDERATED_KEY_THUMBPRINT_MISMATCH = "FederatedKeyThumbprintMismatch"
+    INVALID_FEDERATED_SESSION_URL = "InvalidFederatedSessionUrl"
+    INVALID_FEDERATED_KEY = "InvalidFederatedKey"
+    TOO_MANY_RELYING_ORIGIN_LABELS = "TooManyRelyingOriginLabels"
+    BOUND_COOKIE_SET_FORBIDDEN = "BoundCookieSetForbidden"
+    NET_ERROR = "NetError"
+    PROXY_ERROR = "ProxyError"
+    EMPTY_SESSION_CONFIG = "EmptySessionConfig"
+    INVALID_CREDENTIALS_CONFIG = "InvalidCredentialsConfig"
+    INVALID_CREDENTIALS_TYPE = "InvalidCredentialsType"
+    INVALID_CREDENTIALS_EMPTY_NAME = "InvalidCredentialsEmptyName"
+    INVALID_CREDENTIALS_COOKIE = "InvalidCredentialsCookie"
+    PERSISTENT_HTTP_ERROR = "PersistentHttpError"
+    REGISTRATION_ATTEMPTED_CHALLENGE = "RegistrationAttemptedChallenge"
+    INVALID_SCOPE_ORIGIN = "InvalidScopeOrigin"
+    SCOPE_ORIGIN_CONTAINS_PATH = "ScopeOriginContainsPath"
+    REFRESH_INITIATOR_NOT_STRING = "RefreshInitiatorNotString"
+    REFRESH_INITIATOR_INVALID_HOST_PATTERN = "RefreshInitiatorInvalidHostPattern"
+    INVALID_SCOPE_SPECIFICATION = "InvalidScopeSpecification"
+    MISSING_SCOPE_SPECIFICATION_TYPE = "MissingScopeSpecificationType"
+    EMPTY_SCOPE_SPECIFICATION_DOMAIN = "EmptyScopeSpecificationDomain"
+    EMPTY_SCOPE_SPECIFICATION_PATH = "EmptyScopeSpecificationPath"
+    INVALID_SCOPE_SPECIFICATION_TYPE = "InvalidScopeSpecificationType"
+    INVALID_SCOPE_INCLUDE_SITE = "InvalidScopeIncludeSite"
+    MISSING_SCOPE_INCLUDE_SITE = "MissingScopeIncludeSite"
+    FEDERATED_NOT_AUTHORIZED_BY_PROVIDER = "FederatedNotAuthorizedByProvider"
+    FEDERATED_NOT_AUTHORIZED_BY_RELYING_PARTY = "FederatedNotAuthorizedByRelyingParty"
+    SESSION_PROVIDER_WELL_KNOWN_MALFORMED = "SessionProviderWellKnownMalformed"
+    SESSION_PROVIDER_WELL_KNOWN_HAS_PROVIDER_ORIGIN = "SessionProviderWellKnownHasProviderOrigin"
+    RELYING_PARTY_WELL_KNOWN_MALFORMED = "RelyingPartyWellKnownMalformed"
+    RELYING_PARTY_WELL_KNOWN_HAS_RELYING_ORIGINS = "RelyingPartyWellKnownHasRelyingOrigins"
+    INVALID_FEDERATED_SESSION_PROVIDER_SESSION_MISSING = "InvalidFederatedSessionProviderSessionMissing"
+    INVALID_FEDERATED_SESSION_WRONG_PROVIDER_ORIGIN = "InvalidFederatedSessionWrongProviderOrigin"
+    INVALID_CREDENTIALS_COOKIE_CREATION_TIME = "InvalidCredentialsCookieCreationTime"
+    INVALID_CREDENTIALS_COOKIE_NAME = "InvalidCredentialsCookieName"
+    INVALID_CREDENTIALS_COOKIE_PARSING = "InvalidCredentialsCookieParsing"
+    INVALID_CREDENTIALS_COOKIE_UNPERMITTED_ATTRIBUTE = "InvalidCredentialsCookieUnpermittedAttribute"
+    INVALID_CREDENTIALS_COOKIE_INVALID_DOMAIN = "InvalidCredentialsCookieInvalidDomain"
+    INVALID_CREDENTIALS_COOKIE_PREFIX = "InvalidCredentialsCookiePrefix"
+    INVALID_SCOPE_RULE_PATH = "InvalidScopeRulePath"
+    INVALID_SCOPE_RULE_HOST_PATTERN = "InvalidScopeRuleHostPattern"
+    SCOPE_RULE_ORIGIN_SCOPED_HOST_PATTERN_MISMATCH = "ScopeRuleOriginScopedHostPatternMismatch"
+    SCOPE_RULE_SITE_SCOPED_HOST_PATTERN_MISMATCH = "ScopeRuleSiteScopedHostPatternMismatch"
+    SIGNING_QUOTA_EXCEEDED = "SigningQuotaExceeded"
+    INVALID_CONFIG_JSON = "InvalidConfigJson"
+    INVALID_FEDERATED_SESSION_PROVIDER_FAILED_TO_RESTORE_KEY = (
+        "InvalidFederatedSessionProviderFailedToRestoreKey"
+    )
+    FAILED_TO_UNWRAP_KEY = "FailedToUnwrapKey"
+    SESSION_DELETED_DURING_REFRESH = "SessionDeletedDuringRefresh"
+    CROSS_ORIGIN_REGISTRATION_SITE_NOT_INCLUDED = "CrossOriginRegistrationSiteNotIncluded"
+    INVALID_PRE_PROVISIONED_KEY_INITIATOR_MISSING = "InvalidPreProvisionedKeyInitiatorMissing"
+    PRE_PROVISIONED_KEY_ACCESS_NOT_GRANTED = "PreProvisionedKeyAccessNotGranted"
+    PRE_PROVISIONED_KEY_NOT_FOUND = "PreProvisionedKeyNotFound"
+    ATTESTATION_CERTIFICATION_ERROR = "AttestationCertificationError"
+    ATTESTATION_SIGNING_ERROR = "AttestationSigningError"
+    FEDERATED_REGISTRATION_REDIRECTED = "FederatedRegistrationRedirected"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DeviceBoundSessionFailedRequest:
+    """Experimental. Details about a failed device bound session network request.
+
+    Attributes:
+        request_url: The failed request URL.
+        net_error: The net error of the response if it was not OK.
+        response_error: The response code if the net error was OK and the response code was not 200.
+        response_error_body: The body of the response if the net error was OK, the response code was not 200, and the response body was not empty.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-DeviceBoundSessionFailedRequest
+    """
+
+    request_url: str
+    net_error: str | None = None
+    response_error: int | None = None
+    response_error_body: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CreationEventDetails:
+    """Experimental. Session event details specific to creation.
+
+    Attributes:
+        fetch_result: The result of the fetch attempt.
+        new_session: The session if there was a newly created session. This is populated for all successful creation events.
+        failed_request: Details about a failed device bound session network request if there was one.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-CreationEventDetails
+    """
+
+    fetch_result: DeviceBoundSessionFetchResult
+    new_session: DeviceBoundSession | None = None
+    failed_request: DeviceBoundSessionFailedRequest | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RefreshEventDetails:
+    """Experimental. Session event details specific to refresh.
+
+    Attributes:
+        refresh_result: The result of a refresh. LINT.IfChange(DeviceBoundSessionRefreshResult) Values: 'Refreshed', 'InitializedService', 'Unreachable', 'ServerError', 'FatalError', 'SigningQuotaExceeded', 'RefreshedAsWaiter', 'TransientSigningError', 'InScopeRefreshNotYetNeeded', 'Canceled'.
+        fetch_result: LINT.ThenChange(//net/device_bound_sessions/refresh_result.h:DeviceBoundSessionRefreshResult,//content/browser/devtools/protocol/network_handler.cc:DeviceBoundSessionRefreshResult) If there was a fetch attempt, the result of that.
+        new_session: The session display if there was a newly created session. This is populated for any refresh event that modifies the session config.
+        was_fully_proactive_refresh: See comments on `net::device_bound_sessions::RefreshEventResult::was_fully_proactive_refresh`.
+        failed_request: Details about a failed device bound session network request if there was one.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-RefreshEventDetails
+    """
+
+    refresh_result: str
+    fetch_result: DeviceBoundSessionFetchResult | None = None
+    new_session: DeviceBoundSession | None = None
+    was_fully_proactive_refresh: bool
+    failed_request: DeviceBoundSessionFailedRequest | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TerminationEventDetails:
+    """Experimental. Session event details specific to termination.
+
+    Attributes:
+        deletion_reason: The reason for a session being deleted. Values: 'Expired', 'FailedToRestoreKey', 'FailedToUnwrapKey', 'StoragePartitionCleared', 'ClearBrowsingData', 'ServerRequested', 'InvalidSessionParams', 'RefreshFatalError', 'DevTools', 'Replaced'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-TerminationEventDetails
+    """
+
+    deletion_reason: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ChallengeEventDetails:
+    """Experimental. Session event details specific to challenges.
+
+    Attributes:
+        challenge_result: The result of a challenge. Values: 'Success', 'NoSessionId', 'NoSessionMatch', 'CantSetBoundCookie'.
+        challenge: The challenge set.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-ChallengeEventDetails
+    """
+
+    challenge_result: str
+    challenge: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LoadNetworkResourcePageResult:
+    """Experimental. An object providing the result of a network resource load.
+
+    Attributes:
+        net_error: Optional values used for error reporting.
+        stream: If successful, one of the following two fields holds the result.
+        headers: Response headers.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-LoadNetworkResourcePageResult
+    """
+
+    success: bool
+    net_error: float | None = None
+    net_error_name: str | None = None
+    http_status_code: float | None = None
+    stream: cdp.io.StreamHandle | None = None
+    headers: Headers | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LoadNetworkResourceOptions:
+    """Experimental. An options object that may be extended later to better support CORS,
+    CORB and streaming.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-LoadNetworkResourceOptions
+    """
+
+    disable_cache: bool
+    include_credentials: bool
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CanClearBrowserCacheResult:
+    """Result of :func:`can_clear_browser_cache`.
+
+    Attributes:
+        result: True if browser cache can be cleared.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-canClearBrowserCache
+    """
+
+    result: bool
+
+
+def can_clear_browser_cache() -> Command[CanClearBrowserCacheResult]:
+    """Deprecated. Tells whether clearing browser cache is supported.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-canClearBrowserCache
+    """
+    return Command("Network.canClearBrowserCache", {}, CanClearBrowserCacheResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CanClearBrowserCookiesResult:
+    """Result of :func:`can_clear_browser_cookies`.
+
+    Attributes:
+        result: True if browser cookies can be cleared.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-canClearBrowserCookies
+    """
+
+    result: bool
+
+
+def can_clear_browser_cookies() -> Command[CanClearBrowserCookiesResult]:
+    """Deprecated. Tells whether clearing browser cookies is supported.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-canClearBrowserCookies
+    """
+    return Command("Network.canClearBrowserCookies", {}, CanClearBrowserCookiesResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CanEmulateNetworkConditionsResult:
+    """Result of :func:`can_emulate_network_conditions`.
+
+    Attributes:
+        result: True if emulation of network conditions is supported.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-canEmulateNetworkConditions
+    """
+
+    result: bool
+
+
+def can_emulate_network_conditions() -> Command[CanEmulateNetworkConditionsResult]:
+    """Deprecated. Tells whether emulation of network conditions is supported.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-canEmulateNetworkConditions
+    """
+    return Command("Network.canEmulateNetworkConditions", {}, CanEmulateNetworkConditionsResult)
+
+
+def clear_browser_cache() -> Command[None]:
+    """Clears browser cache.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-clearBrowserCache
+    """
+    return Command("Network.clearBrowserCache", {}, None)
+
+
+def clear_browser_cookies() -> Command[None]:
+    """Clears browser cookies.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-clearBrowserCookies
+    """
+    return Command("Network.clearBrowserCookies", {}, None)
+
+
+def delete_cookies(
+    *,
+    name: str,
+    url: str | None = None,
+    domain: str | None = None,
+    path: str | None = None,
+    partition_key: CookiePartitionKey | None = None,
+) -> Command[None]:
+    """Deletes browser cookies with matching name and url or domain/path/partitionKey pair.
+
+    Args:
+        name: Name of the cookies to remove.
+        url: If specified, deletes all the cookies with the given name where domain and path match provided URL.
+        domain: If specified, deletes only cookies with the exact domain.
+        path: If specified, deletes only cookies with the exact path.
+        partition_key: Experimental. If specified, deletes only cookies with the the given name and partitionKey where all partition key attributes match the cookie partition key attribute.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-deleteCookies
+    """
+    return Command("Network.deleteCookies", _p_delete_cookies(name, url, domain, path, partition_key), None)
+
+
+def disable() -> Command[None]:
+    """Disables network tracking, prevents network events from being sent to the client.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-disable
+    """
+    return Command("Network.disable", {}, None)
+
+
+def emulate_network_conditions(
+    *,
+    offline: bool,
+    latency: float,
+    download_throughput: float,
+    upload_throughput: float,
+    connection_type: ConnectionType | None = None,
+    packet_loss: float | None = None,
+    packet_queue_length: int | None = None,
+    packet_reordering: bool | None = None,
+) -> Command[None]:
+    """Deprecated. Activates emulation of network conditions. This command is deprecated in favor of the emulateNetworkConditionsByRule
+    and overrideNetworkState commands, which can be used together to the same effect.
+
+    Args:
+        offline: True to emulate internet disconnection.
+        latency: Minimum latency from request sent to response headers received (ms).
+        download_throughput: Maximal aggregated download throughput (bytes/sec). -1 disables download throttling.
+        upload_throughput: Maximal aggregated upload throughput (bytes/sec). -1 disables upload throttling.
+        connection_type: Connection type if known.
+        packet_loss: Experimental. WebRTC packet loss (percent, 0-100). 0 disables packet loss emulation, 100 drops all the packets.
+        packet_queue_length: Experimental. WebRTC packet queue length (packet). 0 removes any queue length limitations.
+        packet_reordering: Experimental. WebRTC packetReordering feature.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-emulateNetworkConditions
+    """
+    return Command(
+        "Network.emulateNetworkConditions",
+        _p_emulate_network_conditions(
+            offline,
+            latency,
+            download_throughput,
+            upload_throughput,
+            connection_type,
+            packet_loss,
+            packet_queue_length,
+            packet_reordering,
+        ),
+        None,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class EmulateNetworkConditionsByRuleResult:
+    """Result of :func:`emulate_network_conditions_by_rule`.
+
+    Attributes:
+        rule_ids: An id for each entry in matchedNetworkConditions. The id will be included in the requestWillBeSentExtraInfo for requests affected by a rule.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-emulateNetworkConditionsByRule
+    """
+
+    rule_ids: list[str]
+
+
+def emulate_network_conditions_by_rule(
+    *,
+    matched_network_conditions: list[NetworkConditions],
+    offline: bool | None = None,
+    emulate_offline_service_worker: bool | None = None,
+) -> Command[EmulateNetworkConditionsByRuleResult]:
+    """Experimental. Activates emulation of network conditions for individual requests using URL match patterns. Unlike the deprecated
+    Network.emulateNetworkConditions this method does not affect `navigator` state. Use Network.overrideNetworkState to
+    explicitly modify `navigator` behavior.
+
+    Args:
+        matched_network_conditions: Configure conditions for matching requests. If multiple entries match a request, the first entry wins. Global conditions can be configured by leaving the urlPattern for the conditions empty. These global conditions are also applied for throttling of p2p connections.
+        offline: Deprecated. True to emulate internet disconnection. Deprecated, use the offline property in matchedNetworkConditions or emulateOfflineServiceWorker instead.
+        emulate_offline_service_worker: True to emulate offline service worker.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-emulateNetworkConditionsByRule
+    """
+    return Command(
+        "Network.emulateNetworkConditionsByRule",
+        _p_emulate_network_conditions_by_rule(
+            matched_network_conditions, offline, emulate_offline_service_worker
+        ),
+        EmulateNetworkConditionsByRuleResult,
+    )
+
+
+def override_network_state(
+    *,
+    offline: bool,
+    latency: float,
+    download_throughput: float,
+    upload_throughput: float,
+    connection_type: ConnectionType | None = None,
+) -> Command[None]:
+    """Experimental. Override the state of navigator.onLine and navigator.connection.
+
+    Args:
+        offline: True to emulate internet disconnection.
+        latency: Minimum latency from request sent to response headers received (ms).
+        download_throughput: Maximal aggregated download throughput (bytes/sec). -1 disables download throttling.
+        upload_throughput: Maximal aggregated upload throughput (bytes/sec). -1 disables upload throttling.
+        connection_type: Connection type if known.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-overrideNetworkState
+    """
+    return Command(
+        "Network.overrideNetworkState",
+        _p_override_network_state(offline, latency, download_throughput, upload_throughput, connection_type),
+        None,
+    )
+
+
+def enable(
+    *,
+    max_total_buffer_size: int | None = None,
+    max_resource_buffer_size: int | None = None,
+    max_post_data_size: int | None = None,
+    report_direct_socket_traffic: bool | None = None,
+    enable_durable_messages: bool | None = None,
+) -> Command[None]:
+    """Enables network tracking, network events will now be delivered to the client.
+
+    Args:
+        max_total_buffer_size: Experimental. Buffer size in bytes to use when preserving network payloads (XHRs, etc). This is the maximum number of bytes that will be collected by this DevTools session.
+        max_resource_buffer_size: Experimental. Per-resource buffer size in bytes to use when preserving network payloads (XHRs, etc).
+        max_post_data_size: Longest post body size (in bytes) that would be included in requestWillBeSent notification
+        report_direct_socket_traffic: Experimental. Whether DirectSocket chunk send/receive events should be reported.
+        enable_durable_messages: Experimental. Enable storing response bodies outside of renderer, so that these survive a cross-process navigation. Requires maxTotalBufferSize to be set. Currently defaults to false. This field is being deprecated in favor of the dedicated configureDurableMessages command, due to the possibility of deadlocks when awaiting Network.enable before issuing Runtime.runIfWaitingForDebugger.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-enable
+    """
+    return Command(
+        "Network.enable",
+        _p_enable(
+            max_total_buffer_size,
+            max_resource_buffer_size,
+            max_post_data_size,
+            report_direct_socket_traffic,
+            enable_durable_messages,
+        ),
+        None,
+    )
+
+
+def configure_durable_messages(
+    *,
+    max_total_buffer_size: int | None = None,
+    max_resource_buffer_size: int | None = None,
+) -> Command[None]:
+    """Experimental. Configures storing response bodies outside of renderer, so that these survive
+    a cross-process navigation.
+    If maxTotalBufferSize is not set, durable messages are disabled.
+
+    Args:
+        max_total_buffer_size: Buffer size in bytes to use when preserving network payloads (XHRs, etc).
+        max_resource_buffer_size: Per-resource buffer size in bytes to use when preserving network payloads (XHRs, etc).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-configureDurableMessages
+    """
+    return Command(
+        "Network.configureDurableMessages",
+        _p_configure_durable_messages(max_total_buffer_size, max_resource_buffer_size),
+        None,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetAllCookiesResult:
+    """Result of :func:`get_all_cookies`.
+
+    Attributes:
+        cookies: Array of cookie objects.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-getAllCookies
+    """
+
+    cookies: list[Cookie]
+
+
+def get_all_cookies() -> Command[GetAllCookiesResult]:
+    """Deprecated. Returns all browser cookies. Depending on the backend support, will return detailed cookie
+    information in the `cookies` field.
+    Deprecated. Use Storage.getCookies instead.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-getAllCookies
+    """
+    return Command("Network.getAllCookies", {}, GetAllCookiesResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetCertificateResult:
+    """Result of :func:`get_certificate`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-getCertificate
+    """
+
+    table_names: list[str]
+
+
+def get_certificate(
+    *,
+    origin: str,
+) -> Command[GetCertificateResult]:
+    """Experimental. Returns the DER-encoded certificate.
+
+    Args:
+        origin: Origin to get certificate for.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-getCertificate
+    """
+    return Command("Network.getCertificate", _p_get_certificate(origin), GetCertificateResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetCookiesResult:
+    """Result of :func:`get_cookies`.
+
+    Attributes:
+        cookies: Array of cookie objects.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-getCookies
+    """
+
+    cookies: list[Cookie]
+
+
+def get_cookies(
+    *,
+    urls: list[str] | None = None,
+) -> Command[GetCookiesResult]:
+    """Returns all browser cookies for the current URL. Depending on the backend support, will return
+    detailed cookie information in the `cookies` field.
+
+    Args:
+        urls: The list of URLs for which applicable cookies will be fetched. If not specified, it's assumed to be set to the list containing the URLs of the page and all of its subframes.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-getCookies
+    """
+    return Command("Network.getCookies", _p_get_cookies(urls), GetCookiesResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetResponseBodyResult:
+    """Result of :func:`get_response_body`.
+
+    Attributes:
+        body: Response body.
+        base64_encoded: True, if content was sent as base64.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-getResponseBody
+    """
+
+    body: str
+    base64_encoded: bool
+
+
+def get_response_body(
+    *,
+    request_id: RequestId,
+) -> Command[GetResponseBodyResult]:
+    """Returns content served for the given request.
+
+    Args:
+        request_id: Identifier of the network request to get content for.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-getResponseBody
+    """
+    return Command("Network.getResponseBody", _p_get_response_body(request_id), GetResponseBodyResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetRequestPostDataResult:
+    """Result of :func:`get_request_post_data`.
+
+    Attributes:
+        post_data: Request body string, omitting files from multipart requests
+        base64_encoded: True, if content was sent as base64.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-getRequestPostData
+    """
+
+    post_data: str
+    base64_encoded: bool
+
+
+def get_request_post_data(
+    *,
+    request_id: RequestId,
+) -> Command[GetRequestPostDataResult]:
+    """Returns post data sent with the request. Returns an error when no data was sent with the request.
+
+    Args:
+        request_id: Identifier of the network request to get content for.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-getRequestPostData
+    """
+    return Command(
+        "Network.getRequestPostData", _p_get_request_post_data(request_id), GetRequestPostDataResult
+    )
+
+
+def replay_xhr(
+    *,
+    request_id: RequestId,
+) -> Command[None]:
+    """Experimental. This method sends a new XMLHttpRequest which is identical to the original one. The following
+    parameters should be identical: method, url, async, request body, extra headers, withCredentials
+    attribute, user, password.
+
+    Args:
+        request_id: Identifier of XHR to replay.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-replayXHR
+    """
+    return Command("Network.replayXHR", _p_replay_xhr(request_id), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SearchInResponseBodyResult:
+    """Result of :func:`search_in_response_body`.
+
+    Attributes:
+        result: List of search matches.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-searchInResponseBody
+    """
+
+    result: list[cdp.debugger.SearchMatch]
+
+
+def search_in_response_body(
+    *,
+    request_id: RequestId,
+    query: str,
+    case_sensitive: bool | None = None,
+    is_regex: bool | None = None,
+) -> Command[SearchInResponseBodyResult]:
+    """Experimental. Searches for given string in response content.
+
+    Args:
+        request_id: Identifier of the network response to search.
+        query: String to search for.
+        case_sensitive: If true, search is case sensitive.
+        is_regex: If true, treats string parameter as regex.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-searchInResponseBody
+    """
+    return Command(
+        "Network.searchInResponseBody",
+        _p_search_in_response_body(request_id, query, case_sensitive, is_regex),
+        SearchInResponseBodyResult,
+    )
+
+
+def set_blocked_ur_ls(
+    *,
+    url_patterns: list[BlockPattern] | None = None,
+    urls: list[str] | None = None,
+) -> Command[None]:
+    """Experimental. Blocks URLs from loading.
+
+    Args:
+        url_patterns: Patterns to match in the order in which they are given. These patterns also take precedence over any wildcard patterns defined in `urls`.
+        urls: Deprecated. URL patterns to block. Wildcards ('*') are allowed.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-setBlockedURLs
+    """
+    return Command("Network.setBlockedURLs", _p_set_blocked_ur_ls(url_patterns, urls), None)
+
+
+def set_bypass_service_worker(
+    *,
+    bypass: bool,
+) -> Command[None]:
+    """Toggles ignoring of service worker for each request.
+
+    Args:
+        bypass: Bypass service worker and load from network.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-setBypassServiceWorker
+    """
+    return Command("Network.setBypassServiceWorker", _p_set_bypass_service_worker(bypass), None)
+
+
+def set_cache_disabled(
+    *,
+    cache_disabled: bool,
+) -> Command[None]:
+    """Toggles ignoring cache for each request. If `true`, cache will not be used.
+
+    Args:
+        cache_disabled: Cache disabled state.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-setCacheDisabled
+    """
+    return Command("Network.setCacheDisabled", _p_set_cache_disabled(cache_disabled), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetCookieResult:
+    """Result of :func:`set_cookie`.
+
+    Attributes:
+        success: Deprecated. Always set to true. If an error occurs, the response indicates protocol error.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-setCookie
+    """
+
+    success: bool
+
+
+def set_cookie(
+    *,
+    name: str,
+    value: str,
+    url: str | None = None,
+    domain: str | None = None,
+    path: str | None = None,
+    secure: bool | None = None,
+    http_only: bool | None = None,
+    same_site: CookieSameSite | None = None,
+    expires: TimeSinceEpoch | None = None,
+    priority: CookiePriority | None = None,
+    source_scheme: CookieSourceScheme | None = None,
+    source_port: int | None = None,
+    partition_key: CookiePartitionKey | None = None,
+) -> Command[SetCookieResult]:
+    """Sets a cookie with the given cookie data; may overwrite equivalent cookies if they exist.
+
+    Args:
+        name: Cookie name.
+        value: Cookie value.
+        url: The request-URI to associate with the setting of the cookie. This value can affect the default domain, path, source port, and source scheme values of the created cookie.
+        domain: Cookie domain.
+        path: Cookie path.
+        secure: True if cookie is secure.
+        http_only: True if cookie is http-only.
+        same_site: Cookie SameSite type.
+        expires: Cookie expiration date, session cookie if not set
+        priority: Experimental. Cookie Priority type.
+        source_scheme: Experimental. Cookie source scheme type.
+        source_port: Experimental. Cookie source port. Valid values are {-1, [1, 65535]}, -1 indicates an unspecified port. An unspecified port value allows protocol clients to emulate legacy cookie scope for the port. This is a temporary ability and it will be removed in the future.
+        partition_key: Experimental. Cookie partition key. If not set, the cookie will be set as not partitioned.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-setCookie
+    """
+    return Command(
+        "Network.setCookie",
+        _p_set_cookie(
+            name,
+            value,
+            url,
+            domain,
+            path,
+            secure,
+            http_only,
+            same_site,
+            expires,
+            priority,
+            source_scheme,
+            source_port,
+            partition_key,
+        ),
+        SetCookieResult,
+    )
+
+
+def set_cookies(
+    *,
+    cookies: list[CookieParam],
+) -> Command[None]:
+    """Sets given cookies.
+
+    Args:
+        cookies: Cookies to be set.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-setCookies
+    """
+    return Command("Network.setCookies", _p_set_cookies(cookies), None)
+
+
+def set_extra_http_headers(
+    *,
+    headers: Headers,
+) -> Command[None]:
+    """Specifies whether to always send extra HTTP headers with the requests from this page.
+
+    Args:
+        headers: Map with extra HTTP headers.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-setExtraHTTPHeaders
+    """
+    return Command("Network.setExtraHTTPHeaders", _p_set_extra_http_headers(headers), None)
+
+
+def set_attach_debug_stack(
+    *,
+    enabled: bool,
+) -> Command[None]:
+    """Experimental. Specifies whether to attach a page script stack id in requests
+
+    Args:
+        enabled: Whether to attach a page script stack for debugging purpose.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-setAttachDebugStack
+    """
+    return Command("Network.setAttachDebugStack", _p_set_attach_debug_stack(enabled), None)
+
+
+def set_user_agent_override(
+    *,
+    user_agent: str,
+    accept_language: str | None = None,
+    platform: str | None = None,
+    user_agent_metadata: cdp.emulation.UserAgentMetadata | None = None,
+) -> Command[None]:
+    """Allows overriding user agent with the given string.
+
+    Args:
+        user_agent: User agent to use.
+        accept_language: Browser language to emulate.
+        platform: The platform navigator.platform should return.
+        user_agent_metadata: Experimental. To be sent in Sec-CH-UA-* headers and returned in navigator.userAgentData
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-setUserAgentOverride
+    """
+    return Command(
+        "Network.setUserAgentOverride",
+        _p_set_user_agent_override(user_agent, accept_language, platform, user_agent_metadata),
+        None,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StreamResourceContentResult:
+    """Result of :func:`stream_resource_content`.
+
+    Attributes:
+        buffered_data: Data that has been buffered until streaming is enabled. (Encoded as a base64 string when passed over JSON)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-streamResourceContent
+    """
+
+    buffered_data: str
+
+
+def stream_resource_content(
+    *,
+    request_id: RequestId,
+) -> Command[StreamResourceContentResult]:
+    """Experimental. Enables streaming of the response for the given requestId.
+    If enabled, the dataReceived event contains the data that was received during streaming.
+
+    Args:
+        request_id: Identifier of the request to stream.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-streamResourceContent
+    """
+    return Command(
+        "Network.streamResourceContent", _p_stream_resource_content(request_id), StreamResourceContentResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetSecurityIsolationStatusResult:
+    """Result of :func:`get_security_isolation_status`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-getSecurityIsolationStatus
+    """
+
+    status: SecurityIsolationStatus
+
+
+def get_security_isolation_status(
+    *,
+    frame_id: cdp.page.FrameId | None = None,
+) -> Command[GetSecurityIsolationStatusResult]:
+    """Experimental. Returns information about the COEP/COOP isolation status.
+
+    Args:
+        frame_id: If no frameId is provided, the status of the target is provided.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-getSecurityIsolationStatus
+    """
+    return Command(
+        "Network.getSecurityIsolationStatus",
+        _p_get_security_isolation_status(frame_id),
+        GetSecurityIsolationStatusResult,
+    )
+
+
+def enable_reporting_api(
+    *,
+    enable: bool,
+) -> Command[None]:
+    """Experimental. Enables tracking for the Reporting API, events generated by the Reporting API will now be delivered to the client.
+    Enabling triggers 'reportingApiReportAdded' for all existing reports.
+
+    Args:
+        enable: Whether to enable or disable events for the Reporting API
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-enableReportingApi
+    """
+    return Command("Network.enableReportingApi", _p_enable_reporting_api(enable), None)
+
+
+def enable_device_bound_sessions(
+    *,
+    enable: bool,
+) -> Command[None]:
+    """Experimental. Sets up tracking device bound sessions and fetching of initial set of sessions.
+
+    Args:
+        enable: Whether to enable or disable events.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-enableDeviceBoundSessions
+    """
+    return Command("Network.enableDeviceBoundSessions", _p_enable_device_bound_sessions(enable), None)
+
+
+def delete_device_bound_session(
+    *,
+    key: DeviceBoundSessionKey,
+) -> Command[None]:
+    """Experimental. Deletes a device bound session.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-deleteDeviceBoundSession
+    """
+    return Command("Network.deleteDeviceBoundSession", _p_delete_device_bound_session(key), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FetchSchemefulSiteResult:
+    """Result of :func:`fetch_schemeful_site`.
+
+    Attributes:
+        schemeful_site: The corresponding schemeful site.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-fetchSchemefulSite
+    """
+
+    schemeful_site: str
+
+
+def fetch_schemeful_site(
+    *,
+    origin: str,
+) -> Command[FetchSchemefulSiteResult]:
+    """Experimental. Fetches the schemeful site for a specific origin.
+
+    Args:
+        origin: The URL origin.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-fetchSchemefulSite
+    """
+    return Command("Network.fetchSchemefulSite", _p_fetch_schemeful_site(origin), FetchSchemefulSiteResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LoadNetworkResourceResult:
+    """Result of :func:`load_network_resource`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-loadNetworkResource
+    """
+
+    resource: LoadNetworkResourcePageResult
+
+
+def load_network_resource(
+    *,
+    url: str,
+    options: LoadNetworkResourceOptions,
+    frame_id: cdp.page.FrameId | None = None,
+) -> Command[LoadNetworkResourceResult]:
+    """Experimental. Fetches the resource and returns the content.
+
+    Args:
+        url: URL of the resource to get content for.
+        options: Options for the request.
+        frame_id: Frame id to get the resource for. Mandatory for frame targets, and should be omitted for worker targets.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-loadNetworkResource
+    """
+    return Command(
+        "Network.loadNetworkResource",
+        _p_load_network_resource(url, options, frame_id),
+        LoadNetworkResourceResult,
+    )
+
+
+def set_cookie_controls(
+    *,
+    enable_third_party_cookie_restriction: bool,
+) -> Command[None]:
+    """Experimental. Sets Controls for third-party cookie access
+    Page reload is required before the new cookie behavior will be observed
+
+    Args:
+        enable_third_party_cookie_restriction: Whether 3pc restriction is enabled.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-setCookieControls
+    """
+    return Command(
+        "Network.setCookieControls", _p_set_cookie_controls(enable_third_party_cookie_restriction), None
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DataReceived:
+    """Fired when data chunk was received over the network.
+
+    Attributes:
+        request_id: Request identifier.
+        data_length: Data chunk length.
+        encoded_data_length: Actual bytes received (might be less than dataLength for compressed encodings).
+        data: Experimental. Data that was received. (Encoded as a base64 string when passed over JSON)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-dataReceived
+    """
+
+    method: ClassVar[str] = "Network.dataReceived"
+    request_id: RequestId
+    timestamp: MonotonicTime
+    data_length: int
+    encoded_data_length: int
+    data: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class EventSourceMessageReceived:
+    """Fired when EventSource message is received.
+
+    Attributes:
+        request_id: Request identifier.
+        event_name: Message type.
+        event_id: Message identifier.
+        data: Message content.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-eventSourceMessageReceived
+    """
+
+    method: ClassVar[str] = "Network.eventSourceMessageReceived"
+    request_id: RequestId
+    timestamp: MonotonicTime
+    event_name: str
+    event_id: str
+    data: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LoadingFailed:
+    """Fired when HTTP request has failed to load.
+
+    Attributes:
+        request_id: Request identifier.
+        type_: Resource type.
+        error_text: Error message. List of network errors: https://cs.chromium.org/chromium/src/net/base/net_error_list.h
+        canceled: True if loading was canceled.
+        blocked_reason: The reason why loading was blocked, if any.
+        cors_error_status: The reason why loading was blocked by CORS, if any.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-loadingFailed
+    """
+
+    method: ClassVar[str] = "Network.loadingFailed"
+    request_id: RequestId
+    timestamp: MonotonicTime
+    type_: ResourceType
+    error_text: str
+    canceled: bool | None = None
+    blocked_reason: BlockedReason | None = None
+    cors_error_status: CorsErrorStatus | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LoadingFinished:
+    """Fired when HTTP request has finished loading.
+
+    Attributes:
+        request_id: Request identifier.
+        encoded_data_length: Total number of bytes received for this request.
+        encoded_body_length: Experimental. Size of the response body before removing content encodings. Includes cached bodies, but excludes headers and transfer framing.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-loadingFinished
+    """
+
+    method: ClassVar[str] = "Network.loadingFinished"
+    request_id: RequestId
+    timestamp: MonotonicTime
+    encoded_data_length: float
+    encoded_body_length: float | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RequestServedFromCache:
+    """Fired if request ended up loading from cache.
+
+    Attributes:
+        request_id: Request identifier.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-requestServedFromCache
+    """
+
+    method: ClassVar[str] = "Network.requestServedFromCache"
+    request_id: RequestId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RequestWillBeSent:
+    """Fired when page is about to send HTTP request.
+
+    Attributes:
+        request_id: Request identifier.
+        loader_id: Loader identifier. Empty string if the request is fetched from worker.
+        document_url: URL of the document this request is loaded for.
+        request: Request data.
+        wall_time: Timestamp.
+        initiator: Request initiator.
+        redirect_has_extra_info: Experimental. In the case that redirectResponse is populated, this flag indicates whether requestWillBeSentExtraInfo and responseReceivedExtraInfo events will be or were emitted for the request which was just redirected.
+        redirect_response: Redirect response data.
+        type_: Type of this resource.
+        frame_id: Frame identifier.
+        has_user_gesture: Whether the request is initiated by a user gesture. Defaults to false.
+        render_blocking_behavior: Experimental. The render-blocking behavior of the request.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-requestWillBeSent
+    """
+
+    method: ClassVar[str] = "Network.requestWillBeSent"
+    request_id: RequestId
+    loader_id: LoaderId
+    document_url: str
+    request: Request
+    timestamp: MonotonicTime
+    wall_time: TimeSinceEpoch
+    initiator: Initiator
+    redirect_has_extra_info: bool
+    redirect_response: Response | None = None
+    type_: ResourceType | None = None
+    frame_id: cdp.page.FrameId | None = None
+    has_user_gesture: bool | None = None
+    render_blocking_behavior: RenderBlockingBehavior | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ResourceChangedPriority:
+    """Experimental. Fired when resource loading priority is changed
+
+    Attributes:
+        request_id: Request identifier.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-resourceChangedPriority
+    """
+
+    method: ClassVar[str] = "Network.resourceChangedPriority"
+    request_id: RequestId
+    new_priority: ResourcePriority
+    timestamp: MonotonicTime
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SignedExchangeReceived:
+    """Experimental. Fired when a signed exchange was received over the network
+
+    Attributes:
+        request_id: Request identifier.
+        info: Information about the signed exchange response.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-signedExchangeReceived
+    """
+
+    method: ClassVar[str] = "Network.signedExchangeReceived"
+    request_id: RequestId
+    info: SignedExchangeInfo
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ResponseReceived:
+    """Fired when HTTP response is available.
+
+    Attributes:
+        request_id: Request identifier.
+        loader_id: Loader identifier. Empty string if the request is fetched from worker.
+        type_: Resource type.
+        response: Response data.
+        has_extra_info: Experimental. Indicates whether requestWillBeSentExtraInfo and responseReceivedExtraInfo events will be or were emitted for this request.
+        frame_id: Frame identifier.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-responseReceived
+    """
+
+    method: ClassVar[str] = "Network.responseReceived"
+    request_id: RequestId
+    loader_id: LoaderId
+    timestamp: MonotonicTime
+    type_: ResourceType
+    response: Response
+    has_extra_info: bool
+    frame_id: cdp.page.FrameId | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WebSocketClosed:
+    """Fired when WebSocket is closed.
+
+    Attributes:
+        request_id: Request identifier.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-webSocketClosed
+    """
+
+    method: ClassVar[str] = "Network.webSocketClosed"
+    request_id: RequestId
+    timestamp: MonotonicTime
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WebSocketCreated:
+    """Fired upon WebSocket creation.
+
+    Attributes:
+        request_id: Request identifier.
+        url: WebSocket request URL.
+        initiator: Request initiator.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-webSocketCreated
+    """
+
+    method: ClassVar[str] = "Network.webSocketCreated"
+    request_id: RequestId
+    url: str
+    initiator: Initiator | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WebSocketFrameError:
+    """Fired when WebSocket message error occurs.
+
+    Attributes:
+        request_id: Request identifier.
+        error_message: WebSocket error message.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-webSocketFrameError
+    """
+
+    method: ClassVar[str] = "Network.webSocketFrameError"
+    request_id: RequestId
+    timestamp: MonotonicTime
+    error_message: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WebSocketFrameReceived:
+    """Fired when WebSocket message is received.
+
+    Attributes:
+        request_id: Request identifier.
+        response: WebSocket response data.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-webSocketFrameReceived
+    """
+
+    method: ClassVar[str] = "Network.webSocketFrameReceived"
+    request_id: RequestId
+    timestamp: MonotonicTime
+    response: WebSocketFrame
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WebSocketFrameSent:
+    """Fired when WebSocket message is sent.
+
+    Attributes:
+        request_id: Request identifier.
+        response: WebSocket response data.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-webSocketFrameSent
+    """
+
+    method: ClassVar[str] = "Network.webSocketFrameSent"
+    request_id: RequestId
+    timestamp: MonotonicTime
+    response: WebSocketFrame
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WebSocketHandshakeResponseReceived:
+    """Fired when WebSocket handshake response becomes available.
+
+    Attributes:
+        request_id: Request identifier.
+        response: WebSocket response data.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-webSocketHandshakeResponseReceived
+    """
+
+    method: ClassVar[str] = "Network.webSocketHandshakeResponseReceived"
+    request_id: RequestId
+    timestamp: MonotonicTime
+    response: WebSocketResponse
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WebSocketWillSendHandshakeRequest:
+    """Fired when WebSocket is about to initiate handshake.
+
+    Attributes:
+        request_id: Request identifier.
+        wall_time: UTC Timestamp.
+        request: WebSocket request data.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-webSocketWillSendHandshakeRequest
+    """
+
+    method: ClassVar[str] = "Network.webSocketWillSendHandshakeRequest"
+    request_id: RequestId
+    timestamp: MonotonicTime
+    wall_time: TimeSinceEpoch
+    request: WebSocketRequest
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WebTransportCreated:
+    """Fired upon WebTransport creation.
+
+    Attributes:
+        transport_id: WebTransport identifier.
+        url: WebTransport request URL.
+        initiator: Request initiator.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-webTransportCreated
+    """
+
+    method: ClassVar[str] = "Network.webTransportCreated"
+    transport_id: RequestId
+    url: str
+    timestamp: MonotonicTime
+    initiator: Initiator | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WebTransportConnectionEstablished:
+    """Fired when WebTransport handshake is finished.
+
+    Attributes:
+        transport_id: WebTransport identifier.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-webTransportConnectionEstablished
+    """
+
+    method: ClassVar[str] = "Network.webTransportConnectionEstablished"
+    transport_id: RequestId
+    timestamp: MonotonicTime
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WebTransportClosed:
+    """Fired when WebTransport is disposed.
+
+    Attributes:
+        transport_id: WebTransport identifier.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-webTransportClosed
+    """
+
+    method: ClassVar[str] = "Network.webTransportClosed"
+    transport_id: RequestId
+    timestamp: MonotonicTime
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DirectTCPSocketCreated:
+    """Experimental. Fired upon direct_socket.TCPSocket creation.
+
+    Attributes:
+        remote_port: Unsigned int 16.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-directTCPSocketCreated
+    """
+
+    method: ClassVar[str] = "Network.directTCPSocketCreated"
+    identifier: RequestId
+    remote_addr: str
+    remote_port: int
+    options: DirectTCPSocketOptions
+    timestamp: MonotonicTime
+    initiator: Initiator | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DirectTCPSocketOpened:
+    """Experimental. Fired when direct_socket.TCPSocket connection is opened.
+
+    Attributes:
+        remote_port: Expected to be unsigned integer.
+        local_port: Expected to be unsigned integer.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-directTCPSocketOpened
+    """
+
+    method: ClassVar[str] = "Network.directTCPSocketOpened"
+    identifier: RequestId
+    remote_addr: str
+    remote_port: int
+    timestamp: MonotonicTime
+    local_addr: str | None = None
+    local_port: int | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DirectTCPSocketAborted:
+    """Experimental. Fired when direct_socket.TCPSocket is aborted.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-directTCPSocketAborted
+    """
+
+    method: ClassVar[str] = "Network.directTCPSocketAborted"
+    identifier: RequestId
+    error_message: ErrorReason
+    timestamp: MonotonicTime
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DirectTCPSocketClosed:
+    """Experimental. Fired when direct_socket.TCPSocket is closed.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-directTCPSocketClosed
+    """
+
+    method: ClassVar[str] = "Network.directTCPSocketClosed"
+    identifier: RequestId
+    timestamp: MonotonicTime
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DirectTCPSocketChunkSent:
+    """Experimental. Fired when data is sent to tcp direct socket stream.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-directTCPSocketChunkSent
+    """
+
+    method: ClassVar[str] = "Network.directTCPSocketChunkSent"
+    identifier: RequestId
+    data: str
+    timestamp: MonotonicTime
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DirectTCPSocketChunkReceived:
+    """Experimental. Fired when data is received from tcp direct socket stream.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-directTCPSocketChunkReceived
+    """
+
+    method: ClassVar[str] = "Network.directTCPSocketChunkReceived"
+    identifier: RequestId
+    data: str
+    timestamp: MonotonicTime
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DirectUDPSocketJoinedMulticastGroup:
+    """Experimental.
+
+    Attributes:
+        ip_address: Multicast group address.
+        source_address: Source address of a source-specific multicast (SSM) membership. Absent for any-source multicast (ASM) memberships.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-directUDPSocketJoinedMulticastGroup
+    """
+
+    method: ClassVar[str] = "Network.directUDPSocketJoinedMulticastGroup"
+    identifier: RequestId
+    ip_address: str
+    source_address: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DirectUDPSocketLeftMulticastGroup:
+    """Experimental.
+
+    Attributes:
+        ip_address: Multicast group address.
+        source_address: Source address of a source-specific multicast (SSM) membership. Absent for any-source multicast (ASM) memberships.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-directUDPSocketLeftMulticastGroup
+    """
+
+    method: ClassVar[str] = "Network.directUDPSocketLeftMulticastGroup"
+    identifier: RequestId
+    ip_address: str
+    source_address: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DirectUDPSocketCreated:
+    """Experimental. Fired upon direct_socket.UDPSocket creation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-directUDPSocketCreated
+    """
+
+    method: ClassVar[str] = "Network.directUDPSocketCreated"
+    identifier: RequestId
+    options: DirectUDPSocketOptions
+    timestamp: MonotonicTime
+    initiator: Initiator | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DirectUDPSocketOpened:
+    """Experimental. Fired when direct_socket.UDPSocket connection is opened.
+
+    Attributes:
+        local_port: Expected to be unsigned integer.
+        remote_port: Expected to be unsigned integer.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-directUDPSocketOpened
+    """
+
+    method: ClassVar[str] = "Network.directUDPSocketOpened"
+    identifier: RequestId
+    local_addr: str
+    local_port: int
+    timestamp: MonotonicTime
+    remote_addr: str | None = None
+    remote_port: int | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DirectUDPSocketAborted:
+    """Experimental. Fired when direct_socket.UDPSocket is aborted.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-directUDPSocketAborted
+    """
+
+    method: ClassVar[str] = "Network.directUDPSocketAborted"
+    identifier: RequestId
+    error_message: ErrorReason
+    timestamp: MonotonicTime
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DirectUDPSocketClosed:
+    """Experimental. Fired when direct_socket.UDPSocket is closed.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-directUDPSocketClosed
+    """
+
+    method: ClassVar[str] = "Network.directUDPSocketClosed"
+    identifier: RequestId
+    timestamp: MonotonicTime
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DirectUDPSocketChunkSent:
+    """Experimental. Fired when message is sent to udp direct socket stream.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-directUDPSocketChunkSent
+    """
+
+    method: ClassVar[str] = "Network.directUDPSocketChunkSent"
+    identifier: RequestId
+    message: DirectUDPMessage
+    timestamp: MonotonicTime
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DirectUDPSocketChunkReceived:
+    """Experimental. Fired when message is received from udp direct socket stream.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-directUDPSocketChunkReceived
+    """
+
+    method: ClassVar[str] = "Network.directUDPSocketChunkReceived"
+    identifier: RequestId
+    message: DirectUDPMessage
+    timestamp: MonotonicTime
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RequestWillBeSentExtraInfo:
+    """Experimental. Fired when additional information about a requestWillBeSent event is available from the
+    network stack. Not every requestWillBeSent event will have an additional
+    requestWillBeSentExtraInfo fired for it, and there is no guarantee whether requestWillBeSent
+    or requestWillBeSentExtraInfo will be fired first for the same request.
+
+    Attributes:
+        request_id: Request identifier. Used to match this information to an existing requestWillBeSent event.
+        associated_cookies: A list of cookies potentially associated to the requested URL. This includes both cookies sent with the request and the ones not sent; the latter are distinguished by having blockedReasons field set.
+        headers: Raw request headers as they will be sent over the wire.
+        connect_timing: Experimental. Connection timing information for the request.
+        device_bound_session_usages: How the request site's device bound sessions were used during this request.
+        client_security_state: The client security state set for the request.
+        site_has_cookie_in_other_partition: Whether the site has partitioned cookies stored in a partition different than the current one.
+        applied_network_conditions_id: The network conditions id if this request was affected by network conditions configured via emulateNetworkConditionsByRule.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-requestWillBeSentExtraInfo
+    """
+
+    method: ClassVar[str] = "Network.requestWillBeSentExtraInfo"
+    request_id: RequestId
+    associated_cookies: list[AssociatedCookie]
+    headers: Headers
+    connect_timing: ConnectTiming
+    device_bound_session_usages: list[DeviceBoundSessionWithUsage] | None = None
+    client_security_state: ClientSecurityState | None = None
+    site_has_cookie_in_other_partition: bool | None = None
+    applied_network_conditions_id: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ResponseReceivedExtraInfo:
+    """Experimental. Fired when additional information about a responseReceived event is available from the network
+    stack. Not every responseReceived event will have an additional responseReceivedExtraInfo for
+    it, and responseReceivedExtraInfo may be fired before or after responseReceived.
+
+    Attributes:
+        request_id: Request identifier. Used to match this information to another responseReceived event.
+        blocked_cookies: A list of cookies which were not stored from the response along with the corresponding reasons for blocking. The cookies here may not be valid due to syntax errors, which are represented by the invalid cookie line string instead of a proper cookie.
+        headers: Raw response headers as they were received over the wire. Duplicate headers in the response are represented as a single key with their values concatentated using `\\n` as the separator. See also `headersText` that contains verbatim text for HTTP/1.*.
+        resource_ip_address_space: The IP address space of the resource. The address space can only be determined once the transport established the connection, so we can't send it in `requestWillBeSentExtraInfo`.
+        status_code: The status code of the response. This is useful in cases the request failed and no responseReceived event is triggered, which is the case for, e.g., CORS errors. This is also the correct status code for cached requests, where the status in responseReceived is a 200 and this will be 304.
+        headers_text: Raw response header text as it was received over the wire. The raw text may not always be available, such as in the case of HTTP/2 or QUIC.
+        cookie_partition_key: Experimental. The cookie partition key that will be used to store partitioned cookies set in this response. Only sent when partitioned cookies are enabled.
+        cookie_partition_key_opaque: True if partitioned cookies are enabled, but the partition key is not serializable to string.
+        exempted_cookies: A list of cookies which should have been blocked by 3PCD but are exempted and stored from the response with the corresponding reason.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-responseReceivedExtraInfo
+    """
+
+    method: ClassVar[str] = "Network.responseReceivedExtraInfo"
+    request_id: RequestId
+    blocked_cookies: list[BlockedSetCookieWithReason]
+    headers: Headers
+    resource_ip_address_space: IPAddressSpace
+    status_code: int
+    headers_text: str | None = None
+    cookie_partition_key: CookiePartitionKey | None = None
+    cookie_partition_key_opaque: bool | None = None
+    exempted_cookies: list[ExemptedSetCookieWithReason] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ResponseReceivedEarlyHints:
+    """Experimental. Fired when 103 Early Hints headers is received in addition to the common response.
+    Not every responseReceived event will have an responseReceivedEarlyHints fired.
+    Only one responseReceivedEarlyHints may be fired for eached responseReceived event.
+
+    Attributes:
+        request_id: Request identifier. Used to match this information to another responseReceived event.
+        headers: Raw response headers as they were received over the wire. Duplicate headers in the response are represented as a single key with their values concatentated using `\\n` as the separator. See also `headersText` that contains verbatim text for HTTP/1.*.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-responseReceivedEarlyHints
+    """
+
+    method: ClassVar[str] = "Network.responseReceivedEarlyHints"
+    request_id: RequestId
+    headers: Headers
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TrustTokenOperationDone:
+    """Experimental. Fired exactly once for each Trust Token operation. Depending on
+    the type of the operation and whether the operation succeeded or
+    failed, the event is fired before the corresponding request was sent
+    or after the response was received.
+
+    Attributes:
+        status: Detailed success or error status of the operation. 'AlreadyExists' also signifies a successful operation, as the result of the operation already exists und thus, the operation was abort preemptively (e.g. a cache hit). Values: 'Ok', 'InvalidArgument', 'MissingIssuerKeys', 'FailedPrecondition', 'ResourceExhausted', 'AlreadyExists', 'ResourceLimited', 'Unauthorized', 'BadResponse', 'InternalError', 'UnknownError', 'FulfilledLocally', 'SiteIssuerLimit'.
+        top_level_origin: Top level origin. The context in which the operation was attempted.
+        issuer_origin: Origin of the issuer in case of a "Issuance" or "Redemption" operation.
+        issued_token_count: The number of obtained Trust Tokens on a successful "Issuance" operation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-trustTokenOperationDone
+    """
+
+    method: ClassVar[str] = "Network.trustTokenOperationDone"
+    status: str
+    type_: TrustTokenOperationType
+    request_id: RequestId
+    top_level_origin: str | None = None
+    issuer_origin: str | None = None
+    issued_token_count: int | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PolicyUpdated:
+    """Experimental. Fired once security policy has been updated.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-policyUpdated
+    """
+
+    method: ClassVar[str] = "Network.policyUpdated"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ReportingApiReportAdded:
+    """Experimental. Is sent whenever a new report is added.
+    And after 'enableReportingApi' for all existing reports.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-reportingApiReportAdded
+    """
+
+    method: ClassVar[str] = "Network.reportingApiReportAdded"
+    report: ReportingApiReport
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ReportingApiReportUpdated:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-reportingApiReportUpdated
+    """
+
+    method: ClassVar[str] = "Network.reportingApiReportUpdated"
+    report: ReportingApiReport
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ReportingApiEndpointsChangedForOrigin:
+    """Experimental.
+
+    Attributes:
+        origin: Origin of the document(s) which configured the endpoints.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-reportingApiEndpointsChangedForOrigin
+    """
+
+    method: ClassVar[str] = "Network.reportingApiEndpointsChangedForOrigin"
+    origin: str
+    endpoints: list[ReportingApiEndpoint]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DeviceBoundSessionsAdded:
+    """Experimental. Triggered when the initial set of device bound sessions is added.
+
+    Attributes:
+        sessions: The device bound sessions.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-deviceBoundSessionsAdded
+    """
+
+    method: ClassVar[str] = "Network.deviceBoundSessionsAdded"
+    sessions: list[DeviceBoundSession]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DeviceBoundSessionEventOccurred:
+    """Experimental. Triggered when a device bound session event occurs.
+
+    Attributes:
+        event_id: A unique identifier for this session event.
+        site: The site this session event is associated with.
+        succeeded: Whether this event was considered successful.
+        session_id: The session ID this event is associated with. May not be populated for failed events.
+        creation_event_details: The below are the different session event type details. Exactly one is populated.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-deviceBoundSessionEventOccurred
+    """
+
+    method: ClassVar[str] = "Network.deviceBoundSessionEventOccurred"
+    event_id: DeviceBoundSessionEventId
+    site: str
+    succeeded: bool
+    session_id: str | None = None
+    creation_event_details: CreationEventDetails | None = None
+    refresh_event_details: RefreshEventDetails | None = None
+    termination_event_details: TerminationEventDetails | None = None
+    challenge_event_details: ChallengeEventDetails | None = None
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _ResourceTiming_plain = {
@@ -296,46 +3417,6 @@ def _u_ResourceTiming(o: ResourceTiming) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    ResourceTiming,
-    {
-        "worker_router_evaluation_start": None,
-        "worker_cache_lookup_start": None,
-    },
-)
-
-
-class ResourcePriority(CDPEnum):
-    """Loading priority of a resource request."""
-
-    VERY_LOW = "VeryLow"
-    LOW = "Low"
-    MEDIUM = "Medium"
-    HIGH = "High"
-    VERY_HIGH = "VeryHigh"
-
-
-class RenderBlockingBehavior(CDPEnum):
-    """Experimental. The render-blocking behavior of a resource request."""
-
-    BLOCKING = "Blocking"
-    IN_BODY_PARSER_BLOCKING = "InBodyParserBlocking"
-    NON_BLOCKING = "NonBlocking"
-    NON_BLOCKING_DYNAMIC = "NonBlockingDynamic"
-    POTENTIALLY_BLOCKING = "PotentiallyBlocking"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PostDataEntry:
-    """Post data entry for HTTP request
-
-    Attributes:
-        bytes_: -
-    """
-
-    bytes_: str | None = None
-
-
 _PostDataEntry_plain = {
     "bytes": "bytes_",
 }
@@ -356,51 +3437,6 @@ def _u_PostDataEntry(o: PostDataEntry) -> dict[str, Any]:
     if o.bytes_ is not None:
         d["bytes"] = o.bytes_
     return d
-
-
-optional_defaults(
-    PostDataEntry,
-    {
-        "bytes_": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Request:
-    """HTTP request data.
-
-    Attributes:
-        url: Request URL (without fragment).
-        url_fragment: Fragment of the requested URL starting with hash, if present.
-        method: HTTP request method.
-        headers: HTTP request headers.
-        post_data: Deprecated. HTTP POST request data. Use postDataEntries instead.
-        has_post_data: True when the request has POST data. Note that postData might still be omitted when this flag is true when the data is too long.
-        post_data_entries: Experimental. Request body elements (post data broken into individual entries).
-        mixed_content_type: The mixed content type of the request.
-        initial_priority: Priority of the resource request at the time request is sent.
-        referrer_policy: The referrer policy of the request, as defined in https://www.w3.org/TR/referrer-policy/ Values: 'unsafe-url', 'no-referrer-when-downgrade', 'no-referrer', 'origin', 'origin-when-cross-origin', 'same-origin', 'strict-origin', 'strict-origin-when-cross-origin'.
-        is_link_preload: Whether is loaded via link preload.
-        trust_token_params: Experimental. Set for requests when the TrustToken API is used. Contains the parameters passed by the developer (e.g. via "fetch") as understood by the backend.
-        is_same_site: Experimental. True if this resource request is considered to be the 'same site' as the request corresponding to the main frame.
-        is_ad_related: Experimental. True when the resource request is ad-related.
-    """
-
-    url: str
-    url_fragment: str | None = None
-    method: str
-    headers: Headers
-    post_data: str | None = None
-    has_post_data: bool | None = None
-    post_data_entries: list[PostDataEntry] | None = None
-    mixed_content_type: _security.MixedContentType | None = None
-    initial_priority: ResourcePriority
-    referrer_policy: str
-    is_link_preload: bool | None = None
-    trust_token_params: TrustTokenParams | None = None
-    is_same_site: bool | None = None
-    is_ad_related: bool | None = None
 
 
 _Request_plain = {
@@ -474,47 +3510,6 @@ def _u_Request(o: Request) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Request,
-    {
-        "url_fragment": None,
-        "post_data": None,
-        "has_post_data": None,
-        "post_data_entries": None,
-        "mixed_content_type": None,
-        "is_link_preload": None,
-        "trust_token_params": None,
-        "is_same_site": None,
-        "is_ad_related": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SignedCertificateTimestamp:
-    """Details of a signed certificate timestamp (SCT).
-
-    Attributes:
-        status: Validation status.
-        origin: Origin.
-        log_description: Log name / description.
-        log_id: Log ID.
-        timestamp: Issuance date. Unlike TimeSinceEpoch, this contains the number of milliseconds since January 1, 1970, UTC, not the number of seconds.
-        hash_algorithm: Hash algorithm.
-        signature_algorithm: Signature algorithm.
-        signature_data: Signature data.
-    """
-
-    status: str
-    origin: str
-    log_description: str
-    log_id: str
-    timestamp: float
-    hash_algorithm: str
-    signature_algorithm: str
-    signature_data: str
-
-
 _SignedCertificateTimestamp_plain = {
     "status": "status",
     "origin": "origin",
@@ -554,7 +3549,7 @@ def _s_SignedCertificateTimestamp(d: dict[str, Any]) -> SignedCertificateTimesta
 
 
 def _u_SignedCertificateTimestamp(o: SignedCertificateTimestamp) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "status": o.status,
         "origin": o.origin,
         "logDescription": o.log_description,
@@ -564,46 +3559,6 @@ def _u_SignedCertificateTimestamp(o: SignedCertificateTimestamp) -> dict[str, An
         "signatureAlgorithm": o.signature_algorithm,
         "signatureData": o.signature_data,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SecurityDetails:
-    """Security details about a request.
-
-    Attributes:
-        protocol: Protocol name (e.g. "TLS 1.2" or "QUIC").
-        key_exchange: Key Exchange used by the connection, or the empty string if not applicable.
-        key_exchange_group: (EC)DH group used by the connection, if applicable.
-        cipher: Cipher name.
-        mac: TLS MAC. Note that AEAD ciphers do not have separate MACs.
-        certificate_id: Certificate ID value.
-        subject_name: Certificate subject name.
-        san_list: Subject Alternative Name (SAN) DNS names and IP addresses.
-        issuer: Name of the issuing CA.
-        valid_from: Certificate valid from date.
-        valid_to: Certificate valid to (expiration) date
-        signed_certificate_timestamp_list: List of signed certificate timestamps (SCTs).
-        certificate_transparency_compliance: Whether the request complied with Certificate Transparency policy
-        server_signature_algorithm: The signature algorithm used by the server in the TLS server signature, represented as a TLS SignatureScheme code point. Omitted if not applicable or not known.
-        encrypted_client_hello: Whether the connection used Encrypted ClientHello
-    """
-
-    protocol: str
-    key_exchange: str
-    key_exchange_group: str | None = None
-    cipher: str
-    mac: str | None = None
-    certificate_id: _security.CertificateId
-    subject_name: str
-    san_list: list[str]
-    issuer: str
-    valid_from: TimeSinceEpoch
-    valid_to: TimeSinceEpoch
-    signed_certificate_timestamp_list: list[SignedCertificateTimestamp]
-    certificate_transparency_compliance: CertificateTransparencyCompliance
-    server_signature_algorithm: int | None = None
-    encrypted_client_hello: bool
 
 
 _SecurityDetails_plain = {
@@ -691,97 +3646,6 @@ def _u_SecurityDetails(o: SecurityDetails) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    SecurityDetails,
-    {
-        "key_exchange_group": None,
-        "mac": None,
-        "server_signature_algorithm": None,
-    },
-)
-
-
-class CertificateTransparencyCompliance(CDPEnum):
-    """Whether the request complied with Certificate Transparency policy."""
-
-    UNKNOWN = "unknown"
-    NOT_COMPLIANT = "not-compliant"
-    COMPLIANT = "compliant"
-
-
-class BlockedReason(CDPEnum):
-    """The reason why request was blocked."""
-
-    OTHER = "other"
-    CSP = "csp"
-    MIXED_CONTENT = "mixed-content"
-    ORIGIN = "origin"
-    INSPECTOR = "inspector"
-    INTEGRITY = "integrity"
-    SUBRESOURCE_FILTER = "subresource-filter"
-    CONTENT_TYPE = "content-type"
-    COEP_FRAME_RESOURCE_NEEDS_COEP_HEADER = "coep-frame-resource-needs-coep-header"
-    COOP_SANDBOXED_IFRAME_CANNOT_NAVIGATE_TO_COOP_PAGE = "coop-sandboxed-iframe-cannot-navigate-to-coop-page"
-    CORP_NOT_SAME_ORIGIN = "corp-not-same-origin"
-    CORP_NOT_SAME_ORIGIN_AFTER_DEFAULTED_TO_SAME_ORIGIN_BY_COEP = (
-        "corp-not-same-origin-after-defaulted-to-same-origin-by-coep"
-    )
-    CORP_NOT_SAME_ORIGIN_AFTER_DEFAULTED_TO_SAME_ORIGIN_BY_DIP = (
-        "corp-not-same-origin-after-defaulted-to-same-origin-by-dip"
-    )
-    CORP_NOT_SAME_ORIGIN_AFTER_DEFAULTED_TO_SAME_ORIGIN_BY_COEP_AND_DIP = (
-        "corp-not-same-origin-after-defaulted-to-same-origin-by-coep-and-dip"
-    )
-    CORP_NOT_SAME_SITE = "corp-not-same-site"
-    SRI_MESSAGE_SIGNATURE_MISMATCH = "sri-message-signature-mismatch"
-
-
-class CorsError(CDPEnum):
-    """The reason why request was blocked."""
-
-    DISALLOWED_BY_MODE = "DisallowedByMode"
-    INVALID_RESPONSE = "InvalidResponse"
-    WILDCARD_ORIGIN_NOT_ALLOWED = "WildcardOriginNotAllowed"
-    MISSING_ALLOW_ORIGIN_HEADER = "MissingAllowOriginHeader"
-    MULTIPLE_ALLOW_ORIGIN_VALUES = "MultipleAllowOriginValues"
-    INVALID_ALLOW_ORIGIN_VALUE = "InvalidAllowOriginValue"
-    ALLOW_ORIGIN_MISMATCH = "AllowOriginMismatch"
-    INVALID_ALLOW_CREDENTIALS = "InvalidAllowCredentials"
-    CORS_DISABLED_SCHEME = "CorsDisabledScheme"
-    PREFLIGHT_INVALID_STATUS = "PreflightInvalidStatus"
-    PREFLIGHT_DISALLOWED_REDIRECT = "PreflightDisallowedRedirect"
-    PREFLIGHT_WILDCARD_ORIGIN_NOT_ALLOWED = "PreflightWildcardOriginNotAllowed"
-    PREFLIGHT_MISSING_ALLOW_ORIGIN_HEADER = "PreflightMissingAllowOriginHeader"
-    PREFLIGHT_MULTIPLE_ALLOW_ORIGIN_VALUES = "PreflightMultipleAllowOriginValues"
-    PREFLIGHT_INVALID_ALLOW_ORIGIN_VALUE = "PreflightInvalidAllowOriginValue"
-    PREFLIGHT_ALLOW_ORIGIN_MISMATCH = "PreflightAllowOriginMismatch"
-    PREFLIGHT_INVALID_ALLOW_CREDENTIALS = "PreflightInvalidAllowCredentials"
-    PREFLIGHT_MISSING_ALLOW_EXTERNAL = "PreflightMissingAllowExternal"
-    PREFLIGHT_INVALID_ALLOW_EXTERNAL = "PreflightInvalidAllowExternal"
-    INVALID_ALLOW_METHODS_PREFLIGHT_RESPONSE = "InvalidAllowMethodsPreflightResponse"
-    INVALID_ALLOW_HEADERS_PREFLIGHT_RESPONSE = "InvalidAllowHeadersPreflightResponse"
-    METHOD_DISALLOWED_BY_PREFLIGHT_RESPONSE = "MethodDisallowedByPreflightResponse"
-    HEADER_DISALLOWED_BY_PREFLIGHT_RESPONSE = "HeaderDisallowedByPreflightResponse"
-    REDIRECT_CONTAINS_CREDENTIALS = "RedirectContainsCredentials"
-    INSECURE_LOCAL_NETWORK = "InsecureLocalNetwork"
-    INVALID_LOCAL_NETWORK_ACCESS = "InvalidLocalNetworkAccess"
-    NO_CORS_REDIRECT_MODE_NOT_FOLLOW = "NoCorsRedirectModeNotFollow"
-    LOCAL_NETWORK_ACCESS_PERMISSION_DENIED = "LocalNetworkAccessPermissionDenied"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CorsErrorStatus:
-    """CorsErrorStatus.
-
-    Attributes:
-        cors_error: -
-        failed_parameter: -
-    """
-
-    cors_error: CorsError
-    failed_parameter: str
-
-
 _CorsErrorStatus_plain = {
     "failedParameter": "failed_parameter",
 }
@@ -804,37 +3668,10 @@ def _s_CorsErrorStatus(d: dict[str, Any]) -> CorsErrorStatus:
 
 
 def _u_CorsErrorStatus(o: CorsErrorStatus) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "corsError": o.cors_error,
         "failedParameter": o.failed_parameter,
     }
-    return d
-
-
-class ServiceWorkerResponseSource(CDPEnum):
-    """Source of serviceworker response."""
-
-    CACHE_STORAGE = "cache-storage"
-    HTTP_CACHE = "http-cache"
-    FALLBACK_CODE = "fallback-code"
-    NETWORK = "network"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TrustTokenParams:
-    """Experimental. Determines what type of Trust Token operation is executed and
-    depending on the type, some additional parameters. The values
-    are specified in third_party/blink/renderer/core/fetch/trust_token.idl.
-
-    Attributes:
-        operation: -
-        refresh_policy: Only set for "token-redemption" operation and determine whether to request a fresh SRR or use a still valid cached SRR. Values: 'UseCached', 'Refresh'.
-        issuers: Origins of issuers from whom to request tokens or redemption records.
-    """
-
-    operation: TrustTokenOperationType
-    refresh_policy: str
-    issuers: list[str] | None = None
 
 
 _TrustTokenParams_plain = {
@@ -869,60 +3706,6 @@ def _u_TrustTokenParams(o: TrustTokenParams) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    TrustTokenParams,
-    {
-        "issuers": None,
-    },
-)
-
-
-class TrustTokenOperationType(CDPEnum):
-    """Experimental. TrustTokenOperationType."""
-
-    ISSUANCE = "Issuance"
-    REDEMPTION = "Redemption"
-    SIGNING = "Signing"
-
-
-class AlternateProtocolUsage(CDPEnum):
-    """Experimental. The reason why Chrome uses a specific transport protocol for HTTP semantics."""
-
-    ALTERNATIVE_JOB_WON_WITHOUT_RACE = "alternativeJobWonWithoutRace"
-    ALTERNATIVE_JOB_WON_RACE = "alternativeJobWonRace"
-    MAIN_JOB_WON_RACE = "mainJobWonRace"
-    MAPPING_MISSING = "mappingMissing"
-    BROKEN = "broken"
-    DNS_ALPN_H3_JOB_WON_WITHOUT_RACE = "dnsAlpnH3JobWonWithoutRace"
-    DNS_ALPN_H3_JOB_WON_RACE = "dnsAlpnH3JobWonRace"
-    UNSPECIFIED_REASON = "unspecifiedReason"
-
-
-class ServiceWorkerRouterSource(CDPEnum):
-    """Source of service worker router."""
-
-    NETWORK = "network"
-    CACHE = "cache"
-    FETCH_EVENT = "fetch-event"
-    RACE_NETWORK_AND_FETCH_HANDLER = "race-network-and-fetch-handler"
-    RACE_NETWORK_AND_CACHE = "race-network-and-cache"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ServiceWorkerRouterInfo:
-    """Experimental. ServiceWorkerRouterInfo.
-
-    Attributes:
-        rule_id_matched: ID of the rule matched. If there is a matched rule, this field will be set, otherwiser no value will be set.
-        matched_source_type: The router source of the matched rule. If there is a matched rule, this field will be set, otherwise no value will be set.
-        actual_source_type: The actual router source used.
-    """
-
-    rule_id_matched: int | None = None
-    matched_source_type: ServiceWorkerRouterSource | None = None
-    actual_source_type: ServiceWorkerRouterSource | None = None
-
-
 _ServiceWorkerRouterInfo_plain = {
     "ruleIdMatched": "rule_id_matched",
 }
@@ -951,79 +3734,6 @@ def _u_ServiceWorkerRouterInfo(o: ServiceWorkerRouterInfo) -> dict[str, Any]:
     if o.actual_source_type is not None:
         d["actualSourceType"] = o.actual_source_type
     return d
-
-
-optional_defaults(
-    ServiceWorkerRouterInfo,
-    {
-        "rule_id_matched": None,
-        "matched_source_type": None,
-        "actual_source_type": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Response:
-    """HTTP response data.
-
-    Attributes:
-        url: Response URL. This URL can be different from CachedResource.url in case of redirect.
-        status: HTTP response status code.
-        status_text: HTTP response status text.
-        headers: HTTP response headers.
-        headers_text: Deprecated. HTTP response headers text. This has been replaced by the headers in Network.responseReceivedExtraInfo.
-        mime_type: Resource mimeType as determined by the browser.
-        charset: Resource charset as determined by the browser (if applicable).
-        request_headers: Refined HTTP request headers that were actually transmitted over the network.
-        request_headers_text: Deprecated. HTTP request headers text. This has been replaced by the headers in Network.requestWillBeSentExtraInfo.
-        connection_reused: Specifies whether physical connection was actually reused for this request.
-        connection_id: Physical connection id that was actually used for this request.
-        remote_ip_address: Remote IP address.
-        remote_port: Remote port.
-        from_disk_cache: Specifies that the request was served from the disk cache.
-        from_service_worker: Specifies that the request was served from the ServiceWorker.
-        from_prefetch_cache: Specifies that the request was served from the prefetch cache.
-        from_early_hints: Specifies that the request was served from the prefetch cache.
-        service_worker_router_info: Experimental. Information about how ServiceWorker Static Router API was used. If this field is set with `matchedSourceType` field, a matching rule is found. If this field is set without `matchedSource`, no matching rule is found. Otherwise, the API is not used.
-        encoded_data_length: Total number of bytes received for this request so far.
-        timing: Timing information for the given request.
-        service_worker_response_source: Response source of response from ServiceWorker.
-        response_time: The time at which the returned response was generated.
-        cache_storage_cache_name: Cache Storage Cache Name.
-        protocol: Protocol used to fetch this request.
-        alternate_protocol_usage: Experimental. The reason why Chrome uses a specific transport protocol for HTTP semantics.
-        security_state: Security state of the request resource.
-        security_details: Security details for the request.
-    """
-
-    url: str
-    status: int
-    status_text: str
-    headers: Headers
-    headers_text: str | None = None
-    mime_type: str
-    charset: str
-    request_headers: Headers | None = None
-    request_headers_text: str | None = None
-    connection_reused: bool
-    connection_id: float
-    remote_ip_address: str | None = None
-    remote_port: int | None = None
-    from_disk_cache: bool | None = None
-    from_service_worker: bool | None = None
-    from_prefetch_cache: bool | None = None
-    from_early_hints: bool | None = None
-    service_worker_router_info: ServiceWorkerRouterInfo | None = None
-    encoded_data_length: float
-    timing: ResourceTiming | None = None
-    service_worker_response_source: ServiceWorkerResponseSource | None = None
-    response_time: TimeSinceEpoch | None = None
-    cache_storage_cache_name: str | None = None
-    protocol: str | None = None
-    alternate_protocol_usage: AlternateProtocolUsage | None = None
-    security_state: _security.SecurityState
-    security_details: SecurityDetails | None = None
 
 
 _Response_plain = {
@@ -1145,41 +3855,6 @@ def _u_Response(o: Response) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Response,
-    {
-        "headers_text": None,
-        "request_headers": None,
-        "request_headers_text": None,
-        "remote_ip_address": None,
-        "remote_port": None,
-        "from_disk_cache": None,
-        "from_service_worker": None,
-        "from_prefetch_cache": None,
-        "from_early_hints": None,
-        "service_worker_router_info": None,
-        "timing": None,
-        "service_worker_response_source": None,
-        "response_time": None,
-        "cache_storage_cache_name": None,
-        "protocol": None,
-        "alternate_protocol_usage": None,
-        "security_details": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WebSocketRequest:
-    """WebSocket request data.
-
-    Attributes:
-        headers: HTTP request headers.
-    """
-
-    headers: Headers
-
-
 _WebSocketRequest_plain = {
     "headers": "headers",
 }
@@ -1198,31 +3873,9 @@ def _s_WebSocketRequest(d: dict[str, Any]) -> WebSocketRequest:
 
 
 def _u_WebSocketRequest(o: WebSocketRequest) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "headers": o.headers,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WebSocketResponse:
-    """WebSocket response data.
-
-    Attributes:
-        status: HTTP response status code.
-        status_text: HTTP response status text.
-        headers: HTTP response headers.
-        headers_text: HTTP response headers text.
-        request_headers: HTTP request headers.
-        request_headers_text: HTTP request headers text.
-    """
-
-    status: int
-    status_text: str
-    headers: Headers
-    headers_text: str | None = None
-    request_headers: Headers | None = None
-    request_headers_text: str | None = None
 
 
 _WebSocketResponse_plain = {
@@ -1266,31 +3919,6 @@ def _u_WebSocketResponse(o: WebSocketResponse) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    WebSocketResponse,
-    {
-        "headers_text": None,
-        "request_headers": None,
-        "request_headers_text": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WebSocketFrame:
-    """WebSocket message data. This represents an entire WebSocket message, not just a fragmented frame as the name suggests.
-
-    Attributes:
-        opcode: WebSocket message opcode.
-        mask: WebSocket message mask.
-        payload_data: WebSocket message payload data. If the opcode is 1, this is a text message and payloadData is a UTF-8 string. If the opcode isn't 1, then payloadData is a base64 encoded string representing binary data.
-    """
-
-    opcode: float
-    mask: bool
-    payload_data: str
-
-
 _WebSocketFrame_plain = {
     "opcode": "opcode",
     "mask": "mask",
@@ -1315,29 +3943,11 @@ def _s_WebSocketFrame(d: dict[str, Any]) -> WebSocketFrame:
 
 
 def _u_WebSocketFrame(o: WebSocketFrame) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "opcode": o.opcode,
         "mask": o.mask,
         "payloadData": o.payload_data,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CachedResource:
-    """Information about the cached resource.
-
-    Attributes:
-        url: Resource URL. This is the url of the original network request.
-        type_: Type of this resource.
-        response: Cached response data.
-        body_size: Cached response body size.
-    """
-
-    url: str
-    type_: ResourceType
-    response: Response | None = None
-    body_size: float
 
 
 _CachedResource_plain = {
@@ -1375,35 +3985,6 @@ def _u_CachedResource(o: CachedResource) -> dict[str, Any]:
     if o.response is not None:
         d["response"] = _u_Response(o.response)
     return d
-
-
-optional_defaults(
-    CachedResource,
-    {
-        "response": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Initiator:
-    """Information about the request initiator.
-
-    Attributes:
-        type_: Type of this initiator. Values: 'parser', 'script', 'preload', 'SignedExchange', 'preflight', 'FedCM', 'other'.
-        stack: Initiator JavaScript stack trace, set for Script only. Requires the Debugger domain to be enabled.
-        url: Initiator URL, set for Parser type or for Script type (when script is importing module) or for SignedExchange type.
-        line_number: Initiator line number, set for Parser type or for Script type (when script is importing module) (0-based).
-        column_number: Initiator column number, set for Parser type or for Script type (when script is importing module) (0-based).
-        request_id: Set if another request triggered this request (e.g. preflight).
-    """
-
-    type_: str
-    stack: _runtime.StackTrace | None = None
-    url: str | None = None
-    line_number: float | None = None
-    column_number: float | None = None
-    request_id: RequestId | None = None
 
 
 _Initiator_plain = {
@@ -1446,32 +4027,6 @@ def _u_Initiator(o: Initiator) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Initiator,
-    {
-        "stack": None,
-        "url": None,
-        "line_number": None,
-        "column_number": None,
-        "request_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CookiePartitionKey:
-    """Experimental. cookiePartitionKey object
-    The representation of the components of the key that are created by the cookiePartitionKey class contained in net/cookies/cookie_partition_key.h.
-
-    Attributes:
-        top_level_site: The site of the top-level URL the browser was visiting at the start of the request to the endpoint that set the cookie.
-        has_cross_site_ancestor: Indicates if the cookie has any ancestors that are cross-site to the topLevelSite.
-    """
-
-    top_level_site: str
-    has_cross_site_ancestor: bool
-
-
 _CookiePartitionKey_plain = {
     "topLevelSite": "top_level_site",
     "hasCrossSiteAncestor": "has_cross_site_ancestor",
@@ -1493,50 +4048,10 @@ def _s_CookiePartitionKey(d: dict[str, Any]) -> CookiePartitionKey:
 
 
 def _u_CookiePartitionKey(o: CookiePartitionKey) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "topLevelSite": o.top_level_site,
         "hasCrossSiteAncestor": o.has_cross_site_ancestor,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Cookie:
-    """Cookie object
-
-    Attributes:
-        name: Cookie name.
-        value: Cookie value.
-        domain: Cookie domain.
-        path: Cookie path.
-        expires: Cookie expiration date as the number of seconds since the UNIX epoch. The value is set to -1 if the expiry date is not set. The value can be null for values that cannot be represented in JSON (±Inf).
-        size: Cookie size.
-        http_only: True if cookie is http-only.
-        secure: True if cookie is secure.
-        session: True in case of session cookie.
-        same_site: Cookie SameSite type.
-        priority: Experimental. Cookie Priority
-        source_scheme: Experimental. Cookie source scheme type.
-        source_port: Experimental. Cookie source port. Valid values are {-1, [1, 65535]}, -1 indicates an unspecified port. An unspecified port value allows protocol clients to emulate legacy cookie scope for the port. This is a temporary ability and it will be removed in the future.
-        partition_key: Experimental. Cookie partition key.
-        partition_key_opaque: Experimental. True if cookie partition key is opaque.
-    """
-
-    name: str
-    value: str
-    domain: str
-    path: str
-    expires: float
-    size: int
-    http_only: bool
-    secure: bool
-    session: bool
-    same_site: CookieSameSite | None = None
-    priority: CookiePriority
-    source_scheme: CookieSourceScheme
-    source_port: int
-    partition_key: CookiePartitionKey | None = None
-    partition_key_opaque: bool | None = None
 
 
 _Cookie_plain = {
@@ -1620,89 +4135,6 @@ def _u_Cookie(o: Cookie) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Cookie,
-    {
-        "same_site": None,
-        "partition_key": None,
-        "partition_key_opaque": None,
-    },
-)
-
-
-class SetCookieBlockedReason(CDPEnum):
-    """Experimental. Types of reasons why a cookie may not be stored from a response."""
-
-    SECURE_ONLY = "SecureOnly"
-    SAME_SITE_STRICT = "SameSiteStrict"
-    SAME_SITE_LAX = "SameSiteLax"
-    SAME_SITE_UNSPECIFIED_TREATED_AS_LAX = "SameSiteUnspecifiedTreatedAsLax"
-    SAME_SITE_NONE_INSECURE = "SameSiteNoneInsecure"
-    USER_PREFERENCES = "UserPreferences"
-    THIRD_PARTY_PHASEOUT = "ThirdPartyPhaseout"
-    SYNTAX_ERROR = "SyntaxError"
-    SCHEME_NOT_SUPPORTED = "SchemeNotSupported"
-    OVERWRITE_SECURE = "OverwriteSecure"
-    INVALID_DOMAIN = "InvalidDomain"
-    INVALID_PREFIX = "InvalidPrefix"
-    UNKNOWN_ERROR = "UnknownError"
-    SCHEMEFUL_SAME_SITE_STRICT = "SchemefulSameSiteStrict"
-    SCHEMEFUL_SAME_SITE_LAX = "SchemefulSameSiteLax"
-    SCHEMEFUL_SAME_SITE_UNSPECIFIED_TREATED_AS_LAX = "SchemefulSameSiteUnspecifiedTreatedAsLax"
-    NAME_VALUE_PAIR_EXCEEDS_MAX_SIZE = "NameValuePairExceedsMaxSize"
-    DISALLOWED_CHARACTER = "DisallowedCharacter"
-    NO_COOKIE_CONTENT = "NoCookieContent"
-
-
-class CookieBlockedReason(CDPEnum):
-    """Experimental. Types of reasons why a cookie may not be sent with a request."""
-
-    SECURE_ONLY = "SecureOnly"
-    NOT_ON_PATH = "NotOnPath"
-    DOMAIN_MISMATCH = "DomainMismatch"
-    SAME_SITE_STRICT = "SameSiteStrict"
-    SAME_SITE_LAX = "SameSiteLax"
-    SAME_SITE_UNSPECIFIED_TREATED_AS_LAX = "SameSiteUnspecifiedTreatedAsLax"
-    SAME_SITE_NONE_INSECURE = "SameSiteNoneInsecure"
-    USER_PREFERENCES = "UserPreferences"
-    THIRD_PARTY_PHASEOUT = "ThirdPartyPhaseout"
-    UNKNOWN_ERROR = "UnknownError"
-    SCHEMEFUL_SAME_SITE_STRICT = "SchemefulSameSiteStrict"
-    SCHEMEFUL_SAME_SITE_LAX = "SchemefulSameSiteLax"
-    SCHEMEFUL_SAME_SITE_UNSPECIFIED_TREATED_AS_LAX = "SchemefulSameSiteUnspecifiedTreatedAsLax"
-    NAME_VALUE_PAIR_EXCEEDS_MAX_SIZE = "NameValuePairExceedsMaxSize"
-    PORT_MISMATCH = "PortMismatch"
-    SCHEME_MISMATCH = "SchemeMismatch"
-    ANONYMOUS_CONTEXT = "AnonymousContext"
-
-
-class CookieExemptionReason(CDPEnum):
-    """Experimental. Types of reasons why a cookie should have been blocked by 3PCD but is exempted for the request."""
-
-    NONE = "None"
-    USER_SETTING = "UserSetting"
-    ENTERPRISE_POLICY = "EnterprisePolicy"
-    STORAGE_ACCESS = "StorageAccess"
-    TOP_LEVEL_STORAGE_ACCESS = "TopLevelStorageAccess"
-    SCHEME = "Scheme"
-    SAME_SITE_NONE_COOKIES_IN_SANDBOX = "SameSiteNoneCookiesInSandbox"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class BlockedSetCookieWithReason:
-    """Experimental. A cookie which was not stored from a response with the corresponding reason.
-
-    Attributes:
-        blocked_reasons: The reason(s) this cookie was blocked.
-        cookie_line: The string representing this individual cookie as it would appear in the header. This is not the entire "cookie" or "set-cookie" header which could have multiple cookies.
-        cookie: The cookie object which represents the cookie which was not stored. It is optional because sometimes complete cookie information is not available, such as in the case of parsing errors.
-    """
-
-    blocked_reasons: list[SetCookieBlockedReason]
-    cookie_line: str
-    cookie: Cookie | None = None
-
-
 _BlockedSetCookieWithReason_plain = {
     "cookieLine": "cookie_line",
 }
@@ -1736,30 +4168,6 @@ def _u_BlockedSetCookieWithReason(o: BlockedSetCookieWithReason) -> dict[str, An
     return d
 
 
-optional_defaults(
-    BlockedSetCookieWithReason,
-    {
-        "cookie": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ExemptedSetCookieWithReason:
-    """Experimental. A cookie should have been blocked by 3PCD but is exempted and stored from a response with the
-    corresponding reason. A cookie could only have at most one exemption reason.
-
-    Attributes:
-        exemption_reason: The reason the cookie was exempted.
-        cookie_line: The string representing this individual cookie as it would appear in the header.
-        cookie: The cookie object representing the cookie.
-    """
-
-    exemption_reason: CookieExemptionReason
-    cookie_line: str
-    cookie: Cookie
-
-
 _ExemptedSetCookieWithReason_plain = {
     "cookieLine": "cookie_line",
 }
@@ -1786,28 +4194,11 @@ def _s_ExemptedSetCookieWithReason(d: dict[str, Any]) -> ExemptedSetCookieWithRe
 
 
 def _u_ExemptedSetCookieWithReason(o: ExemptedSetCookieWithReason) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "exemptionReason": o.exemption_reason,
         "cookieLine": o.cookie_line,
         "cookie": _u_Cookie(o.cookie),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AssociatedCookie:
-    """Experimental. A cookie associated with the request which may or may not be sent with it.
-    Includes the cookies itself and reasons for blocking or exemption.
-
-    Attributes:
-        cookie: The cookie object representing the cookie which was not sent.
-        blocked_reasons: The reason(s) the cookie was blocked. If empty means the cookie is included.
-        exemption_reason: The reason the cookie should have been blocked by 3PCD but is exempted. A cookie could only have at most one exemption reason.
-    """
-
-    cookie: Cookie
-    blocked_reasons: list[CookieBlockedReason]
-    exemption_reason: CookieExemptionReason | None = None
 
 
 def _s_AssociatedCookie(d: dict[str, Any]) -> AssociatedCookie:
@@ -1835,49 +4226,6 @@ def _u_AssociatedCookie(o: AssociatedCookie) -> dict[str, Any]:
     if o.exemption_reason is not None:
         d["exemptionReason"] = o.exemption_reason
     return d
-
-
-optional_defaults(
-    AssociatedCookie,
-    {
-        "exemption_reason": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CookieParam:
-    """Cookie parameter object
-
-    Attributes:
-        name: Cookie name.
-        value: Cookie value.
-        url: The request-URI to associate with the setting of the cookie. This value can affect the default domain, path, source port, and source scheme values of the created cookie.
-        domain: Cookie domain.
-        path: Cookie path.
-        secure: True if cookie is secure.
-        http_only: True if cookie is http-only.
-        same_site: Cookie SameSite type.
-        expires: Cookie expiration date, session cookie if not set
-        priority: Experimental. Cookie Priority.
-        source_scheme: Experimental. Cookie source scheme type.
-        source_port: Experimental. Cookie source port. Valid values are {-1, [1, 65535]}, -1 indicates an unspecified port. An unspecified port value allows protocol clients to emulate legacy cookie scope for the port. This is a temporary ability and it will be removed in the future.
-        partition_key: Experimental. Cookie partition key. If not set, the cookie will be set as not partitioned.
-    """
-
-    name: str
-    value: str
-    url: str | None = None
-    domain: str | None = None
-    path: str | None = None
-    secure: bool | None = None
-    http_only: bool | None = None
-    same_site: CookieSameSite | None = None
-    expires: TimeSinceEpoch | None = None
-    priority: CookiePriority | None = None
-    source_scheme: CookieSourceScheme | None = None
-    source_port: int | None = None
-    partition_key: CookiePartitionKey | None = None
 
 
 _CookieParam_plain = {
@@ -1945,41 +4293,6 @@ def _u_CookieParam(o: CookieParam) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CookieParam,
-    {
-        "url": None,
-        "domain": None,
-        "path": None,
-        "secure": None,
-        "http_only": None,
-        "same_site": None,
-        "expires": None,
-        "priority": None,
-        "source_scheme": None,
-        "source_port": None,
-        "partition_key": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AuthChallenge:
-    """Experimental. Authorization challenge for HTTP status code 401 or 407.
-
-    Attributes:
-        source: Source of the authentication challenge. Values: 'Server', 'Proxy'.
-        origin: Origin of the challenger.
-        scheme: The authentication scheme used, such as basic or digest
-        realm: The realm of the challenge. May be empty.
-    """
-
-    source: str | None = None
-    origin: str
-    scheme: str
-    realm: str
-
-
 _AuthChallenge_plain = {
     "source": "source",
     "origin": "origin",
@@ -2015,29 +4328,6 @@ def _u_AuthChallenge(o: AuthChallenge) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    AuthChallenge,
-    {
-        "source": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AuthChallengeResponse:
-    """Experimental. Response to an AuthChallenge.
-
-    Attributes:
-        response: The decision on what to do in response to the authorization challenge. Default means deferring to the default behavior of the net stack, which will likely either the Cancel authentication or display a popup dialog box. Values: 'Default', 'CancelAuth', 'ProvideCredentials'.
-        username: The username to provide, possibly empty. Should only be set if response is ProvideCredentials.
-        password: The password to provide, possibly empty. Should only be set if response is ProvideCredentials.
-    """
-
-    response: str
-    username: str | None = None
-    password: str | None = None
-
-
 _AuthChallengeResponse_plain = {
     "response": "response",
     "username": "username",
@@ -2066,43 +4356,6 @@ def _u_AuthChallengeResponse(o: AuthChallengeResponse) -> dict[str, Any]:
     if o.password is not None:
         d["password"] = o.password
     return d
-
-
-optional_defaults(
-    AuthChallengeResponse,
-    {
-        "username": None,
-        "password": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SignedExchangeSignature:
-    """Experimental. Information about a signed exchange signature.
-    https://wicg.github.io/webpackage/draft-yasskin-httpbis-origin-signed-exchanges-impl.html#rfc.section.3.1
-
-    Attributes:
-        label: Signed exchange signature label.
-        signature: The hex string of signed exchange signature.
-        integrity: Signed exchange signature integrity.
-        cert_url: Signed exchange signature cert Url.
-        cert_sha256: The hex string of signed exchange signature cert sha256.
-        validity_url: Signed exchange signature validity Url.
-        date: Signed exchange signature date.
-        expires: Signed exchange signature expires.
-        certificates: The encoded certificates.
-    """
-
-    label: str
-    signature: str
-    integrity: str
-    cert_url: str | None = None
-    cert_sha256: str | None = None
-    validity_url: str
-    date: int
-    expires: int
-    certificates: list[str] | None = None
 
 
 _SignedExchangeSignature_plain = {
@@ -2158,36 +4411,6 @@ def _u_SignedExchangeSignature(o: SignedExchangeSignature) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    SignedExchangeSignature,
-    {
-        "cert_url": None,
-        "cert_sha256": None,
-        "certificates": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SignedExchangeHeader:
-    """Experimental. Information about a signed exchange header.
-    https://wicg.github.io/webpackage/draft-yasskin-httpbis-origin-signed-exchanges-impl.html#cbor-representation
-
-    Attributes:
-        request_url: Signed exchange request URL.
-        response_code: Signed exchange response code.
-        response_headers: Signed exchange response headers.
-        signatures: Signed exchange response signature.
-        header_integrity: Signed exchange header integrity hash in the form of `sha256-<base64-hash-value>`.
-    """
-
-    request_url: str
-    response_code: int
-    response_headers: Headers
-    signatures: list[SignedExchangeSignature]
-    header_integrity: str
-
-
 _SignedExchangeHeader_plain = {
     "requestUrl": "request_url",
     "responseCode": "response_code",
@@ -2219,40 +4442,13 @@ def _s_SignedExchangeHeader(d: dict[str, Any]) -> SignedExchangeHeader:
 
 
 def _u_SignedExchangeHeader(o: SignedExchangeHeader) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestUrl": o.request_url,
         "responseCode": o.response_code,
         "responseHeaders": o.response_headers,
         "signatures": [_u_SignedExchangeSignature(x0) for x0 in o.signatures],
         "headerIntegrity": o.header_integrity,
     }
-    return d
-
-
-class SignedExchangeErrorField(CDPEnum):
-    """Experimental. Field type for a signed exchange related error."""
-
-    SIGNATURE_SIG = "signatureSig"
-    SIGNATURE_INTEGRITY = "signatureIntegrity"
-    SIGNATURE_CERT_URL = "signatureCertUrl"
-    SIGNATURE_CERT_SHA256 = "signatureCertSha256"
-    SIGNATURE_VALIDITY_URL = "signatureValidityUrl"
-    SIGNATURE_TIMESTAMPS = "signatureTimestamps"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SignedExchangeError:
-    """Experimental. Information about a signed exchange response.
-
-    Attributes:
-        message: Error message.
-        signature_index: The index of the signature which caused the error.
-        error_field: The field which caused the error.
-    """
-
-    message: str
-    signature_index: int | None = None
-    error_field: SignedExchangeErrorField | None = None
 
 
 _SignedExchangeError_plain = {
@@ -2284,34 +4480,6 @@ def _u_SignedExchangeError(o: SignedExchangeError) -> dict[str, Any]:
     if o.error_field is not None:
         d["errorField"] = o.error_field
     return d
-
-
-optional_defaults(
-    SignedExchangeError,
-    {
-        "signature_index": None,
-        "error_field": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SignedExchangeInfo:
-    """Experimental. Information about a signed exchange response.
-
-    Attributes:
-        outer_response: The outer response of signed HTTP exchange which was received from network.
-        has_extra_info: Whether network response for the signed exchange was accompanied by extra headers.
-        header: Information about the signed exchange header.
-        security_details: Security details for the signed exchange header.
-        errors: Errors occurred while handling the signed exchange.
-    """
-
-    outer_response: Response
-    has_extra_info: bool
-    header: SignedExchangeHeader | None = None
-    security_details: SecurityDetails | None = None
-    errors: list[SignedExchangeError] | None = None
 
 
 _SignedExchangeInfo_plain = {
@@ -2353,43 +4521,6 @@ def _u_SignedExchangeInfo(o: SignedExchangeInfo) -> dict[str, Any]:
     if o.errors is not None:
         d["errors"] = [_u_SignedExchangeError(x0) for x0 in o.errors]
     return d
-
-
-optional_defaults(
-    SignedExchangeInfo,
-    {
-        "header": None,
-        "security_details": None,
-        "errors": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class NetworkConditions:
-    """Experimental. NetworkConditions.
-
-    Attributes:
-        url_pattern: Only matching requests will be affected by these conditions. Patterns use the URLPattern constructor string syntax (https://urlpattern.spec.whatwg.org/) and must be absolute. If the pattern is empty, all requests are matched (including p2p connections).
-        latency: Minimum latency from request sent to response headers received (ms).
-        download_throughput: Maximal aggregated download throughput (bytes/sec). -1 disables download throttling.
-        upload_throughput: Maximal aggregated upload throughput (bytes/sec). -1 disables upload throttling.
-        connection_type: Connection type if known.
-        packet_loss: WebRTC packet loss (percent, 0-100). 0 disables packet loss emulation, 100 drops all the packets.
-        packet_queue_length: WebRTC packet queue length (packet). 0 removes any queue length limitations.
-        packet_reordering: WebRTC packetReordering feature.
-        offline: True to emulate internet disconnection.
-    """
-
-    url_pattern: str
-    latency: float
-    download_throughput: float
-    upload_throughput: float
-    connection_type: ConnectionType | None = None
-    packet_loss: float | None = None
-    packet_queue_length: int | None = None
-    packet_reordering: bool | None = None
-    offline: bool | None = None
 
 
 _NetworkConditions_plain = {
@@ -2444,31 +4575,6 @@ def _u_NetworkConditions(o: NetworkConditions) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    NetworkConditions,
-    {
-        "connection_type": None,
-        "packet_loss": None,
-        "packet_queue_length": None,
-        "packet_reordering": None,
-        "offline": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class BlockPattern:
-    """Experimental. BlockPattern.
-
-    Attributes:
-        url_pattern: URL pattern to match. Patterns use the URLPattern constructor string syntax (https://urlpattern.spec.whatwg.org/) and must be absolute. Example: `*://*:*/*.css`.
-        block: Whether or not to block the pattern. If false, a matching request will not be blocked even if it matches a later `BlockPattern`.
-    """
-
-    url_pattern: str
-    block: bool
-
-
 _BlockPattern_plain = {
     "urlPattern": "url_pattern",
     "block": "block",
@@ -2490,37 +4596,10 @@ def _s_BlockPattern(d: dict[str, Any]) -> BlockPattern:
 
 
 def _u_BlockPattern(o: BlockPattern) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "urlPattern": o.url_pattern,
         "block": o.block,
     }
-    return d
-
-
-class DirectSocketDnsQueryType(CDPEnum):
-    """Experimental. DirectSocketDnsQueryType."""
-
-    IPV4 = "ipv4"
-    IPV6 = "ipv6"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DirectTCPSocketOptions:
-    """Experimental. DirectTCPSocketOptions.
-
-    Attributes:
-        no_delay: TCP_NODELAY option
-        keep_alive_delay: Expected to be unsigned integer.
-        send_buffer_size: Expected to be unsigned integer.
-        receive_buffer_size: Expected to be unsigned integer.
-        dns_query_type: -
-    """
-
-    no_delay: bool
-    keep_alive_delay: float | None = None
-    send_buffer_size: float | None = None
-    receive_buffer_size: float | None = None
-    dns_query_type: DirectSocketDnsQueryType | None = None
 
 
 _DirectTCPSocketOptions_plain = {
@@ -2558,46 +4637,6 @@ def _u_DirectTCPSocketOptions(o: DirectTCPSocketOptions) -> dict[str, Any]:
     if o.dns_query_type is not None:
         d["dnsQueryType"] = o.dns_query_type
     return d
-
-
-optional_defaults(
-    DirectTCPSocketOptions,
-    {
-        "keep_alive_delay": None,
-        "send_buffer_size": None,
-        "receive_buffer_size": None,
-        "dns_query_type": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DirectUDPSocketOptions:
-    """Experimental. DirectUDPSocketOptions.
-
-    Attributes:
-        remote_addr: -
-        remote_port: Unsigned int 16.
-        local_addr: -
-        local_port: Unsigned int 16.
-        dns_query_type: -
-        send_buffer_size: Expected to be unsigned integer.
-        receive_buffer_size: Expected to be unsigned integer.
-        multicast_loopback: -
-        multicast_time_to_live: Unsigned int 8.
-        multicast_allow_address_sharing: -
-    """
-
-    remote_addr: str | None = None
-    remote_port: int | None = None
-    local_addr: str | None = None
-    local_port: int | None = None
-    dns_query_type: DirectSocketDnsQueryType | None = None
-    send_buffer_size: float | None = None
-    receive_buffer_size: float | None = None
-    multicast_loopback: bool | None = None
-    multicast_time_to_live: int | None = None
-    multicast_allow_address_sharing: bool | None = None
 
 
 _DirectUDPSocketOptions_plain = {
@@ -2650,38 +4689,6 @@ def _u_DirectUDPSocketOptions(o: DirectUDPSocketOptions) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    DirectUDPSocketOptions,
-    {
-        "remote_addr": None,
-        "remote_port": None,
-        "local_addr": None,
-        "local_port": None,
-        "dns_query_type": None,
-        "send_buffer_size": None,
-        "receive_buffer_size": None,
-        "multicast_loopback": None,
-        "multicast_time_to_live": None,
-        "multicast_allow_address_sharing": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DirectUDPMessage:
-    """Experimental. DirectUDPMessage.
-
-    Attributes:
-        data: -
-        remote_addr: Null for connected mode.
-        remote_port: Null for connected mode. Expected to be unsigned integer.
-    """
-
-    data: str
-    remote_addr: str | None = None
-    remote_port: int | None = None
-
-
 _DirectUDPMessage_plain = {
     "data": "data",
     "remoteAddr": "remote_addr",
@@ -2712,45 +4719,6 @@ def _u_DirectUDPMessage(o: DirectUDPMessage) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    DirectUDPMessage,
-    {
-        "remote_addr": None,
-        "remote_port": None,
-    },
-)
-
-
-class LocalNetworkAccessRequestPolicy(CDPEnum):
-    """Experimental. LocalNetworkAccessRequestPolicy."""
-
-    ALLOW = "Allow"
-    BLOCK_FROM_INSECURE_TO_MORE_PRIVATE = "BlockFromInsecureToMorePrivate"
-    WARN_FROM_INSECURE_TO_MORE_PRIVATE = "WarnFromInsecureToMorePrivate"
-    PERMISSION_BLOCK = "PermissionBlock"
-    PERMISSION_WARN = "PermissionWarn"
-
-
-class IPAddressSpace(CDPEnum):
-    """Experimental. IPAddressSpace."""
-
-    LOOPBACK = "Loopback"
-    LOCAL = "Local"
-    PUBLIC = "Public"
-    UNKNOWN = "Unknown"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ConnectTiming:
-    """Experimental. ConnectTiming.
-
-    Attributes:
-        request_time: Timing's requestTime is a baseline in seconds, while the other numbers are ticks in milliseconds relatively to this requestTime. Matches ResourceTiming's requestTime for the same request (but not for redirected requests).
-    """
-
-    request_time: float
-
-
 _ConnectTiming_plain = {
     "requestTime": "request_time",
 }
@@ -2769,25 +4737,9 @@ def _s_ConnectTiming(d: dict[str, Any]) -> ConnectTiming:
 
 
 def _u_ConnectTiming(o: ConnectTiming) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestTime": o.request_time,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ClientSecurityState:
-    """Experimental. ClientSecurityState.
-
-    Attributes:
-        initiator_is_secure_context: -
-        initiator_ip_address_space: -
-        local_network_access_request_policy: -
-    """
-
-    initiator_is_secure_context: bool
-    initiator_ip_address_space: IPAddressSpace
-    local_network_access_request_policy: LocalNetworkAccessRequestPolicy
 
 
 _ClientSecurityState_plain = {
@@ -2818,30 +4770,11 @@ def _s_ClientSecurityState(d: dict[str, Any]) -> ClientSecurityState:
 
 
 def _u_ClientSecurityState(o: ClientSecurityState) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "initiatorIsSecureContext": o.initiator_is_secure_context,
         "initiatorIPAddressSpace": o.initiator_ip_address_space,
         "localNetworkAccessRequestPolicy": o.local_network_access_request_policy,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AdScriptIdentifier:
-    """Experimental. Identifies the script on the stack that caused a resource or element to be
-    labeled as an ad. For resources, this indicates the context that triggered
-    the fetch. For elements, this indicates the context that caused the element
-    to be appended to the DOM.
-
-    Attributes:
-        script_id: The script's V8 identifier.
-        debugger_id: V8's debugging ID for the v8::Context.
-        name: The script's url (or generated name based on id if inline script).
-    """
-
-    script_id: _runtime.ScriptId
-    debugger_id: _runtime.UniqueDebuggerId
-    name: str
 
 
 _AdScriptIdentifier_plain = {
@@ -2868,26 +4801,11 @@ def _s_AdScriptIdentifier(d: dict[str, Any]) -> AdScriptIdentifier:
 
 
 def _u_AdScriptIdentifier(o: AdScriptIdentifier) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "scriptId": o.script_id,
         "debuggerId": o.debugger_id,
         "name": o.name,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AdAncestry:
-    """Experimental. Encapsulates the script ancestry and the root script filter list rule that
-    caused the resource or element to be labeled as an ad.
-
-    Attributes:
-        ancestry_chain: A chain of `AdScriptIdentifier`s representing the ancestry of an ad script that led to the creation of a resource or element. The chain is ordered from the script itself (lowest level) up to its root ancestor that was flagged by a filter list.
-        root_script_filterlist_rule: The filter list rule that caused the root (last) script in `ancestryChain` to be tagged as an ad.
-    """
-
-    ancestry_chain: list[AdScriptIdentifier]
-    root_script_filterlist_rule: str | None = None
 
 
 _AdAncestry_plain = {
@@ -2918,32 +4836,6 @@ def _u_AdAncestry(o: AdAncestry) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    AdAncestry,
-    {
-        "root_script_filterlist_rule": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AdProvenance:
-    """Experimental. Represents the provenance of an ad resource or element. Only one of
-    `filterlistRule` or `adScriptAncestry` can be set. If `filterlistRule`
-    is provided, the resource URL directly matches a filter list rule. If
-    `adScriptAncestry` is provided, an ad script initiated the resource fetch or
-    appended the element to the DOM. If neither is provided, the entity is
-    known to be an ad, but provenance tracking information is unavailable.
-
-    Attributes:
-        filterlist_rule: The filterlist rule that matched, if any.
-        ad_script_ancestry: The script ancestry that created the ad, if any. Note: depending on the context, this may represent the full ancestry up to the root script, or it may contain only one script representing the immediate ancestor.
-    """
-
-    filterlist_rule: str | None = None
-    ad_script_ancestry: AdAncestry | None = None
-
-
 _AdProvenance_plain = {
     "filterlistRule": "filterlist_rule",
 }
@@ -2968,44 +4860,6 @@ def _u_AdProvenance(o: AdProvenance) -> dict[str, Any]:
     if o.ad_script_ancestry is not None:
         d["adScriptAncestry"] = _u_AdAncestry(o.ad_script_ancestry)
     return d
-
-
-optional_defaults(
-    AdProvenance,
-    {
-        "filterlist_rule": None,
-        "ad_script_ancestry": None,
-    },
-)
-
-
-class CrossOriginOpenerPolicyValue(CDPEnum):
-    """Experimental. CrossOriginOpenerPolicyValue."""
-
-    SAME_ORIGIN = "SameOrigin"
-    SAME_ORIGIN_ALLOW_POPUPS = "SameOriginAllowPopups"
-    RESTRICT_PROPERTIES = "RestrictProperties"
-    UNSAFE_NONE = "UnsafeNone"
-    SAME_ORIGIN_PLUS_COEP = "SameOriginPlusCoep"
-    RESTRICT_PROPERTIES_PLUS_COEP = "RestrictPropertiesPlusCoep"
-    NOOPENER_ALLOW_POPUPS = "NoopenerAllowPopups"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CrossOriginOpenerPolicyStatus:
-    """Experimental. CrossOriginOpenerPolicyStatus.
-
-    Attributes:
-        value: -
-        report_only_value: -
-        reporting_endpoint: -
-        report_only_reporting_endpoint: -
-    """
-
-    value: CrossOriginOpenerPolicyValue
-    report_only_value: CrossOriginOpenerPolicyValue
-    reporting_endpoint: str | None = None
-    report_only_reporting_endpoint: str | None = None
 
 
 _CrossOriginOpenerPolicyStatus_plain = {
@@ -3044,40 +4898,6 @@ def _u_CrossOriginOpenerPolicyStatus(o: CrossOriginOpenerPolicyStatus) -> dict[s
     return d
 
 
-optional_defaults(
-    CrossOriginOpenerPolicyStatus,
-    {
-        "reporting_endpoint": None,
-        "report_only_reporting_endpoint": None,
-    },
-)
-
-
-class CrossOriginEmbedderPolicyValue(CDPEnum):
-    """Experimental. CrossOriginEmbedderPolicyValue."""
-
-    NONE = "None"
-    CREDENTIALLESS = "Credentialless"
-    REQUIRE_CORP = "RequireCorp"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CrossOriginEmbedderPolicyStatus:
-    """Experimental. CrossOriginEmbedderPolicyStatus.
-
-    Attributes:
-        value: -
-        report_only_value: -
-        reporting_endpoint: -
-        report_only_reporting_endpoint: -
-    """
-
-    value: CrossOriginEmbedderPolicyValue
-    report_only_value: CrossOriginEmbedderPolicyValue
-    reporting_endpoint: str | None = None
-    report_only_reporting_endpoint: str | None = None
-
-
 _CrossOriginEmbedderPolicyStatus_plain = {
     "reportingEndpoint": "reporting_endpoint",
     "reportOnlyReportingEndpoint": "report_only_reporting_endpoint",
@@ -3114,37 +4934,6 @@ def _u_CrossOriginEmbedderPolicyStatus(o: CrossOriginEmbedderPolicyStatus) -> di
     return d
 
 
-optional_defaults(
-    CrossOriginEmbedderPolicyStatus,
-    {
-        "reporting_endpoint": None,
-        "report_only_reporting_endpoint": None,
-    },
-)
-
-
-class ContentSecurityPolicySource(CDPEnum):
-    """Experimental. ContentSecurityPolicySource."""
-
-    HTTP = "HTTP"
-    META = "Meta"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ContentSecurityPolicyStatus:
-    """Experimental. ContentSecurityPolicyStatus.
-
-    Attributes:
-        effective_directives: -
-        is_enforced: -
-        source: -
-    """
-
-    effective_directives: str
-    is_enforced: bool
-    source: ContentSecurityPolicySource
-
-
 _ContentSecurityPolicyStatus_plain = {
     "effectiveDirectives": "effective_directives",
     "isEnforced": "is_enforced",
@@ -3170,27 +4959,11 @@ def _s_ContentSecurityPolicyStatus(d: dict[str, Any]) -> ContentSecurityPolicySt
 
 
 def _u_ContentSecurityPolicyStatus(o: ContentSecurityPolicyStatus) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "effectiveDirectives": o.effective_directives,
         "isEnforced": o.is_enforced,
         "source": o.source,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SecurityIsolationStatus:
-    """Experimental. SecurityIsolationStatus.
-
-    Attributes:
-        coop: -
-        coep: -
-        csp: -
-    """
-
-    coop: CrossOriginOpenerPolicyStatus | None = None
-    coep: CrossOriginEmbedderPolicyStatus | None = None
-    csp: list[ContentSecurityPolicyStatus] | None = None
 
 
 def _s_SecurityIsolationStatus(d: dict[str, Any]) -> SecurityIsolationStatus:
@@ -3215,56 +4988,6 @@ def _u_SecurityIsolationStatus(o: SecurityIsolationStatus) -> dict[str, Any]:
     if o.csp is not None:
         d["csp"] = [_u_ContentSecurityPolicyStatus(x0) for x0 in o.csp]
     return d
-
-
-optional_defaults(
-    SecurityIsolationStatus,
-    {
-        "coop": None,
-        "coep": None,
-        "csp": None,
-    },
-)
-
-
-class ReportStatus(CDPEnum):
-    """Experimental. The status of a Reporting API report."""
-
-    QUEUED = "Queued"
-    PENDING = "Pending"
-    MARKED_FOR_REMOVAL = "MarkedForRemoval"
-    SUCCESS = "Success"
-
-
-ReportId = str
-"""Experimental. ReportId."""
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ReportingApiReport:
-    """Experimental. An object representing a report generated by the Reporting API.
-
-    Attributes:
-        id_: -
-        initiator_url: The URL of the document that triggered the report.
-        destination: The name of the endpoint group that should be used to deliver the report.
-        type_: The type of the report (specifies the set of data that is contained in the report body).
-        timestamp: When the report was generated.
-        depth: How many uploads deep the related request was.
-        completed_attempts: The number of delivery attempts made so far, not including an active attempt.
-        body: -
-        status: -
-    """
-
-    id_: ReportId
-    initiator_url: str
-    destination: str
-    type_: str
-    timestamp: TimeSinceEpoch
-    depth: int
-    completed_attempts: int
-    body: dict[str, Any]
-    status: ReportStatus
 
 
 _ReportingApiReport_plain = {
@@ -3310,7 +5033,7 @@ def _s_ReportingApiReport(d: dict[str, Any]) -> ReportingApiReport:
 
 
 def _u_ReportingApiReport(o: ReportingApiReport) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "id": o.id_,
         "initiatorUrl": o.initiator_url,
         "destination": o.destination,
@@ -3321,20 +5044,6 @@ def _u_ReportingApiReport(o: ReportingApiReport) -> dict[str, Any]:
         "body": o.body,
         "status": o.status,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ReportingApiEndpoint:
-    """Experimental. ReportingApiEndpoint.
-
-    Attributes:
-        url: The URL of the endpoint to which reports may be delivered.
-        group_name: Name of the endpoint group.
-    """
-
-    url: str
-    group_name: str
 
 
 _ReportingApiEndpoint_plain = {
@@ -3358,24 +5067,10 @@ def _s_ReportingApiEndpoint(d: dict[str, Any]) -> ReportingApiEndpoint:
 
 
 def _u_ReportingApiEndpoint(o: ReportingApiEndpoint) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "url": o.url,
         "groupName": o.group_name,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DeviceBoundSessionKey:
-    """Experimental. Unique identifier for a device bound session.
-
-    Attributes:
-        site: The site the session is set up for.
-        id_: The id of the session.
-    """
-
-    site: str
-    id_: str
 
 
 _DeviceBoundSessionKey_plain = {
@@ -3399,24 +5094,10 @@ def _s_DeviceBoundSessionKey(d: dict[str, Any]) -> DeviceBoundSessionKey:
 
 
 def _u_DeviceBoundSessionKey(o: DeviceBoundSessionKey) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "site": o.site,
         "id": o.id_,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DeviceBoundSessionWithUsage:
-    """Experimental. How a device bound session was used during a request.
-
-    Attributes:
-        session_key: The key for the session.
-        usage: How the session was used (or not used). Values: 'NotInScope', 'InScopeRefreshNotYetNeeded', 'InScopeRefreshNotAllowed', 'ProactiveRefreshNotPossible', 'ProactiveRefreshAttempted', 'Deferred'.
-    """
-
-    session_key: DeviceBoundSessionKey
-    usage: str
 
 
 _DeviceBoundSessionWithUsage_plain = {
@@ -3441,32 +5122,10 @@ def _s_DeviceBoundSessionWithUsage(d: dict[str, Any]) -> DeviceBoundSessionWithU
 
 
 def _u_DeviceBoundSessionWithUsage(o: DeviceBoundSessionWithUsage) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "sessionKey": _u_DeviceBoundSessionKey(o.session_key),
         "usage": o.usage,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DeviceBoundSessionCookieCraving:
-    """Experimental. A device bound session's cookie craving.
-
-    Attributes:
-        name: The name of the craving.
-        domain: The domain of the craving.
-        path: The path of the craving.
-        secure: The `Secure` attribute of the craving attributes.
-        http_only: The `HttpOnly` attribute of the craving attributes.
-        same_site: The `SameSite` attribute of the craving attributes.
-    """
-
-    name: str
-    domain: str
-    path: str
-    secure: bool
-    http_only: bool
-    same_site: CookieSameSite | None = None
 
 
 _DeviceBoundSessionCookieCraving_plain = {
@@ -3513,29 +5172,6 @@ def _u_DeviceBoundSessionCookieCraving(o: DeviceBoundSessionCookieCraving) -> di
     return d
 
 
-optional_defaults(
-    DeviceBoundSessionCookieCraving,
-    {
-        "same_site": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DeviceBoundSessionUrlRule:
-    """Experimental. A device bound session's inclusion URL rule.
-
-    Attributes:
-        rule_type: See comments on `net::device_bound_sessions::SessionInclusionRules::UrlRule::rule_type`. Values: 'Exclude', 'Include'.
-        host_pattern: See comments on `net::device_bound_sessions::SessionInclusionRules::UrlRule::host_pattern`.
-        path_prefix: See comments on `net::device_bound_sessions::SessionInclusionRules::UrlRule::path_prefix`.
-    """
-
-    rule_type: str
-    host_pattern: str
-    path_prefix: str
-
-
 _DeviceBoundSessionUrlRule_plain = {
     "ruleType": "rule_type",
     "hostPattern": "host_pattern",
@@ -3560,27 +5196,11 @@ def _s_DeviceBoundSessionUrlRule(d: dict[str, Any]) -> DeviceBoundSessionUrlRule
 
 
 def _u_DeviceBoundSessionUrlRule(o: DeviceBoundSessionUrlRule) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "ruleType": o.rule_type,
         "hostPattern": o.host_pattern,
         "pathPrefix": o.path_prefix,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DeviceBoundSessionInclusionRules:
-    """Experimental. A device bound session's inclusion rules.
-
-    Attributes:
-        origin: See comments on `net::device_bound_sessions::SessionInclusionRules::origin_`.
-        include_site: Whether the whole site is included. See comments on `net::device_bound_sessions::SessionInclusionRules::include_site_` for more details; this boolean is true if that value is populated.
-        url_rules: See comments on `net::device_bound_sessions::SessionInclusionRules::url_rules_`.
-    """
-
-    origin: str
-    include_site: bool
-    url_rules: list[DeviceBoundSessionUrlRule]
 
 
 _DeviceBoundSessionInclusionRules_plain = {
@@ -3608,35 +5228,11 @@ def _s_DeviceBoundSessionInclusionRules(d: dict[str, Any]) -> DeviceBoundSession
 
 
 def _u_DeviceBoundSessionInclusionRules(o: DeviceBoundSessionInclusionRules) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "origin": o.origin,
         "includeSite": o.include_site,
         "urlRules": [_u_DeviceBoundSessionUrlRule(x0) for x0 in o.url_rules],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DeviceBoundSession:
-    """Experimental. A device bound session.
-
-    Attributes:
-        key: The site and session ID of the session.
-        refresh_url: See comments on `net::device_bound_sessions::Session::refresh_url_`.
-        inclusion_rules: See comments on `net::device_bound_sessions::Session::inclusion_rules_`.
-        cookie_cravings: See comments on `net::device_bound_sessions::Session::cookie_cravings_`.
-        expiry_date: See comments on `net::device_bound_sessions::Session::expiry_date_`.
-        cached_challenge: See comments on `net::device_bound_sessions::Session::cached_challenge__`.
-        allowed_refresh_initiators: See comments on `net::device_bound_sessions::Session::allowed_refresh_initiators_`.
-    """
-
-    key: DeviceBoundSessionKey
-    refresh_url: str
-    inclusion_rules: DeviceBoundSessionInclusionRules
-    cookie_cravings: list[DeviceBoundSessionCookieCraving]
-    expiry_date: TimeSinceEpoch
-    cached_challenge: str | None = None
-    allowed_refresh_initiators: list[str]
 
 
 _DeviceBoundSession_plain = {
@@ -3691,120 +5287,6 @@ def _u_DeviceBoundSession(o: DeviceBoundSession) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    DeviceBoundSession,
-    {
-        "cached_challenge": None,
-    },
-)
-
-
-DeviceBoundSessionEventId = str
-"""Experimental. A unique identifier for a device bound session event."""
-
-
-class DeviceBoundSessionFetchResult(CDPEnum):
-    """Experimental. A fetch result for a device bound session creation or refresh.
-    LINT.IfChange(DeviceBoundSessionFetchResult)"""
-
-    SUCCESS = "Success"
-    SIGNING_KEY_GENERATION_ERROR = "SigningKeyGenerationError"
-    ATTESTATION_KEY_GENERATION_ERROR = "AttestationKeyGenerationError"
-    SIGNING_ERROR = "SigningError"
-    TRANSIENT_SIGNING_ERROR = "TransientSigningError"
-    SERVER_REQUESTED_TERMINATION = "ServerRequestedTermination"
-    INVALID_SESSION_ID = "InvalidSessionId"
-    INVALID_CHALLENGE = "InvalidChallenge"
-    TOO_MANY_CHALLENGES = "TooManyChallenges"
-    INVALID_FETCHER_URL = "InvalidFetcherUrl"
-    INVALID_REFRESH_URL = "InvalidRefreshUrl"
-    TRANSIENT_HTTP_ERROR = "TransientHttpError"
-    SCOPE_ORIGIN_SAME_SITE_MISMATCH = "ScopeOriginSameSiteMismatch"
-    REFRESH_URL_SAME_SITE_MISMATCH = "RefreshUrlSameSiteMismatch"
-    MISMATCHED_SESSION_ID = "MismatchedSessionId"
-    MISSING_SCOPE = "MissingScope"
-    NO_CREDENTIALS = "NoCredentials"
-    SUBDOMAIN_REGISTRATION_WELL_KNOWN_UNAVAILABLE = "SubdomainRegistrationWellKnownUnavailable"
-    SUBDOMAIN_REGISTRATION_UNAUTHORIZED = "SubdomainRegistrationUnauthorized"
-    SUBDOMAIN_REGISTRATION_WELL_KNOWN_MALFORMED = "SubdomainRegistrationWellKnownMalformed"
-    SESSION_PROVIDER_WELL_KNOWN_UNAVAILABLE = "SessionProviderWellKnownUnavailable"
-    RELYING_PARTY_WELL_KNOWN_UNAVAILABLE = "RelyingPartyWellKnownUnavailable"
-    FEDERATED_KEY_THUMBPRINT_MISMATCH = "FederatedKeyThumbprintMismatch"
-    INVALID_FEDERATED_SESSION_URL = "InvalidFederatedSessionUrl"
-    INVALID_FEDERATED_KEY = "InvalidFederatedKey"
-    TOO_MANY_RELYING_ORIGIN_LABELS = "TooManyRelyingOriginLabels"
-    BOUND_COOKIE_SET_FORBIDDEN = "BoundCookieSetForbidden"
-    NET_ERROR = "NetError"
-    PROXY_ERROR = "ProxyError"
-    EMPTY_SESSION_CONFIG = "EmptySessionConfig"
-    INVALID_CREDENTIALS_CONFIG = "InvalidCredentialsConfig"
-    INVALID_CREDENTIALS_TYPE = "InvalidCredentialsType"
-    INVALID_CREDENTIALS_EMPTY_NAME = "InvalidCredentialsEmptyName"
-    INVALID_CREDENTIALS_COOKIE = "InvalidCredentialsCookie"
-    PERSISTENT_HTTP_ERROR = "PersistentHttpError"
-    REGISTRATION_ATTEMPTED_CHALLENGE = "RegistrationAttemptedChallenge"
-    INVALID_SCOPE_ORIGIN = "InvalidScopeOrigin"
-    SCOPE_ORIGIN_CONTAINS_PATH = "ScopeOriginContainsPath"
-    REFRESH_INITIATOR_NOT_STRING = "RefreshInitiatorNotString"
-    REFRESH_INITIATOR_INVALID_HOST_PATTERN = "RefreshInitiatorInvalidHostPattern"
-    INVALID_SCOPE_SPECIFICATION = "InvalidScopeSpecification"
-    MISSING_SCOPE_SPECIFICATION_TYPE = "MissingScopeSpecificationType"
-    EMPTY_SCOPE_SPECIFICATION_DOMAIN = "EmptyScopeSpecificationDomain"
-    EMPTY_SCOPE_SPECIFICATION_PATH = "EmptyScopeSpecificationPath"
-    INVALID_SCOPE_SPECIFICATION_TYPE = "InvalidScopeSpecificationType"
-    INVALID_SCOPE_INCLUDE_SITE = "InvalidScopeIncludeSite"
-    MISSING_SCOPE_INCLUDE_SITE = "MissingScopeIncludeSite"
-    FEDERATED_NOT_AUTHORIZED_BY_PROVIDER = "FederatedNotAuthorizedByProvider"
-    FEDERATED_NOT_AUTHORIZED_BY_RELYING_PARTY = "FederatedNotAuthorizedByRelyingParty"
-    SESSION_PROVIDER_WELL_KNOWN_MALFORMED = "SessionProviderWellKnownMalformed"
-    SESSION_PROVIDER_WELL_KNOWN_HAS_PROVIDER_ORIGIN = "SessionProviderWellKnownHasProviderOrigin"
-    RELYING_PARTY_WELL_KNOWN_MALFORMED = "RelyingPartyWellKnownMalformed"
-    RELYING_PARTY_WELL_KNOWN_HAS_RELYING_ORIGINS = "RelyingPartyWellKnownHasRelyingOrigins"
-    INVALID_FEDERATED_SESSION_PROVIDER_SESSION_MISSING = "InvalidFederatedSessionProviderSessionMissing"
-    INVALID_FEDERATED_SESSION_WRONG_PROVIDER_ORIGIN = "InvalidFederatedSessionWrongProviderOrigin"
-    INVALID_CREDENTIALS_COOKIE_CREATION_TIME = "InvalidCredentialsCookieCreationTime"
-    INVALID_CREDENTIALS_COOKIE_NAME = "InvalidCredentialsCookieName"
-    INVALID_CREDENTIALS_COOKIE_PARSING = "InvalidCredentialsCookieParsing"
-    INVALID_CREDENTIALS_COOKIE_UNPERMITTED_ATTRIBUTE = "InvalidCredentialsCookieUnpermittedAttribute"
-    INVALID_CREDENTIALS_COOKIE_INVALID_DOMAIN = "InvalidCredentialsCookieInvalidDomain"
-    INVALID_CREDENTIALS_COOKIE_PREFIX = "InvalidCredentialsCookiePrefix"
-    INVALID_SCOPE_RULE_PATH = "InvalidScopeRulePath"
-    INVALID_SCOPE_RULE_HOST_PATTERN = "InvalidScopeRuleHostPattern"
-    SCOPE_RULE_ORIGIN_SCOPED_HOST_PATTERN_MISMATCH = "ScopeRuleOriginScopedHostPatternMismatch"
-    SCOPE_RULE_SITE_SCOPED_HOST_PATTERN_MISMATCH = "ScopeRuleSiteScopedHostPatternMismatch"
-    SIGNING_QUOTA_EXCEEDED = "SigningQuotaExceeded"
-    INVALID_CONFIG_JSON = "InvalidConfigJson"
-    INVALID_FEDERATED_SESSION_PROVIDER_FAILED_TO_RESTORE_KEY = (
-        "InvalidFederatedSessionProviderFailedToRestoreKey"
-    )
-    FAILED_TO_UNWRAP_KEY = "FailedToUnwrapKey"
-    SESSION_DELETED_DURING_REFRESH = "SessionDeletedDuringRefresh"
-    CROSS_ORIGIN_REGISTRATION_SITE_NOT_INCLUDED = "CrossOriginRegistrationSiteNotIncluded"
-    INVALID_PRE_PROVISIONED_KEY_INITIATOR_MISSING = "InvalidPreProvisionedKeyInitiatorMissing"
-    PRE_PROVISIONED_KEY_ACCESS_NOT_GRANTED = "PreProvisionedKeyAccessNotGranted"
-    PRE_PROVISIONED_KEY_NOT_FOUND = "PreProvisionedKeyNotFound"
-    ATTESTATION_CERTIFICATION_ERROR = "AttestationCertificationError"
-    ATTESTATION_SIGNING_ERROR = "AttestationSigningError"
-    FEDERATED_REGISTRATION_REDIRECTED = "FederatedRegistrationRedirected"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DeviceBoundSessionFailedRequest:
-    """Experimental. Details about a failed device bound session network request.
-
-    Attributes:
-        request_url: The failed request URL.
-        net_error: The net error of the response if it was not OK.
-        response_error: The response code if the net error was OK and the response code was not 200.
-        response_error_body: The body of the response if the net error was OK, the response code was not 200, and the response body was not empty.
-    """
-
-    request_url: str
-    net_error: str | None = None
-    response_error: int | None = None
-    response_error_body: str | None = None
-
-
 _DeviceBoundSessionFailedRequest_plain = {
     "requestUrl": "request_url",
     "netError": "net_error",
@@ -3838,31 +5320,6 @@ def _u_DeviceBoundSessionFailedRequest(o: DeviceBoundSessionFailedRequest) -> di
     return d
 
 
-optional_defaults(
-    DeviceBoundSessionFailedRequest,
-    {
-        "net_error": None,
-        "response_error": None,
-        "response_error_body": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CreationEventDetails:
-    """Experimental. Session event details specific to creation.
-
-    Attributes:
-        fetch_result: The result of the fetch attempt.
-        new_session: The session if there was a newly created session. This is populated for all successful creation events.
-        failed_request: Details about a failed device bound session network request if there was one.
-    """
-
-    fetch_result: DeviceBoundSessionFetchResult
-    new_session: DeviceBoundSession | None = None
-    failed_request: DeviceBoundSessionFailedRequest | None = None
-
-
 def _s_CreationEventDetails(d: dict[str, Any]) -> CreationEventDetails:
     o = _new(CreationEventDetails)
     od = o.__dict__
@@ -3887,34 +5344,6 @@ def _u_CreationEventDetails(o: CreationEventDetails) -> dict[str, Any]:
     if o.failed_request is not None:
         d["failedRequest"] = _u_DeviceBoundSessionFailedRequest(o.failed_request)
     return d
-
-
-optional_defaults(
-    CreationEventDetails,
-    {
-        "new_session": None,
-        "failed_request": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RefreshEventDetails:
-    """Experimental. Session event details specific to refresh.
-
-    Attributes:
-        refresh_result: The result of a refresh. LINT.IfChange(DeviceBoundSessionRefreshResult) Values: 'Refreshed', 'InitializedService', 'Unreachable', 'ServerError', 'FatalError', 'SigningQuotaExceeded', 'RefreshedAsWaiter', 'TransientSigningError', 'InScopeRefreshNotYetNeeded', 'Canceled'.
-        fetch_result: LINT.ThenChange(//net/device_bound_sessions/refresh_result.h:DeviceBoundSessionRefreshResult,//content/browser/devtools/protocol/network_handler.cc:DeviceBoundSessionRefreshResult) If there was a fetch attempt, the result of that.
-        new_session: The session display if there was a newly created session. This is populated for any refresh event that modifies the session config.
-        was_fully_proactive_refresh: See comments on `net::device_bound_sessions::RefreshEventResult::was_fully_proactive_refresh`.
-        failed_request: Details about a failed device bound session network request if there was one.
-    """
-
-    refresh_result: str
-    fetch_result: DeviceBoundSessionFetchResult | None = None
-    new_session: DeviceBoundSession | None = None
-    was_fully_proactive_refresh: bool
-    failed_request: DeviceBoundSessionFailedRequest | None = None
 
 
 _RefreshEventDetails_plain = {
@@ -3957,27 +5386,6 @@ def _u_RefreshEventDetails(o: RefreshEventDetails) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    RefreshEventDetails,
-    {
-        "fetch_result": None,
-        "new_session": None,
-        "failed_request": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TerminationEventDetails:
-    """Experimental. Session event details specific to termination.
-
-    Attributes:
-        deletion_reason: The reason for a session being deleted. Values: 'Expired', 'FailedToRestoreKey', 'FailedToUnwrapKey', 'StoragePartitionCleared', 'ClearBrowsingData', 'ServerRequested', 'InvalidSessionParams', 'RefreshFatalError', 'DevTools', 'Replaced'.
-    """
-
-    deletion_reason: str
-
-
 _TerminationEventDetails_plain = {
     "deletionReason": "deletion_reason",
 }
@@ -3996,23 +5404,9 @@ def _s_TerminationEventDetails(d: dict[str, Any]) -> TerminationEventDetails:
 
 
 def _u_TerminationEventDetails(o: TerminationEventDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "deletionReason": o.deletion_reason,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ChallengeEventDetails:
-    """Experimental. Session event details specific to challenges.
-
-    Attributes:
-        challenge_result: The result of a challenge. Values: 'Success', 'NoSessionId', 'NoSessionMatch', 'CantSetBoundCookie'.
-        challenge: The challenge set.
-    """
-
-    challenge_result: str
-    challenge: str
 
 
 _ChallengeEventDetails_plain = {
@@ -4036,32 +5430,10 @@ def _s_ChallengeEventDetails(d: dict[str, Any]) -> ChallengeEventDetails:
 
 
 def _u_ChallengeEventDetails(o: ChallengeEventDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "challengeResult": o.challenge_result,
         "challenge": o.challenge,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LoadNetworkResourcePageResult:
-    """Experimental. An object providing the result of a network resource load.
-
-    Attributes:
-        success: -
-        net_error: Optional values used for error reporting.
-        net_error_name: -
-        http_status_code: -
-        stream: If successful, one of the following two fields holds the result.
-        headers: Response headers.
-    """
-
-    success: bool
-    net_error: float | None = None
-    net_error_name: str | None = None
-    http_status_code: float | None = None
-    stream: _io.StreamHandle | None = None
-    headers: Headers | None = None
 
 
 _LoadNetworkResourcePageResult_plain = {
@@ -4103,32 +5475,6 @@ def _u_LoadNetworkResourcePageResult(o: LoadNetworkResourcePageResult) -> dict[s
     return d
 
 
-optional_defaults(
-    LoadNetworkResourcePageResult,
-    {
-        "net_error": None,
-        "net_error_name": None,
-        "http_status_code": None,
-        "stream": None,
-        "headers": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LoadNetworkResourceOptions:
-    """Experimental. An options object that may be extended later to better support CORS,
-    CORB and streaming.
-
-    Attributes:
-        disable_cache: -
-        include_credentials: -
-    """
-
-    disable_cache: bool
-    include_credentials: bool
-
-
 _LoadNetworkResourceOptions_plain = {
     "disableCache": "disable_cache",
     "includeCredentials": "include_credentials",
@@ -4150,22 +5496,10 @@ def _s_LoadNetworkResourceOptions(d: dict[str, Any]) -> LoadNetworkResourceOptio
 
 
 def _u_LoadNetworkResourceOptions(o: LoadNetworkResourceOptions) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "disableCache": o.disable_cache,
         "includeCredentials": o.include_credentials,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CanClearBrowserCacheResult:
-    """Result of :func:`can_clear_browser_cache` (Network.canClearBrowserCache).
-
-    Attributes:
-        result: True if browser cache can be cleared.
-    """
-
-    result: bool
 
 
 _CanClearBrowserCacheResult_plain = {
@@ -4186,31 +5520,13 @@ def _s_CanClearBrowserCacheResult(d: dict[str, Any]) -> CanClearBrowserCacheResu
 
 
 def _u_CanClearBrowserCacheResult(o: CanClearBrowserCacheResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "result": o.result,
     }
-    return d
-
-
-def can_clear_browser_cache() -> Command[CanClearBrowserCacheResult]:
-    """Deprecated. Tells whether clearing browser cache is supported."""
-    _p: dict[str, Any] = {}
-    return Command("Network.canClearBrowserCache", _p, _s_CanClearBrowserCacheResult)
 
 
 def _c_can_clear_browser_cache(d: dict[str, Any]) -> Command[CanClearBrowserCacheResult]:
     return can_clear_browser_cache()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CanClearBrowserCookiesResult:
-    """Result of :func:`can_clear_browser_cookies` (Network.canClearBrowserCookies).
-
-    Attributes:
-        result: True if browser cookies can be cleared.
-    """
-
-    result: bool
 
 
 _CanClearBrowserCookiesResult_plain = {
@@ -4231,31 +5547,13 @@ def _s_CanClearBrowserCookiesResult(d: dict[str, Any]) -> CanClearBrowserCookies
 
 
 def _u_CanClearBrowserCookiesResult(o: CanClearBrowserCookiesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "result": o.result,
     }
-    return d
-
-
-def can_clear_browser_cookies() -> Command[CanClearBrowserCookiesResult]:
-    """Deprecated. Tells whether clearing browser cookies is supported."""
-    _p: dict[str, Any] = {}
-    return Command("Network.canClearBrowserCookies", _p, _s_CanClearBrowserCookiesResult)
 
 
 def _c_can_clear_browser_cookies(d: dict[str, Any]) -> Command[CanClearBrowserCookiesResult]:
     return can_clear_browser_cookies()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CanEmulateNetworkConditionsResult:
-    """Result of :func:`can_emulate_network_conditions` (Network.canEmulateNetworkConditions).
-
-    Attributes:
-        result: True if emulation of network conditions is supported.
-    """
-
-    result: bool
 
 
 _CanEmulateNetworkConditionsResult_plain = {
@@ -4276,59 +5574,30 @@ def _s_CanEmulateNetworkConditionsResult(d: dict[str, Any]) -> CanEmulateNetwork
 
 
 def _u_CanEmulateNetworkConditionsResult(o: CanEmulateNetworkConditionsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "result": o.result,
     }
-    return d
-
-
-def can_emulate_network_conditions() -> Command[CanEmulateNetworkConditionsResult]:
-    """Deprecated. Tells whether emulation of network conditions is supported."""
-    _p: dict[str, Any] = {}
-    return Command("Network.canEmulateNetworkConditions", _p, _s_CanEmulateNetworkConditionsResult)
 
 
 def _c_can_emulate_network_conditions(d: dict[str, Any]) -> Command[CanEmulateNetworkConditionsResult]:
     return can_emulate_network_conditions()
 
 
-def clear_browser_cache() -> Command[None]:
-    """Clears browser cache."""
-    _p: dict[str, Any] = {}
-    return Command("Network.clearBrowserCache", _p, None)
-
-
 def _c_clear_browser_cache(d: dict[str, Any]) -> Command[None]:
     return clear_browser_cache()
-
-
-def clear_browser_cookies() -> Command[None]:
-    """Clears browser cookies."""
-    _p: dict[str, Any] = {}
-    return Command("Network.clearBrowserCookies", _p, None)
 
 
 def _c_clear_browser_cookies(d: dict[str, Any]) -> Command[None]:
     return clear_browser_cookies()
 
 
-def delete_cookies(
-    *,
+def _p_delete_cookies(
     name: str,
-    url: str | None = None,
-    domain: str | None = None,
-    path: str | None = None,
-    partition_key: CookiePartitionKey | None = None,
-) -> Command[None]:
-    """Deletes browser cookies with matching name and url or domain/path/partitionKey pair.
-
-    Args:
-        name: Name of the cookies to remove.
-        url: If specified, deletes all the cookies with the given name where domain and path match provided URL.
-        domain: If specified, deletes only cookies with the exact domain.
-        path: If specified, deletes only cookies with the exact path.
-        partition_key: Experimental. If specified, deletes only cookies with the the given name and partitionKey where all partition key attributes match the cookie partition key attribute.
-    """
+    url: str | None,
+    domain: str | None,
+    path: str | None,
+    partition_key: CookiePartitionKey | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "name": name,
     }
@@ -4340,7 +5609,7 @@ def delete_cookies(
         _p["path"] = path
     if partition_key is not None:
         _p["partitionKey"] = _u_CookiePartitionKey(partition_key)
-    return Command("Network.deleteCookies", _p, None)
+    return _p
 
 
 def _c_delete_cookies(d: dict[str, Any]) -> Command[None]:
@@ -4353,40 +5622,20 @@ def _c_delete_cookies(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def disable() -> Command[None]:
-    """Disables network tracking, prevents network events from being sent to the client."""
-    _p: dict[str, Any] = {}
-    return Command("Network.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def emulate_network_conditions(
-    *,
+def _p_emulate_network_conditions(
     offline: bool,
     latency: float,
     download_throughput: float,
     upload_throughput: float,
-    connection_type: ConnectionType | None = None,
-    packet_loss: float | None = None,
-    packet_queue_length: int | None = None,
-    packet_reordering: bool | None = None,
-) -> Command[None]:
-    """Deprecated. Activates emulation of network conditions. This command is deprecated in favor of the emulateNetworkConditionsByRule
-    and overrideNetworkState commands, which can be used together to the same effect.
-
-    Args:
-        offline: True to emulate internet disconnection.
-        latency: Minimum latency from request sent to response headers received (ms).
-        download_throughput: Maximal aggregated download throughput (bytes/sec). -1 disables download throttling.
-        upload_throughput: Maximal aggregated upload throughput (bytes/sec). -1 disables upload throttling.
-        connection_type: Connection type if known.
-        packet_loss: Experimental. WebRTC packet loss (percent, 0-100). 0 disables packet loss emulation, 100 drops all the packets.
-        packet_queue_length: Experimental. WebRTC packet queue length (packet). 0 removes any queue length limitations.
-        packet_reordering: Experimental. WebRTC packetReordering feature.
-    """
+    connection_type: ConnectionType | None,
+    packet_loss: float | None,
+    packet_queue_length: int | None,
+    packet_reordering: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "offline": offline,
         "latency": latency,
@@ -4401,7 +5650,7 @@ def emulate_network_conditions(
         _p["packetQueueLength"] = packet_queue_length
     if packet_reordering is not None:
         _p["packetReordering"] = packet_reordering
-    return Command("Network.emulateNetworkConditions", _p, None)
+    return _p
 
 
 def _c_emulate_network_conditions(d: dict[str, Any]) -> Command[None]:
@@ -4415,17 +5664,6 @@ def _c_emulate_network_conditions(d: dict[str, Any]) -> Command[None]:
         packet_queue_length=d.get("packetQueueLength"),
         packet_reordering=d.get("packetReordering"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class EmulateNetworkConditionsByRuleResult:
-    """Result of :func:`emulate_network_conditions_by_rule` (Network.emulateNetworkConditionsByRule).
-
-    Attributes:
-        rule_ids: An id for each entry in matchedNetworkConditions. The id will be included in the requestWillBeSentExtraInfo for requests affected by a rule.
-    """
-
-    rule_ids: list[str]
 
 
 _EmulateNetworkConditionsByRuleResult_plain = {
@@ -4446,27 +5684,16 @@ def _s_EmulateNetworkConditionsByRuleResult(d: dict[str, Any]) -> EmulateNetwork
 
 
 def _u_EmulateNetworkConditionsByRuleResult(o: EmulateNetworkConditionsByRuleResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "ruleIds": o.rule_ids,
     }
-    return d
 
 
-def emulate_network_conditions_by_rule(
-    *,
+def _p_emulate_network_conditions_by_rule(
     matched_network_conditions: list[NetworkConditions],
-    offline: bool | None = None,
-    emulate_offline_service_worker: bool | None = None,
-) -> Command[EmulateNetworkConditionsByRuleResult]:
-    """Experimental. Activates emulation of network conditions for individual requests using URL match patterns. Unlike the deprecated
-    Network.emulateNetworkConditions this method does not affect `navigator` state. Use Network.overrideNetworkState to
-    explicitly modify `navigator` behavior.
-
-    Args:
-        offline: Deprecated. True to emulate internet disconnection. Deprecated, use the offline property in matchedNetworkConditions or emulateOfflineServiceWorker instead.
-        emulate_offline_service_worker: True to emulate offline service worker.
-        matched_network_conditions: Configure conditions for matching requests. If multiple entries match a request, the first entry wins. Global conditions can be configured by leaving the urlPattern for the conditions empty. These global conditions are also applied for throttling of p2p connections.
-    """
+    offline: bool | None,
+    emulate_offline_service_worker: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "matchedNetworkConditions": [_u_NetworkConditions(x0) for x0 in matched_network_conditions],
     }
@@ -4474,7 +5701,7 @@ def emulate_network_conditions_by_rule(
         _p["offline"] = offline
     if emulate_offline_service_worker is not None:
         _p["emulateOfflineServiceWorker"] = emulate_offline_service_worker
-    return Command("Network.emulateNetworkConditionsByRule", _p, _s_EmulateNetworkConditionsByRuleResult)
+    return _p
 
 
 def _c_emulate_network_conditions_by_rule(d: dict[str, Any]) -> Command[EmulateNetworkConditionsByRuleResult]:
@@ -4485,23 +5712,13 @@ def _c_emulate_network_conditions_by_rule(d: dict[str, Any]) -> Command[EmulateN
     )
 
 
-def override_network_state(
-    *,
+def _p_override_network_state(
     offline: bool,
     latency: float,
     download_throughput: float,
     upload_throughput: float,
-    connection_type: ConnectionType | None = None,
-) -> Command[None]:
-    """Experimental. Override the state of navigator.onLine and navigator.connection.
-
-    Args:
-        offline: True to emulate internet disconnection.
-        latency: Minimum latency from request sent to response headers received (ms).
-        download_throughput: Maximal aggregated download throughput (bytes/sec). -1 disables download throttling.
-        upload_throughput: Maximal aggregated upload throughput (bytes/sec). -1 disables upload throttling.
-        connection_type: Connection type if known.
-    """
+    connection_type: ConnectionType | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "offline": offline,
         "latency": latency,
@@ -4510,7 +5727,7 @@ def override_network_state(
     }
     if connection_type is not None:
         _p["connectionType"] = connection_type
-    return Command("Network.overrideNetworkState", _p, None)
+    return _p
 
 
 def _c_override_network_state(d: dict[str, Any]) -> Command[None]:
@@ -4523,23 +5740,13 @@ def _c_override_network_state(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def enable(
-    *,
-    max_total_buffer_size: int | None = None,
-    max_resource_buffer_size: int | None = None,
-    max_post_data_size: int | None = None,
-    report_direct_socket_traffic: bool | None = None,
-    enable_durable_messages: bool | None = None,
-) -> Command[None]:
-    """Enables network tracking, network events will now be delivered to the client.
-
-    Args:
-        max_total_buffer_size: Experimental. Buffer size in bytes to use when preserving network payloads (XHRs, etc). This is the maximum number of bytes that will be collected by this DevTools session.
-        max_resource_buffer_size: Experimental. Per-resource buffer size in bytes to use when preserving network payloads (XHRs, etc).
-        max_post_data_size: Longest post body size (in bytes) that would be included in requestWillBeSent notification
-        report_direct_socket_traffic: Experimental. Whether DirectSocket chunk send/receive events should be reported.
-        enable_durable_messages: Experimental. Enable storing response bodies outside of renderer, so that these survive a cross-process navigation. Requires maxTotalBufferSize to be set. Currently defaults to false. This field is being deprecated in favor of the dedicated configureDurableMessages command, due to the possibility of deadlocks when awaiting Network.enable before issuing Runtime.runIfWaitingForDebugger.
-    """
+def _p_enable(
+    max_total_buffer_size: int | None,
+    max_resource_buffer_size: int | None,
+    max_post_data_size: int | None,
+    report_direct_socket_traffic: bool | None,
+    enable_durable_messages: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if max_total_buffer_size is not None:
         _p["maxTotalBufferSize"] = max_total_buffer_size
@@ -4551,7 +5758,7 @@ def enable(
         _p["reportDirectSocketTraffic"] = report_direct_socket_traffic
     if enable_durable_messages is not None:
         _p["enableDurableMessages"] = enable_durable_messages
-    return Command("Network.enable", _p, None)
+    return _p
 
 
 def _c_enable(d: dict[str, Any]) -> Command[None]:
@@ -4564,25 +5771,16 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def configure_durable_messages(
-    *,
-    max_total_buffer_size: int | None = None,
-    max_resource_buffer_size: int | None = None,
-) -> Command[None]:
-    """Experimental. Configures storing response bodies outside of renderer, so that these survive
-    a cross-process navigation.
-    If maxTotalBufferSize is not set, durable messages are disabled.
-
-    Args:
-        max_total_buffer_size: Buffer size in bytes to use when preserving network payloads (XHRs, etc).
-        max_resource_buffer_size: Per-resource buffer size in bytes to use when preserving network payloads (XHRs, etc).
-    """
+def _p_configure_durable_messages(
+    max_total_buffer_size: int | None,
+    max_resource_buffer_size: int | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if max_total_buffer_size is not None:
         _p["maxTotalBufferSize"] = max_total_buffer_size
     if max_resource_buffer_size is not None:
         _p["maxResourceBufferSize"] = max_resource_buffer_size
-    return Command("Network.configureDurableMessages", _p, None)
+    return _p
 
 
 def _c_configure_durable_messages(d: dict[str, Any]) -> Command[None]:
@@ -4590,17 +5788,6 @@ def _c_configure_durable_messages(d: dict[str, Any]) -> Command[None]:
         max_total_buffer_size=d.get("maxTotalBufferSize"),
         max_resource_buffer_size=d.get("maxResourceBufferSize"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetAllCookiesResult:
-    """Result of :func:`get_all_cookies` (Network.getAllCookies).
-
-    Attributes:
-        cookies: Array of cookie objects.
-    """
-
-    cookies: list[Cookie]
 
 
 def _s_GetAllCookiesResult(d: dict[str, Any]) -> GetAllCookiesResult:
@@ -4615,33 +5802,13 @@ def _s_GetAllCookiesResult(d: dict[str, Any]) -> GetAllCookiesResult:
 
 
 def _u_GetAllCookiesResult(o: GetAllCookiesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "cookies": [_u_Cookie(x0) for x0 in o.cookies],
     }
-    return d
-
-
-def get_all_cookies() -> Command[GetAllCookiesResult]:
-    """Deprecated. Returns all browser cookies. Depending on the backend support, will return detailed cookie
-    information in the `cookies` field.
-    Deprecated. Use Storage.getCookies instead."""
-    _p: dict[str, Any] = {}
-    return Command("Network.getAllCookies", _p, _s_GetAllCookiesResult)
 
 
 def _c_get_all_cookies(d: dict[str, Any]) -> Command[GetAllCookiesResult]:
     return get_all_cookies()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetCertificateResult:
-    """Result of :func:`get_certificate` (Network.getCertificate).
-
-    Attributes:
-        table_names: -
-    """
-
-    table_names: list[str]
 
 
 _GetCertificateResult_plain = {
@@ -4662,42 +5829,23 @@ def _s_GetCertificateResult(d: dict[str, Any]) -> GetCertificateResult:
 
 
 def _u_GetCertificateResult(o: GetCertificateResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "tableNames": o.table_names,
     }
-    return d
 
 
-def get_certificate(
-    *,
+def _p_get_certificate(
     origin: str,
-) -> Command[GetCertificateResult]:
-    """Experimental. Returns the DER-encoded certificate.
-
-    Args:
-        origin: Origin to get certificate for.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "origin": origin,
     }
-    return Command("Network.getCertificate", _p, _s_GetCertificateResult)
 
 
 def _c_get_certificate(d: dict[str, Any]) -> Command[GetCertificateResult]:
     return get_certificate(
         origin=d["origin"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetCookiesResult:
-    """Result of :func:`get_cookies` (Network.getCookies).
-
-    Attributes:
-        cookies: Array of cookie objects.
-    """
-
-    cookies: list[Cookie]
 
 
 def _s_GetCookiesResult(d: dict[str, Any]) -> GetCookiesResult:
@@ -4712,45 +5860,24 @@ def _s_GetCookiesResult(d: dict[str, Any]) -> GetCookiesResult:
 
 
 def _u_GetCookiesResult(o: GetCookiesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "cookies": [_u_Cookie(x0) for x0 in o.cookies],
     }
-    return d
 
 
-def get_cookies(
-    *,
-    urls: list[str] | None = None,
-) -> Command[GetCookiesResult]:
-    """Returns all browser cookies for the current URL. Depending on the backend support, will return
-    detailed cookie information in the `cookies` field.
-
-    Args:
-        urls: The list of URLs for which applicable cookies will be fetched. If not specified, it's assumed to be set to the list containing the URLs of the page and all of its subframes.
-    """
+def _p_get_cookies(
+    urls: list[str] | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if urls is not None:
         _p["urls"] = urls
-    return Command("Network.getCookies", _p, _s_GetCookiesResult)
+    return _p
 
 
 def _c_get_cookies(d: dict[str, Any]) -> Command[GetCookiesResult]:
     return get_cookies(
         urls=d.get("urls"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetResponseBodyResult:
-    """Result of :func:`get_response_body` (Network.getResponseBody).
-
-    Attributes:
-        body: Response body.
-        base64_encoded: True, if content was sent as base64.
-    """
-
-    body: str
-    base64_encoded: bool
 
 
 _GetResponseBodyResult_plain = {
@@ -4774,45 +5901,24 @@ def _s_GetResponseBodyResult(d: dict[str, Any]) -> GetResponseBodyResult:
 
 
 def _u_GetResponseBodyResult(o: GetResponseBodyResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "body": o.body,
         "base64Encoded": o.base64_encoded,
     }
-    return d
 
 
-def get_response_body(
-    *,
+def _p_get_response_body(
     request_id: RequestId,
-) -> Command[GetResponseBodyResult]:
-    """Returns content served for the given request.
-
-    Args:
-        request_id: Identifier of the network request to get content for.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "requestId": request_id,
     }
-    return Command("Network.getResponseBody", _p, _s_GetResponseBodyResult)
 
 
 def _c_get_response_body(d: dict[str, Any]) -> Command[GetResponseBodyResult]:
     return get_response_body(
         request_id=d["requestId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetRequestPostDataResult:
-    """Result of :func:`get_request_post_data` (Network.getRequestPostData).
-
-    Attributes:
-        post_data: Request body string, omitting files from multipart requests
-        base64_encoded: True, if content was sent as base64.
-    """
-
-    post_data: str
-    base64_encoded: bool
 
 
 _GetRequestPostDataResult_plain = {
@@ -4836,26 +5942,18 @@ def _s_GetRequestPostDataResult(d: dict[str, Any]) -> GetRequestPostDataResult:
 
 
 def _u_GetRequestPostDataResult(o: GetRequestPostDataResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "postData": o.post_data,
         "base64Encoded": o.base64_encoded,
     }
-    return d
 
 
-def get_request_post_data(
-    *,
+def _p_get_request_post_data(
     request_id: RequestId,
-) -> Command[GetRequestPostDataResult]:
-    """Returns post data sent with the request. Returns an error when no data was sent with the request.
-
-    Args:
-        request_id: Identifier of the network request to get content for.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "requestId": request_id,
     }
-    return Command("Network.getRequestPostData", _p, _s_GetRequestPostDataResult)
 
 
 def _c_get_request_post_data(d: dict[str, Any]) -> Command[GetRequestPostDataResult]:
@@ -4864,38 +5962,18 @@ def _c_get_request_post_data(d: dict[str, Any]) -> Command[GetRequestPostDataRes
     )
 
 
-def replay_xhr(
-    *,
+def _p_replay_xhr(
     request_id: RequestId,
-) -> Command[None]:
-    """Experimental. This method sends a new XMLHttpRequest which is identical to the original one. The following
-    parameters should be identical: method, url, async, request body, extra headers, withCredentials
-    attribute, user, password.
-
-    Args:
-        request_id: Identifier of XHR to replay.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "requestId": request_id,
     }
-    return Command("Network.replayXHR", _p, None)
 
 
 def _c_replay_xhr(d: dict[str, Any]) -> Command[None]:
     return replay_xhr(
         request_id=d["requestId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SearchInResponseBodyResult:
-    """Result of :func:`search_in_response_body` (Network.searchInResponseBody).
-
-    Attributes:
-        result: List of search matches.
-    """
-
-    result: list[_debugger.SearchMatch]
 
 
 def _s_SearchInResponseBodyResult(d: dict[str, Any]) -> SearchInResponseBodyResult:
@@ -4910,27 +5988,17 @@ def _s_SearchInResponseBodyResult(d: dict[str, Any]) -> SearchInResponseBodyResu
 
 
 def _u_SearchInResponseBodyResult(o: SearchInResponseBodyResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "result": [cdp.debugger._u_SearchMatch(x0) for x0 in o.result],
     }
-    return d
 
 
-def search_in_response_body(
-    *,
+def _p_search_in_response_body(
     request_id: RequestId,
     query: str,
-    case_sensitive: bool | None = None,
-    is_regex: bool | None = None,
-) -> Command[SearchInResponseBodyResult]:
-    """Experimental. Searches for given string in response content.
-
-    Args:
-        request_id: Identifier of the network response to search.
-        query: String to search for.
-        case_sensitive: If true, search is case sensitive.
-        is_regex: If true, treats string parameter as regex.
-    """
+    case_sensitive: bool | None,
+    is_regex: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "requestId": request_id,
         "query": query,
@@ -4939,7 +6007,7 @@ def search_in_response_body(
         _p["caseSensitive"] = case_sensitive
     if is_regex is not None:
         _p["isRegex"] = is_regex
-    return Command("Network.searchInResponseBody", _p, _s_SearchInResponseBodyResult)
+    return _p
 
 
 def _c_search_in_response_body(d: dict[str, Any]) -> Command[SearchInResponseBodyResult]:
@@ -4951,23 +6019,16 @@ def _c_search_in_response_body(d: dict[str, Any]) -> Command[SearchInResponseBod
     )
 
 
-def set_blocked_ur_ls(
-    *,
-    url_patterns: list[BlockPattern] | None = None,
-    urls: list[str] | None = None,
-) -> Command[None]:
-    """Experimental. Blocks URLs from loading.
-
-    Args:
-        url_patterns: Patterns to match in the order in which they are given. These patterns also take precedence over any wildcard patterns defined in `urls`.
-        urls: Deprecated. URL patterns to block. Wildcards ('*') are allowed.
-    """
+def _p_set_blocked_ur_ls(
+    url_patterns: list[BlockPattern] | None,
+    urls: list[str] | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if url_patterns is not None:
         _p["urlPatterns"] = [_u_BlockPattern(x0) for x0 in url_patterns]
     if urls is not None:
         _p["urls"] = urls
-    return Command("Network.setBlockedURLs", _p, None)
+    return _p
 
 
 def _c_set_blocked_ur_ls(d: dict[str, Any]) -> Command[None]:
@@ -4977,19 +6038,12 @@ def _c_set_blocked_ur_ls(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_bypass_service_worker(
-    *,
+def _p_set_bypass_service_worker(
     bypass: bool,
-) -> Command[None]:
-    """Toggles ignoring of service worker for each request.
-
-    Args:
-        bypass: Bypass service worker and load from network.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "bypass": bypass,
     }
-    return Command("Network.setBypassServiceWorker", _p, None)
 
 
 def _c_set_bypass_service_worker(d: dict[str, Any]) -> Command[None]:
@@ -4998,36 +6052,18 @@ def _c_set_bypass_service_worker(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_cache_disabled(
-    *,
+def _p_set_cache_disabled(
     cache_disabled: bool,
-) -> Command[None]:
-    """Toggles ignoring cache for each request. If `true`, cache will not be used.
-
-    Args:
-        cache_disabled: Cache disabled state.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "cacheDisabled": cache_disabled,
     }
-    return Command("Network.setCacheDisabled", _p, None)
 
 
 def _c_set_cache_disabled(d: dict[str, Any]) -> Command[None]:
     return set_cache_disabled(
         cache_disabled=d["cacheDisabled"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetCookieResult:
-    """Result of :func:`set_cookie` (Network.setCookie).
-
-    Attributes:
-        success: Deprecated. Always set to true. If an error occurs, the response indicates protocol error.
-    """
-
-    success: bool
 
 
 _SetCookieResult_plain = {
@@ -5048,45 +6084,26 @@ def _s_SetCookieResult(d: dict[str, Any]) -> SetCookieResult:
 
 
 def _u_SetCookieResult(o: SetCookieResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "success": o.success,
     }
-    return d
 
 
-def set_cookie(
-    *,
+def _p_set_cookie(
     name: str,
     value: str,
-    url: str | None = None,
-    domain: str | None = None,
-    path: str | None = None,
-    secure: bool | None = None,
-    http_only: bool | None = None,
-    same_site: CookieSameSite | None = None,
-    expires: TimeSinceEpoch | None = None,
-    priority: CookiePriority | None = None,
-    source_scheme: CookieSourceScheme | None = None,
-    source_port: int | None = None,
-    partition_key: CookiePartitionKey | None = None,
-) -> Command[SetCookieResult]:
-    """Sets a cookie with the given cookie data; may overwrite equivalent cookies if they exist.
-
-    Args:
-        name: Cookie name.
-        value: Cookie value.
-        url: The request-URI to associate with the setting of the cookie. This value can affect the default domain, path, source port, and source scheme values of the created cookie.
-        domain: Cookie domain.
-        path: Cookie path.
-        secure: True if cookie is secure.
-        http_only: True if cookie is http-only.
-        same_site: Cookie SameSite type.
-        expires: Cookie expiration date, session cookie if not set
-        priority: Experimental. Cookie Priority type.
-        source_scheme: Experimental. Cookie source scheme type.
-        source_port: Experimental. Cookie source port. Valid values are {-1, [1, 65535]}, -1 indicates an unspecified port. An unspecified port value allows protocol clients to emulate legacy cookie scope for the port. This is a temporary ability and it will be removed in the future.
-        partition_key: Experimental. Cookie partition key. If not set, the cookie will be set as not partitioned.
-    """
+    url: str | None,
+    domain: str | None,
+    path: str | None,
+    secure: bool | None,
+    http_only: bool | None,
+    same_site: CookieSameSite | None,
+    expires: TimeSinceEpoch | None,
+    priority: CookiePriority | None,
+    source_scheme: CookieSourceScheme | None,
+    source_port: int | None,
+    partition_key: CookiePartitionKey | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "name": name,
         "value": value,
@@ -5113,7 +6130,7 @@ def set_cookie(
         _p["sourcePort"] = source_port
     if partition_key is not None:
         _p["partitionKey"] = _u_CookiePartitionKey(partition_key)
-    return Command("Network.setCookie", _p, _s_SetCookieResult)
+    return _p
 
 
 def _c_set_cookie(d: dict[str, Any]) -> Command[SetCookieResult]:
@@ -5134,19 +6151,12 @@ def _c_set_cookie(d: dict[str, Any]) -> Command[SetCookieResult]:
     )
 
 
-def set_cookies(
-    *,
+def _p_set_cookies(
     cookies: list[CookieParam],
-) -> Command[None]:
-    """Sets given cookies.
-
-    Args:
-        cookies: Cookies to be set.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "cookies": [_u_CookieParam(x0) for x0 in cookies],
     }
-    return Command("Network.setCookies", _p, None)
 
 
 def _c_set_cookies(d: dict[str, Any]) -> Command[None]:
@@ -5155,19 +6165,12 @@ def _c_set_cookies(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_extra_http_headers(
-    *,
+def _p_set_extra_http_headers(
     headers: Headers,
-) -> Command[None]:
-    """Specifies whether to always send extra HTTP headers with the requests from this page.
-
-    Args:
-        headers: Map with extra HTTP headers.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "headers": headers,
     }
-    return Command("Network.setExtraHTTPHeaders", _p, None)
 
 
 def _c_set_extra_http_headers(d: dict[str, Any]) -> Command[None]:
@@ -5176,19 +6179,12 @@ def _c_set_extra_http_headers(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_attach_debug_stack(
-    *,
+def _p_set_attach_debug_stack(
     enabled: bool,
-) -> Command[None]:
-    """Experimental. Specifies whether to attach a page script stack id in requests
-
-    Args:
-        enabled: Whether to attach a page script stack for debugging purpose.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "enabled": enabled,
     }
-    return Command("Network.setAttachDebugStack", _p, None)
 
 
 def _c_set_attach_debug_stack(d: dict[str, Any]) -> Command[None]:
@@ -5197,21 +6193,12 @@ def _c_set_attach_debug_stack(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_user_agent_override(
-    *,
+def _p_set_user_agent_override(
     user_agent: str,
-    accept_language: str | None = None,
-    platform: str | None = None,
-    user_agent_metadata: _emulation.UserAgentMetadata | None = None,
-) -> Command[None]:
-    """Allows overriding user agent with the given string.
-
-    Args:
-        user_agent: User agent to use.
-        accept_language: Browser language to emulate.
-        platform: The platform navigator.platform should return.
-        user_agent_metadata: Experimental. To be sent in Sec-CH-UA-* headers and returned in navigator.userAgentData
-    """
+    accept_language: str | None,
+    platform: str | None,
+    user_agent_metadata: cdp.emulation.UserAgentMetadata | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "userAgent": user_agent,
     }
@@ -5221,7 +6208,7 @@ def set_user_agent_override(
         _p["platform"] = platform
     if user_agent_metadata is not None:
         _p["userAgentMetadata"] = cdp.emulation._u_UserAgentMetadata(user_agent_metadata)
-    return Command("Network.setUserAgentOverride", _p, None)
+    return _p
 
 
 def _c_set_user_agent_override(d: dict[str, Any]) -> Command[None]:
@@ -5233,17 +6220,6 @@ def _c_set_user_agent_override(d: dict[str, Any]) -> Command[None]:
         if (v := d.get("userAgentMetadata")) is None
         else cdp.emulation._s_UserAgentMetadata(v),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StreamResourceContentResult:
-    """Result of :func:`stream_resource_content` (Network.streamResourceContent).
-
-    Attributes:
-        buffered_data: Data that has been buffered until streaming is enabled. (Encoded as a base64 string when passed over JSON)
-    """
-
-    buffered_data: str
 
 
 _StreamResourceContentResult_plain = {
@@ -5264,43 +6240,23 @@ def _s_StreamResourceContentResult(d: dict[str, Any]) -> StreamResourceContentRe
 
 
 def _u_StreamResourceContentResult(o: StreamResourceContentResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "bufferedData": o.buffered_data,
     }
-    return d
 
 
-def stream_resource_content(
-    *,
+def _p_stream_resource_content(
     request_id: RequestId,
-) -> Command[StreamResourceContentResult]:
-    """Experimental. Enables streaming of the response for the given requestId.
-    If enabled, the dataReceived event contains the data that was received during streaming.
-
-    Args:
-        request_id: Identifier of the request to stream.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "requestId": request_id,
     }
-    return Command("Network.streamResourceContent", _p, _s_StreamResourceContentResult)
 
 
 def _c_stream_resource_content(d: dict[str, Any]) -> Command[StreamResourceContentResult]:
     return stream_resource_content(
         request_id=d["requestId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetSecurityIsolationStatusResult:
-    """Result of :func:`get_security_isolation_status` (Network.getSecurityIsolationStatus).
-
-    Attributes:
-        status: -
-    """
-
-    status: SecurityIsolationStatus
 
 
 def _s_GetSecurityIsolationStatusResult(d: dict[str, Any]) -> GetSecurityIsolationStatusResult:
@@ -5315,25 +6271,18 @@ def _s_GetSecurityIsolationStatusResult(d: dict[str, Any]) -> GetSecurityIsolati
 
 
 def _u_GetSecurityIsolationStatusResult(o: GetSecurityIsolationStatusResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "status": _u_SecurityIsolationStatus(o.status),
     }
-    return d
 
 
-def get_security_isolation_status(
-    *,
-    frame_id: _page.FrameId | None = None,
-) -> Command[GetSecurityIsolationStatusResult]:
-    """Experimental. Returns information about the COEP/COOP isolation status.
-
-    Args:
-        frame_id: If no frameId is provided, the status of the target is provided.
-    """
+def _p_get_security_isolation_status(
+    frame_id: cdp.page.FrameId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if frame_id is not None:
         _p["frameId"] = frame_id
-    return Command("Network.getSecurityIsolationStatus", _p, _s_GetSecurityIsolationStatusResult)
+    return _p
 
 
 def _c_get_security_isolation_status(d: dict[str, Any]) -> Command[GetSecurityIsolationStatusResult]:
@@ -5342,20 +6291,12 @@ def _c_get_security_isolation_status(d: dict[str, Any]) -> Command[GetSecurityIs
     )
 
 
-def enable_reporting_api(
-    *,
+def _p_enable_reporting_api(
     enable: bool,
-) -> Command[None]:
-    """Experimental. Enables tracking for the Reporting API, events generated by the Reporting API will now be delivered to the client.
-    Enabling triggers 'reportingApiReportAdded' for all existing reports.
-
-    Args:
-        enable: Whether to enable or disable events for the Reporting API
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "enable": enable,
     }
-    return Command("Network.enableReportingApi", _p, None)
 
 
 def _c_enable_reporting_api(d: dict[str, Any]) -> Command[None]:
@@ -5364,19 +6305,12 @@ def _c_enable_reporting_api(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def enable_device_bound_sessions(
-    *,
+def _p_enable_device_bound_sessions(
     enable: bool,
-) -> Command[None]:
-    """Experimental. Sets up tracking device bound sessions and fetching of initial set of sessions.
-
-    Args:
-        enable: Whether to enable or disable events.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "enable": enable,
     }
-    return Command("Network.enableDeviceBoundSessions", _p, None)
 
 
 def _c_enable_device_bound_sessions(d: dict[str, Any]) -> Command[None]:
@@ -5385,36 +6319,18 @@ def _c_enable_device_bound_sessions(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def delete_device_bound_session(
-    *,
+def _p_delete_device_bound_session(
     key: DeviceBoundSessionKey,
-) -> Command[None]:
-    """Experimental. Deletes a device bound session.
-
-    Args:
-        key: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "key": _u_DeviceBoundSessionKey(key),
     }
-    return Command("Network.deleteDeviceBoundSession", _p, None)
 
 
 def _c_delete_device_bound_session(d: dict[str, Any]) -> Command[None]:
     return delete_device_bound_session(
         key=_s_DeviceBoundSessionKey(d["key"]),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FetchSchemefulSiteResult:
-    """Result of :func:`fetch_schemeful_site` (Network.fetchSchemefulSite).
-
-    Attributes:
-        schemeful_site: The corresponding schemeful site.
-    """
-
-    schemeful_site: str
 
 
 _FetchSchemefulSiteResult_plain = {
@@ -5435,42 +6351,23 @@ def _s_FetchSchemefulSiteResult(d: dict[str, Any]) -> FetchSchemefulSiteResult:
 
 
 def _u_FetchSchemefulSiteResult(o: FetchSchemefulSiteResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "schemefulSite": o.schemeful_site,
     }
-    return d
 
 
-def fetch_schemeful_site(
-    *,
+def _p_fetch_schemeful_site(
     origin: str,
-) -> Command[FetchSchemefulSiteResult]:
-    """Experimental. Fetches the schemeful site for a specific origin.
-
-    Args:
-        origin: The URL origin.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "origin": origin,
     }
-    return Command("Network.fetchSchemefulSite", _p, _s_FetchSchemefulSiteResult)
 
 
 def _c_fetch_schemeful_site(d: dict[str, Any]) -> Command[FetchSchemefulSiteResult]:
     return fetch_schemeful_site(
         origin=d["origin"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LoadNetworkResourceResult:
-    """Result of :func:`load_network_resource` (Network.loadNetworkResource).
-
-    Attributes:
-        resource: -
-    """
-
-    resource: LoadNetworkResourcePageResult
 
 
 def _s_LoadNetworkResourceResult(d: dict[str, Any]) -> LoadNetworkResourceResult:
@@ -5485,32 +6382,23 @@ def _s_LoadNetworkResourceResult(d: dict[str, Any]) -> LoadNetworkResourceResult
 
 
 def _u_LoadNetworkResourceResult(o: LoadNetworkResourceResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "resource": _u_LoadNetworkResourcePageResult(o.resource),
     }
-    return d
 
 
-def load_network_resource(
-    *,
+def _p_load_network_resource(
     url: str,
     options: LoadNetworkResourceOptions,
-    frame_id: _page.FrameId | None = None,
-) -> Command[LoadNetworkResourceResult]:
-    """Experimental. Fetches the resource and returns the content.
-
-    Args:
-        frame_id: Frame id to get the resource for. Mandatory for frame targets, and should be omitted for worker targets.
-        url: URL of the resource to get content for.
-        options: Options for the request.
-    """
+    frame_id: cdp.page.FrameId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "url": url,
         "options": _u_LoadNetworkResourceOptions(options),
     }
     if frame_id is not None:
         _p["frameId"] = frame_id
-    return Command("Network.loadNetworkResource", _p, _s_LoadNetworkResourceResult)
+    return _p
 
 
 def _c_load_network_resource(d: dict[str, Any]) -> Command[LoadNetworkResourceResult]:
@@ -5521,46 +6409,18 @@ def _c_load_network_resource(d: dict[str, Any]) -> Command[LoadNetworkResourceRe
     )
 
 
-def set_cookie_controls(
-    *,
+def _p_set_cookie_controls(
     enable_third_party_cookie_restriction: bool,
-) -> Command[None]:
-    """Experimental. Sets Controls for third-party cookie access
-    Page reload is required before the new cookie behavior will be observed
-
-    Args:
-        enable_third_party_cookie_restriction: Whether 3pc restriction is enabled.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "enableThirdPartyCookieRestriction": enable_third_party_cookie_restriction,
     }
-    return Command("Network.setCookieControls", _p, None)
 
 
 def _c_set_cookie_controls(d: dict[str, Any]) -> Command[None]:
     return set_cookie_controls(
         enable_third_party_cookie_restriction=d["enableThirdPartyCookieRestriction"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DataReceived:
-    """Fired when data chunk was received over the network.
-
-    Attributes:
-        request_id: Request identifier.
-        timestamp: Timestamp.
-        data_length: Data chunk length.
-        encoded_data_length: Actual bytes received (might be less than dataLength for compressed encodings).
-        data: Experimental. Data that was received. (Encoded as a base64 string when passed over JSON)
-    """
-
-    method: ClassVar[str] = "Network.dataReceived"
-    request_id: RequestId
-    timestamp: MonotonicTime
-    data_length: int
-    encoded_data_length: int
-    data: str | None = None
 
 
 _DataReceived_plain = {
@@ -5602,34 +6462,6 @@ def _u_DataReceived(o: DataReceived) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    DataReceived,
-    {
-        "data": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class EventSourceMessageReceived:
-    """Fired when EventSource message is received.
-
-    Attributes:
-        request_id: Request identifier.
-        timestamp: Timestamp.
-        event_name: Message type.
-        event_id: Message identifier.
-        data: Message content.
-    """
-
-    method: ClassVar[str] = "Network.eventSourceMessageReceived"
-    request_id: RequestId
-    timestamp: MonotonicTime
-    event_name: str
-    event_id: str
-    data: str
-
-
 _EventSourceMessageReceived_plain = {
     "requestId": "request_id",
     "timestamp": "timestamp",
@@ -5660,38 +6492,13 @@ def _s_EventSourceMessageReceived(d: dict[str, Any]) -> EventSourceMessageReceiv
 
 
 def _u_EventSourceMessageReceived(o: EventSourceMessageReceived) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "timestamp": o.timestamp,
         "eventName": o.event_name,
         "eventId": o.event_id,
         "data": o.data,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LoadingFailed:
-    """Fired when HTTP request has failed to load.
-
-    Attributes:
-        request_id: Request identifier.
-        timestamp: Timestamp.
-        type_: Resource type.
-        error_text: Error message. List of network errors: https://cs.chromium.org/chromium/src/net/base/net_error_list.h
-        canceled: True if loading was canceled.
-        blocked_reason: The reason why loading was blocked, if any.
-        cors_error_status: The reason why loading was blocked by CORS, if any.
-    """
-
-    method: ClassVar[str] = "Network.loadingFailed"
-    request_id: RequestId
-    timestamp: MonotonicTime
-    type_: ResourceType
-    error_text: str
-    canceled: bool | None = None
-    blocked_reason: BlockedReason | None = None
-    cors_error_status: CorsErrorStatus | None = None
 
 
 _LoadingFailed_plain = {
@@ -5742,34 +6549,6 @@ def _u_LoadingFailed(o: LoadingFailed) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    LoadingFailed,
-    {
-        "canceled": None,
-        "blocked_reason": None,
-        "cors_error_status": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LoadingFinished:
-    """Fired when HTTP request has finished loading.
-
-    Attributes:
-        request_id: Request identifier.
-        timestamp: Timestamp.
-        encoded_data_length: Total number of bytes received for this request.
-        encoded_body_length: Experimental. Size of the response body before removing content encodings. Includes cached bodies, but excludes headers and transfer framing.
-    """
-
-    method: ClassVar[str] = "Network.loadingFinished"
-    request_id: RequestId
-    timestamp: MonotonicTime
-    encoded_data_length: float
-    encoded_body_length: float | None = None
-
-
 _LoadingFinished_plain = {
     "requestId": "request_id",
     "timestamp": "timestamp",
@@ -5805,26 +6584,6 @@ def _u_LoadingFinished(o: LoadingFinished) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    LoadingFinished,
-    {
-        "encoded_body_length": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RequestServedFromCache:
-    """Fired if request ended up loading from cache.
-
-    Attributes:
-        request_id: Request identifier.
-    """
-
-    method: ClassVar[str] = "Network.requestServedFromCache"
-    request_id: RequestId
-
-
 _RequestServedFromCache_plain = {
     "requestId": "request_id",
 }
@@ -5843,46 +6602,9 @@ def _s_RequestServedFromCache(d: dict[str, Any]) -> RequestServedFromCache:
 
 
 def _u_RequestServedFromCache(o: RequestServedFromCache) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RequestWillBeSent:
-    """Fired when page is about to send HTTP request.
-
-    Attributes:
-        request_id: Request identifier.
-        loader_id: Loader identifier. Empty string if the request is fetched from worker.
-        document_url: URL of the document this request is loaded for.
-        request: Request data.
-        timestamp: Timestamp.
-        wall_time: Timestamp.
-        initiator: Request initiator.
-        redirect_has_extra_info: Experimental. In the case that redirectResponse is populated, this flag indicates whether requestWillBeSentExtraInfo and responseReceivedExtraInfo events will be or were emitted for the request which was just redirected.
-        redirect_response: Redirect response data.
-        type_: Type of this resource.
-        frame_id: Frame identifier.
-        has_user_gesture: Whether the request is initiated by a user gesture. Defaults to false.
-        render_blocking_behavior: Experimental. The render-blocking behavior of the request.
-    """
-
-    method: ClassVar[str] = "Network.requestWillBeSent"
-    request_id: RequestId
-    loader_id: LoaderId
-    document_url: str
-    request: Request
-    timestamp: MonotonicTime
-    wall_time: TimeSinceEpoch
-    initiator: Initiator
-    redirect_has_extra_info: bool
-    redirect_response: Response | None = None
-    type_: ResourceType | None = None
-    frame_id: _page.FrameId | None = None
-    has_user_gesture: bool | None = None
-    render_blocking_behavior: RenderBlockingBehavior | None = None
 
 
 _RequestWillBeSent_plain = {
@@ -5957,34 +6679,6 @@ def _u_RequestWillBeSent(o: RequestWillBeSent) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    RequestWillBeSent,
-    {
-        "redirect_response": None,
-        "type_": None,
-        "frame_id": None,
-        "has_user_gesture": None,
-        "render_blocking_behavior": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ResourceChangedPriority:
-    """Experimental. Fired when resource loading priority is changed
-
-    Attributes:
-        request_id: Request identifier.
-        new_priority: New priority
-        timestamp: Timestamp.
-    """
-
-    method: ClassVar[str] = "Network.resourceChangedPriority"
-    request_id: RequestId
-    new_priority: ResourcePriority
-    timestamp: MonotonicTime
-
-
 _ResourceChangedPriority_plain = {
     "requestId": "request_id",
     "timestamp": "timestamp",
@@ -6010,26 +6704,11 @@ def _s_ResourceChangedPriority(d: dict[str, Any]) -> ResourceChangedPriority:
 
 
 def _u_ResourceChangedPriority(o: ResourceChangedPriority) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "newPriority": o.new_priority,
         "timestamp": o.timestamp,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SignedExchangeReceived:
-    """Experimental. Fired when a signed exchange was received over the network
-
-    Attributes:
-        request_id: Request identifier.
-        info: Information about the signed exchange response.
-    """
-
-    method: ClassVar[str] = "Network.signedExchangeReceived"
-    request_id: RequestId
-    info: SignedExchangeInfo
 
 
 _SignedExchangeReceived_plain = {
@@ -6054,35 +6733,10 @@ def _s_SignedExchangeReceived(d: dict[str, Any]) -> SignedExchangeReceived:
 
 
 def _u_SignedExchangeReceived(o: SignedExchangeReceived) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "info": _u_SignedExchangeInfo(o.info),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ResponseReceived:
-    """Fired when HTTP response is available.
-
-    Attributes:
-        request_id: Request identifier.
-        loader_id: Loader identifier. Empty string if the request is fetched from worker.
-        timestamp: Timestamp.
-        type_: Resource type.
-        response: Response data.
-        has_extra_info: Experimental. Indicates whether requestWillBeSentExtraInfo and responseReceivedExtraInfo events will be or were emitted for this request.
-        frame_id: Frame identifier.
-    """
-
-    method: ClassVar[str] = "Network.responseReceived"
-    request_id: RequestId
-    loader_id: LoaderId
-    timestamp: MonotonicTime
-    type_: ResourceType
-    response: Response
-    has_extra_info: bool
-    frame_id: _page.FrameId | None = None
 
 
 _ResponseReceived_plain = {
@@ -6134,28 +6788,6 @@ def _u_ResponseReceived(o: ResponseReceived) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    ResponseReceived,
-    {
-        "frame_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WebSocketClosed:
-    """Fired when WebSocket is closed.
-
-    Attributes:
-        request_id: Request identifier.
-        timestamp: Timestamp.
-    """
-
-    method: ClassVar[str] = "Network.webSocketClosed"
-    request_id: RequestId
-    timestamp: MonotonicTime
-
-
 _WebSocketClosed_plain = {
     "requestId": "request_id",
     "timestamp": "timestamp",
@@ -6177,27 +6809,10 @@ def _s_WebSocketClosed(d: dict[str, Any]) -> WebSocketClosed:
 
 
 def _u_WebSocketClosed(o: WebSocketClosed) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "timestamp": o.timestamp,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WebSocketCreated:
-    """Fired upon WebSocket creation.
-
-    Attributes:
-        request_id: Request identifier.
-        url: WebSocket request URL.
-        initiator: Request initiator.
-    """
-
-    method: ClassVar[str] = "Network.webSocketCreated"
-    request_id: RequestId
-    url: str
-    initiator: Initiator | None = None
 
 
 _WebSocketCreated_plain = {
@@ -6232,30 +6847,6 @@ def _u_WebSocketCreated(o: WebSocketCreated) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    WebSocketCreated,
-    {
-        "initiator": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WebSocketFrameError:
-    """Fired when WebSocket message error occurs.
-
-    Attributes:
-        request_id: Request identifier.
-        timestamp: Timestamp.
-        error_message: WebSocket error message.
-    """
-
-    method: ClassVar[str] = "Network.webSocketFrameError"
-    request_id: RequestId
-    timestamp: MonotonicTime
-    error_message: str
-
-
 _WebSocketFrameError_plain = {
     "requestId": "request_id",
     "timestamp": "timestamp",
@@ -6280,28 +6871,11 @@ def _s_WebSocketFrameError(d: dict[str, Any]) -> WebSocketFrameError:
 
 
 def _u_WebSocketFrameError(o: WebSocketFrameError) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "timestamp": o.timestamp,
         "errorMessage": o.error_message,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WebSocketFrameReceived:
-    """Fired when WebSocket message is received.
-
-    Attributes:
-        request_id: Request identifier.
-        timestamp: Timestamp.
-        response: WebSocket response data.
-    """
-
-    method: ClassVar[str] = "Network.webSocketFrameReceived"
-    request_id: RequestId
-    timestamp: MonotonicTime
-    response: WebSocketFrame
 
 
 _WebSocketFrameReceived_plain = {
@@ -6329,28 +6903,11 @@ def _s_WebSocketFrameReceived(d: dict[str, Any]) -> WebSocketFrameReceived:
 
 
 def _u_WebSocketFrameReceived(o: WebSocketFrameReceived) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "timestamp": o.timestamp,
         "response": _u_WebSocketFrame(o.response),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WebSocketFrameSent:
-    """Fired when WebSocket message is sent.
-
-    Attributes:
-        request_id: Request identifier.
-        timestamp: Timestamp.
-        response: WebSocket response data.
-    """
-
-    method: ClassVar[str] = "Network.webSocketFrameSent"
-    request_id: RequestId
-    timestamp: MonotonicTime
-    response: WebSocketFrame
 
 
 _WebSocketFrameSent_plain = {
@@ -6378,28 +6935,11 @@ def _s_WebSocketFrameSent(d: dict[str, Any]) -> WebSocketFrameSent:
 
 
 def _u_WebSocketFrameSent(o: WebSocketFrameSent) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "timestamp": o.timestamp,
         "response": _u_WebSocketFrame(o.response),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WebSocketHandshakeResponseReceived:
-    """Fired when WebSocket handshake response becomes available.
-
-    Attributes:
-        request_id: Request identifier.
-        timestamp: Timestamp.
-        response: WebSocket response data.
-    """
-
-    method: ClassVar[str] = "Network.webSocketHandshakeResponseReceived"
-    request_id: RequestId
-    timestamp: MonotonicTime
-    response: WebSocketResponse
 
 
 _WebSocketHandshakeResponseReceived_plain = {
@@ -6427,30 +6967,11 @@ def _s_WebSocketHandshakeResponseReceived(d: dict[str, Any]) -> WebSocketHandsha
 
 
 def _u_WebSocketHandshakeResponseReceived(o: WebSocketHandshakeResponseReceived) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "timestamp": o.timestamp,
         "response": _u_WebSocketResponse(o.response),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WebSocketWillSendHandshakeRequest:
-    """Fired when WebSocket is about to initiate handshake.
-
-    Attributes:
-        request_id: Request identifier.
-        timestamp: Timestamp.
-        wall_time: UTC Timestamp.
-        request: WebSocket request data.
-    """
-
-    method: ClassVar[str] = "Network.webSocketWillSendHandshakeRequest"
-    request_id: RequestId
-    timestamp: MonotonicTime
-    wall_time: TimeSinceEpoch
-    request: WebSocketRequest
 
 
 _WebSocketWillSendHandshakeRequest_plain = {
@@ -6481,31 +7002,12 @@ def _s_WebSocketWillSendHandshakeRequest(d: dict[str, Any]) -> WebSocketWillSend
 
 
 def _u_WebSocketWillSendHandshakeRequest(o: WebSocketWillSendHandshakeRequest) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "timestamp": o.timestamp,
         "wallTime": o.wall_time,
         "request": _u_WebSocketRequest(o.request),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WebTransportCreated:
-    """Fired upon WebTransport creation.
-
-    Attributes:
-        transport_id: WebTransport identifier.
-        url: WebTransport request URL.
-        timestamp: Timestamp.
-        initiator: Request initiator.
-    """
-
-    method: ClassVar[str] = "Network.webTransportCreated"
-    transport_id: RequestId
-    url: str
-    timestamp: MonotonicTime
-    initiator: Initiator | None = None
 
 
 _WebTransportCreated_plain = {
@@ -6544,28 +7046,6 @@ def _u_WebTransportCreated(o: WebTransportCreated) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    WebTransportCreated,
-    {
-        "initiator": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WebTransportConnectionEstablished:
-    """Fired when WebTransport handshake is finished.
-
-    Attributes:
-        transport_id: WebTransport identifier.
-        timestamp: Timestamp.
-    """
-
-    method: ClassVar[str] = "Network.webTransportConnectionEstablished"
-    transport_id: RequestId
-    timestamp: MonotonicTime
-
-
 _WebTransportConnectionEstablished_plain = {
     "transportId": "transport_id",
     "timestamp": "timestamp",
@@ -6587,25 +7067,10 @@ def _s_WebTransportConnectionEstablished(d: dict[str, Any]) -> WebTransportConne
 
 
 def _u_WebTransportConnectionEstablished(o: WebTransportConnectionEstablished) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "transportId": o.transport_id,
         "timestamp": o.timestamp,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WebTransportClosed:
-    """Fired when WebTransport is disposed.
-
-    Attributes:
-        transport_id: WebTransport identifier.
-        timestamp: Timestamp.
-    """
-
-    method: ClassVar[str] = "Network.webTransportClosed"
-    transport_id: RequestId
-    timestamp: MonotonicTime
 
 
 _WebTransportClosed_plain = {
@@ -6629,33 +7094,10 @@ def _s_WebTransportClosed(d: dict[str, Any]) -> WebTransportClosed:
 
 
 def _u_WebTransportClosed(o: WebTransportClosed) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "transportId": o.transport_id,
         "timestamp": o.timestamp,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DirectTCPSocketCreated:
-    """Experimental. Fired upon direct_socket.TCPSocket creation.
-
-    Attributes:
-        identifier: -
-        remote_addr: -
-        remote_port: Unsigned int 16.
-        options: -
-        timestamp: -
-        initiator: -
-    """
-
-    method: ClassVar[str] = "Network.directTCPSocketCreated"
-    identifier: RequestId
-    remote_addr: str
-    remote_port: int
-    options: DirectTCPSocketOptions
-    timestamp: MonotonicTime
-    initiator: Initiator | None = None
 
 
 _DirectTCPSocketCreated_plain = {
@@ -6703,36 +7145,6 @@ def _u_DirectTCPSocketCreated(o: DirectTCPSocketCreated) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    DirectTCPSocketCreated,
-    {
-        "initiator": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DirectTCPSocketOpened:
-    """Experimental. Fired when direct_socket.TCPSocket connection is opened.
-
-    Attributes:
-        identifier: -
-        remote_addr: -
-        remote_port: Expected to be unsigned integer.
-        timestamp: -
-        local_addr: -
-        local_port: Expected to be unsigned integer.
-    """
-
-    method: ClassVar[str] = "Network.directTCPSocketOpened"
-    identifier: RequestId
-    remote_addr: str
-    remote_port: int
-    timestamp: MonotonicTime
-    local_addr: str | None = None
-    local_port: int | None = None
-
-
 _DirectTCPSocketOpened_plain = {
     "identifier": "identifier",
     "remoteAddr": "remote_addr",
@@ -6775,31 +7187,6 @@ def _u_DirectTCPSocketOpened(o: DirectTCPSocketOpened) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    DirectTCPSocketOpened,
-    {
-        "local_addr": None,
-        "local_port": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DirectTCPSocketAborted:
-    """Experimental. Fired when direct_socket.TCPSocket is aborted.
-
-    Attributes:
-        identifier: -
-        error_message: -
-        timestamp: -
-    """
-
-    method: ClassVar[str] = "Network.directTCPSocketAborted"
-    identifier: RequestId
-    error_message: ErrorReason
-    timestamp: MonotonicTime
-
-
 _DirectTCPSocketAborted_plain = {
     "identifier": "identifier",
     "timestamp": "timestamp",
@@ -6825,26 +7212,11 @@ def _s_DirectTCPSocketAborted(d: dict[str, Any]) -> DirectTCPSocketAborted:
 
 
 def _u_DirectTCPSocketAborted(o: DirectTCPSocketAborted) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "identifier": o.identifier,
         "errorMessage": o.error_message,
         "timestamp": o.timestamp,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DirectTCPSocketClosed:
-    """Experimental. Fired when direct_socket.TCPSocket is closed.
-
-    Attributes:
-        identifier: -
-        timestamp: -
-    """
-
-    method: ClassVar[str] = "Network.directTCPSocketClosed"
-    identifier: RequestId
-    timestamp: MonotonicTime
 
 
 _DirectTCPSocketClosed_plain = {
@@ -6868,27 +7240,10 @@ def _s_DirectTCPSocketClosed(d: dict[str, Any]) -> DirectTCPSocketClosed:
 
 
 def _u_DirectTCPSocketClosed(o: DirectTCPSocketClosed) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "identifier": o.identifier,
         "timestamp": o.timestamp,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DirectTCPSocketChunkSent:
-    """Experimental. Fired when data is sent to tcp direct socket stream.
-
-    Attributes:
-        identifier: -
-        data: -
-        timestamp: -
-    """
-
-    method: ClassVar[str] = "Network.directTCPSocketChunkSent"
-    identifier: RequestId
-    data: str
-    timestamp: MonotonicTime
 
 
 _DirectTCPSocketChunkSent_plain = {
@@ -6915,28 +7270,11 @@ def _s_DirectTCPSocketChunkSent(d: dict[str, Any]) -> DirectTCPSocketChunkSent:
 
 
 def _u_DirectTCPSocketChunkSent(o: DirectTCPSocketChunkSent) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "identifier": o.identifier,
         "data": o.data,
         "timestamp": o.timestamp,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DirectTCPSocketChunkReceived:
-    """Experimental. Fired when data is received from tcp direct socket stream.
-
-    Attributes:
-        identifier: -
-        data: -
-        timestamp: -
-    """
-
-    method: ClassVar[str] = "Network.directTCPSocketChunkReceived"
-    identifier: RequestId
-    data: str
-    timestamp: MonotonicTime
 
 
 _DirectTCPSocketChunkReceived_plain = {
@@ -6963,28 +7301,11 @@ def _s_DirectTCPSocketChunkReceived(d: dict[str, Any]) -> DirectTCPSocketChunkRe
 
 
 def _u_DirectTCPSocketChunkReceived(o: DirectTCPSocketChunkReceived) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "identifier": o.identifier,
         "data": o.data,
         "timestamp": o.timestamp,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DirectUDPSocketJoinedMulticastGroup:
-    """Experimental. directUDPSocketJoinedMulticastGroup.
-
-    Attributes:
-        identifier: -
-        ip_address: Multicast group address.
-        source_address: Source address of a source-specific multicast (SSM) membership. Absent for any-source multicast (ASM) memberships.
-    """
-
-    method: ClassVar[str] = "Network.directUDPSocketJoinedMulticastGroup"
-    identifier: RequestId
-    ip_address: str
-    source_address: str | None = None
 
 
 _DirectUDPSocketJoinedMulticastGroup_plain = {
@@ -7018,30 +7339,6 @@ def _u_DirectUDPSocketJoinedMulticastGroup(o: DirectUDPSocketJoinedMulticastGrou
     return d
 
 
-optional_defaults(
-    DirectUDPSocketJoinedMulticastGroup,
-    {
-        "source_address": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DirectUDPSocketLeftMulticastGroup:
-    """Experimental. directUDPSocketLeftMulticastGroup.
-
-    Attributes:
-        identifier: -
-        ip_address: Multicast group address.
-        source_address: Source address of a source-specific multicast (SSM) membership. Absent for any-source multicast (ASM) memberships.
-    """
-
-    method: ClassVar[str] = "Network.directUDPSocketLeftMulticastGroup"
-    identifier: RequestId
-    ip_address: str
-    source_address: str | None = None
-
-
 _DirectUDPSocketLeftMulticastGroup_plain = {
     "identifier": "identifier",
     "IPAddress": "ip_address",
@@ -7071,32 +7368,6 @@ def _u_DirectUDPSocketLeftMulticastGroup(o: DirectUDPSocketLeftMulticastGroup) -
     if o.source_address is not None:
         d["sourceAddress"] = o.source_address
     return d
-
-
-optional_defaults(
-    DirectUDPSocketLeftMulticastGroup,
-    {
-        "source_address": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DirectUDPSocketCreated:
-    """Experimental. Fired upon direct_socket.UDPSocket creation.
-
-    Attributes:
-        identifier: -
-        options: -
-        timestamp: -
-        initiator: -
-    """
-
-    method: ClassVar[str] = "Network.directUDPSocketCreated"
-    identifier: RequestId
-    options: DirectUDPSocketOptions
-    timestamp: MonotonicTime
-    initiator: Initiator | None = None
 
 
 _DirectUDPSocketCreated_plain = {
@@ -7134,36 +7405,6 @@ def _u_DirectUDPSocketCreated(o: DirectUDPSocketCreated) -> dict[str, Any]:
     if o.initiator is not None:
         d["initiator"] = _u_Initiator(o.initiator)
     return d
-
-
-optional_defaults(
-    DirectUDPSocketCreated,
-    {
-        "initiator": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DirectUDPSocketOpened:
-    """Experimental. Fired when direct_socket.UDPSocket connection is opened.
-
-    Attributes:
-        identifier: -
-        local_addr: -
-        local_port: Expected to be unsigned integer.
-        timestamp: -
-        remote_addr: -
-        remote_port: Expected to be unsigned integer.
-    """
-
-    method: ClassVar[str] = "Network.directUDPSocketOpened"
-    identifier: RequestId
-    local_addr: str
-    local_port: int
-    timestamp: MonotonicTime
-    remote_addr: str | None = None
-    remote_port: int | None = None
 
 
 _DirectUDPSocketOpened_plain = {
@@ -7208,31 +7449,6 @@ def _u_DirectUDPSocketOpened(o: DirectUDPSocketOpened) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    DirectUDPSocketOpened,
-    {
-        "remote_addr": None,
-        "remote_port": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DirectUDPSocketAborted:
-    """Experimental. Fired when direct_socket.UDPSocket is aborted.
-
-    Attributes:
-        identifier: -
-        error_message: -
-        timestamp: -
-    """
-
-    method: ClassVar[str] = "Network.directUDPSocketAborted"
-    identifier: RequestId
-    error_message: ErrorReason
-    timestamp: MonotonicTime
-
-
 _DirectUDPSocketAborted_plain = {
     "identifier": "identifier",
     "timestamp": "timestamp",
@@ -7258,26 +7474,11 @@ def _s_DirectUDPSocketAborted(d: dict[str, Any]) -> DirectUDPSocketAborted:
 
 
 def _u_DirectUDPSocketAborted(o: DirectUDPSocketAborted) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "identifier": o.identifier,
         "errorMessage": o.error_message,
         "timestamp": o.timestamp,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DirectUDPSocketClosed:
-    """Experimental. Fired when direct_socket.UDPSocket is closed.
-
-    Attributes:
-        identifier: -
-        timestamp: -
-    """
-
-    method: ClassVar[str] = "Network.directUDPSocketClosed"
-    identifier: RequestId
-    timestamp: MonotonicTime
 
 
 _DirectUDPSocketClosed_plain = {
@@ -7301,27 +7502,10 @@ def _s_DirectUDPSocketClosed(d: dict[str, Any]) -> DirectUDPSocketClosed:
 
 
 def _u_DirectUDPSocketClosed(o: DirectUDPSocketClosed) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "identifier": o.identifier,
         "timestamp": o.timestamp,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DirectUDPSocketChunkSent:
-    """Experimental. Fired when message is sent to udp direct socket stream.
-
-    Attributes:
-        identifier: -
-        message: -
-        timestamp: -
-    """
-
-    method: ClassVar[str] = "Network.directUDPSocketChunkSent"
-    identifier: RequestId
-    message: DirectUDPMessage
-    timestamp: MonotonicTime
 
 
 _DirectUDPSocketChunkSent_plain = {
@@ -7349,28 +7533,11 @@ def _s_DirectUDPSocketChunkSent(d: dict[str, Any]) -> DirectUDPSocketChunkSent:
 
 
 def _u_DirectUDPSocketChunkSent(o: DirectUDPSocketChunkSent) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "identifier": o.identifier,
         "message": _u_DirectUDPMessage(o.message),
         "timestamp": o.timestamp,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DirectUDPSocketChunkReceived:
-    """Experimental. Fired when message is received from udp direct socket stream.
-
-    Attributes:
-        identifier: -
-        message: -
-        timestamp: -
-    """
-
-    method: ClassVar[str] = "Network.directUDPSocketChunkReceived"
-    identifier: RequestId
-    message: DirectUDPMessage
-    timestamp: MonotonicTime
 
 
 _DirectUDPSocketChunkReceived_plain = {
@@ -7398,41 +7565,11 @@ def _s_DirectUDPSocketChunkReceived(d: dict[str, Any]) -> DirectUDPSocketChunkRe
 
 
 def _u_DirectUDPSocketChunkReceived(o: DirectUDPSocketChunkReceived) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "identifier": o.identifier,
         "message": _u_DirectUDPMessage(o.message),
         "timestamp": o.timestamp,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RequestWillBeSentExtraInfo:
-    """Experimental. Fired when additional information about a requestWillBeSent event is available from the
-    network stack. Not every requestWillBeSent event will have an additional
-    requestWillBeSentExtraInfo fired for it, and there is no guarantee whether requestWillBeSent
-    or requestWillBeSentExtraInfo will be fired first for the same request.
-
-    Attributes:
-        request_id: Request identifier. Used to match this information to an existing requestWillBeSent event.
-        associated_cookies: A list of cookies potentially associated to the requested URL. This includes both cookies sent with the request and the ones not sent; the latter are distinguished by having blockedReasons field set.
-        headers: Raw request headers as they will be sent over the wire.
-        connect_timing: Experimental. Connection timing information for the request.
-        device_bound_session_usages: How the request site's device bound sessions were used during this request.
-        client_security_state: The client security state set for the request.
-        site_has_cookie_in_other_partition: Whether the site has partitioned cookies stored in a partition different than the current one.
-        applied_network_conditions_id: The network conditions id if this request was affected by network conditions configured via emulateNetworkConditionsByRule.
-    """
-
-    method: ClassVar[str] = "Network.requestWillBeSentExtraInfo"
-    request_id: RequestId
-    associated_cookies: list[AssociatedCookie]
-    headers: Headers
-    connect_timing: ConnectTiming
-    device_bound_session_usages: list[DeviceBoundSessionWithUsage] | None = None
-    client_security_state: ClientSecurityState | None = None
-    site_has_cookie_in_other_partition: bool | None = None
-    applied_network_conditions_id: str | None = None
 
 
 _RequestWillBeSentExtraInfo_plain = {
@@ -7491,47 +7628,6 @@ def _u_RequestWillBeSentExtraInfo(o: RequestWillBeSentExtraInfo) -> dict[str, An
     return d
 
 
-optional_defaults(
-    RequestWillBeSentExtraInfo,
-    {
-        "device_bound_session_usages": None,
-        "client_security_state": None,
-        "site_has_cookie_in_other_partition": None,
-        "applied_network_conditions_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ResponseReceivedExtraInfo:
-    """Experimental. Fired when additional information about a responseReceived event is available from the network
-    stack. Not every responseReceived event will have an additional responseReceivedExtraInfo for
-    it, and responseReceivedExtraInfo may be fired before or after responseReceived.
-
-    Attributes:
-        request_id: Request identifier. Used to match this information to another responseReceived event.
-        blocked_cookies: A list of cookies which were not stored from the response along with the corresponding reasons for blocking. The cookies here may not be valid due to syntax errors, which are represented by the invalid cookie line string instead of a proper cookie.
-        headers: Raw response headers as they were received over the wire. Duplicate headers in the response are represented as a single key with their values concatentated using `\\n` as the separator. See also `headersText` that contains verbatim text for HTTP/1.*.
-        resource_ip_address_space: The IP address space of the resource. The address space can only be determined once the transport established the connection, so we can't send it in `requestWillBeSentExtraInfo`.
-        status_code: The status code of the response. This is useful in cases the request failed and no responseReceived event is triggered, which is the case for, e.g., CORS errors. This is also the correct status code for cached requests, where the status in responseReceived is a 200 and this will be 304.
-        headers_text: Raw response header text as it was received over the wire. The raw text may not always be available, such as in the case of HTTP/2 or QUIC.
-        cookie_partition_key: Experimental. The cookie partition key that will be used to store partitioned cookies set in this response. Only sent when partitioned cookies are enabled.
-        cookie_partition_key_opaque: True if partitioned cookies are enabled, but the partition key is not serializable to string.
-        exempted_cookies: A list of cookies which should have been blocked by 3PCD but are exempted and stored from the response with the corresponding reason.
-    """
-
-    method: ClassVar[str] = "Network.responseReceivedExtraInfo"
-    request_id: RequestId
-    blocked_cookies: list[BlockedSetCookieWithReason]
-    headers: Headers
-    resource_ip_address_space: IPAddressSpace
-    status_code: int
-    headers_text: str | None = None
-    cookie_partition_key: CookiePartitionKey | None = None
-    cookie_partition_key_opaque: bool | None = None
-    exempted_cookies: list[ExemptedSetCookieWithReason] | None = None
-
-
 _ResponseReceivedExtraInfo_plain = {
     "requestId": "request_id",
     "headers": "headers",
@@ -7588,33 +7684,6 @@ def _u_ResponseReceivedExtraInfo(o: ResponseReceivedExtraInfo) -> dict[str, Any]
     return d
 
 
-optional_defaults(
-    ResponseReceivedExtraInfo,
-    {
-        "headers_text": None,
-        "cookie_partition_key": None,
-        "cookie_partition_key_opaque": None,
-        "exempted_cookies": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ResponseReceivedEarlyHints:
-    """Experimental. Fired when 103 Early Hints headers is received in addition to the common response.
-    Not every responseReceived event will have an responseReceivedEarlyHints fired.
-    Only one responseReceivedEarlyHints may be fired for eached responseReceived event.
-
-    Attributes:
-        request_id: Request identifier. Used to match this information to another responseReceived event.
-        headers: Raw response headers as they were received over the wire. Duplicate headers in the response are represented as a single key with their values concatentated using `\\n` as the separator. See also `headersText` that contains verbatim text for HTTP/1.*.
-    """
-
-    method: ClassVar[str] = "Network.responseReceivedEarlyHints"
-    request_id: RequestId
-    headers: Headers
-
-
 _ResponseReceivedEarlyHints_plain = {
     "requestId": "request_id",
     "headers": "headers",
@@ -7636,36 +7705,10 @@ def _s_ResponseReceivedEarlyHints(d: dict[str, Any]) -> ResponseReceivedEarlyHin
 
 
 def _u_ResponseReceivedEarlyHints(o: ResponseReceivedEarlyHints) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "headers": o.headers,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TrustTokenOperationDone:
-    """Experimental. Fired exactly once for each Trust Token operation. Depending on
-    the type of the operation and whether the operation succeeded or
-    failed, the event is fired before the corresponding request was sent
-    or after the response was received.
-
-    Attributes:
-        status: Detailed success or error status of the operation. 'AlreadyExists' also signifies a successful operation, as the result of the operation already exists und thus, the operation was abort preemptively (e.g. a cache hit). Values: 'Ok', 'InvalidArgument', 'MissingIssuerKeys', 'FailedPrecondition', 'ResourceExhausted', 'AlreadyExists', 'ResourceLimited', 'Unauthorized', 'BadResponse', 'InternalError', 'UnknownError', 'FulfilledLocally', 'SiteIssuerLimit'.
-        type_: -
-        request_id: -
-        top_level_origin: Top level origin. The context in which the operation was attempted.
-        issuer_origin: Origin of the issuer in case of a "Issuance" or "Redemption" operation.
-        issued_token_count: The number of obtained Trust Tokens on a successful "Issuance" operation.
-    """
-
-    method: ClassVar[str] = "Network.trustTokenOperationDone"
-    status: str
-    type_: TrustTokenOperationType
-    request_id: RequestId
-    top_level_origin: str | None = None
-    issuer_origin: str | None = None
-    issued_token_count: int | None = None
 
 
 _TrustTokenOperationDone_plain = {
@@ -7710,44 +7753,12 @@ def _u_TrustTokenOperationDone(o: TrustTokenOperationDone) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    TrustTokenOperationDone,
-    {
-        "top_level_origin": None,
-        "issuer_origin": None,
-        "issued_token_count": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PolicyUpdated:
-    """Experimental. Fired once security policy has been updated."""
-
-    method: ClassVar[str] = "Network.policyUpdated"
-
-
 def _s_PolicyUpdated(d: dict[str, Any]) -> PolicyUpdated:
-    o = _new(PolicyUpdated)
-    return o
+    return _new(PolicyUpdated)
 
 
 def _u_PolicyUpdated(o: PolicyUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ReportingApiReportAdded:
-    """Experimental. Is sent whenever a new report is added.
-    And after 'enableReportingApi' for all existing reports.
-
-    Attributes:
-        report: -
-    """
-
-    method: ClassVar[str] = "Network.reportingApiReportAdded"
-    report: ReportingApiReport
+    return {}
 
 
 def _s_ReportingApiReportAdded(d: dict[str, Any]) -> ReportingApiReportAdded:
@@ -7762,22 +7773,9 @@ def _s_ReportingApiReportAdded(d: dict[str, Any]) -> ReportingApiReportAdded:
 
 
 def _u_ReportingApiReportAdded(o: ReportingApiReportAdded) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "report": _u_ReportingApiReport(o.report),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ReportingApiReportUpdated:
-    """Experimental. reportingApiReportUpdated.
-
-    Attributes:
-        report: -
-    """
-
-    method: ClassVar[str] = "Network.reportingApiReportUpdated"
-    report: ReportingApiReport
 
 
 def _s_ReportingApiReportUpdated(d: dict[str, Any]) -> ReportingApiReportUpdated:
@@ -7792,24 +7790,9 @@ def _s_ReportingApiReportUpdated(d: dict[str, Any]) -> ReportingApiReportUpdated
 
 
 def _u_ReportingApiReportUpdated(o: ReportingApiReportUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "report": _u_ReportingApiReport(o.report),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ReportingApiEndpointsChangedForOrigin:
-    """Experimental. reportingApiEndpointsChangedForOrigin.
-
-    Attributes:
-        origin: Origin of the document(s) which configured the endpoints.
-        endpoints: -
-    """
-
-    method: ClassVar[str] = "Network.reportingApiEndpointsChangedForOrigin"
-    origin: str
-    endpoints: list[ReportingApiEndpoint]
 
 
 _ReportingApiEndpointsChangedForOrigin_plain = {
@@ -7834,23 +7817,10 @@ def _s_ReportingApiEndpointsChangedForOrigin(d: dict[str, Any]) -> ReportingApiE
 
 
 def _u_ReportingApiEndpointsChangedForOrigin(o: ReportingApiEndpointsChangedForOrigin) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "origin": o.origin,
         "endpoints": [_u_ReportingApiEndpoint(x0) for x0 in o.endpoints],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DeviceBoundSessionsAdded:
-    """Experimental. Triggered when the initial set of device bound sessions is added.
-
-    Attributes:
-        sessions: The device bound sessions.
-    """
-
-    method: ClassVar[str] = "Network.deviceBoundSessionsAdded"
-    sessions: list[DeviceBoundSession]
 
 
 def _s_DeviceBoundSessionsAdded(d: dict[str, Any]) -> DeviceBoundSessionsAdded:
@@ -7865,36 +7835,9 @@ def _s_DeviceBoundSessionsAdded(d: dict[str, Any]) -> DeviceBoundSessionsAdded:
 
 
 def _u_DeviceBoundSessionsAdded(o: DeviceBoundSessionsAdded) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "sessions": [_u_DeviceBoundSession(x0) for x0 in o.sessions],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DeviceBoundSessionEventOccurred:
-    """Experimental. Triggered when a device bound session event occurs.
-
-    Attributes:
-        event_id: A unique identifier for this session event.
-        site: The site this session event is associated with.
-        succeeded: Whether this event was considered successful.
-        session_id: The session ID this event is associated with. May not be populated for failed events.
-        creation_event_details: The below are the different session event type details. Exactly one is populated.
-        refresh_event_details: -
-        termination_event_details: -
-        challenge_event_details: -
-    """
-
-    method: ClassVar[str] = "Network.deviceBoundSessionEventOccurred"
-    event_id: DeviceBoundSessionEventId
-    site: str
-    succeeded: bool
-    session_id: str | None = None
-    creation_event_details: CreationEventDetails | None = None
-    refresh_event_details: RefreshEventDetails | None = None
-    termination_event_details: TerminationEventDetails | None = None
-    challenge_event_details: ChallengeEventDetails | None = None
 
 
 _DeviceBoundSessionEventOccurred_plain = {
@@ -7948,100 +7891,6 @@ def _u_DeviceBoundSessionEventOccurred(o: DeviceBoundSessionEventOccurred) -> di
     return d
 
 
-optional_defaults(
-    DeviceBoundSessionEventOccurred,
-    {
-        "session_id": None,
-        "creation_event_details": None,
-        "refresh_event_details": None,
-        "termination_event_details": None,
-        "challenge_event_details": None,
-    },
-)
-
-
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Network.dataReceived": _s_DataReceived,
-    "Network.eventSourceMessageReceived": _s_EventSourceMessageReceived,
-    "Network.loadingFailed": _s_LoadingFailed,
-    "Network.loadingFinished": _s_LoadingFinished,
-    "Network.requestServedFromCache": _s_RequestServedFromCache,
-    "Network.requestWillBeSent": _s_RequestWillBeSent,
-    "Network.resourceChangedPriority": _s_ResourceChangedPriority,
-    "Network.signedExchangeReceived": _s_SignedExchangeReceived,
-    "Network.responseReceived": _s_ResponseReceived,
-    "Network.webSocketClosed": _s_WebSocketClosed,
-    "Network.webSocketCreated": _s_WebSocketCreated,
-    "Network.webSocketFrameError": _s_WebSocketFrameError,
-    "Network.webSocketFrameReceived": _s_WebSocketFrameReceived,
-    "Network.webSocketFrameSent": _s_WebSocketFrameSent,
-    "Network.webSocketHandshakeResponseReceived": _s_WebSocketHandshakeResponseReceived,
-    "Network.webSocketWillSendHandshakeRequest": _s_WebSocketWillSendHandshakeRequest,
-    "Network.webTransportCreated": _s_WebTransportCreated,
-    "Network.webTransportConnectionEstablished": _s_WebTransportConnectionEstablished,
-    "Network.webTransportClosed": _s_WebTransportClosed,
-    "Network.directTCPSocketCreated": _s_DirectTCPSocketCreated,
-    "Network.directTCPSocketOpened": _s_DirectTCPSocketOpened,
-    "Network.directTCPSocketAborted": _s_DirectTCPSocketAborted,
-    "Network.directTCPSocketClosed": _s_DirectTCPSocketClosed,
-    "Network.directTCPSocketChunkSent": _s_DirectTCPSocketChunkSent,
-    "Network.directTCPSocketChunkReceived": _s_DirectTCPSocketChunkReceived,
-    "Network.directUDPSocketJoinedMulticastGroup": _s_DirectUDPSocketJoinedMulticastGroup,
-    "Network.directUDPSocketLeftMulticastGroup": _s_DirectUDPSocketLeftMulticastGroup,
-    "Network.directUDPSocketCreated": _s_DirectUDPSocketCreated,
-    "Network.directUDPSocketOpened": _s_DirectUDPSocketOpened,
-    "Network.directUDPSocketAborted": _s_DirectUDPSocketAborted,
-    "Network.directUDPSocketClosed": _s_DirectUDPSocketClosed,
-    "Network.directUDPSocketChunkSent": _s_DirectUDPSocketChunkSent,
-    "Network.directUDPSocketChunkReceived": _s_DirectUDPSocketChunkReceived,
-    "Network.requestWillBeSentExtraInfo": _s_RequestWillBeSentExtraInfo,
-    "Network.responseReceivedExtraInfo": _s_ResponseReceivedExtraInfo,
-    "Network.responseReceivedEarlyHints": _s_ResponseReceivedEarlyHints,
-    "Network.trustTokenOperationDone": _s_TrustTokenOperationDone,
-    "Network.policyUpdated": _s_PolicyUpdated,
-    "Network.reportingApiReportAdded": _s_ReportingApiReportAdded,
-    "Network.reportingApiReportUpdated": _s_ReportingApiReportUpdated,
-    "Network.reportingApiEndpointsChangedForOrigin": _s_ReportingApiEndpointsChangedForOrigin,
-    "Network.deviceBoundSessionsAdded": _s_DeviceBoundSessionsAdded,
-    "Network.deviceBoundSessionEventOccurred": _s_DeviceBoundSessionEventOccurred,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Network.canClearBrowserCache": _c_can_clear_browser_cache,
-    "Network.canClearBrowserCookies": _c_can_clear_browser_cookies,
-    "Network.canEmulateNetworkConditions": _c_can_emulate_network_conditions,
-    "Network.clearBrowserCache": _c_clear_browser_cache,
-    "Network.clearBrowserCookies": _c_clear_browser_cookies,
-    "Network.deleteCookies": _c_delete_cookies,
-    "Network.disable": _c_disable,
-    "Network.emulateNetworkConditions": _c_emulate_network_conditions,
-    "Network.emulateNetworkConditionsByRule": _c_emulate_network_conditions_by_rule,
-    "Network.overrideNetworkState": _c_override_network_state,
-    "Network.enable": _c_enable,
-    "Network.configureDurableMessages": _c_configure_durable_messages,
-    "Network.getAllCookies": _c_get_all_cookies,
-    "Network.getCertificate": _c_get_certificate,
-    "Network.getCookies": _c_get_cookies,
-    "Network.getResponseBody": _c_get_response_body,
-    "Network.getRequestPostData": _c_get_request_post_data,
-    "Network.replayXHR": _c_replay_xhr,
-    "Network.searchInResponseBody": _c_search_in_response_body,
-    "Network.setBlockedURLs": _c_set_blocked_ur_ls,
-    "Network.setBypassServiceWorker": _c_set_bypass_service_worker,
-    "Network.setCacheDisabled": _c_set_cache_disabled,
-    "Network.setCookie": _c_set_cookie,
-    "Network.setCookies": _c_set_cookies,
-    "Network.setExtraHTTPHeaders": _c_set_extra_http_headers,
-    "Network.setAttachDebugStack": _c_set_attach_debug_stack,
-    "Network.setUserAgentOverride": _c_set_user_agent_override,
-    "Network.streamResourceContent": _c_stream_resource_content,
-    "Network.getSecurityIsolationStatus": _c_get_security_isolation_status,
-    "Network.enableReportingApi": _c_enable_reporting_api,
-    "Network.enableDeviceBoundSessions": _c_enable_device_bound_sessions,
-    "Network.deleteDeviceBoundSession": _c_delete_device_bound_session,
-    "Network.fetchSchemefulSite": _c_fetch_schemeful_site,
-    "Network.loadNetworkResource": _c_load_network_resource,
-    "Network.setCookieControls": _c_set_cookie_controls,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Network.CookiePriority": (True, False),
     "Network.CookieSourceScheme": (True, False),
@@ -8358,5 +8207,42 @@ register(
             _s_DeviceBoundSessionEventOccurred,
             _u_DeviceBoundSessionEventOccurred,
         ),
-    }
+    },
+    {
+        can_clear_browser_cache: _c_can_clear_browser_cache,
+        can_clear_browser_cookies: _c_can_clear_browser_cookies,
+        can_emulate_network_conditions: _c_can_emulate_network_conditions,
+        clear_browser_cache: _c_clear_browser_cache,
+        clear_browser_cookies: _c_clear_browser_cookies,
+        delete_cookies: _c_delete_cookies,
+        disable: _c_disable,
+        emulate_network_conditions: _c_emulate_network_conditions,
+        emulate_network_conditions_by_rule: _c_emulate_network_conditions_by_rule,
+        override_network_state: _c_override_network_state,
+        enable: _c_enable,
+        configure_durable_messages: _c_configure_durable_messages,
+        get_all_cookies: _c_get_all_cookies,
+        get_certificate: _c_get_certificate,
+        get_cookies: _c_get_cookies,
+        get_response_body: _c_get_response_body,
+        get_request_post_data: _c_get_request_post_data,
+        replay_xhr: _c_replay_xhr,
+        search_in_response_body: _c_search_in_response_body,
+        set_blocked_ur_ls: _c_set_blocked_ur_ls,
+        set_bypass_service_worker: _c_set_bypass_service_worker,
+        set_cache_disabled: _c_set_cache_disabled,
+        set_cookie: _c_set_cookie,
+        set_cookies: _c_set_cookies,
+        set_extra_http_headers: _c_set_extra_http_headers,
+        set_attach_debug_stack: _c_set_attach_debug_stack,
+        set_user_agent_override: _c_set_user_agent_override,
+        stream_resource_content: _c_stream_resource_content,
+        get_security_isolation_status: _c_get_security_isolation_status,
+        enable_reporting_api: _c_enable_reporting_api,
+        enable_device_bound_sessions: _c_enable_device_bound_sessions,
+        delete_device_bound_session: _c_delete_device_bound_session,
+        fetch_schemeful_site: _c_fetch_schemeful_site,
+        load_network_resource: _c_load_network_resource,
+        set_cookie_controls: _c_set_cookie_controls,
+    },
 )

@@ -6,21 +6,13 @@ This domain provides various functionality related to drawing atop the inspected
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import dom as _dom
-    from cdp import page as _page
-    from cdp import runtime as _runtime
 
 DOMAIN = "Overlay"
 EXPERIMENTAL = True
@@ -39,33 +31,12 @@ class SourceOrderConfig:
     Attributes:
         parent_outline_color: the color to outline the given element in.
         child_outline_color: the color to outline the child elements in.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-SourceOrderConfig
     """
 
-    parent_outline_color: _dom.RGBA
-    child_outline_color: _dom.RGBA
-
-
-def _s_SourceOrderConfig(d: dict[str, Any]) -> SourceOrderConfig:
-    o = _new(SourceOrderConfig)
-    od = o.__dict__
-    for k, v in d.items():
-        if k == "parentOutlineColor":
-            od["parent_outline_color"] = None if v is None else cdp.dom._s_RGBA(v)
-        elif k == "childOutlineColor":
-            od["child_outline_color"] = None if v is None else cdp.dom._s_RGBA(v)
-    if "parent_outline_color" not in od:
-        raise KeyError("parentOutlineColor")
-    if "child_outline_color" not in od:
-        raise KeyError("childOutlineColor")
-    return o
-
-
-def _u_SourceOrderConfig(o: SourceOrderConfig) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "parentOutlineColor": cdp.dom._u_RGBA(o.parent_outline_color),
-        "childOutlineColor": cdp.dom._u_RGBA(o.child_outline_color),
-    }
-    return d
+    parent_outline_color: cdp.dom.RGBA
+    child_outline_color: cdp.dom.RGBA
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -93,6 +64,8 @@ class GridHighlightConfig:
         column_hatch_color: The column gap hatching fill color (default: transparent).
         area_border_color: The named grid areas border color (Default: transparent).
         grid_background_color: The grid container background color (Default: transparent).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-GridHighlightConfig
     """
 
     show_grid_extension_lines: bool | None = None
@@ -101,20 +74,1051 @@ class GridHighlightConfig:
     show_area_names: bool | None = None
     show_line_names: bool | None = None
     show_track_sizes: bool | None = None
-    grid_border_color: _dom.RGBA | None = None
-    cell_border_color: _dom.RGBA | None = None
-    row_line_color: _dom.RGBA | None = None
-    column_line_color: _dom.RGBA | None = None
+    grid_border_color: cdp.dom.RGBA | None = None
+    cell_border_color: cdp.dom.RGBA | None = None
+    row_line_color: cdp.dom.RGBA | None = None
+    column_line_color: cdp.dom.RGBA | None = None
     grid_border_dash: bool | None = None
     cell_border_dash: bool | None = None
     row_line_dash: bool | None = None
     column_line_dash: bool | None = None
-    row_gap_color: _dom.RGBA | None = None
-    row_hatch_color: _dom.RGBA | None = None
-    column_gap_color: _dom.RGBA | None = None
-    column_hatch_color: _dom.RGBA | None = None
-    area_border_color: _dom.RGBA | None = None
-    grid_background_color: _dom.RGBA | None = None
+    row_gap_color: cdp.dom.RGBA | None = None
+    row_hatch_color: cdp.dom.RGBA | None = None
+    column_gap_color: cdp.dom.RGBA | None = None
+    column_hatch_color: cdp.dom.RGBA | None = None
+    area_border_color: cdp.dom.RGBA | None = None
+    grid_background_color: cdp.dom.RGBA | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FlexContainerHighlightConfig:
+    """Configuration data for the highlighting of Flex container elements.
+
+    Attributes:
+        container_border: The style of the container border
+        line_separator: The style of the separator between lines
+        item_separator: The style of the separator between items
+        main_distributed_space: Style of content-distribution space on the main axis (justify-content).
+        cross_distributed_space: Style of content-distribution space on the cross axis (align-content).
+        row_gap_space: Style of empty space caused by row gaps (gap/row-gap).
+        column_gap_space: Style of empty space caused by columns gaps (gap/column-gap).
+        cross_alignment: Style of the self-alignment line (align-items).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-FlexContainerHighlightConfig
+    """
+
+    container_border: LineStyle | None = None
+    line_separator: LineStyle | None = None
+    item_separator: LineStyle | None = None
+    main_distributed_space: BoxStyle | None = None
+    cross_distributed_space: BoxStyle | None = None
+    row_gap_space: BoxStyle | None = None
+    column_gap_space: BoxStyle | None = None
+    cross_alignment: LineStyle | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FlexItemHighlightConfig:
+    """Configuration data for the highlighting of Flex item elements.
+
+    Attributes:
+        base_size_box: Style of the box representing the item's base size
+        base_size_border: Style of the border around the box representing the item's base size
+        flexibility_arrow: Style of the arrow representing if the item grew or shrank
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-FlexItemHighlightConfig
+    """
+
+    base_size_box: BoxStyle | None = None
+    base_size_border: LineStyle | None = None
+    flexibility_arrow: LineStyle | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LineStyle:
+    """Style information for drawing a line.
+
+    Attributes:
+        color: The color of the line (default: transparent)
+        pattern: The line pattern (default: solid) Values: 'dashed', 'dotted'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-LineStyle
+    """
+
+    color: cdp.dom.RGBA | None = None
+    pattern: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class BoxStyle:
+    """Style information for drawing a box.
+
+    Attributes:
+        fill_color: The background color for the box (default: transparent)
+        hatch_color: The hatching color for the box (default: transparent)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-BoxStyle
+    """
+
+    fill_color: cdp.dom.RGBA | None = None
+    hatch_color: cdp.dom.RGBA | None = None
+
+
+class ContrastAlgorithm(CDPEnum):
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-ContrastAlgorithm"""
+
+    AA = "aa"
+    AAA = "aaa"
+    APCA = "apca"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ImcbHighlightConfig:
+    """Configuration for Inset-Modified Containing Block (IMCB) and CSS Anchor Positioning highlight.
+
+    Attributes:
+        imcb_border_color: Border color for the Inset-Modified Containing Block (default: transparent).
+        imcb_background_color: Background fill color for the Inset-Modified Containing Block (default: transparent).
+        insets_background_color: Fill color for the inset modifiers area (difference between CB and IMCB).
+        insets_hatch_color: Hatch color for the inset modifiers area.
+        anchor_border_color: Border color for the referenced target anchor element(s) (when element is anchor-positioned).
+        anchor_background_color: Background fill color for the referenced target anchor element(s) (when element is anchor-positioned).
+        show_position_area_grid: Whether to render the 3x3 position-area grid lines when position-area is used.
+        position_area_grid_line_color: Line color for the 3x3 position-area grid lines.
+        position_area_active_region_color: Fill color for the active region within the position-area grid.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-ImcbHighlightConfig
+    """
+
+    imcb_border_color: cdp.dom.RGBA | None = None
+    imcb_background_color: cdp.dom.RGBA | None = None
+    insets_background_color: cdp.dom.RGBA | None = None
+    insets_hatch_color: cdp.dom.RGBA | None = None
+    anchor_border_color: cdp.dom.RGBA | None = None
+    anchor_background_color: cdp.dom.RGBA | None = None
+    show_position_area_grid: bool | None = None
+    position_area_grid_line_color: cdp.dom.RGBA | None = None
+    position_area_active_region_color: cdp.dom.RGBA | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class HighlightConfig:
+    """Configuration data for the highlighting of page elements.
+
+    Attributes:
+        show_info: Whether the node info tooltip should be shown (default: false).
+        show_styles: Whether the node styles in the tooltip (default: false).
+        show_rulers: Whether the rulers should be shown (default: false).
+        show_accessibility_info: Whether the a11y info should be shown (default: true).
+        show_extension_lines: Whether the extension lines from node to the rulers should be shown (default: false).
+        content_color: The content box highlight fill color (default: transparent).
+        padding_color: The padding highlight fill color (default: transparent).
+        border_color: The border highlight fill color (default: transparent).
+        margin_color: The margin highlight fill color (default: transparent).
+        event_target_color: The event target element highlight fill color (default: transparent).
+        shape_color: The shape outside fill color (default: transparent).
+        shape_margin_color: The shape margin fill color (default: transparent).
+        css_grid_color: The grid layout color (default: transparent).
+        color_format: The color format used to format color styles (default: hex).
+        grid_highlight_config: The grid layout highlight configuration (default: all transparent).
+        flex_container_highlight_config: The flex container highlight configuration (default: all transparent).
+        flex_item_highlight_config: The flex item highlight configuration (default: all transparent).
+        contrast_algorithm: The contrast algorithm to use for the contrast ratio (default: aa).
+        container_query_container_highlight_config: The container query container highlight configuration (default: all transparent).
+        imcb_highlight_config: The IMCB highlight configuration (default: all transparent).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-HighlightConfig
+    """
+
+    show_info: bool | None = None
+    show_styles: bool | None = None
+    show_rulers: bool | None = None
+    show_accessibility_info: bool | None = None
+    show_extension_lines: bool | None = None
+    content_color: cdp.dom.RGBA | None = None
+    padding_color: cdp.dom.RGBA | None = None
+    border_color: cdp.dom.RGBA | None = None
+    margin_color: cdp.dom.RGBA | None = None
+    event_target_color: cdp.dom.RGBA | None = None
+    shape_color: cdp.dom.RGBA | None = None
+    shape_margin_color: cdp.dom.RGBA | None = None
+    css_grid_color: cdp.dom.RGBA | None = None
+    color_format: ColorFormat | None = None
+    grid_highlight_config: GridHighlightConfig | None = None
+    flex_container_highlight_config: FlexContainerHighlightConfig | None = None
+    flex_item_highlight_config: FlexItemHighlightConfig | None = None
+    contrast_algorithm: ContrastAlgorithm | None = None
+    container_query_container_highlight_config: ContainerQueryContainerHighlightConfig | None = None
+    imcb_highlight_config: ImcbHighlightConfig | None = None
+
+
+class ColorFormat(CDPEnum):
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-ColorFormat"""
+
+    RGB = "rgb"
+    HSL = "hsl"
+    HWB = "hwb"
+    HEX = "hex"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GridNodeHighlightConfig:
+    """Configurations for Persistent Grid Highlight
+
+    Attributes:
+        grid_highlight_config: A descriptor for the highlight appearance.
+        node_id: Identifier of the node to highlight.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-GridNodeHighlightConfig
+    """
+
+    grid_highlight_config: GridHighlightConfig
+    node_id: cdp.dom.NodeId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FlexNodeHighlightConfig:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-FlexNodeHighlightConfig
+
+    Attributes:
+        flex_container_highlight_config: A descriptor for the highlight appearance of flex containers.
+        node_id: Identifier of the node to highlight.
+    """
+
+    flex_container_highlight_config: FlexContainerHighlightConfig
+    node_id: cdp.dom.NodeId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ScrollSnapContainerHighlightConfig:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-ScrollSnapContainerHighlightConfig
+
+    Attributes:
+        snapport_border: The style of the snapport border (default: transparent)
+        snap_area_border: The style of the snap area border (default: transparent)
+        scroll_margin_color: The margin highlight fill color (default: transparent).
+        scroll_padding_color: The padding highlight fill color (default: transparent).
+    """
+
+    snapport_border: LineStyle | None = None
+    snap_area_border: LineStyle | None = None
+    scroll_margin_color: cdp.dom.RGBA | None = None
+    scroll_padding_color: cdp.dom.RGBA | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ScrollSnapHighlightConfig:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-ScrollSnapHighlightConfig
+
+    Attributes:
+        scroll_snap_container_highlight_config: A descriptor for the highlight appearance of scroll snap containers.
+        node_id: Identifier of the node to highlight.
+    """
+
+    scroll_snap_container_highlight_config: ScrollSnapContainerHighlightConfig
+    node_id: cdp.dom.NodeId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class HingeConfig:
+    """Configuration for dual screen hinge
+
+    Attributes:
+        rect: A rectangle represent hinge
+        content_color: The content box highlight fill color (default: a dark color).
+        outline_color: The content box highlight outline color (default: transparent).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-HingeConfig
+    """
+
+    rect: cdp.dom.Rect
+    content_color: cdp.dom.RGBA | None = None
+    outline_color: cdp.dom.RGBA | None = None
+
+
+class DisplayCutoutShape(CDPEnum):
+    """Supported display cutout shapes.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-DisplayCutoutShape
+    """
+
+    PILL = "pill"
+    NOTCH = "notch"
+    CIRCLE = "circle"
+    RECTANGLE = "rectangle"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DisplayCutoutConfig:
+    """Configuration for a display cutout.
+
+    Attributes:
+        rect: A rectangle representing the cutout bounds.
+        shape: Shape used to draw the cutout.
+        border_radius: Border radius for rounded cutout shapes.
+        upper_radius: Upper shoulder radius for notch cutout shapes.
+        lower_radius: Lower transition radius for notch cutout shapes.
+        cx: Center x coordinate for circle cutout shapes.
+        cy: Center y coordinate for circle cutout shapes.
+        radius: Radius for circle cutout shapes.
+        content_color: The cutout fill color (default: black).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-DisplayCutoutConfig
+    """
+
+    rect: cdp.dom.Rect
+    shape: DisplayCutoutShape
+    border_radius: int | None = None
+    upper_radius: int | None = None
+    lower_radius: int | None = None
+    cx: int | None = None
+    cy: int | None = None
+    radius: int | None = None
+    content_color: cdp.dom.RGBA | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WindowControlsOverlayConfig:
+    """Configuration for Window Controls Overlay
+
+    Attributes:
+        show_css: Whether the title bar CSS should be shown when emulating the Window Controls Overlay.
+        selected_platform: Selected platforms to show the overlay.
+        theme_color: The theme color defined in app manifest.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-WindowControlsOverlayConfig
+    """
+
+    show_css: bool
+    selected_platform: str
+    theme_color: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ContainerQueryHighlightConfig:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-ContainerQueryHighlightConfig
+
+    Attributes:
+        container_query_container_highlight_config: A descriptor for the highlight appearance of container query containers.
+        node_id: Identifier of the container node to highlight.
+    """
+
+    container_query_container_highlight_config: ContainerQueryContainerHighlightConfig
+    node_id: cdp.dom.NodeId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ContainerQueryContainerHighlightConfig:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-ContainerQueryContainerHighlightConfig
+
+    Attributes:
+        container_border: The style of the container border.
+        descendant_border: The style of the descendants' borders.
+    """
+
+    container_border: LineStyle | None = None
+    descendant_border: LineStyle | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class IsolatedElementHighlightConfig:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-IsolatedElementHighlightConfig
+
+    Attributes:
+        isolation_mode_highlight_config: A descriptor for the highlight appearance of an element in isolation mode.
+        node_id: Identifier of the isolated element to highlight.
+    """
+
+    isolation_mode_highlight_config: IsolationModeHighlightConfig
+    node_id: cdp.dom.NodeId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class IsolationModeHighlightConfig:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-IsolationModeHighlightConfig
+
+    Attributes:
+        resizer_color: The fill color of the resizers (default: transparent).
+        resizer_handle_color: The fill color for resizer handles (default: transparent).
+        mask_color: The fill color for the mask covering non-isolated elements (default: transparent).
+    """
+
+    resizer_color: cdp.dom.RGBA | None = None
+    resizer_handle_color: cdp.dom.RGBA | None = None
+    mask_color: cdp.dom.RGBA | None = None
+
+
+class InspectMode(CDPEnum):
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-InspectMode"""
+
+    SEARCH_FOR_NODE = "searchForNode"
+    SEARCH_FOR_UA_SHADOW_DOM = "searchForUAShadowDOM"
+    CAPTURE_AREA_SCREENSHOT = "captureAreaScreenshot"
+    NONE = "none"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class InspectedElementAnchorConfig:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#type-InspectedElementAnchorConfig
+
+    Attributes:
+        node_id: Identifier of the node to highlight.
+        backend_node_id: Identifier of the backend node to highlight.
+    """
+
+    node_id: cdp.dom.NodeId | None = None
+    backend_node_id: cdp.dom.BackendNodeId | None = None
+
+
+def disable() -> Command[None]:
+    """Disables domain notifications.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-disable
+    """
+    return Command("Overlay.disable", {}, None)
+
+
+def enable() -> Command[None]:
+    """Enables domain notifications.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-enable
+    """
+    return Command("Overlay.enable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetHighlightObjectForTestResult:
+    """Result of :func:`get_highlight_object_for_test`.
+
+    Attributes:
+        highlight: Highlight data for the node.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-getHighlightObjectForTest
+    """
+
+    highlight: dict[str, Any]
+
+
+def get_highlight_object_for_test(
+    *,
+    node_id: cdp.dom.NodeId,
+    include_distance: bool | None = None,
+    include_style: bool | None = None,
+    color_format: ColorFormat | None = None,
+    show_accessibility_info: bool | None = None,
+) -> Command[GetHighlightObjectForTestResult]:
+    """For testing.
+
+    Args:
+        node_id: Id of the node to get highlight object for.
+        include_distance: Whether to include distance info.
+        include_style: Whether to include style info.
+        color_format: The color format to get config with (default: hex).
+        show_accessibility_info: Whether to show accessibility info (default: true).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-getHighlightObjectForTest
+    """
+    return Command(
+        "Overlay.getHighlightObjectForTest",
+        _p_get_highlight_object_for_test(
+            node_id, include_distance, include_style, color_format, show_accessibility_info
+        ),
+        GetHighlightObjectForTestResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetGridHighlightObjectsForTestResult:
+    """Result of :func:`get_grid_highlight_objects_for_test`.
+
+    Attributes:
+        highlights: Grid Highlight data for the node ids provided.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-getGridHighlightObjectsForTest
+    """
+
+    highlights: dict[str, Any]
+
+
+def get_grid_highlight_objects_for_test(
+    *,
+    node_ids: list[cdp.dom.NodeId],
+) -> Command[GetGridHighlightObjectsForTestResult]:
+    """For Persistent Grid testing.
+
+    Args:
+        node_ids: Ids of the node to get highlight object for.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-getGridHighlightObjectsForTest
+    """
+    return Command(
+        "Overlay.getGridHighlightObjectsForTest",
+        _p_get_grid_highlight_objects_for_test(node_ids),
+        GetGridHighlightObjectsForTestResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetSourceOrderHighlightObjectForTestResult:
+    """Result of :func:`get_source_order_highlight_object_for_test`.
+
+    Attributes:
+        highlight: Source order highlight data for the node id provided.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-getSourceOrderHighlightObjectForTest
+    """
+
+    highlight: dict[str, Any]
+
+
+def get_source_order_highlight_object_for_test(
+    *,
+    node_id: cdp.dom.NodeId,
+) -> Command[GetSourceOrderHighlightObjectForTestResult]:
+    """For Source Order Viewer testing.
+
+    Args:
+        node_id: Id of the node to highlight.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-getSourceOrderHighlightObjectForTest
+    """
+    return Command(
+        "Overlay.getSourceOrderHighlightObjectForTest",
+        _p_get_source_order_highlight_object_for_test(node_id),
+        GetSourceOrderHighlightObjectForTestResult,
+    )
+
+
+def hide_highlight() -> Command[None]:
+    """Hides any highlight.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-hideHighlight
+    """
+    return Command("Overlay.hideHighlight", {}, None)
+
+
+def highlight_frame(
+    *,
+    frame_id: cdp.page.FrameId,
+    content_color: cdp.dom.RGBA | None = None,
+    content_outline_color: cdp.dom.RGBA | None = None,
+) -> Command[None]:
+    """Deprecated. Highlights owner element of the frame with given id.
+    Deprecated: Doesn't work reliably and cannot be fixed due to process
+    separation (the owner node might be in a different process). Determine
+    the owner node in the client and use highlightNode.
+
+    Args:
+        frame_id: Identifier of the frame to highlight.
+        content_color: The content box highlight fill color (default: transparent).
+        content_outline_color: The content box highlight outline color (default: transparent).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-highlightFrame
+    """
+    return Command(
+        "Overlay.highlightFrame", _p_highlight_frame(frame_id, content_color, content_outline_color), None
+    )
+
+
+def highlight_node(
+    *,
+    highlight_config: HighlightConfig,
+    node_id: cdp.dom.NodeId | None = None,
+    backend_node_id: cdp.dom.BackendNodeId | None = None,
+    object_id: cdp.runtime.RemoteObjectId | None = None,
+    selector: str | None = None,
+) -> Command[None]:
+    """Highlights DOM node with given id or with the given JavaScript object wrapper. Either nodeId or
+    objectId must be specified.
+
+    Args:
+        highlight_config: A descriptor for the highlight appearance.
+        node_id: Identifier of the node to highlight.
+        backend_node_id: Identifier of the backend node to highlight.
+        object_id: JavaScript object id of the node to be highlighted.
+        selector: Selectors to highlight relevant nodes.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-highlightNode
+    """
+    return Command(
+        "Overlay.highlightNode",
+        _p_highlight_node(highlight_config, node_id, backend_node_id, object_id, selector),
+        None,
+    )
+
+
+def highlight_quad(
+    *,
+    quad: cdp.dom.Quad,
+    color: cdp.dom.RGBA | None = None,
+    outline_color: cdp.dom.RGBA | None = None,
+) -> Command[None]:
+    """Highlights given quad. Coordinates are absolute with respect to the main frame viewport.
+
+    Args:
+        quad: Quad to highlight
+        color: The highlight fill color (default: transparent).
+        outline_color: The highlight outline color (default: transparent).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-highlightQuad
+    """
+    return Command("Overlay.highlightQuad", _p_highlight_quad(quad, color, outline_color), None)
+
+
+def highlight_rect(
+    *,
+    x: int,
+    y: int,
+    width: int,
+    height: int,
+    color: cdp.dom.RGBA | None = None,
+    outline_color: cdp.dom.RGBA | None = None,
+) -> Command[None]:
+    """Highlights given rectangle. Coordinates are absolute with respect to the main frame viewport.
+    Issue: the method does not handle device pixel ratio (DPR) correctly.
+    The coordinates currently have to be adjusted by the client
+    if DPR is not 1 (see crbug.com/437807128).
+
+    Args:
+        x: X coordinate
+        y: Y coordinate
+        width: Rectangle width
+        height: Rectangle height
+        color: The highlight fill color (default: transparent).
+        outline_color: The highlight outline color (default: transparent).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-highlightRect
+    """
+    return Command(
+        "Overlay.highlightRect", _p_highlight_rect(x, y, width, height, color, outline_color), None
+    )
+
+
+def highlight_source_order(
+    *,
+    source_order_config: SourceOrderConfig,
+    node_id: cdp.dom.NodeId | None = None,
+    backend_node_id: cdp.dom.BackendNodeId | None = None,
+    object_id: cdp.runtime.RemoteObjectId | None = None,
+) -> Command[None]:
+    """Highlights the source order of the children of the DOM node with given id or with the given
+    JavaScript object wrapper. Either nodeId or objectId must be specified.
+
+    Args:
+        source_order_config: A descriptor for the appearance of the overlay drawing.
+        node_id: Identifier of the node to highlight.
+        backend_node_id: Identifier of the backend node to highlight.
+        object_id: JavaScript object id of the node to be highlighted.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-highlightSourceOrder
+    """
+    return Command(
+        "Overlay.highlightSourceOrder",
+        _p_highlight_source_order(source_order_config, node_id, backend_node_id, object_id),
+        None,
+    )
+
+
+def set_inspect_mode(
+    *,
+    mode: InspectMode,
+    highlight_config: HighlightConfig | None = None,
+) -> Command[None]:
+    """Enters the 'inspect' mode. In this mode, elements that user is hovering over are highlighted.
+    Backend then generates 'inspectNodeRequested' event upon element selection.
+
+    Args:
+        mode: Set an inspection mode.
+        highlight_config: A descriptor for the highlight appearance of hovered-over nodes. May be omitted if `enabled == false`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setInspectMode
+    """
+    return Command("Overlay.setInspectMode", _p_set_inspect_mode(mode, highlight_config), None)
+
+
+def set_show_ad_highlights(
+    *,
+    show: bool,
+) -> Command[None]:
+    """Highlights owner element of all frames detected to be ads.
+
+    Args:
+        show: True for showing ad highlights
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setShowAdHighlights
+    """
+    return Command("Overlay.setShowAdHighlights", _p_set_show_ad_highlights(show), None)
+
+
+def set_paused_in_debugger_message(
+    *,
+    message: str | None = None,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setPausedInDebuggerMessage
+
+    Args:
+        message: The message to display, also triggers resume and step over controls.
+    """
+    return Command("Overlay.setPausedInDebuggerMessage", _p_set_paused_in_debugger_message(message), None)
+
+
+def set_show_debug_borders(
+    *,
+    show: bool,
+) -> Command[None]:
+    """Requests that backend shows debug borders on layers
+
+    Args:
+        show: True for showing debug borders
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setShowDebugBorders
+    """
+    return Command("Overlay.setShowDebugBorders", _p_set_show_debug_borders(show), None)
+
+
+def set_show_fps_counter(
+    *,
+    show: bool,
+) -> Command[None]:
+    """Requests that backend shows the FPS counter
+
+    Args:
+        show: True for showing the FPS counter
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setShowFPSCounter
+    """
+    return Command("Overlay.setShowFPSCounter", _p_set_show_fps_counter(show), None)
+
+
+def set_show_grid_overlays(
+    *,
+    grid_node_highlight_configs: list[GridNodeHighlightConfig],
+) -> Command[None]:
+    """Highlight multiple elements with the CSS Grid overlay.
+
+    Args:
+        grid_node_highlight_configs: An array of node identifiers and descriptors for the highlight appearance.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setShowGridOverlays
+    """
+    return Command(
+        "Overlay.setShowGridOverlays", _p_set_show_grid_overlays(grid_node_highlight_configs), None
+    )
+
+
+def set_show_flex_overlays(
+    *,
+    flex_node_highlight_configs: list[FlexNodeHighlightConfig],
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setShowFlexOverlays
+
+    Args:
+        flex_node_highlight_configs: An array of node identifiers and descriptors for the highlight appearance.
+    """
+    return Command(
+        "Overlay.setShowFlexOverlays", _p_set_show_flex_overlays(flex_node_highlight_configs), None
+    )
+
+
+def set_show_scroll_snap_overlays(
+    *,
+    scroll_snap_highlight_configs: list[ScrollSnapHighlightConfig],
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setShowScrollSnapOverlays
+
+    Args:
+        scroll_snap_highlight_configs: An array of node identifiers and descriptors for the highlight appearance.
+    """
+    return Command(
+        "Overlay.setShowScrollSnapOverlays",
+        _p_set_show_scroll_snap_overlays(scroll_snap_highlight_configs),
+        None,
+    )
+
+
+def set_show_container_query_overlays(
+    *,
+    container_query_highlight_configs: list[ContainerQueryHighlightConfig],
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setShowContainerQueryOverlays
+
+    Args:
+        container_query_highlight_configs: An array of node identifiers and descriptors for the highlight appearance.
+    """
+    return Command(
+        "Overlay.setShowContainerQueryOverlays",
+        _p_set_show_container_query_overlays(container_query_highlight_configs),
+        None,
+    )
+
+
+def set_show_inspected_element_anchor(
+    *,
+    inspected_element_anchor_config: InspectedElementAnchorConfig,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setShowInspectedElementAnchor
+
+    Args:
+        inspected_element_anchor_config: Node identifier for which to show an anchor for.
+    """
+    return Command(
+        "Overlay.setShowInspectedElementAnchor",
+        _p_set_show_inspected_element_anchor(inspected_element_anchor_config),
+        None,
+    )
+
+
+def set_show_paint_rects(
+    *,
+    result: bool,
+) -> Command[None]:
+    """Requests that backend shows paint rectangles
+
+    Args:
+        result: True for showing paint rectangles
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setShowPaintRects
+    """
+    return Command("Overlay.setShowPaintRects", _p_set_show_paint_rects(result), None)
+
+
+def set_show_layout_shift_regions(
+    *,
+    result: bool,
+) -> Command[None]:
+    """Requests that backend shows layout shift regions
+
+    Args:
+        result: True for showing layout shift regions
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setShowLayoutShiftRegions
+    """
+    return Command("Overlay.setShowLayoutShiftRegions", _p_set_show_layout_shift_regions(result), None)
+
+
+def set_show_scroll_bottleneck_rects(
+    *,
+    show: bool,
+) -> Command[None]:
+    """Requests that backend shows scroll bottleneck rects
+
+    Args:
+        show: True for showing scroll bottleneck rects
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setShowScrollBottleneckRects
+    """
+    return Command("Overlay.setShowScrollBottleneckRects", _p_set_show_scroll_bottleneck_rects(show), None)
+
+
+def set_show_hit_test_borders(
+    *,
+    show: bool,
+) -> Command[None]:
+    """Deprecated. Deprecated, no longer has any effect.
+
+    Args:
+        show: True for showing hit-test borders
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setShowHitTestBorders
+    """
+    return Command("Overlay.setShowHitTestBorders", _p_set_show_hit_test_borders(show), None)
+
+
+def set_show_web_vitals(
+    *,
+    show: bool,
+) -> Command[None]:
+    """Deprecated. Deprecated, no longer has any effect.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setShowWebVitals
+    """
+    return Command("Overlay.setShowWebVitals", _p_set_show_web_vitals(show), None)
+
+
+def set_show_viewport_size_on_resize(
+    *,
+    show: bool,
+) -> Command[None]:
+    """Paints viewport size upon main frame resize.
+
+    Args:
+        show: Whether to paint size or not.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setShowViewportSizeOnResize
+    """
+    return Command("Overlay.setShowViewportSizeOnResize", _p_set_show_viewport_size_on_resize(show), None)
+
+
+def set_show_hinge(
+    *,
+    hinge_config: HingeConfig | None = None,
+) -> Command[None]:
+    """Add a dual screen device hinge
+
+    Args:
+        hinge_config: hinge data, null means hideHinge
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setShowHinge
+    """
+    return Command("Overlay.setShowHinge", _p_set_show_hinge(hinge_config), None)
+
+
+def set_show_display_cutout(
+    *,
+    display_cutout_config: DisplayCutoutConfig | None = None,
+) -> Command[None]:
+    """Add a display cutout overlay.
+
+    Args:
+        display_cutout_config: display cutout data, null means hide display cutout
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setShowDisplayCutout
+    """
+    return Command("Overlay.setShowDisplayCutout", _p_set_show_display_cutout(display_cutout_config), None)
+
+
+def set_show_isolated_elements(
+    *,
+    isolated_element_highlight_configs: list[IsolatedElementHighlightConfig],
+) -> Command[None]:
+    """Show elements in isolation mode with overlays.
+
+    Args:
+        isolated_element_highlight_configs: An array of node identifiers and descriptors for the highlight appearance.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setShowIsolatedElements
+    """
+    return Command(
+        "Overlay.setShowIsolatedElements",
+        _p_set_show_isolated_elements(isolated_element_highlight_configs),
+        None,
+    )
+
+
+def set_show_window_controls_overlay(
+    *,
+    window_controls_overlay_config: WindowControlsOverlayConfig | None = None,
+) -> Command[None]:
+    """Show Window Controls Overlay for PWA
+
+    Args:
+        window_controls_overlay_config: Window Controls Overlay data, null means hide Window Controls Overlay
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#method-setShowWindowControlsOverlay
+    """
+    return Command(
+        "Overlay.setShowWindowControlsOverlay",
+        _p_set_show_window_controls_overlay(window_controls_overlay_config),
+        None,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class InspectNodeRequested:
+    """Fired when the node should be inspected. This happens after call to `setInspectMode` or when
+    user manually inspects an element.
+
+    Attributes:
+        backend_node_id: Id of the node to inspect.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#event-inspectNodeRequested
+    """
+
+    method: ClassVar[str] = "Overlay.inspectNodeRequested"
+    backend_node_id: cdp.dom.BackendNodeId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class NodeHighlightRequested:
+    """Fired when the node should be highlighted. This happens after call to `setInspectMode`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#event-nodeHighlightRequested
+    """
+
+    method: ClassVar[str] = "Overlay.nodeHighlightRequested"
+    node_id: cdp.dom.NodeId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ScreenshotRequested:
+    """Fired when user asks to capture screenshot of some area on the page.
+
+    Attributes:
+        viewport: Viewport to capture, in device independent pixels (dip).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#event-screenshotRequested
+    """
+
+    method: ClassVar[str] = "Overlay.screenshotRequested"
+    viewport: cdp.page.Viewport
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class InspectPanelShowRequested:
+    """Fired when user asks to show the Inspect panel.
+
+    Attributes:
+        backend_node_id: Id of the node to show in the panel.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#event-inspectPanelShowRequested
+    """
+
+    method: ClassVar[str] = "Overlay.inspectPanelShowRequested"
+    backend_node_id: cdp.dom.BackendNodeId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class InspectedElementWindowRestored:
+    """Fired when user asks to restore the Inspected Element floating window.
+
+    Attributes:
+        backend_node_id: Id of the node to restore the floating window for.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#event-inspectedElementWindowRestored
+    """
+
+    method: ClassVar[str] = "Overlay.inspectedElementWindowRestored"
+    backend_node_id: cdp.dom.BackendNodeId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class InspectModeCanceled:
+    """Fired when user cancels the inspect mode.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Overlay/#event-inspectModeCanceled
+    """
+
+    method: ClassVar[str] = "Overlay.inspectModeCanceled"
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
+
+
+def _s_SourceOrderConfig(d: dict[str, Any]) -> SourceOrderConfig:
+    o = _new(SourceOrderConfig)
+    od = o.__dict__
+    for k, v in d.items():
+        if k == "parentOutlineColor":
+            od["parent_outline_color"] = None if v is None else cdp.dom._s_RGBA(v)
+        elif k == "childOutlineColor":
+            od["child_outline_color"] = None if v is None else cdp.dom._s_RGBA(v)
+    if "parent_outline_color" not in od:
+        raise KeyError("parentOutlineColor")
+    if "child_outline_color" not in od:
+        raise KeyError("childOutlineColor")
+    return o
+
+
+def _u_SourceOrderConfig(o: SourceOrderConfig) -> dict[str, Any]:
+    return {
+        "parentOutlineColor": cdp.dom._u_RGBA(o.parent_outline_color),
+        "childOutlineColor": cdp.dom._u_RGBA(o.child_outline_color),
+    }
 
 
 _GridHighlightConfig_plain = {
@@ -206,58 +1210,6 @@ def _u_GridHighlightConfig(o: GridHighlightConfig) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    GridHighlightConfig,
-    {
-        "show_grid_extension_lines": None,
-        "show_positive_line_numbers": None,
-        "show_negative_line_numbers": None,
-        "show_area_names": None,
-        "show_line_names": None,
-        "show_track_sizes": None,
-        "grid_border_color": None,
-        "cell_border_color": None,
-        "row_line_color": None,
-        "column_line_color": None,
-        "grid_border_dash": None,
-        "cell_border_dash": None,
-        "row_line_dash": None,
-        "column_line_dash": None,
-        "row_gap_color": None,
-        "row_hatch_color": None,
-        "column_gap_color": None,
-        "column_hatch_color": None,
-        "area_border_color": None,
-        "grid_background_color": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FlexContainerHighlightConfig:
-    """Configuration data for the highlighting of Flex container elements.
-
-    Attributes:
-        container_border: The style of the container border
-        line_separator: The style of the separator between lines
-        item_separator: The style of the separator between items
-        main_distributed_space: Style of content-distribution space on the main axis (justify-content).
-        cross_distributed_space: Style of content-distribution space on the cross axis (align-content).
-        row_gap_space: Style of empty space caused by row gaps (gap/row-gap).
-        column_gap_space: Style of empty space caused by columns gaps (gap/column-gap).
-        cross_alignment: Style of the self-alignment line (align-items).
-    """
-
-    container_border: LineStyle | None = None
-    line_separator: LineStyle | None = None
-    item_separator: LineStyle | None = None
-    main_distributed_space: BoxStyle | None = None
-    cross_distributed_space: BoxStyle | None = None
-    row_gap_space: BoxStyle | None = None
-    column_gap_space: BoxStyle | None = None
-    cross_alignment: LineStyle | None = None
-
-
 def _s_FlexContainerHighlightConfig(d: dict[str, Any]) -> FlexContainerHighlightConfig:
     o = _new(FlexContainerHighlightConfig)
     od = o.__dict__
@@ -302,36 +1254,6 @@ def _u_FlexContainerHighlightConfig(o: FlexContainerHighlightConfig) -> dict[str
     return d
 
 
-optional_defaults(
-    FlexContainerHighlightConfig,
-    {
-        "container_border": None,
-        "line_separator": None,
-        "item_separator": None,
-        "main_distributed_space": None,
-        "cross_distributed_space": None,
-        "row_gap_space": None,
-        "column_gap_space": None,
-        "cross_alignment": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FlexItemHighlightConfig:
-    """Configuration data for the highlighting of Flex item elements.
-
-    Attributes:
-        base_size_box: Style of the box representing the item's base size
-        base_size_border: Style of the border around the box representing the item's base size
-        flexibility_arrow: Style of the arrow representing if the item grew or shrank
-    """
-
-    base_size_box: BoxStyle | None = None
-    base_size_border: LineStyle | None = None
-    flexibility_arrow: LineStyle | None = None
-
-
 def _s_FlexItemHighlightConfig(d: dict[str, Any]) -> FlexItemHighlightConfig:
     o = _new(FlexItemHighlightConfig)
     od = o.__dict__
@@ -354,29 +1276,6 @@ def _u_FlexItemHighlightConfig(o: FlexItemHighlightConfig) -> dict[str, Any]:
     if o.flexibility_arrow is not None:
         d["flexibilityArrow"] = _u_LineStyle(o.flexibility_arrow)
     return d
-
-
-optional_defaults(
-    FlexItemHighlightConfig,
-    {
-        "base_size_box": None,
-        "base_size_border": None,
-        "flexibility_arrow": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LineStyle:
-    """Style information for drawing a line.
-
-    Attributes:
-        color: The color of the line (default: transparent)
-        pattern: The line pattern (default: solid) Values: 'dashed', 'dotted'.
-    """
-
-    color: _dom.RGBA | None = None
-    pattern: str | None = None
 
 
 _LineStyle_plain = {
@@ -405,28 +1304,6 @@ def _u_LineStyle(o: LineStyle) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    LineStyle,
-    {
-        "color": None,
-        "pattern": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class BoxStyle:
-    """Style information for drawing a box.
-
-    Attributes:
-        fill_color: The background color for the box (default: transparent)
-        hatch_color: The hatching color for the box (default: transparent)
-    """
-
-    fill_color: _dom.RGBA | None = None
-    hatch_color: _dom.RGBA | None = None
-
-
 def _s_BoxStyle(d: dict[str, Any]) -> BoxStyle:
     o = _new(BoxStyle)
     od = o.__dict__
@@ -445,50 +1322,6 @@ def _u_BoxStyle(o: BoxStyle) -> dict[str, Any]:
     if o.hatch_color is not None:
         d["hatchColor"] = cdp.dom._u_RGBA(o.hatch_color)
     return d
-
-
-optional_defaults(
-    BoxStyle,
-    {
-        "fill_color": None,
-        "hatch_color": None,
-    },
-)
-
-
-class ContrastAlgorithm(CDPEnum):
-    """ContrastAlgorithm."""
-
-    AA = "aa"
-    AAA = "aaa"
-    APCA = "apca"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ImcbHighlightConfig:
-    """Configuration for Inset-Modified Containing Block (IMCB) and CSS Anchor Positioning highlight.
-
-    Attributes:
-        imcb_border_color: Border color for the Inset-Modified Containing Block (default: transparent).
-        imcb_background_color: Background fill color for the Inset-Modified Containing Block (default: transparent).
-        insets_background_color: Fill color for the inset modifiers area (difference between CB and IMCB).
-        insets_hatch_color: Hatch color for the inset modifiers area.
-        anchor_border_color: Border color for the referenced target anchor element(s) (when element is anchor-positioned).
-        anchor_background_color: Background fill color for the referenced target anchor element(s) (when element is anchor-positioned).
-        show_position_area_grid: Whether to render the 3x3 position-area grid lines when position-area is used.
-        position_area_grid_line_color: Line color for the 3x3 position-area grid lines.
-        position_area_active_region_color: Fill color for the active region within the position-area grid.
-    """
-
-    imcb_border_color: _dom.RGBA | None = None
-    imcb_background_color: _dom.RGBA | None = None
-    insets_background_color: _dom.RGBA | None = None
-    insets_hatch_color: _dom.RGBA | None = None
-    anchor_border_color: _dom.RGBA | None = None
-    anchor_background_color: _dom.RGBA | None = None
-    show_position_area_grid: bool | None = None
-    position_area_grid_line_color: _dom.RGBA | None = None
-    position_area_active_region_color: _dom.RGBA | None = None
 
 
 _ImcbHighlightConfig_plain = {
@@ -543,71 +1376,6 @@ def _u_ImcbHighlightConfig(o: ImcbHighlightConfig) -> dict[str, Any]:
     if o.position_area_active_region_color is not None:
         d["positionAreaActiveRegionColor"] = cdp.dom._u_RGBA(o.position_area_active_region_color)
     return d
-
-
-optional_defaults(
-    ImcbHighlightConfig,
-    {
-        "imcb_border_color": None,
-        "imcb_background_color": None,
-        "insets_background_color": None,
-        "insets_hatch_color": None,
-        "anchor_border_color": None,
-        "anchor_background_color": None,
-        "show_position_area_grid": None,
-        "position_area_grid_line_color": None,
-        "position_area_active_region_color": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class HighlightConfig:
-    """Configuration data for the highlighting of page elements.
-
-    Attributes:
-        show_info: Whether the node info tooltip should be shown (default: false).
-        show_styles: Whether the node styles in the tooltip (default: false).
-        show_rulers: Whether the rulers should be shown (default: false).
-        show_accessibility_info: Whether the a11y info should be shown (default: true).
-        show_extension_lines: Whether the extension lines from node to the rulers should be shown (default: false).
-        content_color: The content box highlight fill color (default: transparent).
-        padding_color: The padding highlight fill color (default: transparent).
-        border_color: The border highlight fill color (default: transparent).
-        margin_color: The margin highlight fill color (default: transparent).
-        event_target_color: The event target element highlight fill color (default: transparent).
-        shape_color: The shape outside fill color (default: transparent).
-        shape_margin_color: The shape margin fill color (default: transparent).
-        css_grid_color: The grid layout color (default: transparent).
-        color_format: The color format used to format color styles (default: hex).
-        grid_highlight_config: The grid layout highlight configuration (default: all transparent).
-        flex_container_highlight_config: The flex container highlight configuration (default: all transparent).
-        flex_item_highlight_config: The flex item highlight configuration (default: all transparent).
-        contrast_algorithm: The contrast algorithm to use for the contrast ratio (default: aa).
-        container_query_container_highlight_config: The container query container highlight configuration (default: all transparent).
-        imcb_highlight_config: The IMCB highlight configuration (default: all transparent).
-    """
-
-    show_info: bool | None = None
-    show_styles: bool | None = None
-    show_rulers: bool | None = None
-    show_accessibility_info: bool | None = None
-    show_extension_lines: bool | None = None
-    content_color: _dom.RGBA | None = None
-    padding_color: _dom.RGBA | None = None
-    border_color: _dom.RGBA | None = None
-    margin_color: _dom.RGBA | None = None
-    event_target_color: _dom.RGBA | None = None
-    shape_color: _dom.RGBA | None = None
-    shape_margin_color: _dom.RGBA | None = None
-    css_grid_color: _dom.RGBA | None = None
-    color_format: ColorFormat | None = None
-    grid_highlight_config: GridHighlightConfig | None = None
-    flex_container_highlight_config: FlexContainerHighlightConfig | None = None
-    flex_item_highlight_config: FlexItemHighlightConfig | None = None
-    contrast_algorithm: ContrastAlgorithm | None = None
-    container_query_container_highlight_config: ContainerQueryContainerHighlightConfig | None = None
-    imcb_highlight_config: ImcbHighlightConfig | None = None
 
 
 _HighlightConfig_plain = {
@@ -708,55 +1476,6 @@ def _u_HighlightConfig(o: HighlightConfig) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    HighlightConfig,
-    {
-        "show_info": None,
-        "show_styles": None,
-        "show_rulers": None,
-        "show_accessibility_info": None,
-        "show_extension_lines": None,
-        "content_color": None,
-        "padding_color": None,
-        "border_color": None,
-        "margin_color": None,
-        "event_target_color": None,
-        "shape_color": None,
-        "shape_margin_color": None,
-        "css_grid_color": None,
-        "color_format": None,
-        "grid_highlight_config": None,
-        "flex_container_highlight_config": None,
-        "flex_item_highlight_config": None,
-        "contrast_algorithm": None,
-        "container_query_container_highlight_config": None,
-        "imcb_highlight_config": None,
-    },
-)
-
-
-class ColorFormat(CDPEnum):
-    """ColorFormat."""
-
-    RGB = "rgb"
-    HSL = "hsl"
-    HWB = "hwb"
-    HEX = "hex"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GridNodeHighlightConfig:
-    """Configurations for Persistent Grid Highlight
-
-    Attributes:
-        grid_highlight_config: A descriptor for the highlight appearance.
-        node_id: Identifier of the node to highlight.
-    """
-
-    grid_highlight_config: GridHighlightConfig
-    node_id: _dom.NodeId
-
-
 _GridNodeHighlightConfig_plain = {
     "nodeId": "node_id",
 }
@@ -779,24 +1498,10 @@ def _s_GridNodeHighlightConfig(d: dict[str, Any]) -> GridNodeHighlightConfig:
 
 
 def _u_GridNodeHighlightConfig(o: GridNodeHighlightConfig) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "gridHighlightConfig": _u_GridHighlightConfig(o.grid_highlight_config),
         "nodeId": o.node_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FlexNodeHighlightConfig:
-    """FlexNodeHighlightConfig.
-
-    Attributes:
-        flex_container_highlight_config: A descriptor for the highlight appearance of flex containers.
-        node_id: Identifier of the node to highlight.
-    """
-
-    flex_container_highlight_config: FlexContainerHighlightConfig
-    node_id: _dom.NodeId
 
 
 _FlexNodeHighlightConfig_plain = {
@@ -821,28 +1526,10 @@ def _s_FlexNodeHighlightConfig(d: dict[str, Any]) -> FlexNodeHighlightConfig:
 
 
 def _u_FlexNodeHighlightConfig(o: FlexNodeHighlightConfig) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "flexContainerHighlightConfig": _u_FlexContainerHighlightConfig(o.flex_container_highlight_config),
         "nodeId": o.node_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ScrollSnapContainerHighlightConfig:
-    """ScrollSnapContainerHighlightConfig.
-
-    Attributes:
-        snapport_border: The style of the snapport border (default: transparent)
-        snap_area_border: The style of the snap area border (default: transparent)
-        scroll_margin_color: The margin highlight fill color (default: transparent).
-        scroll_padding_color: The padding highlight fill color (default: transparent).
-    """
-
-    snapport_border: LineStyle | None = None
-    snap_area_border: LineStyle | None = None
-    scroll_margin_color: _dom.RGBA | None = None
-    scroll_padding_color: _dom.RGBA | None = None
 
 
 def _s_ScrollSnapContainerHighlightConfig(d: dict[str, Any]) -> ScrollSnapContainerHighlightConfig:
@@ -873,30 +1560,6 @@ def _u_ScrollSnapContainerHighlightConfig(o: ScrollSnapContainerHighlightConfig)
     return d
 
 
-optional_defaults(
-    ScrollSnapContainerHighlightConfig,
-    {
-        "snapport_border": None,
-        "snap_area_border": None,
-        "scroll_margin_color": None,
-        "scroll_padding_color": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ScrollSnapHighlightConfig:
-    """ScrollSnapHighlightConfig.
-
-    Attributes:
-        scroll_snap_container_highlight_config: A descriptor for the highlight appearance of scroll snap containers.
-        node_id: Identifier of the node to highlight.
-    """
-
-    scroll_snap_container_highlight_config: ScrollSnapContainerHighlightConfig
-    node_id: _dom.NodeId
-
-
 _ScrollSnapHighlightConfig_plain = {
     "nodeId": "node_id",
 }
@@ -921,28 +1584,12 @@ def _s_ScrollSnapHighlightConfig(d: dict[str, Any]) -> ScrollSnapHighlightConfig
 
 
 def _u_ScrollSnapHighlightConfig(o: ScrollSnapHighlightConfig) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "scrollSnapContainerHighlightConfig": _u_ScrollSnapContainerHighlightConfig(
             o.scroll_snap_container_highlight_config
         ),
         "nodeId": o.node_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class HingeConfig:
-    """Configuration for dual screen hinge
-
-    Attributes:
-        rect: A rectangle represent hinge
-        content_color: The content box highlight fill color (default: a dark color).
-        outline_color: The content box highlight outline color (default: transparent).
-    """
-
-    rect: _dom.Rect
-    content_color: _dom.RGBA | None = None
-    outline_color: _dom.RGBA | None = None
 
 
 def _s_HingeConfig(d: dict[str, Any]) -> HingeConfig:
@@ -969,51 +1616,6 @@ def _u_HingeConfig(o: HingeConfig) -> dict[str, Any]:
     if o.outline_color is not None:
         d["outlineColor"] = cdp.dom._u_RGBA(o.outline_color)
     return d
-
-
-optional_defaults(
-    HingeConfig,
-    {
-        "content_color": None,
-        "outline_color": None,
-    },
-)
-
-
-class DisplayCutoutShape(CDPEnum):
-    """Supported display cutout shapes."""
-
-    PILL = "pill"
-    NOTCH = "notch"
-    CIRCLE = "circle"
-    RECTANGLE = "rectangle"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DisplayCutoutConfig:
-    """Configuration for a display cutout.
-
-    Attributes:
-        rect: A rectangle representing the cutout bounds.
-        shape: Shape used to draw the cutout.
-        border_radius: Border radius for rounded cutout shapes.
-        upper_radius: Upper shoulder radius for notch cutout shapes.
-        lower_radius: Lower transition radius for notch cutout shapes.
-        cx: Center x coordinate for circle cutout shapes.
-        cy: Center y coordinate for circle cutout shapes.
-        radius: Radius for circle cutout shapes.
-        content_color: The cutout fill color (default: black).
-    """
-
-    rect: _dom.Rect
-    shape: DisplayCutoutShape
-    border_radius: int | None = None
-    upper_radius: int | None = None
-    lower_radius: int | None = None
-    cx: int | None = None
-    cy: int | None = None
-    radius: int | None = None
-    content_color: _dom.RGBA | None = None
 
 
 _DisplayCutoutConfig_plain = {
@@ -1068,35 +1670,6 @@ def _u_DisplayCutoutConfig(o: DisplayCutoutConfig) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    DisplayCutoutConfig,
-    {
-        "border_radius": None,
-        "upper_radius": None,
-        "lower_radius": None,
-        "cx": None,
-        "cy": None,
-        "radius": None,
-        "content_color": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WindowControlsOverlayConfig:
-    """Configuration for Window Controls Overlay
-
-    Attributes:
-        show_css: Whether the title bar CSS should be shown when emulating the Window Controls Overlay.
-        selected_platform: Selected platforms to show the overlay.
-        theme_color: The theme color defined in app manifest.
-    """
-
-    show_css: bool
-    selected_platform: str
-    theme_color: str
-
-
 _WindowControlsOverlayConfig_plain = {
     "showCSS": "show_css",
     "selectedPlatform": "selected_platform",
@@ -1121,25 +1694,11 @@ def _s_WindowControlsOverlayConfig(d: dict[str, Any]) -> WindowControlsOverlayCo
 
 
 def _u_WindowControlsOverlayConfig(o: WindowControlsOverlayConfig) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "showCSS": o.show_css,
         "selectedPlatform": o.selected_platform,
         "themeColor": o.theme_color,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ContainerQueryHighlightConfig:
-    """ContainerQueryHighlightConfig.
-
-    Attributes:
-        container_query_container_highlight_config: A descriptor for the highlight appearance of container query containers.
-        node_id: Identifier of the container node to highlight.
-    """
-
-    container_query_container_highlight_config: ContainerQueryContainerHighlightConfig
-    node_id: _dom.NodeId
 
 
 _ContainerQueryHighlightConfig_plain = {
@@ -1166,26 +1725,12 @@ def _s_ContainerQueryHighlightConfig(d: dict[str, Any]) -> ContainerQueryHighlig
 
 
 def _u_ContainerQueryHighlightConfig(o: ContainerQueryHighlightConfig) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "containerQueryContainerHighlightConfig": _u_ContainerQueryContainerHighlightConfig(
             o.container_query_container_highlight_config
         ),
         "nodeId": o.node_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ContainerQueryContainerHighlightConfig:
-    """ContainerQueryContainerHighlightConfig.
-
-    Attributes:
-        container_border: The style of the container border.
-        descendant_border: The style of the descendants' borders.
-    """
-
-    container_border: LineStyle | None = None
-    descendant_border: LineStyle | None = None
 
 
 def _s_ContainerQueryContainerHighlightConfig(d: dict[str, Any]) -> ContainerQueryContainerHighlightConfig:
@@ -1206,28 +1751,6 @@ def _u_ContainerQueryContainerHighlightConfig(o: ContainerQueryContainerHighligh
     if o.descendant_border is not None:
         d["descendantBorder"] = _u_LineStyle(o.descendant_border)
     return d
-
-
-optional_defaults(
-    ContainerQueryContainerHighlightConfig,
-    {
-        "container_border": None,
-        "descendant_border": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class IsolatedElementHighlightConfig:
-    """IsolatedElementHighlightConfig.
-
-    Attributes:
-        isolation_mode_highlight_config: A descriptor for the highlight appearance of an element in isolation mode.
-        node_id: Identifier of the isolated element to highlight.
-    """
-
-    isolation_mode_highlight_config: IsolationModeHighlightConfig
-    node_id: _dom.NodeId
 
 
 _IsolatedElementHighlightConfig_plain = {
@@ -1252,26 +1775,10 @@ def _s_IsolatedElementHighlightConfig(d: dict[str, Any]) -> IsolatedElementHighl
 
 
 def _u_IsolatedElementHighlightConfig(o: IsolatedElementHighlightConfig) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "isolationModeHighlightConfig": _u_IsolationModeHighlightConfig(o.isolation_mode_highlight_config),
         "nodeId": o.node_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class IsolationModeHighlightConfig:
-    """IsolationModeHighlightConfig.
-
-    Attributes:
-        resizer_color: The fill color of the resizers (default: transparent).
-        resizer_handle_color: The fill color for resizer handles (default: transparent).
-        mask_color: The fill color for the mask covering non-isolated elements (default: transparent).
-    """
-
-    resizer_color: _dom.RGBA | None = None
-    resizer_handle_color: _dom.RGBA | None = None
-    mask_color: _dom.RGBA | None = None
 
 
 def _s_IsolationModeHighlightConfig(d: dict[str, Any]) -> IsolationModeHighlightConfig:
@@ -1296,38 +1803,6 @@ def _u_IsolationModeHighlightConfig(o: IsolationModeHighlightConfig) -> dict[str
     if o.mask_color is not None:
         d["maskColor"] = cdp.dom._u_RGBA(o.mask_color)
     return d
-
-
-optional_defaults(
-    IsolationModeHighlightConfig,
-    {
-        "resizer_color": None,
-        "resizer_handle_color": None,
-        "mask_color": None,
-    },
-)
-
-
-class InspectMode(CDPEnum):
-    """InspectMode."""
-
-    SEARCH_FOR_NODE = "searchForNode"
-    SEARCH_FOR_UA_SHADOW_DOM = "searchForUAShadowDOM"
-    CAPTURE_AREA_SCREENSHOT = "captureAreaScreenshot"
-    NONE = "none"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class InspectedElementAnchorConfig:
-    """InspectedElementAnchorConfig.
-
-    Attributes:
-        node_id: Identifier of the node to highlight.
-        backend_node_id: Identifier of the backend node to highlight.
-    """
-
-    node_id: _dom.NodeId | None = None
-    backend_node_id: _dom.BackendNodeId | None = None
 
 
 _InspectedElementAnchorConfig_plain = {
@@ -1355,44 +1830,12 @@ def _u_InspectedElementAnchorConfig(o: InspectedElementAnchorConfig) -> dict[str
     return d
 
 
-optional_defaults(
-    InspectedElementAnchorConfig,
-    {
-        "node_id": None,
-        "backend_node_id": None,
-    },
-)
-
-
-def disable() -> Command[None]:
-    """Disables domain notifications."""
-    _p: dict[str, Any] = {}
-    return Command("Overlay.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def enable() -> Command[None]:
-    """Enables domain notifications."""
-    _p: dict[str, Any] = {}
-    return Command("Overlay.enable", _p, None)
-
-
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetHighlightObjectForTestResult:
-    """Result of :func:`get_highlight_object_for_test` (Overlay.getHighlightObjectForTest).
-
-    Attributes:
-        highlight: Highlight data for the node.
-    """
-
-    highlight: dict[str, Any]
 
 
 _GetHighlightObjectForTestResult_plain = {
@@ -1413,29 +1856,18 @@ def _s_GetHighlightObjectForTestResult(d: dict[str, Any]) -> GetHighlightObjectF
 
 
 def _u_GetHighlightObjectForTestResult(o: GetHighlightObjectForTestResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "highlight": o.highlight,
     }
-    return d
 
 
-def get_highlight_object_for_test(
-    *,
-    node_id: _dom.NodeId,
-    include_distance: bool | None = None,
-    include_style: bool | None = None,
-    color_format: ColorFormat | None = None,
-    show_accessibility_info: bool | None = None,
-) -> Command[GetHighlightObjectForTestResult]:
-    """For testing.
-
-    Args:
-        node_id: Id of the node to get highlight object for.
-        include_distance: Whether to include distance info.
-        include_style: Whether to include style info.
-        color_format: The color format to get config with (default: hex).
-        show_accessibility_info: Whether to show accessibility info (default: true).
-    """
+def _p_get_highlight_object_for_test(
+    node_id: cdp.dom.NodeId,
+    include_distance: bool | None,
+    include_style: bool | None,
+    color_format: ColorFormat | None,
+    show_accessibility_info: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "nodeId": node_id,
     }
@@ -1447,7 +1879,7 @@ def get_highlight_object_for_test(
         _p["colorFormat"] = color_format
     if show_accessibility_info is not None:
         _p["showAccessibilityInfo"] = show_accessibility_info
-    return Command("Overlay.getHighlightObjectForTest", _p, _s_GetHighlightObjectForTestResult)
+    return _p
 
 
 def _c_get_highlight_object_for_test(d: dict[str, Any]) -> Command[GetHighlightObjectForTestResult]:
@@ -1458,17 +1890,6 @@ def _c_get_highlight_object_for_test(d: dict[str, Any]) -> Command[GetHighlightO
         color_format=None if (v := d.get("colorFormat")) is None else _enum(ColorFormat, v),
         show_accessibility_info=d.get("showAccessibilityInfo"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetGridHighlightObjectsForTestResult:
-    """Result of :func:`get_grid_highlight_objects_for_test` (Overlay.getGridHighlightObjectsForTest).
-
-    Attributes:
-        highlights: Grid Highlight data for the node ids provided.
-    """
-
-    highlights: dict[str, Any]
 
 
 _GetGridHighlightObjectsForTestResult_plain = {
@@ -1489,25 +1910,17 @@ def _s_GetGridHighlightObjectsForTestResult(d: dict[str, Any]) -> GetGridHighlig
 
 
 def _u_GetGridHighlightObjectsForTestResult(o: GetGridHighlightObjectsForTestResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "highlights": o.highlights,
     }
-    return d
 
 
-def get_grid_highlight_objects_for_test(
-    *,
-    node_ids: list[_dom.NodeId],
-) -> Command[GetGridHighlightObjectsForTestResult]:
-    """For Persistent Grid testing.
-
-    Args:
-        node_ids: Ids of the node to get highlight object for.
-    """
-    _p: dict[str, Any] = {
+def _p_get_grid_highlight_objects_for_test(
+    node_ids: list[cdp.dom.NodeId],
+) -> dict[str, Any]:
+    return {
         "nodeIds": node_ids,
     }
-    return Command("Overlay.getGridHighlightObjectsForTest", _p, _s_GetGridHighlightObjectsForTestResult)
 
 
 def _c_get_grid_highlight_objects_for_test(
@@ -1516,17 +1929,6 @@ def _c_get_grid_highlight_objects_for_test(
     return get_grid_highlight_objects_for_test(
         node_ids=d["nodeIds"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetSourceOrderHighlightObjectForTestResult:
-    """Result of :func:`get_source_order_highlight_object_for_test` (Overlay.getSourceOrderHighlightObjectForTest).
-
-    Attributes:
-        highlight: Source order highlight data for the node id provided.
-    """
-
-    highlight: dict[str, Any]
 
 
 _GetSourceOrderHighlightObjectForTestResult_plain = {
@@ -1551,27 +1953,17 @@ def _s_GetSourceOrderHighlightObjectForTestResult(
 def _u_GetSourceOrderHighlightObjectForTestResult(
     o: GetSourceOrderHighlightObjectForTestResult,
 ) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "highlight": o.highlight,
     }
-    return d
 
 
-def get_source_order_highlight_object_for_test(
-    *,
-    node_id: _dom.NodeId,
-) -> Command[GetSourceOrderHighlightObjectForTestResult]:
-    """For Source Order Viewer testing.
-
-    Args:
-        node_id: Id of the node to highlight.
-    """
-    _p: dict[str, Any] = {
+def _p_get_source_order_highlight_object_for_test(
+    node_id: cdp.dom.NodeId,
+) -> dict[str, Any]:
+    return {
         "nodeId": node_id,
     }
-    return Command(
-        "Overlay.getSourceOrderHighlightObjectForTest", _p, _s_GetSourceOrderHighlightObjectForTestResult
-    )
 
 
 def _c_get_source_order_highlight_object_for_test(
@@ -1582,32 +1974,15 @@ def _c_get_source_order_highlight_object_for_test(
     )
 
 
-def hide_highlight() -> Command[None]:
-    """Hides any highlight."""
-    _p: dict[str, Any] = {}
-    return Command("Overlay.hideHighlight", _p, None)
-
-
 def _c_hide_highlight(d: dict[str, Any]) -> Command[None]:
     return hide_highlight()
 
 
-def highlight_frame(
-    *,
-    frame_id: _page.FrameId,
-    content_color: _dom.RGBA | None = None,
-    content_outline_color: _dom.RGBA | None = None,
-) -> Command[None]:
-    """Deprecated. Highlights owner element of the frame with given id.
-    Deprecated: Doesn't work reliably and cannot be fixed due to process
-    separation (the owner node might be in a different process). Determine
-    the owner node in the client and use highlightNode.
-
-    Args:
-        frame_id: Identifier of the frame to highlight.
-        content_color: The content box highlight fill color (default: transparent).
-        content_outline_color: The content box highlight outline color (default: transparent).
-    """
+def _p_highlight_frame(
+    frame_id: cdp.page.FrameId,
+    content_color: cdp.dom.RGBA | None,
+    content_outline_color: cdp.dom.RGBA | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "frameId": frame_id,
     }
@@ -1615,7 +1990,7 @@ def highlight_frame(
         _p["contentColor"] = cdp.dom._u_RGBA(content_color)
     if content_outline_color is not None:
         _p["contentOutlineColor"] = cdp.dom._u_RGBA(content_outline_color)
-    return Command("Overlay.highlightFrame", _p, None)
+    return _p
 
 
 def _c_highlight_frame(d: dict[str, Any]) -> Command[None]:
@@ -1626,24 +2001,13 @@ def _c_highlight_frame(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def highlight_node(
-    *,
+def _p_highlight_node(
     highlight_config: HighlightConfig,
-    node_id: _dom.NodeId | None = None,
-    backend_node_id: _dom.BackendNodeId | None = None,
-    object_id: _runtime.RemoteObjectId | None = None,
-    selector: str | None = None,
-) -> Command[None]:
-    """Highlights DOM node with given id or with the given JavaScript object wrapper. Either nodeId or
-    objectId must be specified.
-
-    Args:
-        highlight_config: A descriptor for the highlight appearance.
-        node_id: Identifier of the node to highlight.
-        backend_node_id: Identifier of the backend node to highlight.
-        object_id: JavaScript object id of the node to be highlighted.
-        selector: Selectors to highlight relevant nodes.
-    """
+    node_id: cdp.dom.NodeId | None,
+    backend_node_id: cdp.dom.BackendNodeId | None,
+    object_id: cdp.runtime.RemoteObjectId | None,
+    selector: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "highlightConfig": _u_HighlightConfig(highlight_config),
     }
@@ -1655,7 +2019,7 @@ def highlight_node(
         _p["objectId"] = object_id
     if selector is not None:
         _p["selector"] = selector
-    return Command("Overlay.highlightNode", _p, None)
+    return _p
 
 
 def _c_highlight_node(d: dict[str, Any]) -> Command[None]:
@@ -1668,19 +2032,11 @@ def _c_highlight_node(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def highlight_quad(
-    *,
-    quad: _dom.Quad,
-    color: _dom.RGBA | None = None,
-    outline_color: _dom.RGBA | None = None,
-) -> Command[None]:
-    """Highlights given quad. Coordinates are absolute with respect to the main frame viewport.
-
-    Args:
-        quad: Quad to highlight
-        color: The highlight fill color (default: transparent).
-        outline_color: The highlight outline color (default: transparent).
-    """
+def _p_highlight_quad(
+    quad: cdp.dom.Quad,
+    color: cdp.dom.RGBA | None,
+    outline_color: cdp.dom.RGBA | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "quad": quad,
     }
@@ -1688,7 +2044,7 @@ def highlight_quad(
         _p["color"] = cdp.dom._u_RGBA(color)
     if outline_color is not None:
         _p["outlineColor"] = cdp.dom._u_RGBA(outline_color)
-    return Command("Overlay.highlightQuad", _p, None)
+    return _p
 
 
 def _c_highlight_quad(d: dict[str, Any]) -> Command[None]:
@@ -1699,28 +2055,14 @@ def _c_highlight_quad(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def highlight_rect(
-    *,
+def _p_highlight_rect(
     x: int,
     y: int,
     width: int,
     height: int,
-    color: _dom.RGBA | None = None,
-    outline_color: _dom.RGBA | None = None,
-) -> Command[None]:
-    """Highlights given rectangle. Coordinates are absolute with respect to the main frame viewport.
-    Issue: the method does not handle device pixel ratio (DPR) correctly.
-    The coordinates currently have to be adjusted by the client
-    if DPR is not 1 (see crbug.com/437807128).
-
-    Args:
-        x: X coordinate
-        y: Y coordinate
-        width: Rectangle width
-        height: Rectangle height
-        color: The highlight fill color (default: transparent).
-        outline_color: The highlight outline color (default: transparent).
-    """
+    color: cdp.dom.RGBA | None,
+    outline_color: cdp.dom.RGBA | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "x": x,
         "y": y,
@@ -1731,7 +2073,7 @@ def highlight_rect(
         _p["color"] = cdp.dom._u_RGBA(color)
     if outline_color is not None:
         _p["outlineColor"] = cdp.dom._u_RGBA(outline_color)
-    return Command("Overlay.highlightRect", _p, None)
+    return _p
 
 
 def _c_highlight_rect(d: dict[str, Any]) -> Command[None]:
@@ -1745,22 +2087,12 @@ def _c_highlight_rect(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def highlight_source_order(
-    *,
+def _p_highlight_source_order(
     source_order_config: SourceOrderConfig,
-    node_id: _dom.NodeId | None = None,
-    backend_node_id: _dom.BackendNodeId | None = None,
-    object_id: _runtime.RemoteObjectId | None = None,
-) -> Command[None]:
-    """Highlights the source order of the children of the DOM node with given id or with the given
-    JavaScript object wrapper. Either nodeId or objectId must be specified.
-
-    Args:
-        source_order_config: A descriptor for the appearance of the overlay drawing.
-        node_id: Identifier of the node to highlight.
-        backend_node_id: Identifier of the backend node to highlight.
-        object_id: JavaScript object id of the node to be highlighted.
-    """
+    node_id: cdp.dom.NodeId | None,
+    backend_node_id: cdp.dom.BackendNodeId | None,
+    object_id: cdp.runtime.RemoteObjectId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "sourceOrderConfig": _u_SourceOrderConfig(source_order_config),
     }
@@ -1770,7 +2102,7 @@ def highlight_source_order(
         _p["backendNodeId"] = backend_node_id
     if object_id is not None:
         _p["objectId"] = object_id
-    return Command("Overlay.highlightSourceOrder", _p, None)
+    return _p
 
 
 def _c_highlight_source_order(d: dict[str, Any]) -> Command[None]:
@@ -1782,24 +2114,16 @@ def _c_highlight_source_order(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_inspect_mode(
-    *,
+def _p_set_inspect_mode(
     mode: InspectMode,
-    highlight_config: HighlightConfig | None = None,
-) -> Command[None]:
-    """Enters the 'inspect' mode. In this mode, elements that user is hovering over are highlighted.
-    Backend then generates 'inspectNodeRequested' event upon element selection.
-
-    Args:
-        mode: Set an inspection mode.
-        highlight_config: A descriptor for the highlight appearance of hovered-over nodes. May be omitted if `enabled == false`.
-    """
+    highlight_config: HighlightConfig | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "mode": mode,
     }
     if highlight_config is not None:
         _p["highlightConfig"] = _u_HighlightConfig(highlight_config)
-    return Command("Overlay.setInspectMode", _p, None)
+    return _p
 
 
 def _c_set_inspect_mode(d: dict[str, Any]) -> Command[None]:
@@ -1809,19 +2133,12 @@ def _c_set_inspect_mode(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_show_ad_highlights(
-    *,
+def _p_set_show_ad_highlights(
     show: bool,
-) -> Command[None]:
-    """Highlights owner element of all frames detected to be ads.
-
-    Args:
-        show: True for showing ad highlights
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "show": show,
     }
-    return Command("Overlay.setShowAdHighlights", _p, None)
 
 
 def _c_set_show_ad_highlights(d: dict[str, Any]) -> Command[None]:
@@ -1830,19 +2147,13 @@ def _c_set_show_ad_highlights(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_paused_in_debugger_message(
-    *,
-    message: str | None = None,
-) -> Command[None]:
-    """setPausedInDebuggerMessage.
-
-    Args:
-        message: The message to display, also triggers resume and step over controls.
-    """
+def _p_set_paused_in_debugger_message(
+    message: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if message is not None:
         _p["message"] = message
-    return Command("Overlay.setPausedInDebuggerMessage", _p, None)
+    return _p
 
 
 def _c_set_paused_in_debugger_message(d: dict[str, Any]) -> Command[None]:
@@ -1851,19 +2162,12 @@ def _c_set_paused_in_debugger_message(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_show_debug_borders(
-    *,
+def _p_set_show_debug_borders(
     show: bool,
-) -> Command[None]:
-    """Requests that backend shows debug borders on layers
-
-    Args:
-        show: True for showing debug borders
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "show": show,
     }
-    return Command("Overlay.setShowDebugBorders", _p, None)
 
 
 def _c_set_show_debug_borders(d: dict[str, Any]) -> Command[None]:
@@ -1872,19 +2176,12 @@ def _c_set_show_debug_borders(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_show_fps_counter(
-    *,
+def _p_set_show_fps_counter(
     show: bool,
-) -> Command[None]:
-    """Requests that backend shows the FPS counter
-
-    Args:
-        show: True for showing the FPS counter
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "show": show,
     }
-    return Command("Overlay.setShowFPSCounter", _p, None)
 
 
 def _c_set_show_fps_counter(d: dict[str, Any]) -> Command[None]:
@@ -1893,19 +2190,12 @@ def _c_set_show_fps_counter(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_show_grid_overlays(
-    *,
+def _p_set_show_grid_overlays(
     grid_node_highlight_configs: list[GridNodeHighlightConfig],
-) -> Command[None]:
-    """Highlight multiple elements with the CSS Grid overlay.
-
-    Args:
-        grid_node_highlight_configs: An array of node identifiers and descriptors for the highlight appearance.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "gridNodeHighlightConfigs": [_u_GridNodeHighlightConfig(x0) for x0 in grid_node_highlight_configs],
     }
-    return Command("Overlay.setShowGridOverlays", _p, None)
 
 
 def _c_set_show_grid_overlays(d: dict[str, Any]) -> Command[None]:
@@ -1914,19 +2204,12 @@ def _c_set_show_grid_overlays(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_show_flex_overlays(
-    *,
+def _p_set_show_flex_overlays(
     flex_node_highlight_configs: list[FlexNodeHighlightConfig],
-) -> Command[None]:
-    """setShowFlexOverlays.
-
-    Args:
-        flex_node_highlight_configs: An array of node identifiers and descriptors for the highlight appearance.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "flexNodeHighlightConfigs": [_u_FlexNodeHighlightConfig(x0) for x0 in flex_node_highlight_configs],
     }
-    return Command("Overlay.setShowFlexOverlays", _p, None)
 
 
 def _c_set_show_flex_overlays(d: dict[str, Any]) -> Command[None]:
@@ -1935,21 +2218,14 @@ def _c_set_show_flex_overlays(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_show_scroll_snap_overlays(
-    *,
+def _p_set_show_scroll_snap_overlays(
     scroll_snap_highlight_configs: list[ScrollSnapHighlightConfig],
-) -> Command[None]:
-    """setShowScrollSnapOverlays.
-
-    Args:
-        scroll_snap_highlight_configs: An array of node identifiers and descriptors for the highlight appearance.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "scrollSnapHighlightConfigs": [
             _u_ScrollSnapHighlightConfig(x0) for x0 in scroll_snap_highlight_configs
         ],
     }
-    return Command("Overlay.setShowScrollSnapOverlays", _p, None)
 
 
 def _c_set_show_scroll_snap_overlays(d: dict[str, Any]) -> Command[None]:
@@ -1960,21 +2236,14 @@ def _c_set_show_scroll_snap_overlays(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_show_container_query_overlays(
-    *,
+def _p_set_show_container_query_overlays(
     container_query_highlight_configs: list[ContainerQueryHighlightConfig],
-) -> Command[None]:
-    """setShowContainerQueryOverlays.
-
-    Args:
-        container_query_highlight_configs: An array of node identifiers and descriptors for the highlight appearance.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "containerQueryHighlightConfigs": [
             _u_ContainerQueryHighlightConfig(x0) for x0 in container_query_highlight_configs
         ],
     }
-    return Command("Overlay.setShowContainerQueryOverlays", _p, None)
 
 
 def _c_set_show_container_query_overlays(d: dict[str, Any]) -> Command[None]:
@@ -1985,19 +2254,12 @@ def _c_set_show_container_query_overlays(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_show_inspected_element_anchor(
-    *,
+def _p_set_show_inspected_element_anchor(
     inspected_element_anchor_config: InspectedElementAnchorConfig,
-) -> Command[None]:
-    """setShowInspectedElementAnchor.
-
-    Args:
-        inspected_element_anchor_config: Node identifier for which to show an anchor for.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "inspectedElementAnchorConfig": _u_InspectedElementAnchorConfig(inspected_element_anchor_config),
     }
-    return Command("Overlay.setShowInspectedElementAnchor", _p, None)
 
 
 def _c_set_show_inspected_element_anchor(d: dict[str, Any]) -> Command[None]:
@@ -2006,19 +2268,12 @@ def _c_set_show_inspected_element_anchor(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_show_paint_rects(
-    *,
+def _p_set_show_paint_rects(
     result: bool,
-) -> Command[None]:
-    """Requests that backend shows paint rectangles
-
-    Args:
-        result: True for showing paint rectangles
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "result": result,
     }
-    return Command("Overlay.setShowPaintRects", _p, None)
 
 
 def _c_set_show_paint_rects(d: dict[str, Any]) -> Command[None]:
@@ -2027,19 +2282,12 @@ def _c_set_show_paint_rects(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_show_layout_shift_regions(
-    *,
+def _p_set_show_layout_shift_regions(
     result: bool,
-) -> Command[None]:
-    """Requests that backend shows layout shift regions
-
-    Args:
-        result: True for showing layout shift regions
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "result": result,
     }
-    return Command("Overlay.setShowLayoutShiftRegions", _p, None)
 
 
 def _c_set_show_layout_shift_regions(d: dict[str, Any]) -> Command[None]:
@@ -2048,19 +2296,12 @@ def _c_set_show_layout_shift_regions(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_show_scroll_bottleneck_rects(
-    *,
+def _p_set_show_scroll_bottleneck_rects(
     show: bool,
-) -> Command[None]:
-    """Requests that backend shows scroll bottleneck rects
-
-    Args:
-        show: True for showing scroll bottleneck rects
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "show": show,
     }
-    return Command("Overlay.setShowScrollBottleneckRects", _p, None)
 
 
 def _c_set_show_scroll_bottleneck_rects(d: dict[str, Any]) -> Command[None]:
@@ -2069,19 +2310,12 @@ def _c_set_show_scroll_bottleneck_rects(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_show_hit_test_borders(
-    *,
+def _p_set_show_hit_test_borders(
     show: bool,
-) -> Command[None]:
-    """Deprecated. Deprecated, no longer has any effect.
-
-    Args:
-        show: True for showing hit-test borders
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "show": show,
     }
-    return Command("Overlay.setShowHitTestBorders", _p, None)
 
 
 def _c_set_show_hit_test_borders(d: dict[str, Any]) -> Command[None]:
@@ -2090,19 +2324,12 @@ def _c_set_show_hit_test_borders(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_show_web_vitals(
-    *,
+def _p_set_show_web_vitals(
     show: bool,
-) -> Command[None]:
-    """Deprecated. Deprecated, no longer has any effect.
-
-    Args:
-        show: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "show": show,
     }
-    return Command("Overlay.setShowWebVitals", _p, None)
 
 
 def _c_set_show_web_vitals(d: dict[str, Any]) -> Command[None]:
@@ -2111,19 +2338,12 @@ def _c_set_show_web_vitals(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_show_viewport_size_on_resize(
-    *,
+def _p_set_show_viewport_size_on_resize(
     show: bool,
-) -> Command[None]:
-    """Paints viewport size upon main frame resize.
-
-    Args:
-        show: Whether to paint size or not.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "show": show,
     }
-    return Command("Overlay.setShowViewportSizeOnResize", _p, None)
 
 
 def _c_set_show_viewport_size_on_resize(d: dict[str, Any]) -> Command[None]:
@@ -2132,19 +2352,13 @@ def _c_set_show_viewport_size_on_resize(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_show_hinge(
-    *,
-    hinge_config: HingeConfig | None = None,
-) -> Command[None]:
-    """Add a dual screen device hinge
-
-    Args:
-        hinge_config: hinge data, null means hideHinge
-    """
+def _p_set_show_hinge(
+    hinge_config: HingeConfig | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if hinge_config is not None:
         _p["hingeConfig"] = _u_HingeConfig(hinge_config)
-    return Command("Overlay.setShowHinge", _p, None)
+    return _p
 
 
 def _c_set_show_hinge(d: dict[str, Any]) -> Command[None]:
@@ -2153,19 +2367,13 @@ def _c_set_show_hinge(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_show_display_cutout(
-    *,
-    display_cutout_config: DisplayCutoutConfig | None = None,
-) -> Command[None]:
-    """Add a display cutout overlay.
-
-    Args:
-        display_cutout_config: display cutout data, null means hide display cutout
-    """
+def _p_set_show_display_cutout(
+    display_cutout_config: DisplayCutoutConfig | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if display_cutout_config is not None:
         _p["displayCutoutConfig"] = _u_DisplayCutoutConfig(display_cutout_config)
-    return Command("Overlay.setShowDisplayCutout", _p, None)
+    return _p
 
 
 def _c_set_show_display_cutout(d: dict[str, Any]) -> Command[None]:
@@ -2176,21 +2384,14 @@ def _c_set_show_display_cutout(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_show_isolated_elements(
-    *,
+def _p_set_show_isolated_elements(
     isolated_element_highlight_configs: list[IsolatedElementHighlightConfig],
-) -> Command[None]:
-    """Show elements in isolation mode with overlays.
-
-    Args:
-        isolated_element_highlight_configs: An array of node identifiers and descriptors for the highlight appearance.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "isolatedElementHighlightConfigs": [
             _u_IsolatedElementHighlightConfig(x0) for x0 in isolated_element_highlight_configs
         ],
     }
-    return Command("Overlay.setShowIsolatedElements", _p, None)
 
 
 def _c_set_show_isolated_elements(d: dict[str, Any]) -> Command[None]:
@@ -2201,19 +2402,13 @@ def _c_set_show_isolated_elements(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_show_window_controls_overlay(
-    *,
-    window_controls_overlay_config: WindowControlsOverlayConfig | None = None,
-) -> Command[None]:
-    """Show Window Controls Overlay for PWA
-
-    Args:
-        window_controls_overlay_config: Window Controls Overlay data, null means hide Window Controls Overlay
-    """
+def _p_set_show_window_controls_overlay(
+    window_controls_overlay_config: WindowControlsOverlayConfig | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if window_controls_overlay_config is not None:
         _p["windowControlsOverlayConfig"] = _u_WindowControlsOverlayConfig(window_controls_overlay_config)
-    return Command("Overlay.setShowWindowControlsOverlay", _p, None)
+    return _p
 
 
 def _c_set_show_window_controls_overlay(d: dict[str, Any]) -> Command[None]:
@@ -2222,19 +2417,6 @@ def _c_set_show_window_controls_overlay(d: dict[str, Any]) -> Command[None]:
         if (v := d.get("windowControlsOverlayConfig")) is None
         else _s_WindowControlsOverlayConfig(v),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class InspectNodeRequested:
-    """Fired when the node should be inspected. This happens after call to `setInspectMode` or when
-    user manually inspects an element.
-
-    Attributes:
-        backend_node_id: Id of the node to inspect.
-    """
-
-    method: ClassVar[str] = "Overlay.inspectNodeRequested"
-    backend_node_id: _dom.BackendNodeId
 
 
 _InspectNodeRequested_plain = {
@@ -2255,22 +2437,9 @@ def _s_InspectNodeRequested(d: dict[str, Any]) -> InspectNodeRequested:
 
 
 def _u_InspectNodeRequested(o: InspectNodeRequested) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "backendNodeId": o.backend_node_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class NodeHighlightRequested:
-    """Fired when the node should be highlighted. This happens after call to `setInspectMode`.
-
-    Attributes:
-        node_id: -
-    """
-
-    method: ClassVar[str] = "Overlay.nodeHighlightRequested"
-    node_id: _dom.NodeId
 
 
 _NodeHighlightRequested_plain = {
@@ -2291,22 +2460,9 @@ def _s_NodeHighlightRequested(d: dict[str, Any]) -> NodeHighlightRequested:
 
 
 def _u_NodeHighlightRequested(o: NodeHighlightRequested) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ScreenshotRequested:
-    """Fired when user asks to capture screenshot of some area on the page.
-
-    Attributes:
-        viewport: Viewport to capture, in device independent pixels (dip).
-    """
-
-    method: ClassVar[str] = "Overlay.screenshotRequested"
-    viewport: _page.Viewport
 
 
 def _s_ScreenshotRequested(d: dict[str, Any]) -> ScreenshotRequested:
@@ -2321,22 +2477,9 @@ def _s_ScreenshotRequested(d: dict[str, Any]) -> ScreenshotRequested:
 
 
 def _u_ScreenshotRequested(o: ScreenshotRequested) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "viewport": cdp.page._u_Viewport(o.viewport),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class InspectPanelShowRequested:
-    """Fired when user asks to show the Inspect panel.
-
-    Attributes:
-        backend_node_id: Id of the node to show in the panel.
-    """
-
-    method: ClassVar[str] = "Overlay.inspectPanelShowRequested"
-    backend_node_id: _dom.BackendNodeId
 
 
 _InspectPanelShowRequested_plain = {
@@ -2357,22 +2500,9 @@ def _s_InspectPanelShowRequested(d: dict[str, Any]) -> InspectPanelShowRequested
 
 
 def _u_InspectPanelShowRequested(o: InspectPanelShowRequested) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "backendNodeId": o.backend_node_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class InspectedElementWindowRestored:
-    """Fired when user asks to restore the Inspected Element floating window.
-
-    Attributes:
-        backend_node_id: Id of the node to restore the floating window for.
-    """
-
-    method: ClassVar[str] = "Overlay.inspectedElementWindowRestored"
-    backend_node_id: _dom.BackendNodeId
 
 
 _InspectedElementWindowRestored_plain = {
@@ -2393,70 +2523,19 @@ def _s_InspectedElementWindowRestored(d: dict[str, Any]) -> InspectedElementWind
 
 
 def _u_InspectedElementWindowRestored(o: InspectedElementWindowRestored) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "backendNodeId": o.backend_node_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class InspectModeCanceled:
-    """Fired when user cancels the inspect mode."""
-
-    method: ClassVar[str] = "Overlay.inspectModeCanceled"
 
 
 def _s_InspectModeCanceled(d: dict[str, Any]) -> InspectModeCanceled:
-    o = _new(InspectModeCanceled)
-    return o
+    return _new(InspectModeCanceled)
 
 
 def _u_InspectModeCanceled(o: InspectModeCanceled) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    return d
+    return {}
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Overlay.inspectNodeRequested": _s_InspectNodeRequested,
-    "Overlay.nodeHighlightRequested": _s_NodeHighlightRequested,
-    "Overlay.screenshotRequested": _s_ScreenshotRequested,
-    "Overlay.inspectPanelShowRequested": _s_InspectPanelShowRequested,
-    "Overlay.inspectedElementWindowRestored": _s_InspectedElementWindowRestored,
-    "Overlay.inspectModeCanceled": _s_InspectModeCanceled,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Overlay.disable": _c_disable,
-    "Overlay.enable": _c_enable,
-    "Overlay.getHighlightObjectForTest": _c_get_highlight_object_for_test,
-    "Overlay.getGridHighlightObjectsForTest": _c_get_grid_highlight_objects_for_test,
-    "Overlay.getSourceOrderHighlightObjectForTest": _c_get_source_order_highlight_object_for_test,
-    "Overlay.hideHighlight": _c_hide_highlight,
-    "Overlay.highlightFrame": _c_highlight_frame,
-    "Overlay.highlightNode": _c_highlight_node,
-    "Overlay.highlightQuad": _c_highlight_quad,
-    "Overlay.highlightRect": _c_highlight_rect,
-    "Overlay.highlightSourceOrder": _c_highlight_source_order,
-    "Overlay.setInspectMode": _c_set_inspect_mode,
-    "Overlay.setShowAdHighlights": _c_set_show_ad_highlights,
-    "Overlay.setPausedInDebuggerMessage": _c_set_paused_in_debugger_message,
-    "Overlay.setShowDebugBorders": _c_set_show_debug_borders,
-    "Overlay.setShowFPSCounter": _c_set_show_fps_counter,
-    "Overlay.setShowGridOverlays": _c_set_show_grid_overlays,
-    "Overlay.setShowFlexOverlays": _c_set_show_flex_overlays,
-    "Overlay.setShowScrollSnapOverlays": _c_set_show_scroll_snap_overlays,
-    "Overlay.setShowContainerQueryOverlays": _c_set_show_container_query_overlays,
-    "Overlay.setShowInspectedElementAnchor": _c_set_show_inspected_element_anchor,
-    "Overlay.setShowPaintRects": _c_set_show_paint_rects,
-    "Overlay.setShowLayoutShiftRegions": _c_set_show_layout_shift_regions,
-    "Overlay.setShowScrollBottleneckRects": _c_set_show_scroll_bottleneck_rects,
-    "Overlay.setShowHitTestBorders": _c_set_show_hit_test_borders,
-    "Overlay.setShowWebVitals": _c_set_show_web_vitals,
-    "Overlay.setShowViewportSizeOnResize": _c_set_show_viewport_size_on_resize,
-    "Overlay.setShowHinge": _c_set_show_hinge,
-    "Overlay.setShowDisplayCutout": _c_set_show_display_cutout,
-    "Overlay.setShowIsolatedElements": _c_set_show_isolated_elements,
-    "Overlay.setShowWindowControlsOverlay": _c_set_show_window_controls_overlay,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Overlay": (True, False),
     "Overlay.GridHighlightConfig.cellBorderColor": (False, True),
@@ -2517,5 +2596,38 @@ register(
             _u_InspectedElementWindowRestored,
         ),
         InspectModeCanceled: (_s_InspectModeCanceled, _u_InspectModeCanceled),
-    }
+    },
+    {
+        disable: _c_disable,
+        enable: _c_enable,
+        get_highlight_object_for_test: _c_get_highlight_object_for_test,
+        get_grid_highlight_objects_for_test: _c_get_grid_highlight_objects_for_test,
+        get_source_order_highlight_object_for_test: _c_get_source_order_highlight_object_for_test,
+        hide_highlight: _c_hide_highlight,
+        highlight_frame: _c_highlight_frame,
+        highlight_node: _c_highlight_node,
+        highlight_quad: _c_highlight_quad,
+        highlight_rect: _c_highlight_rect,
+        highlight_source_order: _c_highlight_source_order,
+        set_inspect_mode: _c_set_inspect_mode,
+        set_show_ad_highlights: _c_set_show_ad_highlights,
+        set_paused_in_debugger_message: _c_set_paused_in_debugger_message,
+        set_show_debug_borders: _c_set_show_debug_borders,
+        set_show_fps_counter: _c_set_show_fps_counter,
+        set_show_grid_overlays: _c_set_show_grid_overlays,
+        set_show_flex_overlays: _c_set_show_flex_overlays,
+        set_show_scroll_snap_overlays: _c_set_show_scroll_snap_overlays,
+        set_show_container_query_overlays: _c_set_show_container_query_overlays,
+        set_show_inspected_element_anchor: _c_set_show_inspected_element_anchor,
+        set_show_paint_rects: _c_set_show_paint_rects,
+        set_show_layout_shift_regions: _c_set_show_layout_shift_regions,
+        set_show_scroll_bottleneck_rects: _c_set_show_scroll_bottleneck_rects,
+        set_show_hit_test_borders: _c_set_show_hit_test_borders,
+        set_show_web_vitals: _c_set_show_web_vitals,
+        set_show_viewport_size_on_resize: _c_set_show_viewport_size_on_resize,
+        set_show_hinge: _c_set_show_hinge,
+        set_show_display_cutout: _c_set_show_display_cutout,
+        set_show_isolated_elements: _c_set_show_isolated_elements,
+        set_show_window_controls_overlay: _c_set_show_window_controls_overlay,
+    },
 )

@@ -6,24 +6,13 @@ Actions and events related to the inspected page belong to the page domain.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import debugger as _debugger
-    from cdp import dom as _dom
-    from cdp import emulation as _emulation
-    from cdp import io as _io
-    from cdp import network as _network
-    from cdp import runtime as _runtime
 
 DOMAIN = "Page"
 EXPERIMENTAL = False
@@ -38,11 +27,17 @@ DEPENDENCIES: tuple[str, ...] = (
 
 
 FrameId = str
-"""Unique frame identifier."""
+"""Unique frame identifier.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-FrameId
+"""
 
 
 class AdFrameType(CDPEnum):
-    """Experimental. Indicates whether a frame has been identified as an ad."""
+    """Experimental. Indicates whether a frame has been identified as an ad.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-AdFrameType
+    """
 
     NONE = "none"
     CHILD = "child"
@@ -50,7 +45,10 @@ class AdFrameType(CDPEnum):
 
 
 class AdFrameExplanation(CDPEnum):
-    """Experimental. AdFrameExplanation."""
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-AdFrameExplanation
+    """
 
     PARENT_IS_AD = "ParentIsAd"
     CREATED_BY_AD_SCRIPT = "CreatedByAdScript"
@@ -61,47 +59,18 @@ class AdFrameExplanation(CDPEnum):
 class AdFrameStatus:
     """Experimental. Indicates whether a frame has been identified as an ad and why.
 
-    Attributes:
-        ad_frame_type: -
-        explanations: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-AdFrameStatus
     """
 
     ad_frame_type: AdFrameType
     explanations: list[AdFrameExplanation] | None = None
 
 
-def _s_AdFrameStatus(d: dict[str, Any]) -> AdFrameStatus:
-    o = _new(AdFrameStatus)
-    od = o.__dict__
-    for k, v in d.items():
-        if k == "adFrameType":
-            od["ad_frame_type"] = None if v is None else _enum(AdFrameType, v)
-        elif k == "explanations":
-            od["explanations"] = None if v is None else [_enum(AdFrameExplanation, x0) for x0 in v]
-    if "ad_frame_type" not in od:
-        raise KeyError("adFrameType")
-    return o
-
-
-def _u_AdFrameStatus(o: AdFrameStatus) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "adFrameType": o.ad_frame_type,
-    }
-    if o.explanations is not None:
-        d["explanations"] = o.explanations
-    return d
-
-
-optional_defaults(
-    AdFrameStatus,
-    {
-        "explanations": None,
-    },
-)
-
-
 class SecureContextType(CDPEnum):
-    """Experimental. Indicates whether the frame is a secure context and why it is the case."""
+    """Experimental. Indicates whether the frame is a secure context and why it is the case.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-SecureContextType
+    """
 
     SECURE = "Secure"
     SECURE_LOCALHOST = "SecureLocalhost"
@@ -110,7 +79,10 @@ class SecureContextType(CDPEnum):
 
 
 class CrossOriginIsolatedContextType(CDPEnum):
-    """Experimental. Indicates whether the frame is cross-origin isolated and why it is the case."""
+    """Experimental. Indicates whether the frame is cross-origin isolated and why it is the case.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-CrossOriginIsolatedContextType
+    """
 
     ISOLATED = "Isolated"
     NOT_ISOLATED = "NotIsolated"
@@ -118,7 +90,10 @@ class CrossOriginIsolatedContextType(CDPEnum):
 
 
 class GatedAPIFeatures(CDPEnum):
-    """Experimental. GatedAPIFeatures."""
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-GatedAPIFeatures
+    """
 
     SHARED_ARRAY_BUFFERS = "SharedArrayBuffers"
     SHARED_ARRAY_BUFFERS_TRANSFER_ALLOWED = "SharedArrayBuffersTransferAllowed"
@@ -129,7 +104,10 @@ class GatedAPIFeatures(CDPEnum):
 class PermissionsPolicyFeature(CDPEnum):
     """Experimental. All Permissions Policy features. This enum should match the one defined
     in services/network/public/cpp/permissions_policy/permissions_policy_features.json5.
-    LINT.IfChange(PermissionsPolicyFeature)"""
+    LINT.IfChange(PermissionsPolicyFeature)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-PermissionsPolicyFeature
+    """
 
     ACCELEROMETER = "accelerometer"
     ALL_SCREENS_CAPTURE = "all-screens-capture"
@@ -239,7 +217,10 @@ class PermissionsPolicyFeature(CDPEnum):
 
 
 class PermissionsPolicyBlockReason(CDPEnum):
-    """Experimental. Reason for a permissions policy feature to be disabled."""
+    """Experimental. Reason for a permissions policy feature to be disabled.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-PermissionsPolicyBlockReason
+    """
 
     HEADER = "Header"
     IFRAME_ATTRIBUTE = "IframeAttribute"
@@ -249,54 +230,20 @@ class PermissionsPolicyBlockReason(CDPEnum):
 
 @attrs.frozen(kw_only=True, slots=False)
 class PermissionsPolicyBlockLocator:
-    """Experimental. PermissionsPolicyBlockLocator.
+    """Experimental.
 
-    Attributes:
-        frame_id: -
-        block_reason: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-PermissionsPolicyBlockLocator
     """
 
     frame_id: FrameId
     block_reason: PermissionsPolicyBlockReason
 
 
-_PermissionsPolicyBlockLocator_plain = {
-    "frameId": "frame_id",
-}
-
-
-def _s_PermissionsPolicyBlockLocator(d: dict[str, Any]) -> PermissionsPolicyBlockLocator:
-    o = _new(PermissionsPolicyBlockLocator)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _PermissionsPolicyBlockLocator_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "blockReason":
-            od["block_reason"] = None if v is None else _enum(PermissionsPolicyBlockReason, v)
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "block_reason" not in od:
-        raise KeyError("blockReason")
-    return o
-
-
-def _u_PermissionsPolicyBlockLocator(o: PermissionsPolicyBlockLocator) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "frameId": o.frame_id,
-        "blockReason": o.block_reason,
-    }
-    return d
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class PermissionsPolicyFeatureState:
-    """Experimental. PermissionsPolicyFeatureState.
+    """Experimental.
 
-    Attributes:
-        feature: -
-        allowed: -
-        locator: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-PermissionsPolicyFeatureState
     """
 
     feature: PermissionsPolicyFeature
@@ -304,50 +251,12 @@ class PermissionsPolicyFeatureState:
     locator: PermissionsPolicyBlockLocator | None = None
 
 
-_PermissionsPolicyFeatureState_plain = {
-    "allowed": "allowed",
-}
-
-
-def _s_PermissionsPolicyFeatureState(d: dict[str, Any]) -> PermissionsPolicyFeatureState:
-    o = _new(PermissionsPolicyFeatureState)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _PermissionsPolicyFeatureState_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "feature":
-            od["feature"] = None if v is None else _enum(PermissionsPolicyFeature, v)
-        elif k == "locator":
-            od["locator"] = None if v is None else _s_PermissionsPolicyBlockLocator(v)
-    if "feature" not in od:
-        raise KeyError("feature")
-    if "allowed" not in od:
-        raise KeyError("allowed")
-    return o
-
-
-def _u_PermissionsPolicyFeatureState(o: PermissionsPolicyFeatureState) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "feature": o.feature,
-        "allowed": o.allowed,
-    }
-    if o.locator is not None:
-        d["locator"] = _u_PermissionsPolicyBlockLocator(o.locator)
-    return d
-
-
-optional_defaults(
-    PermissionsPolicyFeatureState,
-    {
-        "locator": None,
-    },
-)
-
-
 class OriginTrialTokenStatus(CDPEnum):
     """Experimental. Origin Trial(https://www.chromium.org/blink/origin-trials) support.
-    Status for an Origin Trial token."""
+    Status for an Origin Trial token.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-OriginTrialTokenStatus
+    """
 
     SUCCESS = "Success"
     NOT_SUPPORTED = "NotSupported"
@@ -364,7 +273,10 @@ class OriginTrialTokenStatus(CDPEnum):
 
 
 class OriginTrialStatus(CDPEnum):
-    """Experimental. Status for an Origin Trial."""
+    """Experimental. Status for an Origin Trial.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-OriginTrialStatus
+    """
 
     ENABLED = "Enabled"
     VALID_TOKEN_NOT_PROVIDED = "ValidTokenNotProvided"
@@ -373,7 +285,10 @@ class OriginTrialStatus(CDPEnum):
 
 
 class OriginTrialUsageRestriction(CDPEnum):
-    """Experimental. OriginTrialUsageRestriction."""
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-OriginTrialUsageRestriction
+    """
 
     NONE = "None"
     SUBSET = "Subset"
@@ -381,78 +296,27 @@ class OriginTrialUsageRestriction(CDPEnum):
 
 @attrs.frozen(kw_only=True, slots=False)
 class OriginTrialToken:
-    """Experimental. OriginTrialToken.
+    """Experimental.
 
-    Attributes:
-        origin: -
-        match_sub_domains: -
-        trial_name: -
-        expiry_time: -
-        is_third_party: -
-        usage_restriction: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-OriginTrialToken
     """
 
     origin: str
     match_sub_domains: bool
     trial_name: str
-    expiry_time: _network.TimeSinceEpoch
+    expiry_time: cdp.network.TimeSinceEpoch
     is_third_party: bool
     usage_restriction: OriginTrialUsageRestriction
 
 
-_OriginTrialToken_plain = {
-    "origin": "origin",
-    "matchSubDomains": "match_sub_domains",
-    "trialName": "trial_name",
-    "expiryTime": "expiry_time",
-    "isThirdParty": "is_third_party",
-}
-
-
-def _s_OriginTrialToken(d: dict[str, Any]) -> OriginTrialToken:
-    o = _new(OriginTrialToken)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _OriginTrialToken_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "usageRestriction":
-            od["usage_restriction"] = None if v is None else _enum(OriginTrialUsageRestriction, v)
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "match_sub_domains" not in od:
-        raise KeyError("matchSubDomains")
-    if "trial_name" not in od:
-        raise KeyError("trialName")
-    if "expiry_time" not in od:
-        raise KeyError("expiryTime")
-    if "is_third_party" not in od:
-        raise KeyError("isThirdParty")
-    if "usage_restriction" not in od:
-        raise KeyError("usageRestriction")
-    return o
-
-
-def _u_OriginTrialToken(o: OriginTrialToken) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "origin": o.origin,
-        "matchSubDomains": o.match_sub_domains,
-        "trialName": o.trial_name,
-        "expiryTime": o.expiry_time,
-        "isThirdParty": o.is_third_party,
-        "usageRestriction": o.usage_restriction,
-    }
-    return d
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class OriginTrialTokenWithStatus:
-    """Experimental. OriginTrialTokenWithStatus.
+    """Experimental.
 
     Attributes:
-        raw_token_text: -
         parsed_token: `parsedToken` is present only when the token is extractable and parsable.
-        status: -
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-OriginTrialTokenWithStatus
     """
 
     raw_token_text: str
@@ -460,94 +324,16 @@ class OriginTrialTokenWithStatus:
     status: OriginTrialTokenStatus
 
 
-_OriginTrialTokenWithStatus_plain = {
-    "rawTokenText": "raw_token_text",
-}
-
-
-def _s_OriginTrialTokenWithStatus(d: dict[str, Any]) -> OriginTrialTokenWithStatus:
-    o = _new(OriginTrialTokenWithStatus)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _OriginTrialTokenWithStatus_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "parsedToken":
-            od["parsed_token"] = None if v is None else _s_OriginTrialToken(v)
-        elif k == "status":
-            od["status"] = None if v is None else _enum(OriginTrialTokenStatus, v)
-    if "raw_token_text" not in od:
-        raise KeyError("rawTokenText")
-    if "status" not in od:
-        raise KeyError("status")
-    return o
-
-
-def _u_OriginTrialTokenWithStatus(o: OriginTrialTokenWithStatus) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "rawTokenText": o.raw_token_text,
-        "status": o.status,
-    }
-    if o.parsed_token is not None:
-        d["parsedToken"] = _u_OriginTrialToken(o.parsed_token)
-    return d
-
-
-optional_defaults(
-    OriginTrialTokenWithStatus,
-    {
-        "parsed_token": None,
-    },
-)
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class OriginTrial:
-    """Experimental. OriginTrial.
+    """Experimental.
 
-    Attributes:
-        trial_name: -
-        status: -
-        tokens_with_status: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-OriginTrial
     """
 
     trial_name: str
     status: OriginTrialStatus
     tokens_with_status: list[OriginTrialTokenWithStatus]
-
-
-_OriginTrial_plain = {
-    "trialName": "trial_name",
-}
-
-
-def _s_OriginTrial(d: dict[str, Any]) -> OriginTrial:
-    o = _new(OriginTrial)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _OriginTrial_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "status":
-            od["status"] = None if v is None else _enum(OriginTrialStatus, v)
-        elif k == "tokensWithStatus":
-            od["tokens_with_status"] = None if v is None else [_s_OriginTrialTokenWithStatus(x0) for x0 in v]
-    if "trial_name" not in od:
-        raise KeyError("trialName")
-    if "status" not in od:
-        raise KeyError("status")
-    if "tokens_with_status" not in od:
-        raise KeyError("tokensWithStatus")
-    return o
-
-
-def _u_OriginTrial(o: OriginTrial) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "trialName": o.trial_name,
-        "status": o.status,
-        "tokensWithStatus": [_u_OriginTrialTokenWithStatus(x0) for x0 in o.tokens_with_status],
-    }
-    return d
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -556,33 +342,11 @@ class SecurityOriginDetails:
 
     Attributes:
         is_localhost: Indicates whether the frame document's security origin is one of the local hostnames (e.g. "localhost") or IP addresses (IPv4 127.0.0.0/8 or IPv6 ::1).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-SecurityOriginDetails
     """
 
     is_localhost: bool
-
-
-_SecurityOriginDetails_plain = {
-    "isLocalhost": "is_localhost",
-}
-
-
-def _s_SecurityOriginDetails(d: dict[str, Any]) -> SecurityOriginDetails:
-    o = _new(SecurityOriginDetails)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _SecurityOriginDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "is_localhost" not in od:
-        raise KeyError("isLocalhost")
-    return o
-
-
-def _u_SecurityOriginDetails(o: SecurityOriginDetails) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "isLocalhost": o.is_localhost,
-    }
-    return d
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -605,11 +369,13 @@ class Frame:
         secure_context_type: Experimental. Indicates whether the main document is a secure context and explains why that is the case.
         cross_origin_isolated_context_type: Experimental. Indicates whether this is a cross origin isolated context.
         gated_api_features: Experimental. Indicated which gated APIs / features are available.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-Frame
     """
 
     id_: FrameId
     parent_id: FrameId | None = None
-    loader_id: _network.LoaderId
+    loader_id: cdp.network.LoaderId
     name: str | None = None
     url: str
     url_fragment: str | None = None
@@ -624,100 +390,6 @@ class Frame:
     gated_api_features: list[GatedAPIFeatures]
 
 
-_Frame_plain = {
-    "id": "id_",
-    "parentId": "parent_id",
-    "loaderId": "loader_id",
-    "name": "name",
-    "url": "url",
-    "urlFragment": "url_fragment",
-    "domainAndRegistry": "domain_and_registry",
-    "securityOrigin": "security_origin",
-    "mimeType": "mime_type",
-    "unreachableUrl": "unreachable_url",
-}
-
-
-def _s_Frame(d: dict[str, Any]) -> Frame:
-    o = _new(Frame)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _Frame_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "securityOriginDetails":
-            od["security_origin_details"] = None if v is None else _s_SecurityOriginDetails(v)
-        elif k == "adFrameStatus":
-            od["ad_frame_status"] = None if v is None else _s_AdFrameStatus(v)
-        elif k == "secureContextType":
-            od["secure_context_type"] = None if v is None else _enum(SecureContextType, v)
-        elif k == "crossOriginIsolatedContextType":
-            od["cross_origin_isolated_context_type"] = (
-                None if v is None else _enum(CrossOriginIsolatedContextType, v)
-            )
-        elif k == "gatedAPIFeatures":
-            od["gated_api_features"] = None if v is None else [_enum(GatedAPIFeatures, x0) for x0 in v]
-    if "id_" not in od:
-        raise KeyError("id")
-    if "loader_id" not in od:
-        raise KeyError("loaderId")
-    if "url" not in od:
-        raise KeyError("url")
-    if "domain_and_registry" not in od:
-        raise KeyError("domainAndRegistry")
-    if "security_origin" not in od:
-        raise KeyError("securityOrigin")
-    if "mime_type" not in od:
-        raise KeyError("mimeType")
-    if "secure_context_type" not in od:
-        raise KeyError("secureContextType")
-    if "cross_origin_isolated_context_type" not in od:
-        raise KeyError("crossOriginIsolatedContextType")
-    if "gated_api_features" not in od:
-        raise KeyError("gatedAPIFeatures")
-    return o
-
-
-def _u_Frame(o: Frame) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "id": o.id_,
-        "loaderId": o.loader_id,
-        "url": o.url,
-        "domainAndRegistry": o.domain_and_registry,
-        "securityOrigin": o.security_origin,
-        "mimeType": o.mime_type,
-        "secureContextType": o.secure_context_type,
-        "crossOriginIsolatedContextType": o.cross_origin_isolated_context_type,
-        "gatedAPIFeatures": o.gated_api_features,
-    }
-    if o.parent_id is not None:
-        d["parentId"] = o.parent_id
-    if o.name is not None:
-        d["name"] = o.name
-    if o.url_fragment is not None:
-        d["urlFragment"] = o.url_fragment
-    if o.security_origin_details is not None:
-        d["securityOriginDetails"] = _u_SecurityOriginDetails(o.security_origin_details)
-    if o.unreachable_url is not None:
-        d["unreachableUrl"] = o.unreachable_url
-    if o.ad_frame_status is not None:
-        d["adFrameStatus"] = _u_AdFrameStatus(o.ad_frame_status)
-    return d
-
-
-optional_defaults(
-    Frame,
-    {
-        "parent_id": None,
-        "name": None,
-        "url_fragment": None,
-        "security_origin_details": None,
-        "unreachable_url": None,
-        "ad_frame_status": None,
-    },
-)
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class FrameResource:
     """Experimental. Information about the Resource on the page.
@@ -730,71 +402,17 @@ class FrameResource:
         content_size: Resource content size.
         failed: True if the resource failed to load.
         canceled: True if the resource was canceled during loading.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-FrameResource
     """
 
     url: str
-    type_: _network.ResourceType
+    type_: cdp.network.ResourceType
     mime_type: str
-    last_modified: _network.TimeSinceEpoch | None = None
+    last_modified: cdp.network.TimeSinceEpoch | None = None
     content_size: float | None = None
     failed: bool | None = None
     canceled: bool | None = None
-
-
-_FrameResource_plain = {
-    "url": "url",
-    "mimeType": "mime_type",
-    "lastModified": "last_modified",
-    "contentSize": "content_size",
-    "failed": "failed",
-    "canceled": "canceled",
-}
-
-
-def _s_FrameResource(d: dict[str, Any]) -> FrameResource:
-    o = _new(FrameResource)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _FrameResource_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(cdp.network.ResourceType, v)
-    if "url" not in od:
-        raise KeyError("url")
-    if "type_" not in od:
-        raise KeyError("type")
-    if "mime_type" not in od:
-        raise KeyError("mimeType")
-    return o
-
-
-def _u_FrameResource(o: FrameResource) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "url": o.url,
-        "type": o.type_,
-        "mimeType": o.mime_type,
-    }
-    if o.last_modified is not None:
-        d["lastModified"] = o.last_modified
-    if o.content_size is not None:
-        d["contentSize"] = o.content_size
-    if o.failed is not None:
-        d["failed"] = o.failed
-    if o.canceled is not None:
-        d["canceled"] = o.canceled
-    return d
-
-
-optional_defaults(
-    FrameResource,
-    {
-        "last_modified": None,
-        "content_size": None,
-        "failed": None,
-        "canceled": None,
-    },
-)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -803,48 +421,14 @@ class FrameResourceTree:
 
     Attributes:
         frame: Frame information for this tree item.
-        child_frames: Child frames.
         resources: Information about frame resources.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-FrameResourceTree
     """
 
     frame: Frame
     child_frames: list[FrameResourceTree] | None = None
     resources: list[FrameResource]
-
-
-def _s_FrameResourceTree(d: dict[str, Any]) -> FrameResourceTree:
-    o = _new(FrameResourceTree)
-    od = o.__dict__
-    for k, v in d.items():
-        if k == "frame":
-            od["frame"] = None if v is None else _s_Frame(v)
-        elif k == "childFrames":
-            od["child_frames"] = None if v is None else [_s_FrameResourceTree(x0) for x0 in v]
-        elif k == "resources":
-            od["resources"] = None if v is None else [_s_FrameResource(x0) for x0 in v]
-    if "frame" not in od:
-        raise KeyError("frame")
-    if "resources" not in od:
-        raise KeyError("resources")
-    return o
-
-
-def _u_FrameResourceTree(o: FrameResourceTree) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "frame": _u_Frame(o.frame),
-        "resources": [_u_FrameResource(x0) for x0 in o.resources],
-    }
-    if o.child_frames is not None:
-        d["childFrames"] = [_u_FrameResourceTree(x0) for x0 in o.child_frames]
-    return d
-
-
-optional_defaults(
-    FrameResourceTree,
-    {
-        "child_frames": None,
-    },
-)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -853,49 +437,23 @@ class FrameTree:
 
     Attributes:
         frame: Frame information for this tree item.
-        child_frames: Child frames.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-FrameTree
     """
 
     frame: Frame
     child_frames: list[FrameTree] | None = None
 
 
-def _s_FrameTree(d: dict[str, Any]) -> FrameTree:
-    o = _new(FrameTree)
-    od = o.__dict__
-    for k, v in d.items():
-        if k == "frame":
-            od["frame"] = None if v is None else _s_Frame(v)
-        elif k == "childFrames":
-            od["child_frames"] = None if v is None else [_s_FrameTree(x0) for x0 in v]
-    if "frame" not in od:
-        raise KeyError("frame")
-    return o
-
-
-def _u_FrameTree(o: FrameTree) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "frame": _u_Frame(o.frame),
-    }
-    if o.child_frames is not None:
-        d["childFrames"] = [_u_FrameTree(x0) for x0 in o.child_frames]
-    return d
-
-
-optional_defaults(
-    FrameTree,
-    {
-        "child_frames": None,
-    },
-)
-
-
 ScriptIdentifier = str
-"""Unique script identifier."""
+"""Unique script identifier.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-ScriptIdentifier
+"""
 
 
 class TransitionType(CDPEnum):
-    """Transition type."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-TransitionType"""
 
     LINK = "link"
     TYPED = "typed"
@@ -921,7 +479,8 @@ class NavigationEntry:
         url: URL of the navigation history entry.
         user_typed_url: URL that the user typed in the url bar.
         title: Title of the navigation history entry.
-        transition_type: Transition type.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-NavigationEntry
     """
 
     id_: int
@@ -931,60 +490,20 @@ class NavigationEntry:
     transition_type: TransitionType
 
 
-_NavigationEntry_plain = {
-    "id": "id_",
-    "url": "url",
-    "userTypedURL": "user_typed_url",
-    "title": "title",
-}
-
-
-def _s_NavigationEntry(d: dict[str, Any]) -> NavigationEntry:
-    o = _new(NavigationEntry)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _NavigationEntry_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "transitionType":
-            od["transition_type"] = None if v is None else _enum(TransitionType, v)
-    if "id_" not in od:
-        raise KeyError("id")
-    if "url" not in od:
-        raise KeyError("url")
-    if "user_typed_url" not in od:
-        raise KeyError("userTypedURL")
-    if "title" not in od:
-        raise KeyError("title")
-    if "transition_type" not in od:
-        raise KeyError("transitionType")
-    return o
-
-
-def _u_NavigationEntry(o: NavigationEntry) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "id": o.id_,
-        "url": o.url,
-        "userTypedURL": o.user_typed_url,
-        "title": o.title,
-        "transitionType": o.transition_type,
-    }
-    return d
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class ScreencastFrameMetadata:
-    """Experimental. Screencast frame metadata.
+    """Experimental.
 
     Attributes:
         offset_top: Top offset in DIP.
-        page_scale_factor: Page scale factor.
         device_width: Device screen width in DIP.
         device_height: Device screen height in DIP.
         scroll_offset_x: Position of horizontal scroll in CSS pixels.
         scroll_offset_y: Position of vertical scroll in CSS pixels.
         timestamp: Frame swap timestamp.
         monotonic_timestamp: Frame swap timestamp as monotonic time.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-ScreencastFrameMetadata
     """
 
     offset_top: float
@@ -993,71 +512,15 @@ class ScreencastFrameMetadata:
     device_height: float
     scroll_offset_x: float
     scroll_offset_y: float
-    timestamp: _network.TimeSinceEpoch | None = None
-    monotonic_timestamp: _network.MonotonicTime | None = None
-
-
-_ScreencastFrameMetadata_plain = {
-    "offsetTop": "offset_top",
-    "pageScaleFactor": "page_scale_factor",
-    "deviceWidth": "device_width",
-    "deviceHeight": "device_height",
-    "scrollOffsetX": "scroll_offset_x",
-    "scrollOffsetY": "scroll_offset_y",
-    "timestamp": "timestamp",
-    "monotonicTimestamp": "monotonic_timestamp",
-}
-
-
-def _s_ScreencastFrameMetadata(d: dict[str, Any]) -> ScreencastFrameMetadata:
-    o = _new(ScreencastFrameMetadata)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _ScreencastFrameMetadata_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "offset_top" not in od:
-        raise KeyError("offsetTop")
-    if "page_scale_factor" not in od:
-        raise KeyError("pageScaleFactor")
-    if "device_width" not in od:
-        raise KeyError("deviceWidth")
-    if "device_height" not in od:
-        raise KeyError("deviceHeight")
-    if "scroll_offset_x" not in od:
-        raise KeyError("scrollOffsetX")
-    if "scroll_offset_y" not in od:
-        raise KeyError("scrollOffsetY")
-    return o
-
-
-def _u_ScreencastFrameMetadata(o: ScreencastFrameMetadata) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "offsetTop": o.offset_top,
-        "pageScaleFactor": o.page_scale_factor,
-        "deviceWidth": o.device_width,
-        "deviceHeight": o.device_height,
-        "scrollOffsetX": o.scroll_offset_x,
-        "scrollOffsetY": o.scroll_offset_y,
-    }
-    if o.timestamp is not None:
-        d["timestamp"] = o.timestamp
-    if o.monotonic_timestamp is not None:
-        d["monotonicTimestamp"] = o.monotonic_timestamp
-    return d
-
-
-optional_defaults(
-    ScreencastFrameMetadata,
-    {
-        "timestamp": None,
-        "monotonic_timestamp": None,
-    },
-)
+    timestamp: cdp.network.TimeSinceEpoch | None = None
+    monotonic_timestamp: cdp.network.MonotonicTime | None = None
 
 
 class DialogType(CDPEnum):
-    """Javascript dialog type."""
+    """Javascript dialog type.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-DialogType
+    """
 
     ALERT = "alert"
     CONFIRM = "confirm"
@@ -1074,6 +537,8 @@ class AppManifestError:
         critical: If critical, this is a non-recoverable parse error.
         line: Error line.
         column: Error column.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-AppManifestError
     """
 
     message: str
@@ -1082,75 +547,17 @@ class AppManifestError:
     column: int
 
 
-_AppManifestError_plain = {
-    "message": "message",
-    "critical": "critical",
-    "line": "line",
-    "column": "column",
-}
-
-
-def _s_AppManifestError(d: dict[str, Any]) -> AppManifestError:
-    o = _new(AppManifestError)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _AppManifestError_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "message" not in od:
-        raise KeyError("message")
-    if "critical" not in od:
-        raise KeyError("critical")
-    if "line" not in od:
-        raise KeyError("line")
-    if "column" not in od:
-        raise KeyError("column")
-    return o
-
-
-def _u_AppManifestError(o: AppManifestError) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "message": o.message,
-        "critical": o.critical,
-        "line": o.line,
-        "column": o.column,
-    }
-    return d
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class AppManifestParsedProperties:
     """Experimental. Parsed app manifest properties.
 
     Attributes:
         scope: Computed scope value
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-AppManifestParsedProperties
     """
 
     scope: str
-
-
-_AppManifestParsedProperties_plain = {
-    "scope": "scope",
-}
-
-
-def _s_AppManifestParsedProperties(d: dict[str, Any]) -> AppManifestParsedProperties:
-    o = _new(AppManifestParsedProperties)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _AppManifestParsedProperties_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "scope" not in od:
-        raise KeyError("scope")
-    return o
-
-
-def _u_AppManifestParsedProperties(o: AppManifestParsedProperties) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "scope": o.scope,
-    }
-    return d
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1162,48 +569,14 @@ class LayoutViewport:
         page_y: Vertical offset relative to the document (CSS pixels).
         client_width: Width (CSS pixels), excludes scrollbar if present.
         client_height: Height (CSS pixels), excludes scrollbar if present.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-LayoutViewport
     """
 
     page_x: int
     page_y: int
     client_width: int
     client_height: int
-
-
-_LayoutViewport_plain = {
-    "pageX": "page_x",
-    "pageY": "page_y",
-    "clientWidth": "client_width",
-    "clientHeight": "client_height",
-}
-
-
-def _s_LayoutViewport(d: dict[str, Any]) -> LayoutViewport:
-    o = _new(LayoutViewport)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _LayoutViewport_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "page_x" not in od:
-        raise KeyError("pageX")
-    if "page_y" not in od:
-        raise KeyError("pageY")
-    if "client_width" not in od:
-        raise KeyError("clientWidth")
-    if "client_height" not in od:
-        raise KeyError("clientHeight")
-    return o
-
-
-def _u_LayoutViewport(o: LayoutViewport) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "pageX": o.page_x,
-        "pageY": o.page_y,
-        "clientWidth": o.client_width,
-        "clientHeight": o.client_height,
-    }
-    return d
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1219,6 +592,8 @@ class VisualViewport:
         client_height: Height (CSS pixels), excludes scrollbar if present.
         scale: Scale relative to the ideal viewport (size at width=device-width).
         zoom: Page zoom factor (CSS to device independent pixels ratio).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-VisualViewport
     """
 
     offset_x: float
@@ -1231,65 +606,6 @@ class VisualViewport:
     zoom: float | None = None
 
 
-_VisualViewport_plain = {
-    "offsetX": "offset_x",
-    "offsetY": "offset_y",
-    "pageX": "page_x",
-    "pageY": "page_y",
-    "clientWidth": "client_width",
-    "clientHeight": "client_height",
-    "scale": "scale",
-    "zoom": "zoom",
-}
-
-
-def _s_VisualViewport(d: dict[str, Any]) -> VisualViewport:
-    o = _new(VisualViewport)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _VisualViewport_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "offset_x" not in od:
-        raise KeyError("offsetX")
-    if "offset_y" not in od:
-        raise KeyError("offsetY")
-    if "page_x" not in od:
-        raise KeyError("pageX")
-    if "page_y" not in od:
-        raise KeyError("pageY")
-    if "client_width" not in od:
-        raise KeyError("clientWidth")
-    if "client_height" not in od:
-        raise KeyError("clientHeight")
-    if "scale" not in od:
-        raise KeyError("scale")
-    return o
-
-
-def _u_VisualViewport(o: VisualViewport) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "offsetX": o.offset_x,
-        "offsetY": o.offset_y,
-        "pageX": o.page_x,
-        "pageY": o.page_y,
-        "clientWidth": o.client_width,
-        "clientHeight": o.client_height,
-        "scale": o.scale,
-    }
-    if o.zoom is not None:
-        d["zoom"] = o.zoom
-    return d
-
-
-optional_defaults(
-    VisualViewport,
-    {
-        "zoom": None,
-    },
-)
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class Viewport:
     """Viewport for capturing screenshot.
@@ -1300,6 +616,8 @@ class Viewport:
         width: Rectangle width in device independent pixels (dip).
         height: Rectangle height in device independent pixels (dip).
         scale: Page scale factor.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-Viewport
     """
 
     x: float
@@ -1307,46 +625,6 @@ class Viewport:
     width: float
     height: float
     scale: float
-
-
-_Viewport_plain = {
-    "x": "x",
-    "y": "y",
-    "width": "width",
-    "height": "height",
-    "scale": "scale",
-}
-
-
-def _s_Viewport(d: dict[str, Any]) -> Viewport:
-    o = _new(Viewport)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _Viewport_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "x" not in od:
-        raise KeyError("x")
-    if "y" not in od:
-        raise KeyError("y")
-    if "width" not in od:
-        raise KeyError("width")
-    if "height" not in od:
-        raise KeyError("height")
-    if "scale" not in od:
-        raise KeyError("scale")
-    return o
-
-
-def _u_Viewport(o: Viewport) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "x": o.x,
-        "y": o.y,
-        "width": o.width,
-        "height": o.height,
-        "scale": o.scale,
-    }
-    return d
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1361,6 +639,8 @@ class FontFamilies:
         cursive: The cursive font-family.
         fantasy: The fantasy font-family.
         math: The math font-family.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-FontFamilies
     """
 
     standard: str | None = None
@@ -1372,60 +652,6 @@ class FontFamilies:
     math: str | None = None
 
 
-_FontFamilies_plain = {
-    "standard": "standard",
-    "fixed": "fixed",
-    "serif": "serif",
-    "sansSerif": "sans_serif",
-    "cursive": "cursive",
-    "fantasy": "fantasy",
-    "math": "math",
-}
-
-
-def _s_FontFamilies(d: dict[str, Any]) -> FontFamilies:
-    o = _new(FontFamilies)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _FontFamilies_plain.get(k)
-        if n is not None:
-            od[n] = v
-    return o
-
-
-def _u_FontFamilies(o: FontFamilies) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    if o.standard is not None:
-        d["standard"] = o.standard
-    if o.fixed is not None:
-        d["fixed"] = o.fixed
-    if o.serif is not None:
-        d["serif"] = o.serif
-    if o.sans_serif is not None:
-        d["sansSerif"] = o.sans_serif
-    if o.cursive is not None:
-        d["cursive"] = o.cursive
-    if o.fantasy is not None:
-        d["fantasy"] = o.fantasy
-    if o.math is not None:
-        d["math"] = o.math
-    return d
-
-
-optional_defaults(
-    FontFamilies,
-    {
-        "standard": None,
-        "fixed": None,
-        "serif": None,
-        "sans_serif": None,
-        "cursive": None,
-        "fantasy": None,
-        "math": None,
-    },
-)
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class ScriptFontFamilies:
     """Experimental. Font families collection for a script.
@@ -1433,39 +659,12 @@ class ScriptFontFamilies:
     Attributes:
         script: Name of the script which these font families are defined for.
         font_families: Generic font families collection for the script.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-ScriptFontFamilies
     """
 
     script: str
     font_families: FontFamilies
-
-
-_ScriptFontFamilies_plain = {
-    "script": "script",
-}
-
-
-def _s_ScriptFontFamilies(d: dict[str, Any]) -> ScriptFontFamilies:
-    o = _new(ScriptFontFamilies)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _ScriptFontFamilies_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "fontFamilies":
-            od["font_families"] = None if v is None else _s_FontFamilies(v)
-    if "script" not in od:
-        raise KeyError("script")
-    if "font_families" not in od:
-        raise KeyError("fontFamilies")
-    return o
-
-
-def _u_ScriptFontFamilies(o: ScriptFontFamilies) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "script": o.script,
-        "fontFamilies": _u_FontFamilies(o.font_families),
-    }
-    return d
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1475,48 +674,19 @@ class FontSizes:
     Attributes:
         standard: Default standard font size.
         fixed: Default fixed font size.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-FontSizes
     """
 
     standard: int | None = None
     fixed: int | None = None
 
 
-_FontSizes_plain = {
-    "standard": "standard",
-    "fixed": "fixed",
-}
-
-
-def _s_FontSizes(d: dict[str, Any]) -> FontSizes:
-    o = _new(FontSizes)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _FontSizes_plain.get(k)
-        if n is not None:
-            od[n] = v
-    return o
-
-
-def _u_FontSizes(o: FontSizes) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    if o.standard is not None:
-        d["standard"] = o.standard
-    if o.fixed is not None:
-        d["fixed"] = o.fixed
-    return d
-
-
-optional_defaults(
-    FontSizes,
-    {
-        "standard": None,
-        "fixed": None,
-    },
-)
-
-
 class ClientNavigationReason(CDPEnum):
-    """Experimental. ClientNavigationReason."""
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-ClientNavigationReason
+    """
 
     ANCHOR_CLICK = "anchorClick"
     FORM_SUBMISSION_GET = "formSubmissionGet"
@@ -1531,7 +701,10 @@ class ClientNavigationReason(CDPEnum):
 
 
 class ClientNavigationDisposition(CDPEnum):
-    """Experimental. ClientNavigationDisposition."""
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-ClientNavigationDisposition
+    """
 
     CURRENT_TAB = "currentTab"
     NEW_TAB = "newTab"
@@ -1541,43 +714,17 @@ class ClientNavigationDisposition(CDPEnum):
 
 @attrs.frozen(kw_only=True, slots=False)
 class InstallabilityErrorArgument:
-    """Experimental. InstallabilityErrorArgument.
+    """Experimental.
 
     Attributes:
         name: Argument name (e.g. name:'minimum-icon-size-in-pixels').
         value: Argument value (e.g. value:'64').
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-InstallabilityErrorArgument
     """
 
     name: str
     value: str
-
-
-_InstallabilityErrorArgument_plain = {
-    "name": "name",
-    "value": "value",
-}
-
-
-def _s_InstallabilityErrorArgument(d: dict[str, Any]) -> InstallabilityErrorArgument:
-    o = _new(InstallabilityErrorArgument)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _InstallabilityErrorArgument_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "value" not in od:
-        raise KeyError("value")
-    return o
-
-
-def _u_InstallabilityErrorArgument(o: InstallabilityErrorArgument) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "name": o.name,
-        "value": o.value,
-    }
-    return d
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1587,43 +734,19 @@ class InstallabilityError:
     Attributes:
         error_id: The error id (e.g. 'manifest-missing-suitable-icon').
         error_arguments: The list of error arguments (e.g. {name:'minimum-icon-size-in-pixels', value:'64'}).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-InstallabilityError
     """
 
     error_id: str
     error_arguments: list[InstallabilityErrorArgument]
 
 
-_InstallabilityError_plain = {
-    "errorId": "error_id",
-}
-
-
-def _s_InstallabilityError(d: dict[str, Any]) -> InstallabilityError:
-    o = _new(InstallabilityError)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _InstallabilityError_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "errorArguments":
-            od["error_arguments"] = None if v is None else [_s_InstallabilityErrorArgument(x0) for x0 in v]
-    if "error_id" not in od:
-        raise KeyError("errorId")
-    if "error_arguments" not in od:
-        raise KeyError("errorArguments")
-    return o
-
-
-def _u_InstallabilityError(o: InstallabilityError) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "errorId": o.error_id,
-        "errorArguments": [_u_InstallabilityErrorArgument(x0) for x0 in o.error_arguments],
-    }
-    return d
-
-
 class ReferrerPolicy(CDPEnum):
-    """Experimental. The referring-policy used for the navigation."""
+    """Experimental. The referring-policy used for the navigation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-ReferrerPolicy
+    """
 
     NO_REFERRER = "noReferrer"
     NO_REFERRER_WHEN_DOWNGRADE = "noReferrerWhenDowngrade"
@@ -1642,103 +765,34 @@ class CompilationCacheParams:
     Attributes:
         url: The URL of the script to produce a compilation cache entry for.
         eager: A hint to the backend whether eager compilation is recommended. (the actual compilation mode used is upon backend discretion).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-CompilationCacheParams
     """
 
     url: str
     eager: bool | None = None
 
 
-_CompilationCacheParams_plain = {
-    "url": "url",
-    "eager": "eager",
-}
-
-
-def _s_CompilationCacheParams(d: dict[str, Any]) -> CompilationCacheParams:
-    o = _new(CompilationCacheParams)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _CompilationCacheParams_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "url" not in od:
-        raise KeyError("url")
-    return o
-
-
-def _u_CompilationCacheParams(o: CompilationCacheParams) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "url": o.url,
-    }
-    if o.eager is not None:
-        d["eager"] = o.eager
-    return d
-
-
-optional_defaults(
-    CompilationCacheParams,
-    {
-        "eager": None,
-    },
-)
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class FileFilter:
-    """Experimental. FileFilter.
+    """Experimental.
 
-    Attributes:
-        name: -
-        accepts: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-FileFilter
     """
 
     name: str | None = None
     accepts: list[str] | None = None
 
 
-_FileFilter_plain = {
-    "name": "name",
-    "accepts": "accepts",
-}
-
-
-def _s_FileFilter(d: dict[str, Any]) -> FileFilter:
-    o = _new(FileFilter)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _FileFilter_plain.get(k)
-        if n is not None:
-            od[n] = v
-    return o
-
-
-def _u_FileFilter(o: FileFilter) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    if o.name is not None:
-        d["name"] = o.name
-    if o.accepts is not None:
-        d["accepts"] = o.accepts
-    return d
-
-
-optional_defaults(
-    FileFilter,
-    {
-        "name": None,
-        "accepts": None,
-    },
-)
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class FileHandler:
-    """Experimental. FileHandler.
+    """Experimental.
 
     Attributes:
-        action: -
-        name: -
         accepts: Mimic a map, name is the key, accepts is the value.
         launch_type: Won't repeat the enums, using string for easy comparison. Same as the other enums below.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-FileHandler
     """
 
     action: str
@@ -1747,58 +801,14 @@ class FileHandler:
     launch_type: str
 
 
-_FileHandler_plain = {
-    "action": "action",
-    "name": "name",
-    "launchType": "launch_type",
-}
-
-
-def _s_FileHandler(d: dict[str, Any]) -> FileHandler:
-    o = _new(FileHandler)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _FileHandler_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "accepts":
-            od["accepts"] = None if v is None else [_s_FileFilter(x0) for x0 in v]
-    if "action" not in od:
-        raise KeyError("action")
-    if "name" not in od:
-        raise KeyError("name")
-    if "launch_type" not in od:
-        raise KeyError("launchType")
-    return o
-
-
-def _u_FileHandler(o: FileHandler) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "action": o.action,
-        "name": o.name,
-        "launchType": o.launch_type,
-    }
-    if o.accepts is not None:
-        d["accepts"] = [_u_FileFilter(x0) for x0 in o.accepts]
-    return d
-
-
-optional_defaults(
-    FileHandler,
-    {
-        "accepts": None,
-    },
-)
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class ImageResource:
     """Experimental. The image definition used in both icon and screenshot.
 
     Attributes:
         url: The src field in the definition, but changing to url in favor of consistency.
-        sizes: -
-        type_: -
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-ImageResource
     """
 
     url: str
@@ -1806,218 +816,57 @@ class ImageResource:
     type_: str | None = None
 
 
-_ImageResource_plain = {
-    "url": "url",
-    "sizes": "sizes",
-    "type": "type_",
-}
-
-
-def _s_ImageResource(d: dict[str, Any]) -> ImageResource:
-    o = _new(ImageResource)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _ImageResource_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "url" not in od:
-        raise KeyError("url")
-    return o
-
-
-def _u_ImageResource(o: ImageResource) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "url": o.url,
-    }
-    if o.sizes is not None:
-        d["sizes"] = o.sizes
-    if o.type_ is not None:
-        d["type"] = o.type_
-    return d
-
-
-optional_defaults(
-    ImageResource,
-    {
-        "sizes": None,
-        "type_": None,
-    },
-)
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class LaunchHandler:
-    """Experimental. LaunchHandler.
+    """Experimental.
 
-    Attributes:
-        client_mode: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-LaunchHandler
     """
 
     client_mode: str
 
 
-_LaunchHandler_plain = {
-    "clientMode": "client_mode",
-}
-
-
-def _s_LaunchHandler(d: dict[str, Any]) -> LaunchHandler:
-    o = _new(LaunchHandler)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _LaunchHandler_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "client_mode" not in od:
-        raise KeyError("clientMode")
-    return o
-
-
-def _u_LaunchHandler(o: LaunchHandler) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "clientMode": o.client_mode,
-    }
-    return d
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class ProtocolHandler:
-    """Experimental. ProtocolHandler.
+    """Experimental.
 
-    Attributes:
-        protocol: -
-        url: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-ProtocolHandler
     """
 
     protocol: str
     url: str
 
 
-_ProtocolHandler_plain = {
-    "protocol": "protocol",
-    "url": "url",
-}
-
-
-def _s_ProtocolHandler(d: dict[str, Any]) -> ProtocolHandler:
-    o = _new(ProtocolHandler)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _ProtocolHandler_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "protocol" not in od:
-        raise KeyError("protocol")
-    if "url" not in od:
-        raise KeyError("url")
-    return o
-
-
-def _u_ProtocolHandler(o: ProtocolHandler) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "protocol": o.protocol,
-        "url": o.url,
-    }
-    return d
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class RelatedApplication:
-    """Experimental. RelatedApplication.
+    """Experimental.
 
-    Attributes:
-        id_: -
-        url: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-RelatedApplication
     """
 
     id_: str | None = None
     url: str
 
 
-_RelatedApplication_plain = {
-    "id": "id_",
-    "url": "url",
-}
-
-
-def _s_RelatedApplication(d: dict[str, Any]) -> RelatedApplication:
-    o = _new(RelatedApplication)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _RelatedApplication_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "url" not in od:
-        raise KeyError("url")
-    return o
-
-
-def _u_RelatedApplication(o: RelatedApplication) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "url": o.url,
-    }
-    if o.id_ is not None:
-        d["id"] = o.id_
-    return d
-
-
-optional_defaults(
-    RelatedApplication,
-    {
-        "id_": None,
-    },
-)
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class ScopeExtension:
-    """Experimental. ScopeExtension.
+    """Experimental.
 
     Attributes:
         origin: Instead of using tuple, this field always returns the serialized string for easy understanding and comparison.
-        has_origin_wildcard: -
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-ScopeExtension
     """
 
     origin: str
     has_origin_wildcard: bool
 
 
-_ScopeExtension_plain = {
-    "origin": "origin",
-    "hasOriginWildcard": "has_origin_wildcard",
-}
-
-
-def _s_ScopeExtension(d: dict[str, Any]) -> ScopeExtension:
-    o = _new(ScopeExtension)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _ScopeExtension_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "has_origin_wildcard" not in od:
-        raise KeyError("hasOriginWildcard")
-    return o
-
-
-def _u_ScopeExtension(o: ScopeExtension) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "origin": o.origin,
-        "hasOriginWildcard": o.has_origin_wildcard,
-    }
-    return d
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class Screenshot:
-    """Experimental. Screenshot.
+    """Experimental.
 
-    Attributes:
-        image: -
-        form_factor: -
-        label: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-Screenshot
     """
 
     image: ImageResource
@@ -2025,58 +874,14 @@ class Screenshot:
     label: str | None = None
 
 
-_Screenshot_plain = {
-    "formFactor": "form_factor",
-    "label": "label",
-}
-
-
-def _s_Screenshot(d: dict[str, Any]) -> Screenshot:
-    o = _new(Screenshot)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _Screenshot_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "image":
-            od["image"] = None if v is None else _s_ImageResource(v)
-    if "image" not in od:
-        raise KeyError("image")
-    if "form_factor" not in od:
-        raise KeyError("formFactor")
-    return o
-
-
-def _u_Screenshot(o: Screenshot) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "image": _u_ImageResource(o.image),
-        "formFactor": o.form_factor,
-    }
-    if o.label is not None:
-        d["label"] = o.label
-    return d
-
-
-optional_defaults(
-    Screenshot,
-    {
-        "label": None,
-    },
-)
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class ShareTarget:
-    """Experimental. ShareTarget.
+    """Experimental.
 
     Attributes:
-        action: -
-        method: -
-        enctype: -
         title: Embed the ShareTargetParams
-        text: -
-        url: -
-        files: -
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-ShareTarget
     """
 
     action: str
@@ -2088,131 +893,31 @@ class ShareTarget:
     files: list[FileFilter] | None = None
 
 
-_ShareTarget_plain = {
-    "action": "action",
-    "method": "method",
-    "enctype": "enctype",
-    "title": "title",
-    "text": "text",
-    "url": "url",
-}
-
-
-def _s_ShareTarget(d: dict[str, Any]) -> ShareTarget:
-    o = _new(ShareTarget)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _ShareTarget_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "files":
-            od["files"] = None if v is None else [_s_FileFilter(x0) for x0 in v]
-    if "action" not in od:
-        raise KeyError("action")
-    if "method" not in od:
-        raise KeyError("method")
-    if "enctype" not in od:
-        raise KeyError("enctype")
-    return o
-
-
-def _u_ShareTarget(o: ShareTarget) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "action": o.action,
-        "method": o.method,
-        "enctype": o.enctype,
-    }
-    if o.title is not None:
-        d["title"] = o.title
-    if o.text is not None:
-        d["text"] = o.text
-    if o.url is not None:
-        d["url"] = o.url
-    if o.files is not None:
-        d["files"] = [_u_FileFilter(x0) for x0 in o.files]
-    return d
-
-
-optional_defaults(
-    ShareTarget,
-    {
-        "title": None,
-        "text": None,
-        "url": None,
-        "files": None,
-    },
-)
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class Shortcut:
-    """Experimental. Shortcut.
+    """Experimental.
 
-    Attributes:
-        name: -
-        url: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-Shortcut
     """
 
     name: str
     url: str
 
 
-_Shortcut_plain = {
-    "name": "name",
-    "url": "url",
-}
-
-
-def _s_Shortcut(d: dict[str, Any]) -> Shortcut:
-    o = _new(Shortcut)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _Shortcut_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "url" not in od:
-        raise KeyError("url")
-    return o
-
-
-def _u_Shortcut(o: Shortcut) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "name": o.name,
-        "url": o.url,
-    }
-    return d
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class WebAppManifest:
-    """Experimental. WebAppManifest.
+    """Experimental.
 
     Attributes:
-        background_color: -
         description: The extra description provided by the manifest.
-        dir_: -
-        display: -
         display_overrides: The overrided display mode controlled by the user.
         file_handlers: The handlers to open files.
-        icons: -
-        id_: -
-        lang: -
         launch_handler: TODO(crbug.com/1231886): This field is non-standard and part of a Chrome experiment. See: https://github.com/WICG/web-app-launch/blob/main/launch_handler.md
-        name: -
-        orientation: -
-        prefer_related_applications: -
         protocol_handlers: The handlers to open protocols.
-        related_applications: -
-        scope: -
         scope_extensions: Non-standard, see https://github.com/WICG/manifest-incubations/blob/gh-pages/scope_extensions-explainer.md
         screenshots: The screenshots used by chromium.
-        share_target: -
-        short_name: -
-        shortcuts: -
-        start_url: -
-        theme_color: -
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-WebAppManifest
     """
 
     background_color: str | None = None
@@ -2240,136 +945,9 @@ class WebAppManifest:
     theme_color: str | None = None
 
 
-_WebAppManifest_plain = {
-    "backgroundColor": "background_color",
-    "description": "description",
-    "dir": "dir_",
-    "display": "display",
-    "displayOverrides": "display_overrides",
-    "id": "id_",
-    "lang": "lang",
-    "name": "name",
-    "orientation": "orientation",
-    "preferRelatedApplications": "prefer_related_applications",
-    "scope": "scope",
-    "shortName": "short_name",
-    "startUrl": "start_url",
-    "themeColor": "theme_color",
-}
-
-
-def _s_WebAppManifest(d: dict[str, Any]) -> WebAppManifest:
-    o = _new(WebAppManifest)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _WebAppManifest_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "fileHandlers":
-            od["file_handlers"] = None if v is None else [_s_FileHandler(x0) for x0 in v]
-        elif k == "icons":
-            od["icons"] = None if v is None else [_s_ImageResource(x0) for x0 in v]
-        elif k == "launchHandler":
-            od["launch_handler"] = None if v is None else _s_LaunchHandler(v)
-        elif k == "protocolHandlers":
-            od["protocol_handlers"] = None if v is None else [_s_ProtocolHandler(x0) for x0 in v]
-        elif k == "relatedApplications":
-            od["related_applications"] = None if v is None else [_s_RelatedApplication(x0) for x0 in v]
-        elif k == "scopeExtensions":
-            od["scope_extensions"] = None if v is None else [_s_ScopeExtension(x0) for x0 in v]
-        elif k == "screenshots":
-            od["screenshots"] = None if v is None else [_s_Screenshot(x0) for x0 in v]
-        elif k == "shareTarget":
-            od["share_target"] = None if v is None else _s_ShareTarget(v)
-        elif k == "shortcuts":
-            od["shortcuts"] = None if v is None else [_s_Shortcut(x0) for x0 in v]
-    return o
-
-
-def _u_WebAppManifest(o: WebAppManifest) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    if o.background_color is not None:
-        d["backgroundColor"] = o.background_color
-    if o.description is not None:
-        d["description"] = o.description
-    if o.dir_ is not None:
-        d["dir"] = o.dir_
-    if o.display is not None:
-        d["display"] = o.display
-    if o.display_overrides is not None:
-        d["displayOverrides"] = o.display_overrides
-    if o.file_handlers is not None:
-        d["fileHandlers"] = [_u_FileHandler(x0) for x0 in o.file_handlers]
-    if o.icons is not None:
-        d["icons"] = [_u_ImageResource(x0) for x0 in o.icons]
-    if o.id_ is not None:
-        d["id"] = o.id_
-    if o.lang is not None:
-        d["lang"] = o.lang
-    if o.launch_handler is not None:
-        d["launchHandler"] = _u_LaunchHandler(o.launch_handler)
-    if o.name is not None:
-        d["name"] = o.name
-    if o.orientation is not None:
-        d["orientation"] = o.orientation
-    if o.prefer_related_applications is not None:
-        d["preferRelatedApplications"] = o.prefer_related_applications
-    if o.protocol_handlers is not None:
-        d["protocolHandlers"] = [_u_ProtocolHandler(x0) for x0 in o.protocol_handlers]
-    if o.related_applications is not None:
-        d["relatedApplications"] = [_u_RelatedApplication(x0) for x0 in o.related_applications]
-    if o.scope is not None:
-        d["scope"] = o.scope
-    if o.scope_extensions is not None:
-        d["scopeExtensions"] = [_u_ScopeExtension(x0) for x0 in o.scope_extensions]
-    if o.screenshots is not None:
-        d["screenshots"] = [_u_Screenshot(x0) for x0 in o.screenshots]
-    if o.share_target is not None:
-        d["shareTarget"] = _u_ShareTarget(o.share_target)
-    if o.short_name is not None:
-        d["shortName"] = o.short_name
-    if o.shortcuts is not None:
-        d["shortcuts"] = [_u_Shortcut(x0) for x0 in o.shortcuts]
-    if o.start_url is not None:
-        d["startUrl"] = o.start_url
-    if o.theme_color is not None:
-        d["themeColor"] = o.theme_color
-    return d
-
-
-optional_defaults(
-    WebAppManifest,
-    {
-        "background_color": None,
-        "description": None,
-        "dir_": None,
-        "display": None,
-        "display_overrides": None,
-        "file_handlers": None,
-        "icons": None,
-        "id_": None,
-        "lang": None,
-        "launch_handler": None,
-        "name": None,
-        "orientation": None,
-        "prefer_related_applications": None,
-        "protocol_handlers": None,
-        "related_applications": None,
-        "scope": None,
-        "scope_extensions": None,
-        "screenshots": None,
-        "share_target": None,
-        "short_name": None,
-        "shortcuts": None,
-        "start_url": None,
-        "theme_color": None,
-    },
-)
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class SubApp:
-    """SubApp.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-SubApp
 
     Attributes:
         name: Display name of the sub-app.
@@ -2384,51 +962,21 @@ class SubApp:
     start_url: str
 
 
-_SubApp_plain = {
-    "name": "name",
-    "scope": "scope",
-    "manifestId": "manifest_id",
-    "startUrl": "start_url",
-}
-
-
-def _s_SubApp(d: dict[str, Any]) -> SubApp:
-    o = _new(SubApp)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _SubApp_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "scope" not in od:
-        raise KeyError("scope")
-    if "manifest_id" not in od:
-        raise KeyError("manifestId")
-    if "start_url" not in od:
-        raise KeyError("startUrl")
-    return o
-
-
-def _u_SubApp(o: SubApp) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "name": o.name,
-        "scope": o.scope,
-        "manifestId": o.manifest_id,
-        "startUrl": o.start_url,
-    }
-    return d
-
-
 class NavigationType(CDPEnum):
-    """Experimental. The type of a frameNavigated event."""
+    """Experimental. The type of a frameNavigated event.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-NavigationType
+    """
 
     NAVIGATION = "Navigation"
     BACK_FORWARD_CACHE_RESTORE = "BackForwardCacheRestore"
 
 
 class BackForwardCacheNotRestoredReason(CDPEnum):
-    """Experimental. List of not restored reasons for back-forward cache."""
+    """Experimental. List of not restored reasons for back-forward cache.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-BackForwardCacheNotRestoredReason
+    """
 
     NOT_PRIMARY_MAIN_FRAME = "NotPrimaryMainFrame"
     BACK_FORWARD_CACHE_DISABLED = "BackForwardCacheDisabled"
@@ -2588,7 +1136,10 @@ class BackForwardCacheNotRestoredReason(CDPEnum):
 
 
 class BackForwardCacheNotRestoredReasonType(CDPEnum):
-    """Experimental. Types of not restored reasons for back-forward cache."""
+    """Experimental. Types of not restored reasons for back-forward cache.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-BackForwardCacheNotRestoredReasonType
+    """
 
     SUPPORT_PENDING = "SupportPending"
     PAGE_SUPPORT_NEEDED = "PageSupportNeeded"
@@ -2597,19 +1148,3203 @@ class BackForwardCacheNotRestoredReasonType(CDPEnum):
 
 @attrs.frozen(kw_only=True, slots=False)
 class BackForwardCacheBlockingDetails:
-    """Experimental. BackForwardCacheBlockingDetails.
+    """Experimental.
 
     Attributes:
         url: Url of the file where blockage happened. Optional because of tests.
         function: Function name where blockage happened. Optional because of anonymous functions and tests.
         line_number: Line number in the script (0-based).
         column_number: Column number in the script (0-based).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-BackForwardCacheBlockingDetails
     """
 
     url: str | None = None
     function: str | None = None
     line_number: int
     column_number: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class BackForwardCacheNotRestoredExplanation:
+    """Experimental.
+
+    Attributes:
+        type_: Type of the reason
+        reason: Not restored reason
+        context: Context associated with the reason. The meaning of this context is dependent on the reason: - EmbedderExtensionSentMessageToCachedFrame: the extension ID.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-BackForwardCacheNotRestoredExplanation
+    """
+
+    type_: BackForwardCacheNotRestoredReasonType
+    reason: BackForwardCacheNotRestoredReason
+    context: str | None = None
+    details: list[BackForwardCacheBlockingDetails] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class BackForwardCacheNotRestoredExplanationTree:
+    """Experimental.
+
+    Attributes:
+        url: URL of each frame
+        explanations: Not restored reasons of each frame
+        children: Array of children frame
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#type-BackForwardCacheNotRestoredExplanationTree
+    """
+
+    url: str
+    explanations: list[BackForwardCacheNotRestoredExplanation]
+    children: list[BackForwardCacheNotRestoredExplanationTree]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AddScriptToEvaluateOnLoadResult:
+    """Result of :func:`add_script_to_evaluate_on_load`.
+
+    Attributes:
+        identifier: Identifier of the added script.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-addScriptToEvaluateOnLoad
+    """
+
+    identifier: ScriptIdentifier
+
+
+def add_script_to_evaluate_on_load(
+    *,
+    script_source: str,
+) -> Command[AddScriptToEvaluateOnLoadResult]:
+    """Experimental. Deprecated. Deprecated, please use addScriptToEvaluateOnNewDocument instead.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-addScriptToEvaluateOnLoad
+    """
+    return Command(
+        "Page.addScriptToEvaluateOnLoad",
+        _p_add_script_to_evaluate_on_load(script_source),
+        AddScriptToEvaluateOnLoadResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AddScriptToEvaluateOnNewDocumentResult:
+    """Result of :func:`add_script_to_evaluate_on_new_document`.
+
+    Attributes:
+        identifier: Identifier of the added script.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-addScriptToEvaluateOnNewDocument
+    """
+
+    identifier: ScriptIdentifier
+
+
+def add_script_to_evaluate_on_new_document(
+    *,
+    source: str,
+    world_name: str | None = None,
+    include_command_line_api: bool | None = None,
+    run_immediately: bool | None = None,
+) -> Command[AddScriptToEvaluateOnNewDocumentResult]:
+    """Evaluates given script in every frame upon creation (before loading frame's scripts).
+
+    Args:
+        world_name: Experimental. If specified, creates an isolated world with the given name and evaluates given script in it. This world name will be used as the ExecutionContextDescription::name when the corresponding event is emitted.
+        include_command_line_api: Experimental. Specifies whether command line API should be available to the script, defaults to false.
+        run_immediately: Experimental. If true, runs the script immediately on existing execution contexts or worlds. Default: false.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-addScriptToEvaluateOnNewDocument
+    """
+    return Command(
+        "Page.addScriptToEvaluateOnNewDocument",
+        _p_add_script_to_evaluate_on_new_document(
+            source, world_name, include_command_line_api, run_immediately
+        ),
+        AddScriptToEvaluateOnNewDocumentResult,
+    )
+
+
+def bring_to_front() -> Command[None]:
+    """Brings page to front (activates tab).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-bringToFront
+    """
+    return Command("Page.bringToFront", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CaptureScreenshotResult:
+    """Result of :func:`capture_screenshot`.
+
+    Attributes:
+        data: Base64-encoded image data. (Encoded as a base64 string when passed over JSON)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-captureScreenshot
+    """
+
+    data: str
+
+
+def capture_screenshot(
+    *,
+    format_: str | None = None,
+    quality: int | None = None,
+    clip: Viewport | None = None,
+    from_surface: bool | None = None,
+    capture_beyond_viewport: bool | None = None,
+    optimize_for_speed: bool | None = None,
+) -> Command[CaptureScreenshotResult]:
+    """Capture page screenshot.
+
+    Args:
+        format_: Image compression format (defaults to png). Values: 'jpeg', 'png', 'webp'.
+        quality: Compression quality from range [0..100] (jpeg only).
+        clip: Capture the screenshot of a given region only.
+        from_surface: Experimental. Capture the screenshot from the surface, rather than the view. Defaults to true.
+        capture_beyond_viewport: Experimental. Capture the screenshot beyond the viewport. Defaults to false.
+        optimize_for_speed: Experimental. Optimize image encoding for speed, not for resulting size (defaults to false)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-captureScreenshot
+    """
+    return Command(
+        "Page.captureScreenshot",
+        _p_capture_screenshot(
+            format_, quality, clip, from_surface, capture_beyond_viewport, optimize_for_speed
+        ),
+        CaptureScreenshotResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CaptureSnapshotResult:
+    """Result of :func:`capture_snapshot`.
+
+    Attributes:
+        data: Serialized page data.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-captureSnapshot
+    """
+
+    data: str
+
+
+def capture_snapshot(
+    *,
+    format_: str | None = None,
+) -> Command[CaptureSnapshotResult]:
+    """Experimental. Returns a snapshot of the page as a string. For MHTML format, the serialization includes
+    iframes, shadow DOM, external resources, and element-inline styles.
+
+    Args:
+        format_: Format (defaults to mhtml). Values: 'mhtml'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-captureSnapshot
+    """
+    return Command("Page.captureSnapshot", _p_capture_snapshot(format_), CaptureSnapshotResult)
+
+
+def clear_device_metrics_override() -> Command[None]:
+    """Experimental. Deprecated. Clears the overridden device metrics.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-clearDeviceMetricsOverride
+    """
+    return Command("Page.clearDeviceMetricsOverride", {}, None)
+
+
+def clear_device_orientation_override() -> Command[None]:
+    """Experimental. Deprecated. Clears the overridden Device Orientation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-clearDeviceOrientationOverride
+    """
+    return Command("Page.clearDeviceOrientationOverride", {}, None)
+
+
+def clear_geolocation_override() -> Command[None]:
+    """Deprecated. Clears the overridden Geolocation Position and Error.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-clearGeolocationOverride
+    """
+    return Command("Page.clearGeolocationOverride", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CreateIsolatedWorldResult:
+    """Result of :func:`create_isolated_world`.
+
+    Attributes:
+        execution_context_id: Execution context of the isolated world.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-createIsolatedWorld
+    """
+
+    execution_context_id: cdp.runtime.ExecutionContextId
+
+
+def create_isolated_world(
+    *,
+    frame_id: FrameId,
+    world_name: str | None = None,
+    grant_univeral_access: bool | None = None,
+    content_security_policy: str | None = None,
+) -> Command[CreateIsolatedWorldResult]:
+    """Creates an isolated world for the given frame.
+
+    Args:
+        frame_id: Id of the frame in which the isolated world should be created.
+        world_name: An optional name which is reported in the Execution Context.
+        grant_univeral_access: Whether or not universal access should be granted to the isolated world. This is a powerful option, use with caution.
+        content_security_policy: An optional content security policy to set for the isolated world. If omitted, any existing CSP for the world will be cleared. Note that clearing or updating the CSP does not immediately affect the active context in the same document because LocalDOMWindow caches the ContentSecurityPolicy object. The change takes effect on subsequent navigations when a new window context is created.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-createIsolatedWorld
+    """
+    return Command(
+        "Page.createIsolatedWorld",
+        _p_create_isolated_world(frame_id, world_name, grant_univeral_access, content_security_policy),
+        CreateIsolatedWorldResult,
+    )
+
+
+def delete_cookie(
+    *,
+    cookie_name: str,
+    url: str,
+) -> Command[None]:
+    """Experimental. Deprecated. Deletes browser cookie with given name, domain and path.
+
+    Args:
+        cookie_name: Name of the cookie to remove.
+        url: URL to match cooke domain and path.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-deleteCookie
+    """
+    return Command("Page.deleteCookie", _p_delete_cookie(cookie_name, url), None)
+
+
+def disable() -> Command[None]:
+    """Disables page domain notifications.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-disable
+    """
+    return Command("Page.disable", {}, None)
+
+
+def enable(
+    *,
+    enable_file_chooser_opened_event: bool | None = None,
+) -> Command[None]:
+    """Enables page domain notifications.
+
+    Args:
+        enable_file_chooser_opened_event: Experimental. If true, the `Page.fileChooserOpened` event will be emitted regardless of the state set by `Page.setInterceptFileChooserDialog` command (default: false).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-enable
+    """
+    return Command("Page.enable", _p_enable(enable_file_chooser_opened_event), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetAppManifestResult:
+    """Result of :func:`get_app_manifest`.
+
+    Attributes:
+        url: Manifest location.
+        data: Manifest content.
+        parsed: Experimental. Deprecated. Parsed manifest properties. Deprecated, use manifest instead.
+        manifest: Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getAppManifest
+    """
+
+    url: str
+    errors: list[AppManifestError]
+    data: str | None = None
+    parsed: AppManifestParsedProperties | None = None
+    manifest: WebAppManifest
+
+
+def get_app_manifest(
+    *,
+    manifest_id: str | None = None,
+) -> Command[GetAppManifestResult]:
+    """Gets the processed manifest for this current document.
+    This API always waits for the manifest to be loaded.
+    If manifestId is provided, and it does not match the manifest of the
+      current document, this API errors out.
+    If there is not a loaded page, this API errors out immediately.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getAppManifest
+    """
+    return Command("Page.getAppManifest", _p_get_app_manifest(manifest_id), GetAppManifestResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetInstallabilityErrorsResult:
+    """Result of :func:`get_installability_errors`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getInstallabilityErrors
+    """
+
+    installability_errors: list[InstallabilityError]
+
+
+def get_installability_errors() -> Command[GetInstallabilityErrorsResult]:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getInstallabilityErrors
+    """
+    return Command("Page.getInstallabilityErrors", {}, GetInstallabilityErrorsResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetManifestIconsResult:
+    """Result of :func:`get_manifest_icons`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getManifestIcons
+    """
+
+    primary_icon: str | None = None
+
+
+def get_manifest_icons() -> Command[GetManifestIconsResult]:
+    """Experimental. Deprecated. Deprecated because it's not guaranteed that the returned icon is in fact the one used for PWA installation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getManifestIcons
+    """
+    return Command("Page.getManifestIcons", {}, GetManifestIconsResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetAppIdResult:
+    """Result of :func:`get_app_id`.
+
+    Attributes:
+        app_id: App id, either from manifest's id attribute or computed from start_url
+        recommended_id: Recommendation for manifest's id attribute to match current id computed from start_url
+        bundle_id: The bundle ID for an Isolated Web App (IWA)
+        parent_app_name: The name of the parent app if this app is a Sub-App
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getAppId
+    """
+
+    app_id: str | None = None
+    recommended_id: str | None = None
+    bundle_id: str | None = None
+    parent_app_name: str | None = None
+
+
+def get_app_id() -> Command[GetAppIdResult]:
+    """Experimental. Returns the unique (PWA) app id, along with IWA bundle ID and parent app info.
+    Only returns values if the feature flag 'WebAppEnableManifestId' is enabled
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getAppId
+    """
+    return Command("Page.getAppId", {}, GetAppIdResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetSubAppsResult:
+    """Result of :func:`get_sub_apps`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getSubApps
+    """
+
+    sub_apps: list[SubApp]
+
+
+def get_sub_apps() -> Command[GetSubAppsResult]:
+    """Experimental. Returns the list of installed child Sub-Apps for the inspected parent app.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getSubApps
+    """
+    return Command("Page.getSubApps", {}, GetSubAppsResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetSiblingSubAppsResult:
+    """Result of :func:`get_sibling_sub_apps`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getSiblingSubApps
+    """
+
+    sub_apps: list[SubApp]
+
+
+def get_sibling_sub_apps() -> Command[GetSiblingSubAppsResult]:
+    """Experimental. Returns the list of sibling Sub-Apps sharing the same parent app if the inspected context is a Sub-App.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getSiblingSubApps
+    """
+    return Command("Page.getSiblingSubApps", {}, GetSiblingSubAppsResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetAdScriptAncestryResult:
+    """Result of :func:`get_ad_script_ancestry`.
+
+    Attributes:
+        ad_script_ancestry: The ancestry chain of ad script identifiers leading to this frame's creation, along with the root script's filterlist rule. The ancestry chain is ordered from the most immediate script (in the frame creation stack) to more distant ancestors (that created the immediately preceding script). Only sent if frame is labelled as an ad and ids are available.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getAdScriptAncestry
+    """
+
+    ad_script_ancestry: cdp.network.AdAncestry | None = None
+
+
+def get_ad_script_ancestry(
+    *,
+    frame_id: FrameId,
+) -> Command[GetAdScriptAncestryResult]:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getAdScriptAncestry
+    """
+    return Command("Page.getAdScriptAncestry", _p_get_ad_script_ancestry(frame_id), GetAdScriptAncestryResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetSpellCheckCustomDictionaryResult:
+    """Result of :func:`get_spell_check_custom_dictionary`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getSpellCheckCustomDictionary
+    """
+
+    words: list[str]
+
+
+def get_spell_check_custom_dictionary(
+    *,
+    frame_id: FrameId,
+) -> Command[GetSpellCheckCustomDictionaryResult]:
+    """Experimental. Returns the words that the frame's document added to its spell check custom
+    dictionary with `document.spellCheckCustomDictionary.addWords()`, sorted.
+    Page script cannot read the dictionary back; this lets developers inspect
+    it.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getSpellCheckCustomDictionary
+    """
+    return Command(
+        "Page.getSpellCheckCustomDictionary",
+        _p_get_spell_check_custom_dictionary(frame_id),
+        GetSpellCheckCustomDictionaryResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetFrameTreeResult:
+    """Result of :func:`get_frame_tree`.
+
+    Attributes:
+        frame_tree: Present frame tree structure.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getFrameTree
+    """
+
+    frame_tree: FrameTree
+
+
+def get_frame_tree() -> Command[GetFrameTreeResult]:
+    """Returns present frame tree structure.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getFrameTree
+    """
+    return Command("Page.getFrameTree", {}, GetFrameTreeResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetLayoutMetricsResult:
+    """Result of :func:`get_layout_metrics`.
+
+    Attributes:
+        layout_viewport: Deprecated. Deprecated metrics relating to the layout viewport. Is in device pixels. Use `cssLayoutViewport` instead.
+        visual_viewport: Deprecated. Deprecated metrics relating to the visual viewport. Is in device pixels. Use `cssVisualViewport` instead.
+        content_size: Deprecated. Deprecated size of scrollable area. Is in DP. Use `cssContentSize` instead.
+        css_layout_viewport: Metrics relating to the layout viewport in CSS pixels.
+        css_visual_viewport: Metrics relating to the visual viewport in CSS pixels.
+        css_content_size: Size of scrollable area in CSS pixels.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getLayoutMetrics
+    """
+
+    layout_viewport: LayoutViewport
+    visual_viewport: VisualViewport
+    content_size: cdp.dom.Rect
+    css_layout_viewport: LayoutViewport
+    css_visual_viewport: VisualViewport
+    css_content_size: cdp.dom.Rect
+
+
+def get_layout_metrics() -> Command[GetLayoutMetricsResult]:
+    """Returns metrics relating to the layouting of the page, such as viewport bounds/scale.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getLayoutMetrics
+    """
+    return Command("Page.getLayoutMetrics", {}, GetLayoutMetricsResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetNavigationHistoryResult:
+    """Result of :func:`get_navigation_history`.
+
+    Attributes:
+        current_index: Index of the current navigation history entry.
+        entries: Array of navigation history entries.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getNavigationHistory
+    """
+
+    current_index: int
+    entries: list[NavigationEntry]
+
+
+def get_navigation_history() -> Command[GetNavigationHistoryResult]:
+    """Returns navigation history for the current page.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getNavigationHistory
+    """
+    return Command("Page.getNavigationHistory", {}, GetNavigationHistoryResult)
+
+
+def reset_navigation_history() -> Command[None]:
+    """Resets navigation history for the current page.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-resetNavigationHistory
+    """
+    return Command("Page.resetNavigationHistory", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetResourceContentResult:
+    """Result of :func:`get_resource_content`.
+
+    Attributes:
+        content: Resource content.
+        base64_encoded: True, if content was served as base64.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getResourceContent
+    """
+
+    content: str
+    base64_encoded: bool
+
+
+def get_resource_content(
+    *,
+    frame_id: FrameId,
+    url: str,
+) -> Command[GetResourceContentResult]:
+    """Experimental. Returns content of the given resource.
+
+    Args:
+        frame_id: Frame id to get resource for.
+        url: URL of the resource to get content for.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getResourceContent
+    """
+    return Command(
+        "Page.getResourceContent", _p_get_resource_content(frame_id, url), GetResourceContentResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetResourceTreeResult:
+    """Result of :func:`get_resource_tree`.
+
+    Attributes:
+        frame_tree: Present frame / resource tree structure.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getResourceTree
+    """
+
+    frame_tree: FrameResourceTree
+
+
+def get_resource_tree() -> Command[GetResourceTreeResult]:
+    """Experimental. Returns present frame / resource tree structure.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getResourceTree
+    """
+    return Command("Page.getResourceTree", {}, GetResourceTreeResult)
+
+
+def handle_java_script_dialog(
+    *,
+    accept: bool,
+    prompt_text: str | None = None,
+) -> Command[None]:
+    """Accepts or dismisses a JavaScript initiated dialog (alert, confirm, prompt, or onbeforeunload).
+
+    Args:
+        accept: Whether to accept or dismiss the dialog.
+        prompt_text: The text to enter into the dialog prompt before accepting. Used only if this is a prompt dialog.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-handleJavaScriptDialog
+    """
+    return Command("Page.handleJavaScriptDialog", _p_handle_java_script_dialog(accept, prompt_text), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class NavigateResult:
+    """Result of :func:`navigate`.
+
+    Attributes:
+        frame_id: Frame id that has navigated (or failed to navigate)
+        loader_id: Loader identifier. This is omitted in case of same-document navigation, as the previously committed loaderId would not change.
+        error_text: User friendly error message, present if and only if navigation has failed.
+        is_download: Experimental. Whether the navigation resulted in a download.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-navigate
+    """
+
+    frame_id: FrameId
+    loader_id: cdp.network.LoaderId | None = None
+    error_text: str | None = None
+    is_download: bool | None = None
+
+
+def navigate(
+    *,
+    url: str,
+    referrer: str | None = None,
+    transition_type: TransitionType | None = None,
+    frame_id: FrameId | None = None,
+    referrer_policy: ReferrerPolicy | None = None,
+) -> Command[NavigateResult]:
+    """Navigates current page to the given URL.
+
+    Args:
+        url: URL to navigate the page to.
+        referrer: Referrer URL.
+        transition_type: Intended transition type.
+        frame_id: Frame id to navigate, if not specified navigates the top frame.
+        referrer_policy: Experimental. Referrer-policy used for the navigation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-navigate
+    """
+    return Command(
+        "Page.navigate",
+        _p_navigate(url, referrer, transition_type, frame_id, referrer_policy),
+        NavigateResult,
+    )
+
+
+def navigate_to_history_entry(
+    *,
+    entry_id: int,
+) -> Command[None]:
+    """Navigates current page to the given history entry.
+
+    Args:
+        entry_id: Unique id of the entry to navigate to.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-navigateToHistoryEntry
+    """
+    return Command("Page.navigateToHistoryEntry", _p_navigate_to_history_entry(entry_id), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PrintToPDFResult:
+    """Result of :func:`print_to_pdf`.
+
+    Attributes:
+        data: Base64-encoded pdf data. Empty if |returnAsStream| is specified. (Encoded as a base64 string when passed over JSON)
+        stream: Experimental. A handle of the stream that holds resulting PDF data.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-printToPDF
+    """
+
+    data: str
+    stream: cdp.io.StreamHandle | None = None
+
+
+def print_to_pdf(
+    *,
+    landscape: bool | None = None,
+    display_header_footer: bool | None = None,
+    print_background: bool | None = None,
+    scale: float | None = None,
+    paper_width: float | None = None,
+    paper_height: float | None = None,
+    margin_top: float | None = None,
+    margin_bottom: float | None = None,
+    margin_left: float | None = None,
+    margin_right: float | None = None,
+    page_ranges: str | None = None,
+    header_template: str | None = None,
+    footer_template: str | None = None,
+    prefer_css_page_size: bool | None = None,
+    transfer_mode: str | None = None,
+    generate_tagged_pdf: bool | None = None,
+    generate_document_outline: bool | None = None,
+) -> Command[PrintToPDFResult]:
+    """Print page as PDF.
+
+    Args:
+        landscape: Paper orientation. Defaults to false.
+        display_header_footer: Display header and footer. Defaults to false.
+        print_background: Print background graphics. Defaults to false.
+        scale: Scale of the webpage rendering. Defaults to 1.
+        paper_width: Paper width in inches. Defaults to 8.5 inches.
+        paper_height: Paper height in inches. Defaults to 11 inches.
+        margin_top: Top margin in inches. Defaults to 1cm (~0.4 inches).
+        margin_bottom: Bottom margin in inches. Defaults to 1cm (~0.4 inches).
+        margin_left: Left margin in inches. Defaults to 1cm (~0.4 inches).
+        margin_right: Right margin in inches. Defaults to 1cm (~0.4 inches).
+        page_ranges: Paper ranges to print, one based, e.g., '1-5, 8, 11-13'. Pages are printed in the document order, not in the order specified, and no more than once. Defaults to empty string, which implies the entire document is printed. The page numbers are quietly capped to actual page count of the document, and ranges beyond the end of the document are ignored. If this results in no pages to print, an error is reported. It is an error to specify a range with start greater than end.
+        header_template: HTML template for the print header. Should be valid HTML markup with following classes used to inject printing values into them: - `date`: formatted print date - `title`: document title - `url`: document location - `pageNumber`: current page number - `totalPages`: total pages in the document For example, `<span class=title></span>` would generate span containing the title.
+        footer_template: HTML template for the print footer. Should use the same format as the `headerTemplate`.
+        prefer_css_page_size: Whether or not to prefer page size as defined by css. Defaults to false, in which case the content will be scaled to fit the paper size.
+        transfer_mode: Experimental. return as stream Values: 'ReturnAsBase64', 'ReturnAsStream'.
+        generate_tagged_pdf: Experimental. Whether or not to generate tagged (accessible) PDF. Defaults to embedder choice.
+        generate_document_outline: Experimental. Whether or not to embed the document outline into the PDF.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-printToPDF
+    """
+    return Command(
+        "Page.printToPDF",
+        _p_print_to_pdf(
+            landscape,
+            display_header_footer,
+            print_background,
+            scale,
+            paper_width,
+            paper_height,
+            margin_top,
+            margin_bottom,
+            margin_left,
+            margin_right,
+            page_ranges,
+            header_template,
+            footer_template,
+            prefer_css_page_size,
+            transfer_mode,
+            generate_tagged_pdf,
+            generate_document_outline,
+        ),
+        PrintToPDFResult,
+    )
+
+
+def reload(
+    *,
+    ignore_cache: bool | None = None,
+    script_to_evaluate_on_load: str | None = None,
+    loader_id: cdp.network.LoaderId | None = None,
+) -> Command[None]:
+    """Reloads given page optionally ignoring the cache.
+
+    Args:
+        ignore_cache: If true, browser cache is ignored (as if the user pressed Shift+refresh).
+        script_to_evaluate_on_load: If set, the script will be injected into all frames of the inspected page after reload. Argument will be ignored if reloading dataURL origin.
+        loader_id: Experimental. If set, an error will be thrown if the target page's main frame's loader id does not match the provided id. This prevents accidentally reloading an unintended target in case there's a racing navigation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-reload
+    """
+    return Command("Page.reload", _p_reload(ignore_cache, script_to_evaluate_on_load, loader_id), None)
+
+
+def remove_script_to_evaluate_on_load(
+    *,
+    identifier: ScriptIdentifier,
+) -> Command[None]:
+    """Experimental. Deprecated. Deprecated, please use removeScriptToEvaluateOnNewDocument instead.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-removeScriptToEvaluateOnLoad
+    """
+    return Command(
+        "Page.removeScriptToEvaluateOnLoad", _p_remove_script_to_evaluate_on_load(identifier), None
+    )
+
+
+def remove_script_to_evaluate_on_new_document(
+    *,
+    identifier: ScriptIdentifier,
+) -> Command[None]:
+    """Removes given script from the list.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-removeScriptToEvaluateOnNewDocument
+    """
+    return Command(
+        "Page.removeScriptToEvaluateOnNewDocument",
+        _p_remove_script_to_evaluate_on_new_document(identifier),
+        None,
+    )
+
+
+def screencast_frame_ack(
+    *,
+    session_id: int,
+) -> Command[None]:
+    """Experimental. Acknowledges that a screencast frame has been received by the frontend.
+
+    Args:
+        session_id: Frame number.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-screencastFrameAck
+    """
+    return Command("Page.screencastFrameAck", _p_screencast_frame_ack(session_id), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SearchInResourceResult:
+    """Result of :func:`search_in_resource`.
+
+    Attributes:
+        result: List of search matches.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-searchInResource
+    """
+
+    result: list[cdp.debugger.SearchMatch]
+
+
+def search_in_resource(
+    *,
+    frame_id: FrameId,
+    url: str,
+    query: str,
+    case_sensitive: bool | None = None,
+    is_regex: bool | None = None,
+) -> Command[SearchInResourceResult]:
+    """Experimental. Searches for given string in resource content.
+
+    Args:
+        frame_id: Frame id for resource to search in.
+        url: URL of the resource to search in.
+        query: String to search for.
+        case_sensitive: If true, search is case sensitive.
+        is_regex: If true, treats string parameter as regex.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-searchInResource
+    """
+    return Command(
+        "Page.searchInResource",
+        _p_search_in_resource(frame_id, url, query, case_sensitive, is_regex),
+        SearchInResourceResult,
+    )
+
+
+def set_ad_blocking_enabled(
+    *,
+    enabled: bool,
+) -> Command[None]:
+    """Experimental. Enable Chrome's experimental ad filter on all sites.
+
+    Args:
+        enabled: Whether to block ads.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-setAdBlockingEnabled
+    """
+    return Command("Page.setAdBlockingEnabled", _p_set_ad_blocking_enabled(enabled), None)
+
+
+def set_bypass_csp(
+    *,
+    enabled: bool,
+) -> Command[None]:
+    """Enable page Content Security Policy by-passing.
+
+    Args:
+        enabled: Whether to bypass page CSP.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-setBypassCSP
+    """
+    return Command("Page.setBypassCSP", _p_set_bypass_csp(enabled), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetPermissionsPolicyStateResult:
+    """Result of :func:`get_permissions_policy_state`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getPermissionsPolicyState
+    """
+
+    states: list[PermissionsPolicyFeatureState]
+
+
+def get_permissions_policy_state(
+    *,
+    frame_id: FrameId,
+) -> Command[GetPermissionsPolicyStateResult]:
+    """Experimental. Get Permissions Policy state on given frame.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getPermissionsPolicyState
+    """
+    return Command(
+        "Page.getPermissionsPolicyState",
+        _p_get_permissions_policy_state(frame_id),
+        GetPermissionsPolicyStateResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetOriginTrialsResult:
+    """Result of :func:`get_origin_trials`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getOriginTrials
+    """
+
+    origin_trials: list[OriginTrial]
+
+
+def get_origin_trials(
+    *,
+    frame_id: FrameId,
+) -> Command[GetOriginTrialsResult]:
+    """Experimental. Get Origin Trials on given frame.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getOriginTrials
+    """
+    return Command("Page.getOriginTrials", _p_get_origin_trials(frame_id), GetOriginTrialsResult)
+
+
+def set_device_metrics_override(
+    *,
+    width: int,
+    height: int,
+    device_scale_factor: float,
+    mobile: bool,
+    scale: float | None = None,
+    screen_width: int | None = None,
+    screen_height: int | None = None,
+    position_x: int | None = None,
+    position_y: int | None = None,
+    dont_set_visible_size: bool | None = None,
+    screen_orientation: cdp.emulation.ScreenOrientation | None = None,
+    viewport: Viewport | None = None,
+) -> Command[None]:
+    """Experimental. Deprecated. Overrides the values of device screen dimensions (window.screen.width, window.screen.height,
+    window.innerWidth, window.innerHeight, and "device-width"/"device-height"-related CSS media
+    query results).
+
+    Args:
+        width: Overriding width value in pixels (minimum 0, maximum 10000000). 0 disables the override.
+        height: Overriding height value in pixels (minimum 0, maximum 10000000). 0 disables the override.
+        device_scale_factor: Overriding device scale factor value. 0 disables the override.
+        mobile: Whether to emulate mobile device. This includes viewport meta tag, overlay scrollbars, text autosizing and more.
+        scale: Scale to apply to resulting view image.
+        screen_width: Overriding screen width value in pixels (minimum 0, maximum 10000000).
+        screen_height: Overriding screen height value in pixels (minimum 0, maximum 10000000).
+        position_x: Overriding view X position on screen in pixels (minimum 0, maximum 10000000).
+        position_y: Overriding view Y position on screen in pixels (minimum 0, maximum 10000000).
+        dont_set_visible_size: Do not set visible view size, rely upon explicit setVisibleSize call.
+        screen_orientation: Screen orientation override.
+        viewport: The viewport dimensions and scale. If not set, the override is cleared.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-setDeviceMetricsOverride
+    """
+    return Command(
+        "Page.setDeviceMetricsOverride",
+        _p_set_device_metrics_override(
+            width,
+            height,
+            device_scale_factor,
+            mobile,
+            scale,
+            screen_width,
+            screen_height,
+            position_x,
+            position_y,
+            dont_set_visible_size,
+            screen_orientation,
+            viewport,
+        ),
+        None,
+    )
+
+
+def set_device_orientation_override(
+    *,
+    alpha: float,
+    beta: float,
+    gamma: float,
+) -> Command[None]:
+    """Experimental. Deprecated. Overrides the Device Orientation.
+
+    Args:
+        alpha: Mock alpha
+        beta: Mock beta
+        gamma: Mock gamma
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-setDeviceOrientationOverride
+    """
+    return Command(
+        "Page.setDeviceOrientationOverride", _p_set_device_orientation_override(alpha, beta, gamma), None
+    )
+
+
+def set_font_families(
+    *,
+    font_families: FontFamilies,
+    for_scripts: list[ScriptFontFamilies] | None = None,
+) -> Command[None]:
+    """Experimental. Set generic font families.
+
+    Args:
+        font_families: Specifies font families to set. If a font family is not specified, it won't be changed.
+        for_scripts: Specifies font families to set for individual scripts.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-setFontFamilies
+    """
+    return Command("Page.setFontFamilies", _p_set_font_families(font_families, for_scripts), None)
+
+
+def set_font_sizes(
+    *,
+    font_sizes: FontSizes,
+) -> Command[None]:
+    """Experimental. Set default font sizes.
+
+    Args:
+        font_sizes: Specifies font sizes to set. If a font size is not specified, it won't be changed.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-setFontSizes
+    """
+    return Command("Page.setFontSizes", _p_set_font_sizes(font_sizes), None)
+
+
+def set_document_content(
+    *,
+    frame_id: FrameId,
+    html: str,
+) -> Command[None]:
+    """Sets given markup as the document's HTML.
+
+    Args:
+        frame_id: Frame id to set HTML for.
+        html: HTML content to set.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-setDocumentContent
+    """
+    return Command("Page.setDocumentContent", _p_set_document_content(frame_id, html), None)
+
+
+def set_download_behavior(
+    *,
+    behavior: str,
+    download_path: str | None = None,
+) -> Command[None]:
+    """Experimental. Deprecated. Set the behavior when downloading a file.
+
+    Args:
+        behavior: Whether to allow all or deny all download requests, or use default Chrome behavior if available (otherwise deny). Values: 'deny', 'allow', 'default'.
+        download_path: The default path to save downloaded files to. This is required if behavior is set to 'allow'
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-setDownloadBehavior
+    """
+    return Command("Page.setDownloadBehavior", _p_set_download_behavior(behavior, download_path), None)
+
+
+def set_geolocation_override(
+    *,
+    latitude: float | None = None,
+    longitude: float | None = None,
+    accuracy: float | None = None,
+) -> Command[None]:
+    """Deprecated. Overrides the Geolocation Position or Error. Omitting any of the parameters emulates position
+    unavailable.
+
+    Args:
+        latitude: Mock latitude
+        longitude: Mock longitude
+        accuracy: Mock accuracy
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-setGeolocationOverride
+    """
+    return Command(
+        "Page.setGeolocationOverride", _p_set_geolocation_override(latitude, longitude, accuracy), None
+    )
+
+
+def set_lifecycle_events_enabled(
+    *,
+    enabled: bool,
+) -> Command[None]:
+    """Controls whether page will emit lifecycle events.
+
+    Args:
+        enabled: If true, starts emitting lifecycle events.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-setLifecycleEventsEnabled
+    """
+    return Command("Page.setLifecycleEventsEnabled", _p_set_lifecycle_events_enabled(enabled), None)
+
+
+def set_touch_emulation_enabled(
+    *,
+    enabled: bool,
+    configuration: str | None = None,
+) -> Command[None]:
+    """Experimental. Deprecated. Toggles mouse event-based touch event emulation.
+
+    Args:
+        enabled: Whether the touch event emulation should be enabled.
+        configuration: Touch/gesture events configuration. Default: current platform. Values: 'mobile', 'desktop'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-setTouchEmulationEnabled
+    """
+    return Command(
+        "Page.setTouchEmulationEnabled", _p_set_touch_emulation_enabled(enabled, configuration), None
+    )
+
+
+def start_screencast(
+    *,
+    format_: str | None = None,
+    quality: int | None = None,
+    max_width: int | None = None,
+    max_height: int | None = None,
+    every_nth_frame: int | None = None,
+    max_frames_in_flight: int | None = None,
+    send_last_frame: bool | None = None,
+) -> Command[None]:
+    """Experimental. Starts sending each frame using the `screencastFrame` event.
+
+    Args:
+        format_: Image compression format. Values: 'jpeg', 'png'.
+        quality: Compression quality from range [0..100].
+        max_width: Maximum screenshot width.
+        max_height: Maximum screenshot height.
+        every_nth_frame: Send every n-th frame. Must be a positive integer.
+        max_frames_in_flight: Maximum number of frames sent until screencastFrameAck is required. Defaults to 3. Must be a positive integer.
+        send_last_frame: By default, after screencastFrameAck arrives, the next produced frame is sent. Passing this flag enables storing the last produced frame in memory, which is immediately sent upon screencastFrameAck. This way, overall performance is traded for a better latency.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-startScreencast
+    """
+    return Command(
+        "Page.startScreencast",
+        _p_start_screencast(
+            format_, quality, max_width, max_height, every_nth_frame, max_frames_in_flight, send_last_frame
+        ),
+        None,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StartScreenRecordingResult:
+    """Result of :func:`start_screen_recording`.
+
+    Attributes:
+        stream: Experimental. A handle of the stream that holds resulting screencast data.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-startScreenRecording
+    """
+
+    stream: cdp.io.StreamHandle
+
+
+def start_screen_recording(
+    *,
+    audio: bool | None = None,
+    max_width: int | None = None,
+    max_height: int | None = None,
+    frame_rate: int | None = None,
+    capture_area: str | None = None,
+) -> Command[StartScreenRecordingResult]:
+    """Experimental. Starts screencast video recording.
+
+    Args:
+        max_width: Maximum frame width in pixels.
+        max_height: Maximum frame height in pixels.
+        frame_rate: Maximum frame rate in frames per second.
+        capture_area: Experimental. The area to record. Defaults to `target`. Values: 'target', 'browserWindow'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-startScreenRecording
+    """
+    return Command(
+        "Page.startScreenRecording",
+        _p_start_screen_recording(audio, max_width, max_height, frame_rate, capture_area),
+        StartScreenRecordingResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StopScreenRecordingResult:
+    """Result of :func:`stop_screen_recording`.
+
+    Attributes:
+        stream: Experimental. A handle of the stream that holds resulting screencast data.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-stopScreenRecording
+    """
+
+    stream: cdp.io.StreamHandle
+
+
+def stop_screen_recording() -> Command[StopScreenRecordingResult]:
+    """Experimental. Stops screencast video recording.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-stopScreenRecording
+    """
+    return Command("Page.stopScreenRecording", {}, StopScreenRecordingResult)
+
+
+def stop_loading() -> Command[None]:
+    """Force the page stop all navigations and pending resource fetches.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-stopLoading
+    """
+    return Command("Page.stopLoading", {}, None)
+
+
+def crash() -> Command[None]:
+    """Experimental. Crashes renderer on the IO thread, generates minidumps.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-crash
+    """
+    return Command("Page.crash", {}, None)
+
+
+def close() -> Command[None]:
+    """Tries to close page, running its beforeunload hooks, if any.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-close
+    """
+    return Command("Page.close", {}, None)
+
+
+def set_web_lifecycle_state(
+    *,
+    state: str,
+) -> Command[None]:
+    """Experimental. Tries to update the web lifecycle state of the page.
+    It will transition the page to the given state according to:
+    https://github.com/WICG/web-lifecycle/
+
+    Args:
+        state: Target lifecycle state Values: 'frozen', 'active'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-setWebLifecycleState
+    """
+    return Command("Page.setWebLifecycleState", _p_set_web_lifecycle_state(state), None)
+
+
+def stop_screencast() -> Command[None]:
+    """Experimental. Stops sending each frame in the `screencastFrame`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-stopScreencast
+    """
+    return Command("Page.stopScreencast", {}, None)
+
+
+def produce_compilation_cache(
+    *,
+    scripts: list[CompilationCacheParams],
+) -> Command[None]:
+    """Experimental. Requests backend to produce compilation cache for the specified scripts.
+    `scripts` are appended to the list of scripts for which the cache
+    would be produced. The list may be reset during page navigation.
+    When script with a matching URL is encountered, the cache is optionally
+    produced upon backend discretion, based on internal heuristics.
+    See also: `Page.compilationCacheProduced`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-produceCompilationCache
+    """
+    return Command("Page.produceCompilationCache", _p_produce_compilation_cache(scripts), None)
+
+
+def add_compilation_cache(
+    *,
+    url: str,
+    data: str,
+) -> Command[None]:
+    """Experimental. Seeds compilation cache for given url. Compilation cache does not survive
+    cross-process navigation.
+
+    Args:
+        data: Base64-encoded data (Encoded as a base64 string when passed over JSON)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-addCompilationCache
+    """
+    return Command("Page.addCompilationCache", _p_add_compilation_cache(url, data), None)
+
+
+def clear_compilation_cache() -> Command[None]:
+    """Experimental. Clears seeded compilation cache.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-clearCompilationCache
+    """
+    return Command("Page.clearCompilationCache", {}, None)
+
+
+def set_spc_transaction_mode(
+    *,
+    mode: str,
+) -> Command[None]:
+    """Experimental. Sets the Secure Payment Confirmation transaction mode.
+    https://w3c.github.io/secure-payment-confirmation/#sctn-automation-set-spc-transaction-mode
+
+    Args:
+        mode: Values: 'none', 'autoAccept', 'autoChooseToAuthAnotherWay', 'autoReject', 'autoOptOut'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-setSPCTransactionMode
+    """
+    return Command("Page.setSPCTransactionMode", _p_set_spc_transaction_mode(mode), None)
+
+
+def set_rph_registration_mode(
+    *,
+    mode: str,
+) -> Command[None]:
+    """Experimental. Extensions for Custom Handlers API:
+    https://html.spec.whatwg.org/multipage/system-state.html#rph-automation
+
+    Args:
+        mode: Values: 'none', 'autoAccept', 'autoReject'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-setRPHRegistrationMode
+    """
+    return Command("Page.setRPHRegistrationMode", _p_set_rph_registration_mode(mode), None)
+
+
+def generate_test_report(
+    *,
+    message: str,
+    group: str | None = None,
+) -> Command[None]:
+    """Experimental. Generates a report for testing.
+
+    Args:
+        message: Message to be displayed in the report.
+        group: Specifies the endpoint group to deliver the report to.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-generateTestReport
+    """
+    return Command("Page.generateTestReport", _p_generate_test_report(message, group), None)
+
+
+def wait_for_debugger() -> Command[None]:
+    """Experimental. Pauses page execution. Can be resumed using generic Runtime.runIfWaitingForDebugger.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-waitForDebugger
+    """
+    return Command("Page.waitForDebugger", {}, None)
+
+
+def set_intercept_file_chooser_dialog(
+    *,
+    enabled: bool,
+    cancel: bool | None = None,
+) -> Command[None]:
+    """Intercept file chooser requests and transfer control to protocol clients.
+    When file chooser interception is enabled, native file chooser dialog is not shown.
+    Instead, a protocol event `Page.fileChooserOpened` is emitted.
+
+    Args:
+        cancel: Experimental. If true, cancels the dialog by emitting relevant events (if any) in addition to not showing it if the interception is enabled (default: false).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-setInterceptFileChooserDialog
+    """
+    return Command(
+        "Page.setInterceptFileChooserDialog", _p_set_intercept_file_chooser_dialog(enabled, cancel), None
+    )
+
+
+def set_prerendering_allowed(
+    *,
+    is_allowed: bool,
+) -> Command[None]:
+    """Experimental. Enable/disable prerendering manually.
+
+    This command is a short-term solution for https://crbug.com/1440085.
+    See https://docs.google.com/document/d/12HVmFxYj5Jc-eJr5OmWsa2bqTJsbgGLKI6ZIyx0_wpA
+    for more details.
+
+    TODO(https://crbug.com/1440085): Remove this once Puppeteer supports tab targets.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-setPrerenderingAllowed
+    """
+    return Command("Page.setPrerenderingAllowed", _p_set_prerendering_allowed(is_allowed), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetAnnotatedPageContentResult:
+    """Result of :func:`get_annotated_page_content`.
+
+    Attributes:
+        content: The annotated page content as a base64 encoded protobuf. The format is defined by the `AnnotatedPageContent` message in components/optimization_guide/proto/features/common_quality_data.proto (Encoded as a base64 string when passed over JSON)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getAnnotatedPageContent
+    """
+
+    content: str
+
+
+def get_annotated_page_content(
+    *,
+    include_actionable_information: bool | None = None,
+) -> Command[GetAnnotatedPageContentResult]:
+    """Experimental. Get the annotated page content for the main frame.
+    This is an experimental command that is subject to change.
+
+    Args:
+        include_actionable_information: Whether to include actionable information. Defaults to true.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getAnnotatedPageContent
+    """
+    return Command(
+        "Page.getAnnotatedPageContent",
+        _p_get_annotated_page_content(include_actionable_information),
+        GetAnnotatedPageContentResult,
+    )
+
+
+def set_input_visualization(
+    *,
+    clicks: bool | None = None,
+) -> Command[None]:
+    """Experimental. Configures input visualization on the page.
+
+    Args:
+        clicks: Whether to enable click visualization.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-setInputVisualization
+    """
+    return Command("Page.setInputVisualization", _p_set_input_visualization(clicks), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DomContentEventFired:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-domContentEventFired"""
+
+    method: ClassVar[str] = "Page.domContentEventFired"
+    timestamp: cdp.network.MonotonicTime
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FileChooserOpened:
+    """Emitted only when `page.interceptFileChooser` is enabled.
+
+    Attributes:
+        frame_id: Experimental. Id of the frame containing input node.
+        mode: Input mode. Values: 'selectSingle', 'selectMultiple'.
+        backend_node_id: Experimental. Input node id. Only present for file choosers opened via an `<input type="file">` element.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-fileChooserOpened
+    """
+
+    method: ClassVar[str] = "Page.fileChooserOpened"
+    frame_id: FrameId
+    mode: str
+    backend_node_id: cdp.dom.BackendNodeId | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FrameAttached:
+    """Fired when frame has been attached to its parent.
+
+    Attributes:
+        frame_id: Id of the frame that has been attached.
+        parent_frame_id: Parent frame identifier.
+        stack: JavaScript stack trace of when frame was attached, only set if frame initiated from script.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-frameAttached
+    """
+
+    method: ClassVar[str] = "Page.frameAttached"
+    frame_id: FrameId
+    parent_frame_id: FrameId
+    stack: cdp.runtime.StackTrace | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FrameClearedScheduledNavigation:
+    """Deprecated. Fired when frame no longer has a scheduled navigation.
+
+    Attributes:
+        frame_id: Id of the frame that has cleared its scheduled navigation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-frameClearedScheduledNavigation
+    """
+
+    method: ClassVar[str] = "Page.frameClearedScheduledNavigation"
+    frame_id: FrameId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FrameDetached:
+    """Fired when frame has been detached from its parent.
+
+    Attributes:
+        frame_id: Id of the frame that has been detached.
+        reason: Experimental. Values: 'remove', 'swap'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-frameDetached
+    """
+
+    method: ClassVar[str] = "Page.frameDetached"
+    frame_id: FrameId
+    reason: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FrameSubtreeWillBeDetached:
+    """Experimental. Fired before frame subtree is detached. Emitted before any frame of the
+    subtree is actually detached.
+
+    Attributes:
+        frame_id: Id of the frame that is the root of the subtree that will be detached.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-frameSubtreeWillBeDetached
+    """
+
+    method: ClassVar[str] = "Page.frameSubtreeWillBeDetached"
+    frame_id: FrameId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FrameNavigated:
+    """Fired once navigation of the frame has completed. Frame is now associated with the new loader.
+
+    Attributes:
+        frame: Frame object.
+        type_: Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-frameNavigated
+    """
+
+    method: ClassVar[str] = "Page.frameNavigated"
+    frame: Frame
+    type_: NavigationType
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DocumentOpened:
+    """Experimental. Fired when opening document to write to.
+
+    Attributes:
+        frame: Frame object.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-documentOpened
+    """
+
+    method: ClassVar[str] = "Page.documentOpened"
+    frame: Frame
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FrameResized:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-frameResized
+    """
+
+    method: ClassVar[str] = "Page.frameResized"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FrameStartedNavigating:
+    """Experimental. Fired when a navigation starts. This event is fired for both
+    renderer-initiated and browser-initiated navigations. For renderer-initiated
+    navigations, the event is fired after `frameRequestedNavigation`.
+    Navigation may still be cancelled after the event is issued. Multiple events
+    can be fired for a single navigation, for example, when a same-document
+    navigation becomes a cross-document navigation (such as in the case of a
+    frameset).
+
+    Attributes:
+        frame_id: ID of the frame that is being navigated.
+        url: The URL the navigation started with. The final URL can be different.
+        loader_id: Loader identifier. Even though it is present in case of same-document navigation, the previously committed loaderId would not change unless the navigation changes from a same-document to a cross-document navigation.
+        navigation_type: Values: 'reload', 'reloadBypassingCache', 'restore', 'restoreWithPost', 'historySameDocument', 'historyDifferentDocument', 'sameDocument', 'differentDocument'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-frameStartedNavigating
+    """
+
+    method: ClassVar[str] = "Page.frameStartedNavigating"
+    frame_id: FrameId
+    url: str
+    loader_id: cdp.network.LoaderId
+    navigation_type: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FrameRequestedNavigation:
+    """Experimental. Fired when a renderer-initiated navigation is requested.
+    Navigation may still be cancelled after the event is issued.
+
+    Attributes:
+        frame_id: Id of the frame that is being navigated.
+        reason: The reason for the navigation.
+        url: The destination URL for the requested navigation.
+        disposition: The disposition for the navigation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-frameRequestedNavigation
+    """
+
+    method: ClassVar[str] = "Page.frameRequestedNavigation"
+    frame_id: FrameId
+    reason: ClientNavigationReason
+    url: str
+    disposition: ClientNavigationDisposition
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FrameScheduledNavigation:
+    """Deprecated. Fired when frame schedules a potential navigation.
+
+    Attributes:
+        frame_id: Id of the frame that has scheduled a navigation.
+        delay: Delay (in seconds) until the navigation is scheduled to begin. The navigation is not guaranteed to start.
+        reason: The reason for the navigation.
+        url: The destination URL for the scheduled navigation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-frameScheduledNavigation
+    """
+
+    method: ClassVar[str] = "Page.frameScheduledNavigation"
+    frame_id: FrameId
+    delay: float
+    reason: ClientNavigationReason
+    url: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FrameStartedLoading:
+    """Experimental. Fired when frame has started loading.
+
+    Attributes:
+        frame_id: Id of the frame that has started loading.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-frameStartedLoading
+    """
+
+    method: ClassVar[str] = "Page.frameStartedLoading"
+    frame_id: FrameId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FrameStoppedLoading:
+    """Experimental. Fired when frame has stopped loading.
+
+    Attributes:
+        frame_id: Id of the frame that has stopped loading.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-frameStoppedLoading
+    """
+
+    method: ClassVar[str] = "Page.frameStoppedLoading"
+    frame_id: FrameId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DownloadWillBegin:
+    """Experimental. Deprecated. Fired when page is about to start a download.
+    Deprecated. Use Browser.downloadWillBegin instead.
+
+    Attributes:
+        frame_id: Id of the frame that caused download to begin.
+        guid: Global unique identifier of the download.
+        url: URL of the resource being downloaded.
+        suggested_filename: Suggested file name of the resource (the actual name of the file saved on disk may differ).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-downloadWillBegin
+    """
+
+    method: ClassVar[str] = "Page.downloadWillBegin"
+    frame_id: FrameId
+    guid: str
+    url: str
+    suggested_filename: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DownloadProgress:
+    """Experimental. Deprecated. Fired when download makes progress. Last call has |done| == true.
+    Deprecated. Use Browser.downloadProgress instead.
+
+    Attributes:
+        guid: Global unique identifier of the download.
+        total_bytes: Total expected bytes to download.
+        received_bytes: Total bytes received.
+        state: Download status. Values: 'inProgress', 'completed', 'canceled'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-downloadProgress
+    """
+
+    method: ClassVar[str] = "Page.downloadProgress"
+    guid: str
+    total_bytes: float
+    received_bytes: float
+    state: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class InterstitialHidden:
+    """Fired when interstitial page was hidden
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-interstitialHidden
+    """
+
+    method: ClassVar[str] = "Page.interstitialHidden"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class InterstitialShown:
+    """Fired when interstitial page was shown
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-interstitialShown
+    """
+
+    method: ClassVar[str] = "Page.interstitialShown"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class JavascriptDialogClosed:
+    """Fired when a JavaScript initiated dialog (alert, confirm, prompt, or onbeforeunload) has been
+    closed.
+
+    Attributes:
+        frame_id: Experimental.
+        result: Whether dialog was confirmed.
+        user_input: User input in case of prompt.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-javascriptDialogClosed
+    """
+
+    method: ClassVar[str] = "Page.javascriptDialogClosed"
+    frame_id: FrameId
+    result: bool
+    user_input: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class JavascriptDialogOpening:
+    """Fired when a JavaScript initiated dialog (alert, confirm, prompt, or onbeforeunload) is about to
+    open.
+
+    Attributes:
+        url: Frame url.
+        frame_id: Experimental.
+        message: Message that will be displayed by the dialog.
+        type_: Dialog type.
+        has_browser_handler: True iff browser is capable showing or acting on the given dialog. When browser has no dialog handler for given target, calling alert while Page domain is engaged will stall the page execution. Execution can be resumed via calling Page.handleJavaScriptDialog.
+        default_prompt: Default dialog prompt.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-javascriptDialogOpening
+    """
+
+    method: ClassVar[str] = "Page.javascriptDialogOpening"
+    url: str
+    frame_id: FrameId
+    message: str
+    type_: DialogType
+    has_browser_handler: bool
+    default_prompt: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LifecycleEvent:
+    """Fired for lifecycle events (navigation, load, paint, etc) in the current
+    target (including local frames).
+
+    Attributes:
+        frame_id: Id of the frame.
+        loader_id: Loader identifier. Empty string if the request is fetched from worker.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-lifecycleEvent
+    """
+
+    method: ClassVar[str] = "Page.lifecycleEvent"
+    frame_id: FrameId
+    loader_id: cdp.network.LoaderId
+    name: str
+    timestamp: cdp.network.MonotonicTime
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class BackForwardCacheNotUsed:
+    """Experimental. Fired for failed bfcache history navigations if BackForwardCache feature is enabled. Do
+    not assume any ordering with the Page.frameNavigated event. This event is fired only for
+    main-frame history navigation where the document changes (non-same-document navigations),
+    when bfcache navigation fails.
+
+    Attributes:
+        loader_id: The loader id for the associated navigation.
+        frame_id: The frame id of the associated frame.
+        not_restored_explanations: Array of reasons why the page could not be cached. This must not be empty.
+        not_restored_explanations_tree: Tree structure of reasons why the page could not be cached for each frame.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-backForwardCacheNotUsed
+    """
+
+    method: ClassVar[str] = "Page.backForwardCacheNotUsed"
+    loader_id: cdp.network.LoaderId
+    frame_id: FrameId
+    not_restored_explanations: list[BackForwardCacheNotRestoredExplanation]
+    not_restored_explanations_tree: BackForwardCacheNotRestoredExplanationTree | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LoadEventFired:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-loadEventFired"""
+
+    method: ClassVar[str] = "Page.loadEventFired"
+    timestamp: cdp.network.MonotonicTime
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class NavigatedWithinDocument:
+    """Experimental. Fired when same-document navigation happens, e.g. due to history API usage or anchor navigation.
+
+    Attributes:
+        frame_id: Id of the frame.
+        url: Frame's new url.
+        navigation_type: Values: 'fragment', 'historyApi', 'other'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-navigatedWithinDocument
+    """
+
+    method: ClassVar[str] = "Page.navigatedWithinDocument"
+    frame_id: FrameId
+    url: str
+    navigation_type: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ScreencastFrame:
+    """Experimental. Compressed image data requested by the `startScreencast`.
+
+    Attributes:
+        data: Base64-encoded compressed image. (Encoded as a base64 string when passed over JSON)
+        metadata: Screencast frame metadata.
+        session_id: Frame number.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-screencastFrame
+    """
+
+    method: ClassVar[str] = "Page.screencastFrame"
+    data: str
+    metadata: ScreencastFrameMetadata
+    session_id: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ScreencastVisibilityChanged:
+    """Experimental. Fired when the page with currently enabled screencast was shown or hidden `.
+
+    Attributes:
+        visible: True if the page is visible.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-screencastVisibilityChanged
+    """
+
+    method: ClassVar[str] = "Page.screencastVisibilityChanged"
+    visible: bool
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WindowOpen:
+    """Fired when a new window is going to be opened, via window.open(), link click, form submission,
+    etc.
+
+    Attributes:
+        url: The URL for the new window.
+        window_features: An array of enabled window features.
+        user_gesture: Whether or not it was triggered by user gesture.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-windowOpen
+    """
+
+    method: ClassVar[str] = "Page.windowOpen"
+    url: str
+    window_name: str
+    window_features: list[str]
+    user_gesture: bool
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CompilationCacheProduced:
+    """Experimental. Issued for every compilation cache generated.
+
+    Attributes:
+        data: Base64-encoded data (Encoded as a base64 string when passed over JSON)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-compilationCacheProduced
+    """
+
+    method: ClassVar[str] = "Page.compilationCacheProduced"
+    url: str
+    data: str
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
+
+
+def _s_AdFrameStatus(d: dict[str, Any]) -> AdFrameStatus:
+    o = _new(AdFrameStatus)
+    od = o.__dict__
+    for k, v in d.items():
+        if k == "adFrameType":
+            od["ad_frame_type"] = None if v is None else _enum(AdFrameType, v)
+        elif k == "explanations":
+            od["explanations"] = None if v is None else [_enum(AdFrameExplanation, x0) for x0 in v]
+    if "ad_frame_type" not in od:
+        raise KeyError("adFrameType")
+    return o
+
+
+def _u_AdFrameStatus(o: AdFrameStatus) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "adFrameType": o.ad_frame_type,
+    }
+    if o.explanations is not None:
+        d["explanations"] = o.explanations
+    return d
+
+
+_PermissionsPolicyBlockLocator_plain = {
+    "frameId": "frame_id",
+}
+
+
+def _s_PermissionsPolicyBlockLocator(d: dict[str, Any]) -> PermissionsPolicyBlockLocator:
+    o = _new(PermissionsPolicyBlockLocator)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _PermissionsPolicyBlockLocator_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "blockReason":
+            od["block_reason"] = None if v is None else _enum(PermissionsPolicyBlockReason, v)
+    if "frame_id" not in od:
+        raise KeyError("frameId")
+    if "block_reason" not in od:
+        raise KeyError("blockReason")
+    return o
+
+
+def _u_PermissionsPolicyBlockLocator(o: PermissionsPolicyBlockLocator) -> dict[str, Any]:
+    return {
+        "frameId": o.frame_id,
+        "blockReason": o.block_reason,
+    }
+
+
+_PermissionsPolicyFeatureState_plain = {
+    "allowed": "allowed",
+}
+
+
+def _s_PermissionsPolicyFeatureState(d: dict[str, Any]) -> PermissionsPolicyFeatureState:
+    o = _new(PermissionsPolicyFeatureState)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _PermissionsPolicyFeatureState_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "feature":
+            od["feature"] = None if v is None else _enum(PermissionsPolicyFeature, v)
+        elif k == "locator":
+            od["locator"] = None if v is None else _s_PermissionsPolicyBlockLocator(v)
+    if "feature" not in od:
+        raise KeyError("feature")
+    if "allowed" not in od:
+        raise KeyError("allowed")
+    return o
+
+
+def _u_PermissionsPolicyFeatureState(o: PermissionsPolicyFeatureState) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "feature": o.feature,
+        "allowed": o.allowed,
+    }
+    if o.locator is not None:
+        d["locator"] = _u_PermissionsPolicyBlockLocator(o.locator)
+    return d
+
+
+_OriginTrialToken_plain = {
+    "origin": "origin",
+    "matchSubDomains": "match_sub_domains",
+    "trialName": "trial_name",
+    "expiryTime": "expiry_time",
+    "isThirdParty": "is_third_party",
+}
+
+
+def _s_OriginTrialToken(d: dict[str, Any]) -> OriginTrialToken:
+    o = _new(OriginTrialToken)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _OriginTrialToken_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "usageRestriction":
+            od["usage_restriction"] = None if v is None else _enum(OriginTrialUsageRestriction, v)
+    if "origin" not in od:
+        raise KeyError("origin")
+    if "match_sub_domains" not in od:
+        raise KeyError("matchSubDomains")
+    if "trial_name" not in od:
+        raise KeyError("trialName")
+    if "expiry_time" not in od:
+        raise KeyError("expiryTime")
+    if "is_third_party" not in od:
+        raise KeyError("isThirdParty")
+    if "usage_restriction" not in od:
+        raise KeyError("usageRestriction")
+    return o
+
+
+def _u_OriginTrialToken(o: OriginTrialToken) -> dict[str, Any]:
+    return {
+        "origin": o.origin,
+        "matchSubDomains": o.match_sub_domains,
+        "trialName": o.trial_name,
+        "expiryTime": o.expiry_time,
+        "isThirdParty": o.is_third_party,
+        "usageRestriction": o.usage_restriction,
+    }
+
+
+_OriginTrialTokenWithStatus_plain = {
+    "rawTokenText": "raw_token_text",
+}
+
+
+def _s_OriginTrialTokenWithStatus(d: dict[str, Any]) -> OriginTrialTokenWithStatus:
+    o = _new(OriginTrialTokenWithStatus)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _OriginTrialTokenWithStatus_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "parsedToken":
+            od["parsed_token"] = None if v is None else _s_OriginTrialToken(v)
+        elif k == "status":
+            od["status"] = None if v is None else _enum(OriginTrialTokenStatus, v)
+    if "raw_token_text" not in od:
+        raise KeyError("rawTokenText")
+    if "status" not in od:
+        raise KeyError("status")
+    return o
+
+
+def _u_OriginTrialTokenWithStatus(o: OriginTrialTokenWithStatus) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "rawTokenText": o.raw_token_text,
+        "status": o.status,
+    }
+    if o.parsed_token is not None:
+        d["parsedToken"] = _u_OriginTrialToken(o.parsed_token)
+    return d
+
+
+_OriginTrial_plain = {
+    "trialName": "trial_name",
+}
+
+
+def _s_OriginTrial(d: dict[str, Any]) -> OriginTrial:
+    o = _new(OriginTrial)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _OriginTrial_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "status":
+            od["status"] = None if v is None else _enum(OriginTrialStatus, v)
+        elif k == "tokensWithStatus":
+            od["tokens_with_status"] = None if v is None else [_s_OriginTrialTokenWithStatus(x0) for x0 in v]
+    if "trial_name" not in od:
+        raise KeyError("trialName")
+    if "status" not in od:
+        raise KeyError("status")
+    if "tokens_with_status" not in od:
+        raise KeyError("tokensWithStatus")
+    return o
+
+
+def _u_OriginTrial(o: OriginTrial) -> dict[str, Any]:
+    return {
+        "trialName": o.trial_name,
+        "status": o.status,
+        "tokensWithStatus": [_u_OriginTrialTokenWithStatus(x0) for x0 in o.tokens_with_status],
+    }
+
+
+_SecurityOriginDetails_plain = {
+    "isLocalhost": "is_localhost",
+}
+
+
+def _s_SecurityOriginDetails(d: dict[str, Any]) -> SecurityOriginDetails:
+    o = _new(SecurityOriginDetails)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _SecurityOriginDetails_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "is_localhost" not in od:
+        raise KeyError("isLocalhost")
+    return o
+
+
+def _u_SecurityOriginDetails(o: SecurityOriginDetails) -> dict[str, Any]:
+    return {
+        "isLocalhost": o.is_localhost,
+    }
+
+
+_Frame_plain = {
+    "id": "id_",
+    "parentId": "parent_id",
+    "loaderId": "loader_id",
+    "name": "name",
+    "url": "url",
+    "urlFragment": "url_fragment",
+    "domainAndRegistry": "domain_and_registry",
+    "securityOrigin": "security_origin",
+    "mimeType": "mime_type",
+    "unreachableUrl": "unreachable_url",
+}
+
+
+def _s_Frame(d: dict[str, Any]) -> Frame:
+    o = _new(Frame)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _Frame_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "securityOriginDetails":
+            od["security_origin_details"] = None if v is None else _s_SecurityOriginDetails(v)
+        elif k == "adFrameStatus":
+            od["ad_frame_status"] = None if v is None else _s_AdFrameStatus(v)
+        elif k == "secureContextType":
+            od["secure_context_type"] = None if v is None else _enum(SecureContextType, v)
+        elif k == "crossOriginIsolatedContextType":
+            od["cross_origin_isolated_context_type"] = (
+                None if v is None else _enum(CrossOriginIsolatedContextType, v)
+            )
+        elif k == "gatedAPIFeatures":
+            od["gated_api_features"] = None if v is None else [_enum(GatedAPIFeatures, x0) for x0 in v]
+    if "id_" not in od:
+        raise KeyError("id")
+    if "loader_id" not in od:
+        raise KeyError("loaderId")
+    if "url" not in od:
+        raise KeyError("url")
+    if "domain_and_registry" not in od:
+        raise KeyError("domainAndRegistry")
+    if "security_origin" not in od:
+        raise KeyError("securityOrigin")
+    if "mime_type" not in od:
+        raise KeyError("mimeType")
+    if "secure_context_type" not in od:
+        raise KeyError("secureContextType")
+    if "cross_origin_isolated_context_type" not in od:
+        raise KeyError("crossOriginIsolatedContextType")
+    if "gated_api_features" not in od:
+        raise KeyError("gatedAPIFeatures")
+    return o
+
+
+def _u_Frame(o: Frame) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "id": o.id_,
+        "loaderId": o.loader_id,
+        "url": o.url,
+        "domainAndRegistry": o.domain_and_registry,
+        "securityOrigin": o.security_origin,
+        "mimeType": o.mime_type,
+        "secureContextType": o.secure_context_type,
+        "crossOriginIsolatedContextType": o.cross_origin_isolated_context_type,
+        "gatedAPIFeatures": o.gated_api_features,
+    }
+    if o.parent_id is not None:
+        d["parentId"] = o.parent_id
+    if o.name is not None:
+        d["name"] = o.name
+    if o.url_fragment is not None:
+        d["urlFragment"] = o.url_fragment
+    if o.security_origin_details is not None:
+        d["securityOriginDetails"] = _u_SecurityOriginDetails(o.security_origin_details)
+    if o.unreachable_url is not None:
+        d["unreachableUrl"] = o.unreachable_url
+    if o.ad_frame_status is not None:
+        d["adFrameStatus"] = _u_AdFrameStatus(o.ad_frame_status)
+    return d
+
+
+_FrameResource_plain = {
+    "url": "url",
+    "mimeType": "mime_type",
+    "lastModified": "last_modified",
+    "contentSize": "content_size",
+    "failed": "failed",
+    "canceled": "canceled",
+}
+
+
+def _s_FrameResource(d: dict[str, Any]) -> FrameResource:
+    o = _new(FrameResource)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _FrameResource_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "type":
+            od["type_"] = None if v is None else _enum(cdp.network.ResourceType, v)
+    if "url" not in od:
+        raise KeyError("url")
+    if "type_" not in od:
+        raise KeyError("type")
+    if "mime_type" not in od:
+        raise KeyError("mimeType")
+    return o
+
+
+def _u_FrameResource(o: FrameResource) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "url": o.url,
+        "type": o.type_,
+        "mimeType": o.mime_type,
+    }
+    if o.last_modified is not None:
+        d["lastModified"] = o.last_modified
+    if o.content_size is not None:
+        d["contentSize"] = o.content_size
+    if o.failed is not None:
+        d["failed"] = o.failed
+    if o.canceled is not None:
+        d["canceled"] = o.canceled
+    return d
+
+
+def _s_FrameResourceTree(d: dict[str, Any]) -> FrameResourceTree:
+    o = _new(FrameResourceTree)
+    od = o.__dict__
+    for k, v in d.items():
+        if k == "frame":
+            od["frame"] = None if v is None else _s_Frame(v)
+        elif k == "childFrames":
+            od["child_frames"] = None if v is None else [_s_FrameResourceTree(x0) for x0 in v]
+        elif k == "resources":
+            od["resources"] = None if v is None else [_s_FrameResource(x0) for x0 in v]
+    if "frame" not in od:
+        raise KeyError("frame")
+    if "resources" not in od:
+        raise KeyError("resources")
+    return o
+
+
+def _u_FrameResourceTree(o: FrameResourceTree) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "frame": _u_Frame(o.frame),
+        "resources": [_u_FrameResource(x0) for x0 in o.resources],
+    }
+    if o.child_frames is not None:
+        d["childFrames"] = [_u_FrameResourceTree(x0) for x0 in o.child_frames]
+    return d
+
+
+def _s_FrameTree(d: dict[str, Any]) -> FrameTree:
+    o = _new(FrameTree)
+    od = o.__dict__
+    for k, v in d.items():
+        if k == "frame":
+            od["frame"] = None if v is None else _s_Frame(v)
+        elif k == "childFrames":
+            od["child_frames"] = None if v is None else [_s_FrameTree(x0) for x0 in v]
+    if "frame" not in od:
+        raise KeyError("frame")
+    return o
+
+
+def _u_FrameTree(o: FrameTree) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "frame": _u_Frame(o.frame),
+    }
+    if o.child_frames is not None:
+        d["childFrames"] = [_u_FrameTree(x0) for x0 in o.child_frames]
+    return d
+
+
+_NavigationEntry_plain = {
+    "id": "id_",
+    "url": "url",
+    "userTypedURL": "user_typed_url",
+    "title": "title",
+}
+
+
+def _s_NavigationEntry(d: dict[str, Any]) -> NavigationEntry:
+    o = _new(NavigationEntry)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _NavigationEntry_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "transitionType":
+            od["transition_type"] = None if v is None else _enum(TransitionType, v)
+    if "id_" not in od:
+        raise KeyError("id")
+    if "url" not in od:
+        raise KeyError("url")
+    if "user_typed_url" not in od:
+        raise KeyError("userTypedURL")
+    if "title" not in od:
+        raise KeyError("title")
+    if "transition_type" not in od:
+        raise KeyError("transitionType")
+    return o
+
+
+def _u_NavigationEntry(o: NavigationEntry) -> dict[str, Any]:
+    return {
+        "id": o.id_,
+        "url": o.url,
+        "userTypedURL": o.user_typed_url,
+        "title": o.title,
+        "transitionType": o.transition_type,
+    }
+
+
+_ScreencastFrameMetadata_plain = {
+    "offsetTop": "offset_top",
+    "pageScaleFactor": "page_scale_factor",
+    "deviceWidth": "device_width",
+    "deviceHeight": "device_height",
+    "scrollOffsetX": "scroll_offset_x",
+    "scrollOffsetY": "scroll_offset_y",
+    "timestamp": "timestamp",
+    "monotonicTimestamp": "monotonic_timestamp",
+}
+
+
+def _s_ScreencastFrameMetadata(d: dict[str, Any]) -> ScreencastFrameMetadata:
+    o = _new(ScreencastFrameMetadata)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _ScreencastFrameMetadata_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "offset_top" not in od:
+        raise KeyError("offsetTop")
+    if "page_scale_factor" not in od:
+        raise KeyError("pageScaleFactor")
+    if "device_width" not in od:
+        raise KeyError("deviceWidth")
+    if "device_height" not in od:
+        raise KeyError("deviceHeight")
+    if "scroll_offset_x" not in od:
+        raise KeyError("scrollOffsetX")
+    if "scroll_offset_y" not in od:
+        raise KeyError("scrollOffsetY")
+    return o
+
+
+def _u_ScreencastFrameMetadata(o: ScreencastFrameMetadata) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "offsetTop": o.offset_top,
+        "pageScaleFactor": o.page_scale_factor,
+        "deviceWidth": o.device_width,
+        "deviceHeight": o.device_height,
+        "scrollOffsetX": o.scroll_offset_x,
+        "scrollOffsetY": o.scroll_offset_y,
+    }
+    if o.timestamp is not None:
+        d["timestamp"] = o.timestamp
+    if o.monotonic_timestamp is not None:
+        d["monotonicTimestamp"] = o.monotonic_timestamp
+    return d
+
+
+_AppManifestError_plain = {
+    "message": "message",
+    "critical": "critical",
+    "line": "line",
+    "column": "column",
+}
+
+
+def _s_AppManifestError(d: dict[str, Any]) -> AppManifestError:
+    o = _new(AppManifestError)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _AppManifestError_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "message" not in od:
+        raise KeyError("message")
+    if "critical" not in od:
+        raise KeyError("critical")
+    if "line" not in od:
+        raise KeyError("line")
+    if "column" not in od:
+        raise KeyError("column")
+    return o
+
+
+def _u_AppManifestError(o: AppManifestError) -> dict[str, Any]:
+    return {
+        "message": o.message,
+        "critical": o.critical,
+        "line": o.line,
+        "column": o.column,
+    }
+
+
+_AppManifestParsedProperties_plain = {
+    "scope": "scope",
+}
+
+
+def _s_AppManifestParsedProperties(d: dict[str, Any]) -> AppManifestParsedProperties:
+    o = _new(AppManifestParsedProperties)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _AppManifestParsedProperties_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "scope" not in od:
+        raise KeyError("scope")
+    return o
+
+
+def _u_AppManifestParsedProperties(o: AppManifestParsedProperties) -> dict[str, Any]:
+    return {
+        "scope": o.scope,
+    }
+
+
+_LayoutViewport_plain = {
+    "pageX": "page_x",
+    "pageY": "page_y",
+    "clientWidth": "client_width",
+    "clientHeight": "client_height",
+}
+
+
+def _s_LayoutViewport(d: dict[str, Any]) -> LayoutViewport:
+    o = _new(LayoutViewport)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _LayoutViewport_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "page_x" not in od:
+        raise KeyError("pageX")
+    if "page_y" not in od:
+        raise KeyError("pageY")
+    if "client_width" not in od:
+        raise KeyError("clientWidth")
+    if "client_height" not in od:
+        raise KeyError("clientHeight")
+    return o
+
+
+def _u_LayoutViewport(o: LayoutViewport) -> dict[str, Any]:
+    return {
+        "pageX": o.page_x,
+        "pageY": o.page_y,
+        "clientWidth": o.client_width,
+        "clientHeight": o.client_height,
+    }
+
+
+_VisualViewport_plain = {
+    "offsetX": "offset_x",
+    "offsetY": "offset_y",
+    "pageX": "page_x",
+    "pageY": "page_y",
+    "clientWidth": "client_width",
+    "clientHeight": "client_height",
+    "scale": "scale",
+    "zoom": "zoom",
+}
+
+
+def _s_VisualViewport(d: dict[str, Any]) -> VisualViewport:
+    o = _new(VisualViewport)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _VisualViewport_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "offset_x" not in od:
+        raise KeyError("offsetX")
+    if "offset_y" not in od:
+        raise KeyError("offsetY")
+    if "page_x" not in od:
+        raise KeyError("pageX")
+    if "page_y" not in od:
+        raise KeyError("pageY")
+    if "client_width" not in od:
+        raise KeyError("clientWidth")
+    if "client_height" not in od:
+        raise KeyError("clientHeight")
+    if "scale" not in od:
+        raise KeyError("scale")
+    return o
+
+
+def _u_VisualViewport(o: VisualViewport) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "offsetX": o.offset_x,
+        "offsetY": o.offset_y,
+        "pageX": o.page_x,
+        "pageY": o.page_y,
+        "clientWidth": o.client_width,
+        "clientHeight": o.client_height,
+        "scale": o.scale,
+    }
+    if o.zoom is not None:
+        d["zoom"] = o.zoom
+    return d
+
+
+_Viewport_plain = {
+    "x": "x",
+    "y": "y",
+    "width": "width",
+    "height": "height",
+    "scale": "scale",
+}
+
+
+def _s_Viewport(d: dict[str, Any]) -> Viewport:
+    o = _new(Viewport)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _Viewport_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "x" not in od:
+        raise KeyError("x")
+    if "y" not in od:
+        raise KeyError("y")
+    if "width" not in od:
+        raise KeyError("width")
+    if "height" not in od:
+        raise KeyError("height")
+    if "scale" not in od:
+        raise KeyError("scale")
+    return o
+
+
+def _u_Viewport(o: Viewport) -> dict[str, Any]:
+    return {
+        "x": o.x,
+        "y": o.y,
+        "width": o.width,
+        "height": o.height,
+        "scale": o.scale,
+    }
+
+
+_FontFamilies_plain = {
+    "standard": "standard",
+    "fixed": "fixed",
+    "serif": "serif",
+    "sansSerif": "sans_serif",
+    "cursive": "cursive",
+    "fantasy": "fantasy",
+    "math": "math",
+}
+
+
+def _s_FontFamilies(d: dict[str, Any]) -> FontFamilies:
+    o = _new(FontFamilies)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _FontFamilies_plain.get(k)
+        if n is not None:
+            od[n] = v
+    return o
+
+
+def _u_FontFamilies(o: FontFamilies) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    if o.standard is not None:
+        d["standard"] = o.standard
+    if o.fixed is not None:
+        d["fixed"] = o.fixed
+    if o.serif is not None:
+        d["serif"] = o.serif
+    if o.sans_serif is not None:
+        d["sansSerif"] = o.sans_serif
+    if o.cursive is not None:
+        d["cursive"] = o.cursive
+    if o.fantasy is not None:
+        d["fantasy"] = o.fantasy
+    if o.math is not None:
+        d["math"] = o.math
+    return d
+
+
+_ScriptFontFamilies_plain = {
+    "script": "script",
+}
+
+
+def _s_ScriptFontFamilies(d: dict[str, Any]) -> ScriptFontFamilies:
+    o = _new(ScriptFontFamilies)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _ScriptFontFamilies_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "fontFamilies":
+            od["font_families"] = None if v is None else _s_FontFamilies(v)
+    if "script" not in od:
+        raise KeyError("script")
+    if "font_families" not in od:
+        raise KeyError("fontFamilies")
+    return o
+
+
+def _u_ScriptFontFamilies(o: ScriptFontFamilies) -> dict[str, Any]:
+    return {
+        "script": o.script,
+        "fontFamilies": _u_FontFamilies(o.font_families),
+    }
+
+
+_FontSizes_plain = {
+    "standard": "standard",
+    "fixed": "fixed",
+}
+
+
+def _s_FontSizes(d: dict[str, Any]) -> FontSizes:
+    o = _new(FontSizes)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _FontSizes_plain.get(k)
+        if n is not None:
+            od[n] = v
+    return o
+
+
+def _u_FontSizes(o: FontSizes) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    if o.standard is not None:
+        d["standard"] = o.standard
+    if o.fixed is not None:
+        d["fixed"] = o.fixed
+    return d
+
+
+_InstallabilityErrorArgument_plain = {
+    "name": "name",
+    "value": "value",
+}
+
+
+def _s_InstallabilityErrorArgument(d: dict[str, Any]) -> InstallabilityErrorArgument:
+    o = _new(InstallabilityErrorArgument)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _InstallabilityErrorArgument_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "name" not in od:
+        raise KeyError("name")
+    if "value" not in od:
+        raise KeyError("value")
+    return o
+
+
+def _u_InstallabilityErrorArgument(o: InstallabilityErrorArgument) -> dict[str, Any]:
+    return {
+        "name": o.name,
+        "value": o.value,
+    }
+
+
+_InstallabilityError_plain = {
+    "errorId": "error_id",
+}
+
+
+def _s_InstallabilityError(d: dict[str, Any]) -> InstallabilityError:
+    o = _new(InstallabilityError)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _InstallabilityError_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "errorArguments":
+            od["error_arguments"] = None if v is None else [_s_InstallabilityErrorArgument(x0) for x0 in v]
+    if "error_id" not in od:
+        raise KeyError("errorId")
+    if "error_arguments" not in od:
+        raise KeyError("errorArguments")
+    return o
+
+
+def _u_InstallabilityError(o: InstallabilityError) -> dict[str, Any]:
+    return {
+        "errorId": o.error_id,
+        "errorArguments": [_u_InstallabilityErrorArgument(x0) for x0 in o.error_arguments],
+    }
+
+
+_CompilationCacheParams_plain = {
+    "url": "url",
+    "eager": "eager",
+}
+
+
+def _s_CompilationCacheParams(d: dict[str, Any]) -> CompilationCacheParams:
+    o = _new(CompilationCacheParams)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _CompilationCacheParams_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "url" not in od:
+        raise KeyError("url")
+    return o
+
+
+def _u_CompilationCacheParams(o: CompilationCacheParams) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "url": o.url,
+    }
+    if o.eager is not None:
+        d["eager"] = o.eager
+    return d
+
+
+_FileFilter_plain = {
+    "name": "name",
+    "accepts": "accepts",
+}
+
+
+def _s_FileFilter(d: dict[str, Any]) -> FileFilter:
+    o = _new(FileFilter)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _FileFilter_plain.get(k)
+        if n is not None:
+            od[n] = v
+    return o
+
+
+def _u_FileFilter(o: FileFilter) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    if o.name is not None:
+        d["name"] = o.name
+    if o.accepts is not None:
+        d["accepts"] = o.accepts
+    return d
+
+
+_FileHandler_plain = {
+    "action": "action",
+    "name": "name",
+    "launchType": "launch_type",
+}
+
+
+def _s_FileHandler(d: dict[str, Any]) -> FileHandler:
+    o = _new(FileHandler)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _FileHandler_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "accepts":
+            od["accepts"] = None if v is None else [_s_FileFilter(x0) for x0 in v]
+    if "action" not in od:
+        raise KeyError("action")
+    if "name" not in od:
+        raise KeyError("name")
+    if "launch_type" not in od:
+        raise KeyError("launchType")
+    return o
+
+
+def _u_FileHandler(o: FileHandler) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "action": o.action,
+        "name": o.name,
+        "launchType": o.launch_type,
+    }
+    if o.accepts is not None:
+        d["accepts"] = [_u_FileFilter(x0) for x0 in o.accepts]
+    return d
+
+
+_ImageResource_plain = {
+    "url": "url",
+    "sizes": "sizes",
+    "type": "type_",
+}
+
+
+def _s_ImageResource(d: dict[str, Any]) -> ImageResource:
+    o = _new(ImageResource)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _ImageResource_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "url" not in od:
+        raise KeyError("url")
+    return o
+
+
+def _u_ImageResource(o: ImageResource) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "url": o.url,
+    }
+    if o.sizes is not None:
+        d["sizes"] = o.sizes
+    if o.type_ is not None:
+        d["type"] = o.type_
+    return d
+
+
+_LaunchHandler_plain = {
+    "clientMode": "client_mode",
+}
+
+
+def _s_LaunchHandler(d: dict[str, Any]) -> LaunchHandler:
+    o = _new(LaunchHandler)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _LaunchHandler_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "client_mode" not in od:
+        raise KeyError("clientMode")
+    return o
+
+
+def _u_LaunchHandler(o: LaunchHandler) -> dict[str, Any]:
+    return {
+        "clientMode": o.client_mode,
+    }
+
+
+_ProtocolHandler_plain = {
+    "protocol": "protocol",
+    "url": "url",
+}
+
+
+def _s_ProtocolHandler(d: dict[str, Any]) -> ProtocolHandler:
+    o = _new(ProtocolHandler)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _ProtocolHandler_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "protocol" not in od:
+        raise KeyError("protocol")
+    if "url" not in od:
+        raise KeyError("url")
+    return o
+
+
+def _u_ProtocolHandler(o: ProtocolHandler) -> dict[str, Any]:
+    return {
+        "protocol": o.protocol,
+        "url": o.url,
+    }
+
+
+_RelatedApplication_plain = {
+    "id": "id_",
+    "url": "url",
+}
+
+
+def _s_RelatedApplication(d: dict[str, Any]) -> RelatedApplication:
+    o = _new(RelatedApplication)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _RelatedApplication_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "url" not in od:
+        raise KeyError("url")
+    return o
+
+
+def _u_RelatedApplication(o: RelatedApplication) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "url": o.url,
+    }
+    if o.id_ is not None:
+        d["id"] = o.id_
+    return d
+
+
+_ScopeExtension_plain = {
+    "origin": "origin",
+    "hasOriginWildcard": "has_origin_wildcard",
+}
+
+
+def _s_ScopeExtension(d: dict[str, Any]) -> ScopeExtension:
+    o = _new(ScopeExtension)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _ScopeExtension_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "origin" not in od:
+        raise KeyError("origin")
+    if "has_origin_wildcard" not in od:
+        raise KeyError("hasOriginWildcard")
+    return o
+
+
+def _u_ScopeExtension(o: ScopeExtension) -> dict[str, Any]:
+    return {
+        "origin": o.origin,
+        "hasOriginWildcard": o.has_origin_wildcard,
+    }
+
+
+_Screenshot_plain = {
+    "formFactor": "form_factor",
+    "label": "label",
+}
+
+
+def _s_Screenshot(d: dict[str, Any]) -> Screenshot:
+    o = _new(Screenshot)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _Screenshot_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "image":
+            od["image"] = None if v is None else _s_ImageResource(v)
+    if "image" not in od:
+        raise KeyError("image")
+    if "form_factor" not in od:
+        raise KeyError("formFactor")
+    return o
+
+
+def _u_Screenshot(o: Screenshot) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "image": _u_ImageResource(o.image),
+        "formFactor": o.form_factor,
+    }
+    if o.label is not None:
+        d["label"] = o.label
+    return d
+
+
+_ShareTarget_plain = {
+    "action": "action",
+    "method": "method",
+    "enctype": "enctype",
+    "title": "title",
+    "text": "text",
+    "url": "url",
+}
+
+
+def _s_ShareTarget(d: dict[str, Any]) -> ShareTarget:
+    o = _new(ShareTarget)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _ShareTarget_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "files":
+            od["files"] = None if v is None else [_s_FileFilter(x0) for x0 in v]
+    if "action" not in od:
+        raise KeyError("action")
+    if "method" not in od:
+        raise KeyError("method")
+    if "enctype" not in od:
+        raise KeyError("enctype")
+    return o
+
+
+def _u_ShareTarget(o: ShareTarget) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "action": o.action,
+        "method": o.method,
+        "enctype": o.enctype,
+    }
+    if o.title is not None:
+        d["title"] = o.title
+    if o.text is not None:
+        d["text"] = o.text
+    if o.url is not None:
+        d["url"] = o.url
+    if o.files is not None:
+        d["files"] = [_u_FileFilter(x0) for x0 in o.files]
+    return d
+
+
+_Shortcut_plain = {
+    "name": "name",
+    "url": "url",
+}
+
+
+def _s_Shortcut(d: dict[str, Any]) -> Shortcut:
+    o = _new(Shortcut)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _Shortcut_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "name" not in od:
+        raise KeyError("name")
+    if "url" not in od:
+        raise KeyError("url")
+    return o
+
+
+def _u_Shortcut(o: Shortcut) -> dict[str, Any]:
+    return {
+        "name": o.name,
+        "url": o.url,
+    }
+
+
+_WebAppManifest_plain = {
+    "backgroundColor": "background_color",
+    "description": "description",
+    "dir": "dir_",
+    "display": "display",
+    "displayOverrides": "display_overrides",
+    "id": "id_",
+    "lang": "lang",
+    "name": "name",
+    "orientation": "orientation",
+    "preferRelatedApplications": "prefer_related_applications",
+    "scope": "scope",
+    "shortName": "short_name",
+    "startUrl": "start_url",
+    "themeColor": "theme_color",
+}
+
+
+def _s_WebAppManifest(d: dict[str, Any]) -> WebAppManifest:
+    o = _new(WebAppManifest)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _WebAppManifest_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "fileHandlers":
+            od["file_handlers"] = None if v is None else [_s_FileHandler(x0) for x0 in v]
+        elif k == "icons":
+            od["icons"] = None if v is None else [_s_ImageResource(x0) for x0 in v]
+        elif k == "launchHandler":
+            od["launch_handler"] = None if v is None else _s_LaunchHandler(v)
+        elif k == "protocolHandlers":
+            od["protocol_handlers"] = None if v is None else [_s_ProtocolHandler(x0) for x0 in v]
+        elif k == "relatedApplications":
+            od["related_applications"] = None if v is None else [_s_RelatedApplication(x0) for x0 in v]
+        elif k == "scopeExtensions":
+            od["scope_extensions"] = None if v is None else [_s_ScopeExtension(x0) for x0 in v]
+        elif k == "screenshots":
+            od["screenshots"] = None if v is None else [_s_Screenshot(x0) for x0 in v]
+        elif k == "shareTarget":
+            od["share_target"] = None if v is None else _s_ShareTarget(v)
+        elif k == "shortcuts":
+            od["shortcuts"] = None if v is None else [_s_Shortcut(x0) for x0 in v]
+    return o
+
+
+def _u_WebAppManifest(o: WebAppManifest) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    if o.background_color is not None:
+        d["backgroundColor"] = o.background_color
+    if o.description is not None:
+        d["description"] = o.description
+    if o.dir_ is not None:
+        d["dir"] = o.dir_
+    if o.display is not None:
+        d["display"] = o.display
+    if o.display_overrides is not None:
+        d["displayOverrides"] = o.display_overrides
+    if o.file_handlers is not None:
+        d["fileHandlers"] = [_u_FileHandler(x0) for x0 in o.file_handlers]
+    if o.icons is not None:
+        d["icons"] = [_u_ImageResource(x0) for x0 in o.icons]
+    if o.id_ is not None:
+        d["id"] = o.id_
+    if o.lang is not None:
+        d["lang"] = o.lang
+    if o.launch_handler is not None:
+        d["launchHandler"] = _u_LaunchHandler(o.launch_handler)
+    if o.name is not None:
+        d["name"] = o.name
+    if o.orientation is not None:
+        d["orientation"] = o.orientation
+    if o.prefer_related_applications is not None:
+        d["preferRelatedApplications"] = o.prefer_related_applications
+    if o.protocol_handlers is not None:
+        d["protocolHandlers"] = [_u_ProtocolHandler(x0) for x0 in o.protocol_handlers]
+    if o.related_applications is not None:
+        d["relatedApplications"] = [_u_RelatedApplication(x0) for x0 in o.related_applications]
+    if o.scope is not None:
+        d["scope"] = o.scope
+    if o.scope_extensions is not None:
+        d["scopeExtensions"] = [_u_ScopeExtension(x0) for x0 in o.scope_extensions]
+    if o.screenshots is not None:
+        d["screenshots"] = [_u_Screenshot(x0) for x0 in o.screenshots]
+    if o.share_target is not None:
+        d["shareTarget"] = _u_ShareTarget(o.share_target)
+    if o.short_name is not None:
+        d["shortName"] = o.short_name
+    if o.shortcuts is not None:
+        d["shortcuts"] = [_u_Shortcut(x0) for x0 in o.shortcuts]
+    if o.start_url is not None:
+        d["startUrl"] = o.start_url
+    if o.theme_color is not None:
+        d["themeColor"] = o.theme_color
+    return d
+
+
+_SubApp_plain = {
+    "name": "name",
+    "scope": "scope",
+    "manifestId": "manifest_id",
+    "startUrl": "start_url",
+}
+
+
+def _s_SubApp(d: dict[str, Any]) -> SubApp:
+    o = _new(SubApp)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _SubApp_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "name" not in od:
+        raise KeyError("name")
+    if "scope" not in od:
+        raise KeyError("scope")
+    if "manifest_id" not in od:
+        raise KeyError("manifestId")
+    if "start_url" not in od:
+        raise KeyError("startUrl")
+    return o
+
+
+def _u_SubApp(o: SubApp) -> dict[str, Any]:
+    return {
+        "name": o.name,
+        "scope": o.scope,
+        "manifestId": o.manifest_id,
+        "startUrl": o.start_url,
+    }
 
 
 _BackForwardCacheBlockingDetails_plain = {
@@ -2644,32 +4379,6 @@ def _u_BackForwardCacheBlockingDetails(o: BackForwardCacheBlockingDetails) -> di
     if o.function is not None:
         d["function"] = o.function
     return d
-
-
-optional_defaults(
-    BackForwardCacheBlockingDetails,
-    {
-        "url": None,
-        "function": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class BackForwardCacheNotRestoredExplanation:
-    """Experimental. BackForwardCacheNotRestoredExplanation.
-
-    Attributes:
-        type_: Type of the reason
-        reason: Not restored reason
-        context: Context associated with the reason. The meaning of this context is dependent on the reason: - EmbedderExtensionSentMessageToCachedFrame: the extension ID.
-        details: -
-    """
-
-    type_: BackForwardCacheNotRestoredReasonType
-    reason: BackForwardCacheNotRestoredReason
-    context: str | None = None
-    details: list[BackForwardCacheBlockingDetails] | None = None
 
 
 _BackForwardCacheNotRestoredExplanation_plain = {
@@ -2709,30 +4418,6 @@ def _u_BackForwardCacheNotRestoredExplanation(o: BackForwardCacheNotRestoredExpl
     return d
 
 
-optional_defaults(
-    BackForwardCacheNotRestoredExplanation,
-    {
-        "context": None,
-        "details": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class BackForwardCacheNotRestoredExplanationTree:
-    """Experimental. BackForwardCacheNotRestoredExplanationTree.
-
-    Attributes:
-        url: URL of each frame
-        explanations: Not restored reasons of each frame
-        children: Array of children frame
-    """
-
-    url: str
-    explanations: list[BackForwardCacheNotRestoredExplanation]
-    children: list[BackForwardCacheNotRestoredExplanationTree]
-
-
 _BackForwardCacheNotRestoredExplanationTree_plain = {
     "url": "url",
 }
@@ -2767,23 +4452,11 @@ def _s_BackForwardCacheNotRestoredExplanationTree(
 def _u_BackForwardCacheNotRestoredExplanationTree(
     o: BackForwardCacheNotRestoredExplanationTree,
 ) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "url": o.url,
         "explanations": [_u_BackForwardCacheNotRestoredExplanation(x0) for x0 in o.explanations],
         "children": [_u_BackForwardCacheNotRestoredExplanationTree(x0) for x0 in o.children],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AddScriptToEvaluateOnLoadResult:
-    """Result of :func:`add_script_to_evaluate_on_load` (Page.addScriptToEvaluateOnLoad).
-
-    Attributes:
-        identifier: Identifier of the added script.
-    """
-
-    identifier: ScriptIdentifier
 
 
 _AddScriptToEvaluateOnLoadResult_plain = {
@@ -2804,42 +4477,23 @@ def _s_AddScriptToEvaluateOnLoadResult(d: dict[str, Any]) -> AddScriptToEvaluate
 
 
 def _u_AddScriptToEvaluateOnLoadResult(o: AddScriptToEvaluateOnLoadResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "identifier": o.identifier,
     }
-    return d
 
 
-def add_script_to_evaluate_on_load(
-    *,
+def _p_add_script_to_evaluate_on_load(
     script_source: str,
-) -> Command[AddScriptToEvaluateOnLoadResult]:
-    """Experimental. Deprecated. Deprecated, please use addScriptToEvaluateOnNewDocument instead.
-
-    Args:
-        script_source: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "scriptSource": script_source,
     }
-    return Command("Page.addScriptToEvaluateOnLoad", _p, _s_AddScriptToEvaluateOnLoadResult)
 
 
 def _c_add_script_to_evaluate_on_load(d: dict[str, Any]) -> Command[AddScriptToEvaluateOnLoadResult]:
     return add_script_to_evaluate_on_load(
         script_source=d["scriptSource"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AddScriptToEvaluateOnNewDocumentResult:
-    """Result of :func:`add_script_to_evaluate_on_new_document` (Page.addScriptToEvaluateOnNewDocument).
-
-    Attributes:
-        identifier: Identifier of the added script.
-    """
-
-    identifier: ScriptIdentifier
 
 
 _AddScriptToEvaluateOnNewDocumentResult_plain = {
@@ -2860,27 +4514,17 @@ def _s_AddScriptToEvaluateOnNewDocumentResult(d: dict[str, Any]) -> AddScriptToE
 
 
 def _u_AddScriptToEvaluateOnNewDocumentResult(o: AddScriptToEvaluateOnNewDocumentResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "identifier": o.identifier,
     }
-    return d
 
 
-def add_script_to_evaluate_on_new_document(
-    *,
+def _p_add_script_to_evaluate_on_new_document(
     source: str,
-    world_name: str | None = None,
-    include_command_line_api: bool | None = None,
-    run_immediately: bool | None = None,
-) -> Command[AddScriptToEvaluateOnNewDocumentResult]:
-    """Evaluates given script in every frame upon creation (before loading frame's scripts).
-
-    Args:
-        source: -
-        world_name: Experimental. If specified, creates an isolated world with the given name and evaluates given script in it. This world name will be used as the ExecutionContextDescription::name when the corresponding event is emitted.
-        include_command_line_api: Experimental. Specifies whether command line API should be available to the script, defaults to false.
-        run_immediately: Experimental. If true, runs the script immediately on existing execution contexts or worlds. Default: false.
-    """
+    world_name: str | None,
+    include_command_line_api: bool | None,
+    run_immediately: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "source": source,
     }
@@ -2890,7 +4534,7 @@ def add_script_to_evaluate_on_new_document(
         _p["includeCommandLineAPI"] = include_command_line_api
     if run_immediately is not None:
         _p["runImmediately"] = run_immediately
-    return Command("Page.addScriptToEvaluateOnNewDocument", _p, _s_AddScriptToEvaluateOnNewDocumentResult)
+    return _p
 
 
 def _c_add_script_to_evaluate_on_new_document(
@@ -2904,25 +4548,8 @@ def _c_add_script_to_evaluate_on_new_document(
     )
 
 
-def bring_to_front() -> Command[None]:
-    """Brings page to front (activates tab)."""
-    _p: dict[str, Any] = {}
-    return Command("Page.bringToFront", _p, None)
-
-
 def _c_bring_to_front(d: dict[str, Any]) -> Command[None]:
     return bring_to_front()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CaptureScreenshotResult:
-    """Result of :func:`capture_screenshot` (Page.captureScreenshot).
-
-    Attributes:
-        data: Base64-encoded image data. (Encoded as a base64 string when passed over JSON)
-    """
-
-    data: str
 
 
 _CaptureScreenshotResult_plain = {
@@ -2943,31 +4570,19 @@ def _s_CaptureScreenshotResult(d: dict[str, Any]) -> CaptureScreenshotResult:
 
 
 def _u_CaptureScreenshotResult(o: CaptureScreenshotResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "data": o.data,
     }
-    return d
 
 
-def capture_screenshot(
-    *,
-    format_: str | None = None,
-    quality: int | None = None,
-    clip: Viewport | None = None,
-    from_surface: bool | None = None,
-    capture_beyond_viewport: bool | None = None,
-    optimize_for_speed: bool | None = None,
-) -> Command[CaptureScreenshotResult]:
-    """Capture page screenshot.
-
-    Args:
-        format_: Image compression format (defaults to png). Values: 'jpeg', 'png', 'webp'.
-        quality: Compression quality from range [0..100] (jpeg only).
-        clip: Capture the screenshot of a given region only.
-        from_surface: Experimental. Capture the screenshot from the surface, rather than the view. Defaults to true.
-        capture_beyond_viewport: Experimental. Capture the screenshot beyond the viewport. Defaults to false.
-        optimize_for_speed: Experimental. Optimize image encoding for speed, not for resulting size (defaults to false)
-    """
+def _p_capture_screenshot(
+    format_: str | None,
+    quality: int | None,
+    clip: Viewport | None,
+    from_surface: bool | None,
+    capture_beyond_viewport: bool | None,
+    optimize_for_speed: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if format_ is not None:
         _p["format"] = format_
@@ -2981,7 +4596,7 @@ def capture_screenshot(
         _p["captureBeyondViewport"] = capture_beyond_viewport
     if optimize_for_speed is not None:
         _p["optimizeForSpeed"] = optimize_for_speed
-    return Command("Page.captureScreenshot", _p, _s_CaptureScreenshotResult)
+    return _p
 
 
 def _c_capture_screenshot(d: dict[str, Any]) -> Command[CaptureScreenshotResult]:
@@ -2993,17 +4608,6 @@ def _c_capture_screenshot(d: dict[str, Any]) -> Command[CaptureScreenshotResult]
         capture_beyond_viewport=d.get("captureBeyondViewport"),
         optimize_for_speed=d.get("optimizeForSpeed"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CaptureSnapshotResult:
-    """Result of :func:`capture_snapshot` (Page.captureSnapshot).
-
-    Attributes:
-        data: Serialized page data.
-    """
-
-    data: str
 
 
 _CaptureSnapshotResult_plain = {
@@ -3024,26 +4628,18 @@ def _s_CaptureSnapshotResult(d: dict[str, Any]) -> CaptureSnapshotResult:
 
 
 def _u_CaptureSnapshotResult(o: CaptureSnapshotResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "data": o.data,
     }
-    return d
 
 
-def capture_snapshot(
-    *,
-    format_: str | None = None,
-) -> Command[CaptureSnapshotResult]:
-    """Experimental. Returns a snapshot of the page as a string. For MHTML format, the serialization includes
-    iframes, shadow DOM, external resources, and element-inline styles.
-
-    Args:
-        format_: Format (defaults to mhtml). Values: 'mhtml'.
-    """
+def _p_capture_snapshot(
+    format_: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if format_ is not None:
         _p["format"] = format_
-    return Command("Page.captureSnapshot", _p, _s_CaptureSnapshotResult)
+    return _p
 
 
 def _c_capture_snapshot(d: dict[str, Any]) -> Command[CaptureSnapshotResult]:
@@ -3052,45 +4648,16 @@ def _c_capture_snapshot(d: dict[str, Any]) -> Command[CaptureSnapshotResult]:
     )
 
 
-def clear_device_metrics_override() -> Command[None]:
-    """Experimental. Deprecated. Clears the overridden device metrics."""
-    _p: dict[str, Any] = {}
-    return Command("Page.clearDeviceMetricsOverride", _p, None)
-
-
 def _c_clear_device_metrics_override(d: dict[str, Any]) -> Command[None]:
     return clear_device_metrics_override()
-
-
-def clear_device_orientation_override() -> Command[None]:
-    """Experimental. Deprecated. Clears the overridden Device Orientation."""
-    _p: dict[str, Any] = {}
-    return Command("Page.clearDeviceOrientationOverride", _p, None)
 
 
 def _c_clear_device_orientation_override(d: dict[str, Any]) -> Command[None]:
     return clear_device_orientation_override()
 
 
-def clear_geolocation_override() -> Command[None]:
-    """Deprecated. Clears the overridden Geolocation Position and Error."""
-    _p: dict[str, Any] = {}
-    return Command("Page.clearGeolocationOverride", _p, None)
-
-
 def _c_clear_geolocation_override(d: dict[str, Any]) -> Command[None]:
     return clear_geolocation_override()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CreateIsolatedWorldResult:
-    """Result of :func:`create_isolated_world` (Page.createIsolatedWorld).
-
-    Attributes:
-        execution_context_id: Execution context of the isolated world.
-    """
-
-    execution_context_id: _runtime.ExecutionContextId
 
 
 _CreateIsolatedWorldResult_plain = {
@@ -3111,27 +4678,17 @@ def _s_CreateIsolatedWorldResult(d: dict[str, Any]) -> CreateIsolatedWorldResult
 
 
 def _u_CreateIsolatedWorldResult(o: CreateIsolatedWorldResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "executionContextId": o.execution_context_id,
     }
-    return d
 
 
-def create_isolated_world(
-    *,
+def _p_create_isolated_world(
     frame_id: FrameId,
-    world_name: str | None = None,
-    grant_univeral_access: bool | None = None,
-    content_security_policy: str | None = None,
-) -> Command[CreateIsolatedWorldResult]:
-    """Creates an isolated world for the given frame.
-
-    Args:
-        frame_id: Id of the frame in which the isolated world should be created.
-        world_name: An optional name which is reported in the Execution Context.
-        grant_univeral_access: Whether or not universal access should be granted to the isolated world. This is a powerful option, use with caution.
-        content_security_policy: An optional content security policy to set for the isolated world. If omitted, any existing CSP for the world will be cleared. Note that clearing or updating the CSP does not immediately affect the active context in the same document because LocalDOMWindow caches the ContentSecurityPolicy object. The change takes effect on subsequent navigations when a new window context is created.
-    """
+    world_name: str | None,
+    grant_univeral_access: bool | None,
+    content_security_policy: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "frameId": frame_id,
     }
@@ -3141,7 +4698,7 @@ def create_isolated_world(
         _p["grantUniveralAccess"] = grant_univeral_access
     if content_security_policy is not None:
         _p["contentSecurityPolicy"] = content_security_policy
-    return Command("Page.createIsolatedWorld", _p, _s_CreateIsolatedWorldResult)
+    return _p
 
 
 def _c_create_isolated_world(d: dict[str, Any]) -> Command[CreateIsolatedWorldResult]:
@@ -3153,22 +4710,14 @@ def _c_create_isolated_world(d: dict[str, Any]) -> Command[CreateIsolatedWorldRe
     )
 
 
-def delete_cookie(
-    *,
+def _p_delete_cookie(
     cookie_name: str,
     url: str,
-) -> Command[None]:
-    """Experimental. Deprecated. Deletes browser cookie with given name, domain and path.
-
-    Args:
-        cookie_name: Name of the cookie to remove.
-        url: URL to match cooke domain and path.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "cookieName": cookie_name,
         "url": url,
     }
-    return Command("Page.deleteCookie", _p, None)
 
 
 def _c_delete_cookie(d: dict[str, Any]) -> Command[None]:
@@ -3178,54 +4727,23 @@ def _c_delete_cookie(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def disable() -> Command[None]:
-    """Disables page domain notifications."""
-    _p: dict[str, Any] = {}
-    return Command("Page.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def enable(
-    *,
-    enable_file_chooser_opened_event: bool | None = None,
-) -> Command[None]:
-    """Enables page domain notifications.
-
-    Args:
-        enable_file_chooser_opened_event: Experimental. If true, the `Page.fileChooserOpened` event will be emitted regardless of the state set by `Page.setInterceptFileChooserDialog` command (default: false).
-    """
+def _p_enable(
+    enable_file_chooser_opened_event: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if enable_file_chooser_opened_event is not None:
         _p["enableFileChooserOpenedEvent"] = enable_file_chooser_opened_event
-    return Command("Page.enable", _p, None)
+    return _p
 
 
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable(
         enable_file_chooser_opened_event=d.get("enableFileChooserOpenedEvent"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetAppManifestResult:
-    """Result of :func:`get_app_manifest` (Page.getAppManifest).
-
-    Attributes:
-        url: Manifest location.
-        errors: -
-        data: Manifest content.
-        parsed: Experimental. Deprecated. Parsed manifest properties. Deprecated, use manifest instead.
-        manifest: Experimental.
-    """
-
-    url: str
-    errors: list[AppManifestError]
-    data: str | None = None
-    parsed: AppManifestParsedProperties | None = None
-    manifest: WebAppManifest
 
 
 _GetAppManifestResult_plain = {
@@ -3269,49 +4787,19 @@ def _u_GetAppManifestResult(o: GetAppManifestResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    GetAppManifestResult,
-    {
-        "data": None,
-        "parsed": None,
-    },
-)
-
-
-def get_app_manifest(
-    *,
-    manifest_id: str | None = None,
-) -> Command[GetAppManifestResult]:
-    """Gets the processed manifest for this current document.
-    This API always waits for the manifest to be loaded.
-    If manifestId is provided, and it does not match the manifest of the
-      current document, this API errors out.
-    If there is not a loaded page, this API errors out immediately.
-
-    Args:
-        manifest_id: -
-    """
+def _p_get_app_manifest(
+    manifest_id: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if manifest_id is not None:
         _p["manifestId"] = manifest_id
-    return Command("Page.getAppManifest", _p, _s_GetAppManifestResult)
+    return _p
 
 
 def _c_get_app_manifest(d: dict[str, Any]) -> Command[GetAppManifestResult]:
     return get_app_manifest(
         manifest_id=d.get("manifestId"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetInstallabilityErrorsResult:
-    """Result of :func:`get_installability_errors` (Page.getInstallabilityErrors).
-
-    Attributes:
-        installability_errors: -
-    """
-
-    installability_errors: list[InstallabilityError]
 
 
 def _s_GetInstallabilityErrorsResult(d: dict[str, Any]) -> GetInstallabilityErrorsResult:
@@ -3326,31 +4814,13 @@ def _s_GetInstallabilityErrorsResult(d: dict[str, Any]) -> GetInstallabilityErro
 
 
 def _u_GetInstallabilityErrorsResult(o: GetInstallabilityErrorsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "installabilityErrors": [_u_InstallabilityError(x0) for x0 in o.installability_errors],
     }
-    return d
-
-
-def get_installability_errors() -> Command[GetInstallabilityErrorsResult]:
-    """Experimental. getInstallabilityErrors."""
-    _p: dict[str, Any] = {}
-    return Command("Page.getInstallabilityErrors", _p, _s_GetInstallabilityErrorsResult)
 
 
 def _c_get_installability_errors(d: dict[str, Any]) -> Command[GetInstallabilityErrorsResult]:
     return get_installability_errors()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetManifestIconsResult:
-    """Result of :func:`get_manifest_icons` (Page.getManifestIcons).
-
-    Attributes:
-        primary_icon: -
-    """
-
-    primary_icon: str | None = None
 
 
 _GetManifestIconsResult_plain = {
@@ -3375,39 +4845,8 @@ def _u_GetManifestIconsResult(o: GetManifestIconsResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    GetManifestIconsResult,
-    {
-        "primary_icon": None,
-    },
-)
-
-
-def get_manifest_icons() -> Command[GetManifestIconsResult]:
-    """Experimental. Deprecated. Deprecated because it's not guaranteed that the returned icon is in fact the one used for PWA installation."""
-    _p: dict[str, Any] = {}
-    return Command("Page.getManifestIcons", _p, _s_GetManifestIconsResult)
-
-
 def _c_get_manifest_icons(d: dict[str, Any]) -> Command[GetManifestIconsResult]:
     return get_manifest_icons()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetAppIdResult:
-    """Result of :func:`get_app_id` (Page.getAppId).
-
-    Attributes:
-        app_id: App id, either from manifest's id attribute or computed from start_url
-        recommended_id: Recommendation for manifest's id attribute to match current id computed from start_url
-        bundle_id: The bundle ID for an Isolated Web App (IWA)
-        parent_app_name: The name of the parent app if this app is a Sub-App
-    """
-
-    app_id: str | None = None
-    recommended_id: str | None = None
-    bundle_id: str | None = None
-    parent_app_name: str | None = None
 
 
 _GetAppIdResult_plain = {
@@ -3441,37 +4880,8 @@ def _u_GetAppIdResult(o: GetAppIdResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    GetAppIdResult,
-    {
-        "app_id": None,
-        "recommended_id": None,
-        "bundle_id": None,
-        "parent_app_name": None,
-    },
-)
-
-
-def get_app_id() -> Command[GetAppIdResult]:
-    """Experimental. Returns the unique (PWA) app id, along with IWA bundle ID and parent app info.
-    Only returns values if the feature flag 'WebAppEnableManifestId' is enabled"""
-    _p: dict[str, Any] = {}
-    return Command("Page.getAppId", _p, _s_GetAppIdResult)
-
-
 def _c_get_app_id(d: dict[str, Any]) -> Command[GetAppIdResult]:
     return get_app_id()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetSubAppsResult:
-    """Result of :func:`get_sub_apps` (Page.getSubApps).
-
-    Attributes:
-        sub_apps: -
-    """
-
-    sub_apps: list[SubApp]
 
 
 def _s_GetSubAppsResult(d: dict[str, Any]) -> GetSubAppsResult:
@@ -3486,31 +4896,13 @@ def _s_GetSubAppsResult(d: dict[str, Any]) -> GetSubAppsResult:
 
 
 def _u_GetSubAppsResult(o: GetSubAppsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "subApps": [_u_SubApp(x0) for x0 in o.sub_apps],
     }
-    return d
-
-
-def get_sub_apps() -> Command[GetSubAppsResult]:
-    """Experimental. Returns the list of installed child Sub-Apps for the inspected parent app."""
-    _p: dict[str, Any] = {}
-    return Command("Page.getSubApps", _p, _s_GetSubAppsResult)
 
 
 def _c_get_sub_apps(d: dict[str, Any]) -> Command[GetSubAppsResult]:
     return get_sub_apps()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetSiblingSubAppsResult:
-    """Result of :func:`get_sibling_sub_apps` (Page.getSiblingSubApps).
-
-    Attributes:
-        sub_apps: -
-    """
-
-    sub_apps: list[SubApp]
 
 
 def _s_GetSiblingSubAppsResult(d: dict[str, Any]) -> GetSiblingSubAppsResult:
@@ -3525,31 +4917,13 @@ def _s_GetSiblingSubAppsResult(d: dict[str, Any]) -> GetSiblingSubAppsResult:
 
 
 def _u_GetSiblingSubAppsResult(o: GetSiblingSubAppsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "subApps": [_u_SubApp(x0) for x0 in o.sub_apps],
     }
-    return d
-
-
-def get_sibling_sub_apps() -> Command[GetSiblingSubAppsResult]:
-    """Experimental. Returns the list of sibling Sub-Apps sharing the same parent app if the inspected context is a Sub-App."""
-    _p: dict[str, Any] = {}
-    return Command("Page.getSiblingSubApps", _p, _s_GetSiblingSubAppsResult)
 
 
 def _c_get_sibling_sub_apps(d: dict[str, Any]) -> Command[GetSiblingSubAppsResult]:
     return get_sibling_sub_apps()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetAdScriptAncestryResult:
-    """Result of :func:`get_ad_script_ancestry` (Page.getAdScriptAncestry).
-
-    Attributes:
-        ad_script_ancestry: The ancestry chain of ad script identifiers leading to this frame's creation, along with the root script's filterlist rule. The ancestry chain is ordered from the most immediate script (in the frame creation stack) to more distant ancestors (that created the immediately preceding script). Only sent if frame is labelled as an ad and ids are available.
-    """
-
-    ad_script_ancestry: _network.AdAncestry | None = None
 
 
 def _s_GetAdScriptAncestryResult(d: dict[str, Any]) -> GetAdScriptAncestryResult:
@@ -3568,44 +4942,18 @@ def _u_GetAdScriptAncestryResult(o: GetAdScriptAncestryResult) -> dict[str, Any]
     return d
 
 
-optional_defaults(
-    GetAdScriptAncestryResult,
-    {
-        "ad_script_ancestry": None,
-    },
-)
-
-
-def get_ad_script_ancestry(
-    *,
+def _p_get_ad_script_ancestry(
     frame_id: FrameId,
-) -> Command[GetAdScriptAncestryResult]:
-    """Experimental. getAdScriptAncestry.
-
-    Args:
-        frame_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "frameId": frame_id,
     }
-    return Command("Page.getAdScriptAncestry", _p, _s_GetAdScriptAncestryResult)
 
 
 def _c_get_ad_script_ancestry(d: dict[str, Any]) -> Command[GetAdScriptAncestryResult]:
     return get_ad_script_ancestry(
         frame_id=d["frameId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetSpellCheckCustomDictionaryResult:
-    """Result of :func:`get_spell_check_custom_dictionary` (Page.getSpellCheckCustomDictionary).
-
-    Attributes:
-        words: -
-    """
-
-    words: list[str]
 
 
 _GetSpellCheckCustomDictionaryResult_plain = {
@@ -3626,45 +4974,23 @@ def _s_GetSpellCheckCustomDictionaryResult(d: dict[str, Any]) -> GetSpellCheckCu
 
 
 def _u_GetSpellCheckCustomDictionaryResult(o: GetSpellCheckCustomDictionaryResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "words": o.words,
     }
-    return d
 
 
-def get_spell_check_custom_dictionary(
-    *,
+def _p_get_spell_check_custom_dictionary(
     frame_id: FrameId,
-) -> Command[GetSpellCheckCustomDictionaryResult]:
-    """Experimental. Returns the words that the frame's document added to its spell check custom
-    dictionary with `document.spellCheckCustomDictionary.addWords()`, sorted.
-    Page script cannot read the dictionary back; this lets developers inspect
-    it.
-
-    Args:
-        frame_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "frameId": frame_id,
     }
-    return Command("Page.getSpellCheckCustomDictionary", _p, _s_GetSpellCheckCustomDictionaryResult)
 
 
 def _c_get_spell_check_custom_dictionary(d: dict[str, Any]) -> Command[GetSpellCheckCustomDictionaryResult]:
     return get_spell_check_custom_dictionary(
         frame_id=d["frameId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetFrameTreeResult:
-    """Result of :func:`get_frame_tree` (Page.getFrameTree).
-
-    Attributes:
-        frame_tree: Present frame tree structure.
-    """
-
-    frame_tree: FrameTree
 
 
 def _s_GetFrameTreeResult(d: dict[str, Any]) -> GetFrameTreeResult:
@@ -3679,41 +5005,13 @@ def _s_GetFrameTreeResult(d: dict[str, Any]) -> GetFrameTreeResult:
 
 
 def _u_GetFrameTreeResult(o: GetFrameTreeResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "frameTree": _u_FrameTree(o.frame_tree),
     }
-    return d
-
-
-def get_frame_tree() -> Command[GetFrameTreeResult]:
-    """Returns present frame tree structure."""
-    _p: dict[str, Any] = {}
-    return Command("Page.getFrameTree", _p, _s_GetFrameTreeResult)
 
 
 def _c_get_frame_tree(d: dict[str, Any]) -> Command[GetFrameTreeResult]:
     return get_frame_tree()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetLayoutMetricsResult:
-    """Result of :func:`get_layout_metrics` (Page.getLayoutMetrics).
-
-    Attributes:
-        layout_viewport: Deprecated. Deprecated metrics relating to the layout viewport. Is in device pixels. Use `cssLayoutViewport` instead.
-        visual_viewport: Deprecated. Deprecated metrics relating to the visual viewport. Is in device pixels. Use `cssVisualViewport` instead.
-        content_size: Deprecated. Deprecated size of scrollable area. Is in DP. Use `cssContentSize` instead.
-        css_layout_viewport: Metrics relating to the layout viewport in CSS pixels.
-        css_visual_viewport: Metrics relating to the visual viewport in CSS pixels.
-        css_content_size: Size of scrollable area in CSS pixels.
-    """
-
-    layout_viewport: LayoutViewport
-    visual_viewport: VisualViewport
-    content_size: _dom.Rect
-    css_layout_viewport: LayoutViewport
-    css_visual_viewport: VisualViewport
-    css_content_size: _dom.Rect
 
 
 def _s_GetLayoutMetricsResult(d: dict[str, Any]) -> GetLayoutMetricsResult:
@@ -3748,7 +5046,7 @@ def _s_GetLayoutMetricsResult(d: dict[str, Any]) -> GetLayoutMetricsResult:
 
 
 def _u_GetLayoutMetricsResult(o: GetLayoutMetricsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "layoutViewport": _u_LayoutViewport(o.layout_viewport),
         "visualViewport": _u_VisualViewport(o.visual_viewport),
         "contentSize": cdp.dom._u_Rect(o.content_size),
@@ -3756,30 +5054,10 @@ def _u_GetLayoutMetricsResult(o: GetLayoutMetricsResult) -> dict[str, Any]:
         "cssVisualViewport": _u_VisualViewport(o.css_visual_viewport),
         "cssContentSize": cdp.dom._u_Rect(o.css_content_size),
     }
-    return d
-
-
-def get_layout_metrics() -> Command[GetLayoutMetricsResult]:
-    """Returns metrics relating to the layouting of the page, such as viewport bounds/scale."""
-    _p: dict[str, Any] = {}
-    return Command("Page.getLayoutMetrics", _p, _s_GetLayoutMetricsResult)
 
 
 def _c_get_layout_metrics(d: dict[str, Any]) -> Command[GetLayoutMetricsResult]:
     return get_layout_metrics()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetNavigationHistoryResult:
-    """Result of :func:`get_navigation_history` (Page.getNavigationHistory).
-
-    Attributes:
-        current_index: Index of the current navigation history entry.
-        entries: Array of navigation history entries.
-    """
-
-    current_index: int
-    entries: list[NavigationEntry]
 
 
 _GetNavigationHistoryResult_plain = {
@@ -3804,44 +5082,18 @@ def _s_GetNavigationHistoryResult(d: dict[str, Any]) -> GetNavigationHistoryResu
 
 
 def _u_GetNavigationHistoryResult(o: GetNavigationHistoryResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "currentIndex": o.current_index,
         "entries": [_u_NavigationEntry(x0) for x0 in o.entries],
     }
-    return d
-
-
-def get_navigation_history() -> Command[GetNavigationHistoryResult]:
-    """Returns navigation history for the current page."""
-    _p: dict[str, Any] = {}
-    return Command("Page.getNavigationHistory", _p, _s_GetNavigationHistoryResult)
 
 
 def _c_get_navigation_history(d: dict[str, Any]) -> Command[GetNavigationHistoryResult]:
     return get_navigation_history()
 
 
-def reset_navigation_history() -> Command[None]:
-    """Resets navigation history for the current page."""
-    _p: dict[str, Any] = {}
-    return Command("Page.resetNavigationHistory", _p, None)
-
-
 def _c_reset_navigation_history(d: dict[str, Any]) -> Command[None]:
     return reset_navigation_history()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetResourceContentResult:
-    """Result of :func:`get_resource_content` (Page.getResourceContent).
-
-    Attributes:
-        content: Resource content.
-        base64_encoded: True, if content was served as base64.
-    """
-
-    content: str
-    base64_encoded: bool
 
 
 _GetResourceContentResult_plain = {
@@ -3865,29 +5117,20 @@ def _s_GetResourceContentResult(d: dict[str, Any]) -> GetResourceContentResult:
 
 
 def _u_GetResourceContentResult(o: GetResourceContentResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "content": o.content,
         "base64Encoded": o.base64_encoded,
     }
-    return d
 
 
-def get_resource_content(
-    *,
+def _p_get_resource_content(
     frame_id: FrameId,
     url: str,
-) -> Command[GetResourceContentResult]:
-    """Experimental. Returns content of the given resource.
-
-    Args:
-        frame_id: Frame id to get resource for.
-        url: URL of the resource to get content for.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "frameId": frame_id,
         "url": url,
     }
-    return Command("Page.getResourceContent", _p, _s_GetResourceContentResult)
 
 
 def _c_get_resource_content(d: dict[str, Any]) -> Command[GetResourceContentResult]:
@@ -3895,17 +5138,6 @@ def _c_get_resource_content(d: dict[str, Any]) -> Command[GetResourceContentResu
         frame_id=d["frameId"],
         url=d["url"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetResourceTreeResult:
-    """Result of :func:`get_resource_tree` (Page.getResourceTree).
-
-    Attributes:
-        frame_tree: Present frame / resource tree structure.
-    """
-
-    frame_tree: FrameResourceTree
 
 
 def _s_GetResourceTreeResult(d: dict[str, Any]) -> GetResourceTreeResult:
@@ -3920,39 +5152,25 @@ def _s_GetResourceTreeResult(d: dict[str, Any]) -> GetResourceTreeResult:
 
 
 def _u_GetResourceTreeResult(o: GetResourceTreeResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "frameTree": _u_FrameResourceTree(o.frame_tree),
     }
-    return d
-
-
-def get_resource_tree() -> Command[GetResourceTreeResult]:
-    """Experimental. Returns present frame / resource tree structure."""
-    _p: dict[str, Any] = {}
-    return Command("Page.getResourceTree", _p, _s_GetResourceTreeResult)
 
 
 def _c_get_resource_tree(d: dict[str, Any]) -> Command[GetResourceTreeResult]:
     return get_resource_tree()
 
 
-def handle_java_script_dialog(
-    *,
+def _p_handle_java_script_dialog(
     accept: bool,
-    prompt_text: str | None = None,
-) -> Command[None]:
-    """Accepts or dismisses a JavaScript initiated dialog (alert, confirm, prompt, or onbeforeunload).
-
-    Args:
-        accept: Whether to accept or dismiss the dialog.
-        prompt_text: The text to enter into the dialog prompt before accepting. Used only if this is a prompt dialog.
-    """
+    prompt_text: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "accept": accept,
     }
     if prompt_text is not None:
         _p["promptText"] = prompt_text
-    return Command("Page.handleJavaScriptDialog", _p, None)
+    return _p
 
 
 def _c_handle_java_script_dialog(d: dict[str, Any]) -> Command[None]:
@@ -3960,23 +5178,6 @@ def _c_handle_java_script_dialog(d: dict[str, Any]) -> Command[None]:
         accept=d["accept"],
         prompt_text=d.get("promptText"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class NavigateResult:
-    """Result of :func:`navigate` (Page.navigate).
-
-    Attributes:
-        frame_id: Frame id that has navigated (or failed to navigate)
-        loader_id: Loader identifier. This is omitted in case of same-document navigation, as the previously committed loaderId would not change.
-        error_text: User friendly error message, present if and only if navigation has failed.
-        is_download: Experimental. Whether the navigation resulted in a download.
-    """
-
-    frame_id: FrameId
-    loader_id: _network.LoaderId | None = None
-    error_text: str | None = None
-    is_download: bool | None = None
 
 
 _NavigateResult_plain = {
@@ -4012,33 +5213,13 @@ def _u_NavigateResult(o: NavigateResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    NavigateResult,
-    {
-        "loader_id": None,
-        "error_text": None,
-        "is_download": None,
-    },
-)
-
-
-def navigate(
-    *,
+def _p_navigate(
     url: str,
-    referrer: str | None = None,
-    transition_type: TransitionType | None = None,
-    frame_id: FrameId | None = None,
-    referrer_policy: ReferrerPolicy | None = None,
-) -> Command[NavigateResult]:
-    """Navigates current page to the given URL.
-
-    Args:
-        url: URL to navigate the page to.
-        referrer: Referrer URL.
-        transition_type: Intended transition type.
-        frame_id: Frame id to navigate, if not specified navigates the top frame.
-        referrer_policy: Experimental. Referrer-policy used for the navigation.
-    """
+    referrer: str | None,
+    transition_type: TransitionType | None,
+    frame_id: FrameId | None,
+    referrer_policy: ReferrerPolicy | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "url": url,
     }
@@ -4050,7 +5231,7 @@ def navigate(
         _p["frameId"] = frame_id
     if referrer_policy is not None:
         _p["referrerPolicy"] = referrer_policy
-    return Command("Page.navigate", _p, _s_NavigateResult)
+    return _p
 
 
 def _c_navigate(d: dict[str, Any]) -> Command[NavigateResult]:
@@ -4063,38 +5244,18 @@ def _c_navigate(d: dict[str, Any]) -> Command[NavigateResult]:
     )
 
 
-def navigate_to_history_entry(
-    *,
+def _p_navigate_to_history_entry(
     entry_id: int,
-) -> Command[None]:
-    """Navigates current page to the given history entry.
-
-    Args:
-        entry_id: Unique id of the entry to navigate to.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "entryId": entry_id,
     }
-    return Command("Page.navigateToHistoryEntry", _p, None)
 
 
 def _c_navigate_to_history_entry(d: dict[str, Any]) -> Command[None]:
     return navigate_to_history_entry(
         entry_id=d["entryId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PrintToPDFResult:
-    """Result of :func:`print_to_pdf` (Page.printToPDF).
-
-    Attributes:
-        data: Base64-encoded pdf data. Empty if |returnAsStream| is specified. (Encoded as a base64 string when passed over JSON)
-        stream: Experimental. A handle of the stream that holds resulting PDF data.
-    """
-
-    data: str
-    stream: _io.StreamHandle | None = None
 
 
 _PrintToPDFResult_plain = {
@@ -4124,55 +5285,25 @@ def _u_PrintToPDFResult(o: PrintToPDFResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    PrintToPDFResult,
-    {
-        "stream": None,
-    },
-)
-
-
-def print_to_pdf(
-    *,
-    landscape: bool | None = None,
-    display_header_footer: bool | None = None,
-    print_background: bool | None = None,
-    scale: float | None = None,
-    paper_width: float | None = None,
-    paper_height: float | None = None,
-    margin_top: float | None = None,
-    margin_bottom: float | None = None,
-    margin_left: float | None = None,
-    margin_right: float | None = None,
-    page_ranges: str | None = None,
-    header_template: str | None = None,
-    footer_template: str | None = None,
-    prefer_css_page_size: bool | None = None,
-    transfer_mode: str | None = None,
-    generate_tagged_pdf: bool | None = None,
-    generate_document_outline: bool | None = None,
-) -> Command[PrintToPDFResult]:
-    """Print page as PDF.
-
-    Args:
-        landscape: Paper orientation. Defaults to false.
-        display_header_footer: Display header and footer. Defaults to false.
-        print_background: Print background graphics. Defaults to false.
-        scale: Scale of the webpage rendering. Defaults to 1.
-        paper_width: Paper width in inches. Defaults to 8.5 inches.
-        paper_height: Paper height in inches. Defaults to 11 inches.
-        margin_top: Top margin in inches. Defaults to 1cm (~0.4 inches).
-        margin_bottom: Bottom margin in inches. Defaults to 1cm (~0.4 inches).
-        margin_left: Left margin in inches. Defaults to 1cm (~0.4 inches).
-        margin_right: Right margin in inches. Defaults to 1cm (~0.4 inches).
-        page_ranges: Paper ranges to print, one based, e.g., '1-5, 8, 11-13'. Pages are printed in the document order, not in the order specified, and no more than once. Defaults to empty string, which implies the entire document is printed. The page numbers are quietly capped to actual page count of the document, and ranges beyond the end of the document are ignored. If this results in no pages to print, an error is reported. It is an error to specify a range with start greater than end.
-        header_template: HTML template for the print header. Should be valid HTML markup with following classes used to inject printing values into them: - `date`: formatted print date - `title`: document title - `url`: document location - `pageNumber`: current page number - `totalPages`: total pages in the document For example, `<span class=title></span>` would generate span containing the title.
-        footer_template: HTML template for the print footer. Should use the same format as the `headerTemplate`.
-        prefer_css_page_size: Whether or not to prefer page size as defined by css. Defaults to false, in which case the content will be scaled to fit the paper size.
-        transfer_mode: Experimental. return as stream Values: 'ReturnAsBase64', 'ReturnAsStream'.
-        generate_tagged_pdf: Experimental. Whether or not to generate tagged (accessible) PDF. Defaults to embedder choice.
-        generate_document_outline: Experimental. Whether or not to embed the document outline into the PDF.
-    """
+def _p_print_to_pdf(
+    landscape: bool | None,
+    display_header_footer: bool | None,
+    print_background: bool | None,
+    scale: float | None,
+    paper_width: float | None,
+    paper_height: float | None,
+    margin_top: float | None,
+    margin_bottom: float | None,
+    margin_left: float | None,
+    margin_right: float | None,
+    page_ranges: str | None,
+    header_template: str | None,
+    footer_template: str | None,
+    prefer_css_page_size: bool | None,
+    transfer_mode: str | None,
+    generate_tagged_pdf: bool | None,
+    generate_document_outline: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if landscape is not None:
         _p["landscape"] = landscape
@@ -4208,7 +5339,7 @@ def print_to_pdf(
         _p["generateTaggedPDF"] = generate_tagged_pdf
     if generate_document_outline is not None:
         _p["generateDocumentOutline"] = generate_document_outline
-    return Command("Page.printToPDF", _p, _s_PrintToPDFResult)
+    return _p
 
 
 def _c_print_to_pdf(d: dict[str, Any]) -> Command[PrintToPDFResult]:
@@ -4233,19 +5364,11 @@ def _c_print_to_pdf(d: dict[str, Any]) -> Command[PrintToPDFResult]:
     )
 
 
-def reload(
-    *,
-    ignore_cache: bool | None = None,
-    script_to_evaluate_on_load: str | None = None,
-    loader_id: _network.LoaderId | None = None,
-) -> Command[None]:
-    """Reloads given page optionally ignoring the cache.
-
-    Args:
-        ignore_cache: If true, browser cache is ignored (as if the user pressed Shift+refresh).
-        script_to_evaluate_on_load: If set, the script will be injected into all frames of the inspected page after reload. Argument will be ignored if reloading dataURL origin.
-        loader_id: Experimental. If set, an error will be thrown if the target page's main frame's loader id does not match the provided id. This prevents accidentally reloading an unintended target in case there's a racing navigation.
-    """
+def _p_reload(
+    ignore_cache: bool | None,
+    script_to_evaluate_on_load: str | None,
+    loader_id: cdp.network.LoaderId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if ignore_cache is not None:
         _p["ignoreCache"] = ignore_cache
@@ -4253,7 +5376,7 @@ def reload(
         _p["scriptToEvaluateOnLoad"] = script_to_evaluate_on_load
     if loader_id is not None:
         _p["loaderId"] = loader_id
-    return Command("Page.reload", _p, None)
+    return _p
 
 
 def _c_reload(d: dict[str, Any]) -> Command[None]:
@@ -4264,19 +5387,12 @@ def _c_reload(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def remove_script_to_evaluate_on_load(
-    *,
+def _p_remove_script_to_evaluate_on_load(
     identifier: ScriptIdentifier,
-) -> Command[None]:
-    """Experimental. Deprecated. Deprecated, please use removeScriptToEvaluateOnNewDocument instead.
-
-    Args:
-        identifier: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "identifier": identifier,
     }
-    return Command("Page.removeScriptToEvaluateOnLoad", _p, None)
 
 
 def _c_remove_script_to_evaluate_on_load(d: dict[str, Any]) -> Command[None]:
@@ -4285,19 +5401,12 @@ def _c_remove_script_to_evaluate_on_load(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def remove_script_to_evaluate_on_new_document(
-    *,
+def _p_remove_script_to_evaluate_on_new_document(
     identifier: ScriptIdentifier,
-) -> Command[None]:
-    """Removes given script from the list.
-
-    Args:
-        identifier: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "identifier": identifier,
     }
-    return Command("Page.removeScriptToEvaluateOnNewDocument", _p, None)
 
 
 def _c_remove_script_to_evaluate_on_new_document(d: dict[str, Any]) -> Command[None]:
@@ -4306,36 +5415,18 @@ def _c_remove_script_to_evaluate_on_new_document(d: dict[str, Any]) -> Command[N
     )
 
 
-def screencast_frame_ack(
-    *,
+def _p_screencast_frame_ack(
     session_id: int,
-) -> Command[None]:
-    """Experimental. Acknowledges that a screencast frame has been received by the frontend.
-
-    Args:
-        session_id: Frame number.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "sessionId": session_id,
     }
-    return Command("Page.screencastFrameAck", _p, None)
 
 
 def _c_screencast_frame_ack(d: dict[str, Any]) -> Command[None]:
     return screencast_frame_ack(
         session_id=d["sessionId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SearchInResourceResult:
-    """Result of :func:`search_in_resource` (Page.searchInResource).
-
-    Attributes:
-        result: List of search matches.
-    """
-
-    result: list[_debugger.SearchMatch]
 
 
 def _s_SearchInResourceResult(d: dict[str, Any]) -> SearchInResourceResult:
@@ -4350,29 +5441,18 @@ def _s_SearchInResourceResult(d: dict[str, Any]) -> SearchInResourceResult:
 
 
 def _u_SearchInResourceResult(o: SearchInResourceResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "result": [cdp.debugger._u_SearchMatch(x0) for x0 in o.result],
     }
-    return d
 
 
-def search_in_resource(
-    *,
+def _p_search_in_resource(
     frame_id: FrameId,
     url: str,
     query: str,
-    case_sensitive: bool | None = None,
-    is_regex: bool | None = None,
-) -> Command[SearchInResourceResult]:
-    """Experimental. Searches for given string in resource content.
-
-    Args:
-        frame_id: Frame id for resource to search in.
-        url: URL of the resource to search in.
-        query: String to search for.
-        case_sensitive: If true, search is case sensitive.
-        is_regex: If true, treats string parameter as regex.
-    """
+    case_sensitive: bool | None,
+    is_regex: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "frameId": frame_id,
         "url": url,
@@ -4382,7 +5462,7 @@ def search_in_resource(
         _p["caseSensitive"] = case_sensitive
     if is_regex is not None:
         _p["isRegex"] = is_regex
-    return Command("Page.searchInResource", _p, _s_SearchInResourceResult)
+    return _p
 
 
 def _c_search_in_resource(d: dict[str, Any]) -> Command[SearchInResourceResult]:
@@ -4395,19 +5475,12 @@ def _c_search_in_resource(d: dict[str, Any]) -> Command[SearchInResourceResult]:
     )
 
 
-def set_ad_blocking_enabled(
-    *,
+def _p_set_ad_blocking_enabled(
     enabled: bool,
-) -> Command[None]:
-    """Experimental. Enable Chrome's experimental ad filter on all sites.
-
-    Args:
-        enabled: Whether to block ads.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "enabled": enabled,
     }
-    return Command("Page.setAdBlockingEnabled", _p, None)
 
 
 def _c_set_ad_blocking_enabled(d: dict[str, Any]) -> Command[None]:
@@ -4416,36 +5489,18 @@ def _c_set_ad_blocking_enabled(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_bypass_csp(
-    *,
+def _p_set_bypass_csp(
     enabled: bool,
-) -> Command[None]:
-    """Enable page Content Security Policy by-passing.
-
-    Args:
-        enabled: Whether to bypass page CSP.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "enabled": enabled,
     }
-    return Command("Page.setBypassCSP", _p, None)
 
 
 def _c_set_bypass_csp(d: dict[str, Any]) -> Command[None]:
     return set_bypass_csp(
         enabled=d["enabled"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetPermissionsPolicyStateResult:
-    """Result of :func:`get_permissions_policy_state` (Page.getPermissionsPolicyState).
-
-    Attributes:
-        states: -
-    """
-
-    states: list[PermissionsPolicyFeatureState]
 
 
 def _s_GetPermissionsPolicyStateResult(d: dict[str, Any]) -> GetPermissionsPolicyStateResult:
@@ -4460,42 +5515,23 @@ def _s_GetPermissionsPolicyStateResult(d: dict[str, Any]) -> GetPermissionsPolic
 
 
 def _u_GetPermissionsPolicyStateResult(o: GetPermissionsPolicyStateResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "states": [_u_PermissionsPolicyFeatureState(x0) for x0 in o.states],
     }
-    return d
 
 
-def get_permissions_policy_state(
-    *,
+def _p_get_permissions_policy_state(
     frame_id: FrameId,
-) -> Command[GetPermissionsPolicyStateResult]:
-    """Experimental. Get Permissions Policy state on given frame.
-
-    Args:
-        frame_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "frameId": frame_id,
     }
-    return Command("Page.getPermissionsPolicyState", _p, _s_GetPermissionsPolicyStateResult)
 
 
 def _c_get_permissions_policy_state(d: dict[str, Any]) -> Command[GetPermissionsPolicyStateResult]:
     return get_permissions_policy_state(
         frame_id=d["frameId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetOriginTrialsResult:
-    """Result of :func:`get_origin_trials` (Page.getOriginTrials).
-
-    Attributes:
-        origin_trials: -
-    """
-
-    origin_trials: list[OriginTrial]
 
 
 def _s_GetOriginTrialsResult(d: dict[str, Any]) -> GetOriginTrialsResult:
@@ -4510,25 +5546,17 @@ def _s_GetOriginTrialsResult(d: dict[str, Any]) -> GetOriginTrialsResult:
 
 
 def _u_GetOriginTrialsResult(o: GetOriginTrialsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "originTrials": [_u_OriginTrial(x0) for x0 in o.origin_trials],
     }
-    return d
 
 
-def get_origin_trials(
-    *,
+def _p_get_origin_trials(
     frame_id: FrameId,
-) -> Command[GetOriginTrialsResult]:
-    """Experimental. Get Origin Trials on given frame.
-
-    Args:
-        frame_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "frameId": frame_id,
     }
-    return Command("Page.getOriginTrials", _p, _s_GetOriginTrialsResult)
 
 
 def _c_get_origin_trials(d: dict[str, Any]) -> Command[GetOriginTrialsResult]:
@@ -4537,39 +5565,20 @@ def _c_get_origin_trials(d: dict[str, Any]) -> Command[GetOriginTrialsResult]:
     )
 
 
-def set_device_metrics_override(
-    *,
+def _p_set_device_metrics_override(
     width: int,
     height: int,
     device_scale_factor: float,
     mobile: bool,
-    scale: float | None = None,
-    screen_width: int | None = None,
-    screen_height: int | None = None,
-    position_x: int | None = None,
-    position_y: int | None = None,
-    dont_set_visible_size: bool | None = None,
-    screen_orientation: _emulation.ScreenOrientation | None = None,
-    viewport: Viewport | None = None,
-) -> Command[None]:
-    """Experimental. Deprecated. Overrides the values of device screen dimensions (window.screen.width, window.screen.height,
-    window.innerWidth, window.innerHeight, and "device-width"/"device-height"-related CSS media
-    query results).
-
-    Args:
-        width: Overriding width value in pixels (minimum 0, maximum 10000000). 0 disables the override.
-        height: Overriding height value in pixels (minimum 0, maximum 10000000). 0 disables the override.
-        device_scale_factor: Overriding device scale factor value. 0 disables the override.
-        mobile: Whether to emulate mobile device. This includes viewport meta tag, overlay scrollbars, text autosizing and more.
-        scale: Scale to apply to resulting view image.
-        screen_width: Overriding screen width value in pixels (minimum 0, maximum 10000000).
-        screen_height: Overriding screen height value in pixels (minimum 0, maximum 10000000).
-        position_x: Overriding view X position on screen in pixels (minimum 0, maximum 10000000).
-        position_y: Overriding view Y position on screen in pixels (minimum 0, maximum 10000000).
-        dont_set_visible_size: Do not set visible view size, rely upon explicit setVisibleSize call.
-        screen_orientation: Screen orientation override.
-        viewport: The viewport dimensions and scale. If not set, the override is cleared.
-    """
+    scale: float | None,
+    screen_width: int | None,
+    screen_height: int | None,
+    position_x: int | None,
+    position_y: int | None,
+    dont_set_visible_size: bool | None,
+    screen_orientation: cdp.emulation.ScreenOrientation | None,
+    viewport: Viewport | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "width": width,
         "height": height,
@@ -4592,7 +5601,7 @@ def set_device_metrics_override(
         _p["screenOrientation"] = cdp.emulation._u_ScreenOrientation(screen_orientation)
     if viewport is not None:
         _p["viewport"] = _u_Viewport(viewport)
-    return Command("Page.setDeviceMetricsOverride", _p, None)
+    return _p
 
 
 def _c_set_device_metrics_override(d: dict[str, Any]) -> Command[None]:
@@ -4614,25 +5623,16 @@ def _c_set_device_metrics_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_device_orientation_override(
-    *,
+def _p_set_device_orientation_override(
     alpha: float,
     beta: float,
     gamma: float,
-) -> Command[None]:
-    """Experimental. Deprecated. Overrides the Device Orientation.
-
-    Args:
-        alpha: Mock alpha
-        beta: Mock beta
-        gamma: Mock gamma
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "alpha": alpha,
         "beta": beta,
         "gamma": gamma,
     }
-    return Command("Page.setDeviceOrientationOverride", _p, None)
 
 
 def _c_set_device_orientation_override(d: dict[str, Any]) -> Command[None]:
@@ -4643,23 +5643,16 @@ def _c_set_device_orientation_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_font_families(
-    *,
+def _p_set_font_families(
     font_families: FontFamilies,
-    for_scripts: list[ScriptFontFamilies] | None = None,
-) -> Command[None]:
-    """Experimental. Set generic font families.
-
-    Args:
-        font_families: Specifies font families to set. If a font family is not specified, it won't be changed.
-        for_scripts: Specifies font families to set for individual scripts.
-    """
+    for_scripts: list[ScriptFontFamilies] | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "fontFamilies": _u_FontFamilies(font_families),
     }
     if for_scripts is not None:
         _p["forScripts"] = [_u_ScriptFontFamilies(x0) for x0 in for_scripts]
-    return Command("Page.setFontFamilies", _p, None)
+    return _p
 
 
 def _c_set_font_families(d: dict[str, Any]) -> Command[None]:
@@ -4669,19 +5662,12 @@ def _c_set_font_families(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_font_sizes(
-    *,
+def _p_set_font_sizes(
     font_sizes: FontSizes,
-) -> Command[None]:
-    """Experimental. Set default font sizes.
-
-    Args:
-        font_sizes: Specifies font sizes to set. If a font size is not specified, it won't be changed.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "fontSizes": _u_FontSizes(font_sizes),
     }
-    return Command("Page.setFontSizes", _p, None)
 
 
 def _c_set_font_sizes(d: dict[str, Any]) -> Command[None]:
@@ -4690,22 +5676,14 @@ def _c_set_font_sizes(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_document_content(
-    *,
+def _p_set_document_content(
     frame_id: FrameId,
     html: str,
-) -> Command[None]:
-    """Sets given markup as the document's HTML.
-
-    Args:
-        frame_id: Frame id to set HTML for.
-        html: HTML content to set.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "frameId": frame_id,
         "html": html,
     }
-    return Command("Page.setDocumentContent", _p, None)
 
 
 def _c_set_document_content(d: dict[str, Any]) -> Command[None]:
@@ -4715,23 +5693,16 @@ def _c_set_document_content(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_download_behavior(
-    *,
+def _p_set_download_behavior(
     behavior: str,
-    download_path: str | None = None,
-) -> Command[None]:
-    """Experimental. Deprecated. Set the behavior when downloading a file.
-
-    Args:
-        behavior: Whether to allow all or deny all download requests, or use default Chrome behavior if available (otherwise deny). Values: 'deny', 'allow', 'default'.
-        download_path: The default path to save downloaded files to. This is required if behavior is set to 'allow'
-    """
+    download_path: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "behavior": behavior,
     }
     if download_path is not None:
         _p["downloadPath"] = download_path
-    return Command("Page.setDownloadBehavior", _p, None)
+    return _p
 
 
 def _c_set_download_behavior(d: dict[str, Any]) -> Command[None]:
@@ -4741,20 +5712,11 @@ def _c_set_download_behavior(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_geolocation_override(
-    *,
-    latitude: float | None = None,
-    longitude: float | None = None,
-    accuracy: float | None = None,
-) -> Command[None]:
-    """Deprecated. Overrides the Geolocation Position or Error. Omitting any of the parameters emulates position
-    unavailable.
-
-    Args:
-        latitude: Mock latitude
-        longitude: Mock longitude
-        accuracy: Mock accuracy
-    """
+def _p_set_geolocation_override(
+    latitude: float | None,
+    longitude: float | None,
+    accuracy: float | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if latitude is not None:
         _p["latitude"] = latitude
@@ -4762,7 +5724,7 @@ def set_geolocation_override(
         _p["longitude"] = longitude
     if accuracy is not None:
         _p["accuracy"] = accuracy
-    return Command("Page.setGeolocationOverride", _p, None)
+    return _p
 
 
 def _c_set_geolocation_override(d: dict[str, Any]) -> Command[None]:
@@ -4773,19 +5735,12 @@ def _c_set_geolocation_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_lifecycle_events_enabled(
-    *,
+def _p_set_lifecycle_events_enabled(
     enabled: bool,
-) -> Command[None]:
-    """Controls whether page will emit lifecycle events.
-
-    Args:
-        enabled: If true, starts emitting lifecycle events.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "enabled": enabled,
     }
-    return Command("Page.setLifecycleEventsEnabled", _p, None)
 
 
 def _c_set_lifecycle_events_enabled(d: dict[str, Any]) -> Command[None]:
@@ -4794,23 +5749,16 @@ def _c_set_lifecycle_events_enabled(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_touch_emulation_enabled(
-    *,
+def _p_set_touch_emulation_enabled(
     enabled: bool,
-    configuration: str | None = None,
-) -> Command[None]:
-    """Experimental. Deprecated. Toggles mouse event-based touch event emulation.
-
-    Args:
-        enabled: Whether the touch event emulation should be enabled.
-        configuration: Touch/gesture events configuration. Default: current platform. Values: 'mobile', 'desktop'.
-    """
+    configuration: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "enabled": enabled,
     }
     if configuration is not None:
         _p["configuration"] = configuration
-    return Command("Page.setTouchEmulationEnabled", _p, None)
+    return _p
 
 
 def _c_set_touch_emulation_enabled(d: dict[str, Any]) -> Command[None]:
@@ -4820,27 +5768,15 @@ def _c_set_touch_emulation_enabled(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def start_screencast(
-    *,
-    format_: str | None = None,
-    quality: int | None = None,
-    max_width: int | None = None,
-    max_height: int | None = None,
-    every_nth_frame: int | None = None,
-    max_frames_in_flight: int | None = None,
-    send_last_frame: bool | None = None,
-) -> Command[None]:
-    """Experimental. Starts sending each frame using the `screencastFrame` event.
-
-    Args:
-        format_: Image compression format. Values: 'jpeg', 'png'.
-        quality: Compression quality from range [0..100].
-        max_width: Maximum screenshot width.
-        max_height: Maximum screenshot height.
-        every_nth_frame: Send every n-th frame. Must be a positive integer.
-        max_frames_in_flight: Maximum number of frames sent until screencastFrameAck is required. Defaults to 3. Must be a positive integer.
-        send_last_frame: By default, after screencastFrameAck arrives, the next produced frame is sent. Passing this flag enables storing the last produced frame in memory, which is immediately sent upon screencastFrameAck. This way, overall performance is traded for a better latency.
-    """
+def _p_start_screencast(
+    format_: str | None,
+    quality: int | None,
+    max_width: int | None,
+    max_height: int | None,
+    every_nth_frame: int | None,
+    max_frames_in_flight: int | None,
+    send_last_frame: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if format_ is not None:
         _p["format"] = format_
@@ -4856,7 +5792,7 @@ def start_screencast(
         _p["maxFramesInFlight"] = max_frames_in_flight
     if send_last_frame is not None:
         _p["sendLastFrame"] = send_last_frame
-    return Command("Page.startScreencast", _p, None)
+    return _p
 
 
 def _c_start_screencast(d: dict[str, Any]) -> Command[None]:
@@ -4869,17 +5805,6 @@ def _c_start_screencast(d: dict[str, Any]) -> Command[None]:
         max_frames_in_flight=d.get("maxFramesInFlight"),
         send_last_frame=d.get("sendLastFrame"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StartScreenRecordingResult:
-    """Result of :func:`start_screen_recording` (Page.startScreenRecording).
-
-    Attributes:
-        stream: Experimental. A handle of the stream that holds resulting screencast data.
-    """
-
-    stream: _io.StreamHandle
 
 
 _StartScreenRecordingResult_plain = {
@@ -4900,29 +5825,18 @@ def _s_StartScreenRecordingResult(d: dict[str, Any]) -> StartScreenRecordingResu
 
 
 def _u_StartScreenRecordingResult(o: StartScreenRecordingResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "stream": o.stream,
     }
-    return d
 
 
-def start_screen_recording(
-    *,
-    audio: bool | None = None,
-    max_width: int | None = None,
-    max_height: int | None = None,
-    frame_rate: int | None = None,
-    capture_area: str | None = None,
-) -> Command[StartScreenRecordingResult]:
-    """Experimental. Starts screencast video recording.
-
-    Args:
-        audio: -
-        max_width: Maximum frame width in pixels.
-        max_height: Maximum frame height in pixels.
-        frame_rate: Maximum frame rate in frames per second.
-        capture_area: Experimental. The area to record. Defaults to `target`. Values: 'target', 'browserWindow'.
-    """
+def _p_start_screen_recording(
+    audio: bool | None,
+    max_width: int | None,
+    max_height: int | None,
+    frame_rate: int | None,
+    capture_area: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if audio is not None:
         _p["audio"] = audio
@@ -4934,7 +5848,7 @@ def start_screen_recording(
         _p["frameRate"] = frame_rate
     if capture_area is not None:
         _p["captureArea"] = capture_area
-    return Command("Page.startScreenRecording", _p, _s_StartScreenRecordingResult)
+    return _p
 
 
 def _c_start_screen_recording(d: dict[str, Any]) -> Command[StartScreenRecordingResult]:
@@ -4945,17 +5859,6 @@ def _c_start_screen_recording(d: dict[str, Any]) -> Command[StartScreenRecording
         frame_rate=d.get("frameRate"),
         capture_area=d.get("captureArea"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StopScreenRecordingResult:
-    """Result of :func:`stop_screen_recording` (Page.stopScreenRecording).
-
-    Attributes:
-        stream: Experimental. A handle of the stream that holds resulting screencast data.
-    """
-
-    stream: _io.StreamHandle
 
 
 _StopScreenRecordingResult_plain = {
@@ -4976,67 +5879,33 @@ def _s_StopScreenRecordingResult(d: dict[str, Any]) -> StopScreenRecordingResult
 
 
 def _u_StopScreenRecordingResult(o: StopScreenRecordingResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "stream": o.stream,
     }
-    return d
-
-
-def stop_screen_recording() -> Command[StopScreenRecordingResult]:
-    """Experimental. Stops screencast video recording."""
-    _p: dict[str, Any] = {}
-    return Command("Page.stopScreenRecording", _p, _s_StopScreenRecordingResult)
 
 
 def _c_stop_screen_recording(d: dict[str, Any]) -> Command[StopScreenRecordingResult]:
     return stop_screen_recording()
 
 
-def stop_loading() -> Command[None]:
-    """Force the page stop all navigations and pending resource fetches."""
-    _p: dict[str, Any] = {}
-    return Command("Page.stopLoading", _p, None)
-
-
 def _c_stop_loading(d: dict[str, Any]) -> Command[None]:
     return stop_loading()
-
-
-def crash() -> Command[None]:
-    """Experimental. Crashes renderer on the IO thread, generates minidumps."""
-    _p: dict[str, Any] = {}
-    return Command("Page.crash", _p, None)
 
 
 def _c_crash(d: dict[str, Any]) -> Command[None]:
     return crash()
 
 
-def close() -> Command[None]:
-    """Tries to close page, running its beforeunload hooks, if any."""
-    _p: dict[str, Any] = {}
-    return Command("Page.close", _p, None)
-
-
 def _c_close(d: dict[str, Any]) -> Command[None]:
     return close()
 
 
-def set_web_lifecycle_state(
-    *,
+def _p_set_web_lifecycle_state(
     state: str,
-) -> Command[None]:
-    """Experimental. Tries to update the web lifecycle state of the page.
-    It will transition the page to the given state according to:
-    https://github.com/WICG/web-lifecycle/
-
-    Args:
-        state: Target lifecycle state Values: 'frozen', 'active'.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "state": state,
     }
-    return Command("Page.setWebLifecycleState", _p, None)
 
 
 def _c_set_web_lifecycle_state(d: dict[str, Any]) -> Command[None]:
@@ -5045,34 +5914,16 @@ def _c_set_web_lifecycle_state(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def stop_screencast() -> Command[None]:
-    """Experimental. Stops sending each frame in the `screencastFrame`."""
-    _p: dict[str, Any] = {}
-    return Command("Page.stopScreencast", _p, None)
-
-
 def _c_stop_screencast(d: dict[str, Any]) -> Command[None]:
     return stop_screencast()
 
 
-def produce_compilation_cache(
-    *,
+def _p_produce_compilation_cache(
     scripts: list[CompilationCacheParams],
-) -> Command[None]:
-    """Experimental. Requests backend to produce compilation cache for the specified scripts.
-    `scripts` are appended to the list of scripts for which the cache
-    would be produced. The list may be reset during page navigation.
-    When script with a matching URL is encountered, the cache is optionally
-    produced upon backend discretion, based on internal heuristics.
-    See also: `Page.compilationCacheProduced`.
-
-    Args:
-        scripts: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "scripts": [_u_CompilationCacheParams(x0) for x0 in scripts],
     }
-    return Command("Page.produceCompilationCache", _p, None)
 
 
 def _c_produce_compilation_cache(d: dict[str, Any]) -> Command[None]:
@@ -5081,23 +5932,14 @@ def _c_produce_compilation_cache(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def add_compilation_cache(
-    *,
+def _p_add_compilation_cache(
     url: str,
     data: str,
-) -> Command[None]:
-    """Experimental. Seeds compilation cache for given url. Compilation cache does not survive
-    cross-process navigation.
-
-    Args:
-        url: -
-        data: Base64-encoded data (Encoded as a base64 string when passed over JSON)
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "url": url,
         "data": data,
     }
-    return Command("Page.addCompilationCache", _p, None)
 
 
 def _c_add_compilation_cache(d: dict[str, Any]) -> Command[None]:
@@ -5107,30 +5949,16 @@ def _c_add_compilation_cache(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def clear_compilation_cache() -> Command[None]:
-    """Experimental. Clears seeded compilation cache."""
-    _p: dict[str, Any] = {}
-    return Command("Page.clearCompilationCache", _p, None)
-
-
 def _c_clear_compilation_cache(d: dict[str, Any]) -> Command[None]:
     return clear_compilation_cache()
 
 
-def set_spc_transaction_mode(
-    *,
+def _p_set_spc_transaction_mode(
     mode: str,
-) -> Command[None]:
-    """Experimental. Sets the Secure Payment Confirmation transaction mode.
-    https://w3c.github.io/secure-payment-confirmation/#sctn-automation-set-spc-transaction-mode
-
-    Args:
-        mode: Values: 'none', 'autoAccept', 'autoChooseToAuthAnotherWay', 'autoReject', 'autoOptOut'.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "mode": mode,
     }
-    return Command("Page.setSPCTransactionMode", _p, None)
 
 
 def _c_set_spc_transaction_mode(d: dict[str, Any]) -> Command[None]:
@@ -5139,20 +5967,12 @@ def _c_set_spc_transaction_mode(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_rph_registration_mode(
-    *,
+def _p_set_rph_registration_mode(
     mode: str,
-) -> Command[None]:
-    """Experimental. Extensions for Custom Handlers API:
-    https://html.spec.whatwg.org/multipage/system-state.html#rph-automation
-
-    Args:
-        mode: Values: 'none', 'autoAccept', 'autoReject'.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "mode": mode,
     }
-    return Command("Page.setRPHRegistrationMode", _p, None)
 
 
 def _c_set_rph_registration_mode(d: dict[str, Any]) -> Command[None]:
@@ -5161,23 +5981,16 @@ def _c_set_rph_registration_mode(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def generate_test_report(
-    *,
+def _p_generate_test_report(
     message: str,
-    group: str | None = None,
-) -> Command[None]:
-    """Experimental. Generates a report for testing.
-
-    Args:
-        message: Message to be displayed in the report.
-        group: Specifies the endpoint group to deliver the report to.
-    """
+    group: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "message": message,
     }
     if group is not None:
         _p["group"] = group
-    return Command("Page.generateTestReport", _p, None)
+    return _p
 
 
 def _c_generate_test_report(d: dict[str, Any]) -> Command[None]:
@@ -5187,35 +6000,20 @@ def _c_generate_test_report(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def wait_for_debugger() -> Command[None]:
-    """Experimental. Pauses page execution. Can be resumed using generic Runtime.runIfWaitingForDebugger."""
-    _p: dict[str, Any] = {}
-    return Command("Page.waitForDebugger", _p, None)
-
-
 def _c_wait_for_debugger(d: dict[str, Any]) -> Command[None]:
     return wait_for_debugger()
 
 
-def set_intercept_file_chooser_dialog(
-    *,
+def _p_set_intercept_file_chooser_dialog(
     enabled: bool,
-    cancel: bool | None = None,
-) -> Command[None]:
-    """Intercept file chooser requests and transfer control to protocol clients.
-    When file chooser interception is enabled, native file chooser dialog is not shown.
-    Instead, a protocol event `Page.fileChooserOpened` is emitted.
-
-    Args:
-        enabled: -
-        cancel: Experimental. If true, cancels the dialog by emitting relevant events (if any) in addition to not showing it if the interception is enabled (default: false).
-    """
+    cancel: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "enabled": enabled,
     }
     if cancel is not None:
         _p["cancel"] = cancel
-    return Command("Page.setInterceptFileChooserDialog", _p, None)
+    return _p
 
 
 def _c_set_intercept_file_chooser_dialog(d: dict[str, Any]) -> Command[None]:
@@ -5225,42 +6023,18 @@ def _c_set_intercept_file_chooser_dialog(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_prerendering_allowed(
-    *,
+def _p_set_prerendering_allowed(
     is_allowed: bool,
-) -> Command[None]:
-    """Experimental. Enable/disable prerendering manually.
-
-    This command is a short-term solution for https://crbug.com/1440085.
-    See https://docs.google.com/document/d/12HVmFxYj5Jc-eJr5OmWsa2bqTJsbgGLKI6ZIyx0_wpA
-    for more details.
-
-    TODO(https://crbug.com/1440085): Remove this once Puppeteer supports tab targets.
-
-    Args:
-        is_allowed: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "isAllowed": is_allowed,
     }
-    return Command("Page.setPrerenderingAllowed", _p, None)
 
 
 def _c_set_prerendering_allowed(d: dict[str, Any]) -> Command[None]:
     return set_prerendering_allowed(
         is_allowed=d["isAllowed"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetAnnotatedPageContentResult:
-    """Result of :func:`get_annotated_page_content` (Page.getAnnotatedPageContent).
-
-    Attributes:
-        content: The annotated page content as a base64 encoded protobuf. The format is defined by the `AnnotatedPageContent` message in components/optimization_guide/proto/features/common_quality_data.proto (Encoded as a base64 string when passed over JSON)
-    """
-
-    content: str
 
 
 _GetAnnotatedPageContentResult_plain = {
@@ -5281,26 +6055,18 @@ def _s_GetAnnotatedPageContentResult(d: dict[str, Any]) -> GetAnnotatedPageConte
 
 
 def _u_GetAnnotatedPageContentResult(o: GetAnnotatedPageContentResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "content": o.content,
     }
-    return d
 
 
-def get_annotated_page_content(
-    *,
-    include_actionable_information: bool | None = None,
-) -> Command[GetAnnotatedPageContentResult]:
-    """Experimental. Get the annotated page content for the main frame.
-    This is an experimental command that is subject to change.
-
-    Args:
-        include_actionable_information: Whether to include actionable information. Defaults to true.
-    """
+def _p_get_annotated_page_content(
+    include_actionable_information: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if include_actionable_information is not None:
         _p["includeActionableInformation"] = include_actionable_information
-    return Command("Page.getAnnotatedPageContent", _p, _s_GetAnnotatedPageContentResult)
+    return _p
 
 
 def _c_get_annotated_page_content(d: dict[str, Any]) -> Command[GetAnnotatedPageContentResult]:
@@ -5309,37 +6075,19 @@ def _c_get_annotated_page_content(d: dict[str, Any]) -> Command[GetAnnotatedPage
     )
 
 
-def set_input_visualization(
-    *,
-    clicks: bool | None = None,
-) -> Command[None]:
-    """Experimental. Configures input visualization on the page.
-
-    Args:
-        clicks: Whether to enable click visualization.
-    """
+def _p_set_input_visualization(
+    clicks: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if clicks is not None:
         _p["clicks"] = clicks
-    return Command("Page.setInputVisualization", _p, None)
+    return _p
 
 
 def _c_set_input_visualization(d: dict[str, Any]) -> Command[None]:
     return set_input_visualization(
         clicks=d.get("clicks"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DomContentEventFired:
-    """domContentEventFired.
-
-    Attributes:
-        timestamp: -
-    """
-
-    method: ClassVar[str] = "Page.domContentEventFired"
-    timestamp: _network.MonotonicTime
 
 
 _DomContentEventFired_plain = {
@@ -5360,26 +6108,9 @@ def _s_DomContentEventFired(d: dict[str, Any]) -> DomContentEventFired:
 
 
 def _u_DomContentEventFired(o: DomContentEventFired) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "timestamp": o.timestamp,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FileChooserOpened:
-    """Emitted only when `page.interceptFileChooser` is enabled.
-
-    Attributes:
-        frame_id: Experimental. Id of the frame containing input node.
-        mode: Input mode. Values: 'selectSingle', 'selectMultiple'.
-        backend_node_id: Experimental. Input node id. Only present for file choosers opened via an `<input type="file">` element.
-    """
-
-    method: ClassVar[str] = "Page.fileChooserOpened"
-    frame_id: FrameId
-    mode: str
-    backend_node_id: _dom.BackendNodeId | None = None
 
 
 _FileChooserOpened_plain = {
@@ -5411,30 +6142,6 @@ def _u_FileChooserOpened(o: FileChooserOpened) -> dict[str, Any]:
     if o.backend_node_id is not None:
         d["backendNodeId"] = o.backend_node_id
     return d
-
-
-optional_defaults(
-    FileChooserOpened,
-    {
-        "backend_node_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FrameAttached:
-    """Fired when frame has been attached to its parent.
-
-    Attributes:
-        frame_id: Id of the frame that has been attached.
-        parent_frame_id: Parent frame identifier.
-        stack: JavaScript stack trace of when frame was attached, only set if frame initiated from script.
-    """
-
-    method: ClassVar[str] = "Page.frameAttached"
-    frame_id: FrameId
-    parent_frame_id: FrameId
-    stack: _runtime.StackTrace | None = None
 
 
 _FrameAttached_plain = {
@@ -5469,26 +6176,6 @@ def _u_FrameAttached(o: FrameAttached) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    FrameAttached,
-    {
-        "stack": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FrameClearedScheduledNavigation:
-    """Deprecated. Fired when frame no longer has a scheduled navigation.
-
-    Attributes:
-        frame_id: Id of the frame that has cleared its scheduled navigation.
-    """
-
-    method: ClassVar[str] = "Page.frameClearedScheduledNavigation"
-    frame_id: FrameId
-
-
 _FrameClearedScheduledNavigation_plain = {
     "frameId": "frame_id",
 }
@@ -5507,24 +6194,9 @@ def _s_FrameClearedScheduledNavigation(d: dict[str, Any]) -> FrameClearedSchedul
 
 
 def _u_FrameClearedScheduledNavigation(o: FrameClearedScheduledNavigation) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "frameId": o.frame_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FrameDetached:
-    """Fired when frame has been detached from its parent.
-
-    Attributes:
-        frame_id: Id of the frame that has been detached.
-        reason: Experimental. Values: 'remove', 'swap'.
-    """
-
-    method: ClassVar[str] = "Page.frameDetached"
-    frame_id: FrameId
-    reason: str
 
 
 _FrameDetached_plain = {
@@ -5548,24 +6220,10 @@ def _s_FrameDetached(d: dict[str, Any]) -> FrameDetached:
 
 
 def _u_FrameDetached(o: FrameDetached) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "frameId": o.frame_id,
         "reason": o.reason,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FrameSubtreeWillBeDetached:
-    """Experimental. Fired before frame subtree is detached. Emitted before any frame of the
-    subtree is actually detached.
-
-    Attributes:
-        frame_id: Id of the frame that is the root of the subtree that will be detached.
-    """
-
-    method: ClassVar[str] = "Page.frameSubtreeWillBeDetached"
-    frame_id: FrameId
 
 
 _FrameSubtreeWillBeDetached_plain = {
@@ -5586,24 +6244,9 @@ def _s_FrameSubtreeWillBeDetached(d: dict[str, Any]) -> FrameSubtreeWillBeDetach
 
 
 def _u_FrameSubtreeWillBeDetached(o: FrameSubtreeWillBeDetached) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "frameId": o.frame_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FrameNavigated:
-    """Fired once navigation of the frame has completed. Frame is now associated with the new loader.
-
-    Attributes:
-        frame: Frame object.
-        type_: Experimental.
-    """
-
-    method: ClassVar[str] = "Page.frameNavigated"
-    frame: Frame
-    type_: NavigationType
 
 
 def _s_FrameNavigated(d: dict[str, Any]) -> FrameNavigated:
@@ -5622,23 +6265,10 @@ def _s_FrameNavigated(d: dict[str, Any]) -> FrameNavigated:
 
 
 def _u_FrameNavigated(o: FrameNavigated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "frame": _u_Frame(o.frame),
         "type": o.type_,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DocumentOpened:
-    """Experimental. Fired when opening document to write to.
-
-    Attributes:
-        frame: Frame object.
-    """
-
-    method: ClassVar[str] = "Page.documentOpened"
-    frame: Frame
 
 
 def _s_DocumentOpened(d: dict[str, Any]) -> DocumentOpened:
@@ -5653,51 +6283,17 @@ def _s_DocumentOpened(d: dict[str, Any]) -> DocumentOpened:
 
 
 def _u_DocumentOpened(o: DocumentOpened) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "frame": _u_Frame(o.frame),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FrameResized:
-    """Experimental. frameResized."""
-
-    method: ClassVar[str] = "Page.frameResized"
 
 
 def _s_FrameResized(d: dict[str, Any]) -> FrameResized:
-    o = _new(FrameResized)
-    return o
+    return _new(FrameResized)
 
 
 def _u_FrameResized(o: FrameResized) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FrameStartedNavigating:
-    """Experimental. Fired when a navigation starts. This event is fired for both
-    renderer-initiated and browser-initiated navigations. For renderer-initiated
-    navigations, the event is fired after `frameRequestedNavigation`.
-    Navigation may still be cancelled after the event is issued. Multiple events
-    can be fired for a single navigation, for example, when a same-document
-    navigation becomes a cross-document navigation (such as in the case of a
-    frameset).
-
-    Attributes:
-        frame_id: ID of the frame that is being navigated.
-        url: The URL the navigation started with. The final URL can be different.
-        loader_id: Loader identifier. Even though it is present in case of same-document navigation, the previously committed loaderId would not change unless the navigation changes from a same-document to a cross-document navigation.
-        navigation_type: Values: 'reload', 'reloadBypassingCache', 'restore', 'restoreWithPost', 'historySameDocument', 'historyDifferentDocument', 'sameDocument', 'differentDocument'.
-    """
-
-    method: ClassVar[str] = "Page.frameStartedNavigating"
-    frame_id: FrameId
-    url: str
-    loader_id: _network.LoaderId
-    navigation_type: str
+    return {}
 
 
 _FrameStartedNavigating_plain = {
@@ -5727,32 +6323,12 @@ def _s_FrameStartedNavigating(d: dict[str, Any]) -> FrameStartedNavigating:
 
 
 def _u_FrameStartedNavigating(o: FrameStartedNavigating) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "frameId": o.frame_id,
         "url": o.url,
         "loaderId": o.loader_id,
         "navigationType": o.navigation_type,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FrameRequestedNavigation:
-    """Experimental. Fired when a renderer-initiated navigation is requested.
-    Navigation may still be cancelled after the event is issued.
-
-    Attributes:
-        frame_id: Id of the frame that is being navigated.
-        reason: The reason for the navigation.
-        url: The destination URL for the requested navigation.
-        disposition: The disposition for the navigation.
-    """
-
-    method: ClassVar[str] = "Page.frameRequestedNavigation"
-    frame_id: FrameId
-    reason: ClientNavigationReason
-    url: str
-    disposition: ClientNavigationDisposition
 
 
 _FrameRequestedNavigation_plain = {
@@ -5784,31 +6360,12 @@ def _s_FrameRequestedNavigation(d: dict[str, Any]) -> FrameRequestedNavigation:
 
 
 def _u_FrameRequestedNavigation(o: FrameRequestedNavigation) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "frameId": o.frame_id,
         "reason": o.reason,
         "url": o.url,
         "disposition": o.disposition,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FrameScheduledNavigation:
-    """Deprecated. Fired when frame schedules a potential navigation.
-
-    Attributes:
-        frame_id: Id of the frame that has scheduled a navigation.
-        delay: Delay (in seconds) until the navigation is scheduled to begin. The navigation is not guaranteed to start.
-        reason: The reason for the navigation.
-        url: The destination URL for the scheduled navigation.
-    """
-
-    method: ClassVar[str] = "Page.frameScheduledNavigation"
-    frame_id: FrameId
-    delay: float
-    reason: ClientNavigationReason
-    url: str
 
 
 _FrameScheduledNavigation_plain = {
@@ -5839,25 +6396,12 @@ def _s_FrameScheduledNavigation(d: dict[str, Any]) -> FrameScheduledNavigation:
 
 
 def _u_FrameScheduledNavigation(o: FrameScheduledNavigation) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "frameId": o.frame_id,
         "delay": o.delay,
         "reason": o.reason,
         "url": o.url,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FrameStartedLoading:
-    """Experimental. Fired when frame has started loading.
-
-    Attributes:
-        frame_id: Id of the frame that has started loading.
-    """
-
-    method: ClassVar[str] = "Page.frameStartedLoading"
-    frame_id: FrameId
 
 
 _FrameStartedLoading_plain = {
@@ -5878,22 +6422,9 @@ def _s_FrameStartedLoading(d: dict[str, Any]) -> FrameStartedLoading:
 
 
 def _u_FrameStartedLoading(o: FrameStartedLoading) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "frameId": o.frame_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FrameStoppedLoading:
-    """Experimental. Fired when frame has stopped loading.
-
-    Attributes:
-        frame_id: Id of the frame that has stopped loading.
-    """
-
-    method: ClassVar[str] = "Page.frameStoppedLoading"
-    frame_id: FrameId
 
 
 _FrameStoppedLoading_plain = {
@@ -5914,29 +6445,9 @@ def _s_FrameStoppedLoading(d: dict[str, Any]) -> FrameStoppedLoading:
 
 
 def _u_FrameStoppedLoading(o: FrameStoppedLoading) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "frameId": o.frame_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DownloadWillBegin:
-    """Experimental. Deprecated. Fired when page is about to start a download.
-    Deprecated. Use Browser.downloadWillBegin instead.
-
-    Attributes:
-        frame_id: Id of the frame that caused download to begin.
-        guid: Global unique identifier of the download.
-        url: URL of the resource being downloaded.
-        suggested_filename: Suggested file name of the resource (the actual name of the file saved on disk may differ).
-    """
-
-    method: ClassVar[str] = "Page.downloadWillBegin"
-    frame_id: FrameId
-    guid: str
-    url: str
-    suggested_filename: str
 
 
 _DownloadWillBegin_plain = {
@@ -5966,32 +6477,12 @@ def _s_DownloadWillBegin(d: dict[str, Any]) -> DownloadWillBegin:
 
 
 def _u_DownloadWillBegin(o: DownloadWillBegin) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "frameId": o.frame_id,
         "guid": o.guid,
         "url": o.url,
         "suggestedFilename": o.suggested_filename,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DownloadProgress:
-    """Experimental. Deprecated. Fired when download makes progress. Last call has |done| == true.
-    Deprecated. Use Browser.downloadProgress instead.
-
-    Attributes:
-        guid: Global unique identifier of the download.
-        total_bytes: Total expected bytes to download.
-        received_bytes: Total bytes received.
-        state: Download status. Values: 'inProgress', 'completed', 'canceled'.
-    """
-
-    method: ClassVar[str] = "Page.downloadProgress"
-    guid: str
-    total_bytes: float
-    received_bytes: float
-    state: str
 
 
 _DownloadProgress_plain = {
@@ -6021,64 +6512,28 @@ def _s_DownloadProgress(d: dict[str, Any]) -> DownloadProgress:
 
 
 def _u_DownloadProgress(o: DownloadProgress) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "guid": o.guid,
         "totalBytes": o.total_bytes,
         "receivedBytes": o.received_bytes,
         "state": o.state,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class InterstitialHidden:
-    """Fired when interstitial page was hidden"""
-
-    method: ClassVar[str] = "Page.interstitialHidden"
 
 
 def _s_InterstitialHidden(d: dict[str, Any]) -> InterstitialHidden:
-    o = _new(InterstitialHidden)
-    return o
+    return _new(InterstitialHidden)
 
 
 def _u_InterstitialHidden(o: InterstitialHidden) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class InterstitialShown:
-    """Fired when interstitial page was shown"""
-
-    method: ClassVar[str] = "Page.interstitialShown"
+    return {}
 
 
 def _s_InterstitialShown(d: dict[str, Any]) -> InterstitialShown:
-    o = _new(InterstitialShown)
-    return o
+    return _new(InterstitialShown)
 
 
 def _u_InterstitialShown(o: InterstitialShown) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class JavascriptDialogClosed:
-    """Fired when a JavaScript initiated dialog (alert, confirm, prompt, or onbeforeunload) has been
-    closed.
-
-    Attributes:
-        frame_id: Experimental. Frame id.
-        result: Whether dialog was confirmed.
-        user_input: User input in case of prompt.
-    """
-
-    method: ClassVar[str] = "Page.javascriptDialogClosed"
-    frame_id: FrameId
-    result: bool
-    user_input: str
+    return {}
 
 
 _JavascriptDialogClosed_plain = {
@@ -6105,35 +6560,11 @@ def _s_JavascriptDialogClosed(d: dict[str, Any]) -> JavascriptDialogClosed:
 
 
 def _u_JavascriptDialogClosed(o: JavascriptDialogClosed) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "frameId": o.frame_id,
         "result": o.result,
         "userInput": o.user_input,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class JavascriptDialogOpening:
-    """Fired when a JavaScript initiated dialog (alert, confirm, prompt, or onbeforeunload) is about to
-    open.
-
-    Attributes:
-        url: Frame url.
-        frame_id: Experimental. Frame id.
-        message: Message that will be displayed by the dialog.
-        type_: Dialog type.
-        has_browser_handler: True iff browser is capable showing or acting on the given dialog. When browser has no dialog handler for given target, calling alert while Page domain is engaged will stall the page execution. Execution can be resumed via calling Page.handleJavaScriptDialog.
-        default_prompt: Default dialog prompt.
-    """
-
-    method: ClassVar[str] = "Page.javascriptDialogOpening"
-    url: str
-    frame_id: FrameId
-    message: str
-    type_: DialogType
-    has_browser_handler: bool
-    default_prompt: str | None = None
 
 
 _JavascriptDialogOpening_plain = {
@@ -6180,33 +6611,6 @@ def _u_JavascriptDialogOpening(o: JavascriptDialogOpening) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    JavascriptDialogOpening,
-    {
-        "default_prompt": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LifecycleEvent:
-    """Fired for lifecycle events (navigation, load, paint, etc) in the current
-    target (including local frames).
-
-    Attributes:
-        frame_id: Id of the frame.
-        loader_id: Loader identifier. Empty string if the request is fetched from worker.
-        name: -
-        timestamp: -
-    """
-
-    method: ClassVar[str] = "Page.lifecycleEvent"
-    frame_id: FrameId
-    loader_id: _network.LoaderId
-    name: str
-    timestamp: _network.MonotonicTime
-
-
 _LifecycleEvent_plain = {
     "frameId": "frame_id",
     "loaderId": "loader_id",
@@ -6234,34 +6638,12 @@ def _s_LifecycleEvent(d: dict[str, Any]) -> LifecycleEvent:
 
 
 def _u_LifecycleEvent(o: LifecycleEvent) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "frameId": o.frame_id,
         "loaderId": o.loader_id,
         "name": o.name,
         "timestamp": o.timestamp,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class BackForwardCacheNotUsed:
-    """Experimental. Fired for failed bfcache history navigations if BackForwardCache feature is enabled. Do
-    not assume any ordering with the Page.frameNavigated event. This event is fired only for
-    main-frame history navigation where the document changes (non-same-document navigations),
-    when bfcache navigation fails.
-
-    Attributes:
-        loader_id: The loader id for the associated navigation.
-        frame_id: The frame id of the associated frame.
-        not_restored_explanations: Array of reasons why the page could not be cached. This must not be empty.
-        not_restored_explanations_tree: Tree structure of reasons why the page could not be cached for each frame.
-    """
-
-    method: ClassVar[str] = "Page.backForwardCacheNotUsed"
-    loader_id: _network.LoaderId
-    frame_id: FrameId
-    not_restored_explanations: list[BackForwardCacheNotRestoredExplanation]
-    not_restored_explanations_tree: BackForwardCacheNotRestoredExplanationTree | None = None
 
 
 _BackForwardCacheNotUsed_plain = {
@@ -6309,26 +6691,6 @@ def _u_BackForwardCacheNotUsed(o: BackForwardCacheNotUsed) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    BackForwardCacheNotUsed,
-    {
-        "not_restored_explanations_tree": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LoadEventFired:
-    """loadEventFired.
-
-    Attributes:
-        timestamp: -
-    """
-
-    method: ClassVar[str] = "Page.loadEventFired"
-    timestamp: _network.MonotonicTime
-
-
 _LoadEventFired_plain = {
     "timestamp": "timestamp",
 }
@@ -6347,26 +6709,9 @@ def _s_LoadEventFired(d: dict[str, Any]) -> LoadEventFired:
 
 
 def _u_LoadEventFired(o: LoadEventFired) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "timestamp": o.timestamp,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class NavigatedWithinDocument:
-    """Experimental. Fired when same-document navigation happens, e.g. due to history API usage or anchor navigation.
-
-    Attributes:
-        frame_id: Id of the frame.
-        url: Frame's new url.
-        navigation_type: Navigation type Values: 'fragment', 'historyApi', 'other'.
-    """
-
-    method: ClassVar[str] = "Page.navigatedWithinDocument"
-    frame_id: FrameId
-    url: str
-    navigation_type: str
 
 
 _NavigatedWithinDocument_plain = {
@@ -6393,28 +6738,11 @@ def _s_NavigatedWithinDocument(d: dict[str, Any]) -> NavigatedWithinDocument:
 
 
 def _u_NavigatedWithinDocument(o: NavigatedWithinDocument) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "frameId": o.frame_id,
         "url": o.url,
         "navigationType": o.navigation_type,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ScreencastFrame:
-    """Experimental. Compressed image data requested by the `startScreencast`.
-
-    Attributes:
-        data: Base64-encoded compressed image. (Encoded as a base64 string when passed over JSON)
-        metadata: Screencast frame metadata.
-        session_id: Frame number.
-    """
-
-    method: ClassVar[str] = "Page.screencastFrame"
-    data: str
-    metadata: ScreencastFrameMetadata
-    session_id: int
 
 
 _ScreencastFrame_plain = {
@@ -6442,24 +6770,11 @@ def _s_ScreencastFrame(d: dict[str, Any]) -> ScreencastFrame:
 
 
 def _u_ScreencastFrame(o: ScreencastFrame) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "data": o.data,
         "metadata": _u_ScreencastFrameMetadata(o.metadata),
         "sessionId": o.session_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ScreencastVisibilityChanged:
-    """Experimental. Fired when the page with currently enabled screencast was shown or hidden `.
-
-    Attributes:
-        visible: True if the page is visible.
-    """
-
-    method: ClassVar[str] = "Page.screencastVisibilityChanged"
-    visible: bool
 
 
 _ScreencastVisibilityChanged_plain = {
@@ -6480,29 +6795,9 @@ def _s_ScreencastVisibilityChanged(d: dict[str, Any]) -> ScreencastVisibilityCha
 
 
 def _u_ScreencastVisibilityChanged(o: ScreencastVisibilityChanged) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "visible": o.visible,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WindowOpen:
-    """Fired when a new window is going to be opened, via window.open(), link click, form submission,
-    etc.
-
-    Attributes:
-        url: The URL for the new window.
-        window_name: Window name.
-        window_features: An array of enabled window features.
-        user_gesture: Whether or not it was triggered by user gesture.
-    """
-
-    method: ClassVar[str] = "Page.windowOpen"
-    url: str
-    window_name: str
-    window_features: list[str]
-    user_gesture: bool
 
 
 _WindowOpen_plain = {
@@ -6532,27 +6827,12 @@ def _s_WindowOpen(d: dict[str, Any]) -> WindowOpen:
 
 
 def _u_WindowOpen(o: WindowOpen) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "url": o.url,
         "windowName": o.window_name,
         "windowFeatures": o.window_features,
         "userGesture": o.user_gesture,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CompilationCacheProduced:
-    """Experimental. Issued for every compilation cache generated.
-
-    Attributes:
-        url: -
-        data: Base64-encoded data (Encoded as a base64 string when passed over JSON)
-    """
-
-    method: ClassVar[str] = "Page.compilationCacheProduced"
-    url: str
-    data: str
 
 
 _CompilationCacheProduced_plain = {
@@ -6576,112 +6856,12 @@ def _s_CompilationCacheProduced(d: dict[str, Any]) -> CompilationCacheProduced:
 
 
 def _u_CompilationCacheProduced(o: CompilationCacheProduced) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "url": o.url,
         "data": o.data,
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Page.domContentEventFired": _s_DomContentEventFired,
-    "Page.fileChooserOpened": _s_FileChooserOpened,
-    "Page.frameAttached": _s_FrameAttached,
-    "Page.frameClearedScheduledNavigation": _s_FrameClearedScheduledNavigation,
-    "Page.frameDetached": _s_FrameDetached,
-    "Page.frameSubtreeWillBeDetached": _s_FrameSubtreeWillBeDetached,
-    "Page.frameNavigated": _s_FrameNavigated,
-    "Page.documentOpened": _s_DocumentOpened,
-    "Page.frameResized": _s_FrameResized,
-    "Page.frameStartedNavigating": _s_FrameStartedNavigating,
-    "Page.frameRequestedNavigation": _s_FrameRequestedNavigation,
-    "Page.frameScheduledNavigation": _s_FrameScheduledNavigation,
-    "Page.frameStartedLoading": _s_FrameStartedLoading,
-    "Page.frameStoppedLoading": _s_FrameStoppedLoading,
-    "Page.downloadWillBegin": _s_DownloadWillBegin,
-    "Page.downloadProgress": _s_DownloadProgress,
-    "Page.interstitialHidden": _s_InterstitialHidden,
-    "Page.interstitialShown": _s_InterstitialShown,
-    "Page.javascriptDialogClosed": _s_JavascriptDialogClosed,
-    "Page.javascriptDialogOpening": _s_JavascriptDialogOpening,
-    "Page.lifecycleEvent": _s_LifecycleEvent,
-    "Page.backForwardCacheNotUsed": _s_BackForwardCacheNotUsed,
-    "Page.loadEventFired": _s_LoadEventFired,
-    "Page.navigatedWithinDocument": _s_NavigatedWithinDocument,
-    "Page.screencastFrame": _s_ScreencastFrame,
-    "Page.screencastVisibilityChanged": _s_ScreencastVisibilityChanged,
-    "Page.windowOpen": _s_WindowOpen,
-    "Page.compilationCacheProduced": _s_CompilationCacheProduced,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Page.addScriptToEvaluateOnLoad": _c_add_script_to_evaluate_on_load,
-    "Page.addScriptToEvaluateOnNewDocument": _c_add_script_to_evaluate_on_new_document,
-    "Page.bringToFront": _c_bring_to_front,
-    "Page.captureScreenshot": _c_capture_screenshot,
-    "Page.captureSnapshot": _c_capture_snapshot,
-    "Page.clearDeviceMetricsOverride": _c_clear_device_metrics_override,
-    "Page.clearDeviceOrientationOverride": _c_clear_device_orientation_override,
-    "Page.clearGeolocationOverride": _c_clear_geolocation_override,
-    "Page.createIsolatedWorld": _c_create_isolated_world,
-    "Page.deleteCookie": _c_delete_cookie,
-    "Page.disable": _c_disable,
-    "Page.enable": _c_enable,
-    "Page.getAppManifest": _c_get_app_manifest,
-    "Page.getInstallabilityErrors": _c_get_installability_errors,
-    "Page.getManifestIcons": _c_get_manifest_icons,
-    "Page.getAppId": _c_get_app_id,
-    "Page.getSubApps": _c_get_sub_apps,
-    "Page.getSiblingSubApps": _c_get_sibling_sub_apps,
-    "Page.getAdScriptAncestry": _c_get_ad_script_ancestry,
-    "Page.getSpellCheckCustomDictionary": _c_get_spell_check_custom_dictionary,
-    "Page.getFrameTree": _c_get_frame_tree,
-    "Page.getLayoutMetrics": _c_get_layout_metrics,
-    "Page.getNavigationHistory": _c_get_navigation_history,
-    "Page.resetNavigationHistory": _c_reset_navigation_history,
-    "Page.getResourceContent": _c_get_resource_content,
-    "Page.getResourceTree": _c_get_resource_tree,
-    "Page.handleJavaScriptDialog": _c_handle_java_script_dialog,
-    "Page.navigate": _c_navigate,
-    "Page.navigateToHistoryEntry": _c_navigate_to_history_entry,
-    "Page.printToPDF": _c_print_to_pdf,
-    "Page.reload": _c_reload,
-    "Page.removeScriptToEvaluateOnLoad": _c_remove_script_to_evaluate_on_load,
-    "Page.removeScriptToEvaluateOnNewDocument": _c_remove_script_to_evaluate_on_new_document,
-    "Page.screencastFrameAck": _c_screencast_frame_ack,
-    "Page.searchInResource": _c_search_in_resource,
-    "Page.setAdBlockingEnabled": _c_set_ad_blocking_enabled,
-    "Page.setBypassCSP": _c_set_bypass_csp,
-    "Page.getPermissionsPolicyState": _c_get_permissions_policy_state,
-    "Page.getOriginTrials": _c_get_origin_trials,
-    "Page.setDeviceMetricsOverride": _c_set_device_metrics_override,
-    "Page.setDeviceOrientationOverride": _c_set_device_orientation_override,
-    "Page.setFontFamilies": _c_set_font_families,
-    "Page.setFontSizes": _c_set_font_sizes,
-    "Page.setDocumentContent": _c_set_document_content,
-    "Page.setDownloadBehavior": _c_set_download_behavior,
-    "Page.setGeolocationOverride": _c_set_geolocation_override,
-    "Page.setLifecycleEventsEnabled": _c_set_lifecycle_events_enabled,
-    "Page.setTouchEmulationEnabled": _c_set_touch_emulation_enabled,
-    "Page.startScreencast": _c_start_screencast,
-    "Page.startScreenRecording": _c_start_screen_recording,
-    "Page.stopScreenRecording": _c_stop_screen_recording,
-    "Page.stopLoading": _c_stop_loading,
-    "Page.crash": _c_crash,
-    "Page.close": _c_close,
-    "Page.setWebLifecycleState": _c_set_web_lifecycle_state,
-    "Page.stopScreencast": _c_stop_screencast,
-    "Page.produceCompilationCache": _c_produce_compilation_cache,
-    "Page.addCompilationCache": _c_add_compilation_cache,
-    "Page.clearCompilationCache": _c_clear_compilation_cache,
-    "Page.setSPCTransactionMode": _c_set_spc_transaction_mode,
-    "Page.setRPHRegistrationMode": _c_set_rph_registration_mode,
-    "Page.generateTestReport": _c_generate_test_report,
-    "Page.waitForDebugger": _c_wait_for_debugger,
-    "Page.setInterceptFileChooserDialog": _c_set_intercept_file_chooser_dialog,
-    "Page.setPrerenderingAllowed": _c_set_prerendering_allowed,
-    "Page.getAnnotatedPageContent": _c_get_annotated_page_content,
-    "Page.setInputVisualization": _c_set_input_visualization,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Page.AdFrameType": (True, False),
     "Page.AdFrameExplanation": (True, False),
@@ -6947,5 +7127,74 @@ register(
         ScreencastVisibilityChanged: (_s_ScreencastVisibilityChanged, _u_ScreencastVisibilityChanged),
         WindowOpen: (_s_WindowOpen, _u_WindowOpen),
         CompilationCacheProduced: (_s_CompilationCacheProduced, _u_CompilationCacheProduced),
-    }
+    },
+    {
+        add_script_to_evaluate_on_load: _c_add_script_to_evaluate_on_load,
+        add_script_to_evaluate_on_new_document: _c_add_script_to_evaluate_on_new_document,
+        bring_to_front: _c_bring_to_front,
+        capture_screenshot: _c_capture_screenshot,
+        capture_snapshot: _c_capture_snapshot,
+        clear_device_metrics_override: _c_clear_device_metrics_override,
+        clear_device_orientation_override: _c_clear_device_orientation_override,
+        clear_geolocation_override: _c_clear_geolocation_override,
+        create_isolated_world: _c_create_isolated_world,
+        delete_cookie: _c_delete_cookie,
+        disable: _c_disable,
+        enable: _c_enable,
+        get_app_manifest: _c_get_app_manifest,
+        get_installability_errors: _c_get_installability_errors,
+        get_manifest_icons: _c_get_manifest_icons,
+        get_app_id: _c_get_app_id,
+        get_sub_apps: _c_get_sub_apps,
+        get_sibling_sub_apps: _c_get_sibling_sub_apps,
+        get_ad_script_ancestry: _c_get_ad_script_ancestry,
+        get_spell_check_custom_dictionary: _c_get_spell_check_custom_dictionary,
+        get_frame_tree: _c_get_frame_tree,
+        get_layout_metrics: _c_get_layout_metrics,
+        get_navigation_history: _c_get_navigation_history,
+        reset_navigation_history: _c_reset_navigation_history,
+        get_resource_content: _c_get_resource_content,
+        get_resource_tree: _c_get_resource_tree,
+        handle_java_script_dialog: _c_handle_java_script_dialog,
+        navigate: _c_navigate,
+        navigate_to_history_entry: _c_navigate_to_history_entry,
+        print_to_pdf: _c_print_to_pdf,
+        reload: _c_reload,
+        remove_script_to_evaluate_on_load: _c_remove_script_to_evaluate_on_load,
+        remove_script_to_evaluate_on_new_document: _c_remove_script_to_evaluate_on_new_document,
+        screencast_frame_ack: _c_screencast_frame_ack,
+        search_in_resource: _c_search_in_resource,
+        set_ad_blocking_enabled: _c_set_ad_blocking_enabled,
+        set_bypass_csp: _c_set_bypass_csp,
+        get_permissions_policy_state: _c_get_permissions_policy_state,
+        get_origin_trials: _c_get_origin_trials,
+        set_device_metrics_override: _c_set_device_metrics_override,
+        set_device_orientation_override: _c_set_device_orientation_override,
+        set_font_families: _c_set_font_families,
+        set_font_sizes: _c_set_font_sizes,
+        set_document_content: _c_set_document_content,
+        set_download_behavior: _c_set_download_behavior,
+        set_geolocation_override: _c_set_geolocation_override,
+        set_lifecycle_events_enabled: _c_set_lifecycle_events_enabled,
+        set_touch_emulation_enabled: _c_set_touch_emulation_enabled,
+        start_screencast: _c_start_screencast,
+        start_screen_recording: _c_start_screen_recording,
+        stop_screen_recording: _c_stop_screen_recording,
+        stop_loading: _c_stop_loading,
+        crash: _c_crash,
+        close: _c_close,
+        set_web_lifecycle_state: _c_set_web_lifecycle_state,
+        stop_screencast: _c_stop_screencast,
+        produce_compilation_cache: _c_produce_compilation_cache,
+        add_compilation_cache: _c_add_compilation_cache,
+        clear_compilation_cache: _c_clear_compilation_cache,
+        set_spc_transaction_mode: _c_set_spc_transaction_mode,
+        set_rph_registration_mode: _c_set_rph_registration_mode,
+        generate_test_report: _c_generate_test_report,
+        wait_for_debugger: _c_wait_for_debugger,
+        set_intercept_file_chooser_dialog: _c_set_intercept_file_chooser_dialog,
+        set_prerendering_allowed: _c_set_prerendering_allowed,
+        get_annotated_page_content: _c_get_annotated_page_content,
+        set_input_visualization: _c_set_input_visualization,
+    },
 )

@@ -3,17 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
+from cdp._base import Command, register
 
 DOMAIN = "Performance"
 EXPERIMENTAL = False
@@ -28,10 +22,95 @@ class Metric:
     Attributes:
         name: Metric name.
         value: Metric value.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Performance/#type-Metric
     """
 
     name: str
     value: float
+
+
+def disable() -> Command[None]:
+    """Disable collecting and reporting metrics.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Performance/#method-disable
+    """
+    return Command("Performance.disable", {}, None)
+
+
+def enable(
+    *,
+    time_domain: str | None = None,
+) -> Command[None]:
+    """Enable collecting and reporting metrics.
+
+    Args:
+        time_domain: Time domain to use for collecting and reporting duration metrics. Values: 'timeTicks', 'threadTicks'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Performance/#method-enable
+    """
+    return Command("Performance.enable", _p_enable(time_domain), None)
+
+
+def set_time_domain(
+    *,
+    time_domain: str,
+) -> Command[None]:
+    """Experimental. Deprecated. Sets time domain to use for collecting and reporting duration metrics.
+    Note that this must be called before enabling metrics collection. Calling
+    this method while metrics collection is enabled returns an error.
+
+    Args:
+        time_domain: Values: 'timeTicks', 'threadTicks'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Performance/#method-setTimeDomain
+    """
+    return Command("Performance.setTimeDomain", _p_set_time_domain(time_domain), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetMetricsResult:
+    """Result of :func:`get_metrics`.
+
+    Attributes:
+        metrics: Current values for run-time metrics.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Performance/#method-getMetrics
+    """
+
+    metrics: list[Metric]
+
+
+def get_metrics() -> Command[GetMetricsResult]:
+    """Retrieve current values of run-time metrics.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Performance/#method-getMetrics
+    """
+    return Command("Performance.getMetrics", {}, GetMetricsResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Metrics:
+    """Current values of the metrics.
+
+    Attributes:
+        metrics: Current values of the metrics.
+        title: Timestamp title.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Performance/#event-metrics
+    """
+
+    method: ClassVar[str] = "Performance.metrics"
+    metrics: list[Metric]
+    title: str
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _Metric_plain = {
@@ -55,36 +134,23 @@ def _s_Metric(d: dict[str, Any]) -> Metric:
 
 
 def _u_Metric(o: Metric) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "value": o.value,
     }
-    return d
-
-
-def disable() -> Command[None]:
-    """Disable collecting and reporting metrics."""
-    _p: dict[str, Any] = {}
-    return Command("Performance.disable", _p, None)
 
 
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def enable(
-    *,
-    time_domain: str | None = None,
-) -> Command[None]:
-    """Enable collecting and reporting metrics.
-
-    Args:
-        time_domain: Time domain to use for collecting and reporting duration metrics. Values: 'timeTicks', 'threadTicks'.
-    """
+def _p_enable(
+    time_domain: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if time_domain is not None:
         _p["timeDomain"] = time_domain
-    return Command("Performance.enable", _p, None)
+    return _p
 
 
 def _c_enable(d: dict[str, Any]) -> Command[None]:
@@ -93,38 +159,18 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_time_domain(
-    *,
+def _p_set_time_domain(
     time_domain: str,
-) -> Command[None]:
-    """Experimental. Deprecated. Sets time domain to use for collecting and reporting duration metrics.
-    Note that this must be called before enabling metrics collection. Calling
-    this method while metrics collection is enabled returns an error.
-
-    Args:
-        time_domain: Time domain Values: 'timeTicks', 'threadTicks'.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "timeDomain": time_domain,
     }
-    return Command("Performance.setTimeDomain", _p, None)
 
 
 def _c_set_time_domain(d: dict[str, Any]) -> Command[None]:
     return set_time_domain(
         time_domain=d["timeDomain"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetMetricsResult:
-    """Result of :func:`get_metrics` (Performance.getMetrics).
-
-    Attributes:
-        metrics: Current values for run-time metrics.
-    """
-
-    metrics: list[Metric]
 
 
 def _s_GetMetricsResult(d: dict[str, Any]) -> GetMetricsResult:
@@ -139,34 +185,13 @@ def _s_GetMetricsResult(d: dict[str, Any]) -> GetMetricsResult:
 
 
 def _u_GetMetricsResult(o: GetMetricsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "metrics": [_u_Metric(x0) for x0 in o.metrics],
     }
-    return d
-
-
-def get_metrics() -> Command[GetMetricsResult]:
-    """Retrieve current values of run-time metrics."""
-    _p: dict[str, Any] = {}
-    return Command("Performance.getMetrics", _p, _s_GetMetricsResult)
 
 
 def _c_get_metrics(d: dict[str, Any]) -> Command[GetMetricsResult]:
     return get_metrics()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Metrics:
-    """Current values of the metrics.
-
-    Attributes:
-        metrics: Current values of the metrics.
-        title: Timestamp title.
-    """
-
-    method: ClassVar[str] = "Performance.metrics"
-    metrics: list[Metric]
-    title: str
 
 
 _Metrics_plain = {
@@ -191,22 +216,12 @@ def _s_Metrics(d: dict[str, Any]) -> Metrics:
 
 
 def _u_Metrics(o: Metrics) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "metrics": [_u_Metric(x0) for x0 in o.metrics],
         "title": o.title,
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Performance.metrics": _s_Metrics,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Performance.disable": _c_disable,
-    "Performance.enable": _c_enable,
-    "Performance.setTimeDomain": _c_set_time_domain,
-    "Performance.getMetrics": _c_get_metrics,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Performance.setTimeDomain": (True, True),
 }
@@ -215,5 +230,11 @@ register(
         Metric: (_s_Metric, _u_Metric),
         GetMetricsResult: (_s_GetMetricsResult, _u_GetMetricsResult),
         Metrics: (_s_Metrics, _u_Metrics),
-    }
+    },
+    {
+        disable: _c_disable,
+        enable: _c_enable,
+        set_time_domain: _c_set_time_domain,
+        get_metrics: _c_get_metrics,
+    },
 )

@@ -7,21 +7,12 @@ https://w3c.github.io/performance-timeline/#dom-performanceobserver.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import dom as _dom
-    from cdp import network as _network
-    from cdp import page as _page
+from cdp._base import Command, register
 
 DOMAIN = "PerformanceTimeline"
 EXPERIMENTAL = True
@@ -37,20 +28,99 @@ class LargestContentfulPaint:
     """See https://github.com/WICG/LargestContentfulPaint and largest_contentful_paint.idl
 
     Attributes:
-        render_time: -
-        load_time: -
         size: The number of pixels being painted.
         element_id: The id attribute of the element, if available.
         url: The URL of the image (may be trimmed).
-        node_id: -
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/PerformanceTimeline/#type-LargestContentfulPaint
     """
 
-    render_time: _network.TimeSinceEpoch
-    load_time: _network.TimeSinceEpoch
+    render_time: cdp.network.TimeSinceEpoch
+    load_time: cdp.network.TimeSinceEpoch
     size: float
     element_id: str | None = None
     url: str | None = None
-    node_id: _dom.BackendNodeId | None = None
+    node_id: cdp.dom.BackendNodeId | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LayoutShiftAttribution:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/PerformanceTimeline/#type-LayoutShiftAttribution"""
+
+    previous_rect: cdp.dom.Rect
+    current_rect: cdp.dom.Rect
+    node_id: cdp.dom.BackendNodeId | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class LayoutShift:
+    """See https://wicg.github.io/layout-instability/#sec-layout-shift and layout_shift.idl
+
+    Attributes:
+        value: Score increment produced by this event.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/PerformanceTimeline/#type-LayoutShift
+    """
+
+    value: float
+    had_recent_input: bool
+    last_input_time: cdp.network.TimeSinceEpoch
+    sources: list[LayoutShiftAttribution]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TimelineEvent:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/PerformanceTimeline/#type-TimelineEvent
+
+    Attributes:
+        frame_id: Identifies the frame that this event is related to. Empty for non-frame targets.
+        type_: The event type, as specified in https://w3c.github.io/performance-timeline/#dom-performanceentry-entrytype This determines which of the optional "details" fields is present.
+        name: Name may be empty depending on the type.
+        time: Time in seconds since Epoch, monotonically increasing within document lifetime.
+        duration: Event duration, if applicable.
+    """
+
+    frame_id: cdp.page.FrameId
+    type_: str
+    name: str
+    time: cdp.network.TimeSinceEpoch
+    duration: float | None = None
+    lcp_details: LargestContentfulPaint | None = None
+    layout_shift_details: LayoutShift | None = None
+
+
+def enable(
+    *,
+    event_types: list[str],
+) -> Command[None]:
+    """Previously buffered events would be reported before method returns.
+    See also: timelineEventAdded
+
+    Args:
+        event_types: The types of event to report, as specified in https://w3c.github.io/performance-timeline/#dom-performanceentry-entrytype The specified filter overrides any previous filters, passing empty filter disables recording. Note that not all types exposed to the web platform are currently supported.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/PerformanceTimeline/#method-enable
+    """
+    return Command("PerformanceTimeline.enable", _p_enable(event_types), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TimelineEventAdded:
+    """Sent when a performance timeline event is added. See reportPerformanceTimeline method.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/PerformanceTimeline/#event-timelineEventAdded
+    """
+
+    method: ClassVar[str] = "PerformanceTimeline.timelineEventAdded"
+    event: TimelineEvent
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _LargestContentfulPaint_plain = {
@@ -94,31 +164,6 @@ def _u_LargestContentfulPaint(o: LargestContentfulPaint) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    LargestContentfulPaint,
-    {
-        "element_id": None,
-        "url": None,
-        "node_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LayoutShiftAttribution:
-    """LayoutShiftAttribution.
-
-    Attributes:
-        previous_rect: -
-        current_rect: -
-        node_id: -
-    """
-
-    previous_rect: _dom.Rect
-    current_rect: _dom.Rect
-    node_id: _dom.BackendNodeId | None = None
-
-
 _LayoutShiftAttribution_plain = {
     "nodeId": "node_id",
 }
@@ -152,31 +197,6 @@ def _u_LayoutShiftAttribution(o: LayoutShiftAttribution) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    LayoutShiftAttribution,
-    {
-        "node_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class LayoutShift:
-    """See https://wicg.github.io/layout-instability/#sec-layout-shift and layout_shift.idl
-
-    Attributes:
-        value: Score increment produced by this event.
-        had_recent_input: -
-        last_input_time: -
-        sources: -
-    """
-
-    value: float
-    had_recent_input: bool
-    last_input_time: _network.TimeSinceEpoch
-    sources: list[LayoutShiftAttribution]
-
-
 _LayoutShift_plain = {
     "value": "value",
     "hadRecentInput": "had_recent_input",
@@ -205,36 +225,12 @@ def _s_LayoutShift(d: dict[str, Any]) -> LayoutShift:
 
 
 def _u_LayoutShift(o: LayoutShift) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "value": o.value,
         "hadRecentInput": o.had_recent_input,
         "lastInputTime": o.last_input_time,
         "sources": [_u_LayoutShiftAttribution(x0) for x0 in o.sources],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TimelineEvent:
-    """TimelineEvent.
-
-    Attributes:
-        frame_id: Identifies the frame that this event is related to. Empty for non-frame targets.
-        type_: The event type, as specified in https://w3c.github.io/performance-timeline/#dom-performanceentry-entrytype This determines which of the optional "details" fields is present.
-        name: Name may be empty depending on the type.
-        time: Time in seconds since Epoch, monotonically increasing within document lifetime.
-        duration: Event duration, if applicable.
-        lcp_details: -
-        layout_shift_details: -
-    """
-
-    frame_id: _page.FrameId
-    type_: str
-    name: str
-    time: _network.TimeSinceEpoch
-    duration: float | None = None
-    lcp_details: LargestContentfulPaint | None = None
-    layout_shift_details: LayoutShift | None = None
 
 
 _TimelineEvent_plain = {
@@ -284,48 +280,18 @@ def _u_TimelineEvent(o: TimelineEvent) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    TimelineEvent,
-    {
-        "duration": None,
-        "lcp_details": None,
-        "layout_shift_details": None,
-    },
-)
-
-
-def enable(
-    *,
+def _p_enable(
     event_types: list[str],
-) -> Command[None]:
-    """Previously buffered events would be reported before method returns.
-    See also: timelineEventAdded
-
-    Args:
-        event_types: The types of event to report, as specified in https://w3c.github.io/performance-timeline/#dom-performanceentry-entrytype The specified filter overrides any previous filters, passing empty filter disables recording. Note that not all types exposed to the web platform are currently supported.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "eventTypes": event_types,
     }
-    return Command("PerformanceTimeline.enable", _p, None)
 
 
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable(
         event_types=d["eventTypes"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TimelineEventAdded:
-    """Sent when a performance timeline event is added. See reportPerformanceTimeline method.
-
-    Attributes:
-        event: -
-    """
-
-    method: ClassVar[str] = "PerformanceTimeline.timelineEventAdded"
-    event: TimelineEvent
 
 
 def _s_TimelineEventAdded(d: dict[str, Any]) -> TimelineEventAdded:
@@ -340,18 +306,11 @@ def _s_TimelineEventAdded(d: dict[str, Any]) -> TimelineEventAdded:
 
 
 def _u_TimelineEventAdded(o: TimelineEventAdded) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "event": _u_TimelineEvent(o.event),
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "PerformanceTimeline.timelineEventAdded": _s_TimelineEventAdded,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "PerformanceTimeline.enable": _c_enable,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "PerformanceTimeline": (True, False),
 }
@@ -362,5 +321,8 @@ register(
         LayoutShift: (_s_LayoutShift, _u_LayoutShift),
         TimelineEvent: (_s_TimelineEvent, _u_TimelineEvent),
         TimelineEventAdded: (_s_TimelineEventAdded, _u_TimelineEventAdded),
-    }
+    },
+    {
+        enable: _c_enable,
+    },
 )

@@ -3,21 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import dom as _dom
-    from cdp import network as _network
-    from cdp import page as _page
 
 DOMAIN = "Preload"
 EXPERIMENTAL = True
@@ -26,7 +18,10 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 RuleSetId = str
-"""Unique id"""
+"""Unique id
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#type-RuleSetId
+"""
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -34,94 +29,29 @@ class RuleSet:
     """Corresponds to SpeculationRuleSet
 
     Attributes:
-        id_: -
         loader_id: Identifies a document which the rule set is associated with.
         source_text: Source text of JSON representing the rule set. If it comes from `<script>` tag, it is the textContent of the node. Note that it is a JSON for valid case. See also: - https://wicg.github.io/nav-speculation/speculation-rules.html - https://github.com/WICG/nav-speculation/blob/main/triggers.md
         backend_node_id: A speculation rule set is either added through an inline `<script>` tag or through an external resource via the 'Speculation-Rules' HTTP header. For the first case, we include the BackendNodeId of the relevant `<script>` tag. For the second case, we include the external URL where the rule set was loaded from, and also RequestId if Network domain is enabled. See also: - https://wicg.github.io/nav-speculation/speculation-rules.html#speculation-rules-script - https://wicg.github.io/nav-speculation/speculation-rules.html#speculation-rules-header
-        url: -
-        request_id: -
         error_type: Error information `errorMessage` is null iff `errorType` is null.
         error_message: Deprecated. TODO(https://crbug.com/1425354): Replace this property with structured error.
         tag: For more details, see: https://github.com/WICG/nav-speculation/blob/main/speculation-rules-tags.md
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#type-RuleSet
     """
 
     id_: RuleSetId
-    loader_id: _network.LoaderId
+    loader_id: cdp.network.LoaderId
     source_text: str
-    backend_node_id: _dom.BackendNodeId | None = None
+    backend_node_id: cdp.dom.BackendNodeId | None = None
     url: str | None = None
-    request_id: _network.RequestId | None = None
+    request_id: cdp.network.RequestId | None = None
     error_type: RuleSetErrorType | None = None
     error_message: str | None = None
     tag: str | None = None
 
 
-_RuleSet_plain = {
-    "id": "id_",
-    "loaderId": "loader_id",
-    "sourceText": "source_text",
-    "backendNodeId": "backend_node_id",
-    "url": "url",
-    "requestId": "request_id",
-    "errorMessage": "error_message",
-    "tag": "tag",
-}
-
-
-def _s_RuleSet(d: dict[str, Any]) -> RuleSet:
-    o = _new(RuleSet)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _RuleSet_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "errorType":
-            od["error_type"] = None if v is None else _enum(RuleSetErrorType, v)
-    if "id_" not in od:
-        raise KeyError("id")
-    if "loader_id" not in od:
-        raise KeyError("loaderId")
-    if "source_text" not in od:
-        raise KeyError("sourceText")
-    return o
-
-
-def _u_RuleSet(o: RuleSet) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "id": o.id_,
-        "loaderId": o.loader_id,
-        "sourceText": o.source_text,
-    }
-    if o.backend_node_id is not None:
-        d["backendNodeId"] = o.backend_node_id
-    if o.url is not None:
-        d["url"] = o.url
-    if o.request_id is not None:
-        d["requestId"] = o.request_id
-    if o.error_type is not None:
-        d["errorType"] = o.error_type
-    if o.error_message is not None:
-        d["errorMessage"] = o.error_message
-    if o.tag is not None:
-        d["tag"] = o.tag
-    return d
-
-
-optional_defaults(
-    RuleSet,
-    {
-        "backend_node_id": None,
-        "url": None,
-        "request_id": None,
-        "error_type": None,
-        "error_message": None,
-        "tag": None,
-    },
-)
-
-
 class RuleSetErrorType(CDPEnum):
-    """RuleSetErrorType."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#type-RuleSetErrorType"""
 
     SOURCE_IS_NOT_JSON_OBJECT = "SourceIsNotJsonObject"
     INVALID_RULES_SKIPPED = "InvalidRulesSkipped"
@@ -131,7 +61,10 @@ class RuleSetErrorType(CDPEnum):
 class SpeculationAction(CDPEnum):
     """The type of preloading attempted. It corresponds to
     mojom::SpeculationAction (although PrefetchWithSubresources is omitted as it
-    isn't being used by clients)."""
+    isn't being used by clients).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#type-SpeculationAction
+    """
 
     PREFETCH = "Prefetch"
     PRERENDER = "Prerender"
@@ -140,7 +73,10 @@ class SpeculationAction(CDPEnum):
 
 class SpeculationTargetHint(CDPEnum):
     """Corresponds to mojom::SpeculationTargetHint.
-    See https://github.com/WICG/nav-speculation/blob/main/triggers.md#window-name-targeting-hints"""
+    See https://github.com/WICG/nav-speculation/blob/main/triggers.md#window-name-targeting-hints
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#type-SpeculationTargetHint
+    """
 
     BLANK = "Blank"
     SELF = "Self"
@@ -155,68 +91,14 @@ class PreloadingAttemptKey:
     same-origin main frame navigations during the attempt, but the attempt is
     still keyed with the initial URL.
 
-    Attributes:
-        loader_id: -
-        action: -
-        url: -
-        form_submission: -
-        target_hint: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#type-PreloadingAttemptKey
     """
 
-    loader_id: _network.LoaderId
+    loader_id: cdp.network.LoaderId
     action: SpeculationAction
     url: str
     form_submission: bool | None = None
     target_hint: SpeculationTargetHint | None = None
-
-
-_PreloadingAttemptKey_plain = {
-    "loaderId": "loader_id",
-    "url": "url",
-    "formSubmission": "form_submission",
-}
-
-
-def _s_PreloadingAttemptKey(d: dict[str, Any]) -> PreloadingAttemptKey:
-    o = _new(PreloadingAttemptKey)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _PreloadingAttemptKey_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "action":
-            od["action"] = None if v is None else _enum(SpeculationAction, v)
-        elif k == "targetHint":
-            od["target_hint"] = None if v is None else _enum(SpeculationTargetHint, v)
-    if "loader_id" not in od:
-        raise KeyError("loaderId")
-    if "action" not in od:
-        raise KeyError("action")
-    if "url" not in od:
-        raise KeyError("url")
-    return o
-
-
-def _u_PreloadingAttemptKey(o: PreloadingAttemptKey) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "loaderId": o.loader_id,
-        "action": o.action,
-        "url": o.url,
-    }
-    if o.form_submission is not None:
-        d["formSubmission"] = o.form_submission
-    if o.target_hint is not None:
-        d["targetHint"] = o.target_hint
-    return d
-
-
-optional_defaults(
-    PreloadingAttemptKey,
-    {
-        "form_submission": None,
-        "target_hint": None,
-    },
-)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -227,62 +109,32 @@ class PreloadingAttemptSource:
     attempt (in the case of attempts triggered by a document rule). It is
     possible for multiple rule sets and links to trigger a single attempt.
 
-    Attributes:
-        key: -
-        rule_set_ids: -
-        node_ids: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#type-PreloadingAttemptSource
     """
 
     key: PreloadingAttemptKey
     rule_set_ids: list[RuleSetId]
-    node_ids: list[_dom.BackendNodeId]
-
-
-_PreloadingAttemptSource_plain = {
-    "ruleSetIds": "rule_set_ids",
-    "nodeIds": "node_ids",
-}
-
-
-def _s_PreloadingAttemptSource(d: dict[str, Any]) -> PreloadingAttemptSource:
-    o = _new(PreloadingAttemptSource)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _PreloadingAttemptSource_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "key":
-            od["key"] = None if v is None else _s_PreloadingAttemptKey(v)
-    if "key" not in od:
-        raise KeyError("key")
-    if "rule_set_ids" not in od:
-        raise KeyError("ruleSetIds")
-    if "node_ids" not in od:
-        raise KeyError("nodeIds")
-    return o
-
-
-def _u_PreloadingAttemptSource(o: PreloadingAttemptSource) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "key": _u_PreloadingAttemptKey(o.key),
-        "ruleSetIds": o.rule_set_ids,
-        "nodeIds": o.node_ids,
-    }
-    return d
+    node_ids: list[cdp.dom.BackendNodeId]
 
 
 PreloadPipelineId = str
 """Chrome manages different types of preloads together using a
-    concept of preloading pipeline. For example, if a site uses a
-    SpeculationRules for prerender, Chrome first starts a prefetch and
-    then upgrades it to prerender.
+concept of preloading pipeline. For example, if a site uses a
+SpeculationRules for prerender, Chrome first starts a prefetch and
+then upgrades it to prerender.
 
-    CDP events for them are emitted separately but they share
-    `PreloadPipelineId`."""
+CDP events for them are emitted separately but they share
+`PreloadPipelineId`.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#type-PreloadPipelineId
+"""
 
 
 class PrerenderFinalStatus(CDPEnum):
-    """List of FinalStatus reasons for Prerender2."""
+    """List of FinalStatus reasons for Prerender2.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#type-PrerenderFinalStatus
+    """
 
     ACTIVATED = "Activated"
     DESTROYED = "Destroyed"
@@ -373,7 +225,10 @@ class PrerenderFinalStatus(CDPEnum):
 
 class PreloadingStatus(CDPEnum):
     """Preloading status values, see also PreloadingTriggeringOutcome. This
-    status is shared by prefetchStatusUpdated and prerenderStatusUpdated."""
+    status is shared by prefetchStatusUpdated and prerenderStatusUpdated.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#type-PreloadingStatus
+    """
 
     PENDING = "Pending"
     RUNNING = "Running"
@@ -385,7 +240,10 @@ class PreloadingStatus(CDPEnum):
 
 class PrefetchStatus(CDPEnum):
     """TODO(https://crbug.com/1384419): revisit the list of PrefetchStatus and
-    filter out the ones that aren't necessary to the developers."""
+    filter out the ones that aren't necessary to the developers.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#type-PrefetchStatus
+    """
 
     PREFETCH_ALLOWED = "PrefetchAllowed"
     PREFETCH_FAILED_INELIGIBLE_REDIRECT = "PrefetchFailedIneligibleRedirect"
@@ -434,15 +292,240 @@ class PrefetchStatus(CDPEnum):
 class PrerenderMismatchedHeaders:
     """Information of headers to be displayed when the header mismatch occurred.
 
-    Attributes:
-        header_name: -
-        initial_value: -
-        activation_value: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#type-PrerenderMismatchedHeaders
     """
 
     header_name: str
     initial_value: str | None = None
     activation_value: str | None = None
+
+
+def enable() -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#method-enable"""
+    return Command("Preload.enable", {}, None)
+
+
+def disable() -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#method-disable"""
+    return Command("Preload.disable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RuleSetUpdated:
+    """Upsert. Currently, it is only emitted when a rule set added.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#event-ruleSetUpdated
+    """
+
+    method: ClassVar[str] = "Preload.ruleSetUpdated"
+    rule_set: RuleSet
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RuleSetRemoved:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#event-ruleSetRemoved"""
+
+    method: ClassVar[str] = "Preload.ruleSetRemoved"
+    id_: RuleSetId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PreloadEnabledStateUpdated:
+    """Fired when a preload enabled state is updated.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#event-preloadEnabledStateUpdated
+    """
+
+    method: ClassVar[str] = "Preload.preloadEnabledStateUpdated"
+    disabled_by_preference: bool
+    disabled_by_data_saver: bool
+    disabled_by_battery_saver: bool
+    disabled_by_holdback_prefetch_speculation_rules: bool
+    disabled_by_holdback_prerender_speculation_rules: bool
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PrefetchStatusUpdated:
+    """Fired when a prefetch attempt is updated.
+
+    Attributes:
+        initiating_frame_id: The frame id of the frame initiating prefetch.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#event-prefetchStatusUpdated
+    """
+
+    method: ClassVar[str] = "Preload.prefetchStatusUpdated"
+    key: PreloadingAttemptKey
+    pipeline_id: PreloadPipelineId
+    initiating_frame_id: cdp.page.FrameId
+    prefetch_url: str
+    status: PreloadingStatus
+    prefetch_status: PrefetchStatus
+    request_id: cdp.network.RequestId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PrerenderStatusUpdated:
+    """Fired when a prerender attempt is updated.
+
+    Attributes:
+        effective_action: The action currently performed by this attempt. This differs from `key.action` after a prerender-until-script attempt is upgraded in place to a full prerender.
+        disallowed_mojo_interface: This is used to give users more information about the name of Mojo interface that is incompatible with prerender and has caused the cancellation of the attempt.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#event-prerenderStatusUpdated
+    """
+
+    method: ClassVar[str] = "Preload.prerenderStatusUpdated"
+    key: PreloadingAttemptKey
+    pipeline_id: PreloadPipelineId
+    status: PreloadingStatus
+    effective_action: SpeculationAction | None = None
+    prerender_status: PrerenderFinalStatus | None = None
+    disallowed_mojo_interface: str | None = None
+    mismatched_headers: list[PrerenderMismatchedHeaders] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PreloadingAttemptSourcesUpdated:
+    """Send a list of sources for all preloading attempts in a document.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Preload/#event-preloadingAttemptSourcesUpdated
+    """
+
+    method: ClassVar[str] = "Preload.preloadingAttemptSourcesUpdated"
+    loader_id: cdp.network.LoaderId
+    preloading_attempt_sources: list[PreloadingAttemptSource]
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
+
+
+_RuleSet_plain = {
+    "id": "id_",
+    "loaderId": "loader_id",
+    "sourceText": "source_text",
+    "backendNodeId": "backend_node_id",
+    "url": "url",
+    "requestId": "request_id",
+    "errorMessage": "error_message",
+    "tag": "tag",
+}
+
+
+def _s_RuleSet(d: dict[str, Any]) -> RuleSet:
+    o = _new(RuleSet)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _RuleSet_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "errorType":
+            od["error_type"] = None if v is None else _enum(RuleSetErrorType, v)
+    if "id_" not in od:
+        raise KeyError("id")
+    if "loader_id" not in od:
+        raise KeyError("loaderId")
+    if "source_text" not in od:
+        raise KeyError("sourceText")
+    return o
+
+
+def _u_RuleSet(o: RuleSet) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "id": o.id_,
+        "loaderId": o.loader_id,
+        "sourceText": o.source_text,
+    }
+    if o.backend_node_id is not None:
+        d["backendNodeId"] = o.backend_node_id
+    if o.url is not None:
+        d["url"] = o.url
+    if o.request_id is not None:
+        d["requestId"] = o.request_id
+    if o.error_type is not None:
+        d["errorType"] = o.error_type
+    if o.error_message is not None:
+        d["errorMessage"] = o.error_message
+    if o.tag is not None:
+        d["tag"] = o.tag
+    return d
+
+
+_PreloadingAttemptKey_plain = {
+    "loaderId": "loader_id",
+    "url": "url",
+    "formSubmission": "form_submission",
+}
+
+
+def _s_PreloadingAttemptKey(d: dict[str, Any]) -> PreloadingAttemptKey:
+    o = _new(PreloadingAttemptKey)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _PreloadingAttemptKey_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "action":
+            od["action"] = None if v is None else _enum(SpeculationAction, v)
+        elif k == "targetHint":
+            od["target_hint"] = None if v is None else _enum(SpeculationTargetHint, v)
+    if "loader_id" not in od:
+        raise KeyError("loaderId")
+    if "action" not in od:
+        raise KeyError("action")
+    if "url" not in od:
+        raise KeyError("url")
+    return o
+
+
+def _u_PreloadingAttemptKey(o: PreloadingAttemptKey) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "loaderId": o.loader_id,
+        "action": o.action,
+        "url": o.url,
+    }
+    if o.form_submission is not None:
+        d["formSubmission"] = o.form_submission
+    if o.target_hint is not None:
+        d["targetHint"] = o.target_hint
+    return d
+
+
+_PreloadingAttemptSource_plain = {
+    "ruleSetIds": "rule_set_ids",
+    "nodeIds": "node_ids",
+}
+
+
+def _s_PreloadingAttemptSource(d: dict[str, Any]) -> PreloadingAttemptSource:
+    o = _new(PreloadingAttemptSource)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _PreloadingAttemptSource_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "key":
+            od["key"] = None if v is None else _s_PreloadingAttemptKey(v)
+    if "key" not in od:
+        raise KeyError("key")
+    if "rule_set_ids" not in od:
+        raise KeyError("ruleSetIds")
+    if "node_ids" not in od:
+        raise KeyError("nodeIds")
+    return o
+
+
+def _u_PreloadingAttemptSource(o: PreloadingAttemptSource) -> dict[str, Any]:
+    return {
+        "key": _u_PreloadingAttemptKey(o.key),
+        "ruleSetIds": o.rule_set_ids,
+        "nodeIds": o.node_ids,
+    }
 
 
 _PrerenderMismatchedHeaders_plain = {
@@ -475,45 +558,12 @@ def _u_PrerenderMismatchedHeaders(o: PrerenderMismatchedHeaders) -> dict[str, An
     return d
 
 
-optional_defaults(
-    PrerenderMismatchedHeaders,
-    {
-        "initial_value": None,
-        "activation_value": None,
-    },
-)
-
-
-def enable() -> Command[None]:
-    """enable."""
-    _p: dict[str, Any] = {}
-    return Command("Preload.enable", _p, None)
-
-
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
 
 
-def disable() -> Command[None]:
-    """disable."""
-    _p: dict[str, Any] = {}
-    return Command("Preload.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RuleSetUpdated:
-    """Upsert. Currently, it is only emitted when a rule set added.
-
-    Attributes:
-        rule_set: -
-    """
-
-    method: ClassVar[str] = "Preload.ruleSetUpdated"
-    rule_set: RuleSet
 
 
 def _s_RuleSetUpdated(d: dict[str, Any]) -> RuleSetUpdated:
@@ -528,22 +578,9 @@ def _s_RuleSetUpdated(d: dict[str, Any]) -> RuleSetUpdated:
 
 
 def _u_RuleSetUpdated(o: RuleSetUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "ruleSet": _u_RuleSet(o.rule_set),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RuleSetRemoved:
-    """ruleSetRemoved.
-
-    Attributes:
-        id_: -
-    """
-
-    method: ClassVar[str] = "Preload.ruleSetRemoved"
-    id_: RuleSetId
 
 
 _RuleSetRemoved_plain = {
@@ -564,30 +601,9 @@ def _s_RuleSetRemoved(d: dict[str, Any]) -> RuleSetRemoved:
 
 
 def _u_RuleSetRemoved(o: RuleSetRemoved) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "id": o.id_,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PreloadEnabledStateUpdated:
-    """Fired when a preload enabled state is updated.
-
-    Attributes:
-        disabled_by_preference: -
-        disabled_by_data_saver: -
-        disabled_by_battery_saver: -
-        disabled_by_holdback_prefetch_speculation_rules: -
-        disabled_by_holdback_prerender_speculation_rules: -
-    """
-
-    method: ClassVar[str] = "Preload.preloadEnabledStateUpdated"
-    disabled_by_preference: bool
-    disabled_by_data_saver: bool
-    disabled_by_battery_saver: bool
-    disabled_by_holdback_prefetch_speculation_rules: bool
-    disabled_by_holdback_prerender_speculation_rules: bool
 
 
 _PreloadEnabledStateUpdated_plain = {
@@ -620,38 +636,13 @@ def _s_PreloadEnabledStateUpdated(d: dict[str, Any]) -> PreloadEnabledStateUpdat
 
 
 def _u_PreloadEnabledStateUpdated(o: PreloadEnabledStateUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "disabledByPreference": o.disabled_by_preference,
         "disabledByDataSaver": o.disabled_by_data_saver,
         "disabledByBatterySaver": o.disabled_by_battery_saver,
         "disabledByHoldbackPrefetchSpeculationRules": o.disabled_by_holdback_prefetch_speculation_rules,
         "disabledByHoldbackPrerenderSpeculationRules": o.disabled_by_holdback_prerender_speculation_rules,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PrefetchStatusUpdated:
-    """Fired when a prefetch attempt is updated.
-
-    Attributes:
-        key: -
-        pipeline_id: -
-        initiating_frame_id: The frame id of the frame initiating prefetch.
-        prefetch_url: -
-        status: -
-        prefetch_status: -
-        request_id: -
-    """
-
-    method: ClassVar[str] = "Preload.prefetchStatusUpdated"
-    key: PreloadingAttemptKey
-    pipeline_id: PreloadPipelineId
-    initiating_frame_id: _page.FrameId
-    prefetch_url: str
-    status: PreloadingStatus
-    prefetch_status: PrefetchStatus
-    request_id: _network.RequestId
 
 
 _PrefetchStatusUpdated_plain = {
@@ -693,7 +684,7 @@ def _s_PrefetchStatusUpdated(d: dict[str, Any]) -> PrefetchStatusUpdated:
 
 
 def _u_PrefetchStatusUpdated(o: PrefetchStatusUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "key": _u_PreloadingAttemptKey(o.key),
         "pipelineId": o.pipeline_id,
         "initiatingFrameId": o.initiating_frame_id,
@@ -702,31 +693,6 @@ def _u_PrefetchStatusUpdated(o: PrefetchStatusUpdated) -> dict[str, Any]:
         "prefetchStatus": o.prefetch_status,
         "requestId": o.request_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PrerenderStatusUpdated:
-    """Fired when a prerender attempt is updated.
-
-    Attributes:
-        key: -
-        pipeline_id: -
-        status: -
-        effective_action: The action currently performed by this attempt. This differs from `key.action` after a prerender-until-script attempt is upgraded in place to a full prerender.
-        prerender_status: -
-        disallowed_mojo_interface: This is used to give users more information about the name of Mojo interface that is incompatible with prerender and has caused the cancellation of the attempt.
-        mismatched_headers: -
-    """
-
-    method: ClassVar[str] = "Preload.prerenderStatusUpdated"
-    key: PreloadingAttemptKey
-    pipeline_id: PreloadPipelineId
-    status: PreloadingStatus
-    effective_action: SpeculationAction | None = None
-    prerender_status: PrerenderFinalStatus | None = None
-    disallowed_mojo_interface: str | None = None
-    mismatched_headers: list[PrerenderMismatchedHeaders] | None = None
 
 
 _PrerenderStatusUpdated_plain = {
@@ -778,31 +744,6 @@ def _u_PrerenderStatusUpdated(o: PrerenderStatusUpdated) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    PrerenderStatusUpdated,
-    {
-        "effective_action": None,
-        "prerender_status": None,
-        "disallowed_mojo_interface": None,
-        "mismatched_headers": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PreloadingAttemptSourcesUpdated:
-    """Send a list of sources for all preloading attempts in a document.
-
-    Attributes:
-        loader_id: -
-        preloading_attempt_sources: -
-    """
-
-    method: ClassVar[str] = "Preload.preloadingAttemptSourcesUpdated"
-    loader_id: _network.LoaderId
-    preloading_attempt_sources: list[PreloadingAttemptSource]
-
-
 _PreloadingAttemptSourcesUpdated_plain = {
     "loaderId": "loader_id",
 }
@@ -827,25 +768,12 @@ def _s_PreloadingAttemptSourcesUpdated(d: dict[str, Any]) -> PreloadingAttemptSo
 
 
 def _u_PreloadingAttemptSourcesUpdated(o: PreloadingAttemptSourcesUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "loaderId": o.loader_id,
         "preloadingAttemptSources": [_u_PreloadingAttemptSource(x0) for x0 in o.preloading_attempt_sources],
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Preload.ruleSetUpdated": _s_RuleSetUpdated,
-    "Preload.ruleSetRemoved": _s_RuleSetRemoved,
-    "Preload.preloadEnabledStateUpdated": _s_PreloadEnabledStateUpdated,
-    "Preload.prefetchStatusUpdated": _s_PrefetchStatusUpdated,
-    "Preload.prerenderStatusUpdated": _s_PrerenderStatusUpdated,
-    "Preload.preloadingAttemptSourcesUpdated": _s_PreloadingAttemptSourcesUpdated,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Preload.enable": _c_enable,
-    "Preload.disable": _c_disable,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Preload": (True, False),
     "Preload.RuleSet.errorMessage": (False, True),
@@ -865,5 +793,9 @@ register(
             _s_PreloadingAttemptSourcesUpdated,
             _u_PreloadingAttemptSourcesUpdated,
         ),
-    }
+    },
+    {
+        enable: _c_enable,
+        disable: _c_disable,
+    },
 )

@@ -3,20 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import debugger as _debugger
-    from cdp import runtime as _runtime
+from cdp._base import Command, register
 
 DOMAIN = "Profiler"
 EXPERIMENTAL = False
@@ -38,14 +30,302 @@ class ProfileNode:
         children: Child node ids.
         deopt_reason: The reason of being not optimized. The function may be deoptimized or marked as don't optimize.
         position_ticks: An array of source position ticks.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#type-ProfileNode
     """
 
     id_: int
-    call_frame: _runtime.CallFrame
+    call_frame: cdp.runtime.CallFrame
     hit_count: int | None = None
     children: list[int] | None = None
     deopt_reason: str | None = None
     position_ticks: list[PositionTickInfo] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Profile:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#type-Profile
+
+    Attributes:
+        nodes: The list of profile nodes. First item is the root node.
+        start_time: Profiling start timestamp in microseconds.
+        end_time: Profiling end timestamp in microseconds.
+        samples: Ids of samples top nodes.
+        time_deltas: Time intervals between adjacent samples in microseconds. The first delta is relative to the profile startTime.
+    """
+
+    nodes: list[ProfileNode]
+    start_time: float
+    end_time: float
+    samples: list[int] | None = None
+    time_deltas: list[int] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PositionTickInfo:
+    """Specifies a number of samples attributed to a certain source position.
+
+    Attributes:
+        line: Source line number (1-based).
+        ticks: Number of samples attributed to the source line.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#type-PositionTickInfo
+    """
+
+    line: int
+    ticks: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CoverageRange:
+    """Coverage data for a source range.
+
+    Attributes:
+        start_offset: JavaScript script source offset for the range start.
+        end_offset: JavaScript script source offset for the range end.
+        count: Collected execution count of the source range.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#type-CoverageRange
+    """
+
+    start_offset: int
+    end_offset: int
+    count: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FunctionCoverage:
+    """Coverage data for a JavaScript function.
+
+    Attributes:
+        function_name: JavaScript function name.
+        ranges: Source ranges inside the function with coverage data.
+        is_block_coverage: Whether coverage data for this function has block granularity.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#type-FunctionCoverage
+    """
+
+    function_name: str
+    ranges: list[CoverageRange]
+    is_block_coverage: bool
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ScriptCoverage:
+    """Coverage data for a JavaScript script.
+
+    Attributes:
+        script_id: JavaScript script id.
+        url: JavaScript script name or url.
+        functions: Functions contained in the script that has coverage data.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#type-ScriptCoverage
+    """
+
+    script_id: cdp.runtime.ScriptId
+    url: str
+    functions: list[FunctionCoverage]
+
+
+def disable() -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#method-disable"""
+    return Command("Profiler.disable", {}, None)
+
+
+def enable() -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#method-enable"""
+    return Command("Profiler.enable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetBestEffortCoverageResult:
+    """Result of :func:`get_best_effort_coverage`.
+
+    Attributes:
+        result: Coverage data for the current isolate.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#method-getBestEffortCoverage
+    """
+
+    result: list[ScriptCoverage]
+
+
+def get_best_effort_coverage() -> Command[GetBestEffortCoverageResult]:
+    """Collect coverage data for the current isolate. The coverage data may be incomplete due to
+    garbage collection.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#method-getBestEffortCoverage
+    """
+    return Command("Profiler.getBestEffortCoverage", {}, GetBestEffortCoverageResult)
+
+
+def set_sampling_interval(
+    *,
+    interval: int,
+) -> Command[None]:
+    """Changes CPU profiler sampling interval. Must be called before CPU profiles recording started.
+
+    Args:
+        interval: New sampling interval in microseconds.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#method-setSamplingInterval
+    """
+    return Command("Profiler.setSamplingInterval", _p_set_sampling_interval(interval), None)
+
+
+def start() -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#method-start"""
+    return Command("Profiler.start", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StartPreciseCoverageResult:
+    """Result of :func:`start_precise_coverage`.
+
+    Attributes:
+        timestamp: Monotonically increasing time (in seconds) when the coverage update was taken in the backend.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#method-startPreciseCoverage
+    """
+
+    timestamp: float
+
+
+def start_precise_coverage(
+    *,
+    call_count: bool | None = None,
+    detailed: bool | None = None,
+    allow_triggered_updates: bool | None = None,
+) -> Command[StartPreciseCoverageResult]:
+    """Enable precise code coverage. Coverage data for JavaScript executed before enabling precise code
+    coverage may be incomplete. Enabling prevents running optimized code and resets execution
+    counters.
+
+    Args:
+        call_count: Collect accurate call counts beyond simple 'covered' or 'not covered'.
+        detailed: Collect block-based coverage.
+        allow_triggered_updates: Allow the backend to send updates on its own initiative
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#method-startPreciseCoverage
+    """
+    return Command(
+        "Profiler.startPreciseCoverage",
+        _p_start_precise_coverage(call_count, detailed, allow_triggered_updates),
+        StartPreciseCoverageResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StopResult:
+    """Result of :func:`stop`.
+
+    Attributes:
+        profile: Recorded profile.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#method-stop
+    """
+
+    profile: Profile
+
+
+def stop() -> Command[StopResult]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#method-stop"""
+    return Command("Profiler.stop", {}, StopResult)
+
+
+def stop_precise_coverage() -> Command[None]:
+    """Disable precise code coverage. Disabling releases unnecessary execution count records and allows
+    executing optimized code.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#method-stopPreciseCoverage
+    """
+    return Command("Profiler.stopPreciseCoverage", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TakePreciseCoverageResult:
+    """Result of :func:`take_precise_coverage`.
+
+    Attributes:
+        result: Coverage data for the current isolate.
+        timestamp: Monotonically increasing time (in seconds) when the coverage update was taken in the backend.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#method-takePreciseCoverage
+    """
+
+    result: list[ScriptCoverage]
+    timestamp: float
+
+
+def take_precise_coverage() -> Command[TakePreciseCoverageResult]:
+    """Collect coverage data for the current isolate, and resets execution counters. Precise code
+    coverage needs to have started.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#method-takePreciseCoverage
+    """
+    return Command("Profiler.takePreciseCoverage", {}, TakePreciseCoverageResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ConsoleProfileFinished:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#event-consoleProfileFinished
+
+    Attributes:
+        location: Location of console.profileEnd().
+        title: Profile title passed as an argument to console.profile().
+    """
+
+    method: ClassVar[str] = "Profiler.consoleProfileFinished"
+    id_: str
+    location: cdp.debugger.Location
+    profile: Profile
+    title: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ConsoleProfileStarted:
+    """Sent when new profile recording is started using console.profile() call.
+
+    Attributes:
+        location: Location of console.profile().
+        title: Profile title passed as an argument to console.profile().
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#event-consoleProfileStarted
+    """
+
+    method: ClassVar[str] = "Profiler.consoleProfileStarted"
+    id_: str
+    location: cdp.debugger.Location
+    title: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PreciseCoverageDeltaUpdate:
+    """Experimental. Reports coverage delta since the last poll (either from an event like this, or from
+    `takePreciseCoverage` for the current isolate. May only be sent if precise code
+    coverage has been started. This event can be trigged by the embedder to, for example,
+    trigger collection of coverage data immediately at a certain point in time.
+
+    Attributes:
+        timestamp: Monotonically increasing time (in seconds) when the coverage update was taken in the backend.
+        occasion: Identifier for distinguishing coverage events.
+        result: Coverage data for the current isolate.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#event-preciseCoverageDeltaUpdate
+    """
+
+    method: ClassVar[str] = "Profiler.preciseCoverageDeltaUpdate"
+    timestamp: float
+    occasion: str
+    result: list[ScriptCoverage]
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _ProfileNode_plain = {
@@ -90,36 +370,6 @@ def _u_ProfileNode(o: ProfileNode) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    ProfileNode,
-    {
-        "hit_count": None,
-        "children": None,
-        "deopt_reason": None,
-        "position_ticks": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Profile:
-    """Profile.
-
-    Attributes:
-        nodes: The list of profile nodes. First item is the root node.
-        start_time: Profiling start timestamp in microseconds.
-        end_time: Profiling end timestamp in microseconds.
-        samples: Ids of samples top nodes.
-        time_deltas: Time intervals between adjacent samples in microseconds. The first delta is relative to the profile startTime.
-    """
-
-    nodes: list[ProfileNode]
-    start_time: float
-    end_time: float
-    samples: list[int] | None = None
-    time_deltas: list[int] | None = None
-
-
 _Profile_plain = {
     "startTime": "start_time",
     "endTime": "end_time",
@@ -159,28 +409,6 @@ def _u_Profile(o: Profile) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Profile,
-    {
-        "samples": None,
-        "time_deltas": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PositionTickInfo:
-    """Specifies a number of samples attributed to a certain source position.
-
-    Attributes:
-        line: Source line number (1-based).
-        ticks: Number of samples attributed to the source line.
-    """
-
-    line: int
-    ticks: int
-
-
 _PositionTickInfo_plain = {
     "line": "line",
     "ticks": "ticks",
@@ -202,26 +430,10 @@ def _s_PositionTickInfo(d: dict[str, Any]) -> PositionTickInfo:
 
 
 def _u_PositionTickInfo(o: PositionTickInfo) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "line": o.line,
         "ticks": o.ticks,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CoverageRange:
-    """Coverage data for a source range.
-
-    Attributes:
-        start_offset: JavaScript script source offset for the range start.
-        end_offset: JavaScript script source offset for the range end.
-        count: Collected execution count of the source range.
-    """
-
-    start_offset: int
-    end_offset: int
-    count: int
 
 
 _CoverageRange_plain = {
@@ -248,27 +460,11 @@ def _s_CoverageRange(d: dict[str, Any]) -> CoverageRange:
 
 
 def _u_CoverageRange(o: CoverageRange) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "startOffset": o.start_offset,
         "endOffset": o.end_offset,
         "count": o.count,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FunctionCoverage:
-    """Coverage data for a JavaScript function.
-
-    Attributes:
-        function_name: JavaScript function name.
-        ranges: Source ranges inside the function with coverage data.
-        is_block_coverage: Whether coverage data for this function has block granularity.
-    """
-
-    function_name: str
-    ranges: list[CoverageRange]
-    is_block_coverage: bool
 
 
 _FunctionCoverage_plain = {
@@ -296,27 +492,11 @@ def _s_FunctionCoverage(d: dict[str, Any]) -> FunctionCoverage:
 
 
 def _u_FunctionCoverage(o: FunctionCoverage) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "functionName": o.function_name,
         "ranges": [_u_CoverageRange(x0) for x0 in o.ranges],
         "isBlockCoverage": o.is_block_coverage,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ScriptCoverage:
-    """Coverage data for a JavaScript script.
-
-    Attributes:
-        script_id: JavaScript script id.
-        url: JavaScript script name or url.
-        functions: Functions contained in the script that has coverage data.
-    """
-
-    script_id: _runtime.ScriptId
-    url: str
-    functions: list[FunctionCoverage]
 
 
 _ScriptCoverage_plain = {
@@ -344,43 +524,19 @@ def _s_ScriptCoverage(d: dict[str, Any]) -> ScriptCoverage:
 
 
 def _u_ScriptCoverage(o: ScriptCoverage) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "scriptId": o.script_id,
         "url": o.url,
         "functions": [_u_FunctionCoverage(x0) for x0 in o.functions],
     }
-    return d
-
-
-def disable() -> Command[None]:
-    """disable."""
-    _p: dict[str, Any] = {}
-    return Command("Profiler.disable", _p, None)
 
 
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def enable() -> Command[None]:
-    """enable."""
-    _p: dict[str, Any] = {}
-    return Command("Profiler.enable", _p, None)
-
-
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetBestEffortCoverageResult:
-    """Result of :func:`get_best_effort_coverage` (Profiler.getBestEffortCoverage).
-
-    Attributes:
-        result: Coverage data for the current isolate.
-    """
-
-    result: list[ScriptCoverage]
 
 
 def _s_GetBestEffortCoverageResult(d: dict[str, Any]) -> GetBestEffortCoverageResult:
@@ -395,36 +551,21 @@ def _s_GetBestEffortCoverageResult(d: dict[str, Any]) -> GetBestEffortCoverageRe
 
 
 def _u_GetBestEffortCoverageResult(o: GetBestEffortCoverageResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "result": [_u_ScriptCoverage(x0) for x0 in o.result],
     }
-    return d
-
-
-def get_best_effort_coverage() -> Command[GetBestEffortCoverageResult]:
-    """Collect coverage data for the current isolate. The coverage data may be incomplete due to
-    garbage collection."""
-    _p: dict[str, Any] = {}
-    return Command("Profiler.getBestEffortCoverage", _p, _s_GetBestEffortCoverageResult)
 
 
 def _c_get_best_effort_coverage(d: dict[str, Any]) -> Command[GetBestEffortCoverageResult]:
     return get_best_effort_coverage()
 
 
-def set_sampling_interval(
-    *,
+def _p_set_sampling_interval(
     interval: int,
-) -> Command[None]:
-    """Changes CPU profiler sampling interval. Must be called before CPU profiles recording started.
-
-    Args:
-        interval: New sampling interval in microseconds.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "interval": interval,
     }
-    return Command("Profiler.setSamplingInterval", _p, None)
 
 
 def _c_set_sampling_interval(d: dict[str, Any]) -> Command[None]:
@@ -433,25 +574,8 @@ def _c_set_sampling_interval(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def start() -> Command[None]:
-    """start."""
-    _p: dict[str, Any] = {}
-    return Command("Profiler.start", _p, None)
-
-
 def _c_start(d: dict[str, Any]) -> Command[None]:
     return start()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StartPreciseCoverageResult:
-    """Result of :func:`start_precise_coverage` (Profiler.startPreciseCoverage).
-
-    Attributes:
-        timestamp: Monotonically increasing time (in seconds) when the coverage update was taken in the backend.
-    """
-
-    timestamp: float
 
 
 _StartPreciseCoverageResult_plain = {
@@ -472,27 +596,16 @@ def _s_StartPreciseCoverageResult(d: dict[str, Any]) -> StartPreciseCoverageResu
 
 
 def _u_StartPreciseCoverageResult(o: StartPreciseCoverageResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "timestamp": o.timestamp,
     }
-    return d
 
 
-def start_precise_coverage(
-    *,
-    call_count: bool | None = None,
-    detailed: bool | None = None,
-    allow_triggered_updates: bool | None = None,
-) -> Command[StartPreciseCoverageResult]:
-    """Enable precise code coverage. Coverage data for JavaScript executed before enabling precise code
-    coverage may be incomplete. Enabling prevents running optimized code and resets execution
-    counters.
-
-    Args:
-        call_count: Collect accurate call counts beyond simple 'covered' or 'not covered'.
-        detailed: Collect block-based coverage.
-        allow_triggered_updates: Allow the backend to send updates on its own initiative
-    """
+def _p_start_precise_coverage(
+    call_count: bool | None,
+    detailed: bool | None,
+    allow_triggered_updates: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if call_count is not None:
         _p["callCount"] = call_count
@@ -500,7 +613,7 @@ def start_precise_coverage(
         _p["detailed"] = detailed
     if allow_triggered_updates is not None:
         _p["allowTriggeredUpdates"] = allow_triggered_updates
-    return Command("Profiler.startPreciseCoverage", _p, _s_StartPreciseCoverageResult)
+    return _p
 
 
 def _c_start_precise_coverage(d: dict[str, Any]) -> Command[StartPreciseCoverageResult]:
@@ -509,17 +622,6 @@ def _c_start_precise_coverage(d: dict[str, Any]) -> Command[StartPreciseCoverage
         detailed=d.get("detailed"),
         allow_triggered_updates=d.get("allowTriggeredUpdates"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StopResult:
-    """Result of :func:`stop` (Profiler.stop).
-
-    Attributes:
-        profile: Recorded profile.
-    """
-
-    profile: Profile
 
 
 def _s_StopResult(d: dict[str, Any]) -> StopResult:
@@ -534,44 +636,17 @@ def _s_StopResult(d: dict[str, Any]) -> StopResult:
 
 
 def _u_StopResult(o: StopResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "profile": _u_Profile(o.profile),
     }
-    return d
-
-
-def stop() -> Command[StopResult]:
-    """stop."""
-    _p: dict[str, Any] = {}
-    return Command("Profiler.stop", _p, _s_StopResult)
 
 
 def _c_stop(d: dict[str, Any]) -> Command[StopResult]:
     return stop()
 
 
-def stop_precise_coverage() -> Command[None]:
-    """Disable precise code coverage. Disabling releases unnecessary execution count records and allows
-    executing optimized code."""
-    _p: dict[str, Any] = {}
-    return Command("Profiler.stopPreciseCoverage", _p, None)
-
-
 def _c_stop_precise_coverage(d: dict[str, Any]) -> Command[None]:
     return stop_precise_coverage()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TakePreciseCoverageResult:
-    """Result of :func:`take_precise_coverage` (Profiler.takePreciseCoverage).
-
-    Attributes:
-        result: Coverage data for the current isolate.
-        timestamp: Monotonically increasing time (in seconds) when the coverage update was taken in the backend.
-    """
-
-    result: list[ScriptCoverage]
-    timestamp: float
 
 
 _TakePreciseCoverageResult_plain = {
@@ -596,40 +671,14 @@ def _s_TakePreciseCoverageResult(d: dict[str, Any]) -> TakePreciseCoverageResult
 
 
 def _u_TakePreciseCoverageResult(o: TakePreciseCoverageResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "result": [_u_ScriptCoverage(x0) for x0 in o.result],
         "timestamp": o.timestamp,
     }
-    return d
-
-
-def take_precise_coverage() -> Command[TakePreciseCoverageResult]:
-    """Collect coverage data for the current isolate, and resets execution counters. Precise code
-    coverage needs to have started."""
-    _p: dict[str, Any] = {}
-    return Command("Profiler.takePreciseCoverage", _p, _s_TakePreciseCoverageResult)
 
 
 def _c_take_precise_coverage(d: dict[str, Any]) -> Command[TakePreciseCoverageResult]:
     return take_precise_coverage()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ConsoleProfileFinished:
-    """consoleProfileFinished.
-
-    Attributes:
-        id_: -
-        location: Location of console.profileEnd().
-        profile: -
-        title: Profile title passed as an argument to console.profile().
-    """
-
-    method: ClassVar[str] = "Profiler.consoleProfileFinished"
-    id_: str
-    location: _debugger.Location
-    profile: Profile
-    title: str | None = None
 
 
 _ConsoleProfileFinished_plain = {
@@ -669,30 +718,6 @@ def _u_ConsoleProfileFinished(o: ConsoleProfileFinished) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    ConsoleProfileFinished,
-    {
-        "title": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ConsoleProfileStarted:
-    """Sent when new profile recording is started using console.profile() call.
-
-    Attributes:
-        id_: -
-        location: Location of console.profile().
-        title: Profile title passed as an argument to console.profile().
-    """
-
-    method: ClassVar[str] = "Profiler.consoleProfileStarted"
-    id_: str
-    location: _debugger.Location
-    title: str | None = None
-
-
 _ConsoleProfileStarted_plain = {
     "id": "id_",
     "title": "title",
@@ -725,33 +750,6 @@ def _u_ConsoleProfileStarted(o: ConsoleProfileStarted) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    ConsoleProfileStarted,
-    {
-        "title": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PreciseCoverageDeltaUpdate:
-    """Experimental. Reports coverage delta since the last poll (either from an event like this, or from
-    `takePreciseCoverage` for the current isolate. May only be sent if precise code
-    coverage has been started. This event can be trigged by the embedder to, for example,
-    trigger collection of coverage data immediately at a certain point in time.
-
-    Attributes:
-        timestamp: Monotonically increasing time (in seconds) when the coverage update was taken in the backend.
-        occasion: Identifier for distinguishing coverage events.
-        result: Coverage data for the current isolate.
-    """
-
-    method: ClassVar[str] = "Profiler.preciseCoverageDeltaUpdate"
-    timestamp: float
-    occasion: str
-    result: list[ScriptCoverage]
-
-
 _PreciseCoverageDeltaUpdate_plain = {
     "timestamp": "timestamp",
     "occasion": "occasion",
@@ -777,30 +775,13 @@ def _s_PreciseCoverageDeltaUpdate(d: dict[str, Any]) -> PreciseCoverageDeltaUpda
 
 
 def _u_PreciseCoverageDeltaUpdate(o: PreciseCoverageDeltaUpdate) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "timestamp": o.timestamp,
         "occasion": o.occasion,
         "result": [_u_ScriptCoverage(x0) for x0 in o.result],
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Profiler.consoleProfileFinished": _s_ConsoleProfileFinished,
-    "Profiler.consoleProfileStarted": _s_ConsoleProfileStarted,
-    "Profiler.preciseCoverageDeltaUpdate": _s_PreciseCoverageDeltaUpdate,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Profiler.disable": _c_disable,
-    "Profiler.enable": _c_enable,
-    "Profiler.getBestEffortCoverage": _c_get_best_effort_coverage,
-    "Profiler.setSamplingInterval": _c_set_sampling_interval,
-    "Profiler.start": _c_start,
-    "Profiler.startPreciseCoverage": _c_start_precise_coverage,
-    "Profiler.stop": _c_stop,
-    "Profiler.stopPreciseCoverage": _c_stop_precise_coverage,
-    "Profiler.takePreciseCoverage": _c_take_precise_coverage,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Profiler.preciseCoverageDeltaUpdate": (True, False),
 }
@@ -819,5 +800,16 @@ register(
         ConsoleProfileFinished: (_s_ConsoleProfileFinished, _u_ConsoleProfileFinished),
         ConsoleProfileStarted: (_s_ConsoleProfileStarted, _u_ConsoleProfileStarted),
         PreciseCoverageDeltaUpdate: (_s_PreciseCoverageDeltaUpdate, _u_PreciseCoverageDeltaUpdate),
-    }
+    },
+    {
+        disable: _c_disable,
+        enable: _c_enable,
+        get_best_effort_coverage: _c_get_best_effort_coverage,
+        set_sampling_interval: _c_set_sampling_interval,
+        start: _c_start,
+        start_precise_coverage: _c_start_precise_coverage,
+        stop: _c_stop,
+        stop_precise_coverage: _c_stop_precise_coverage,
+        take_precise_coverage: _c_take_precise_coverage,
+    },
 )

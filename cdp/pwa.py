@@ -6,19 +6,13 @@ This domain allows interacting with the browser to control PWAs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import target as _target
 
 DOMAIN = "PWA"
 EXPERIMENTAL = True
@@ -33,91 +27,28 @@ class FileHandlerAccept:
 
     Attributes:
         media_type: New name of the mimetype according to https://www.iana.org/assignments/media-types/media-types.xhtml
-        file_extensions: -
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/PWA/#type-FileHandlerAccept
     """
 
     media_type: str
     file_extensions: list[str]
 
 
-_FileHandlerAccept_plain = {
-    "mediaType": "media_type",
-    "fileExtensions": "file_extensions",
-}
-
-
-def _s_FileHandlerAccept(d: dict[str, Any]) -> FileHandlerAccept:
-    o = _new(FileHandlerAccept)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _FileHandlerAccept_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "media_type" not in od:
-        raise KeyError("mediaType")
-    if "file_extensions" not in od:
-        raise KeyError("fileExtensions")
-    return o
-
-
-def _u_FileHandlerAccept(o: FileHandlerAccept) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "mediaType": o.media_type,
-        "fileExtensions": o.file_extensions,
-    }
-    return d
-
-
 @attrs.frozen(kw_only=True, slots=False)
 class FileHandler:
-    """FileHandler.
-
-    Attributes:
-        action: -
-        accepts: -
-        display_name: -
-    """
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/PWA/#type-FileHandler"""
 
     action: str
     accepts: list[FileHandlerAccept]
     display_name: str
 
 
-_FileHandler_plain = {
-    "action": "action",
-    "displayName": "display_name",
-}
-
-
-def _s_FileHandler(d: dict[str, Any]) -> FileHandler:
-    o = _new(FileHandler)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _FileHandler_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "accepts":
-            od["accepts"] = None if v is None else [_s_FileHandlerAccept(x0) for x0 in v]
-    if "action" not in od:
-        raise KeyError("action")
-    if "accepts" not in od:
-        raise KeyError("accepts")
-    if "display_name" not in od:
-        raise KeyError("displayName")
-    return o
-
-
-def _u_FileHandler(o: FileHandler) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "action": o.action,
-        "accepts": [_u_FileHandlerAccept(x0) for x0 in o.accepts],
-        "displayName": o.display_name,
-    }
-    return d
-
-
 class DisplayMode(CDPEnum):
-    """If user prefers opening the app in browser or an app window."""
+    """If user prefers opening the app in browser or an app window.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/PWA/#type-DisplayMode
+    """
 
     STANDALONE = "standalone"
     BROWSER = "browser"
@@ -125,44 +56,13 @@ class DisplayMode(CDPEnum):
 
 @attrs.frozen(kw_only=True, slots=False)
 class GetOsAppStateResult:
-    """Result of :func:`get_os_app_state` (PWA.getOsAppState).
+    """Result of :func:`get_os_app_state`.
 
-    Attributes:
-        badge_count: -
-        file_handlers: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/PWA/#method-getOsAppState
     """
 
     badge_count: int
     file_handlers: list[FileHandler]
-
-
-_GetOsAppStateResult_plain = {
-    "badgeCount": "badge_count",
-}
-
-
-def _s_GetOsAppStateResult(d: dict[str, Any]) -> GetOsAppStateResult:
-    o = _new(GetOsAppStateResult)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _GetOsAppStateResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "fileHandlers":
-            od["file_handlers"] = None if v is None else [_s_FileHandler(x0) for x0 in v]
-    if "badge_count" not in od:
-        raise KeyError("badgeCount")
-    if "file_handlers" not in od:
-        raise KeyError("fileHandlers")
-    return o
-
-
-def _u_GetOsAppStateResult(o: GetOsAppStateResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "badgeCount": o.badge_count,
-        "fileHandlers": [_u_FileHandler(x0) for x0 in o.file_handlers],
-    }
-    return d
 
 
 def get_os_app_state(
@@ -173,17 +73,10 @@ def get_os_app_state(
 
     Args:
         manifest_id: The id from the webapp's manifest file, commonly it's the url of the site installing the webapp. See https://web.dev/learn/pwa/web-app-manifest.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/PWA/#method-getOsAppState
     """
-    _p: dict[str, Any] = {
-        "manifestId": manifest_id,
-    }
-    return Command("PWA.getOsAppState", _p, _s_GetOsAppStateResult)
-
-
-def _c_get_os_app_state(d: dict[str, Any]) -> Command[GetOsAppStateResult]:
-    return get_os_app_state(
-        manifest_id=d["manifestId"],
-    )
+    return Command("PWA.getOsAppState", _p_get_os_app_state(manifest_id), GetOsAppStateResult)
 
 
 def install(
@@ -219,22 +112,11 @@ def install(
     mode, the installation will fail, regardless of the state of the allowlist.
 
     Args:
-        manifest_id: -
         install_url_or_bundle_url: The location of the app or bundle overriding the one derived from the manifestId.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/PWA/#method-install
     """
-    _p: dict[str, Any] = {
-        "manifestId": manifest_id,
-    }
-    if install_url_or_bundle_url is not None:
-        _p["installUrlOrBundleUrl"] = install_url_or_bundle_url
-    return Command("PWA.install", _p, None)
-
-
-def _c_install(d: dict[str, Any]) -> Command[None]:
-    return install(
-        manifest_id=d["manifestId"],
-        install_url_or_bundle_url=d.get("installUrlOrBundleUrl"),
-    )
+    return Command("PWA.install", _p_install(manifest_id, install_url_or_bundle_url), None)
 
 
 def uninstall(
@@ -243,54 +125,22 @@ def uninstall(
 ) -> Command[None]:
     """Uninstalls the given manifest_id and closes any opened app windows.
 
-    Args:
-        manifest_id: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/PWA/#method-uninstall
     """
-    _p: dict[str, Any] = {
-        "manifestId": manifest_id,
-    }
-    return Command("PWA.uninstall", _p, None)
-
-
-def _c_uninstall(d: dict[str, Any]) -> Command[None]:
-    return uninstall(
-        manifest_id=d["manifestId"],
-    )
+    return Command("PWA.uninstall", _p_uninstall(manifest_id), None)
 
 
 @attrs.frozen(kw_only=True, slots=False)
 class LaunchResult:
-    """Result of :func:`launch` (PWA.launch).
+    """Result of :func:`launch`.
 
     Attributes:
         target_id: ID of the tab target created as a result.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/PWA/#method-launch
     """
 
-    target_id: _target.TargetID
-
-
-_LaunchResult_plain = {
-    "targetId": "target_id",
-}
-
-
-def _s_LaunchResult(d: dict[str, Any]) -> LaunchResult:
-    o = _new(LaunchResult)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _LaunchResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "target_id" not in od:
-        raise KeyError("targetId")
-    return o
-
-
-def _u_LaunchResult(o: LaunchResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "targetId": o.target_id,
-    }
-    return d
+    target_id: cdp.target.TargetID
 
 
 def launch(
@@ -302,58 +152,22 @@ def launch(
     default start url if it is provided. Returns a page Target.TargetID which
     can be used to attach to via Target.attachToTarget or similar APIs.
 
-    Args:
-        manifest_id: -
-        url: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/PWA/#method-launch
     """
-    _p: dict[str, Any] = {
-        "manifestId": manifest_id,
-    }
-    if url is not None:
-        _p["url"] = url
-    return Command("PWA.launch", _p, _s_LaunchResult)
-
-
-def _c_launch(d: dict[str, Any]) -> Command[LaunchResult]:
-    return launch(
-        manifest_id=d["manifestId"],
-        url=d.get("url"),
-    )
+    return Command("PWA.launch", _p_launch(manifest_id, url), LaunchResult)
 
 
 @attrs.frozen(kw_only=True, slots=False)
 class LaunchFilesInAppResult:
-    """Result of :func:`launch_files_in_app` (PWA.launchFilesInApp).
+    """Result of :func:`launch_files_in_app`.
 
     Attributes:
         target_ids: IDs of the tab targets created as the result.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/PWA/#method-launchFilesInApp
     """
 
-    target_ids: list[_target.TargetID]
-
-
-_LaunchFilesInAppResult_plain = {
-    "targetIds": "target_ids",
-}
-
-
-def _s_LaunchFilesInAppResult(d: dict[str, Any]) -> LaunchFilesInAppResult:
-    o = _new(LaunchFilesInAppResult)
-    od = o.__dict__
-    for k, v in d.items():
-        n = _LaunchFilesInAppResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "target_ids" not in od:
-        raise KeyError("targetIds")
-    return o
-
-
-def _u_LaunchFilesInAppResult(o: LaunchFilesInAppResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "targetIds": o.target_ids,
-    }
-    return d
+    target_ids: list[cdp.target.TargetID]
 
 
 def launch_files_in_app(
@@ -375,22 +189,9 @@ def launch_files_in_app(
 
     TODO(crbug.com/339454034): Check the existences of the input files.
 
-    Args:
-        manifest_id: -
-        files: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/PWA/#method-launchFilesInApp
     """
-    _p: dict[str, Any] = {
-        "manifestId": manifest_id,
-        "files": files,
-    }
-    return Command("PWA.launchFilesInApp", _p, _s_LaunchFilesInAppResult)
-
-
-def _c_launch_files_in_app(d: dict[str, Any]) -> Command[LaunchFilesInAppResult]:
-    return launch_files_in_app(
-        manifest_id=d["manifestId"],
-        files=d["files"],
-    )
+    return Command("PWA.launchFilesInApp", _p_launch_files_in_app(manifest_id, files), LaunchFilesInAppResult)
 
 
 def open_current_page_in_app(
@@ -401,19 +202,9 @@ def open_current_page_in_app(
     to be called on a page target. This function returns immediately without
     waiting for the app to finish loading.
 
-    Args:
-        manifest_id: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/PWA/#method-openCurrentPageInApp
     """
-    _p: dict[str, Any] = {
-        "manifestId": manifest_id,
-    }
-    return Command("PWA.openCurrentPageInApp", _p, None)
-
-
-def _c_open_current_page_in_app(d: dict[str, Any]) -> Command[None]:
-    return open_current_page_in_app(
-        manifest_id=d["manifestId"],
-    )
+    return Command("PWA.openCurrentPageInApp", _p_open_current_page_in_app(manifest_id), None)
 
 
 def change_app_user_settings(
@@ -433,10 +224,260 @@ def change_app_user_settings(
     See the comment of each parameter.
 
     Args:
-        manifest_id: -
         link_capturing: If user allows the links clicked on by the user in the app's scope, or extended scope if the manifest has scope extensions and the flags `DesktopPWAsLinkCapturingWithScopeExtensions` and `WebAppEnableScopeExtensions` are enabled. Note, the API does not support resetting the linkCapturing to the initial value, uninstalling and installing the web app again will reset it. TODO(crbug.com/339453269): Setting this value on ChromeOS is not supported yet.
-        display_mode: -
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/PWA/#method-changeAppUserSettings
     """
+    return Command(
+        "PWA.changeAppUserSettings",
+        _p_change_app_user_settings(manifest_id, link_capturing, display_mode),
+        None,
+    )
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
+
+
+_FileHandlerAccept_plain = {
+    "mediaType": "media_type",
+    "fileExtensions": "file_extensions",
+}
+
+
+def _s_FileHandlerAccept(d: dict[str, Any]) -> FileHandlerAccept:
+    o = _new(FileHandlerAccept)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _FileHandlerAccept_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "media_type" not in od:
+        raise KeyError("mediaType")
+    if "file_extensions" not in od:
+        raise KeyError("fileExtensions")
+    return o
+
+
+def _u_FileHandlerAccept(o: FileHandlerAccept) -> dict[str, Any]:
+    return {
+        "mediaType": o.media_type,
+        "fileExtensions": o.file_extensions,
+    }
+
+
+_FileHandler_plain = {
+    "action": "action",
+    "displayName": "display_name",
+}
+
+
+def _s_FileHandler(d: dict[str, Any]) -> FileHandler:
+    o = _new(FileHandler)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _FileHandler_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "accepts":
+            od["accepts"] = None if v is None else [_s_FileHandlerAccept(x0) for x0 in v]
+    if "action" not in od:
+        raise KeyError("action")
+    if "accepts" not in od:
+        raise KeyError("accepts")
+    if "display_name" not in od:
+        raise KeyError("displayName")
+    return o
+
+
+def _u_FileHandler(o: FileHandler) -> dict[str, Any]:
+    return {
+        "action": o.action,
+        "accepts": [_u_FileHandlerAccept(x0) for x0 in o.accepts],
+        "displayName": o.display_name,
+    }
+
+
+_GetOsAppStateResult_plain = {
+    "badgeCount": "badge_count",
+}
+
+
+def _s_GetOsAppStateResult(d: dict[str, Any]) -> GetOsAppStateResult:
+    o = _new(GetOsAppStateResult)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _GetOsAppStateResult_plain.get(k)
+        if n is not None:
+            od[n] = v
+        elif k == "fileHandlers":
+            od["file_handlers"] = None if v is None else [_s_FileHandler(x0) for x0 in v]
+    if "badge_count" not in od:
+        raise KeyError("badgeCount")
+    if "file_handlers" not in od:
+        raise KeyError("fileHandlers")
+    return o
+
+
+def _u_GetOsAppStateResult(o: GetOsAppStateResult) -> dict[str, Any]:
+    return {
+        "badgeCount": o.badge_count,
+        "fileHandlers": [_u_FileHandler(x0) for x0 in o.file_handlers],
+    }
+
+
+def _p_get_os_app_state(
+    manifest_id: str,
+) -> dict[str, Any]:
+    return {
+        "manifestId": manifest_id,
+    }
+
+
+def _c_get_os_app_state(d: dict[str, Any]) -> Command[GetOsAppStateResult]:
+    return get_os_app_state(
+        manifest_id=d["manifestId"],
+    )
+
+
+def _p_install(
+    manifest_id: str,
+    install_url_or_bundle_url: str | None,
+) -> dict[str, Any]:
+    _p: dict[str, Any] = {
+        "manifestId": manifest_id,
+    }
+    if install_url_or_bundle_url is not None:
+        _p["installUrlOrBundleUrl"] = install_url_or_bundle_url
+    return _p
+
+
+def _c_install(d: dict[str, Any]) -> Command[None]:
+    return install(
+        manifest_id=d["manifestId"],
+        install_url_or_bundle_url=d.get("installUrlOrBundleUrl"),
+    )
+
+
+def _p_uninstall(
+    manifest_id: str,
+) -> dict[str, Any]:
+    return {
+        "manifestId": manifest_id,
+    }
+
+
+def _c_uninstall(d: dict[str, Any]) -> Command[None]:
+    return uninstall(
+        manifest_id=d["manifestId"],
+    )
+
+
+_LaunchResult_plain = {
+    "targetId": "target_id",
+}
+
+
+def _s_LaunchResult(d: dict[str, Any]) -> LaunchResult:
+    o = _new(LaunchResult)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _LaunchResult_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "target_id" not in od:
+        raise KeyError("targetId")
+    return o
+
+
+def _u_LaunchResult(o: LaunchResult) -> dict[str, Any]:
+    return {
+        "targetId": o.target_id,
+    }
+
+
+def _p_launch(
+    manifest_id: str,
+    url: str | None,
+) -> dict[str, Any]:
+    _p: dict[str, Any] = {
+        "manifestId": manifest_id,
+    }
+    if url is not None:
+        _p["url"] = url
+    return _p
+
+
+def _c_launch(d: dict[str, Any]) -> Command[LaunchResult]:
+    return launch(
+        manifest_id=d["manifestId"],
+        url=d.get("url"),
+    )
+
+
+_LaunchFilesInAppResult_plain = {
+    "targetIds": "target_ids",
+}
+
+
+def _s_LaunchFilesInAppResult(d: dict[str, Any]) -> LaunchFilesInAppResult:
+    o = _new(LaunchFilesInAppResult)
+    od = o.__dict__
+    for k, v in d.items():
+        n = _LaunchFilesInAppResult_plain.get(k)
+        if n is not None:
+            od[n] = v
+    if "target_ids" not in od:
+        raise KeyError("targetIds")
+    return o
+
+
+def _u_LaunchFilesInAppResult(o: LaunchFilesInAppResult) -> dict[str, Any]:
+    return {
+        "targetIds": o.target_ids,
+    }
+
+
+def _p_launch_files_in_app(
+    manifest_id: str,
+    files: list[str],
+) -> dict[str, Any]:
+    return {
+        "manifestId": manifest_id,
+        "files": files,
+    }
+
+
+def _c_launch_files_in_app(d: dict[str, Any]) -> Command[LaunchFilesInAppResult]:
+    return launch_files_in_app(
+        manifest_id=d["manifestId"],
+        files=d["files"],
+    )
+
+
+def _p_open_current_page_in_app(
+    manifest_id: str,
+) -> dict[str, Any]:
+    return {
+        "manifestId": manifest_id,
+    }
+
+
+def _c_open_current_page_in_app(d: dict[str, Any]) -> Command[None]:
+    return open_current_page_in_app(
+        manifest_id=d["manifestId"],
+    )
+
+
+def _p_change_app_user_settings(
+    manifest_id: str,
+    link_capturing: bool | None,
+    display_mode: DisplayMode | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "manifestId": manifest_id,
     }
@@ -444,7 +485,7 @@ def change_app_user_settings(
         _p["linkCapturing"] = link_capturing
     if display_mode is not None:
         _p["displayMode"] = display_mode
-    return Command("PWA.changeAppUserSettings", _p, None)
+    return _p
 
 
 def _c_change_app_user_settings(d: dict[str, Any]) -> Command[None]:
@@ -455,16 +496,6 @@ def _c_change_app_user_settings(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "PWA.getOsAppState": _c_get_os_app_state,
-    "PWA.install": _c_install,
-    "PWA.uninstall": _c_uninstall,
-    "PWA.launch": _c_launch,
-    "PWA.launchFilesInApp": _c_launch_files_in_app,
-    "PWA.openCurrentPageInApp": _c_open_current_page_in_app,
-    "PWA.changeAppUserSettings": _c_change_app_user_settings,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "PWA": (True, False),
 }
@@ -475,5 +506,14 @@ register(
         GetOsAppStateResult: (_s_GetOsAppStateResult, _u_GetOsAppStateResult),
         LaunchResult: (_s_LaunchResult, _u_LaunchResult),
         LaunchFilesInAppResult: (_s_LaunchFilesInAppResult, _u_LaunchFilesInAppResult),
-    }
+    },
+    {
+        get_os_app_state: _c_get_os_app_state,
+        install: _c_install,
+        uninstall: _c_uninstall,
+        launch: _c_launch,
+        launch_files_in_app: _c_launch_files_in_app,
+        open_current_page_in_app: _c_open_current_page_in_app,
+        change_app_user_settings: _c_change_app_user_settings,
+    },
 )

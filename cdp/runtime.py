@@ -10,17 +10,11 @@ other objects in their object group.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
+from cdp._base import UNSET, Command, register
 
 DOMAIN = "Runtime"
 EXPERIMENTAL = False
@@ -29,7 +23,10 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 ScriptId = str
-"""Unique script identifier."""
+"""Unique script identifier.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-ScriptId
+"""
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -40,11 +37,1109 @@ class SerializationOptions:
         serialization: Values: 'deep', 'json', 'idOnly'.
         max_depth: Deep serialization depth. Default is full depth. Respected only in `deep` serialization mode.
         additional_parameters: Embedder-specific parameters. For example if connected to V8 in Chrome these control DOM serialization via `maxNodeDepth: integer` and `includeShadowTree: "none" | "open" | "all"`. Values can be only of type string or integer.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-SerializationOptions
     """
 
     serialization: str
     max_depth: int | None = None
     additional_parameters: dict[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DeepSerializedValue:
+    """Represents deep serialized value.
+
+    Attributes:
+        type_: Values: 'undefined', 'null', 'string', 'number', 'boolean', 'bigint', 'regexp', 'date', 'symbol', 'array', 'object', 'function', 'map', 'set', 'weakmap', 'weakset', 'error', 'proxy', 'promise', 'typedarray', 'arraybuffer', 'node', 'window', 'generator'.
+        weak_local_object_reference: Set if value reference met more then once during serialization. In such case, value is provided only to one of the serialized values. Unique per value in the scope of one CDP call.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-DeepSerializedValue
+    """
+
+    type_: str
+    value: Any = UNSET
+    object_id: str | None = None
+    weak_local_object_reference: int | None = None
+
+
+RemoteObjectId = str
+"""Unique object identifier.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-RemoteObjectId
+"""
+
+
+UnserializableValue = str
+"""Primitive value which cannot be JSON-stringified. Includes values `-0`, `NaN`, `Infinity`,
+`-Infinity`, and bigint literals.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-UnserializableValue
+"""
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RemoteObject:
+    """Mirror object referencing original JavaScript object.
+
+    Attributes:
+        type_: Object type. Values: 'object', 'function', 'undefined', 'string', 'number', 'boolean', 'symbol', 'bigint'.
+        subtype: Object subtype hint. Specified for `object` type values only. NOTE: If you change anything here, make sure to also update `subtype` in `ObjectPreview` and `PropertyPreview` below. Values: 'array', 'null', 'node', 'regexp', 'date', 'map', 'set', 'weakmap', 'weakset', 'iterator', 'generator', 'error', 'proxy', 'promise', 'typedarray', 'arraybuffer', 'dataview', 'webassemblymemory', 'wasmvalue', 'deferredmodule', 'trustedtype'.
+        class_name: Object class (constructor) name. Specified for `object` type values only.
+        value: Remote object value in case of primitive values or JSON values (if it was requested).
+        unserializable_value: Primitive value which can not be JSON-stringified does not have `value`, but gets this property.
+        description: String representation of the object.
+        deep_serialized_value: Experimental.
+        object_id: Unique object identifier (for non-primitive values).
+        preview: Experimental. Preview containing abbreviated property values. Specified for `object` type values only.
+        custom_preview: Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-RemoteObject
+    """
+
+    type_: str
+    subtype: str | None = None
+    class_name: str | None = None
+    value: Any = UNSET
+    unserializable_value: UnserializableValue | None = None
+    description: str | None = None
+    deep_serialized_value: DeepSerializedValue | None = None
+    object_id: RemoteObjectId | None = None
+    preview: ObjectPreview | None = None
+    custom_preview: CustomPreview | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CustomPreview:
+    """Experimental.
+
+    Attributes:
+        header: The JSON-stringified result of formatter.header(object, config) call. It contains json ML array that represents RemoteObject.
+        body_getter_id: If formatter returns true as a result of formatter.hasBody call then bodyGetterId will contain RemoteObjectId for the function that returns result of formatter.body(object, config) call. The result value is json ML array.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-CustomPreview
+    """
+
+    header: str
+    body_getter_id: RemoteObjectId | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ObjectPreview:
+    """Experimental. Object containing abbreviated remote object value.
+
+    Attributes:
+        type_: Object type. Values: 'object', 'function', 'undefined', 'string', 'number', 'boolean', 'symbol', 'bigint'.
+        subtype: Object subtype hint. Specified for `object` type values only. Values: 'array', 'null', 'node', 'regexp', 'date', 'map', 'set', 'weakmap', 'weakset', 'iterator', 'generator', 'error', 'proxy', 'promise', 'typedarray', 'arraybuffer', 'dataview', 'webassemblymemory', 'wasmvalue', 'deferredmodule', 'trustedtype'.
+        description: String representation of the object.
+        overflow: True iff some of the properties or entries of the original object did not fit.
+        properties: List of the properties.
+        entries: List of the entries. Specified for `map` and `set` subtype values only.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-ObjectPreview
+    """
+
+    type_: str
+    subtype: str | None = None
+    description: str | None = None
+    overflow: bool
+    properties: list[PropertyPreview]
+    entries: list[EntryPreview] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PropertyPreview:
+    """Experimental.
+
+    Attributes:
+        name: Property name.
+        type_: Object type. Accessor means that the property itself is an accessor property. Values: 'object', 'function', 'undefined', 'string', 'number', 'boolean', 'symbol', 'accessor', 'bigint'.
+        value: User-friendly property value string.
+        value_preview: Nested value preview.
+        subtype: Object subtype hint. Specified for `object` type values only. Values: 'array', 'null', 'node', 'regexp', 'date', 'map', 'set', 'weakmap', 'weakset', 'iterator', 'generator', 'error', 'proxy', 'promise', 'typedarray', 'arraybuffer', 'dataview', 'webassemblymemory', 'wasmvalue', 'deferredmodule', 'trustedtype'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-PropertyPreview
+    """
+
+    name: str
+    type_: str
+    value: str | None = None
+    value_preview: ObjectPreview | None = None
+    subtype: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class EntryPreview:
+    """Experimental.
+
+    Attributes:
+        key: Preview of the key. Specified for map-like collection entries.
+        value: Preview of the value.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-EntryPreview
+    """
+
+    key: ObjectPreview | None = None
+    value: ObjectPreview
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PropertyDescriptor:
+    """Object property descriptor.
+
+    Attributes:
+        name: Property name or symbol description.
+        value: The value associated with the property.
+        writable: True if the value associated with the property may be changed (data descriptors only).
+        get: A function which serves as a getter for the property, or `undefined` if there is no getter (accessor descriptors only).
+        set_: A function which serves as a setter for the property, or `undefined` if there is no setter (accessor descriptors only).
+        configurable: True if the type of this property descriptor may be changed and if the property may be deleted from the corresponding object.
+        enumerable: True if this property shows up during enumeration of the properties on the corresponding object.
+        was_thrown: True if the result was thrown during the evaluation.
+        is_own: True if the property is owned for the object.
+        symbol: Property symbol object, if the property is of the `symbol` type.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-PropertyDescriptor
+    """
+
+    name: str
+    value: RemoteObject | None = None
+    writable: bool | None = None
+    get: RemoteObject | None = None
+    set_: RemoteObject | None = None
+    configurable: bool
+    enumerable: bool
+    was_thrown: bool | None = None
+    is_own: bool | None = None
+    symbol: RemoteObject | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class InternalPropertyDescriptor:
+    """Object internal property descriptor. This property isn't normally visible in JavaScript code.
+
+    Attributes:
+        name: Conventional property name.
+        value: The value associated with the property.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-InternalPropertyDescriptor
+    """
+
+    name: str
+    value: RemoteObject | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PrivatePropertyDescriptor:
+    """Experimental. Object private field descriptor.
+
+    Attributes:
+        name: Private property name.
+        value: The value associated with the private property.
+        get: A function which serves as a getter for the private property, or `undefined` if there is no getter (accessor descriptors only).
+        set_: A function which serves as a setter for the private property, or `undefined` if there is no setter (accessor descriptors only).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-PrivatePropertyDescriptor
+    """
+
+    name: str
+    value: RemoteObject | None = None
+    get: RemoteObject | None = None
+    set_: RemoteObject | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CallArgument:
+    """Represents function call argument. Either remote object id `objectId`, primitive `value`,
+    unserializable primitive value or neither of (for undefined) them should be specified.
+
+    Attributes:
+        value: Primitive value or serializable javascript object.
+        unserializable_value: Primitive value which can not be JSON-stringified.
+        object_id: Remote object handle.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-CallArgument
+    """
+
+    value: Any = UNSET
+    unserializable_value: UnserializableValue | None = None
+    object_id: RemoteObjectId | None = None
+
+
+ExecutionContextId = int
+"""Id of an execution context.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-ExecutionContextId
+"""
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ExecutionContextDescription:
+    """Description of an isolated world.
+
+    Attributes:
+        id_: Unique id of the execution context. It can be used to specify in which execution context script evaluation should be performed.
+        origin: Execution context origin.
+        name: Human readable name describing given context.
+        unique_id: Experimental. A system-unique execution context identifier. Unlike the id, this is unique across multiple processes, so can be reliably used to identify specific context while backend performs a cross-process navigation.
+        aux_data: Embedder-specific auxiliary data likely matching {isDefault: boolean, type: 'default'|'isolated'|'worker', frameId: string}
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-ExecutionContextDescription
+    """
+
+    id_: ExecutionContextId
+    origin: str
+    name: str
+    unique_id: str
+    aux_data: dict[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ExceptionDetails:
+    """Detailed information about exception (or error) that was thrown during script compilation or
+    execution.
+
+    Attributes:
+        text: Exception text, which should be used together with exception object when available.
+        line_number: Line number of the exception location (0-based).
+        column_number: Column number of the exception location (0-based).
+        script_id: Script ID of the exception location.
+        url: URL of the exception location, to be used when the script was not reported.
+        stack_trace: JavaScript stack trace if available.
+        exception: Exception object if available.
+        execution_context_id: Identifier of the context where exception happened.
+        exception_meta_data: Experimental. Dictionary with entries of meta data that the client associated with this exception, such as information about associated network requests, etc.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-ExceptionDetails
+    """
+
+    exception_id: int
+    text: str
+    line_number: int
+    column_number: int
+    script_id: ScriptId | None = None
+    url: str | None = None
+    stack_trace: StackTrace | None = None
+    exception: RemoteObject | None = None
+    execution_context_id: ExecutionContextId | None = None
+    exception_meta_data: dict[str, Any] | None = None
+
+
+Timestamp = float
+"""Number of milliseconds since epoch.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-Timestamp
+"""
+
+
+TimeDelta = float
+"""Number of milliseconds.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-TimeDelta
+"""
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CallFrame:
+    """Stack entry for runtime errors and assertions.
+
+    Attributes:
+        function_name: JavaScript function name.
+        script_id: JavaScript script id.
+        url: JavaScript script name or url.
+        line_number: JavaScript script line number (0-based).
+        column_number: JavaScript script column number (0-based).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-CallFrame
+    """
+
+    function_name: str
+    script_id: ScriptId
+    url: str
+    line_number: int
+    column_number: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StackTrace:
+    """Call frames for assertions or error messages.
+
+    Attributes:
+        description: String label of this stack trace. For async traces this may be a name of the function that initiated the async call.
+        call_frames: JavaScript function name.
+        parent: Asynchronous JavaScript stack trace that preceded this stack, if available.
+        parent_id: Experimental. Asynchronous JavaScript stack trace that preceded this stack, if available.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-StackTrace
+    """
+
+    description: str | None = None
+    call_frames: list[CallFrame]
+    parent: StackTrace | None = None
+    parent_id: StackTraceId | None = None
+
+
+UniqueDebuggerId = str
+"""Experimental. Unique identifier of current debugger.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-UniqueDebuggerId
+"""
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StackTraceId:
+    """Experimental. If `debuggerId` is set stack trace comes from another debugger and can be resolved there. This
+    allows to track cross-debugger calls. See `Runtime.StackTrace` and `Debugger.paused` for usages.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-StackTraceId
+    """
+
+    id_: str
+    debugger_id: UniqueDebuggerId | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AwaitPromiseResult:
+    """Result of :func:`await_promise`.
+
+    Attributes:
+        result: Promise result. Will contain rejected value if promise was rejected.
+        exception_details: Exception details if stack strace is available.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-awaitPromise
+    """
+
+    result: RemoteObject
+    exception_details: ExceptionDetails | None = None
+
+
+def await_promise(
+    *,
+    promise_object_id: RemoteObjectId,
+    return_by_value: bool | None = None,
+    generate_preview: bool | None = None,
+) -> Command[AwaitPromiseResult]:
+    """Add handler to promise with given promise object id.
+
+    Args:
+        promise_object_id: Identifier of the promise.
+        return_by_value: Whether the result is expected to be a JSON object that should be sent by value.
+        generate_preview: Whether preview should be generated for the result.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-awaitPromise
+    """
+    return Command(
+        "Runtime.awaitPromise",
+        _p_await_promise(promise_object_id, return_by_value, generate_preview),
+        AwaitPromiseResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CallFunctionOnResult:
+    """Result of :func:`call_function_on`.
+
+    Attributes:
+        result: Call result.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-callFunctionOn
+    """
+
+    result: RemoteObject
+    exception_details: ExceptionDetails | None = None
+
+
+def call_function_on(
+    *,
+    function_declaration: str,
+    object_id: RemoteObjectId | None = None,
+    arguments: list[CallArgument] | None = None,
+    silent: bool | None = None,
+    return_by_value: bool | None = None,
+    generate_preview: bool | None = None,
+    user_gesture: bool | None = None,
+    await_promise: bool | None = None,
+    execution_context_id: ExecutionContextId | None = None,
+    object_group: str | None = None,
+    throw_on_side_effect: bool | None = None,
+    unique_context_id: str | None = None,
+    serialization_options: SerializationOptions | None = None,
+) -> Command[CallFunctionOnResult]:
+    """Calls function with given declaration on the given object. Object group of the result is
+    inherited from the target object.
+
+    Args:
+        function_declaration: Declaration of the function to call.
+        object_id: Identifier of the object to call function on. Either objectId or executionContextId should be specified.
+        arguments: Call arguments. All call arguments must belong to the same JavaScript world as the target object.
+        silent: In silent mode exceptions thrown during evaluation are not reported and do not pause execution. Overrides `setPauseOnException` state.
+        return_by_value: Whether the result is expected to be a JSON object which should be sent by value. Can be overriden by `serializationOptions`.
+        generate_preview: Experimental. Whether preview should be generated for the result.
+        user_gesture: Whether execution should be treated as initiated by user in the UI.
+        await_promise: Whether execution should `await` for resulting value and return once awaited promise is resolved.
+        execution_context_id: Specifies execution context which global object will be used to call function on. Either executionContextId or objectId should be specified.
+        object_group: Symbolic group name that can be used to release multiple objects. If objectGroup is not specified and objectId is, objectGroup will be inherited from object.
+        throw_on_side_effect: Experimental. Whether to throw an exception if side effect cannot be ruled out during evaluation.
+        unique_context_id: Experimental. An alternative way to specify the execution context to call function on. Compared to contextId that may be reused across processes, this is guaranteed to be system-unique, so it can be used to prevent accidental function call in context different than intended (e.g. as a result of navigation across process boundaries). This is mutually exclusive with `executionContextId`.
+        serialization_options: Experimental. Specifies the result serialization. If provided, overrides `generatePreview` and `returnByValue`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-callFunctionOn
+    """
+    return Command(
+        "Runtime.callFunctionOn",
+        _p_call_function_on(
+            function_declaration,
+            object_id,
+            arguments,
+            silent,
+            return_by_value,
+            generate_preview,
+            user_gesture,
+            await_promise,
+            execution_context_id,
+            object_group,
+            throw_on_side_effect,
+            unique_context_id,
+            serialization_options,
+        ),
+        CallFunctionOnResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CompileScriptResult:
+    """Result of :func:`compile_script`.
+
+    Attributes:
+        script_id: Id of the script.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-compileScript
+    """
+
+    script_id: ScriptId | None = None
+    exception_details: ExceptionDetails | None = None
+
+
+def compile_script(
+    *,
+    expression: str,
+    source_url: str,
+    persist_script: bool,
+    execution_context_id: ExecutionContextId | None = None,
+) -> Command[CompileScriptResult]:
+    """Compiles expression.
+
+    Args:
+        expression: Expression to compile.
+        source_url: Source url to be set for the script.
+        persist_script: Specifies whether the compiled script should be persisted.
+        execution_context_id: Specifies in which execution context to perform script run. If the parameter is omitted the evaluation will be performed in the context of the inspected page.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-compileScript
+    """
+    return Command(
+        "Runtime.compileScript",
+        _p_compile_script(expression, source_url, persist_script, execution_context_id),
+        CompileScriptResult,
+    )
+
+
+def disable() -> Command[None]:
+    """Disables reporting of execution contexts creation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-disable
+    """
+    return Command("Runtime.disable", {}, None)
+
+
+def discard_console_entries() -> Command[None]:
+    """Discards collected exceptions and console API calls.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-discardConsoleEntries
+    """
+    return Command("Runtime.discardConsoleEntries", {}, None)
+
+
+def enable() -> Command[None]:
+    """Enables reporting of execution contexts creation by means of `executionContextCreated` event.
+    When the reporting gets enabled the event will be sent immediately for each existing execution
+    context.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-enable
+    """
+    return Command("Runtime.enable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class EvaluateResult:
+    """Result of :func:`evaluate`.
+
+    Attributes:
+        result: Evaluation result.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-evaluate
+    """
+
+    result: RemoteObject
+    exception_details: ExceptionDetails | None = None
+
+
+def evaluate(
+    *,
+    expression: str,
+    object_group: str | None = None,
+    include_command_line_api: bool | None = None,
+    silent: bool | None = None,
+    context_id: ExecutionContextId | None = None,
+    return_by_value: bool | None = None,
+    generate_preview: bool | None = None,
+    user_gesture: bool | None = None,
+    await_promise: bool | None = None,
+    throw_on_side_effect: bool | None = None,
+    timeout: TimeDelta | None = None,
+    disable_breaks: bool | None = None,
+    repl_mode: bool | None = None,
+    allow_unsafe_eval_blocked_by_csp: bool | None = None,
+    unique_context_id: str | None = None,
+    serialization_options: SerializationOptions | None = None,
+) -> Command[EvaluateResult]:
+    """Evaluates expression on global object.
+
+    Args:
+        expression: Expression to evaluate.
+        object_group: Symbolic group name that can be used to release multiple objects.
+        include_command_line_api: Determines whether Command Line API should be available during the evaluation.
+        silent: In silent mode exceptions thrown during evaluation are not reported and do not pause execution. Overrides `setPauseOnException` state.
+        context_id: Specifies in which execution context to perform evaluation. If the parameter is omitted the evaluation will be performed in the context of the inspected page. This is mutually exclusive with `uniqueContextId`, which offers an alternative way to identify the execution context that is more reliable in a multi-process environment.
+        return_by_value: Whether the result is expected to be a JSON object that should be sent by value.
+        generate_preview: Experimental. Whether preview should be generated for the result.
+        user_gesture: Whether execution should be treated as initiated by user in the UI.
+        await_promise: Whether execution should `await` for resulting value and return once awaited promise is resolved.
+        throw_on_side_effect: Experimental. Whether to throw an exception if side effect cannot be ruled out during evaluation. This implies `disableBreaks` below.
+        timeout: Experimental. Terminate execution after timing out (number of milliseconds).
+        disable_breaks: Experimental. Disable breakpoints during execution.
+        repl_mode: Experimental. Setting this flag to true enables `let` re-declaration and top-level `await`. Note that `let` variables can only be re-declared if they originate from `replMode` themselves.
+        allow_unsafe_eval_blocked_by_csp: Experimental. The Content Security Policy (CSP) for the target might block 'unsafe-eval' which includes eval(), Function(), setTimeout() and setInterval() when called with non-callable arguments. This flag bypasses CSP for this evaluation and allows unsafe-eval. Defaults to true.
+        unique_context_id: Experimental. An alternative way to specify the execution context to evaluate in. Compared to contextId that may be reused across processes, this is guaranteed to be system-unique, so it can be used to prevent accidental evaluation of the expression in context different than intended (e.g. as a result of navigation across process boundaries). This is mutually exclusive with `contextId`.
+        serialization_options: Experimental. Specifies the result serialization. If provided, overrides `generatePreview` and `returnByValue`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-evaluate
+    """
+    return Command(
+        "Runtime.evaluate",
+        _p_evaluate(
+            expression,
+            object_group,
+            include_command_line_api,
+            silent,
+            context_id,
+            return_by_value,
+            generate_preview,
+            user_gesture,
+            await_promise,
+            throw_on_side_effect,
+            timeout,
+            disable_breaks,
+            repl_mode,
+            allow_unsafe_eval_blocked_by_csp,
+            unique_context_id,
+            serialization_options,
+        ),
+        EvaluateResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetIsolateIdResult:
+    """Result of :func:`get_isolate_id`.
+
+    Attributes:
+        id_: The isolate id.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-getIsolateId
+    """
+
+    id_: str
+
+
+def get_isolate_id() -> Command[GetIsolateIdResult]:
+    """Experimental. Returns the isolate id.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-getIsolateId
+    """
+    return Command("Runtime.getIsolateId", {}, GetIsolateIdResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetHeapUsageResult:
+    """Result of :func:`get_heap_usage`.
+
+    Attributes:
+        used_size: Used JavaScript heap size in bytes.
+        total_size: Allocated JavaScript heap size in bytes.
+        embedder_heap_used_size: Used size in bytes in the embedder's garbage-collected heap.
+        backing_storage_size: Size in bytes of backing storage for array buffers and external strings.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-getHeapUsage
+    """
+
+    used_size: float
+    total_size: float
+    embedder_heap_used_size: float
+    backing_storage_size: float
+
+
+def get_heap_usage() -> Command[GetHeapUsageResult]:
+    """Experimental. Returns the JavaScript heap usage.
+    It is the total usage of the corresponding isolate not scoped to a particular Runtime.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-getHeapUsage
+    """
+    return Command("Runtime.getHeapUsage", {}, GetHeapUsageResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetPropertiesResult:
+    """Result of :func:`get_properties`.
+
+    Attributes:
+        result: Object properties.
+        internal_properties: Internal object properties (only of the element itself).
+        private_properties: Experimental. Object private properties.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-getProperties
+    """
+
+    result: list[PropertyDescriptor]
+    internal_properties: list[InternalPropertyDescriptor] | None = None
+    private_properties: list[PrivatePropertyDescriptor] | None = None
+    exception_details: ExceptionDetails | None = None
+
+
+def get_properties(
+    *,
+    object_id: RemoteObjectId,
+    own_properties: bool | None = None,
+    accessor_properties_only: bool | None = None,
+    generate_preview: bool | None = None,
+    non_indexed_properties_only: bool | None = None,
+) -> Command[GetPropertiesResult]:
+    """Returns properties of a given object. Object group of the result is inherited from the target
+    object.
+
+    Args:
+        object_id: Identifier of the object to return properties for.
+        own_properties: If true, returns properties belonging only to the element itself, not to its prototype chain.
+        accessor_properties_only: Experimental. If true, returns accessor properties (with getter/setter) only; internal properties are not returned either.
+        generate_preview: Experimental. Whether preview should be generated for the results.
+        non_indexed_properties_only: Experimental. If true, returns non-indexed properties only.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-getProperties
+    """
+    return Command(
+        "Runtime.getProperties",
+        _p_get_properties(
+            object_id, own_properties, accessor_properties_only, generate_preview, non_indexed_properties_only
+        ),
+        GetPropertiesResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GlobalLexicalScopeNamesResult:
+    """Result of :func:`global_lexical_scope_names`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-globalLexicalScopeNames
+    """
+
+    names: list[str]
+
+
+def global_lexical_scope_names(
+    *,
+    execution_context_id: ExecutionContextId | None = None,
+) -> Command[GlobalLexicalScopeNamesResult]:
+    """Returns all let, const and class variables from global scope.
+
+    Args:
+        execution_context_id: Specifies in which execution context to lookup global scope variables.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-globalLexicalScopeNames
+    """
+    return Command(
+        "Runtime.globalLexicalScopeNames",
+        _p_global_lexical_scope_names(execution_context_id),
+        GlobalLexicalScopeNamesResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class QueryObjectsResult:
+    """Result of :func:`query_objects`.
+
+    Attributes:
+        objects: Array with objects.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-queryObjects
+    """
+
+    objects: RemoteObject
+
+
+def query_objects(
+    *,
+    prototype_object_id: RemoteObjectId,
+    object_group: str | None = None,
+) -> Command[QueryObjectsResult]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-queryObjects
+
+    Args:
+        prototype_object_id: Identifier of the prototype to return objects for.
+        object_group: Symbolic group name that can be used to release the results.
+    """
+    return Command(
+        "Runtime.queryObjects", _p_query_objects(prototype_object_id, object_group), QueryObjectsResult
+    )
+
+
+def release_object(
+    *,
+    object_id: RemoteObjectId,
+) -> Command[None]:
+    """Releases remote object with given id.
+
+    Args:
+        object_id: Identifier of the object to release.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-releaseObject
+    """
+    return Command("Runtime.releaseObject", _p_release_object(object_id), None)
+
+
+def release_object_group(
+    *,
+    object_group: str,
+) -> Command[None]:
+    """Releases all remote objects that belong to a given group.
+
+    Args:
+        object_group: Symbolic object group name.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-releaseObjectGroup
+    """
+    return Command("Runtime.releaseObjectGroup", _p_release_object_group(object_group), None)
+
+
+def run_if_waiting_for_debugger() -> Command[None]:
+    """Tells inspected instance to run if it was waiting for debugger to attach.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-runIfWaitingForDebugger
+    """
+    return Command("Runtime.runIfWaitingForDebugger", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RunScriptResult:
+    """Result of :func:`run_script`.
+
+    Attributes:
+        result: Run result.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-runScript
+    """
+
+    result: RemoteObject
+    exception_details: ExceptionDetails | None = None
+
+
+def run_script(
+    *,
+    script_id: ScriptId,
+    execution_context_id: ExecutionContextId | None = None,
+    object_group: str | None = None,
+    silent: bool | None = None,
+    include_command_line_api: bool | None = None,
+    return_by_value: bool | None = None,
+    generate_preview: bool | None = None,
+    await_promise: bool | None = None,
+) -> Command[RunScriptResult]:
+    """Runs script with given id in a given context.
+
+    Args:
+        script_id: Id of the script to run.
+        execution_context_id: Specifies in which execution context to perform script run. If the parameter is omitted the evaluation will be performed in the context of the inspected page.
+        object_group: Symbolic group name that can be used to release multiple objects.
+        silent: In silent mode exceptions thrown during evaluation are not reported and do not pause execution. Overrides `setPauseOnException` state.
+        include_command_line_api: Determines whether Command Line API should be available during the evaluation.
+        return_by_value: Whether the result is expected to be a JSON object which should be sent by value.
+        generate_preview: Whether preview should be generated for the result.
+        await_promise: Whether execution should `await` for resulting value and return once awaited promise is resolved.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-runScript
+    """
+    return Command(
+        "Runtime.runScript",
+        _p_run_script(
+            script_id,
+            execution_context_id,
+            object_group,
+            silent,
+            include_command_line_api,
+            return_by_value,
+            generate_preview,
+            await_promise,
+        ),
+        RunScriptResult,
+    )
+
+
+def set_async_call_stack_depth(
+    *,
+    max_depth: int,
+) -> Command[None]:
+    """Enables or disables async call stacks tracking.
+
+    Args:
+        max_depth: Maximum depth of async call stacks. Setting to `0` will effectively disable collecting async call stacks (default).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-setAsyncCallStackDepth
+    """
+    return Command("Runtime.setAsyncCallStackDepth", _p_set_async_call_stack_depth(max_depth), None)
+
+
+def set_custom_object_formatter_enabled(
+    *,
+    enabled: bool,
+) -> Command[None]:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-setCustomObjectFormatterEnabled
+    """
+    return Command(
+        "Runtime.setCustomObjectFormatterEnabled", _p_set_custom_object_formatter_enabled(enabled), None
+    )
+
+
+def set_max_call_stack_size_to_capture(
+    *,
+    size: int,
+) -> Command[None]:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-setMaxCallStackSizeToCapture
+    """
+    return Command("Runtime.setMaxCallStackSizeToCapture", _p_set_max_call_stack_size_to_capture(size), None)
+
+
+def terminate_execution() -> Command[None]:
+    """Experimental. Terminate current or next JavaScript execution.
+    Will cancel the termination when the outer-most script execution ends.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-terminateExecution
+    """
+    return Command("Runtime.terminateExecution", {}, None)
+
+
+def add_binding(
+    *,
+    name: str,
+    execution_context_id: ExecutionContextId | None = None,
+    execution_context_name: str | None = None,
+) -> Command[None]:
+    """If executionContextId is empty, adds binding with the given name on the
+    global objects of all inspected contexts, including those created later,
+    bindings survive reloads.
+    Binding function takes exactly one argument, this argument should be string,
+    in case of any other input, function throws an exception.
+    Each binding function call produces Runtime.bindingCalled notification.
+
+    Args:
+        execution_context_id: Experimental. Deprecated. If specified, the binding would only be exposed to the specified execution context. If omitted and `executionContextName` is not set, the binding is exposed to all execution contexts of the target. This parameter is mutually exclusive with `executionContextName`. Deprecated in favor of `executionContextName` due to an unclear use case and bugs in implementation (crbug.com/1169639). `executionContextId` will be removed in the future.
+        execution_context_name: If specified, the binding is exposed to the executionContext with matching name, even for contexts created after the binding is added. See also `ExecutionContext.name` and `worldName` parameter to `Page.addScriptToEvaluateOnNewDocument`. This parameter is mutually exclusive with `executionContextId`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-addBinding
+    """
+    return Command(
+        "Runtime.addBinding", _p_add_binding(name, execution_context_id, execution_context_name), None
+    )
+
+
+def remove_binding(
+    *,
+    name: str,
+) -> Command[None]:
+    """This method does not remove binding function from global object but
+    unsubscribes current runtime agent from Runtime.bindingCalled notifications.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-removeBinding
+    """
+    return Command("Runtime.removeBinding", _p_remove_binding(name), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetExceptionDetailsResult:
+    """Result of :func:`get_exception_details`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-getExceptionDetails
+    """
+
+    exception_details: ExceptionDetails | None = None
+
+
+def get_exception_details(
+    *,
+    error_object_id: RemoteObjectId,
+) -> Command[GetExceptionDetailsResult]:
+    """Experimental. This method tries to lookup and populate exception details for a
+    JavaScript Error object.
+    Note that the stackTrace portion of the resulting exceptionDetails will
+    only be populated if the Runtime domain was enabled at the time when the
+    Error was thrown.
+
+    Args:
+        error_object_id: The error object for which to resolve the exception details.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#method-getExceptionDetails
+    """
+    return Command(
+        "Runtime.getExceptionDetails", _p_get_exception_details(error_object_id), GetExceptionDetailsResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class BindingCalled:
+    """Experimental. Notification is issued every time when binding is called.
+
+    Attributes:
+        execution_context_id: Identifier of the context where the call was made.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#event-bindingCalled
+    """
+
+    method: ClassVar[str] = "Runtime.bindingCalled"
+    name: str
+    payload: str
+    execution_context_id: ExecutionContextId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ConsoleAPICalled:
+    """Issued when console API was called.
+
+    Attributes:
+        type_: Type of the call. Values: 'log', 'debug', 'info', 'error', 'warning', 'dir', 'dirxml', 'table', 'trace', 'clear', 'startGroup', 'startGroupCollapsed', 'endGroup', 'assert', 'profile', 'profileEnd', 'count', 'timeEnd'.
+        args: Call arguments.
+        execution_context_id: Identifier of the context where the call was made.
+        timestamp: Call timestamp.
+        stack_trace: Stack trace captured when the call was made. The async stack chain is automatically reported for the following call types: `assert`, `error`, `trace`, `warning`. For other types the async call chain can be retrieved using `Debugger.getStackTrace` and `stackTrace.parentId` field.
+        context: Experimental. Console context descriptor for calls on non-default console context (not console.*): 'anonymous#unique-logger-id' for call on unnamed context, 'name#unique-logger-id' for call on named context.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#event-consoleAPICalled
+    """
+
+    method: ClassVar[str] = "Runtime.consoleAPICalled"
+    type_: str
+    args: list[RemoteObject]
+    execution_context_id: ExecutionContextId
+    timestamp: Timestamp
+    stack_trace: StackTrace | None = None
+    context: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ExceptionRevoked:
+    """Issued when unhandled exception was revoked.
+
+    Attributes:
+        reason: Reason describing why exception was revoked.
+        exception_id: The id of revoked exception, as reported in `exceptionThrown`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#event-exceptionRevoked
+    """
+
+    method: ClassVar[str] = "Runtime.exceptionRevoked"
+    reason: str
+    exception_id: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ExceptionThrown:
+    """Issued when exception was thrown and unhandled.
+
+    Attributes:
+        timestamp: Timestamp of the exception.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#event-exceptionThrown
+    """
+
+    method: ClassVar[str] = "Runtime.exceptionThrown"
+    timestamp: Timestamp
+    exception_details: ExceptionDetails
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ExecutionContextCreated:
+    """Issued when new execution context is created.
+
+    Attributes:
+        context: A newly created execution context.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#event-executionContextCreated
+    """
+
+    method: ClassVar[str] = "Runtime.executionContextCreated"
+    context: ExecutionContextDescription
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ExecutionContextDestroyed:
+    """Issued when execution context is destroyed.
+
+    Attributes:
+        execution_context_id: Deprecated. Id of the destroyed context
+        execution_context_unique_id: Experimental. Unique Id of the destroyed context
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#event-executionContextDestroyed
+    """
+
+    method: ClassVar[str] = "Runtime.executionContextDestroyed"
+    execution_context_id: ExecutionContextId
+    execution_context_unique_id: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ExecutionContextsCleared:
+    """Issued when all executionContexts were cleared in browser
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#event-executionContextsCleared
+    """
+
+    method: ClassVar[str] = "Runtime.executionContextsCleared"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class InspectRequested:
+    """Issued when object should be inspected (for example, as a result of inspect() command line API
+    call).
+
+    Attributes:
+        execution_context_id: Experimental. Identifier of the context where the call was made.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#event-inspectRequested
+    """
+
+    method: ClassVar[str] = "Runtime.inspectRequested"
+    object_: RemoteObject
+    hints: dict[str, Any]
+    execution_context_id: ExecutionContextId | None = None
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _SerializationOptions_plain = {
@@ -75,32 +1170,6 @@ def _u_SerializationOptions(o: SerializationOptions) -> dict[str, Any]:
     if o.additional_parameters is not None:
         d["additionalParameters"] = o.additional_parameters
     return d
-
-
-optional_defaults(
-    SerializationOptions,
-    {
-        "max_depth": None,
-        "additional_parameters": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DeepSerializedValue:
-    """Represents deep serialized value.
-
-    Attributes:
-        type_: Values: 'undefined', 'null', 'string', 'number', 'boolean', 'bigint', 'regexp', 'date', 'symbol', 'array', 'object', 'function', 'map', 'set', 'weakmap', 'weakset', 'error', 'proxy', 'promise', 'typedarray', 'arraybuffer', 'node', 'window', 'generator'.
-        value: -
-        object_id: -
-        weak_local_object_reference: Set if value reference met more then once during serialization. In such case, value is provided only to one of the serialized values. Unique per value in the scope of one CDP call.
-    """
-
-    type_: str
-    value: Any = UNSET
-    object_id: str | None = None
-    weak_local_object_reference: int | None = None
 
 
 _DeepSerializedValue_plain = {
@@ -134,54 +1203,6 @@ def _u_DeepSerializedValue(o: DeepSerializedValue) -> dict[str, Any]:
     if o.weak_local_object_reference is not None:
         d["weakLocalObjectReference"] = o.weak_local_object_reference
     return d
-
-
-optional_defaults(
-    DeepSerializedValue,
-    {
-        "value": UNSET,
-        "object_id": None,
-        "weak_local_object_reference": None,
-    },
-)
-
-
-RemoteObjectId = str
-"""Unique object identifier."""
-
-
-UnserializableValue = str
-"""Primitive value which cannot be JSON-stringified. Includes values `-0`, `NaN`, `Infinity`,
-    `-Infinity`, and bigint literals."""
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RemoteObject:
-    """Mirror object referencing original JavaScript object.
-
-    Attributes:
-        type_: Object type. Values: 'object', 'function', 'undefined', 'string', 'number', 'boolean', 'symbol', 'bigint'.
-        subtype: Object subtype hint. Specified for `object` type values only. NOTE: If you change anything here, make sure to also update `subtype` in `ObjectPreview` and `PropertyPreview` below. Values: 'array', 'null', 'node', 'regexp', 'date', 'map', 'set', 'weakmap', 'weakset', 'iterator', 'generator', 'error', 'proxy', 'promise', 'typedarray', 'arraybuffer', 'dataview', 'webassemblymemory', 'wasmvalue', 'deferredmodule', 'trustedtype'.
-        class_name: Object class (constructor) name. Specified for `object` type values only.
-        value: Remote object value in case of primitive values or JSON values (if it was requested).
-        unserializable_value: Primitive value which can not be JSON-stringified does not have `value`, but gets this property.
-        description: String representation of the object.
-        deep_serialized_value: Experimental. Deep serialized value.
-        object_id: Unique object identifier (for non-primitive values).
-        preview: Experimental. Preview containing abbreviated property values. Specified for `object` type values only.
-        custom_preview: Experimental.
-    """
-
-    type_: str
-    subtype: str | None = None
-    class_name: str | None = None
-    value: Any = UNSET
-    unserializable_value: UnserializableValue | None = None
-    description: str | None = None
-    deep_serialized_value: DeepSerializedValue | None = None
-    object_id: RemoteObjectId | None = None
-    preview: ObjectPreview | None = None
-    custom_preview: CustomPreview | None = None
 
 
 _RemoteObject_plain = {
@@ -238,35 +1259,6 @@ def _u_RemoteObject(o: RemoteObject) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    RemoteObject,
-    {
-        "subtype": None,
-        "class_name": None,
-        "value": UNSET,
-        "unserializable_value": None,
-        "description": None,
-        "deep_serialized_value": None,
-        "object_id": None,
-        "preview": None,
-        "custom_preview": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CustomPreview:
-    """Experimental. CustomPreview.
-
-    Attributes:
-        header: The JSON-stringified result of formatter.header(object, config) call. It contains json ML array that represents RemoteObject.
-        body_getter_id: If formatter returns true as a result of formatter.hasBody call then bodyGetterId will contain RemoteObjectId for the function that returns result of formatter.body(object, config) call. The result value is json ML array.
-    """
-
-    header: str
-    body_getter_id: RemoteObjectId | None = None
-
-
 _CustomPreview_plain = {
     "header": "header",
     "bodyGetterId": "body_getter_id",
@@ -292,35 +1284,6 @@ def _u_CustomPreview(o: CustomPreview) -> dict[str, Any]:
     if o.body_getter_id is not None:
         d["bodyGetterId"] = o.body_getter_id
     return d
-
-
-optional_defaults(
-    CustomPreview,
-    {
-        "body_getter_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ObjectPreview:
-    """Experimental. Object containing abbreviated remote object value.
-
-    Attributes:
-        type_: Object type. Values: 'object', 'function', 'undefined', 'string', 'number', 'boolean', 'symbol', 'bigint'.
-        subtype: Object subtype hint. Specified for `object` type values only. Values: 'array', 'null', 'node', 'regexp', 'date', 'map', 'set', 'weakmap', 'weakset', 'iterator', 'generator', 'error', 'proxy', 'promise', 'typedarray', 'arraybuffer', 'dataview', 'webassemblymemory', 'wasmvalue', 'deferredmodule', 'trustedtype'.
-        description: String representation of the object.
-        overflow: True iff some of the properties or entries of the original object did not fit.
-        properties: List of the properties.
-        entries: List of the entries. Specified for `map` and `set` subtype values only.
-    """
-
-    type_: str
-    subtype: str | None = None
-    description: str | None = None
-    overflow: bool
-    properties: list[PropertyPreview]
-    entries: list[EntryPreview] | None = None
 
 
 _ObjectPreview_plain = {
@@ -366,35 +1329,6 @@ def _u_ObjectPreview(o: ObjectPreview) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    ObjectPreview,
-    {
-        "subtype": None,
-        "description": None,
-        "entries": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PropertyPreview:
-    """Experimental. PropertyPreview.
-
-    Attributes:
-        name: Property name.
-        type_: Object type. Accessor means that the property itself is an accessor property. Values: 'object', 'function', 'undefined', 'string', 'number', 'boolean', 'symbol', 'accessor', 'bigint'.
-        value: User-friendly property value string.
-        value_preview: Nested value preview.
-        subtype: Object subtype hint. Specified for `object` type values only. Values: 'array', 'null', 'node', 'regexp', 'date', 'map', 'set', 'weakmap', 'weakset', 'iterator', 'generator', 'error', 'proxy', 'promise', 'typedarray', 'arraybuffer', 'dataview', 'webassemblymemory', 'wasmvalue', 'deferredmodule', 'trustedtype'.
-    """
-
-    name: str
-    type_: str
-    value: str | None = None
-    value_preview: ObjectPreview | None = None
-    subtype: str | None = None
-
-
 _PropertyPreview_plain = {
     "name": "name",
     "type": "type_",
@@ -433,29 +1367,6 @@ def _u_PropertyPreview(o: PropertyPreview) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    PropertyPreview,
-    {
-        "value": None,
-        "value_preview": None,
-        "subtype": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class EntryPreview:
-    """Experimental. EntryPreview.
-
-    Attributes:
-        key: Preview of the key. Specified for map-like collection entries.
-        value: Preview of the value.
-    """
-
-    key: ObjectPreview | None = None
-    value: ObjectPreview
-
-
 def _s_EntryPreview(d: dict[str, Any]) -> EntryPreview:
     o = _new(EntryPreview)
     od = o.__dict__
@@ -476,43 +1387,6 @@ def _u_EntryPreview(o: EntryPreview) -> dict[str, Any]:
     if o.key is not None:
         d["key"] = _u_ObjectPreview(o.key)
     return d
-
-
-optional_defaults(
-    EntryPreview,
-    {
-        "key": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PropertyDescriptor:
-    """Object property descriptor.
-
-    Attributes:
-        name: Property name or symbol description.
-        value: The value associated with the property.
-        writable: True if the value associated with the property may be changed (data descriptors only).
-        get: A function which serves as a getter for the property, or `undefined` if there is no getter (accessor descriptors only).
-        set_: A function which serves as a setter for the property, or `undefined` if there is no setter (accessor descriptors only).
-        configurable: True if the type of this property descriptor may be changed and if the property may be deleted from the corresponding object.
-        enumerable: True if this property shows up during enumeration of the properties on the corresponding object.
-        was_thrown: True if the result was thrown during the evaluation.
-        is_own: True if the property is owned for the object.
-        symbol: Property symbol object, if the property is of the `symbol` type.
-    """
-
-    name: str
-    value: RemoteObject | None = None
-    writable: bool | None = None
-    get: RemoteObject | None = None
-    set_: RemoteObject | None = None
-    configurable: bool
-    enumerable: bool
-    was_thrown: bool | None = None
-    is_own: bool | None = None
-    symbol: RemoteObject | None = None
 
 
 _PropertyDescriptor_plain = {
@@ -572,33 +1446,6 @@ def _u_PropertyDescriptor(o: PropertyDescriptor) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    PropertyDescriptor,
-    {
-        "value": None,
-        "writable": None,
-        "get": None,
-        "set_": None,
-        "was_thrown": None,
-        "is_own": None,
-        "symbol": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class InternalPropertyDescriptor:
-    """Object internal property descriptor. This property isn't normally visible in JavaScript code.
-
-    Attributes:
-        name: Conventional property name.
-        value: The value associated with the property.
-    """
-
-    name: str
-    value: RemoteObject | None = None
-
-
 _InternalPropertyDescriptor_plain = {
     "name": "name",
 }
@@ -625,31 +1472,6 @@ def _u_InternalPropertyDescriptor(o: InternalPropertyDescriptor) -> dict[str, An
     if o.value is not None:
         d["value"] = _u_RemoteObject(o.value)
     return d
-
-
-optional_defaults(
-    InternalPropertyDescriptor,
-    {
-        "value": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PrivatePropertyDescriptor:
-    """Experimental. Object private field descriptor.
-
-    Attributes:
-        name: Private property name.
-        value: The value associated with the private property.
-        get: A function which serves as a getter for the private property, or `undefined` if there is no getter (accessor descriptors only).
-        set_: A function which serves as a setter for the private property, or `undefined` if there is no setter (accessor descriptors only).
-    """
-
-    name: str
-    value: RemoteObject | None = None
-    get: RemoteObject | None = None
-    set_: RemoteObject | None = None
 
 
 _PrivatePropertyDescriptor_plain = {
@@ -688,32 +1510,6 @@ def _u_PrivatePropertyDescriptor(o: PrivatePropertyDescriptor) -> dict[str, Any]
     return d
 
 
-optional_defaults(
-    PrivatePropertyDescriptor,
-    {
-        "value": None,
-        "get": None,
-        "set_": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CallArgument:
-    """Represents function call argument. Either remote object id `objectId`, primitive `value`,
-    unserializable primitive value or neither of (for undefined) them should be specified.
-
-    Attributes:
-        value: Primitive value or serializable javascript object.
-        unserializable_value: Primitive value which can not be JSON-stringified.
-        object_id: Remote object handle.
-    """
-
-    value: Any = UNSET
-    unserializable_value: UnserializableValue | None = None
-    object_id: RemoteObjectId | None = None
-
-
 _CallArgument_plain = {
     "value": "value",
     "unserializableValue": "unserializable_value",
@@ -740,39 +1536,6 @@ def _u_CallArgument(o: CallArgument) -> dict[str, Any]:
     if o.object_id is not None:
         d["objectId"] = o.object_id
     return d
-
-
-optional_defaults(
-    CallArgument,
-    {
-        "value": UNSET,
-        "unserializable_value": None,
-        "object_id": None,
-    },
-)
-
-
-ExecutionContextId = int
-"""Id of an execution context."""
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ExecutionContextDescription:
-    """Description of an isolated world.
-
-    Attributes:
-        id_: Unique id of the execution context. It can be used to specify in which execution context script evaluation should be performed.
-        origin: Execution context origin.
-        name: Human readable name describing given context.
-        unique_id: Experimental. A system-unique execution context identifier. Unlike the id, this is unique across multiple processes, so can be reliably used to identify specific context while backend performs a cross-process navigation.
-        aux_data: Embedder-specific auxiliary data likely matching {isDefault: boolean, type: 'default'|'isolated'|'worker', frameId: string}
-    """
-
-    id_: ExecutionContextId
-    origin: str
-    name: str
-    unique_id: str
-    aux_data: dict[str, Any] | None = None
 
 
 _ExecutionContextDescription_plain = {
@@ -812,44 +1575,6 @@ def _u_ExecutionContextDescription(o: ExecutionContextDescription) -> dict[str, 
     if o.aux_data is not None:
         d["auxData"] = o.aux_data
     return d
-
-
-optional_defaults(
-    ExecutionContextDescription,
-    {
-        "aux_data": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ExceptionDetails:
-    """Detailed information about exception (or error) that was thrown during script compilation or
-    execution.
-
-    Attributes:
-        exception_id: Exception id.
-        text: Exception text, which should be used together with exception object when available.
-        line_number: Line number of the exception location (0-based).
-        column_number: Column number of the exception location (0-based).
-        script_id: Script ID of the exception location.
-        url: URL of the exception location, to be used when the script was not reported.
-        stack_trace: JavaScript stack trace if available.
-        exception: Exception object if available.
-        execution_context_id: Identifier of the context where exception happened.
-        exception_meta_data: Experimental. Dictionary with entries of meta data that the client associated with this exception, such as information about associated network requests, etc.
-    """
-
-    exception_id: int
-    text: str
-    line_number: int
-    column_number: int
-    script_id: ScriptId | None = None
-    url: str | None = None
-    stack_trace: StackTrace | None = None
-    exception: RemoteObject | None = None
-    execution_context_id: ExecutionContextId | None = None
-    exception_meta_data: dict[str, Any] | None = None
 
 
 _ExceptionDetails_plain = {
@@ -908,46 +1633,6 @@ def _u_ExceptionDetails(o: ExceptionDetails) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    ExceptionDetails,
-    {
-        "script_id": None,
-        "url": None,
-        "stack_trace": None,
-        "exception": None,
-        "execution_context_id": None,
-        "exception_meta_data": None,
-    },
-)
-
-
-Timestamp = float
-"""Number of milliseconds since epoch."""
-
-
-TimeDelta = float
-"""Number of milliseconds."""
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CallFrame:
-    """Stack entry for runtime errors and assertions.
-
-    Attributes:
-        function_name: JavaScript function name.
-        script_id: JavaScript script id.
-        url: JavaScript script name or url.
-        line_number: JavaScript script line number (0-based).
-        column_number: JavaScript script column number (0-based).
-    """
-
-    function_name: str
-    script_id: ScriptId
-    url: str
-    line_number: int
-    column_number: int
-
-
 _CallFrame_plain = {
     "functionName": "function_name",
     "scriptId": "script_id",
@@ -978,31 +1663,13 @@ def _s_CallFrame(d: dict[str, Any]) -> CallFrame:
 
 
 def _u_CallFrame(o: CallFrame) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "functionName": o.function_name,
         "scriptId": o.script_id,
         "url": o.url,
         "lineNumber": o.line_number,
         "columnNumber": o.column_number,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StackTrace:
-    """Call frames for assertions or error messages.
-
-    Attributes:
-        description: String label of this stack trace. For async traces this may be a name of the function that initiated the async call.
-        call_frames: JavaScript function name.
-        parent: Asynchronous JavaScript stack trace that preceded this stack, if available.
-        parent_id: Experimental. Asynchronous JavaScript stack trace that preceded this stack, if available.
-    """
-
-    description: str | None = None
-    call_frames: list[CallFrame]
-    parent: StackTrace | None = None
-    parent_id: StackTraceId | None = None
 
 
 _StackTrace_plain = {
@@ -1041,34 +1708,6 @@ def _u_StackTrace(o: StackTrace) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    StackTrace,
-    {
-        "description": None,
-        "parent": None,
-        "parent_id": None,
-    },
-)
-
-
-UniqueDebuggerId = str
-"""Experimental. Unique identifier of current debugger."""
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StackTraceId:
-    """Experimental. If `debuggerId` is set stack trace comes from another debugger and can be resolved there. This
-    allows to track cross-debugger calls. See `Runtime.StackTrace` and `Debugger.paused` for usages.
-
-    Attributes:
-        id_: -
-        debugger_id: -
-    """
-
-    id_: str
-    debugger_id: UniqueDebuggerId | None = None
-
-
 _StackTraceId_plain = {
     "id": "id_",
     "debuggerId": "debugger_id",
@@ -1096,27 +1735,6 @@ def _u_StackTraceId(o: StackTraceId) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    StackTraceId,
-    {
-        "debugger_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AwaitPromiseResult:
-    """Result of :func:`await_promise` (Runtime.awaitPromise).
-
-    Attributes:
-        result: Promise result. Will contain rejected value if promise was rejected.
-        exception_details: Exception details if stack strace is available.
-    """
-
-    result: RemoteObject
-    exception_details: ExceptionDetails | None = None
-
-
 def _s_AwaitPromiseResult(d: dict[str, Any]) -> AwaitPromiseResult:
     o = _new(AwaitPromiseResult)
     od = o.__dict__
@@ -1139,27 +1757,11 @@ def _u_AwaitPromiseResult(o: AwaitPromiseResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    AwaitPromiseResult,
-    {
-        "exception_details": None,
-    },
-)
-
-
-def await_promise(
-    *,
+def _p_await_promise(
     promise_object_id: RemoteObjectId,
-    return_by_value: bool | None = None,
-    generate_preview: bool | None = None,
-) -> Command[AwaitPromiseResult]:
-    """Add handler to promise with given promise object id.
-
-    Args:
-        promise_object_id: Identifier of the promise.
-        return_by_value: Whether the result is expected to be a JSON object that should be sent by value.
-        generate_preview: Whether preview should be generated for the result.
-    """
+    return_by_value: bool | None,
+    generate_preview: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "promiseObjectId": promise_object_id,
     }
@@ -1167,7 +1769,7 @@ def await_promise(
         _p["returnByValue"] = return_by_value
     if generate_preview is not None:
         _p["generatePreview"] = generate_preview
-    return Command("Runtime.awaitPromise", _p, _s_AwaitPromiseResult)
+    return _p
 
 
 def _c_await_promise(d: dict[str, Any]) -> Command[AwaitPromiseResult]:
@@ -1176,19 +1778,6 @@ def _c_await_promise(d: dict[str, Any]) -> Command[AwaitPromiseResult]:
         return_by_value=d.get("returnByValue"),
         generate_preview=d.get("generatePreview"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CallFunctionOnResult:
-    """Result of :func:`call_function_on` (Runtime.callFunctionOn).
-
-    Attributes:
-        result: Call result.
-        exception_details: Exception details.
-    """
-
-    result: RemoteObject
-    exception_details: ExceptionDetails | None = None
 
 
 def _s_CallFunctionOnResult(d: dict[str, Any]) -> CallFunctionOnResult:
@@ -1213,48 +1802,21 @@ def _u_CallFunctionOnResult(o: CallFunctionOnResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CallFunctionOnResult,
-    {
-        "exception_details": None,
-    },
-)
-
-
-def call_function_on(
-    *,
+def _p_call_function_on(
     function_declaration: str,
-    object_id: RemoteObjectId | None = None,
-    arguments: list[CallArgument] | None = None,
-    silent: bool | None = None,
-    return_by_value: bool | None = None,
-    generate_preview: bool | None = None,
-    user_gesture: bool | None = None,
-    await_promise: bool | None = None,
-    execution_context_id: ExecutionContextId | None = None,
-    object_group: str | None = None,
-    throw_on_side_effect: bool | None = None,
-    unique_context_id: str | None = None,
-    serialization_options: SerializationOptions | None = None,
-) -> Command[CallFunctionOnResult]:
-    """Calls function with given declaration on the given object. Object group of the result is
-    inherited from the target object.
-
-    Args:
-        function_declaration: Declaration of the function to call.
-        object_id: Identifier of the object to call function on. Either objectId or executionContextId should be specified.
-        arguments: Call arguments. All call arguments must belong to the same JavaScript world as the target object.
-        silent: In silent mode exceptions thrown during evaluation are not reported and do not pause execution. Overrides `setPauseOnException` state.
-        return_by_value: Whether the result is expected to be a JSON object which should be sent by value. Can be overriden by `serializationOptions`.
-        generate_preview: Experimental. Whether preview should be generated for the result.
-        user_gesture: Whether execution should be treated as initiated by user in the UI.
-        await_promise: Whether execution should `await` for resulting value and return once awaited promise is resolved.
-        execution_context_id: Specifies execution context which global object will be used to call function on. Either executionContextId or objectId should be specified.
-        object_group: Symbolic group name that can be used to release multiple objects. If objectGroup is not specified and objectId is, objectGroup will be inherited from object.
-        throw_on_side_effect: Experimental. Whether to throw an exception if side effect cannot be ruled out during evaluation.
-        unique_context_id: Experimental. An alternative way to specify the execution context to call function on. Compared to contextId that may be reused across processes, this is guaranteed to be system-unique, so it can be used to prevent accidental function call in context different than intended (e.g. as a result of navigation across process boundaries). This is mutually exclusive with `executionContextId`.
-        serialization_options: Experimental. Specifies the result serialization. If provided, overrides `generatePreview` and `returnByValue`.
-    """
+    object_id: RemoteObjectId | None,
+    arguments: list[CallArgument] | None,
+    silent: bool | None,
+    return_by_value: bool | None,
+    generate_preview: bool | None,
+    user_gesture: bool | None,
+    await_promise: bool | None,
+    execution_context_id: ExecutionContextId | None,
+    object_group: str | None,
+    throw_on_side_effect: bool | None,
+    unique_context_id: str | None,
+    serialization_options: SerializationOptions | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "functionDeclaration": function_declaration,
     }
@@ -1282,7 +1844,7 @@ def call_function_on(
         _p["uniqueContextId"] = unique_context_id
     if serialization_options is not None:
         _p["serializationOptions"] = _u_SerializationOptions(serialization_options)
-    return Command("Runtime.callFunctionOn", _p, _s_CallFunctionOnResult)
+    return _p
 
 
 def _c_call_function_on(d: dict[str, Any]) -> Command[CallFunctionOnResult]:
@@ -1303,19 +1865,6 @@ def _c_call_function_on(d: dict[str, Any]) -> Command[CallFunctionOnResult]:
         if (v := d.get("serializationOptions")) is None
         else _s_SerializationOptions(v),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CompileScriptResult:
-    """Result of :func:`compile_script` (Runtime.compileScript).
-
-    Attributes:
-        script_id: Id of the script.
-        exception_details: Exception details.
-    """
-
-    script_id: ScriptId | None = None
-    exception_details: ExceptionDetails | None = None
 
 
 _CompileScriptResult_plain = {
@@ -1344,30 +1893,12 @@ def _u_CompileScriptResult(o: CompileScriptResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CompileScriptResult,
-    {
-        "script_id": None,
-        "exception_details": None,
-    },
-)
-
-
-def compile_script(
-    *,
+def _p_compile_script(
     expression: str,
     source_url: str,
     persist_script: bool,
-    execution_context_id: ExecutionContextId | None = None,
-) -> Command[CompileScriptResult]:
-    """Compiles expression.
-
-    Args:
-        expression: Expression to compile.
-        source_url: Source url to be set for the script.
-        persist_script: Specifies whether the compiled script should be persisted.
-        execution_context_id: Specifies in which execution context to perform script run. If the parameter is omitted the evaluation will be performed in the context of the inspected page.
-    """
+    execution_context_id: ExecutionContextId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "expression": expression,
         "sourceURL": source_url,
@@ -1375,7 +1906,7 @@ def compile_script(
     }
     if execution_context_id is not None:
         _p["executionContextId"] = execution_context_id
-    return Command("Runtime.compileScript", _p, _s_CompileScriptResult)
+    return _p
 
 
 def _c_compile_script(d: dict[str, Any]) -> Command[CompileScriptResult]:
@@ -1387,49 +1918,16 @@ def _c_compile_script(d: dict[str, Any]) -> Command[CompileScriptResult]:
     )
 
 
-def disable() -> Command[None]:
-    """Disables reporting of execution contexts creation."""
-    _p: dict[str, Any] = {}
-    return Command("Runtime.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
-
-
-def discard_console_entries() -> Command[None]:
-    """Discards collected exceptions and console API calls."""
-    _p: dict[str, Any] = {}
-    return Command("Runtime.discardConsoleEntries", _p, None)
 
 
 def _c_discard_console_entries(d: dict[str, Any]) -> Command[None]:
     return discard_console_entries()
 
 
-def enable() -> Command[None]:
-    """Enables reporting of execution contexts creation by means of `executionContextCreated` event.
-    When the reporting gets enabled the event will be sent immediately for each existing execution
-    context."""
-    _p: dict[str, Any] = {}
-    return Command("Runtime.enable", _p, None)
-
-
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class EvaluateResult:
-    """Result of :func:`evaluate` (Runtime.evaluate).
-
-    Attributes:
-        result: Evaluation result.
-        exception_details: Exception details.
-    """
-
-    result: RemoteObject
-    exception_details: ExceptionDetails | None = None
 
 
 def _s_EvaluateResult(d: dict[str, Any]) -> EvaluateResult:
@@ -1454,53 +1952,24 @@ def _u_EvaluateResult(o: EvaluateResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    EvaluateResult,
-    {
-        "exception_details": None,
-    },
-)
-
-
-def evaluate(
-    *,
+def _p_evaluate(
     expression: str,
-    object_group: str | None = None,
-    include_command_line_api: bool | None = None,
-    silent: bool | None = None,
-    context_id: ExecutionContextId | None = None,
-    return_by_value: bool | None = None,
-    generate_preview: bool | None = None,
-    user_gesture: bool | None = None,
-    await_promise: bool | None = None,
-    throw_on_side_effect: bool | None = None,
-    timeout: TimeDelta | None = None,
-    disable_breaks: bool | None = None,
-    repl_mode: bool | None = None,
-    allow_unsafe_eval_blocked_by_csp: bool | None = None,
-    unique_context_id: str | None = None,
-    serialization_options: SerializationOptions | None = None,
-) -> Command[EvaluateResult]:
-    """Evaluates expression on global object.
-
-    Args:
-        expression: Expression to evaluate.
-        object_group: Symbolic group name that can be used to release multiple objects.
-        include_command_line_api: Determines whether Command Line API should be available during the evaluation.
-        silent: In silent mode exceptions thrown during evaluation are not reported and do not pause execution. Overrides `setPauseOnException` state.
-        context_id: Specifies in which execution context to perform evaluation. If the parameter is omitted the evaluation will be performed in the context of the inspected page. This is mutually exclusive with `uniqueContextId`, which offers an alternative way to identify the execution context that is more reliable in a multi-process environment.
-        return_by_value: Whether the result is expected to be a JSON object that should be sent by value.
-        generate_preview: Experimental. Whether preview should be generated for the result.
-        user_gesture: Whether execution should be treated as initiated by user in the UI.
-        await_promise: Whether execution should `await` for resulting value and return once awaited promise is resolved.
-        throw_on_side_effect: Experimental. Whether to throw an exception if side effect cannot be ruled out during evaluation. This implies `disableBreaks` below.
-        timeout: Experimental. Terminate execution after timing out (number of milliseconds).
-        disable_breaks: Experimental. Disable breakpoints during execution.
-        repl_mode: Experimental. Setting this flag to true enables `let` re-declaration and top-level `await`. Note that `let` variables can only be re-declared if they originate from `replMode` themselves.
-        allow_unsafe_eval_blocked_by_csp: Experimental. The Content Security Policy (CSP) for the target might block 'unsafe-eval' which includes eval(), Function(), setTimeout() and setInterval() when called with non-callable arguments. This flag bypasses CSP for this evaluation and allows unsafe-eval. Defaults to true.
-        unique_context_id: Experimental. An alternative way to specify the execution context to evaluate in. Compared to contextId that may be reused across processes, this is guaranteed to be system-unique, so it can be used to prevent accidental evaluation of the expression in context different than intended (e.g. as a result of navigation across process boundaries). This is mutually exclusive with `contextId`.
-        serialization_options: Experimental. Specifies the result serialization. If provided, overrides `generatePreview` and `returnByValue`.
-    """
+    object_group: str | None,
+    include_command_line_api: bool | None,
+    silent: bool | None,
+    context_id: ExecutionContextId | None,
+    return_by_value: bool | None,
+    generate_preview: bool | None,
+    user_gesture: bool | None,
+    await_promise: bool | None,
+    throw_on_side_effect: bool | None,
+    timeout: TimeDelta | None,
+    disable_breaks: bool | None,
+    repl_mode: bool | None,
+    allow_unsafe_eval_blocked_by_csp: bool | None,
+    unique_context_id: str | None,
+    serialization_options: SerializationOptions | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "expression": expression,
     }
@@ -1534,7 +2003,7 @@ def evaluate(
         _p["uniqueContextId"] = unique_context_id
     if serialization_options is not None:
         _p["serializationOptions"] = _u_SerializationOptions(serialization_options)
-    return Command("Runtime.evaluate", _p, _s_EvaluateResult)
+    return _p
 
 
 def _c_evaluate(d: dict[str, Any]) -> Command[EvaluateResult]:
@@ -1560,17 +2029,6 @@ def _c_evaluate(d: dict[str, Any]) -> Command[EvaluateResult]:
     )
 
 
-@attrs.frozen(kw_only=True, slots=False)
-class GetIsolateIdResult:
-    """Result of :func:`get_isolate_id` (Runtime.getIsolateId).
-
-    Attributes:
-        id_: The isolate id.
-    """
-
-    id_: str
-
-
 _GetIsolateIdResult_plain = {
     "id": "id_",
 }
@@ -1589,37 +2047,13 @@ def _s_GetIsolateIdResult(d: dict[str, Any]) -> GetIsolateIdResult:
 
 
 def _u_GetIsolateIdResult(o: GetIsolateIdResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "id": o.id_,
     }
-    return d
-
-
-def get_isolate_id() -> Command[GetIsolateIdResult]:
-    """Experimental. Returns the isolate id."""
-    _p: dict[str, Any] = {}
-    return Command("Runtime.getIsolateId", _p, _s_GetIsolateIdResult)
 
 
 def _c_get_isolate_id(d: dict[str, Any]) -> Command[GetIsolateIdResult]:
     return get_isolate_id()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetHeapUsageResult:
-    """Result of :func:`get_heap_usage` (Runtime.getHeapUsage).
-
-    Attributes:
-        used_size: Used JavaScript heap size in bytes.
-        total_size: Allocated JavaScript heap size in bytes.
-        embedder_heap_used_size: Used size in bytes in the embedder's garbage-collected heap.
-        backing_storage_size: Size in bytes of backing storage for array buffers and external strings.
-    """
-
-    used_size: float
-    total_size: float
-    embedder_heap_used_size: float
-    backing_storage_size: float
 
 
 _GetHeapUsageResult_plain = {
@@ -1649,41 +2083,16 @@ def _s_GetHeapUsageResult(d: dict[str, Any]) -> GetHeapUsageResult:
 
 
 def _u_GetHeapUsageResult(o: GetHeapUsageResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "usedSize": o.used_size,
         "totalSize": o.total_size,
         "embedderHeapUsedSize": o.embedder_heap_used_size,
         "backingStorageSize": o.backing_storage_size,
     }
-    return d
-
-
-def get_heap_usage() -> Command[GetHeapUsageResult]:
-    """Experimental. Returns the JavaScript heap usage.
-    It is the total usage of the corresponding isolate not scoped to a particular Runtime."""
-    _p: dict[str, Any] = {}
-    return Command("Runtime.getHeapUsage", _p, _s_GetHeapUsageResult)
 
 
 def _c_get_heap_usage(d: dict[str, Any]) -> Command[GetHeapUsageResult]:
     return get_heap_usage()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetPropertiesResult:
-    """Result of :func:`get_properties` (Runtime.getProperties).
-
-    Attributes:
-        result: Object properties.
-        internal_properties: Internal object properties (only of the element itself).
-        private_properties: Experimental. Object private properties.
-        exception_details: Exception details.
-    """
-
-    result: list[PropertyDescriptor]
-    internal_properties: list[InternalPropertyDescriptor] | None = None
-    private_properties: list[PrivatePropertyDescriptor] | None = None
-    exception_details: ExceptionDetails | None = None
 
 
 def _s_GetPropertiesResult(d: dict[str, Any]) -> GetPropertiesResult:
@@ -1716,34 +2125,13 @@ def _u_GetPropertiesResult(o: GetPropertiesResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    GetPropertiesResult,
-    {
-        "internal_properties": None,
-        "private_properties": None,
-        "exception_details": None,
-    },
-)
-
-
-def get_properties(
-    *,
+def _p_get_properties(
     object_id: RemoteObjectId,
-    own_properties: bool | None = None,
-    accessor_properties_only: bool | None = None,
-    generate_preview: bool | None = None,
-    non_indexed_properties_only: bool | None = None,
-) -> Command[GetPropertiesResult]:
-    """Returns properties of a given object. Object group of the result is inherited from the target
-    object.
-
-    Args:
-        object_id: Identifier of the object to return properties for.
-        own_properties: If true, returns properties belonging only to the element itself, not to its prototype chain.
-        accessor_properties_only: Experimental. If true, returns accessor properties (with getter/setter) only; internal properties are not returned either.
-        generate_preview: Experimental. Whether preview should be generated for the results.
-        non_indexed_properties_only: Experimental. If true, returns non-indexed properties only.
-    """
+    own_properties: bool | None,
+    accessor_properties_only: bool | None,
+    generate_preview: bool | None,
+    non_indexed_properties_only: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "objectId": object_id,
     }
@@ -1755,7 +2143,7 @@ def get_properties(
         _p["generatePreview"] = generate_preview
     if non_indexed_properties_only is not None:
         _p["nonIndexedPropertiesOnly"] = non_indexed_properties_only
-    return Command("Runtime.getProperties", _p, _s_GetPropertiesResult)
+    return _p
 
 
 def _c_get_properties(d: dict[str, Any]) -> Command[GetPropertiesResult]:
@@ -1766,17 +2154,6 @@ def _c_get_properties(d: dict[str, Any]) -> Command[GetPropertiesResult]:
         generate_preview=d.get("generatePreview"),
         non_indexed_properties_only=d.get("nonIndexedPropertiesOnly"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GlobalLexicalScopeNamesResult:
-    """Result of :func:`global_lexical_scope_names` (Runtime.globalLexicalScopeNames).
-
-    Attributes:
-        names: -
-    """
-
-    names: list[str]
 
 
 _GlobalLexicalScopeNamesResult_plain = {
@@ -1797,42 +2174,24 @@ def _s_GlobalLexicalScopeNamesResult(d: dict[str, Any]) -> GlobalLexicalScopeNam
 
 
 def _u_GlobalLexicalScopeNamesResult(o: GlobalLexicalScopeNamesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "names": o.names,
     }
-    return d
 
 
-def global_lexical_scope_names(
-    *,
-    execution_context_id: ExecutionContextId | None = None,
-) -> Command[GlobalLexicalScopeNamesResult]:
-    """Returns all let, const and class variables from global scope.
-
-    Args:
-        execution_context_id: Specifies in which execution context to lookup global scope variables.
-    """
+def _p_global_lexical_scope_names(
+    execution_context_id: ExecutionContextId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if execution_context_id is not None:
         _p["executionContextId"] = execution_context_id
-    return Command("Runtime.globalLexicalScopeNames", _p, _s_GlobalLexicalScopeNamesResult)
+    return _p
 
 
 def _c_global_lexical_scope_names(d: dict[str, Any]) -> Command[GlobalLexicalScopeNamesResult]:
     return global_lexical_scope_names(
         execution_context_id=d.get("executionContextId"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class QueryObjectsResult:
-    """Result of :func:`query_objects` (Runtime.queryObjects).
-
-    Attributes:
-        objects: Array with objects.
-    """
-
-    objects: RemoteObject
 
 
 def _s_QueryObjectsResult(d: dict[str, Any]) -> QueryObjectsResult:
@@ -1847,29 +2206,21 @@ def _s_QueryObjectsResult(d: dict[str, Any]) -> QueryObjectsResult:
 
 
 def _u_QueryObjectsResult(o: QueryObjectsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "objects": _u_RemoteObject(o.objects),
     }
-    return d
 
 
-def query_objects(
-    *,
+def _p_query_objects(
     prototype_object_id: RemoteObjectId,
-    object_group: str | None = None,
-) -> Command[QueryObjectsResult]:
-    """queryObjects.
-
-    Args:
-        prototype_object_id: Identifier of the prototype to return objects for.
-        object_group: Symbolic group name that can be used to release the results.
-    """
+    object_group: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "prototypeObjectId": prototype_object_id,
     }
     if object_group is not None:
         _p["objectGroup"] = object_group
-    return Command("Runtime.queryObjects", _p, _s_QueryObjectsResult)
+    return _p
 
 
 def _c_query_objects(d: dict[str, Any]) -> Command[QueryObjectsResult]:
@@ -1879,19 +2230,12 @@ def _c_query_objects(d: dict[str, Any]) -> Command[QueryObjectsResult]:
     )
 
 
-def release_object(
-    *,
+def _p_release_object(
     object_id: RemoteObjectId,
-) -> Command[None]:
-    """Releases remote object with given id.
-
-    Args:
-        object_id: Identifier of the object to release.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "objectId": object_id,
     }
-    return Command("Runtime.releaseObject", _p, None)
 
 
 def _c_release_object(d: dict[str, Any]) -> Command[None]:
@@ -1900,19 +2244,12 @@ def _c_release_object(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def release_object_group(
-    *,
+def _p_release_object_group(
     object_group: str,
-) -> Command[None]:
-    """Releases all remote objects that belong to a given group.
-
-    Args:
-        object_group: Symbolic object group name.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "objectGroup": object_group,
     }
-    return Command("Runtime.releaseObjectGroup", _p, None)
 
 
 def _c_release_object_group(d: dict[str, Any]) -> Command[None]:
@@ -1921,27 +2258,8 @@ def _c_release_object_group(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def run_if_waiting_for_debugger() -> Command[None]:
-    """Tells inspected instance to run if it was waiting for debugger to attach."""
-    _p: dict[str, Any] = {}
-    return Command("Runtime.runIfWaitingForDebugger", _p, None)
-
-
 def _c_run_if_waiting_for_debugger(d: dict[str, Any]) -> Command[None]:
     return run_if_waiting_for_debugger()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RunScriptResult:
-    """Result of :func:`run_script` (Runtime.runScript).
-
-    Attributes:
-        result: Run result.
-        exception_details: Exception details.
-    """
-
-    result: RemoteObject
-    exception_details: ExceptionDetails | None = None
 
 
 def _s_RunScriptResult(d: dict[str, Any]) -> RunScriptResult:
@@ -1966,37 +2284,16 @@ def _u_RunScriptResult(o: RunScriptResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    RunScriptResult,
-    {
-        "exception_details": None,
-    },
-)
-
-
-def run_script(
-    *,
+def _p_run_script(
     script_id: ScriptId,
-    execution_context_id: ExecutionContextId | None = None,
-    object_group: str | None = None,
-    silent: bool | None = None,
-    include_command_line_api: bool | None = None,
-    return_by_value: bool | None = None,
-    generate_preview: bool | None = None,
-    await_promise: bool | None = None,
-) -> Command[RunScriptResult]:
-    """Runs script with given id in a given context.
-
-    Args:
-        script_id: Id of the script to run.
-        execution_context_id: Specifies in which execution context to perform script run. If the parameter is omitted the evaluation will be performed in the context of the inspected page.
-        object_group: Symbolic group name that can be used to release multiple objects.
-        silent: In silent mode exceptions thrown during evaluation are not reported and do not pause execution. Overrides `setPauseOnException` state.
-        include_command_line_api: Determines whether Command Line API should be available during the evaluation.
-        return_by_value: Whether the result is expected to be a JSON object which should be sent by value.
-        generate_preview: Whether preview should be generated for the result.
-        await_promise: Whether execution should `await` for resulting value and return once awaited promise is resolved.
-    """
+    execution_context_id: ExecutionContextId | None,
+    object_group: str | None,
+    silent: bool | None,
+    include_command_line_api: bool | None,
+    return_by_value: bool | None,
+    generate_preview: bool | None,
+    await_promise: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "scriptId": script_id,
     }
@@ -2014,7 +2311,7 @@ def run_script(
         _p["generatePreview"] = generate_preview
     if await_promise is not None:
         _p["awaitPromise"] = await_promise
-    return Command("Runtime.runScript", _p, _s_RunScriptResult)
+    return _p
 
 
 def _c_run_script(d: dict[str, Any]) -> Command[RunScriptResult]:
@@ -2030,19 +2327,12 @@ def _c_run_script(d: dict[str, Any]) -> Command[RunScriptResult]:
     )
 
 
-def set_async_call_stack_depth(
-    *,
+def _p_set_async_call_stack_depth(
     max_depth: int,
-) -> Command[None]:
-    """Enables or disables async call stacks tracking.
-
-    Args:
-        max_depth: Maximum depth of async call stacks. Setting to `0` will effectively disable collecting async call stacks (default).
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "maxDepth": max_depth,
     }
-    return Command("Runtime.setAsyncCallStackDepth", _p, None)
 
 
 def _c_set_async_call_stack_depth(d: dict[str, Any]) -> Command[None]:
@@ -2051,19 +2341,12 @@ def _c_set_async_call_stack_depth(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_custom_object_formatter_enabled(
-    *,
+def _p_set_custom_object_formatter_enabled(
     enabled: bool,
-) -> Command[None]:
-    """Experimental. setCustomObjectFormatterEnabled.
-
-    Args:
-        enabled: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "enabled": enabled,
     }
-    return Command("Runtime.setCustomObjectFormatterEnabled", _p, None)
 
 
 def _c_set_custom_object_formatter_enabled(d: dict[str, Any]) -> Command[None]:
@@ -2072,19 +2355,12 @@ def _c_set_custom_object_formatter_enabled(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_max_call_stack_size_to_capture(
-    *,
+def _p_set_max_call_stack_size_to_capture(
     size: int,
-) -> Command[None]:
-    """Experimental. setMaxCallStackSizeToCapture.
-
-    Args:
-        size: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "size": size,
     }
-    return Command("Runtime.setMaxCallStackSizeToCapture", _p, None)
 
 
 def _c_set_max_call_stack_size_to_capture(d: dict[str, Any]) -> Command[None]:
@@ -2093,35 +2369,15 @@ def _c_set_max_call_stack_size_to_capture(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def terminate_execution() -> Command[None]:
-    """Experimental. Terminate current or next JavaScript execution.
-    Will cancel the termination when the outer-most script execution ends."""
-    _p: dict[str, Any] = {}
-    return Command("Runtime.terminateExecution", _p, None)
-
-
 def _c_terminate_execution(d: dict[str, Any]) -> Command[None]:
     return terminate_execution()
 
 
-def add_binding(
-    *,
+def _p_add_binding(
     name: str,
-    execution_context_id: ExecutionContextId | None = None,
-    execution_context_name: str | None = None,
-) -> Command[None]:
-    """If executionContextId is empty, adds binding with the given name on the
-    global objects of all inspected contexts, including those created later,
-    bindings survive reloads.
-    Binding function takes exactly one argument, this argument should be string,
-    in case of any other input, function throws an exception.
-    Each binding function call produces Runtime.bindingCalled notification.
-
-    Args:
-        name: -
-        execution_context_id: Experimental. Deprecated. If specified, the binding would only be exposed to the specified execution context. If omitted and `executionContextName` is not set, the binding is exposed to all execution contexts of the target. This parameter is mutually exclusive with `executionContextName`. Deprecated in favor of `executionContextName` due to an unclear use case and bugs in implementation (crbug.com/1169639). `executionContextId` will be removed in the future.
-        execution_context_name: If specified, the binding is exposed to the executionContext with matching name, even for contexts created after the binding is added. See also `ExecutionContext.name` and `worldName` parameter to `Page.addScriptToEvaluateOnNewDocument`. This parameter is mutually exclusive with `executionContextId`.
-    """
+    execution_context_id: ExecutionContextId | None,
+    execution_context_name: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "name": name,
     }
@@ -2129,7 +2385,7 @@ def add_binding(
         _p["executionContextId"] = execution_context_id
     if execution_context_name is not None:
         _p["executionContextName"] = execution_context_name
-    return Command("Runtime.addBinding", _p, None)
+    return _p
 
 
 def _c_add_binding(d: dict[str, Any]) -> Command[None]:
@@ -2140,37 +2396,18 @@ def _c_add_binding(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def remove_binding(
-    *,
+def _p_remove_binding(
     name: str,
-) -> Command[None]:
-    """This method does not remove binding function from global object but
-    unsubscribes current runtime agent from Runtime.bindingCalled notifications.
-
-    Args:
-        name: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "name": name,
     }
-    return Command("Runtime.removeBinding", _p, None)
 
 
 def _c_remove_binding(d: dict[str, Any]) -> Command[None]:
     return remove_binding(
         name=d["name"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetExceptionDetailsResult:
-    """Result of :func:`get_exception_details` (Runtime.getExceptionDetails).
-
-    Attributes:
-        exception_details: -
-    """
-
-    exception_details: ExceptionDetails | None = None
 
 
 def _s_GetExceptionDetailsResult(d: dict[str, Any]) -> GetExceptionDetailsResult:
@@ -2189,53 +2426,18 @@ def _u_GetExceptionDetailsResult(o: GetExceptionDetailsResult) -> dict[str, Any]
     return d
 
 
-optional_defaults(
-    GetExceptionDetailsResult,
-    {
-        "exception_details": None,
-    },
-)
-
-
-def get_exception_details(
-    *,
+def _p_get_exception_details(
     error_object_id: RemoteObjectId,
-) -> Command[GetExceptionDetailsResult]:
-    """Experimental. This method tries to lookup and populate exception details for a
-    JavaScript Error object.
-    Note that the stackTrace portion of the resulting exceptionDetails will
-    only be populated if the Runtime domain was enabled at the time when the
-    Error was thrown.
-
-    Args:
-        error_object_id: The error object for which to resolve the exception details.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "errorObjectId": error_object_id,
     }
-    return Command("Runtime.getExceptionDetails", _p, _s_GetExceptionDetailsResult)
 
 
 def _c_get_exception_details(d: dict[str, Any]) -> Command[GetExceptionDetailsResult]:
     return get_exception_details(
         error_object_id=d["errorObjectId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class BindingCalled:
-    """Experimental. Notification is issued every time when binding is called.
-
-    Attributes:
-        name: -
-        payload: -
-        execution_context_id: Identifier of the context where the call was made.
-    """
-
-    method: ClassVar[str] = "Runtime.bindingCalled"
-    name: str
-    payload: str
-    execution_context_id: ExecutionContextId
 
 
 _BindingCalled_plain = {
@@ -2262,34 +2464,11 @@ def _s_BindingCalled(d: dict[str, Any]) -> BindingCalled:
 
 
 def _u_BindingCalled(o: BindingCalled) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "payload": o.payload,
         "executionContextId": o.execution_context_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ConsoleAPICalled:
-    """Issued when console API was called.
-
-    Attributes:
-        type_: Type of the call. Values: 'log', 'debug', 'info', 'error', 'warning', 'dir', 'dirxml', 'table', 'trace', 'clear', 'startGroup', 'startGroupCollapsed', 'endGroup', 'assert', 'profile', 'profileEnd', 'count', 'timeEnd'.
-        args: Call arguments.
-        execution_context_id: Identifier of the context where the call was made.
-        timestamp: Call timestamp.
-        stack_trace: Stack trace captured when the call was made. The async stack chain is automatically reported for the following call types: `assert`, `error`, `trace`, `warning`. For other types the async call chain can be retrieved using `Debugger.getStackTrace` and `stackTrace.parentId` field.
-        context: Experimental. Console context descriptor for calls on non-default console context (not console.*): 'anonymous#unique-logger-id' for call on unnamed context, 'name#unique-logger-id' for call on named context.
-    """
-
-    method: ClassVar[str] = "Runtime.consoleAPICalled"
-    type_: str
-    args: list[RemoteObject]
-    execution_context_id: ExecutionContextId
-    timestamp: Timestamp
-    stack_trace: StackTrace | None = None
-    context: str | None = None
 
 
 _ConsoleAPICalled_plain = {
@@ -2336,29 +2515,6 @@ def _u_ConsoleAPICalled(o: ConsoleAPICalled) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    ConsoleAPICalled,
-    {
-        "stack_trace": None,
-        "context": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ExceptionRevoked:
-    """Issued when unhandled exception was revoked.
-
-    Attributes:
-        reason: Reason describing why exception was revoked.
-        exception_id: The id of revoked exception, as reported in `exceptionThrown`.
-    """
-
-    method: ClassVar[str] = "Runtime.exceptionRevoked"
-    reason: str
-    exception_id: int
-
-
 _ExceptionRevoked_plain = {
     "reason": "reason",
     "exceptionId": "exception_id",
@@ -2380,25 +2536,10 @@ def _s_ExceptionRevoked(d: dict[str, Any]) -> ExceptionRevoked:
 
 
 def _u_ExceptionRevoked(o: ExceptionRevoked) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "reason": o.reason,
         "exceptionId": o.exception_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ExceptionThrown:
-    """Issued when exception was thrown and unhandled.
-
-    Attributes:
-        timestamp: Timestamp of the exception.
-        exception_details: -
-    """
-
-    method: ClassVar[str] = "Runtime.exceptionThrown"
-    timestamp: Timestamp
-    exception_details: ExceptionDetails
 
 
 _ExceptionThrown_plain = {
@@ -2423,23 +2564,10 @@ def _s_ExceptionThrown(d: dict[str, Any]) -> ExceptionThrown:
 
 
 def _u_ExceptionThrown(o: ExceptionThrown) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "timestamp": o.timestamp,
         "exceptionDetails": _u_ExceptionDetails(o.exception_details),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ExecutionContextCreated:
-    """Issued when new execution context is created.
-
-    Attributes:
-        context: A newly created execution context.
-    """
-
-    method: ClassVar[str] = "Runtime.executionContextCreated"
-    context: ExecutionContextDescription
 
 
 def _s_ExecutionContextCreated(d: dict[str, Any]) -> ExecutionContextCreated:
@@ -2454,24 +2582,9 @@ def _s_ExecutionContextCreated(d: dict[str, Any]) -> ExecutionContextCreated:
 
 
 def _u_ExecutionContextCreated(o: ExecutionContextCreated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "context": _u_ExecutionContextDescription(o.context),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ExecutionContextDestroyed:
-    """Issued when execution context is destroyed.
-
-    Attributes:
-        execution_context_id: Deprecated. Id of the destroyed context
-        execution_context_unique_id: Experimental. Unique Id of the destroyed context
-    """
-
-    method: ClassVar[str] = "Runtime.executionContextDestroyed"
-    execution_context_id: ExecutionContextId
-    execution_context_unique_id: str
 
 
 _ExecutionContextDestroyed_plain = {
@@ -2495,45 +2608,18 @@ def _s_ExecutionContextDestroyed(d: dict[str, Any]) -> ExecutionContextDestroyed
 
 
 def _u_ExecutionContextDestroyed(o: ExecutionContextDestroyed) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "executionContextId": o.execution_context_id,
         "executionContextUniqueId": o.execution_context_unique_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ExecutionContextsCleared:
-    """Issued when all executionContexts were cleared in browser"""
-
-    method: ClassVar[str] = "Runtime.executionContextsCleared"
 
 
 def _s_ExecutionContextsCleared(d: dict[str, Any]) -> ExecutionContextsCleared:
-    o = _new(ExecutionContextsCleared)
-    return o
+    return _new(ExecutionContextsCleared)
 
 
 def _u_ExecutionContextsCleared(o: ExecutionContextsCleared) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class InspectRequested:
-    """Issued when object should be inspected (for example, as a result of inspect() command line API
-    call).
-
-    Attributes:
-        object_: -
-        hints: -
-        execution_context_id: Experimental. Identifier of the context where the call was made.
-    """
-
-    method: ClassVar[str] = "Runtime.inspectRequested"
-    object_: RemoteObject
-    hints: dict[str, Any]
-    execution_context_id: ExecutionContextId | None = None
+    return {}
 
 
 _InspectRequested_plain = {
@@ -2568,49 +2654,6 @@ def _u_InspectRequested(o: InspectRequested) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    InspectRequested,
-    {
-        "execution_context_id": None,
-    },
-)
-
-
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Runtime.bindingCalled": _s_BindingCalled,
-    "Runtime.consoleAPICalled": _s_ConsoleAPICalled,
-    "Runtime.exceptionRevoked": _s_ExceptionRevoked,
-    "Runtime.exceptionThrown": _s_ExceptionThrown,
-    "Runtime.executionContextCreated": _s_ExecutionContextCreated,
-    "Runtime.executionContextDestroyed": _s_ExecutionContextDestroyed,
-    "Runtime.executionContextsCleared": _s_ExecutionContextsCleared,
-    "Runtime.inspectRequested": _s_InspectRequested,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Runtime.awaitPromise": _c_await_promise,
-    "Runtime.callFunctionOn": _c_call_function_on,
-    "Runtime.compileScript": _c_compile_script,
-    "Runtime.disable": _c_disable,
-    "Runtime.discardConsoleEntries": _c_discard_console_entries,
-    "Runtime.enable": _c_enable,
-    "Runtime.evaluate": _c_evaluate,
-    "Runtime.getIsolateId": _c_get_isolate_id,
-    "Runtime.getHeapUsage": _c_get_heap_usage,
-    "Runtime.getProperties": _c_get_properties,
-    "Runtime.globalLexicalScopeNames": _c_global_lexical_scope_names,
-    "Runtime.queryObjects": _c_query_objects,
-    "Runtime.releaseObject": _c_release_object,
-    "Runtime.releaseObjectGroup": _c_release_object_group,
-    "Runtime.runIfWaitingForDebugger": _c_run_if_waiting_for_debugger,
-    "Runtime.runScript": _c_run_script,
-    "Runtime.setAsyncCallStackDepth": _c_set_async_call_stack_depth,
-    "Runtime.setCustomObjectFormatterEnabled": _c_set_custom_object_formatter_enabled,
-    "Runtime.setMaxCallStackSizeToCapture": _c_set_max_call_stack_size_to_capture,
-    "Runtime.terminateExecution": _c_terminate_execution,
-    "Runtime.addBinding": _c_add_binding,
-    "Runtime.removeBinding": _c_remove_binding,
-    "Runtime.getExceptionDetails": _c_get_exception_details,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Runtime.RemoteObject.deepSerializedValue": (True, False),
     "Runtime.RemoteObject.preview": (True, False),
@@ -2691,5 +2734,30 @@ register(
         ExecutionContextDestroyed: (_s_ExecutionContextDestroyed, _u_ExecutionContextDestroyed),
         ExecutionContextsCleared: (_s_ExecutionContextsCleared, _u_ExecutionContextsCleared),
         InspectRequested: (_s_InspectRequested, _u_InspectRequested),
-    }
+    },
+    {
+        await_promise: _c_await_promise,
+        call_function_on: _c_call_function_on,
+        compile_script: _c_compile_script,
+        disable: _c_disable,
+        discard_console_entries: _c_discard_console_entries,
+        enable: _c_enable,
+        evaluate: _c_evaluate,
+        get_isolate_id: _c_get_isolate_id,
+        get_heap_usage: _c_get_heap_usage,
+        get_properties: _c_get_properties,
+        global_lexical_scope_names: _c_global_lexical_scope_names,
+        query_objects: _c_query_objects,
+        release_object: _c_release_object,
+        release_object_group: _c_release_object_group,
+        run_if_waiting_for_debugger: _c_run_if_waiting_for_debugger,
+        run_script: _c_run_script,
+        set_async_call_stack_depth: _c_set_async_call_stack_depth,
+        set_custom_object_formatter_enabled: _c_set_custom_object_formatter_enabled,
+        set_max_call_stack_size_to_capture: _c_set_max_call_stack_size_to_capture,
+        terminate_execution: _c_terminate_execution,
+        add_binding: _c_add_binding,
+        remove_binding: _c_remove_binding,
+        get_exception_details: _c_get_exception_details,
+    },
 )

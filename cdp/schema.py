@@ -6,17 +6,11 @@ This domain is deprecated.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
+from cdp._base import Command, register
 
 DOMAIN = "Schema"
 EXPERIMENTAL = False
@@ -31,10 +25,41 @@ class Domain:
     Attributes:
         name: Domain name.
         version: Domain version.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Schema/#type-Domain
     """
 
     name: str
     version: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetDomainsResult:
+    """Result of :func:`get_domains`.
+
+    Attributes:
+        domains: List of supported domains.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Schema/#method-getDomains
+    """
+
+    domains: list[Domain]
+
+
+def get_domains() -> Command[GetDomainsResult]:
+    """Returns supported domains.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Schema/#method-getDomains
+    """
+    return Command("Schema.getDomains", {}, GetDomainsResult)
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _Domain_plain = {
@@ -58,22 +83,10 @@ def _s_Domain(d: dict[str, Any]) -> Domain:
 
 
 def _u_Domain(o: Domain) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "name": o.name,
         "version": o.version,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetDomainsResult:
-    """Result of :func:`get_domains` (Schema.getDomains).
-
-    Attributes:
-        domains: List of supported domains.
-    """
-
-    domains: list[Domain]
 
 
 def _s_GetDomainsResult(d: dict[str, Any]) -> GetDomainsResult:
@@ -88,26 +101,15 @@ def _s_GetDomainsResult(d: dict[str, Any]) -> GetDomainsResult:
 
 
 def _u_GetDomainsResult(o: GetDomainsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "domains": [_u_Domain(x0) for x0 in o.domains],
     }
-    return d
-
-
-def get_domains() -> Command[GetDomainsResult]:
-    """Returns supported domains."""
-    _p: dict[str, Any] = {}
-    return Command("Schema.getDomains", _p, _s_GetDomainsResult)
 
 
 def _c_get_domains(d: dict[str, Any]) -> Command[GetDomainsResult]:
     return get_domains()
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Schema.getDomains": _c_get_domains,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Schema": (False, True),
 }
@@ -115,5 +117,8 @@ register(
     {
         Domain: (_s_Domain, _u_Domain),
         GetDomainsResult: (_s_GetDomainsResult, _u_GetDomainsResult),
-    }
+    },
+    {
+        get_domains: _c_get_domains,
+    },
 )

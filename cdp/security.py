@@ -3,19 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import network as _network
 
 DOMAIN = "Security"
 EXPERIMENTAL = False
@@ -24,12 +18,18 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 CertificateId = int
-"""An internal certificate ID value."""
+"""An internal certificate ID value.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Security/#type-CertificateId
+"""
 
 
 class MixedContentType(CDPEnum):
     """A description of mixed content (HTTP resources on HTTPS pages), as defined by
-    https://www.w3.org/TR/mixed-content/#categories"""
+    https://www.w3.org/TR/mixed-content/#categories
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Security/#type-MixedContentType
+    """
 
     BLOCKABLE = "blockable"
     OPTIONALLY_BLOCKABLE = "optionally-blockable"
@@ -37,7 +37,10 @@ class MixedContentType(CDPEnum):
 
 
 class SecurityState(CDPEnum):
-    """The security level of a page or resource."""
+    """The security level of a page or resource.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Security/#type-SecurityState
+    """
 
     UNKNOWN = "unknown"
     NEUTRAL = "neutral"
@@ -70,6 +73,8 @@ class CertificateSecurityState:
         obsolete_ssl_key_exchange: True if the connection is using an obsolete SSL key exchange.
         obsolete_ssl_cipher: True if the connection is using an obsolete SSL cipher.
         obsolete_ssl_signature: True if the connection is using an obsolete SSL signature.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Security/#type-CertificateSecurityState
     """
 
     protocol: str
@@ -80,8 +85,8 @@ class CertificateSecurityState:
     certificate: list[str]
     subject_name: str
     issuer: str
-    valid_from: _network.TimeSinceEpoch
-    valid_to: _network.TimeSinceEpoch
+    valid_from: cdp.network.TimeSinceEpoch
+    valid_to: cdp.network.TimeSinceEpoch
     certificate_network_error: str | None = None
     certificate_has_weak_signature: bool
     certificate_has_sha1_signature: bool
@@ -90,6 +95,238 @@ class CertificateSecurityState:
     obsolete_ssl_key_exchange: bool
     obsolete_ssl_cipher: bool
     obsolete_ssl_signature: bool
+
+
+class SafetyTipStatus(CDPEnum):
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Security/#type-SafetyTipStatus
+    """
+
+    BAD_REPUTATION = "badReputation"
+    LOOKALIKE = "lookalike"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SafetyTipInfo:
+    """Experimental.
+
+    Attributes:
+        safety_tip_status: Describes whether the page triggers any safety tips or reputation warnings. Default is unknown.
+        safe_url: The URL the safety tip suggested ("Did you mean?"). Only filled in for lookalike matches.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Security/#type-SafetyTipInfo
+    """
+
+    safety_tip_status: SafetyTipStatus
+    safe_url: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class VisibleSecurityState:
+    """Experimental. Security state information about the page.
+
+    Attributes:
+        security_state: The security level of the page.
+        certificate_security_state: Security state details about the page certificate.
+        safety_tip_info: The type of Safety Tip triggered on the page. Note that this field will be set even if the Safety Tip UI was not actually shown.
+        security_state_issue_ids: Array of security state issues ids.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Security/#type-VisibleSecurityState
+    """
+
+    security_state: SecurityState
+    certificate_security_state: CertificateSecurityState | None = None
+    safety_tip_info: SafetyTipInfo | None = None
+    security_state_issue_ids: list[str]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SecurityStateExplanation:
+    """An explanation of an factor contributing to the security state.
+
+    Attributes:
+        security_state: Security state representing the severity of the factor being explained.
+        title: Title describing the type of factor.
+        summary: Short phrase describing the type of factor.
+        description: Full text explanation of the factor.
+        mixed_content_type: The type of mixed content described by the explanation.
+        certificate: Page certificate.
+        recommendations: Recommendations to fix any issues.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Security/#type-SecurityStateExplanation
+    """
+
+    security_state: SecurityState
+    title: str
+    summary: str
+    description: str
+    mixed_content_type: MixedContentType
+    certificate: list[str]
+    recommendations: list[str] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class InsecureContentStatus:
+    """Deprecated. Information about insecure content on the page.
+
+    Attributes:
+        ran_mixed_content: Always false.
+        displayed_mixed_content: Always false.
+        contained_mixed_form: Always false.
+        ran_content_with_cert_errors: Always false.
+        displayed_content_with_cert_errors: Always false.
+        ran_insecure_content_style: Always set to unknown.
+        displayed_insecure_content_style: Always set to unknown.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Security/#type-InsecureContentStatus
+    """
+
+    ran_mixed_content: bool
+    displayed_mixed_content: bool
+    contained_mixed_form: bool
+    ran_content_with_cert_errors: bool
+    displayed_content_with_cert_errors: bool
+    ran_insecure_content_style: SecurityState
+    displayed_insecure_content_style: SecurityState
+
+
+class CertificateErrorAction(CDPEnum):
+    """The action to take when a certificate error occurs. continue will continue processing the
+    request and cancel will cancel the request.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Security/#type-CertificateErrorAction
+    """
+
+    CONTINUE = "continue"
+    CANCEL = "cancel"
+
+
+def disable() -> Command[None]:
+    """Disables tracking security state changes.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Security/#method-disable
+    """
+    return Command("Security.disable", {}, None)
+
+
+def enable() -> Command[None]:
+    """Enables tracking security state changes.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Security/#method-enable
+    """
+    return Command("Security.enable", {}, None)
+
+
+def set_ignore_certificate_errors(
+    *,
+    ignore: bool,
+) -> Command[None]:
+    """Enable/disable whether all certificate errors should be ignored.
+
+    Args:
+        ignore: If true, all certificate errors will be ignored.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Security/#method-setIgnoreCertificateErrors
+    """
+    return Command("Security.setIgnoreCertificateErrors", _p_set_ignore_certificate_errors(ignore), None)
+
+
+def handle_certificate_error(
+    *,
+    event_id: int,
+    action: CertificateErrorAction,
+) -> Command[None]:
+    """Deprecated. Handles a certificate error that fired a certificateError event.
+
+    Args:
+        event_id: The ID of the event.
+        action: The action to take on the certificate error.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Security/#method-handleCertificateError
+    """
+    return Command("Security.handleCertificateError", _p_handle_certificate_error(event_id, action), None)
+
+
+def set_override_certificate_errors(
+    *,
+    override: bool,
+) -> Command[None]:
+    """Deprecated. Enable/disable overriding certificate errors. If enabled, all certificate error events need to
+    be handled by the DevTools client and should be answered with `handleCertificateError` commands.
+
+    Args:
+        override: If true, certificate errors will be overridden.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Security/#method-setOverrideCertificateErrors
+    """
+    return Command(
+        "Security.setOverrideCertificateErrors", _p_set_override_certificate_errors(override), None
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CertificateError:
+    """Deprecated. There is a certificate error. If overriding certificate errors is enabled, then it should be
+    handled with the `handleCertificateError` command. Note: this event does not fire if the
+    certificate error has been allowed internally. Only one client per target should override
+    certificate errors at the same time.
+
+    Attributes:
+        event_id: The ID of the event.
+        error_type: The type of the error.
+        request_url: The url that was requested.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Security/#event-certificateError
+    """
+
+    method: ClassVar[str] = "Security.certificateError"
+    event_id: int
+    error_type: str
+    request_url: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class VisibleSecurityStateChanged:
+    """Experimental. The security state of the page changed.
+
+    Attributes:
+        visible_security_state: Security state information about the page.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Security/#event-visibleSecurityStateChanged
+    """
+
+    method: ClassVar[str] = "Security.visibleSecurityStateChanged"
+    visible_security_state: VisibleSecurityState
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SecurityStateChanged:
+    """Deprecated. The security state of the page changed. No longer being sent.
+
+    Attributes:
+        scheme_is_cryptographic: Deprecated. True if the page was loaded over cryptographic transport such as HTTPS.
+        explanations: Deprecated. Previously a list of explanations for the security state. Now always empty.
+        insecure_content_status: Deprecated. Information about insecure content on the page.
+        summary: Deprecated. Overrides user-visible description of the state. Always omitted.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Security/#event-securityStateChanged
+    """
+
+    method: ClassVar[str] = "Security.securityStateChanged"
+    security_state: SecurityState
+    scheme_is_cryptographic: bool
+    explanations: list[SecurityStateExplanation]
+    insecure_content_status: InsecureContentStatus
+    summary: str | None = None
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _CertificateSecurityState_plain = {
@@ -181,36 +418,6 @@ def _u_CertificateSecurityState(o: CertificateSecurityState) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    CertificateSecurityState,
-    {
-        "key_exchange_group": None,
-        "mac": None,
-        "certificate_network_error": None,
-    },
-)
-
-
-class SafetyTipStatus(CDPEnum):
-    """Experimental. SafetyTipStatus."""
-
-    BAD_REPUTATION = "badReputation"
-    LOOKALIKE = "lookalike"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SafetyTipInfo:
-    """Experimental. SafetyTipInfo.
-
-    Attributes:
-        safety_tip_status: Describes whether the page triggers any safety tips or reputation warnings. Default is unknown.
-        safe_url: The URL the safety tip suggested ("Did you mean?"). Only filled in for lookalike matches.
-    """
-
-    safety_tip_status: SafetyTipStatus
-    safe_url: str | None = None
-
-
 _SafetyTipInfo_plain = {
     "safeUrl": "safe_url",
 }
@@ -237,31 +444,6 @@ def _u_SafetyTipInfo(o: SafetyTipInfo) -> dict[str, Any]:
     if o.safe_url is not None:
         d["safeUrl"] = o.safe_url
     return d
-
-
-optional_defaults(
-    SafetyTipInfo,
-    {
-        "safe_url": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class VisibleSecurityState:
-    """Experimental. Security state information about the page.
-
-    Attributes:
-        security_state: The security level of the page.
-        certificate_security_state: Security state details about the page certificate.
-        safety_tip_info: The type of Safety Tip triggered on the page. Note that this field will be set even if the Safety Tip UI was not actually shown.
-        security_state_issue_ids: Array of security state issues ids.
-    """
-
-    security_state: SecurityState
-    certificate_security_state: CertificateSecurityState | None = None
-    safety_tip_info: SafetyTipInfo | None = None
-    security_state_issue_ids: list[str]
 
 
 _VisibleSecurityState_plain = {
@@ -299,38 +481,6 @@ def _u_VisibleSecurityState(o: VisibleSecurityState) -> dict[str, Any]:
     if o.safety_tip_info is not None:
         d["safetyTipInfo"] = _u_SafetyTipInfo(o.safety_tip_info)
     return d
-
-
-optional_defaults(
-    VisibleSecurityState,
-    {
-        "certificate_security_state": None,
-        "safety_tip_info": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SecurityStateExplanation:
-    """An explanation of an factor contributing to the security state.
-
-    Attributes:
-        security_state: Security state representing the severity of the factor being explained.
-        title: Title describing the type of factor.
-        summary: Short phrase describing the type of factor.
-        description: Full text explanation of the factor.
-        mixed_content_type: The type of mixed content described by the explanation.
-        certificate: Page certificate.
-        recommendations: Recommendations to fix any issues.
-    """
-
-    security_state: SecurityState
-    title: str
-    summary: str
-    description: str
-    mixed_content_type: MixedContentType
-    certificate: list[str]
-    recommendations: list[str] | None = None
 
 
 _SecurityStateExplanation_plain = {
@@ -382,37 +532,6 @@ def _u_SecurityStateExplanation(o: SecurityStateExplanation) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    SecurityStateExplanation,
-    {
-        "recommendations": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class InsecureContentStatus:
-    """Deprecated. Information about insecure content on the page.
-
-    Attributes:
-        ran_mixed_content: Always false.
-        displayed_mixed_content: Always false.
-        contained_mixed_form: Always false.
-        ran_content_with_cert_errors: Always false.
-        displayed_content_with_cert_errors: Always false.
-        ran_insecure_content_style: Always set to unknown.
-        displayed_insecure_content_style: Always set to unknown.
-    """
-
-    ran_mixed_content: bool
-    displayed_mixed_content: bool
-    contained_mixed_form: bool
-    ran_content_with_cert_errors: bool
-    displayed_content_with_cert_errors: bool
-    ran_insecure_content_style: SecurityState
-    displayed_insecure_content_style: SecurityState
-
-
 _InsecureContentStatus_plain = {
     "ranMixedContent": "ran_mixed_content",
     "displayedMixedContent": "displayed_mixed_content",
@@ -451,7 +570,7 @@ def _s_InsecureContentStatus(d: dict[str, Any]) -> InsecureContentStatus:
 
 
 def _u_InsecureContentStatus(o: InsecureContentStatus) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "ranMixedContent": o.ran_mixed_content,
         "displayedMixedContent": o.displayed_mixed_content,
         "containedMixedForm": o.contained_mixed_form,
@@ -460,50 +579,22 @@ def _u_InsecureContentStatus(o: InsecureContentStatus) -> dict[str, Any]:
         "ranInsecureContentStyle": o.ran_insecure_content_style,
         "displayedInsecureContentStyle": o.displayed_insecure_content_style,
     }
-    return d
-
-
-class CertificateErrorAction(CDPEnum):
-    """The action to take when a certificate error occurs. continue will continue processing the
-    request and cancel will cancel the request."""
-
-    CONTINUE = "continue"
-    CANCEL = "cancel"
-
-
-def disable() -> Command[None]:
-    """Disables tracking security state changes."""
-    _p: dict[str, Any] = {}
-    return Command("Security.disable", _p, None)
 
 
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def enable() -> Command[None]:
-    """Enables tracking security state changes."""
-    _p: dict[str, Any] = {}
-    return Command("Security.enable", _p, None)
-
-
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
 
 
-def set_ignore_certificate_errors(
-    *,
+def _p_set_ignore_certificate_errors(
     ignore: bool,
-) -> Command[None]:
-    """Enable/disable whether all certificate errors should be ignored.
-
-    Args:
-        ignore: If true, all certificate errors will be ignored.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "ignore": ignore,
     }
-    return Command("Security.setIgnoreCertificateErrors", _p, None)
 
 
 def _c_set_ignore_certificate_errors(d: dict[str, Any]) -> Command[None]:
@@ -512,22 +603,14 @@ def _c_set_ignore_certificate_errors(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def handle_certificate_error(
-    *,
+def _p_handle_certificate_error(
     event_id: int,
     action: CertificateErrorAction,
-) -> Command[None]:
-    """Deprecated. Handles a certificate error that fired a certificateError event.
-
-    Args:
-        event_id: The ID of the event.
-        action: The action to take on the certificate error.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "eventId": event_id,
         "action": action,
     }
-    return Command("Security.handleCertificateError", _p, None)
 
 
 def _c_handle_certificate_error(d: dict[str, Any]) -> Command[None]:
@@ -537,45 +620,18 @@ def _c_handle_certificate_error(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_override_certificate_errors(
-    *,
+def _p_set_override_certificate_errors(
     override: bool,
-) -> Command[None]:
-    """Deprecated. Enable/disable overriding certificate errors. If enabled, all certificate error events need to
-    be handled by the DevTools client and should be answered with `handleCertificateError` commands.
-
-    Args:
-        override: If true, certificate errors will be overridden.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "override": override,
     }
-    return Command("Security.setOverrideCertificateErrors", _p, None)
 
 
 def _c_set_override_certificate_errors(d: dict[str, Any]) -> Command[None]:
     return set_override_certificate_errors(
         override=d["override"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CertificateError:
-    """Deprecated. There is a certificate error. If overriding certificate errors is enabled, then it should be
-    handled with the `handleCertificateError` command. Note: this event does not fire if the
-    certificate error has been allowed internally. Only one client per target should override
-    certificate errors at the same time.
-
-    Attributes:
-        event_id: The ID of the event.
-        error_type: The type of the error.
-        request_url: The url that was requested.
-    """
-
-    method: ClassVar[str] = "Security.certificateError"
-    event_id: int
-    error_type: str
-    request_url: str
 
 
 _CertificateError_plain = {
@@ -602,24 +658,11 @@ def _s_CertificateError(d: dict[str, Any]) -> CertificateError:
 
 
 def _u_CertificateError(o: CertificateError) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "eventId": o.event_id,
         "errorType": o.error_type,
         "requestURL": o.request_url,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class VisibleSecurityStateChanged:
-    """Experimental. The security state of the page changed.
-
-    Attributes:
-        visible_security_state: Security state information about the page.
-    """
-
-    method: ClassVar[str] = "Security.visibleSecurityStateChanged"
-    visible_security_state: VisibleSecurityState
 
 
 def _s_VisibleSecurityStateChanged(d: dict[str, Any]) -> VisibleSecurityStateChanged:
@@ -634,30 +677,9 @@ def _s_VisibleSecurityStateChanged(d: dict[str, Any]) -> VisibleSecurityStateCha
 
 
 def _u_VisibleSecurityStateChanged(o: VisibleSecurityStateChanged) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "visibleSecurityState": _u_VisibleSecurityState(o.visible_security_state),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SecurityStateChanged:
-    """Deprecated. The security state of the page changed. No longer being sent.
-
-    Attributes:
-        security_state: Security state.
-        scheme_is_cryptographic: Deprecated. True if the page was loaded over cryptographic transport such as HTTPS.
-        explanations: Deprecated. Previously a list of explanations for the security state. Now always empty.
-        insecure_content_status: Deprecated. Information about insecure content on the page.
-        summary: Deprecated. Overrides user-visible description of the state. Always omitted.
-    """
-
-    method: ClassVar[str] = "Security.securityStateChanged"
-    security_state: SecurityState
-    scheme_is_cryptographic: bool
-    explanations: list[SecurityStateExplanation]
-    insecure_content_status: InsecureContentStatus
-    summary: str | None = None
 
 
 _SecurityStateChanged_plain = {
@@ -702,26 +724,6 @@ def _u_SecurityStateChanged(o: SecurityStateChanged) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    SecurityStateChanged,
-    {
-        "summary": None,
-    },
-)
-
-
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Security.certificateError": _s_CertificateError,
-    "Security.visibleSecurityStateChanged": _s_VisibleSecurityStateChanged,
-    "Security.securityStateChanged": _s_SecurityStateChanged,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Security.disable": _c_disable,
-    "Security.enable": _c_enable,
-    "Security.setIgnoreCertificateErrors": _c_set_ignore_certificate_errors,
-    "Security.handleCertificateError": _c_handle_certificate_error,
-    "Security.setOverrideCertificateErrors": _c_set_override_certificate_errors,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Security.CertificateSecurityState": (True, False),
     "Security.SafetyTipStatus": (True, False),
@@ -748,5 +750,12 @@ register(
         CertificateError: (_s_CertificateError, _u_CertificateError),
         VisibleSecurityStateChanged: (_s_VisibleSecurityStateChanged, _u_VisibleSecurityStateChanged),
         SecurityStateChanged: (_s_SecurityStateChanged, _u_SecurityStateChanged),
-    }
+    },
+    {
+        disable: _c_disable,
+        enable: _c_enable,
+        set_ignore_certificate_errors: _c_set_ignore_certificate_errors,
+        handle_certificate_error: _c_handle_certificate_error,
+        set_override_certificate_errors: _c_set_override_certificate_errors,
+    },
 )

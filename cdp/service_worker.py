@@ -3,19 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import target as _target
 
 DOMAIN = "ServiceWorker"
 EXPERIMENTAL = True
@@ -24,22 +18,282 @@ DEPENDENCIES: tuple[str, ...] = ("Target",)
 
 
 RegistrationID = str
-"""RegistrationID."""
+"""See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#type-RegistrationID"""
 
 
 @attrs.frozen(kw_only=True, slots=False)
 class ServiceWorkerRegistration:
-    """ServiceWorker registration.
-
-    Attributes:
-        registration_id: -
-        scope_url: -
-        is_deleted: -
-    """
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#type-ServiceWorkerRegistration"""
 
     registration_id: RegistrationID
     scope_url: str
     is_deleted: bool
+
+
+class ServiceWorkerVersionRunningStatus(CDPEnum):
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#type-ServiceWorkerVersionRunningStatus"""
+
+    STOPPED = "stopped"
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+
+
+class ServiceWorkerVersionStatus(CDPEnum):
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#type-ServiceWorkerVersionStatus"""
+
+    NEW = "new"
+    INSTALLING = "installing"
+    INSTALLED = "installed"
+    ACTIVATING = "activating"
+    ACTIVATED = "activated"
+    REDUNDANT = "redundant"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ServiceWorkerRouterCondition:
+    """Mostly corresponds to `RouterCondition` in ServiceWorker spec
+    (https://www.w3.org/TR/service-workers/#dictdef-routercondition)
+
+    Attributes:
+        url_pattern: Plain text, or JSON serialization of URLPatternInit or URLPattern
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#type-ServiceWorkerRouterCondition
+    """
+
+    url_pattern: str | None = None
+    request_method: str | None = None
+    request_mode: str | None = None
+    request_destination: str | None = None
+    running_status: ServiceWorkerVersionRunningStatus | None = None
+    or_: list[ServiceWorkerRouterCondition] | None = None
+    not_: ServiceWorkerRouterCondition | None = None
+
+
+class ServiceWorkerRouterSourceType(CDPEnum):
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#type-ServiceWorkerRouterSourceType"""
+
+    CACHE = "cache"
+    FETCH_EVENT = "fetchEvent"
+    NETWORK = "network"
+    RACE_NETWORK_AND_FETCH_HANDLER = "raceNetworkAndFetchHandler"
+    RACE_NETWORK_AND_CACHE = "raceNetworkAndCache"
+    SOURCE_DICT = "sourceDict"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ServiceWorkerRouterSourceDict:
+    """https://www.w3.org/TR/service-workers/#dictdef-routersourcedict
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#type-ServiceWorkerRouterSourceDict
+    """
+
+    cache_name: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ServiceWorkerRouterSource:
+    """Corresponds to `RouterSource` in the spec while the representation is different as follows.
+    (https://www.w3.org/TR/service-workers/#typedefdef-routersource)
+    - `RouterSourceEnum`: `type` equals `cache`, `sourceDict` is null.
+    - `RouterSourceDict`: `type` equals `sourceDict`, `sourceDict` has valid value.
+
+    Attributes:
+        source_dict: Non-empty iff `type` equals "sourceDict".
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#type-ServiceWorkerRouterSource
+    """
+
+    type_: ServiceWorkerRouterSourceType
+    source_dict: ServiceWorkerRouterSourceDict | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ServiceWorkerRouterRule:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#type-ServiceWorkerRouterRule
+
+    Attributes:
+        id_: Rule ID assigned by the browser. Unique within each ServiceWorkerVersion.
+    """
+
+    condition: ServiceWorkerRouterCondition
+    source: ServiceWorkerRouterSource
+    id_: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ServiceWorkerVersion:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#type-ServiceWorkerVersion
+
+    Attributes:
+        script_last_modified: The Last-Modified header value of the main script.
+        script_response_time: The time at which the response headers of the main script were received from the server. For cached script it is the last time the cache entry was validated.
+        router_rules: Migration to `typedRouterRules` is in progress. The browser sends either `routerRules` or `typedRouterRules`. TODO(crbug.com/540469610): Remove `routerRules` after the migration.
+    """
+
+    version_id: str
+    registration_id: RegistrationID
+    script_url: str
+    running_status: ServiceWorkerVersionRunningStatus
+    status: ServiceWorkerVersionStatus
+    script_last_modified: float | None = None
+    script_response_time: float | None = None
+    controlled_clients: list[cdp.target.TargetID] | None = None
+    target_id: cdp.target.TargetID | None = None
+    router_rules: str | None = None
+    typed_router_rules: list[ServiceWorkerRouterRule] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ServiceWorkerErrorMessage:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#type-ServiceWorkerErrorMessage"""
+
+    error_message: str
+    registration_id: RegistrationID
+    version_id: str
+    source_url: str
+    line_number: int
+    column_number: int
+
+
+def deliver_push_message(
+    *,
+    origin: str,
+    registration_id: RegistrationID,
+    data: str,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#method-deliverPushMessage"""
+    return Command(
+        "ServiceWorker.deliverPushMessage", _p_deliver_push_message(origin, registration_id, data), None
+    )
+
+
+def disable() -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#method-disable"""
+    return Command("ServiceWorker.disable", {}, None)
+
+
+def dispatch_sync_event(
+    *,
+    origin: str,
+    registration_id: RegistrationID,
+    tag: str,
+    last_chance: bool,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#method-dispatchSyncEvent"""
+    return Command(
+        "ServiceWorker.dispatchSyncEvent",
+        _p_dispatch_sync_event(origin, registration_id, tag, last_chance),
+        None,
+    )
+
+
+def dispatch_periodic_sync_event(
+    *,
+    origin: str,
+    registration_id: RegistrationID,
+    tag: str,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#method-dispatchPeriodicSyncEvent"""
+    return Command(
+        "ServiceWorker.dispatchPeriodicSyncEvent",
+        _p_dispatch_periodic_sync_event(origin, registration_id, tag),
+        None,
+    )
+
+
+def enable() -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#method-enable"""
+    return Command("ServiceWorker.enable", {}, None)
+
+
+def set_force_update_on_page_load(
+    *,
+    force_update_on_page_load: bool,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#method-setForceUpdateOnPageLoad"""
+    return Command(
+        "ServiceWorker.setForceUpdateOnPageLoad",
+        _p_set_force_update_on_page_load(force_update_on_page_load),
+        None,
+    )
+
+
+def skip_waiting(
+    *,
+    scope_url: str,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#method-skipWaiting"""
+    return Command("ServiceWorker.skipWaiting", _p_skip_waiting(scope_url), None)
+
+
+def start_worker(
+    *,
+    scope_url: str,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#method-startWorker"""
+    return Command("ServiceWorker.startWorker", _p_start_worker(scope_url), None)
+
+
+def stop_all_workers() -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#method-stopAllWorkers"""
+    return Command("ServiceWorker.stopAllWorkers", {}, None)
+
+
+def stop_worker(
+    *,
+    version_id: str,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#method-stopWorker"""
+    return Command("ServiceWorker.stopWorker", _p_stop_worker(version_id), None)
+
+
+def unregister(
+    *,
+    scope_url: str,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#method-unregister"""
+    return Command("ServiceWorker.unregister", _p_unregister(scope_url), None)
+
+
+def update_registration(
+    *,
+    scope_url: str,
+) -> Command[None]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#method-updateRegistration"""
+    return Command("ServiceWorker.updateRegistration", _p_update_registration(scope_url), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WorkerErrorReported:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#event-workerErrorReported"""
+
+    method: ClassVar[str] = "ServiceWorker.workerErrorReported"
+    error_message: ServiceWorkerErrorMessage
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WorkerRegistrationUpdated:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#event-workerRegistrationUpdated"""
+
+    method: ClassVar[str] = "ServiceWorker.workerRegistrationUpdated"
+    registrations: list[ServiceWorkerRegistration]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class WorkerVersionUpdated:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/ServiceWorker/#event-workerVersionUpdated"""
+
+    method: ClassVar[str] = "ServiceWorker.workerVersionUpdated"
+    versions: list[ServiceWorkerVersion]
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _ServiceWorkerRegistration_plain = {
@@ -66,56 +320,11 @@ def _s_ServiceWorkerRegistration(d: dict[str, Any]) -> ServiceWorkerRegistration
 
 
 def _u_ServiceWorkerRegistration(o: ServiceWorkerRegistration) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "registrationId": o.registration_id,
         "scopeURL": o.scope_url,
         "isDeleted": o.is_deleted,
     }
-    return d
-
-
-class ServiceWorkerVersionRunningStatus(CDPEnum):
-    """ServiceWorkerVersionRunningStatus."""
-
-    STOPPED = "stopped"
-    STARTING = "starting"
-    RUNNING = "running"
-    STOPPING = "stopping"
-
-
-class ServiceWorkerVersionStatus(CDPEnum):
-    """ServiceWorkerVersionStatus."""
-
-    NEW = "new"
-    INSTALLING = "installing"
-    INSTALLED = "installed"
-    ACTIVATING = "activating"
-    ACTIVATED = "activated"
-    REDUNDANT = "redundant"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ServiceWorkerRouterCondition:
-    """Mostly corresponds to `RouterCondition` in ServiceWorker spec
-    (https://www.w3.org/TR/service-workers/#dictdef-routercondition)
-
-    Attributes:
-        url_pattern: Plain text, or JSON serialization of URLPatternInit or URLPattern
-        request_method: -
-        request_mode: -
-        request_destination: -
-        running_status: -
-        or_: -
-        not_: -
-    """
-
-    url_pattern: str | None = None
-    request_method: str | None = None
-    request_mode: str | None = None
-    request_destination: str | None = None
-    running_status: ServiceWorkerVersionRunningStatus | None = None
-    or_: list[ServiceWorkerRouterCondition] | None = None
-    not_: ServiceWorkerRouterCondition | None = None
 
 
 _ServiceWorkerRouterCondition_plain = {
@@ -161,42 +370,6 @@ def _u_ServiceWorkerRouterCondition(o: ServiceWorkerRouterCondition) -> dict[str
     return d
 
 
-optional_defaults(
-    ServiceWorkerRouterCondition,
-    {
-        "url_pattern": None,
-        "request_method": None,
-        "request_mode": None,
-        "request_destination": None,
-        "running_status": None,
-        "or_": None,
-        "not_": None,
-    },
-)
-
-
-class ServiceWorkerRouterSourceType(CDPEnum):
-    """ServiceWorkerRouterSourceType."""
-
-    CACHE = "cache"
-    FETCH_EVENT = "fetchEvent"
-    NETWORK = "network"
-    RACE_NETWORK_AND_FETCH_HANDLER = "raceNetworkAndFetchHandler"
-    RACE_NETWORK_AND_CACHE = "raceNetworkAndCache"
-    SOURCE_DICT = "sourceDict"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ServiceWorkerRouterSourceDict:
-    """https://www.w3.org/TR/service-workers/#dictdef-routersourcedict
-
-    Attributes:
-        cache_name: -
-    """
-
-    cache_name: str
-
-
 _ServiceWorkerRouterSourceDict_plain = {
     "cacheName": "cache_name",
 }
@@ -215,26 +388,9 @@ def _s_ServiceWorkerRouterSourceDict(d: dict[str, Any]) -> ServiceWorkerRouterSo
 
 
 def _u_ServiceWorkerRouterSourceDict(o: ServiceWorkerRouterSourceDict) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "cacheName": o.cache_name,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ServiceWorkerRouterSource:
-    """Corresponds to `RouterSource` in the spec while the representation is different as follows.
-    (https://www.w3.org/TR/service-workers/#typedefdef-routersource)
-    - `RouterSourceEnum`: `type` equals `cache`, `sourceDict` is null.
-    - `RouterSourceDict`: `type` equals `sourceDict`, `sourceDict` has valid value.
-
-    Attributes:
-        type_: -
-        source_dict: Non-empty iff `type` equals "sourceDict".
-    """
-
-    type_: ServiceWorkerRouterSourceType
-    source_dict: ServiceWorkerRouterSourceDict | None = None
 
 
 def _s_ServiceWorkerRouterSource(d: dict[str, Any]) -> ServiceWorkerRouterSource:
@@ -257,29 +413,6 @@ def _u_ServiceWorkerRouterSource(o: ServiceWorkerRouterSource) -> dict[str, Any]
     if o.source_dict is not None:
         d["sourceDict"] = _u_ServiceWorkerRouterSourceDict(o.source_dict)
     return d
-
-
-optional_defaults(
-    ServiceWorkerRouterSource,
-    {
-        "source_dict": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ServiceWorkerRouterRule:
-    """ServiceWorkerRouterRule.
-
-    Attributes:
-        condition: -
-        source: -
-        id_: Rule ID assigned by the browser. Unique within each ServiceWorkerVersion.
-    """
-
-    condition: ServiceWorkerRouterCondition
-    source: ServiceWorkerRouterSource
-    id_: int
 
 
 _ServiceWorkerRouterRule_plain = {
@@ -308,43 +441,11 @@ def _s_ServiceWorkerRouterRule(d: dict[str, Any]) -> ServiceWorkerRouterRule:
 
 
 def _u_ServiceWorkerRouterRule(o: ServiceWorkerRouterRule) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "condition": _u_ServiceWorkerRouterCondition(o.condition),
         "source": _u_ServiceWorkerRouterSource(o.source),
         "id": o.id_,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ServiceWorkerVersion:
-    """ServiceWorker version.
-
-    Attributes:
-        version_id: -
-        registration_id: -
-        script_url: -
-        running_status: -
-        status: -
-        script_last_modified: The Last-Modified header value of the main script.
-        script_response_time: The time at which the response headers of the main script were received from the server. For cached script it is the last time the cache entry was validated.
-        controlled_clients: -
-        target_id: -
-        router_rules: Migration to `typedRouterRules` is in progress. The browser sends either `routerRules` or `typedRouterRules`. TODO(crbug.com/540469610): Remove `routerRules` after the migration.
-        typed_router_rules: -
-    """
-
-    version_id: str
-    registration_id: RegistrationID
-    script_url: str
-    running_status: ServiceWorkerVersionRunningStatus
-    status: ServiceWorkerVersionStatus
-    script_last_modified: float | None = None
-    script_response_time: float | None = None
-    controlled_clients: list[_target.TargetID] | None = None
-    target_id: _target.TargetID | None = None
-    router_rules: str | None = None
-    typed_router_rules: list[ServiceWorkerRouterRule] | None = None
 
 
 _ServiceWorkerVersion_plain = {
@@ -408,40 +509,6 @@ def _u_ServiceWorkerVersion(o: ServiceWorkerVersion) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    ServiceWorkerVersion,
-    {
-        "script_last_modified": None,
-        "script_response_time": None,
-        "controlled_clients": None,
-        "target_id": None,
-        "router_rules": None,
-        "typed_router_rules": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ServiceWorkerErrorMessage:
-    """ServiceWorker error message.
-
-    Attributes:
-        error_message: -
-        registration_id: -
-        version_id: -
-        source_url: -
-        line_number: -
-        column_number: -
-    """
-
-    error_message: str
-    registration_id: RegistrationID
-    version_id: str
-    source_url: str
-    line_number: int
-    column_number: int
-
-
 _ServiceWorkerErrorMessage_plain = {
     "errorMessage": "error_message",
     "registrationId": "registration_id",
@@ -475,7 +542,7 @@ def _s_ServiceWorkerErrorMessage(d: dict[str, Any]) -> ServiceWorkerErrorMessage
 
 
 def _u_ServiceWorkerErrorMessage(o: ServiceWorkerErrorMessage) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "errorMessage": o.error_message,
         "registrationId": o.registration_id,
         "versionId": o.version_id,
@@ -483,28 +550,18 @@ def _u_ServiceWorkerErrorMessage(o: ServiceWorkerErrorMessage) -> dict[str, Any]
         "lineNumber": o.line_number,
         "columnNumber": o.column_number,
     }
-    return d
 
 
-def deliver_push_message(
-    *,
+def _p_deliver_push_message(
     origin: str,
     registration_id: RegistrationID,
     data: str,
-) -> Command[None]:
-    """deliverPushMessage.
-
-    Args:
-        origin: -
-        registration_id: -
-        data: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "origin": origin,
         "registrationId": registration_id,
         "data": data,
     }
-    return Command("ServiceWorker.deliverPushMessage", _p, None)
 
 
 def _c_deliver_push_message(d: dict[str, Any]) -> Command[None]:
@@ -515,38 +572,22 @@ def _c_deliver_push_message(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def disable() -> Command[None]:
-    """disable."""
-    _p: dict[str, Any] = {}
-    return Command("ServiceWorker.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def dispatch_sync_event(
-    *,
+def _p_dispatch_sync_event(
     origin: str,
     registration_id: RegistrationID,
     tag: str,
     last_chance: bool,
-) -> Command[None]:
-    """dispatchSyncEvent.
-
-    Args:
-        origin: -
-        registration_id: -
-        tag: -
-        last_chance: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "origin": origin,
         "registrationId": registration_id,
         "tag": tag,
         "lastChance": last_chance,
     }
-    return Command("ServiceWorker.dispatchSyncEvent", _p, None)
 
 
 def _c_dispatch_sync_event(d: dict[str, Any]) -> Command[None]:
@@ -558,25 +599,16 @@ def _c_dispatch_sync_event(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def dispatch_periodic_sync_event(
-    *,
+def _p_dispatch_periodic_sync_event(
     origin: str,
     registration_id: RegistrationID,
     tag: str,
-) -> Command[None]:
-    """dispatchPeriodicSyncEvent.
-
-    Args:
-        origin: -
-        registration_id: -
-        tag: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "origin": origin,
         "registrationId": registration_id,
         "tag": tag,
     }
-    return Command("ServiceWorker.dispatchPeriodicSyncEvent", _p, None)
 
 
 def _c_dispatch_periodic_sync_event(d: dict[str, Any]) -> Command[None]:
@@ -587,29 +619,16 @@ def _c_dispatch_periodic_sync_event(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def enable() -> Command[None]:
-    """enable."""
-    _p: dict[str, Any] = {}
-    return Command("ServiceWorker.enable", _p, None)
-
-
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
 
 
-def set_force_update_on_page_load(
-    *,
+def _p_set_force_update_on_page_load(
     force_update_on_page_load: bool,
-) -> Command[None]:
-    """setForceUpdateOnPageLoad.
-
-    Args:
-        force_update_on_page_load: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "forceUpdateOnPageLoad": force_update_on_page_load,
     }
-    return Command("ServiceWorker.setForceUpdateOnPageLoad", _p, None)
 
 
 def _c_set_force_update_on_page_load(d: dict[str, Any]) -> Command[None]:
@@ -618,19 +637,12 @@ def _c_set_force_update_on_page_load(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def skip_waiting(
-    *,
+def _p_skip_waiting(
     scope_url: str,
-) -> Command[None]:
-    """skipWaiting.
-
-    Args:
-        scope_url: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "scopeURL": scope_url,
     }
-    return Command("ServiceWorker.skipWaiting", _p, None)
 
 
 def _c_skip_waiting(d: dict[str, Any]) -> Command[None]:
@@ -639,19 +651,12 @@ def _c_skip_waiting(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def start_worker(
-    *,
+def _p_start_worker(
     scope_url: str,
-) -> Command[None]:
-    """startWorker.
-
-    Args:
-        scope_url: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "scopeURL": scope_url,
     }
-    return Command("ServiceWorker.startWorker", _p, None)
 
 
 def _c_start_worker(d: dict[str, Any]) -> Command[None]:
@@ -660,29 +665,16 @@ def _c_start_worker(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def stop_all_workers() -> Command[None]:
-    """stopAllWorkers."""
-    _p: dict[str, Any] = {}
-    return Command("ServiceWorker.stopAllWorkers", _p, None)
-
-
 def _c_stop_all_workers(d: dict[str, Any]) -> Command[None]:
     return stop_all_workers()
 
 
-def stop_worker(
-    *,
+def _p_stop_worker(
     version_id: str,
-) -> Command[None]:
-    """stopWorker.
-
-    Args:
-        version_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "versionId": version_id,
     }
-    return Command("ServiceWorker.stopWorker", _p, None)
 
 
 def _c_stop_worker(d: dict[str, Any]) -> Command[None]:
@@ -691,19 +683,12 @@ def _c_stop_worker(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def unregister(
-    *,
+def _p_unregister(
     scope_url: str,
-) -> Command[None]:
-    """unregister.
-
-    Args:
-        scope_url: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "scopeURL": scope_url,
     }
-    return Command("ServiceWorker.unregister", _p, None)
 
 
 def _c_unregister(d: dict[str, Any]) -> Command[None]:
@@ -712,37 +697,18 @@ def _c_unregister(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def update_registration(
-    *,
+def _p_update_registration(
     scope_url: str,
-) -> Command[None]:
-    """updateRegistration.
-
-    Args:
-        scope_url: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "scopeURL": scope_url,
     }
-    return Command("ServiceWorker.updateRegistration", _p, None)
 
 
 def _c_update_registration(d: dict[str, Any]) -> Command[None]:
     return update_registration(
         scope_url=d["scopeURL"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WorkerErrorReported:
-    """workerErrorReported.
-
-    Attributes:
-        error_message: -
-    """
-
-    method: ClassVar[str] = "ServiceWorker.workerErrorReported"
-    error_message: ServiceWorkerErrorMessage
 
 
 def _s_WorkerErrorReported(d: dict[str, Any]) -> WorkerErrorReported:
@@ -757,22 +723,9 @@ def _s_WorkerErrorReported(d: dict[str, Any]) -> WorkerErrorReported:
 
 
 def _u_WorkerErrorReported(o: WorkerErrorReported) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "errorMessage": _u_ServiceWorkerErrorMessage(o.error_message),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WorkerRegistrationUpdated:
-    """workerRegistrationUpdated.
-
-    Attributes:
-        registrations: -
-    """
-
-    method: ClassVar[str] = "ServiceWorker.workerRegistrationUpdated"
-    registrations: list[ServiceWorkerRegistration]
 
 
 def _s_WorkerRegistrationUpdated(d: dict[str, Any]) -> WorkerRegistrationUpdated:
@@ -787,22 +740,9 @@ def _s_WorkerRegistrationUpdated(d: dict[str, Any]) -> WorkerRegistrationUpdated
 
 
 def _u_WorkerRegistrationUpdated(o: WorkerRegistrationUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "registrations": [_u_ServiceWorkerRegistration(x0) for x0 in o.registrations],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class WorkerVersionUpdated:
-    """workerVersionUpdated.
-
-    Attributes:
-        versions: -
-    """
-
-    method: ClassVar[str] = "ServiceWorker.workerVersionUpdated"
-    versions: list[ServiceWorkerVersion]
 
 
 def _s_WorkerVersionUpdated(d: dict[str, Any]) -> WorkerVersionUpdated:
@@ -817,31 +757,11 @@ def _s_WorkerVersionUpdated(d: dict[str, Any]) -> WorkerVersionUpdated:
 
 
 def _u_WorkerVersionUpdated(o: WorkerVersionUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "versions": [_u_ServiceWorkerVersion(x0) for x0 in o.versions],
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "ServiceWorker.workerErrorReported": _s_WorkerErrorReported,
-    "ServiceWorker.workerRegistrationUpdated": _s_WorkerRegistrationUpdated,
-    "ServiceWorker.workerVersionUpdated": _s_WorkerVersionUpdated,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "ServiceWorker.deliverPushMessage": _c_deliver_push_message,
-    "ServiceWorker.disable": _c_disable,
-    "ServiceWorker.dispatchSyncEvent": _c_dispatch_sync_event,
-    "ServiceWorker.dispatchPeriodicSyncEvent": _c_dispatch_periodic_sync_event,
-    "ServiceWorker.enable": _c_enable,
-    "ServiceWorker.setForceUpdateOnPageLoad": _c_set_force_update_on_page_load,
-    "ServiceWorker.skipWaiting": _c_skip_waiting,
-    "ServiceWorker.startWorker": _c_start_worker,
-    "ServiceWorker.stopAllWorkers": _c_stop_all_workers,
-    "ServiceWorker.stopWorker": _c_stop_worker,
-    "ServiceWorker.unregister": _c_unregister,
-    "ServiceWorker.updateRegistration": _c_update_registration,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "ServiceWorker": (True, False),
 }
@@ -857,5 +777,19 @@ register(
         WorkerErrorReported: (_s_WorkerErrorReported, _u_WorkerErrorReported),
         WorkerRegistrationUpdated: (_s_WorkerRegistrationUpdated, _u_WorkerRegistrationUpdated),
         WorkerVersionUpdated: (_s_WorkerVersionUpdated, _u_WorkerVersionUpdated),
-    }
+    },
+    {
+        deliver_push_message: _c_deliver_push_message,
+        disable: _c_disable,
+        dispatch_sync_event: _c_dispatch_sync_event,
+        dispatch_periodic_sync_event: _c_dispatch_periodic_sync_event,
+        enable: _c_enable,
+        set_force_update_on_page_load: _c_set_force_update_on_page_load,
+        skip_waiting: _c_skip_waiting,
+        start_worker: _c_start_worker,
+        stop_all_workers: _c_stop_all_workers,
+        stop_worker: _c_stop_worker,
+        unregister: _c_unregister,
+        update_registration: _c_update_registration,
+    },
 )

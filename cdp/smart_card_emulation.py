@@ -3,17 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
 
 DOMAIN = "SmartCardEmulation"
 EXPERIMENTAL = True
@@ -26,7 +21,10 @@ class ResultCode(CDPEnum):
 
     This maps to:
     PC/SC Lite: https://pcsclite.apdu.fr/api/group__ErrorCodes.html
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/secauthn/authentication-return-values"""
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/secauthn/authentication-return-values
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#type-ResultCode
+    """
 
     SUCCESS = "success"
     REMOVED_CARD = "removed-card"
@@ -63,7 +61,10 @@ class ResultCode(CDPEnum):
 
 
 class ShareMode(CDPEnum):
-    """Maps to the |SCARD_SHARE_*| values."""
+    """Maps to the |SCARD_SHARE_*| values.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#type-ShareMode
+    """
 
     SHARED = "shared"
     EXCLUSIVE = "exclusive"
@@ -71,7 +72,10 @@ class ShareMode(CDPEnum):
 
 
 class Disposition(CDPEnum):
-    """Indicates what the reader should do with the card."""
+    """Indicates what the reader should do with the card.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#type-Disposition
+    """
 
     LEAVE_CARD = "leave-card"
     RESET_CARD = "reset-card"
@@ -80,7 +84,10 @@ class Disposition(CDPEnum):
 
 
 class ConnectionState(CDPEnum):
-    """Maps to |SCARD_*| connection state values."""
+    """Maps to |SCARD_*| connection state values.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#type-ConnectionState
+    """
 
     ABSENT = "absent"
     PRESENT = "present"
@@ -94,18 +101,7 @@ class ConnectionState(CDPEnum):
 class ReaderStateFlags:
     """Maps to the |SCARD_STATE_*| flags.
 
-    Attributes:
-        unaware: -
-        ignore: -
-        changed: -
-        unknown: -
-        unavailable: -
-        empty: -
-        present: -
-        exclusive: -
-        inuse: -
-        mute: -
-        unpowered: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#type-ReaderStateFlags
     """
 
     unaware: bool | None = None
@@ -119,6 +115,519 @@ class ReaderStateFlags:
     inuse: bool | None = None
     mute: bool | None = None
     unpowered: bool | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ProtocolSet:
+    """Maps to the |SCARD_PROTOCOL_*| flags.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#type-ProtocolSet
+    """
+
+    t0: bool | None = None
+    t1: bool | None = None
+    raw: bool | None = None
+
+
+class Protocol(CDPEnum):
+    """Maps to the |SCARD_PROTOCOL_*| values.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#type-Protocol
+    """
+
+    T0 = "t0"
+    T1 = "t1"
+    RAW = "raw"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ReaderStateIn:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#type-ReaderStateIn"""
+
+    reader: str
+    current_state: ReaderStateFlags
+    current_insertion_count: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ReaderStateOut:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#type-ReaderStateOut"""
+
+    reader: str
+    event_state: ReaderStateFlags
+    event_count: int
+    atr: str
+
+
+def enable() -> Command[None]:
+    """Enables the |SmartCardEmulation| domain.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#method-enable
+    """
+    return Command("SmartCardEmulation.enable", {}, None)
+
+
+def disable() -> Command[None]:
+    """Disables the |SmartCardEmulation| domain.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#method-disable
+    """
+    return Command("SmartCardEmulation.disable", {}, None)
+
+
+def report_establish_context_result(
+    *,
+    request_id: str,
+    context_id: int,
+) -> Command[None]:
+    """Reports the successful result of a |SCardEstablishContext| call.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gaa1b8970169fd4883a6dc4a8f43f19b67
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardestablishcontext
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#method-reportEstablishContextResult
+    """
+    return Command(
+        "SmartCardEmulation.reportEstablishContextResult",
+        _p_report_establish_context_result(request_id, context_id),
+        None,
+    )
+
+
+def report_release_context_result(
+    *,
+    request_id: str,
+) -> Command[None]:
+    """Reports the successful result of a |SCardReleaseContext| call.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga6aabcba7744c5c9419fdd6404f73a934
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardreleasecontext
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#method-reportReleaseContextResult
+    """
+    return Command(
+        "SmartCardEmulation.reportReleaseContextResult", _p_report_release_context_result(request_id), None
+    )
+
+
+def report_list_readers_result(
+    *,
+    request_id: str,
+    readers: list[str],
+) -> Command[None]:
+    """Reports the successful result of a |SCardListReaders| call.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga93b07815789b3cf2629d439ecf20f0d9
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardlistreadersa
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#method-reportListReadersResult
+    """
+    return Command(
+        "SmartCardEmulation.reportListReadersResult", _p_report_list_readers_result(request_id, readers), None
+    )
+
+
+def report_get_status_change_result(
+    *,
+    request_id: str,
+    reader_states: list[ReaderStateOut],
+) -> Command[None]:
+    """Reports the successful result of a |SCardGetStatusChange| call.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga33247d5d1257d59e55647c3bb717db24
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardgetstatuschangea
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#method-reportGetStatusChangeResult
+    """
+    return Command(
+        "SmartCardEmulation.reportGetStatusChangeResult",
+        _p_report_get_status_change_result(request_id, reader_states),
+        None,
+    )
+
+
+def report_begin_transaction_result(
+    *,
+    request_id: str,
+    handle: int,
+) -> Command[None]:
+    """Reports the result of a |SCardBeginTransaction| call.
+    On success, this creates a new transaction object.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gaddb835dce01a0da1d6ca02d33ee7d861
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardbegintransaction
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#method-reportBeginTransactionResult
+    """
+    return Command(
+        "SmartCardEmulation.reportBeginTransactionResult",
+        _p_report_begin_transaction_result(request_id, handle),
+        None,
+    )
+
+
+def report_plain_result(
+    *,
+    request_id: str,
+) -> Command[None]:
+    """Reports the successful result of a call that returns only a result code.
+    Used for: |SCardCancel|, |SCardDisconnect|, |SCardSetAttrib|, |SCardEndTransaction|.
+
+    This maps to:
+    1. SCardCancel
+       PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gaacbbc0c6d6c0cbbeb4f4debf6fbeeee6
+       Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardcancel
+
+    2. SCardDisconnect
+       PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga4be198045c73ec0deb79e66c0ca1738a
+       Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scarddisconnect
+
+    3. SCardSetAttrib
+       PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga060f0038a4ddfd5dd2b8fadf3c3a2e4f
+       Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardsetattrib
+
+    4. SCardEndTransaction
+       PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gae8742473b404363e5c587f570d7e2f3b
+       Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardendtransaction
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#method-reportPlainResult
+    """
+    return Command("SmartCardEmulation.reportPlainResult", _p_report_plain_result(request_id), None)
+
+
+def report_connect_result(
+    *,
+    request_id: str,
+    handle: int,
+    active_protocol: Protocol | None = None,
+) -> Command[None]:
+    """Reports the successful result of a |SCardConnect| call.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga4e515829752e0a8dbc4d630696a8d6a5
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardconnecta
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#method-reportConnectResult
+    """
+    return Command(
+        "SmartCardEmulation.reportConnectResult",
+        _p_report_connect_result(request_id, handle, active_protocol),
+        None,
+    )
+
+
+def report_data_result(
+    *,
+    request_id: str,
+    data: str,
+) -> Command[None]:
+    """Reports the successful result of a call that sends back data on success.
+    Used for |SCardTransmit|, |SCardControl|, and |SCardGetAttrib|.
+
+    This maps to:
+    1. SCardTransmit
+       PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga9a2d77242a271310269065e64633ab99
+       Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardtransmit
+
+    2. SCardControl
+       PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gac3454d4657110fd7f753b2d3d8f4e32f
+       Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardcontrol
+
+    3. SCardGetAttrib
+       PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gaacfec51917255b7a25b94c5104961602
+       Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardgetattrib
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#method-reportDataResult
+    """
+    return Command("SmartCardEmulation.reportDataResult", _p_report_data_result(request_id, data), None)
+
+
+def report_status_result(
+    *,
+    request_id: str,
+    reader_name: str,
+    state: ConnectionState,
+    atr: str,
+    protocol: Protocol | None = None,
+) -> Command[None]:
+    """Reports the successful result of a |SCardStatus| call.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gae49c3c894ad7ac12a5b896bde70d0382
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardstatusa
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#method-reportStatusResult
+    """
+    return Command(
+        "SmartCardEmulation.reportStatusResult",
+        _p_report_status_result(request_id, reader_name, state, atr, protocol),
+        None,
+    )
+
+
+def report_error(
+    *,
+    request_id: str,
+    result_code: ResultCode,
+) -> Command[None]:
+    """Reports an error result for the given request.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#method-reportError
+    """
+    return Command("SmartCardEmulation.reportError", _p_report_error(request_id, result_code), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class EstablishContextRequested:
+    """Fired when |SCardEstablishContext| is called.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gaa1b8970169fd4883a6dc4a8f43f19b67
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardestablishcontext
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#event-establishContextRequested
+    """
+
+    method: ClassVar[str] = "SmartCardEmulation.establishContextRequested"
+    request_id: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ReleaseContextRequested:
+    """Fired when |SCardReleaseContext| is called.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga6aabcba7744c5c9419fdd6404f73a934
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardreleasecontext
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#event-releaseContextRequested
+    """
+
+    method: ClassVar[str] = "SmartCardEmulation.releaseContextRequested"
+    request_id: str
+    context_id: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ListReadersRequested:
+    """Fired when |SCardListReaders| is called.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga93b07815789b3cf2629d439ecf20f0d9
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardlistreadersa
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#event-listReadersRequested
+    """
+
+    method: ClassVar[str] = "SmartCardEmulation.listReadersRequested"
+    request_id: str
+    context_id: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetStatusChangeRequested:
+    """Fired when |SCardGetStatusChange| is called. Timeout is specified in milliseconds.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga33247d5d1257d59e55647c3bb717db24
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardgetstatuschangea
+
+    Attributes:
+        timeout: in milliseconds, if absent, it means "infinite\"
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#event-getStatusChangeRequested
+    """
+
+    method: ClassVar[str] = "SmartCardEmulation.getStatusChangeRequested"
+    request_id: str
+    context_id: int
+    reader_states: list[ReaderStateIn]
+    timeout: int | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CancelRequested:
+    """Fired when |SCardCancel| is called.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gaacbbc0c6d6c0cbbeb4f4debf6fbeeee6
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardcancel
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#event-cancelRequested
+    """
+
+    method: ClassVar[str] = "SmartCardEmulation.cancelRequested"
+    request_id: str
+    context_id: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ConnectRequested:
+    """Fired when |SCardConnect| is called.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga4e515829752e0a8dbc4d630696a8d6a5
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardconnecta
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#event-connectRequested
+    """
+
+    method: ClassVar[str] = "SmartCardEmulation.connectRequested"
+    request_id: str
+    context_id: int
+    reader: str
+    share_mode: ShareMode
+    preferred_protocols: ProtocolSet
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DisconnectRequested:
+    """Fired when |SCardDisconnect| is called.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga4be198045c73ec0deb79e66c0ca1738a
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scarddisconnect
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#event-disconnectRequested
+    """
+
+    method: ClassVar[str] = "SmartCardEmulation.disconnectRequested"
+    request_id: str
+    handle: int
+    disposition: Disposition
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TransmitRequested:
+    """Fired when |SCardTransmit| is called.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga9a2d77242a271310269065e64633ab99
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardtransmit
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#event-transmitRequested
+    """
+
+    method: ClassVar[str] = "SmartCardEmulation.transmitRequested"
+    request_id: str
+    handle: int
+    data: str
+    protocol: Protocol | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ControlRequested:
+    """Fired when |SCardControl| is called.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gac3454d4657110fd7f753b2d3d8f4e32f
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardcontrol
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#event-controlRequested
+    """
+
+    method: ClassVar[str] = "SmartCardEmulation.controlRequested"
+    request_id: str
+    handle: int
+    control_code: int
+    data: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetAttribRequested:
+    """Fired when |SCardGetAttrib| is called.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gaacfec51917255b7a25b94c5104961602
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardgetattrib
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#event-getAttribRequested
+    """
+
+    method: ClassVar[str] = "SmartCardEmulation.getAttribRequested"
+    request_id: str
+    handle: int
+    attrib_id: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class SetAttribRequested:
+    """Fired when |SCardSetAttrib| is called.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga060f0038a4ddfd5dd2b8fadf3c3a2e4f
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardsetattrib
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#event-setAttribRequested
+    """
+
+    method: ClassVar[str] = "SmartCardEmulation.setAttribRequested"
+    request_id: str
+    handle: int
+    attrib_id: int
+    data: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StatusRequested:
+    """Fired when |SCardStatus| is called.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gae49c3c894ad7ac12a5b896bde70d0382
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardstatusa
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#event-statusRequested
+    """
+
+    method: ClassVar[str] = "SmartCardEmulation.statusRequested"
+    request_id: str
+    handle: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class BeginTransactionRequested:
+    """Fired when |SCardBeginTransaction| is called.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gaddb835dce01a0da1d6ca02d33ee7d861
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardbegintransaction
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#event-beginTransactionRequested
+    """
+
+    method: ClassVar[str] = "SmartCardEmulation.beginTransactionRequested"
+    request_id: str
+    handle: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class EndTransactionRequested:
+    """Fired when |SCardEndTransaction| is called.
+
+    This maps to:
+    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gae8742473b404363e5c587f570d7e2f3b
+    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardendtransaction
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#event-endTransactionRequested
+    """
+
+    method: ClassVar[str] = "SmartCardEmulation.endTransactionRequested"
+    request_id: str
+    handle: int
+    disposition: Disposition
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _ReaderStateFlags_plain = {
@@ -173,39 +682,6 @@ def _u_ReaderStateFlags(o: ReaderStateFlags) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    ReaderStateFlags,
-    {
-        "unaware": None,
-        "ignore": None,
-        "changed": None,
-        "unknown": None,
-        "unavailable": None,
-        "empty": None,
-        "present": None,
-        "exclusive": None,
-        "inuse": None,
-        "mute": None,
-        "unpowered": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ProtocolSet:
-    """Maps to the |SCARD_PROTOCOL_*| flags.
-
-    Attributes:
-        t0: -
-        t1: -
-        raw: -
-    """
-
-    t0: bool | None = None
-    t1: bool | None = None
-    raw: bool | None = None
-
-
 _ProtocolSet_plain = {
     "t0": "t0",
     "t1": "t1",
@@ -234,39 +710,6 @@ def _u_ProtocolSet(o: ProtocolSet) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    ProtocolSet,
-    {
-        "t0": None,
-        "t1": None,
-        "raw": None,
-    },
-)
-
-
-class Protocol(CDPEnum):
-    """Maps to the |SCARD_PROTOCOL_*| values."""
-
-    T0 = "t0"
-    T1 = "t1"
-    RAW = "raw"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ReaderStateIn:
-    """ReaderStateIn.
-
-    Attributes:
-        reader: -
-        current_state: -
-        current_insertion_count: -
-    """
-
-    reader: str
-    current_state: ReaderStateFlags
-    current_insertion_count: int
-
-
 _ReaderStateIn_plain = {
     "reader": "reader",
     "currentInsertionCount": "current_insertion_count",
@@ -292,29 +735,11 @@ def _s_ReaderStateIn(d: dict[str, Any]) -> ReaderStateIn:
 
 
 def _u_ReaderStateIn(o: ReaderStateIn) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "reader": o.reader,
         "currentState": _u_ReaderStateFlags(o.current_state),
         "currentInsertionCount": o.current_insertion_count,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ReaderStateOut:
-    """ReaderStateOut.
-
-    Attributes:
-        reader: -
-        event_state: -
-        event_count: -
-        atr: -
-    """
-
-    reader: str
-    event_state: ReaderStateFlags
-    event_count: int
-    atr: str
 
 
 _ReaderStateOut_plain = {
@@ -345,55 +770,30 @@ def _s_ReaderStateOut(d: dict[str, Any]) -> ReaderStateOut:
 
 
 def _u_ReaderStateOut(o: ReaderStateOut) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "reader": o.reader,
         "eventState": _u_ReaderStateFlags(o.event_state),
         "eventCount": o.event_count,
         "atr": o.atr,
     }
-    return d
-
-
-def enable() -> Command[None]:
-    """Enables the |SmartCardEmulation| domain."""
-    _p: dict[str, Any] = {}
-    return Command("SmartCardEmulation.enable", _p, None)
 
 
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
 
 
-def disable() -> Command[None]:
-    """Disables the |SmartCardEmulation| domain."""
-    _p: dict[str, Any] = {}
-    return Command("SmartCardEmulation.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-def report_establish_context_result(
-    *,
+def _p_report_establish_context_result(
     request_id: str,
     context_id: int,
-) -> Command[None]:
-    """Reports the successful result of a |SCardEstablishContext| call.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gaa1b8970169fd4883a6dc4a8f43f19b67
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardestablishcontext
-
-    Args:
-        request_id: -
-        context_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "requestId": request_id,
         "contextId": context_id,
     }
-    return Command("SmartCardEmulation.reportEstablishContextResult", _p, None)
 
 
 def _c_report_establish_context_result(d: dict[str, Any]) -> Command[None]:
@@ -403,23 +803,12 @@ def _c_report_establish_context_result(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def report_release_context_result(
-    *,
+def _p_report_release_context_result(
     request_id: str,
-) -> Command[None]:
-    """Reports the successful result of a |SCardReleaseContext| call.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga6aabcba7744c5c9419fdd6404f73a934
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardreleasecontext
-
-    Args:
-        request_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "requestId": request_id,
     }
-    return Command("SmartCardEmulation.reportReleaseContextResult", _p, None)
 
 
 def _c_report_release_context_result(d: dict[str, Any]) -> Command[None]:
@@ -428,26 +817,14 @@ def _c_report_release_context_result(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def report_list_readers_result(
-    *,
+def _p_report_list_readers_result(
     request_id: str,
     readers: list[str],
-) -> Command[None]:
-    """Reports the successful result of a |SCardListReaders| call.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga93b07815789b3cf2629d439ecf20f0d9
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardlistreadersa
-
-    Args:
-        request_id: -
-        readers: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "requestId": request_id,
         "readers": readers,
     }
-    return Command("SmartCardEmulation.reportListReadersResult", _p, None)
 
 
 def _c_report_list_readers_result(d: dict[str, Any]) -> Command[None]:
@@ -457,26 +834,14 @@ def _c_report_list_readers_result(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def report_get_status_change_result(
-    *,
+def _p_report_get_status_change_result(
     request_id: str,
     reader_states: list[ReaderStateOut],
-) -> Command[None]:
-    """Reports the successful result of a |SCardGetStatusChange| call.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga33247d5d1257d59e55647c3bb717db24
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardgetstatuschangea
-
-    Args:
-        request_id: -
-        reader_states: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "requestId": request_id,
         "readerStates": [_u_ReaderStateOut(x0) for x0 in reader_states],
     }
-    return Command("SmartCardEmulation.reportGetStatusChangeResult", _p, None)
 
 
 def _c_report_get_status_change_result(d: dict[str, Any]) -> Command[None]:
@@ -486,27 +851,14 @@ def _c_report_get_status_change_result(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def report_begin_transaction_result(
-    *,
+def _p_report_begin_transaction_result(
     request_id: str,
     handle: int,
-) -> Command[None]:
-    """Reports the result of a |SCardBeginTransaction| call.
-    On success, this creates a new transaction object.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gaddb835dce01a0da1d6ca02d33ee7d861
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardbegintransaction
-
-    Args:
-        request_id: -
-        handle: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "requestId": request_id,
         "handle": handle,
     }
-    return Command("SmartCardEmulation.reportBeginTransactionResult", _p, None)
 
 
 def _c_report_begin_transaction_result(d: dict[str, Any]) -> Command[None]:
@@ -516,37 +868,12 @@ def _c_report_begin_transaction_result(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def report_plain_result(
-    *,
+def _p_report_plain_result(
     request_id: str,
-) -> Command[None]:
-    """Reports the successful result of a call that returns only a result code.
-    Used for: |SCardCancel|, |SCardDisconnect|, |SCardSetAttrib|, |SCardEndTransaction|.
-
-    This maps to:
-    1. SCardCancel
-       PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gaacbbc0c6d6c0cbbeb4f4debf6fbeeee6
-       Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardcancel
-
-    2. SCardDisconnect
-       PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga4be198045c73ec0deb79e66c0ca1738a
-       Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scarddisconnect
-
-    3. SCardSetAttrib
-       PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga060f0038a4ddfd5dd2b8fadf3c3a2e4f
-       Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardsetattrib
-
-    4. SCardEndTransaction
-       PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gae8742473b404363e5c587f570d7e2f3b
-       Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardendtransaction
-
-    Args:
-        request_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "requestId": request_id,
     }
-    return Command("SmartCardEmulation.reportPlainResult", _p, None)
 
 
 def _c_report_plain_result(d: dict[str, Any]) -> Command[None]:
@@ -555,30 +882,18 @@ def _c_report_plain_result(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def report_connect_result(
-    *,
+def _p_report_connect_result(
     request_id: str,
     handle: int,
-    active_protocol: Protocol | None = None,
-) -> Command[None]:
-    """Reports the successful result of a |SCardConnect| call.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga4e515829752e0a8dbc4d630696a8d6a5
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardconnecta
-
-    Args:
-        request_id: -
-        handle: -
-        active_protocol: -
-    """
+    active_protocol: Protocol | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "requestId": request_id,
         "handle": handle,
     }
     if active_protocol is not None:
         _p["activeProtocol"] = active_protocol
-    return Command("SmartCardEmulation.reportConnectResult", _p, None)
+    return _p
 
 
 def _c_report_connect_result(d: dict[str, Any]) -> Command[None]:
@@ -589,36 +904,14 @@ def _c_report_connect_result(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def report_data_result(
-    *,
+def _p_report_data_result(
     request_id: str,
     data: str,
-) -> Command[None]:
-    """Reports the successful result of a call that sends back data on success.
-    Used for |SCardTransmit|, |SCardControl|, and |SCardGetAttrib|.
-
-    This maps to:
-    1. SCardTransmit
-       PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga9a2d77242a271310269065e64633ab99
-       Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardtransmit
-
-    2. SCardControl
-       PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gac3454d4657110fd7f753b2d3d8f4e32f
-       Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardcontrol
-
-    3. SCardGetAttrib
-       PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gaacfec51917255b7a25b94c5104961602
-       Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardgetattrib
-
-    Args:
-        request_id: -
-        data: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "requestId": request_id,
         "data": data,
     }
-    return Command("SmartCardEmulation.reportDataResult", _p, None)
 
 
 def _c_report_data_result(d: dict[str, Any]) -> Command[None]:
@@ -628,27 +921,13 @@ def _c_report_data_result(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def report_status_result(
-    *,
+def _p_report_status_result(
     request_id: str,
     reader_name: str,
     state: ConnectionState,
     atr: str,
-    protocol: Protocol | None = None,
-) -> Command[None]:
-    """Reports the successful result of a |SCardStatus| call.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gae49c3c894ad7ac12a5b896bde70d0382
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardstatusa
-
-    Args:
-        request_id: -
-        reader_name: -
-        state: -
-        atr: -
-        protocol: -
-    """
+    protocol: Protocol | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "requestId": request_id,
         "readerName": reader_name,
@@ -657,7 +936,7 @@ def report_status_result(
     }
     if protocol is not None:
         _p["protocol"] = protocol
-    return Command("SmartCardEmulation.reportStatusResult", _p, None)
+    return _p
 
 
 def _c_report_status_result(d: dict[str, Any]) -> Command[None]:
@@ -670,22 +949,14 @@ def _c_report_status_result(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def report_error(
-    *,
+def _p_report_error(
     request_id: str,
     result_code: ResultCode,
-) -> Command[None]:
-    """Reports an error result for the given request.
-
-    Args:
-        request_id: -
-        result_code: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "requestId": request_id,
         "resultCode": result_code,
     }
-    return Command("SmartCardEmulation.reportError", _p, None)
 
 
 def _c_report_error(d: dict[str, Any]) -> Command[None]:
@@ -693,22 +964,6 @@ def _c_report_error(d: dict[str, Any]) -> Command[None]:
         request_id=d["requestId"],
         result_code=_enum(ResultCode, d["resultCode"]),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class EstablishContextRequested:
-    """Fired when |SCardEstablishContext| is called.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gaa1b8970169fd4883a6dc4a8f43f19b67
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardestablishcontext
-
-    Attributes:
-        request_id: -
-    """
-
-    method: ClassVar[str] = "SmartCardEmulation.establishContextRequested"
-    request_id: str
 
 
 _EstablishContextRequested_plain = {
@@ -729,28 +984,9 @@ def _s_EstablishContextRequested(d: dict[str, Any]) -> EstablishContextRequested
 
 
 def _u_EstablishContextRequested(o: EstablishContextRequested) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ReleaseContextRequested:
-    """Fired when |SCardReleaseContext| is called.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga6aabcba7744c5c9419fdd6404f73a934
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardreleasecontext
-
-    Attributes:
-        request_id: -
-        context_id: -
-    """
-
-    method: ClassVar[str] = "SmartCardEmulation.releaseContextRequested"
-    request_id: str
-    context_id: int
 
 
 _ReleaseContextRequested_plain = {
@@ -774,29 +1010,10 @@ def _s_ReleaseContextRequested(d: dict[str, Any]) -> ReleaseContextRequested:
 
 
 def _u_ReleaseContextRequested(o: ReleaseContextRequested) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "contextId": o.context_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ListReadersRequested:
-    """Fired when |SCardListReaders| is called.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga93b07815789b3cf2629d439ecf20f0d9
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardlistreadersa
-
-    Attributes:
-        request_id: -
-        context_id: -
-    """
-
-    method: ClassVar[str] = "SmartCardEmulation.listReadersRequested"
-    request_id: str
-    context_id: int
 
 
 _ListReadersRequested_plain = {
@@ -820,33 +1037,10 @@ def _s_ListReadersRequested(d: dict[str, Any]) -> ListReadersRequested:
 
 
 def _u_ListReadersRequested(o: ListReadersRequested) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "contextId": o.context_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetStatusChangeRequested:
-    """Fired when |SCardGetStatusChange| is called. Timeout is specified in milliseconds.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga33247d5d1257d59e55647c3bb717db24
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardgetstatuschangea
-
-    Attributes:
-        request_id: -
-        context_id: -
-        reader_states: -
-        timeout: in milliseconds, if absent, it means "infinite\"
-    """
-
-    method: ClassVar[str] = "SmartCardEmulation.getStatusChangeRequested"
-    request_id: str
-    context_id: int
-    reader_states: list[ReaderStateIn]
-    timeout: int | None = None
 
 
 _GetStatusChangeRequested_plain = {
@@ -885,32 +1079,6 @@ def _u_GetStatusChangeRequested(o: GetStatusChangeRequested) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    GetStatusChangeRequested,
-    {
-        "timeout": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CancelRequested:
-    """Fired when |SCardCancel| is called.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gaacbbc0c6d6c0cbbeb4f4debf6fbeeee6
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardcancel
-
-    Attributes:
-        request_id: -
-        context_id: -
-    """
-
-    method: ClassVar[str] = "SmartCardEmulation.cancelRequested"
-    request_id: str
-    context_id: int
-
-
 _CancelRequested_plain = {
     "requestId": "request_id",
     "contextId": "context_id",
@@ -932,35 +1100,10 @@ def _s_CancelRequested(d: dict[str, Any]) -> CancelRequested:
 
 
 def _u_CancelRequested(o: CancelRequested) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "contextId": o.context_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ConnectRequested:
-    """Fired when |SCardConnect| is called.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga4e515829752e0a8dbc4d630696a8d6a5
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardconnecta
-
-    Attributes:
-        request_id: -
-        context_id: -
-        reader: -
-        share_mode: -
-        preferred_protocols: -
-    """
-
-    method: ClassVar[str] = "SmartCardEmulation.connectRequested"
-    request_id: str
-    context_id: int
-    reader: str
-    share_mode: ShareMode
-    preferred_protocols: ProtocolSet
 
 
 _ConnectRequested_plain = {
@@ -995,34 +1138,13 @@ def _s_ConnectRequested(d: dict[str, Any]) -> ConnectRequested:
 
 
 def _u_ConnectRequested(o: ConnectRequested) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "contextId": o.context_id,
         "reader": o.reader,
         "shareMode": o.share_mode,
         "preferredProtocols": _u_ProtocolSet(o.preferred_protocols),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DisconnectRequested:
-    """Fired when |SCardDisconnect| is called.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga4be198045c73ec0deb79e66c0ca1738a
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scarddisconnect
-
-    Attributes:
-        request_id: -
-        handle: -
-        disposition: -
-    """
-
-    method: ClassVar[str] = "SmartCardEmulation.disconnectRequested"
-    request_id: str
-    handle: int
-    disposition: Disposition
 
 
 _DisconnectRequested_plain = {
@@ -1050,34 +1172,11 @@ def _s_DisconnectRequested(d: dict[str, Any]) -> DisconnectRequested:
 
 
 def _u_DisconnectRequested(o: DisconnectRequested) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "handle": o.handle,
         "disposition": o.disposition,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TransmitRequested:
-    """Fired when |SCardTransmit| is called.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga9a2d77242a271310269065e64633ab99
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardtransmit
-
-    Attributes:
-        request_id: -
-        handle: -
-        data: -
-        protocol: -
-    """
-
-    method: ClassVar[str] = "SmartCardEmulation.transmitRequested"
-    request_id: str
-    handle: int
-    data: str
-    protocol: Protocol | None = None
 
 
 _TransmitRequested_plain = {
@@ -1116,36 +1215,6 @@ def _u_TransmitRequested(o: TransmitRequested) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    TransmitRequested,
-    {
-        "protocol": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ControlRequested:
-    """Fired when |SCardControl| is called.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gac3454d4657110fd7f753b2d3d8f4e32f
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardcontrol
-
-    Attributes:
-        request_id: -
-        handle: -
-        control_code: -
-        data: -
-    """
-
-    method: ClassVar[str] = "SmartCardEmulation.controlRequested"
-    request_id: str
-    handle: int
-    control_code: int
-    data: str
-
-
 _ControlRequested_plain = {
     "requestId": "request_id",
     "handle": "handle",
@@ -1173,33 +1242,12 @@ def _s_ControlRequested(d: dict[str, Any]) -> ControlRequested:
 
 
 def _u_ControlRequested(o: ControlRequested) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "handle": o.handle,
         "controlCode": o.control_code,
         "data": o.data,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetAttribRequested:
-    """Fired when |SCardGetAttrib| is called.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gaacfec51917255b7a25b94c5104961602
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardgetattrib
-
-    Attributes:
-        request_id: -
-        handle: -
-        attrib_id: -
-    """
-
-    method: ClassVar[str] = "SmartCardEmulation.getAttribRequested"
-    request_id: str
-    handle: int
-    attrib_id: int
 
 
 _GetAttribRequested_plain = {
@@ -1226,34 +1274,11 @@ def _s_GetAttribRequested(d: dict[str, Any]) -> GetAttribRequested:
 
 
 def _u_GetAttribRequested(o: GetAttribRequested) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "handle": o.handle,
         "attribId": o.attrib_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class SetAttribRequested:
-    """Fired when |SCardSetAttrib| is called.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga060f0038a4ddfd5dd2b8fadf3c3a2e4f
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardsetattrib
-
-    Attributes:
-        request_id: -
-        handle: -
-        attrib_id: -
-        data: -
-    """
-
-    method: ClassVar[str] = "SmartCardEmulation.setAttribRequested"
-    request_id: str
-    handle: int
-    attrib_id: int
-    data: str
 
 
 _SetAttribRequested_plain = {
@@ -1283,31 +1308,12 @@ def _s_SetAttribRequested(d: dict[str, Any]) -> SetAttribRequested:
 
 
 def _u_SetAttribRequested(o: SetAttribRequested) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "handle": o.handle,
         "attribId": o.attrib_id,
         "data": o.data,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StatusRequested:
-    """Fired when |SCardStatus| is called.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gae49c3c894ad7ac12a5b896bde70d0382
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardstatusa
-
-    Attributes:
-        request_id: -
-        handle: -
-    """
-
-    method: ClassVar[str] = "SmartCardEmulation.statusRequested"
-    request_id: str
-    handle: int
 
 
 _StatusRequested_plain = {
@@ -1331,29 +1337,10 @@ def _s_StatusRequested(d: dict[str, Any]) -> StatusRequested:
 
 
 def _u_StatusRequested(o: StatusRequested) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "handle": o.handle,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class BeginTransactionRequested:
-    """Fired when |SCardBeginTransaction| is called.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gaddb835dce01a0da1d6ca02d33ee7d861
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardbegintransaction
-
-    Attributes:
-        request_id: -
-        handle: -
-    """
-
-    method: ClassVar[str] = "SmartCardEmulation.beginTransactionRequested"
-    request_id: str
-    handle: int
 
 
 _BeginTransactionRequested_plain = {
@@ -1377,31 +1364,10 @@ def _s_BeginTransactionRequested(d: dict[str, Any]) -> BeginTransactionRequested
 
 
 def _u_BeginTransactionRequested(o: BeginTransactionRequested) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "handle": o.handle,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class EndTransactionRequested:
-    """Fired when |SCardEndTransaction| is called.
-
-    This maps to:
-    PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gae8742473b404363e5c587f570d7e2f3b
-    Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardendtransaction
-
-    Attributes:
-        request_id: -
-        handle: -
-        disposition: -
-    """
-
-    method: ClassVar[str] = "SmartCardEmulation.endTransactionRequested"
-    request_id: str
-    handle: int
-    disposition: Disposition
 
 
 _EndTransactionRequested_plain = {
@@ -1429,44 +1395,13 @@ def _s_EndTransactionRequested(d: dict[str, Any]) -> EndTransactionRequested:
 
 
 def _u_EndTransactionRequested(o: EndTransactionRequested) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "requestId": o.request_id,
         "handle": o.handle,
         "disposition": o.disposition,
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "SmartCardEmulation.establishContextRequested": _s_EstablishContextRequested,
-    "SmartCardEmulation.releaseContextRequested": _s_ReleaseContextRequested,
-    "SmartCardEmulation.listReadersRequested": _s_ListReadersRequested,
-    "SmartCardEmulation.getStatusChangeRequested": _s_GetStatusChangeRequested,
-    "SmartCardEmulation.cancelRequested": _s_CancelRequested,
-    "SmartCardEmulation.connectRequested": _s_ConnectRequested,
-    "SmartCardEmulation.disconnectRequested": _s_DisconnectRequested,
-    "SmartCardEmulation.transmitRequested": _s_TransmitRequested,
-    "SmartCardEmulation.controlRequested": _s_ControlRequested,
-    "SmartCardEmulation.getAttribRequested": _s_GetAttribRequested,
-    "SmartCardEmulation.setAttribRequested": _s_SetAttribRequested,
-    "SmartCardEmulation.statusRequested": _s_StatusRequested,
-    "SmartCardEmulation.beginTransactionRequested": _s_BeginTransactionRequested,
-    "SmartCardEmulation.endTransactionRequested": _s_EndTransactionRequested,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "SmartCardEmulation.enable": _c_enable,
-    "SmartCardEmulation.disable": _c_disable,
-    "SmartCardEmulation.reportEstablishContextResult": _c_report_establish_context_result,
-    "SmartCardEmulation.reportReleaseContextResult": _c_report_release_context_result,
-    "SmartCardEmulation.reportListReadersResult": _c_report_list_readers_result,
-    "SmartCardEmulation.reportGetStatusChangeResult": _c_report_get_status_change_result,
-    "SmartCardEmulation.reportBeginTransactionResult": _c_report_begin_transaction_result,
-    "SmartCardEmulation.reportPlainResult": _c_report_plain_result,
-    "SmartCardEmulation.reportConnectResult": _c_report_connect_result,
-    "SmartCardEmulation.reportDataResult": _c_report_data_result,
-    "SmartCardEmulation.reportStatusResult": _c_report_status_result,
-    "SmartCardEmulation.reportError": _c_report_error,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "SmartCardEmulation": (True, False),
 }
@@ -1490,5 +1425,19 @@ register(
         StatusRequested: (_s_StatusRequested, _u_StatusRequested),
         BeginTransactionRequested: (_s_BeginTransactionRequested, _u_BeginTransactionRequested),
         EndTransactionRequested: (_s_EndTransactionRequested, _u_EndTransactionRequested),
-    }
+    },
+    {
+        enable: _c_enable,
+        disable: _c_disable,
+        report_establish_context_result: _c_report_establish_context_result,
+        report_release_context_result: _c_report_release_context_result,
+        report_list_readers_result: _c_report_list_readers_result,
+        report_get_status_change_result: _c_report_get_status_change_result,
+        report_begin_transaction_result: _c_report_begin_transaction_result,
+        report_plain_result: _c_report_plain_result,
+        report_connect_result: _c_report_connect_result,
+        report_data_result: _c_report_data_result,
+        report_status_result: _c_report_status_result,
+        report_error: _c_report_error,
+    },
 )

@@ -3,21 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import browser as _browser
-    from cdp import network as _network
-    from cdp import page as _page
 
 DOMAIN = "Storage"
 EXPERIMENTAL = True
@@ -29,11 +21,14 @@ DEPENDENCIES: tuple[str, ...] = (
 
 
 SerializedStorageKey = str
-"""SerializedStorageKey."""
+"""See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#type-SerializedStorageKey"""
 
 
 class StorageType(CDPEnum):
-    """Enum of possible storage types."""
+    """Enum of possible storage types.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#type-StorageType
+    """
 
     COOKIES = "cookies"
     FILE_SYSTEMS = "file_systems"
@@ -55,10 +50,678 @@ class UsageForType:
     Attributes:
         storage_type: Name of storage type.
         usage: Storage usage (bytes).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#type-UsageForType
     """
 
     storage_type: StorageType
     usage: float
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TrustTokens:
+    """Experimental. Pair of issuer origin and number of available (signed, but not used) Trust
+    Tokens from that issuer.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#type-TrustTokens
+    """
+
+    issuer_origin: str
+    count: float
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PrivateVerificationToken:
+    """Experimental. Details of a stored Private Verification Token.
+
+    Attributes:
+        id_: Unique identifier of the token in the database.
+        issuer_origin: Origin of the token issuer.
+        key_id: Public key ID used to issue the token.
+        expiration: Expiration timestamp in seconds since the epoch.
+        creation_time: Token creation timestamp in seconds since the epoch.
+        version: Token protocol version.
+        token: Base64-encoded serialized token.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#type-PrivateVerificationToken
+    """
+
+    id_: str
+    issuer_origin: str
+    key_id: int
+    expiration: cdp.network.TimeSinceEpoch
+    creation_time: cdp.network.TimeSinceEpoch
+    version: int
+    token: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PrivateVerificationTokensIssuerConfig:
+    """Experimental. Configuration for a Private Verification Tokens issuer.
+
+    Attributes:
+        issuer_origin: Origin of the token issuer.
+        redeemer_origins: Origins authorized to redeem tokens from this issuer.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#type-PrivateVerificationTokensIssuerConfig
+    """
+
+    issuer_origin: str
+    redeemer_origins: list[str]
+
+
+class StorageBucketsDurability(CDPEnum):
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#type-StorageBucketsDurability"""
+
+    RELAXED = "relaxed"
+    STRICT = "strict"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StorageBucket:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#type-StorageBucket
+
+    Attributes:
+        name: If not specified, it is the default bucket of the storageKey.
+    """
+
+    storage_key: SerializedStorageKey
+    name: str | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StorageBucketInfo:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#type-StorageBucketInfo
+
+    Attributes:
+        quota: Storage quota (bytes).
+    """
+
+    bucket: StorageBucket
+    id_: str
+    expiration: cdp.network.TimeSinceEpoch
+    quota: float
+    persistent: bool
+    durability: StorageBucketsDurability
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetStorageKeyForFrameResult:
+    """Result of :func:`get_storage_key_for_frame`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-getStorageKeyForFrame
+    """
+
+    storage_key: SerializedStorageKey
+
+
+def get_storage_key_for_frame(
+    *,
+    frame_id: cdp.page.FrameId,
+) -> Command[GetStorageKeyForFrameResult]:
+    """Deprecated. Returns a storage key given a frame id.
+    Deprecated. Please use Storage.getStorageKey instead.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-getStorageKeyForFrame
+    """
+    return Command(
+        "Storage.getStorageKeyForFrame", _p_get_storage_key_for_frame(frame_id), GetStorageKeyForFrameResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetStorageKeyResult:
+    """Result of :func:`get_storage_key`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-getStorageKey
+    """
+
+    storage_key: SerializedStorageKey
+
+
+def get_storage_key(
+    *,
+    frame_id: cdp.page.FrameId | None = None,
+) -> Command[GetStorageKeyResult]:
+    """Experimental. Returns storage key for the given frame. If no frame ID is provided,
+    the storage key of the target executing this command is returned.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-getStorageKey
+    """
+    return Command("Storage.getStorageKey", _p_get_storage_key(frame_id), GetStorageKeyResult)
+
+
+def clear_data_for_origin(
+    *,
+    origin: str,
+    storage_types: str,
+) -> Command[None]:
+    """Clears storage for origin.
+
+    Args:
+        origin: Security origin.
+        storage_types: Comma separated list of StorageType to clear.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-clearDataForOrigin
+    """
+    return Command("Storage.clearDataForOrigin", _p_clear_data_for_origin(origin, storage_types), None)
+
+
+def clear_data_for_storage_key(
+    *,
+    storage_key: str,
+    storage_types: str,
+) -> Command[None]:
+    """Clears storage for storage key.
+
+    Args:
+        storage_types: Comma separated list of StorageType to clear.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-clearDataForStorageKey
+    """
+    return Command(
+        "Storage.clearDataForStorageKey", _p_clear_data_for_storage_key(storage_key, storage_types), None
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetCookiesResult:
+    """Result of :func:`get_cookies`.
+
+    Attributes:
+        cookies: Array of cookie objects.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-getCookies
+    """
+
+    cookies: list[cdp.network.Cookie]
+
+
+def get_cookies(
+    *,
+    browser_context_id: cdp.browser.BrowserContextID | None = None,
+) -> Command[GetCookiesResult]:
+    """Returns all browser cookies.
+
+    Args:
+        browser_context_id: Browser context to use when called on the browser endpoint.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-getCookies
+    """
+    return Command("Storage.getCookies", _p_get_cookies(browser_context_id), GetCookiesResult)
+
+
+def set_cookies(
+    *,
+    cookies: list[cdp.network.CookieParam],
+    browser_context_id: cdp.browser.BrowserContextID | None = None,
+) -> Command[None]:
+    """Sets given cookies.
+
+    Args:
+        cookies: Cookies to be set.
+        browser_context_id: Browser context to use when called on the browser endpoint.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-setCookies
+    """
+    return Command("Storage.setCookies", _p_set_cookies(cookies, browser_context_id), None)
+
+
+def clear_cookies(
+    *,
+    browser_context_id: cdp.browser.BrowserContextID | None = None,
+) -> Command[None]:
+    """Clears cookies.
+
+    Args:
+        browser_context_id: Browser context to use when called on the browser endpoint.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-clearCookies
+    """
+    return Command("Storage.clearCookies", _p_clear_cookies(browser_context_id), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetUsageAndQuotaResult:
+    """Result of :func:`get_usage_and_quota`.
+
+    Attributes:
+        usage: Storage usage (bytes).
+        quota: Storage quota (bytes).
+        override_active: Whether or not the origin has an active storage quota override
+        usage_breakdown: Storage usage per type (bytes).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-getUsageAndQuota
+    """
+
+    usage: float
+    quota: float
+    override_active: bool
+    usage_breakdown: list[UsageForType]
+
+
+def get_usage_and_quota(
+    *,
+    origin: str,
+) -> Command[GetUsageAndQuotaResult]:
+    """Returns usage and quota in bytes.
+
+    Args:
+        origin: Security origin.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-getUsageAndQuota
+    """
+    return Command("Storage.getUsageAndQuota", _p_get_usage_and_quota(origin), GetUsageAndQuotaResult)
+
+
+def override_quota_for_origin(
+    *,
+    origin: str,
+    quota_size: float | None = None,
+) -> Command[None]:
+    """Experimental. Override quota for the specified origin
+
+    Args:
+        origin: Security origin.
+        quota_size: The quota size (in bytes) to override the original quota with. If this is called multiple times, the overridden quota will be equal to the quotaSize provided in the final call. If this is called without specifying a quotaSize, the quota will be reset to the default value for the specified origin. If this is called multiple times with different origins, the override will be maintained for each origin until it is disabled (called without a quotaSize).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-overrideQuotaForOrigin
+    """
+    return Command("Storage.overrideQuotaForOrigin", _p_override_quota_for_origin(origin, quota_size), None)
+
+
+def track_cache_storage_for_origin(
+    *,
+    origin: str,
+) -> Command[None]:
+    """Registers origin to be notified when an update occurs to its cache storage list.
+
+    Args:
+        origin: Security origin.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-trackCacheStorageForOrigin
+    """
+    return Command("Storage.trackCacheStorageForOrigin", _p_track_cache_storage_for_origin(origin), None)
+
+
+def track_cache_storage_for_storage_key(
+    *,
+    storage_key: str,
+) -> Command[None]:
+    """Registers storage key to be notified when an update occurs to its cache storage list.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-trackCacheStorageForStorageKey
+    """
+    return Command(
+        "Storage.trackCacheStorageForStorageKey", _p_track_cache_storage_for_storage_key(storage_key), None
+    )
+
+
+def track_indexed_db_for_origin(
+    *,
+    origin: str,
+) -> Command[None]:
+    """Registers origin to be notified when an update occurs to its IndexedDB.
+
+    Args:
+        origin: Security origin.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-trackIndexedDBForOrigin
+    """
+    return Command("Storage.trackIndexedDBForOrigin", _p_track_indexed_db_for_origin(origin), None)
+
+
+def track_indexed_db_for_storage_key(
+    *,
+    storage_key: str,
+) -> Command[None]:
+    """Registers storage key to be notified when an update occurs to its IndexedDB.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-trackIndexedDBForStorageKey
+    """
+    return Command(
+        "Storage.trackIndexedDBForStorageKey", _p_track_indexed_db_for_storage_key(storage_key), None
+    )
+
+
+def untrack_cache_storage_for_origin(
+    *,
+    origin: str,
+) -> Command[None]:
+    """Unregisters origin from receiving notifications for cache storage.
+
+    Args:
+        origin: Security origin.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-untrackCacheStorageForOrigin
+    """
+    return Command("Storage.untrackCacheStorageForOrigin", _p_untrack_cache_storage_for_origin(origin), None)
+
+
+def untrack_cache_storage_for_storage_key(
+    *,
+    storage_key: str,
+) -> Command[None]:
+    """Unregisters storage key from receiving notifications for cache storage.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-untrackCacheStorageForStorageKey
+    """
+    return Command(
+        "Storage.untrackCacheStorageForStorageKey",
+        _p_untrack_cache_storage_for_storage_key(storage_key),
+        None,
+    )
+
+
+def untrack_indexed_db_for_origin(
+    *,
+    origin: str,
+) -> Command[None]:
+    """Unregisters origin from receiving notifications for IndexedDB.
+
+    Args:
+        origin: Security origin.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-untrackIndexedDBForOrigin
+    """
+    return Command("Storage.untrackIndexedDBForOrigin", _p_untrack_indexed_db_for_origin(origin), None)
+
+
+def untrack_indexed_db_for_storage_key(
+    *,
+    storage_key: str,
+) -> Command[None]:
+    """Unregisters storage key from receiving notifications for IndexedDB.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-untrackIndexedDBForStorageKey
+    """
+    return Command(
+        "Storage.untrackIndexedDBForStorageKey", _p_untrack_indexed_db_for_storage_key(storage_key), None
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetTrustTokensResult:
+    """Result of :func:`get_trust_tokens`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-getTrustTokens
+    """
+
+    tokens: list[TrustTokens]
+
+
+def get_trust_tokens() -> Command[GetTrustTokensResult]:
+    """Experimental. Returns the number of stored Trust Tokens per issuer for the
+    current browsing context.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-getTrustTokens
+    """
+    return Command("Storage.getTrustTokens", {}, GetTrustTokensResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ClearTrustTokensResult:
+    """Result of :func:`clear_trust_tokens`.
+
+    Attributes:
+        did_delete_tokens: True if any tokens were deleted, false otherwise.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-clearTrustTokens
+    """
+
+    did_delete_tokens: bool
+
+
+def clear_trust_tokens(
+    *,
+    issuer_origin: str,
+) -> Command[ClearTrustTokensResult]:
+    """Experimental. Removes all Trust Tokens issued by the provided issuerOrigin.
+    Leaves other stored data, including the issuer's Redemption Records, intact.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-clearTrustTokens
+    """
+    return Command("Storage.clearTrustTokens", _p_clear_trust_tokens(issuer_origin), ClearTrustTokensResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetPrivateVerificationTokensResult:
+    """Result of :func:`get_private_verification_tokens`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-getPrivateVerificationTokens
+    """
+
+    tokens: list[PrivateVerificationToken]
+
+
+def get_private_verification_tokens() -> Command[GetPrivateVerificationTokensResult]:
+    """Experimental. Returns all stored Private Verification Tokens for the current browsing
+    context.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-getPrivateVerificationTokens
+    """
+    return Command("Storage.getPrivateVerificationTokens", {}, GetPrivateVerificationTokensResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetPrivateVerificationTokensIssuerConfigsResult:
+    """Result of :func:`get_private_verification_tokens_issuer_configs`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-getPrivateVerificationTokensIssuerConfigs
+    """
+
+    configs: list[PrivateVerificationTokensIssuerConfig]
+
+
+def get_private_verification_tokens_issuer_configs() -> Command[
+    GetPrivateVerificationTokensIssuerConfigsResult
+]:
+    """Experimental. Returns the configured Private Verification Tokens issuers and their redeemer
+    origins.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-getPrivateVerificationTokensIssuerConfigs
+    """
+    return Command(
+        "Storage.getPrivateVerificationTokensIssuerConfigs",
+        {},
+        GetPrivateVerificationTokensIssuerConfigsResult,
+    )
+
+
+def clear_private_verification_tokens(
+    *,
+    issuer_origin: str,
+) -> Command[None]:
+    """Experimental. Removes all Private Verification Tokens issued by the provided issuerOrigin.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-clearPrivateVerificationTokens
+    """
+    return Command(
+        "Storage.clearPrivateVerificationTokens", _p_clear_private_verification_tokens(issuer_origin), None
+    )
+
+
+def delete_private_verification_token(
+    *,
+    token_id: str,
+) -> Command[None]:
+    """Experimental. Removes a specific Private Verification Token by its ID.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-deletePrivateVerificationToken
+    """
+    return Command(
+        "Storage.deletePrivateVerificationToken", _p_delete_private_verification_token(token_id), None
+    )
+
+
+def set_private_verification_tokens_tracking(
+    *,
+    enable: bool,
+) -> Command[None]:
+    """Experimental. Set tracking for Private Verification Tokens.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-setPrivateVerificationTokensTracking
+    """
+    return Command(
+        "Storage.setPrivateVerificationTokensTracking",
+        _p_set_private_verification_tokens_tracking(enable),
+        None,
+    )
+
+
+def set_storage_bucket_tracking(
+    *,
+    storage_key: str,
+    enable: bool,
+) -> Command[None]:
+    """Experimental. Set tracking for a storage key's buckets.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-setStorageBucketTracking
+    """
+    return Command(
+        "Storage.setStorageBucketTracking", _p_set_storage_bucket_tracking(storage_key, enable), None
+    )
+
+
+def delete_storage_bucket(
+    *,
+    bucket: StorageBucket,
+) -> Command[None]:
+    """Experimental. Deletes the Storage Bucket with the given storage key and bucket name.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-deleteStorageBucket
+    """
+    return Command("Storage.deleteStorageBucket", _p_delete_storage_bucket(bucket), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RunBounceTrackingMitigationsResult:
+    """Result of :func:`run_bounce_tracking_mitigations`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-runBounceTrackingMitigations
+    """
+
+    deleted_sites: list[str]
+
+
+def run_bounce_tracking_mitigations() -> Command[RunBounceTrackingMitigationsResult]:
+    """Experimental. Deletes state for sites identified as potential bounce trackers, immediately.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#method-runBounceTrackingMitigations
+    """
+    return Command("Storage.runBounceTrackingMitigations", {}, RunBounceTrackingMitigationsResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CacheStorageContentUpdated:
+    """A cache's contents have been modified.
+
+    Attributes:
+        origin: Origin to update.
+        storage_key: Storage key to update.
+        bucket_id: Storage bucket to update.
+        cache_name: Name of cache in origin.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#event-cacheStorageContentUpdated
+    """
+
+    method: ClassVar[str] = "Storage.cacheStorageContentUpdated"
+    origin: str
+    storage_key: str
+    bucket_id: str
+    cache_name: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CacheStorageListUpdated:
+    """A cache has been added/deleted.
+
+    Attributes:
+        origin: Origin to update.
+        storage_key: Storage key to update.
+        bucket_id: Storage bucket to update.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#event-cacheStorageListUpdated
+    """
+
+    method: ClassVar[str] = "Storage.cacheStorageListUpdated"
+    origin: str
+    storage_key: str
+    bucket_id: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class IndexedDBContentUpdated:
+    """The origin's IndexedDB object store has been modified.
+
+    Attributes:
+        origin: Origin to update.
+        storage_key: Storage key to update.
+        bucket_id: Storage bucket to update.
+        database_name: Database to update.
+        object_store_name: ObjectStore to update.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#event-indexedDBContentUpdated
+    """
+
+    method: ClassVar[str] = "Storage.indexedDBContentUpdated"
+    origin: str
+    storage_key: str
+    bucket_id: str
+    database_name: str
+    object_store_name: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class IndexedDBListUpdated:
+    """The origin's IndexedDB database list has been modified.
+
+    Attributes:
+        origin: Origin to update.
+        storage_key: Storage key to update.
+        bucket_id: Storage bucket to update.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#event-indexedDBListUpdated
+    """
+
+    method: ClassVar[str] = "Storage.indexedDBListUpdated"
+    origin: str
+    storage_key: str
+    bucket_id: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StorageBucketCreatedOrUpdated:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#event-storageBucketCreatedOrUpdated"""
+
+    method: ClassVar[str] = "Storage.storageBucketCreatedOrUpdated"
+    bucket_info: StorageBucketInfo
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class StorageBucketDeleted:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#event-storageBucketDeleted"""
+
+    method: ClassVar[str] = "Storage.storageBucketDeleted"
+    bucket_id: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class PrivateVerificationTokensUpdated:
+    """Experimental. Private Verification Tokens have been stored or deleted.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Storage/#event-privateVerificationTokensUpdated
+    """
+
+    method: ClassVar[str] = "Storage.privateVerificationTokensUpdated"
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _UsageForType_plain = {
@@ -83,25 +746,10 @@ def _s_UsageForType(d: dict[str, Any]) -> UsageForType:
 
 
 def _u_UsageForType(o: UsageForType) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "storageType": o.storage_type,
         "usage": o.usage,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TrustTokens:
-    """Experimental. Pair of issuer origin and number of available (signed, but not used) Trust
-    Tokens from that issuer.
-
-    Attributes:
-        issuer_origin: -
-        count: -
-    """
-
-    issuer_origin: str
-    count: float
 
 
 _TrustTokens_plain = {
@@ -125,34 +773,10 @@ def _s_TrustTokens(d: dict[str, Any]) -> TrustTokens:
 
 
 def _u_TrustTokens(o: TrustTokens) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "issuerOrigin": o.issuer_origin,
         "count": o.count,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PrivateVerificationToken:
-    """Experimental. Details of a stored Private Verification Token.
-
-    Attributes:
-        id_: Unique identifier of the token in the database.
-        issuer_origin: Origin of the token issuer.
-        key_id: Public key ID used to issue the token.
-        expiration: Expiration timestamp in seconds since the epoch.
-        creation_time: Token creation timestamp in seconds since the epoch.
-        version: Token protocol version.
-        token: Base64-encoded serialized token.
-    """
-
-    id_: str
-    issuer_origin: str
-    key_id: int
-    expiration: _network.TimeSinceEpoch
-    creation_time: _network.TimeSinceEpoch
-    version: int
-    token: str
 
 
 _PrivateVerificationToken_plain = {
@@ -191,7 +815,7 @@ def _s_PrivateVerificationToken(d: dict[str, Any]) -> PrivateVerificationToken:
 
 
 def _u_PrivateVerificationToken(o: PrivateVerificationToken) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "id": o.id_,
         "issuerOrigin": o.issuer_origin,
         "keyId": o.key_id,
@@ -200,20 +824,6 @@ def _u_PrivateVerificationToken(o: PrivateVerificationToken) -> dict[str, Any]:
         "version": o.version,
         "token": o.token,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PrivateVerificationTokensIssuerConfig:
-    """Experimental. Configuration for a Private Verification Tokens issuer.
-
-    Attributes:
-        issuer_origin: Origin of the token issuer.
-        redeemer_origins: Origins authorized to redeem tokens from this issuer.
-    """
-
-    issuer_origin: str
-    redeemer_origins: list[str]
 
 
 _PrivateVerificationTokensIssuerConfig_plain = {
@@ -237,31 +847,10 @@ def _s_PrivateVerificationTokensIssuerConfig(d: dict[str, Any]) -> PrivateVerifi
 
 
 def _u_PrivateVerificationTokensIssuerConfig(o: PrivateVerificationTokensIssuerConfig) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "issuerOrigin": o.issuer_origin,
         "redeemerOrigins": o.redeemer_origins,
     }
-    return d
-
-
-class StorageBucketsDurability(CDPEnum):
-    """StorageBucketsDurability."""
-
-    RELAXED = "relaxed"
-    STRICT = "strict"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StorageBucket:
-    """StorageBucket.
-
-    Attributes:
-        storage_key: -
-        name: If not specified, it is the default bucket of the storageKey.
-    """
-
-    storage_key: SerializedStorageKey
-    name: str | None = None
 
 
 _StorageBucket_plain = {
@@ -289,35 +878,6 @@ def _u_StorageBucket(o: StorageBucket) -> dict[str, Any]:
     if o.name is not None:
         d["name"] = o.name
     return d
-
-
-optional_defaults(
-    StorageBucket,
-    {
-        "name": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StorageBucketInfo:
-    """StorageBucketInfo.
-
-    Attributes:
-        bucket: -
-        id_: -
-        expiration: -
-        quota: Storage quota (bytes).
-        persistent: -
-        durability: -
-    """
-
-    bucket: StorageBucket
-    id_: str
-    expiration: _network.TimeSinceEpoch
-    quota: float
-    persistent: bool
-    durability: StorageBucketsDurability
 
 
 _StorageBucketInfo_plain = {
@@ -355,7 +915,7 @@ def _s_StorageBucketInfo(d: dict[str, Any]) -> StorageBucketInfo:
 
 
 def _u_StorageBucketInfo(o: StorageBucketInfo) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "bucket": _u_StorageBucket(o.bucket),
         "id": o.id_,
         "expiration": o.expiration,
@@ -363,18 +923,6 @@ def _u_StorageBucketInfo(o: StorageBucketInfo) -> dict[str, Any]:
         "persistent": o.persistent,
         "durability": o.durability,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetStorageKeyForFrameResult:
-    """Result of :func:`get_storage_key_for_frame` (Storage.getStorageKeyForFrame).
-
-    Attributes:
-        storage_key: -
-    """
-
-    storage_key: SerializedStorageKey
 
 
 _GetStorageKeyForFrameResult_plain = {
@@ -395,43 +943,23 @@ def _s_GetStorageKeyForFrameResult(d: dict[str, Any]) -> GetStorageKeyForFrameRe
 
 
 def _u_GetStorageKeyForFrameResult(o: GetStorageKeyForFrameResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "storageKey": o.storage_key,
     }
-    return d
 
 
-def get_storage_key_for_frame(
-    *,
-    frame_id: _page.FrameId,
-) -> Command[GetStorageKeyForFrameResult]:
-    """Deprecated. Returns a storage key given a frame id.
-    Deprecated. Please use Storage.getStorageKey instead.
-
-    Args:
-        frame_id: -
-    """
-    _p: dict[str, Any] = {
+def _p_get_storage_key_for_frame(
+    frame_id: cdp.page.FrameId,
+) -> dict[str, Any]:
+    return {
         "frameId": frame_id,
     }
-    return Command("Storage.getStorageKeyForFrame", _p, _s_GetStorageKeyForFrameResult)
 
 
 def _c_get_storage_key_for_frame(d: dict[str, Any]) -> Command[GetStorageKeyForFrameResult]:
     return get_storage_key_for_frame(
         frame_id=d["frameId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetStorageKeyResult:
-    """Result of :func:`get_storage_key` (Storage.getStorageKey).
-
-    Attributes:
-        storage_key: -
-    """
-
-    storage_key: SerializedStorageKey
 
 
 _GetStorageKeyResult_plain = {
@@ -452,26 +980,18 @@ def _s_GetStorageKeyResult(d: dict[str, Any]) -> GetStorageKeyResult:
 
 
 def _u_GetStorageKeyResult(o: GetStorageKeyResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "storageKey": o.storage_key,
     }
-    return d
 
 
-def get_storage_key(
-    *,
-    frame_id: _page.FrameId | None = None,
-) -> Command[GetStorageKeyResult]:
-    """Experimental. Returns storage key for the given frame. If no frame ID is provided,
-    the storage key of the target executing this command is returned.
-
-    Args:
-        frame_id: -
-    """
+def _p_get_storage_key(
+    frame_id: cdp.page.FrameId | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if frame_id is not None:
         _p["frameId"] = frame_id
-    return Command("Storage.getStorageKey", _p, _s_GetStorageKeyResult)
+    return _p
 
 
 def _c_get_storage_key(d: dict[str, Any]) -> Command[GetStorageKeyResult]:
@@ -480,22 +1000,14 @@ def _c_get_storage_key(d: dict[str, Any]) -> Command[GetStorageKeyResult]:
     )
 
 
-def clear_data_for_origin(
-    *,
+def _p_clear_data_for_origin(
     origin: str,
     storage_types: str,
-) -> Command[None]:
-    """Clears storage for origin.
-
-    Args:
-        origin: Security origin.
-        storage_types: Comma separated list of StorageType to clear.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "origin": origin,
         "storageTypes": storage_types,
     }
-    return Command("Storage.clearDataForOrigin", _p, None)
 
 
 def _c_clear_data_for_origin(d: dict[str, Any]) -> Command[None]:
@@ -505,22 +1017,14 @@ def _c_clear_data_for_origin(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def clear_data_for_storage_key(
-    *,
+def _p_clear_data_for_storage_key(
     storage_key: str,
     storage_types: str,
-) -> Command[None]:
-    """Clears storage for storage key.
-
-    Args:
-        storage_key: Storage key.
-        storage_types: Comma separated list of StorageType to clear.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "storageKey": storage_key,
         "storageTypes": storage_types,
     }
-    return Command("Storage.clearDataForStorageKey", _p, None)
 
 
 def _c_clear_data_for_storage_key(d: dict[str, Any]) -> Command[None]:
@@ -528,17 +1032,6 @@ def _c_clear_data_for_storage_key(d: dict[str, Any]) -> Command[None]:
         storage_key=d["storageKey"],
         storage_types=d["storageTypes"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetCookiesResult:
-    """Result of :func:`get_cookies` (Storage.getCookies).
-
-    Attributes:
-        cookies: Array of cookie objects.
-    """
-
-    cookies: list[_network.Cookie]
 
 
 def _s_GetCookiesResult(d: dict[str, Any]) -> GetCookiesResult:
@@ -553,25 +1046,18 @@ def _s_GetCookiesResult(d: dict[str, Any]) -> GetCookiesResult:
 
 
 def _u_GetCookiesResult(o: GetCookiesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "cookies": [cdp.network._u_Cookie(x0) for x0 in o.cookies],
     }
-    return d
 
 
-def get_cookies(
-    *,
-    browser_context_id: _browser.BrowserContextID | None = None,
-) -> Command[GetCookiesResult]:
-    """Returns all browser cookies.
-
-    Args:
-        browser_context_id: Browser context to use when called on the browser endpoint.
-    """
+def _p_get_cookies(
+    browser_context_id: cdp.browser.BrowserContextID | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if browser_context_id is not None:
         _p["browserContextId"] = browser_context_id
-    return Command("Storage.getCookies", _p, _s_GetCookiesResult)
+    return _p
 
 
 def _c_get_cookies(d: dict[str, Any]) -> Command[GetCookiesResult]:
@@ -580,23 +1066,16 @@ def _c_get_cookies(d: dict[str, Any]) -> Command[GetCookiesResult]:
     )
 
 
-def set_cookies(
-    *,
-    cookies: list[_network.CookieParam],
-    browser_context_id: _browser.BrowserContextID | None = None,
-) -> Command[None]:
-    """Sets given cookies.
-
-    Args:
-        cookies: Cookies to be set.
-        browser_context_id: Browser context to use when called on the browser endpoint.
-    """
+def _p_set_cookies(
+    cookies: list[cdp.network.CookieParam],
+    browser_context_id: cdp.browser.BrowserContextID | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "cookies": [cdp.network._u_CookieParam(x0) for x0 in cookies],
     }
     if browser_context_id is not None:
         _p["browserContextId"] = browser_context_id
-    return Command("Storage.setCookies", _p, None)
+    return _p
 
 
 def _c_set_cookies(d: dict[str, Any]) -> Command[None]:
@@ -606,42 +1085,19 @@ def _c_set_cookies(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def clear_cookies(
-    *,
-    browser_context_id: _browser.BrowserContextID | None = None,
-) -> Command[None]:
-    """Clears cookies.
-
-    Args:
-        browser_context_id: Browser context to use when called on the browser endpoint.
-    """
+def _p_clear_cookies(
+    browser_context_id: cdp.browser.BrowserContextID | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if browser_context_id is not None:
         _p["browserContextId"] = browser_context_id
-    return Command("Storage.clearCookies", _p, None)
+    return _p
 
 
 def _c_clear_cookies(d: dict[str, Any]) -> Command[None]:
     return clear_cookies(
         browser_context_id=d.get("browserContextId"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetUsageAndQuotaResult:
-    """Result of :func:`get_usage_and_quota` (Storage.getUsageAndQuota).
-
-    Attributes:
-        usage: Storage usage (bytes).
-        quota: Storage quota (bytes).
-        override_active: Whether or not the origin has an active storage quota override
-        usage_breakdown: Storage usage per type (bytes).
-    """
-
-    usage: float
-    quota: float
-    override_active: bool
-    usage_breakdown: list[UsageForType]
 
 
 _GetUsageAndQuotaResult_plain = {
@@ -672,28 +1128,20 @@ def _s_GetUsageAndQuotaResult(d: dict[str, Any]) -> GetUsageAndQuotaResult:
 
 
 def _u_GetUsageAndQuotaResult(o: GetUsageAndQuotaResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "usage": o.usage,
         "quota": o.quota,
         "overrideActive": o.override_active,
         "usageBreakdown": [_u_UsageForType(x0) for x0 in o.usage_breakdown],
     }
-    return d
 
 
-def get_usage_and_quota(
-    *,
+def _p_get_usage_and_quota(
     origin: str,
-) -> Command[GetUsageAndQuotaResult]:
-    """Returns usage and quota in bytes.
-
-    Args:
-        origin: Security origin.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "origin": origin,
     }
-    return Command("Storage.getUsageAndQuota", _p, _s_GetUsageAndQuotaResult)
 
 
 def _c_get_usage_and_quota(d: dict[str, Any]) -> Command[GetUsageAndQuotaResult]:
@@ -702,23 +1150,16 @@ def _c_get_usage_and_quota(d: dict[str, Any]) -> Command[GetUsageAndQuotaResult]
     )
 
 
-def override_quota_for_origin(
-    *,
+def _p_override_quota_for_origin(
     origin: str,
-    quota_size: float | None = None,
-) -> Command[None]:
-    """Experimental. Override quota for the specified origin
-
-    Args:
-        origin: Security origin.
-        quota_size: The quota size (in bytes) to override the original quota with. If this is called multiple times, the overridden quota will be equal to the quotaSize provided in the final call. If this is called without specifying a quotaSize, the quota will be reset to the default value for the specified origin. If this is called multiple times with different origins, the override will be maintained for each origin until it is disabled (called without a quotaSize).
-    """
+    quota_size: float | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "origin": origin,
     }
     if quota_size is not None:
         _p["quotaSize"] = quota_size
-    return Command("Storage.overrideQuotaForOrigin", _p, None)
+    return _p
 
 
 def _c_override_quota_for_origin(d: dict[str, Any]) -> Command[None]:
@@ -728,19 +1169,12 @@ def _c_override_quota_for_origin(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def track_cache_storage_for_origin(
-    *,
+def _p_track_cache_storage_for_origin(
     origin: str,
-) -> Command[None]:
-    """Registers origin to be notified when an update occurs to its cache storage list.
-
-    Args:
-        origin: Security origin.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "origin": origin,
     }
-    return Command("Storage.trackCacheStorageForOrigin", _p, None)
 
 
 def _c_track_cache_storage_for_origin(d: dict[str, Any]) -> Command[None]:
@@ -749,19 +1183,12 @@ def _c_track_cache_storage_for_origin(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def track_cache_storage_for_storage_key(
-    *,
+def _p_track_cache_storage_for_storage_key(
     storage_key: str,
-) -> Command[None]:
-    """Registers storage key to be notified when an update occurs to its cache storage list.
-
-    Args:
-        storage_key: Storage key.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "storageKey": storage_key,
     }
-    return Command("Storage.trackCacheStorageForStorageKey", _p, None)
 
 
 def _c_track_cache_storage_for_storage_key(d: dict[str, Any]) -> Command[None]:
@@ -770,19 +1197,12 @@ def _c_track_cache_storage_for_storage_key(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def track_indexed_db_for_origin(
-    *,
+def _p_track_indexed_db_for_origin(
     origin: str,
-) -> Command[None]:
-    """Registers origin to be notified when an update occurs to its IndexedDB.
-
-    Args:
-        origin: Security origin.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "origin": origin,
     }
-    return Command("Storage.trackIndexedDBForOrigin", _p, None)
 
 
 def _c_track_indexed_db_for_origin(d: dict[str, Any]) -> Command[None]:
@@ -791,19 +1211,12 @@ def _c_track_indexed_db_for_origin(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def track_indexed_db_for_storage_key(
-    *,
+def _p_track_indexed_db_for_storage_key(
     storage_key: str,
-) -> Command[None]:
-    """Registers storage key to be notified when an update occurs to its IndexedDB.
-
-    Args:
-        storage_key: Storage key.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "storageKey": storage_key,
     }
-    return Command("Storage.trackIndexedDBForStorageKey", _p, None)
 
 
 def _c_track_indexed_db_for_storage_key(d: dict[str, Any]) -> Command[None]:
@@ -812,19 +1225,12 @@ def _c_track_indexed_db_for_storage_key(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def untrack_cache_storage_for_origin(
-    *,
+def _p_untrack_cache_storage_for_origin(
     origin: str,
-) -> Command[None]:
-    """Unregisters origin from receiving notifications for cache storage.
-
-    Args:
-        origin: Security origin.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "origin": origin,
     }
-    return Command("Storage.untrackCacheStorageForOrigin", _p, None)
 
 
 def _c_untrack_cache_storage_for_origin(d: dict[str, Any]) -> Command[None]:
@@ -833,19 +1239,12 @@ def _c_untrack_cache_storage_for_origin(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def untrack_cache_storage_for_storage_key(
-    *,
+def _p_untrack_cache_storage_for_storage_key(
     storage_key: str,
-) -> Command[None]:
-    """Unregisters storage key from receiving notifications for cache storage.
-
-    Args:
-        storage_key: Storage key.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "storageKey": storage_key,
     }
-    return Command("Storage.untrackCacheStorageForStorageKey", _p, None)
 
 
 def _c_untrack_cache_storage_for_storage_key(d: dict[str, Any]) -> Command[None]:
@@ -854,19 +1253,12 @@ def _c_untrack_cache_storage_for_storage_key(d: dict[str, Any]) -> Command[None]
     )
 
 
-def untrack_indexed_db_for_origin(
-    *,
+def _p_untrack_indexed_db_for_origin(
     origin: str,
-) -> Command[None]:
-    """Unregisters origin from receiving notifications for IndexedDB.
-
-    Args:
-        origin: Security origin.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "origin": origin,
     }
-    return Command("Storage.untrackIndexedDBForOrigin", _p, None)
 
 
 def _c_untrack_indexed_db_for_origin(d: dict[str, Any]) -> Command[None]:
@@ -875,36 +1267,18 @@ def _c_untrack_indexed_db_for_origin(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def untrack_indexed_db_for_storage_key(
-    *,
+def _p_untrack_indexed_db_for_storage_key(
     storage_key: str,
-) -> Command[None]:
-    """Unregisters storage key from receiving notifications for IndexedDB.
-
-    Args:
-        storage_key: Storage key.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "storageKey": storage_key,
     }
-    return Command("Storage.untrackIndexedDBForStorageKey", _p, None)
 
 
 def _c_untrack_indexed_db_for_storage_key(d: dict[str, Any]) -> Command[None]:
     return untrack_indexed_db_for_storage_key(
         storage_key=d["storageKey"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetTrustTokensResult:
-    """Result of :func:`get_trust_tokens` (Storage.getTrustTokens).
-
-    Attributes:
-        tokens: -
-    """
-
-    tokens: list[TrustTokens]
 
 
 def _s_GetTrustTokensResult(d: dict[str, Any]) -> GetTrustTokensResult:
@@ -919,32 +1293,13 @@ def _s_GetTrustTokensResult(d: dict[str, Any]) -> GetTrustTokensResult:
 
 
 def _u_GetTrustTokensResult(o: GetTrustTokensResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "tokens": [_u_TrustTokens(x0) for x0 in o.tokens],
     }
-    return d
-
-
-def get_trust_tokens() -> Command[GetTrustTokensResult]:
-    """Experimental. Returns the number of stored Trust Tokens per issuer for the
-    current browsing context."""
-    _p: dict[str, Any] = {}
-    return Command("Storage.getTrustTokens", _p, _s_GetTrustTokensResult)
 
 
 def _c_get_trust_tokens(d: dict[str, Any]) -> Command[GetTrustTokensResult]:
     return get_trust_tokens()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ClearTrustTokensResult:
-    """Result of :func:`clear_trust_tokens` (Storage.clearTrustTokens).
-
-    Attributes:
-        did_delete_tokens: True if any tokens were deleted, false otherwise.
-    """
-
-    did_delete_tokens: bool
 
 
 _ClearTrustTokensResult_plain = {
@@ -965,43 +1320,23 @@ def _s_ClearTrustTokensResult(d: dict[str, Any]) -> ClearTrustTokensResult:
 
 
 def _u_ClearTrustTokensResult(o: ClearTrustTokensResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "didDeleteTokens": o.did_delete_tokens,
     }
-    return d
 
 
-def clear_trust_tokens(
-    *,
+def _p_clear_trust_tokens(
     issuer_origin: str,
-) -> Command[ClearTrustTokensResult]:
-    """Experimental. Removes all Trust Tokens issued by the provided issuerOrigin.
-    Leaves other stored data, including the issuer's Redemption Records, intact.
-
-    Args:
-        issuer_origin: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "issuerOrigin": issuer_origin,
     }
-    return Command("Storage.clearTrustTokens", _p, _s_ClearTrustTokensResult)
 
 
 def _c_clear_trust_tokens(d: dict[str, Any]) -> Command[ClearTrustTokensResult]:
     return clear_trust_tokens(
         issuer_origin=d["issuerOrigin"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetPrivateVerificationTokensResult:
-    """Result of :func:`get_private_verification_tokens` (Storage.getPrivateVerificationTokens).
-
-    Attributes:
-        tokens: -
-    """
-
-    tokens: list[PrivateVerificationToken]
 
 
 def _s_GetPrivateVerificationTokensResult(d: dict[str, Any]) -> GetPrivateVerificationTokensResult:
@@ -1016,32 +1351,13 @@ def _s_GetPrivateVerificationTokensResult(d: dict[str, Any]) -> GetPrivateVerifi
 
 
 def _u_GetPrivateVerificationTokensResult(o: GetPrivateVerificationTokensResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "tokens": [_u_PrivateVerificationToken(x0) for x0 in o.tokens],
     }
-    return d
-
-
-def get_private_verification_tokens() -> Command[GetPrivateVerificationTokensResult]:
-    """Experimental. Returns all stored Private Verification Tokens for the current browsing
-    context."""
-    _p: dict[str, Any] = {}
-    return Command("Storage.getPrivateVerificationTokens", _p, _s_GetPrivateVerificationTokensResult)
 
 
 def _c_get_private_verification_tokens(d: dict[str, Any]) -> Command[GetPrivateVerificationTokensResult]:
     return get_private_verification_tokens()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetPrivateVerificationTokensIssuerConfigsResult:
-    """Result of :func:`get_private_verification_tokens_issuer_configs` (Storage.getPrivateVerificationTokensIssuerConfigs).
-
-    Attributes:
-        configs: -
-    """
-
-    configs: list[PrivateVerificationTokensIssuerConfig]
 
 
 def _s_GetPrivateVerificationTokensIssuerConfigsResult(
@@ -1060,23 +1376,9 @@ def _s_GetPrivateVerificationTokensIssuerConfigsResult(
 def _u_GetPrivateVerificationTokensIssuerConfigsResult(
     o: GetPrivateVerificationTokensIssuerConfigsResult,
 ) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "configs": [_u_PrivateVerificationTokensIssuerConfig(x0) for x0 in o.configs],
     }
-    return d
-
-
-def get_private_verification_tokens_issuer_configs() -> Command[
-    GetPrivateVerificationTokensIssuerConfigsResult
-]:
-    """Experimental. Returns the configured Private Verification Tokens issuers and their redeemer
-    origins."""
-    _p: dict[str, Any] = {}
-    return Command(
-        "Storage.getPrivateVerificationTokensIssuerConfigs",
-        _p,
-        _s_GetPrivateVerificationTokensIssuerConfigsResult,
-    )
 
 
 def _c_get_private_verification_tokens_issuer_configs(
@@ -1085,19 +1387,12 @@ def _c_get_private_verification_tokens_issuer_configs(
     return get_private_verification_tokens_issuer_configs()
 
 
-def clear_private_verification_tokens(
-    *,
+def _p_clear_private_verification_tokens(
     issuer_origin: str,
-) -> Command[None]:
-    """Experimental. Removes all Private Verification Tokens issued by the provided issuerOrigin.
-
-    Args:
-        issuer_origin: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "issuerOrigin": issuer_origin,
     }
-    return Command("Storage.clearPrivateVerificationTokens", _p, None)
 
 
 def _c_clear_private_verification_tokens(d: dict[str, Any]) -> Command[None]:
@@ -1106,19 +1401,12 @@ def _c_clear_private_verification_tokens(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def delete_private_verification_token(
-    *,
+def _p_delete_private_verification_token(
     token_id: str,
-) -> Command[None]:
-    """Experimental. Removes a specific Private Verification Token by its ID.
-
-    Args:
-        token_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "tokenId": token_id,
     }
-    return Command("Storage.deletePrivateVerificationToken", _p, None)
 
 
 def _c_delete_private_verification_token(d: dict[str, Any]) -> Command[None]:
@@ -1127,19 +1415,12 @@ def _c_delete_private_verification_token(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_private_verification_tokens_tracking(
-    *,
+def _p_set_private_verification_tokens_tracking(
     enable: bool,
-) -> Command[None]:
-    """Experimental. Set tracking for Private Verification Tokens.
-
-    Args:
-        enable: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "enable": enable,
     }
-    return Command("Storage.setPrivateVerificationTokensTracking", _p, None)
 
 
 def _c_set_private_verification_tokens_tracking(d: dict[str, Any]) -> Command[None]:
@@ -1148,22 +1429,14 @@ def _c_set_private_verification_tokens_tracking(d: dict[str, Any]) -> Command[No
     )
 
 
-def set_storage_bucket_tracking(
-    *,
+def _p_set_storage_bucket_tracking(
     storage_key: str,
     enable: bool,
-) -> Command[None]:
-    """Experimental. Set tracking for a storage key's buckets.
-
-    Args:
-        storage_key: -
-        enable: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "storageKey": storage_key,
         "enable": enable,
     }
-    return Command("Storage.setStorageBucketTracking", _p, None)
 
 
 def _c_set_storage_bucket_tracking(d: dict[str, Any]) -> Command[None]:
@@ -1173,36 +1446,18 @@ def _c_set_storage_bucket_tracking(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def delete_storage_bucket(
-    *,
+def _p_delete_storage_bucket(
     bucket: StorageBucket,
-) -> Command[None]:
-    """Experimental. Deletes the Storage Bucket with the given storage key and bucket name.
-
-    Args:
-        bucket: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "bucket": _u_StorageBucket(bucket),
     }
-    return Command("Storage.deleteStorageBucket", _p, None)
 
 
 def _c_delete_storage_bucket(d: dict[str, Any]) -> Command[None]:
     return delete_storage_bucket(
         bucket=_s_StorageBucket(d["bucket"]),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RunBounceTrackingMitigationsResult:
-    """Result of :func:`run_bounce_tracking_mitigations` (Storage.runBounceTrackingMitigations).
-
-    Attributes:
-        deleted_sites: -
-    """
-
-    deleted_sites: list[str]
 
 
 _RunBounceTrackingMitigationsResult_plain = {
@@ -1223,38 +1478,13 @@ def _s_RunBounceTrackingMitigationsResult(d: dict[str, Any]) -> RunBounceTrackin
 
 
 def _u_RunBounceTrackingMitigationsResult(o: RunBounceTrackingMitigationsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "deletedSites": o.deleted_sites,
     }
-    return d
-
-
-def run_bounce_tracking_mitigations() -> Command[RunBounceTrackingMitigationsResult]:
-    """Experimental. Deletes state for sites identified as potential bounce trackers, immediately."""
-    _p: dict[str, Any] = {}
-    return Command("Storage.runBounceTrackingMitigations", _p, _s_RunBounceTrackingMitigationsResult)
 
 
 def _c_run_bounce_tracking_mitigations(d: dict[str, Any]) -> Command[RunBounceTrackingMitigationsResult]:
     return run_bounce_tracking_mitigations()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CacheStorageContentUpdated:
-    """A cache's contents have been modified.
-
-    Attributes:
-        origin: Origin to update.
-        storage_key: Storage key to update.
-        bucket_id: Storage bucket to update.
-        cache_name: Name of cache in origin.
-    """
-
-    method: ClassVar[str] = "Storage.cacheStorageContentUpdated"
-    origin: str
-    storage_key: str
-    bucket_id: str
-    cache_name: str
 
 
 _CacheStorageContentUpdated_plain = {
@@ -1284,29 +1514,12 @@ def _s_CacheStorageContentUpdated(d: dict[str, Any]) -> CacheStorageContentUpdat
 
 
 def _u_CacheStorageContentUpdated(o: CacheStorageContentUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "origin": o.origin,
         "storageKey": o.storage_key,
         "bucketId": o.bucket_id,
         "cacheName": o.cache_name,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CacheStorageListUpdated:
-    """A cache has been added/deleted.
-
-    Attributes:
-        origin: Origin to update.
-        storage_key: Storage key to update.
-        bucket_id: Storage bucket to update.
-    """
-
-    method: ClassVar[str] = "Storage.cacheStorageListUpdated"
-    origin: str
-    storage_key: str
-    bucket_id: str
 
 
 _CacheStorageListUpdated_plain = {
@@ -1333,32 +1546,11 @@ def _s_CacheStorageListUpdated(d: dict[str, Any]) -> CacheStorageListUpdated:
 
 
 def _u_CacheStorageListUpdated(o: CacheStorageListUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "origin": o.origin,
         "storageKey": o.storage_key,
         "bucketId": o.bucket_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class IndexedDBContentUpdated:
-    """The origin's IndexedDB object store has been modified.
-
-    Attributes:
-        origin: Origin to update.
-        storage_key: Storage key to update.
-        bucket_id: Storage bucket to update.
-        database_name: Database to update.
-        object_store_name: ObjectStore to update.
-    """
-
-    method: ClassVar[str] = "Storage.indexedDBContentUpdated"
-    origin: str
-    storage_key: str
-    bucket_id: str
-    database_name: str
-    object_store_name: str
 
 
 _IndexedDBContentUpdated_plain = {
@@ -1391,30 +1583,13 @@ def _s_IndexedDBContentUpdated(d: dict[str, Any]) -> IndexedDBContentUpdated:
 
 
 def _u_IndexedDBContentUpdated(o: IndexedDBContentUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "origin": o.origin,
         "storageKey": o.storage_key,
         "bucketId": o.bucket_id,
         "databaseName": o.database_name,
         "objectStoreName": o.object_store_name,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class IndexedDBListUpdated:
-    """The origin's IndexedDB database list has been modified.
-
-    Attributes:
-        origin: Origin to update.
-        storage_key: Storage key to update.
-        bucket_id: Storage bucket to update.
-    """
-
-    method: ClassVar[str] = "Storage.indexedDBListUpdated"
-    origin: str
-    storage_key: str
-    bucket_id: str
 
 
 _IndexedDBListUpdated_plain = {
@@ -1441,24 +1616,11 @@ def _s_IndexedDBListUpdated(d: dict[str, Any]) -> IndexedDBListUpdated:
 
 
 def _u_IndexedDBListUpdated(o: IndexedDBListUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "origin": o.origin,
         "storageKey": o.storage_key,
         "bucketId": o.bucket_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StorageBucketCreatedOrUpdated:
-    """storageBucketCreatedOrUpdated.
-
-    Attributes:
-        bucket_info: -
-    """
-
-    method: ClassVar[str] = "Storage.storageBucketCreatedOrUpdated"
-    bucket_info: StorageBucketInfo
 
 
 def _s_StorageBucketCreatedOrUpdated(d: dict[str, Any]) -> StorageBucketCreatedOrUpdated:
@@ -1473,22 +1635,9 @@ def _s_StorageBucketCreatedOrUpdated(d: dict[str, Any]) -> StorageBucketCreatedO
 
 
 def _u_StorageBucketCreatedOrUpdated(o: StorageBucketCreatedOrUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "bucketInfo": _u_StorageBucketInfo(o.bucket_info),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class StorageBucketDeleted:
-    """storageBucketDeleted.
-
-    Attributes:
-        bucket_id: -
-    """
-
-    method: ClassVar[str] = "Storage.storageBucketDeleted"
-    bucket_id: str
 
 
 _StorageBucketDeleted_plain = {
@@ -1509,67 +1658,19 @@ def _s_StorageBucketDeleted(d: dict[str, Any]) -> StorageBucketDeleted:
 
 
 def _u_StorageBucketDeleted(o: StorageBucketDeleted) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "bucketId": o.bucket_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class PrivateVerificationTokensUpdated:
-    """Experimental. Private Verification Tokens have been stored or deleted."""
-
-    method: ClassVar[str] = "Storage.privateVerificationTokensUpdated"
 
 
 def _s_PrivateVerificationTokensUpdated(d: dict[str, Any]) -> PrivateVerificationTokensUpdated:
-    o = _new(PrivateVerificationTokensUpdated)
-    return o
+    return _new(PrivateVerificationTokensUpdated)
 
 
 def _u_PrivateVerificationTokensUpdated(o: PrivateVerificationTokensUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    return d
+    return {}
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Storage.cacheStorageContentUpdated": _s_CacheStorageContentUpdated,
-    "Storage.cacheStorageListUpdated": _s_CacheStorageListUpdated,
-    "Storage.indexedDBContentUpdated": _s_IndexedDBContentUpdated,
-    "Storage.indexedDBListUpdated": _s_IndexedDBListUpdated,
-    "Storage.storageBucketCreatedOrUpdated": _s_StorageBucketCreatedOrUpdated,
-    "Storage.storageBucketDeleted": _s_StorageBucketDeleted,
-    "Storage.privateVerificationTokensUpdated": _s_PrivateVerificationTokensUpdated,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Storage.getStorageKeyForFrame": _c_get_storage_key_for_frame,
-    "Storage.getStorageKey": _c_get_storage_key,
-    "Storage.clearDataForOrigin": _c_clear_data_for_origin,
-    "Storage.clearDataForStorageKey": _c_clear_data_for_storage_key,
-    "Storage.getCookies": _c_get_cookies,
-    "Storage.setCookies": _c_set_cookies,
-    "Storage.clearCookies": _c_clear_cookies,
-    "Storage.getUsageAndQuota": _c_get_usage_and_quota,
-    "Storage.overrideQuotaForOrigin": _c_override_quota_for_origin,
-    "Storage.trackCacheStorageForOrigin": _c_track_cache_storage_for_origin,
-    "Storage.trackCacheStorageForStorageKey": _c_track_cache_storage_for_storage_key,
-    "Storage.trackIndexedDBForOrigin": _c_track_indexed_db_for_origin,
-    "Storage.trackIndexedDBForStorageKey": _c_track_indexed_db_for_storage_key,
-    "Storage.untrackCacheStorageForOrigin": _c_untrack_cache_storage_for_origin,
-    "Storage.untrackCacheStorageForStorageKey": _c_untrack_cache_storage_for_storage_key,
-    "Storage.untrackIndexedDBForOrigin": _c_untrack_indexed_db_for_origin,
-    "Storage.untrackIndexedDBForStorageKey": _c_untrack_indexed_db_for_storage_key,
-    "Storage.getTrustTokens": _c_get_trust_tokens,
-    "Storage.clearTrustTokens": _c_clear_trust_tokens,
-    "Storage.getPrivateVerificationTokens": _c_get_private_verification_tokens,
-    "Storage.getPrivateVerificationTokensIssuerConfigs": _c_get_private_verification_tokens_issuer_configs,
-    "Storage.clearPrivateVerificationTokens": _c_clear_private_verification_tokens,
-    "Storage.deletePrivateVerificationToken": _c_delete_private_verification_token,
-    "Storage.setPrivateVerificationTokensTracking": _c_set_private_verification_tokens_tracking,
-    "Storage.setStorageBucketTracking": _c_set_storage_bucket_tracking,
-    "Storage.deleteStorageBucket": _c_delete_storage_bucket,
-    "Storage.runBounceTrackingMitigations": _c_run_bounce_tracking_mitigations,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Storage": (True, False),
     "Storage.TrustTokens": (True, False),
@@ -1629,5 +1730,34 @@ register(
             _s_PrivateVerificationTokensUpdated,
             _u_PrivateVerificationTokensUpdated,
         ),
-    }
+    },
+    {
+        get_storage_key_for_frame: _c_get_storage_key_for_frame,
+        get_storage_key: _c_get_storage_key,
+        clear_data_for_origin: _c_clear_data_for_origin,
+        clear_data_for_storage_key: _c_clear_data_for_storage_key,
+        get_cookies: _c_get_cookies,
+        set_cookies: _c_set_cookies,
+        clear_cookies: _c_clear_cookies,
+        get_usage_and_quota: _c_get_usage_and_quota,
+        override_quota_for_origin: _c_override_quota_for_origin,
+        track_cache_storage_for_origin: _c_track_cache_storage_for_origin,
+        track_cache_storage_for_storage_key: _c_track_cache_storage_for_storage_key,
+        track_indexed_db_for_origin: _c_track_indexed_db_for_origin,
+        track_indexed_db_for_storage_key: _c_track_indexed_db_for_storage_key,
+        untrack_cache_storage_for_origin: _c_untrack_cache_storage_for_origin,
+        untrack_cache_storage_for_storage_key: _c_untrack_cache_storage_for_storage_key,
+        untrack_indexed_db_for_origin: _c_untrack_indexed_db_for_origin,
+        untrack_indexed_db_for_storage_key: _c_untrack_indexed_db_for_storage_key,
+        get_trust_tokens: _c_get_trust_tokens,
+        clear_trust_tokens: _c_clear_trust_tokens,
+        get_private_verification_tokens: _c_get_private_verification_tokens,
+        get_private_verification_tokens_issuer_configs: _c_get_private_verification_tokens_issuer_configs,
+        clear_private_verification_tokens: _c_clear_private_verification_tokens,
+        delete_private_verification_token: _c_delete_private_verification_token,
+        set_private_verification_tokens_tracking: _c_set_private_verification_tokens_tracking,
+        set_storage_bucket_tracking: _c_set_storage_bucket_tracking,
+        delete_storage_bucket: _c_delete_storage_bucket,
+        run_bounce_tracking_mitigations: _c_run_bounce_tracking_mitigations,
+    },
 )

@@ -6,17 +6,11 @@ The SystemInfo domain defines methods and events for querying low-level system i
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
+from cdp._base import CDPEnum, Command, register
 
 DOMAIN = "SystemInfo"
 EXPERIMENTAL = True
@@ -37,6 +31,8 @@ class GPUDevice:
         device_string: String description of the GPU device, if the PCI ID is not available.
         driver_vendor: String description of the GPU driver vendor.
         driver_version: String description of the GPU driver version.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SystemInfo/#type-GPUDevice
     """
 
     vendor_id: float
@@ -47,6 +43,197 @@ class GPUDevice:
     device_string: str
     driver_vendor: str
     driver_version: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Size:
+    """Describes the width and height dimensions of an entity.
+
+    Attributes:
+        width: Width in pixels.
+        height: Height in pixels.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SystemInfo/#type-Size
+    """
+
+    width: int
+    height: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class VideoDecodeAcceleratorCapability:
+    """Describes a supported video decoding profile with its associated minimum and
+    maximum resolutions.
+
+    Attributes:
+        profile: Video codec profile that is supported, e.g. VP9 Profile 2.
+        max_resolution: Maximum video dimensions in pixels supported for this |profile|.
+        min_resolution: Minimum video dimensions in pixels supported for this |profile|.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SystemInfo/#type-VideoDecodeAcceleratorCapability
+    """
+
+    profile: str
+    max_resolution: Size
+    min_resolution: Size
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class VideoEncodeAcceleratorCapability:
+    """Describes a supported video encoding profile with its associated maximum
+    resolution and maximum framerate.
+
+    Attributes:
+        profile: Video codec profile that is supported, e.g H264 Main.
+        max_resolution: Maximum video dimensions in pixels supported for this |profile|.
+        max_framerate_numerator: Maximum encoding framerate in frames per second supported for this |profile|, as fraction's numerator and denominator, e.g. 24/1 fps, 24000/1001 fps, etc.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SystemInfo/#type-VideoEncodeAcceleratorCapability
+    """
+
+    profile: str
+    max_resolution: Size
+    max_framerate_numerator: int
+    max_framerate_denominator: int
+
+
+class SubsamplingFormat(CDPEnum):
+    """YUV subsampling type of the pixels of a given image.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SystemInfo/#type-SubsamplingFormat
+    """
+
+    YUV420 = "yuv420"
+    YUV422 = "yuv422"
+    YUV444 = "yuv444"
+
+
+class ImageType(CDPEnum):
+    """Image format of a given image.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SystemInfo/#type-ImageType
+    """
+
+    JPEG = "jpeg"
+    WEBP = "webp"
+    UNKNOWN = "unknown"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GPUInfo:
+    """Provides information about the GPU(s) on the system.
+
+    Attributes:
+        devices: The graphics devices on the system. Element 0 is the primary GPU.
+        aux_attributes: An optional dictionary of additional GPU related attributes.
+        feature_status: An optional dictionary of graphics features and their status.
+        driver_bug_workarounds: An optional array of GPU driver bug workarounds.
+        video_decoding: Supported accelerated video decoding capabilities.
+        video_encoding: Supported accelerated video encoding capabilities.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SystemInfo/#type-GPUInfo
+    """
+
+    devices: list[GPUDevice]
+    aux_attributes: dict[str, Any] | None = None
+    feature_status: dict[str, Any] | None = None
+    driver_bug_workarounds: list[str]
+    video_decoding: list[VideoDecodeAcceleratorCapability]
+    video_encoding: list[VideoEncodeAcceleratorCapability]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ProcessInfo:
+    """Represents process info.
+
+    Attributes:
+        type_: Specifies process type.
+        id_: Specifies process id.
+        cpu_time: Specifies cumulative CPU usage in seconds across all threads of the process since the process start.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SystemInfo/#type-ProcessInfo
+    """
+
+    type_: str
+    id_: int
+    cpu_time: float
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetInfoResult:
+    """Result of :func:`get_info`.
+
+    Attributes:
+        gpu: Information about the GPUs on the system.
+        model_name: A platform-dependent description of the model of the machine. On Mac OS, this is, for example, 'MacBookPro'. Will be the empty string if not supported.
+        model_version: A platform-dependent description of the version of the machine. On Mac OS, this is, for example, '10.1'. Will be the empty string if not supported.
+        command_line: The command line string used to launch the browser. Will be the empty string if not supported.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SystemInfo/#method-getInfo
+    """
+
+    gpu: GPUInfo
+    model_name: str
+    model_version: str
+    command_line: str
+
+
+def get_info() -> Command[GetInfoResult]:
+    """Returns information about the system.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SystemInfo/#method-getInfo
+    """
+    return Command("SystemInfo.getInfo", {}, GetInfoResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetFeatureStateResult:
+    """Result of :func:`get_feature_state`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SystemInfo/#method-getFeatureState
+    """
+
+    feature_enabled: bool
+
+
+def get_feature_state(
+    *,
+    feature_state: str,
+) -> Command[GetFeatureStateResult]:
+    """Returns information about the feature state.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SystemInfo/#method-getFeatureState
+    """
+    return Command("SystemInfo.getFeatureState", _p_get_feature_state(feature_state), GetFeatureStateResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetProcessInfoResult:
+    """Result of :func:`get_process_info`.
+
+    Attributes:
+        process_info: An array of process info blocks.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SystemInfo/#method-getProcessInfo
+    """
+
+    process_info: list[ProcessInfo]
+
+
+def get_process_info() -> Command[GetProcessInfoResult]:
+    """Returns information about all running processes.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/SystemInfo/#method-getProcessInfo
+    """
+    return Command("SystemInfo.getProcessInfo", {}, GetProcessInfoResult)
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _GPUDevice_plain = {
@@ -99,28 +286,6 @@ def _u_GPUDevice(o: GPUDevice) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    GPUDevice,
-    {
-        "sub_sys_id": None,
-        "revision": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Size:
-    """Describes the width and height dimensions of an entity.
-
-    Attributes:
-        width: Width in pixels.
-        height: Height in pixels.
-    """
-
-    width: int
-    height: int
-
-
 _Size_plain = {
     "width": "width",
     "height": "height",
@@ -142,27 +307,10 @@ def _s_Size(d: dict[str, Any]) -> Size:
 
 
 def _u_Size(o: Size) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "width": o.width,
         "height": o.height,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class VideoDecodeAcceleratorCapability:
-    """Describes a supported video decoding profile with its associated minimum and
-    maximum resolutions.
-
-    Attributes:
-        profile: Video codec profile that is supported, e.g. VP9 Profile 2.
-        max_resolution: Maximum video dimensions in pixels supported for this |profile|.
-        min_resolution: Minimum video dimensions in pixels supported for this |profile|.
-    """
-
-    profile: str
-    max_resolution: Size
-    min_resolution: Size
 
 
 _VideoDecodeAcceleratorCapability_plain = {
@@ -191,30 +339,11 @@ def _s_VideoDecodeAcceleratorCapability(d: dict[str, Any]) -> VideoDecodeAcceler
 
 
 def _u_VideoDecodeAcceleratorCapability(o: VideoDecodeAcceleratorCapability) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "profile": o.profile,
         "maxResolution": _u_Size(o.max_resolution),
         "minResolution": _u_Size(o.min_resolution),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class VideoEncodeAcceleratorCapability:
-    """Describes a supported video encoding profile with its associated maximum
-    resolution and maximum framerate.
-
-    Attributes:
-        profile: Video codec profile that is supported, e.g H264 Main.
-        max_resolution: Maximum video dimensions in pixels supported for this |profile|.
-        max_framerate_numerator: Maximum encoding framerate in frames per second supported for this |profile|, as fraction's numerator and denominator, e.g. 24/1 fps, 24000/1001 fps, etc.
-        max_framerate_denominator: -
-    """
-
-    profile: str
-    max_resolution: Size
-    max_framerate_numerator: int
-    max_framerate_denominator: int
 
 
 _VideoEncodeAcceleratorCapability_plain = {
@@ -245,50 +374,12 @@ def _s_VideoEncodeAcceleratorCapability(d: dict[str, Any]) -> VideoEncodeAcceler
 
 
 def _u_VideoEncodeAcceleratorCapability(o: VideoEncodeAcceleratorCapability) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "profile": o.profile,
         "maxResolution": _u_Size(o.max_resolution),
         "maxFramerateNumerator": o.max_framerate_numerator,
         "maxFramerateDenominator": o.max_framerate_denominator,
     }
-    return d
-
-
-class SubsamplingFormat(CDPEnum):
-    """YUV subsampling type of the pixels of a given image."""
-
-    YUV420 = "yuv420"
-    YUV422 = "yuv422"
-    YUV444 = "yuv444"
-
-
-class ImageType(CDPEnum):
-    """Image format of a given image."""
-
-    JPEG = "jpeg"
-    WEBP = "webp"
-    UNKNOWN = "unknown"
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GPUInfo:
-    """Provides information about the GPU(s) on the system.
-
-    Attributes:
-        devices: The graphics devices on the system. Element 0 is the primary GPU.
-        aux_attributes: An optional dictionary of additional GPU related attributes.
-        feature_status: An optional dictionary of graphics features and their status.
-        driver_bug_workarounds: An optional array of GPU driver bug workarounds.
-        video_decoding: Supported accelerated video decoding capabilities.
-        video_encoding: Supported accelerated video encoding capabilities.
-    """
-
-    devices: list[GPUDevice]
-    aux_attributes: dict[str, Any] | None = None
-    feature_status: dict[str, Any] | None = None
-    driver_bug_workarounds: list[str]
-    video_decoding: list[VideoDecodeAcceleratorCapability]
-    video_encoding: list[VideoEncodeAcceleratorCapability]
 
 
 _GPUInfo_plain = {
@@ -340,30 +431,6 @@ def _u_GPUInfo(o: GPUInfo) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    GPUInfo,
-    {
-        "aux_attributes": None,
-        "feature_status": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ProcessInfo:
-    """Represents process info.
-
-    Attributes:
-        type_: Specifies process type.
-        id_: Specifies process id.
-        cpu_time: Specifies cumulative CPU usage in seconds across all threads of the process since the process start.
-    """
-
-    type_: str
-    id_: int
-    cpu_time: float
-
-
 _ProcessInfo_plain = {
     "type": "type_",
     "id": "id_",
@@ -388,29 +455,11 @@ def _s_ProcessInfo(d: dict[str, Any]) -> ProcessInfo:
 
 
 def _u_ProcessInfo(o: ProcessInfo) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "type": o.type_,
         "id": o.id_,
         "cpuTime": o.cpu_time,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetInfoResult:
-    """Result of :func:`get_info` (SystemInfo.getInfo).
-
-    Attributes:
-        gpu: Information about the GPUs on the system.
-        model_name: A platform-dependent description of the model of the machine. On Mac OS, this is, for example, 'MacBookPro'. Will be the empty string if not supported.
-        model_version: A platform-dependent description of the version of the machine. On Mac OS, this is, for example, '10.1'. Will be the empty string if not supported.
-        command_line: The command line string used to launch the browser. Will be the empty string if not supported.
-    """
-
-    gpu: GPUInfo
-    model_name: str
-    model_version: str
-    command_line: str
 
 
 _GetInfoResult_plain = {
@@ -441,34 +490,16 @@ def _s_GetInfoResult(d: dict[str, Any]) -> GetInfoResult:
 
 
 def _u_GetInfoResult(o: GetInfoResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "gpu": _u_GPUInfo(o.gpu),
         "modelName": o.model_name,
         "modelVersion": o.model_version,
         "commandLine": o.command_line,
     }
-    return d
-
-
-def get_info() -> Command[GetInfoResult]:
-    """Returns information about the system."""
-    _p: dict[str, Any] = {}
-    return Command("SystemInfo.getInfo", _p, _s_GetInfoResult)
 
 
 def _c_get_info(d: dict[str, Any]) -> Command[GetInfoResult]:
     return get_info()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetFeatureStateResult:
-    """Result of :func:`get_feature_state` (SystemInfo.getFeatureState).
-
-    Attributes:
-        feature_enabled: -
-    """
-
-    feature_enabled: bool
 
 
 _GetFeatureStateResult_plain = {
@@ -489,42 +520,23 @@ def _s_GetFeatureStateResult(d: dict[str, Any]) -> GetFeatureStateResult:
 
 
 def _u_GetFeatureStateResult(o: GetFeatureStateResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "featureEnabled": o.feature_enabled,
     }
-    return d
 
 
-def get_feature_state(
-    *,
+def _p_get_feature_state(
     feature_state: str,
-) -> Command[GetFeatureStateResult]:
-    """Returns information about the feature state.
-
-    Args:
-        feature_state: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "featureState": feature_state,
     }
-    return Command("SystemInfo.getFeatureState", _p, _s_GetFeatureStateResult)
 
 
 def _c_get_feature_state(d: dict[str, Any]) -> Command[GetFeatureStateResult]:
     return get_feature_state(
         feature_state=d["featureState"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetProcessInfoResult:
-    """Result of :func:`get_process_info` (SystemInfo.getProcessInfo).
-
-    Attributes:
-        process_info: An array of process info blocks.
-    """
-
-    process_info: list[ProcessInfo]
 
 
 def _s_GetProcessInfoResult(d: dict[str, Any]) -> GetProcessInfoResult:
@@ -539,28 +551,15 @@ def _s_GetProcessInfoResult(d: dict[str, Any]) -> GetProcessInfoResult:
 
 
 def _u_GetProcessInfoResult(o: GetProcessInfoResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "processInfo": [_u_ProcessInfo(x0) for x0 in o.process_info],
     }
-    return d
-
-
-def get_process_info() -> Command[GetProcessInfoResult]:
-    """Returns information about all running processes."""
-    _p: dict[str, Any] = {}
-    return Command("SystemInfo.getProcessInfo", _p, _s_GetProcessInfoResult)
 
 
 def _c_get_process_info(d: dict[str, Any]) -> Command[GetProcessInfoResult]:
     return get_process_info()
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "SystemInfo.getInfo": _c_get_info,
-    "SystemInfo.getFeatureState": _c_get_feature_state,
-    "SystemInfo.getProcessInfo": _c_get_process_info,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "SystemInfo": (True, False),
 }
@@ -581,5 +580,10 @@ register(
         GetInfoResult: (_s_GetInfoResult, _u_GetInfoResult),
         GetFeatureStateResult: (_s_GetFeatureStateResult, _u_GetFeatureStateResult),
         GetProcessInfoResult: (_s_GetProcessInfoResult, _u_GetProcessInfoResult),
-    }
+    },
+    {
+        get_info: _c_get_info,
+        get_feature_state: _c_get_feature_state,
+        get_process_info: _c_get_process_info,
+    },
 )

@@ -6,20 +6,13 @@ Supports additional targets discovery and allows to attach to them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import browser as _browser
-    from cdp import page as _page
 
 DOMAIN = "Target"
 EXPERIMENTAL = False
@@ -28,22 +21,22 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 TargetID = str
-"""TargetID."""
+"""See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#type-TargetID"""
 
 
 SessionID = str
-"""Unique identifier of attached debugging session."""
+"""Unique identifier of attached debugging session.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#type-SessionID
+"""
 
 
 @attrs.frozen(kw_only=True, slots=False)
 class TargetInfo:
-    """TargetInfo.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#type-TargetInfo
 
     Attributes:
-        target_id: -
         type_: List of types: https://source.chromium.org/chromium/chromium/src/+/main:content/browser/devtools/devtools_agent_host_impl.cc?ss=chromium&q=f:devtools%20-f:out%20%22::kTypeTab%5B%5D%22
-        title: -
-        url: -
         attached: Whether the target has an attached client.
         parent_id: Id of the parent target, if any. For example, "iframe" target may have a "page" parent.
         opener_id: Opener target Id
@@ -63,11 +56,657 @@ class TargetInfo:
     parent_id: TargetID | None = None
     opener_id: TargetID | None = None
     can_access_opener: bool
-    opener_frame_id: _page.FrameId | None = None
-    parent_frame_id: _page.FrameId | None = None
-    browser_context_id: _browser.BrowserContextID | None = None
+    opener_frame_id: cdp.page.FrameId | None = None
+    parent_frame_id: cdp.page.FrameId | None = None
+    browser_context_id: cdp.browser.BrowserContextID | None = None
     subtype: str | None = None
     embedder_data: dict[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class FilterEntry:
+    """Experimental. A filter used by target query/discovery/auto-attach operations.
+
+    Attributes:
+        exclude: If set, causes exclusion of matching targets from the list.
+        type_: If not present, matches any type.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#type-FilterEntry
+    """
+
+    exclude: bool | None = None
+    type_: str | None = None
+
+
+TargetFilter: TypeAlias = list["cdp.target.FilterEntry"]
+"""Experimental. The entries in TargetFilter are matched sequentially against targets and
+the first entry that matches determines if the target is included or not,
+depending on the value of `exclude` field in the entry.
+If filter is not specified, the one assumed is
+[{type: "browser", exclude: true}, {type: "tab", exclude: true}, {}]
+(i.e. include everything but `browser` and `tab`).
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#type-TargetFilter
+"""
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RemoteLocation:
+    """Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#type-RemoteLocation
+    """
+
+    host: str
+    port: int
+
+
+class WindowState(CDPEnum):
+    """Experimental. The state of the target window.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#type-WindowState
+    """
+
+    NORMAL = "normal"
+    MINIMIZED = "minimized"
+    MAXIMIZED = "maximized"
+    FULLSCREEN = "fullscreen"
+
+
+def activate_target(
+    *,
+    target_id: TargetID,
+) -> Command[None]:
+    """Activates (focuses) the target.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-activateTarget
+    """
+    return Command("Target.activateTarget", _p_activate_target(target_id), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AttachToTargetResult:
+    """Result of :func:`attach_to_target`.
+
+    Attributes:
+        session_id: Id assigned to the session.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-attachToTarget
+    """
+
+    session_id: SessionID
+
+
+def attach_to_target(
+    *,
+    target_id: TargetID,
+    flatten: bool | None = None,
+) -> Command[AttachToTargetResult]:
+    """Attaches to the target with given id.
+
+    Args:
+        flatten: Enables "flat" access to the session via specifying sessionId attribute in the commands. We plan to make this the default, deprecate non-flattened mode, and eventually retire it. See crbug.com/991325.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-attachToTarget
+    """
+    return Command("Target.attachToTarget", _p_attach_to_target(target_id, flatten), AttachToTargetResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AttachToBrowserTargetResult:
+    """Result of :func:`attach_to_browser_target`.
+
+    Attributes:
+        session_id: Id assigned to the session.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-attachToBrowserTarget
+    """
+
+    session_id: SessionID
+
+
+def attach_to_browser_target() -> Command[AttachToBrowserTargetResult]:
+    """Experimental. Attaches to the browser target, only uses flat sessionId mode.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-attachToBrowserTarget
+    """
+    return Command("Target.attachToBrowserTarget", {}, AttachToBrowserTargetResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CloseTargetResult:
+    """Result of :func:`close_target`.
+
+    Attributes:
+        success: Deprecated. Always set to true. If an error occurs, the response indicates protocol error.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-closeTarget
+    """
+
+    success: bool
+
+
+def close_target(
+    *,
+    target_id: TargetID,
+) -> Command[CloseTargetResult]:
+    """Closes the target. If the target is a page that gets closed too.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-closeTarget
+    """
+    return Command("Target.closeTarget", _p_close_target(target_id), CloseTargetResult)
+
+
+def expose_dev_tools_protocol(
+    *,
+    target_id: TargetID,
+    binding_name: str | None = None,
+    inherit_permissions: bool | None = None,
+) -> Command[None]:
+    """Experimental. Inject object to the target's main frame that provides a communication
+    channel with browser target.
+
+    Injected object will be available as `window[bindingName]`.
+
+    The object has the following API:
+    - `binding.send(json)` - a method to send messages over the remote debugging protocol
+    - `binding.onmessage = json => handleMessage(json)` - a callback that will be called for the protocol notifications and command responses.
+
+    Args:
+        binding_name: Binding name, 'cdp' if not specified.
+        inherit_permissions: If true, inherits the current root session's permissions (default: false).
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-exposeDevToolsProtocol
+    """
+    return Command(
+        "Target.exposeDevToolsProtocol",
+        _p_expose_dev_tools_protocol(target_id, binding_name, inherit_permissions),
+        None,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CreateBrowserContextResult:
+    """Result of :func:`create_browser_context`.
+
+    Attributes:
+        browser_context_id: The id of the context created.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-createBrowserContext
+    """
+
+    browser_context_id: cdp.browser.BrowserContextID
+
+
+def create_browser_context(
+    *,
+    dispose_on_detach: bool | None = None,
+    proxy_server: str | None = None,
+    proxy_bypass_list: str | None = None,
+    origins_with_universal_network_access: list[str] | None = None,
+) -> Command[CreateBrowserContextResult]:
+    """Creates a new empty BrowserContext. Similar to an incognito profile but you can have more than
+    one.
+
+    Args:
+        dispose_on_detach: Experimental. If specified, disposes this context when debugging session disconnects.
+        proxy_server: Experimental. Proxy server, similar to the one passed to --proxy-server
+        proxy_bypass_list: Experimental. Proxy bypass list, similar to the one passed to --proxy-bypass-list
+        origins_with_universal_network_access: Experimental. An optional list of origins to grant unlimited cross-origin access to. Parts of the URL other than those constituting origin are ignored.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-createBrowserContext
+    """
+    return Command(
+        "Target.createBrowserContext",
+        _p_create_browser_context(
+            dispose_on_detach, proxy_server, proxy_bypass_list, origins_with_universal_network_access
+        ),
+        CreateBrowserContextResult,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetBrowserContextsResult:
+    """Result of :func:`get_browser_contexts`.
+
+    Attributes:
+        browser_context_ids: An array of browser context ids.
+        default_browser_context_id: Experimental. The id of the default browser context if available.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-getBrowserContexts
+    """
+
+    browser_context_ids: list[cdp.browser.BrowserContextID]
+    default_browser_context_id: cdp.browser.BrowserContextID | None = None
+
+
+def get_browser_contexts() -> Command[GetBrowserContextsResult]:
+    """Returns all browser contexts created with `Target.createBrowserContext` method.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-getBrowserContexts
+    """
+    return Command("Target.getBrowserContexts", {}, GetBrowserContextsResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CreateTargetResult:
+    """Result of :func:`create_target`.
+
+    Attributes:
+        target_id: The id of the page opened.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-createTarget
+    """
+
+    target_id: TargetID
+
+
+def create_target(
+    *,
+    url: str,
+    left: int | None = None,
+    top: int | None = None,
+    width: int | None = None,
+    height: int | None = None,
+    window_state: WindowState | None = None,
+    browser_context_id: cdp.browser.BrowserContextID | None = None,
+    enable_begin_frame_control: bool | None = None,
+    new_window: bool | None = None,
+    background: bool | None = None,
+    for_tab: bool | None = None,
+    hidden: bool | None = None,
+    focus: bool | None = None,
+) -> Command[CreateTargetResult]:
+    """Creates a new page.
+
+    Args:
+        url: The initial URL the page will be navigated to. An empty string indicates about:blank.
+        left: Experimental. Frame left origin in DIP (requires newWindow to be true or headless shell).
+        top: Experimental. Frame top origin in DIP (requires newWindow to be true or headless shell).
+        width: Frame width in DIP (requires newWindow to be true or headless shell).
+        height: Frame height in DIP (requires newWindow to be true or headless shell).
+        window_state: Frame window state (requires newWindow to be true or headless shell). Default is normal.
+        browser_context_id: Experimental. The browser context to create the page in.
+        enable_begin_frame_control: Experimental. Whether BeginFrames for this target will be controlled via DevTools (headless shell only, not supported on MacOS yet, false by default).
+        new_window: Whether to create a new Window or Tab (false by default, not supported by headless shell).
+        background: Whether to create the target in background or foreground (false by default, not supported by headless shell).
+        for_tab: Experimental. Whether to create the target of type "tab".
+        hidden: Experimental. Whether to create a hidden target. The hidden target is observable via protocol, but not present in the tab UI strip. Cannot be created with `forTab: true`, `newWindow: true` or `background: false`. The life-time of the tab is limited to the life-time of the session.
+        focus: Experimental. If specified, determines whether the new target should be focused. By default, the focus behavior depends on the `background` parameter: - If `background` is false (default) and `focus` is omitted, the new target is focused and the browser window is brought to the foreground. - If `background` is false and `focus` is false, the target is opened but the browser window's focus remains unchanged (e.g., if the window was in the background, it stays there). - If `background` is true, setting `focus` to true is not supported and will result in an error.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-createTarget
+    """
+    return Command(
+        "Target.createTarget",
+        _p_create_target(
+            url,
+            left,
+            top,
+            width,
+            height,
+            window_state,
+            browser_context_id,
+            enable_begin_frame_control,
+            new_window,
+            background,
+            for_tab,
+            hidden,
+            focus,
+        ),
+        CreateTargetResult,
+    )
+
+
+def detach_from_target(
+    *,
+    session_id: SessionID | None = None,
+    target_id: TargetID | None = None,
+) -> Command[None]:
+    """Detaches session with given id.
+
+    Args:
+        session_id: Session to detach.
+        target_id: Deprecated. Deprecated.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-detachFromTarget
+    """
+    return Command("Target.detachFromTarget", _p_detach_from_target(session_id, target_id), None)
+
+
+def dispose_browser_context(
+    *,
+    browser_context_id: cdp.browser.BrowserContextID,
+) -> Command[None]:
+    """Deletes a BrowserContext. All the belonging pages will be closed without calling their
+    beforeunload hooks.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-disposeBrowserContext
+    """
+    return Command("Target.disposeBrowserContext", _p_dispose_browser_context(browser_context_id), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetTargetInfoResult:
+    """Result of :func:`get_target_info`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-getTargetInfo
+    """
+
+    target_info: TargetInfo
+
+
+def get_target_info(
+    *,
+    target_id: TargetID | None = None,
+) -> Command[GetTargetInfoResult]:
+    """Experimental. Returns information about a target.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-getTargetInfo
+    """
+    return Command("Target.getTargetInfo", _p_get_target_info(target_id), GetTargetInfoResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetTargetsResult:
+    """Result of :func:`get_targets`.
+
+    Attributes:
+        target_infos: The list of targets.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-getTargets
+    """
+
+    target_infos: list[TargetInfo]
+
+
+def get_targets(
+    *,
+    filter_: TargetFilter | None = None,
+) -> Command[GetTargetsResult]:
+    """Retrieves a list of available targets.
+
+    Args:
+        filter_: Experimental. Only targets matching filter will be reported. If filter is not specified and target discovery is currently enabled, a filter used for target discovery is used for consistency.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-getTargets
+    """
+    return Command("Target.getTargets", _p_get_targets(filter_), GetTargetsResult)
+
+
+def send_message_to_target(
+    *,
+    message: str,
+    session_id: SessionID | None = None,
+    target_id: TargetID | None = None,
+) -> Command[None]:
+    """Deprecated. Sends protocol message over session with given id.
+    Consider using flat mode instead; see commands attachToTarget, setAutoAttach,
+    and crbug.com/991325.
+
+    Args:
+        session_id: Identifier of the session.
+        target_id: Deprecated. Deprecated.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-sendMessageToTarget
+    """
+    return Command(
+        "Target.sendMessageToTarget", _p_send_message_to_target(message, session_id, target_id), None
+    )
+
+
+def set_auto_attach(
+    *,
+    auto_attach: bool,
+    wait_for_debugger_on_start: bool,
+    flatten: bool | None = None,
+    filter_: TargetFilter | None = None,
+) -> Command[None]:
+    """Controls whether to automatically attach to new targets which are considered
+    to be directly related to this one (for example, iframes or workers).
+    When turned on, attaches to all existing related targets as well. When turned off,
+    automatically detaches from all currently attached targets.
+    This also clears all targets added by `autoAttachRelated` from the list of targets to watch
+    for creation of related targets.
+    You might want to call this recursively for auto-attached targets to attach
+    to all available targets.
+
+    Args:
+        auto_attach: Whether to auto-attach to related targets.
+        wait_for_debugger_on_start: Whether to pause new targets when attaching to them. Use `Runtime.runIfWaitingForDebugger` to run paused targets.
+        flatten: Experimental. Enables "flat" access to the session via specifying sessionId attribute in the commands. We plan to make this the default, deprecate non-flattened mode, and eventually retire it. See crbug.com/991325.
+        filter_: Experimental. Only targets matching filter will be attached.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-setAutoAttach
+    """
+    return Command(
+        "Target.setAutoAttach",
+        _p_set_auto_attach(auto_attach, wait_for_debugger_on_start, flatten, filter_),
+        None,
+    )
+
+
+def auto_attach_related(
+    *,
+    target_id: TargetID,
+    wait_for_debugger_on_start: bool,
+    filter_: TargetFilter | None = None,
+) -> Command[None]:
+    """Experimental. Adds the specified target to the list of targets that will be monitored for any related target
+    creation (such as child frames, child workers and new versions of service worker) and reported
+    through `attachedToTarget`. The specified target is also auto-attached.
+    This cancels the effect of any previous `setAutoAttach` and is also cancelled by subsequent
+    `setAutoAttach`. Only available at the Browser target.
+
+    Args:
+        wait_for_debugger_on_start: Whether to pause new targets when attaching to them. Use `Runtime.runIfWaitingForDebugger` to run paused targets.
+        filter_: Experimental. Only targets matching filter will be attached.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-autoAttachRelated
+    """
+    return Command(
+        "Target.autoAttachRelated",
+        _p_auto_attach_related(target_id, wait_for_debugger_on_start, filter_),
+        None,
+    )
+
+
+def set_discover_targets(
+    *,
+    discover: bool,
+    filter_: TargetFilter | None = None,
+) -> Command[None]:
+    """Controls whether to discover available targets and notify via
+    `targetCreated/targetInfoChanged/targetDestroyed` events.
+
+    Args:
+        discover: Whether to discover available targets.
+        filter_: Experimental. Only targets matching filter will be attached. If `discover` is false, `filter` must be omitted or empty.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-setDiscoverTargets
+    """
+    return Command("Target.setDiscoverTargets", _p_set_discover_targets(discover, filter_), None)
+
+
+def set_remote_locations(
+    *,
+    locations: list[RemoteLocation],
+) -> Command[None]:
+    """Experimental. Enables target discovery for the specified locations, when `setDiscoverTargets` was set to
+    `true`.
+
+    Args:
+        locations: List of remote locations.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-setRemoteLocations
+    """
+    return Command("Target.setRemoteLocations", _p_set_remote_locations(locations), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetDevToolsTargetResult:
+    """Result of :func:`get_dev_tools_target`.
+
+    Attributes:
+        target_id: The targetId of DevTools page target if exists.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-getDevToolsTarget
+    """
+
+    target_id: TargetID | None = None
+
+
+def get_dev_tools_target(
+    *,
+    target_id: TargetID,
+) -> Command[GetDevToolsTargetResult]:
+    """Experimental. Gets the targetId of the DevTools page target opened for the given target
+    (if any).
+
+    Args:
+        target_id: Page or tab target ID.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-getDevToolsTarget
+    """
+    return Command("Target.getDevToolsTarget", _p_get_dev_tools_target(target_id), GetDevToolsTargetResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class OpenDevToolsResult:
+    """Result of :func:`open_dev_tools`.
+
+    Attributes:
+        target_id: The targetId of DevTools page target.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-openDevTools
+    """
+
+    target_id: TargetID
+
+
+def open_dev_tools(
+    *,
+    target_id: TargetID,
+    panel_id: str | None = None,
+) -> Command[OpenDevToolsResult]:
+    """Experimental. Opens a DevTools window for the target.
+
+    Args:
+        target_id: This can be the page or tab target ID.
+        panel_id: The id of the panel we want DevTools to open initially. Currently supported panels are elements, console, network, sources, resources, timeline, chrome-recorder, heap-profiler, lighthouse, and security.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#method-openDevTools
+    """
+    return Command("Target.openDevTools", _p_open_dev_tools(target_id, panel_id), OpenDevToolsResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AttachedToTarget:
+    """Experimental. Issued when attached to target because of auto-attach or `attachToTarget` command.
+
+    Attributes:
+        session_id: Identifier assigned to the session used to send/receive messages.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#event-attachedToTarget
+    """
+
+    method: ClassVar[str] = "Target.attachedToTarget"
+    session_id: SessionID
+    target_info: TargetInfo
+    waiting_for_debugger: bool
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DetachedFromTarget:
+    """Experimental. Issued when detached from target for any reason (including `detachFromTarget` command). Can be
+    issued multiple times per target if multiple sessions have been attached to it.
+
+    Attributes:
+        session_id: Detached session identifier.
+        target_id: Deprecated. Deprecated.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#event-detachedFromTarget
+    """
+
+    method: ClassVar[str] = "Target.detachedFromTarget"
+    session_id: SessionID
+    target_id: TargetID | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ReceivedMessageFromTarget:
+    """Notifies about a new protocol message received from the session (as reported in
+    `attachedToTarget` event).
+
+    Attributes:
+        session_id: Identifier of a session which sends a message.
+        target_id: Deprecated. Deprecated.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#event-receivedMessageFromTarget
+    """
+
+    method: ClassVar[str] = "Target.receivedMessageFromTarget"
+    session_id: SessionID
+    message: str
+    target_id: TargetID | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TargetCreated:
+    """Issued when a possible inspection target is created.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#event-targetCreated
+    """
+
+    method: ClassVar[str] = "Target.targetCreated"
+    target_info: TargetInfo
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TargetDestroyed:
+    """Issued when a target is destroyed.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#event-targetDestroyed
+    """
+
+    method: ClassVar[str] = "Target.targetDestroyed"
+    target_id: TargetID
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TargetCrashed:
+    """Issued when a target has crashed.
+
+    Attributes:
+        status: Termination status type.
+        error_code: Termination error code.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#event-targetCrashed
+    """
+
+    method: ClassVar[str] = "Target.targetCrashed"
+    target_id: TargetID
+    status: str
+    error_code: int
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TargetInfoChanged:
+    """Issued when some information about a target has changed. This only happens between
+    `targetCreated` and `targetDestroyed`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Target/#event-targetInfoChanged
+    """
+
+    method: ClassVar[str] = "Target.targetInfoChanged"
+    target_info: TargetInfo
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _TargetInfo_plain = {
@@ -135,33 +774,6 @@ def _u_TargetInfo(o: TargetInfo) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    TargetInfo,
-    {
-        "parent_id": None,
-        "opener_id": None,
-        "opener_frame_id": None,
-        "parent_frame_id": None,
-        "browser_context_id": None,
-        "subtype": None,
-        "embedder_data": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class FilterEntry:
-    """Experimental. A filter used by target query/discovery/auto-attach operations.
-
-    Attributes:
-        exclude: If set, causes exclusion of matching targets from the list.
-        type_: If not present, matches any type.
-    """
-
-    exclude: bool | None = None
-    type_: str | None = None
-
-
 _FilterEntry_plain = {
     "exclude": "exclude",
     "type": "type_",
@@ -187,37 +799,6 @@ def _u_FilterEntry(o: FilterEntry) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    FilterEntry,
-    {
-        "exclude": None,
-        "type_": None,
-    },
-)
-
-
-TargetFilter: TypeAlias = list["cdp.target.FilterEntry"]
-"""Experimental. The entries in TargetFilter are matched sequentially against targets and
-    the first entry that matches determines if the target is included or not,
-    depending on the value of `exclude` field in the entry.
-    If filter is not specified, the one assumed is
-    [{type: "browser", exclude: true}, {type: "tab", exclude: true}, {}]
-    (i.e. include everything but `browser` and `tab`)."""
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RemoteLocation:
-    """Experimental. RemoteLocation.
-
-    Attributes:
-        host: -
-        port: -
-    """
-
-    host: str
-    port: int
-
-
 _RemoteLocation_plain = {
     "host": "host",
     "port": "port",
@@ -239,52 +820,24 @@ def _s_RemoteLocation(d: dict[str, Any]) -> RemoteLocation:
 
 
 def _u_RemoteLocation(o: RemoteLocation) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "host": o.host,
         "port": o.port,
     }
-    return d
 
 
-class WindowState(CDPEnum):
-    """Experimental. The state of the target window."""
-
-    NORMAL = "normal"
-    MINIMIZED = "minimized"
-    MAXIMIZED = "maximized"
-    FULLSCREEN = "fullscreen"
-
-
-def activate_target(
-    *,
+def _p_activate_target(
     target_id: TargetID,
-) -> Command[None]:
-    """Activates (focuses) the target.
-
-    Args:
-        target_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "targetId": target_id,
     }
-    return Command("Target.activateTarget", _p, None)
 
 
 def _c_activate_target(d: dict[str, Any]) -> Command[None]:
     return activate_target(
         target_id=d["targetId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AttachToTargetResult:
-    """Result of :func:`attach_to_target` (Target.attachToTarget).
-
-    Attributes:
-        session_id: Id assigned to the session.
-    """
-
-    session_id: SessionID
 
 
 _AttachToTargetResult_plain = {
@@ -305,29 +858,21 @@ def _s_AttachToTargetResult(d: dict[str, Any]) -> AttachToTargetResult:
 
 
 def _u_AttachToTargetResult(o: AttachToTargetResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "sessionId": o.session_id,
     }
-    return d
 
 
-def attach_to_target(
-    *,
+def _p_attach_to_target(
     target_id: TargetID,
-    flatten: bool | None = None,
-) -> Command[AttachToTargetResult]:
-    """Attaches to the target with given id.
-
-    Args:
-        target_id: -
-        flatten: Enables "flat" access to the session via specifying sessionId attribute in the commands. We plan to make this the default, deprecate non-flattened mode, and eventually retire it. See crbug.com/991325.
-    """
+    flatten: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "targetId": target_id,
     }
     if flatten is not None:
         _p["flatten"] = flatten
-    return Command("Target.attachToTarget", _p, _s_AttachToTargetResult)
+    return _p
 
 
 def _c_attach_to_target(d: dict[str, Any]) -> Command[AttachToTargetResult]:
@@ -335,17 +880,6 @@ def _c_attach_to_target(d: dict[str, Any]) -> Command[AttachToTargetResult]:
         target_id=d["targetId"],
         flatten=d.get("flatten"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AttachToBrowserTargetResult:
-    """Result of :func:`attach_to_browser_target` (Target.attachToBrowserTarget).
-
-    Attributes:
-        session_id: Id assigned to the session.
-    """
-
-    session_id: SessionID
 
 
 _AttachToBrowserTargetResult_plain = {
@@ -366,31 +900,13 @@ def _s_AttachToBrowserTargetResult(d: dict[str, Any]) -> AttachToBrowserTargetRe
 
 
 def _u_AttachToBrowserTargetResult(o: AttachToBrowserTargetResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "sessionId": o.session_id,
     }
-    return d
-
-
-def attach_to_browser_target() -> Command[AttachToBrowserTargetResult]:
-    """Experimental. Attaches to the browser target, only uses flat sessionId mode."""
-    _p: dict[str, Any] = {}
-    return Command("Target.attachToBrowserTarget", _p, _s_AttachToBrowserTargetResult)
 
 
 def _c_attach_to_browser_target(d: dict[str, Any]) -> Command[AttachToBrowserTargetResult]:
     return attach_to_browser_target()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CloseTargetResult:
-    """Result of :func:`close_target` (Target.closeTarget).
-
-    Attributes:
-        success: Deprecated. Always set to true. If an error occurs, the response indicates protocol error.
-    """
-
-    success: bool
 
 
 _CloseTargetResult_plain = {
@@ -411,25 +927,17 @@ def _s_CloseTargetResult(d: dict[str, Any]) -> CloseTargetResult:
 
 
 def _u_CloseTargetResult(o: CloseTargetResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "success": o.success,
     }
-    return d
 
 
-def close_target(
-    *,
+def _p_close_target(
     target_id: TargetID,
-) -> Command[CloseTargetResult]:
-    """Closes the target. If the target is a page that gets closed too.
-
-    Args:
-        target_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "targetId": target_id,
     }
-    return Command("Target.closeTarget", _p, _s_CloseTargetResult)
 
 
 def _c_close_target(d: dict[str, Any]) -> Command[CloseTargetResult]:
@@ -438,26 +946,11 @@ def _c_close_target(d: dict[str, Any]) -> Command[CloseTargetResult]:
     )
 
 
-def expose_dev_tools_protocol(
-    *,
+def _p_expose_dev_tools_protocol(
     target_id: TargetID,
-    binding_name: str | None = None,
-    inherit_permissions: bool | None = None,
-) -> Command[None]:
-    """Experimental. Inject object to the target's main frame that provides a communication
-    channel with browser target.
-
-    Injected object will be available as `window[bindingName]`.
-
-    The object has the following API:
-    - `binding.send(json)` - a method to send messages over the remote debugging protocol
-    - `binding.onmessage = json => handleMessage(json)` - a callback that will be called for the protocol notifications and command responses.
-
-    Args:
-        target_id: -
-        binding_name: Binding name, 'cdp' if not specified.
-        inherit_permissions: If true, inherits the current root session's permissions (default: false).
-    """
+    binding_name: str | None,
+    inherit_permissions: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "targetId": target_id,
     }
@@ -465,7 +958,7 @@ def expose_dev_tools_protocol(
         _p["bindingName"] = binding_name
     if inherit_permissions is not None:
         _p["inheritPermissions"] = inherit_permissions
-    return Command("Target.exposeDevToolsProtocol", _p, None)
+    return _p
 
 
 def _c_expose_dev_tools_protocol(d: dict[str, Any]) -> Command[None]:
@@ -474,17 +967,6 @@ def _c_expose_dev_tools_protocol(d: dict[str, Any]) -> Command[None]:
         binding_name=d.get("bindingName"),
         inherit_permissions=d.get("inheritPermissions"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CreateBrowserContextResult:
-    """Result of :func:`create_browser_context` (Target.createBrowserContext).
-
-    Attributes:
-        browser_context_id: The id of the context created.
-    """
-
-    browser_context_id: _browser.BrowserContextID
 
 
 _CreateBrowserContextResult_plain = {
@@ -505,28 +987,17 @@ def _s_CreateBrowserContextResult(d: dict[str, Any]) -> CreateBrowserContextResu
 
 
 def _u_CreateBrowserContextResult(o: CreateBrowserContextResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "browserContextId": o.browser_context_id,
     }
-    return d
 
 
-def create_browser_context(
-    *,
-    dispose_on_detach: bool | None = None,
-    proxy_server: str | None = None,
-    proxy_bypass_list: str | None = None,
-    origins_with_universal_network_access: list[str] | None = None,
-) -> Command[CreateBrowserContextResult]:
-    """Creates a new empty BrowserContext. Similar to an incognito profile but you can have more than
-    one.
-
-    Args:
-        dispose_on_detach: Experimental. If specified, disposes this context when debugging session disconnects.
-        proxy_server: Experimental. Proxy server, similar to the one passed to --proxy-server
-        proxy_bypass_list: Experimental. Proxy bypass list, similar to the one passed to --proxy-bypass-list
-        origins_with_universal_network_access: Experimental. An optional list of origins to grant unlimited cross-origin access to. Parts of the URL other than those constituting origin are ignored.
-    """
+def _p_create_browser_context(
+    dispose_on_detach: bool | None,
+    proxy_server: str | None,
+    proxy_bypass_list: str | None,
+    origins_with_universal_network_access: list[str] | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if dispose_on_detach is not None:
         _p["disposeOnDetach"] = dispose_on_detach
@@ -536,7 +1007,7 @@ def create_browser_context(
         _p["proxyBypassList"] = proxy_bypass_list
     if origins_with_universal_network_access is not None:
         _p["originsWithUniversalNetworkAccess"] = origins_with_universal_network_access
-    return Command("Target.createBrowserContext", _p, _s_CreateBrowserContextResult)
+    return _p
 
 
 def _c_create_browser_context(d: dict[str, Any]) -> Command[CreateBrowserContextResult]:
@@ -546,19 +1017,6 @@ def _c_create_browser_context(d: dict[str, Any]) -> Command[CreateBrowserContext
         proxy_bypass_list=d.get("proxyBypassList"),
         origins_with_universal_network_access=d.get("originsWithUniversalNetworkAccess"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetBrowserContextsResult:
-    """Result of :func:`get_browser_contexts` (Target.getBrowserContexts).
-
-    Attributes:
-        browser_context_ids: An array of browser context ids.
-        default_browser_context_id: Experimental. The id of the default browser context if available.
-    """
-
-    browser_context_ids: list[_browser.BrowserContextID]
-    default_browser_context_id: _browser.BrowserContextID | None = None
 
 
 _GetBrowserContextsResult_plain = {
@@ -588,33 +1046,8 @@ def _u_GetBrowserContextsResult(o: GetBrowserContextsResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    GetBrowserContextsResult,
-    {
-        "default_browser_context_id": None,
-    },
-)
-
-
-def get_browser_contexts() -> Command[GetBrowserContextsResult]:
-    """Returns all browser contexts created with `Target.createBrowserContext` method."""
-    _p: dict[str, Any] = {}
-    return Command("Target.getBrowserContexts", _p, _s_GetBrowserContextsResult)
-
-
 def _c_get_browser_contexts(d: dict[str, Any]) -> Command[GetBrowserContextsResult]:
     return get_browser_contexts()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CreateTargetResult:
-    """Result of :func:`create_target` (Target.createTarget).
-
-    Attributes:
-        target_id: The id of the page opened.
-    """
-
-    target_id: TargetID
 
 
 _CreateTargetResult_plain = {
@@ -635,45 +1068,26 @@ def _s_CreateTargetResult(d: dict[str, Any]) -> CreateTargetResult:
 
 
 def _u_CreateTargetResult(o: CreateTargetResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "targetId": o.target_id,
     }
-    return d
 
 
-def create_target(
-    *,
+def _p_create_target(
     url: str,
-    left: int | None = None,
-    top: int | None = None,
-    width: int | None = None,
-    height: int | None = None,
-    window_state: WindowState | None = None,
-    browser_context_id: _browser.BrowserContextID | None = None,
-    enable_begin_frame_control: bool | None = None,
-    new_window: bool | None = None,
-    background: bool | None = None,
-    for_tab: bool | None = None,
-    hidden: bool | None = None,
-    focus: bool | None = None,
-) -> Command[CreateTargetResult]:
-    """Creates a new page.
-
-    Args:
-        url: The initial URL the page will be navigated to. An empty string indicates about:blank.
-        left: Experimental. Frame left origin in DIP (requires newWindow to be true or headless shell).
-        top: Experimental. Frame top origin in DIP (requires newWindow to be true or headless shell).
-        width: Frame width in DIP (requires newWindow to be true or headless shell).
-        height: Frame height in DIP (requires newWindow to be true or headless shell).
-        window_state: Frame window state (requires newWindow to be true or headless shell). Default is normal.
-        browser_context_id: Experimental. The browser context to create the page in.
-        enable_begin_frame_control: Experimental. Whether BeginFrames for this target will be controlled via DevTools (headless shell only, not supported on MacOS yet, false by default).
-        new_window: Whether to create a new Window or Tab (false by default, not supported by headless shell).
-        background: Whether to create the target in background or foreground (false by default, not supported by headless shell).
-        for_tab: Experimental. Whether to create the target of type "tab".
-        hidden: Experimental. Whether to create a hidden target. The hidden target is observable via protocol, but not present in the tab UI strip. Cannot be created with `forTab: true`, `newWindow: true` or `background: false`. The life-time of the tab is limited to the life-time of the session.
-        focus: Experimental. If specified, determines whether the new target should be focused. By default, the focus behavior depends on the `background` parameter: - If `background` is false (default) and `focus` is omitted, the new target is focused and the browser window is brought to the foreground. - If `background` is false and `focus` is false, the target is opened but the browser window's focus remains unchanged (e.g., if the window was in the background, it stays there). - If `background` is true, setting `focus` to true is not supported and will result in an error.
-    """
+    left: int | None,
+    top: int | None,
+    width: int | None,
+    height: int | None,
+    window_state: WindowState | None,
+    browser_context_id: cdp.browser.BrowserContextID | None,
+    enable_begin_frame_control: bool | None,
+    new_window: bool | None,
+    background: bool | None,
+    for_tab: bool | None,
+    hidden: bool | None,
+    focus: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "url": url,
     }
@@ -701,7 +1115,7 @@ def create_target(
         _p["hidden"] = hidden
     if focus is not None:
         _p["focus"] = focus
-    return Command("Target.createTarget", _p, _s_CreateTargetResult)
+    return _p
 
 
 def _c_create_target(d: dict[str, Any]) -> Command[CreateTargetResult]:
@@ -722,23 +1136,16 @@ def _c_create_target(d: dict[str, Any]) -> Command[CreateTargetResult]:
     )
 
 
-def detach_from_target(
-    *,
-    session_id: SessionID | None = None,
-    target_id: TargetID | None = None,
-) -> Command[None]:
-    """Detaches session with given id.
-
-    Args:
-        session_id: Session to detach.
-        target_id: Deprecated. Deprecated.
-    """
+def _p_detach_from_target(
+    session_id: SessionID | None,
+    target_id: TargetID | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if session_id is not None:
         _p["sessionId"] = session_id
     if target_id is not None:
         _p["targetId"] = target_id
-    return Command("Target.detachFromTarget", _p, None)
+    return _p
 
 
 def _c_detach_from_target(d: dict[str, Any]) -> Command[None]:
@@ -748,37 +1155,18 @@ def _c_detach_from_target(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def dispose_browser_context(
-    *,
-    browser_context_id: _browser.BrowserContextID,
-) -> Command[None]:
-    """Deletes a BrowserContext. All the belonging pages will be closed without calling their
-    beforeunload hooks.
-
-    Args:
-        browser_context_id: -
-    """
-    _p: dict[str, Any] = {
+def _p_dispose_browser_context(
+    browser_context_id: cdp.browser.BrowserContextID,
+) -> dict[str, Any]:
+    return {
         "browserContextId": browser_context_id,
     }
-    return Command("Target.disposeBrowserContext", _p, None)
 
 
 def _c_dispose_browser_context(d: dict[str, Any]) -> Command[None]:
     return dispose_browser_context(
         browser_context_id=d["browserContextId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetTargetInfoResult:
-    """Result of :func:`get_target_info` (Target.getTargetInfo).
-
-    Attributes:
-        target_info: -
-    """
-
-    target_info: TargetInfo
 
 
 def _s_GetTargetInfoResult(d: dict[str, Any]) -> GetTargetInfoResult:
@@ -793,42 +1181,24 @@ def _s_GetTargetInfoResult(d: dict[str, Any]) -> GetTargetInfoResult:
 
 
 def _u_GetTargetInfoResult(o: GetTargetInfoResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "targetInfo": _u_TargetInfo(o.target_info),
     }
-    return d
 
 
-def get_target_info(
-    *,
-    target_id: TargetID | None = None,
-) -> Command[GetTargetInfoResult]:
-    """Experimental. Returns information about a target.
-
-    Args:
-        target_id: -
-    """
+def _p_get_target_info(
+    target_id: TargetID | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if target_id is not None:
         _p["targetId"] = target_id
-    return Command("Target.getTargetInfo", _p, _s_GetTargetInfoResult)
+    return _p
 
 
 def _c_get_target_info(d: dict[str, Any]) -> Command[GetTargetInfoResult]:
     return get_target_info(
         target_id=d.get("targetId"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetTargetsResult:
-    """Result of :func:`get_targets` (Target.getTargets).
-
-    Attributes:
-        target_infos: The list of targets.
-    """
-
-    target_infos: list[TargetInfo]
 
 
 def _s_GetTargetsResult(d: dict[str, Any]) -> GetTargetsResult:
@@ -843,25 +1213,18 @@ def _s_GetTargetsResult(d: dict[str, Any]) -> GetTargetsResult:
 
 
 def _u_GetTargetsResult(o: GetTargetsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "targetInfos": [_u_TargetInfo(x0) for x0 in o.target_infos],
     }
-    return d
 
 
-def get_targets(
-    *,
-    filter_: TargetFilter | None = None,
-) -> Command[GetTargetsResult]:
-    """Retrieves a list of available targets.
-
-    Args:
-        filter_: Experimental. Only targets matching filter will be reported. If filter is not specified and target discovery is currently enabled, a filter used for target discovery is used for consistency.
-    """
+def _p_get_targets(
+    filter_: TargetFilter | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if filter_ is not None:
         _p["filter"] = [_u_FilterEntry(x0) for x0 in filter_]
-    return Command("Target.getTargets", _p, _s_GetTargetsResult)
+    return _p
 
 
 def _c_get_targets(d: dict[str, Any]) -> Command[GetTargetsResult]:
@@ -870,21 +1233,11 @@ def _c_get_targets(d: dict[str, Any]) -> Command[GetTargetsResult]:
     )
 
 
-def send_message_to_target(
-    *,
+def _p_send_message_to_target(
     message: str,
-    session_id: SessionID | None = None,
-    target_id: TargetID | None = None,
-) -> Command[None]:
-    """Deprecated. Sends protocol message over session with given id.
-    Consider using flat mode instead; see commands attachToTarget, setAutoAttach,
-    and crbug.com/991325.
-
-    Args:
-        message: -
-        session_id: Identifier of the session.
-        target_id: Deprecated. Deprecated.
-    """
+    session_id: SessionID | None,
+    target_id: TargetID | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "message": message,
     }
@@ -892,7 +1245,7 @@ def send_message_to_target(
         _p["sessionId"] = session_id
     if target_id is not None:
         _p["targetId"] = target_id
-    return Command("Target.sendMessageToTarget", _p, None)
+    return _p
 
 
 def _c_send_message_to_target(d: dict[str, Any]) -> Command[None]:
@@ -903,28 +1256,12 @@ def _c_send_message_to_target(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_auto_attach(
-    *,
+def _p_set_auto_attach(
     auto_attach: bool,
     wait_for_debugger_on_start: bool,
-    flatten: bool | None = None,
-    filter_: TargetFilter | None = None,
-) -> Command[None]:
-    """Controls whether to automatically attach to new targets which are considered
-    to be directly related to this one (for example, iframes or workers).
-    When turned on, attaches to all existing related targets as well. When turned off,
-    automatically detaches from all currently attached targets.
-    This also clears all targets added by `autoAttachRelated` from the list of targets to watch
-    for creation of related targets.
-    You might want to call this recursively for auto-attached targets to attach
-    to all available targets.
-
-    Args:
-        auto_attach: Whether to auto-attach to related targets.
-        wait_for_debugger_on_start: Whether to pause new targets when attaching to them. Use `Runtime.runIfWaitingForDebugger` to run paused targets.
-        flatten: Experimental. Enables "flat" access to the session via specifying sessionId attribute in the commands. We plan to make this the default, deprecate non-flattened mode, and eventually retire it. See crbug.com/991325.
-        filter_: Experimental. Only targets matching filter will be attached.
-    """
+    flatten: bool | None,
+    filter_: TargetFilter | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "autoAttach": auto_attach,
         "waitForDebuggerOnStart": wait_for_debugger_on_start,
@@ -933,7 +1270,7 @@ def set_auto_attach(
         _p["flatten"] = flatten
     if filter_ is not None:
         _p["filter"] = [_u_FilterEntry(x0) for x0 in filter_]
-    return Command("Target.setAutoAttach", _p, None)
+    return _p
 
 
 def _c_set_auto_attach(d: dict[str, Any]) -> Command[None]:
@@ -945,30 +1282,18 @@ def _c_set_auto_attach(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def auto_attach_related(
-    *,
+def _p_auto_attach_related(
     target_id: TargetID,
     wait_for_debugger_on_start: bool,
-    filter_: TargetFilter | None = None,
-) -> Command[None]:
-    """Experimental. Adds the specified target to the list of targets that will be monitored for any related target
-    creation (such as child frames, child workers and new versions of service worker) and reported
-    through `attachedToTarget`. The specified target is also auto-attached.
-    This cancels the effect of any previous `setAutoAttach` and is also cancelled by subsequent
-    `setAutoAttach`. Only available at the Browser target.
-
-    Args:
-        target_id: -
-        wait_for_debugger_on_start: Whether to pause new targets when attaching to them. Use `Runtime.runIfWaitingForDebugger` to run paused targets.
-        filter_: Experimental. Only targets matching filter will be attached.
-    """
+    filter_: TargetFilter | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "targetId": target_id,
         "waitForDebuggerOnStart": wait_for_debugger_on_start,
     }
     if filter_ is not None:
         _p["filter"] = [_u_FilterEntry(x0) for x0 in filter_]
-    return Command("Target.autoAttachRelated", _p, None)
+    return _p
 
 
 def _c_auto_attach_related(d: dict[str, Any]) -> Command[None]:
@@ -979,24 +1304,16 @@ def _c_auto_attach_related(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_discover_targets(
-    *,
+def _p_set_discover_targets(
     discover: bool,
-    filter_: TargetFilter | None = None,
-) -> Command[None]:
-    """Controls whether to discover available targets and notify via
-    `targetCreated/targetInfoChanged/targetDestroyed` events.
-
-    Args:
-        discover: Whether to discover available targets.
-        filter_: Experimental. Only targets matching filter will be attached. If `discover` is false, `filter` must be omitted or empty.
-    """
+    filter_: TargetFilter | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "discover": discover,
     }
     if filter_ is not None:
         _p["filter"] = [_u_FilterEntry(x0) for x0 in filter_]
-    return Command("Target.setDiscoverTargets", _p, None)
+    return _p
 
 
 def _c_set_discover_targets(d: dict[str, Any]) -> Command[None]:
@@ -1006,37 +1323,18 @@ def _c_set_discover_targets(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_remote_locations(
-    *,
+def _p_set_remote_locations(
     locations: list[RemoteLocation],
-) -> Command[None]:
-    """Experimental. Enables target discovery for the specified locations, when `setDiscoverTargets` was set to
-    `true`.
-
-    Args:
-        locations: List of remote locations.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "locations": [_u_RemoteLocation(x0) for x0 in locations],
     }
-    return Command("Target.setRemoteLocations", _p, None)
 
 
 def _c_set_remote_locations(d: dict[str, Any]) -> Command[None]:
     return set_remote_locations(
         locations=[_s_RemoteLocation(x0) for x0 in d["locations"]],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetDevToolsTargetResult:
-    """Result of :func:`get_dev_tools_target` (Target.getDevToolsTarget).
-
-    Attributes:
-        target_id: The targetId of DevTools page target if exists.
-    """
-
-    target_id: TargetID | None = None
 
 
 _GetDevToolsTargetResult_plain = {
@@ -1061,45 +1359,18 @@ def _u_GetDevToolsTargetResult(o: GetDevToolsTargetResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    GetDevToolsTargetResult,
-    {
-        "target_id": None,
-    },
-)
-
-
-def get_dev_tools_target(
-    *,
+def _p_get_dev_tools_target(
     target_id: TargetID,
-) -> Command[GetDevToolsTargetResult]:
-    """Experimental. Gets the targetId of the DevTools page target opened for the given target
-    (if any).
-
-    Args:
-        target_id: Page or tab target ID.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "targetId": target_id,
     }
-    return Command("Target.getDevToolsTarget", _p, _s_GetDevToolsTargetResult)
 
 
 def _c_get_dev_tools_target(d: dict[str, Any]) -> Command[GetDevToolsTargetResult]:
     return get_dev_tools_target(
         target_id=d["targetId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class OpenDevToolsResult:
-    """Result of :func:`open_dev_tools` (Target.openDevTools).
-
-    Attributes:
-        target_id: The targetId of DevTools page target.
-    """
-
-    target_id: TargetID
 
 
 _OpenDevToolsResult_plain = {
@@ -1120,29 +1391,21 @@ def _s_OpenDevToolsResult(d: dict[str, Any]) -> OpenDevToolsResult:
 
 
 def _u_OpenDevToolsResult(o: OpenDevToolsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "targetId": o.target_id,
     }
-    return d
 
 
-def open_dev_tools(
-    *,
+def _p_open_dev_tools(
     target_id: TargetID,
-    panel_id: str | None = None,
-) -> Command[OpenDevToolsResult]:
-    """Experimental. Opens a DevTools window for the target.
-
-    Args:
-        target_id: This can be the page or tab target ID.
-        panel_id: The id of the panel we want DevTools to open initially. Currently supported panels are elements, console, network, sources, resources, timeline, chrome-recorder, heap-profiler, lighthouse, and security.
-    """
+    panel_id: str | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "targetId": target_id,
     }
     if panel_id is not None:
         _p["panelId"] = panel_id
-    return Command("Target.openDevTools", _p, _s_OpenDevToolsResult)
+    return _p
 
 
 def _c_open_dev_tools(d: dict[str, Any]) -> Command[OpenDevToolsResult]:
@@ -1150,22 +1413,6 @@ def _c_open_dev_tools(d: dict[str, Any]) -> Command[OpenDevToolsResult]:
         target_id=d["targetId"],
         panel_id=d.get("panelId"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AttachedToTarget:
-    """Experimental. Issued when attached to target because of auto-attach or `attachToTarget` command.
-
-    Attributes:
-        session_id: Identifier assigned to the session used to send/receive messages.
-        target_info: -
-        waiting_for_debugger: -
-    """
-
-    method: ClassVar[str] = "Target.attachedToTarget"
-    session_id: SessionID
-    target_info: TargetInfo
-    waiting_for_debugger: bool
 
 
 _AttachedToTarget_plain = {
@@ -1193,27 +1440,11 @@ def _s_AttachedToTarget(d: dict[str, Any]) -> AttachedToTarget:
 
 
 def _u_AttachedToTarget(o: AttachedToTarget) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "sessionId": o.session_id,
         "targetInfo": _u_TargetInfo(o.target_info),
         "waitingForDebugger": o.waiting_for_debugger,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DetachedFromTarget:
-    """Experimental. Issued when detached from target for any reason (including `detachFromTarget` command). Can be
-    issued multiple times per target if multiple sessions have been attached to it.
-
-    Attributes:
-        session_id: Detached session identifier.
-        target_id: Deprecated. Deprecated.
-    """
-
-    method: ClassVar[str] = "Target.detachedFromTarget"
-    session_id: SessionID
-    target_id: TargetID | None = None
 
 
 _DetachedFromTarget_plain = {
@@ -1241,31 +1472,6 @@ def _u_DetachedFromTarget(o: DetachedFromTarget) -> dict[str, Any]:
     if o.target_id is not None:
         d["targetId"] = o.target_id
     return d
-
-
-optional_defaults(
-    DetachedFromTarget,
-    {
-        "target_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ReceivedMessageFromTarget:
-    """Notifies about a new protocol message received from the session (as reported in
-    `attachedToTarget` event).
-
-    Attributes:
-        session_id: Identifier of a session which sends a message.
-        message: -
-        target_id: Deprecated. Deprecated.
-    """
-
-    method: ClassVar[str] = "Target.receivedMessageFromTarget"
-    session_id: SessionID
-    message: str
-    target_id: TargetID | None = None
 
 
 _ReceivedMessageFromTarget_plain = {
@@ -1299,26 +1505,6 @@ def _u_ReceivedMessageFromTarget(o: ReceivedMessageFromTarget) -> dict[str, Any]
     return d
 
 
-optional_defaults(
-    ReceivedMessageFromTarget,
-    {
-        "target_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TargetCreated:
-    """Issued when a possible inspection target is created.
-
-    Attributes:
-        target_info: -
-    """
-
-    method: ClassVar[str] = "Target.targetCreated"
-    target_info: TargetInfo
-
-
 def _s_TargetCreated(d: dict[str, Any]) -> TargetCreated:
     o = _new(TargetCreated)
     od = o.__dict__
@@ -1331,22 +1517,9 @@ def _s_TargetCreated(d: dict[str, Any]) -> TargetCreated:
 
 
 def _u_TargetCreated(o: TargetCreated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "targetInfo": _u_TargetInfo(o.target_info),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TargetDestroyed:
-    """Issued when a target is destroyed.
-
-    Attributes:
-        target_id: -
-    """
-
-    method: ClassVar[str] = "Target.targetDestroyed"
-    target_id: TargetID
 
 
 _TargetDestroyed_plain = {
@@ -1367,26 +1540,9 @@ def _s_TargetDestroyed(d: dict[str, Any]) -> TargetDestroyed:
 
 
 def _u_TargetDestroyed(o: TargetDestroyed) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "targetId": o.target_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TargetCrashed:
-    """Issued when a target has crashed.
-
-    Attributes:
-        target_id: -
-        status: Termination status type.
-        error_code: Termination error code.
-    """
-
-    method: ClassVar[str] = "Target.targetCrashed"
-    target_id: TargetID
-    status: str
-    error_code: int
 
 
 _TargetCrashed_plain = {
@@ -1413,25 +1569,11 @@ def _s_TargetCrashed(d: dict[str, Any]) -> TargetCrashed:
 
 
 def _u_TargetCrashed(o: TargetCrashed) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "targetId": o.target_id,
         "status": o.status,
         "errorCode": o.error_code,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TargetInfoChanged:
-    """Issued when some information about a target has changed. This only happens between
-    `targetCreated` and `targetDestroyed`.
-
-    Attributes:
-        target_info: -
-    """
-
-    method: ClassVar[str] = "Target.targetInfoChanged"
-    target_info: TargetInfo
 
 
 def _s_TargetInfoChanged(d: dict[str, Any]) -> TargetInfoChanged:
@@ -1446,42 +1588,11 @@ def _s_TargetInfoChanged(d: dict[str, Any]) -> TargetInfoChanged:
 
 
 def _u_TargetInfoChanged(o: TargetInfoChanged) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "targetInfo": _u_TargetInfo(o.target_info),
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Target.attachedToTarget": _s_AttachedToTarget,
-    "Target.detachedFromTarget": _s_DetachedFromTarget,
-    "Target.receivedMessageFromTarget": _s_ReceivedMessageFromTarget,
-    "Target.targetCreated": _s_TargetCreated,
-    "Target.targetDestroyed": _s_TargetDestroyed,
-    "Target.targetCrashed": _s_TargetCrashed,
-    "Target.targetInfoChanged": _s_TargetInfoChanged,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Target.activateTarget": _c_activate_target,
-    "Target.attachToTarget": _c_attach_to_target,
-    "Target.attachToBrowserTarget": _c_attach_to_browser_target,
-    "Target.closeTarget": _c_close_target,
-    "Target.exposeDevToolsProtocol": _c_expose_dev_tools_protocol,
-    "Target.createBrowserContext": _c_create_browser_context,
-    "Target.getBrowserContexts": _c_get_browser_contexts,
-    "Target.createTarget": _c_create_target,
-    "Target.detachFromTarget": _c_detach_from_target,
-    "Target.disposeBrowserContext": _c_dispose_browser_context,
-    "Target.getTargetInfo": _c_get_target_info,
-    "Target.getTargets": _c_get_targets,
-    "Target.sendMessageToTarget": _c_send_message_to_target,
-    "Target.setAutoAttach": _c_set_auto_attach,
-    "Target.autoAttachRelated": _c_auto_attach_related,
-    "Target.setDiscoverTargets": _c_set_discover_targets,
-    "Target.setRemoteLocations": _c_set_remote_locations,
-    "Target.getDevToolsTarget": _c_get_dev_tools_target,
-    "Target.openDevTools": _c_open_dev_tools,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Target.TargetInfo.canAccessOpener": (True, False),
     "Target.TargetInfo.openerFrameId": (True, False),
@@ -1548,5 +1659,26 @@ register(
         TargetDestroyed: (_s_TargetDestroyed, _u_TargetDestroyed),
         TargetCrashed: (_s_TargetCrashed, _u_TargetCrashed),
         TargetInfoChanged: (_s_TargetInfoChanged, _u_TargetInfoChanged),
-    }
+    },
+    {
+        activate_target: _c_activate_target,
+        attach_to_target: _c_attach_to_target,
+        attach_to_browser_target: _c_attach_to_browser_target,
+        close_target: _c_close_target,
+        expose_dev_tools_protocol: _c_expose_dev_tools_protocol,
+        create_browser_context: _c_create_browser_context,
+        get_browser_contexts: _c_get_browser_contexts,
+        create_target: _c_create_target,
+        detach_from_target: _c_detach_from_target,
+        dispose_browser_context: _c_dispose_browser_context,
+        get_target_info: _c_get_target_info,
+        get_targets: _c_get_targets,
+        send_message_to_target: _c_send_message_to_target,
+        set_auto_attach: _c_set_auto_attach,
+        auto_attach_related: _c_auto_attach_related,
+        set_discover_targets: _c_set_discover_targets,
+        set_remote_locations: _c_set_remote_locations,
+        get_dev_tools_target: _c_get_dev_tools_target,
+        open_dev_tools: _c_open_dev_tools,
+    },
 )

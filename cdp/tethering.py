@@ -6,17 +6,11 @@ The Tethering domain defines methods and events for browser port binding.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
+from cdp._base import Command, register
 
 DOMAIN = "Tethering"
 EXPERIMENTAL = True
@@ -32,17 +26,10 @@ def bind(
 
     Args:
         port: Port number to bind.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tethering/#method-bind
     """
-    _p: dict[str, Any] = {
-        "port": port,
-    }
-    return Command("Tethering.bind", _p, None)
-
-
-def _c_bind(d: dict[str, Any]) -> Command[None]:
-    return bind(
-        port=d["port"],
-    )
+    return Command("Tethering.bind", _p_bind(port), None)
 
 
 def unbind(
@@ -53,17 +40,10 @@ def unbind(
 
     Args:
         port: Port number to unbind.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tethering/#method-unbind
     """
-    _p: dict[str, Any] = {
-        "port": port,
-    }
-    return Command("Tethering.unbind", _p, None)
-
-
-def _c_unbind(d: dict[str, Any]) -> Command[None]:
-    return unbind(
-        port=d["port"],
-    )
+    return Command("Tethering.unbind", _p_unbind(port), None)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -73,11 +53,49 @@ class Accepted:
     Attributes:
         port: Port number that was successfully bound.
         connection_id: Connection id to be used.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tethering/#event-accepted
     """
 
     method: ClassVar[str] = "Tethering.accepted"
     port: int
     connection_id: str
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
+
+
+def _p_bind(
+    port: int,
+) -> dict[str, Any]:
+    return {
+        "port": port,
+    }
+
+
+def _c_bind(d: dict[str, Any]) -> Command[None]:
+    return bind(
+        port=d["port"],
+    )
+
+
+def _p_unbind(
+    port: int,
+) -> dict[str, Any]:
+    return {
+        "port": port,
+    }
+
+
+def _c_unbind(d: dict[str, Any]) -> Command[None]:
+    return unbind(
+        port=d["port"],
+    )
 
 
 _Accepted_plain = {
@@ -101,25 +119,21 @@ def _s_Accepted(d: dict[str, Any]) -> Accepted:
 
 
 def _u_Accepted(o: Accepted) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "port": o.port,
         "connectionId": o.connection_id,
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Tethering.accepted": _s_Accepted,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Tethering.bind": _c_bind,
-    "Tethering.unbind": _c_unbind,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Tethering": (True, False),
 }
 register(
     {
         Accepted: (_s_Accepted, _u_Accepted),
-    }
+    },
+    {
+        bind: _c_bind,
+        unbind: _c_unbind,
+    },
 )

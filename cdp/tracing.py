@@ -3,19 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import io as _io
 
 DOMAIN = "Tracing"
 EXPERIMENTAL = False
@@ -24,12 +18,15 @@ DEPENDENCIES: tuple[str, ...] = ("IO",)
 
 
 MemoryDumpConfig = dict[str, Any]
-"""Experimental. Configuration for memory dump. Used only when "memory-infra" category is enabled."""
+"""Experimental. Configuration for memory dump. Used only when "memory-infra" category is enabled.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Tracing/#type-MemoryDumpConfig
+"""
 
 
 @attrs.frozen(kw_only=True, slots=False)
 class TraceConfig:
-    """TraceConfig.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Tracing/#type-TraceConfig
 
     Attributes:
         record_mode: Experimental. Controls how the trace buffer stores data. The default is `recordUntilFull`. Values: 'recordUntilFull', 'recordContinuously', 'recordAsMuchAsPossible', 'echoToConsole'.
@@ -52,6 +49,262 @@ class TraceConfig:
     excluded_categories: list[str] | None = None
     synthetic_delays: list[str] | None = None
     memory_dump_config: MemoryDumpConfig | None = None
+
+
+class StreamFormat(CDPEnum):
+    """Experimental. Data format of a trace. Can be either the legacy JSON format or the
+    protocol buffer format. Note that the JSON format will be deprecated soon.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tracing/#type-StreamFormat
+    """
+
+    JSON = "json"
+    PROTO = "proto"
+
+
+class StreamCompression(CDPEnum):
+    """Experimental. Compression type to use for traces returned via streams.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tracing/#type-StreamCompression
+    """
+
+    NONE = "none"
+    GZIP = "gzip"
+
+
+class MemoryDumpLevelOfDetail(CDPEnum):
+    """Experimental. Details exposed when memory request explicitly declared.
+    Keep consistent with memory_dump_request_args.h and
+    memory_instrumentation.mojom
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tracing/#type-MemoryDumpLevelOfDetail
+    """
+
+    BACKGROUND = "background"
+    LIGHT = "light"
+    DETAILED = "detailed"
+
+
+class TracingBackend(CDPEnum):
+    """Experimental. Backend type to use for tracing. `chrome` uses the Chrome-integrated
+    tracing service and is supported on all platforms. `system` is only
+    supported on Chrome OS and uses the Perfetto system tracing service.
+    `auto` chooses `system` when the perfettoConfig provided to Tracing.start
+    specifies at least one non-Chrome data source; otherwise uses `chrome`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tracing/#type-TracingBackend
+    """
+
+    AUTO = "auto"
+    CHROME = "chrome"
+    SYSTEM = "system"
+
+
+def end() -> Command[None]:
+    """Stop trace events collection.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tracing/#method-end
+    """
+    return Command("Tracing.end", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetCategoriesResult:
+    """Result of :func:`get_categories`.
+
+    Attributes:
+        categories: A list of supported tracing categories.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tracing/#method-getCategories
+    """
+
+    categories: list[str]
+
+
+def get_categories() -> Command[GetCategoriesResult]:
+    """Experimental. Gets supported tracing categories.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tracing/#method-getCategories
+    """
+    return Command("Tracing.getCategories", {}, GetCategoriesResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetTrackEventDescriptorResult:
+    """Result of :func:`get_track_event_descriptor`.
+
+    Attributes:
+        descriptor: Base64-encoded serialized perfetto.protos.TrackEventDescriptor protobuf message. (Encoded as a base64 string when passed over JSON)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tracing/#method-getTrackEventDescriptor
+    """
+
+    descriptor: str
+
+
+def get_track_event_descriptor() -> Command[GetTrackEventDescriptorResult]:
+    """Experimental. Return a descriptor for all available tracing categories.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tracing/#method-getTrackEventDescriptor
+    """
+    return Command("Tracing.getTrackEventDescriptor", {}, GetTrackEventDescriptorResult)
+
+
+def record_clock_sync_marker(
+    *,
+    sync_id: str,
+) -> Command[None]:
+    """Experimental. Record a clock sync marker in the trace.
+
+    Args:
+        sync_id: The ID of this clock sync marker
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tracing/#method-recordClockSyncMarker
+    """
+    return Command("Tracing.recordClockSyncMarker", _p_record_clock_sync_marker(sync_id), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RequestMemoryDumpResult:
+    """Result of :func:`request_memory_dump`.
+
+    Attributes:
+        dump_guid: GUID of the resulting global memory dump.
+        success: True iff the global memory dump succeeded.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tracing/#method-requestMemoryDump
+    """
+
+    dump_guid: str
+    success: bool
+
+
+def request_memory_dump(
+    *,
+    deterministic: bool | None = None,
+    level_of_detail: MemoryDumpLevelOfDetail | None = None,
+) -> Command[RequestMemoryDumpResult]:
+    """Experimental. Request a global memory dump.
+
+    Args:
+        deterministic: Enables more deterministic results by forcing garbage collection
+        level_of_detail: Specifies level of details in memory dump. Defaults to "detailed".
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tracing/#method-requestMemoryDump
+    """
+    return Command(
+        "Tracing.requestMemoryDump",
+        _p_request_memory_dump(deterministic, level_of_detail),
+        RequestMemoryDumpResult,
+    )
+
+
+def start(
+    *,
+    categories: str | None = None,
+    options: str | None = None,
+    buffer_usage_reporting_interval: float | None = None,
+    transfer_mode: str | None = None,
+    stream_format: StreamFormat | None = None,
+    stream_compression: StreamCompression | None = None,
+    trace_config: TraceConfig | None = None,
+    perfetto_config: str | None = None,
+    tracing_backend: TracingBackend | None = None,
+    screenshot_max_size: int | None = None,
+    screenshot_max_count: int | None = None,
+) -> Command[None]:
+    """Start trace events collection.
+
+    Args:
+        categories: Experimental. Deprecated. Category/tag filter
+        options: Experimental. Deprecated. Tracing options
+        buffer_usage_reporting_interval: Experimental. If set, the agent will issue bufferUsage events at this interval, specified in milliseconds
+        transfer_mode: Whether to report trace events as series of dataCollected events or to save trace to a stream (defaults to `ReportEvents`). Values: 'ReportEvents', 'ReturnAsStream'.
+        stream_format: Trace data format to use. This only applies when using `ReturnAsStream` transfer mode (defaults to `json`).
+        stream_compression: Experimental. Compression format to use. This only applies when using `ReturnAsStream` transfer mode (defaults to `none`)
+        perfetto_config: Experimental. Base64-encoded serialized perfetto.protos.TraceConfig protobuf message When specified, the parameters `categories`, `options`, `traceConfig` are ignored. (Encoded as a base64 string when passed over JSON)
+        tracing_backend: Experimental. Backend type (defaults to `auto`)
+        screenshot_max_size: Experimental. Maximum width and height (in pixels) of each captured screenshot. Only used when the `disabled-by-default-devtools.screenshot` category is enabled. Defaults to 500. The combined memory footprint of screenshots (`screenshotMaxSize` * `screenshotMaxSize` * 4 * `screenshotMaxCount`) is clamped to the existing per-session budget.
+        screenshot_max_count: Experimental. Maximum number of screenshots captured during a single tracing session. Only used when the `disabled-by-default-devtools.screenshot` category is enabled. Defaults to 450. Clamped together with `screenshotMaxSize` to stay within the per-session screenshot memory budget.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tracing/#method-start
+    """
+    return Command(
+        "Tracing.start",
+        _p_start(
+            categories,
+            options,
+            buffer_usage_reporting_interval,
+            transfer_mode,
+            stream_format,
+            stream_compression,
+            trace_config,
+            perfetto_config,
+            tracing_backend,
+            screenshot_max_size,
+            screenshot_max_count,
+        ),
+        None,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class BufferUsage:
+    """Experimental.
+
+    Attributes:
+        percent_full: A number in range [0..1] that indicates the used size of event buffer as a fraction of its total size.
+        event_count: An approximate number of events in the trace log.
+        value: A number in range [0..1] that indicates the used size of event buffer as a fraction of its total size.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tracing/#event-bufferUsage
+    """
+
+    method: ClassVar[str] = "Tracing.bufferUsage"
+    percent_full: float | None = None
+    event_count: float | None = None
+    value: float | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class DataCollected:
+    """Experimental. Contains a bucket of collected trace events. When tracing is stopped collected events will be
+    sent as a sequence of dataCollected events followed by tracingComplete event.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tracing/#event-dataCollected
+    """
+
+    method: ClassVar[str] = "Tracing.dataCollected"
+    value: list[dict[str, Any]]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class TracingComplete:
+    """Signals that tracing is stopped and there is no trace buffers pending flush, all data were
+    delivered via dataCollected events.
+
+    Attributes:
+        data_loss_occurred: Indicates whether some trace data is known to have been lost, e.g. because the trace ring buffer wrapped around.
+        stream: A handle of the stream that holds resulting trace data.
+        trace_format: Trace data format of returned stream.
+        stream_compression: Compression format of returned stream.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tracing/#event-tracingComplete
+    """
+
+    method: ClassVar[str] = "Tracing.tracingComplete"
+    data_loss_occurred: bool
+    stream: cdp.io.StreamHandle | None = None
+    trace_format: StreamFormat | None = None
+    stream_compression: StreamCompression | None = None
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _TraceConfig_plain = {
@@ -100,78 +353,8 @@ def _u_TraceConfig(o: TraceConfig) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    TraceConfig,
-    {
-        "record_mode": None,
-        "trace_buffer_size_in_kb": None,
-        "enable_sampling": None,
-        "enable_systrace": None,
-        "enable_argument_filter": None,
-        "included_categories": None,
-        "excluded_categories": None,
-        "synthetic_delays": None,
-        "memory_dump_config": None,
-    },
-)
-
-
-class StreamFormat(CDPEnum):
-    """Experimental. Data format of a trace. Can be either the legacy JSON format or the
-    protocol buffer format. Note that the JSON format will be deprecated soon."""
-
-    JSON = "json"
-    PROTO = "proto"
-
-
-class StreamCompression(CDPEnum):
-    """Experimental. Compression type to use for traces returned via streams."""
-
-    NONE = "none"
-    GZIP = "gzip"
-
-
-class MemoryDumpLevelOfDetail(CDPEnum):
-    """Experimental. Details exposed when memory request explicitly declared.
-    Keep consistent with memory_dump_request_args.h and
-    memory_instrumentation.mojom"""
-
-    BACKGROUND = "background"
-    LIGHT = "light"
-    DETAILED = "detailed"
-
-
-class TracingBackend(CDPEnum):
-    """Experimental. Backend type to use for tracing. `chrome` uses the Chrome-integrated
-    tracing service and is supported on all platforms. `system` is only
-    supported on Chrome OS and uses the Perfetto system tracing service.
-    `auto` chooses `system` when the perfettoConfig provided to Tracing.start
-    specifies at least one non-Chrome data source; otherwise uses `chrome`."""
-
-    AUTO = "auto"
-    CHROME = "chrome"
-    SYSTEM = "system"
-
-
-def end() -> Command[None]:
-    """Stop trace events collection."""
-    _p: dict[str, Any] = {}
-    return Command("Tracing.end", _p, None)
-
-
 def _c_end(d: dict[str, Any]) -> Command[None]:
     return end()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetCategoriesResult:
-    """Result of :func:`get_categories` (Tracing.getCategories).
-
-    Attributes:
-        categories: A list of supported tracing categories.
-    """
-
-    categories: list[str]
 
 
 _GetCategoriesResult_plain = {
@@ -192,31 +375,13 @@ def _s_GetCategoriesResult(d: dict[str, Any]) -> GetCategoriesResult:
 
 
 def _u_GetCategoriesResult(o: GetCategoriesResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "categories": o.categories,
     }
-    return d
-
-
-def get_categories() -> Command[GetCategoriesResult]:
-    """Experimental. Gets supported tracing categories."""
-    _p: dict[str, Any] = {}
-    return Command("Tracing.getCategories", _p, _s_GetCategoriesResult)
 
 
 def _c_get_categories(d: dict[str, Any]) -> Command[GetCategoriesResult]:
     return get_categories()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetTrackEventDescriptorResult:
-    """Result of :func:`get_track_event_descriptor` (Tracing.getTrackEventDescriptor).
-
-    Attributes:
-        descriptor: Base64-encoded serialized perfetto.protos.TrackEventDescriptor protobuf message. (Encoded as a base64 string when passed over JSON)
-    """
-
-    descriptor: str
 
 
 _GetTrackEventDescriptorResult_plain = {
@@ -237,54 +402,27 @@ def _s_GetTrackEventDescriptorResult(d: dict[str, Any]) -> GetTrackEventDescript
 
 
 def _u_GetTrackEventDescriptorResult(o: GetTrackEventDescriptorResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "descriptor": o.descriptor,
     }
-    return d
-
-
-def get_track_event_descriptor() -> Command[GetTrackEventDescriptorResult]:
-    """Experimental. Return a descriptor for all available tracing categories."""
-    _p: dict[str, Any] = {}
-    return Command("Tracing.getTrackEventDescriptor", _p, _s_GetTrackEventDescriptorResult)
 
 
 def _c_get_track_event_descriptor(d: dict[str, Any]) -> Command[GetTrackEventDescriptorResult]:
     return get_track_event_descriptor()
 
 
-def record_clock_sync_marker(
-    *,
+def _p_record_clock_sync_marker(
     sync_id: str,
-) -> Command[None]:
-    """Experimental. Record a clock sync marker in the trace.
-
-    Args:
-        sync_id: The ID of this clock sync marker
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "syncId": sync_id,
     }
-    return Command("Tracing.recordClockSyncMarker", _p, None)
 
 
 def _c_record_clock_sync_marker(d: dict[str, Any]) -> Command[None]:
     return record_clock_sync_marker(
         sync_id=d["syncId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RequestMemoryDumpResult:
-    """Result of :func:`request_memory_dump` (Tracing.requestMemoryDump).
-
-    Attributes:
-        dump_guid: GUID of the resulting global memory dump.
-        success: True iff the global memory dump succeeded.
-    """
-
-    dump_guid: str
-    success: bool
 
 
 _RequestMemoryDumpResult_plain = {
@@ -308,30 +446,22 @@ def _s_RequestMemoryDumpResult(d: dict[str, Any]) -> RequestMemoryDumpResult:
 
 
 def _u_RequestMemoryDumpResult(o: RequestMemoryDumpResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "dumpGuid": o.dump_guid,
         "success": o.success,
     }
-    return d
 
 
-def request_memory_dump(
-    *,
-    deterministic: bool | None = None,
-    level_of_detail: MemoryDumpLevelOfDetail | None = None,
-) -> Command[RequestMemoryDumpResult]:
-    """Experimental. Request a global memory dump.
-
-    Args:
-        deterministic: Enables more deterministic results by forcing garbage collection
-        level_of_detail: Specifies level of details in memory dump. Defaults to "detailed".
-    """
+def _p_request_memory_dump(
+    deterministic: bool | None,
+    level_of_detail: MemoryDumpLevelOfDetail | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if deterministic is not None:
         _p["deterministic"] = deterministic
     if level_of_detail is not None:
         _p["levelOfDetail"] = level_of_detail
-    return Command("Tracing.requestMemoryDump", _p, _s_RequestMemoryDumpResult)
+    return _p
 
 
 def _c_request_memory_dump(d: dict[str, Any]) -> Command[RequestMemoryDumpResult]:
@@ -341,35 +471,19 @@ def _c_request_memory_dump(d: dict[str, Any]) -> Command[RequestMemoryDumpResult
     )
 
 
-def start(
-    *,
-    categories: str | None = None,
-    options: str | None = None,
-    buffer_usage_reporting_interval: float | None = None,
-    transfer_mode: str | None = None,
-    stream_format: StreamFormat | None = None,
-    stream_compression: StreamCompression | None = None,
-    trace_config: TraceConfig | None = None,
-    perfetto_config: str | None = None,
-    tracing_backend: TracingBackend | None = None,
-    screenshot_max_size: int | None = None,
-    screenshot_max_count: int | None = None,
-) -> Command[None]:
-    """Start trace events collection.
-
-    Args:
-        categories: Experimental. Deprecated. Category/tag filter
-        options: Experimental. Deprecated. Tracing options
-        buffer_usage_reporting_interval: Experimental. If set, the agent will issue bufferUsage events at this interval, specified in milliseconds
-        transfer_mode: Whether to report trace events as series of dataCollected events or to save trace to a stream (defaults to `ReportEvents`). Values: 'ReportEvents', 'ReturnAsStream'.
-        stream_format: Trace data format to use. This only applies when using `ReturnAsStream` transfer mode (defaults to `json`).
-        stream_compression: Experimental. Compression format to use. This only applies when using `ReturnAsStream` transfer mode (defaults to `none`)
-        trace_config: -
-        perfetto_config: Experimental. Base64-encoded serialized perfetto.protos.TraceConfig protobuf message When specified, the parameters `categories`, `options`, `traceConfig` are ignored. (Encoded as a base64 string when passed over JSON)
-        tracing_backend: Experimental. Backend type (defaults to `auto`)
-        screenshot_max_size: Experimental. Maximum width and height (in pixels) of each captured screenshot. Only used when the `disabled-by-default-devtools.screenshot` category is enabled. Defaults to 500. The combined memory footprint of screenshots (`screenshotMaxSize` * `screenshotMaxSize` * 4 * `screenshotMaxCount`) is clamped to the existing per-session budget.
-        screenshot_max_count: Experimental. Maximum number of screenshots captured during a single tracing session. Only used when the `disabled-by-default-devtools.screenshot` category is enabled. Defaults to 450. Clamped together with `screenshotMaxSize` to stay within the per-session screenshot memory budget.
-    """
+def _p_start(
+    categories: str | None,
+    options: str | None,
+    buffer_usage_reporting_interval: float | None,
+    transfer_mode: str | None,
+    stream_format: StreamFormat | None,
+    stream_compression: StreamCompression | None,
+    trace_config: TraceConfig | None,
+    perfetto_config: str | None,
+    tracing_backend: TracingBackend | None,
+    screenshot_max_size: int | None,
+    screenshot_max_count: int | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if categories is not None:
         _p["categories"] = categories
@@ -393,7 +507,7 @@ def start(
         _p["screenshotMaxSize"] = screenshot_max_size
     if screenshot_max_count is not None:
         _p["screenshotMaxCount"] = screenshot_max_count
-    return Command("Tracing.start", _p, None)
+    return _p
 
 
 def _c_start(d: dict[str, Any]) -> Command[None]:
@@ -410,22 +524,6 @@ def _c_start(d: dict[str, Any]) -> Command[None]:
         screenshot_max_size=d.get("screenshotMaxSize"),
         screenshot_max_count=d.get("screenshotMaxCount"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class BufferUsage:
-    """Experimental. bufferUsage.
-
-    Attributes:
-        percent_full: A number in range [0..1] that indicates the used size of event buffer as a fraction of its total size.
-        event_count: An approximate number of events in the trace log.
-        value: A number in range [0..1] that indicates the used size of event buffer as a fraction of its total size.
-    """
-
-    method: ClassVar[str] = "Tracing.bufferUsage"
-    percent_full: float | None = None
-    event_count: float | None = None
-    value: float | None = None
 
 
 _BufferUsage_plain = {
@@ -456,29 +554,6 @@ def _u_BufferUsage(o: BufferUsage) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    BufferUsage,
-    {
-        "percent_full": None,
-        "event_count": None,
-        "value": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class DataCollected:
-    """Experimental. Contains a bucket of collected trace events. When tracing is stopped collected events will be
-    sent as a sequence of dataCollected events followed by tracingComplete event.
-
-    Attributes:
-        value: -
-    """
-
-    method: ClassVar[str] = "Tracing.dataCollected"
-    value: list[dict[str, Any]]
-
-
 _DataCollected_plain = {
     "value": "value",
 }
@@ -497,29 +572,9 @@ def _s_DataCollected(d: dict[str, Any]) -> DataCollected:
 
 
 def _u_DataCollected(o: DataCollected) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "value": o.value,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class TracingComplete:
-    """Signals that tracing is stopped and there is no trace buffers pending flush, all data were
-    delivered via dataCollected events.
-
-    Attributes:
-        data_loss_occurred: Indicates whether some trace data is known to have been lost, e.g. because the trace ring buffer wrapped around.
-        stream: A handle of the stream that holds resulting trace data.
-        trace_format: Trace data format of returned stream.
-        stream_compression: Compression format of returned stream.
-    """
-
-    method: ClassVar[str] = "Tracing.tracingComplete"
-    data_loss_occurred: bool
-    stream: _io.StreamHandle | None = None
-    trace_format: StreamFormat | None = None
-    stream_compression: StreamCompression | None = None
 
 
 _TracingComplete_plain = {
@@ -557,29 +612,6 @@ def _u_TracingComplete(o: TracingComplete) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    TracingComplete,
-    {
-        "stream": None,
-        "trace_format": None,
-        "stream_compression": None,
-    },
-)
-
-
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Tracing.bufferUsage": _s_BufferUsage,
-    "Tracing.dataCollected": _s_DataCollected,
-    "Tracing.tracingComplete": _s_TracingComplete,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Tracing.end": _c_end,
-    "Tracing.getCategories": _c_get_categories,
-    "Tracing.getTrackEventDescriptor": _c_get_track_event_descriptor,
-    "Tracing.recordClockSyncMarker": _c_record_clock_sync_marker,
-    "Tracing.requestMemoryDump": _c_request_memory_dump,
-    "Tracing.start": _c_start,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Tracing.MemoryDumpConfig": (True, False),
     "Tracing.TraceConfig.recordMode": (True, False),
@@ -617,5 +649,13 @@ register(
         BufferUsage: (_s_BufferUsage, _u_BufferUsage),
         DataCollected: (_s_DataCollected, _u_DataCollected),
         TracingComplete: (_s_TracingComplete, _u_TracingComplete),
-    }
+    },
+    {
+        end: _c_end,
+        get_categories: _c_get_categories,
+        get_track_event_descriptor: _c_get_track_event_descriptor,
+        record_clock_sync_marker: _c_record_clock_sync_marker,
+        request_memory_dump: _c_request_memory_dump,
+        start: _c_start,
+    },
 )

@@ -7,17 +7,12 @@ https://webaudio.github.io/web-audio-api/
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
 
 DOMAIN = "WebAudio"
 EXPERIMENTAL = True
@@ -26,18 +21,27 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 GraphObjectId = str
-"""An unique ID for a graph object (AudioContext, AudioNode, AudioParam) in Web Audio API"""
+"""An unique ID for a graph object (AudioContext, AudioNode, AudioParam) in Web Audio API
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#type-GraphObjectId
+"""
 
 
 class ContextType(CDPEnum):
-    """Enum of BaseAudioContext types"""
+    """Enum of BaseAudioContext types
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#type-ContextType
+    """
 
     REALTIME = "realtime"
     OFFLINE = "offline"
 
 
 class ContextState(CDPEnum):
-    """Enum of AudioContextState from the spec"""
+    """Enum of AudioContextState from the spec
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#type-ContextState
+    """
 
     SUSPENDED = "suspended"
     RUNNING = "running"
@@ -46,11 +50,17 @@ class ContextState(CDPEnum):
 
 
 NodeType = str
-"""Enum of AudioNode types"""
+"""Enum of AudioNode types
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#type-NodeType
+"""
 
 
 class ChannelCountMode(CDPEnum):
-    """Enum of AudioNode::ChannelCountMode from the spec"""
+    """Enum of AudioNode::ChannelCountMode from the spec
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#type-ChannelCountMode
+    """
 
     CLAMPED_MAX = "clamped-max"
     EXPLICIT = "explicit"
@@ -58,18 +68,27 @@ class ChannelCountMode(CDPEnum):
 
 
 class ChannelInterpretation(CDPEnum):
-    """Enum of AudioNode::ChannelInterpretation from the spec"""
+    """Enum of AudioNode::ChannelInterpretation from the spec
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#type-ChannelInterpretation
+    """
 
     DISCRETE = "discrete"
     SPEAKERS = "speakers"
 
 
 ParamType = str
-"""Enum of AudioParam types"""
+"""Enum of AudioParam types
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#type-ParamType
+"""
 
 
 class AutomationRate(CDPEnum):
-    """Enum of AudioParam::AutomationRate from the spec"""
+    """Enum of AudioParam::AutomationRate from the spec
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#type-AutomationRate
+    """
 
     A_RATE = "a-rate"
     K_RATE = "k-rate"
@@ -84,12 +103,287 @@ class ContextRealtimeData:
         render_capacity: The time spent on rendering graph divided by render quantum duration, and multiplied by 100. 100 means the audio renderer reached the full capacity and glitch may occur.
         callback_interval_mean: A running mean of callback interval.
         callback_interval_variance: A running variance of callback interval.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#type-ContextRealtimeData
     """
 
     current_time: float
     render_capacity: float
     callback_interval_mean: float
     callback_interval_variance: float
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class BaseAudioContext:
+    """Protocol object for BaseAudioContext
+
+    Attributes:
+        callback_buffer_size: Platform-dependent callback buffer size.
+        max_output_channel_count: Number of output channels supported by audio hardware in use.
+        sample_rate: Context sample rate.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#type-BaseAudioContext
+    """
+
+    context_id: GraphObjectId
+    context_type: ContextType
+    context_state: ContextState
+    realtime_data: ContextRealtimeData | None = None
+    callback_buffer_size: float
+    max_output_channel_count: float
+    sample_rate: float
+    render_quantum_size: float
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AudioListener:
+    """Protocol object for AudioListener
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#type-AudioListener
+    """
+
+    listener_id: GraphObjectId
+    context_id: GraphObjectId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AudioNode:
+    """Protocol object for AudioNode
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#type-AudioNode
+    """
+
+    node_id: GraphObjectId
+    context_id: GraphObjectId
+    node_type: NodeType
+    number_of_inputs: float
+    number_of_outputs: float
+    channel_count: float
+    channel_count_mode: ChannelCountMode
+    channel_interpretation: ChannelInterpretation
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AudioParam:
+    """Protocol object for AudioParam
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#type-AudioParam
+    """
+
+    param_id: GraphObjectId
+    node_id: GraphObjectId
+    context_id: GraphObjectId
+    param_type: ParamType
+    rate: AutomationRate
+    default_value: float
+    min_value: float
+    max_value: float
+
+
+def enable() -> Command[None]:
+    """Enables the WebAudio domain and starts sending context lifetime events.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#method-enable
+    """
+    return Command("WebAudio.enable", {}, None)
+
+
+def disable() -> Command[None]:
+    """Disables the WebAudio domain.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#method-disable
+    """
+    return Command("WebAudio.disable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetRealtimeDataResult:
+    """Result of :func:`get_realtime_data`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#method-getRealtimeData
+    """
+
+    realtime_data: ContextRealtimeData
+
+
+def get_realtime_data(
+    *,
+    context_id: GraphObjectId,
+) -> Command[GetRealtimeDataResult]:
+    """Fetch the realtime data from the registered contexts.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#method-getRealtimeData
+    """
+    return Command("WebAudio.getRealtimeData", _p_get_realtime_data(context_id), GetRealtimeDataResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ContextCreated:
+    """Notifies that a new BaseAudioContext has been created.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#event-contextCreated
+    """
+
+    method: ClassVar[str] = "WebAudio.contextCreated"
+    context: BaseAudioContext
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ContextWillBeDestroyed:
+    """Notifies that an existing BaseAudioContext will be destroyed.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#event-contextWillBeDestroyed
+    """
+
+    method: ClassVar[str] = "WebAudio.contextWillBeDestroyed"
+    context_id: GraphObjectId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ContextChanged:
+    """Notifies that existing BaseAudioContext has changed some properties (id stays the same)..
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#event-contextChanged
+    """
+
+    method: ClassVar[str] = "WebAudio.contextChanged"
+    context: BaseAudioContext
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AudioListenerCreated:
+    """Notifies that the construction of an AudioListener has finished.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#event-audioListenerCreated
+    """
+
+    method: ClassVar[str] = "WebAudio.audioListenerCreated"
+    listener: AudioListener
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AudioListenerWillBeDestroyed:
+    """Notifies that a new AudioListener has been created.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#event-audioListenerWillBeDestroyed
+    """
+
+    method: ClassVar[str] = "WebAudio.audioListenerWillBeDestroyed"
+    context_id: GraphObjectId
+    listener_id: GraphObjectId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AudioNodeCreated:
+    """Notifies that a new AudioNode has been created.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#event-audioNodeCreated
+    """
+
+    method: ClassVar[str] = "WebAudio.audioNodeCreated"
+    node: AudioNode
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AudioNodeWillBeDestroyed:
+    """Notifies that an existing AudioNode has been destroyed.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#event-audioNodeWillBeDestroyed
+    """
+
+    method: ClassVar[str] = "WebAudio.audioNodeWillBeDestroyed"
+    context_id: GraphObjectId
+    node_id: GraphObjectId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AudioParamCreated:
+    """Notifies that a new AudioParam has been created.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#event-audioParamCreated
+    """
+
+    method: ClassVar[str] = "WebAudio.audioParamCreated"
+    param: AudioParam
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AudioParamWillBeDestroyed:
+    """Notifies that an existing AudioParam has been destroyed.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#event-audioParamWillBeDestroyed
+    """
+
+    method: ClassVar[str] = "WebAudio.audioParamWillBeDestroyed"
+    context_id: GraphObjectId
+    node_id: GraphObjectId
+    param_id: GraphObjectId
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class NodesConnected:
+    """Notifies that two AudioNodes are connected.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#event-nodesConnected
+    """
+
+    method: ClassVar[str] = "WebAudio.nodesConnected"
+    context_id: GraphObjectId
+    source_id: GraphObjectId
+    destination_id: GraphObjectId
+    source_output_index: float | None = None
+    destination_input_index: float | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class NodesDisconnected:
+    """Notifies that AudioNodes are disconnected. The destination can be null, and it means all the outgoing connections from the source are disconnected.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#event-nodesDisconnected
+    """
+
+    method: ClassVar[str] = "WebAudio.nodesDisconnected"
+    context_id: GraphObjectId
+    source_id: GraphObjectId
+    destination_id: GraphObjectId
+    source_output_index: float | None = None
+    destination_input_index: float | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class NodeParamConnected:
+    """Notifies that an AudioNode is connected to an AudioParam.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#event-nodeParamConnected
+    """
+
+    method: ClassVar[str] = "WebAudio.nodeParamConnected"
+    context_id: GraphObjectId
+    source_id: GraphObjectId
+    destination_id: GraphObjectId
+    source_output_index: float | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class NodeParamDisconnected:
+    """Notifies that an AudioNode is disconnected to an AudioParam.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAudio/#event-nodeParamDisconnected
+    """
+
+    method: ClassVar[str] = "WebAudio.nodeParamDisconnected"
+    context_id: GraphObjectId
+    source_id: GraphObjectId
+    destination_id: GraphObjectId
+    source_output_index: float | None = None
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _ContextRealtimeData_plain = {
@@ -119,38 +413,12 @@ def _s_ContextRealtimeData(d: dict[str, Any]) -> ContextRealtimeData:
 
 
 def _u_ContextRealtimeData(o: ContextRealtimeData) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "currentTime": o.current_time,
         "renderCapacity": o.render_capacity,
         "callbackIntervalMean": o.callback_interval_mean,
         "callbackIntervalVariance": o.callback_interval_variance,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class BaseAudioContext:
-    """Protocol object for BaseAudioContext
-
-    Attributes:
-        context_id: -
-        context_type: -
-        context_state: -
-        realtime_data: -
-        callback_buffer_size: Platform-dependent callback buffer size.
-        max_output_channel_count: Number of output channels supported by audio hardware in use.
-        sample_rate: Context sample rate.
-        render_quantum_size: -
-    """
-
-    context_id: GraphObjectId
-    context_type: ContextType
-    context_state: ContextState
-    realtime_data: ContextRealtimeData | None = None
-    callback_buffer_size: float
-    max_output_channel_count: float
-    sample_rate: float
-    render_quantum_size: float
 
 
 _BaseAudioContext_plain = {
@@ -207,27 +475,6 @@ def _u_BaseAudioContext(o: BaseAudioContext) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    BaseAudioContext,
-    {
-        "realtime_data": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AudioListener:
-    """Protocol object for AudioListener
-
-    Attributes:
-        listener_id: -
-        context_id: -
-    """
-
-    listener_id: GraphObjectId
-    context_id: GraphObjectId
-
-
 _AudioListener_plain = {
     "listenerId": "listener_id",
     "contextId": "context_id",
@@ -249,36 +496,10 @@ def _s_AudioListener(d: dict[str, Any]) -> AudioListener:
 
 
 def _u_AudioListener(o: AudioListener) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "listenerId": o.listener_id,
         "contextId": o.context_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AudioNode:
-    """Protocol object for AudioNode
-
-    Attributes:
-        node_id: -
-        context_id: -
-        node_type: -
-        number_of_inputs: -
-        number_of_outputs: -
-        channel_count: -
-        channel_count_mode: -
-        channel_interpretation: -
-    """
-
-    node_id: GraphObjectId
-    context_id: GraphObjectId
-    node_type: NodeType
-    number_of_inputs: float
-    number_of_outputs: float
-    channel_count: float
-    channel_count_mode: ChannelCountMode
-    channel_interpretation: ChannelInterpretation
 
 
 _AudioNode_plain = {
@@ -322,7 +543,7 @@ def _s_AudioNode(d: dict[str, Any]) -> AudioNode:
 
 
 def _u_AudioNode(o: AudioNode) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "nodeId": o.node_id,
         "contextId": o.context_id,
         "nodeType": o.node_type,
@@ -332,32 +553,6 @@ def _u_AudioNode(o: AudioNode) -> dict[str, Any]:
         "channelCountMode": o.channel_count_mode,
         "channelInterpretation": o.channel_interpretation,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AudioParam:
-    """Protocol object for AudioParam
-
-    Attributes:
-        param_id: -
-        node_id: -
-        context_id: -
-        param_type: -
-        rate: -
-        default_value: -
-        min_value: -
-        max_value: -
-    """
-
-    param_id: GraphObjectId
-    node_id: GraphObjectId
-    context_id: GraphObjectId
-    param_type: ParamType
-    rate: AutomationRate
-    default_value: float
-    min_value: float
-    max_value: float
 
 
 _AudioParam_plain = {
@@ -400,7 +595,7 @@ def _s_AudioParam(d: dict[str, Any]) -> AudioParam:
 
 
 def _u_AudioParam(o: AudioParam) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "paramId": o.param_id,
         "nodeId": o.node_id,
         "contextId": o.context_id,
@@ -410,38 +605,14 @@ def _u_AudioParam(o: AudioParam) -> dict[str, Any]:
         "minValue": o.min_value,
         "maxValue": o.max_value,
     }
-    return d
-
-
-def enable() -> Command[None]:
-    """Enables the WebAudio domain and starts sending context lifetime events."""
-    _p: dict[str, Any] = {}
-    return Command("WebAudio.enable", _p, None)
 
 
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
 
 
-def disable() -> Command[None]:
-    """Disables the WebAudio domain."""
-    _p: dict[str, Any] = {}
-    return Command("WebAudio.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetRealtimeDataResult:
-    """Result of :func:`get_realtime_data` (WebAudio.getRealtimeData).
-
-    Attributes:
-        realtime_data: -
-    """
-
-    realtime_data: ContextRealtimeData
 
 
 def _s_GetRealtimeDataResult(d: dict[str, Any]) -> GetRealtimeDataResult:
@@ -456,43 +627,23 @@ def _s_GetRealtimeDataResult(d: dict[str, Any]) -> GetRealtimeDataResult:
 
 
 def _u_GetRealtimeDataResult(o: GetRealtimeDataResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "realtimeData": _u_ContextRealtimeData(o.realtime_data),
     }
-    return d
 
 
-def get_realtime_data(
-    *,
+def _p_get_realtime_data(
     context_id: GraphObjectId,
-) -> Command[GetRealtimeDataResult]:
-    """Fetch the realtime data from the registered contexts.
-
-    Args:
-        context_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "contextId": context_id,
     }
-    return Command("WebAudio.getRealtimeData", _p, _s_GetRealtimeDataResult)
 
 
 def _c_get_realtime_data(d: dict[str, Any]) -> Command[GetRealtimeDataResult]:
     return get_realtime_data(
         context_id=d["contextId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ContextCreated:
-    """Notifies that a new BaseAudioContext has been created.
-
-    Attributes:
-        context: -
-    """
-
-    method: ClassVar[str] = "WebAudio.contextCreated"
-    context: BaseAudioContext
 
 
 def _s_ContextCreated(d: dict[str, Any]) -> ContextCreated:
@@ -507,22 +658,9 @@ def _s_ContextCreated(d: dict[str, Any]) -> ContextCreated:
 
 
 def _u_ContextCreated(o: ContextCreated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "context": _u_BaseAudioContext(o.context),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ContextWillBeDestroyed:
-    """Notifies that an existing BaseAudioContext will be destroyed.
-
-    Attributes:
-        context_id: -
-    """
-
-    method: ClassVar[str] = "WebAudio.contextWillBeDestroyed"
-    context_id: GraphObjectId
 
 
 _ContextWillBeDestroyed_plain = {
@@ -543,22 +681,9 @@ def _s_ContextWillBeDestroyed(d: dict[str, Any]) -> ContextWillBeDestroyed:
 
 
 def _u_ContextWillBeDestroyed(o: ContextWillBeDestroyed) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "contextId": o.context_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ContextChanged:
-    """Notifies that existing BaseAudioContext has changed some properties (id stays the same)..
-
-    Attributes:
-        context: -
-    """
-
-    method: ClassVar[str] = "WebAudio.contextChanged"
-    context: BaseAudioContext
 
 
 def _s_ContextChanged(d: dict[str, Any]) -> ContextChanged:
@@ -573,22 +698,9 @@ def _s_ContextChanged(d: dict[str, Any]) -> ContextChanged:
 
 
 def _u_ContextChanged(o: ContextChanged) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "context": _u_BaseAudioContext(o.context),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AudioListenerCreated:
-    """Notifies that the construction of an AudioListener has finished.
-
-    Attributes:
-        listener: -
-    """
-
-    method: ClassVar[str] = "WebAudio.audioListenerCreated"
-    listener: AudioListener
 
 
 def _s_AudioListenerCreated(d: dict[str, Any]) -> AudioListenerCreated:
@@ -603,24 +715,9 @@ def _s_AudioListenerCreated(d: dict[str, Any]) -> AudioListenerCreated:
 
 
 def _u_AudioListenerCreated(o: AudioListenerCreated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "listener": _u_AudioListener(o.listener),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AudioListenerWillBeDestroyed:
-    """Notifies that a new AudioListener has been created.
-
-    Attributes:
-        context_id: -
-        listener_id: -
-    """
-
-    method: ClassVar[str] = "WebAudio.audioListenerWillBeDestroyed"
-    context_id: GraphObjectId
-    listener_id: GraphObjectId
 
 
 _AudioListenerWillBeDestroyed_plain = {
@@ -644,23 +741,10 @@ def _s_AudioListenerWillBeDestroyed(d: dict[str, Any]) -> AudioListenerWillBeDes
 
 
 def _u_AudioListenerWillBeDestroyed(o: AudioListenerWillBeDestroyed) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "contextId": o.context_id,
         "listenerId": o.listener_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AudioNodeCreated:
-    """Notifies that a new AudioNode has been created.
-
-    Attributes:
-        node: -
-    """
-
-    method: ClassVar[str] = "WebAudio.audioNodeCreated"
-    node: AudioNode
 
 
 def _s_AudioNodeCreated(d: dict[str, Any]) -> AudioNodeCreated:
@@ -675,24 +759,9 @@ def _s_AudioNodeCreated(d: dict[str, Any]) -> AudioNodeCreated:
 
 
 def _u_AudioNodeCreated(o: AudioNodeCreated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "node": _u_AudioNode(o.node),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AudioNodeWillBeDestroyed:
-    """Notifies that an existing AudioNode has been destroyed.
-
-    Attributes:
-        context_id: -
-        node_id: -
-    """
-
-    method: ClassVar[str] = "WebAudio.audioNodeWillBeDestroyed"
-    context_id: GraphObjectId
-    node_id: GraphObjectId
 
 
 _AudioNodeWillBeDestroyed_plain = {
@@ -716,23 +785,10 @@ def _s_AudioNodeWillBeDestroyed(d: dict[str, Any]) -> AudioNodeWillBeDestroyed:
 
 
 def _u_AudioNodeWillBeDestroyed(o: AudioNodeWillBeDestroyed) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "contextId": o.context_id,
         "nodeId": o.node_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AudioParamCreated:
-    """Notifies that a new AudioParam has been created.
-
-    Attributes:
-        param: -
-    """
-
-    method: ClassVar[str] = "WebAudio.audioParamCreated"
-    param: AudioParam
 
 
 def _s_AudioParamCreated(d: dict[str, Any]) -> AudioParamCreated:
@@ -747,26 +803,9 @@ def _s_AudioParamCreated(d: dict[str, Any]) -> AudioParamCreated:
 
 
 def _u_AudioParamCreated(o: AudioParamCreated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "param": _u_AudioParam(o.param),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AudioParamWillBeDestroyed:
-    """Notifies that an existing AudioParam has been destroyed.
-
-    Attributes:
-        context_id: -
-        node_id: -
-        param_id: -
-    """
-
-    method: ClassVar[str] = "WebAudio.audioParamWillBeDestroyed"
-    context_id: GraphObjectId
-    node_id: GraphObjectId
-    param_id: GraphObjectId
 
 
 _AudioParamWillBeDestroyed_plain = {
@@ -793,32 +832,11 @@ def _s_AudioParamWillBeDestroyed(d: dict[str, Any]) -> AudioParamWillBeDestroyed
 
 
 def _u_AudioParamWillBeDestroyed(o: AudioParamWillBeDestroyed) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "contextId": o.context_id,
         "nodeId": o.node_id,
         "paramId": o.param_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class NodesConnected:
-    """Notifies that two AudioNodes are connected.
-
-    Attributes:
-        context_id: -
-        source_id: -
-        destination_id: -
-        source_output_index: -
-        destination_input_index: -
-    """
-
-    method: ClassVar[str] = "WebAudio.nodesConnected"
-    context_id: GraphObjectId
-    source_id: GraphObjectId
-    destination_id: GraphObjectId
-    source_output_index: float | None = None
-    destination_input_index: float | None = None
 
 
 _NodesConnected_plain = {
@@ -859,35 +877,6 @@ def _u_NodesConnected(o: NodesConnected) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    NodesConnected,
-    {
-        "source_output_index": None,
-        "destination_input_index": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class NodesDisconnected:
-    """Notifies that AudioNodes are disconnected. The destination can be null, and it means all the outgoing connections from the source are disconnected.
-
-    Attributes:
-        context_id: -
-        source_id: -
-        destination_id: -
-        source_output_index: -
-        destination_input_index: -
-    """
-
-    method: ClassVar[str] = "WebAudio.nodesDisconnected"
-    context_id: GraphObjectId
-    source_id: GraphObjectId
-    destination_id: GraphObjectId
-    source_output_index: float | None = None
-    destination_input_index: float | None = None
-
-
 _NodesDisconnected_plain = {
     "contextId": "context_id",
     "sourceId": "source_id",
@@ -926,33 +915,6 @@ def _u_NodesDisconnected(o: NodesDisconnected) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    NodesDisconnected,
-    {
-        "source_output_index": None,
-        "destination_input_index": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class NodeParamConnected:
-    """Notifies that an AudioNode is connected to an AudioParam.
-
-    Attributes:
-        context_id: -
-        source_id: -
-        destination_id: -
-        source_output_index: -
-    """
-
-    method: ClassVar[str] = "WebAudio.nodeParamConnected"
-    context_id: GraphObjectId
-    source_id: GraphObjectId
-    destination_id: GraphObjectId
-    source_output_index: float | None = None
-
-
 _NodeParamConnected_plain = {
     "contextId": "context_id",
     "sourceId": "source_id",
@@ -986,32 +948,6 @@ def _u_NodeParamConnected(o: NodeParamConnected) -> dict[str, Any]:
     if o.source_output_index is not None:
         d["sourceOutputIndex"] = o.source_output_index
     return d
-
-
-optional_defaults(
-    NodeParamConnected,
-    {
-        "source_output_index": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class NodeParamDisconnected:
-    """Notifies that an AudioNode is disconnected to an AudioParam.
-
-    Attributes:
-        context_id: -
-        source_id: -
-        destination_id: -
-        source_output_index: -
-    """
-
-    method: ClassVar[str] = "WebAudio.nodeParamDisconnected"
-    context_id: GraphObjectId
-    source_id: GraphObjectId
-    destination_id: GraphObjectId
-    source_output_index: float | None = None
 
 
 _NodeParamDisconnected_plain = {
@@ -1049,34 +985,6 @@ def _u_NodeParamDisconnected(o: NodeParamDisconnected) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    NodeParamDisconnected,
-    {
-        "source_output_index": None,
-    },
-)
-
-
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "WebAudio.contextCreated": _s_ContextCreated,
-    "WebAudio.contextWillBeDestroyed": _s_ContextWillBeDestroyed,
-    "WebAudio.contextChanged": _s_ContextChanged,
-    "WebAudio.audioListenerCreated": _s_AudioListenerCreated,
-    "WebAudio.audioListenerWillBeDestroyed": _s_AudioListenerWillBeDestroyed,
-    "WebAudio.audioNodeCreated": _s_AudioNodeCreated,
-    "WebAudio.audioNodeWillBeDestroyed": _s_AudioNodeWillBeDestroyed,
-    "WebAudio.audioParamCreated": _s_AudioParamCreated,
-    "WebAudio.audioParamWillBeDestroyed": _s_AudioParamWillBeDestroyed,
-    "WebAudio.nodesConnected": _s_NodesConnected,
-    "WebAudio.nodesDisconnected": _s_NodesDisconnected,
-    "WebAudio.nodeParamConnected": _s_NodeParamConnected,
-    "WebAudio.nodeParamDisconnected": _s_NodeParamDisconnected,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "WebAudio.enable": _c_enable,
-    "WebAudio.disable": _c_disable,
-    "WebAudio.getRealtimeData": _c_get_realtime_data,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "WebAudio": (True, False),
 }
@@ -1101,5 +1009,10 @@ register(
         NodesDisconnected: (_s_NodesDisconnected, _u_NodesDisconnected),
         NodeParamConnected: (_s_NodeParamConnected, _u_NodeParamConnected),
         NodeParamDisconnected: (_s_NodeParamDisconnected, _u_NodeParamDisconnected),
-    }
+    },
+    {
+        enable: _c_enable,
+        disable: _c_disable,
+        get_realtime_data: _c_get_realtime_data,
+    },
 )

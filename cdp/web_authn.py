@@ -7,17 +7,12 @@ API.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
 
 DOMAIN = "WebAuthn"
 EXPERIMENTAL = True
@@ -26,18 +21,18 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 AuthenticatorId = str
-"""AuthenticatorId."""
+"""See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#type-AuthenticatorId"""
 
 
 class AuthenticatorProtocol(CDPEnum):
-    """AuthenticatorProtocol."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#type-AuthenticatorProtocol"""
 
     U2F = "u2f"
     CTAP2 = "ctap2"
 
 
 class Ctap2Version(CDPEnum):
-    """Ctap2Version."""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#type-Ctap2Version"""
 
     CTAP2_0 = "ctap2_0"
     CTAP2_1 = "ctap2_1"
@@ -45,7 +40,10 @@ class Ctap2Version(CDPEnum):
 
 
 class AuthenticatorTransport(CDPEnum):
-    """LINT.IfChange(AuthenticatorTransport)"""
+    """LINT.IfChange(AuthenticatorTransport)
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#type-AuthenticatorTransport
+    """
 
     USB = "usb"
     NFC = "nfc"
@@ -58,12 +56,10 @@ class AuthenticatorTransport(CDPEnum):
 
 @attrs.frozen(kw_only=True, slots=False)
 class VirtualAuthenticatorOptions:
-    """VirtualAuthenticatorOptions.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#type-VirtualAuthenticatorOptions
 
     Attributes:
-        protocol: -
         ctap2_version: Defaults to ctap2_0. Ignored if |protocol| == u2f.
-        transport: -
         has_resident_key: Defaults to false.
         has_user_verification: Defaults to false.
         has_large_blob: If set to true, the authenticator will support the largeBlob extension. https://w3c.github.io/webauthn#largeBlob Defaults to false.
@@ -95,6 +91,327 @@ class VirtualAuthenticatorOptions:
     is_user_verified: bool | None = None
     default_backup_eligibility: bool | None = None
     default_backup_state: bool | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Credential:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#type-Credential
+
+    Attributes:
+        rp_id: Relying Party ID the credential is scoped to. Must be set when adding a credential.
+        private_key: The ECDSA P-256 private key in PKCS#8 format. (Encoded as a base64 string when passed over JSON)
+        user_handle: An opaque byte sequence with a maximum size of 64 bytes mapping the credential to a specific user. (Encoded as a base64 string when passed over JSON)
+        sign_count: Signature counter. Must be equal to or greater than -1. If -1, the credential won't have an associated signature counter, and every assertion operation will report a value of 0. See https://w3c.github.io/webauthn/#signature-counter
+        large_blob: The large blob associated with the credential. See https://w3c.github.io/webauthn/#sctn-large-blob-extension (Encoded as a base64 string when passed over JSON)
+        backup_eligibility: Assertions returned by this credential will have the backup eligibility (BE) flag set to this value. Defaults to the authenticator's defaultBackupEligibility value.
+        backup_state: Assertions returned by this credential will have the backup state (BS) flag set to this value. Defaults to the authenticator's defaultBackupState value.
+        user_name: The credential's user.name property. Equivalent to empty if not set. https://w3c.github.io/webauthn/#dom-publickeycredentialentity-name
+        user_display_name: The credential's user.displayName property. Equivalent to empty if not set. https://w3c.github.io/webauthn/#dom-publickeycredentialuserentity-displayname
+        cmtg_keys: The CMTG keys associated with the credential.
+        active_cmtg_key_index: The 0-based index of the active key in cmtgKeys.
+        generate_cmtg_key_on_next_operation: If true, the authenticator will generate a new CMTG key on the next operation.
+    """
+
+    credential_id: str
+    is_resident_credential: bool
+    rp_id: str | None = None
+    private_key: str
+    user_handle: str | None = None
+    sign_count: float
+    large_blob: str | None = None
+    backup_eligibility: bool | None = None
+    backup_state: bool | None = None
+    user_name: str | None = None
+    user_display_name: str | None = None
+    cmtg_keys: list[str] | None = None
+    active_cmtg_key_index: int | None = None
+    generate_cmtg_key_on_next_operation: bool | None = None
+
+
+def enable(
+    *,
+    enable_ui: bool | None = None,
+) -> Command[None]:
+    """Enable the WebAuthn domain and start intercepting credential storage and
+    retrieval with a virtual authenticator.
+
+    Args:
+        enable_ui: Whether to enable the WebAuthn user interface. Enabling the UI is recommended for debugging and demo purposes, as it is closer to the real experience. Disabling the UI is recommended for automated testing. Supported at the embedder's discretion if UI is available. Defaults to false.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#method-enable
+    """
+    return Command("WebAuthn.enable", _p_enable(enable_ui), None)
+
+
+def disable() -> Command[None]:
+    """Disable the WebAuthn domain.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#method-disable
+    """
+    return Command("WebAuthn.disable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class AddVirtualAuthenticatorResult:
+    """Result of :func:`add_virtual_authenticator`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#method-addVirtualAuthenticator
+    """
+
+    authenticator_id: AuthenticatorId
+
+
+def add_virtual_authenticator(
+    *,
+    options: VirtualAuthenticatorOptions,
+) -> Command[AddVirtualAuthenticatorResult]:
+    """Creates and adds a virtual authenticator.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#method-addVirtualAuthenticator
+    """
+    return Command(
+        "WebAuthn.addVirtualAuthenticator",
+        _p_add_virtual_authenticator(options),
+        AddVirtualAuthenticatorResult,
+    )
+
+
+def set_response_override_bits(
+    *,
+    authenticator_id: AuthenticatorId,
+    is_bogus_signature: bool | None = None,
+    is_bad_uv: bool | None = None,
+    is_bad_up: bool | None = None,
+) -> Command[None]:
+    """Resets parameters isBogusSignature, isBadUV, isBadUP to false if they are not present.
+
+    Args:
+        is_bogus_signature: If isBogusSignature is set, overrides the signature in the authenticator response to be zero. Defaults to false.
+        is_bad_uv: If isBadUV is set, overrides the UV bit in the flags in the authenticator response to be zero. Defaults to false.
+        is_bad_up: If isBadUP is set, overrides the UP bit in the flags in the authenticator response to be zero. Defaults to false.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#method-setResponseOverrideBits
+    """
+    return Command(
+        "WebAuthn.setResponseOverrideBits",
+        _p_set_response_override_bits(authenticator_id, is_bogus_signature, is_bad_uv, is_bad_up),
+        None,
+    )
+
+
+def remove_virtual_authenticator(
+    *,
+    authenticator_id: AuthenticatorId,
+) -> Command[None]:
+    """Removes the given authenticator.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#method-removeVirtualAuthenticator
+    """
+    return Command(
+        "WebAuthn.removeVirtualAuthenticator", _p_remove_virtual_authenticator(authenticator_id), None
+    )
+
+
+def add_credential(
+    *,
+    authenticator_id: AuthenticatorId,
+    credential: Credential,
+) -> Command[None]:
+    """Adds the credential to the specified authenticator.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#method-addCredential
+    """
+    return Command("WebAuthn.addCredential", _p_add_credential(authenticator_id, credential), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetCredentialResult:
+    """Result of :func:`get_credential`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#method-getCredential
+    """
+
+    credential: Credential
+
+
+def get_credential(
+    *,
+    authenticator_id: AuthenticatorId,
+    credential_id: str,
+) -> Command[GetCredentialResult]:
+    """Returns a single credential stored in the given virtual authenticator that
+    matches the credential ID.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#method-getCredential
+    """
+    return Command(
+        "WebAuthn.getCredential", _p_get_credential(authenticator_id, credential_id), GetCredentialResult
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetCredentialsResult:
+    """Result of :func:`get_credentials`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#method-getCredentials
+    """
+
+    credentials: list[Credential]
+
+
+def get_credentials(
+    *,
+    authenticator_id: AuthenticatorId,
+) -> Command[GetCredentialsResult]:
+    """Returns all the credentials stored in the given virtual authenticator.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#method-getCredentials
+    """
+    return Command("WebAuthn.getCredentials", _p_get_credentials(authenticator_id), GetCredentialsResult)
+
+
+def remove_credential(
+    *,
+    authenticator_id: AuthenticatorId,
+    credential_id: str,
+) -> Command[None]:
+    """Removes a credential from the authenticator.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#method-removeCredential
+    """
+    return Command("WebAuthn.removeCredential", _p_remove_credential(authenticator_id, credential_id), None)
+
+
+def clear_credentials(
+    *,
+    authenticator_id: AuthenticatorId,
+) -> Command[None]:
+    """Clears all the credentials from the specified device.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#method-clearCredentials
+    """
+    return Command("WebAuthn.clearCredentials", _p_clear_credentials(authenticator_id), None)
+
+
+def set_user_verified(
+    *,
+    authenticator_id: AuthenticatorId,
+    is_user_verified: bool,
+) -> Command[None]:
+    """Sets whether User Verification succeeds or fails for an authenticator.
+    The default is true.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#method-setUserVerified
+    """
+    return Command("WebAuthn.setUserVerified", _p_set_user_verified(authenticator_id, is_user_verified), None)
+
+
+def set_automatic_presence_simulation(
+    *,
+    authenticator_id: AuthenticatorId,
+    enabled: bool,
+) -> Command[None]:
+    """Sets whether tests of user presence will succeed immediately (if true) or fail to resolve (if false) for an authenticator.
+    The default is true.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#method-setAutomaticPresenceSimulation
+    """
+    return Command(
+        "WebAuthn.setAutomaticPresenceSimulation",
+        _p_set_automatic_presence_simulation(authenticator_id, enabled),
+        None,
+    )
+
+
+def set_credential_properties(
+    *,
+    authenticator_id: AuthenticatorId,
+    credential_id: str,
+    backup_eligibility: bool | None = None,
+    backup_state: bool | None = None,
+    active_cmtg_key_index: int | None = None,
+    generate_cmtg_key_on_next_operation: bool | None = None,
+    sign_count: float | None = None,
+) -> Command[None]:
+    """Allows setting credential properties.
+    https://w3c.github.io/webauthn/#sctn-automation-set-credential-properties
+
+    Args:
+        sign_count: Must be equal to or greater than -1. If -1, the signature counter is removed from the credential, and every assertion operation will report a value of 0. See https://w3c.github.io/webauthn/#signature-counter
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#method-setCredentialProperties
+    """
+    return Command(
+        "WebAuthn.setCredentialProperties",
+        _p_set_credential_properties(
+            authenticator_id,
+            credential_id,
+            backup_eligibility,
+            backup_state,
+            active_cmtg_key_index,
+            generate_cmtg_key_on_next_operation,
+            sign_count,
+        ),
+        None,
+    )
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CredentialAdded:
+    """Triggered when a credential is added to an authenticator.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#event-credentialAdded
+    """
+
+    method: ClassVar[str] = "WebAuthn.credentialAdded"
+    authenticator_id: AuthenticatorId
+    credential: Credential
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CredentialDeleted:
+    """Triggered when a credential is deleted, e.g. through
+    PublicKeyCredential.signalUnknownCredential().
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#event-credentialDeleted
+    """
+
+    method: ClassVar[str] = "WebAuthn.credentialDeleted"
+    authenticator_id: AuthenticatorId
+    credential_id: str
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CredentialUpdated:
+    """Triggered when a credential is updated, e.g. through
+    PublicKeyCredential.signalCurrentUserDetails().
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#event-credentialUpdated
+    """
+
+    method: ClassVar[str] = "WebAuthn.credentialUpdated"
+    authenticator_id: AuthenticatorId
+    credential: Credential
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class CredentialAsserted:
+    """Triggered when a credential is used in a webauthn assertion.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#event-credentialAsserted
+    """
+
+    method: ClassVar[str] = "WebAuthn.credentialAsserted"
+    authenticator_id: AuthenticatorId
+    credential: Credential
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _VirtualAuthenticatorOptions_plain = {
@@ -170,64 +487,6 @@ def _u_VirtualAuthenticatorOptions(o: VirtualAuthenticatorOptions) -> dict[str, 
     return d
 
 
-optional_defaults(
-    VirtualAuthenticatorOptions,
-    {
-        "ctap2_version": None,
-        "has_resident_key": None,
-        "has_user_verification": None,
-        "has_large_blob": None,
-        "has_cred_blob": None,
-        "has_min_pin_length": None,
-        "has_prf": None,
-        "has_hmac_secret": None,
-        "has_hmac_secret_mc": None,
-        "has_cmtg_key": None,
-        "automatic_presence_simulation": None,
-        "is_user_verified": None,
-        "default_backup_eligibility": None,
-        "default_backup_state": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Credential:
-    """Credential.
-
-    Attributes:
-        credential_id: -
-        is_resident_credential: -
-        rp_id: Relying Party ID the credential is scoped to. Must be set when adding a credential.
-        private_key: The ECDSA P-256 private key in PKCS#8 format. (Encoded as a base64 string when passed over JSON)
-        user_handle: An opaque byte sequence with a maximum size of 64 bytes mapping the credential to a specific user. (Encoded as a base64 string when passed over JSON)
-        sign_count: Signature counter. Must be equal to or greater than -1. If -1, the credential won't have an associated signature counter, and every assertion operation will report a value of 0. See https://w3c.github.io/webauthn/#signature-counter
-        large_blob: The large blob associated with the credential. See https://w3c.github.io/webauthn/#sctn-large-blob-extension (Encoded as a base64 string when passed over JSON)
-        backup_eligibility: Assertions returned by this credential will have the backup eligibility (BE) flag set to this value. Defaults to the authenticator's defaultBackupEligibility value.
-        backup_state: Assertions returned by this credential will have the backup state (BS) flag set to this value. Defaults to the authenticator's defaultBackupState value.
-        user_name: The credential's user.name property. Equivalent to empty if not set. https://w3c.github.io/webauthn/#dom-publickeycredentialentity-name
-        user_display_name: The credential's user.displayName property. Equivalent to empty if not set. https://w3c.github.io/webauthn/#dom-publickeycredentialuserentity-displayname
-        cmtg_keys: The CMTG keys associated with the credential.
-        active_cmtg_key_index: The 0-based index of the active key in cmtgKeys.
-        generate_cmtg_key_on_next_operation: If true, the authenticator will generate a new CMTG key on the next operation.
-    """
-
-    credential_id: str
-    is_resident_credential: bool
-    rp_id: str | None = None
-    private_key: str
-    user_handle: str | None = None
-    sign_count: float
-    large_blob: str | None = None
-    backup_eligibility: bool | None = None
-    backup_state: bool | None = None
-    user_name: str | None = None
-    user_display_name: str | None = None
-    cmtg_keys: list[str] | None = None
-    active_cmtg_key_index: int | None = None
-    generate_cmtg_key_on_next_operation: bool | None = None
-
-
 _Credential_plain = {
     "credentialId": "credential_id",
     "isResidentCredential": "is_resident_credential",
@@ -294,37 +553,13 @@ def _u_Credential(o: Credential) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Credential,
-    {
-        "rp_id": None,
-        "user_handle": None,
-        "large_blob": None,
-        "backup_eligibility": None,
-        "backup_state": None,
-        "user_name": None,
-        "user_display_name": None,
-        "cmtg_keys": None,
-        "active_cmtg_key_index": None,
-        "generate_cmtg_key_on_next_operation": None,
-    },
-)
-
-
-def enable(
-    *,
-    enable_ui: bool | None = None,
-) -> Command[None]:
-    """Enable the WebAuthn domain and start intercepting credential storage and
-    retrieval with a virtual authenticator.
-
-    Args:
-        enable_ui: Whether to enable the WebAuthn user interface. Enabling the UI is recommended for debugging and demo purposes, as it is closer to the real experience. Disabling the UI is recommended for automated testing. Supported at the embedder's discretion if UI is available. Defaults to false.
-    """
+def _p_enable(
+    enable_ui: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if enable_ui is not None:
         _p["enableUI"] = enable_ui
-    return Command("WebAuthn.enable", _p, None)
+    return _p
 
 
 def _c_enable(d: dict[str, Any]) -> Command[None]:
@@ -333,25 +568,8 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def disable() -> Command[None]:
-    """Disable the WebAuthn domain."""
-    _p: dict[str, Any] = {}
-    return Command("WebAuthn.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class AddVirtualAuthenticatorResult:
-    """Result of :func:`add_virtual_authenticator` (WebAuthn.addVirtualAuthenticator).
-
-    Attributes:
-        authenticator_id: -
-    """
-
-    authenticator_id: AuthenticatorId
 
 
 _AddVirtualAuthenticatorResult_plain = {
@@ -372,25 +590,17 @@ def _s_AddVirtualAuthenticatorResult(d: dict[str, Any]) -> AddVirtualAuthenticat
 
 
 def _u_AddVirtualAuthenticatorResult(o: AddVirtualAuthenticatorResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "authenticatorId": o.authenticator_id,
     }
-    return d
 
 
-def add_virtual_authenticator(
-    *,
+def _p_add_virtual_authenticator(
     options: VirtualAuthenticatorOptions,
-) -> Command[AddVirtualAuthenticatorResult]:
-    """Creates and adds a virtual authenticator.
-
-    Args:
-        options: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "options": _u_VirtualAuthenticatorOptions(options),
     }
-    return Command("WebAuthn.addVirtualAuthenticator", _p, _s_AddVirtualAuthenticatorResult)
 
 
 def _c_add_virtual_authenticator(d: dict[str, Any]) -> Command[AddVirtualAuthenticatorResult]:
@@ -399,21 +609,12 @@ def _c_add_virtual_authenticator(d: dict[str, Any]) -> Command[AddVirtualAuthent
     )
 
 
-def set_response_override_bits(
-    *,
+def _p_set_response_override_bits(
     authenticator_id: AuthenticatorId,
-    is_bogus_signature: bool | None = None,
-    is_bad_uv: bool | None = None,
-    is_bad_up: bool | None = None,
-) -> Command[None]:
-    """Resets parameters isBogusSignature, isBadUV, isBadUP to false if they are not present.
-
-    Args:
-        authenticator_id: -
-        is_bogus_signature: If isBogusSignature is set, overrides the signature in the authenticator response to be zero. Defaults to false.
-        is_bad_uv: If isBadUV is set, overrides the UV bit in the flags in the authenticator response to be zero. Defaults to false.
-        is_bad_up: If isBadUP is set, overrides the UP bit in the flags in the authenticator response to be zero. Defaults to false.
-    """
+    is_bogus_signature: bool | None,
+    is_bad_uv: bool | None,
+    is_bad_up: bool | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "authenticatorId": authenticator_id,
     }
@@ -423,7 +624,7 @@ def set_response_override_bits(
         _p["isBadUV"] = is_bad_uv
     if is_bad_up is not None:
         _p["isBadUP"] = is_bad_up
-    return Command("WebAuthn.setResponseOverrideBits", _p, None)
+    return _p
 
 
 def _c_set_response_override_bits(d: dict[str, Any]) -> Command[None]:
@@ -435,19 +636,12 @@ def _c_set_response_override_bits(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def remove_virtual_authenticator(
-    *,
+def _p_remove_virtual_authenticator(
     authenticator_id: AuthenticatorId,
-) -> Command[None]:
-    """Removes the given authenticator.
-
-    Args:
-        authenticator_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "authenticatorId": authenticator_id,
     }
-    return Command("WebAuthn.removeVirtualAuthenticator", _p, None)
 
 
 def _c_remove_virtual_authenticator(d: dict[str, Any]) -> Command[None]:
@@ -456,22 +650,14 @@ def _c_remove_virtual_authenticator(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def add_credential(
-    *,
+def _p_add_credential(
     authenticator_id: AuthenticatorId,
     credential: Credential,
-) -> Command[None]:
-    """Adds the credential to the specified authenticator.
-
-    Args:
-        authenticator_id: -
-        credential: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "authenticatorId": authenticator_id,
         "credential": _u_Credential(credential),
     }
-    return Command("WebAuthn.addCredential", _p, None)
 
 
 def _c_add_credential(d: dict[str, Any]) -> Command[None]:
@@ -479,17 +665,6 @@ def _c_add_credential(d: dict[str, Any]) -> Command[None]:
         authenticator_id=d["authenticatorId"],
         credential=_s_Credential(d["credential"]),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetCredentialResult:
-    """Result of :func:`get_credential` (WebAuthn.getCredential).
-
-    Attributes:
-        credential: -
-    """
-
-    credential: Credential
 
 
 def _s_GetCredentialResult(d: dict[str, Any]) -> GetCredentialResult:
@@ -504,29 +679,19 @@ def _s_GetCredentialResult(d: dict[str, Any]) -> GetCredentialResult:
 
 
 def _u_GetCredentialResult(o: GetCredentialResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "credential": _u_Credential(o.credential),
     }
-    return d
 
 
-def get_credential(
-    *,
+def _p_get_credential(
     authenticator_id: AuthenticatorId,
     credential_id: str,
-) -> Command[GetCredentialResult]:
-    """Returns a single credential stored in the given virtual authenticator that
-    matches the credential ID.
-
-    Args:
-        authenticator_id: -
-        credential_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "authenticatorId": authenticator_id,
         "credentialId": credential_id,
     }
-    return Command("WebAuthn.getCredential", _p, _s_GetCredentialResult)
 
 
 def _c_get_credential(d: dict[str, Any]) -> Command[GetCredentialResult]:
@@ -534,17 +699,6 @@ def _c_get_credential(d: dict[str, Any]) -> Command[GetCredentialResult]:
         authenticator_id=d["authenticatorId"],
         credential_id=d["credentialId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetCredentialsResult:
-    """Result of :func:`get_credentials` (WebAuthn.getCredentials).
-
-    Attributes:
-        credentials: -
-    """
-
-    credentials: list[Credential]
 
 
 def _s_GetCredentialsResult(d: dict[str, Any]) -> GetCredentialsResult:
@@ -559,25 +713,17 @@ def _s_GetCredentialsResult(d: dict[str, Any]) -> GetCredentialsResult:
 
 
 def _u_GetCredentialsResult(o: GetCredentialsResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "credentials": [_u_Credential(x0) for x0 in o.credentials],
     }
-    return d
 
 
-def get_credentials(
-    *,
+def _p_get_credentials(
     authenticator_id: AuthenticatorId,
-) -> Command[GetCredentialsResult]:
-    """Returns all the credentials stored in the given virtual authenticator.
-
-    Args:
-        authenticator_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "authenticatorId": authenticator_id,
     }
-    return Command("WebAuthn.getCredentials", _p, _s_GetCredentialsResult)
 
 
 def _c_get_credentials(d: dict[str, Any]) -> Command[GetCredentialsResult]:
@@ -586,22 +732,14 @@ def _c_get_credentials(d: dict[str, Any]) -> Command[GetCredentialsResult]:
     )
 
 
-def remove_credential(
-    *,
+def _p_remove_credential(
     authenticator_id: AuthenticatorId,
     credential_id: str,
-) -> Command[None]:
-    """Removes a credential from the authenticator.
-
-    Args:
-        authenticator_id: -
-        credential_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "authenticatorId": authenticator_id,
         "credentialId": credential_id,
     }
-    return Command("WebAuthn.removeCredential", _p, None)
 
 
 def _c_remove_credential(d: dict[str, Any]) -> Command[None]:
@@ -611,19 +749,12 @@ def _c_remove_credential(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def clear_credentials(
-    *,
+def _p_clear_credentials(
     authenticator_id: AuthenticatorId,
-) -> Command[None]:
-    """Clears all the credentials from the specified device.
-
-    Args:
-        authenticator_id: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "authenticatorId": authenticator_id,
     }
-    return Command("WebAuthn.clearCredentials", _p, None)
 
 
 def _c_clear_credentials(d: dict[str, Any]) -> Command[None]:
@@ -632,23 +763,14 @@ def _c_clear_credentials(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_user_verified(
-    *,
+def _p_set_user_verified(
     authenticator_id: AuthenticatorId,
     is_user_verified: bool,
-) -> Command[None]:
-    """Sets whether User Verification succeeds or fails for an authenticator.
-    The default is true.
-
-    Args:
-        authenticator_id: -
-        is_user_verified: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "authenticatorId": authenticator_id,
         "isUserVerified": is_user_verified,
     }
-    return Command("WebAuthn.setUserVerified", _p, None)
 
 
 def _c_set_user_verified(d: dict[str, Any]) -> Command[None]:
@@ -658,23 +780,14 @@ def _c_set_user_verified(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_automatic_presence_simulation(
-    *,
+def _p_set_automatic_presence_simulation(
     authenticator_id: AuthenticatorId,
     enabled: bool,
-) -> Command[None]:
-    """Sets whether tests of user presence will succeed immediately (if true) or fail to resolve (if false) for an authenticator.
-    The default is true.
-
-    Args:
-        authenticator_id: -
-        enabled: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "authenticatorId": authenticator_id,
         "enabled": enabled,
     }
-    return Command("WebAuthn.setAutomaticPresenceSimulation", _p, None)
 
 
 def _c_set_automatic_presence_simulation(d: dict[str, Any]) -> Command[None]:
@@ -684,28 +797,15 @@ def _c_set_automatic_presence_simulation(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def set_credential_properties(
-    *,
+def _p_set_credential_properties(
     authenticator_id: AuthenticatorId,
     credential_id: str,
-    backup_eligibility: bool | None = None,
-    backup_state: bool | None = None,
-    active_cmtg_key_index: int | None = None,
-    generate_cmtg_key_on_next_operation: bool | None = None,
-    sign_count: float | None = None,
-) -> Command[None]:
-    """Allows setting credential properties.
-    https://w3c.github.io/webauthn/#sctn-automation-set-credential-properties
-
-    Args:
-        authenticator_id: -
-        credential_id: -
-        backup_eligibility: -
-        backup_state: -
-        active_cmtg_key_index: -
-        generate_cmtg_key_on_next_operation: -
-        sign_count: Must be equal to or greater than -1. If -1, the signature counter is removed from the credential, and every assertion operation will report a value of 0. See https://w3c.github.io/webauthn/#signature-counter
-    """
+    backup_eligibility: bool | None,
+    backup_state: bool | None,
+    active_cmtg_key_index: int | None,
+    generate_cmtg_key_on_next_operation: bool | None,
+    sign_count: float | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "authenticatorId": authenticator_id,
         "credentialId": credential_id,
@@ -720,7 +820,7 @@ def set_credential_properties(
         _p["generateCmtgKeyOnNextOperation"] = generate_cmtg_key_on_next_operation
     if sign_count is not None:
         _p["signCount"] = sign_count
-    return Command("WebAuthn.setCredentialProperties", _p, None)
+    return _p
 
 
 def _c_set_credential_properties(d: dict[str, Any]) -> Command[None]:
@@ -733,20 +833,6 @@ def _c_set_credential_properties(d: dict[str, Any]) -> Command[None]:
         generate_cmtg_key_on_next_operation=d.get("generateCmtgKeyOnNextOperation"),
         sign_count=d.get("signCount"),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CredentialAdded:
-    """Triggered when a credential is added to an authenticator.
-
-    Attributes:
-        authenticator_id: -
-        credential: -
-    """
-
-    method: ClassVar[str] = "WebAuthn.credentialAdded"
-    authenticator_id: AuthenticatorId
-    credential: Credential
 
 
 _CredentialAdded_plain = {
@@ -771,26 +857,10 @@ def _s_CredentialAdded(d: dict[str, Any]) -> CredentialAdded:
 
 
 def _u_CredentialAdded(o: CredentialAdded) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "authenticatorId": o.authenticator_id,
         "credential": _u_Credential(o.credential),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CredentialDeleted:
-    """Triggered when a credential is deleted, e.g. through
-    PublicKeyCredential.signalUnknownCredential().
-
-    Attributes:
-        authenticator_id: -
-        credential_id: -
-    """
-
-    method: ClassVar[str] = "WebAuthn.credentialDeleted"
-    authenticator_id: AuthenticatorId
-    credential_id: str
 
 
 _CredentialDeleted_plain = {
@@ -814,26 +884,10 @@ def _s_CredentialDeleted(d: dict[str, Any]) -> CredentialDeleted:
 
 
 def _u_CredentialDeleted(o: CredentialDeleted) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "authenticatorId": o.authenticator_id,
         "credentialId": o.credential_id,
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CredentialUpdated:
-    """Triggered when a credential is updated, e.g. through
-    PublicKeyCredential.signalCurrentUserDetails().
-
-    Attributes:
-        authenticator_id: -
-        credential: -
-    """
-
-    method: ClassVar[str] = "WebAuthn.credentialUpdated"
-    authenticator_id: AuthenticatorId
-    credential: Credential
 
 
 _CredentialUpdated_plain = {
@@ -858,25 +912,10 @@ def _s_CredentialUpdated(d: dict[str, Any]) -> CredentialUpdated:
 
 
 def _u_CredentialUpdated(o: CredentialUpdated) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "authenticatorId": o.authenticator_id,
         "credential": _u_Credential(o.credential),
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class CredentialAsserted:
-    """Triggered when a credential is used in a webauthn assertion.
-
-    Attributes:
-        authenticator_id: -
-        credential: -
-    """
-
-    method: ClassVar[str] = "WebAuthn.credentialAsserted"
-    authenticator_id: AuthenticatorId
-    credential: Credential
 
 
 _CredentialAsserted_plain = {
@@ -901,34 +940,12 @@ def _s_CredentialAsserted(d: dict[str, Any]) -> CredentialAsserted:
 
 
 def _u_CredentialAsserted(o: CredentialAsserted) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "authenticatorId": o.authenticator_id,
         "credential": _u_Credential(o.credential),
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "WebAuthn.credentialAdded": _s_CredentialAdded,
-    "WebAuthn.credentialDeleted": _s_CredentialDeleted,
-    "WebAuthn.credentialUpdated": _s_CredentialUpdated,
-    "WebAuthn.credentialAsserted": _s_CredentialAsserted,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "WebAuthn.enable": _c_enable,
-    "WebAuthn.disable": _c_disable,
-    "WebAuthn.addVirtualAuthenticator": _c_add_virtual_authenticator,
-    "WebAuthn.setResponseOverrideBits": _c_set_response_override_bits,
-    "WebAuthn.removeVirtualAuthenticator": _c_remove_virtual_authenticator,
-    "WebAuthn.addCredential": _c_add_credential,
-    "WebAuthn.getCredential": _c_get_credential,
-    "WebAuthn.getCredentials": _c_get_credentials,
-    "WebAuthn.removeCredential": _c_remove_credential,
-    "WebAuthn.clearCredentials": _c_clear_credentials,
-    "WebAuthn.setUserVerified": _c_set_user_verified,
-    "WebAuthn.setAutomaticPresenceSimulation": _c_set_automatic_presence_simulation,
-    "WebAuthn.setCredentialProperties": _c_set_credential_properties,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "WebAuthn": (True, False),
 }
@@ -943,5 +960,20 @@ register(
         CredentialDeleted: (_s_CredentialDeleted, _u_CredentialDeleted),
         CredentialUpdated: (_s_CredentialUpdated, _u_CredentialUpdated),
         CredentialAsserted: (_s_CredentialAsserted, _u_CredentialAsserted),
-    }
+    },
+    {
+        enable: _c_enable,
+        disable: _c_disable,
+        add_virtual_authenticator: _c_add_virtual_authenticator,
+        set_response_override_bits: _c_set_response_override_bits,
+        remove_virtual_authenticator: _c_remove_virtual_authenticator,
+        add_credential: _c_add_credential,
+        get_credential: _c_get_credential,
+        get_credentials: _c_get_credentials,
+        remove_credential: _c_remove_credential,
+        clear_credentials: _c_clear_credentials,
+        set_user_verified: _c_set_user_verified,
+        set_automatic_presence_simulation: _c_set_automatic_presence_simulation,
+        set_credential_properties: _c_set_credential_properties,
+    },
 )

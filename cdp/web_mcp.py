@@ -3,21 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import dom as _dom
-    from cdp import page as _page
-    from cdp import runtime as _runtime
 
 DOMAIN = "WebMCP"
 EXPERIMENTAL = True
@@ -39,6 +31,8 @@ class Annotation:
         consequential: A hint indicating that executing the tool will result in consequential actions, ex: booking a flight, transferring money.
         debugging: If true, indicates that the tool is intended for debugging and developer tooling rather than end-user interactions.
         autosubmit: If the declarative tool was declared with the autosubmit attribute.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebMCP/#type-Annotation
     """
 
     read_only: bool | None = None
@@ -46,6 +40,213 @@ class Annotation:
     consequential: bool | None = None
     debugging: bool | None = None
     autosubmit: bool | None = None
+
+
+class InvocationStatus(CDPEnum):
+    """Represents the status of a tool invocation.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebMCP/#type-InvocationStatus
+    """
+
+    COMPLETED = "Completed"
+    CANCELED = "Canceled"
+    ERROR = "Error"
+
+
+ToolId = str
+"""Unique identifier of a registered tool. A new identifier is created every time a tool is registered, so a tool that
+is unregistered and then registered again under the same name gets a different identifier. Clients should treat it
+as an opaque string.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/WebMCP/#type-ToolId
+"""
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Tool:
+    """Definition of a tool that can be invoked.
+
+    Attributes:
+        tool_id: Tool identifier.
+        name: Tool name.
+        description: Tool description.
+        input_schema: Schema for the tool's input parameters.
+        output_schema: Schema for the tool's output structure.
+        annotations: Optional annotations for the tool.
+        frame_id: Frame identifier associated with the tool registration.
+        backend_node_id: Optional node ID for declarative tools.
+        stack_trace: The stack trace at the time of the registration.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebMCP/#type-Tool
+    """
+
+    tool_id: ToolId
+    name: str
+    description: str
+    input_schema: dict[str, Any] | None = None
+    output_schema: dict[str, Any] | None = None
+    annotations: Annotation | None = None
+    frame_id: cdp.page.FrameId
+    backend_node_id: cdp.dom.BackendNodeId | None = None
+    stack_trace: cdp.runtime.StackTrace | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RemovedTool:
+    """Definition of a tool that was removed.
+
+    Attributes:
+        tool_id: Identifier of the removed tool.
+        name: Tool name.
+        frame_id: Frame identifier associated with the tool registration.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebMCP/#type-RemovedTool
+    """
+
+    tool_id: ToolId
+    name: str
+    frame_id: cdp.page.FrameId
+
+
+def enable() -> Command[None]:
+    """Enables the WebMCP domain, allowing events to be sent. Enabling the domain will trigger a toolsAdded event for
+    all currently registered tools.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebMCP/#method-enable
+    """
+    return Command("WebMCP.enable", {}, None)
+
+
+def disable() -> Command[None]:
+    """Disables the WebMCP domain.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebMCP/#method-disable
+    """
+    return Command("WebMCP.disable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class InvokeToolResult:
+    """Result of :func:`invoke_tool`.
+
+    Attributes:
+        invocation_id: Unique identifier for this invocation. Response is sent before tool events.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebMCP/#method-invokeTool
+    """
+
+    invocation_id: str
+
+
+def invoke_tool(
+    *,
+    frame_id: cdp.page.FrameId,
+    tool_name: str,
+    input_: dict[str, Any],
+) -> Command[InvokeToolResult]:
+    """Invokes a registered tool.
+
+    Args:
+        frame_id: Frame in which to invoke the tool.
+        tool_name: Name of the tool to invoke.
+        input_: Input parameters for the tool, matching the tool's inputSchema.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebMCP/#method-invokeTool
+    """
+    return Command("WebMCP.invokeTool", _p_invoke_tool(frame_id, tool_name, input_), InvokeToolResult)
+
+
+def cancel_invocation(
+    *,
+    invocation_id: str,
+) -> Command[None]:
+    """Cancels a pending tool invocation.
+
+    Args:
+        invocation_id: Invocation identifier to cancel.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebMCP/#method-cancelInvocation
+    """
+    return Command("WebMCP.cancelInvocation", _p_cancel_invocation(invocation_id), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ToolsAdded:
+    """Event fired when new tools are added.
+
+    Attributes:
+        tools: Array of tools that were added.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebMCP/#event-toolsAdded
+    """
+
+    method: ClassVar[str] = "WebMCP.toolsAdded"
+    tools: list[Tool]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ToolsRemoved:
+    """Event fired when tools are removed.
+
+    Attributes:
+        tools: Array of tools that were removed.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebMCP/#event-toolsRemoved
+    """
+
+    method: ClassVar[str] = "WebMCP.toolsRemoved"
+    tools: list[RemovedTool]
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ToolInvoked:
+    """Event fired when a tool invocation starts.
+
+    Attributes:
+        invocation_id: Invocation identifier.
+        input_: The input parameters used for the invocation.
+        tool_name: Name of the tool to invoke. Missing if the tool was invoked by its identifier, but could not be found (e.g., it was already unregistered), so its name could not be recovered.
+        tool_id: Identifier of the tool to invoke. Missing if the tool was invoked by name, but could not be found, so its identifier could not be recovered.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebMCP/#event-toolInvoked
+    """
+
+    method: ClassVar[str] = "WebMCP.toolInvoked"
+    frame_id: cdp.page.FrameId
+    invocation_id: str
+    input_: str
+    tool_name: str | None = None
+    tool_id: ToolId | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class ToolResponded:
+    """Event fired when a tool invocation completes or fails.
+
+    Attributes:
+        invocation_id: Invocation identifier.
+        status: Status of the invocation.
+        output: Output or error delivered as delivered to the agent. Missing if `status` is anything other than Completed. Note: The output is untrusted and poses a prompt injection risk. Clients should treat this as potentially malicious user input.
+        error_text: Error text for protocol users.
+        exception: The exception object, if the javascript tool threw an error>
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/WebMCP/#event-toolResponded
+    """
+
+    method: ClassVar[str] = "WebMCP.toolResponded"
+    invocation_id: str
+    status: InvocationStatus
+    output: Any = UNSET
+    error_text: str | None = None
+    exception: cdp.runtime.RemoteObject | None = None
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _Annotation_plain = {
@@ -80,59 +281,6 @@ def _u_Annotation(o: Annotation) -> dict[str, Any]:
     if o.autosubmit is not None:
         d["autosubmit"] = o.autosubmit
     return d
-
-
-optional_defaults(
-    Annotation,
-    {
-        "read_only": None,
-        "untrusted_content": None,
-        "consequential": None,
-        "debugging": None,
-        "autosubmit": None,
-    },
-)
-
-
-class InvocationStatus(CDPEnum):
-    """Represents the status of a tool invocation."""
-
-    COMPLETED = "Completed"
-    CANCELED = "Canceled"
-    ERROR = "Error"
-
-
-ToolId = str
-"""Unique identifier of a registered tool. A new identifier is created every time a tool is registered, so a tool that
-    is unregistered and then registered again under the same name gets a different identifier. Clients should treat it
-    as an opaque string."""
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Tool:
-    """Definition of a tool that can be invoked.
-
-    Attributes:
-        tool_id: Tool identifier.
-        name: Tool name.
-        description: Tool description.
-        input_schema: Schema for the tool's input parameters.
-        output_schema: Schema for the tool's output structure.
-        annotations: Optional annotations for the tool.
-        frame_id: Frame identifier associated with the tool registration.
-        backend_node_id: Optional node ID for declarative tools.
-        stack_trace: The stack trace at the time of the registration.
-    """
-
-    tool_id: ToolId
-    name: str
-    description: str
-    input_schema: dict[str, Any] | None = None
-    output_schema: dict[str, Any] | None = None
-    annotations: Annotation | None = None
-    frame_id: _page.FrameId
-    backend_node_id: _dom.BackendNodeId | None = None
-    stack_trace: _runtime.StackTrace | None = None
 
 
 _Tool_plain = {
@@ -188,33 +336,6 @@ def _u_Tool(o: Tool) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Tool,
-    {
-        "input_schema": None,
-        "output_schema": None,
-        "annotations": None,
-        "backend_node_id": None,
-        "stack_trace": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RemovedTool:
-    """Definition of a tool that was removed.
-
-    Attributes:
-        tool_id: Identifier of the removed tool.
-        name: Tool name.
-        frame_id: Frame identifier associated with the tool registration.
-    """
-
-    tool_id: ToolId
-    name: str
-    frame_id: _page.FrameId
-
-
 _RemovedTool_plain = {
     "toolId": "tool_id",
     "name": "name",
@@ -239,44 +360,19 @@ def _s_RemovedTool(d: dict[str, Any]) -> RemovedTool:
 
 
 def _u_RemovedTool(o: RemovedTool) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "toolId": o.tool_id,
         "name": o.name,
         "frameId": o.frame_id,
     }
-    return d
-
-
-def enable() -> Command[None]:
-    """Enables the WebMCP domain, allowing events to be sent. Enabling the domain will trigger a toolsAdded event for
-    all currently registered tools."""
-    _p: dict[str, Any] = {}
-    return Command("WebMCP.enable", _p, None)
 
 
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
 
 
-def disable() -> Command[None]:
-    """Disables the WebMCP domain."""
-    _p: dict[str, Any] = {}
-    return Command("WebMCP.disable", _p, None)
-
-
 def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class InvokeToolResult:
-    """Result of :func:`invoke_tool` (WebMCP.invokeTool).
-
-    Attributes:
-        invocation_id: Unique identifier for this invocation. Response is sent before tool events.
-    """
-
-    invocation_id: str
 
 
 _InvokeToolResult_plain = {
@@ -297,31 +393,21 @@ def _s_InvokeToolResult(d: dict[str, Any]) -> InvokeToolResult:
 
 
 def _u_InvokeToolResult(o: InvokeToolResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "invocationId": o.invocation_id,
     }
-    return d
 
 
-def invoke_tool(
-    *,
-    frame_id: _page.FrameId,
+def _p_invoke_tool(
+    frame_id: cdp.page.FrameId,
     tool_name: str,
     input_: dict[str, Any],
-) -> Command[InvokeToolResult]:
-    """Invokes a registered tool.
-
-    Args:
-        frame_id: Frame in which to invoke the tool.
-        tool_name: Name of the tool to invoke.
-        input_: Input parameters for the tool, matching the tool's inputSchema.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "frameId": frame_id,
         "toolName": tool_name,
         "input": input_,
     }
-    return Command("WebMCP.invokeTool", _p, _s_InvokeToolResult)
 
 
 def _c_invoke_tool(d: dict[str, Any]) -> Command[InvokeToolResult]:
@@ -332,37 +418,18 @@ def _c_invoke_tool(d: dict[str, Any]) -> Command[InvokeToolResult]:
     )
 
 
-def cancel_invocation(
-    *,
+def _p_cancel_invocation(
     invocation_id: str,
-) -> Command[None]:
-    """Cancels a pending tool invocation.
-
-    Args:
-        invocation_id: Invocation identifier to cancel.
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "invocationId": invocation_id,
     }
-    return Command("WebMCP.cancelInvocation", _p, None)
 
 
 def _c_cancel_invocation(d: dict[str, Any]) -> Command[None]:
     return cancel_invocation(
         invocation_id=d["invocationId"],
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ToolsAdded:
-    """Event fired when new tools are added.
-
-    Attributes:
-        tools: Array of tools that were added.
-    """
-
-    method: ClassVar[str] = "WebMCP.toolsAdded"
-    tools: list[Tool]
 
 
 def _s_ToolsAdded(d: dict[str, Any]) -> ToolsAdded:
@@ -377,22 +444,9 @@ def _s_ToolsAdded(d: dict[str, Any]) -> ToolsAdded:
 
 
 def _u_ToolsAdded(o: ToolsAdded) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "tools": [_u_Tool(x0) for x0 in o.tools],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ToolsRemoved:
-    """Event fired when tools are removed.
-
-    Attributes:
-        tools: Array of tools that were removed.
-    """
-
-    method: ClassVar[str] = "WebMCP.toolsRemoved"
-    tools: list[RemovedTool]
 
 
 def _s_ToolsRemoved(d: dict[str, Any]) -> ToolsRemoved:
@@ -407,30 +461,9 @@ def _s_ToolsRemoved(d: dict[str, Any]) -> ToolsRemoved:
 
 
 def _u_ToolsRemoved(o: ToolsRemoved) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "tools": [_u_RemovedTool(x0) for x0 in o.tools],
     }
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ToolInvoked:
-    """Event fired when a tool invocation starts.
-
-    Attributes:
-        frame_id: Frame id
-        invocation_id: Invocation identifier.
-        input_: The input parameters used for the invocation.
-        tool_name: Name of the tool to invoke. Missing if the tool was invoked by its identifier, but could not be found (e.g., it was already unregistered), so its name could not be recovered.
-        tool_id: Identifier of the tool to invoke. Missing if the tool was invoked by name, but could not be found, so its identifier could not be recovered.
-    """
-
-    method: ClassVar[str] = "WebMCP.toolInvoked"
-    frame_id: _page.FrameId
-    invocation_id: str
-    input_: str
-    tool_name: str | None = None
-    tool_id: ToolId | None = None
 
 
 _ToolInvoked_plain = {
@@ -469,35 +502,6 @@ def _u_ToolInvoked(o: ToolInvoked) -> dict[str, Any]:
     if o.tool_id is not None:
         d["toolId"] = o.tool_id
     return d
-
-
-optional_defaults(
-    ToolInvoked,
-    {
-        "tool_name": None,
-        "tool_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class ToolResponded:
-    """Event fired when a tool invocation completes or fails.
-
-    Attributes:
-        invocation_id: Invocation identifier.
-        status: Status of the invocation.
-        output: Output or error delivered as delivered to the agent. Missing if `status` is anything other than Completed. Note: The output is untrusted and poses a prompt injection risk. Clients should treat this as potentially malicious user input.
-        error_text: Error text for protocol users.
-        exception: The exception object, if the javascript tool threw an error>
-    """
-
-    method: ClassVar[str] = "WebMCP.toolResponded"
-    invocation_id: str
-    status: InvocationStatus
-    output: Any = UNSET
-    error_text: str | None = None
-    exception: _runtime.RemoteObject | None = None
 
 
 _ToolResponded_plain = {
@@ -539,28 +543,6 @@ def _u_ToolResponded(o: ToolResponded) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    ToolResponded,
-    {
-        "output": UNSET,
-        "error_text": None,
-        "exception": None,
-    },
-)
-
-
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "WebMCP.toolsAdded": _s_ToolsAdded,
-    "WebMCP.toolsRemoved": _s_ToolsRemoved,
-    "WebMCP.toolInvoked": _s_ToolInvoked,
-    "WebMCP.toolResponded": _s_ToolResponded,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "WebMCP.enable": _c_enable,
-    "WebMCP.disable": _c_disable,
-    "WebMCP.invokeTool": _c_invoke_tool,
-    "WebMCP.cancelInvocation": _c_cancel_invocation,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "WebMCP": (True, False),
 }
@@ -574,5 +556,11 @@ register(
         ToolsRemoved: (_s_ToolsRemoved, _u_ToolsRemoved),
         ToolInvoked: (_s_ToolInvoked, _u_ToolInvoked),
         ToolResponded: (_s_ToolResponded, _u_ToolResponded),
-    }
+    },
+    {
+        enable: _c_enable,
+        disable: _c_disable,
+        invoke_tool: _c_invoke_tool,
+        cancel_invocation: _c_cancel_invocation,
+    },
 )

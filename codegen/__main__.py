@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from codegen import _drift, _render
+from codegen import _render
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,6 +22,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.drift:
+        # Imported here: the engine imports cdp/, and a broken cdp/ must not stop the generator that fixes it.
+        from engine import _drift  # noqa: PLC0415
+
         report = _drift.compare_with(args.drift, args.protocol_dir)
         print(_drift.format_report(report))
         return 0
@@ -33,10 +36,18 @@ def main(argv: list[str] | None = None) -> int:
             for name in differ:
                 print(f"  {name}", file=sys.stderr)
             print("run `python -m codegen` and commit the result", file=sys.stderr)
+            paths = [args.output / name for name in differ]
+            foreign = [p.name for p in paths if p.exists() and not _render.generated(p)]
+            if foreign:
+                print(f"(it never removes what it did not write: {', '.join(foreign)})", file=sys.stderr)
             return 1
         print(f"{args.output}: up to date with protocol-json {protocol.version}")
         return 0
-    files = _render.write(protocol, args.output)
+    try:
+        files = _render.write(protocol, args.output)
+    except _render.UnsafeOutput as exc:
+        print(f"{exc}; nothing was written (move them away, or choose another --output)", file=sys.stderr)
+        return 1
     print(f"wrote {len(files)} files to {args.output} from protocol-json {protocol.version}")
     return 0
 

@@ -1,16 +1,21 @@
 """The intermediate representation: the protocol JSON resolved into what the templates print.
 
-Every reference is resolved here, once: each field knows its Python annotation and the expressions that
-turn a wire value into a Python value and back. Templates only print.
+Every decision is made here, once: each field knows its annotation, its default and the expressions that
+turn a wire value into a Python value and back; each item knows its docstring; each domain knows its
+imports. The templates (``codegen/templates/``) only print.
+
+Names of another domain's types are always written ``cdp.<module>.<Name>``: in annotations, in codec
+expressions and (quoted) in type aliases. A module that writes one does ``import cdp``, and ``cdp`` loads a
+domain on first attribute access, so none of these names imports anything until it is used.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import attrs
 
+from codegen import _docs
 from codegen._names import pascal, safe, snake, unique_members
 
 Raw = dict[str, Any]
@@ -22,6 +27,9 @@ class Conv:
     """How one wire value becomes a Python value and back; ``{v}`` stands for the value."""
 
     ann: str
+    """The annotation: ``Node`` in its own domain, ``cdp.dom.Node`` elsewhere, ``list[int]``, ``Any``."""
+    hint: str
+    """The same type as a run-time value, for a type alias: ``list["cdp.dom.Node"]``."""
     structure: str = IDENTITY
     unstructure: str = IDENTITY
 
@@ -46,8 +54,10 @@ class Field:
         return self.optional and self.conv.ann == "Any"
 
     @property
-    def absent(self) -> str:
-        """What an absent optional field holds: ``UNSET`` where ``None`` is JSON null, else ``None``."""
+    def default(self) -> str:
+        """What an absent optional field holds: ``None``, or ``UNSET`` where ``None`` is JSON null."""
+        if not self.optional:
+            return ""
         return "UNSET" if self.null_is_a_value else "None"
 
     @property
@@ -56,19 +66,66 @@ class Field:
             return self.conv.ann
         return f"{self.conv.ann} | None"
 
-    def structure_from(self, source: str) -> str:
-        """The expression that reads this field out of the wire dict ``source``."""
-        if not self.optional:
-            return self.conv.structure.replace("{v}", f'{source}["{self.wire}"]')
-        if self.null_is_a_value:
-            return f'{source}.get("{self.wire}", UNSET)'
-        if self.conv.structure == IDENTITY:
-            return f'{source}.get("{self.wire}")'
-        inner = self.conv.structure.replace("{v}", "v")
-        return f'None if (v := {source}.get("{self.wire}")) is None else {inner}'
+    @property
+    def plain(self) -> bool:
+        """The wire value is the Python value: a decoder copies it as it is."""
+        return self.conv.structure == IDENTITY
 
-    def unstructure_from(self, expr: str) -> str:
-        return self.conv.unstructure.replace("{v}", expr)
+    @property
+    def decode_value(self) -> str:
+        """The Python value of the wire value ``v`` (``v`` is not ``None``)."""
+        return self.conv.structure.replace("{v}", "v")
+
+    @property
+    def encode_attribute(self) -> str:
+        """The wire value of this field of the object ``o``."""
+        return self.conv.unstructure.replace("{v}", f"o.{self.py}")
+
+    @property
+    def encode_argument(self) -> str:
+        """The wire value of this command argument."""
+        return self.conv.unstructure.replace("{v}", self.py)
+
+    @property
+    def decode_param(self) -> str:
+        """The Python value of this parameter in the wire params ``d`` (absent: the default)."""
+        if not self.optional:
+            return self.conv.structure.replace("{v}", f'd["{self.wire}"]')
+        if self.null_is_a_value:
+            return f'd.get("{self.wire}", UNSET)'
+        if self.plain:
+            return f'd.get("{self.wire}")'
+        return f'None if (v := d.get("{self.wire}")) is None else {self.decode_value}'
+
+
+@attrs.frozen
+class Record:
+    """A generated attrs class (a type, a command result or an event) and what its codec needs."""
+
+    name: str
+    doc: str
+    fields: tuple[Field, ...]
+    method: str = ""
+    """An event's method (its ``method`` class variable); empty for types and results."""
+
+    @property
+    def plain(self) -> tuple[Field, ...]:
+        return tuple(f for f in self.fields if f.plain)
+
+    @property
+    def branches(self) -> tuple[tuple[str, Field], ...]:
+        """The fields a decoder converts, each with the keyword of its branch (``if`` or ``elif``)."""
+        converted = [f for f in self.fields if not f.plain]
+        first = "elif" if self.plain else "if"
+        return tuple(("elif" if i else first, f) for i, f in enumerate(converted))
+
+    @property
+    def required(self) -> tuple[Field, ...]:
+        return tuple(f for f in self.fields if not f.optional)
+
+    @property
+    def optional(self) -> tuple[Field, ...]:
+        return tuple(f for f in self.fields if f.optional)
 
 
 @attrs.frozen
@@ -77,55 +134,133 @@ class TypeDef:
 
     name: str
     kind: str  # "class" | "enum" | "alias"
-    description: str
+    doc: str
     experimental: bool
     deprecated: bool
-    fields: tuple[Field, ...] = ()
+    record: Record | None = None
     members: tuple[tuple[str, str], ...] = ()
     alias: str = ""
+    """An alias's value: a plain type (``str``) or, with ``alias_is_runtime`` false, a ``TypeAlias``."""
     alias_is_runtime: bool = False
-    alias_value: str = ""
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        return self.record.fields if self.record else ()
 
 
 @attrs.frozen
 class CommandDef:
     name: str
     py: str
-    description: str
+    method: str
+    doc: str
     experimental: bool
     deprecated: bool
     params: tuple[Field, ...]
+    """In protocol order; the signature lists the required ones first."""
     returns: tuple[Field, ...]
+    result: Record | None
 
     @property
-    def result(self) -> str | None:
-        return pascal(self.name) + "Result" if self.returns else None
+    def signature(self) -> tuple[Field, ...]:
+        return self.required + self.optional
+
+    @property
+    def required(self) -> tuple[Field, ...]:
+        return tuple(f for f in self.params if not f.optional)
+
+    @property
+    def optional(self) -> tuple[Field, ...]:
+        return tuple(f for f in self.params if f.optional)
+
+    @property
+    def result_name(self) -> str:
+        return self.result.name if self.result else "None"
+
+    @property
+    def wire_params(self) -> str:
+        """The wire params in the function's body: a call of its ``_p_`` encoder, or ``{}``."""
+        if not self.params:
+            return "{}"
+        return f"_p_{self.py}({', '.join(f.py for f in self.signature)})"
 
 
 @attrs.frozen
 class EventDef:
     name: str
-    cls: str
-    description: str
     experimental: bool
     deprecated: bool
-    fields: tuple[Field, ...]
+    record: Record
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        return self.record.fields
 
 
 @attrs.frozen
 class DomainDef:
     name: str
     module: str
-    description: str
+    doc: str
     experimental: bool
     deprecated: bool
     dependencies: tuple[str, ...]
     types: tuple[TypeDef, ...]
     commands: tuple[CommandDef, ...]
     events: tuple[EventDef, ...]
-    imports: tuple[str, ...]
 
-    def flags(self) -> list[tuple[str, bool, bool]]:
+    @property
+    def records(self) -> tuple[Record, ...]:
+        """Every generated class, in the order of the module."""
+        types = [t.record for t in self.types if t.record]
+        results = [c.result for c in self.commands if c.result]
+        return (*types, *results, *(e.record for e in self.events))
+
+    def _all_fields(self) -> list[Field]:
+        fields = [f for r in self.records for f in r.fields]
+        return fields + [f for c in self.commands for f in c.params]
+
+    @property
+    def typing_imports(self) -> tuple[str, ...]:
+        names = {"Any"}
+        if self.events:
+            names.add("ClassVar")
+        if any(t.kind == "alias" and not t.alias_is_runtime for t in self.types):
+            names.add("TypeAlias")
+        return tuple(sorted(names))
+
+    @property
+    def base_imports(self) -> tuple[str, ...]:
+        """What the module takes from ``cdp._base``, in isort's order (constants, classes, functions)."""
+        names = ["register"]
+        if self.commands:
+            names.insert(0, "Command")
+        if any(t.kind == "enum" for t in self.types):
+            names.insert(0, "CDPEnum")
+        if any(f.null_is_a_value for f in self._all_fields()):
+            names.insert(0, "UNSET")
+        return tuple(names)
+
+    @property
+    def uses_attrs(self) -> bool:
+        return bool(self.records)
+
+    @property
+    def uses_cdp(self) -> bool:
+        """Whether the module names another domain's types, or has an alias that does (``list["cdp.x.Y"]``).
+
+        An alias's forward reference is resolved in the globals of the module that uses it.
+        """
+        convs = [f.conv for f in self._all_fields()]
+        texts = [*(c.ann + c.structure + c.unstructure for c in convs), *(t.alias for t in self.types)]
+        return any("cdp." in text for text in texts)
+
+    @property
+    def uses_enum_value(self) -> bool:
+        return any("_enum(" in f.conv.structure for f in self._all_fields())
+
+    @property
+    def flags(self) -> tuple[tuple[str, bool, bool], ...]:
         """Every flagged item (``Domain``, ``Domain.item``, ``Domain.item.field``) with its flags."""
         out: list[tuple[str, bool, bool]] = []
 
@@ -134,19 +269,16 @@ class DomainDef:
                 out.append((name, experimental, deprecated))
 
         add(self.name, self.experimental, self.deprecated)
-        for t in self.types:
-            add(f"{self.name}.{t.name}", t.experimental, t.deprecated)
-            for f in t.fields:
-                add(f"{self.name}.{t.name}.{f.wire}", f.experimental, f.deprecated)
-        for c in self.commands:
-            add(f"{self.name}.{c.name}", c.experimental, c.deprecated)
-            for f in (*c.params, *c.returns):
-                add(f"{self.name}.{c.name}.{f.wire}", f.experimental, f.deprecated)
-        for e in self.events:
-            add(f"{self.name}.{e.name}", e.experimental, e.deprecated)
-            for f in e.fields:
-                add(f"{self.name}.{e.name}.{f.wire}", f.experimental, f.deprecated)
-        return out
+        items: list[tuple[str, bool, bool, tuple[Field, ...]]] = [
+            *((t.name, t.experimental, t.deprecated, t.fields) for t in self.types),
+            *((c.name, c.experimental, c.deprecated, c.params + c.returns) for c in self.commands),
+            *((e.name, e.experimental, e.deprecated, e.fields) for e in self.events),
+        ]
+        for name, experimental, deprecated, fields in items:
+            add(f"{self.name}.{name}", experimental, deprecated)
+            for f in fields:
+                add(f"{self.name}.{name}.{f.wire}", f.experimental, f.deprecated)
+        return tuple(out)
 
 
 @attrs.frozen
@@ -155,8 +287,6 @@ class Protocol:
     domains: tuple[DomainDef, ...]
 
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
-_RUNTIME_NAMES = frozenset({"list", "dict", "str", "int", "float", "bool", "Any"})
 _PRIMITIVES = {
     "string": "str",
     "integer": "int",
@@ -168,6 +298,18 @@ _PRIMITIVES = {
 }
 
 
+def _kind(raw: Raw) -> str:
+    if raw.get("type") == "object" and raw.get("properties"):
+        return "class"
+    if raw.get("type") == "string" and raw.get("enum"):
+        return "enum"
+    return "alias"
+
+
+def _flags(raw: Raw) -> tuple[bool, bool]:
+    return bool(raw.get("experimental", False)), bool(raw.get("deprecated", False))
+
+
 class _Resolver:
     """Resolves ``$ref`` and ``items`` into :class:`Conv` values for one protocol."""
 
@@ -177,17 +319,9 @@ class _Resolver:
         for d in domains:
             for t in d.get("types", []):
                 self.types[(d["domain"], t["id"])] = t
-        self.imports: set[str] = set()
 
-    def kind(self, raw: Raw) -> str:
-        if raw.get("type") == "object" and raw.get("properties"):
-            return "class"
-        if raw.get("type") == "string" and raw.get("enum"):
-            return "enum"
-        return "alias"
-
-    def conv(self, prop: Raw, domain: str, depth: int = 0, current: str | None = None) -> Conv:
-        """Resolve ``prop``; unqualified refs are looked up in ``domain``, code is written for ``current``."""
+    def conv(self, prop: Raw, domain: str, depth: int = 0, current: str = "") -> Conv:
+        """Resolve ``prop``: unqualified refs name ``domain``'s types, code is written for ``current``."""
         current = current or domain
         if "$ref" in prop:
             return self._ref(prop["$ref"], domain, current, depth)
@@ -195,98 +329,108 @@ class _Resolver:
         if kind == "array":
             item = self.conv(prop["items"], domain, depth + 1, current)
             var = f"x{depth}"
-            s = IDENTITY
-            u = IDENTITY
+            s = u = IDENTITY
             if item.structure != IDENTITY:
                 s = f"[{item.structure.replace('{v}', var)} for {var} in {{v}}]"
             if item.unstructure != IDENTITY:
                 u = f"[{item.unstructure.replace('{v}', var)} for {var} in {{v}}]"
-            return Conv(f"list[{item.ann}]", s, u)
+            return Conv(f"list[{item.ann}]", f"list[{item.hint}]", s, u)
         if kind not in _PRIMITIVES:
             raise ValueError(f"unknown protocol type {kind!r} in {domain}")
-        return Conv(_PRIMITIVES[kind])
+        return Conv(_PRIMITIVES[kind], _PRIMITIVES[kind])
 
     def _ref(self, ref: str, domain: str, current: str, depth: int) -> Conv:
-        target_domain, _, name = ref.rpartition(".")
-        target_domain = target_domain or domain
-        raw = self.types[(target_domain, name)]
-        local = target_domain == current
-        module = self.modules[target_domain]
-        if not local:
-            self.imports.add(module)
-        ann = name if local else f"_{module}.{name}"
-        runtime = "" if local else f"cdp.{module}."
-        kind = self.kind(raw)
+        target, _, name = ref.rpartition(".")
+        target = target or domain
+        raw = self.types[(target, name)]
+        qualified = f"cdp.{self.modules[target]}.{name}"
+        local = target == current
+        ann = name if local else qualified
+        # A forward reference in an alias is resolved where the alias is used: always fully qualified.
+        hint = f'"{qualified}"'
+        kind = _kind(raw)
         if kind == "class":
-            return Conv(ann, f"{runtime}_s_{name}({{v}})", f"{runtime}_u_{name}({{v}})")
+            codec = "" if local else f"cdp.{self.modules[target]}."
+            return Conv(ann, hint, f"{codec}_s_{name}({{v}})", f"{codec}_u_{name}({{v}})")
         if kind == "enum":
-            target = name if local else f"cdp.{module}.{name}"
-            return Conv(ann, f"_enum({target}, {{v}})")
-        inner = self.conv(raw, target_domain, depth, current)
-        return Conv(ann, inner.structure, inner.unstructure)
+            return Conv(ann, hint, f"_enum({ann}, {{v}})")
+        inner = self.conv(raw, target, depth, current)
+        return Conv(ann, hint, inner.structure, inner.unstructure)
 
-
-def _field(resolver: _Resolver, raw: Raw, domain: str) -> Field:
-    return Field(
-        wire=raw["name"],
-        py=safe(snake(raw["name"])),
-        description=raw.get("description", ""),
-        optional=bool(raw.get("optional", False)),
-        experimental=bool(raw.get("experimental", False)),
-        deprecated=bool(raw.get("deprecated", False)),
-        conv=resolver.conv(raw, domain),
-        values=tuple(raw.get("enum", ())) if "$ref" not in raw else (),
-    )
-
-
-def _runtime_alias(ann: str, module: str) -> str:
-    """An alias annotation as a run-time value: in ``dom``, ``list[Node]`` -> ``list["cdp.dom.Node"]``.
-
-    Builtins and ``Any`` stay as they are. Protocol names become fully qualified strings: they may be defined
-    later in the module or only imported under ``TYPE_CHECKING``, and a forward reference is resolved in the
-    module that uses the alias, not the one defining it. A whole-string alias (``X: TypeAlias = "list[Y]"``)
-    breaks ``typing.get_type_hints`` on every ``X | None`` annotation (``str | None`` is a TypeError).
-    """
-
-    def qualify(match: re.Match[str]) -> str:
-        name = match[0]
-        if name in _RUNTIME_NAMES:
-            return name
-        if name.startswith("_"):  # ``_dom.Node``, imported as ``from cdp import dom as _dom``
-            return f'"cdp.{name[1:]}"'
-        return f'"cdp.{module}.{name}"'
-
-    return _NAME.sub(qualify, ann)
-
-
-def _event_field(resolver: _Resolver, raw: Raw, domain: str) -> Field:
-    """An event parameter; ``method`` is taken by the event's class variable, so it becomes ``method_``."""
-    field = _field(resolver, raw, domain)
-    return attrs.evolve(field, py="method_") if field.py == "method" else field
-
-
-def _flags(raw: Raw) -> tuple[bool, bool]:
-    return bool(raw.get("experimental", False)), bool(raw.get("deprecated", False))
+    def field(self, raw: Raw, domain: str) -> Field:
+        experimental, deprecated = _flags(raw)
+        return Field(
+            wire=raw["name"],
+            py=safe(snake(raw["name"])),
+            description=raw.get("description", ""),
+            optional=bool(raw.get("optional", False)),
+            experimental=experimental,
+            deprecated=deprecated,
+            conv=self.conv(raw, domain),
+            values=tuple(raw.get("enum", ())) if "$ref" not in raw else (),
+        )
 
 
 def _typedef(resolver: _Resolver, raw: Raw, domain: str) -> TypeDef:
+    name = raw["id"]
     experimental, deprecated = _flags(raw)
-    common: dict[str, Any] = {
-        "name": raw["id"],
-        "description": raw.get("description", ""),
-        "experimental": experimental,
-        "deprecated": deprecated,
-    }
-    kind = resolver.kind(raw)
+    text = _docs.summary(raw.get("description", ""), name, experimental, deprecated)
+    see = _docs.link(domain, "type", name)
+    common: dict[str, Any] = {"name": name, "experimental": experimental, "deprecated": deprecated}
+    kind = _kind(raw)
     if kind == "class":
-        fields = tuple(_field(resolver, p, domain) for p in raw["properties"])
-        return TypeDef(kind="class", fields=fields, **common)
+        fields = tuple(resolver.field(p, domain) for p in raw["properties"])
+        doc = _docs.docstring(text, see, [("Attributes", fields)])
+        return TypeDef(kind=kind, doc=doc, record=Record(name, doc, fields), **common)
     if kind == "enum":
-        return TypeDef(kind="enum", members=tuple(unique_members(raw["enum"])), **common)
+        members = tuple(unique_members(raw["enum"]))
+        return TypeDef(kind=kind, doc=_docs.docstring(text, see), members=members, **common)
     conv = resolver.conv(raw, domain)
+    # A builtin (``FrameId = str``) is a plain assignment; anything else is a TypeAlias of run-time value
+    # ``conv.hint``, so ``X | None`` works in ``typing.get_type_hints`` (a whole-string alias does not).
     runtime = conv.ann in _PRIMITIVES.values() and conv.ann != "Any"
-    value = _runtime_alias(conv.ann, resolver.modules[domain])
-    return TypeDef(kind="alias", alias=conv.ann, alias_is_runtime=runtime, alias_value=value, **common)
+    doc = _docs.docstring(text, see, indent="")
+    return TypeDef(kind=kind, doc=doc, alias=conv.hint, alias_is_runtime=runtime, **common)
+
+
+def _command(resolver: _Resolver, raw: Raw, domain: str) -> CommandDef:
+    name = raw["name"]
+    py = safe(snake(name))
+    experimental, deprecated = _flags(raw)
+    params = tuple(resolver.field(p, domain) for p in raw.get("parameters", []))
+    returns = tuple(resolver.field(p, domain) for p in raw.get("returns", []))
+    see = _docs.link(domain, "method", name)
+    text = _docs.summary(raw.get("description", ""), name, experimental, deprecated)
+    signature = [f for f in params if not f.optional] + [f for f in params if f.optional]
+    result = None
+    if returns:
+        result_doc = _docs.docstring(f"Result of :func:`{py}`.", see, [("Attributes", returns)])
+        result = Record(pascal(name) + "Result", result_doc, returns)
+    return CommandDef(
+        name=name,
+        py=py,
+        method=f"{domain}.{name}",
+        doc=_docs.docstring(text, see, [("Args", signature)]),
+        experimental=experimental,
+        deprecated=deprecated,
+        params=params,
+        returns=returns,
+        result=result,
+    )
+
+
+def _event(resolver: _Resolver, raw: Raw, domain: str) -> EventDef:
+    name = raw["name"]
+    experimental, deprecated = _flags(raw)
+    fields = []
+    for p in raw.get("parameters", []):
+        field = resolver.field(p, domain)
+        # ``method`` is taken by the event's class variable.
+        fields.append(attrs.evolve(field, py="method_") if field.py == "method" else field)
+    text = _docs.summary(raw.get("description", ""), name, experimental, deprecated)
+    doc = _docs.docstring(text, _docs.link(domain, "event", name), [("Attributes", fields)])
+    record = Record(pascal(name), doc, tuple(fields), method=f"{domain}.{name}")
+    return EventDef(name=name, experimental=experimental, deprecated=deprecated, record=record)
 
 
 def build(version: str, raw_domains: list[Raw]) -> Protocol:
@@ -296,44 +440,18 @@ def build(version: str, raw_domains: list[Raw]) -> Protocol:
     domains = []
     for raw in raw_domains:
         name = raw["domain"]
-        resolver.imports = set()
-        types = tuple(_typedef(resolver, t, name) for t in raw.get("types", []))
-        commands = tuple(
-            CommandDef(
-                name=c["name"],
-                py=safe(snake(c["name"])),
-                description=c.get("description", ""),
-                experimental=_flags(c)[0],
-                deprecated=_flags(c)[1],
-                params=tuple(_field(resolver, p, name) for p in c.get("parameters", [])),
-                returns=tuple(_field(resolver, p, name) for p in c.get("returns", [])),
-            )
-            for c in raw.get("commands", [])
-        )
-        events = tuple(
-            EventDef(
-                name=e["name"],
-                cls=pascal(e["name"]),
-                description=e.get("description", ""),
-                experimental=_flags(e)[0],
-                deprecated=_flags(e)[1],
-                fields=tuple(_event_field(resolver, p, name) for p in e.get("parameters", [])),
-            )
-            for e in raw.get("events", [])
-        )
         experimental, deprecated = _flags(raw)
         domains.append(
             DomainDef(
                 name=name,
                 module=snake(name),
-                description=raw.get("description", ""),
+                doc=_docs.module_docstring(name, raw.get("description", ""), experimental, deprecated),
                 experimental=experimental,
                 deprecated=deprecated,
                 dependencies=tuple(raw.get("dependencies", [])),
-                types=types,
-                commands=commands,
-                events=events,
-                imports=tuple(sorted(resolver.imports)),
+                types=tuple(_typedef(resolver, t, name) for t in raw.get("types", [])),
+                commands=tuple(_command(resolver, c, name) for c in raw.get("commands", [])),
+                events=tuple(_event(resolver, e, name) for e in raw.get("events", [])),
             )
         )
     return Protocol(version=version, domains=tuple(domains))

@@ -1,8 +1,8 @@
 """Property tests: every generated class and command survives a trip over the wire and back.
 
-A strategy is derived for each class from its attrs fields and resolved annotations (the generated
-annotations name other domains as ``_dom.Node``, so each domain module is offered as ``_<module>``). Enums
-draw known members and unknown values (which must be kept); recursion is cut at a small depth.
+A strategy is derived for each class from its attrs fields and resolved annotations (``typing.get_type_hints``
+resolves them without help: another domain's type is named ``cdp.dom.Node``). Enums draw known members and
+unknown values (which must be kept); recursion is cut at a small depth.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import functools
 import importlib
 import inspect
 import json
-import sys
 import types
 import typing
 from typing import Any
@@ -22,15 +21,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cdp
-from cdp._base import HOOKS, CDPEnum, Command
+from cdp import _registry
+from cdp._base import COMMAND_DECODERS, HOOKS, CDPEnum, Command
 
 MODULES = {name: importlib.import_module(f"cdp.{name}") for name in cdp.DOMAINS.values()}
-SHARED = {f"_{name}": module for name, module in MODULES.items()}
 CLASSES = sorted(HOOKS, key=lambda cls: (cls.__module__, cls.__qualname__))
 COMMANDS = sorted(
-    (f"{module.DOMAIN}.{name}", module)
-    for module in MODULES.values()
-    for name in (method.partition(".")[2] for method in module._COMMANDS)
+    (method, getattr(MODULES[module], function)) for method, (module, function) in _registry.COMMANDS.items()
 )
 MAX_DEPTH = 2
 
@@ -52,13 +49,9 @@ JSON: st.SearchStrategy[Any] = st.recursive(
 JSON_OBJECT = st.dictionaries(TEXT, JSON, max_size=2)
 
 
-def namespace(obj: Any) -> dict[str, Any]:
-    return {**vars(sys.modules[obj.__module__]), **SHARED}
-
-
 @functools.cache
 def hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls, globalns=namespace(cls))
+    return typing.get_type_hints(cls)
 
 
 def for_type(tp: Any, depth: int) -> st.SearchStrategy[Any]:
@@ -123,16 +116,15 @@ def test_class_round_trip(cls: type, data: st.DataObject) -> None:
 
 
 def command_kwargs(function: Any) -> dict[str, st.SearchStrategy[Any]]:
-    resolved = typing.get_type_hints(function, globalns=namespace(function))
+    resolved = typing.get_type_hints(function)
     return {name: for_type(resolved[name], 1) for name in inspect.signature(function).parameters}
 
 
-@pytest.mark.parametrize(("method", "module"), COMMANDS, ids=[method for method, _ in COMMANDS])
+@pytest.mark.parametrize(("method", "function"), COMMANDS, ids=[method for method, _ in COMMANDS])
 @SETTINGS
 @given(data=st.data())
-def test_command_round_trip(method: str, module: Any, data: st.DataObject) -> None:
-    builder = module._COMMANDS[method]
-    function = builder.__globals__[builder.__name__[3:]]
+def test_command_round_trip(method: str, function: Any, data: st.DataObject) -> None:
+    assert function in COMMAND_DECODERS
     kwargs = data.draw(st.fixed_dictionaries(command_kwargs(function)), label=method)
     command: Command[Any] = function(**kwargs)
     assert command.method == method
@@ -144,7 +136,7 @@ def test_command_round_trip(method: str, module: Any, data: st.DataObject) -> No
 
 def test_every_class_and_command_is_covered() -> None:
     assert len(CLASSES) > 800
-    assert len(COMMANDS) == len(cdp._registry.COMMANDS)
+    assert len(COMMANDS) == len(_registry.COMMANDS) == len(COMMAND_DECODERS)
     kinds = {"event": 0, "result": 0, "type": 0}
     for cls in CLASSES:
         if "method" in vars(cls):

@@ -3,17 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import UNSET, CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
 
 DOMAIN = "Shapes"
 EXPERIMENTAL = False
@@ -22,7 +17,10 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 class Color(CDPEnum):
-    """A named enum."""
+    """A named enum.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Shapes/#type-Color
+    """
 
     RED = "red"
     GREEN = "green"
@@ -31,17 +29,10 @@ class Color(CDPEnum):
 
 @attrs.frozen(kw_only=True, slots=False)
 class Shape:
-    """Shape.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Shapes/#type-Shape
 
     Attributes:
-        color: -
         kind: An inline enum. Values: 'circle', 'square'.
-        palette: -
-        border: -
-        label: -
-        size: -
-        data: -
-        value: -
     """
 
     color: Color
@@ -52,6 +43,76 @@ class Shape:
     size: float | None = None
     data: dict[str, Any] | None = None
     value: Any = UNSET
+
+
+def draw(
+    *,
+    shape: Shape,
+    color: Color,
+    mode: str | None = None,
+    colors: list[Color] | None = None,
+    shapes: list[Shape] | None = None,
+) -> Command[None]:
+    """A command without returns.
+
+    Args:
+        mode: Values: 'fill', 'stroke'.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Shapes/#method-draw
+    """
+    return Command("Shapes.draw", _p_draw(shape, color, mode, colors, shapes), None)
+
+
+def reset() -> Command[None]:
+    """Neither params nor returns.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Shapes/#method-reset
+    """
+    return Command("Shapes.reset", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class MeasureResult:
+    """Result of :func:`measure`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Shapes/#method-measure
+    """
+
+    area: float
+    color: Color | None = None
+    shape: Shape | None = None
+
+
+def measure() -> Command[MeasureResult]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Shapes/#method-measure"""
+    return Command("Shapes.measure", {}, MeasureResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Cleared:
+    """An event without params.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Shapes/#event-cleared
+    """
+
+    method: ClassVar[str] = "Shapes.cleared"
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Drawn:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Shapes/#event-drawn"""
+
+    method: ClassVar[str] = "Shapes.drawn"
+    shape: Shape | None = None
+    count: int | None = None
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _Shape_plain = {
@@ -103,36 +164,13 @@ def _u_Shape(o: Shape) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Shape,
-    {
-        "palette": None,
-        "border": None,
-        "label": None,
-        "size": None,
-        "data": None,
-        "value": UNSET,
-    },
-)
-
-
-def draw(
-    *,
+def _p_draw(
     shape: Shape,
     color: Color,
-    mode: str | None = None,
-    colors: list[Color] | None = None,
-    shapes: list[Shape] | None = None,
-) -> Command[None]:
-    """A command without returns.
-
-    Args:
-        shape: -
-        color: -
-        mode: Values: 'fill', 'stroke'.
-        colors: -
-        shapes: -
-    """
+    mode: str | None,
+    colors: list[Color] | None,
+    shapes: list[Shape] | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "shape": _u_Shape(shape),
         "color": color,
@@ -143,7 +181,7 @@ def draw(
         _p["colors"] = colors
     if shapes is not None:
         _p["shapes"] = [_u_Shape(x0) for x0 in shapes]
-    return Command("Shapes.draw", _p, None)
+    return _p
 
 
 def _c_draw(d: dict[str, Any]) -> Command[None]:
@@ -156,29 +194,8 @@ def _c_draw(d: dict[str, Any]) -> Command[None]:
     )
 
 
-def reset() -> Command[None]:
-    """Neither params nor returns."""
-    _p: dict[str, Any] = {}
-    return Command("Shapes.reset", _p, None)
-
-
 def _c_reset(d: dict[str, Any]) -> Command[None]:
     return reset()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class MeasureResult:
-    """Result of :func:`measure` (Shapes.measure).
-
-    Attributes:
-        area: -
-        color: -
-        shape: -
-    """
-
-    area: float
-    color: Color | None = None
-    shape: Shape | None = None
 
 
 _MeasureResult_plain = {
@@ -213,54 +230,16 @@ def _u_MeasureResult(o: MeasureResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    MeasureResult,
-    {
-        "color": None,
-        "shape": None,
-    },
-)
-
-
-def measure() -> Command[MeasureResult]:
-    """measure."""
-    _p: dict[str, Any] = {}
-    return Command("Shapes.measure", _p, _s_MeasureResult)
-
-
 def _c_measure(d: dict[str, Any]) -> Command[MeasureResult]:
     return measure()
 
 
-@attrs.frozen(kw_only=True, slots=False)
-class Cleared:
-    """An event without params."""
-
-    method: ClassVar[str] = "Shapes.cleared"
-
-
 def _s_Cleared(d: dict[str, Any]) -> Cleared:
-    o = _new(Cleared)
-    return o
+    return _new(Cleared)
 
 
 def _u_Cleared(o: Cleared) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    return d
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Drawn:
-    """drawn.
-
-    Attributes:
-        shape: -
-        count: -
-    """
-
-    method: ClassVar[str] = "Shapes.drawn"
-    shape: Shape | None = None
-    count: int | None = None
+    return {}
 
 
 _Drawn_plain = {
@@ -289,24 +268,6 @@ def _u_Drawn(o: Drawn) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Drawn,
-    {
-        "shape": None,
-        "count": None,
-    },
-)
-
-
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Shapes.cleared": _s_Cleared,
-    "Shapes.drawn": _s_Drawn,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Shapes.draw": _c_draw,
-    "Shapes.reset": _c_reset,
-    "Shapes.measure": _c_measure,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {}
 register(
     {
@@ -314,5 +275,10 @@ register(
         MeasureResult: (_s_MeasureResult, _u_MeasureResult),
         Cleared: (_s_Cleared, _u_Cleared),
         Drawn: (_s_Drawn, _u_Drawn),
-    }
+    },
+    {
+        draw: _c_draw,
+        reset: _c_reset,
+        measure: _c_measure,
+    },
 )

@@ -7,17 +7,12 @@ Its description has "quotes", a backslash \\d and a \"\"\"triple quote\"\"\".
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
 
 DOMAIN = "Legacy"
 EXPERIMENTAL = True
@@ -26,7 +21,10 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 class Mode(CDPEnum):
-    """Experimental. An experimental enum."""
+    """Experimental. An experimental enum.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Legacy/#type-Mode
+    """
 
     ON = "on"
     OFF = "off"
@@ -40,11 +38,76 @@ class Record:
         name: Plain field.
         old_name: Deprecated. Use `name`.
         new_mode: Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Legacy/#type-Record
     """
 
     name: str
     old_name: str | None = None
     new_mode: Mode | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class RunResult:
+    """Result of :func:`run`.
+
+    Attributes:
+        record: Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Legacy/#method-run
+    """
+
+    record: Record
+
+
+def run(
+    *,
+    fast: bool | None = None,
+    mode: Mode | None = None,
+) -> Command[RunResult]:
+    """Experimental. Experimental command.
+
+    Second paragraph:
+      - indented bullet
+      - another one
+
+    Args:
+        fast: Deprecated.
+        mode: Experimental. How to run.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Legacy/#method-run
+    """
+    return Command("Legacy.run", _p_run(fast, mode), RunResult)
+
+
+def stable() -> Command[None]:
+    """Neither flag.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Legacy/#method-stable
+    """
+    return Command("Legacy.stable", {}, None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Happened:
+    """Deprecated.
+
+    Attributes:
+        what: Experimental.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Legacy/#event-happened
+    """
+
+    method: ClassVar[str] = "Legacy.happened"
+    what: str
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _Record_plain = {
@@ -78,26 +141,6 @@ def _u_Record(o: Record) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Record,
-    {
-        "old_name": None,
-        "new_mode": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class RunResult:
-    """Result of :func:`run` (Legacy.run).
-
-    Attributes:
-        record: Experimental.
-    """
-
-    record: Record
-
-
 def _s_RunResult(d: dict[str, Any]) -> RunResult:
     o = _new(RunResult)
     od = o.__dict__
@@ -110,33 +153,21 @@ def _s_RunResult(d: dict[str, Any]) -> RunResult:
 
 
 def _u_RunResult(o: RunResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "record": _u_Record(o.record),
     }
-    return d
 
 
-def run(
-    *,
-    fast: bool | None = None,
-    mode: Mode | None = None,
-) -> Command[RunResult]:
-    """Experimental. Experimental command.
-
-    Second paragraph:
-      - indented bullet
-      - another one
-
-    Args:
-        fast: Deprecated.
-        mode: Experimental. How to run.
-    """
+def _p_run(
+    fast: bool | None,
+    mode: Mode | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if fast is not None:
         _p["fast"] = fast
     if mode is not None:
         _p["mode"] = mode
-    return Command("Legacy.run", _p, _s_RunResult)
+    return _p
 
 
 def _c_run(d: dict[str, Any]) -> Command[RunResult]:
@@ -146,26 +177,8 @@ def _c_run(d: dict[str, Any]) -> Command[RunResult]:
     )
 
 
-def stable() -> Command[None]:
-    """Neither flag."""
-    _p: dict[str, Any] = {}
-    return Command("Legacy.stable", _p, None)
-
-
 def _c_stable(d: dict[str, Any]) -> Command[None]:
     return stable()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Happened:
-    """Deprecated. happened.
-
-    Attributes:
-        what: Experimental.
-    """
-
-    method: ClassVar[str] = "Legacy.happened"
-    what: str
 
 
 _Happened_plain = {
@@ -186,19 +199,11 @@ def _s_Happened(d: dict[str, Any]) -> Happened:
 
 
 def _u_Happened(o: Happened) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "what": o.what,
     }
-    return d
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Legacy.happened": _s_Happened,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Legacy.run": _c_run,
-    "Legacy.stable": _c_stable,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {
     "Legacy": (True, True),
     "Legacy.Mode": (True, False),
@@ -217,5 +222,9 @@ register(
         Record: (_s_Record, _u_Record),
         RunResult: (_s_RunResult, _u_RunResult),
         Happened: (_s_Happened, _u_Happened),
-    }
+    },
+    {
+        run: _c_run,
+        stable: _c_stable,
+    },
 )

@@ -6,17 +6,9 @@ No flags at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any
 
-import attrs
-
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
+from cdp._base import Command, register
 
 DOMAIN = "Plain"
 EXPERIMENTAL = False
@@ -25,18 +17,26 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 def enable() -> Command[None]:
-    """enable."""
-    _p: dict[str, Any] = {}
-    return Command("Plain.enable", _p, None)
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Plain/#method-enable"""
+    return Command("Plain.enable", {}, None)
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Plain.enable": _c_enable,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {}
-register({})
+register(
+    {},
+    {
+        enable: _c_enable,
+    },
+)

@@ -3,6 +3,17 @@
 
 Every domain is a module, loaded on first use: ``cdp.page.navigate(url=...)`` returns a
 :class:`Command` whose ``decode`` gives a typed result; events decode with :func:`decode_event`.
+
+One lookup table answers each question:
+
+- domain -> module: :data:`DOMAINS` (``"DOM"`` -> ``"dom"``); ``cdp.dom`` loads the module.
+- event method -> class: ``cdp._registry.EVENTS`` (``method -> (module, class)``), behind :func:`event_class`
+  and :func:`decode_event`.
+- command method -> function: ``cdp._registry.COMMANDS`` (``method -> (module, function)``); then
+  ``cdp._base.COMMAND_DECODERS`` (function -> its wire-params decoder), behind :func:`decode_command`.
+- class -> wire codec: ``cdp._base.HOOKS``, filled as each domain loads, behind ``Command.decode`` and
+  :data:`converter`.
+- item -> flags: each domain's ``_FLAGS``, behind :func:`flags`.
 """
 
 from __future__ import annotations

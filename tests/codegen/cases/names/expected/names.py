@@ -6,17 +6,12 @@ Protocol names that are Python keywords or builtins.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar
 
 import attrs
 
-import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
+from cdp._base import CDPEnum, Command, register
 from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
 
 DOMAIN = "Names"
 EXPERIMENTAL = False
@@ -25,7 +20,10 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 
 class Kind(CDPEnum):
-    """Enum values that are keywords, constants, or not identifiers at all."""
+    """Enum values that are keywords, constants, or not identifiers at all.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Names/#type-Kind
+    """
 
     CONTINUE = "continue"
     NONE = "None"
@@ -42,15 +40,7 @@ class Kind(CDPEnum):
 class Condition:
     """A condition whose fields are keywords and builtins.
 
-    Attributes:
-        or_: -
-        not_: -
-        type_: -
-        id_: -
-        class_: -
-        match_: -
-        document_url: -
-        backend_dom_node_id: -
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Names/#type-Condition
     """
 
     or_: list[Condition] | None = None
@@ -61,6 +51,59 @@ class Condition:
     match_: str | None = None
     document_url: str | None = None
     backend_dom_node_id: int | None = None
+
+
+def continue_(
+    *,
+    id_: int,
+    from_: str | None = None,
+    type_: Kind | None = None,
+) -> Command[None]:
+    """A command named like a keyword.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Names/#method-continue
+    """
+    return Command("Names.continue", _p_continue_(id_, from_, type_), None)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetOuterHTMLResult:
+    """Result of :func:`get_outer_html`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Names/#method-getOuterHTML
+    """
+
+    outer_html: str
+    list_: list[str]
+
+
+def get_outer_html() -> Command[GetOuterHTMLResult]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Names/#method-getOuterHTML"""
+    return Command("Names.getOuterHTML", {}, GetOuterHTMLResult)
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class Print:
+    """An event named like a builtin.
+
+    Attributes:
+        method_: A parameter named like the event class variable.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Names/#event-print
+    """
+
+    method: ClassVar[str] = "Names.print"
+    len_: int
+    import_: bool | None = None
+    method_: str | None = None
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _Condition_plain = {
@@ -112,32 +155,11 @@ def _u_Condition(o: Condition) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Condition,
-    {
-        "or_": None,
-        "not_": None,
-        "class_": None,
-        "match_": None,
-        "document_url": None,
-        "backend_dom_node_id": None,
-    },
-)
-
-
-def continue_(
-    *,
+def _p_continue_(
     id_: int,
-    from_: str | None = None,
-    type_: Kind | None = None,
-) -> Command[None]:
-    """A command named like a keyword.
-
-    Args:
-        id_: -
-        from_: -
-        type_: -
-    """
+    from_: str | None,
+    type_: Kind | None,
+) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "id": id_,
     }
@@ -145,7 +167,7 @@ def continue_(
         _p["from"] = from_
     if type_ is not None:
         _p["type"] = type_
-    return Command("Names.continue", _p, None)
+    return _p
 
 
 def _c_continue_(d: dict[str, Any]) -> Command[None]:
@@ -154,19 +176,6 @@ def _c_continue_(d: dict[str, Any]) -> Command[None]:
         from_=d.get("from"),
         type_=None if (v := d.get("type")) is None else _enum(Kind, v),
     )
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetOuterHTMLResult:
-    """Result of :func:`get_outer_html` (Names.getOuterHTML).
-
-    Attributes:
-        outer_html: -
-        list_: -
-    """
-
-    outer_html: str
-    list_: list[str]
 
 
 _GetOuterHTMLResult_plain = {
@@ -190,37 +199,14 @@ def _s_GetOuterHTMLResult(d: dict[str, Any]) -> GetOuterHTMLResult:
 
 
 def _u_GetOuterHTMLResult(o: GetOuterHTMLResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "outerHTML": o.outer_html,
         "list": o.list_,
     }
-    return d
-
-
-def get_outer_html() -> Command[GetOuterHTMLResult]:
-    """getOuterHTML."""
-    _p: dict[str, Any] = {}
-    return Command("Names.getOuterHTML", _p, _s_GetOuterHTMLResult)
 
 
 def _c_get_outer_html(d: dict[str, Any]) -> Command[GetOuterHTMLResult]:
     return get_outer_html()
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Print:
-    """An event named like a builtin.
-
-    Attributes:
-        len_: -
-        import_: -
-        method_: A parameter named like the event class variable.
-    """
-
-    method: ClassVar[str] = "Names.print"
-    len_: int
-    import_: bool | None = None
-    method_: str | None = None
 
 
 _Print_plain = {
@@ -253,27 +239,15 @@ def _u_Print(o: Print) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Print,
-    {
-        "import_": None,
-        "method_": None,
-    },
-)
-
-
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Names.print": _s_Print,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Names.continue": _c_continue_,
-    "Names.getOuterHTML": _c_get_outer_html,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {}
 register(
     {
         Condition: (_s_Condition, _u_Condition),
         GetOuterHTMLResult: (_s_GetOuterHTMLResult, _u_GetOuterHTMLResult),
         Print: (_s_Print, _u_Print),
-    }
+    },
+    {
+        continue_: _c_continue_,
+        get_outer_html: _c_get_outer_html,
+    },
 )

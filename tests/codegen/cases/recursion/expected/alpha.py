@@ -6,19 +6,12 @@ Refers to Beta, which refers back.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, TypeAlias
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import beta as _beta
+from cdp._base import Command, register
 
 DOMAIN = "Alpha"
 EXPERIMENTAL = False
@@ -27,22 +20,77 @@ DEPENDENCIES: tuple[str, ...] = ("Beta",)
 
 
 ItemId = str
-"""An alias of a primitive."""
+"""An alias of a primitive.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Alpha/#type-ItemId
+"""
 
 
 @attrs.frozen(kw_only=True, slots=False)
 class Item:
-    """Item.
-
-    Attributes:
-        item_id: -
-        partner: -
-        tags: -
-    """
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Alpha/#type-Item"""
 
     item_id: ItemId
-    partner: _beta.Pair | None = None
-    tags: _beta.Tags | None = None
+    partner: cdp.beta.Pair | None = None
+    tags: cdp.beta.Tags | None = None
+
+
+Items: TypeAlias = list["cdp.alpha.Item"]
+"""An alias of an array of objects.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Alpha/#type-Items
+"""
+
+
+Matrix: TypeAlias = list[list[float]]
+"""An array of arrays.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Alpha/#type-Matrix
+"""
+
+
+Headers = dict[str, Any]
+"""An object without properties.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Alpha/#type-Headers
+"""
+
+
+Anything: TypeAlias = Any
+"""Any value.
+
+See: https://chromedevtools.github.io/devtools-protocol/tot/Alpha/#type-Anything
+"""
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetItemsResult:
+    """Result of :func:`get_items`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Alpha/#method-getItems
+    """
+
+    items: Items
+    grid: list[list[Item]]
+    matrix: Matrix
+    headers: Headers | None = None
+    extra: Anything | None = None
+
+
+def get_items(
+    *,
+    ids: list[ItemId],
+) -> Command[GetItemsResult]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Alpha/#method-getItems"""
+    return Command("Alpha.getItems", _p_get_items(ids), GetItemsResult)
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _Item_plain = {
@@ -74,50 +122,6 @@ def _u_Item(o: Item) -> dict[str, Any]:
     if o.tags is not None:
         d["tags"] = o.tags
     return d
-
-
-optional_defaults(
-    Item,
-    {
-        "partner": None,
-        "tags": None,
-    },
-)
-
-
-Items: TypeAlias = list["cdp.alpha.Item"]
-"""An alias of an array of objects."""
-
-
-Matrix: TypeAlias = list[list[float]]
-"""An array of arrays."""
-
-
-Headers = dict[str, Any]
-"""An object without properties."""
-
-
-Anything: TypeAlias = Any
-"""Any value."""
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetItemsResult:
-    """Result of :func:`get_items` (Alpha.getItems).
-
-    Attributes:
-        items: -
-        grid: -
-        matrix: -
-        headers: -
-        extra: -
-    """
-
-    items: Items
-    grid: list[list[Item]]
-    matrix: Matrix
-    headers: Headers | None = None
-    extra: Anything | None = None
 
 
 _GetItemsResult_plain = {
@@ -160,28 +164,12 @@ def _u_GetItemsResult(o: GetItemsResult) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    GetItemsResult,
-    {
-        "headers": None,
-        "extra": None,
-    },
-)
-
-
-def get_items(
-    *,
+def _p_get_items(
     ids: list[ItemId],
-) -> Command[GetItemsResult]:
-    """getItems.
-
-    Args:
-        ids: -
-    """
-    _p: dict[str, Any] = {
+) -> dict[str, Any]:
+    return {
         "ids": ids,
     }
-    return Command("Alpha.getItems", _p, _s_GetItemsResult)
 
 
 def _c_get_items(d: dict[str, Any]) -> Command[GetItemsResult]:
@@ -190,14 +178,13 @@ def _c_get_items(d: dict[str, Any]) -> Command[GetItemsResult]:
     )
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Alpha.getItems": _c_get_items,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {}
 register(
     {
         Item: (_s_Item, _u_Item),
         GetItemsResult: (_s_GetItemsResult, _u_GetItemsResult),
-    }
+    },
+    {
+        get_items: _c_get_items,
+    },
 )

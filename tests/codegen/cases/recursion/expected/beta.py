@@ -3,20 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import alpha as _alpha
-    from cdp import tree as _tree
+from cdp._base import register
 
 DOMAIN = "Beta"
 EXPERIMENTAL = False
@@ -25,22 +17,33 @@ DEPENDENCIES: tuple[str, ...] = ("Alpha",)
 
 
 Tags: TypeAlias = list[str]
-"""Tags."""
+"""See: https://chromedevtools.github.io/devtools-protocol/tot/Beta/#type-Tags"""
 
 
 @attrs.frozen(kw_only=True, slots=False)
 class Pair:
-    """Pair.
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Beta/#type-Pair"""
 
-    Attributes:
-        first: -
-        rest: -
-        item_id: -
-    """
+    first: cdp.alpha.Item
+    rest: cdp.alpha.Items | None = None
+    item_id: cdp.alpha.ItemId | None = None
 
-    first: _alpha.Item
-    rest: _alpha.Items | None = None
-    item_id: _alpha.ItemId | None = None
+
+@attrs.frozen(kw_only=True, slots=False)
+class Paired:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Beta/#event-paired"""
+
+    method: ClassVar[str] = "Beta.paired"
+    pair: Pair
+    trees: list[cdp.tree.Node] | None = None
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _Pair_plain = {
@@ -75,29 +78,6 @@ def _u_Pair(o: Pair) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Pair,
-    {
-        "rest": None,
-        "item_id": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class Paired:
-    """paired.
-
-    Attributes:
-        pair: -
-        trees: -
-    """
-
-    method: ClassVar[str] = "Beta.paired"
-    pair: Pair
-    trees: list[_tree.Node] | None = None
-
-
 def _s_Paired(d: dict[str, Any]) -> Paired:
     o = _new(Paired)
     od = o.__dict__
@@ -120,22 +100,11 @@ def _u_Paired(o: Paired) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Paired,
-    {
-        "trees": None,
-    },
-)
-
-
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "Beta.paired": _s_Paired,
-}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {}
 _FLAGS: dict[str, tuple[bool, bool]] = {}
 register(
     {
         Pair: (_s_Pair, _u_Pair),
         Paired: (_s_Paired, _u_Paired),
-    }
+    },
+    {},
 )

@@ -6,19 +6,12 @@ A self-recursive type, from the second JSON file.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any
 
 import attrs
 
 import cdp
-from cdp._base import UNSET, CDPEnum, Command, optional_defaults, register
-from cdp._base import enum_value as _enum
-
-_new = object.__new__
-
-if TYPE_CHECKING:
-    from cdp import alpha as _alpha
+from cdp._base import Command, register
 
 DOMAIN = "Tree"
 EXPERIMENTAL = False
@@ -28,19 +21,35 @@ DEPENDENCIES: tuple[str, ...] = ()
 
 @attrs.frozen(kw_only=True, slots=False)
 class Node:
-    """Node.
-
-    Attributes:
-        node_id: -
-        children: -
-        parent: -
-        matrix: -
-    """
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Tree/#type-Node"""
 
     node_id: int
     children: list[Node] | None = None
     parent: Node | None = None
-    matrix: _alpha.Matrix | None = None
+    matrix: cdp.alpha.Matrix | None = None
+
+
+@attrs.frozen(kw_only=True, slots=False)
+class GetRootResult:
+    """Result of :func:`get_root`.
+
+    See: https://chromedevtools.github.io/devtools-protocol/tot/Tree/#method-getRoot
+    """
+
+    root: Node
+
+
+def get_root() -> Command[GetRootResult]:
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/Tree/#method-getRoot"""
+    return Command("Tree.getRoot", {}, GetRootResult)
+
+
+# ==========================================================================================================
+# Wire codec: generated code that cdp._base drives (decoding, cdp.converter, cdp.flags); not public API.
+# _s_X wire->X, _u_X X->wire, _X_plain fields copied as is, _p_f f's args->params, _c_f params->f's Command
+# ==========================================================================================================
+
+_new = object.__new__
 
 
 _Node_plain = {
@@ -78,27 +87,6 @@ def _u_Node(o: Node) -> dict[str, Any]:
     return d
 
 
-optional_defaults(
-    Node,
-    {
-        "children": None,
-        "parent": None,
-        "matrix": None,
-    },
-)
-
-
-@attrs.frozen(kw_only=True, slots=False)
-class GetRootResult:
-    """Result of :func:`get_root` (Tree.getRoot).
-
-    Attributes:
-        root: -
-    """
-
-    root: Node
-
-
 def _s_GetRootResult(d: dict[str, Any]) -> GetRootResult:
     o = _new(GetRootResult)
     od = o.__dict__
@@ -111,30 +99,22 @@ def _s_GetRootResult(d: dict[str, Any]) -> GetRootResult:
 
 
 def _u_GetRootResult(o: GetRootResult) -> dict[str, Any]:
-    d: dict[str, Any] = {
+    return {
         "root": _u_Node(o.root),
     }
-    return d
-
-
-def get_root() -> Command[GetRootResult]:
-    """getRoot."""
-    _p: dict[str, Any] = {}
-    return Command("Tree.getRoot", _p, _s_GetRootResult)
 
 
 def _c_get_root(d: dict[str, Any]) -> Command[GetRootResult]:
     return get_root()
 
 
-_EVENTS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-_COMMANDS: dict[str, Callable[[dict[str, Any]], Command[Any]]] = {
-    "Tree.getRoot": _c_get_root,
-}
 _FLAGS: dict[str, tuple[bool, bool]] = {}
 register(
     {
         Node: (_s_Node, _u_Node),
         GetRootResult: (_s_GetRootResult, _u_GetRootResult),
-    }
+    },
+    {
+        get_root: _c_get_root,
+    },
 )
