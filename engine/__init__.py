@@ -15,6 +15,7 @@ from engine._browser import launch as launch
 from engine._connection import ConnectionStatistics as ConnectionStatistics
 from engine._errors import BrowserLaunchError as BrowserLaunchError
 from engine._errors import CDPError as CDPError
+from engine._errors import ConnectError as ConnectError
 from engine._errors import ConnectionClosed as ConnectionClosed
 from engine._errors import EventOverflow as EventOverflow
 from engine._errors import InvalidParams as InvalidParams
@@ -33,6 +34,7 @@ __all__ = [
     "Browser",
     "BrowserLaunchError",
     "CDPError",
+    "ConnectError",
     "ConnectionClosed",
     "ConnectionStatistics",
     "EventOverflow",

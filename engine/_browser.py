@@ -17,18 +17,20 @@ from engine._connection import Connection, ConnectionStatistics, open_connection
 from engine._errors import (
     BrowserLaunchError,
     CDPError,
+    ConnectError,
     ConnectionClosed,
     NavigationError,
     ProtocolError,
     TargetCrashed,
 )
+from engine._http import discover_ws_url
 from engine._process import ChromiumProcess, open_chromium
 from engine._session import Session
 from engine._sessions import AUTO_ATTACH
 from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._transport import Transport
 from engine._util import NoPublicConstructor, collapse_groups
-from engine._websocket import discover_ws_url, open_websocket_transport
+from engine._websocket import open_websocket_transport
 
 log = logging.getLogger("engine.browser")
 
@@ -396,7 +398,7 @@ async def browser_over(transport: Transport, settings: Settings = DEFAULT_SETTIN
             with trio.move_on_after(settings.connect_timeout):
                 await browser._setup()
             if connection.closed is None and not browser._set_up:
-                raise ConnectionClosed(
+                raise ConnectError(
                     f"the {transport.name} is open, but Target.setDiscoverTargets got no answer within "
                     f"{settings.connect_timeout} s (Settings.connect_timeout): is it a DevTools endpoint?"
                 )

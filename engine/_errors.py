@@ -4,6 +4,7 @@ One root, split by blame: what the browser said, what happened to the link, and 
 
     CDPError
     ├── ProtocolError          the browser answered a command with an error (code, message, data, method)
+    ├── ConnectError           no link opened: nothing listening, no answer in time, not a DevTools endpoint
     ├── ConnectionClosed       the pipe or websocket is gone; every pending command on it ends with this
     │   └── TargetCrashed      the target's renderer crashed while the command was pending
     ├── SessionDetached        the target session was detached (tab closed, target gone)
@@ -46,6 +47,14 @@ class ProtocolError(CDPError):
         where = f" (session {session_id})" if session_id else ""
         extra = f": {data}" if data else ""
         super().__init__(f"{method}{where} failed with {code}: {message}{extra}")
+
+
+class ConnectError(CDPError):
+    """A link to the browser could not be opened (connect, /json/version, the websocket upgrade).
+
+    Not a ConnectionClosed: a link that never opened did not close, and no command was ever pending on it.
+    The message says what was expected and what came (or that nothing did, within which setting).
+    """
 
 
 class ConnectionClosed(CDPError):

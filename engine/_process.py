@@ -30,7 +30,7 @@ from typing import Literal
 
 import trio
 
-from engine._errors import BrowserLaunchError, ConnectionClosed
+from engine._errors import BrowserLaunchError, ConnectError, ConnectionClosed
 from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._transport import PipeTransport, Transport, make_pipe_pair
 from engine._util import reraise_unwrapped
@@ -323,7 +323,7 @@ class ChromiumProcess:
             raise await self._launch_error("Chromium stopped before printing its DevTools websocket URL")
         try:
             self.transport = await open_websocket_transport(self.ws_url, self._settings)
-        except ConnectionClosed as exc:
+        except ConnectError as exc:
             raise await self._launch_error(
                 f"could not connect to Chromium's DevTools websocket: {exc}"
             ) from exc

@@ -2,15 +2,19 @@
 
 A transport moves bytes and knows nothing of JSON. The connection layer above owns ids, routing and
 decoding; it writes batches of messages with :meth:`Transport.send` and reads with
-:meth:`Transport.receive_batch`.
+:meth:`Transport.receive_batch`. Here: the contract (:class:`Transport`), what every transport shares
+(:class:`LinkState`: the outbound size check and the closed state; :func:`write_fully`; :class:`FdIO`,
+non-blocking I/O on file descriptors) and the pipe. The websocket is ``engine._websocket``, its codec
+``engine._ws_codec``, connecting to it ``engine._http``; ``tests/engine/test_transport_conformance.py``
+runs one contract on all of them.
 
 The pipe is what ``--remote-debugging-pipe`` gives: Chromium reads our commands from its fd 3 and writes
 to its fd 4, every message ended by a NUL byte. Chromium reads at most 100 MiB per message from the pipe;
 at 100 MiB or more it stops reading the pipe altogether (no error, no disconnect: every later command hangs),
 so :class:`PipeTransport` never sends a message that long.
 
-Inbound, both transports stop at ``max_inbound_bytes`` (``Settings.max_inbound_bytes``): a peer that never
-ends its message (no NUL, a frame header declaring gigabytes) closes the link instead of growing our memory.
+Inbound, every transport stops at ``max_inbound_bytes`` (``Settings.max_inbound_bytes``; see
+``engine._framing``).
 """
 
 from __future__ import annotations
@@ -19,12 +23,12 @@ import contextlib
 import fcntl
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import NoReturn, Protocol
 
 import trio
 
 from engine._errors import ConnectionClosed, MessageTooLarge
-from engine._settings import DEFAULT_SETTINGS
+from engine._framing import MAX_INBOUND_BYTES, InboundTooLarge, NulFramer, nul_framed
 
 PIPE_MAX_MESSAGE_BYTES = 100 * 1024 * 1024 - 1
 """The longest message Chromium reads from the pipe (it must be shorter than 100 MiB)."""
@@ -35,36 +39,10 @@ READ_SIZE = 1024 * 1024
 _PIPE_SIZE = 1024 * 1024
 """The kernel buffer we ask for on our pipes (Linux allows 1 MiB unprivileged); fewer, larger reads."""
 
-MAX_INBOUND_BYTES = DEFAULT_SETTINGS.max_inbound_bytes
-"""The default inbound cap (``Settings.max_inbound_bytes``): a transport built without settings is bounded."""
+CUT_MESSAGE = "a send was cancelled in the middle of a message, so the link was closed"
 
-
-class InboundTooLarge(Exception):
-    """A framer met a message over its inbound limit (sans-I/O; the transport closes the link).
-
-    Args:
-        size: the message's length, or what arrived of it so far when ``at_least``.
-        limit: the inbound limit it is over.
-        at_least: the message is not finished, so ``size`` is a lower bound.
-        completed: what the same call completed before it (messages or events). They are whole and may
-            answer waiting commands, so the transport delivers them before it reports the closed link.
-    """
-
-    def __init__(
-        self, size: int, limit: int, *, at_least: bool = False, completed: Sequence[Any] = ()
-    ) -> None:
-        self.size = size
-        self.limit = limit
-        self.at_least = at_least
-        self.completed = completed
-        super().__init__(f"a message of {'at least ' if at_least else ''}{size:,} bytes")
-
-    def explain(self, link: str) -> str:
-        """The ConnectionClosed text: what came, the limit and its setting, what happened, what to do."""
-        return (
-            f"the browser sent {self}, over the {self.limit:,}-byte limit (Settings.max_inbound_bytes); "
-            f"the {link} was closed. Raise the limit if the message is legitimate"
-        )
+_READ_STREAK = 16
+"""Reads in a row that found data waiting before the reader yields to other tasks anyway."""
 
 
 class Transport(Protocol):
@@ -83,10 +61,12 @@ class Transport(Protocol):
     async def send(self, messages: Sequence[bytes]) -> None:
         """Send whole messages, in order, in as few writes as possible, after what ``backlog`` holds.
 
-        With no messages it writes only the backlog: that is how the writer task flushes it.
+        With no messages it writes only the backlog: that is how the writer task flushes it. Cancelled
+        before its first byte, it leaves the link and the backlog as they were; cancelled after it, it
+        closes the link (half a message would garble the stream).
 
         Raises:
-            MessageTooLarge: a message is over ``max_outbound_bytes``; nothing was sent.
+            MessageTooLarge: a message is over ``max_outbound_bytes`` (checked first); nothing was sent.
             ConnectionClosed: the link is gone.
         """
         ...
@@ -108,10 +88,11 @@ class Transport(Protocol):
 
         Returns ``False`` (nothing written) when a send is in progress or a backlog waits; then use
         :meth:`send`. Returns ``True`` when the messages were taken: written, or partly written with the
-        rest kept as a backlog that the next :meth:`send` writes first (see ``backlog``).
+        rest kept as a backlog that the next :meth:`send` writes first (see ``backlog``). A transport with
+        no non-blocking write may always return ``False``.
 
         Raises:
-            MessageTooLarge: a message is over ``max_outbound_bytes``; nothing was sent.
+            MessageTooLarge: a message is over ``max_outbound_bytes`` (checked first); nothing was sent.
             ConnectionClosed: the link is gone.
         """
         ...
@@ -125,14 +106,65 @@ class Transport(Protocol):
         ...
 
 
-def check_outbound(messages: Sequence[bytes], limit: int, name: str) -> None:
-    """Raise MessageTooLarge if any message is longer than ``limit`` (before anything is written)."""
-    for message in messages:
-        if len(message) > limit:
-            raise MessageTooLarge(
-                f"an outbound message of {len(message):,} bytes is over the {name}'s limit of {limit:,} "
-                "bytes; nothing was sent"
-            )
+class LinkState:
+    """What every transport keeps the same way: its outbound limit, and whether it is closed and why.
+
+    The first reason given is the one kept: a link closed by this client, then failing to write, still
+    says it was closed by this client. Every later call on the transport raises ConnectionClosed with it.
+    Every transport opens ``send`` and ``send_nowait`` the same way::
+
+        link.check_outbound(messages)
+        if link.reason is not None:
+            raise link.error()            # in send: await link.raise_closed()
+
+    ``reason`` is read inline on the hot paths (``send_nowait``, ``receive_batch``): an attribute test,
+    not a call.
+
+    Args:
+        name: the transport's name, for messages.
+        max_outbound_bytes: the longest message :meth:`check_outbound` lets through.
+    """
+
+    __slots__ = ("max_outbound_bytes", "name", "reason")
+
+    def __init__(self, name: str, max_outbound_bytes: int) -> None:
+        self.name = name
+        self.max_outbound_bytes = max_outbound_bytes
+        self.reason: str | None = None
+        """None while the link is open; then why it closed."""
+
+    def check_outbound(self, messages: Sequence[bytes]) -> None:
+        """The outbound size check, before anything is written (and before the closed check).
+
+        Raises:
+            MessageTooLarge: a message is longer than ``max_outbound_bytes``.
+        """
+        limit = self.max_outbound_bytes
+        for message in messages:
+            if len(message) > limit:
+                raise MessageTooLarge(
+                    f"an outbound message of {len(message):,} bytes is over the {self.name}'s limit of "
+                    f"{limit:,} bytes; nothing was sent"
+                )
+
+    def close(self, reason: str) -> None:
+        """Mark the link closed for ``reason``, unless it already is."""
+        if self.reason is None:
+            self.reason = reason
+
+    def error(self) -> ConnectionClosed:
+        """The ConnectionClosed for the recorded reason."""
+        return ConnectionClosed(self.reason)
+
+    def broken(self, what: str, exc: BaseException) -> ConnectionClosed:
+        """Mark the link closed because ``exc`` broke it during ``what``; the ConnectionClosed to raise."""
+        self.close(f"{what}: {exc!r}")
+        return ConnectionClosed(self.reason)
+
+    async def raise_closed(self) -> NoReturn:
+        """Raise the ConnectionClosed, after a checkpoint (an async call that fails still yields)."""
+        await trio.lowlevel.checkpoint()
+        raise ConnectionClosed(self.reason)
 
 
 async def write_fully(
@@ -158,32 +190,56 @@ async def write_fully(
     await trio.lowlevel.cancel_shielded_checkpoint()
 
 
-CUT_MESSAGE = "a send was cancelled in the middle of a message, so the link was closed"
+class FdIO:
+    """Non-blocking I/O on a link's file descriptors: burst reads, and writes in the caller's own task.
 
-_READ_STREAK = 16
-"""Reads in a row that found data waiting before the reader yields to other tasks anyway."""
+    Reading: a trio stream's ``receive_some`` yields after every successful read; on the round-trip path
+    that is one extra pass of the scheduler per reply. Here a read that finds data returns at once, and
+    only a long streak of such reads (a flood) yields, so other tasks still run.
 
+    Writing: :meth:`write_nowait` writes at once when the link is idle and keeps what the kernel did not
+    take as a backlog (``pending``). The common small command then costs one ``write`` in the caller's own
+    task, with no hand-off to a writer task and no pass of the scheduler. Nothing there yields, so nothing
+    there can be cancelled in the middle of a message; the transport's next send writes the backlog under
+    its send lock (:meth:`take`, then :meth:`send_some`).
 
-class FdReader:
-    """Reads from a non-blocking fd with one wake-up per message burst.
+    The descriptors live here and nowhere else. The pipe's are owned: made non-blocking here, closed by
+    :meth:`close` (which wakes a task waiting on either) and read as -1 from then on, so a late call fails
+    with EBADF instead of reaching a number the process has reused. A websocket lends its socket's fd; the
+    socket closes it, after the transport has marked itself closed.
 
-    A trio stream's ``receive_some`` yields after every successful read; on the round-trip path that is
-    one extra pass of the scheduler per reply. Here a read that finds data returns at once, and only a
-    long streak of such reads (a flood) yields, so other tasks still run.
+    Args:
+        read_fd: the fd to read from.
+        write_fd: the fd to write to (a socket's is the same as ``read_fd``).
+        lock: the transport's send lock: a write now keeps the stream in order only if no send holds it.
+        read_size: bytes asked for per read.
+        owned: the fds are this object's to set up and close (the pipe), not a socket's.
     """
 
-    def __init__(self, fd: int, size: int) -> None:
-        self.fd = fd
-        self.size = size
+    def __init__(
+        self, read_fd: int, write_fd: int, *, lock: trio.StrictFIFOLock, read_size: int, owned: bool
+    ) -> None:
+        self.read_fd = read_fd
+        self.write_fd = write_fd
+        self.lock = lock
+        self.read_size = read_size
+        self.pending = b""
         self._streak = 0
+        self._owned = owned
+        if owned:
+            os.set_blocking(read_fd, False)
+            os.set_blocking(write_fd, False)
+
+    # -- reading -------------------------------------------------------------------------------------
 
     async def read(self) -> bytes:
+        """The next bytes (empty at EOF); raises OSError or trio.ClosedResourceError if the fd is gone."""
         while True:
             try:
-                data = os.read(self.fd, self.size)
+                data = os.read(self.read_fd, self.read_size)
             except BlockingIOError:
                 self._streak = 0
-                await trio.lowlevel.wait_readable(self.fd)
+                await trio.lowlevel.wait_readable(self.read_fd)
                 continue
             self._streak += 1
             if self._streak >= _READ_STREAK:
@@ -191,19 +247,7 @@ class FdReader:
                 await trio.lowlevel.checkpoint()
             return data
 
-
-class EagerWriter:
-    """``send_nowait`` for an fd: write at once when idle, keep what the kernel did not take as a backlog.
-
-    The common small command then costs one ``write`` in the caller's own task, with no hand-off to a
-    writer task and no pass of the scheduler. Nothing here yields, so nothing here can be cancelled in the
-    middle of a message; the backlog is written by the next ``send`` under the transport's send lock.
-    """
-
-    def __init__(self, fd: int, lock: trio.StrictFIFOLock) -> None:
-        self.fd = fd
-        self.lock = lock
-        self.pending = b""
+    # -- writing -------------------------------------------------------------------------------------
 
     @property
     def idle(self) -> bool:
@@ -211,10 +255,15 @@ class EagerWriter:
         return not self.pending and not self.lock.locked()
 
     def write_nowait(self, data: bytes) -> bool:
+        """Write ``data`` now if idle (False if not: nothing written); what the kernel leaves is the backlog.
+
+        Raises:
+            OSError: the fd is broken or closed.
+        """
         if self.pending or self.lock.locked():
             return False
         try:
-            written = os.write(self.fd, data)
+            written = os.write(self.write_fd, data)
         except BlockingIOError:
             written = 0
         if written < len(data):
@@ -222,6 +271,7 @@ class EagerWriter:
         return True
 
     def take(self) -> bytes:
+        """The backlog, now the caller's to write (under the send lock)."""
         pending, self.pending = self.pending, b""
         return pending
 
@@ -233,74 +283,39 @@ class EagerWriter:
         """
         self.pending = unsent + self.pending
 
-
-class NulFramer:
-    """Splits a byte stream into NUL-terminated messages (sans-I/O).
-
-    Each byte is searched once: only the newly fed chunk is scanned, and the unfinished message is kept in
-    a bytearray that grows in place, so a message of hundreds of megabytes costs linear time. The limit is
-    a length comparison per chunk: a chunk no longer than the limit cannot hold a message over it, so only
-    the unfinished message (and, with a limit below the read size, a long chunk) is measured.
-
-    Args:
-        max_inbound_bytes: the longest message; a longer one, finished or not, raises InboundTooLarge.
-    """
-
-    def __init__(self, *, max_inbound_bytes: int = MAX_INBOUND_BYTES) -> None:
-        self._partial = bytearray()
-        self._limit = max_inbound_bytes
-
-    @property
-    def pending_bytes(self) -> int:
-        """Bytes of an unfinished message held back."""
-        return len(self._partial)
-
-    def feed(self, data: bytes) -> list[bytes]:
-        """Add received bytes; return the messages they complete (empty messages are skipped).
+    async def send_some(self, chunk: memoryview) -> int:
+        """Write a prefix of ``chunk``, waiting for room; its length (for :func:`write_fully`).
 
         Raises:
-            InboundTooLarge: a message is over ``max_inbound_bytes``; nothing more should be fed.
+            OSError, trio.ClosedResourceError: the fd is broken or was closed.
         """
-        messages: list[bytes] = []
-        limit = self._limit
-        if self._partial:
-            end = data.find(b"\0")
-            held = len(self._partial)
-            if end == -1:
-                if held + len(data) > limit:
-                    raise InboundTooLarge(held + len(data), limit, at_least=True)
-                self._partial += data
-                return messages
-            if held + end > limit:
-                raise InboundTooLarge(held + end, limit)  # nothing before it in this chunk
-            with memoryview(data) as view:
-                self._partial += view[:end]
-            messages.append(bytes(self._partial))
-            self._partial = bytearray()
-            data = data[end + 1 :]
-        parts = data.split(b"\0")
-        tail = parts.pop()
-        if len(data) > limit:
-            for part in parts:
-                if len(part) > limit:
-                    raise InboundTooLarge(len(part), limit, completed=messages)
-                if part:
-                    messages.append(part)
-            if len(tail) > limit:
-                raise InboundTooLarge(len(tail), limit, at_least=True, completed=messages)
-        else:
-            messages.extend(part for part in parts if part)
-        if tail:
-            self._partial += tail
-        return messages
+        while True:
+            try:
+                return os.write(self.write_fd, chunk)
+            except BlockingIOError:
+                pass
+            await trio.lowlevel.wait_writable(self.write_fd)
 
+    # -- closing -------------------------------------------------------------------------------------
 
-def _nul_framed(messages: Sequence[bytes]) -> bytes:
-    parts: list[bytes] = []
-    for message in messages:
-        parts.append(message)
-        parts.append(b"\0")
-    return b"".join(parts)
+    def close(self) -> None:
+        """Close owned fds, waking any task that waits on them; idempotent."""
+        if self._owned:
+            for fd in self._forget():
+                trio.lowlevel.notify_closing(fd)
+                os.close(fd)
+
+    def _forget(self) -> list[int]:
+        fds = [fd for fd in (self.write_fd, self.read_fd) if fd != -1]
+        self.read_fd = self.write_fd = -1
+        return fds
+
+    def __del__(self) -> None:
+        # A transport dropped without aclose() must not leak its pipe (as trio's FdStream does not).
+        if getattr(self, "_owned", False):
+            for fd in self._forget():
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
 
 def _grow_pipe(fd: int) -> None:
@@ -333,24 +348,19 @@ class PipeTransport:
     ) -> None:
         _grow_pipe(read_fd)
         _grow_pipe(write_fd)
-        self._reader = trio.lowlevel.FdStream(read_fd)
-        self._writer = trio.lowlevel.FdStream(write_fd)
-        self._max_outbound = min(max_outbound_bytes, PIPE_MAX_MESSAGE_BYTES)
-        self._read_size = read_size
+        self._link = LinkState(self.name, min(max_outbound_bytes, PIPE_MAX_MESSAGE_BYTES))
         self._framer = NulFramer(max_inbound_bytes=max_inbound_bytes)
         self._send_lock = trio.StrictFIFOLock()
-        self._eager = EagerWriter(write_fd, self._send_lock)
-        self._fd_reader = FdReader(read_fd, read_size)
-        self._closed: str | None = None
+        self._fds = FdIO(read_fd, write_fd, lock=self._send_lock, read_size=read_size, owned=True)
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
-        return f"<PipeTransport {state} fds={self._reader.fileno()}/{self._writer.fileno()}>"
+        state = "closed" if self._link.reason is not None else "open"
+        return f"<PipeTransport {state} fds={self._fds.read_fd}/{self._fds.write_fd}>"
 
     @property
     def max_outbound_bytes(self) -> int:
         """The longest message :meth:`send` accepts."""
-        return self._max_outbound
+        return self._link.max_outbound_bytes
 
     async def send(self, messages: Sequence[bytes]) -> None:
         """Send whole messages as one write, each followed by a NUL byte.
@@ -359,58 +369,42 @@ class PipeTransport:
             MessageTooLarge: a message is over ``max_outbound_bytes``; nothing was sent.
             ConnectionClosed: the pipe is closed or broken.
         """
-        check_outbound(messages, self._max_outbound, self.name)
-        if self._closed is not None:
-            await trio.lowlevel.checkpoint()
-            raise ConnectionClosed(self._closed)
+        link = self._link
+        link.check_outbound(messages)
+        if link.reason is not None:
+            await link.raise_closed()
+        fds = self._fds
         async with self._send_lock:
-            backlog = self._eager.take()
-            data = backlog + _nul_framed(messages)
+            backlog = fds.take()
+            data = backlog + nul_framed(messages)
             if data:
                 try:
-                    await write_fully(self._send_some, data, self._cut)
+                    await write_fully(fds.send_some, data, self._cut)
+                except (trio.ClosedResourceError, OSError) as exc:
+                    raise link.broken("the pipe to the browser broke while sending", exc) from exc
                 except BaseException:
-                    if backlog and self._closed is None:
-                        self._eager.give_back(backlog)
+                    if backlog and link.reason is None:
+                        fds.give_back(backlog)
                     raise
 
     def send_nowait(self, messages: Sequence[bytes]) -> bool:
         """Write now if the pipe is idle; see :meth:`Transport.send_nowait`."""
-        check_outbound(messages, self._max_outbound, self.name)
-        if self._closed is not None:
-            raise ConnectionClosed(self._closed)
+        link = self._link
+        link.check_outbound(messages)
+        if link.reason is not None:
+            raise link.error()
         try:
-            return self._eager.write_nowait(_nul_framed(messages))
+            return self._fds.write_nowait(nul_framed(messages))
         except OSError as exc:
-            raise self._failed("the pipe to the browser broke while sending", exc) from exc
+            raise link.broken("the pipe to the browser broke while sending", exc) from exc
 
     @property
     def backlog(self) -> int:
-        return len(self._eager.pending)
-
-    async def _send_some(self, chunk: memoryview) -> int:
-        while True:
-            fd = self._writer.fileno()
-            try:
-                return os.write(fd, chunk)
-            except BlockingIOError:
-                pass
-            except OSError as exc:
-                raise self._failed("the pipe to the browser broke while sending", exc) from exc
-            try:
-                await trio.lowlevel.wait_writable(fd)
-            except (trio.ClosedResourceError, OSError) as exc:
-                raise self._failed("the pipe to the browser broke while sending", exc) from exc
-
-    def _failed(self, what: str, exc: BaseException) -> ConnectionClosed:
-        if self._closed is None:
-            self._closed = f"{what}: {exc!r}"
-        return ConnectionClosed(self._closed)
+        return len(self._fds.pending)
 
     def _cut(self) -> None:
-        self._closed = CUT_MESSAGE
-        self._writer.close()
-        self._reader.close()
+        self._link.close(CUT_MESSAGE)
+        self._fds.close()
 
     async def receive_batch(self) -> list[bytes]:
         """Read until at least one message is complete; return every complete one.
@@ -418,37 +412,34 @@ class PipeTransport:
         Raises:
             ConnectionClosed: Chromium closed its end (it exited), or the pipe was closed here.
         """
+        link = self._link
         while True:
-            if self._closed is not None:
-                await trio.lowlevel.checkpoint()
-                raise ConnectionClosed(self._closed)
+            if link.reason is not None:
+                await link.raise_closed()
             try:
-                data = await self._fd_reader.read()
+                data = await self._fds.read()
             except (trio.ClosedResourceError, trio.BrokenResourceError, OSError) as exc:
-                raise self._failed("the pipe from the browser broke", exc) from exc
+                raise link.broken("the pipe from the browser broke", exc) from exc
             if not data:
                 unfinished = self._framer.pending_bytes
                 detail = f" in the middle of a message ({unfinished:,} bytes)" if unfinished else ""
-                self._closed = f"the browser closed the pipe{detail} (it exited or crashed)"
-                raise ConnectionClosed(self._closed)
+                link.close(f"the browser closed the pipe{detail} (it exited or crashed)")
+                raise link.error()
             try:
                 messages = self._framer.feed(data)
             except InboundTooLarge as exc:
-                self._closed = exc.explain("pipe")
-                self._writer.close()
-                self._reader.close()
+                link.close(exc.explain("pipe"))
+                self._fds.close()
                 if exc.completed:
                     return list(exc.completed)
-                raise ConnectionClosed(self._closed) from exc
+                raise link.error() from exc
             if messages:
                 return messages
 
     async def aclose(self) -> None:
         """Close both pipe ends; Chromium takes the end of its input as a request to exit."""
-        if self._closed is None:
-            self._closed = "the pipe was closed by this client"
-        self._writer.close()
-        self._reader.close()
+        self._link.close("the pipe was closed by this client")
+        self._fds.close()
         await trio.lowlevel.checkpoint()
 
 

@@ -2,7 +2,9 @@
 
 Both satisfy ``engine._transport.Transport`` and run under the engine's unchanged connection layer
 (``open_connection`` + ``Browser``), so against ``engine.ws`` (the engine's own sans-I/O codec,
-``engine._websocket``) the only thing that differs is the websocket implementation:
+``engine._ws_codec``) the only thing that differs is the websocket implementation. Both keep their state
+with the engine's own ``LinkState`` (the outbound size check, the closed state and its reason), and
+``tests/engine/test_transport_conformance.py`` holds them to the same contract as the engine's transports:
 
 - :class:`TrioWebSocketTransport` is the trio-websocket package, used the way its documentation shows:
   ``connect_websocket_url`` with a nursery we own (the package runs its own reader task there), then
@@ -10,8 +12,8 @@ Both satisfy ``engine._transport.Transport`` and run under the engine's unchange
   hundreds of MB), 1 MiB reads (the engine's own read size; the package's default is 4 KiB) and a deeper
   message queue than its default of 1. ``send_nowait`` always declines, so the engine's writer task sends.
 - :class:`WsprotoTransport` drives wsproto's sans-I/O ``WSConnection`` directly on a ``trio.SocketStream``
-  (TCP_NODELAY), with no task of its own. Its I/O is deliberately the engine's own (the same
-  ``FdReader`` burst reads and ``EagerWriter`` non-blocking write on an idle link), so that next to
+  (TCP_NODELAY), with no task of its own. Its I/O is deliberately the engine's own (the same ``FdIO``
+  burst reads and non-blocking write on an idle link), so that next to
   ``engine.ws`` it measures the codec alone: wsproto's frame parser, its UTF-8 decoding of text frames and
   its masking, against ours.
 
@@ -38,9 +40,9 @@ import wsproto.utilities
 from wsproto.connection import ConnectionState
 
 from engine._browser import Browser, browser_over
-from engine._errors import ConnectionClosed
+from engine._errors import ConnectError, ConnectionClosed
 from engine._settings import DEFAULT_SETTINGS, Settings
-from engine._transport import CUT_MESSAGE, READ_SIZE, EagerWriter, FdReader, check_outbound, write_fully
+from engine._transport import CUT_MESSAGE, READ_SIZE, FdIO, LinkState, write_fully
 from engine._util import collapse_groups
 from engine._websocket import WEBSOCKET_MAX_MESSAGE_BYTES
 
@@ -58,10 +60,6 @@ CLOSE_GRACE_S = 1.0
 """How long a close handshake may take before the connection is just dropped."""
 
 
-def _closed(what: str, exc: BaseException | None = None) -> ConnectionClosed:
-    return ConnectionClosed(f"{what}: {exc!r}" if exc is not None else what)
-
-
 async def _wsproto_upgrade(
     stream: trio.SocketStream, ws: wsproto.WSConnection, host: str, target: str
 ) -> None:
@@ -70,13 +68,13 @@ async def _wsproto_upgrade(
     while True:
         data = await stream.receive_some(65536)
         if not data:
-            raise _closed("the server closed the connection during the upgrade")
+            raise ConnectError("the server closed the connection during the upgrade")
         ws.receive_data(data)
         for event in ws.events():
             if isinstance(event, wsproto.events.AcceptConnection):
                 return
             if isinstance(event, wsproto.events.RejectConnection):
-                raise _closed(f"the server refused the upgrade (HTTP {event.status_code})")
+                raise ConnectError(f"the server refused the upgrade (HTTP {event.status_code})")
 
 
 class TrioWebSocketTransport:
@@ -89,14 +87,14 @@ class TrioWebSocketTransport:
 
     def __init__(self, ws: trio_websocket.WebSocketConnection, max_outbound_bytes: int) -> None:
         self._ws = ws
-        self._max_outbound = min(max_outbound_bytes, WEBSOCKET_MAX_MESSAGE_BYTES)
+        self._link = LinkState(self.name, min(max_outbound_bytes, WEBSOCKET_MAX_MESSAGE_BYTES))
 
     @classmethod
     async def open(cls, nursery: trio.Nursery, url: str, settings: Settings) -> TrioWebSocketTransport:
         """Connect to ``url``; the package's reader task is started in ``nursery``.
 
         Raises:
-            ConnectionClosed: the connection or the handshake failed or took too long.
+            ConnectError: the connection or the handshake failed or took too long.
         """
         try:
             with trio.fail_after(settings.connect_timeout):
@@ -108,14 +106,30 @@ class TrioWebSocketTransport:
                     receive_buffer_size=READ_SIZE,
                 )
         except trio.TooSlowError:
-            raise _closed(f"connecting to {url} took longer than {settings.connect_timeout} s") from None
+            raise ConnectError(f"connecting to {url} took longer than {settings.connect_timeout} s") from None
         except (OSError, trio_websocket.HandshakeError, trio_websocket.ConnectionClosed) as exc:
-            raise _closed(f"could not open the websocket {url}", exc) from exc
+            raise ConnectError(f"could not open the websocket {url}: {exc!r}") from exc
+        return cls(ws, settings.max_outbound_bytes)
+
+    @classmethod
+    async def over(
+        cls, nursery: trio.Nursery, stream: trio.SocketStream, host: str, target: str, settings: Settings
+    ) -> TrioWebSocketTransport:
+        """The package's upgrade on a connected ``stream`` (a test's socket pair), then the transport."""
+        ws = await trio_websocket.wrap_client_stream(
+            nursery,
+            stream,
+            host,
+            target,
+            max_message_size=TRIO_WEBSOCKET_MAX_MESSAGE,
+            message_queue_size=TRIO_WEBSOCKET_QUEUE,
+            receive_buffer_size=READ_SIZE,
+        )
         return cls(ws, settings.max_outbound_bytes)
 
     @property
     def max_outbound_bytes(self) -> int:
-        return self._max_outbound
+        return self._link.max_outbound_bytes
 
     @property
     def backlog(self) -> int:
@@ -123,30 +137,40 @@ class TrioWebSocketTransport:
 
     def send_nowait(self, messages: Sequence[bytes]) -> bool:
         """Always declines: trio-websocket has no non-blocking send, so the engine's writer task sends."""
-        check_outbound(messages, self._max_outbound, self.name)
+        link = self._link
+        link.check_outbound(messages)
         if self._ws.closed is not None:
-            raise _closed(f"the websocket is closed ({self._ws.closed})")
+            link.close(f"the websocket is closed ({self._ws.closed})")
+        if link.reason is not None:
+            raise link.error()
         return False
 
     async def send(self, messages: Sequence[bytes]) -> None:
         """One ``send_message`` per message (the package writes each frame under its own lock)."""
-        check_outbound(messages, self._max_outbound, self.name)
+        link = self._link
+        link.check_outbound(messages)
+        if link.reason is not None:
+            await link.raise_closed()
         try:
             for message in messages:
                 await self._ws.send_message(message.decode())
         except trio_websocket.ConnectionClosed as exc:
-            raise _closed("the websocket is closed", exc) from exc
+            raise link.broken("the websocket is closed", exc) from exc
 
     async def receive_batch(self) -> list[bytes]:
         """The next message (the package hands them over one at a time)."""
+        link = self._link
+        if link.reason is not None:
+            await link.raise_closed()
         try:
             message = await self._ws.get_message()
         except trio_websocket.ConnectionClosed as exc:
-            raise _closed("the websocket is closed", exc) from exc
+            raise link.broken("the websocket is closed", exc) from exc
         return [message.encode() if isinstance(message, str) else message]
 
     async def aclose(self) -> None:
         """Close handshake within CLOSE_GRACE_S; the package drops the TCP connection either way."""
+        self._link.close("the websocket was closed by this client")
         with trio.CancelScope(shield=True):
             with trio.move_on_after(CLOSE_GRACE_S):
                 await self._ws.aclose()
@@ -166,111 +190,118 @@ class WsprotoTransport:
     def __init__(self, stream: trio.SocketStream, ws: wsproto.WSConnection, max_outbound_bytes: int) -> None:
         self._stream = stream
         self._ws = ws
-        self._max_outbound = min(max_outbound_bytes, WEBSOCKET_MAX_MESSAGE_BYTES)
+        self._link = LinkState(self.name, min(max_outbound_bytes, WEBSOCKET_MAX_MESSAGE_BYTES))
         fd = stream.socket.fileno()
         self._send_lock = trio.StrictFIFOLock()
-        self._eager = EagerWriter(fd, self._send_lock)
-        self._reader = FdReader(fd, READ_SIZE)
+        self._fds = FdIO(fd, fd, lock=self._send_lock, read_size=READ_SIZE, owned=False)
         self._parts: list[str | bytes] = []
-        self._closed: str | None = None
 
     @classmethod
     async def open(cls, url: str, settings: Settings) -> WsprotoTransport:
         """Connect to ``url`` and perform the upgrade through wsproto.
 
         Raises:
-            ConnectionClosed: the connection or the upgrade failed or took too long.
+            ConnectError: the connection or the upgrade failed or took too long.
         """
         parts = urlsplit(url)
         if parts.scheme != "ws" or not parts.hostname:
             raise ValueError(f"expected a ws://host:port/path URL, not {url!r}")
         host, port = parts.hostname, parts.port or 80
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        ws = wsproto.WSConnection(wsproto.ConnectionType.CLIENT)
         try:
             with trio.fail_after(settings.connect_timeout):
                 stream = await trio.open_tcp_stream(host, port)
                 try:
                     stream.setsockopt(trio.socket.IPPROTO_TCP, trio.socket.TCP_NODELAY, True)
-                    await _wsproto_upgrade(stream, ws, f"{host}:{port}", target)
+                    return await cls.over(stream, f"{host}:{port}", target, settings)
                 except BaseException:
                     await trio.aclose_forcefully(stream)
                     raise
         except trio.TooSlowError:
-            raise _closed(f"connecting to {url} took longer than {settings.connect_timeout} s") from None
+            raise ConnectError(f"connecting to {url} took longer than {settings.connect_timeout} s") from None
         except (OSError, trio.BrokenResourceError, wsproto.utilities.ProtocolError) as exc:
-            raise _closed(f"could not open the websocket {url}", exc) from exc
+            raise ConnectError(f"could not open the websocket {url}: {exc!r}") from exc
+
+    @classmethod
+    async def over(
+        cls, stream: trio.SocketStream, host: str, target: str, settings: Settings
+    ) -> WsprotoTransport:
+        """wsproto's upgrade on a connected ``stream`` (a test's socket pair), then the transport."""
+        ws = wsproto.WSConnection(wsproto.ConnectionType.CLIENT)
+        await _wsproto_upgrade(stream, ws, host, target)
         # Frames that arrived behind the 101 are already in wsproto's buffer; receive_batch finds them.
         return cls(stream, ws, settings.max_outbound_bytes)
 
     @property
     def max_outbound_bytes(self) -> int:
-        return self._max_outbound
+        return self._link.max_outbound_bytes
 
     @property
     def backlog(self) -> int:
-        return len(self._eager.pending)
+        return len(self._fds.pending)
 
     def _encode(self, messages: Sequence[bytes]) -> bytes:
         send = self._ws.send
         return b"".join([send(wsproto.events.TextMessage(data=message.decode())) for message in messages])
 
     def send_nowait(self, messages: Sequence[bytes]) -> bool:
-        """Write now if the socket is idle (the engine's EagerWriter); see ``Transport.send_nowait``."""
-        check_outbound(messages, self._max_outbound, self.name)
-        if self._closed is not None:
-            raise ConnectionClosed(self._closed)
-        if self._eager.pending or self._send_lock.locked():
+        """Write now if the socket is idle (the engine's FdIO); see ``Transport.send_nowait``."""
+        link = self._link
+        link.check_outbound(messages)
+        if link.reason is not None:
+            raise link.error()
+        if not self._fds.idle:
             return False
         try:
-            return self._eager.write_nowait(self._encode(messages))
+            return self._fds.write_nowait(self._encode(messages))
         except OSError as exc:
-            raise self._failed("the websocket connection broke while sending", exc) from exc
+            raise link.broken("the websocket connection broke while sending", exc) from exc
 
     async def send(self, messages: Sequence[bytes]) -> None:
-        check_outbound(messages, self._max_outbound, self.name)
-        if self._closed is not None:
-            await trio.lowlevel.checkpoint()
-            raise ConnectionClosed(self._closed)
+        link = self._link
+        link.check_outbound(messages)
+        if link.reason is not None:
+            await link.raise_closed()
         await self._write(self._encode(messages))
 
     async def _write(self, data: bytes) -> None:
         async with self._send_lock:
-            data = self._eager.take() + data
+            backlog = self._fds.take()
+            data = backlog + data
             if data:
-                await write_fully(self._send_some, data, self._cut)
+                try:
+                    await write_fully(self._send_some, data, self._cut)
+                except BaseException:
+                    if backlog and self._link.reason is None:  # cancelled before the first byte
+                        self._fds.give_back(backlog)
+                    raise
 
     async def _send_some(self, chunk: memoryview) -> int:
         try:
             return await self._stream.socket.send(chunk)
         except (trio.ClosedResourceError, OSError) as exc:
-            raise self._failed("the websocket connection broke while sending", exc) from exc
-
-    def _failed(self, what: str, exc: BaseException) -> ConnectionClosed:
-        if self._closed is None:
-            self._closed = f"{what}: {exc!r}"
-        return ConnectionClosed(self._closed)
+            raise self._link.broken("the websocket connection broke while sending", exc) from exc
 
     def _cut(self) -> None:
-        self._closed = CUT_MESSAGE
+        self._link.close(CUT_MESSAGE)
         self._stream.socket.close()
 
     async def receive_batch(self) -> list[bytes]:
         """Read until at least one message is complete; return every complete one (pings answered)."""
+        link = self._link
         messages: list[bytes] = []
         while not messages:
-            if self._closed is not None:
-                await trio.lowlevel.checkpoint()
-                raise ConnectionClosed(self._closed)
+            if link.reason is not None:
+                await link.raise_closed()
             try:
-                data = await self._reader.read()
+                data = await self._fds.read()
             except (trio.ClosedResourceError, trio.BrokenResourceError, OSError) as exc:
                 await trio.aclose_forcefully(self._stream)
-                raise self._failed("the websocket connection broke", exc) from exc
+                raise link.broken("the websocket connection broke", exc) from exc
             if not data:
-                self._closed = "the browser closed the websocket's TCP connection"
+                link.close("the browser closed the websocket's TCP connection")
                 await trio.aclose_forcefully(self._stream)
-                raise ConnectionClosed(self._closed)
+                raise link.error()
             self._ws.receive_data(data)
             reply = b""
             for event in self._ws.events():
@@ -283,15 +314,15 @@ class WsprotoTransport:
                 elif isinstance(event, wsproto.events.CloseConnection):
                     if self._ws.state is ConnectionState.REMOTE_CLOSING:
                         reply += self._ws.send(event.response())
-                    self._closed = (
+                    link.close(
                         f"the browser closed the websocket ({event.code} {event.reason or ''})".strip()
                     )
             if reply:
                 await self._write(reply)
-            if self._closed is not None:
+            if link.reason is not None:
                 await trio.aclose_forcefully(self._stream)
                 if not messages:
-                    raise ConnectionClosed(self._closed)
+                    raise link.error()
         return messages
 
     def _join(self) -> bytes:
@@ -305,8 +336,8 @@ class WsprotoTransport:
 
     async def aclose(self) -> None:
         """Send a close frame unless a write is in flight, then drop the connection."""
-        if self._closed is None:
-            self._closed = "the websocket was closed by this client"
+        if self._link.reason is None:
+            self._link.close("the websocket was closed by this client")
             with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_GRACE_S):
                 try:
                     self._send_lock.acquire_nowait()

@@ -15,22 +15,14 @@ from typing import Any, Literal
 import pytest
 import trio
 
-from engine._errors import ConnectionClosed, MessageTooLarge
+from engine._errors import CDPError, ConnectError, ConnectionClosed, MessageTooLarge
+from engine._framing import NulFramer
+from engine._http import fetch_json_version
 from engine._process import ChromiumProcess, open_chromium
 from engine._settings import Settings
-from engine._transport import CUT_MESSAGE, PIPE_MAX_MESSAGE_BYTES, NulFramer, PipeTransport, Transport
-from engine._websocket import (
-    OP_CLOSE,
-    OP_PING,
-    OP_PONG,
-    OP_TEXT,
-    WEBSOCKET_MAX_MESSAGE_BYTES,
-    WebSocketTransport,
-    encode_frame,
-    fetch_json_version,
-    mask_payload,
-    open_websocket_transport,
-)
+from engine._transport import CUT_MESSAGE, PIPE_MAX_MESSAGE_BYTES, PipeTransport, Transport
+from engine._websocket import WEBSOCKET_MAX_MESSAGE_BYTES, WebSocketTransport, open_websocket_transport
+from engine._ws_codec import Opcode, encode_frame, mask_payload
 
 Kind = Literal["pipe", "websocket"]
 TRANSPORTS: list[Kind] = ["pipe", "websocket"]
@@ -206,23 +198,23 @@ def socket_stream_pair() -> tuple[trio.SocketStream, trio.SocketStream]:
 
 async def test_websocket_round_trip_ping_and_close() -> None:
     client, server = socket_stream_pair()
-    first = encode_frame(OP_TEXT, b'{"early":1}', None)
+    first = encode_frame(Opcode.TEXT, b'{"early":1}', None)
     transport = WebSocketTransport(client, initial_data=first)
     buffer = bytearray()
     with trio.fail_after(5):
         assert await transport.receive_batch() == [b'{"early":1}']
         await transport.send([b'{"id":1}', b'{"id":2}'])
-        assert await read_client_frame(server, buffer) == (OP_TEXT, b'{"id":1}')
-        assert await read_client_frame(server, buffer) == (OP_TEXT, b'{"id":2}')
+        assert await read_client_frame(server, buffer) == (Opcode.TEXT, b'{"id":1}')
+        assert await read_client_frame(server, buffer) == (Opcode.TEXT, b'{"id":2}')
         await server.send_all(
-            encode_frame(OP_PING, b"hb", None)
-            + encode_frame(OP_TEXT, b"[1]", None)
-            + encode_frame(OP_CLOSE, struct.pack("!H", 1001) + b"bye", None)
+            encode_frame(Opcode.PING, b"hb", None)
+            + encode_frame(Opcode.TEXT, b"[1]", None)
+            + encode_frame(Opcode.CLOSE, struct.pack("!H", 1001) + b"bye", None)
         )
         assert await transport.receive_batch() == [b"[1]"]
-        assert await read_client_frame(server, buffer) == (OP_PONG, b"hb")
+        assert await read_client_frame(server, buffer) == (Opcode.PONG, b"hb")
         opcode, payload = await read_client_frame(server, buffer)
-        assert (opcode, payload[:2]) == (OP_CLOSE, struct.pack("!H", 1001))
+        assert (opcode, payload[:2]) == (Opcode.CLOSE, struct.pack("!H", 1001))
         with pytest.raises(ConnectionClosed, match="1001 bye"):
             await transport.receive_batch()
         with pytest.raises(ConnectionClosed):
@@ -246,7 +238,7 @@ async def test_websocket_aclose_sends_close_frame() -> None:
     with trio.fail_after(5):
         await transport.aclose()
         opcode, payload = await read_client_frame(server, bytearray())
-        assert (opcode, payload) == (OP_CLOSE, struct.pack("!H", 1000))
+        assert (opcode, payload) == (Opcode.CLOSE, struct.pack("!H", 1000))
         assert await server.receive_some(10) == b""
         await transport.aclose()  # idempotent
     await server.aclose()
@@ -270,15 +262,22 @@ async def test_websocket_limit_is_capped_at_chromiums() -> None:
     await server.aclose()
 
 
-async def test_websocket_connect_refused_is_connection_closed() -> None:
+def test_a_failed_connect_is_not_a_closed_connection() -> None:
+    """A link that never opened did not close: callers that retry a connect must not catch a dead link."""
+    assert issubclass(ConnectError, CDPError)
+    assert not issubclass(ConnectError, ConnectionClosed)
+    assert not issubclass(ConnectionClosed, ConnectError)
+
+
+async def test_websocket_connect_refused_is_connect_error() -> None:
     listener = trio.socket.socket()
     await listener.bind(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     listener.close()  # nothing listens there any more
     with trio.fail_after(5):
-        with pytest.raises(ConnectionClosed, match="could not open"):
+        with pytest.raises(ConnectError, match="could not open"):
             await open_websocket_transport(f"ws://127.0.0.1:{port}/devtools/browser/x", Settings())
-        with pytest.raises(ConnectionClosed, match="could not connect"):
+        with pytest.raises(ConnectError, match="could not connect"):
             await fetch_json_version("127.0.0.1", port)
     with pytest.raises(ValueError, match="ws://"):
         await open_websocket_transport("http://127.0.0.1:1/", Settings())
@@ -291,7 +290,7 @@ async def test_websocket_connect_timeout() -> None:
     async with trio.open_nursery() as nursery:
         listeners = await nursery.start(partial(trio.serve_tcp, silent, 0, host="127.0.0.1"))
         port = listeners[0].socket.getsockname()[1]
-        with trio.fail_after(5), pytest.raises(ConnectionClosed, match="connect_timeout"):
+        with trio.fail_after(5), pytest.raises(ConnectError, match="connect_timeout"):
             await open_websocket_transport(f"ws://127.0.0.1:{port}/x", Settings(connect_timeout=0.2))
         nursery.cancel_scope.cancel()
 
@@ -426,6 +425,6 @@ async def test_second_websocket_client_and_json_version() -> None:
             finally:
                 await second.aclose()
             bad = browser.ws_url.rsplit("/", 1)[0] + "/no-such-browser"
-            with pytest.raises(ConnectionClosed, match="HTTP"):
+            with pytest.raises(ConnectError, match="HTTP"):
                 await open_websocket_transport(bad, Settings())
             assert "result" in await call(browser.transport, 8, "Browser.getVersion")

@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
 import itertools
 import os
 import struct
 import time
 from collections.abc import Callable
+from types import ModuleType
 
 import pytest
 
-from engine._websocket import (
-    OP_BINARY,
-    OP_CLOSE,
-    OP_CONTINUATION,
-    OP_PING,
-    OP_PONG,
-    OP_TEXT,
+import engine._framing
+import engine._ws_codec
+from engine._ws_codec import (
     CloseReceived,
+    LocalProtocolError,
     Message,
+    Opcode,
     Ping,
     Pong,
+    RemoteProtocolError,
     WebSocketCodec,
     WebSocketProtocolError,
     accept_for,
@@ -74,6 +76,38 @@ def parse_client_frames(data: bytes) -> list[tuple[bool, int, bytes, bytes]]:
     return frames
 
 
+# -- what the codec is --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("module", [engine._ws_codec, engine._framing], ids=["ws_codec", "framing"])
+def test_the_codecs_import_nothing_that_does_io(module: ModuleType) -> None:
+    tree = ast.parse(inspect.getsource(module))
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert {name.split(".")[0] for name in imported}.isdisjoint({"trio", "socket", "h11", "select"})
+    assert imported.isdisjoint({"engine._transport", "engine._websocket", "engine._http"})
+
+
+def test_errors_are_split_by_blame() -> None:
+    for error in (LocalProtocolError, RemoteProtocolError):
+        assert issubclass(error, WebSocketProtocolError)
+    assert not issubclass(LocalProtocolError, RemoteProtocolError)
+    assert not issubclass(RemoteProtocolError, LocalProtocolError)
+
+
+def test_opcodes_are_the_rfcs() -> None:
+    assert [(op.name, int(op)) for op in Opcode] == [
+        ("CONTINUATION", 0x0),
+        ("TEXT", 0x1),
+        ("BINARY", 0x2),
+        ("CLOSE", 0x8),
+        ("PING", 0x9),
+        ("PONG", 0xA),
+    ]
+    ((_, opcode, _, _),) = parse_client_frames(WebSocketCodec().encode_messages([b"{}"]))
+    assert Opcode(opcode) is Opcode.TEXT
+
+
 # -- masking and encoding ----------------------------------------------------------------------------
 
 
@@ -99,7 +133,7 @@ def test_length_encodings(size: int, length_bytes: int) -> None:
     frame = WebSocketCodec().encode_messages([b"a" * size])
     assert len(frame) == 2 + length_bytes + 4 + size
     ((fin, opcode, _key, payload),) = parse_client_frames(frame)
-    assert (fin, opcode, payload) == (True, OP_TEXT, b"a" * size)
+    assert (fin, opcode, payload) == (True, Opcode.TEXT, b"a" * size)
 
 
 def test_batch_is_one_buffer_with_a_fresh_key_per_frame() -> None:
@@ -116,7 +150,7 @@ def test_binary_opcode() -> None:
     ((_, opcode, _, payload),) = parse_client_frames(
         WebSocketCodec().encode_messages([b"\x00\x01"], binary=True)
     )
-    assert (opcode, payload) == (OP_BINARY, b"\x00\x01")
+    assert (opcode, payload) == (Opcode.BINARY, b"\x00\x01")
 
 
 # -- decoding ----------------------------------------------------------------------------------------
@@ -132,7 +166,7 @@ def test_rfc_unmasked_hello_in_any_split() -> None:
 
 def test_byte_by_byte_64bit_frame() -> None:
     payload = os.urandom(70_000)
-    data = server_frame(OP_BINARY, payload)
+    data = server_frame(Opcode.BINARY, payload)
     assert data[1] == 127
     codec = WebSocketCodec()
     events = []
@@ -145,23 +179,23 @@ def test_rfc_fragmented_text_with_ping_in_between() -> None:
     codec = WebSocketCodec(mask_keys=fixed_keys)
     data = (
         bytes.fromhex("010348656c")  # "Hel", not final
-        + server_frame(OP_PING, b"?")
+        + server_frame(Opcode.PING, b"?")
         + bytes.fromhex("80026c6f")  # "lo", final continuation
     )
     assert codec.receive_data(data) == [Ping(b"?"), Message(b"Hello")]
     ((fin, opcode, _, payload),) = parse_client_frames(codec.data_to_send())
-    assert (fin, opcode, payload) == (True, OP_PONG, b"?")
+    assert (fin, opcode, payload) == (True, Opcode.PONG, b"?")
     assert codec.data_to_send() == b""
 
 
 def test_many_fragments_and_messages_in_one_chunk() -> None:
     parts = [b"a" * 10, b"b" * 200, b"c" * 70_000]
     data = (
-        server_frame(OP_TEXT, parts[0], fin=False)
-        + server_frame(OP_CONTINUATION, parts[1], fin=False)
-        + server_frame(OP_CONTINUATION, parts[2])
-        + server_frame(OP_TEXT, b"{}")
-        + server_frame(OP_TEXT, b"[1]")[:3]
+        server_frame(Opcode.TEXT, parts[0], fin=False)
+        + server_frame(Opcode.CONTINUATION, parts[1], fin=False)
+        + server_frame(Opcode.CONTINUATION, parts[2])
+        + server_frame(Opcode.TEXT, b"{}")
+        + server_frame(Opcode.TEXT, b"[1]")[:3]
     )
     codec = WebSocketCodec()
     assert codec.receive_data(data) == [Message(b"".join(parts)), Message(b"{}")]
@@ -170,71 +204,75 @@ def test_many_fragments_and_messages_in_one_chunk() -> None:
 
 def test_payload_is_never_decoded() -> None:
     invalid_utf8 = b'{"x":"\xff\xfe"}'
-    assert WebSocketCodec().receive_data(server_frame(OP_TEXT, invalid_utf8)) == [Message(invalid_utf8)]
+    assert WebSocketCodec().receive_data(server_frame(Opcode.TEXT, invalid_utf8)) == [Message(invalid_utf8)]
 
 
 def test_pong_is_reported() -> None:
-    assert WebSocketCodec().receive_data(server_frame(OP_PONG, b"p")) == [Pong(b"p")]
+    assert WebSocketCodec().receive_data(server_frame(Opcode.PONG, b"p")) == [Pong(b"p")]
 
 
 def test_ping_frame_we_send() -> None:
     ((_, opcode, _, payload),) = parse_client_frames(WebSocketCodec().ping(b"hi"))
-    assert (opcode, payload) == (OP_PING, b"hi")
-    with pytest.raises(ValueError, match="125"):
+    assert (opcode, payload) == (Opcode.PING, b"hi")
+    with pytest.raises(LocalProtocolError, match="125"):
         WebSocketCodec().ping(b"x" * 126)
 
 
 def test_close_from_server_is_answered_and_ends_decoding() -> None:
     codec = WebSocketCodec()
-    data = server_frame(OP_CLOSE, struct.pack("!H", 1001) + b"going away") + server_frame(OP_TEXT, b"late")
+    data = server_frame(Opcode.CLOSE, struct.pack("!H", 1001) + b"going away") + server_frame(
+        Opcode.TEXT, b"late"
+    )
     assert codec.receive_data(data) == [CloseReceived(1001, "going away")]
     ((_, opcode, _, payload),) = parse_client_frames(codec.data_to_send())
-    assert (opcode, payload[:2]) == (OP_CLOSE, struct.pack("!H", 1001))
+    assert (opcode, payload[:2]) == (Opcode.CLOSE, struct.pack("!H", 1001))
     assert codec.close_sent
-    assert codec.receive_data(server_frame(OP_TEXT, b"later")) == []
+    assert codec.receive_data(server_frame(Opcode.TEXT, b"later")) == []
 
 
 def test_close_without_status() -> None:
     codec = WebSocketCodec()
-    assert codec.receive_data(server_frame(OP_CLOSE, b"")) == [CloseReceived(None, "")]
+    assert codec.receive_data(server_frame(Opcode.CLOSE, b"")) == [CloseReceived(None, "")]
 
 
 def test_close_we_send_once() -> None:
     codec = WebSocketCodec()
     ((_, opcode, _, payload),) = parse_client_frames(codec.close(1000, "bye"))
-    assert (opcode, payload) == (OP_CLOSE, struct.pack("!H", 1000) + b"bye")
+    assert (opcode, payload) == (Opcode.CLOSE, struct.pack("!H", 1000) + b"bye")
     assert codec.close() == b""
-    with pytest.raises(WebSocketProtocolError):
+    with pytest.raises(LocalProtocolError, match="after the websocket was closed"):
         codec.encode_messages([b"{}"])
     # The server's answer to our close needs no second close frame.
-    assert codec.receive_data(server_frame(OP_CLOSE, struct.pack("!H", 1000))) == [CloseReceived(1000, "")]
+    assert codec.receive_data(server_frame(Opcode.CLOSE, struct.pack("!H", 1000))) == [
+        CloseReceived(1000, "")
+    ]
     assert codec.data_to_send() == b""
 
 
 @pytest.mark.parametrize(
     ("data", "match"),
     [
-        (encode_frame(OP_TEXT, b"x", b"abcd"), "masked"),
-        (bytes([0x80 | 0x40 | OP_TEXT, 0]), "reserved"),
-        (server_frame(OP_CONTINUATION, b"x"), "continuation"),
-        (server_frame(OP_TEXT, b"a", fin=False) + server_frame(OP_TEXT, b"b"), "before the previous"),
-        (server_frame(OP_PING, b"x" * 126), "control frame"),
-        (server_frame(OP_PING, b"x", fin=False), "control frame"),
+        (encode_frame(Opcode.TEXT, b"x", b"abcd"), "masked"),
+        (bytes([0x80 | 0x40 | Opcode.TEXT, 0]), "reserved"),
+        (server_frame(Opcode.CONTINUATION, b"x"), "continuation"),
+        (server_frame(Opcode.TEXT, b"a", fin=False) + server_frame(Opcode.TEXT, b"b"), "before the previous"),
+        (server_frame(Opcode.PING, b"x" * 126), "control frame"),
+        (server_frame(Opcode.PING, b"x", fin=False), "control frame"),
         (server_frame(0x3, b""), "opcode"),
         (server_frame(0xB, b""), "opcode"),
-        (server_frame(OP_CLOSE, b"\x03"), "1-byte"),
+        (server_frame(Opcode.CLOSE, b"\x03"), "1-byte"),
         (bytes([0x81, 127]) + struct.pack("!Q", 1 << 63), "most significant"),
     ],
 )
 def test_protocol_errors(data: bytes, match: str) -> None:
-    with pytest.raises(WebSocketProtocolError, match=match):
+    with pytest.raises(RemoteProtocolError, match=match):
         WebSocketCodec().receive_data(data)
 
 
 def test_large_frame_in_small_chunks_is_linear() -> None:
     """50 MB in 64 KiB pieces: re-scanning or re-copying the buffer per piece would take minutes."""
     payload = b"y" * (50 * 1024 * 1024)
-    data = server_frame(OP_TEXT, payload)
+    data = server_frame(Opcode.TEXT, payload)
     codec = WebSocketCodec()
     started = time.perf_counter()
     events = []
@@ -279,5 +317,5 @@ def test_check_upgrade_accepts_a_good_answer() -> None:
 )
 def test_check_upgrade_rejects(status: int, drop: bytes | None, match: str) -> None:
     headers = [(name, value) for name, value in good_headers() if name != drop]
-    with pytest.raises(WebSocketProtocolError, match=match):
+    with pytest.raises(RemoteProtocolError, match=match):
         check_upgrade(status, headers, RFC_KEY)

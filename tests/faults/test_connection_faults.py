@@ -262,8 +262,8 @@ async def test_closed_pages_are_forgotten(fake: tuple[Browser, FakePeer]) -> Non
     ids=["silent-http", "empty-version", "url-not-a-string", "silent-websocket"],
 )
 async def test_connect_to_a_misbehaving_endpoint_says_what_came(answer: Any, expected: str) -> None:
-    from engine import Settings, connect
-    from engine._websocket import accept_for
+    from engine import ConnectError, Settings, connect
+    from engine._ws_codec import accept_for
 
     async def handle(stream: trio.SocketStream) -> None:
         request = await read_request(stream)
@@ -290,6 +290,6 @@ async def test_connect_to_a_misbehaving_endpoint_says_what_came(answer: Any, exp
                 if answer == "upgrade"
                 else f"http://127.0.0.1:{port}"
             )
-            with pytest.raises(ConnectionClosed, match=expected):
+            with pytest.raises(ConnectError, match=expected):
                 async with connect(url, settings=settings):
                     pass

@@ -21,24 +21,13 @@ import trio
 import trio.testing
 
 from engine._connection import open_connection
-from engine._errors import ConnectionClosed
+from engine._errors import ConnectError, ConnectionClosed
+from engine._framing import InboundTooLarge, NulFramer
+from engine._http import discover_ws_url
 from engine._process import open_chromium
 from engine._settings import Settings
-from engine._transport import InboundTooLarge, NulFramer
-from engine._websocket import (
-    MAX_PONG_BYTES,
-    OP_CLOSE,
-    OP_CONTINUATION,
-    OP_PING,
-    OP_PONG,
-    OP_TEXT,
-    WebSocketCodec,
-    WebSocketTransport,
-    accept_for,
-    discover_ws_url,
-    encode_frame,
-    open_websocket_transport,
-)
+from engine._websocket import WebSocketTransport, open_websocket_transport
+from engine._ws_codec import MAX_PONG_BYTES, Opcode, WebSocketCodec, accept_for, encode_frame
 from tests.engine.test_transport import pipe_pair, read_client_frame, socket_stream_pair
 from tests.faults.server import Handler, read_request, serving
 
@@ -59,7 +48,7 @@ async def send_until_closed(stream: trio.abc.SendStream, data: bytes) -> None:
 
 def pings(count: int) -> bytes:
     """``count`` pings with payloads 0, 1, 2... (4 bytes each), so the latest one can be recognised."""
-    return b"".join(server_frame(OP_PING, struct.pack("!I", i)) for i in range(count))
+    return b"".join(server_frame(Opcode.PING, struct.pack("!I", i)) for i in range(count))
 
 
 # -- websocket control frames never block the reader -------------------------------------------------
@@ -71,7 +60,7 @@ def test_a_ping_flood_leaves_one_owed_pong_for_the_latest_ping() -> None:
     assert codec.control_owed == 6 + 4 <= MAX_PONG_BYTES
     owed = codec.data_to_send()
     assert len(owed) == 6 + 4, "one pong answers the whole flood"
-    assert owed[0] == 0x80 | OP_PONG
+    assert owed[0] == 0x80 | Opcode.PONG
     key = owed[2:6]
     assert bytes(b ^ key[i % 4] for i, b in enumerate(owed[6:])) == struct.pack("!I", 9_999)
     assert codec.control_owed == 0
@@ -87,8 +76,8 @@ async def test_ping_flood_from_a_peer_that_stops_reading_never_blocks_the_reader
 
     async def flood() -> None:
         for i in range(count):  # one write each, so the reader sees (and answers) many of them apart
-            await server.send_all(server_frame(OP_PING, struct.pack("!I", i)))
-        await server.send_all(server_frame(OP_TEXT, b'{"after":"pings"}'))
+            await server.send_all(server_frame(Opcode.PING, struct.pack("!I", i)))
+        await server.send_all(server_frame(Opcode.TEXT, b'{"after":"pings"}'))
 
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
@@ -103,7 +92,7 @@ async def test_ping_flood_from_a_peer_that_stops_reading_never_blocks_the_reader
 
         async def drain() -> None:
             buffer = bytearray()
-            while not frames or frames[-1][0] != OP_TEXT:
+            while not frames or frames[-1][0] != Opcode.TEXT:
                 frames.append(await read_client_frame(server, buffer))
 
         async with trio.open_nursery() as nursery:
@@ -111,9 +100,9 @@ async def test_ping_flood_from_a_peer_that_stops_reading_never_blocks_the_reader
             await transport.send([])
             assert transport.backlog == 0
             await transport.send([b'{"id":1}'])
-    assert frames[-1] == (OP_TEXT, b'{"id":1}')
-    assert frames[-2] == (OP_PONG, struct.pack("!I", count - 1))
-    assert {opcode for opcode, _ in frames[:-1]} == {OP_PONG}
+    assert frames[-1] == (Opcode.TEXT, b'{"id":1}')
+    assert frames[-2] == (Opcode.PONG, struct.pack("!I", count - 1))
+    assert {opcode for opcode, _ in frames[:-1]} == {Opcode.PONG}
     assert len(frames) - 1 < count, "pongs are coalesced while the peer does not read"
     await transport.aclose()
     await server.aclose()
@@ -127,13 +116,13 @@ async def test_a_pong_the_reader_could_not_write_goes_out_through_the_connection
     with trio.fail_after(10):
         async with open_connection(WebSocketTransport(client)):
             for i in range(count):
-                await server.send_all(server_frame(OP_PING, struct.pack("!I", i)))
-            await server.send_all(server_frame(OP_TEXT, b'{"id":99}'))  # a batch for the reader to finish
+                await server.send_all(server_frame(Opcode.PING, struct.pack("!I", i)))
+            await server.send_all(server_frame(Opcode.TEXT, b'{"id":99}'))  # a batch for the reader to finish
             buffer = bytearray()
             frames = [await read_client_frame(server, buffer)]
-            while frames[-1] != (OP_PONG, struct.pack("!I", count - 1)):
+            while frames[-1] != (Opcode.PONG, struct.pack("!I", count - 1)):
                 frames.append(await read_client_frame(server, buffer))
-    assert {opcode for opcode, _ in frames} == {OP_PONG}
+    assert {opcode for opcode, _ in frames} == {Opcode.PONG}
     await server.aclose()
 
 
@@ -150,16 +139,16 @@ async def test_a_send_blocked_on_a_peer_that_stops_reading_does_not_block_the_re
 
             nursery.start_soon(send_big)
             await trio.lowlevel.wait_readable(server.socket.fileno())
-            await server.send_all(server_frame(OP_PING, b"hb") + server_frame(OP_TEXT, b"[1]"))
+            await server.send_all(server_frame(Opcode.PING, b"hb") + server_frame(Opcode.TEXT, b"[1]"))
             assert await transport.receive_batch() == [b"[1]"]
             assert not sent.is_set(), "the big send still holds the socket"
             assert transport.backlog == 6 + 2, "the pong waits, owed, for the next send"
 
             buffer = bytearray()
-            assert await read_client_frame(server, buffer) == (OP_TEXT, b"x" * BIG)
+            assert await read_client_frame(server, buffer) == (Opcode.TEXT, b"x" * BIG)
             await sent.wait()
             await transport.send([])
-            assert await read_client_frame(server, buffer) == (OP_PONG, b"hb")
+            assert await read_client_frame(server, buffer) == (Opcode.PONG, b"hb")
     await transport.aclose()
     await server.aclose()
 
@@ -170,7 +159,7 @@ async def test_a_close_from_a_peer_that_stops_reading_ends_the_reader_at_once() 
     with trio.fail_after(10):
         assert transport.send_nowait([b"x" * BIG])
         assert transport.backlog > 0, "the kernel took only part of it; the peer reads nothing"
-        await server.send_all(server_frame(OP_CLOSE, struct.pack("!H", 1001) + b"going away"))
+        await server.send_all(server_frame(Opcode.CLOSE, struct.pack("!H", 1001) + b"going away"))
         with pytest.raises(ConnectionClosed, match="1001 going away"):
             await transport.receive_batch()
         with pytest.raises(ConnectionClosed, match="1001 going away"):
@@ -182,15 +171,15 @@ async def test_a_transport_on_a_plain_trio_stream_keeps_the_pong_for_the_next_se
     client, server = trio.testing.memory_stream_pair()
     transport = WebSocketTransport(client)
     with trio.fail_after(5):
-        await server.send_all(server_frame(OP_PING, b"a") + server_frame(OP_PING, b"b"))
-        await server.send_all(server_frame(OP_TEXT, b"{}"))
+        await server.send_all(server_frame(Opcode.PING, b"a") + server_frame(Opcode.PING, b"b"))
+        await server.send_all(server_frame(Opcode.TEXT, b"{}"))
         assert await transport.receive_batch() == [b"{}"]
         assert transport.backlog == 6 + 1
         await transport.send([])
         assert transport.backlog == 0
         data = await server.receive_some()
         assert len(data) == 6 + 1
-        assert (data[0], data[6] ^ data[2]) == (0x80 | OP_PONG, ord("b"))
+        assert (data[0], data[6] ^ data[2]) == (0x80 | Opcode.PONG, ord("b"))
     await transport.aclose()
 
 
@@ -232,8 +221,8 @@ async def test_a_websocket_send_cancelled_before_its_first_byte_keeps_the_backlo
         async with trio.open_nursery() as nursery:
             nursery.start_soon(transport.send, [b"{}"])
             buffer = bytearray()
-            assert await read_client_frame(server, buffer) == (OP_TEXT, message)
-            assert await read_client_frame(server, buffer) == (OP_TEXT, b"{}")
+            assert await read_client_frame(server, buffer) == (Opcode.TEXT, message)
+            assert await read_client_frame(server, buffer) == (Opcode.TEXT, b"{}")
     await transport.aclose()
     await server.aclose()
 
@@ -246,7 +235,7 @@ async def test_a_frame_header_over_the_inbound_limit_closes_the_websocket_at_onc
     transport = WebSocketTransport(client)
     with trio.fail_after(5):
         # Only the header: a transport that waited for the 8 GiB payload would wait here forever.
-        await server.send_all(bytes([0x80 | OP_TEXT, 127]) + struct.pack("!Q", 8 * 1024**3))
+        await server.send_all(bytes([0x80 | Opcode.TEXT, 127]) + struct.pack("!Q", 8 * 1024**3))
         expected = (
             "the browser sent a message of 8,589,934,592 bytes, over the 1,073,741,824-byte limit "
             "(Settings.max_inbound_bytes); the websocket was closed. Raise the limit if the message is "
@@ -266,7 +255,9 @@ async def test_messages_before_an_oversized_one_are_delivered_then_the_websocket
     transport = WebSocketTransport(client, max_inbound_bytes=MIB)
     with trio.fail_after(5):
         await server.send_all(
-            server_frame(OP_TEXT, b'{"id":1}') + bytes([0x80 | OP_TEXT, 127]) + struct.pack("!Q", 2 * MIB)
+            server_frame(Opcode.TEXT, b'{"id":1}')
+            + bytes([0x80 | Opcode.TEXT, 127])
+            + struct.pack("!Q", 2 * MIB)
         )
         assert await transport.receive_batch() == [b'{"id":1}'], "a reply that came whole still counts"
         with pytest.raises(ConnectionClosed, match="of 2,097,152 bytes, over the 1,048,576-byte limit"):
@@ -283,9 +274,9 @@ async def test_fragments_adding_up_past_the_inbound_limit_close_the_websocket() 
             nursery.start_soon(
                 send_until_closed,
                 server,
-                server_frame(OP_TEXT, part, fin=False)
-                + server_frame(OP_CONTINUATION, part, fin=False)
-                + server_frame(OP_CONTINUATION, b"}"),
+                server_frame(Opcode.TEXT, part, fin=False)
+                + server_frame(Opcode.CONTINUATION, part, fin=False)
+                + server_frame(Opcode.CONTINUATION, b"}"),
             )
             with pytest.raises(ConnectionClosed, match=r"at least 1,228,800 bytes, over the 1,048,576-byte"):
                 await transport.receive_batch()
@@ -313,7 +304,7 @@ async def test_a_websocket_message_exactly_at_the_inbound_limit_is_delivered() -
             nursery.start_soon(
                 send_until_closed,
                 server,
-                server_frame(OP_TEXT, message) + server_frame(OP_TEXT, message + b"!"),
+                server_frame(Opcode.TEXT, message) + server_frame(Opcode.TEXT, message + b"!"),
             )
             assert await transport.receive_batch() == [message]
             with pytest.raises(ConnectionClosed, match=r"of 1,048,577 bytes, over the 1,048,576"):
@@ -449,7 +440,7 @@ async def test_discover_ws_url_says_what_was_expected_and_what_came(
     status: str, body: bytes, expected: str
 ) -> None:
     async with serving(answering(status, body)) as port:
-        with trio.fail_after(5), pytest.raises(ConnectionClosed, match=expected) as caught:
+        with trio.fail_after(5), pytest.raises(ConnectError, match=expected) as caught:
             await discover_ws_url("127.0.0.1", port, Settings())
     assert f"GET http://127.0.0.1:{port}/json/version" in str(caught.value)
 
@@ -458,14 +449,14 @@ async def test_discover_ws_url_with_nothing_listening_says_it_could_not_connect(
     port = a_free_port()
     with (
         trio.fail_after(5),
-        pytest.raises(ConnectionClosed, match=r"could not connect to http://127\.0\.0\.1"),
+        pytest.raises(ConnectError, match=r"could not connect to http://127\.0\.0\.1"),
     ):
         await discover_ws_url("127.0.0.1", port, Settings())
 
 
 async def test_discover_ws_url_from_a_server_that_never_answers_names_the_setting() -> None:
     async with serving(silent) as port:
-        with trio.fail_after(5), pytest.raises(ConnectionClosed) as caught:
+        with trio.fail_after(5), pytest.raises(ConnectError) as caught:
             await discover_ws_url("127.0.0.1", port, Settings(connect_timeout=0.2))
     assert str(caught.value) == (
         f"127.0.0.1:{port} accepted the connection but did not answer GET /json/version within 0.2 s "
@@ -473,10 +464,10 @@ async def test_discover_ws_url_from_a_server_that_never_answers_names_the_settin
     )
 
 
-async def test_a_server_that_never_answers_the_upgrade_gives_connection_closed() -> None:
+async def test_a_server_that_never_answers_the_upgrade_gives_connect_error() -> None:
     async with serving(silent) as port:
         url = f"ws://127.0.0.1:{port}/devtools/browser/x"
-        with trio.fail_after(5), pytest.raises(ConnectionClosed) as caught:
+        with trio.fail_after(5), pytest.raises(ConnectError) as caught:
             await open_websocket_transport(url, Settings(connect_timeout=0.2))
     assert str(caught.value) == (
         f"127.0.0.1:{port} accepted the connection but did not answer the websocket upgrade for {url} "
@@ -500,7 +491,7 @@ async def test_open_websocket_transport_applies_the_settings_inbound_limit() -> 
         ]
         answer = server.send(h11.InformationalResponse(status_code=101, headers=headers))
         assert answer is not None
-        await stream.send_all(answer + server_frame(OP_TEXT, b"k" * 2048))
+        await stream.send_all(answer + server_frame(Opcode.TEXT, b"k" * 2048))
         await trio.sleep_forever()
 
     async with serving(upgrade_then_send_too_much) as port:

@@ -1,0 +1,115 @@
+"""Sans-I/O framing the links share: the inbound cap, and the pipe's NUL framing.
+
+Nothing here does I/O or imports trio. The websocket codec (``engine._ws_codec``) and :class:`NulFramer`
+both stop at ``max_inbound_bytes`` (``Settings.max_inbound_bytes``) with :class:`InboundTooLarge`: a peer
+that never ends its message (no NUL, a frame header declaring gigabytes) must close the link instead of
+growing our memory. The transports turn it into a ConnectionClosed that says what came and what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from engine._settings import DEFAULT_SETTINGS
+
+MAX_INBOUND_BYTES = DEFAULT_SETTINGS.max_inbound_bytes
+"""The default inbound cap (``Settings.max_inbound_bytes``): a transport built without settings is bounded."""
+
+
+class InboundTooLarge(Exception):
+    """A framer met a message over its inbound limit (the peer's doing; the transport closes the link).
+
+    Args:
+        size: the message's length, or what arrived of it so far when ``at_least``.
+        limit: the inbound limit it is over.
+        at_least: the message is not finished, so ``size`` is a lower bound.
+        completed: what the same call completed before it (messages or events). They are whole and may
+            answer waiting commands, so the transport delivers them before it reports the closed link.
+    """
+
+    def __init__(
+        self, size: int, limit: int, *, at_least: bool = False, completed: Sequence[Any] = ()
+    ) -> None:
+        self.size = size
+        self.limit = limit
+        self.at_least = at_least
+        self.completed = completed
+        super().__init__(f"a message of {'at least ' if at_least else ''}{size:,} bytes")
+
+    def explain(self, link: str) -> str:
+        """The ConnectionClosed text: what came, the limit and its setting, what happened, what to do."""
+        return (
+            f"the browser sent {self}, over the {self.limit:,}-byte limit (Settings.max_inbound_bytes); "
+            f"the {link} was closed. Raise the limit if the message is legitimate"
+        )
+
+
+class NulFramer:
+    """Splits a byte stream into NUL-terminated messages (the pipe's framing).
+
+    Each byte is searched once: only the newly fed chunk is scanned, and the unfinished message is kept in
+    a bytearray that grows in place, so a message of hundreds of megabytes costs linear time. The limit is
+    a length comparison per chunk: a chunk no longer than the limit cannot hold a message over it, so only
+    the unfinished message (and, with a limit below the read size, a long chunk) is measured.
+
+    Args:
+        max_inbound_bytes: the longest message; a longer one, finished or not, raises InboundTooLarge.
+    """
+
+    def __init__(self, *, max_inbound_bytes: int = MAX_INBOUND_BYTES) -> None:
+        self._partial = bytearray()
+        self._limit = max_inbound_bytes
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes of an unfinished message held back."""
+        return len(self._partial)
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """Add received bytes; return the messages they complete (empty messages are skipped).
+
+        Raises:
+            InboundTooLarge: a message is over ``max_inbound_bytes``; nothing more should be fed.
+        """
+        messages: list[bytes] = []
+        limit = self._limit
+        if self._partial:
+            end = data.find(b"\0")
+            held = len(self._partial)
+            if end == -1:
+                if held + len(data) > limit:
+                    raise InboundTooLarge(held + len(data), limit, at_least=True)
+                self._partial += data
+                return messages
+            if held + end > limit:
+                raise InboundTooLarge(held + end, limit)  # nothing before it in this chunk
+            with memoryview(data) as view:
+                self._partial += view[:end]
+            messages.append(bytes(self._partial))
+            self._partial = bytearray()
+            data = data[end + 1 :]
+        parts = data.split(b"\0")
+        tail = parts.pop()
+        if len(data) > limit:
+            for part in parts:
+                if len(part) > limit:
+                    raise InboundTooLarge(len(part), limit, completed=messages)
+                if part:
+                    messages.append(part)
+            if len(tail) > limit:
+                raise InboundTooLarge(len(tail), limit, at_least=True, completed=messages)
+        else:
+            messages.extend(part for part in parts if part)
+        if tail:
+            self._partial += tail
+        return messages
+
+
+def nul_framed(messages: Sequence[bytes]) -> bytes:
+    """Whole messages as one buffer for one write, each followed by its NUL byte."""
+    parts: list[bytes] = []
+    for message in messages:
+        parts.append(message)
+        parts.append(b"\0")
+    return b"".join(parts)
