@@ -19,7 +19,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine._process import BASE_FLAGS
+from engine.lowlevel import BASE_FLAGS
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS: tuple[str, ...] = BASE_FLAGS  # the flags that work on a closed network, shared with the engine

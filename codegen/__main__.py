@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.drift:
         # Imported here: the engine imports cdp/, and a broken cdp/ must not stop the generator that fixes it.
-        from engine import _drift  # noqa: PLC0415
+        from engine import drift as _drift  # noqa: PLC0415
 
         report = _drift.compare_with(args.drift, args.protocol_dir)
         print(_drift.format_report(report))

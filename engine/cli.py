@@ -23,7 +23,7 @@ from typing import Any
 import trio
 
 import cdp
-from engine import _drift
+from engine import drift as _drift
 from engine._browser import Browser, connect, launch
 from engine._errors import CDPError
 from engine._session import Session

@@ -11,6 +11,8 @@ detach at just the wrong moment), in your own tests as in ours::
 
 The peer sees exactly the JSON the engine sends and can send anything back: replies, events (with a
 ``session_id``), raw bytes, or the end of the link.
+
+For tests against a real browser, ``serve_directory`` and ``serve_handler`` serve pages on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ import trio
 from engine._browser import Browser
 from engine._connection import open_connection
 from engine._errors import ConnectionClosed
+from engine._serve import serve_directory, serve_handler
 from engine._settings import DEFAULT_SETTINGS, Settings
 
-__all__ = ["FakePeer", "FakeTransport", "open_fake_browser"]
+__all__ = ["FakePeer", "FakeTransport", "open_fake_browser", "serve_directory", "serve_handler"]
 
 
 class FakeTransport:

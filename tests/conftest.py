@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine import Browser, launch
-from engine._serve import serve_directory
+from engine.testing import serve_directory
 
 PAGES = Path(__file__).parent / "integration" / "pages"
 

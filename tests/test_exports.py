@@ -57,4 +57,4 @@ def test_lowlevel_and_testing_all_are_sorted_and_complete() -> None:
         for name, value in vars(engine.testing).items()
         if not name.startswith("_") and getattr(value, "__module__", "") == "engine.testing"
     }
-    assert testing == set(engine.testing.__all__)
+    assert testing <= set(engine.testing.__all__)

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from packaging.requirements import Requirement
 
-from engine import _drift
+from engine import drift as _drift
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTOCOL_JSON = ROOT / "protocol-json"

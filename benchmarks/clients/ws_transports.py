@@ -39,12 +39,18 @@ import wsproto.events
 import wsproto.utilities
 from wsproto.connection import ConnectionState
 
-from engine._browser import Browser, browser_over
-from engine._errors import ConnectError, ConnectionClosed
-from engine._settings import DEFAULT_SETTINGS, Settings
-from engine._transport import CUT_MESSAGE, READ_SIZE, FdIO, LinkState, write_fully
-from engine._util import collapse_groups
-from engine._websocket import WEBSOCKET_MAX_MESSAGE_BYTES
+from engine import Browser, ConnectError, ConnectionClosed, Settings
+from engine.lowlevel import (
+    CUT_MESSAGE,
+    DEFAULT_SETTINGS,
+    READ_SIZE,
+    WEBSOCKET_MAX_MESSAGE_BYTES,
+    FdIO,
+    LinkState,
+    browser_over,
+    collapse_groups,
+    write_fully,
+)
 
 log = logging.getLogger("benchmarks.ws_transports")
 

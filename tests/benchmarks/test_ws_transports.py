@@ -11,8 +11,7 @@ import trio_websocket
 
 from benchmarks.clients import DEFAULT, NOT_DEFAULT, REGISTRY
 from benchmarks.clients.ws_transports import TrioWebSocketTransport, WsprotoTransport
-from engine._errors import ConnectionClosed, MessageTooLarge
-from engine._settings import Settings
+from engine import ConnectionClosed, MessageTooLarge, Settings
 
 BIG = 5 * 1024 * 1024
 SETTINGS = Settings(connect_timeout=5.0)

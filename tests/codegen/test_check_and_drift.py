@@ -1,6 +1,6 @@
 """``python -m codegen --check`` on the committed tree and on edited copies, and the drift report.
 
-The drift comparison lives in the engine (``engine._drift``); ``python -m codegen --drift`` uses it.
+The drift comparison lives in the engine (``engine.drift``); ``python -m codegen --drift`` uses it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 
 from codegen import _render
 from codegen.__main__ import main
-from engine import _drift
+from engine import drift as _drift
 
 ROOT = Path(__file__).resolve().parents[2]
 

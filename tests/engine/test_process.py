@@ -15,19 +15,17 @@ import pytest
 import trio
 
 import engine._process as process_module
-from engine._errors import BrowserLaunchError, ConnectionClosed
-from engine._process import (
+from engine import BrowserLaunchError, ConnectionClosed, Settings
+from engine._process import ENV_VAR, _StderrTail
+from engine._util import reraise_unwrapped, unwrap_group
+from engine.lowlevel import (
     BASE_FLAGS,
-    ENV_VAR,
     ChromiumProcess,
-    _StderrTail,
     chromium_command,
     find_chromium,
+    make_pipe_pair,
     open_chromium,
 )
-from engine._settings import Settings
-from engine._transport import make_pipe_pair
-from engine._util import reraise_unwrapped, unwrap_group
 from tests.procs import group_members
 
 Kind = Literal["pipe", "websocket"]

@@ -13,9 +13,7 @@ import pytest
 
 import cdp
 from engine import Session, SessionDetached, Subscription, TargetCrashed
-from engine._connection import Connection
-from engine._sessions import SessionTable
-from engine._settings import DEFAULT_SETTINGS
+from engine.lowlevel import DEFAULT_SETTINGS, Connection, SessionTable
 from engine.testing import FakeTransport
 
 

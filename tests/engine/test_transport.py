@@ -15,14 +15,22 @@ from typing import Any, Literal
 import pytest
 import trio
 
-from engine._errors import CDPError, ConnectError, ConnectionClosed, MessageTooLarge
-from engine._framing import NulFramer
-from engine._http import fetch_json_version
-from engine._process import ChromiumProcess, open_chromium
-from engine._settings import Settings
-from engine._transport import CUT_MESSAGE, PIPE_MAX_MESSAGE_BYTES, PipeTransport, Transport
-from engine._websocket import WEBSOCKET_MAX_MESSAGE_BYTES, WebSocketTransport, open_websocket_transport
-from engine._ws_codec import Opcode, encode_frame, mask_payload
+from engine import CDPError, ConnectError, ConnectionClosed, MessageTooLarge, Settings
+from engine._ws_codec import encode_frame, mask_payload
+from engine.lowlevel import (
+    CUT_MESSAGE,
+    PIPE_MAX_MESSAGE_BYTES,
+    WEBSOCKET_MAX_MESSAGE_BYTES,
+    ChromiumProcess,
+    NulFramer,
+    Opcode,
+    PipeTransport,
+    Transport,
+    WebSocketTransport,
+    fetch_json_version,
+    open_chromium,
+    open_websocket_transport,
+)
 
 Kind = Literal["pipe", "websocket"]
 TRANSPORTS: list[Kind] = ["pipe", "websocket"]

@@ -37,12 +37,10 @@ import trio
 import trio.testing
 
 from benchmarks.clients.ws_transports import TrioWebSocketTransport, WsprotoTransport
-from engine._errors import ConnectionClosed, MessageTooLarge
+from engine import ConnectionClosed, MessageTooLarge, Settings
 from engine._http import websocket_upgrade
-from engine._settings import Settings
-from engine._transport import PipeTransport, Transport
-from engine._websocket import WebSocketTransport
-from engine._ws_codec import Opcode, accept_for, encode_frame, mask_payload
+from engine._ws_codec import accept_for, encode_frame, mask_payload
+from engine.lowlevel import Opcode, PipeTransport, Transport, WebSocketTransport
 
 MIB = 1024 * 1024
 BIG = 4 * MIB

@@ -17,19 +17,16 @@ import engine._framing
 import engine._ws_codec
 from engine._ws_codec import (
     CloseReceived,
-    LocalProtocolError,
     Message,
-    Opcode,
     Ping,
     Pong,
-    RemoteProtocolError,
-    WebSocketCodec,
     WebSocketProtocolError,
     accept_for,
     check_upgrade,
     encode_frame,
     mask_payload,
 )
+from engine.lowlevel import LocalProtocolError, Opcode, RemoteProtocolError, WebSocketCodec
 
 
 def fixed_keys(n: int) -> bytes:

@@ -11,7 +11,7 @@ from functools import partial
 
 import trio
 
-from engine._serve import serve_handler
+from engine.testing import serve_handler
 
 PAGES: dict[str, bytes] = {
     "/final.html": b"<title>final</title><p>the final page</p>",

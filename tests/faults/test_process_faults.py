@@ -25,9 +25,8 @@ import pytest
 import trio
 
 import engine._process as process_module
-from engine._errors import BrowserLaunchError
-from engine._process import ChromiumProcess, chromium_command, find_chromium, open_chromium
-from engine._settings import Settings
+from engine import BrowserLaunchError, Settings
+from engine.lowlevel import ChromiumProcess, chromium_command, find_chromium, open_chromium
 from tests.procs import session_members
 
 REPO = Path(__file__).resolve().parents[2]
@@ -213,8 +212,8 @@ async def test_launcher_that_detaches_the_browser_is_refused(tmp_path: Path, sys
 KI_SCRIPT = """
 import json, os, signal, sys
 import trio
-from engine._process import open_chromium
-from engine._settings import Settings
+from engine.lowlevel import open_chromium
+from engine import Settings
 
 async def main(first_in_block: bool, stopped: bool) -> None:
     async with open_chromium(settings=Settings(kill_timeout=3.0)) as browser:

@@ -20,14 +20,19 @@ import pytest
 import trio
 import trio.testing
 
-from engine._connection import open_connection
-from engine._errors import ConnectError, ConnectionClosed
-from engine._framing import InboundTooLarge, NulFramer
-from engine._http import discover_ws_url
-from engine._process import open_chromium
-from engine._settings import Settings
-from engine._websocket import WebSocketTransport, open_websocket_transport
-from engine._ws_codec import MAX_PONG_BYTES, Opcode, WebSocketCodec, accept_for, encode_frame
+from engine import ConnectError, ConnectionClosed, Settings
+from engine._framing import InboundTooLarge
+from engine._ws_codec import MAX_PONG_BYTES, accept_for, encode_frame
+from engine.lowlevel import (
+    NulFramer,
+    Opcode,
+    WebSocketCodec,
+    WebSocketTransport,
+    discover_ws_url,
+    open_chromium,
+    open_connection,
+    open_websocket_transport,
+)
 from tests.engine.test_transport import pipe_pair, read_client_frame, socket_stream_pair
 from tests.faults.server import Handler, read_request, serving
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import _drift
+from engine import drift as _drift
 
 pytestmark = pytest.mark.browser
 

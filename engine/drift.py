@@ -1,4 +1,4 @@
-"""Compare the pinned protocol with a running browser's ``/json/protocol``.
+"""Protocol drift: compare the pinned protocol with a running browser's ``/json/protocol``.
 
 Each side is flattened into ``kind name -> signature`` entries (domain, type, command, event, parameter,
 property, enum value); the report lists what was added, removed or changed, grouped by kind.
@@ -15,6 +15,19 @@ from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+__all__ = [
+    "Raw",
+    "Report",
+    "compare",
+    "compare_with",
+    "fetch_live",
+    "flatten",
+    "format_report",
+    "load_pinned",
+    "packaged_json",
+    "packaged_version",
+]
 
 Raw = dict[str, Any]
 Report = dict[str, dict[str, list[str]]]
