@@ -4,7 +4,7 @@ PY := .venv/bin/python
 CHROMIUM := /usr/bin/chromium
 STAMP := .venv/.installed
 
-.PHONY: setup demo test lint typecheck codegen codegen-check bench protocol-data protocol-refresh clean
+.PHONY: setup demo test test-fast lint typecheck codegen codegen-check bench protocol-data protocol-refresh clean
 
 setup: $(STAMP) $(CHROMIUM)
 
@@ -27,6 +27,10 @@ test: setup
 	$(PY) -m mypy
 	$(PY) -m codegen --check
 	$(PY) -m pytest -q
+
+# The unit tests alone (no browser, no wheel build), on both cores: for the edit-test loop.
+test-fast: setup
+	$(PY) -m pytest -q -n 2 tests/unit
 
 lint: setup
 	$(PY) -m ruff check . && $(PY) -m ruff format --check .

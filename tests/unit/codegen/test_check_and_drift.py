@@ -22,7 +22,7 @@ from codegen import _render
 from codegen.__main__ import main
 from engine import drift as _drift
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def run_codegen(*args: str) -> subprocess.CompletedProcess[str]:

@@ -29,12 +29,11 @@ from engine.lowlevel import (
     WebSocketCodec,
     WebSocketTransport,
     discover_ws_url,
-    open_chromium,
     open_connection,
     open_websocket_transport,
 )
-from tests.engine.test_transport import pipe_pair, read_client_frame, socket_stream_pair
-from tests.faults.server import Handler, read_request, serving
+from tests.unit.engine.test_transport import pipe_pair, read_client_frame, socket_stream_pair
+from tests.unit.faults.server import Handler, read_request, serving
 
 MIB = 1024 * 1024
 BIG = 8 * MIB
@@ -506,12 +505,3 @@ async def test_open_websocket_transport_applies_the_settings_inbound_limit() -> 
             )
             with pytest.raises(ConnectionClosed, match=r"of 2,048 bytes, over the 1,024-byte limit"):
                 await transport.receive_batch()
-
-
-@pytest.mark.browser
-async def test_discover_ws_url_finds_a_real_browsers_websocket() -> None:
-    with trio.fail_after(60):
-        async with open_chromium(transport="websocket", settings=Settings(launch_timeout=30)) as browser:
-            assert browser.ws_url is not None
-            port = int(browser.ws_url.split(":")[2].split("/")[0])
-            assert await discover_ws_url("127.0.0.1", port, Settings()) == browser.ws_url

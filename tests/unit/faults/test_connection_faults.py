@@ -26,7 +26,7 @@ from engine import (
 )
 from engine.lowlevel import Connection
 from engine.testing import FakePeer
-from tests.faults.server import read_request, serving
+from tests.unit.faults.server import read_request, serving
 
 Pair = tuple[Connection, FakePeer, Session]
 

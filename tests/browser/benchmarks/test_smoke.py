@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CHROMIUM = os.environ.get("CDP_BENCH_CHROMIUM", "/usr/bin/chromium")
 SCENARIOS = ["roundtrip.getVersion", "roundtrip.evaluate"]
 CLIENTS = [

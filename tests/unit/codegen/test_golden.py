@@ -1,10 +1,10 @@
 """Golden tests: small synthetic protocols and the exact files the generator writes for them.
 
-Each folder ``tests/codegen/cases/<case>/`` holds a ``VERSION`` file, a ``browser_protocol.json`` (and, where
-the case needs a second file, a ``js_protocol.json``) and ``expected/``: the generator's output for it, file
-by file. After an intended change to the generator, rewrite every ``expected/`` folder with::
+Each folder ``tests/unit/codegen/cases/<case>/`` holds a ``VERSION`` file, a ``browser_protocol.json``
+(and, where the case needs a second file, a ``js_protocol.json``) and ``expected/``: the generator's output
+for it, file by file. After an intended change to the generator, rewrite every ``expected/`` folder with::
 
-    CDP_UPDATE_GOLDEN=1 .venv/bin/pytest tests/codegen/test_golden.py
+    CDP_UPDATE_GOLDEN=1 .venv/bin/pytest tests/unit/codegen/test_golden.py
 
 and review the diff of ``expected/`` like any other change.
 

@@ -27,8 +27,8 @@ from engine import (
     launch,
 )
 from engine._params import MAX_DEPTH
-from tests.faults.server import serve_faults
 from tests.procs import cmdline, session_members
+from tests.unit.faults.server import serve_faults
 
 pytestmark = pytest.mark.browser
 

@@ -24,7 +24,7 @@ from cdp._base import COMMAND_DECODERS, HOOKS, CDPEnum, Command
 from codegen import fixups
 from codegen._names import pascal, safe, snake
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PROTOCOL_DIR = ROOT / "protocol-json"
 VERSION = (PROTOCOL_DIR / "VERSION").read_text().strip()
 

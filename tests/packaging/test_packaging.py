@@ -29,7 +29,7 @@ from packaging.requirements import Requirement
 
 from engine import drift as _drift
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL_JSON = ROOT / "protocol-json"
 PACKAGED = ROOT / "engine" / "_protocol"
 FIRST_PARTY = {"cdp", "engine"}

@@ -1,0 +1,174 @@
+"""Fault injection against open_chromium with a real Chromium: temp files, kills, launchers, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from engine import Settings
+from engine.lowlevel import open_chromium
+from tests.procs import session_members
+from tests.unit.faults.test_process_faults import (
+    CHROMIUM,
+    KI_SCRIPT,
+    REPO,
+    Kind,
+    get_version,
+    kill_session,
+    names,
+    script,
+)
+
+
+@pytest.mark.browser
+async def test_cancelled_start_ups_leave_nothing_in_the_system_temp_folder(system_temp: Path) -> None:
+    """Before: 43 of 50 start-ups cancelled at random left an org.chromium.Chromium.* entry there."""
+    rng = random.Random(20240611)
+    with trio.fail_after(60):
+        for _ in range(8):
+            with trio.move_on_after(rng.uniform(0.0, 0.5)) as scope:
+                async with open_chromium():
+                    await trio.sleep_forever()
+            assert scope.cancelled_caught
+            assert trio.current_time() - scope.deadline < 1.0
+        await trio.sleep(0.3)  # a straggler would write now
+    assert names(system_temp) == []
+
+
+@pytest.mark.browser
+async def test_sigkilled_browser_leaves_no_profile_and_no_process(system_temp: Path) -> None:
+    with trio.fail_after(30):
+        async with open_chromium() as browser:
+            children = [pid for pid in session_members(browser.pid) if pid != browser.pid]
+            assert children  # zygotes, GPU and utility processes
+            for pid in children:
+                os.kill(pid, signal.SIGSTOP)  # children too busy to notice their parent died
+            os.kill(browser.pid, signal.SIGKILL)
+            assert await browser.wait_exit(5)
+            started = trio.current_time()
+        try:
+            assert trio.current_time() - started < 1.0
+            assert session_members(browser.pid) == []
+            assert not os.path.exists(browser.temp_dir)
+            assert names(system_temp) == []
+        finally:
+            kill_session(browser.pid)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(
+    ("kind", "launcher"),
+    [
+        ("pipe", f'{CHROMIUM} "$@" &\nexit 0'),
+        ("websocket", f'{CHROMIUM} "$@" &\nexit 0'),
+        ("pipe", f'{CHROMIUM} "$@"'),
+    ],
+    ids=["forks-and-exits-pipe", "forks-and-exits-websocket", "forks-and-waits-pipe"],
+)
+async def test_browser_started_by_a_launcher_script_is_used_and_then_stopped(
+    kind: Kind, launcher: str, tmp_path: Path, system_temp: Path
+) -> None:
+    pid_file = tmp_path / "launcher-pid"
+    wrapper = script(tmp_path, f"echo $$ > {pid_file}\n{launcher}", name="launcher")
+    try:
+        with trio.fail_after(60):
+            async with open_chromium(executable=wrapper, transport=kind) as browser:
+                version = await get_version(browser)
+                assert "Chrome" in str(version["product"])
+                if "exit 0" in launcher:
+                    assert await browser.wait_exit(5)
+                    assert browser.process.returncode == 0
+                assert len(session_members(browser.pid)) > 1  # the browser and its children live on
+        assert session_members(browser.pid) == []
+        assert names(system_temp) == []
+    finally:
+        if pid_file.exists():
+            kill_session(int(pid_file.read_text()))
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(
+    ("first", "browser_state", "gap"),
+    [("block", "stopped", 0.05), ("close", "stopped", 0.05), ("block", "running", 0.01)],
+)
+async def test_repeated_ctrl_c_during_close_leaves_no_profile_and_no_process(
+    first: str, browser_state: str, gap: float, tmp_path: Path, system_temp: Path
+) -> None:
+    """Three quick SIGINTs to a script leaving open_chromium; before: 10 of 10 left the profile."""
+    program = tmp_path / "interrupted.py"
+    program.write_text(KI_SCRIPT)
+    process = await trio.lowlevel.open_process(
+        [sys.executable, str(program), first, browser_state],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    assert process.stderr is not None
+    output = b""
+    sid = 0
+    try:
+        with trio.fail_after(30):
+            while b"closing\n" not in output:
+                chunk = await process.stdout.receive_some()
+                assert chunk, "the script ended before closing"
+                output += chunk
+            for _ in range(3):
+                process.send_signal(signal.SIGINT)
+                await trio.sleep(gap)
+            await process.wait()
+            errors = b""
+            while chunk := await process.stderr.receive_some():
+                errors += chunk
+        launched = json.loads(output.splitlines()[0])
+        sid = launched["pid"]
+        assert process.returncode == -signal.SIGINT, errors.decode()
+        assert errors.rstrip().endswith(b"KeyboardInterrupt"), errors.decode()
+        assert b"ExceptionGroup" not in errors
+        assert session_members(sid) == []
+        assert not os.path.exists(launched["temp_dir"])
+        assert names(system_temp) == []
+    finally:
+        with trio.CancelScope(shield=True), trio.move_on_after(5):
+            if process.returncode is None:
+                process.kill()
+            await process.wait()
+        await process.stdout.aclose()
+        await process.stderr.aclose()
+        if sid:
+            kill_session(sid)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("cancelled", [True, False], ids=["cancelled", "left-normally"])
+async def test_stuck_browser_is_killed_within_a_second_of_a_cancellation(
+    cancelled: bool, system_temp: Path
+) -> None:
+    """A browser that ignores SIGTERM: half a second under cancellation, else Settings.kill_timeout."""
+    settings = Settings(kill_timeout=1.5)
+    with trio.fail_after(60):
+        with trio.CancelScope() as scope:
+            async with open_chromium(settings=settings) as browser:
+                os.kill(browser.pid, signal.SIGSTOP)  # a stopped process cannot act on SIGTERM
+                started = trio.current_time()
+                if cancelled:
+                    scope.cancel()
+                    await trio.sleep_forever()
+        took = trio.current_time() - started
+    assert scope.cancelled_caught == cancelled
+    assert browser.process.returncode == -signal.SIGKILL
+    if cancelled:
+        assert took < 1.0
+    else:
+        assert settings.kill_timeout <= took < settings.kill_timeout + 1.0
+    assert session_members(browser.pid) == []
+    assert names(system_temp) == []
