@@ -73,8 +73,8 @@ async def test_cancelled_block_and_cancelled_launch(profiles: Path) -> None:
         for delay in (0.0, 0.05, 0.2):
             started = trio.current_time()
             with trio.move_on_after(delay):
-                async with open_chromium():
-                    pytest.fail("the launch should have been cancelled")
+                async with open_chromium():  # a start-up faster than ``delay`` is cancelled in the block
+                    await trio.sleep_forever()
             assert trio.current_time() - started < delay + 3.0
         await trio.sleep(0.5)
         assert names(profiles) == []
