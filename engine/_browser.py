@@ -29,7 +29,7 @@ from engine._session import Session
 from engine._sessions import AUTO_ATTACH
 from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._transport import Transport
-from engine._util import NoPublicConstructor, collapse_groups
+from engine._util import NoPublicConstructor, collapse_groups, is_interruption
 from engine._websocket import open_websocket_transport
 
 log = logging.getLogger("engine.browser")
@@ -276,11 +276,12 @@ by a cancellation or Ctrl-C: the whole exit must stay within a second."""
 
 def _in_a_hurry(exc: BaseException | None) -> bool:
     """The block is being left by a cancellation or Ctrl-C, or its deadline has already passed."""
-    if exc is not None:
-        leaves = exc.exceptions if isinstance(exc, BaseExceptionGroup) else (exc,)
-        if any(isinstance(leaf, trio.Cancelled | KeyboardInterrupt) for leaf in leaves):
-            return True
-    return trio.current_effective_deadline() <= trio.current_time()
+    return is_interruption(exc) or trio.current_effective_deadline() <= trio.current_time()
+
+
+def _close_budget(settings: Settings, *, hurry: bool) -> float:
+    """Seconds for the polite part of a teardown: Settings.close_timeout, or less when in a hurry."""
+    return min(settings.close_timeout, _HURRIED_CLOSE) if hurry else settings.close_timeout
 
 
 def _page_setup() -> list[cdp.Command[None]]:
@@ -294,7 +295,7 @@ def _page_setup() -> list[cdp.Command[None]]:
 
 async def _close_browser(browser: Browser, process: ChromiumProcess, *, hurry: bool) -> None:
     """Browser.close, then the process must exit; terminate/kill are the process layer's fallback."""
-    budget = min(browser.settings.close_timeout, _HURRIED_CLOSE) if hurry else browser.settings.close_timeout
+    budget = _close_budget(browser.settings, hurry=hurry)
     with trio.CancelScope(shield=True), trio.move_on_after(budget):
         if browser.connection.closed is None:
             # The browser closing the link under us is the expected ending.
@@ -305,7 +306,7 @@ async def _close_browser(browser: Browser, process: ChromiumProcess, *, hurry: b
 
 async def _close_pages(browser: Browser, *, hurry: bool) -> None:
     """Close the tabs this client opened, all at once, within the close budget."""
-    budget = min(browser.settings.close_timeout, _HURRIED_CLOSE) if hurry else browser.settings.close_timeout
+    budget = _close_budget(browser.settings, hurry=hurry)
 
     async def close(page: Page) -> None:
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -272,24 +272,19 @@ class Connection(metaclass=NoPublicConstructor):
         log.warning(
             "the browser answered an error with no id (%.200r); failing %d command(s)", error, len(pending)
         )
-        for entry in pending.values():
-            if entry.task is not None:
-                failure = _protocol_error(
-                    error, entry.method, entry.session.session_id, unidentified=len(pending)
-                )
-                trio.lowlevel.reschedule(entry.task, outcome.Error(failure))
-                entry.task = None
+        _fail(
+            pending.values(),
+            lambda entry: _protocol_error(
+                error, entry.method, entry.session.session_id, unidentified=len(pending)
+            ),
+        )
 
     # -- ending --------------------------------------------------------------------------------------
 
     def fail_pending(self, session: Session, error: CDPError) -> None:
         """End every command pending on ``session`` with ``error`` (detach, crash)."""
         doomed = [cid for cid, entry in self._pending.items() if entry.session is session]
-        for cid in doomed:
-            entry = self._pending.pop(cid)
-            if entry.task is not None:
-                trio.lowlevel.reschedule(entry.task, outcome.Error(fresh_copy(error)))
-                entry.task = None
+        _fail([self._pending.pop(cid) for cid in doomed], lambda _: fresh_copy(error))
 
     def close(self, reason: ConnectionClosed) -> None:
         """Mark the link closed; every pending command and every subscription ends with ``reason``."""
@@ -297,10 +292,7 @@ class Connection(metaclass=NoPublicConstructor):
             return
         self._closed = reason
         pending, self._pending = self._pending, {}
-        for entry in pending.values():
-            if entry.task is not None:
-                trio.lowlevel.reschedule(entry.task, outcome.Error(fresh_copy(reason)))
-                entry.task = None
+        _fail(pending.values(), lambda _: fresh_copy(reason))
         for session in self.sessions:
             session._close_subscriptions(reason)
         self._closed_event.set()
@@ -329,6 +321,14 @@ class Connection(metaclass=NoPublicConstructor):
             events_delivered=self.events_delivered,
             events_dropped=self.events_dropped,
         )
+
+
+def _fail(entries: Iterable[_Pending], error_for: Callable[[_Pending], CDPError]) -> None:
+    """Wake the caller of each entry (already out of the pending map) with its error."""
+    for entry in entries:
+        if entry.task is not None:
+            trio.lowlevel.reschedule(entry.task, outcome.Error(error_for(entry)))
+            entry.task = None
 
 
 def _protocol_error(

@@ -33,7 +33,7 @@ import trio
 from engine._errors import BrowserLaunchError, ConnectError, ConnectionClosed
 from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._transport import PipeTransport, Transport, make_pipe_pair
-from engine._util import reraise_unwrapped
+from engine._util import is_interruption, reraise_unwrapped
 from engine._websocket import open_websocket_transport
 
 log = logging.getLogger("engine.process")
@@ -515,13 +515,8 @@ def _stop_grace(leaving: BaseException | None, settings: Settings) -> float:
 
     Never much past the caller's deadline either. Call it outside any shield: it reads that deadline.
     """
-    hurry = (trio.Cancelled, KeyboardInterrupt)
-    if isinstance(leaving, BaseExceptionGroup):
-        hurried = leaving.subgroup(hurry) is not None
-    else:
-        hurried = isinstance(leaving, hurry)
     left = trio.current_effective_deadline() - trio.current_time()
-    if hurried or left == -math.inf:
+    if is_interruption(leaving) or left == -math.inf:
         return min(settings.kill_timeout, _HURRIED_GRACE)
     return min(settings.kill_timeout, max(left, 0.0) + _HURRIED_GRACE)
 

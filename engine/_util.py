@@ -27,6 +27,17 @@ class NoPublicConstructor(type):
         return super().__call__(*args, **kwargs)  # type: ignore[misc,no-any-return]
 
 
+def is_interruption(exc: BaseException | None) -> bool:
+    """``exc`` is a cancellation or a Ctrl-C, alone or anywhere in a group: the caller is leaving.
+
+    Teardown then takes its short budgets, so a cancelled block exits within a second.
+    """
+    interruptions = (trio.Cancelled, KeyboardInterrupt)
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.subgroup(interruptions) is not None
+    return isinstance(exc, interruptions)
+
+
 def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
     """Every non-group exception in ``group``, depth first."""
     out: list[BaseException] = []
