@@ -61,7 +61,9 @@ def unwrap_group(eg: BaseExceptionGroup[BaseException]) -> BaseException:
         eg: the group a nursery raised.
 
     Returns:
-        The single (non-cancellation) leaf, the first cancellation, or ``eg`` unchanged.
+        The single (non-cancellation) leaf, the first cancellation, or, for several errors, the innermost
+        group that holds them all: the layers that nurseries wrapped around it (one member each) are peeled,
+        so a block that raised its own group gets back that group, not the engine's wrapping of it.
     """
     leaves = _leaves(eg)
     errors = [exc for exc in leaves if not isinstance(exc, trio.Cancelled)]
@@ -69,7 +71,12 @@ def unwrap_group(eg: BaseExceptionGroup[BaseException]) -> BaseException:
         return errors[0]
     if not errors and leaves:
         return leaves[0]
-    return eg
+    group: BaseExceptionGroup[BaseException] = eg
+    while True:
+        members = [exc for exc in group.exceptions if not isinstance(exc, trio.Cancelled)]
+        if len(members) != 1 or not isinstance(members[0], BaseExceptionGroup):
+            return group
+        group = members[0]
 
 
 def reraise_unwrapped(eg: BaseExceptionGroup[BaseException]) -> NoReturn:

@@ -125,6 +125,8 @@ def test_unwrap_group() -> None:
     assert unwrap_group(BaseExceptionGroup("", [BaseExceptionGroup("", [error])])) is error
     two = BaseExceptionGroup("", [ValueError(), KeyError()])
     assert unwrap_group(two) is two
+    # The block's own group of several errors, wrapped by two nurseries, comes back as the block raised it.
+    assert unwrap_group(BaseExceptionGroup("", [BaseExceptionGroup("", [two])])) is two
 
 
 async def test_unwrap_group_drops_riding_cancellations() -> None:
