@@ -9,7 +9,7 @@ and tool builders; ``engine.testing`` has a fake browser over in-memory channels
 """
 
 from engine._browser import Browser as Browser
-from engine._browser import Page as Page
+from engine._page import Page as Page
 from engine._browser import connect as connect
 from engine._browser import launch as launch
 from engine._connection import ConnectionStatistics as ConnectionStatistics

@@ -1,0 +1,137 @@
+"""A tab: its flattened session, navigation, and the upper rooms (refs, evaluate, actions) on it."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+import cdp
+from engine._errors import ConnectionClosed, NavigationError, TargetCrashed
+from engine._session import Session
+
+if TYPE_CHECKING:
+    from engine._browser import Browser
+
+
+_NAVIGATION_EVENTS = (
+    cdp.page.FrameStartedNavigating,
+    cdp.page.FrameNavigated,
+    cdp.page.LifecycleEvent,
+    cdp.page.FrameStoppedLoading,
+    cdp.inspector.TargetCrashed,
+)
+
+
+class _NavigationFollower:
+    """Follows one main-frame navigation, and the ones the page replaces it with, to their end.
+
+    Seen on Chromium 156: each cross-document navigation announces its loader in
+    ``Page.frameStartedNavigating``; a script's ``location.replace`` before ``load`` starts a new one
+    with no ``frameStoppedLoading`` in between; ``frameStoppedLoading`` without ``load`` ends
+    ``window.stop()`` and a response cut short.
+    """
+
+    def __init__(self, frame_id: str, loader_id: str) -> None:
+        self.frame_id = frame_id
+        self.loader_id = loader_id
+        self.started = False  # our navigation has been seen starting: later ones replace it
+
+    def ended_by(self, event: Any) -> bool:
+        if isinstance(event, cdp.page.LifecycleEvent):
+            return (
+                event.name == "load" and event.frame_id == self.frame_id and event.loader_id == self.loader_id
+            )
+        if isinstance(event, cdp.page.FrameStartedNavigating):
+            if event.frame_id != self.frame_id or "samedocument" in str(event.navigation_type).lower():
+                return False
+            if event.loader_id == self.loader_id:
+                self.started = True
+            elif self.started:
+                self.loader_id = event.loader_id  # the page replaced our navigation with this one
+        elif isinstance(event, cdp.page.FrameNavigated):
+            if event.frame.id_ == self.frame_id and (self.started or event.frame.loader_id == self.loader_id):
+                self.started = True
+                self.loader_id = event.frame.loader_id
+        elif isinstance(event, cdp.page.FrameStoppedLoading):
+            return event.frame_id == self.frame_id and self.started
+        return False
+
+
+class Page:
+    """A tab opened by :meth:`Browser.new_page`, with its own flattened session."""
+
+    def __init__(self, browser: Browser, session: Session, target_id: str) -> None:
+        self.browser = browser
+        self.session = session
+        self.target_id = target_id
+        self._closing = False
+
+    @property
+    def closed(self) -> bool:
+        """This client closed the tab, or its target is gone."""
+        return self._closing or self.session.detached
+
+    def __repr__(self) -> str:
+        return f"<Page {self.target_id} session={self.session.session_id}>"
+
+    async def goto(self, url: str, *, referrer: str | None = None) -> cdp.page.NavigateResult:
+        """Navigate and follow the main frame's navigation to its end.
+
+        It ends when the document that the navigation led to fires ``load``, or when the main frame
+        stops loading without it (``window.stop()``, a response cut short). A navigation that the
+        page replaces by script before ``load`` (``location.replace``) is followed to the new document.
+        Without a deadline of the caller's own, ``Settings.navigation_timeout`` applies.
+
+        Raises:
+            NavigationError: the browser reported an error (``errorText``, e.g. net::ERR_NAME_NOT_RESOLVED),
+                or the navigation did not end within ``Settings.navigation_timeout``.
+            TargetCrashed: the renderer crashed before the page loaded.
+        """
+        try:
+            if trio.current_effective_deadline() != math.inf:
+                return await self._goto(url, referrer)
+            limit = self.browser.settings.navigation_timeout
+            with trio.move_on_after(limit):
+                return await self._goto(url, referrer)
+        except trio.Cancelled:
+            self._stop_loading()
+            raise
+        self._stop_loading()
+        raise NavigationError(
+            f"the navigation to {url} did not end within {limit} s (Settings.navigation_timeout); it was "
+            "stopped. Set your own deadline with trio.fail_after, or raise the setting"
+        )
+
+    def _stop_loading(self) -> None:
+        """Stop a navigation its caller gave up on: while one waits for a response, Chromium holds
+        every other command of the page (Runtime.evaluate, Page.getFrameTree) until it ends."""
+        session = self.session
+        if not session.detached and self.browser.connection.closed is None:
+            session.execute_nowait(cdp.page.stop_loading())
+
+    async def _goto(self, url: str, referrer: str | None) -> cdp.page.NavigateResult:
+        session = self.session
+        async with session.listen(*_NAVIGATION_EVENTS, buffer_size=512, overflow="drop_oldest") as events:
+            result = await session.execute(cdp.page.navigate(url=url, referrer=referrer))
+            if result.error_text:
+                raise NavigationError(f"navigation to {url} failed: {result.error_text}")
+            if result.loader_id is None:
+                return result  # same-document navigation (a fragment): nothing more will load
+            follower = _NavigationFollower(result.frame_id, result.loader_id)
+            async for event in events:
+                if isinstance(event, cdp.inspector.TargetCrashed):
+                    raise TargetCrashed(f"the page crashed while loading {url}")
+                if follower.ended_by(event):
+                    return result
+        raise ConnectionClosed(f"the page's session ended while loading {url}")
+
+    async def close(self) -> None:
+        """Close the tab (its session ends with SessionDetached for anything still pending)."""
+        if self.closed:
+            return
+        self._closing = True
+        self.browser._forget(self)
+        self.session._will_close("the page was closed by this client (Page.close)")
+        await self.browser.session.execute(cdp.target.close_target(target_id=self.target_id))
