@@ -9,7 +9,6 @@ and tool builders; ``engine.testing`` has a fake browser over in-memory channels
 """
 
 from engine._browser import Browser as Browser
-from engine._page import Page as Page
 from engine._browser import connect as connect
 from engine._browser import launch as launch
 from engine._connection import ConnectionStatistics as ConnectionStatistics
@@ -25,6 +24,7 @@ from engine._errors import ProtocolError as ProtocolError
 from engine._errors import ResponseDecodeError as ResponseDecodeError
 from engine._errors import SessionDetached as SessionDetached
 from engine._errors import TargetCrashed as TargetCrashed
+from engine._page import Page as Page
 from engine._session import Session as Session
 from engine._session import Subscription as Subscription
 from engine._session import SubscriptionStatistics as SubscriptionStatistics
