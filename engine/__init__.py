@@ -12,41 +12,59 @@ from engine._browser import Browser as Browser
 from engine._browser import connect as connect
 from engine._browser import launch as launch
 from engine._connection import ConnectionStatistics as ConnectionStatistics
+from engine._errors import ActionError as ActionError
 from engine._errors import BrowserLaunchError as BrowserLaunchError
 from engine._errors import CDPError as CDPError
 from engine._errors import ConnectError as ConnectError
 from engine._errors import ConnectionClosed as ConnectionClosed
+from engine._errors import EvaluateDisabled as EvaluateDisabled
 from engine._errors import EventOverflow as EventOverflow
 from engine._errors import InvalidParams as InvalidParams
+from engine._errors import JavaScriptError as JavaScriptError
 from engine._errors import MessageTooLarge as MessageTooLarge
 from engine._errors import NavigationError as NavigationError
 from engine._errors import ProtocolError as ProtocolError
 from engine._errors import ResponseDecodeError as ResponseDecodeError
 from engine._errors import SessionDetached as SessionDetached
+from engine._errors import StaleRefError as StaleRefError
+from engine._errors import StepsValidationError as StepsValidationError
 from engine._errors import TargetCrashed as TargetCrashed
 from engine._page import Page as Page
+from engine._refs import Ref as Ref
+from engine._refs import ResolvedNode as ResolvedNode
+from engine._refs import Snapshot as Snapshot
+from engine._refs import SnapshotStats as SnapshotStats
 from engine._session import Session as Session
 from engine._session import Subscription as Subscription
 from engine._session import SubscriptionStatistics as SubscriptionStatistics
 from engine._settings import Settings as Settings
 
 __all__ = [
+    "ActionError",
     "Browser",
     "BrowserLaunchError",
     "CDPError",
     "ConnectError",
     "ConnectionClosed",
     "ConnectionStatistics",
+    "EvaluateDisabled",
     "EventOverflow",
     "InvalidParams",
+    "JavaScriptError",
     "MessageTooLarge",
     "NavigationError",
     "Page",
     "ProtocolError",
+    "Ref",
+    "ResolvedNode",
     "ResponseDecodeError",
     "Session",
     "SessionDetached",
     "Settings",
+    "Snapshot",
+    "SnapshotStats",
+    "StaleRefError",
+    "StepsValidationError",
     "Subscription",
     "SubscriptionStatistics",
     "TargetCrashed",

@@ -13,7 +13,13 @@ One root, split by blame: what the browser said, what happened to the link, and 
     ├── MessageTooLarge        an outbound message is over the transport's limit; nothing was sent
     ├── InvalidParams          params Chromium cannot parse (NaN, huge integer, deep nesting); not sent
     ├── EventOverflow          a subscription with overflow="error" lost events because its buffer was full
-    └── NavigationError        Page.navigate reported an error (net::ERR_..., or the page failed to load)
+    ├── NavigationError        Page.navigate reported an error (net::ERR_..., or the page failed to load)
+    ├── StaleRefError          a snapshot ref no longer names its element (removed, renamed, navigated)
+    ├── ActionError            an action could not be done: the element never became actionable in time, or a
+    │                          hit test found another element on top (the message names it)
+    ├── JavaScriptError        a script threw in the page; carries the exception details
+    ├── EvaluateDisabled       evaluate was turned off (Settings(evaluate_enabled=False))
+    └── StepsValidationError   a steps macro failed validation before anything ran; names the step and field
 """
 
 from __future__ import annotations
@@ -108,6 +114,44 @@ class EventOverflow(CDPError):
 
 class NavigationError(CDPError):
     """A navigation failed (the browser's errorText, e.g. net::ERR_CONNECTION_REFUSED)."""
+
+
+class StaleRefError(CDPError):
+    """A ref from an earlier snapshot no longer names the element it was given for.
+
+    ``ref`` is the ref, ``reason`` what changed ("removed", "renamed", "role changed", "navigated"). Take a
+    new snapshot and use its refs; the engine never retargets a ref to another element.
+    """
+
+    def __init__(self, message: str, *, ref: str = "", reason: str = "") -> None:
+        self.ref = ref
+        self.reason = reason
+        super().__init__(message)
+
+
+class ActionError(CDPError):
+    """An action could not be done on its element (not actionable in time, covered by another element)."""
+
+
+class JavaScriptError(CDPError):
+    """A script evaluated in the page threw; ``details`` holds the protocol's exception details."""
+
+    def __init__(self, message: str, *, details: Any = None) -> None:
+        self.details = details
+        super().__init__(message)
+
+
+class EvaluateDisabled(CDPError):
+    """Evaluate is turned off for this browser (``Settings(evaluate_enabled=False)``); nothing ran."""
+
+
+class StepsValidationError(CDPError, ValueError):
+    """A steps macro is invalid; nothing ran. ``index`` and ``field`` name the first bad step and field."""
+
+    def __init__(self, message: str, *, index: int | None = None, field: str = "") -> None:
+        self.index = index
+        self.field = field
+        super().__init__(message)
 
 
 def fresh_copy(error: CDPError) -> CDPError:

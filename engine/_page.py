@@ -9,6 +9,7 @@ import trio
 
 import cdp
 from engine._errors import ConnectionClosed, NavigationError, TargetCrashed
+from engine._refs import ResolvedNode, Snapshot
 from engine._session import Session
 
 if TYPE_CHECKING:
@@ -126,6 +127,30 @@ class Page:
                 if follower.ended_by(event):
                     return result
         raise ConnectionClosed(f"the page's session ended while loading {url}")
+
+    # --- refs (engine/_snapshot.py) -------------------------------------------------------------------
+
+    async def snapshot(self) -> Snapshot:
+        """An agent-readable snapshot of the page, with refs to act on (see ``engine/_snapshot.py``)."""
+        raise NotImplementedError("page.snapshot lands with issue 9")
+
+    async def resolve(self, ref: str) -> ResolvedNode:
+        """The node ``ref`` names, after checking it is still the same element.
+
+        Raises:
+            StaleRefError: the element is gone or changed (role, name, document); take a new snapshot.
+        """
+        raise NotImplementedError("page.resolve lands with issue 9")
+
+    # --- evaluate (engine/_evaluate.py) ------------------------------------------------------------------
+
+    # --- actions (engine/_actions.py) --------------------------------------------------------------------
+
+    # --- frames and scripting helpers (engine/_frames.py) ------------------------------------------------
+
+    # --- steps (engine/_steps.py) ------------------------------------------------------------------------
+
+    # --- lifetime -----------------------------------------------------------------------------------------
 
     async def close(self) -> None:
         """Close the tab (its session ends with SessionDetached for anything still pending)."""
