@@ -22,6 +22,7 @@ from engine._errors import (
 from engine._http import discover_ws_url
 from engine._page import Page
 from engine._process import ChromiumProcess, open_chromium
+from engine._refs import RefCache
 from engine._session import Session
 from engine._sessions import AUTO_ATTACH
 from engine._settings import DEFAULT_SETTINGS, Settings
@@ -44,6 +45,7 @@ class Browser(metaclass=NoPublicConstructor):
         self.process = process
         self.session = connection.sessions.browser
         self._pages: dict[str, Page] = {}
+        self._ref_cache = RefCache()  # refs outlive Page objects: kept per target, the last 50 targets
         self._set_up = False
 
     @property

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import trio
 
@@ -11,6 +11,7 @@ import cdp
 from engine._errors import ConnectionClosed, NavigationError, TargetCrashed
 from engine._refs import ResolvedNode, Snapshot
 from engine._session import Session
+from engine._snapshot import resolve_ref, take_snapshot
 
 if TYPE_CHECKING:
     from engine._browser import Browser
@@ -130,17 +131,56 @@ class Page:
 
     # --- refs (engine/_snapshot.py) -------------------------------------------------------------------
 
-    async def snapshot(self) -> Snapshot:
-        """An agent-readable snapshot of the page, with refs to act on (see ``engine/_snapshot.py``)."""
-        raise NotImplementedError("page.snapshot lands with issue 9")
+    async def snapshot(
+        self,
+        *,
+        interactive_only: bool = False,
+        max_depth: int | None = None,
+        root: str | None = None,
+        max_chars: int | None = None,
+        frames: bool = True,
+        format: Literal["yaml", "webarena"] = "yaml",
+        delta: bool = False,
+    ) -> Snapshot:
+        """An agent-readable view of the page read from Chromium's accessibility tree, with refs to act on.
+
+        Lines read ``- role "name" [states] [ref=e3]``, indented by depth; refs in child frames carry the
+        frame's prefix (``f1e3``). A ref keeps naming the same node across snapshots while its role and
+        name stay the same; it is never handed out again for another element.
+
+        Args:
+            interactive_only: only the controls (and the frames that hold them).
+            max_depth: leave out lines deeper than this (the top level is 0).
+            root: a ref: only that element's subtree.
+            max_chars: cut the text at a line boundary before this many characters, and say so.
+            frames: descend into iframes (same-process and out-of-process).
+            format: "yaml" (the default) or "webarena": ``[id] role 'name' props``, tab-indented, whose ids
+                ``page.resolve`` and ``engine.webarena`` accept.
+            delta: only the refs added, changed and removed since this page's previous snapshot, unless
+                they pass ``DELTA_FALLBACK_RATIO`` of it (then the full text; ``is_delta`` says which).
+        """
+        return await take_snapshot(
+            self,
+            interactive_only=interactive_only,
+            max_depth=max_depth,
+            root=root,
+            max_chars=max_chars,
+            frames=frames,
+            format=format,
+            delta=delta,
+        )
 
     async def resolve(self, ref: str) -> ResolvedNode:
-        """The node ``ref`` names, after checking it is still the same element.
+        """The node ``ref`` names, after checking it is still the same element, in one round trip.
+
+        ``ref`` is a snapshot ref (``e3``, ``f1e3``), a WebArena id from ``snapshot(format="webarena")``, or
+        ``node:<backendNodeId>`` for a node of the page's own process.
 
         Raises:
-            StaleRefError: the element is gone or changed (role, name, document); take a new snapshot.
+            StaleRefError: the element is gone, renamed, has another role, or its frame navigated (``reason``
+                says which); or the ref is unknown. Take a new snapshot: a ref is never retargeted.
         """
-        raise NotImplementedError("page.resolve lands with issue 9")
+        return await resolve_ref(self, ref)
 
     # --- evaluate (engine/_evaluate.py) ------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ class SnapshotStats:
     bytes: int
     frames: int
     duration_ms: float
+    truncated: bool = False  # cut at max_chars (the text says so too)
 
 
 @attrs.frozen(kw_only=True)
@@ -52,7 +53,6 @@ class Snapshot:
     stats: SnapshotStats
     generation: int
     is_delta: bool = False
-    truncated: bool = False
 
     def __str__(self) -> str:
         return self.text
@@ -72,3 +72,118 @@ class ResolvedNode:
     frame_id: str
     role: str
     name: str
+
+
+MAX_REFS_PER_TARGET = 20_000
+"""Refs kept per target; beyond it the ones unseen longest are forgotten (they then resolve as unknown)."""
+
+MAX_TARGETS = 50
+"""Targets whose ref state the browser keeps; the oldest used goes first."""
+
+
+class RefState:
+    """Every ref one target has handed out, so a ref keeps naming one node across snapshots and Pages.
+
+    Plain Python: the snapshot fills it, ``resolve`` reads it. A ref string is never handed out twice in
+    the target's life; a node keeps its ref while its role and name stay the same.
+    """
+
+    def __init__(self) -> None:
+        self.generation = 0
+        self._counter = 0
+        self.frame_index: dict[str, int] = {}  # frame id -> 0 (main) or k for the "fk" prefix
+        self.loaders: dict[str, str] = {}  # frame id -> the document (loader) its refs belong to
+        self.refs: dict[str, Ref] = {}  # live refs, oldest seen first
+        self.by_node: dict[tuple[str, int], str] = {}  # (frame id, backendNodeId) -> ref
+        self.retired: dict[str, str] = {}  # ref -> why it is stale ("renamed", "navigated", ...)
+        self.webarena: dict[str, Ref] = {}  # the ids of the last webarena-format snapshot
+        self.last_lines: dict[str, str] = {}  # ref -> its line in the last full snapshot (for deltas)
+        self.frame_target: dict[str, str] = {}  # frame id -> frame id of the target (session) that renders it
+
+    def prefix(self, frame_id: str, *, main: bool) -> str:
+        if frame_id not in self.frame_index:
+            self.frame_index[frame_id] = 0 if main else len([i for i in self.frame_index.values() if i]) + 1
+        index = self.frame_index[frame_id]
+        return f"f{index}" if index else ""
+
+    def frame_of_prefix(self, prefix: str) -> str | None:
+        index = int(prefix[1:]) if prefix else 0
+        for frame_id, i in self.frame_index.items():
+            if i == index:
+                return frame_id
+        return None
+
+    def document_seen(self, frame_id: str, loader_id: str) -> None:
+        """A snapshot saw ``frame_id`` showing ``loader_id``: refs of an earlier document there go stale."""
+        old = self.loaders.get(frame_id)
+        self.loaders[frame_id] = loader_id
+        if old is not None and old != loader_id:
+            for ref in [r for r in self.refs.values() if r.frame_id == frame_id]:
+                self._retire(ref, "navigated")
+
+    def ref_for(
+        self, *, frame_id: str, backend_node_id: int, role: str, name: str, nth: int, main: bool
+    ) -> Ref:
+        """The ref of this node: its old one while role and name are unchanged, else a new one."""
+        key = (frame_id, backend_node_id)
+        known = self.by_node.get(key)
+        if known is not None:
+            old = self.refs[known]
+            if old.role == role and old.name == name:
+                if old.nth != nth:
+                    old = attrs.evolve(old, nth=nth)
+                del self.refs[known]  # re-inserted last: the most recently seen
+                self.refs[known] = old
+                return old
+            self._retire(old, "role changed" if old.role != role else "renamed")
+        self._counter += 1
+        ref = Ref(
+            ref=f"{self.prefix(frame_id, main=main)}e{self._counter}",
+            role=role,
+            name=name,
+            nth=nth,
+            backend_node_id=backend_node_id,
+            frame_id=frame_id,
+            loader_id=self.loaders.get(frame_id, ""),
+            generation=self.generation,
+        )
+        self.refs[ref.ref] = ref
+        self.by_node[key] = ref.ref
+        if len(self.refs) > MAX_REFS_PER_TARGET:
+            self._retire(next(iter(self.refs.values())), "forgotten (more refs than the engine keeps)")
+        return ref
+
+    def _retire(self, ref: Ref, reason: str) -> None:
+        self.refs.pop(ref.ref, None)
+        self.by_node.pop((ref.frame_id, ref.backend_node_id), None)
+        self.last_lines.pop(ref.ref, None)
+        self.retired[ref.ref] = reason
+        if len(self.retired) > MAX_REFS_PER_TARGET:
+            del self.retired[next(iter(self.retired))]
+
+    def retire(self, ref: str, reason: str) -> None:
+        """``ref`` failed its identity check: it stays stale from now on."""
+        known = self.refs.get(ref)
+        if known is not None:
+            self._retire(known, reason)
+
+
+class RefCache:
+    """The ref state of the last ``MAX_TARGETS`` targets used, so refs outlive a Page object."""
+
+    def __init__(self, size: int = MAX_TARGETS) -> None:
+        self._size = size
+        self._states: dict[str, RefState] = {}
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def get(self, target_id: str) -> RefState:
+        state = self._states.pop(target_id, None) or RefState()
+        self._states[target_id] = state  # most recent last
+        while len(self._states) > self._size:
+            del self._states[next(iter(self._states))]
+        return state
+
+    def peek(self, target_id: str) -> RefState | None:
+        return self._states.get(target_id)

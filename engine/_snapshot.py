@@ -1,0 +1,318 @@
+"""``page.snapshot()`` and ``page.resolve(ref)``: the I/O half of the refs room (the text is in _axrender).
+
+A snapshot reads ``Accessibility.getFullAXTree`` per frame: same-process frames through the page's session
+by ``frameId``, out-of-process iframes through their own child sessions, recursively; no script runs in the
+page. The calls of one level go out together, so a snapshot costs about two round trips per level of
+out-of-process nesting plus Chromium's time to build the trees.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+import trio
+
+from engine._axrender import _ROLE_NAMES, FrameAX, Options, render
+from engine._errors import ProtocolError, SessionDetached, StaleRefError
+from engine._refs import Ref, RefState, ResolvedNode, Snapshot, SnapshotStats
+
+if TYPE_CHECKING:
+    from engine._page import Page
+    from engine._session import Session
+
+log = logging.getLogger("engine.refs")
+
+
+async def _frame_tree(session: Session) -> list[dict[str, Any]]:
+    """The frames this session renders, parents before children (out-of-process ones are not listed)."""
+    tree = (await session.execute_raw("Page.getFrameTree"))["frameTree"]
+    out: list[dict[str, Any]] = []
+    todo = [tree]
+    while todo:
+        node = todo.pop(0)
+        out.append(node["frame"])
+        todo.extend(node.get("childFrames") or ())
+    return out
+
+
+async def _collect(session: Session, target: str, found: list[FrameAX], main: bool, frames: bool) -> None:
+    """Fill ``found`` with the AX trees of every frame ``session`` renders, and of its OOPIF children."""
+    trees: dict[str, list[dict[str, Any]]] = {}
+    owners: dict[str, int | None] = {}
+
+    async def tree_of(frame_id: str | None, key: str) -> None:
+        params = {"frameId": frame_id} if frame_id else {}
+        try:
+            trees[key] = (await session.execute_raw("Accessibility.getFullAXTree", params))["nodes"]
+        except ProtocolError as exc:  # the frame went away between the frame tree and this call
+            log.debug("no AX tree for frame %s: %s", key, exc)
+
+    async def owner_of(frame_id: str) -> None:
+        try:
+            owners[frame_id] = (await session.execute_raw("DOM.getFrameOwner", {"frameId": frame_id}))[
+                "backendNodeId"
+            ]
+        except ProtocolError as exc:
+            log.debug("no owner for frame %s: %s", frame_id, exc)
+
+    listed: list[dict[str, Any]] = []
+
+    async def list_frames() -> None:
+        listed.extend(await _frame_tree(session))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(list_frames)
+        nursery.start_soon(tree_of, None, "")
+    root = listed[0]
+    trees[root["id"]] = trees.pop("", [])
+    children = [c for c in session.children.values() if c.target_type == "iframe" and not c.detached]
+    if frames:
+        async with trio.open_nursery() as nursery:
+            for frame in listed[1:]:
+                nursery.start_soon(tree_of, frame["id"], frame["id"])
+                nursery.start_soon(owner_of, frame["id"])
+            for child in children:
+                if child.frame_id:
+                    nursery.start_soon(owner_of, child.frame_id)
+                    nursery.start_soon(_collect_child, child, found, frames)
+    for frame in listed if frames else listed[:1]:
+        nodes = trees.get(frame["id"])
+        if nodes is None:
+            continue
+        found.append(
+            FrameAX(
+                frame_id=frame["id"],
+                loader_id=frame.get("loaderId", ""),
+                url=frame.get("url", ""),
+                parent_frame_id=frame.get("parentId"),
+                owner_backend_id=owners.get(frame["id"]),
+                nodes=nodes,
+                target=target,
+                main=main and frame is root,
+            )
+        )
+    oopifs = {child.frame_id for child in children}
+    for i, got in enumerate(found):  # an OOPIF's <iframe> element lives in this session's document
+        if got.frame_id in oopifs and got.owner_backend_id is None:
+            found[i] = attrs.evolve(got, owner_backend_id=owners.get(got.frame_id))
+
+
+async def _collect_child(child: Session, found: list[FrameAX], frames: bool) -> None:
+    try:
+        await _collect(child, child.frame_id or "", found, False, frames)
+    except (SessionDetached, ProtocolError) as exc:  # the iframe went away mid-snapshot
+        log.debug("skipped out-of-process frame %s: %s", child.frame_id, exc)
+
+
+def _state(page: Page) -> RefState:
+    return page.browser._ref_cache.get(page.target_id)
+
+
+async def take_snapshot(
+    page: Page,
+    *,
+    interactive_only: bool = False,
+    max_depth: int | None = None,
+    root: str | None = None,
+    max_chars: int | None = None,
+    frames: bool = True,
+    format: Literal["yaml", "webarena"] = "yaml",
+    delta: bool = False,
+) -> Snapshot:
+    if format not in ("yaml", "webarena"):
+        raise ValueError(f"format={format!r}: use 'yaml' (the default) or 'webarena'")
+    if max_chars is not None and max_chars < 1:
+        raise ValueError(f"max_chars={max_chars}: give a positive number of characters, or None for no limit")
+    started = time.perf_counter()
+    state = _state(page)
+    root_ref = _known(state, root) if root is not None else None
+    found: list[FrameAX] = []
+    await _collect(page.session, "", found, True, frames)
+    options = Options(
+        interactive_only=interactive_only,
+        max_depth=max_depth,
+        root=root_ref,
+        max_chars=max_chars,
+        frames=frames,
+        format=format,
+    )
+    out = render(found, state, options, delta=delta)
+    return Snapshot(
+        text=out.text,
+        refs=out.refs,
+        stats=SnapshotStats(
+            nodes_seen=out.nodes_seen,
+            nodes_rendered=out.nodes_rendered,
+            refs=len(out.refs),
+            bytes=len(out.text.encode()),
+            frames=len(found),
+            duration_ms=(time.perf_counter() - started) * 1000,
+            truncated=out.truncated,
+        ),
+        generation=state.generation,
+        is_delta=out.is_delta,
+    )
+
+
+_HOW_TO_REFRESH = "take a new snapshot (await page.snapshot()) and use its refs"
+
+_WHY = {
+    "removed": "its element was removed from the page",
+    "navigated": "its frame has navigated to a new document since the snapshot",
+    "renamed": "its element has another accessible name now",
+    "role changed": "its element has another role now",
+}
+
+
+def _stale(ref: str, reason: str, detail: str = "") -> StaleRefError:
+    why = _WHY.get(reason, reason)
+    return StaleRefError(f"ref {ref} is stale: {why}{detail}; {_HOW_TO_REFRESH}", ref=ref, reason=reason)
+
+
+def _known(state: RefState, ref: str) -> Ref:
+    known = state.refs.get(ref) or state.webarena.get(ref)
+    if known is not None:
+        return known
+    if ref in state.retired:
+        raise _stale(ref, state.retired[ref])
+    raise StaleRefError(
+        f"unknown ref {ref!r}: no snapshot of this page handed it out. Refs look like e3, or f1e3 in a "
+        f"child frame; WebArena ids are digits; node:<backendNodeId> names a DOM node directly. "
+        f"{_HOW_TO_REFRESH[0].upper()}{_HOW_TO_REFRESH[1:]}",
+        ref=ref,
+        reason="unknown",
+    )
+
+
+def _session_for(page: Page, target: str) -> Session | None:
+    if not target:
+        return page.session
+    todo = list(page.session.children.values())
+    while todo:
+        session = todo.pop()
+        if session.frame_id == target and not session.detached:
+            return session
+        todo.extend(session.children.values())
+    return None
+
+
+async def _is_connected(session: Session, backend_node_id: int) -> bool:
+    try:
+        obj = await session.execute_raw("DOM.resolveNode", {"backendNodeId": backend_node_id})
+    except ProtocolError:
+        return False
+    object_id = obj["object"]["objectId"]
+    try:
+        got = await session.execute_raw(
+            "Runtime.callFunctionOn",
+            {
+                "objectId": object_id,
+                "functionDeclaration": "function() { return this.isConnected }",
+                "returnByValue": True,
+            },
+        )
+        return bool(got.get("result", {}).get("value"))
+    finally:
+        await session.execute_raw("Runtime.releaseObject", {"objectId": object_id})
+
+
+def _role_and_name(node: dict[str, Any]) -> tuple[str, str]:
+    role = (node.get("role") or {}).get("value") or ""
+    return _ROLE_NAMES.get(role, role), (node.get("name") or {}).get("value") or ""
+
+
+async def resolve_ref(page: Page, ref: str) -> ResolvedNode:
+    """The node ``ref`` names, after one identity check round trip (see ``Page.resolve``)."""
+    if ref.startswith("node:"):
+        return await _resolve_node(page, ref)
+    state = _state(page)
+    known = _known(state, ref)
+    session = _session_for(page, state.frame_target.get(known.frame_id, ""))
+    if session is None:
+        state.retire(ref, "removed")
+        raise _stale(ref, "removed", " (its out-of-process frame is gone)")
+    partial: dict[str, Any] = {}
+    frames: list[dict[str, Any]] = []
+    failure: list[ProtocolError] = []
+
+    async def node() -> None:
+        try:
+            got = await session.execute_raw(
+                "Accessibility.getPartialAXTree",
+                {"backendNodeId": known.backend_node_id, "fetchRelatives": False},
+            )
+            partial.update(got)
+        except ProtocolError as exc:  # "No node with given id found"
+            failure.append(exc)
+
+    async def documents() -> None:
+        frames.extend(await _frame_tree(session))
+
+    async with trio.open_nursery() as nursery:  # both go out at once: one round trip
+        nursery.start_soon(node)
+        nursery.start_soon(documents)
+    frame = next((f for f in frames if f["id"] == known.frame_id), None)
+    if frame is None:
+        state.retire(ref, "removed")
+        raise _stale(ref, "removed", " (its frame is gone)")
+    if known.loader_id and frame.get("loaderId") != known.loader_id:
+        state.retire(ref, "navigated")
+        raise _stale(ref, "navigated", f" ({frame.get('url', '')})")
+    nodes = [n for n in partial.get("nodes", ()) if n.get("backendDOMNodeId") == known.backend_node_id]
+    if failure or not nodes:
+        state.retire(ref, "removed")
+        raise _stale(ref, "removed")
+    found = nodes[0]
+    if found.get("ignored"):
+        # Hidden (display:none, aria-hidden) or detached: the same node is fine to wait on while it is
+        # still in the document; a detached one is gone for good.
+        if not await _is_connected(session, known.backend_node_id):
+            state.retire(ref, "removed")
+            raise _stale(ref, "removed")
+    else:
+        role, name = _role_and_name(found)
+        if role != known.role:
+            state.retire(ref, "role changed")
+            raise _stale(ref, "role changed", f" ({known.role} -> {role})")
+        if name != known.name:
+            state.retire(ref, "renamed")
+            raise _stale(ref, "renamed", f" ({known.name!r} -> {name!r})")
+    return ResolvedNode(
+        ref=ref,
+        backend_node_id=known.backend_node_id,
+        session=session,
+        frame_id=known.frame_id,
+        role=known.role,
+        name=known.name,
+    )
+
+
+async def _resolve_node(page: Page, ref: str) -> ResolvedNode:
+    """``node:<backendNodeId>``: a DOM node of the page's own process, checked to exist."""
+    try:
+        backend = int(ref[5:])
+    except ValueError:
+        raise StaleRefError(
+            f"{ref!r} is not a node ref: write node:<backendNodeId> with the number, e.g. node:42",
+            ref=ref,
+            reason="unknown",
+        ) from None
+    session = page.session
+    try:
+        described = await session.execute_raw("DOM.describeNode", {"backendNodeId": backend})
+        got = await session.execute_raw(
+            "Accessibility.getPartialAXTree", {"backendNodeId": backend, "fetchRelatives": False}
+        )
+    except ProtocolError:
+        raise _stale(ref, "removed", " (no node with that backendNodeId in the page's process)") from None
+    nodes = [n for n in got.get("nodes", ()) if n.get("backendDOMNodeId") == backend]
+    role, name = _role_and_name(nodes[0]) if nodes else ("", "")
+    if not await _is_connected(session, backend):
+        raise _stale(ref, "removed")
+    frame_id = described.get("node", {}).get("frameId") or page.target_id
+    return ResolvedNode(
+        ref=ref, backend_node_id=backend, session=session, frame_id=frame_id, role=role, name=name
+    )

@@ -1,0 +1,265 @@
+"""page.snapshot() and page.resolve() on a real headless Chromium, pages served on 127.0.0.1."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import trio
+
+from engine import Browser, Page, StaleRefError, launch
+from engine._axrender import NAME_LIMIT
+from engine.testing import serve_directory
+from tests.conftest import PAGES
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def peer() -> Iterator[str]:
+    """A second server on another 127.0.0.1 port: another origin for the iframe tests."""
+    with serve_directory(PAGES) as url:
+        yield url
+
+
+@pytest.fixture
+async def isolated() -> AsyncIterator[Browser]:
+    """Every site in its own process, so cross-site iframes are out-of-process targets."""
+    async with launch(args=["--site-per-process"]) as b:
+        yield b
+
+
+async def open_page(browser: Browser, url: str) -> Page:
+    with trio.fail_after(20):
+        return await browser.new_page(url)
+
+
+async def evaluate(page: Page, expression: str) -> object:
+    with trio.fail_after(10):
+        got = await page.session.execute_raw(
+            "Runtime.evaluate", {"expression": expression, "returnByValue": True}
+        )
+    return got["result"].get("value")
+
+
+async def test_form_page_lists_roles_names_states_and_refs(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/refs/form.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    lines = snap.text.splitlines()
+    for expected in (
+        '- heading "Checkout" [level=1] [ref=e1]',
+        '  - link "Cart (3)" [url=/refs/form.html#cart] [ref=e3]',
+        '  - textbox "Full name" [required] [value="Ada"] [ref=e5]',
+        '  - checkbox "Gift wrap" [checked] [ref=e6]',
+        '  - checkbox "Newsletter" [ref=e7]',
+        '    - radio "Fast" [checked] [ref=e9]',
+        '    - option "Blue" [selected] [ref=e12]',
+        '  - button "Bold" [pressed] [ref=e13]',
+        '  - button "More options" [expanded=false] [ref=e14]',
+        '  - button "Pay now" [disabled] [ref=e15]',
+        "- paragraph: Some plain words that are not a control.",
+        '- img "Company logo" [ref=e18]',
+    ):
+        assert expected in lines, f"{expected!r} not in:\n{snap.text}"
+    saves = [ref for ref in snap.refs.values() if (ref.role, ref.name) == ("button", "Save")]
+    assert [ref.nth for ref in saves] == [0, 1]
+    assert saves[0].backend_node_id != saves[1].backend_node_id
+    assert "Invisible" not in snap.text  # display:none, aria-hidden and visibility:hidden
+    long = next(ref for ref in snap.refs.values() if ref.name.startswith("Long"))
+    assert len(long.name) > NAME_LIMIT
+    assert f'"{long.name[: NAME_LIMIT - 1]}…"' in snap.text
+    assert snap.stats.refs == len(snap.refs) == 19
+    assert snap.stats.bytes == len(snap.text.encode())
+    assert snap.stats.frames == 1
+    assert snap.stats.nodes_seen > snap.stats.nodes_rendered > 0
+    with trio.fail_after(10):
+        again = await page.snapshot()
+    assert again.text == snap.text  # deterministic, and the same refs
+
+
+async def test_open_shadow_dom_and_a_modal_dialog(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/refs/shadow.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    assert '- button "Inside shadow" [ref=e2]' in snap.text
+    assert '- textbox "Shadow field" [ref=e3]' in snap.text
+    await evaluate(page, "document.getElementById('open').click()")
+    with trio.fail_after(10):
+        modal = await page.snapshot()
+    assert modal.text.splitlines()[0] == "- dialog [ref=e5]:"
+    assert '  - button "OK" [ref=e7]' in modal.text
+    assert "Inside shadow" not in modal.text  # the page behind a modal dialog is inert
+    with trio.fail_after(10):
+        ok = await page.resolve("e7")
+    assert (ok.role, ok.name) == ("button", "OK")
+
+
+async def test_iframes_same_origin_and_cross_origin_two_levels_deep(
+    isolated: Browser, server: str, peer: str
+) -> None:
+    port = peer.rsplit(":", 1)[1].strip("/")
+    page = await open_page(isolated, f"{server}/refs/frames.html?peer={port}")
+    with trio.fail_after(10):
+        while len(page.session.children) < 1 or not any(c.children for c in page.session.children.values()):
+            await trio.sleep(0.05)  # both out-of-process frames attached
+        await evaluate(page, "new Promise(r => setTimeout(r, 200))")
+        snap = await page.snapshot()
+    assert snap.text == (
+        '- heading "Host" [level=1] [ref=e1]\n'
+        '- button "Top button" [ref=e2]\n'
+        '- iframe "Same origin" [ref=e3]:\n'
+        '  - button "Same-origin button" [ref=f1e4]\n'
+        '- iframe "Remote" [ref=e5]:\n'
+        '  - button "Child button" [ref=f2e6]\n'
+        '  - iframe "Grandchild" [ref=f2e7]:\n'
+        '    - button "Deep button" [ref=f3e8]\n'
+        '    - textbox "Deep field" [ref=f3e9]\n'
+    )
+    assert snap.stats.frames == 4
+    with trio.fail_after(10):
+        same = await page.resolve("f1e4")
+        deep = await page.resolve("f3e8")
+    assert same.session is page.session  # a same-process frame: the page's session
+    assert deep.session.target_type == "iframe"
+    assert deep.session.parent is not page.session
+    assert deep.frame_id == deep.session.frame_id
+    with trio.fail_after(10):  # the node really is the grandchild's button: click it there
+        obj = await deep.session.execute_raw("DOM.resolveNode", {"backendNodeId": deep.backend_node_id})
+        await deep.session.execute_raw(
+            "Runtime.callFunctionOn",
+            {"objectId": obj["object"]["objectId"], "functionDeclaration": "function() { this.click() }"},
+        )
+        renamed = await page.snapshot()
+    assert '- button "Deep clicked" [ref=f3e10]' in renamed.text
+    with trio.fail_after(10):
+        flat = await page.snapshot(frames=False)
+    assert "Child button" not in flat.text
+    assert '- iframe "Remote" [ref=e5]' in flat.text
+
+
+async def test_refs_survive_unrelated_changes_and_a_new_page_object(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/refs/form.html")
+    with trio.fail_after(10):
+        before = await page.snapshot()
+    await evaluate(
+        page, "document.body.prepend(Object.assign(document.createElement('button'), {textContent: 'Save'}))"
+    )
+    with trio.fail_after(10):
+        after = await page.snapshot()
+    assert after.refs["e16"].backend_node_id == before.refs["e16"].backend_node_id
+    assert after.refs["e16"].nth == 1  # the new "Save" comes first in document order
+    new = [ref for ref in after.refs if ref not in before.refs]
+    assert len(new) == 1
+    assert after.refs[new[0]].name == "Save"
+    assert new[0] not in before.refs
+    same_target = Page(browser, page.session, page.target_id)
+    with trio.fail_after(10):
+        node = await same_target.resolve("e16")
+    assert node.backend_node_id == before.refs["e16"].backend_node_id
+
+
+async def test_stale_refs_fail_closed_and_say_what_changed(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/refs/form.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    assert snap.refs["e7"].name == "Newsletter"
+    cases = {
+        "e7": ("document.getElementById('news').remove()", "removed"),
+        "e17": (
+            "(b => b.replaceWith(Object.assign(document.createElement('button'), {textContent: 'Save'})))"
+            "(document.querySelectorAll('button')[4])",
+            "removed",
+        ),
+        "e16": ("document.querySelectorAll('button')[3].textContent = 'Saved!'", "renamed"),
+        "e13": ("document.querySelectorAll('button')[0].setAttribute('role', 'link')", "role changed"),
+    }
+    for ref, (script, _) in cases.items():
+        await evaluate(page, script)
+    for ref, (_, reason) in cases.items():
+        with trio.fail_after(10), pytest.raises(StaleRefError) as caught:
+            await page.resolve(ref)
+        assert caught.value.ref == ref
+        assert caught.value.reason == reason
+        assert ref in str(caught.value)
+        assert "page.snapshot()" in str(caught.value)
+    with trio.fail_after(10):
+        fresh = await page.snapshot()
+    twins = [r for r in fresh.refs.values() if (r.role, r.name) == ("button", "Save")]
+    assert len(twins) == 1
+    assert twins[0].ref not in snap.refs
+    with trio.fail_after(10), pytest.raises(StaleRefError) as again:
+        await page.resolve("e17")  # once stale, always stale
+    assert again.value.reason == "removed"
+    with trio.fail_after(10):
+        await page.goto(f"{server}/refs/form.html")
+    with trio.fail_after(10), pytest.raises(StaleRefError) as navigated:
+        await page.resolve("e1")
+    assert navigated.value.reason == "navigated"
+    with trio.fail_after(10), pytest.raises(StaleRefError) as unknown:
+        await page.resolve("e999")
+    assert unknown.value.reason == "unknown"
+    assert "page.snapshot()" in str(unknown.value)
+
+
+async def test_snapshot_options_and_delta(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/refs/table.html")
+    with trio.fail_after(10):
+        full = await page.snapshot()
+        controls = await page.snapshot(interactive_only=True)
+        top = await page.snapshot(max_depth=0)
+        table = await page.snapshot(root=next(r for r, v in full.refs.items() if v.name == "Order"))
+        short = await page.snapshot(max_chars=120)
+    assert "cell" not in controls.text
+    assert '- slider "Volume" [value="40"]' in controls.text
+    assert top.text == "- main\n"
+    assert table.text.startswith('- columnheader "Order"')
+    assert table.text.count("\n") == 1
+    assert short.stats.truncated
+    assert "(max_chars)" in short.text
+    assert len(short.text) < 200
+    assert not full.stats.truncated
+    await evaluate(page, "document.querySelector('textarea').value = 'Changed'")
+    with trio.fail_after(10):
+        delta = await page.snapshot(delta=True)
+    assert delta.is_delta
+    assert delta.text.splitlines()[1:] == ['~ textbox "Notes" [value="Changed"] [ref=e12]']
+    await evaluate(page, "document.querySelector('main').innerHTML = '<button>Only</button>'")
+    with trio.fail_after(10):
+        rewritten = await page.snapshot(delta=True)
+    assert not rewritten.is_delta
+    assert rewritten.text == '- main:\n  - button "Only" [ref=e14]\n'
+
+
+async def test_webarena_ids_resolve_through_the_same_identity_check(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/refs/form.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot(format="webarena")
+    first = snap.text.splitlines()[0]
+    assert first.startswith("[")
+    assert first.endswith("] heading 'Checkout' level: 1")
+    pay = next(key for key, ref in snap.refs.items() if ref.name == "Pay now")
+    assert f"\t[{pay}] button 'Pay now' disabled: true" in snap.text
+    with trio.fail_after(10):
+        node = await page.resolve(pay)
+    assert node.backend_node_id == snap.refs[pay].backend_node_id
+    await evaluate(page, "document.querySelectorAll('button')[2].textContent = 'Paid'")
+    with trio.fail_after(10), pytest.raises(StaleRefError):
+        await page.resolve(pay)
+    with trio.fail_after(10):
+        by_node = await page.resolve(f"node:{node.backend_node_id}")
+    assert (by_node.role, by_node.name) == ("button", "Paid")
+
+
+async def test_the_5000_element_page(browser: Browser) -> None:
+    from benchmarks.pages import PageServer
+
+    with PageServer() as pages:
+        page = await open_page(browser, pages.url("/big.html"))
+        with trio.fail_after(30):
+            snap = await page.snapshot()
+            last = await page.resolve(list(snap.refs)[-1])
+    assert snap.stats.refs == 3000  # a link, a button and a textbox per row
+    assert snap.stats.nodes_seen > 12_000
+    assert (last.role, last.name) == ("textbox", "Quantity 999")
+    assert snap.stats.bytes < 200_000
