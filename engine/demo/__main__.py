@@ -53,13 +53,17 @@ async def tour(base_url: str) -> None:
                 f"backendNodeId={described.node.backend_node_id}, document URL {doc.root.document_url}"
             )
 
-            ax = await page.session.execute(cdp.accessibility.get_full_ax_tree())
-            print("5. accessibility snapshot (roles and names from Accessibility.getFullAXTree):")
-            for node in ax.nodes:
-                role = node.role.value if node.role else ""
-                name = node.name.value if node.name else ""
-                if not node.ignored and name and role not in ("StaticText", "InlineTextBox"):
-                    print(f"     - {role} {name!r}")
+            snap = await page.snapshot()
+            print(
+                f"5. page.snapshot(), read from Chromium's AX tree ({snap.stats.refs} refs, "
+                f"{snap.stats.bytes} bytes, {snap.stats.duration_ms:.0f} ms); refs resolve to DOM nodes "
+                "after an identity check:"
+            )
+            for line in snap.text.splitlines():
+                print(f"     {line}")
+            button = next(ref for ref in snap.refs.values() if ref.role == "button")
+            node = await page.resolve(button.ref)
+            print(f"   page.resolve({button.ref!r}) -> backendNodeId {node.backend_node_id} ({node.name!r})")
 
             box = await page.session.execute(cdp.dom.get_box_model(node_id=found.node_id))
             x = sum(box.model.content[0::2]) / 4

@@ -15,7 +15,15 @@ def test_demo_runs_and_shows_each_step() -> None:
         [sys.executable, "-m", "engine.demo"], capture_output=True, text=True, timeout=180, check=False
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    steps = ("0. drift", "1. launched", "3. event subscription", "5. accessibility snapshot", "6. action")
+    steps = (
+        "0. drift",
+        "1. launched",
+        "3. event subscription",
+        "5. page.snapshot()",
+        "[ref=e3]",
+        "page.resolve('e3')",
+        "6. action",
+    )
     for step in steps:
         assert step in done.stdout, done.stdout
     assert "cart count 1" in done.stdout
