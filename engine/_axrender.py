@@ -151,7 +151,7 @@ class Rendered:
 
 
 def _clip(text: str, limit: int) -> str:
-    text = _SPACE.sub(" ", text).strip()
+    text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -225,11 +225,13 @@ class _Walk:
             node = nodes.get(node_id)
             if node is None:
                 continue
-            raw_role = _value(node.get("role")) or ""
+            field = node.get("role")
+            raw_role = (field.get("value") if field else None) or ""
             if raw_role in _SKIPPED:
                 continue
             role = _ROLE_NAMES.get(raw_role, raw_role)
-            name = _value(node.get("name")) or ""
+            field = node.get("name")
+            name = (field.get("value") if field else None) or ""
             backend = node.get("backendDOMNodeId")
             start = emit
             top = options.root
@@ -238,7 +240,7 @@ class _Walk:
             rendered = not node.get("ignored") and role not in _ALWAYS_HOISTED
             rendered = rendered and not (role in _HOISTED_WHEN_NAMELESS and not name.strip())
             if rendered and role == "text":
-                clean = _SPACE.sub(" ", name).strip()
+                clean = " ".join(name.split())
                 rendered = bool(clean) and clean not in parent_name
             ref_worthy = (
                 rendered
@@ -247,7 +249,7 @@ class _Walk:
                     role in INTERACTIVE_ROLES
                     or role == "iframe"
                     or (role in NAMED_CONTENT_ROLES and bool(name))
-                    or _focusable(node)  # custom widgets: a <div tabindex=0> with a click handler
+                    or (role != "text" and _focusable(node))  # custom widgets: <div tabindex=0 onclick=...>
                 )
             )
             nth = 0
@@ -278,8 +280,9 @@ class _Walk:
             elif rendered and start:
                 child_level = level + 1  # deeper than max_depth: nothing below is shown either
                 start = False
-            if rendered:  # what a text child may only repeat: this node's name and value
-                inner = _SPACE.sub(" ", f"{name} {_value(node.get('value')) or ''}").strip()
+            if rendered and role != "text":  # what a text child may only repeat: this node's name and value
+                field = node.get("value")
+                inner = " ".join(f"{name} {field.get('value', '') if field else ''}".split())
             else:
                 inner = parent_name
             if role == "iframe" and backend is not None and options.frames:

@@ -174,15 +174,24 @@ class RefCache:
     def __init__(self, size: int = MAX_TARGETS) -> None:
         self._size = size
         self._states: dict[str, RefState] = {}
+        # The last ref number of targets pushed out, so a target used again never hands out an old ref
+        # string for another element (an int per target; bounded too).
+        self._evicted: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._states)
 
     def get(self, target_id: str) -> RefState:
-        state = self._states.pop(target_id, None) or RefState()
+        state = self._states.pop(target_id, None)
+        if state is None:
+            state = RefState()
+            state._counter = self._evicted.pop(target_id, 0)
         self._states[target_id] = state  # most recent last
         while len(self._states) > self._size:
-            del self._states[next(iter(self._states))]
+            oldest = next(iter(self._states))
+            self._evicted[oldest] = self._states.pop(oldest)._counter
+            if len(self._evicted) > 100 * self._size:
+                del self._evicted[next(iter(self._evicted))]
         return state
 
     def peek(self, target_id: str) -> RefState | None:

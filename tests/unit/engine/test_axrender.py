@@ -224,6 +224,14 @@ def test_ref_cache_keeps_the_last_targets_and_forgets_the_oldest() -> None:
     assert cache.peek("t0") is first
 
 
+def test_a_target_pushed_out_of_the_cache_and_used_again_never_reuses_a_ref() -> None:
+    cache = RefCache(size=1)
+    first = render([frame(shop())], cache.get("t0"), Options())
+    cache.get("t1")  # pushes t0 out
+    again = render([frame(shop())], cache.get("t0"), Options())
+    assert not set(first.refs) & set(again.refs)
+
+
 @pytest.mark.parametrize("count", [3])
 def test_retired_refs_are_never_handed_out_again(count: int) -> None:
     state = RefState()
