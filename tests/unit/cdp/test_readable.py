@@ -54,7 +54,9 @@ def test_repr_of_a_large_result_is_short() -> None:
 
 def test_unset_is_explained_where_a_user_meets_it() -> None:
     doc = cdp.runtime.RemoteObject.__doc__ or ""
-    assert "value: " in doc and "cdp.UNSET" in doc
+    assert "value: " in doc
+    assert "cdp.UNSET" in doc
     absent = cdp.runtime.RemoteObject(type_="undefined")
-    assert absent.value is cdp.UNSET and not absent.value
+    assert absent.value is cdp.UNSET
+    assert not absent.value
     assert cdp.runtime.RemoteObject(type_="object", subtype="null", value=None).value is None
