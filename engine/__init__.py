@@ -29,6 +29,7 @@ from engine._errors import SessionDetached as SessionDetached
 from engine._errors import StaleRefError as StaleRefError
 from engine._errors import StepsValidationError as StepsValidationError
 from engine._errors import TargetCrashed as TargetCrashed
+from engine._names import UnknownName as UnknownName
 from engine._page import Page as Page
 from engine._refs import Ref as Ref
 from engine._refs import ResolvedNode as ResolvedNode
@@ -68,6 +69,7 @@ __all__ = [
     "Subscription",
     "SubscriptionStatistics",
     "TargetCrashed",
+    "UnknownName",
     "connect",
     "launch",
 ]

@@ -49,7 +49,7 @@ def register(classes: dict[type, Hooks], commands: dict[Callable[..., Command[An
         for field in attrs.fields(cls):
             if field.default is not attrs.NOTHING:
                 setattr(cls, field.name, field.default)
-        cls.__repr__ = short_repr  # type: ignore[method-assign]
+        setattr(cls, "__repr__", short_repr)  # noqa: B010 - a method put on a class mypy sees as `type`
     HOOKS.update(classes)
     COMMAND_DECODERS.update(commands)
 
