@@ -8,6 +8,8 @@ Deadlines are the caller's cancel scopes (``trio.fail_after``); nothing here tak
 and tool builders; ``engine.testing`` has a fake browser over in-memory channels for your own tests.
 """
 
+from engine._background import connect_in_background as connect_in_background
+from engine._background import launch_in_background as launch_in_background
 from engine._browser import Browser as Browser
 from engine._browser import connect as connect
 from engine._browser import launch as launch
@@ -39,6 +41,12 @@ from engine._session import Session as Session
 from engine._session import Subscription as Subscription
 from engine._session import SubscriptionStatistics as SubscriptionStatistics
 from engine._settings import Settings as Settings
+from engine._values import body_bytes as body_bytes
+from engine._values import check_result as check_result
+from engine._values import describe as describe
+from engine._values import exception_message as exception_message
+from engine._values import js_value as js_value
+from engine._values import response_body as response_body
 
 __all__ = [
     "ActionError",
@@ -70,6 +78,14 @@ __all__ = [
     "SubscriptionStatistics",
     "TargetCrashed",
     "UnknownName",
+    "body_bytes",
+    "check_result",
     "connect",
+    "connect_in_background",
+    "describe",
+    "exception_message",
+    "js_value",
     "launch",
+    "launch_in_background",
+    "response_body",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -47,6 +47,19 @@ class Browser(metaclass=NoPublicConstructor):
         self._pages: dict[str, Page] = {}
         self._ref_cache = RefCache()  # refs outlive Page objects: kept per target, the last 50 targets
         self._set_up = False
+        self._aclose: Callable[[], Awaitable[None]] | None = None  # set by engine.launch_in_background
+
+    async def aclose(self) -> None:
+        """Close a browser from :func:`engine.launch_in_background` (the REPL way); idempotent.
+
+        A browser from ``async with launch()`` or ``connect()`` closes when its block is left instead.
+        """
+        if self._aclose is None:
+            raise RuntimeError(
+                "this Browser closes when its `async with launch()` (or connect()) block is left; aclose() "
+                "is for a browser from engine.launch_in_background() or connect_in_background()"
+            )
+        await self._aclose()
 
     @property
     def on_attach(self) -> Callable[[Session], None] | None:
