@@ -31,6 +31,7 @@ from engine._errors import SessionDetached as SessionDetached
 from engine._errors import StaleRefError as StaleRefError
 from engine._errors import StepsValidationError as StepsValidationError
 from engine._errors import TargetCrashed as TargetCrashed
+from engine._frames import Frame as Frame
 from engine._names import UnknownName as UnknownName
 from engine._page import Page as Page
 from engine._refs import Ref as Ref
@@ -58,6 +59,7 @@ __all__ = [
     "ConnectionStatistics",
     "EvaluateDisabled",
     "EventOverflow",
+    "Frame",
     "InvalidParams",
     "JavaScriptError",
     "MessageTooLarge",

@@ -64,7 +64,12 @@ class Browser(metaclass=NoPublicConstructor):
     @property
     def on_attach(self) -> Callable[[Session], None] | None:
         """Called with every auto-attached child session (iframe, worker) before it is resumed, so that
-        ``child.subscribe(...)`` there sees its first events. It runs in the reader: keep it quick."""
+        ``child.subscribe(...)`` there sees its first events. It runs in the reader: keep it quick.
+
+        A plain function (it cannot await): subscribe, or send set-up with ``child.execute_nowait(...)``
+        (sent before the child is resumed, in order). An exception in it is logged; the child runs anyway.
+        Example: ``browser.on_attach = lambda child: child.execute_nowait(cdp.runtime.enable())``.
+        """
         return self.connection.sessions.on_attach
 
     @on_attach.setter
@@ -86,6 +91,12 @@ class Browser(metaclass=NoPublicConstructor):
 
     async def new_page(self, url: str | None = None) -> Page:
         """Open a tab, attach a flattened session to it (iframes and workers auto-attach), load ``url``.
+
+        The page's session has ``Page`` enabled (with lifecycle events: ``page.goto`` follows them),
+        ``Inspector`` (crash and detach notices) and ``Target.setAutoAttach`` (out-of-process iframes and
+        workers become ``page.session.children``, paused until ``Browser.on_attach`` has seen them). Nothing
+        else is enabled: enable what you listen to, e.g. ``cdp.runtime.enable()`` for console messages and
+        exceptions, ``cdp.network.enable()`` for requests (an event of a domain not enabled never comes).
 
         If anything fails on the way (or the caller's deadline runs out), the new tab is closed again.
         """

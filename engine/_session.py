@@ -217,7 +217,21 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
 
 
 class Session(metaclass=NoPublicConstructor):
-    """One flattened CDP session (the browser's, a page's, an iframe's or a worker's)."""
+    """One flattened CDP session (the browser's, a page's, an iframe's or a worker's).
+
+    Attributes:
+        session_id: the CDP session id (None for the browser-level session).
+        target_id: the target it is attached to (None for the browser-level session).
+        target_type: "browser", "page", "iframe" (an out-of-process iframe), "worker",
+            "service_worker", "shared_worker", ...
+        url: the target's URL, kept current from ``Target.targetInfoChanged``.
+        frame_id: the frame it drives, for pages and iframes (the same as ``target_id``); None for workers.
+        parent: the session it was auto-attached under (a page's for its iframes and workers), or None.
+        children: the sessions auto-attached under this one, by session id: a page's out-of-process
+            iframes and its workers (nested iframes under their iframe). They attach by themselves as the
+            page creates them; ``Browser.on_attach`` sees each one before it runs, so a
+            ``child.subscribe(...)`` made there misses none of its events. A detached child leaves the dict.
+    """
 
     def __init__(
         self,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import math
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import cdp
 from engine._errors import JavaScriptError
@@ -115,6 +115,10 @@ def exception_message(details: cdp.runtime.ExceptionDetails) -> str:
     return f"{message} (at {where}:{line + 1}:{column + 1})"
 
 
+@overload
+def check_result(result: cdp.runtime.EvaluateResult) -> Any: ...
+@overload
+def check_result(result: cdp.runtime.CallFunctionOnResult) -> Any: ...
 def check_result(result: cdp.runtime.EvaluateResult | cdp.runtime.CallFunctionOnResult) -> Any:
     """The Python value of an evaluate result, or :class:`JavaScriptError` if the script threw.
 
@@ -125,6 +129,12 @@ def check_result(result: cdp.runtime.EvaluateResult | cdp.runtime.CallFunctionOn
     return js_value(result.result)
 
 
+# Overloads, not a union: mypy infers ``execute``'s result from the expected type, and a union there would
+# not match the invariant ``Command[EvaluateResult]`` in ``check_result(await s.execute(...))``.
+@overload
+def body_bytes(result: cdp.network.GetResponseBodyResult) -> bytes: ...
+@overload
+def body_bytes(result: cdp.fetch.GetResponseBodyResult) -> bytes: ...
 def body_bytes(result: cdp.network.GetResponseBodyResult | cdp.fetch.GetResponseBodyResult) -> bytes:
     """A response body as bytes, whatever ``base64_encoded`` says (text bodies come as UTF-8)."""
     if result.base64_encoded:
