@@ -111,7 +111,7 @@ def exception_message(details: cdp.runtime.ExceptionDetails) -> str:
     frames = details.stack_trace.call_frames if details.stack_trace is not None else []
     if frames:
         url, line, column = frames[0].url or url, frames[0].line_number, frames[0].column_number
-    where = url or (f"script {details.script_id}" if details.script_id else "<anonymous>")
+    where = url or "<anonymous>"  # evaluated code has no URL; V8's own stack traces say <anonymous> too
     return f"{message} (at {where}:{line + 1}:{column + 1})"
 
 
