@@ -108,3 +108,16 @@ def test_cli_runs_each_command(shop: str) -> None:
     assert '"value": "Recipe shop"' in out
     assert out.count('"method": "Runtime.consoleAPICalled"') == 2
     assert "command  Fetch.fulfillRequest" in out
+
+
+def test_the_readme_table_gives_each_recipes_true_length() -> None:
+    readme = (RECIPES.parents[2] / "README.md").read_text()
+    rows = [line.split("|") for line in readme.splitlines() if line.startswith("| ") and "recipe" not in line]
+    stated = {
+        cells[1].strip(): int(cells[3].split()[0])
+        for cells in rows
+        if (RECIPES / f"{cells[1].strip()}.py").exists()
+    }
+    assert set(stated) == set(OLD_LINES) | {"cli"}
+    for name, lines in stated.items():
+        assert lines == len((RECIPES / f"{name}.py").read_text().splitlines()), name
