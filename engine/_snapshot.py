@@ -8,6 +8,7 @@ out-of-process nesting plus Chromium's time to build the trees.
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from typing import TYPE_CHECKING, Any, Literal
@@ -139,7 +140,16 @@ async def take_snapshot(
         frames=frames,
         format=format,
     )
-    out = render(found, state, options, delta=delta)
+    # The walk allocates tens of thousands of small objects while the trees' hundreds of thousands of
+    # containers are alive; with the cyclic GC on, each burst walks them again. Measured on the 13k-node
+    # tree of the 5,000-element page: 98 ms with the GC, 52 ms without.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        out = render(found, state, options, delta=delta)
+    finally:
+        if paused:
+            gc.enable()
     return Snapshot(
         text=out.text,
         refs=out.refs,
