@@ -1,9 +1,10 @@
 """The ``snapshot`` scenario: ``page.snapshot()`` against Playwright's ``aria_snapshot(mode="ai")``.
 
-Latency and bytes, on the generated 5,000-element page and on a real documentation page (the pinned
+Latency and bytes, on the generated 5,000-element page, on a real documentation page (the pinned
 protocol's own documentation of its largest domains, rendered as ordinary HTML: headings, prose, code,
-tables and links). Each side launches its own Chromium (same binary, same flags). A third side, the bare
-``Accessibility.getFullAXTree`` call that our snapshot is built on, shows how much of the time is Chromium's.
+tables and links), and on the demo's small shop page. Each side launches its own Chromium (same binary,
+same flags). A third side, the bare ``Accessibility.getFullAXTree`` call that our snapshot is built on,
+shows how much of the time is Chromium's.
 
     python -m benchmarks.upper_snapshot [--reps 10] [--ops 5] [--seed N] [--quick]
 """
@@ -19,6 +20,7 @@ from typing import Any
 
 from benchmarks.pages import big_page
 from benchmarks.sidebyside import Side, compare, format_table, save
+from engine import demo
 from engine.testing import serve_directory
 
 CHROMIUM = "/usr/bin/chromium"
@@ -128,7 +130,12 @@ def run(*, reps: int, ops: int, seed: int | None, quick: bool) -> list[dict[str,
         Path(folder, "docs.html").write_bytes(
             docs_page(("Page",) if quick else ("Page", "Network", "DOM", "Runtime"))
         )
-        for path, title in (("/big.html", "5,000-element page"), ("/docs.html", "protocol reference page")):
+        Path(folder, "shop.html").write_bytes((Path(demo.__file__).parent / "index.html").read_bytes())
+        for path, title in (
+            ("/big.html", "5,000-element page"),
+            ("/docs.html", "protocol reference page"),
+            ("/shop.html", "small shop page (the demo's)"),
+        ):
             url = base.rstrip("/") + path
             sides = [_ours(url, raw=False), _playwright(url), _ours(url, raw=True)]
             result = compare(f"snapshot: {title}", sides, ops_per_rep=ops, reps=reps, warmup=1, seed=seed)
