@@ -79,15 +79,21 @@ def check(name: str, kind: Kind) -> None:
     raise UnknownName(text, name=name, kind=kind, suggestion=hint)
 
 
+_required_params: Mapping[str, tuple[str, ...]] | None = None
+
+
 def check_required_params(method: str, params: Mapping[str, Any] | None) -> None:
     """Raise :class:`InvalidParams` if a command the bindings know lacks one of its required params.
 
     Unknown methods pass (the browser answers for them); a missing param is named, with the close
     spelling the caller may have meant.
     """
-    from cdp import _registry  # noqa: PLC0415 - loaded on first use
+    global _required_params  # noqa: PLW0603 - the registry, read once: this runs on every execute_raw
+    if _required_params is None:
+        from cdp import _registry  # noqa: PLC0415 - loaded on first use
 
-    required = _registry.REQUIRED_PARAMS.get(method)
+        _required_params = _registry.REQUIRED_PARAMS
+    required = _required_params.get(method)
     if not required:
         return
     given = params or {}
