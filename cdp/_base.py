@@ -237,12 +237,15 @@ class Command(Generic[T]):
         return f"Command({self.method!r}, {_short(self.params, 0)})"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class UnknownEvent:
     """An event these bindings do not know (a newer browser); its raw params are kept."""
 
     method: str
     params: Wire
+
+    def __repr__(self) -> str:
+        return f"UnknownEvent(method={self.method!r}, params={_short(self.params, 0)})"
 
 
 @attrs.frozen(kw_only=True)

@@ -70,7 +70,7 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
 
     Typed by the event classes it was made for: ``listen(cdp.page.LoadEventFired)`` gives a
     ``Subscription[cdp.page.LoadEventFired]``, so ``(await sub.receive()).timestamp`` type-checks; with two
-    or more classes, the union; with method names (or none), ``Any``.
+    to four classes, their union (``wait_for(cls)`` narrows it); with more, method names or none, ``Any``.
 
     The reader never waits on it: when the buffer is full, ``overflow`` decides what happens —
     ``"error"`` (default: ``receive`` raises EventOverflow at the point of the stream where events were

@@ -60,3 +60,11 @@ def test_unset_is_explained_where_a_user_meets_it() -> None:
     assert absent.value is cdp.UNSET
     assert not absent.value
     assert cdp.runtime.RemoteObject(type_="object", subtype="null", value=None).value is None
+
+
+def test_repr_of_an_unknown_event_is_short() -> None:
+    event = cdp.UnknownEvent(method="Brand.new", params={"blob": "x" * 100_000})
+    assert (
+        repr(event)
+        == "UnknownEvent(method='Brand.new', params={'blob': " + repr("x" * 60) + "...<100,000 chars>})"
+    )
