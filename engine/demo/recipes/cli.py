@@ -7,6 +7,7 @@ import shlex
 import sys
 
 from engine.cli import main as cdp_engine
+from engine.demo.recipes import url_argument
 
 COMMANDS = [
     "version",
@@ -17,7 +18,7 @@ COMMANDS = [
 
 if __name__ == "__main__":
     for line in COMMANDS:
-        argv = shlex.split(line.replace("{url}", shlex.quote(sys.argv[1])))
+        argv = shlex.split(line.replace("{url}", shlex.quote(url_argument())))
         print("$ cdp-engine", shlex.join(argv), flush=True)
         if cdp_engine(argv) != 0:
             sys.exit(1)

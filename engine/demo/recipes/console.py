@@ -1,11 +1,10 @@
 """Console messages and uncaught exceptions of a page: python -m engine.demo.recipes.console URL"""
 
-import sys
-
 import trio
 
 import cdp
 from engine import describe, exception_message, launch
+from engine.demo.recipes import url_argument
 
 
 async def main(url: str) -> None:
@@ -26,4 +25,4 @@ async def main(url: str) -> None:
 
 
 if __name__ == "__main__":
-    trio.run(main, sys.argv[1])
+    trio.run(main, url_argument())

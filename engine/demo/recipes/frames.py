@@ -3,12 +3,11 @@
 python -m engine.demo.recipes.frames URL
 """
 
-import sys
-
 import trio
 
 import cdp
 from engine import check_result, launch
+from engine.demo.recipes import url_argument
 
 
 async def main(url: str) -> None:
@@ -22,4 +21,4 @@ async def main(url: str) -> None:
 
 
 if __name__ == "__main__":
-    trio.run(main, sys.argv[1])
+    trio.run(main, url_argument())

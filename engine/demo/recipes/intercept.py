@@ -1,11 +1,10 @@
 """Block images, answer fetches, rewrite HTML (Fetch): python -m engine.demo.recipes.intercept URL"""
 
-import sys
-
 import trio
 
 import cdp
 from engine import Session, Subscription, check_result, launch, response_body
+from engine.demo.recipes import url_argument
 
 BOTH_STAGES = [cdp.fetch.RequestPattern(request_stage=stage) for stage in cdp.fetch.RequestStage]
 SHOW = "(async () => { while (!document.querySelector('li')) await new Promise(r => setTimeout(r, 20));"
@@ -43,4 +42,4 @@ async def main(url: str) -> None:
 
 
 if __name__ == "__main__":
-    trio.run(main, sys.argv[1])
+    trio.run(main, url_argument())

@@ -1,11 +1,10 @@
 """Cookies and localStorage: set, read and clear them: python -m engine.demo.recipes.storage URL"""
 
-import sys
-
 import trio
 
 import cdp
 from engine import launch
+from engine.demo.recipes import url_argument
 
 
 async def main(url: str) -> None:
@@ -33,4 +32,4 @@ async def main(url: str) -> None:
 
 
 if __name__ == "__main__":
-    trio.run(main, sys.argv[1])
+    trio.run(main, url_argument())

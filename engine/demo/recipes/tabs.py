@@ -1,11 +1,10 @@
 """Ten tabs at once, each loading the page: python -m engine.demo.recipes.tabs URL"""
 
-import sys
-
 import trio
 
 import cdp
 from engine import Browser, check_result, launch
+from engine.demo.recipes import url_argument
 
 
 async def visit(browser: Browser, url: str, n: int) -> None:
@@ -22,4 +21,4 @@ async def main(url: str) -> None:
 
 
 if __name__ == "__main__":
-    trio.run(main, sys.argv[1])
+    trio.run(main, url_argument())

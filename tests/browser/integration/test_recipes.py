@@ -24,9 +24,10 @@ OLD_LINES = {
 """Lines of the scripts a new user wrote for these tasks before the recipes' helpers existed."""
 
 
-def run(recipe: str, *args: str) -> str:
+def run(recipe: str, *args: str, cwd: Path | None = None) -> str:
     proc = subprocess.run(
         [sys.executable, "-m", f"engine.demo.recipes.{recipe}", *args],
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=90,
@@ -42,6 +43,18 @@ def shop(server: str) -> str:
     return f"{server}/scripting/shop.html"
 
 
+def test_a_recipe_without_its_url_says_how_to_run_it() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "engine.demo.recipes.tabs"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("usage: python -m engine.demo.recipes.tabs URL")
+
+
 def test_each_recipe_is_shorter_than_the_script_it_replaces() -> None:
     for name, old in OLD_LINES.items():
         lines = len((RECIPES / f"{name}.py").read_text().splitlines())
@@ -49,7 +62,7 @@ def test_each_recipe_is_shorter_than_the_script_it_replaces() -> None:
 
 
 def test_screenshot_writes_a_png_and_a_pdf(shop: str, tmp_path: Path) -> None:
-    out = run("screenshot", shop, str(tmp_path))
+    out = run("screenshot", shop, cwd=tmp_path)
     assert (tmp_path / "page.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert (tmp_path / "page.pdf").read_bytes().startswith(b"%PDF-")
     assert f"page.png: {(tmp_path / 'page.png').stat().st_size:,} bytes" in out
