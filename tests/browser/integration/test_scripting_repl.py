@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 import trio
@@ -101,3 +102,20 @@ async def test_a_block_owned_browser_says_to_leave_its_block_instead_of_aclose()
     async with open_fake_browser() as (browser, _):
         with pytest.raises(RuntimeError, match="block is left"):
             await browser.aclose()
+
+
+def test_a_script_that_never_closes_it_still_leaves_nothing_behind() -> None:
+    """The end of trio.run cancels the system task: launch() tears down as for any cancelled block."""
+    seen: dict[str, object] = {}
+
+    async def forgetful() -> None:
+        with trio.fail_after(30):
+            browser = await engine.launch_in_background()
+        assert browser.process is not None
+        seen["pid"], seen["dir"] = browser.process.pid, browser.process.temp_dir
+
+    start = time.monotonic()
+    trio.run(forgetful)
+    assert time.monotonic() - start < 30
+    assert session_members(int(str(seen["pid"]))) == []
+    assert not os.path.exists(str(seen["dir"]))
