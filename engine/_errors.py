@@ -24,6 +24,7 @@ One root, split by blame: what the browser said, what happened to the link, and 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import cdp
@@ -146,11 +147,18 @@ class EvaluateDisabled(CDPError):
 
 
 class StepsValidationError(CDPError, ValueError):
-    """A steps macro is invalid; nothing ran. ``index`` and ``field`` name the first bad step and field."""
+    """A steps macro is invalid; nothing ran. ``index`` and ``field`` name the first bad step and field.
 
-    def __init__(self, message: str, *, index: int | None = None, field: str = "") -> None:
+    ``problems`` lists every problem found (``engine.steps.Problem``: index, field, message), so a caller
+    fixes them all at once; the message lists them too.
+    """
+
+    def __init__(
+        self, message: str, *, index: int | None = None, field: str = "", problems: Sequence[Any] = ()
+    ) -> None:
         self.index = index
         self.field = field
+        self.problems = list(problems)
         super().__init__(message)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import trio
@@ -12,6 +13,8 @@ from engine._errors import ConnectionClosed, NavigationError, TargetCrashed
 from engine._refs import ResolvedNode, Snapshot
 from engine._session import Session
 from engine._snapshot import resolve_ref, take_snapshot
+from engine._steps import run_steps
+from engine.steps import ReturnMode, StepsResult
 
 if TYPE_CHECKING:
     from engine._browser import Browser
@@ -189,6 +192,43 @@ class Page:
     # --- frames and scripting helpers (engine/_frames.py) ------------------------------------------------
 
     # --- steps (engine/_steps.py) ------------------------------------------------------------------------
+
+    async def run_steps(
+        self,
+        steps: Sequence[dict[str, Any]],
+        *,
+        fail_fast: bool = True,
+        return_mode: ReturnMode = "final",
+        max_steps: int = 10,
+        per_step_timeout_ms: int | None = 5000,
+    ) -> StepsResult:
+        """Run a short list of steps on this tab in one call; only the page output asked for comes back.
+
+        Steps are JSON objects from a whitelist (``engine.steps.STEP_SCHEMA``): navigate, click, fill, press,
+        hover, select, wait_for, read_page. The whole list is validated first; the caller's deadline is the
+        budget, and each step gets ``min(per_step_timeout_ms, its timeout_ms, what is left)``.
+
+        Args:
+            steps: the steps, at most ``max_steps`` (default 10, hard cap 50).
+            fail_fast: stop at the first failure (the rest are reported ``Skipped``). With False, later
+                steps still run, except those whose target is stale and those after a failed navigate.
+            return_mode: "final" (the last read_page, or a snapshot at the end), "all" (every read_page),
+                "delta" (ref-keyed changes since the page's last full snapshot before the call).
+            max_steps: the most steps this call accepts.
+            per_step_timeout_ms: each step's limit (None: only the step's own and the caller's deadline).
+
+        Raises:
+            StepsValidationError: the call is invalid (every problem listed); nothing ran. Step failures
+                do not raise: they are in the result (``ok``, ``failed_step``, ``steps[i].error``).
+        """
+        return await run_steps(
+            self,
+            steps,
+            fail_fast=fail_fast,
+            return_mode=return_mode,
+            max_steps=max_steps,
+            per_step_timeout_ms=per_step_timeout_ms,
+        )
 
     # --- lifetime -----------------------------------------------------------------------------------------
 
