@@ -144,7 +144,7 @@ class AXValue:
 
     Attributes:
         type_: The type of this value.
-        value: The computed value of this property.
+        value: The computed value of this property. Reads ``cdp.UNSET`` (falsy) when absent: ``None`` here is JSON ``null``, a value.
         related_nodes: One or more related nodes, if applicable.
         sources: The sources which contributed to the computation of this property.
 

@@ -12,6 +12,8 @@ import attrs
 
 import cdp
 from cdp._base import CDPEnum, Command, register
+from cdp._base import decode_binary as _b64d
+from cdp._base import encode_binary as _b64e
 from cdp._base import enum_value as _enum
 
 DOMAIN = "Audits"
@@ -1170,14 +1172,14 @@ class GetEncodedResponseResult:
     """Result of :func:`get_encoded_response`.
 
     Attributes:
-        body: The encoded body as a base64 string. Omitted if sizeOnly is true. (Encoded as a base64 string when passed over JSON)
+        body: The encoded body as a base64 string. Omitted if sizeOnly is true. ``bytes`` (the bindings base64 it on the wire).
         original_size: Size before re-encoding.
         encoded_size: Size after re-encoding.
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/Audits/#method-getEncodedResponse
     """
 
-    body: str | None = None
+    body: bytes | None = None
     original_size: int
     encoded_size: int
 
@@ -2657,7 +2659,6 @@ def _u_InspectorIssue(o: InspectorIssue) -> dict[str, Any]:
 
 
 _GetEncodedResponseResult_plain = {
-    "body": "body",
     "originalSize": "original_size",
     "encodedSize": "encoded_size",
 }
@@ -2670,6 +2671,8 @@ def _s_GetEncodedResponseResult(d: dict[str, Any]) -> GetEncodedResponseResult:
         n = _GetEncodedResponseResult_plain.get(k)
         if n is not None:
             od[n] = v
+        elif k == "body":
+            od["body"] = None if v is None else _b64d(v)
     if "original_size" not in od:
         raise KeyError("originalSize")
     if "encoded_size" not in od:
@@ -2683,7 +2686,7 @@ def _u_GetEncodedResponseResult(o: GetEncodedResponseResult) -> dict[str, Any]:
         "encodedSize": o.encoded_size,
     }
     if o.body is not None:
-        d["body"] = o.body
+        d["body"] = _b64e(o.body)
     return d
 
 

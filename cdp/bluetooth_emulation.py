@@ -12,6 +12,8 @@ from typing import Any, ClassVar
 import attrs
 
 from cdp._base import CDPEnum, Command, register
+from cdp._base import decode_binary as _b64d
+from cdp._base import encode_binary as _b64e
 from cdp._base import enum_value as _enum
 
 DOMAIN = "BluetoothEmulation"
@@ -80,13 +82,13 @@ class ManufacturerData:
 
     Attributes:
         key: Company identifier https://bitbucket.org/bluetooth-SIG/public/src/main/assigned_numbers/company_identifiers/company_identifiers.yaml https://usb.org/developers
-        data: Manufacturer-specific data (Encoded as a base64 string when passed over JSON)
+        data: Manufacturer-specific data ``bytes`` (the bindings base64 it on the wire).
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#type-ManufacturerData
     """
 
     key: int
-    data: str
+    data: bytes
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -231,13 +233,16 @@ def simulate_characteristic_operation_response(
     characteristic_id: str,
     type_: CharacteristicOperationType,
     code: int,
-    data: str | None = None,
+    data: bytes | None = None,
 ) -> Command[None]:
     """Simulates the response from the characteristic with |characteristicId| for a
     characteristic operation of |type|. The |code| value follows the Error
     Codes from Bluetooth Core Specification Vol 3 Part F 3.4.1.1 Error Response.
     The |data| is expected to exist when simulating a successful read operation
     response.
+
+    Args:
+        data: ``bytes`` (the bindings base64 it on the wire).
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-simulateCharacteristicOperationResponse
     """
@@ -253,13 +258,16 @@ def simulate_descriptor_operation_response(
     descriptor_id: str,
     type_: DescriptorOperationType,
     code: int,
-    data: str | None = None,
+    data: bytes | None = None,
 ) -> Command[None]:
     """Simulates the response from the descriptor with |descriptorId| for a
     descriptor operation of |type|. The |code| value follows the Error
     Codes from Bluetooth Core Specification Vol 3 Part F 3.4.1.1 Error Response.
     The |data| is expected to exist when simulating a successful read operation
     response.
+
+    Args:
+        data: ``bytes`` (the bindings base64 it on the wire).
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#method-simulateDescriptorOperationResponse
     """
@@ -424,13 +432,16 @@ class CharacteristicOperationReceived:
     respresented by |characteristicId| happened. |data| and |writeType| is
     expected to exist when |type| is write.
 
+    Attributes:
+        data: ``bytes`` (the bindings base64 it on the wire).
+
     See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#event-characteristicOperationReceived
     """
 
     method: ClassVar[str] = "BluetoothEmulation.characteristicOperationReceived"
     characteristic_id: str
     type_: CharacteristicOperationType
-    data: str | None = None
+    data: bytes | None = None
     write_type: CharacteristicWriteType | None = None
 
 
@@ -440,13 +451,16 @@ class DescriptorOperationReceived:
     respresented by |descriptorId| happened. |data| is expected to exist when
     |type| is write.
 
+    Attributes:
+        data: ``bytes`` (the bindings base64 it on the wire).
+
     See: https://chromedevtools.github.io/devtools-protocol/tot/BluetoothEmulation/#event-descriptorOperationReceived
     """
 
     method: ClassVar[str] = "BluetoothEmulation.descriptorOperationReceived"
     descriptor_id: str
     type_: DescriptorOperationType
-    data: str | None = None
+    data: bytes | None = None
 
 
 # ==========================================================================================================
@@ -459,7 +473,6 @@ _new = object.__new__
 
 _ManufacturerData_plain = {
     "key": "key",
-    "data": "data",
 }
 
 
@@ -470,6 +483,8 @@ def _s_ManufacturerData(d: dict[str, Any]) -> ManufacturerData:
         n = _ManufacturerData_plain.get(k)
         if n is not None:
             od[n] = v
+        elif k == "data":
+            od["data"] = None if v is None else _b64d(v)
     if "key" not in od:
         raise KeyError("key")
     if "data" not in od:
@@ -480,7 +495,7 @@ def _s_ManufacturerData(d: dict[str, Any]) -> ManufacturerData:
 def _u_ManufacturerData(o: ManufacturerData) -> dict[str, Any]:
     return {
         "key": o.key,
-        "data": o.data,
+        "data": _b64e(o.data),
     }
 
 
@@ -690,7 +705,7 @@ def _p_simulate_characteristic_operation_response(
     characteristic_id: str,
     type_: CharacteristicOperationType,
     code: int,
-    data: str | None,
+    data: bytes | None,
 ) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "characteristicId": characteristic_id,
@@ -698,7 +713,7 @@ def _p_simulate_characteristic_operation_response(
         "code": code,
     }
     if data is not None:
-        _p["data"] = data
+        _p["data"] = _b64e(data)
     return _p
 
 
@@ -707,7 +722,7 @@ def _c_simulate_characteristic_operation_response(d: dict[str, Any]) -> Command[
         characteristic_id=d["characteristicId"],
         type_=_enum(CharacteristicOperationType, d["type"]),
         code=d["code"],
-        data=d.get("data"),
+        data=None if (v := d.get("data")) is None else _b64d(v),
     )
 
 
@@ -715,7 +730,7 @@ def _p_simulate_descriptor_operation_response(
     descriptor_id: str,
     type_: DescriptorOperationType,
     code: int,
-    data: str | None,
+    data: bytes | None,
 ) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "descriptorId": descriptor_id,
@@ -723,7 +738,7 @@ def _p_simulate_descriptor_operation_response(
         "code": code,
     }
     if data is not None:
-        _p["data"] = data
+        _p["data"] = _b64e(data)
     return _p
 
 
@@ -732,7 +747,7 @@ def _c_simulate_descriptor_operation_response(d: dict[str, Any]) -> Command[None
         descriptor_id=d["descriptorId"],
         type_=_enum(DescriptorOperationType, d["type"]),
         code=d["code"],
-        data=d.get("data"),
+        data=None if (v := d.get("data")) is None else _b64d(v),
     )
 
 
@@ -945,7 +960,6 @@ def _u_GattOperationReceived(o: GattOperationReceived) -> dict[str, Any]:
 
 _CharacteristicOperationReceived_plain = {
     "characteristicId": "characteristic_id",
-    "data": "data",
 }
 
 
@@ -958,6 +972,8 @@ def _s_CharacteristicOperationReceived(d: dict[str, Any]) -> CharacteristicOpera
             od[n] = v
         elif k == "type":
             od["type_"] = None if v is None else _enum(CharacteristicOperationType, v)
+        elif k == "data":
+            od["data"] = None if v is None else _b64d(v)
         elif k == "writeType":
             od["write_type"] = None if v is None else _enum(CharacteristicWriteType, v)
     if "characteristic_id" not in od:
@@ -973,7 +989,7 @@ def _u_CharacteristicOperationReceived(o: CharacteristicOperationReceived) -> di
         "type": o.type_,
     }
     if o.data is not None:
-        d["data"] = o.data
+        d["data"] = _b64e(o.data)
     if o.write_type is not None:
         d["writeType"] = o.write_type
     return d
@@ -981,7 +997,6 @@ def _u_CharacteristicOperationReceived(o: CharacteristicOperationReceived) -> di
 
 _DescriptorOperationReceived_plain = {
     "descriptorId": "descriptor_id",
-    "data": "data",
 }
 
 
@@ -994,6 +1009,8 @@ def _s_DescriptorOperationReceived(d: dict[str, Any]) -> DescriptorOperationRece
             od[n] = v
         elif k == "type":
             od["type_"] = None if v is None else _enum(DescriptorOperationType, v)
+        elif k == "data":
+            od["data"] = None if v is None else _b64d(v)
     if "descriptor_id" not in od:
         raise KeyError("descriptorId")
     if "type_" not in od:
@@ -1007,7 +1024,7 @@ def _u_DescriptorOperationReceived(o: DescriptorOperationReceived) -> dict[str, 
         "type": o.type_,
     }
     if o.data is not None:
-        d["data"] = o.data
+        d["data"] = _b64e(o.data)
     return d
 
 

@@ -12,6 +12,8 @@ import attrs
 
 import cdp
 from cdp._base import CDPEnum, Command, register
+from cdp._base import decode_binary as _b64d
+from cdp._base import encode_binary as _b64e
 from cdp._base import enum_value as _enum
 
 DOMAIN = "Browser"
@@ -529,12 +531,12 @@ def set_contents_size(
 def set_dock_tile(
     *,
     badge_label: str | None = None,
-    image: str | None = None,
+    image: bytes | None = None,
 ) -> Command[None]:
     """Experimental. Set dock tile details, platform-specific.
 
     Args:
-        image: Png encoded image. (Encoded as a base64 string when passed over JSON)
+        image: Png encoded image. ``bytes`` (the bindings base64 it on the wire).
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/Browser/#method-setDockTile
     """
@@ -1198,20 +1200,20 @@ def _c_set_contents_size(d: dict[str, Any]) -> Command[None]:
 
 def _p_set_dock_tile(
     badge_label: str | None,
-    image: str | None,
+    image: bytes | None,
 ) -> dict[str, Any]:
     _p: dict[str, Any] = {}
     if badge_label is not None:
         _p["badgeLabel"] = badge_label
     if image is not None:
-        _p["image"] = image
+        _p["image"] = _b64e(image)
     return _p
 
 
 def _c_set_dock_tile(d: dict[str, Any]) -> Command[None]:
     return set_dock_tile(
         badge_label=d.get("badgeLabel"),
-        image=d.get("image"),
+        image=None if (v := d.get("image")) is None else _b64d(v),
     )
 
 

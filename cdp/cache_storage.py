@@ -9,6 +9,8 @@ import attrs
 
 import cdp
 from cdp._base import CDPEnum, Command, register
+from cdp._base import decode_binary as _b64d
+from cdp._base import encode_binary as _b64e
 from cdp._base import enum_value as _enum
 
 DOMAIN = "CacheStorage"
@@ -93,10 +95,10 @@ class CachedResponse:
     """See: https://chromedevtools.github.io/devtools-protocol/tot/CacheStorage/#type-CachedResponse
 
     Attributes:
-        body: Entry content, base64-encoded. (Encoded as a base64 string when passed over JSON)
+        body: Entry content, base64-encoded. ``bytes`` (the bindings base64 it on the wire).
     """
 
-    body: str
+    body: bytes
 
 
 def delete_cache(
@@ -366,18 +368,12 @@ def _u_Header(o: Header) -> dict[str, Any]:
     }
 
 
-_CachedResponse_plain = {
-    "body": "body",
-}
-
-
 def _s_CachedResponse(d: dict[str, Any]) -> CachedResponse:
     o = _new(CachedResponse)
     od = o.__dict__
     for k, v in d.items():
-        n = _CachedResponse_plain.get(k)
-        if n is not None:
-            od[n] = v
+        if k == "body":
+            od["body"] = None if v is None else _b64d(v)
     if "body" not in od:
         raise KeyError("body")
     return o
@@ -385,7 +381,7 @@ def _s_CachedResponse(d: dict[str, Any]) -> CachedResponse:
 
 def _u_CachedResponse(o: CachedResponse) -> dict[str, Any]:
     return {
-        "body": o.body,
+        "body": _b64e(o.body),
     }
 
 

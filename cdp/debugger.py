@@ -13,6 +13,8 @@ import attrs
 
 import cdp
 from cdp._base import CDPEnum, Command, register
+from cdp._base import decode_binary as _b64d
+from cdp._base import encode_binary as _b64e
 from cdp._base import enum_value as _enum
 
 DOMAIN = "Debugger"
@@ -366,13 +368,13 @@ class GetScriptSourceResult:
 
     Attributes:
         script_source: Script source (empty in case of Wasm bytecode).
-        bytecode: Wasm bytecode. (Encoded as a base64 string when passed over JSON)
+        bytecode: Wasm bytecode. ``bytes`` (the bindings base64 it on the wire).
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-getScriptSource
     """
 
     script_source: str
-    bytecode: str | None = None
+    bytecode: bytes | None = None
 
 
 def get_script_source(
@@ -460,12 +462,12 @@ class GetWasmBytecodeResult:
     """Result of :func:`get_wasm_bytecode`.
 
     Attributes:
-        bytecode: Script source. (Encoded as a base64 string when passed over JSON)
+        bytecode: Script source. ``bytes`` (the bindings base64 it on the wire).
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/Debugger/#method-getWasmBytecode
     """
 
-    bytecode: str
+    bytecode: bytes
 
 
 def get_wasm_bytecode(
@@ -1685,7 +1687,6 @@ def _c_get_possible_breakpoints(d: dict[str, Any]) -> Command[GetPossibleBreakpo
 
 _GetScriptSourceResult_plain = {
     "scriptSource": "script_source",
-    "bytecode": "bytecode",
 }
 
 
@@ -1696,6 +1697,8 @@ def _s_GetScriptSourceResult(d: dict[str, Any]) -> GetScriptSourceResult:
         n = _GetScriptSourceResult_plain.get(k)
         if n is not None:
             od[n] = v
+        elif k == "bytecode":
+            od["bytecode"] = None if v is None else _b64d(v)
     if "script_source" not in od:
         raise KeyError("scriptSource")
     return o
@@ -1706,7 +1709,7 @@ def _u_GetScriptSourceResult(o: GetScriptSourceResult) -> dict[str, Any]:
         "scriptSource": o.script_source,
     }
     if o.bytecode is not None:
-        d["bytecode"] = o.bytecode
+        d["bytecode"] = _b64e(o.bytecode)
     return d
 
 
@@ -1805,18 +1808,12 @@ def _c_next_wasm_disassembly_chunk(d: dict[str, Any]) -> Command[NextWasmDisasse
     )
 
 
-_GetWasmBytecodeResult_plain = {
-    "bytecode": "bytecode",
-}
-
-
 def _s_GetWasmBytecodeResult(d: dict[str, Any]) -> GetWasmBytecodeResult:
     o = _new(GetWasmBytecodeResult)
     od = o.__dict__
     for k, v in d.items():
-        n = _GetWasmBytecodeResult_plain.get(k)
-        if n is not None:
-            od[n] = v
+        if k == "bytecode":
+            od["bytecode"] = None if v is None else _b64d(v)
     if "bytecode" not in od:
         raise KeyError("bytecode")
     return o
@@ -1824,7 +1821,7 @@ def _s_GetWasmBytecodeResult(d: dict[str, Any]) -> GetWasmBytecodeResult:
 
 def _u_GetWasmBytecodeResult(o: GetWasmBytecodeResult) -> dict[str, Any]:
     return {
-        "bytecode": o.bytecode,
+        "bytecode": _b64e(o.bytecode),
     }
 
 

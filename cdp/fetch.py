@@ -12,6 +12,8 @@ import attrs
 
 import cdp
 from cdp._base import CDPEnum, Command, register
+from cdp._base import decode_binary as _b64d
+from cdp._base import encode_binary as _b64e
 from cdp._base import enum_value as _enum
 
 DOMAIN = "Fetch"
@@ -153,8 +155,8 @@ def fulfill_request(
     request_id: RequestId,
     response_code: int,
     response_headers: list[HeaderEntry] | None = None,
-    binary_response_headers: str | None = None,
-    body: str | None = None,
+    binary_response_headers: bytes | None = None,
+    body: bytes | None = None,
     response_phrase: str | None = None,
 ) -> Command[None]:
     """Provides response to the request.
@@ -162,8 +164,8 @@ def fulfill_request(
     Args:
         request_id: An id the client received in requestPaused event.
         response_code: An HTTP response code.
-        binary_response_headers: Alternative way of specifying response headers as a \\0-separated series of name: value pairs. Prefer the above method unless you need to represent some non-UTF8 values that can't be transmitted over the protocol as text. (Encoded as a base64 string when passed over JSON)
-        body: A response body. If absent, original response body will be used if the request is intercepted at the response stage and empty body will be used if the request is intercepted at the request stage. (Encoded as a base64 string when passed over JSON)
+        binary_response_headers: Alternative way of specifying response headers as a \\0-separated series of name: value pairs. Prefer the above method unless you need to represent some non-UTF8 values that can't be transmitted over the protocol as text. ``bytes`` (the bindings base64 it on the wire).
+        body: A response body. If absent, original response body will be used if the request is intercepted at the response stage and empty body will be used if the request is intercepted at the request stage. ``bytes`` (the bindings base64 it on the wire).
         response_phrase: A textual representation of responseCode. If absent, a standard phrase matching responseCode is used.
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#method-fulfillRequest
@@ -182,7 +184,7 @@ def continue_request(
     request_id: RequestId,
     url: str | None = None,
     method: str | None = None,
-    post_data: str | None = None,
+    post_data: bytes | None = None,
     headers: list[HeaderEntry] | None = None,
     intercept_response: bool | None = None,
 ) -> Command[None]:
@@ -192,7 +194,7 @@ def continue_request(
         request_id: An id the client received in requestPaused event.
         url: If set, the request url will be modified in a way that's not observable by page.
         method: If set, the request method is overridden.
-        post_data: If set, overrides the post data in the request. (Encoded as a base64 string when passed over JSON)
+        post_data: If set, overrides the post data in the request. ``bytes`` (the bindings base64 it on the wire).
         headers: If set, overrides the request headers. Note that the overrides do not extend to subsequent redirect hops, if a redirect happens. Another override may be applied to a different request produced by a redirect.
         intercept_response: Experimental. If set, overrides response interception behavior for this request.
 
@@ -227,7 +229,7 @@ def continue_response(
     response_code: int | None = None,
     response_phrase: str | None = None,
     response_headers: list[HeaderEntry] | None = None,
-    binary_response_headers: str | None = None,
+    binary_response_headers: bytes | None = None,
 ) -> Command[None]:
     """Experimental. Continues loading of the paused response, optionally modifying the
     response headers. If either responseCode or headers are modified, all of them
@@ -238,7 +240,7 @@ def continue_response(
         response_code: An HTTP response code. If absent, original response code will be used.
         response_phrase: A textual representation of responseCode. If absent, a standard phrase matching responseCode is used.
         response_headers: Response headers. If absent, original response headers will be used.
-        binary_response_headers: Alternative way of specifying response headers as a \\0-separated series of name: value pairs. Prefer the above method unless you need to represent some non-UTF8 values that can't be transmitted over the protocol as text. (Encoded as a base64 string when passed over JSON)
+        binary_response_headers: Alternative way of specifying response headers as a \\0-separated series of name: value pairs. Prefer the above method unless you need to represent some non-UTF8 values that can't be transmitted over the protocol as text. ``bytes`` (the bindings base64 it on the wire).
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/Fetch/#method-continueResponse
     """
@@ -562,8 +564,8 @@ def _p_fulfill_request(
     request_id: RequestId,
     response_code: int,
     response_headers: list[HeaderEntry] | None,
-    binary_response_headers: str | None,
-    body: str | None,
+    binary_response_headers: bytes | None,
+    body: bytes | None,
     response_phrase: str | None,
 ) -> dict[str, Any]:
     _p: dict[str, Any] = {
@@ -573,9 +575,9 @@ def _p_fulfill_request(
     if response_headers is not None:
         _p["responseHeaders"] = [_u_HeaderEntry(x0) for x0 in response_headers]
     if binary_response_headers is not None:
-        _p["binaryResponseHeaders"] = binary_response_headers
+        _p["binaryResponseHeaders"] = _b64e(binary_response_headers)
     if body is not None:
-        _p["body"] = body
+        _p["body"] = _b64e(body)
     if response_phrase is not None:
         _p["responsePhrase"] = response_phrase
     return _p
@@ -588,8 +590,8 @@ def _c_fulfill_request(d: dict[str, Any]) -> Command[None]:
         response_headers=None
         if (v := d.get("responseHeaders")) is None
         else [_s_HeaderEntry(x0) for x0 in v],
-        binary_response_headers=d.get("binaryResponseHeaders"),
-        body=d.get("body"),
+        binary_response_headers=None if (v := d.get("binaryResponseHeaders")) is None else _b64d(v),
+        body=None if (v := d.get("body")) is None else _b64d(v),
         response_phrase=d.get("responsePhrase"),
     )
 
@@ -598,7 +600,7 @@ def _p_continue_request(
     request_id: RequestId,
     url: str | None,
     method: str | None,
-    post_data: str | None,
+    post_data: bytes | None,
     headers: list[HeaderEntry] | None,
     intercept_response: bool | None,
 ) -> dict[str, Any]:
@@ -610,7 +612,7 @@ def _p_continue_request(
     if method is not None:
         _p["method"] = method
     if post_data is not None:
-        _p["postData"] = post_data
+        _p["postData"] = _b64e(post_data)
     if headers is not None:
         _p["headers"] = [_u_HeaderEntry(x0) for x0 in headers]
     if intercept_response is not None:
@@ -623,7 +625,7 @@ def _c_continue_request(d: dict[str, Any]) -> Command[None]:
         request_id=d["requestId"],
         url=d.get("url"),
         method=d.get("method"),
-        post_data=d.get("postData"),
+        post_data=None if (v := d.get("postData")) is None else _b64d(v),
         headers=None if (v := d.get("headers")) is None else [_s_HeaderEntry(x0) for x0 in v],
         intercept_response=d.get("interceptResponse"),
     )
@@ -651,7 +653,7 @@ def _p_continue_response(
     response_code: int | None,
     response_phrase: str | None,
     response_headers: list[HeaderEntry] | None,
-    binary_response_headers: str | None,
+    binary_response_headers: bytes | None,
 ) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "requestId": request_id,
@@ -663,7 +665,7 @@ def _p_continue_response(
     if response_headers is not None:
         _p["responseHeaders"] = [_u_HeaderEntry(x0) for x0 in response_headers]
     if binary_response_headers is not None:
-        _p["binaryResponseHeaders"] = binary_response_headers
+        _p["binaryResponseHeaders"] = _b64e(binary_response_headers)
     return _p
 
 
@@ -675,7 +677,7 @@ def _c_continue_response(d: dict[str, Any]) -> Command[None]:
         response_headers=None
         if (v := d.get("responseHeaders")) is None
         else [_s_HeaderEntry(x0) for x0 in v],
-        binary_response_headers=d.get("binaryResponseHeaders"),
+        binary_response_headers=None if (v := d.get("binaryResponseHeaders")) is None else _b64d(v),
     )
 
 

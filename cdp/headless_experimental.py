@@ -11,6 +11,8 @@ from typing import Any
 import attrs
 
 from cdp._base import Command, register
+from cdp._base import decode_binary as _b64d
+from cdp._base import encode_binary as _b64e
 
 DOMAIN = "HeadlessExperimental"
 EXPERIMENTAL = True
@@ -44,13 +46,13 @@ class BeginFrameResult:
 
     Attributes:
         has_damage: Whether the BeginFrame resulted in damage and, thus, a new frame was committed to the display. Reported for diagnostic uses, may be removed in the future.
-        screenshot_data: Base64-encoded image data of the screenshot, if one was requested and successfully taken. (Encoded as a base64 string when passed over JSON)
+        screenshot_data: Base64-encoded image data of the screenshot, if one was requested and successfully taken. ``bytes`` (the bindings base64 it on the wire).
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/HeadlessExperimental/#method-beginFrame
     """
 
     has_damage: bool
-    screenshot_data: str | None = None
+    screenshot_data: bytes | None = None
 
 
 def begin_frame(
@@ -134,7 +136,6 @@ def _u_ScreenshotParams(o: ScreenshotParams) -> dict[str, Any]:
 
 _BeginFrameResult_plain = {
     "hasDamage": "has_damage",
-    "screenshotData": "screenshot_data",
 }
 
 
@@ -145,6 +146,8 @@ def _s_BeginFrameResult(d: dict[str, Any]) -> BeginFrameResult:
         n = _BeginFrameResult_plain.get(k)
         if n is not None:
             od[n] = v
+        elif k == "screenshotData":
+            od["screenshot_data"] = None if v is None else _b64d(v)
     if "has_damage" not in od:
         raise KeyError("hasDamage")
     return o
@@ -155,7 +158,7 @@ def _u_BeginFrameResult(o: BeginFrameResult) -> dict[str, Any]:
         "hasDamage": o.has_damage,
     }
     if o.screenshot_data is not None:
-        d["screenshotData"] = o.screenshot_data
+        d["screenshotData"] = _b64e(o.screenshot_data)
     return d
 
 

@@ -9,6 +9,8 @@ import attrs
 
 import cdp
 from cdp._base import Command, register
+from cdp._base import decode_binary as _b64d
+from cdp._base import encode_binary as _b64e
 
 DOMAIN = "LayerTree"
 EXPERIMENTAL = True
@@ -71,14 +73,14 @@ class PictureTile:
     Attributes:
         x: Offset from owning layer left boundary
         y: Offset from owning layer top boundary
-        picture: Base64-encoded snapshot data. (Encoded as a base64 string when passed over JSON)
+        picture: Base64-encoded snapshot data. ``bytes`` (the bindings base64 it on the wire).
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/LayerTree/#type-PictureTile
     """
 
     x: float
     y: float
-    picture: str
+    picture: bytes
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -446,7 +448,6 @@ def _u_StickyPositionConstraint(o: StickyPositionConstraint) -> dict[str, Any]:
 _PictureTile_plain = {
     "x": "x",
     "y": "y",
-    "picture": "picture",
 }
 
 
@@ -457,6 +458,8 @@ def _s_PictureTile(d: dict[str, Any]) -> PictureTile:
         n = _PictureTile_plain.get(k)
         if n is not None:
             od[n] = v
+        elif k == "picture":
+            od["picture"] = None if v is None else _b64d(v)
     if "x" not in od:
         raise KeyError("x")
     if "y" not in od:
@@ -470,7 +473,7 @@ def _u_PictureTile(o: PictureTile) -> dict[str, Any]:
     return {
         "x": o.x,
         "y": o.y,
-        "picture": o.picture,
+        "picture": _b64e(o.picture),
     }
 
 

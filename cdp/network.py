@@ -13,6 +13,8 @@ import attrs
 
 import cdp
 from cdp._base import CDPEnum, Command, register
+from cdp._base import decode_binary as _b64d
+from cdp._base import encode_binary as _b64e
 from cdp._base import enum_value as _enum
 
 DOMAIN = "Network"
@@ -248,10 +250,13 @@ class RenderBlockingBehavior(CDPEnum):
 class PostDataEntry:
     """Post data entry for HTTP request
 
+    Attributes:
+        bytes_: ``bytes`` (the bindings base64 it on the wire).
+
     See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-PostDataEntry
     """
 
-    bytes_: str | None = None
+    bytes_: bytes | None = None
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -1144,13 +1149,14 @@ class DirectUDPMessage:
     """Experimental.
 
     Attributes:
+        data: ``bytes`` (the bindings base64 it on the wire).
         remote_addr: Null for connected mode.
         remote_port: Null for connected mode. Expected to be unsigned integer.
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#type-DirectUDPMessage
     """
 
-    data: str
+    data: bytes
     remote_addr: str | None = None
     remote_port: int | None = None
 
@@ -2373,12 +2379,12 @@ class StreamResourceContentResult:
     """Result of :func:`stream_resource_content`.
 
     Attributes:
-        buffered_data: Data that has been buffered until streaming is enabled. (Encoded as a base64 string when passed over JSON)
+        buffered_data: Data that has been buffered until streaming is enabled. ``bytes`` (the bindings base64 it on the wire).
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#method-streamResourceContent
     """
 
-    buffered_data: str
+    buffered_data: bytes
 
 
 def stream_resource_content(
@@ -2550,7 +2556,7 @@ class DataReceived:
         request_id: Request identifier.
         data_length: Data chunk length.
         encoded_data_length: Actual bytes received (might be less than dataLength for compressed encodings).
-        data: Experimental. Data that was received. (Encoded as a base64 string when passed over JSON)
+        data: Experimental. Data that was received. ``bytes`` (the bindings base64 it on the wire).
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-dataReceived
     """
@@ -2560,7 +2566,7 @@ class DataReceived:
     timestamp: MonotonicTime
     data_length: int
     encoded_data_length: int
-    data: str | None = None
+    data: bytes | None = None
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -2973,12 +2979,15 @@ class DirectTCPSocketClosed:
 class DirectTCPSocketChunkSent:
     """Experimental. Fired when data is sent to tcp direct socket stream.
 
+    Attributes:
+        data: ``bytes`` (the bindings base64 it on the wire).
+
     See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-directTCPSocketChunkSent
     """
 
     method: ClassVar[str] = "Network.directTCPSocketChunkSent"
     identifier: RequestId
-    data: str
+    data: bytes
     timestamp: MonotonicTime
 
 
@@ -2986,12 +2995,15 @@ class DirectTCPSocketChunkSent:
 class DirectTCPSocketChunkReceived:
     """Experimental. Fired when data is received from tcp direct socket stream.
 
+    Attributes:
+        data: ``bytes`` (the bindings base64 it on the wire).
+
     See: https://chromedevtools.github.io/devtools-protocol/tot/Network/#event-directTCPSocketChunkReceived
     """
 
     method: ClassVar[str] = "Network.directTCPSocketChunkReceived"
     identifier: RequestId
-    data: str
+    data: bytes
     timestamp: MonotonicTime
 
 
@@ -3417,25 +3429,19 @@ def _u_ResourceTiming(o: ResourceTiming) -> dict[str, Any]:
     return d
 
 
-_PostDataEntry_plain = {
-    "bytes": "bytes_",
-}
-
-
 def _s_PostDataEntry(d: dict[str, Any]) -> PostDataEntry:
     o = _new(PostDataEntry)
     od = o.__dict__
     for k, v in d.items():
-        n = _PostDataEntry_plain.get(k)
-        if n is not None:
-            od[n] = v
+        if k == "bytes":
+            od["bytes_"] = None if v is None else _b64d(v)
     return o
 
 
 def _u_PostDataEntry(o: PostDataEntry) -> dict[str, Any]:
     d: dict[str, Any] = {}
     if o.bytes_ is not None:
-        d["bytes"] = o.bytes_
+        d["bytes"] = _b64e(o.bytes_)
     return d
 
 
@@ -4690,7 +4696,6 @@ def _u_DirectUDPSocketOptions(o: DirectUDPSocketOptions) -> dict[str, Any]:
 
 
 _DirectUDPMessage_plain = {
-    "data": "data",
     "remoteAddr": "remote_addr",
     "remotePort": "remote_port",
 }
@@ -4703,6 +4708,8 @@ def _s_DirectUDPMessage(d: dict[str, Any]) -> DirectUDPMessage:
         n = _DirectUDPMessage_plain.get(k)
         if n is not None:
             od[n] = v
+        elif k == "data":
+            od["data"] = None if v is None else _b64d(v)
     if "data" not in od:
         raise KeyError("data")
     return o
@@ -4710,7 +4717,7 @@ def _s_DirectUDPMessage(d: dict[str, Any]) -> DirectUDPMessage:
 
 def _u_DirectUDPMessage(o: DirectUDPMessage) -> dict[str, Any]:
     d: dict[str, Any] = {
-        "data": o.data,
+        "data": _b64e(o.data),
     }
     if o.remote_addr is not None:
         d["remoteAddr"] = o.remote_addr
@@ -6222,18 +6229,12 @@ def _c_set_user_agent_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_StreamResourceContentResult_plain = {
-    "bufferedData": "buffered_data",
-}
-
-
 def _s_StreamResourceContentResult(d: dict[str, Any]) -> StreamResourceContentResult:
     o = _new(StreamResourceContentResult)
     od = o.__dict__
     for k, v in d.items():
-        n = _StreamResourceContentResult_plain.get(k)
-        if n is not None:
-            od[n] = v
+        if k == "bufferedData":
+            od["buffered_data"] = None if v is None else _b64d(v)
     if "buffered_data" not in od:
         raise KeyError("bufferedData")
     return o
@@ -6241,7 +6242,7 @@ def _s_StreamResourceContentResult(d: dict[str, Any]) -> StreamResourceContentRe
 
 def _u_StreamResourceContentResult(o: StreamResourceContentResult) -> dict[str, Any]:
     return {
-        "bufferedData": o.buffered_data,
+        "bufferedData": _b64e(o.buffered_data),
     }
 
 
@@ -6428,7 +6429,6 @@ _DataReceived_plain = {
     "timestamp": "timestamp",
     "dataLength": "data_length",
     "encodedDataLength": "encoded_data_length",
-    "data": "data",
 }
 
 
@@ -6439,6 +6439,8 @@ def _s_DataReceived(d: dict[str, Any]) -> DataReceived:
         n = _DataReceived_plain.get(k)
         if n is not None:
             od[n] = v
+        elif k == "data":
+            od["data"] = None if v is None else _b64d(v)
     if "request_id" not in od:
         raise KeyError("requestId")
     if "timestamp" not in od:
@@ -6458,7 +6460,7 @@ def _u_DataReceived(o: DataReceived) -> dict[str, Any]:
         "encodedDataLength": o.encoded_data_length,
     }
     if o.data is not None:
-        d["data"] = o.data
+        d["data"] = _b64e(o.data)
     return d
 
 
@@ -7248,7 +7250,6 @@ def _u_DirectTCPSocketClosed(o: DirectTCPSocketClosed) -> dict[str, Any]:
 
 _DirectTCPSocketChunkSent_plain = {
     "identifier": "identifier",
-    "data": "data",
     "timestamp": "timestamp",
 }
 
@@ -7260,6 +7261,8 @@ def _s_DirectTCPSocketChunkSent(d: dict[str, Any]) -> DirectTCPSocketChunkSent:
         n = _DirectTCPSocketChunkSent_plain.get(k)
         if n is not None:
             od[n] = v
+        elif k == "data":
+            od["data"] = None if v is None else _b64d(v)
     if "identifier" not in od:
         raise KeyError("identifier")
     if "data" not in od:
@@ -7272,14 +7275,13 @@ def _s_DirectTCPSocketChunkSent(d: dict[str, Any]) -> DirectTCPSocketChunkSent:
 def _u_DirectTCPSocketChunkSent(o: DirectTCPSocketChunkSent) -> dict[str, Any]:
     return {
         "identifier": o.identifier,
-        "data": o.data,
+        "data": _b64e(o.data),
         "timestamp": o.timestamp,
     }
 
 
 _DirectTCPSocketChunkReceived_plain = {
     "identifier": "identifier",
-    "data": "data",
     "timestamp": "timestamp",
 }
 
@@ -7291,6 +7293,8 @@ def _s_DirectTCPSocketChunkReceived(d: dict[str, Any]) -> DirectTCPSocketChunkRe
         n = _DirectTCPSocketChunkReceived_plain.get(k)
         if n is not None:
             od[n] = v
+        elif k == "data":
+            od["data"] = None if v is None else _b64d(v)
     if "identifier" not in od:
         raise KeyError("identifier")
     if "data" not in od:
@@ -7303,7 +7307,7 @@ def _s_DirectTCPSocketChunkReceived(d: dict[str, Any]) -> DirectTCPSocketChunkRe
 def _u_DirectTCPSocketChunkReceived(o: DirectTCPSocketChunkReceived) -> dict[str, Any]:
     return {
         "identifier": o.identifier,
-        "data": o.data,
+        "data": _b64e(o.data),
         "timestamp": o.timestamp,
     }
 

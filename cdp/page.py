@@ -12,6 +12,8 @@ import attrs
 
 import cdp
 from cdp._base import CDPEnum, Command, register
+from cdp._base import decode_binary as _b64d
+from cdp._base import encode_binary as _b64e
 from cdp._base import enum_value as _enum
 
 DOMAIN = "Page"
@@ -1279,12 +1281,12 @@ class CaptureScreenshotResult:
     """Result of :func:`capture_screenshot`.
 
     Attributes:
-        data: Base64-encoded image data. (Encoded as a base64 string when passed over JSON)
+        data: Base64-encoded image data. ``bytes`` (the bindings base64 it on the wire).
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-captureScreenshot
     """
 
-    data: str
+    data: bytes
 
 
 def capture_screenshot(
@@ -1501,10 +1503,13 @@ def get_installability_errors() -> Command[GetInstallabilityErrorsResult]:
 class GetManifestIconsResult:
     """Result of :func:`get_manifest_icons`.
 
+    Attributes:
+        primary_icon: ``bytes`` (the bindings base64 it on the wire).
+
     See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getManifestIcons
     """
 
-    primary_icon: str | None = None
+    primary_icon: bytes | None = None
 
 
 def get_manifest_icons() -> Command[GetManifestIconsResult]:
@@ -1848,13 +1853,13 @@ class PrintToPDFResult:
     """Result of :func:`print_to_pdf`.
 
     Attributes:
-        data: Base64-encoded pdf data. Empty if |returnAsStream| is specified. (Encoded as a base64 string when passed over JSON)
+        data: Base64-encoded pdf data. Empty if |returnAsStream| is specified. ``bytes`` (the bindings base64 it on the wire).
         stream: Experimental. A handle of the stream that holds resulting PDF data.
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-printToPDF
     """
 
-    data: str
+    data: bytes
     stream: cdp.io.StreamHandle | None = None
 
 
@@ -2447,13 +2452,13 @@ def produce_compilation_cache(
 def add_compilation_cache(
     *,
     url: str,
-    data: str,
+    data: bytes,
 ) -> Command[None]:
     """Experimental. Seeds compilation cache for given url. Compilation cache does not survive
     cross-process navigation.
 
     Args:
-        data: Base64-encoded data (Encoded as a base64 string when passed over JSON)
+        data: Base64-encoded data ``bytes`` (the bindings base64 it on the wire).
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-addCompilationCache
     """
@@ -2563,12 +2568,12 @@ class GetAnnotatedPageContentResult:
     """Result of :func:`get_annotated_page_content`.
 
     Attributes:
-        content: The annotated page content as a base64 encoded protobuf. The format is defined by the `AnnotatedPageContent` message in components/optimization_guide/proto/features/common_quality_data.proto (Encoded as a base64 string when passed over JSON)
+        content: The annotated page content as a base64 encoded protobuf. The format is defined by the `AnnotatedPageContent` message in components/optimization_guide/proto/features/common_quality_data.proto ``bytes`` (the bindings base64 it on the wire).
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#method-getAnnotatedPageContent
     """
 
-    content: str
+    content: bytes
 
 
 def get_annotated_page_content(
@@ -3007,7 +3012,7 @@ class ScreencastFrame:
     """Experimental. Compressed image data requested by the `startScreencast`.
 
     Attributes:
-        data: Base64-encoded compressed image. (Encoded as a base64 string when passed over JSON)
+        data: Base64-encoded compressed image. ``bytes`` (the bindings base64 it on the wire).
         metadata: Screencast frame metadata.
         session_id: Frame number.
 
@@ -3015,7 +3020,7 @@ class ScreencastFrame:
     """
 
     method: ClassVar[str] = "Page.screencastFrame"
-    data: str
+    data: bytes
     metadata: ScreencastFrameMetadata
     session_id: int
 
@@ -3059,14 +3064,14 @@ class CompilationCacheProduced:
     """Experimental. Issued for every compilation cache generated.
 
     Attributes:
-        data: Base64-encoded data (Encoded as a base64 string when passed over JSON)
+        data: Base64-encoded data ``bytes`` (the bindings base64 it on the wire).
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/Page/#event-compilationCacheProduced
     """
 
     method: ClassVar[str] = "Page.compilationCacheProduced"
     url: str
-    data: str
+    data: bytes
 
 
 # ==========================================================================================================
@@ -4552,18 +4557,12 @@ def _c_bring_to_front(d: dict[str, Any]) -> Command[None]:
     return bring_to_front()
 
 
-_CaptureScreenshotResult_plain = {
-    "data": "data",
-}
-
-
 def _s_CaptureScreenshotResult(d: dict[str, Any]) -> CaptureScreenshotResult:
     o = _new(CaptureScreenshotResult)
     od = o.__dict__
     for k, v in d.items():
-        n = _CaptureScreenshotResult_plain.get(k)
-        if n is not None:
-            od[n] = v
+        if k == "data":
+            od["data"] = None if v is None else _b64d(v)
     if "data" not in od:
         raise KeyError("data")
     return o
@@ -4571,7 +4570,7 @@ def _s_CaptureScreenshotResult(d: dict[str, Any]) -> CaptureScreenshotResult:
 
 def _u_CaptureScreenshotResult(o: CaptureScreenshotResult) -> dict[str, Any]:
     return {
-        "data": o.data,
+        "data": _b64e(o.data),
     }
 
 
@@ -4823,25 +4822,19 @@ def _c_get_installability_errors(d: dict[str, Any]) -> Command[GetInstallability
     return get_installability_errors()
 
 
-_GetManifestIconsResult_plain = {
-    "primaryIcon": "primary_icon",
-}
-
-
 def _s_GetManifestIconsResult(d: dict[str, Any]) -> GetManifestIconsResult:
     o = _new(GetManifestIconsResult)
     od = o.__dict__
     for k, v in d.items():
-        n = _GetManifestIconsResult_plain.get(k)
-        if n is not None:
-            od[n] = v
+        if k == "primaryIcon":
+            od["primary_icon"] = None if v is None else _b64d(v)
     return o
 
 
 def _u_GetManifestIconsResult(o: GetManifestIconsResult) -> dict[str, Any]:
     d: dict[str, Any] = {}
     if o.primary_icon is not None:
-        d["primaryIcon"] = o.primary_icon
+        d["primaryIcon"] = _b64e(o.primary_icon)
     return d
 
 
@@ -5259,7 +5252,6 @@ def _c_navigate_to_history_entry(d: dict[str, Any]) -> Command[None]:
 
 
 _PrintToPDFResult_plain = {
-    "data": "data",
     "stream": "stream",
 }
 
@@ -5271,6 +5263,8 @@ def _s_PrintToPDFResult(d: dict[str, Any]) -> PrintToPDFResult:
         n = _PrintToPDFResult_plain.get(k)
         if n is not None:
             od[n] = v
+        elif k == "data":
+            od["data"] = None if v is None else _b64d(v)
     if "data" not in od:
         raise KeyError("data")
     return o
@@ -5278,7 +5272,7 @@ def _s_PrintToPDFResult(d: dict[str, Any]) -> PrintToPDFResult:
 
 def _u_PrintToPDFResult(o: PrintToPDFResult) -> dict[str, Any]:
     d: dict[str, Any] = {
-        "data": o.data,
+        "data": _b64e(o.data),
     }
     if o.stream is not None:
         d["stream"] = o.stream
@@ -5934,18 +5928,18 @@ def _c_produce_compilation_cache(d: dict[str, Any]) -> Command[None]:
 
 def _p_add_compilation_cache(
     url: str,
-    data: str,
+    data: bytes,
 ) -> dict[str, Any]:
     return {
         "url": url,
-        "data": data,
+        "data": _b64e(data),
     }
 
 
 def _c_add_compilation_cache(d: dict[str, Any]) -> Command[None]:
     return add_compilation_cache(
         url=d["url"],
-        data=d["data"],
+        data=_b64d(d["data"]),
     )
 
 
@@ -6037,18 +6031,12 @@ def _c_set_prerendering_allowed(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_GetAnnotatedPageContentResult_plain = {
-    "content": "content",
-}
-
-
 def _s_GetAnnotatedPageContentResult(d: dict[str, Any]) -> GetAnnotatedPageContentResult:
     o = _new(GetAnnotatedPageContentResult)
     od = o.__dict__
     for k, v in d.items():
-        n = _GetAnnotatedPageContentResult_plain.get(k)
-        if n is not None:
-            od[n] = v
+        if k == "content":
+            od["content"] = None if v is None else _b64d(v)
     if "content" not in od:
         raise KeyError("content")
     return o
@@ -6056,7 +6044,7 @@ def _s_GetAnnotatedPageContentResult(d: dict[str, Any]) -> GetAnnotatedPageConte
 
 def _u_GetAnnotatedPageContentResult(o: GetAnnotatedPageContentResult) -> dict[str, Any]:
     return {
-        "content": o.content,
+        "content": _b64e(o.content),
     }
 
 
@@ -6746,7 +6734,6 @@ def _u_NavigatedWithinDocument(o: NavigatedWithinDocument) -> dict[str, Any]:
 
 
 _ScreencastFrame_plain = {
-    "data": "data",
     "sessionId": "session_id",
 }
 
@@ -6758,6 +6745,8 @@ def _s_ScreencastFrame(d: dict[str, Any]) -> ScreencastFrame:
         n = _ScreencastFrame_plain.get(k)
         if n is not None:
             od[n] = v
+        elif k == "data":
+            od["data"] = None if v is None else _b64d(v)
         elif k == "metadata":
             od["metadata"] = None if v is None else _s_ScreencastFrameMetadata(v)
     if "data" not in od:
@@ -6771,7 +6760,7 @@ def _s_ScreencastFrame(d: dict[str, Any]) -> ScreencastFrame:
 
 def _u_ScreencastFrame(o: ScreencastFrame) -> dict[str, Any]:
     return {
-        "data": o.data,
+        "data": _b64e(o.data),
         "metadata": _u_ScreencastFrameMetadata(o.metadata),
         "sessionId": o.session_id,
     }
@@ -6837,7 +6826,6 @@ def _u_WindowOpen(o: WindowOpen) -> dict[str, Any]:
 
 _CompilationCacheProduced_plain = {
     "url": "url",
-    "data": "data",
 }
 
 
@@ -6848,6 +6836,8 @@ def _s_CompilationCacheProduced(d: dict[str, Any]) -> CompilationCacheProduced:
         n = _CompilationCacheProduced_plain.get(k)
         if n is not None:
             od[n] = v
+        elif k == "data":
+            od["data"] = None if v is None else _b64d(v)
     if "url" not in od:
         raise KeyError("url")
     if "data" not in od:
@@ -6858,7 +6848,7 @@ def _s_CompilationCacheProduced(d: dict[str, Any]) -> CompilationCacheProduced:
 def _u_CompilationCacheProduced(o: CompilationCacheProduced) -> dict[str, Any]:
     return {
         "url": o.url,
-        "data": o.data,
+        "data": _b64e(o.data),
     }
 
 

@@ -52,6 +52,7 @@ class DeepSerializedValue:
 
     Attributes:
         type_: Values: 'undefined', 'null', 'string', 'number', 'boolean', 'bigint', 'regexp', 'date', 'symbol', 'array', 'object', 'function', 'map', 'set', 'weakmap', 'weakset', 'error', 'proxy', 'promise', 'typedarray', 'arraybuffer', 'node', 'window', 'generator'.
+        value: Reads ``cdp.UNSET`` (falsy) when absent: ``None`` here is JSON ``null``, a value.
         weak_local_object_reference: Set if value reference met more then once during serialization. In such case, value is provided only to one of the serialized values. Unique per value in the scope of one CDP call.
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/Runtime/#type-DeepSerializedValue
@@ -86,7 +87,7 @@ class RemoteObject:
         type_: Object type. Values: 'object', 'function', 'undefined', 'string', 'number', 'boolean', 'symbol', 'bigint'.
         subtype: Object subtype hint. Specified for `object` type values only. NOTE: If you change anything here, make sure to also update `subtype` in `ObjectPreview` and `PropertyPreview` below. Values: 'array', 'null', 'node', 'regexp', 'date', 'map', 'set', 'weakmap', 'weakset', 'iterator', 'generator', 'error', 'proxy', 'promise', 'typedarray', 'arraybuffer', 'dataview', 'webassemblymemory', 'wasmvalue', 'deferredmodule', 'trustedtype'.
         class_name: Object class (constructor) name. Specified for `object` type values only.
-        value: Remote object value in case of primitive values or JSON values (if it was requested).
+        value: Remote object value in case of primitive values or JSON values (if it was requested). Reads ``cdp.UNSET`` (falsy) when absent: ``None`` here is JSON ``null``, a value.
         unserializable_value: Primitive value which can not be JSON-stringified does not have `value`, but gets this property.
         description: String representation of the object.
         deep_serialized_value: Experimental.
@@ -254,7 +255,7 @@ class CallArgument:
     unserializable primitive value or neither of (for undefined) them should be specified.
 
     Attributes:
-        value: Primitive value or serializable javascript object.
+        value: Primitive value or serializable javascript object. Reads ``cdp.UNSET`` (falsy) when absent: ``None`` here is JSON ``null``, a value.
         unserializable_value: Primitive value which can not be JSON-stringified.
         object_id: Remote object handle.
 

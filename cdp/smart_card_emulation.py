@@ -8,6 +8,8 @@ from typing import Any, ClassVar
 import attrs
 
 from cdp._base import CDPEnum, Command, register
+from cdp._base import decode_binary as _b64d
+from cdp._base import encode_binary as _b64e
 from cdp._base import enum_value as _enum
 
 DOMAIN = "SmartCardEmulation"
@@ -151,12 +153,16 @@ class ReaderStateIn:
 
 @attrs.frozen(kw_only=True, slots=False)
 class ReaderStateOut:
-    """See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#type-ReaderStateOut"""
+    """See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#type-ReaderStateOut
+
+    Attributes:
+        atr: ``bytes`` (the bindings base64 it on the wire).
+    """
 
     reader: str
     event_state: ReaderStateFlags
     event_count: int
-    atr: str
+    atr: bytes
 
 
 def enable() -> Command[None]:
@@ -324,7 +330,7 @@ def report_connect_result(
 def report_data_result(
     *,
     request_id: str,
-    data: str,
+    data: bytes,
 ) -> Command[None]:
     """Reports the successful result of a call that sends back data on success.
     Used for |SCardTransmit|, |SCardControl|, and |SCardGetAttrib|.
@@ -342,6 +348,9 @@ def report_data_result(
        PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gaacfec51917255b7a25b94c5104961602
        Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardgetattrib
 
+    Args:
+        data: ``bytes`` (the bindings base64 it on the wire).
+
     See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#method-reportDataResult
     """
     return Command("SmartCardEmulation.reportDataResult", _p_report_data_result(request_id, data), None)
@@ -352,7 +361,7 @@ def report_status_result(
     request_id: str,
     reader_name: str,
     state: ConnectionState,
-    atr: str,
+    atr: bytes,
     protocol: Protocol | None = None,
 ) -> Command[None]:
     """Reports the successful result of a |SCardStatus| call.
@@ -360,6 +369,9 @@ def report_status_result(
     This maps to:
     PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gae49c3c894ad7ac12a5b896bde70d0382
     Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardstatusa
+
+    Args:
+        atr: ``bytes`` (the bindings base64 it on the wire).
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#method-reportStatusResult
     """
@@ -510,13 +522,16 @@ class TransmitRequested:
     PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga9a2d77242a271310269065e64633ab99
     Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardtransmit
 
+    Attributes:
+        data: ``bytes`` (the bindings base64 it on the wire).
+
     See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#event-transmitRequested
     """
 
     method: ClassVar[str] = "SmartCardEmulation.transmitRequested"
     request_id: str
     handle: int
-    data: str
+    data: bytes
     protocol: Protocol | None = None
 
 
@@ -528,6 +543,9 @@ class ControlRequested:
     PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#gac3454d4657110fd7f753b2d3d8f4e32f
     Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardcontrol
 
+    Attributes:
+        data: ``bytes`` (the bindings base64 it on the wire).
+
     See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#event-controlRequested
     """
 
@@ -535,7 +553,7 @@ class ControlRequested:
     request_id: str
     handle: int
     control_code: int
-    data: str
+    data: bytes
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -563,6 +581,9 @@ class SetAttribRequested:
     PC/SC Lite: https://pcsclite.apdu.fr/api/group__API.html#ga060f0038a4ddfd5dd2b8fadf3c3a2e4f
     Microsoft: https://learn.microsoft.com/en-us/windows/win32/api/winscard/nf-winscard-scardsetattrib
 
+    Attributes:
+        data: ``bytes`` (the bindings base64 it on the wire).
+
     See: https://chromedevtools.github.io/devtools-protocol/tot/SmartCardEmulation/#event-setAttribRequested
     """
 
@@ -570,7 +591,7 @@ class SetAttribRequested:
     request_id: str
     handle: int
     attrib_id: int
-    data: str
+    data: bytes
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -745,7 +766,6 @@ def _u_ReaderStateIn(o: ReaderStateIn) -> dict[str, Any]:
 _ReaderStateOut_plain = {
     "reader": "reader",
     "eventCount": "event_count",
-    "atr": "atr",
 }
 
 
@@ -758,6 +778,8 @@ def _s_ReaderStateOut(d: dict[str, Any]) -> ReaderStateOut:
             od[n] = v
         elif k == "eventState":
             od["event_state"] = None if v is None else _s_ReaderStateFlags(v)
+        elif k == "atr":
+            od["atr"] = None if v is None else _b64d(v)
     if "reader" not in od:
         raise KeyError("reader")
     if "event_state" not in od:
@@ -774,7 +796,7 @@ def _u_ReaderStateOut(o: ReaderStateOut) -> dict[str, Any]:
         "reader": o.reader,
         "eventState": _u_ReaderStateFlags(o.event_state),
         "eventCount": o.event_count,
-        "atr": o.atr,
+        "atr": _b64e(o.atr),
     }
 
 
@@ -906,18 +928,18 @@ def _c_report_connect_result(d: dict[str, Any]) -> Command[None]:
 
 def _p_report_data_result(
     request_id: str,
-    data: str,
+    data: bytes,
 ) -> dict[str, Any]:
     return {
         "requestId": request_id,
-        "data": data,
+        "data": _b64e(data),
     }
 
 
 def _c_report_data_result(d: dict[str, Any]) -> Command[None]:
     return report_data_result(
         request_id=d["requestId"],
-        data=d["data"],
+        data=_b64d(d["data"]),
     )
 
 
@@ -925,14 +947,14 @@ def _p_report_status_result(
     request_id: str,
     reader_name: str,
     state: ConnectionState,
-    atr: str,
+    atr: bytes,
     protocol: Protocol | None,
 ) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "requestId": request_id,
         "readerName": reader_name,
         "state": state,
-        "atr": atr,
+        "atr": _b64e(atr),
     }
     if protocol is not None:
         _p["protocol"] = protocol
@@ -944,7 +966,7 @@ def _c_report_status_result(d: dict[str, Any]) -> Command[None]:
         request_id=d["requestId"],
         reader_name=d["readerName"],
         state=_enum(ConnectionState, d["state"]),
-        atr=d["atr"],
+        atr=_b64d(d["atr"]),
         protocol=None if (v := d.get("protocol")) is None else _enum(Protocol, v),
     )
 
@@ -1182,7 +1204,6 @@ def _u_DisconnectRequested(o: DisconnectRequested) -> dict[str, Any]:
 _TransmitRequested_plain = {
     "requestId": "request_id",
     "handle": "handle",
-    "data": "data",
 }
 
 
@@ -1193,6 +1214,8 @@ def _s_TransmitRequested(d: dict[str, Any]) -> TransmitRequested:
         n = _TransmitRequested_plain.get(k)
         if n is not None:
             od[n] = v
+        elif k == "data":
+            od["data"] = None if v is None else _b64d(v)
         elif k == "protocol":
             od["protocol"] = None if v is None else _enum(Protocol, v)
     if "request_id" not in od:
@@ -1208,7 +1231,7 @@ def _u_TransmitRequested(o: TransmitRequested) -> dict[str, Any]:
     d: dict[str, Any] = {
         "requestId": o.request_id,
         "handle": o.handle,
-        "data": o.data,
+        "data": _b64e(o.data),
     }
     if o.protocol is not None:
         d["protocol"] = o.protocol
@@ -1219,7 +1242,6 @@ _ControlRequested_plain = {
     "requestId": "request_id",
     "handle": "handle",
     "controlCode": "control_code",
-    "data": "data",
 }
 
 
@@ -1230,6 +1252,8 @@ def _s_ControlRequested(d: dict[str, Any]) -> ControlRequested:
         n = _ControlRequested_plain.get(k)
         if n is not None:
             od[n] = v
+        elif k == "data":
+            od["data"] = None if v is None else _b64d(v)
     if "request_id" not in od:
         raise KeyError("requestId")
     if "handle" not in od:
@@ -1246,7 +1270,7 @@ def _u_ControlRequested(o: ControlRequested) -> dict[str, Any]:
         "requestId": o.request_id,
         "handle": o.handle,
         "controlCode": o.control_code,
-        "data": o.data,
+        "data": _b64e(o.data),
     }
 
 
@@ -1285,7 +1309,6 @@ _SetAttribRequested_plain = {
     "requestId": "request_id",
     "handle": "handle",
     "attribId": "attrib_id",
-    "data": "data",
 }
 
 
@@ -1296,6 +1319,8 @@ def _s_SetAttribRequested(d: dict[str, Any]) -> SetAttribRequested:
         n = _SetAttribRequested_plain.get(k)
         if n is not None:
             od[n] = v
+        elif k == "data":
+            od["data"] = None if v is None else _b64d(v)
     if "request_id" not in od:
         raise KeyError("requestId")
     if "handle" not in od:
@@ -1312,7 +1337,7 @@ def _u_SetAttribRequested(o: SetAttribRequested) -> dict[str, Any]:
         "requestId": o.request_id,
         "handle": o.handle,
         "attribId": o.attrib_id,
-        "data": o.data,
+        "data": _b64e(o.data),
     }
 
 

@@ -9,6 +9,8 @@ import attrs
 
 import cdp
 from cdp._base import CDPEnum, Command, register
+from cdp._base import decode_binary as _b64d
+from cdp._base import encode_binary as _b64e
 from cdp._base import enum_value as _enum
 
 DOMAIN = "Tracing"
@@ -134,12 +136,12 @@ class GetTrackEventDescriptorResult:
     """Result of :func:`get_track_event_descriptor`.
 
     Attributes:
-        descriptor: Base64-encoded serialized perfetto.protos.TrackEventDescriptor protobuf message. (Encoded as a base64 string when passed over JSON)
+        descriptor: Base64-encoded serialized perfetto.protos.TrackEventDescriptor protobuf message. ``bytes`` (the bindings base64 it on the wire).
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/Tracing/#method-getTrackEventDescriptor
     """
 
-    descriptor: str
+    descriptor: bytes
 
 
 def get_track_event_descriptor() -> Command[GetTrackEventDescriptorResult]:
@@ -208,7 +210,7 @@ def start(
     stream_format: StreamFormat | None = None,
     stream_compression: StreamCompression | None = None,
     trace_config: TraceConfig | None = None,
-    perfetto_config: str | None = None,
+    perfetto_config: bytes | None = None,
     tracing_backend: TracingBackend | None = None,
     screenshot_max_size: int | None = None,
     screenshot_max_count: int | None = None,
@@ -222,7 +224,7 @@ def start(
         transfer_mode: Whether to report trace events as series of dataCollected events or to save trace to a stream (defaults to `ReportEvents`). Values: 'ReportEvents', 'ReturnAsStream'.
         stream_format: Trace data format to use. This only applies when using `ReturnAsStream` transfer mode (defaults to `json`).
         stream_compression: Experimental. Compression format to use. This only applies when using `ReturnAsStream` transfer mode (defaults to `none`)
-        perfetto_config: Experimental. Base64-encoded serialized perfetto.protos.TraceConfig protobuf message When specified, the parameters `categories`, `options`, `traceConfig` are ignored. (Encoded as a base64 string when passed over JSON)
+        perfetto_config: Experimental. Base64-encoded serialized perfetto.protos.TraceConfig protobuf message When specified, the parameters `categories`, `options`, `traceConfig` are ignored. ``bytes`` (the bindings base64 it on the wire).
         tracing_backend: Experimental. Backend type (defaults to `auto`)
         screenshot_max_size: Experimental. Maximum width and height (in pixels) of each captured screenshot. Only used when the `disabled-by-default-devtools.screenshot` category is enabled. Defaults to 500. The combined memory footprint of screenshots (`screenshotMaxSize` * `screenshotMaxSize` * 4 * `screenshotMaxCount`) is clamped to the existing per-session budget.
         screenshot_max_count: Experimental. Maximum number of screenshots captured during a single tracing session. Only used when the `disabled-by-default-devtools.screenshot` category is enabled. Defaults to 450. Clamped together with `screenshotMaxSize` to stay within the per-session screenshot memory budget.
@@ -384,18 +386,12 @@ def _c_get_categories(d: dict[str, Any]) -> Command[GetCategoriesResult]:
     return get_categories()
 
 
-_GetTrackEventDescriptorResult_plain = {
-    "descriptor": "descriptor",
-}
-
-
 def _s_GetTrackEventDescriptorResult(d: dict[str, Any]) -> GetTrackEventDescriptorResult:
     o = _new(GetTrackEventDescriptorResult)
     od = o.__dict__
     for k, v in d.items():
-        n = _GetTrackEventDescriptorResult_plain.get(k)
-        if n is not None:
-            od[n] = v
+        if k == "descriptor":
+            od["descriptor"] = None if v is None else _b64d(v)
     if "descriptor" not in od:
         raise KeyError("descriptor")
     return o
@@ -403,7 +399,7 @@ def _s_GetTrackEventDescriptorResult(d: dict[str, Any]) -> GetTrackEventDescript
 
 def _u_GetTrackEventDescriptorResult(o: GetTrackEventDescriptorResult) -> dict[str, Any]:
     return {
-        "descriptor": o.descriptor,
+        "descriptor": _b64e(o.descriptor),
     }
 
 
@@ -479,7 +475,7 @@ def _p_start(
     stream_format: StreamFormat | None,
     stream_compression: StreamCompression | None,
     trace_config: TraceConfig | None,
-    perfetto_config: str | None,
+    perfetto_config: bytes | None,
     tracing_backend: TracingBackend | None,
     screenshot_max_size: int | None,
     screenshot_max_count: int | None,
@@ -500,7 +496,7 @@ def _p_start(
     if trace_config is not None:
         _p["traceConfig"] = _u_TraceConfig(trace_config)
     if perfetto_config is not None:
-        _p["perfettoConfig"] = perfetto_config
+        _p["perfettoConfig"] = _b64e(perfetto_config)
     if tracing_backend is not None:
         _p["tracingBackend"] = tracing_backend
     if screenshot_max_size is not None:
@@ -519,7 +515,7 @@ def _c_start(d: dict[str, Any]) -> Command[None]:
         stream_format=None if (v := d.get("streamFormat")) is None else _enum(StreamFormat, v),
         stream_compression=None if (v := d.get("streamCompression")) is None else _enum(StreamCompression, v),
         trace_config=None if (v := d.get("traceConfig")) is None else _s_TraceConfig(v),
-        perfetto_config=d.get("perfettoConfig"),
+        perfetto_config=None if (v := d.get("perfettoConfig")) is None else _b64d(v),
         tracing_backend=None if (v := d.get("tracingBackend")) is None else _enum(TracingBackend, v),
         screenshot_max_size=d.get("screenshotMaxSize"),
         screenshot_max_count=d.get("screenshotMaxCount"),

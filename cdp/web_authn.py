@@ -12,6 +12,8 @@ from typing import Any, ClassVar
 import attrs
 
 from cdp._base import CDPEnum, Command, register
+from cdp._base import decode_binary as _b64d
+from cdp._base import encode_binary as _b64e
 from cdp._base import enum_value as _enum
 
 DOMAIN = "WebAuthn"
@@ -98,32 +100,33 @@ class Credential:
     """See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#type-Credential
 
     Attributes:
+        credential_id: ``bytes`` (the bindings base64 it on the wire).
         rp_id: Relying Party ID the credential is scoped to. Must be set when adding a credential.
-        private_key: The ECDSA P-256 private key in PKCS#8 format. (Encoded as a base64 string when passed over JSON)
-        user_handle: An opaque byte sequence with a maximum size of 64 bytes mapping the credential to a specific user. (Encoded as a base64 string when passed over JSON)
+        private_key: The ECDSA P-256 private key in PKCS#8 format. ``bytes`` (the bindings base64 it on the wire).
+        user_handle: An opaque byte sequence with a maximum size of 64 bytes mapping the credential to a specific user. ``bytes`` (the bindings base64 it on the wire).
         sign_count: Signature counter. Must be equal to or greater than -1. If -1, the credential won't have an associated signature counter, and every assertion operation will report a value of 0. See https://w3c.github.io/webauthn/#signature-counter
-        large_blob: The large blob associated with the credential. See https://w3c.github.io/webauthn/#sctn-large-blob-extension (Encoded as a base64 string when passed over JSON)
+        large_blob: The large blob associated with the credential. See https://w3c.github.io/webauthn/#sctn-large-blob-extension ``bytes`` (the bindings base64 it on the wire).
         backup_eligibility: Assertions returned by this credential will have the backup eligibility (BE) flag set to this value. Defaults to the authenticator's defaultBackupEligibility value.
         backup_state: Assertions returned by this credential will have the backup state (BS) flag set to this value. Defaults to the authenticator's defaultBackupState value.
         user_name: The credential's user.name property. Equivalent to empty if not set. https://w3c.github.io/webauthn/#dom-publickeycredentialentity-name
         user_display_name: The credential's user.displayName property. Equivalent to empty if not set. https://w3c.github.io/webauthn/#dom-publickeycredentialuserentity-displayname
-        cmtg_keys: The CMTG keys associated with the credential.
+        cmtg_keys: The CMTG keys associated with the credential. ``bytes`` (the bindings base64 it on the wire).
         active_cmtg_key_index: The 0-based index of the active key in cmtgKeys.
         generate_cmtg_key_on_next_operation: If true, the authenticator will generate a new CMTG key on the next operation.
     """
 
-    credential_id: str
+    credential_id: bytes
     is_resident_credential: bool
     rp_id: str | None = None
-    private_key: str
-    user_handle: str | None = None
+    private_key: bytes
+    user_handle: bytes | None = None
     sign_count: float
-    large_blob: str | None = None
+    large_blob: bytes | None = None
     backup_eligibility: bool | None = None
     backup_state: bool | None = None
     user_name: str | None = None
     user_display_name: str | None = None
-    cmtg_keys: list[str] | None = None
+    cmtg_keys: list[bytes] | None = None
     active_cmtg_key_index: int | None = None
     generate_cmtg_key_on_next_operation: bool | None = None
 
@@ -237,10 +240,13 @@ class GetCredentialResult:
 def get_credential(
     *,
     authenticator_id: AuthenticatorId,
-    credential_id: str,
+    credential_id: bytes,
 ) -> Command[GetCredentialResult]:
     """Returns a single credential stored in the given virtual authenticator that
     matches the credential ID.
+
+    Args:
+        credential_id: ``bytes`` (the bindings base64 it on the wire).
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#method-getCredential
     """
@@ -273,9 +279,12 @@ def get_credentials(
 def remove_credential(
     *,
     authenticator_id: AuthenticatorId,
-    credential_id: str,
+    credential_id: bytes,
 ) -> Command[None]:
     """Removes a credential from the authenticator.
+
+    Args:
+        credential_id: ``bytes`` (the bindings base64 it on the wire).
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#method-removeCredential
     """
@@ -326,7 +335,7 @@ def set_automatic_presence_simulation(
 def set_credential_properties(
     *,
     authenticator_id: AuthenticatorId,
-    credential_id: str,
+    credential_id: bytes,
     backup_eligibility: bool | None = None,
     backup_state: bool | None = None,
     active_cmtg_key_index: int | None = None,
@@ -337,6 +346,7 @@ def set_credential_properties(
     https://w3c.github.io/webauthn/#sctn-automation-set-credential-properties
 
     Args:
+        credential_id: ``bytes`` (the bindings base64 it on the wire).
         sign_count: Must be equal to or greater than -1. If -1, the signature counter is removed from the credential, and every assertion operation will report a value of 0. See https://w3c.github.io/webauthn/#signature-counter
 
     See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#method-setCredentialProperties
@@ -373,12 +383,15 @@ class CredentialDeleted:
     """Triggered when a credential is deleted, e.g. through
     PublicKeyCredential.signalUnknownCredential().
 
+    Attributes:
+        credential_id: ``bytes`` (the bindings base64 it on the wire).
+
     See: https://chromedevtools.github.io/devtools-protocol/tot/WebAuthn/#event-credentialDeleted
     """
 
     method: ClassVar[str] = "WebAuthn.credentialDeleted"
     authenticator_id: AuthenticatorId
-    credential_id: str
+    credential_id: bytes
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -488,18 +501,13 @@ def _u_VirtualAuthenticatorOptions(o: VirtualAuthenticatorOptions) -> dict[str, 
 
 
 _Credential_plain = {
-    "credentialId": "credential_id",
     "isResidentCredential": "is_resident_credential",
     "rpId": "rp_id",
-    "privateKey": "private_key",
-    "userHandle": "user_handle",
     "signCount": "sign_count",
-    "largeBlob": "large_blob",
     "backupEligibility": "backup_eligibility",
     "backupState": "backup_state",
     "userName": "user_name",
     "userDisplayName": "user_display_name",
-    "cmtgKeys": "cmtg_keys",
     "activeCmtgKeyIndex": "active_cmtg_key_index",
     "generateCmtgKeyOnNextOperation": "generate_cmtg_key_on_next_operation",
 }
@@ -512,6 +520,16 @@ def _s_Credential(d: dict[str, Any]) -> Credential:
         n = _Credential_plain.get(k)
         if n is not None:
             od[n] = v
+        elif k == "credentialId":
+            od["credential_id"] = None if v is None else _b64d(v)
+        elif k == "privateKey":
+            od["private_key"] = None if v is None else _b64d(v)
+        elif k == "userHandle":
+            od["user_handle"] = None if v is None else _b64d(v)
+        elif k == "largeBlob":
+            od["large_blob"] = None if v is None else _b64d(v)
+        elif k == "cmtgKeys":
+            od["cmtg_keys"] = None if v is None else [_b64d(x0) for x0 in v]
     if "credential_id" not in od:
         raise KeyError("credentialId")
     if "is_resident_credential" not in od:
@@ -525,17 +543,17 @@ def _s_Credential(d: dict[str, Any]) -> Credential:
 
 def _u_Credential(o: Credential) -> dict[str, Any]:
     d: dict[str, Any] = {
-        "credentialId": o.credential_id,
+        "credentialId": _b64e(o.credential_id),
         "isResidentCredential": o.is_resident_credential,
-        "privateKey": o.private_key,
+        "privateKey": _b64e(o.private_key),
         "signCount": o.sign_count,
     }
     if o.rp_id is not None:
         d["rpId"] = o.rp_id
     if o.user_handle is not None:
-        d["userHandle"] = o.user_handle
+        d["userHandle"] = _b64e(o.user_handle)
     if o.large_blob is not None:
-        d["largeBlob"] = o.large_blob
+        d["largeBlob"] = _b64e(o.large_blob)
     if o.backup_eligibility is not None:
         d["backupEligibility"] = o.backup_eligibility
     if o.backup_state is not None:
@@ -545,7 +563,7 @@ def _u_Credential(o: Credential) -> dict[str, Any]:
     if o.user_display_name is not None:
         d["userDisplayName"] = o.user_display_name
     if o.cmtg_keys is not None:
-        d["cmtgKeys"] = o.cmtg_keys
+        d["cmtgKeys"] = [_b64e(x0) for x0 in o.cmtg_keys]
     if o.active_cmtg_key_index is not None:
         d["activeCmtgKeyIndex"] = o.active_cmtg_key_index
     if o.generate_cmtg_key_on_next_operation is not None:
@@ -686,18 +704,18 @@ def _u_GetCredentialResult(o: GetCredentialResult) -> dict[str, Any]:
 
 def _p_get_credential(
     authenticator_id: AuthenticatorId,
-    credential_id: str,
+    credential_id: bytes,
 ) -> dict[str, Any]:
     return {
         "authenticatorId": authenticator_id,
-        "credentialId": credential_id,
+        "credentialId": _b64e(credential_id),
     }
 
 
 def _c_get_credential(d: dict[str, Any]) -> Command[GetCredentialResult]:
     return get_credential(
         authenticator_id=d["authenticatorId"],
-        credential_id=d["credentialId"],
+        credential_id=_b64d(d["credentialId"]),
     )
 
 
@@ -734,18 +752,18 @@ def _c_get_credentials(d: dict[str, Any]) -> Command[GetCredentialsResult]:
 
 def _p_remove_credential(
     authenticator_id: AuthenticatorId,
-    credential_id: str,
+    credential_id: bytes,
 ) -> dict[str, Any]:
     return {
         "authenticatorId": authenticator_id,
-        "credentialId": credential_id,
+        "credentialId": _b64e(credential_id),
     }
 
 
 def _c_remove_credential(d: dict[str, Any]) -> Command[None]:
     return remove_credential(
         authenticator_id=d["authenticatorId"],
-        credential_id=d["credentialId"],
+        credential_id=_b64d(d["credentialId"]),
     )
 
 
@@ -799,7 +817,7 @@ def _c_set_automatic_presence_simulation(d: dict[str, Any]) -> Command[None]:
 
 def _p_set_credential_properties(
     authenticator_id: AuthenticatorId,
-    credential_id: str,
+    credential_id: bytes,
     backup_eligibility: bool | None,
     backup_state: bool | None,
     active_cmtg_key_index: int | None,
@@ -808,7 +826,7 @@ def _p_set_credential_properties(
 ) -> dict[str, Any]:
     _p: dict[str, Any] = {
         "authenticatorId": authenticator_id,
-        "credentialId": credential_id,
+        "credentialId": _b64e(credential_id),
     }
     if backup_eligibility is not None:
         _p["backupEligibility"] = backup_eligibility
@@ -826,7 +844,7 @@ def _p_set_credential_properties(
 def _c_set_credential_properties(d: dict[str, Any]) -> Command[None]:
     return set_credential_properties(
         authenticator_id=d["authenticatorId"],
-        credential_id=d["credentialId"],
+        credential_id=_b64d(d["credentialId"]),
         backup_eligibility=d.get("backupEligibility"),
         backup_state=d.get("backupState"),
         active_cmtg_key_index=d.get("activeCmtgKeyIndex"),
@@ -865,7 +883,6 @@ def _u_CredentialAdded(o: CredentialAdded) -> dict[str, Any]:
 
 _CredentialDeleted_plain = {
     "authenticatorId": "authenticator_id",
-    "credentialId": "credential_id",
 }
 
 
@@ -876,6 +893,8 @@ def _s_CredentialDeleted(d: dict[str, Any]) -> CredentialDeleted:
         n = _CredentialDeleted_plain.get(k)
         if n is not None:
             od[n] = v
+        elif k == "credentialId":
+            od["credential_id"] = None if v is None else _b64d(v)
     if "authenticator_id" not in od:
         raise KeyError("authenticatorId")
     if "credential_id" not in od:
@@ -886,7 +905,7 @@ def _s_CredentialDeleted(d: dict[str, Any]) -> CredentialDeleted:
 def _u_CredentialDeleted(o: CredentialDeleted) -> dict[str, Any]:
     return {
         "authenticatorId": o.authenticator_id,
-        "credentialId": o.credential_id,
+        "credentialId": _b64e(o.credential_id),
     }
 
 

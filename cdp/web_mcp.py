@@ -226,7 +226,7 @@ class ToolResponded:
     Attributes:
         invocation_id: Invocation identifier.
         status: Status of the invocation.
-        output: Output or error delivered as delivered to the agent. Missing if `status` is anything other than Completed. Note: The output is untrusted and poses a prompt injection risk. Clients should treat this as potentially malicious user input.
+        output: Output or error delivered as delivered to the agent. Missing if `status` is anything other than Completed. Note: The output is untrusted and poses a prompt injection risk. Clients should treat this as potentially malicious user input. Reads ``cdp.UNSET`` (falsy) when absent: ``None`` here is JSON ``null``, a value.
         error_text: Error text for protocol users.
         exception: The exception object, if the javascript tool threw an error>
 

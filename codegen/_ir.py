@@ -256,6 +256,10 @@ class DomainDef:
         return any("cdp." in text for text in texts)
 
     @property
+    def uses_binary(self) -> bool:
+        return any(f.conv.structure.count("_b64d(") for f in self._all_fields())
+
+    @property
     def uses_enum_value(self) -> bool:
         return any("_enum(" in f.conv.structure for f in self._all_fields())
 
@@ -293,9 +297,16 @@ _PRIMITIVES = {
     "number": "float",
     "boolean": "bool",
     "any": "Any",
-    "binary": "str",
     "object": "dict[str, Any]",
 }
+
+
+BINARY = Conv("bytes", "bytes", "_b64d({v})", "_b64e({v})")
+"""A ``binary`` field (see ``fixups.binary_fields``): ``bytes`` in Python, a base64 string on the wire."""
+
+
+UNSET_NOTE = "Reads ``cdp.UNSET`` (falsy) when absent: ``None`` here is JSON ``null``, a value."
+"""Said in the docstring of every optional ``any`` field, where a user meets ``UNSET``."""
 
 
 def _kind(raw: Raw) -> str:
@@ -335,6 +346,8 @@ class _Resolver:
             if item.unstructure != IDENTITY:
                 u = f"[{item.unstructure.replace('{v}', var)} for {var} in {{v}}]"
             return Conv(f"list[{item.ann}]", f"list[{item.hint}]", s, u)
+        if kind == "binary":
+            return BINARY
         if kind not in _PRIMITIVES:
             raise ValueError(f"unknown protocol type {kind!r} in {domain}")
         return Conv(_PRIMITIVES[kind], _PRIMITIVES[kind])
@@ -359,14 +372,19 @@ class _Resolver:
 
     def field(self, raw: Raw, domain: str) -> Field:
         experimental, deprecated = _flags(raw)
+        conv = self.conv(raw, domain)
+        optional = bool(raw.get("optional", False))
+        description = raw.get("description", "")
+        if optional and conv.ann == "Any":
+            description = f"{description} {UNSET_NOTE}".strip()
         return Field(
             wire=raw["name"],
             py=safe(snake(raw["name"])),
-            description=raw.get("description", ""),
-            optional=bool(raw.get("optional", False)),
+            description=description,
+            optional=optional,
             experimental=experimental,
             deprecated=deprecated,
-            conv=self.conv(raw, domain),
+            conv=conv,
             values=tuple(raw.get("enum", ())) if "$ref" not in raw else (),
         )
 

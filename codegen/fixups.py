@@ -63,9 +63,69 @@ def optional_fields_chrome_omits(domains: list[Raw]) -> None:
 # (domain, "types" | "commands" | "events", item, field)
 _CHROME_OMITS: list[tuple[str, str, str, str]] = []
 
+BINARY_NOTE = "(Encoded as a base64 string when passed over JSON)"
+"""What the PDL-to-JSON converter appends to the description of a ``binary`` field it writes as a string."""
+
+
+BYTES_NOTE = "``bytes`` (the bindings base64 it on the wire)."
+"""What the docstring of a binary field says instead."""
+
+
+def binary_fields(domains: list[Raw]) -> None:
+    """Give ``binary`` fields back their type, which the published JSON writes as ``string``.
+
+    The protocol's source (PDL) says ``binary`` for screenshots, PDFs, ``Fetch.fulfillRequest`` bodies and
+    the like; its JSON rendering says ``string`` and appends :data:`BINARY_NOTE` to the description, but
+    only where there is a description. The fields without one are listed in :data:`_BINARY_UNNOTED` (read
+    from the PDL of devtools-protocol r1684464: 21 of its 46 binary fields carry no note in the JSON).
+    """
+    unnoted = {(d, i, f) for d, _, i, f in _BINARY_UNNOTED}
+    for domain in domains:
+        owners = [(t["id"], t.get("properties", [])) for t in domain.get("types", [])]
+        owners += [
+            (c["name"], c.get("parameters", []) + c.get("returns", [])) for c in domain.get("commands", [])
+        ]
+        owners += [(e["name"], e.get("parameters", [])) for e in domain.get("events", [])]
+        for owner, props in owners:
+            for prop in props:
+                noted = BINARY_NOTE in prop.get("description", "")
+                if noted or (domain["domain"], owner, prop["name"]) in unnoted:
+                    typed = prop["items"] if prop.get("type") == "array" else prop
+                    if typed.get("type") == "string":
+                        typed["type"] = "binary"
+                        text = prop.get("description", "").replace(BINARY_NOTE, "").strip()
+                        prop["description"] = f"{text} {BYTES_NOTE}".strip()
+
+
+# (domain, "types" | "commands" | "events", item, field): binary in the PDL, a bare string in the JSON
+_BINARY_UNNOTED: list[tuple[str, str, str, str]] = [
+    ("BluetoothEmulation", "commands", "simulateCharacteristicOperationResponse", "data"),
+    ("BluetoothEmulation", "commands", "simulateDescriptorOperationResponse", "data"),
+    ("BluetoothEmulation", "events", "characteristicOperationReceived", "data"),
+    ("BluetoothEmulation", "events", "descriptorOperationReceived", "data"),
+    ("Network", "events", "directTCPSocketChunkReceived", "data"),
+    ("Network", "events", "directTCPSocketChunkSent", "data"),
+    ("Network", "types", "DirectUDPMessage", "data"),
+    ("Network", "types", "PostDataEntry", "bytes"),
+    ("Page", "commands", "getManifestIcons", "primaryIcon"),
+    ("SmartCardEmulation", "commands", "reportDataResult", "data"),
+    ("SmartCardEmulation", "commands", "reportStatusResult", "atr"),
+    ("SmartCardEmulation", "events", "controlRequested", "data"),
+    ("SmartCardEmulation", "events", "setAttribRequested", "data"),
+    ("SmartCardEmulation", "events", "transmitRequested", "data"),
+    ("SmartCardEmulation", "types", "ReaderStateOut", "atr"),
+    ("WebAuthn", "commands", "getCredential", "credentialId"),
+    ("WebAuthn", "commands", "removeCredential", "credentialId"),
+    ("WebAuthn", "commands", "setCredentialProperties", "credentialId"),
+    ("WebAuthn", "events", "credentialDeleted", "credentialId"),
+    ("WebAuthn", "types", "Credential", "cmtgKeys"),
+    ("WebAuthn", "types", "Credential", "credentialId"),
+]
+
 FIXUPS: list[Callable[[list[Raw]], None]] = [
     drop_duplicate_domains,
     optional_fields_chrome_omits,
+    binary_fields,
 ]
 
 

@@ -8,6 +8,8 @@ Deadlines are the caller's cancel scopes (``trio.fail_after``); nothing here tak
 and tool builders; ``engine.testing`` has a fake browser over in-memory channels for your own tests.
 """
 
+from engine._background import connect_in_background as connect_in_background
+from engine._background import launch_in_background as launch_in_background
 from engine._browser import Browser as Browser
 from engine._browser import connect as connect
 from engine._browser import launch as launch
@@ -29,6 +31,8 @@ from engine._errors import SessionDetached as SessionDetached
 from engine._errors import StaleRefError as StaleRefError
 from engine._errors import StepsValidationError as StepsValidationError
 from engine._errors import TargetCrashed as TargetCrashed
+from engine._frames import Frame as Frame
+from engine._names import UnknownName as UnknownName
 from engine._page import Page as Page
 from engine._refs import Ref as Ref
 from engine._refs import ResolvedNode as ResolvedNode
@@ -38,6 +42,12 @@ from engine._session import Session as Session
 from engine._session import Subscription as Subscription
 from engine._session import SubscriptionStatistics as SubscriptionStatistics
 from engine._settings import Settings as Settings
+from engine._values import body_bytes as body_bytes
+from engine._values import check_result as check_result
+from engine._values import describe as describe
+from engine._values import exception_message as exception_message
+from engine._values import js_value as js_value
+from engine._values import response_body as response_body
 
 __all__ = [
     "ActionError",
@@ -49,6 +59,7 @@ __all__ = [
     "ConnectionStatistics",
     "EvaluateDisabled",
     "EventOverflow",
+    "Frame",
     "InvalidParams",
     "JavaScriptError",
     "MessageTooLarge",
@@ -68,6 +79,15 @@ __all__ = [
     "Subscription",
     "SubscriptionStatistics",
     "TargetCrashed",
+    "UnknownName",
+    "body_bytes",
+    "check_result",
     "connect",
+    "connect_in_background",
+    "describe",
+    "exception_message",
+    "js_value",
     "launch",
+    "launch_in_background",
+    "response_body",
 ]

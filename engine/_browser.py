@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -47,11 +47,29 @@ class Browser(metaclass=NoPublicConstructor):
         self._pages: dict[str, Page] = {}
         self._ref_cache = RefCache()  # refs outlive Page objects: kept per target, the last 50 targets
         self._set_up = False
+        self._aclose: Callable[[], Awaitable[None]] | None = None  # set by engine.launch_in_background
+
+    async def aclose(self) -> None:
+        """Close a browser from :func:`engine.launch_in_background` (the REPL way); idempotent.
+
+        A browser from ``async with launch()`` or ``connect()`` closes when its block is left instead.
+        """
+        if self._aclose is None:
+            raise RuntimeError(
+                "this Browser closes when its `async with launch()` (or connect()) block is left; aclose() "
+                "is for a browser from engine.launch_in_background() or connect_in_background()"
+            )
+        await self._aclose()
 
     @property
     def on_attach(self) -> Callable[[Session], None] | None:
         """Called with every auto-attached child session (iframe, worker) before it is resumed, so that
-        ``child.subscribe(...)`` there sees its first events. It runs in the reader: keep it quick."""
+        ``child.subscribe(...)`` there sees its first events. It runs in the reader: keep it quick.
+
+        A plain function (it cannot await): subscribe, or send set-up with ``child.execute_nowait(...)``
+        (sent before the child is resumed, in order). An exception in it is logged; the child runs anyway.
+        Example: ``browser.on_attach = lambda child: child.execute_nowait(cdp.runtime.enable())``.
+        """
         return self.connection.sessions.on_attach
 
     @on_attach.setter
@@ -73,6 +91,12 @@ class Browser(metaclass=NoPublicConstructor):
 
     async def new_page(self, url: str | None = None) -> Page:
         """Open a tab, attach a flattened session to it (iframes and workers auto-attach), load ``url``.
+
+        The page's session has ``Page`` enabled (with lifecycle events: ``page.goto`` follows them),
+        ``Inspector`` (crash and detach notices) and ``Target.setAutoAttach`` (out-of-process iframes and
+        workers become ``page.session.children``, paused until ``Browser.on_attach`` has seen them). Nothing
+        else is enabled: enable what you listen to, e.g. ``cdp.runtime.enable()`` for console messages and
+        exceptions, ``cdp.network.enable()`` for requests (an event of a domain not enabled never comes).
 
         If anything fails on the way (or the caller's deadline runs out), the new tab is closed again.
         """

@@ -10,6 +10,7 @@ import trio
 
 import cdp
 from engine._errors import ConnectionClosed, NavigationError, TargetCrashed
+from engine._frames import Frame, list_frames
 from engine._refs import ResolvedNode, Snapshot
 from engine._session import Session
 from engine._snapshot import resolve_ref, take_snapshot
@@ -190,6 +191,15 @@ class Page:
     # --- actions (engine/_actions.py) --------------------------------------------------------------------
 
     # --- frames and scripting helpers (engine/_frames.py) ------------------------------------------------
+
+    async def frames(self) -> list[Frame]:
+        """Every frame of the page now, same-process and out-of-process, the main frame first.
+
+        Each has its id, URL, name, parent id and the session that drives it (``frame.session``: the
+        page's own, or an out-of-process iframe's child session). Asked of the browser on each call
+        (``Page.getFrameTree`` on the page's session and on each iframe's), so it is never stale.
+        """
+        return await list_frames(self)
 
     # --- steps (engine/_steps.py) ------------------------------------------------------------------------
 

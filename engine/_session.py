@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 import attrs
 import trio
 
 import cdp
+from engine import _names
 from engine._errors import (
     CDPError,
     ConnectionClosed,
@@ -34,6 +35,11 @@ log = logging.getLogger("engine.session")
 
 T = TypeVar("T")
 E = TypeVar("E")
+E1 = TypeVar("E1")
+E2 = TypeVar("E2")
+E3 = TypeVar("E3")
+E4 = TypeVar("E4")
+Ev_co = TypeVar("Ev_co", covariant=True)
 Overflow = Literal["error", "drop_oldest", "drop_newest"]
 OVERFLOW_POLICIES: tuple[Overflow, ...] = ("error", "drop_oldest", "drop_newest")
 
@@ -59,8 +65,12 @@ class _Gap:
         self.lost = 1
 
 
-class Subscription(metaclass=NoPublicConstructor):
+class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
     """A bounded buffer of events for one consumer; iterate it, or ``await receive()``.
+
+    Typed by the event classes it was made for: ``listen(cdp.page.LoadEventFired)`` gives a
+    ``Subscription[cdp.page.LoadEventFired]``, so ``(await sub.receive()).timestamp`` type-checks; with two
+    or more classes, the union; with method names (or none), ``Any``.
 
     The reader never waits on it: when the buffer is full, ``overflow`` decides what happens —
     ``"error"`` (default: ``receive`` raises EventOverflow at the point of the stream where events were
@@ -125,7 +135,7 @@ class Subscription(metaclass=NoPublicConstructor):
         self._end = error
         self._lot.unpark_all()
 
-    async def receive(self) -> Any:
+    async def receive(self) -> Ev_co:
         """The next event (typed; ``UnknownEvent`` for events the bindings do not know).
 
         Raises:
@@ -146,7 +156,8 @@ class Subscription(metaclass=NoPublicConstructor):
                         "full. Read faster, raise buffer_size, or choose overflow='drop_oldest'/'drop_newest'"
                     )
                 self._delivered += 1
-                return self._decode(*item)
+                event: Ev_co = self._decode(*item)
+                return event
             if self._ended:
                 if self._end is not None:
                     raise fresh_copy(self._end) from self._end
@@ -162,17 +173,33 @@ class Subscription(metaclass=NoPublicConstructor):
             self._decode_errors += 1
             raise ResponseDecodeError(exc.method, exc.payload, exc.reason) from exc
 
-    async def wait_for(self, predicate: Callable[[Any], bool] | None = None) -> Any:
-        """Receive until an event matches ``predicate`` (the first event if none); return it."""
+    @overload
+    async def wait_for(self, predicate: Callable[[Ev_co], bool] | None = None, /) -> Ev_co: ...
+    @overload
+    async def wait_for(self, kind: type[T], predicate: Callable[[T], bool] | None = None, /) -> T: ...
+    async def wait_for(self, first: Any = None, predicate: Any = None, /) -> Any:
+        """Receive until an event matches; return it. Events before it are consumed.
+
+        ``wait_for()`` takes the next event; ``wait_for(pred)`` the next for which ``pred(event)`` is true;
+        ``wait_for(cdp.page.FrameNavigated[, pred])`` the next of that class, typed as that class (where a
+        subscription to several classes is typed by their union).
+        """
+        kind: type[Any] | None = None
+        if isinstance(first, type):
+            kind = first
+        elif predicate is None:
+            first, predicate = None, first
         while True:
             event = await self.receive()
+            if kind is not None and not isinstance(event, kind):
+                continue
             if predicate is None or predicate(event):
                 return event
 
-    def __aiter__(self) -> Subscription:
+    def __aiter__(self) -> Subscription[Ev_co]:
         return self
 
-    async def __anext__(self) -> Any:
+    async def __anext__(self) -> Ev_co:
         try:
             return await self.receive()
         except trio.EndOfChannel:
@@ -190,7 +217,21 @@ class Subscription(metaclass=NoPublicConstructor):
 
 
 class Session(metaclass=NoPublicConstructor):
-    """One flattened CDP session (the browser's, a page's, an iframe's or a worker's)."""
+    """One flattened CDP session (the browser's, a page's, an iframe's or a worker's).
+
+    Attributes:
+        session_id: the CDP session id (None for the browser-level session).
+        target_id: the target it is attached to (None for the browser-level session).
+        target_type: "browser", "page", "iframe" (an out-of-process iframe), "worker",
+            "service_worker", "shared_worker", ...
+        url: the target's URL, kept current from ``Target.targetInfoChanged``.
+        frame_id: the frame it drives, for pages and iframes (the same as ``target_id``); None for workers.
+        parent: the session it was auto-attached under (a page's for its iframes and workers), or None.
+        children: the sessions auto-attached under this one, by session id: a page's out-of-process
+            iframes and its workers (nested iframes under their iframe). They attach by themselves as the
+            page creates them; ``Browser.on_attach`` sees each one before it runs, so a
+            ``child.subscribe(...)`` made there misses none of its events. A detached child leaves the dict.
+    """
 
     def __init__(
         self,
@@ -215,7 +256,7 @@ class Session(metaclass=NoPublicConstructor):
         self.frame_id = frame_id
         self.parent = parent
         self.children: dict[str, Session] = {}
-        self._subscriptions: list[Subscription] = []
+        self._subscriptions: list[Subscription[Any]] = []
         self._detached: SessionDetached | None = None
         self._crashed: TargetCrashed | None = None
         self._closed_by_client: str | None = None
@@ -267,17 +308,93 @@ class Session(metaclass=NoPublicConstructor):
         self.connection.call_nowait(self, command.method, command.params)
 
     async def execute_raw(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Send ``method`` with wire ``params`` and return the raw ``result`` dict (for direct scripting)."""
+        """Send ``method`` with wire ``params`` and return the raw ``result`` dict (for direct scripting).
+
+        For a method the bindings know, its required params are checked first: a missing one raises
+        :class:`InvalidParams` naming it, and nothing is sent. Other methods go to the browser as they are.
+        """
+        self.raise_if_unusable(method)  # a dead session says so before a missing param does
+        _names.check_required_params(method, params)
         return await self.connection.call(self, method, params)
 
-    @asynccontextmanager
-    async def listen(
+    # -- listen: overloads give the Subscription the type of its events ------------------------------
+
+    @overload
+    def listen(
+        self,
+        event: type[E1],
+        /,
+        *,
+        buffer_size: int = ...,
+        overflow: Overflow = ...,
+        typed: Literal[True] = ...,
+        strict: bool = ...,
+    ) -> AbstractAsyncContextManager[Subscription[E1]]: ...
+    @overload
+    def listen(
+        self,
+        e1: type[E1],
+        e2: type[E2],
+        /,
+        *,
+        buffer_size: int = ...,
+        overflow: Overflow = ...,
+        typed: Literal[True] = ...,
+        strict: bool = ...,
+    ) -> AbstractAsyncContextManager[Subscription[E1 | E2]]: ...
+    @overload
+    def listen(
+        self,
+        e1: type[E1],
+        e2: type[E2],
+        e3: type[E3],
+        /,
+        *,
+        buffer_size: int = ...,
+        overflow: Overflow = ...,
+        typed: Literal[True] = ...,
+        strict: bool = ...,
+    ) -> AbstractAsyncContextManager[Subscription[E1 | E2 | E3]]: ...
+    @overload
+    def listen(
+        self,
+        e1: type[E1],
+        e2: type[E2],
+        e3: type[E3],
+        e4: type[E4],
+        /,
+        *,
+        buffer_size: int = ...,
+        overflow: Overflow = ...,
+        typed: Literal[True] = ...,
+        strict: bool = ...,
+    ) -> AbstractAsyncContextManager[Subscription[E1 | E2 | E3 | E4]]: ...
+    @overload
+    def listen(
+        self,
+        *events: type[Any] | str,
+        buffer_size: int = ...,
+        overflow: Overflow = ...,
+        typed: Literal[False],
+        strict: bool = ...,
+    ) -> AbstractAsyncContextManager[Subscription[cdp.UnknownEvent]]: ...
+    @overload
+    def listen(
+        self,
+        *events: type[Any] | str,
+        buffer_size: int = ...,
+        overflow: Overflow = ...,
+        typed: bool = ...,
+        strict: bool = ...,
+    ) -> AbstractAsyncContextManager[Subscription[Any]]: ...
+    def listen(
         self,
         *events: type[Any] | str,
         buffer_size: int = 1024,
         overflow: Overflow = "error",
         typed: bool = True,
-    ) -> AsyncIterator[Subscription]:
+        strict: bool = True,
+    ) -> AbstractAsyncContextManager[Subscription[Any]]:
         """Subscribe to events of this session for the duration of the block.
 
         Args:
@@ -285,23 +402,81 @@ class Session(metaclass=NoPublicConstructor):
             buffer_size: how many events may wait for the consumer.
             overflow: what happens when the buffer is full ("error", "drop_oldest", "drop_newest").
             typed: decode into generated classes (``False`` yields ``UnknownEvent`` with raw params).
+            strict: a method name the bindings do not know raises :class:`engine.UnknownName` naming the
+                closest known one; ``False`` accepts it (an event newer than the pinned protocol).
 
         Subscribe before you send the command that triggers the event, then wait inside the block:
-        nothing is missed in between.
+        nothing is missed in between. The subscription is typed by its event classes:
+        ``async with s.listen(cdp.page.LoadEventFired) as sub: (await sub.receive()).timestamp``.
         """
-        subscription = self.subscribe(*events, buffer_size=buffer_size, overflow=overflow, typed=typed)
+        return self._listen(events, buffer_size, overflow, typed, strict)
+
+    @asynccontextmanager
+    async def _listen(
+        self,
+        events: tuple[type[Any] | str, ...],
+        buffer_size: int,
+        overflow: Overflow,
+        typed: bool,
+        strict: bool,
+    ) -> AsyncIterator[Subscription[Any]]:
+        subscription = self.subscribe(
+            *events, buffer_size=buffer_size, overflow=overflow, typed=typed, strict=strict
+        )
         try:
             yield subscription
         finally:
             self.unsubscribe(subscription)
 
+    @overload
+    def subscribe(
+        self,
+        event: type[E1],
+        /,
+        *,
+        buffer_size: int = ...,
+        overflow: Overflow = ...,
+        typed: Literal[True] = ...,
+        strict: bool = ...,
+    ) -> Subscription[E1]: ...
+    @overload
+    def subscribe(
+        self,
+        e1: type[E1],
+        e2: type[E2],
+        /,
+        *,
+        buffer_size: int = ...,
+        overflow: Overflow = ...,
+        typed: Literal[True] = ...,
+        strict: bool = ...,
+    ) -> Subscription[E1 | E2]: ...
+    @overload
+    def subscribe(
+        self,
+        *events: type[Any] | str,
+        buffer_size: int = ...,
+        overflow: Overflow = ...,
+        typed: Literal[False],
+        strict: bool = ...,
+    ) -> Subscription[cdp.UnknownEvent]: ...
+    @overload
+    def subscribe(
+        self,
+        *events: type[Any] | str,
+        buffer_size: int = ...,
+        overflow: Overflow = ...,
+        typed: bool = ...,
+        strict: bool = ...,
+    ) -> Subscription[Any]: ...
     def subscribe(
         self,
         *events: type[Any] | str,
         buffer_size: int = 1024,
         overflow: Overflow = "error",
         typed: bool = True,
-    ) -> Subscription:
+        strict: bool = True,
+    ) -> Subscription[Any]:
         """The synchronous twin of :meth:`listen`: the caller must :meth:`unsubscribe` it.
 
         For code that cannot await, such as ``Browser.on_attach`` hooks, which run before a new child
@@ -311,16 +486,16 @@ class Session(metaclass=NoPublicConstructor):
             raise ValueError(f"buffer_size must be a whole number of events, at least 1, not {buffer_size!r}")
         if overflow not in OVERFLOW_POLICIES:
             raise ValueError(f"overflow must be one of {OVERFLOW_POLICIES}, not {overflow!r}")
-        methods = frozenset(_method_of(e) for e in events) if events else None
+        methods = frozenset(_method_of(e, strict) for e in events) if events else None
         if self._detached is not None:  # a crashed session may still be listened to: it can be revived
             raise SessionDetached(f"cannot listen: {self._detached}")
         if self.connection.closed is not None:
             raise ConnectionClosed(f"cannot listen: {self.connection.closed}")
-        subscription = Subscription._create(self, methods, buffer_size, overflow, typed)
+        subscription: Subscription[Any] = Subscription._create(self, methods, buffer_size, overflow, typed)
         self._subscriptions.append(subscription)
         return subscription
 
-    def unsubscribe(self, subscription: Subscription) -> None:
+    def unsubscribe(self, subscription: Subscription[Any]) -> None:
         """End a subscription made with :meth:`subscribe` (idempotent)."""
         subscription._close()
         if subscription in self._subscriptions:
@@ -385,8 +560,10 @@ WORKS_AFTER_CRASH = frozenset(
 are held without a reply until a navigation revives the page; untried ones are refused too."""
 
 
-def _method_of(event: type[Any] | str) -> str:
+def _method_of(event: type[Any] | str, strict: bool = True) -> str:
     if isinstance(event, str):
+        if strict:
+            _names.check(event, "event")
         return event
     method = getattr(event, "method", None)
     if not isinstance(method, str):

@@ -7,6 +7,7 @@ wire params decoder), through :func:`register`. Where each event and command liv
 
 from __future__ import annotations
 
+import base64
 import enum
 import gc
 import importlib
@@ -48,6 +49,7 @@ def register(classes: dict[type, Hooks], commands: dict[Callable[..., Command[An
         for field in attrs.fields(cls):
             if field.default is not attrs.NOTHING:
                 setattr(cls, field.name, field.default)
+        setattr(cls, "__repr__", short_repr)  # noqa: B010 - a method put on a class mypy sees as `type`
     HOOKS.update(classes)
     COMMAND_DECODERS.update(commands)
 
@@ -74,6 +76,76 @@ class _Unset:
 
 UNSET: Any = _Unset()
 """An absent optional ``any`` field (``RemoteObject.value``): there ``None`` is JSON null, a value."""
+
+
+def decode_binary(value: str) -> bytes:
+    """A ``binary`` field's wire value (base64) as ``bytes``."""
+    return base64.b64decode(value)
+
+
+def encode_binary(value: bytes | bytearray | memoryview) -> str:
+    """``bytes`` for a ``binary`` field, as the wire wants them (base64)."""
+    if isinstance(value, str):
+        raise TypeError(
+            "this protocol field is binary: pass bytes (the bindings base64 them), e.g. text.encode() "
+            "or, for a string that is already base64, base64.b64decode(text)"
+        )
+    return base64.b64encode(value).decode("ascii")
+
+
+REPR_CHARS = 80
+"""A string longer than this shows its start and its length in the repr of a generated object."""
+REPR_ITEMS = 8
+"""A list or dict longer than this shows its first items and how many more there are."""
+REPR_DEPTH = 4
+"""Objects nested deeper than this show as ``Name(...)``."""
+
+
+def _short(value: Any, depth: int) -> str:
+    """A repr of ``value`` that stays short whatever its size (screenshots, DOM trees, response bodies)."""
+    if isinstance(value, bytes | bytearray):
+        return repr(value) if len(value) <= REPR_CHARS // 2 else f"<{len(value):,} bytes>"
+    if isinstance(value, CDPEnum):
+        return repr(value.value)
+    if isinstance(value, str):
+        if len(value) <= REPR_CHARS:
+            return repr(value)
+        return f"{value[: REPR_CHARS - 20]!r}...<{len(value):,} chars>"
+    if isinstance(value, list | tuple):
+        shown = [_short(v, depth + 1) for v in value[:REPR_ITEMS]]
+        if len(value) > REPR_ITEMS:
+            shown.append(f"...<{len(value) - REPR_ITEMS:,} more>")
+        return "[" + ", ".join(shown) + "]"
+    if isinstance(value, dict):
+        pairs = [f"{k!r}: {_short(v, depth + 1)}" for k, v in list(value.items())[:REPR_ITEMS]]
+        if len(value) > REPR_ITEMS:
+            pairs.append(f"...<{len(value) - REPR_ITEMS:,} more>")
+        return "{" + ", ".join(pairs) + "}"
+    if type(value) in HOOKS:
+        return _record_repr(value, depth)
+    return repr(value)
+
+
+def _record_repr(obj: Any, depth: int) -> str:
+    name = type(obj).__name__
+    if depth >= REPR_DEPTH:
+        return f"{name}(...)"
+    parts = []
+    for field in attrs.fields(type(obj)):
+        value = getattr(obj, field.name)
+        if field.default is not attrs.NOTHING and value is field.default:
+            continue  # an absent optional field (None, or UNSET)
+        parts.append(f"{field.name}={_short(value, depth + 1)}")
+    return f"{name}({', '.join(parts)})"
+
+
+def short_repr(obj: Any) -> str:
+    """The repr of a generated object: absent optional fields left out, long values cut to their size.
+
+    A screenshot result reads ``CaptureScreenshotResult(data=<48,213 bytes>)``; the whole value is still
+    on the attribute.
+    """
+    return _record_repr(obj, 0)
 
 
 class DecodeError(ValueError):
@@ -160,7 +232,7 @@ class Command(Generic[T]):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"Command({self.method!r}, {self.params!r})"
+        return f"Command({self.method!r}, {_short(self.params, 0)})"
 
 
 @attrs.frozen(kw_only=True)

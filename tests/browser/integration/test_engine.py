@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import trio
 
@@ -54,8 +56,8 @@ async def test_listen_is_race_free_for_the_event_a_command_triggers(browser: Bro
         page = await browser.new_page()
         async with page.session.listen(cdp.page.LoadEventFired, cdp.page.FrameNavigated) as events:
             await page.session.execute(cdp.page.navigate(url=f"{server}/frame.html"))
-            navigated = await events.wait_for(lambda e: isinstance(e, cdp.page.FrameNavigated))
-            loaded = await events.wait_for(lambda e: isinstance(e, cdp.page.LoadEventFired))
+            navigated = await events.wait_for(cdp.page.FrameNavigated)
+            loaded = await events.wait_for(cdp.page.LoadEventFired)
         assert navigated.frame.url.endswith("/frame.html")
         assert loaded.timestamp > 0
 
@@ -115,7 +117,7 @@ async def test_connect_to_a_running_browser_leaves_it_running() -> None:
 
 async def test_on_attach_sees_a_child_sessions_first_events(browser: Browser, server: str) -> None:
     """A subscription made in Browser.on_attach exists before the child runs: nothing is missed."""
-    subscriptions: list[tuple[Session, Subscription]] = []
+    subscriptions: list[tuple[Session, Subscription[Any]]] = []
 
     def hook(child: Session) -> None:
         subscriptions.append((child, child.subscribe(cdp.runtime.ExecutionContextCreated, buffer_size=16)))

@@ -58,7 +58,7 @@ class Traffic:
         self.commands: Counter[str] = Counter()
         self.log: list[tuple[Session, str, Raw]] = []
         self.failures: list[str] = []
-        self.subscriptions: list[Subscription] = []
+        self.subscriptions: list[Subscription[Any]] = []
         self._changed = trio.Event()
 
     # -- events ----------------------------------------------------------------------------------------

@@ -77,6 +77,8 @@ def for_type(tp: Any, depth: int) -> st.SearchStrategy[Any]:
         return FLOATS | st.integers(-(2**31), 2**31)  # JSON numbers may arrive without a fraction
     if tp is str:
         return TEXT
+    if tp is bytes:
+        return st.binary(max_size=6)  # base64 on the wire
     if isinstance(tp, type) and issubclass(tp, CDPEnum):
         return enum_values(tp)
     if tp in HOOKS:

@@ -331,3 +331,27 @@ def test_flags_docs_behaviour(rendered: dict[str, Path]) -> None:
         assert not hasattr(plain, "should_not_appear")
         """,
     )
+
+
+def test_binary_behaviour(rendered: dict[str, Path]) -> None:
+    """A field whose description carries the JSON's base64 note is bytes in Python and base64 on the wire."""
+    run_case(
+        rendered["binary"],
+        """
+        blob = MODULES["blob"]
+        chunk = blob.Chunk(data=b"\\x00\\xff", parts=[b"a", b"bc"])
+        command = blob.put(chunk=chunk, body=b"hello")
+        assert command.params == {
+            "body": "aGVsbG8=", "chunk": {"data": "AP8=", "parts": ["YQ==", "YmM="]}
+        }, command.params
+        assert cdp.decode_command("Blob.put", command.params) == command
+        try:
+            blob.put(chunk=chunk, body="aGVsbG8=")
+        except TypeError as exc:
+            assert "pass bytes" in str(exc), exc
+        else:
+            raise AssertionError("a str for a binary field was accepted")
+        assert typing.get_type_hints(blob.Chunk)["data"] is bytes
+        assert repr(blob.Chunk(data=b"x" * 5000)) == "Chunk(data=<5,000 bytes>)"
+        """,
+    )

@@ -55,7 +55,7 @@ async def test_params_chromium_cannot_parse_are_refused_before_sending(
 ) -> None:
     connection, peer, browser = pair
     with trio.fail_after(5), pytest.raises(InvalidParams, match=what) as info:
-        await browser.execute_raw("Runtime.evaluate", params)
+        await browser.execute_raw("Runtime.evaluate", {"expression": "1", **params})
     assert re.fullmatch(path, info.value.path)
     assert connection.pending_count() == 0
     assert connection.statistics().messages_sent == 0
@@ -72,7 +72,13 @@ async def test_typed_command_with_nan_is_refused_with_its_field(pair: Pair) -> N
 
 async def test_params_at_the_limits_are_sent(pair: Pair) -> None:
     _, peer, browser = pair
-    limits = {"deep": nested(298), "n": 10**308, "f": 1.7976931348623157e308, "s": "é{[1" * 400}
+    limits = {
+        "expression": "1",
+        "deep": nested(298),
+        "n": 10**308,
+        "f": 1.7976931348623157e308,
+        "s": "é{[1" * 400,
+    }
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(browser.execute_raw, "Runtime.evaluate", limits)

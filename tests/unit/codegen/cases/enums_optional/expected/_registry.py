@@ -18,3 +18,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "Shapes.reset": ("shapes", "reset"),
     "Shapes.measure": ("shapes", "measure"),
 }
+
+REQUIRED_PARAMS: dict[str, tuple[str, ...]] = {
+    "Shapes.draw": (
+        "shape",
+        "color",
+    ),
+}
+"""The wire names of each command's required params (commands with none are left out): checked by
+``Session.execute_raw`` before it sends."""

@@ -33,6 +33,7 @@ class Shape:
 
     Attributes:
         kind: An inline enum. Values: 'circle', 'square'.
+        value: Reads ``cdp.UNSET`` (falsy) when absent: ``None`` here is JSON ``null``, a value.
     """
 
     color: Color

@@ -17,3 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "Legacy.stable": ("legacy", "stable"),
     "Plain.enable": ("plain", "enable"),
 }
+
+REQUIRED_PARAMS: dict[str, tuple[str, ...]] = {}
+"""The wire names of each command's required params (commands with none are left out): checked by
+``Session.execute_raw`` before it sends."""

@@ -16,3 +16,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "Names.continue": ("names", "continue_"),
     "Names.getOuterHTML": ("names", "get_outer_html"),
 }
+
+REQUIRED_PARAMS: dict[str, tuple[str, ...]] = {
+    "Names.continue": ("id",),
+}
+"""The wire names of each command's required params (commands with none are left out): checked by
+``Session.execute_raw`` before it sends."""

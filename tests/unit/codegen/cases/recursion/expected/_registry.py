@@ -16,3 +16,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "Alpha.getItems": ("alpha", "get_items"),
     "Tree.getRoot": ("tree", "get_root"),
 }
+
+REQUIRED_PARAMS: dict[str, tuple[str, ...]] = {
+    "Alpha.getItems": ("ids",),
+}
+"""The wire names of each command's required params (commands with none are left out): checked by
+``Session.execute_raw`` before it sends."""
