@@ -124,7 +124,11 @@ _CONTAINS_JS = """function(hit) {
     if (n.localName === 'label' && n.control === this) return true;
   if (this.localName === 'label' && this.control)
     for (let n = hit; n; n = n.parentNode || n.host) if (n === this.control) return true;
-  const el = hit.nodeType === 1 ? hit : hit.parentElement;
+  return false;
+}"""
+
+_SELECTOR_JS = """function() {
+  const el = this.nodeType === 1 ? this : this.parentElement;
   if (!el) return '';
   let sel = el.localName + (el.id ? '#' + el.id : '');
   for (const c of Array.from(el.classList).slice(0, 2)) sel += '.' + c;
@@ -216,9 +220,12 @@ async def centre(session: Session, backend_node_id: int) -> tuple[float, float] 
 _PLAIN_ROLES = ("generic", "none", "StaticText", "InlineTextBox", "RootWebArea", "")
 
 
-async def _describe(session: Session, backend_node_id: int, selector: str) -> str:
+async def _describe(session: Session, backend_node_id: int, group: str) -> str:
     """``role "name" (selector)`` of what a hit test found, for the ActionError."""
-    role = name = ""
+    role = name = selector = ""
+    handle = await object_id(session, backend_node_id, group)
+    if handle is not None:
+        selector = str(await call_on(session, handle, _SELECTOR_JS) or "")
     try:
         got = await session.execute_raw(
             "Accessibility.getPartialAXTree", {"backendNodeId": backend_node_id, "fetchRelatives": True}
@@ -288,7 +295,7 @@ async def hit_test(
             return NotYet("hit test", "the hit test found a node that went away")
         inside = await call_on(node.session, handle, _CONTAINS_JS, {"objectId": hit_object})
         if inside is not True:
-            what = await _describe(node.session, hit_id, str(inside or ""))
+            what = await _describe(node.session, hit_id, group)
             return NotYet("hit test", f"another element would get the click: {what}", in_the_way=what)
     chain = _session_chain(page, node.session)
     for child, parent in zip(chain, chain[1:], strict=False):
@@ -300,7 +307,7 @@ async def hit_test(
         x, y = x + ox, y + oy
         got = await _hit(parent, x + sx, y + sy)
         if got != owner["backendNodeId"]:
-            what = await _describe(parent, got, "") if got is not None else "nothing (outside the visible page)"
+            what = await _describe(parent, got, group) if got is not None else "nothing (outside the visible page)"
             return NotYet("hit test", f"another element covers the iframe: {what}", in_the_way=what)
     return None
 

@@ -113,6 +113,8 @@ async def click(
     finally:
         if node is not None:
             release(node.session, group)
+            if node.session is not page.session:  # what covered an iframe was described up there
+                release(page.session, group)
 
 
 async def _forced_click(
