@@ -13,6 +13,7 @@ import trio
 
 import cdp
 from engine._connection import Connection, ConnectionStatistics, open_connection
+from engine._dialogs import watch_dialogs
 from engine._errors import (
     BrowserLaunchError,
     CDPError,
@@ -20,7 +21,6 @@ from engine._errors import (
     ProtocolError,
 )
 from engine._http import discover_ws_url
-from engine._dialogs import watch_dialogs
 from engine._page import Page
 from engine._popups import watch_popups
 from engine._process import ChromiumProcess, open_chromium

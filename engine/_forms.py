@@ -7,6 +7,7 @@ value set and ``input`` + ``change`` fired. ``type`` sends every character as it
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -14,17 +15,18 @@ from typing import TYPE_CHECKING
 import trio
 
 from engine._actionability import (
+    NotYet,
     call_on,
     new_group,
     object_id,
     release,
     retry_until_deadline,
     send_nowait,
-    NotYet,
 )
 from engine._errors import ActionError, ProtocolError
-from engine._input import click, focus, navigation_watch
+from engine._input import click, focus
 from engine._keys import KEYS, key_event
+from engine._waiting import navigation_watch
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -48,10 +50,12 @@ _PREPARE_FILL = """function(text) {
     el.focus(); el.select();
     return 'typed';
   }
-  if (el.localName === 'input' && !['checkbox', 'radio', 'file', 'button', 'submit', 'reset', 'image', 'hidden'].includes(el.type)) {
+  const untyped = ['checkbox', 'radio', 'file', 'button', 'submit', 'reset', 'image', 'hidden'];
+  if (el.localName === 'input' && !untyped.includes(el.type)) {
     el.focus(); el.value = text;
     if (el.value !== text) return 'the ' + el.type + ' input does not take the value ' + JSON.stringify(text);
-    el.dispatchEvent(new Event('input', {bubbles: true})); el.dispatchEvent(new Event('change', {bubbles: true}));
+    el.dispatchEvent(new Event('input', {bubbles: true}));
+    el.dispatchEvent(new Event('change', {bubbles: true}));
     return 'set';
   }
   return 'the element is not a text field, textarea or contenteditable (it is <' + el.localName + '>)';
@@ -67,12 +71,10 @@ async def _editable(page: Page, what: str, ref: str, text: str, group: str) -> t
 
     async def attempt() -> tuple[ResolvedNode, str, str] | NotYet:
         node = await page.resolve(ref)
-        try:
+        with contextlib.suppress(ProtocolError):  # no box: the checks below say so
             await node.session.execute_raw(
                 "DOM.scrollIntoViewIfNeeded", {"backendNodeId": node.backend_node_id}
             )
-        except ProtocolError:
-            pass
         handle = await object_id(node.session, node.backend_node_id, group)
         if handle is None:
             return NotYet("attached", "the element is no longer in the document")
@@ -129,17 +131,23 @@ async def type_text(page: Page, ref: str, text: str, *, delay_ms: float) -> None
 
 
 _SELECT = """function(wanted) {
-  if (this.localName !== 'select') return {error: 'the element is not a <select> (it is <' + this.localName + '>)'};
+  if (this.localName !== 'select')
+    return {error: 'the element is not a <select> (it is <' + this.localName + '>)'};
   if (this.disabled) return {error: 'the select is disabled'};
   const options = Array.from(this.options);
   const picked = [];
   for (const want of wanted) {
-    const o = options.find(o => o.value === want) || options.find(o => o.label.trim() === want || o.text.trim() === want);
-    if (!o) return {error: 'no option has the value or label ' + JSON.stringify(want) + '; the options are ' + JSON.stringify(options.map(o => o.label.trim() || o.value))};
+    const o = options.find(o => o.value === want)
+      || options.find(o => o.label.trim() === want || o.text.trim() === want);
+    if (!o) {
+      const names = JSON.stringify(options.map(o => o.label.trim() || o.value));
+      return {error: 'no option has the value or label ' + JSON.stringify(want) + '; the options: ' + names};
+    }
     if (o.disabled) return {error: 'the option ' + JSON.stringify(want) + ' is disabled'};
     picked.push(o);
   }
-  if (!this.multiple && picked.length > 1) return {error: 'the select takes one option, not ' + picked.length};
+  if (!this.multiple && picked.length > 1)
+    return {error: 'the select takes one option, not ' + picked.length};
   for (const o of options) o.selected = picked.includes(o);
   this.dispatchEvent(new Event('input', {bubbles: true}));
   this.dispatchEvent(new Event('change', {bubbles: true}));
@@ -206,10 +214,9 @@ async def set_checked(page: Page, ref: str, checked: bool) -> None:
 
 async def set_input_files(page: Page, ref: str, files: Sequence[str | os.PathLike[str]]) -> None:
     """Put ``files`` (paths on this machine, which the browser must be able to read) in a file input."""
-    paths = [
-        os.path.abspath(os.fspath(f)) for f in ([files] if isinstance(files, (str, os.PathLike)) else files)
-    ]
-    missing = [p for p in paths if not os.path.isfile(p)]
+    listed = [files] if isinstance(files, (str, os.PathLike)) else files
+    paths = [os.path.abspath(os.fspath(f)) for f in listed]  # noqa: ASYNC240 - no I/O, string work
+    missing = [p for p in paths if not os.path.isfile(p)]  # noqa: ASYNC240 - a stat per file, no waiting
     if missing:
         raise FileNotFoundError(f"set_input_files: no such file(s): {missing}")
     node = await page.resolve(ref)

@@ -7,6 +7,7 @@ navigation (a click, a key press) wait for the new document to commit before ret
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -43,7 +44,7 @@ _BUTTON_BITS = {"left": 1, "right": 2, "middle": 4}
 def modifier_mask(modifiers: Sequence[str]) -> int:
     """``["Shift", "Meta"]`` as the protocol's bit mask (Meta is Control off macOS)."""
     if isinstance(modifiers, str):
-        raise ValueError(f"modifiers is a list such as ['Shift'], not the string {modifiers!r}")
+        raise TypeError(f"modifiers is a list such as ['Shift'], not the string {modifiers!r}")
     mask = 0
     for name in modifiers:
         canonical = platform_modifier(
@@ -122,10 +123,8 @@ async def _forced_click(
 ) -> None:
     """No checks: input at the box centre if it has one, else the element's own JS ``click()``."""
     session = node.session
-    try:
+    with contextlib.suppress(ProtocolError):  # no box: the checks below say so
         await session.execute_raw("DOM.scrollIntoViewIfNeeded", {"backendNodeId": node.backend_node_id})
-    except ProtocolError:
-        pass
     point = await centre(session, node.backend_node_id)
     async with navigation_watch(_sessions_to_watch(page, node)):
         if point is not None:

@@ -100,7 +100,9 @@ def _table() -> dict[str, KeyDef]:
 KEYS = _table()
 """Every key by its ``key`` name."""
 
-_BY_CODE = {d.code: d for d in KEYS.values() if not (len(d.key) == 1 and d.key != d.key.lower())}
+_BY_CODE: dict[str, KeyDef] = {}
+for _def in KEYS.values():
+    _BY_CODE.setdefault(_def.code, _def)  # the unshifted key of each code comes first in the table
 _BY_LOWER = {name.lower(): d for name, d in KEYS.items() if len(name) > 1}
 _BY_LOWER.update({"space": KEYS[" "], "esc": KEYS["Escape"], "return": KEYS["Enter"], "del": KEYS["Delete"]})
 
@@ -129,7 +131,8 @@ def key_def(name: str) -> KeyDef:
     found = KEYS.get(name) or _BY_CODE.get(name) or _BY_LOWER.get(name.lower())
     if found is None:
         raise ValueError(
-            f"unknown key {name!r}: name a key as KeyboardEvent.key does (Enter, ArrowLeft, a, F5, ' ') or by "
+            f"unknown key {name!r}: name a key as KeyboardEvent.key does (Enter, ArrowLeft, a, F5, ' ') or "
+            "by "
             "its code (KeyA, Digit1), and join modifiers with '+' (Control+Shift+ArrowLeft)"
         )
     return found

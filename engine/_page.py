@@ -206,9 +206,9 @@ class Page:
     ) -> None:
         """Click the element ``ref`` names with CDP mouse input, once it is actionable.
 
-        Actionable: attached, visible, enabled, scrolled into view, its box stable over two animation
-        frames, and a hit test at its centre lands on it (or inside it, or on its label). If the click
-        starts a navigation, this returns when the new document has committed.
+        Actionable: attached, visible, enabled, scrolled into view, its box the same in two animation
+        frames in a row, and a hit test at its centre lands on it (or inside it, or on its label). If the
+        click starts a navigation, this returns when the new document has committed.
 
         Args:
             button: "left", "right" or "middle".
@@ -221,14 +221,17 @@ class Page:
             ActionError: a check still failed near the deadline; ``check`` names it and, for a hit test,
                 ``in_the_way`` names what would get the click. Nothing was clicked.
         """
-        await _input.click(self, ref, button=button, click_count=click_count, modifiers=modifiers, force=force)
+        await _input.click(
+            self, ref, button=button, click_count=click_count, modifiers=modifiers, force=force
+        )
 
     async def hover(self, ref: str) -> None:
         """Move the mouse over ``ref`` once it is visible, stable and on top."""
         await _input.hover(self, ref)
 
     async def fill(self, ref: str, text: str) -> None:
-        """Replace the value of a text field, textarea or contenteditable with ``text`` (fires input, change)."""
+        """Replace the value of a text field, textarea or contenteditable with ``text``; fires input and
+        change."""
         await _forms.fill(self, ref, text)
 
     async def type(self, ref: str, text: str, *, delay_ms: float = 0) -> None:
@@ -328,7 +331,6 @@ class Page:
     async def bring_to_front(self) -> None:
         """Make this the active tab."""
         await self.session.execute_raw("Page.bringToFront")
-
 
     # --- frames and scripting helpers (engine/_frames.py) ------------------------------------------------
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from engine._actionability import send_nowait
+from engine._dialogs import watch_dialogs
 from engine._hooks import add_hook
 
 if TYPE_CHECKING:
@@ -40,8 +41,7 @@ class Popup:
 
 def watch_popups(browser: Browser, setup: list[tuple[str, dict[str, Any]]]) -> None:
     """Attach every tab our pages open and make a Page of it (``setup``: the commands a new page gets)."""
-    from engine._dialogs import watch_dialogs
-    from engine._page import Page
+    from engine._page import Page  # noqa: PLC0415 - _page imports this module
 
     attaching: dict[str, str] = {}  # target id -> opener target id
     waiters: list[tuple[str, Popup]] = browser.__dict__.setdefault("_popup_waiters", [])

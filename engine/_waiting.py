@@ -5,6 +5,7 @@ Every wait runs under the caller's deadline (``trio.fail_after``); none takes a 
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -12,9 +13,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import trio
 
-from engine._actionability import DEFAULT_BUDGET
+from engine._actionability import DEFAULT_BUDGET, RETRY_MARGIN, call_on, new_group, object_id, release
 from engine._errors import ActionError, ProtocolError, StaleRefError
 from engine._hooks import add_hook
+from engine._snapshot import _frame_tree as frame_tree  # the refs room's list of a session's frames
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -87,33 +89,42 @@ def _budget() -> float:
     return deadline if deadline != math.inf else trio.current_time() + DEFAULT_BUDGET
 
 
-_HAS_TEXT = "(t) => (document.body ? document.body.innerText : document.documentElement.textContent || '').includes(t)"
+_HAS_TEXT = (
+    "(t) => (document.body ? document.body.innerText : document.documentElement.textContent || '')"
+    ".includes(t)"
+)
 
 
-async def _frames_have_text(page: Page, text: str) -> bool:
-    """Whether ``text`` shows in any frame: each frame's own document, out-of-process ones included."""
-    from engine._snapshot import _frame_tree  # the refs room's frame list
+async def _frames_have_text(page: Page, text: str, worlds: dict[tuple[str, str], int]) -> bool:
+    """Whether ``text`` shows in any frame: each frame's own document, out-of-process ones included.
 
+    It reads each frame in an isolated world of the engine's (the page's scripts cannot fake the answer),
+    made once per frame and wait (``worlds``), and again after the frame navigated.
+    """
     found = False
 
     async def in_session(session: Session) -> None:
         nonlocal found
-        frames = await _frame_tree(session)
+        frames = await frame_tree(session)
         for frame in frames:
+            key = (session.session_id or "", frame["id"])
             try:
-                world = await session.execute_raw(
-                    "Page.createIsolatedWorld", {"frameId": frame["id"], "worldName": "engine-wait"}
-                )
+                if key not in worlds:
+                    made = await session.execute_raw(
+                        "Page.createIsolatedWorld", {"frameId": frame["id"], "worldName": "engine-wait"}
+                    )
+                    worlds[key] = made["executionContextId"]
                 got = await session.execute_raw(
                     "Runtime.evaluate",
                     {
-                        "expression": f"({_HAS_TEXT})({_js_string(text)})",
-                        "contextId": world["executionContextId"],
+                        "expression": f"({_HAS_TEXT})({json.dumps(text)})",
+                        "contextId": worlds[key],
                         "returnByValue": True,
                     },
                 )
             except ProtocolError:
-                continue  # the frame went away meanwhile
+                worlds.pop(key, None)  # the frame navigated or went away meanwhile
+                continue
             if got.get("result", {}).get("value") is True:
                 found = True
 
@@ -130,23 +141,25 @@ async def _frames_have_text(page: Page, text: str) -> bool:
     return found
 
 
-def _js_string(text: str) -> str:
-    import json
-
-    return json.dumps(text)
-
-
 async def wait_for_text(page: Page, text: str, *, present: bool) -> None:
-    """Until ``text`` shows in some frame (``present``), or in none."""
-    while await _frames_have_text(page, text) != present:
+    """Until ``text`` shows in some frame (``present``), or in none (polled every ``POLL`` seconds)."""
+    worlds: dict[tuple[str, str], int] = {}
+    while await _frames_have_text(page, text, worlds) != present:  # noqa: ASYNC110 - polls the page
         await trio.sleep(POLL)
 
 
-async def wait_for_ref(page: Page, ref: str, *, visible: bool) -> None:
-    """Until the element ``ref`` names is visible, or hidden (a ref removed from the page counts as hidden)."""
-    from engine._actionability import call_on, new_group, object_id, release
+_IS_VISIBLE = """function() {
+  const e = this.nodeType === 1 ? this : this.parentElement;
+  if (!e || !e.isConnected) return false;
+  const r = e.getBoundingClientRect();
+  return !!(r.width && r.height) && (!e.checkVisibility || e.checkVisibility({visibilityProperty: true}));
+}"""
 
-    js = "function() { const e = this.nodeType === 1 ? this : this.parentElement; if (!e || !e.isConnected) return false; const r = e.getBoundingClientRect(); return !!(r.width && r.height) && (!e.checkVisibility || e.checkVisibility({visibilityProperty: true})); }"
+
+async def wait_for_ref(page: Page, ref: str, *, visible: bool) -> None:
+    """Until the element ``ref`` names is visible, or hidden (a ref removed from the page counts as
+    hidden)."""
+    js = _IS_VISIBLE
     while True:
         try:
             node = await page.resolve(ref)
@@ -180,7 +193,7 @@ async def wait_for_load_state(page: Page, state: LoadState) -> None:
             "Runtime.evaluate", {"expression": "document.readyState", "returnByValue": True}
         )
         value = got.get("result", {}).get("value")
-        if value == "complete" or value == ready:
+        if value in ("complete", ready):
             return
         async for item in events:
             if item.params.get("name") == event and item.params.get("frameId") == page.target_id:
@@ -242,7 +255,8 @@ async def wait_for(
     ]
     if len(chosen) != 1:
         raise ValueError(
-            f"wait_for takes exactly one of text=, gone_text=, load_state=, ref= or time_ms=; got {chosen or 'none'}"
+            "wait_for takes exactly one of text=, gone_text=, load_state=, ref= or time_ms=; "
+            f"got {chosen or 'none'}"
         )
     if load_state is not None and load_state not in ("load", "domcontentloaded", "networkidle"):
         raise ValueError(f"load_state is 'load', 'domcontentloaded' or 'networkidle', not {load_state!r}")
@@ -251,8 +265,6 @@ async def wait_for(
     if time_ms is not None:
         await trio.sleep(time_ms / 1000)
         return
-    from engine._actionability import RETRY_MARGIN
-
     what = {
         "text": f"text {text!r} to appear",
         "gone_text": f"text {gone_text!r} to disappear",

@@ -44,7 +44,9 @@ async def deep_text(page: Page) -> str:
     return snap.text
 
 
-async def test_click_inside_a_cross_origin_iframe_two_levels_deep(isolated: Browser, server: str, peer: str) -> None:
+async def test_click_inside_a_cross_origin_iframe_two_levels_deep(
+    isolated: Browser, server: str, peer: str
+) -> None:
     page = await frames_page(isolated, server, peer)
     with trio.fail_after(10):
         snap = await page.snapshot()
@@ -70,7 +72,8 @@ async def test_an_overlay_in_the_top_document_over_an_oopif_is_named_and_not_cli
             "Runtime.evaluate",
             {
                 "expression": "const r = document.getElementById('remote').getBoundingClientRect();"
-                "const o = document.createElement('div'); o.setAttribute('role', 'alert'); o.setAttribute('aria-label', 'Sale!'); o.className = 'promo';"
+                "const o = document.createElement('div'); o.setAttribute('role', 'alert');"
+                "o.setAttribute('aria-label', 'Sale!'); o.className = 'promo';"
                 "o.style = `position:absolute;left:${r.left + scrollX}px;top:${r.top + scrollY}px;"
                 "width:${r.width}px;height:${r.height}px;background:white`; document.body.append(o)"
             },

@@ -28,7 +28,9 @@ def png_size(png: bytes) -> tuple[int, int]:
     return width, height
 
 
-async def test_link_click_and_form_submit_return_after_the_new_document_commits(browser: Browser, server: str) -> None:
+async def test_link_click_and_form_submit_return_after_the_new_document_commits(
+    browser: Browser, server: str
+) -> None:
     page = await open_page(browser, f"{server}/actions/nav.html")
     with trio.fail_after(10):
         snap = await page.snapshot()
@@ -85,11 +87,18 @@ async def test_dialogs_are_dismissed_by_default_and_recorded_or_answered_by_on_d
         await page.click(ref(snap, "button", "Confirm"))
         assert await value(page, "document.getElementById('out').textContent") == "confirm true"
     kinds = [(d.type, d.message, d.accepted) for d in page.dialogs]
-    assert kinds == [("alert", "Hello", False), ("confirm", "Sure?", False), ("prompt", "Name?", True), ("confirm", "Sure?", True)]
+    assert kinds == [
+        ("alert", "Hello", False),
+        ("confirm", "Sure?", False),
+        ("prompt", "Name?", True),
+        ("confirm", "Sure?", True),
+    ]
     assert page.dialogs[2].prompt_text == "Grace"
 
 
-async def test_popups_from_target_blank_and_window_open_appear_in_browser_pages(browser: Browser, server: str) -> None:
+async def test_popups_from_target_blank_and_window_open_appear_in_browser_pages(
+    browser: Browser, server: str
+) -> None:
     page = await open_page(browser, f"{server}/actions/nav.html")
     with trio.fail_after(10):
         snap = await page.snapshot()
@@ -104,7 +113,8 @@ async def test_popups_from_target_blank_and_window_open_appear_in_browser_pages(
         await second.page.bring_to_front()
         assert len(browser.pages) == 3
         await tab.close()
-        assert tab not in browser.pages and len(browser.pages) == 2
+        assert tab not in browser.pages
+        assert len(browser.pages) == 2
 
 
 async def test_screenshots_decode_and_have_the_expected_size(browser: Browser, server: str) -> None:
@@ -112,12 +122,19 @@ async def test_screenshots_decode_and_have_the_expected_size(browser: Browser, s
     with trio.fail_after(10):
         width, height = await value(page, "[innerWidth, innerHeight]")
         assert png_size(await page.screenshot()) == (width, height)
-        full = await value(page, "[document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
-        assert full[0] == 1500 and full[1] > 3000
+        full = await value(
+            page, "[document.documentElement.scrollWidth, document.documentElement.scrollHeight]"
+        )
+        assert full[0] == 1500
+        assert full[1] > 3000
         assert png_size(await page.screenshot(full_page=True)) == tuple(full)
         snap = await page.snapshot()
         button = ref(snap, "button", "Bottom button")
-        box = await value(page, "(() => { const r = document.querySelector('button').getBoundingClientRect(); return [r.width, r.height] })()")
+        box = await value(
+            page,
+            "(() => { const r = document.querySelector('button').getBoundingClientRect();"
+            " return [r.width, r.height] })()",
+        )
         assert png_size(await page.screenshot(ref=button)) == (round(box[0]), round(box[1]))
 
 
@@ -141,4 +158,7 @@ async def test_drag_and_drop_html5_and_mouse_based(browser: Browser, server: str
         snap = await page.snapshot()
         await page.drag(ref(snap, "button", "Card"), ref(snap, "region", "Bin"))
         await page.drag(ref(snap, "button", "Knob"), ref(snap, "region", "Slot"))
-    assert (await value(page, "document.getElementById('out').textContent")).split() == ["dropped:card-data", "knob-in-slot"]
+    assert (await value(page, "document.getElementById('out').textContent")).split() == [
+        "dropped:card-data",
+        "knob-in-slot",
+    ]

@@ -12,7 +12,9 @@ from tests.browser.integration._actions_helpers import open_page, ref, value
 pytestmark = pytest.mark.browser
 
 
-async def test_click_by_ref_clicks_the_button_once_with_count_and_modifiers(browser: Browser, server: str) -> None:
+async def test_click_by_ref_clicks_the_button_once_with_count_and_modifiers(
+    browser: Browser, server: str
+) -> None:
     page = await open_page(browser, f"{server}/actions/pointer.html")
     with trio.fail_after(10):
         snap = await page.snapshot()
@@ -23,7 +25,9 @@ async def test_click_by_ref_clicks_the_button_once_with_count_and_modifiers(brow
     assert await value(page, "window.clicks") == ["plain:1", "plain:1", "plain:2", "plain:1+shift"]
 
 
-async def test_click_lands_inside_a_button_whose_centre_is_a_child_element(browser: Browser, server: str) -> None:
+async def test_click_lands_inside_a_button_whose_centre_is_a_child_element(
+    browser: Browser, server: str
+) -> None:
     page = await open_page(browser, f"{server}/actions/pointer.html")
     with trio.fail_after(10):
         snap = await page.snapshot()
@@ -64,7 +68,9 @@ async def test_button_that_moves_is_clicked_once_it_settles(browser: Browser, se
     assert await value(page, "window.clicks") == ["mover@220"]
 
 
-async def test_disabled_button_raises_action_error_after_the_deadline_margin(browser: Browser, server: str) -> None:
+async def test_disabled_button_raises_action_error_after_the_deadline_margin(
+    browser: Browser, server: str
+) -> None:
     page = await open_page(browser, f"{server}/actions/pointer.html")
     with trio.fail_after(10):
         snap = await page.snapshot()
@@ -96,7 +102,9 @@ async def test_ref_replaced_by_a_look_alike_is_stale_and_the_look_alike_is_not_c
     assert await value(page, "window.clicks") == ["twin"]
 
 
-async def test_click_scrolls_a_far_button_into_view_and_hover_moves_the_mouse(browser: Browser, server: str) -> None:
+async def test_click_scrolls_a_far_button_into_view_and_hover_moves_the_mouse(
+    browser: Browser, server: str
+) -> None:
     page = await open_page(browser, f"{server}/actions/pointer.html")
     with trio.fail_after(10):
         snap = await page.snapshot()
