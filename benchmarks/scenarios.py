@@ -175,12 +175,6 @@ SCENARIOS: tuple[Scenario, ...] = (
         "bounded evaluate of a hung script, then the next evaluate",
         skip_reason=NEEDS_UPPER_LAYERS,
     ),
-    Scenario(
-        "action.click",
-        Kind.PLACEHOLDER,
-        "click by ref with actionability checks",
-        skip_reason=NEEDS_UPPER_LAYERS,
-    ),
 )
 
 BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}

@@ -131,7 +131,17 @@ class StaleRefError(CDPError):
 
 
 class ActionError(CDPError):
-    """An action could not be done on its element (not actionable in time, covered by another element)."""
+    """An action could not be done on its element (not actionable in time, covered by another element).
+
+    ``ref`` is the element, ``check`` the actionability check that failed last ("visible", "enabled",
+    "stable", "hit test", ...), and ``in_the_way`` what a hit test found on top (role, name, selector).
+    """
+
+    def __init__(self, message: str, *, ref: str = "", check: str = "", in_the_way: str = "") -> None:
+        self.ref = ref
+        self.check = check
+        self.in_the_way = in_the_way
+        super().__init__(message)
 
 
 class JavaScriptError(CDPError):
