@@ -18,6 +18,7 @@ from engine._errors import CDPError as CDPError
 from engine._errors import ConnectError as ConnectError
 from engine._errors import ConnectionClosed as ConnectionClosed
 from engine._errors import EvaluateDisabled as EvaluateDisabled
+from engine._errors import EvaluateTimeout as EvaluateTimeout
 from engine._errors import EventOverflow as EventOverflow
 from engine._errors import InvalidParams as InvalidParams
 from engine._errors import JavaScriptError as JavaScriptError
@@ -29,6 +30,7 @@ from engine._errors import SessionDetached as SessionDetached
 from engine._errors import StaleRefError as StaleRefError
 from engine._errors import StepsValidationError as StepsValidationError
 from engine._errors import TargetCrashed as TargetCrashed
+from engine._metrics import EvaluateMetrics as EvaluateMetrics
 from engine._page import Page as Page
 from engine._refs import Ref as Ref
 from engine._refs import ResolvedNode as ResolvedNode
@@ -48,6 +50,8 @@ __all__ = [
     "ConnectionClosed",
     "ConnectionStatistics",
     "EvaluateDisabled",
+    "EvaluateMetrics",
+    "EvaluateTimeout",
     "EventOverflow",
     "InvalidParams",
     "JavaScriptError",
