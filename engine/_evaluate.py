@@ -331,7 +331,9 @@ async def _bounded(
     now = trio.current_time()
     budget = page_budget(deadline, now)
     page_end = now + budget
-    watch = deadline - (deadline - page_end) / 2  # halfway between the page's end and the caller's
+    # Soon after the page's own end: a script the page could not stop itself (a loop in callFunctionOn) is
+    # terminated there, leaving most of the margin for the termination and the probe before the deadline.
+    watch = page_end + min(0.01, (deadline - page_end) / 4)
     try:
         with trio.move_on_at(watch):
             try:
