@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import time
+from typing import Any
 
 import pytest
 import trio
@@ -143,7 +144,7 @@ async def test_bad_arguments_are_refused_before_anything_is_sent(browser: Browse
 async def test_hung_scripts_end_within_budget_and_a_click_then_works(browser: Browser, server: str) -> None:
     page = await open_page(browser, server)
     ref = await ref_of(page, "button", "Go")
-    hung = [
+    hung: list[tuple[str, dict[str, Any]]] = [
         ("while (true) {}", {}),  # a synchronous loop (a script: Runtime.evaluate's own timeout)
         ("() => { for (;;) {} }", {}),  # a loop in a function
         ("new Promise(() => {})", {}),  # a promise that never settles (the in-page race)
