@@ -331,9 +331,15 @@ async def _bounded(
     now = trio.current_time()
     budget = page_budget(deadline, now)
     page_end = now + budget
-    # Soon after the page's own end: a script the page could not stop itself (a loop in callFunctionOn) is
-    # terminated there, leaving most of the margin for the termination and the probe before the deadline.
-    watch = page_end + min(0.01, (deadline - page_end) / 4)
+    # Runtime.terminateExecution stops whatever script the tab runs: sent after ours has ended, it stops the
+    # next one, whoever runs it (seen: a Playwright click queued behind our loop never finished). So when
+    # the page stops the script itself (Runtime.evaluate's ``timeout``), its answer gets most of the margin;
+    # when it cannot (a loop in callFunctionOn), the termination goes soon after the page's end, leaving
+    # most of the margin for the termination and the probe before the deadline.
+    if method == "Runtime.evaluate":
+        watch = deadline - (deadline - page_end) / 4
+    else:
+        watch = page_end + min(0.01, (deadline - page_end) / 4)
     try:
         with trio.move_on_at(watch):
             try:
