@@ -8,9 +8,11 @@ out-of-process nesting plus Chromium's time to build the trees.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
@@ -19,6 +21,7 @@ import trio
 from engine._axrender import _ROLE_NAMES, FrameAX, Options, render
 from engine._errors import ProtocolError, SessionDetached, StaleRefError
 from engine._refs import Ref, RefState, ResolvedNode, Snapshot, SnapshotStats
+from engine._util import unwrap_group
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -45,9 +48,13 @@ async def _collect(session: Session, target: str, found: list[FrameAX], main: bo
     owners: dict[str, int | None] = {}
 
     async def tree_of(frame_id: str | None, key: str) -> None:
-        params = {"frameId": frame_id} if frame_id else {}
+        if frame_id is None:  # the session's own document: a failure here is the snapshot's failure
+            trees[key] = (await session.execute_raw("Accessibility.getFullAXTree"))["nodes"]
+            return
         try:
-            trees[key] = (await session.execute_raw("Accessibility.getFullAXTree", params))["nodes"]
+            trees[key] = (await session.execute_raw("Accessibility.getFullAXTree", {"frameId": frame_id}))[
+                "nodes"
+            ]
         except ProtocolError as exc:  # the frame went away between the frame tree and this call
             log.debug("no AX tree for frame %s: %s", key, exc)
 
@@ -108,6 +115,18 @@ async def _collect_child(child: Session, found: list[FrameAX], frames: bool) -> 
         log.debug("skipped out-of-process frame %s: %s", child.frame_id, exc)
 
 
+@contextlib.contextmanager
+def _first_error() -> Iterator[None]:
+    """Concurrent calls that fail together (a page closed under a snapshot) raise one error, not a group."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        one = unwrap_group(group)
+        while isinstance(one, BaseExceptionGroup):
+            one = one.exceptions[0]
+        raise one from None
+
+
 def _state(page: Page) -> RefState:
     return page.browser._ref_cache.get(page.target_id)
 
@@ -131,7 +150,8 @@ async def take_snapshot(
     state = _state(page)
     root_ref = _known(state, root) if root is not None else None
     found: list[FrameAX] = []
-    await _collect(page.session, "", found, True, frames)
+    with _first_error():
+        await _collect(page.session, "", found, True, frames)
     options = Options(
         interactive_only=interactive_only,
         max_depth=max_depth,
@@ -261,9 +281,10 @@ async def resolve_ref(page: Page, ref: str) -> ResolvedNode:
     async def documents() -> None:
         frames.extend(await _frame_tree(session))
 
-    async with trio.open_nursery() as nursery:  # both go out at once: one round trip
-        nursery.start_soon(node)
-        nursery.start_soon(documents)
+    with _first_error():
+        async with trio.open_nursery() as nursery:  # both go out at once: one round trip
+            nursery.start_soon(node)
+            nursery.start_soon(documents)
     frame = next((f for f in frames if f["id"] == known.frame_id), None)
     if frame is None:
         state.retire(ref, "removed")

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import trio
 
-from engine import Browser, Page, StaleRefError, launch
+from engine import Browser, Page, SessionDetached, StaleRefError, launch
 from engine._axrender import NAME_LIMIT
 from engine.testing import serve_directory
 from tests.conftest import PAGES
@@ -263,3 +263,14 @@ async def test_the_5000_element_page(browser: Browser) -> None:
     assert snap.stats.nodes_seen > 12_000
     assert (last.role, last.name) == ("textbox", "Quantity 999")
     assert snap.stats.bytes < 200_000
+
+
+async def test_a_closed_page_raises_one_error_not_a_group(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/refs/form.html")
+    with trio.fail_after(10):
+        await page.snapshot()
+        await page.close()
+    with trio.fail_after(10), pytest.raises(SessionDetached):
+        await page.snapshot()
+    with trio.fail_after(10), pytest.raises(SessionDetached):
+        await page.resolve("e1")
