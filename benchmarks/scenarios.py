@@ -170,12 +170,6 @@ SCENARIOS: tuple[Scenario, ...] = (
         skip_reason=NEEDS_UPPER_LAYERS,
     ),
     Scenario(
-        "evaluate.hung_recovery",
-        Kind.PLACEHOLDER,
-        "bounded evaluate of a hung script, then the next evaluate",
-        skip_reason=NEEDS_UPPER_LAYERS,
-    ),
-    Scenario(
         "action.click",
         Kind.PLACEHOLDER,
         "click by ref with actionability checks",

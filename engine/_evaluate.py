@@ -503,7 +503,7 @@ async def _finish(page: Page, started: float, own: bool, deadline: float, run: A
         value = await run
     except _BudgetSpent:
         metrics.call(trio.current_time() - started, timeout=True)
-        log.warning(
+        log.info(
             "an evaluate on %r ran out of its budget and was stopped; it may have had side effects "
             "(not safe to replay)",
             page,
@@ -517,7 +517,7 @@ async def _finish(page: Page, started: float, own: bool, deadline: float, run: A
         raise
     except trio.Cancelled:
         metrics.call(trio.current_time() - started, timeout=True)
-        log.warning(
+        log.info(
             "an evaluate on %r was cancelled while it ran; it may have had side effects (not safe to replay)",
             page,
         )
