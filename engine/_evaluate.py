@@ -27,11 +27,11 @@ import trio
 
 import cdp
 from engine._errors import (
+    CDPError,
     EvaluateDisabled,
     EvaluateTimeout,
     JavaScriptError,
     ProtocolError,
-    SessionDetached,
 )
 from engine._metrics import EvaluateMetrics, MetricsRecorder
 from engine._refs import ResolvedNode
@@ -245,7 +245,8 @@ def _is_compile_error(reply: dict[str, Any]) -> bool:
     """A SyntaxError with no stack frame: the wrapped source did not parse, so nothing of it ran.
 
     Measured on Chromium 156: a parse error's description is the message alone; a SyntaxError thrown at run
-    time (``JSON.parse('x')``) carries ``at ...`` lines.
+    time (``JSON.parse('x')``) carries ``at ...`` lines. (A page that sets ``Error.stackTraceLimit = 0``
+    makes a thrown SyntaxError look like a parse error: the source would then run a second time, as a script.)
     """
     details = reply.get("exceptionDetails")
     if not details:
@@ -306,7 +307,7 @@ async def _stop_script(session: Session, metrics: MetricsRecorder) -> None:
                     if _TERMINATED not in exc.message:
                         break
                     log.info("a termination was still armed; the probe took it (%s)", session.session_id)
-        except (ProtocolError, SessionDetached) as exc:
+        except CDPError as exc:  # the tab or the link is gone: nothing left to stop
             log.debug("could not terminate on %s: %s", session.session_id, exc)
     if scope.cancelled_caught:
         log.warning("terminating the script on %s took over %s s", session.session_id, STOP_LIMIT)

@@ -139,7 +139,9 @@ class PlaywrightTab:
         try:
             return await self.runner.run(fn, self.pw_page, *args)
         except trio.Cancelled:
-            if self._recovered is None:
+            # Past its budget (not a plain cancellation, which asks for no recovery): heal the tab.
+            past = trio.current_time() >= trio.current_effective_deadline()
+            if past and self._recovered is None:
                 self._recovered = trio.Event()
                 self._nursery.start_soon(self._recover, self._recovered)
             raise
