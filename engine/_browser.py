@@ -20,7 +20,9 @@ from engine._errors import (
     ConnectError,
     ProtocolError,
 )
+from engine._evaluate import browser_metrics
 from engine._http import discover_ws_url
+from engine._metrics import EvaluateMetrics
 from engine._page import Page
 from engine._popups import watch_popups
 from engine._process import ChromiumProcess, open_chromium
@@ -90,6 +92,10 @@ class Browser(metaclass=NoPublicConstructor):
 
     def statistics(self) -> ConnectionStatistics:
         return self.connection.statistics()
+
+    def metrics(self) -> EvaluateMetrics:
+        """Evaluate counters of every page of this browser together (see ``Page.metrics``)."""
+        return browser_metrics(self)
 
     async def new_page(self, url: str | None = None) -> Page:
         """Open a tab, attach a flattened session to it (iframes and workers auto-attach), load ``url``.

@@ -19,6 +19,8 @@ One root, split by blame: what the browser said, what happened to the link, and 
     │                          hit test found another element on top (the message names it)
     ├── JavaScriptError        a script threw in the page; carries the exception details
     ├── EvaluateDisabled       evaluate was turned off (Settings(evaluate_enabled=False))
+    ├── EvaluateTimeout        evaluate ran past Settings.evaluate_timeout with no deadline of the caller's
+    │                          (also a trio.TooSlowError); the script was terminated, may have had effects
     └── StepsValidationError   a steps macro failed validation before anything ran; names the step and field
 """
 
@@ -26,6 +28,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+import trio
 
 import cdp
 
@@ -145,11 +149,30 @@ class ActionError(CDPError):
 
 
 class JavaScriptError(CDPError):
-    """A script evaluated in the page threw; ``details`` holds the protocol's exception details."""
+    """A script evaluated in the page threw; ``details`` holds the protocol's exception details.
 
-    def __init__(self, message: str, *, details: Any = None) -> None:
+    ``stack`` is the page's stack text (may be empty) and ``line`` the 1-based line of the source where it
+    was thrown, when the page said.
+    """
+
+    def __init__(
+        self, message: str, *, details: Any = None, stack: str = "", line: int | None = None
+    ) -> None:
         self.details = details
+        self.stack = stack
+        self.line = line
         super().__init__(message)
+
+
+class EvaluateTimeout(CDPError, trio.TooSlowError):
+    """An evaluate with no deadline of the caller's ran past ``Settings.evaluate_timeout``.
+
+    The script was terminated. It may have had side effects before that: not safe to replay blindly
+    (``side_effects_possible`` is always True). With a deadline of your own, your scope's own outcome
+    (``TooSlowError`` from ``fail_after``, nothing from ``move_on_after``) is what you see instead.
+    """
+
+    side_effects_possible = True
 
 
 class EvaluateDisabled(CDPError):

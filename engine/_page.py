@@ -15,7 +15,9 @@ import cdp
 from engine import _capture, _forms, _input, _popups, _waiting
 from engine._dialogs import Dialog, DialogHandler, dialog_state
 from engine._errors import ConnectionClosed, NavigationError, TargetCrashed
+from engine._evaluate import evaluate, page_metrics
 from engine._frames import Frame, list_frames
+from engine._metrics import EvaluateMetrics
 from engine._popups import Popup
 from engine._refs import ResolvedNode, Snapshot
 from engine._session import Session
@@ -193,6 +195,33 @@ class Page:
         return await resolve_ref(self, ref)
 
     # --- evaluate (engine/_evaluate.py) ------------------------------------------------------------------
+
+    async def evaluate(
+        self, source: str, *args: Any, ref: str | None = None, backend_node_id: int | None = None
+    ) -> Any:
+        """Run JavaScript in the page and return its result by value (JSON); promises are awaited.
+
+        ``source`` is an expression (``"document.title"``), statements (``"let a = 1; a + 1"``) or a
+        function (``"(a, b) => a + b"``), which is called with ``args`` (JSON values). With ``ref`` (a
+        snapshot ref, after its identity check) or ``backend_node_id``, ``source`` must be a function that
+        gets the element first: ``await page.evaluate("(el, n) => el.textContent.slice(0, n)", 9, ref="e3")``.
+
+        The budget is your deadline: ``with trio.fail_after(0.5): await page.evaluate("while (true) {}")``
+        raises TooSlowError within 0.5 s + 100 ms, the script is terminated and the tab stays usable. With no
+        deadline, ``Settings.evaluate_timeout`` applies. It runs on a session of its own to the tab.
+
+        Raises:
+            JavaScriptError: the script threw (``stack``, ``line``), or its result cannot be returned by
+                value (a DOM node, a function, a cycle; the message says what to return instead).
+            EvaluateTimeout: no deadline of yours, and ``Settings.evaluate_timeout`` ran out.
+            EvaluateDisabled: ``Settings(evaluate_enabled=False)``; nothing was sent.
+            StaleRefError: ``ref`` no longer names its element.
+        """
+        return await evaluate(self, source, args, ref=ref, backend_node_id=backend_node_id)
+
+    def metrics(self) -> EvaluateMetrics:
+        """Evaluate counters of this page: calls, p50/p95 duration, timeouts, terminations, fallbacks."""
+        return page_metrics(self)
 
     # --- actions (engine/_actions.py) --------------------------------------------------------------------
     # Pointer actions wait for the element to be actionable (engine/_actionability.py) under the caller's
