@@ -19,7 +19,6 @@ from typing import Any
 
 import trio
 
-import cdp
 from engine import steps as _steps
 from engine._browser import Browser, connect, launch
 from engine._cli_protocol import UsageError
@@ -226,7 +225,8 @@ async def screenshot_command(args: argparse.Namespace) -> None:
     async with open_browser(args) as browser:
         page = await open_page(browser, args, args.url)
         with deadline(args):
-            png, width, height = await _capture(page, full_page=args.full_page)
+            png = await page.screenshot(full_page=args.full_page)
+    width, height = png_size(png)
     await trio.Path(out).write_bytes(png)
     if args.json:
         emit(json.dumps({"path": str(out), "bytes": len(png), "width": width, "height": height}))
@@ -234,20 +234,6 @@ async def screenshot_command(args: argparse.Namespace) -> None:
         emit(f"wrote {out}: {width}x{height} px, {len(png):,} bytes")
 
 
-async def _capture(page: Page, *, full_page: bool) -> tuple[bytes, int, int]:
-    session = page.session
-    metrics = await session.execute(cdp.page.get_layout_metrics())
-    if full_page:
-        size = metrics.css_content_size
-        width, height = round(size.width), round(size.height)
-        shot = await session.execute(
-            cdp.page.capture_screenshot(
-                clip=cdp.page.Viewport(x=0, y=0, width=width, height=height, scale=1),
-                capture_beyond_viewport=True,
-            )
-        )
-    else:
-        view = metrics.css_visual_viewport
-        width, height = round(view.client_width), round(view.client_height)
-        shot = await session.execute(cdp.page.capture_screenshot())
-    return shot.data, width, height
+def png_size(png: bytes) -> tuple[int, int]:
+    """Width and height from a PNG's IHDR chunk (bytes 16-24)."""
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")

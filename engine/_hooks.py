@@ -17,7 +17,7 @@ from engine._session import Session, Subscription
 log = logging.getLogger("engine.hooks")
 
 
-class _Hook(Subscription):
+class _Hook(Subscription[Any]):
     _call: Callable[[str, dict[str, Any]], None]
 
     def _push(self, method: str, params: dict[str, Any]) -> None:
@@ -31,7 +31,7 @@ class _Hook(Subscription):
 
 def add_hook(
     session: Session, methods: tuple[str, ...], call: Callable[[str, dict[str, Any]], None]
-) -> Subscription:
+) -> Subscription[Any]:
     """Call ``call(method, params)`` in the reader for each of ``methods`` on ``session`` until removed.
 
     Remove it with ``session.unsubscribe(hook)``; it ends with the session.

@@ -21,7 +21,7 @@ malformed string raises ``ValueError`` quoting the bad part and the expected for
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 
@@ -56,7 +56,7 @@ class Action:
     text: str | None = None
     press_enter_after: bool = False
     key: str | None = None
-    direction: str | None = None
+    direction: Literal["up", "down"] | None = None
     url: str | None = None
     index: int | None = None
     answer: str | None = None
@@ -153,9 +153,11 @@ def parse(action: str) -> Action:
         return Action(name=name, key=args[0])
     if name == "scroll":
         direction = args[0].lower().removeprefix("direction=")
-        if direction not in ("up", "down"):
-            raise _bad(action, f"[{args[0]}]", name)
-        return Action(name=name, direction=direction)
+        if direction == "up":
+            return Action(name=name, direction="up")
+        if direction == "down":
+            return Action(name=name, direction="down")
+        raise _bad(action, f"[{args[0]}]", name)
     if name == "goto":
         if not args[0].strip():
             raise _bad(action, "[]", name, " (no URL)")
