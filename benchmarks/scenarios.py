@@ -169,18 +169,6 @@ SCENARIOS: tuple[Scenario, ...] = (
         "ref snapshot of the 5,000-element page",
         skip_reason=NEEDS_UPPER_LAYERS,
     ),
-    Scenario(
-        "evaluate.hung_recovery",
-        Kind.PLACEHOLDER,
-        "bounded evaluate of a hung script, then the next evaluate",
-        skip_reason=NEEDS_UPPER_LAYERS,
-    ),
-    Scenario(
-        "action.click",
-        Kind.PLACEHOLDER,
-        "click by ref with actionability checks",
-        skip_reason=NEEDS_UPPER_LAYERS,
-    ),
 )
 
 BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}

@@ -20,6 +20,7 @@ from engine._errors import CDPError as CDPError
 from engine._errors import ConnectError as ConnectError
 from engine._errors import ConnectionClosed as ConnectionClosed
 from engine._errors import EvaluateDisabled as EvaluateDisabled
+from engine._errors import EvaluateTimeout as EvaluateTimeout
 from engine._errors import EventOverflow as EventOverflow
 from engine._errors import InvalidParams as InvalidParams
 from engine._errors import JavaScriptError as JavaScriptError
@@ -32,6 +33,7 @@ from engine._errors import StaleRefError as StaleRefError
 from engine._errors import StepsValidationError as StepsValidationError
 from engine._errors import TargetCrashed as TargetCrashed
 from engine._frames import Frame as Frame
+from engine._metrics import EvaluateMetrics as EvaluateMetrics
 from engine._names import UnknownName as UnknownName
 from engine._page import Page as Page
 from engine._refs import Ref as Ref
@@ -58,6 +60,8 @@ __all__ = [
     "ConnectionClosed",
     "ConnectionStatistics",
     "EvaluateDisabled",
+    "EvaluateMetrics",
+    "EvaluateTimeout",
     "EventOverflow",
     "Frame",
     "InvalidParams",

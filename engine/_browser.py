@@ -13,14 +13,18 @@ import trio
 
 import cdp
 from engine._connection import Connection, ConnectionStatistics, open_connection
+from engine._dialogs import watch_dialogs
 from engine._errors import (
     BrowserLaunchError,
     CDPError,
     ConnectError,
     ProtocolError,
 )
+from engine._evaluate import browser_metrics
 from engine._http import discover_ws_url
+from engine._metrics import EvaluateMetrics
 from engine._page import Page
+from engine._popups import watch_popups
 from engine._process import ChromiumProcess, open_chromium
 from engine._refs import RefCache
 from engine._session import Session
@@ -78,7 +82,7 @@ class Browser(metaclass=NoPublicConstructor):
 
     @property
     def pages(self) -> list[Page]:
-        """The pages this Browser opened that are still open."""
+        """The pages this Browser opened, and the tabs they opened themselves, that are still open."""
         for gone in [target for target, page in self._pages.items() if page.closed]:
             del self._pages[gone]
         return list(self._pages.values())
@@ -88,6 +92,10 @@ class Browser(metaclass=NoPublicConstructor):
 
     def statistics(self) -> ConnectionStatistics:
         return self.connection.statistics()
+
+    def metrics(self) -> EvaluateMetrics:
+        """Evaluate counters of every page of this browser together (see ``Page.metrics``)."""
+        return browser_metrics(self)
 
     async def new_page(self, url: str | None = None) -> Page:
         """Open a tab, attach a flattened session to it (iframes and workers auto-attach), load ``url``.
@@ -119,6 +127,7 @@ class Browser(metaclass=NoPublicConstructor):
             raise
         page = Page(self, session, target_id)
         self._pages[target_id] = page
+        watch_dialogs(page)
         if url is not None:
             await page.goto(url)
         return page
@@ -143,6 +152,8 @@ class Browser(metaclass=NoPublicConstructor):
             await self.session.execute(cdp.target.set_discover_targets(discover=True))
         except ProtocolError as exc:
             log.warning("this endpoint refused Target.setDiscoverTargets (%s); going on without it", exc)
+        else:
+            watch_popups(self, [(c.method, c.params) for c in _page_setup()])
         self._set_up = True
 
 

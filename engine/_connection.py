@@ -30,6 +30,7 @@ from engine._errors import (
 from engine._params import encode_message
 from engine._sessions import SessionTable
 from engine._settings import DEFAULT_SETTINGS, Settings
+from engine._trace import protocol_tracer
 from engine._util import NoPublicConstructor, collapse_groups
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ class Connection(metaclass=NoPublicConstructor):
     def __init__(self, transport: Transport, settings: Settings) -> None:
         self.transport = transport
         self.settings = settings
+        self._trace = protocol_tracer(settings)  # None unless Settings.protocol_trace: one check per message
         #: Every session of this link, by id; the browser-level session is ``sessions.browser``.
         self.sessions = SessionTable(self)
         self._pending: dict[int, _Pending] = {}
@@ -109,6 +111,8 @@ class Connection(metaclass=NoPublicConstructor):
         if session.session_id is not None:
             message["sessionId"] = session.session_id
         data = encode_message(message, method)
+        if self._trace is not None:
+            self._trace("->", data)
         limit = self._outbound_limit
         if len(data) > limit:
             raise MessageTooLarge(
@@ -191,6 +195,8 @@ class Connection(metaclass=NoPublicConstructor):
             batch = await transport.receive_batch()
             self._eager = True
             for raw in batch:
+                if self._trace is not None:
+                    self._trace("<-", raw)
                 self._received += 1
                 try:
                     self._dispatch(raw)

@@ -19,12 +19,17 @@ One root, split by blame: what the browser said, what happened to the link, and 
     │                          hit test found another element on top (the message names it)
     ├── JavaScriptError        a script threw in the page; carries the exception details
     ├── EvaluateDisabled       evaluate was turned off (Settings(evaluate_enabled=False))
+    ├── EvaluateTimeout        evaluate ran past Settings.evaluate_timeout with no deadline of the caller's
+    │                          (also a trio.TooSlowError); the script was terminated, may have had effects
     └── StepsValidationError   a steps macro failed validation before anything ran; names the step and field
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+import trio
 
 import cdp
 
@@ -130,15 +135,44 @@ class StaleRefError(CDPError):
 
 
 class ActionError(CDPError):
-    """An action could not be done on its element (not actionable in time, covered by another element)."""
+    """An action could not be done on its element (not actionable in time, covered by another element).
+
+    ``ref`` is the element, ``check`` the actionability check that failed last ("visible", "enabled",
+    "stable", "hit test", ...), and ``in_the_way`` what a hit test found on top (role, name, selector).
+    """
+
+    def __init__(self, message: str, *, ref: str = "", check: str = "", in_the_way: str = "") -> None:
+        self.ref = ref
+        self.check = check
+        self.in_the_way = in_the_way
+        super().__init__(message)
 
 
 class JavaScriptError(CDPError):
-    """A script evaluated in the page threw; ``details`` holds the protocol's exception details."""
+    """A script evaluated in the page threw; ``details`` holds the protocol's exception details.
 
-    def __init__(self, message: str, *, details: Any = None) -> None:
+    ``stack`` is the page's stack text (may be empty) and ``line`` the 1-based line of the source where it
+    was thrown, when the page said.
+    """
+
+    def __init__(
+        self, message: str, *, details: Any = None, stack: str = "", line: int | None = None
+    ) -> None:
         self.details = details
+        self.stack = stack
+        self.line = line
         super().__init__(message)
+
+
+class EvaluateTimeout(CDPError, trio.TooSlowError):
+    """An evaluate with no deadline of the caller's ran past ``Settings.evaluate_timeout``.
+
+    The script was terminated. It may have had side effects before that: not safe to replay blindly
+    (``side_effects_possible`` is always True). With a deadline of your own, your scope's own outcome
+    (``TooSlowError`` from ``fail_after``, nothing from ``move_on_after``) is what you see instead.
+    """
+
+    side_effects_possible = True
 
 
 class EvaluateDisabled(CDPError):
@@ -146,11 +180,18 @@ class EvaluateDisabled(CDPError):
 
 
 class StepsValidationError(CDPError, ValueError):
-    """A steps macro is invalid; nothing ran. ``index`` and ``field`` name the first bad step and field."""
+    """A steps macro is invalid; nothing ran. ``index`` and ``field`` name the first bad step and field.
 
-    def __init__(self, message: str, *, index: int | None = None, field: str = "") -> None:
+    ``problems`` lists every problem found (``engine.steps.Problem``: index, field, message), so a caller
+    fixes them all at once; the message lists them too.
+    """
+
+    def __init__(
+        self, message: str, *, index: int | None = None, field: str = "", problems: Sequence[Any] = ()
+    ) -> None:
         self.index = index
         self.field = field
+        self.problems = list(problems)
         super().__init__(message)
 
 

@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import collections
 import math
+import os
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
 import trio
 
 import cdp
+from engine import _capture, _forms, _input, _popups, _waiting
+from engine._dialogs import Dialog, DialogHandler, dialog_state
 from engine._errors import ConnectionClosed, NavigationError, TargetCrashed
+from engine._evaluate import evaluate, page_metrics
 from engine._frames import Frame, list_frames
+from engine._metrics import EvaluateMetrics
+from engine._popups import Popup
 from engine._refs import ResolvedNode, Snapshot
 from engine._session import Session
 from engine._snapshot import resolve_ref, take_snapshot
+from engine._steps import run_steps
+from engine.steps import ReturnMode, StepsResult
 
 if TYPE_CHECKING:
     from engine._browser import Browser
@@ -185,7 +196,173 @@ class Page:
 
     # --- evaluate (engine/_evaluate.py) ------------------------------------------------------------------
 
+    async def evaluate(
+        self, source: str, *args: Any, ref: str | None = None, backend_node_id: int | None = None
+    ) -> Any:
+        """Run JavaScript in the page and return its result by value (JSON); promises are awaited.
+
+        ``source`` is an expression (``"document.title"``), statements (``"let a = 1; a + 1"``) or a
+        function (``"(a, b) => a + b"``), which is called with ``args`` (JSON values). With ``ref`` (a
+        snapshot ref, after its identity check) or ``backend_node_id``, ``source`` must be a function that
+        gets the element first: ``await page.evaluate("(el, n) => el.textContent.slice(0, n)", 9, ref="e3")``.
+
+        The budget is your deadline: ``with trio.fail_after(0.5): await page.evaluate("while (true) {}")``
+        raises TooSlowError within 0.5 s + 100 ms, the script is terminated and the tab stays usable. With no
+        deadline, ``Settings.evaluate_timeout`` applies. It runs on a session of its own to the tab.
+
+        Raises:
+            JavaScriptError: the script threw (``stack``, ``line``), or its result cannot be returned by
+                value (a DOM node, a function, a cycle; the message says what to return instead).
+            EvaluateTimeout: no deadline of yours, and ``Settings.evaluate_timeout`` ran out.
+            EvaluateDisabled: ``Settings(evaluate_enabled=False)``; nothing was sent.
+            StaleRefError: ``ref`` no longer names its element.
+        """
+        return await evaluate(self, source, args, ref=ref, backend_node_id=backend_node_id)
+
+    def metrics(self) -> EvaluateMetrics:
+        """Evaluate counters of this page: calls, p50/p95 duration, timeouts, terminations, fallbacks."""
+        return page_metrics(self)
+
     # --- actions (engine/_actions.py) --------------------------------------------------------------------
+    # Pointer actions wait for the element to be actionable (engine/_actionability.py) under the caller's
+    # deadline, and stop RETRY_MARGIN before it with an ActionError that says which check failed.
+
+    async def click(
+        self,
+        ref: str,
+        *,
+        button: Literal["left", "right", "middle"] = "left",
+        click_count: int = 1,
+        modifiers: Sequence[str] = (),
+        force: bool = False,
+    ) -> None:
+        """Click the element ``ref`` names with CDP mouse input, once it is actionable.
+
+        Actionable: attached, visible, enabled, scrolled into view, its box the same in two animation
+        frames in a row, and a hit test at its centre lands on it (or inside it, or on its label). If the
+        click starts a navigation, this returns when the new document has committed.
+
+        Args:
+            button: "left", "right" or "middle".
+            click_count: 2 for a double click.
+            modifiers: keys held during the click, e.g. ["Shift"] ("Meta" is Control off macOS).
+            force: skip every check (logged); without a box the element's JS ``click()`` is used.
+
+        Raises:
+            StaleRefError: the ref no longer names its element (never retried, never retargeted).
+            ActionError: a check still failed near the deadline; ``check`` names it and, for a hit test,
+                ``in_the_way`` names what would get the click. Nothing was clicked.
+        """
+        await _input.click(
+            self, ref, button=button, click_count=click_count, modifiers=modifiers, force=force
+        )
+
+    async def hover(self, ref: str) -> None:
+        """Move the mouse over ``ref`` once it is visible, stable and on top."""
+        await _input.hover(self, ref)
+
+    async def fill(self, ref: str, text: str) -> None:
+        """Replace the value of a text field, textarea or contenteditable with ``text``; fires input and
+        change."""
+        await _forms.fill(self, ref, text)
+
+    async def type(self, ref: str, text: str, *, delay_ms: float = 0) -> None:
+        """Focus ``ref`` and type ``text`` key by key, ``delay_ms`` apart."""
+        await _forms.type_text(self, ref, text, delay_ms=delay_ms)
+
+    async def press(self, key: str, *, ref: str | None = None) -> None:
+        """Press a key or combo (``Enter``, ``Control+Shift+ArrowLeft``) in the focused element or ``ref``."""
+        await _input.press(self, key, ref=ref)
+
+    async def select_option(self, ref: str, values: Sequence[str] | str) -> list[str]:
+        """Select the options of a ``<select>`` by value or label (several for a multiple select)."""
+        return await _forms.select_option(self, ref, [values] if isinstance(values, str) else values)
+
+    async def check(self, ref: str) -> None:
+        """Make a checkbox or radio checked (a click if it is not), and verify it is."""
+        await _forms.set_checked(self, ref, True)
+
+    async def uncheck(self, ref: str) -> None:
+        """Make a checkbox unchecked (a click if it is checked), and verify it is."""
+        await _forms.set_checked(self, ref, False)
+
+    async def scroll(
+        self,
+        *,
+        direction: Literal["up", "down", "left", "right"] | None = None,
+        ref: str | None = None,
+        amount: float | None = None,
+    ) -> None:
+        """Scroll ``ref`` into view, or the page by a wheel turn (``amount`` CSS px; 80% of the viewport)."""
+        await _input.scroll(self, direction=direction, ref=ref, amount=amount)
+
+    async def drag(self, source: str, target: str) -> None:
+        """Drag ``source`` onto ``target`` (HTML5 drag and drop, or mouse moves for pages that use those)."""
+        await _input.drag(self, source, target)
+
+    async def set_input_files(self, ref: str, files: Sequence[str | os.PathLike[str]]) -> None:
+        """Set the files of an ``<input type=file>`` (paths the browser can read)."""
+        await _forms.set_input_files(self, ref, files)
+
+    async def screenshot(self, *, ref: str | None = None, full_page: bool = False) -> bytes:
+        """A PNG of the viewport, of the element ``ref``, or of the whole page (``full_page=True``)."""
+        return await _capture.screenshot(self, ref=ref, full_page=full_page)
+
+    async def back(self) -> bool:
+        """Go back one history entry and wait for it to commit; False when there is none."""
+        return await _waiting.history_step(self, -1)
+
+    async def forward(self) -> bool:
+        """Go forward one history entry and wait for it to commit; False when there is none."""
+        return await _waiting.history_step(self, 1)
+
+    async def reload(self) -> None:
+        """Reload the page and wait for its ``load``."""
+        await _capture.reload(self)
+
+    async def wait_for(
+        self,
+        *,
+        text: str | None = None,
+        gone_text: str | None = None,
+        load_state: Literal["load", "domcontentloaded", "networkidle"] | None = None,
+        ref: str | None = None,
+        state: Literal["visible", "hidden"] = "visible",
+        time_ms: float | None = None,
+    ) -> None:
+        """Wait, under the caller's deadline, for one thing: ``text`` to show in any frame, ``gone_text`` to
+        go, a load state (``networkidle``: no request for 500 ms), ``ref`` to be ``state``, or ``time_ms``.
+
+        Raises:
+            ActionError: it did not happen by ``RETRY_MARGIN`` before the deadline (says what was awaited).
+        """
+        await _waiting.wait_for(
+            self, text=text, gone_text=gone_text, load_state=load_state, ref=ref, state=state, time_ms=time_ms
+        )
+
+    @property
+    def on_dialog(self) -> DialogHandler | None:
+        """Called with each Dialog as it opens, in the reader (keep it quick): ``dialog.accept("text")`` or
+        ``dialog.dismiss()``. Without a decision (or a handler) the dialog is dismissed."""
+        return dialog_state(self).handler
+
+    @on_dialog.setter
+    def on_dialog(self, handler: DialogHandler | None) -> None:
+        dialog_state(self).handler = handler
+
+    @property
+    def dialogs(self) -> collections.deque[Dialog]:
+        """The page's last ``MAX_DIALOGS`` dialogs, oldest first, with what was done with each."""
+        return dialog_state(self).seen
+
+    def expect_popup(self) -> AbstractAsyncContextManager[Popup]:
+        """``async with page.expect_popup() as popup: await page.click("e3")``, then ``popup.page``: the tab
+        the block opened (waited for, under the caller's deadline, when the block ends)."""
+        return _popups.expect_popup(self)
+
+    async def bring_to_front(self) -> None:
+        """Make this the active tab."""
+        await self.session.execute_raw("Page.bringToFront")
 
     # --- frames and scripting helpers (engine/_frames.py) ------------------------------------------------
 
@@ -199,6 +376,43 @@ class Page:
         return await list_frames(self)
 
     # --- steps (engine/_steps.py) ------------------------------------------------------------------------
+
+    async def run_steps(
+        self,
+        steps: Sequence[dict[str, Any]],
+        *,
+        fail_fast: bool = True,
+        return_mode: ReturnMode = "final",
+        max_steps: int = 10,
+        per_step_timeout_ms: int | None = 5000,
+    ) -> StepsResult:
+        """Run a short list of steps on this tab in one call; only the page output asked for comes back.
+
+        Steps are JSON objects from a whitelist (``engine.steps.STEP_SCHEMA``): navigate, click, fill, press,
+        hover, select, wait_for, read_page. The whole list is validated first; the caller's deadline is the
+        budget, and each step gets ``min(per_step_timeout_ms, its timeout_ms, what is left)``.
+
+        Args:
+            steps: the steps, at most ``max_steps`` (default 10, hard cap 50).
+            fail_fast: stop at the first failure (the rest are reported ``Skipped``). With False, later
+                steps still run, except those whose target is stale and those after a failed navigate.
+            return_mode: "final" (the last read_page, or a snapshot at the end), "all" (every read_page),
+                "delta" (ref-keyed changes since the page's last full snapshot before the call).
+            max_steps: the most steps this call accepts.
+            per_step_timeout_ms: each step's limit (None: only the step's own and the caller's deadline).
+
+        Raises:
+            StepsValidationError: the call is invalid (every problem listed); nothing ran. Step failures
+                do not raise: they are in the result (``ok``, ``failed_step``, ``steps[i].error``).
+        """
+        return await run_steps(
+            self,
+            steps,
+            fail_fast=fail_fast,
+            return_mode=return_mode,
+            max_steps=max_steps,
+            per_step_timeout_ms=per_step_timeout_ms,
+        )
 
     # --- lifetime -----------------------------------------------------------------------------------------
 

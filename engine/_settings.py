@@ -1,4 +1,4 @@
-"""Internal limits for the engine's own handshakes.
+"""Internal limits for the engine's own handshakes, and the few switches of the rooms above.
 
 The core takes no ``timeout=`` arguments: callers bound their own waits with ``trio.fail_after``. Only the
 engine's handshakes (launch, connect, attach, close) need limits of their own; they are all here.
@@ -33,6 +33,14 @@ class Settings:
     any real reply and still bounds what a broken or hostile peer can make us buffer."""
     stderr_tail_lines: int = 40
     """How many of the browser's last stderr lines a BrowserLaunchError carries."""
+    evaluate_enabled: bool = True
+    """``False`` turns ``page.evaluate`` off: it raises EvaluateDisabled before anything is sent."""
+    evaluate_timeout: float = 30.0
+    """``page.evaluate``'s budget when the caller set no deadline of their own: no script is unbounded."""
+    protocol_trace: bool = False
+    """Log every message in and out (truncated) to the ``engine.protocol`` logger at DEBUG, for debugging."""
+    protocol_trace_chars: int = 400
+    """How much of each message the protocol trace shows."""
 
 
 DEFAULT_SETTINGS = Settings()

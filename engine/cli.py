@@ -1,13 +1,19 @@
-"""``cdp-engine``: script the protocol from the shell.
+"""``cdp-engine``: script the protocol, snapshots, evaluate and steps from the shell.
 
-    cdp-engine version [--connect URL]
-    cdp-engine call METHOD [PARAMS_JSON] [--url PAGE_URL] [--connect URL]
+    cdp-engine launch                       a headless Chromium on a loopback websocket, until Ctrl-C
+    cdp-engine snapshot URL [--interactive] [--format yaml|webarena] [--max-chars N]
+    cdp-engine eval URL EXPR [--ref R] [--timeout-ms N]
+    cdp-engine steps FILE.json [--url URL] [--return-mode final|all|delta]
+    cdp-engine screenshot URL -o FILE.png [--full-page]
+    cdp-engine call METHOD [PARAMS_JSON] [--url PAGE_URL]
     cdp-engine listen EVENT [EVENT ...] [--url PAGE_URL] [--count N] [--seconds S]
-    cdp-engine protocol [DOMAIN]
-    cdp-engine drift [--connect URL]
-    cdp-engine bench [--quick] [--json PATH] [--connect URL]      (from a checkout of the repository)
+    cdp-engine protocol [QUERY]                         search domains, commands, events and types
+    cdp-engine version | drift                          the browser's version; the pinned protocol against it
+    cdp-engine bench [--quick] [--json PATH]            (from a checkout of the repository)
 
-Without --connect, a headless Chromium is launched for the command and closed after it.
+Without --connect, a headless Chromium is launched for the command and closed after it. Failures print one
+line on stderr and exit non-zero (2: the command line is wrong and nothing started; 1: the command failed;
+130: Ctrl-C; 141: stdout was closed, as under `| head`); --debug adds the traceback.
 """
 
 from __future__ import annotations
@@ -15,31 +21,50 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
-from typing import Any
+import traceback
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 import trio
 
 import cdp
 from engine import drift as _drift
-from engine._browser import Browser, connect, launch
-from engine._errors import CDPError
+from engine._browser import launch
+from engine._cli_page import (
+    emit,
+    eval_command,
+    launch_command,
+    open_browser,
+    progress,
+    read_steps,
+    screenshot_command,
+    snapshot_command,
+    steps_command,
+)
+from engine._cli_protocol import (
+    UsageError,
+    check_event,
+    check_method,
+    check_params,
+    drift_lines,
+    protocol_lines,
+)
+from engine._errors import CDPError, StepsValidationError
 from engine._session import Session
+from engine._util import unwrap_group
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_PIPE_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader went away
 
 
-@asynccontextmanager
-async def _browser(url: str | None) -> AsyncIterator[Browser]:
-    if url:
-        async with connect(url) as browser:
-            yield browser
-    else:
-        async with launch() as browser:
-            yield browser
+# --- the protocol commands --------------------------------------------------------------------------------
 
 
-async def _target(browser: Browser, method: str, page_url: str | None) -> Session:
+async def _target(browser: Any, method: str, page_url: str | None) -> Session:
     """Browser-level methods go to the browser session; everything else to a fresh page."""
     if page_url is None and method.split(".", maxsplit=1)[0] in (
         "Browser",
@@ -47,33 +72,49 @@ async def _target(browser: Browser, method: str, page_url: str | None) -> Sessio
         "SystemInfo",
         "Storage",
     ):
-        return browser.session
+        session: Session = browser.session
+        return session
     page = await browser.new_page(page_url)
-    return page.session
+    return page.session  # type: ignore[no-any-return]
 
 
 async def _version(args: argparse.Namespace) -> None:
-    async with _browser(args.connect) as browser:
+    async with open_browser(args) as browser:
         version = await browser.version()
-        print(json.dumps(cdp.converter.unstructure(version), indent=2))
+        emit(json.dumps(cdp.converter.unstructure(version), indent=None if args.json else 2))
 
 
-async def _call(args: argparse.Namespace) -> None:
-    params = json.loads(args.params) if args.params else {}
+def _call_params(args: argparse.Namespace) -> dict[str, Any]:
+    """PARAMS_JSON, read and checked against the bindings before a browser starts."""
+    try:
+        params = json.loads(args.params) if args.params else {}
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"PARAMS_JSON is not valid JSON: {exc.msg} at column {exc.colno} of {args.params!r}"
+        ) from None
     if not isinstance(params, dict):
-        raise SystemExit(f"PARAMS_JSON must be a JSON object, not {args.params!r}")
-    async with _browser(args.connect) as browser:
+        raise UsageError(
+            f'PARAMS_JSON must be a JSON object such as \'{{"url": "..."}}\', not {args.params!r}'
+        )
+    if not args.no_check:
+        check_method(args.method)
+        check_params(args.method, params)
+    return params
+
+
+async def _call(args: argparse.Namespace, params: dict[str, Any]) -> None:
+    async with open_browser(args) as browser:
         session = await _target(browser, args.method, args.url)
         with trio.fail_after(args.seconds):
             result = await session.execute_raw(args.method, params)
-        print(json.dumps(result, indent=2))
+        emit(json.dumps(result, indent=None if args.json else 2))
 
 
 async def _listen(args: argparse.Namespace) -> None:
-    async with _browser(args.connect) as browser:
+    async with open_browser(args) as browser:
         page = await browser.new_page()
         domains = {name.split(".")[0] for name in args.events}
-        async with page.session.listen(*args.events, buffer_size=10_000, typed=False) as events:
+        async with page.session.listen(*args.events, buffer_size=10_000, typed=False, strict=False) as events:
             for domain in sorted(domains):
                 with contextlib.suppress(CDPError):  # not every domain has enable()
                     await page.session.execute_raw(f"{domain}.enable")
@@ -82,37 +123,18 @@ async def _listen(args: argparse.Namespace) -> None:
             seen = 0
             with trio.move_on_after(args.seconds):
                 async for event in events:
-                    print(json.dumps({"method": event.method, "params": event.params}))
+                    emit(json.dumps({"method": event.method, "params": event.params}))
                     seen += 1
-                    if args.count and seen >= args.count:
+                    if args.count is not None and seen >= args.count:
                         break
 
 
-def _protocol(args: argparse.Namespace) -> None:
-    from cdp import _registry  # noqa: PLC0415 - only this subcommand needs the registry
-
-    if args.domain:
-        module = _registry.DOMAINS.get(args.domain)
-        if module is None:
-            raise SystemExit(f"no domain {args.domain!r}; known: {', '.join(sorted(_registry.DOMAINS))}")
-        for kind, table in (("command", _registry.COMMANDS), ("event", _registry.EVENTS)):
-            for method in table:
-                if method.split(".")[0] == args.domain:
-                    flags = cdp.flags(method)
-                    mark = " (experimental)" if flags.experimental else ""
-                    mark += " (deprecated)" if flags.deprecated else ""
-                    print(f"{kind:8} {method}{mark}")
-        return
-    print(f"devtools-protocol {cdp.PROTOCOL_VERSION}: {len(_registry.DOMAINS)} domains, ", end="")
-    print(f"{len(_registry.COMMANDS)} commands, {len(_registry.EVENTS)} events")
-    for name in sorted(_registry.DOMAINS):
-        print(f"  {name}")
-
-
-async def drift_report(connect_url: str | None) -> str:
+async def drift_report(connect_url: str | None, *, as_json: bool = False) -> str:
     """The pinned protocol against a browser's ``/json/protocol`` (a launched one unless ``connect_url``).
 
     The pinned side is the copy packaged with the engine, so this works from an install without a checkout.
+    Each difference says its side: only in the browser, only in the pinned protocol, or in both but
+    different.
     """
     if connect_url:
         url = connect_url
@@ -124,11 +146,12 @@ async def drift_report(connect_url: str | None) -> str:
             url = "http://" + browser.process.ws_url.split("/")[2]
             live = await trio.to_thread.run_sync(_drift.fetch_live, url)
     report = _drift.compare(_drift.load_pinned(), live)
-    return _drift.format_report(report)
+    return "\n".join(drift_lines(report, browser=f"the browser at {url}", as_json=as_json))
 
 
 async def _drift_command(args: argparse.Namespace) -> None:
-    print(await drift_report(args.connect))
+    progress(args, "reading the browser's /json/protocol ...")
+    emit(await drift_report(args.connect, as_json=args.json))
 
 
 _NO_BENCHMARKS = """\
@@ -149,47 +172,248 @@ def _bench(argv: Sequence[str]) -> int:
     return result
 
 
+# --- the command line -------------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error in one line that says where the help is."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--count takes a whole number of events, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"--count {value}: give 0 or more events (0 means none)")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number of seconds, not {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text}: give a finite number of seconds, 0 or more")
+    return value
+
+
+def _positive_int(what: str) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} is a whole number, not {text!r}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{what} {value}: give 1 or more")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _Parser(add_help=False)
+    common.add_argument("--debug", action="store_true", help="print the traceback of a failure")
+    common.add_argument("--json", action="store_true", help="print JSON (one document) for scripts to parse")
+    browser = _Parser(add_help=False)
+    browser.add_argument(
+        "--connect",
+        metavar="URL",
+        help="use a running browser (http://host:port or ws://...) instead of launching",
+    )
+    browser.add_argument(
+        "--progress", action="store_true", help="say what is happening on stderr, also in a pipe"
+    )
+    timed = _Parser(add_help=False)
+    timed.add_argument(
+        "--timeout-ms",
+        type=_positive_int("--timeout-ms"),
+        metavar="N",
+        help="the command's deadline in milliseconds, as trio.fail_after around the Python call "
+        "(the page load has its own limit)",
+    )
+    both = [common, browser]
+
+    parser = _Parser(
+        prog="cdp-engine",
+        description=(__doc__ or "").split("\n\n")[0],
+        epilog="Each command has its own --help.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser(
+        "launch", parents=[common], help="start a headless Chromium for --connect; Ctrl-C stops it"
+    )
+    p.add_argument("--seconds", type=_seconds, help="stop after this long instead of waiting for Ctrl-C")
+
+    p = sub.add_parser("snapshot", parents=[*both, timed], help="print a page's snapshot (refs to act on)")
+    p.add_argument("url", metavar="URL", help="the page to load")
+    p.add_argument("--interactive", action="store_true", help="only the controls (interactive_only)")
+    p.add_argument(
+        "--format", choices=("yaml", "webarena"), default="yaml", help="the text format (default yaml)"
+    )
+    p.add_argument(
+        "--max-chars", type=_positive_int("--max-chars"), metavar="N", help="cut the text at N characters"
+    )
+
+    p = sub.add_parser("eval", parents=[*both, timed], help="evaluate JavaScript in a page, print the value")
+    p.add_argument("url", metavar="URL", help="the page to load")
+    p.add_argument("expression", metavar="EXPR", help="an expression, or function source such as '() => 1'")
+    p.add_argument(
+        "--ref", metavar="R", help="run the function with this element (a ref from `snapshot URL`)"
+    )
+
+    p = sub.add_parser("steps", parents=[*both, timed], help="run a steps file on a page, print the result")
+    p.add_argument("file", metavar="FILE.json", help="a list of steps, or {steps, options}; - reads stdin")
+    p.add_argument("--url", help="load this page first (and snapshot it, so its refs resolve)")
+    p.add_argument("--return-mode", choices=("final", "all", "delta"), help="which page output comes back")
+    p.add_argument(
+        "--keep-going",
+        dest="fail_fast",
+        action="store_const",
+        const=False,
+        help="run the later steps after a failure (fail_fast=False)",
+    )
+    p.add_argument(
+        "--max-steps", type=_positive_int("--max-steps"), metavar="N", help="the most steps (default 10)"
+    )
+    p.add_argument(
+        "--per-step-timeout-ms",
+        type=_positive_int("--per-step-timeout-ms"),
+        metavar="N",
+        help="each step's limit",
+    )
+
+    p = sub.add_parser("screenshot", parents=[*both, timed], help="save a PNG of a page")
+    p.add_argument("url", metavar="URL", help="the page to load")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.png", help="where to write the PNG")
+    p.add_argument("--full-page", action="store_true", help="the whole page, not only the viewport")
+
+    p = sub.add_parser("call", parents=both, help="send one command and print its raw result")
+    p.add_argument("method", metavar="METHOD", help="Domain.method, e.g. Runtime.evaluate")
+    p.add_argument("params", nargs="?", metavar="PARAMS_JSON", help="the params as a JSON object")
+    p.add_argument("--url", help="open this page first and send the command to its session")
+    p.add_argument("--seconds", type=_seconds, default=30.0, help="deadline for the command (default 30)")
+    p.add_argument("--no-check", action="store_true", help="send a method or params the bindings do not know")
+
+    p = sub.add_parser("listen", parents=both, help="print events of a fresh page as JSON lines")
+    p.add_argument("events", nargs="+", metavar="EVENT", help="event methods, e.g. Runtime.consoleAPICalled")
+    p.add_argument("--url", help="load this page after subscribing")
+    p.add_argument("--count", type=_count, help="stop after N events (0: none; default: until --seconds)")
+    p.add_argument("--seconds", type=_seconds, default=10.0, help="stop after this long (default 10)")
+    p.add_argument("--no-check", action="store_true", help="listen to events the bindings do not know")
+
+    p = sub.add_parser(
+        "protocol", parents=[common], help="search the bindings: domains, commands, events, types"
+    )
+    p.add_argument("query", nargs="?", metavar="QUERY", help="a name (Page.navigate) or words; any case")
+
+    p = sub.add_parser("version", parents=both, help="print the browser's version")
+    p = sub.add_parser(
+        "drift", parents=both, help="compare the pinned protocol with a browser's /json/protocol"
+    )
+    sub.add_parser("bench", help="the latency suite (see `cdp-engine bench --help`)")
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Check what can be checked without a browser, then run the command."""
+    command = args.command
+    if command == "protocol":
+        emit("\n".join(protocol_lines(args.query, as_json=args.json)))
+        return 0
+    if command == "call":
+        params = _call_params(args)
+        trio.run(_call, args, params)
+        return 0
+    if command == "listen":
+        if not args.no_check:
+            for event in args.events:
+                check_event(event)
+        if args.count == 0:
+            return 0  # none asked for: nothing to start
+        trio.run(_listen, args)
+        return 0
+    if command == "steps":
+        steps, options = read_steps(args)
+        return trio.run(steps_command, args, steps, options)
+    handlers: dict[str, Any] = {
+        "launch": launch_command,
+        "snapshot": snapshot_command,
+        "eval": eval_command,
+        "screenshot": screenshot_command,
+        "version": _version,
+        "drift": _drift_command,
+    }
+    trio.run(handlers[command], args)
+    return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return first if len(first) <= 300 else first[:297] + "..."
+
+
+def _failure(exc: BaseException, args: argparse.Namespace) -> tuple[int, str]:
+    """The exit status and the one line for a failure."""
+    if isinstance(exc, KeyboardInterrupt):
+        if args.command == "launch":
+            return 0, "stopped: the browser is closed"
+        return EXIT_INTERRUPTED, "interrupted (Ctrl-C); the browser was closed"
+    if isinstance(exc, UsageError):
+        return EXIT_USAGE, str(exc)
+    if isinstance(exc, StepsValidationError):
+        problems = "; ".join(str(p) for p in exc.problems) or _one_line(exc)
+        return EXIT_USAGE, f"{len(exc.problems)} problem(s) in the steps, nothing was run: {problems}"
+    if isinstance(exc, trio.TooSlowError):
+        if getattr(args, "timeout_ms", None) is not None:
+            return (
+                EXIT_FAILED,
+                f"the deadline of --timeout-ms {args.timeout_ms} passed before the command finished",
+            )
+        return (
+            EXIT_FAILED,
+            f"the deadline of --seconds {getattr(args, 'seconds', '?')} passed before an answer",
+        )
+    if isinstance(exc, CDPError):
+        return EXIT_FAILED, f"{type(exc).__name__}: {_one_line(exc)}"
+    if isinstance(exc, OSError):
+        return EXIT_FAILED, f"{type(exc).__name__}: {_one_line(exc)}"
+    return EXIT_FAILED, f"{type(exc).__name__}: {_one_line(exc)} (--debug shows where)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:
         return _bench(argv[1:])
-    parser = argparse.ArgumentParser(prog="cdp-engine", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("version", help="print the browser's version")
-    p.add_argument("--connect", metavar="URL")
-    p = sub.add_parser("call", help="send one command and print its raw result")
-    p.add_argument("method")
-    p.add_argument("params", nargs="?")
-    p.add_argument("--url", help="open this page first and send the command to its session")
-    p.add_argument("--connect", metavar="URL")
-    p.add_argument("--seconds", type=float, default=30.0, help="deadline for the command")
-    p = sub.add_parser("listen", help="print events of a fresh page as JSON lines")
-    p.add_argument("events", nargs="+", help="event methods, e.g. Runtime.consoleAPICalled")
-    p.add_argument("--url")
-    p.add_argument("--connect", metavar="URL")
-    p.add_argument("--count", type=int, default=0)
-    p.add_argument("--seconds", type=float, default=10.0)
-    p = sub.add_parser("protocol", help="summarise the bindings, or list one domain's methods")
-    p.add_argument("domain", nargs="?")
-    p = sub.add_parser("drift", help="compare the pinned protocol with a browser's /json/protocol")
-    p.add_argument("--connect", metavar="URL")
-    sub.add_parser("bench", help="the latency suite (see `cdp-engine bench --help`)")
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
-        if args.command == "protocol":
-            _protocol(args)
-        else:
-            handlers: dict[str, Any] = {
-                "version": _version,
-                "call": _call,
-                "listen": _listen,
-                "drift": _drift_command,
-            }
-            trio.run(handlers[args.command], args)
-    except CDPError as exc:
-        print(f"cdp-engine: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    return 0
+        return _run(args)
+    except BaseException as raw:
+        exc = unwrap_group(raw) if isinstance(raw, BaseExceptionGroup) else raw
+        if isinstance(exc, SystemExit):
+            raise
+        if isinstance(exc, BrokenPipeError) or (
+            isinstance(exc, OSError) and getattr(exc, "errno", None) == 32  # EPIPE
+        ):
+            # The reader went away (`| head`): stop quietly; point stdout at nothing so the interpreter's
+            # last flush does not fail again.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return EXIT_PIPE_CLOSED
+        if not isinstance(exc, Exception | KeyboardInterrupt):
+            raise
+        status, line = _failure(exc, args)
+        if args.debug:
+            traceback.print_exception(exc)
+        print(f"cdp-engine {args.command}: {line}", file=sys.stderr)
+        return status
 
 
 if __name__ == "__main__":

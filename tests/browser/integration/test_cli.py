@@ -1,10 +1,19 @@
-"""The ``cdp-engine`` command line, run as a user would, against a browser it launches."""
+"""The ``cdp-engine`` command line, run as a user would (a subprocess), end to end, with its failure lines.
+
+Most commands ``--connect`` to one ``cdp-engine launch`` of this module; a few launch their own browser.
+Checks that must happen before a browser starts run with ``CDP_ENGINE_CHROMIUM`` pointing at nothing, so
+a launch would fail loudly instead.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,11 +22,52 @@ from engine import drift as _drift
 
 pytestmark = pytest.mark.browser
 
+NO_BROWSER = {"CDP_ENGINE_CHROMIUM": "/nonexistent/chromium"}
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
+
+def run(
+    *args: str, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "engine.cli", *args], capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-m", "engine.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        input=stdin,
+        env={**os.environ, **(env or {})},
     )
+
+
+def failed(done: subprocess.CompletedProcess[str], status: int) -> str:
+    """The one stderr line of a failure (no traceback), after checking the exit status."""
+    assert done.returncode == status, (done.returncode, done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    """``cdp-engine launch`` in the background; its http endpoint. Stopped with Ctrl-C (SIGINT) at the end."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "engine.cli", "launch"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    http = process.stdout.readline().strip()
+    assert http.startswith("http://127.0.0.1:"), http
+    yield http
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert "stopped: the browser is closed" in err
+
+
+# --- protocol ---------------------------------------------------------------------------------------------
 
 
 def test_protocol_summary_and_domain_listing() -> None:
@@ -28,17 +78,266 @@ def test_protocol_summary_and_domain_listing() -> None:
     assert "event    Inspector.targetCrashed" in listing.stdout
 
 
-def test_call_prints_the_raw_result() -> None:
-    done = run("call", "Runtime.evaluate", '{"expression": "6*7", "returnByValue": true}')
+def test_protocol_prints_a_commands_params_and_docs_in_any_case() -> None:
+    done = run("protocol", "page.navigate")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "command Page.navigate"
+    assert "  Navigates current page to the given URL." in lines
+    assert "    url: string: URL to navigate the page to." in lines
+    assert any(line.startswith("    errorText: string (optional)") for line in lines)
+    event = run("protocol", "Page.loadEventFired").stdout
+    assert "    timestamp: Network.MonotonicTime" in event
+    kind = run("protocol", "Network.ResourceType").stdout
+    assert kind.startswith("type Network.ResourceType")
+    assert '"Document"' in kind
+
+
+def test_protocol_searches_names_and_descriptions_and_says_when_nothing_matches() -> None:
+    found = run("protocol", "screenshot").stdout.splitlines()
+    assert found[0].endswith("matches for 'screenshot' (name first, then description):")
+    assert any(line.startswith("command  Page.captureScreenshot") for line in found)
+    as_json = json.loads(run("protocol", "captureScreenshot", "--json").stdout)
+    assert as_json[0]["name"] == "Page.captureScreenshot"
+    assert {p["name"] for p in as_json[0]["parameters"]} >= {"format", "clip", "captureBeyondViewport"}
+    line = failed(run("protocol", "Page.navigat3"), 2)
+    assert (
+        line == "cdp-engine protocol: nothing in the protocol is named or described 'Page.navigat3'; "
+        "did you mean 'Page.navigate'?"
+    )
+
+
+# --- call and listen: names checked before a browser starts -----------------------------------------------
+
+
+def test_call_prints_the_raw_result(endpoint: str) -> None:
+    done = run(
+        "call", "Runtime.evaluate", '{"expression": "6*7", "returnByValue": true}', "--connect", endpoint
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["result"]["value"] == 42
 
 
-def test_a_protocol_error_is_a_clear_message_and_exit_1() -> None:
-    done = run("call", "Browser.noSuchThing")
+def test_a_protocol_error_is_one_line_and_exit_1(endpoint: str) -> None:
+    line = failed(run("call", "DOM.describeNode", '{"backendNodeId": 987654321}', "--connect", endpoint), 1)
+    assert line.startswith("cdp-engine call: ProtocolError: DOM.describeNode")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ("call", "Page.navigat"),
+            "cdp-engine call: unknown method 'Page.navigat'; did you mean 'Page.navigate'?",
+        ),
+        (
+            ("call", "Page.navigate", '{"URL": "x"}'),
+            "cdp-engine call: Page.navigate has no param 'URL'; did you mean 'url'?",
+        ),
+        (("call", "Page.navigate", "{}"), "cdp-engine call: Page.navigate needs the param(s) url"),
+        (
+            ("call", "Page.navigate", "{bad"),
+            "cdp-engine call: PARAMS_JSON is not valid JSON: Expecting property name",
+        ),
+        (("call", "Page.navigate", "[1]"), "cdp-engine call: PARAMS_JSON must be a JSON object"),
+        (
+            ("listen", "Runtime.consoleApiCalled"),
+            "cdp-engine listen: unknown event 'Runtime.consoleApiCalled'; "
+            "did you mean 'Runtime.consoleAPICalled'?",
+        ),
+        (
+            ("listen", "Page.loadEventFired", "--seconds", "-1"),
+            "cdp-engine listen: argument --seconds: -1: give a",
+        ),
+        (
+            ("listen", "Page.loadEventFired", "--count", "-2"),
+            "cdp-engine listen: argument --count: --count -2: give 0",
+        ),
+        (("snapshot",), "cdp-engine snapshot: the following arguments are required: URL"),
+    ],
+)
+def test_bad_input_is_refused_in_one_line_before_a_browser_starts(
+    args: tuple[str, ...], expected: str
+) -> None:
+    line = failed(run(*args, env=NO_BROWSER), 2)
+    assert line.startswith(expected), line
+
+
+def test_count_0_means_no_events_and_starts_nothing() -> None:
+    done = run("listen", "Page.loadEventFired", "--count", "0", env=NO_BROWSER)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+
+
+def test_listen_prints_count_events_as_json_lines(endpoint: str, server: str) -> None:
+    url = f"{server}/steps/console.html"
+    done = run("listen", "Runtime.consoleAPICalled", "--url", url, "--count", "3", "--connect", endpoint)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(lines) == 3
+    assert {line["method"] for line in lines} == {"Runtime.consoleAPICalled"}
+
+
+def test_a_closed_pipe_ends_quietly_with_141(endpoint: str, server: str) -> None:
+    url = f"{server}/steps/console.html"
+    command = [sys.executable, "-m", "engine.cli", "listen", "Runtime.consoleAPICalled", "--url", url]
+    process = subprocess.Popen(
+        [*command, "--seconds", "30", "--connect", endpoint], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().startswith(b'{"method": "Runtime.consoleAPICalled"')
+    process.stdout.close()  # what `| head -1` does after its line
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 141
+    assert err == b""
+
+
+def test_ctrl_c_is_one_line_and_exit_130(endpoint: str, server: str) -> None:
+    url = f"{server}/steps/console.html"
+    command = [sys.executable, "-m", "engine.cli", "listen", "Runtime.consoleAPICalled", "--url", url]
+    process = subprocess.Popen(
+        [*command, "--seconds", "30", "--connect", endpoint], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdout is not None
+    process.stdout.readline()  # it is running
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert err.decode().strip() == "cdp-engine listen: interrupted (Ctrl-C); the browser was closed"
+
+
+# --- launch, snapshot, eval, steps, screenshot, version, drift ----------------------------------------------
+
+
+def test_snapshot_in_each_format(endpoint: str, server: str) -> None:
+    url = f"{server}/steps/index.html"
+    yaml = run("snapshot", url, "--connect", endpoint)
+    assert yaml.returncode == 0, yaml.stderr
+    assert '- button "Go" [ref=e2]' in yaml.stdout
+    interactive = run("snapshot", url, "--interactive", "--connect", endpoint).stdout
+    assert "paragraph" not in interactive
+    assert '- button "Go" [ref=e' in interactive  # a fresh page each run: refs number what is shown
+    webarena = run("snapshot", url, "--format", "webarena", "--connect", endpoint).stdout
+    assert "] button 'Go'" in webarena
+    cut = run("snapshot", url, "--max-chars", "80", "--connect", endpoint).stdout
+    assert "(max_chars)" in cut
+    data = json.loads(run("snapshot", url, "--json", "--connect", endpoint).stdout)
+    assert data["refs"]["e2"]["role"] == "button"
+    assert data["refs"]["e2"]["name"] == "Go"
+
+
+def test_eval_prints_the_value_and_takes_a_ref(endpoint: str, server: str) -> None:
+    url = f"{server}/steps/index.html"
+    title = run("eval", url, "document.title", "--connect", endpoint)
+    assert title.returncode == 0, title.stderr
+    assert title.stdout == "Steps\n"
+    assert json.loads(run("eval", url, "[1, 2].map(x => x * 3)", "--connect", endpoint).stdout) == [3, 6]
+    by_ref = run("eval", url, "(el) => el.textContent", "--ref", "e2", "--json", "--connect", endpoint)
+    assert json.loads(by_ref.stdout) == "Go"
+    thrown = failed(run("eval", url, "null.x", "--connect", endpoint), 1)
+    assert thrown.startswith("cdp-engine eval: JavaScriptError: ")
+
+
+def test_the_timeout_ms_deadline_is_one_line_and_exit_1(endpoint: str, server: str) -> None:
+    started = time.monotonic()
+    done = run(
+        "eval", f"{server}/steps/index.html", "while (true) {}", "--timeout-ms", "300", "--connect", endpoint
+    )
+    line = failed(done, 1)
+    assert line == "cdp-engine eval: the deadline of --timeout-ms 300 passed before the command finished"
+    assert time.monotonic() - started < 30
+
+
+def test_steps_from_a_file_print_the_result_and_a_failed_step_exits_1(
+    endpoint: str, server: str, tmp_path: Path
+) -> None:
+    url = f"{server}/steps/index.html"
+    good = tmp_path / "good.json"
+    good.write_text(
+        json.dumps(
+            [
+                {"type": "click", "target": "e2"},
+                {"type": "wait_for", "text": "Clicked", "timeout_ms": 3000},
+                {"type": "read_page"},
+            ]
+        )
+    )
+    done = run("steps", str(good), "--url", url, "--connect", endpoint)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["ok"] is True
+    assert "paragraph: Clicked" in result["pages"][0]["text"]
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"steps": [{"type": "click", "target": "e999"}], "return_mode": "all"}))
+    done = run("steps", str(bad), "--url", url, "--json", "--connect", endpoint)
+    line = failed(done, 1)
+    assert line.startswith("cdp-engine: step 0 (click) failed: StaleRefError: unknown ref 'e999'")
+    assert json.loads(done.stdout)["failed_step"] == 0
+
+
+def test_invalid_steps_are_refused_before_a_browser_starts(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"type": "clik", "target": "e1"}, {"type": "fill", "target": "e2"}]))
+    line = failed(run("steps", str(bad), env=NO_BROWSER), 2)
+    assert line.startswith("cdp-engine steps: 2 problem(s) in the steps, nothing was run: step 0 type: ")
+    assert "step 1 value: is missing" in line
+    broken = failed(run("steps", "-", env=NO_BROWSER, stdin="[{"), 2)
+    assert broken.startswith("cdp-engine steps: - is not valid JSON: ")
+    missing = failed(run("steps", str(tmp_path / "nope.json"), env=NO_BROWSER), 2)
+    assert "cannot read the steps file" in missing
+
+
+def test_screenshot_writes_a_png_of_the_viewport_or_the_full_page(
+    endpoint: str, server: str, tmp_path: Path
+) -> None:
+    url = f"{server}/steps/search.html"  # 3,000 px tall
+    sizes = {}
+    for name, extra in (("view", ()), ("full", ("--full-page",))):
+        out = tmp_path / f"{name}.png"
+        done = run("screenshot", url, "-o", str(out), *extra, "--json", "--connect", endpoint)
+        assert done.returncode == 0, done.stderr
+        png = out.read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+        width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+        assert json.loads(done.stdout) == {
+            "path": str(out),
+            "bytes": len(png),
+            "width": width,
+            "height": height,
+        }
+        sizes[name] = height
+    assert sizes["full"] > 3000 > sizes["view"]
+    line = failed(run("screenshot", url, "-o", str(tmp_path / "no" / "x.png"), env=NO_BROWSER), 2)
+    assert "the folder" in line
+
+
+def test_version_and_drift_through_connect(endpoint: str) -> None:
+    version = run("version", "--json", "--connect", endpoint)
+    assert version.returncode == 0, version.stderr
+    assert "Chrome/" in json.loads(version.stdout)["product"]
+    drift = run("drift", "--connect", endpoint)
+    assert drift.returncode == 0, drift.stderr
+    first = drift.stdout.splitlines()[0]
+    assert first.startswith(("no drift", "pinned "))
+    for line in drift.stdout.splitlines()[1:]:
+        if line.startswith("  "):
+            assert line.split()[0] in ("browser", "pinned", "both"), line  # each difference names its side
+    report = json.loads(run("drift", "--json", "--connect", endpoint).stdout)
+    assert {d["side"] for d in report["differences"]} <= {"browser only", "pinned only", "both, different"}
+
+
+def test_a_command_launches_its_own_browser_without_connect(server: str) -> None:
+    done = run("eval", f"{server}/steps/index.html", "document.querySelectorAll('button').length")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "2\n"
+
+
+def test_debug_adds_the_traceback() -> None:
+    done = run("eval", "http://127.0.0.1:9/", "1", "--debug", env=NO_BROWSER)
     assert done.returncode == 1
-    assert "ProtocolError" in done.stderr
-    assert "Browser.noSuchThing" in done.stderr
+    assert "Traceback" in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("cdp-engine eval: BrowserLaunchError: ")
 
 
 def test_bench_runs_from_anywhere_with_the_checkouts_editable_install(tmp_path: Path) -> None:

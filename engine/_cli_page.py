@@ -1,0 +1,239 @@
+"""The CLI's page commands: ``launch``, ``snapshot``, ``eval``, ``steps`` and ``screenshot``.
+
+Each opens a fresh tab (in a browser it launches, or the one ``--connect`` names), loads the URL, and does
+its one thing under ``--timeout-ms``, which is the deadline the Python call would get from
+``trio.fail_after`` (it bounds the command's work; the page load has its own ``Settings`` limit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AbstractContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from engine import steps as _steps
+from engine._browser import Browser, connect, launch
+from engine._cli_protocol import UsageError
+from engine._page import Page
+
+
+def progress(args: argparse.Namespace, message: str) -> None:
+    """A line on stderr about long work, when a person watches (stderr is a terminal)."""
+    if getattr(args, "progress", None) or (sys.stderr.isatty() and not getattr(args, "json", False)):
+        print(f"cdp-engine: {message}", file=sys.stderr, flush=True)
+
+
+@asynccontextmanager
+async def open_browser(args: argparse.Namespace) -> AsyncIterator[Browser]:
+    if getattr(args, "connect", None):
+        progress(args, f"connecting to {args.connect} ...")
+        async with connect(args.connect) as browser:
+            yield browser
+    else:
+        progress(args, "launching a headless Chromium ...")
+        async with launch() as browser:
+            yield browser
+
+
+async def open_page(browser: Browser, args: argparse.Namespace, url: str | None) -> Page:
+    page = await browser.new_page()
+    if url:
+        progress(args, f"loading {url} ...")
+        await page.goto(url)
+    return page
+
+
+def deadline(args: argparse.Namespace) -> AbstractContextManager[trio.CancelScope]:
+    """The command's deadline (--timeout-ms), as a trio.fail_after around the Python call would be."""
+    ms = getattr(args, "timeout_ms", None)
+    return trio.fail_after(ms / 1000) if ms is not None else trio.CancelScope()
+
+
+def emit(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()  # a closed pipe shows here, inside the command's error handling
+
+
+# --- launch ------------------------------------------------------------------------------------------------
+
+
+async def launch_command(args: argparse.Namespace) -> None:
+    """Start a headless Chromium on a loopback websocket, print its endpoint, run until Ctrl-C."""
+    async with launch(transport="websocket") as browser:
+        assert browser.process is not None
+        assert browser.process.ws_url is not None
+        ws = browser.process.ws_url
+        http = "http://" + ws.split("/")[2]
+        if args.json:
+            emit(json.dumps({"http": http, "ws": ws, "pid": browser.process.pid}))
+        else:
+            emit(f"{http}\n{ws}")
+            print(
+                f"cdp-engine: Chromium is listening on 127.0.0.1; use it with --connect {http}. "
+                "Ctrl-C stops it.",
+                file=sys.stderr,
+                flush=True,
+            )
+        # SIGTERM and SIGHUP end it as Ctrl-C does: the browser closes and its profile is removed.
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+            with trio.move_on_after(math.inf if args.seconds is None else args.seconds):
+                async for signum in signals:
+                    print(
+                        f"cdp-engine launch: {signal.Signals(signum).name}: closing the browser",
+                        file=sys.stderr,
+                    )
+                    break
+
+
+# --- snapshot ----------------------------------------------------------------------------------------------
+
+
+async def snapshot_command(args: argparse.Namespace) -> None:
+    async with open_browser(args) as browser:
+        page = await open_page(browser, args, args.url)
+        with deadline(args):
+            snap = await page.snapshot(
+                interactive_only=args.interactive, format=args.format, max_chars=args.max_chars
+            )
+        if args.json:
+            refs = {
+                ref: {"role": r.role, "name": r.name, "backend_node_id": r.backend_node_id}
+                for ref, r in snap.refs.items()
+            }
+            stats = {
+                "refs": snap.stats.refs,
+                "bytes": snap.stats.bytes,
+                "frames": snap.stats.frames,
+                "truncated": snap.stats.truncated,
+            }
+            emit(json.dumps({"url": args.url, "text": snap.text, "refs": refs, "stats": stats}))
+        else:
+            emit(snap.text)
+
+
+# --- eval --------------------------------------------------------------------------------------------------
+
+
+async def eval_command(args: argparse.Namespace) -> None:
+    async with open_browser(args) as browser:
+        page = await open_page(browser, args, args.url)
+        if args.ref:
+            await (
+                page.snapshot()
+            )  # the refs a `cdp-engine snapshot` of this URL prints (same page, same text)
+        with deadline(args):
+            value = await _evaluate(page, args.expression, args.ref)
+        if isinstance(value, str) and not args.json:
+            emit(value)
+        else:
+            emit(json.dumps(value, ensure_ascii=False))
+
+
+async def _evaluate(page: Page, expression: str, ref: str | None) -> Any:
+    evaluate = getattr(page, "evaluate", None)
+    if evaluate is None:  # engine/_evaluate.py (issue 11) is not in this build
+        raise UsageError("eval needs page.evaluate, which this build of the engine does not have yet")
+    if ref:
+        return await evaluate(expression, ref=ref)
+    return await evaluate(expression)
+
+
+# --- steps -------------------------------------------------------------------------------------------------
+
+_STEP_OPTIONS = ("fail_fast", "return_mode", "max_steps", "per_step_timeout_ms")
+
+
+def read_steps(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The steps file (a list of steps, or {"steps": [...], options}), validated before any browser starts.
+
+    Raises:
+        UsageError: the file is missing or not JSON.
+        StepsValidationError: the steps are invalid (every problem listed).
+    """
+    name = args.file
+    try:
+        text = sys.stdin.read() if name == "-" else Path(name).read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read the steps file {name}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"{name} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    options: dict[str, Any] = {}
+    if isinstance(data, dict):
+        unknown = sorted(set(data) - {"steps", *_STEP_OPTIONS})
+        if unknown:
+            raise UsageError(
+                f"{name}: unknown key(s) {', '.join(unknown)}; an object there holds steps and "
+                f"optionally {', '.join(_STEP_OPTIONS)}"
+            )
+        options = {k: data[k] for k in _STEP_OPTIONS if k in data}
+        data = data.get("steps")
+    for key in _STEP_OPTIONS:
+        given = getattr(args, key, None)
+        if given is not None:
+            options[key] = given
+    steps = _steps.validate(
+        data,
+        max_steps=options.get("max_steps", _steps.DEFAULT_MAX_STEPS),
+        return_mode=options.get("return_mode", "final"),
+        per_step_timeout_ms=options.get("per_step_timeout_ms", _steps.DEFAULT_PER_STEP_TIMEOUT_MS),
+    )
+    return steps, options
+
+
+async def steps_command(
+    args: argparse.Namespace, steps: list[dict[str, Any]], options: dict[str, Any]
+) -> int:
+    async with open_browser(args) as browser:
+        page = await open_page(browser, args, args.url)
+        if args.url:
+            await page.snapshot()  # so the refs a `cdp-engine snapshot URL` printed resolve here
+        progress(args, f"running {len(steps)} step(s) ...")
+        with deadline(args):
+            result = await page.run_steps(steps, **options)
+    emit(result.dumps() if args.json else json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+    if result.ok:
+        return 0
+    failed = result.steps[result.failed_step or 0]
+    error = failed.error or {}
+    print(
+        f"cdp-engine: step {failed.index} ({failed.type}) failed: {error.get('kind')}: "
+        f"{error.get('message', '').splitlines()[0] if error.get('message') else ''}",
+        file=sys.stderr,
+    )
+    return 1
+
+
+# --- screenshot --------------------------------------------------------------------------------------------
+
+
+async def screenshot_command(args: argparse.Namespace) -> None:
+    out = Path(args.output)
+    if not await trio.Path(out.parent).is_dir():
+        raise UsageError(f"cannot write {out}: the folder {out.parent} does not exist")
+    async with open_browser(args) as browser:
+        page = await open_page(browser, args, args.url)
+        with deadline(args):
+            png = await page.screenshot(full_page=args.full_page)
+    width, height = png_size(png)
+    await trio.Path(out).write_bytes(png)
+    if args.json:
+        emit(json.dumps({"path": str(out), "bytes": len(png), "width": width, "height": height}))
+    else:
+        emit(f"wrote {out}: {width}x{height} px, {len(png):,} bytes")
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    """Width and height from a PNG's IHDR chunk (bytes 16-24)."""
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")

@@ -1,0 +1,103 @@
+"""JavaScript dialogs (alert, confirm, prompt, beforeunload): answered at once, so they never wedge a page.
+
+While a dialog is open its renderer runs nothing else: the click that opened it does not return, and
+neither does any later command of the page. So the answer is sent from the reader as the dialog opens:
+``page.on_dialog(dialog)`` decides (``dialog.accept("text")`` / ``dialog.dismiss()``); without a handler,
+or when the handler decides nothing, the dialog is dismissed. Every dialog is recorded in ``page.dialogs``,
+the last ``MAX_DIALOGS`` of them.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from engine._actionability import send_nowait
+from engine._hooks import add_hook
+
+if TYPE_CHECKING:
+    from engine._page import Page
+
+log = logging.getLogger("engine.dialogs")
+
+MAX_DIALOGS = 100
+"""Dialogs kept in ``page.dialogs`` (a page that alerts in a loop must not grow memory)."""
+
+
+class Dialog:
+    """One dialog the page opened: ``type`` (alert, confirm, prompt, beforeunload), ``message``, and
+    what was done with it (``accepted``, ``prompt_text``) once answered."""
+
+    def __init__(self, page: Page, params: dict[str, Any]) -> None:
+        self._page = page
+        self.type: str = params.get("type", "")
+        self.message: str = params.get("message", "")
+        self.default_prompt: str = params.get("defaultPrompt", "")
+        self.url: str = params.get("url", "")
+        self.accepted: bool | None = None  # None until answered
+        self.prompt_text: str | None = None
+
+    def __repr__(self) -> str:
+        done = {None: "open", True: "accepted", False: "dismissed"}[self.accepted]
+        return f"<Dialog {self.type} {self.message!r} {done}>"
+
+    def accept(self, prompt_text: str | None = None) -> None:
+        """OK (with ``prompt_text`` typed into a prompt; its default text if None)."""
+        self._answer(True, prompt_text if prompt_text is not None else self.default_prompt)
+
+    def dismiss(self) -> None:
+        """Cancel (an alert has only OK: dismissing it closes it all the same)."""
+        self._answer(False, None)
+
+    def _answer(self, accept: bool, prompt_text: str | None) -> None:
+        if self.accepted is not None:
+            return  # answered already: Chromium would reject a second answer
+        self.accepted = accept
+        self.prompt_text = prompt_text
+        params: dict[str, Any] = {"accept": accept}
+        if prompt_text is not None and self.type == "prompt":
+            params["promptText"] = prompt_text
+        session = self._page.session
+        if not session.detached and session.connection.closed is None:
+            send_nowait(session, "Page.handleJavaScriptDialog", params)
+
+
+DialogHandler = Callable[[Dialog], object]
+
+
+class DialogState:
+    """A page's dialog handler and the record of its dialogs."""
+
+    def __init__(self) -> None:
+        self.handler: DialogHandler | None = None
+        self.seen: collections.deque[Dialog] = collections.deque(maxlen=MAX_DIALOGS)
+
+
+def dialog_state(page: Page) -> DialogState:
+    state = page.__dict__.get("_dialog_state")
+    if state is None:
+        state = page.__dict__["_dialog_state"] = DialogState()
+    return state
+
+
+def watch_dialogs(page: Page) -> None:
+    """Answer the page's dialogs as they open (called once, when the Page is made)."""
+    state = dialog_state(page)
+
+    def opened(method: str, params: dict[str, Any]) -> None:
+        dialog = Dialog(page, params)
+        state.seen.append(dialog)
+        if state.handler is not None:
+            try:
+                state.handler(dialog)
+            except Exception:
+                log.exception("page.on_dialog failed on %r; the dialog is dismissed", dialog)
+        if dialog.accepted is None:
+            dialog.dismiss()
+        log.info(
+            "%s dialog %r %s", dialog.type, dialog.message, "accepted" if dialog.accepted else "dismissed"
+        )
+
+    add_hook(page.session, ("Page.javascriptDialogOpening",), opened)

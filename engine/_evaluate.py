@@ -1,0 +1,611 @@
+"""Bounded evaluate: the caller's deadline is the budget, pushed into the page.
+
+A call reads ``trio.current_effective_deadline()`` (or ``Settings.evaluate_timeout`` when there is none)
+and gives the page that much time less a margin (see :func:`page_budget`): ``Runtime.evaluate``'s own
+``timeout`` for synchronous code, and an in-page race (``setTimeout``) for promises and for
+``Runtime.callFunctionOn``, which has no timeout of its own. If the reply has not come shortly before the
+deadline, the engine sends ``Runtime.terminateExecution`` and then evaluates ``0`` until it runs, so no
+termination stays armed for the next script; the caller then sees its own scope's outcome.
+
+Every call runs on a session of its own to the target (a second flattened ``Target.attachToTarget``, made
+on first use), so it never queues behind or in front of the page's other commands; its object group is
+released after the call.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import math
+import re
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+import cdp
+from engine._errors import (
+    CDPError,
+    EvaluateDisabled,
+    EvaluateTimeout,
+    JavaScriptError,
+    ProtocolError,
+)
+from engine._metrics import EvaluateMetrics, MetricsRecorder
+from engine._refs import ResolvedNode
+from engine._session import Session
+
+if TYPE_CHECKING:
+    from engine._browser import Browser
+    from engine._page import Page
+
+log = logging.getLogger("engine.evaluate")
+
+MARGIN = 0.05
+"""Seconds the page's budget keeps clear of the caller's deadline (at most 10% of the time left): a
+script that runs out of budget is stopped in the page, and its reply reaches us before the deadline.
+Measured on Chromium 156: ``Runtime.evaluate(timeout=300)`` of ``while(true){}`` answered after 311 ms."""
+
+STOP_LIMIT = 0.1
+"""Seconds for terminating a script and checking that no termination stays armed (shielded)."""
+
+DISARM_PROBES = 3
+"""Evaluates of ``0`` after a Runtime.terminateExecution: the first that runs proves nothing is armed.
+Measured on Chromium 156: a terminateExecution sent while no script runs does not stay armed (the next 3
+evaluates ran), and in the random-budget test none of 200 probes was ever killed; the probe costs one round
+trip, only on the timeout path, and turns that measurement into a guarantee."""
+
+_BUDGET_MARK = "cdp-engine: evaluate budget ran out"
+_VALUE_MARK = "cdp-engine: cannot return by value: "
+_TERMINATED = "Execution was terminated"
+
+# The in-page runner. It calls ``f`` when it is a function, races a promise against the budget, and checks
+# that the value survives being returned by value (Chromium silently turns a DOM node, a Map or a Date
+# into {}). Joined into one line so that the caller's source keeps its line numbers.
+_RUNNER_JS = """
+((f, ms, args, isFn) => {
+  if (typeof f !== 'function') {
+    if (isFn) throw new TypeError('evaluate was given arguments or an element, so the source must be a ' +
+      'function, like (el, n) => el.textContent.slice(0, n)');
+  } else { f = f(...args); }
+  const bad = (path, what, instead) => new TypeError('@VALUE@' + path + ' is ' + what + '; ' + instead);
+  const check = (root) => {
+    const up = [];
+    const walk = (v, path) => {
+      const t = typeof v;
+      if (v === null || v === undefined || t === 'string' || t === 'number' || t === 'boolean') return;
+      if (t === 'bigint') {
+        if (up.length) throw bad(path, 'a BigInt', 'return String(n) or Number(n)');
+        return;
+      }
+      if (t === 'function') throw bad(path, 'a function', 'call it and return its result, or its name');
+      if (t === 'symbol') throw bad(path, 'a symbol', 'return its description');
+      if (v === globalThis) throw bad(path, 'the window', 'return the fields you need (location.href)');
+      if (up.includes(v)) throw bad(path, 'a cycle (it contains itself)', 'return a copy without it');
+      if (up.length > 200) throw bad(path, 'nested over 200 levels deep', 'return a flatter value');
+      if (!Array.isArray(v)) {
+        const proto = Object.getPrototypeOf(v);
+        if (proto !== Object.prototype && proto !== null) {
+          if (typeof v.nodeType === 'number' && typeof v.nodeName === 'string') {
+            throw bad(path, 'a DOM node (' + v.nodeName + ')',
+              'return what you need from it: el.textContent, el.outerHTML, el.getAttribute(name)');
+          }
+          const name = (v.constructor && v.constructor.name) || 'object';
+          const hint = v instanceof Date ? 'return d.toISOString()'
+            : v instanceof Map ? 'return Object.fromEntries(map)'
+            : v instanceof Set ? 'return [...set]'
+            : v instanceof Error ? 'return e.message'
+            : 'return a plain object or array with the fields you need';
+          throw bad(path, 'a ' + name, hint);
+        }
+      }
+      up.push(v);
+      for (const k of Object.keys(v)) walk(v[k], Array.isArray(v) ? path + '[' + k + ']' : path + '.' + k);
+      up.pop();
+    };
+    walk(root, 'the result');
+    return root;
+  };
+  if (f && typeof f.then === 'function') {
+    let timer;
+    const limit = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error('@BUDGET@')), ms);
+    });
+    return Promise.race([f, limit]).then(
+      (v) => { clearTimeout(timer); return check(v); },
+      (e) => { clearTimeout(timer); throw e; });
+  }
+  return check(f);
+})
+"""
+_RUNNER = " ".join(line.strip() for line in _RUNNER_JS.strip().splitlines())
+_RUNNER = _RUNNER.replace("@VALUE@", _VALUE_MARK).replace("@BUDGET@", _BUDGET_MARK)
+
+
+# Runs ``source`` with the element (``this``) as its first argument; the source sits in an argument
+# position so that it sees none of the runner's names.
+def _on_element(source: str) -> str:
+    return (
+        "function (__cdpMs, __cdpArgs) { return "
+        + _RUNNER
+        + "(("
+        + source
+        + "\n), __cdpMs, [this, ...__cdpArgs], true) }"
+    )
+
+
+# Finishes a value a statement-style script left (calls it if it is a function, races a promise).
+_FINISH = "function (__cdpMs) { return " + _RUNNER + "(this, __cdpMs, [], false) }"
+
+_groups = itertools.count(1)
+
+
+def page_budget(deadline: float, now: float) -> float:
+    """Seconds the page gets: the time left, less ``MARGIN`` (or 10% of the time left when that is less)."""
+    left = deadline - now
+    return max(0.001, left - min(MARGIN, 0.1 * left))
+
+
+class _BudgetSpent(Exception):
+    """The script ran out of budget (stopped by the page itself, or terminated by us)."""
+
+
+class _PageState:
+    """The evaluate sessions of one page (one per target: the page's, and each OOPIF's) and its counters."""
+
+    def __init__(self, page: Page) -> None:
+        self.sessions: dict[str, Session] = {}
+        self.attaching: dict[str, trio.Event] = {}
+        self.metrics = MetricsRecorder(_browser_recorder(page.browser))
+
+
+_pages: weakref.WeakKeyDictionary[Page, _PageState] = weakref.WeakKeyDictionary()
+_browsers: weakref.WeakKeyDictionary[Browser, MetricsRecorder] = weakref.WeakKeyDictionary()
+
+
+def _browser_recorder(browser: Browser) -> MetricsRecorder:
+    recorder = _browsers.get(browser)
+    if recorder is None:
+        recorder = _browsers[browser] = MetricsRecorder()
+    return recorder
+
+
+def _state(page: Page) -> _PageState:
+    state = _pages.get(page)
+    if state is None:
+        state = _pages[page] = _PageState(page)
+    return state
+
+
+def page_metrics(page: Page) -> EvaluateMetrics:
+    """``page.metrics()``."""
+    return _state(page).metrics.snapshot()
+
+
+def browser_metrics(browser: Browser) -> EvaluateMetrics:
+    """``browser.metrics()``: every page of this browser together."""
+    return _browser_recorder(browser).snapshot()
+
+
+def recorder(page: Page) -> MetricsRecorder:
+    """The page's recorder, for the Playwright adapter's fallbacks."""
+    return _state(page).metrics
+
+
+async def evaluation_session(page: Page, target_id: str) -> Session:
+    """The page's evaluate session to ``target_id`` (the page, or one of its OOPIFs), attached on first use.
+
+    Concurrent first calls share one attach. The session ends with its target (closing the page detaches it).
+    """
+    state = _state(page)
+    while True:
+        session = state.sessions.get(target_id)
+        if session is not None and not session.detached:
+            return session
+        pending = state.attaching.get(target_id)
+        if pending is None:
+            break
+        await pending.wait()
+    done = state.attaching[target_id] = trio.Event()
+    try:
+        browser = page.browser
+        with trio.fail_after(browser.settings.attach_timeout):
+            attached = await browser.session.execute_raw(
+                "Target.attachToTarget", {"targetId": target_id, "flatten": True}
+            )
+        session = browser.connection.sessions.create(
+            attached["sessionId"], target_id=target_id, target_type="page", parent=browser.session
+        )
+        state.sessions[target_id] = session
+        log.debug("evaluate session %s attached to %s", session.session_id, target_id)
+        return session
+    finally:
+        del state.attaching[target_id]
+        done.set()
+
+
+def _encode_args(args: tuple[Any, ...]) -> str:
+    for i, arg in enumerate(args):
+        try:
+            json.dumps(arg, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"evaluate's argument {i} cannot be sent to the page ({exc}): pass JSON values only "
+                "(str, int, float without NaN/Infinity, bool, None, and lists and dicts of them)"
+            ) from None
+    return json.dumps(list(args), allow_nan=False, ensure_ascii=False)
+
+
+_SYNTAX_AT_COMPILE = re.compile(r"^SyntaxError: [^\n]*$")
+
+
+def _is_compile_error(reply: dict[str, Any]) -> bool:
+    """A SyntaxError with no stack frame: the wrapped source did not parse, so nothing of it ran.
+
+    Measured on Chromium 156: a parse error's description is the message alone; a SyntaxError thrown at run
+    time (``JSON.parse('x')``) carries ``at ...`` lines. (A page that sets ``Error.stackTraceLimit = 0``
+    makes a thrown SyntaxError look like a parse error: the source would then run a second time, as a script.)
+    """
+    details = reply.get("exceptionDetails")
+    if not details:
+        return False
+    exception = details.get("exception") or {}
+    return exception.get("className") == "SyntaxError" and bool(
+        _SYNTAX_AT_COMPILE.match(exception.get("description") or "")
+    )
+
+
+def _value_of(remote: dict[str, Any]) -> Any:
+    if "value" in remote:
+        return remote["value"]
+    special = remote.get("unserializableValue")
+    if special is not None:
+        if special.endswith("n"):
+            return int(special[:-1])
+        return float(special)
+    return None  # undefined
+
+
+def _raise_for(reply: dict[str, Any]) -> None:
+    """Raise what the reply's ``exceptionDetails`` says (budget, by-value problem, or a page error)."""
+    details = reply.get("exceptionDetails")
+    if not details:
+        return
+    exception = details.get("exception") or {}
+    description = exception.get("description") or ""
+    if _BUDGET_MARK in description:
+        raise _BudgetSpent
+    if "value" in exception and not description:
+        description = repr(exception["value"])
+    message, _, stack = (description or details.get("text") or "the script threw").partition("\n")
+    if _VALUE_MARK in message:
+        message = message.split(_VALUE_MARK, 1)[1]
+        raise JavaScriptError(f"the script's result cannot be returned by value: {message}", details=details)
+    line = details.get("lineNumber")
+    raise JavaScriptError(
+        f"the script threw {message}" + (f" (line {line + 1})" if isinstance(line, int) else ""),
+        details=details,
+        stack=stack,
+        line=line + 1 if isinstance(line, int) else None,
+    )
+
+
+async def _stop_script(session: Session, metrics: MetricsRecorder) -> None:
+    """Terminate what runs on the target, then evaluate ``0`` until it runs: nothing stays armed."""
+    probes = 0
+    with trio.CancelScope(shield=True), trio.move_on_after(STOP_LIMIT) as scope:
+        try:
+            await session.execute_raw("Runtime.terminateExecution")
+            for _ in range(DISARM_PROBES):
+                probes += 1
+                try:
+                    await session.execute_raw("Runtime.evaluate", {"expression": "0"})
+                    break
+                except ProtocolError as exc:
+                    if _TERMINATED not in exc.message:
+                        break
+                    log.info("a termination was still armed; the probe took it (%s)", session.session_id)
+        except CDPError as exc:  # the tab or the link is gone: nothing left to stop
+            log.debug("could not terminate on %s: %s", session.session_id, exc)
+    if scope.cancelled_caught:
+        log.warning("terminating the script on %s took over %s s", session.session_id, STOP_LIMIT)
+    metrics.terminated(probes)
+
+
+def _was_terminated(exc: ProtocolError) -> bool:
+    """The script was terminated. Measured on Chromium 156: ``Runtime.evaluate`` stopped by its own
+    ``timeout`` answers "Execution was terminated" (-32000), but with ``awaitPromise`` "Internal error"
+    (-32603)."""
+    return _TERMINATED in exc.message or (exc.code == -32603 and exc.message == "Internal error")
+
+
+Build = Callable[[int], dict[str, Any]]
+"""Makes a command's params for a page budget in milliseconds."""
+
+
+async def _bounded(
+    session: Session, method: str, build: Build, deadline: float, metrics: MetricsRecorder
+) -> dict[str, Any]:
+    """Send one evaluate command; terminate it if the deadline (or an outer cancellation) comes first."""
+    now = trio.current_time()
+    budget = page_budget(deadline, now)
+    page_end = now + budget
+    # Runtime.terminateExecution stops whatever script the tab runs: sent after ours has ended, it stops the
+    # next one, whoever runs it (seen: a Playwright click queued behind our loop never finished). So when
+    # the page stops the script itself (Runtime.evaluate's ``timeout``), its answer gets most of the margin;
+    # when it cannot (a loop in callFunctionOn), the termination goes soon after the page's end, leaving
+    # most of the margin for the termination and the probe before the deadline.
+    if method == "Runtime.evaluate":
+        watch = deadline - (deadline - page_end) / 4
+    else:
+        watch = page_end + min(0.01, (deadline - page_end) / 4)
+    try:
+        with trio.move_on_at(watch):
+            try:
+                return await session.execute_raw(method, build(math.ceil(budget * 1000)))
+            except ProtocolError as exc:
+                if not _was_terminated(exc):
+                    raise
+                if trio.current_time() >= page_end - 0.01:
+                    raise _BudgetSpent from None  # the page's own timeout stopped it
+                raise JavaScriptError(
+                    "the script was terminated by Runtime.terminateExecution from elsewhere (another "
+                    "evaluate's budget ran out while this one ran, or a debugger stopped it)"
+                ) from None
+    except trio.Cancelled:
+        await _stop_script(session, metrics)
+        raise
+    await _stop_script(session, metrics)
+    raise _BudgetSpent
+
+
+async def _run_expression(
+    session: Session,
+    *,
+    source: str,
+    args: str,
+    is_fn: bool,
+    deadline: float,
+    group: str,
+    metrics: MetricsRecorder,
+) -> Any:
+    flag = "true" if is_fn else "false"
+
+    def wrapped(ms: int) -> dict[str, Any]:
+        return {
+            "expression": f"{_RUNNER}(({source}\n), {ms}, {args}, {flag})",
+            "returnByValue": True,
+            "awaitPromise": True,
+            "userGesture": True,
+            "timeout": ms,
+            "objectGroup": group,
+        }
+
+    reply = await _bounded(session, "Runtime.evaluate", wrapped, deadline, metrics)
+    if not is_fn and _is_compile_error(reply):
+        # Statements (``let a = 1; a``, ``while (true) {}``): not an expression, so the runner could not wrap
+        # it and nothing ran. Run it as a script, then finish its value (call, race, check) in a second step.
+        def script(ms: int) -> dict[str, Any]:
+            return {"expression": source, "timeout": ms, "objectGroup": group, "userGesture": True}
+
+        reply = await _bounded(session, "Runtime.evaluate", script, deadline, metrics)
+        _raise_for(reply)
+        remote = reply["result"]
+        if "objectId" not in remote:
+            return _value_of(remote)
+
+        def finish(ms: int) -> dict[str, Any]:
+            return {
+                "functionDeclaration": _FINISH,
+                "objectId": remote["objectId"],
+                "arguments": [{"value": ms}],
+                "returnByValue": True,
+                "awaitPromise": True,
+                "objectGroup": group,
+            }
+
+        reply = await _bounded(session, "Runtime.callFunctionOn", finish, deadline, metrics)
+    _raise_for(reply)
+    return _value_of(reply["result"])
+
+
+async def _run_on_node(
+    session: Session,
+    *,
+    backend_node_id: int,
+    source: str,
+    args: tuple[Any, ...],
+    deadline: float,
+    group: str,
+    metrics: MetricsRecorder,
+) -> Any:
+    resolved = await session.execute_raw(
+        "DOM.resolveNode", {"backendNodeId": backend_node_id, "objectGroup": group}
+    )
+    declaration = _on_element(source)
+
+    def call(ms: int) -> dict[str, Any]:
+        return {
+            "functionDeclaration": declaration,
+            "objectId": resolved["object"]["objectId"],
+            "arguments": [{"value": ms}, {"value": list(args)}],
+            "returnByValue": True,
+            "awaitPromise": True,
+            "userGesture": True,
+            "objectGroup": group,
+        }
+
+    reply = await _bounded(session, "Runtime.callFunctionOn", call, deadline, metrics)
+    _raise_for(reply)
+    return _value_of(reply["result"])
+
+
+async def evaluate(
+    page: Page,
+    source: str,
+    args: tuple[Any, ...],
+    *,
+    ref: str | None = None,
+    backend_node_id: int | None = None,
+) -> Any:
+    """``page.evaluate``: see its docstring."""
+    if not page.browser.settings.evaluate_enabled:
+        raise EvaluateDisabled(
+            "evaluate is turned off for this browser (Settings(evaluate_enabled=False)); nothing was sent"
+        )
+    if not isinstance(source, str) or not source.strip():
+        raise TypeError(f"evaluate takes JavaScript source as a non-empty string, not {source!r}")
+    if ref is not None and backend_node_id is not None:
+        raise ValueError("give ref= or backend_node_id=, not both")
+    if backend_node_id is not None and (type(backend_node_id) is not int or backend_node_id < 1):
+        raise ValueError(
+            f"backend_node_id must be a positive int (a DOM backendNodeId), not {backend_node_id!r}"
+        )
+    encoded = _encode_args(args)
+    await trio.lowlevel.checkpoint_if_cancelled()
+    deadline = trio.current_effective_deadline()
+    own = deadline == math.inf
+    if own:
+        deadline = trio.current_time() + page.browser.settings.evaluate_timeout
+    if ref is not None:
+        with trio.move_on_at(deadline if own else math.inf) as scope:
+            node = await page.resolve(ref)  # the identity check: a stale ref raises StaleRefError
+        if scope.cancelled_caught:
+            raise _timeout(page)
+        return await evaluate_on(page, node, source, *args, _deadline=(deadline, own))
+    if backend_node_id is not None:
+        node = ResolvedNode(
+            ref=f"node:{backend_node_id}",
+            backend_node_id=backend_node_id,
+            session=page.session,
+            frame_id=page.target_id,
+            role="",
+            name="",
+        )
+        return await evaluate_on(page, node, source, *args, _deadline=(deadline, own))
+    return await _evaluate_page(page, source, encoded, is_fn=bool(args), deadline=deadline, own=own)
+
+
+def _timeout(page: Page) -> EvaluateTimeout:
+    limit = page.browser.settings.evaluate_timeout
+    return EvaluateTimeout(
+        f"evaluate ran past {limit} s (Settings.evaluate_timeout; no deadline of your own was set) and "
+        "was terminated; it may have had side effects, so it is not safe to replay blindly. Set your own "
+        "deadline with trio.fail_after, or raise the setting"
+    )
+
+
+async def _finish(page: Page, started: float, own: bool, deadline: float, run: Any) -> Any:
+    """Await ``run``, record it, and turn a spent budget into what the caller's scope asks for."""
+    metrics = _state(page).metrics
+    try:
+        value = await run
+    except _BudgetSpent:
+        metrics.call(trio.current_time() - started, timeout=True)
+        log.info(
+            "an evaluate on %r ran out of its budget and was stopped; it may have had side effects "
+            "(not safe to replay)",
+            page,
+        )
+        if own:
+            raise _timeout(page) from None
+        await trio.sleep_until(deadline)  # the caller's own scope fires here, with its own outcome
+        raise _timeout(page) from None  # the deadline was moved later meanwhile
+    except JavaScriptError:
+        metrics.call(trio.current_time() - started, error=True)
+        raise
+    except trio.Cancelled:
+        metrics.call(trio.current_time() - started, timeout=True)
+        log.info(
+            "an evaluate on %r was cancelled while it ran; it may have had side effects (not safe to replay)",
+            page,
+        )
+        raise
+    metrics.call(trio.current_time() - started)
+    return value
+
+
+def _release(session: Session, group: str) -> None:
+    if not session.detached and session.connection.closed is None:
+        session.execute_nowait(cdp.runtime.release_object_group(object_group=group))
+
+
+async def _evaluate_page(
+    page: Page, source: str, encoded: str, *, is_fn: bool, deadline: float, own: bool
+) -> Any:
+    started = trio.current_time()
+    state = _state(page)
+
+    async def run() -> Any:
+        session = await evaluation_session(page, page.target_id)
+        group = f"cdp-engine-evaluate-{next(_groups)}"
+        try:
+            return await _run_expression(
+                session,
+                source=source,
+                args=encoded,
+                is_fn=is_fn,
+                deadline=deadline,
+                group=group,
+                metrics=state.metrics,
+            )
+        finally:
+            _release(session, group)
+
+    if own:
+        with trio.move_on_at(deadline) as scope:
+            return await _finish(page, started, own, deadline, run())
+        if scope.cancelled_caught:
+            raise _timeout(page)
+    return await _finish(page, started, own, deadline, run())
+
+
+async def evaluate_on(
+    page: Page,
+    node: ResolvedNode,
+    source: str,
+    *args: Any,
+    _deadline: tuple[float, bool] | None = None,
+) -> Any:
+    """Run function ``source`` with the element of ``node`` as its first argument, on the evaluate session of
+    the target that owns the node (the page's, or an out-of-process iframe's). Budget as ``page.evaluate``."""
+    if not page.browser.settings.evaluate_enabled:
+        raise EvaluateDisabled(
+            "evaluate is turned off for this browser (Settings(evaluate_enabled=False)); nothing was sent"
+        )
+    _encode_args(args)
+    if _deadline is None:
+        deadline = trio.current_effective_deadline()
+        own = deadline == math.inf
+        if own:
+            deadline = trio.current_time() + page.browser.settings.evaluate_timeout
+    else:
+        deadline, own = _deadline
+    started = trio.current_time()
+    state = _state(page)
+    target_id = node.session.target_id or page.target_id
+
+    async def run() -> Any:
+        session = await evaluation_session(page, target_id)
+        group = f"cdp-engine-evaluate-{next(_groups)}"
+        try:
+            return await _run_on_node(
+                session,
+                backend_node_id=node.backend_node_id,
+                source=source,
+                args=args,
+                deadline=deadline,
+                group=group,
+                metrics=state.metrics,
+            )
+        finally:
+            _release(session, group)
+
+    if own:
+        with trio.move_on_at(deadline) as scope:
+            return await _finish(page, started, own, deadline, run())
+        if scope.cancelled_caught:
+            raise _timeout(page)
+    return await _finish(page, started, own, deadline, run())

@@ -1,0 +1,230 @@
+"""Form actions: fill, type, select_option, check / uncheck, set_input_files.
+
+``fill`` replaces the value the way typing would (the field focused, its text selected,
+``Input.insertText``), then fires ``change``; inputs that take no typed text (date, color, range) get their
+value set and ``input`` + ``change`` fired. ``type`` sends every character as its key presses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import trio
+
+from engine._actionability import (
+    NotYet,
+    call_on,
+    new_group,
+    object_id,
+    release,
+    retry_until_deadline,
+    send_nowait,
+)
+from engine._errors import ActionError, ProtocolError
+from engine._input import click, focus
+from engine._keys import KEYS, key_event
+from engine._waiting import navigation_watch
+
+if TYPE_CHECKING:
+    from engine._page import Page
+    from engine._refs import ResolvedNode
+
+_PREPARE_FILL = """function(text) {
+  const el = this;
+  if (!el.isConnected) return 'the element is no longer in the document';
+  const r = el.getBoundingClientRect();
+  if (!r.width || !r.height) return 'the element is not visible';
+  if (el.matches(':disabled') || el.closest('[aria-disabled="true"]')) return 'the element is disabled';
+  if (el.isContentEditable) {
+    el.focus();
+    const range = document.createRange(); range.selectNodeContents(el);
+    const sel = getSelection(); sel.removeAllRanges(); sel.addRange(range);
+    return 'typed';
+  }
+  const textual = ['text', 'search', 'url', 'tel', 'password', 'email', 'number'];
+  if (el.localName === 'textarea' || (el.localName === 'input' && textual.includes(el.type))) {
+    if (el.readOnly) return 'the field is read-only';
+    el.focus(); el.select();
+    return 'typed';
+  }
+  const untyped = ['checkbox', 'radio', 'file', 'button', 'submit', 'reset', 'image', 'hidden'];
+  if (el.localName === 'input' && !untyped.includes(el.type)) {
+    el.focus(); el.value = text;
+    if (el.value !== text) return 'the ' + el.type + ' input does not take the value ' + JSON.stringify(text);
+    el.dispatchEvent(new Event('input', {bubbles: true}));
+    el.dispatchEvent(new Event('change', {bubbles: true}));
+    return 'set';
+  }
+  return 'the element is not a text field, textarea or contenteditable (it is <' + el.localName + '>)';
+}"""
+
+_CHANGED = """function() {
+  if (!this.isContentEditable) this.dispatchEvent(new Event('change', {bubbles: true}));
+}"""
+
+
+async def _editable(page: Page, what: str, ref: str, text: str, group: str) -> tuple[ResolvedNode, str, str]:
+    """Retry until the field is ready (visible, enabled, editable); returns the node, handle and outcome."""
+
+    async def attempt() -> tuple[ResolvedNode, str, str] | NotYet:
+        node = await page.resolve(ref)
+        with contextlib.suppress(ProtocolError):  # no box: the checks below say so
+            await node.session.execute_raw(
+                "DOM.scrollIntoViewIfNeeded", {"backendNodeId": node.backend_node_id}
+            )
+        handle = await object_id(node.session, node.backend_node_id, group)
+        if handle is None:
+            return NotYet("attached", "the element is no longer in the document")
+        outcome = await call_on(node.session, handle, _PREPARE_FILL, text)
+        if outcome in ("typed", "set"):
+            return node, handle, outcome
+        check = (
+            "editable"
+            if "not a text" in outcome or "read-only" in outcome or "does not take" in outcome
+            else outcome.split()[-1]
+        )
+        return NotYet(check, str(outcome))
+
+    return await retry_until_deadline(what, ref, attempt)
+
+
+async def fill(page: Page, ref: str, text: str) -> None:
+    """Clear the field and put ``text`` in it, firing ``input`` and ``change``."""
+    if not isinstance(text, str):
+        raise TypeError(f"fill takes the text as a str, not {type(text).__name__}")
+    group = new_group()
+    node, handle, outcome = await _editable(page, "fill", ref, text, group)
+    session = node.session
+    try:
+        if outcome == "typed":
+            if text:
+                await page.session.execute_raw("Input.insertText", {"text": text})
+            else:
+                for kind in ("down", "up"):
+                    await page.session.execute_raw(
+                        "Input.dispatchKeyEvent", key_event(kind, KEYS["Delete"], 0)
+                    )
+            await call_on(session, handle, _CHANGED)
+    finally:
+        release(session, group)
+
+
+async def type_text(page: Page, ref: str, text: str, *, delay_ms: float) -> None:
+    """Focus ``ref`` and type ``text`` key by key (characters off the key table go in as text)."""
+    node = await page.resolve(ref)
+    await focus(node)
+    session = page.session
+    async with navigation_watch([page.session]):
+        for char in text:
+            key = KEYS.get("Enter" if char == "\n" else char)
+            if key is None:
+                await session.execute_raw("Input.insertText", {"text": char})
+            else:
+                mask = 8 if len(char) == 1 and char != char.lower() else 0
+                send_nowait(session, "Input.dispatchKeyEvent", key_event("down", key, mask))
+                await session.execute_raw("Input.dispatchKeyEvent", key_event("up", key, mask))
+            if delay_ms:
+                await trio.sleep(delay_ms / 1000)
+
+
+_SELECT = """function(wanted) {
+  if (this.localName !== 'select')
+    return {error: 'the element is not a <select> (it is <' + this.localName + '>)'};
+  if (this.disabled) return {error: 'the select is disabled'};
+  const options = Array.from(this.options);
+  const picked = [];
+  for (const want of wanted) {
+    const o = options.find(o => o.value === want)
+      || options.find(o => o.label.trim() === want || o.text.trim() === want);
+    if (!o) {
+      const names = JSON.stringify(options.map(o => o.label.trim() || o.value));
+      return {error: 'no option has the value or label ' + JSON.stringify(want) + '; the options: ' + names};
+    }
+    if (o.disabled) return {error: 'the option ' + JSON.stringify(want) + ' is disabled'};
+    picked.push(o);
+  }
+  if (!this.multiple && picked.length > 1)
+    return {error: 'the select takes one option, not ' + picked.length};
+  for (const o of options) o.selected = picked.includes(o);
+  this.dispatchEvent(new Event('input', {bubbles: true}));
+  this.dispatchEvent(new Event('change', {bubbles: true}));
+  return {values: picked.map(o => o.value)};
+}"""
+
+
+async def select_option(page: Page, ref: str, values: Sequence[str]) -> list[str]:
+    """Select the options of ``ref`` whose value or label is in ``values``; returns their values."""
+    if isinstance(values, str):
+        values = [values]
+    group = new_group()
+    node = await page.resolve(ref)
+    try:
+        handle = await object_id(node.session, node.backend_node_id, group)
+        if handle is None:
+            raise ActionError(
+                f"select_option {ref}: the element is no longer in the document", ref=ref, check="attached"
+            )
+        got = await call_on(node.session, handle, _SELECT, {"value": list(values)})
+    finally:
+        release(node.session, group)
+    if "error" in got:
+        raise ActionError(f"select_option {ref}: {got['error']}", ref=ref, check="option")
+    return list(got["values"])
+
+
+_CHECKED = """function() {
+  const el = this.localName === 'label' && this.control ? this.control : this;
+  if (el.localName === 'input' && ['checkbox', 'radio'].includes(el.type)) return el.checked;
+  const aria = el.getAttribute('aria-checked');
+  return aria === null ? null : aria === 'true';
+}"""
+
+
+async def set_checked(page: Page, ref: str, checked: bool) -> None:
+    """Click ``ref`` if its checked state is not ``checked`` yet, then make sure it changed."""
+
+    async def state() -> bool:
+        node = await page.resolve(ref)
+        group = new_group()
+        try:
+            handle = await object_id(node.session, node.backend_node_id, group)
+            value = await call_on(node.session, handle, _CHECKED) if handle else None
+        finally:
+            release(node.session, group)
+        if value is None:
+            raise ActionError(
+                f"{ref} is not a checkbox, radio or aria-checked element", ref=ref, check="checkable"
+            )
+        return bool(value)
+
+    if await state() == checked:
+        return
+    await click(page, ref)
+    if await state() != checked:
+        what = "check" if checked else "uncheck"
+        raise ActionError(
+            f"{what} {ref}: the click did not change its state (a radio cannot be unchecked)",
+            ref=ref,
+            check="checked",
+        )
+
+
+async def set_input_files(page: Page, ref: str, files: Sequence[str | os.PathLike[str]]) -> None:
+    """Put ``files`` (paths on this machine, which the browser must be able to read) in a file input."""
+    listed = [files] if isinstance(files, (str, os.PathLike)) else files
+    paths = [os.path.abspath(os.fspath(f)) for f in listed]  # noqa: ASYNC240 - no I/O, string work
+    missing = [p for p in paths if not os.path.isfile(p)]  # noqa: ASYNC240 - a stat per file, no waiting
+    if missing:
+        raise FileNotFoundError(f"set_input_files: no such file(s): {missing}")
+    node = await page.resolve(ref)
+    try:
+        await node.session.execute_raw(
+            "DOM.setFileInputFiles", {"files": paths, "backendNodeId": node.backend_node_id}
+        )
+    except ProtocolError as exc:
+        raise ActionError(
+            f"set_input_files {ref}: {exc.message} (is it an <input type=file>?)", ref=ref, check="file input"
+        ) from None

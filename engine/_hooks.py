@@ -1,0 +1,42 @@
+"""Event hooks: a function the reader calls for an event, for what must happen before anyone awaits.
+
+A dialog blocks its page until it is answered (the click that opened it does not return before), and a
+popup must be attached as it appears: neither can wait for a consumer task, and the engine keeps no task
+of its own. A hook is a subscription whose delivery calls the function in the reader instead of
+buffering; it must be quick and must not block (send with ``execute_nowait``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from engine._session import Session, Subscription
+
+log = logging.getLogger("engine.hooks")
+
+
+class _Hook(Subscription[Any]):
+    _call: Callable[[str, dict[str, Any]], None]
+
+    def _push(self, method: str, params: dict[str, Any]) -> None:
+        if self._ended:
+            return
+        try:
+            self._call(method, params)
+        except Exception:
+            log.exception("an event hook failed on %s; the connection goes on", method)
+
+
+def add_hook(
+    session: Session, methods: tuple[str, ...], call: Callable[[str, dict[str, Any]], None]
+) -> Subscription[Any]:
+    """Call ``call(method, params)`` in the reader for each of ``methods`` on ``session`` until removed.
+
+    Remove it with ``session.unsubscribe(hook)``; it ends with the session.
+    """
+    hook = _Hook._create(session, frozenset(methods), 1, "drop_newest", False)
+    hook._call = call
+    session._subscriptions.append(hook)
+    return hook

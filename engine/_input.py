@@ -1,0 +1,295 @@
+"""Pointer and keyboard actions over raw CDP input: click, hover, drag, scroll, press.
+
+Each pointer action waits for its element to be actionable (``engine/_actionability.py``) and then sends
+``Input.dispatchMouseEvent`` to the page's own session at top-level coordinates. Actions that may start a
+navigation (a click, a key press) wait for the new document to commit before returning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import trio
+
+from engine._actionability import (
+    Target,
+    call_on,
+    centre,
+    frame_offset,
+    new_group,
+    object_id,
+    release,
+    send_nowait,
+    wait_actionable,
+)
+from engine._errors import ActionError, ProtocolError
+from engine._hooks import add_hook
+from engine._keys import MODIFIER_BITS, key_event, parse_combo, platform_modifier
+from engine._waiting import navigation_watch
+
+if TYPE_CHECKING:
+    from engine._page import Page
+    from engine._refs import ResolvedNode
+    from engine._session import Session
+
+log = logging.getLogger("engine.actions")
+
+MouseButton = Literal["left", "right", "middle"]
+_BUTTON_BITS = {"left": 1, "right": 2, "middle": 4}
+
+
+def modifier_mask(modifiers: Sequence[str]) -> int:
+    """``["Shift", "Meta"]`` as the protocol's bit mask (Meta is Control off macOS)."""
+    if isinstance(modifiers, str):
+        raise TypeError(f"modifiers is a list such as ['Shift'], not the string {modifiers!r}")
+    mask = 0
+    for name in modifiers:
+        canonical = platform_modifier(
+            name[:1].upper() + name[1:].lower() if name.lower() != "control" else "Control"
+        )
+        if canonical not in MODIFIER_BITS:
+            raise ValueError(f"unknown modifier {name!r}: use Alt, Control, Meta or Shift")
+        mask |= MODIFIER_BITS[canonical]
+    return mask
+
+
+def _sessions_to_watch(page: Page, node: ResolvedNode | None) -> list[Session]:
+    sessions = [page.session]
+    if node is not None and node.session is not page.session:
+        sessions.append(node.session)
+    return sessions
+
+
+async def mouse_click(
+    session: Session, x: float, y: float, *, button: MouseButton = "left", click_count: int = 1, mask: int = 0
+) -> None:
+    """Move, then press and release ``click_count`` times at ``x, y``; one awaited reply for the lot.
+
+    The events of one session are handled in order, so only the last needs its reply: the click costs one
+    round trip whatever its count.
+    """
+    base = {"x": x, "y": y, "modifiers": mask}
+    send_nowait(session, "Input.dispatchMouseEvent", {"type": "mouseMoved", **base})
+    for n in range(1, click_count + 1):
+        down = {"type": "mousePressed", "button": button, "buttons": _BUTTON_BITS[button], "clickCount": n}
+        send_nowait(session, "Input.dispatchMouseEvent", {**down, **base})
+        up = {**down, "type": "mouseReleased", "buttons": 0, **base}
+        if n < click_count:
+            send_nowait(session, "Input.dispatchMouseEvent", up)
+        else:
+            await session.execute_raw("Input.dispatchMouseEvent", up)
+
+
+async def click(
+    page: Page,
+    ref: str,
+    *,
+    button: MouseButton = "left",
+    click_count: int = 1,
+    modifiers: Sequence[str] = (),
+    force: bool = False,
+) -> None:
+    """Click the element ``ref`` names once it is actionable (see ``Page.click``)."""
+    if button not in _BUTTON_BITS:
+        raise ValueError(f"button is 'left', 'right' or 'middle', not {button!r}")
+    if type(click_count) is not int or not 1 <= click_count <= 3:
+        raise ValueError(f"click_count is 1, 2 or 3, not {click_count!r}")
+    mask = modifier_mask(modifiers)
+    group = new_group()
+    node: ResolvedNode | None = None
+    try:
+        if force:
+            node = await page.resolve(ref)
+            await _forced_click(page, node, group, button=button, click_count=click_count, mask=mask)
+            return
+        target = await wait_actionable(page, "click", ref, group)
+        node = target.node
+        async with navigation_watch(_sessions_to_watch(page, node)):
+            await mouse_click(
+                page.session, target.x, target.y, button=button, click_count=click_count, mask=mask
+            )
+    finally:
+        if node is not None:
+            release(node.session, group)
+            if node.session is not page.session:  # what covered an iframe was described up there
+                release(page.session, group)
+
+
+async def _forced_click(
+    page: Page, node: ResolvedNode, group: str, *, button: MouseButton, click_count: int, mask: int
+) -> None:
+    """No checks: input at the box centre if it has one, else the element's own JS ``click()``."""
+    session = node.session
+    with contextlib.suppress(ProtocolError):  # no box: the checks below say so
+        await session.execute_raw("DOM.scrollIntoViewIfNeeded", {"backendNodeId": node.backend_node_id})
+    point = await centre(session, node.backend_node_id)
+    async with navigation_watch(_sessions_to_watch(page, node)):
+        if point is not None:
+            x, y = point
+            if session is not page.session:
+                ox, oy = await frame_offset(page, session)
+                x, y = x + ox, y + oy
+            log.warning(
+                "click %s with force=True: no actionability checks; CDP input at (%.0f, %.0f)", node.ref, x, y
+            )
+            await mouse_click(page.session, x, y, button=button, click_count=click_count, mask=mask)
+            return
+        log.warning(
+            "click %s with force=True: no checks and no box; falling back to the element's JS click()",
+            node.ref,
+        )
+        handle = await object_id(session, node.backend_node_id, group)
+        if handle is None:
+            raise ActionError(
+                f"click {node.ref}: the element is no longer in the document", ref=node.ref, check="attached"
+            )
+        await call_on(session, handle, "function() { this.click() }")
+
+
+async def hover(page: Page, ref: str) -> None:
+    """Move the mouse over the element once it is visible, stable and on top (enabled or not)."""
+    group = new_group()
+    target = await wait_actionable(page, "hover", ref, group, enabled=False)
+    try:
+        await page.session.execute_raw(
+            "Input.dispatchMouseEvent", {"type": "mouseMoved", "x": target.x, "y": target.y}
+        )
+    finally:
+        release(target.node.session, group)
+
+
+async def drag(page: Page, source: str, target: str) -> None:
+    """Drag ``source`` onto ``target``: HTML5 drag and drop where the page starts one, else mouse moves.
+
+    Chromium's headless drags start only when input is intercepted: ``Input.setInterceptDrags`` hands the
+    drag data back (``Input.dragIntercepted``), and ``Input.dispatchDragEvent`` plays the drop at the target.
+    A page that drags with mouse events alone never starts an HTML5 drag; it gets the moves and the release.
+    """
+    group = new_group()
+    src = await wait_actionable(page, "drag", source, group)
+    session = page.session
+    data: list[dict[str, Any]] = []
+    hook = add_hook(session, ("Input.dragIntercepted",), lambda _m, p: data.append(p.get("data", {})))
+    dst: Target | None = None
+    try:
+        await session.execute_raw("Input.setInterceptDrags", {"enabled": True})
+        send_nowait(session, "Input.dispatchMouseEvent", {"type": "mouseMoved", "x": src.x, "y": src.y})
+        send_nowait(
+            session,
+            "Input.dispatchMouseEvent",
+            {"type": "mousePressed", "x": src.x, "y": src.y, "button": "left", "buttons": 1, "clickCount": 1},
+        )
+        await session.execute_raw(
+            "Input.dispatchMouseEvent",
+            {"type": "mouseMoved", "x": src.x + 5, "y": src.y + 5, "button": "left", "buttons": 1},
+        )
+        # The target is checked with the button held: its hit test must not count the dragged element.
+        dst = await wait_actionable(page, "drag onto", target, group, hit=not data)
+        await session.execute_raw(
+            "Input.dispatchMouseEvent",
+            {"type": "mouseMoved", "x": dst.x, "y": dst.y, "button": "left", "buttons": 1},
+        )
+        if data:
+            for kind in ("dragEnter", "dragOver", "drop"):
+                await session.execute_raw(
+                    "Input.dispatchDragEvent", {"type": kind, "x": dst.x, "y": dst.y, "data": data[0]}
+                )
+        await session.execute_raw(
+            "Input.dispatchMouseEvent",
+            {
+                "type": "mouseReleased",
+                "x": dst.x,
+                "y": dst.y,
+                "button": "left",
+                "buttons": 0,
+                "clickCount": 1,
+            },
+        )
+    finally:
+        session.unsubscribe(hook)
+        if not session.detached:
+            send_nowait(session, "Input.setInterceptDrags", {"enabled": False})
+        release(src.node.session, group)
+        if dst is not None:
+            release(dst.node.session, group)
+
+
+ScrollDirection = Literal["up", "down", "left", "right"]
+
+
+async def scroll(
+    page: Page, *, direction: ScrollDirection | None, ref: str | None, amount: float | None
+) -> None:
+    """Scroll the element into view (``ref``), or the page by a wheel turn (``direction``)."""
+    if ref is not None:
+        if direction is not None:
+            raise ValueError(
+                "scroll takes ref= (bring it into view) or direction= (scroll the page), not both"
+            )
+        node = await page.resolve(ref)
+        try:
+            await node.session.execute_raw(
+                "DOM.scrollIntoViewIfNeeded", {"backendNodeId": node.backend_node_id}
+            )
+        except ProtocolError as exc:
+            raise ActionError(
+                f"scroll to {ref}: the element has no box to scroll to ({exc.message})",
+                ref=ref,
+                check="visible",
+            ) from None
+        return
+    if direction not in ("up", "down", "left", "right"):
+        raise ValueError(f"direction is 'up', 'down', 'left' or 'right', not {direction!r}")
+    metrics = await page.session.execute_raw("Page.getLayoutMetrics")
+    viewport = metrics["cssLayoutViewport"]
+    width, height = viewport["clientWidth"], viewport["clientHeight"]
+    step = amount if amount is not None else (height if direction in ("up", "down") else width) * 0.8
+    dx = {"left": -step, "right": step}.get(direction, 0)
+    dy = {"up": -step, "down": step}.get(direction, 0)
+    before = (metrics["cssVisualViewport"]["pageX"], metrics["cssVisualViewport"]["pageY"])
+    await page.session.execute_raw(
+        "Input.dispatchMouseEvent",
+        {"type": "mouseWheel", "x": width / 2, "y": height / 2, "deltaX": dx, "deltaY": dy},
+    )
+    # The wheel's scroll lands a frame or two after the reply: wait until the offset moved (or can't).
+    for _ in range(20):
+        now = (await page.session.execute_raw("Page.getLayoutMetrics"))["cssVisualViewport"]
+        if (now["pageX"], now["pageY"]) != before:
+            return
+        await trio.sleep(0.016)
+
+
+async def press(page: Page, combo: str, *, ref: str | None) -> None:
+    """Press ``combo`` (``Enter``, ``Control+a``) in the focused element, or in ``ref`` after focusing it."""
+    parsed = parse_combo(combo)
+    node = None
+    if ref is not None:
+        node = await page.resolve(ref)
+        await focus(node)
+    session = page.session
+    events: list[dict[str, object]] = []
+    mask = 0
+    for modifier in parsed.modifiers:
+        mask |= MODIFIER_BITS[modifier]
+        events.append(key_event("down", parse_combo(modifier).key, mask))
+    events.append(key_event("down", parsed.key, mask))
+    events.append(key_event("up", parsed.key, mask))
+    for modifier in reversed(parsed.modifiers):
+        mask &= ~MODIFIER_BITS[modifier]
+        events.append(key_event("up", parse_combo(modifier).key, mask))
+    async with navigation_watch(_sessions_to_watch(page, node)):
+        for params in events[:-1]:
+            send_nowait(session, "Input.dispatchKeyEvent", params)
+        await session.execute_raw("Input.dispatchKeyEvent", events[-1])
+
+
+async def focus(node: ResolvedNode) -> None:
+    try:
+        await node.session.execute_raw("DOM.focus", {"backendNodeId": node.backend_node_id})
+    except ProtocolError as exc:
+        raise ActionError(
+            f"cannot focus {node.ref}: {exc.message}", ref=node.ref, check="focusable"
+        ) from None

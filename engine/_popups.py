@@ -1,0 +1,87 @@
+"""Tabs a page opens itself (``window.open``, ``target=_blank``): attached as they appear, listed in
+``browser.pages``, and waited for with ``async with page.expect_popup() as popup``.
+
+Target discovery (on since launch) announces each new tab with ``Target.targetCreated`` and its
+``openerId``; the browser-level hook attaches the ones opened by our pages (flattened) and sets them up
+as ``Browser.new_page`` does, all without awaiting (the reader runs the hook).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from engine._actionability import send_nowait
+from engine._dialogs import watch_dialogs
+from engine._hooks import add_hook
+
+if TYPE_CHECKING:
+    from engine._browser import Browser
+    from engine._page import Page
+
+
+class Popup:
+    """What ``expect_popup`` yields: ``page`` is the new tab once the block has ended."""
+
+    def __init__(self) -> None:
+        self._page: Page | None = None
+        self._arrived = trio.Event()
+
+    @property
+    def page(self) -> Page:
+        if self._page is None:
+            raise RuntimeError(
+                "the popup is known only when the `async with page.expect_popup()` block has ended"
+            )
+        return self._page
+
+
+def watch_popups(browser: Browser, setup: list[tuple[str, dict[str, Any]]]) -> None:
+    """Attach every tab our pages open and make a Page of it (``setup``: the commands a new page gets)."""
+    from engine._page import Page  # noqa: PLC0415 - _page imports this module
+
+    attaching: dict[str, str] = {}  # target id -> opener target id
+    waiters: list[tuple[str, Popup]] = browser.__dict__.setdefault("_popup_waiters", [])
+
+    def event(method: str, params: dict[str, Any]) -> None:
+        info = params.get("targetInfo") or {}
+        target = info.get("targetId", "")
+        if method == "Target.targetCreated":
+            opener = info.get("openerId")
+            if info.get("type") == "page" and opener in browser._pages and target not in browser._pages:
+                attaching[target] = opener
+                send_nowait(browser.session, "Target.attachToTarget", {"targetId": target, "flatten": True})
+        elif method == "Target.attachedToTarget" and target in attaching:
+            opener = attaching.pop(target)
+            session = browser.connection.sessions.get(params.get("sessionId"))
+            if session is None:
+                return
+            for command, command_params in setup:
+                send_nowait(session, command, command_params)
+            page = Page(browser, session, target)
+            browser._pages[target] = page
+            watch_dialogs(page)
+            for waiter in [w for w in waiters if w[0] == opener]:
+                waiters.remove(waiter)
+                waiter[1]._page = page
+                waiter[1]._arrived.set()
+
+    add_hook(browser.session, ("Target.targetCreated", "Target.attachedToTarget"), event)
+
+
+@asynccontextmanager
+async def expect_popup(page: Page) -> AsyncIterator[Popup]:
+    """Yield a Popup; after the block, wait (under the caller's deadline) for the tab the block opened."""
+    popup = Popup()
+    waiters: list[tuple[str, Popup]] = page.browser.__dict__.setdefault("_popup_waiters", [])
+    entry = (page.target_id, popup)
+    waiters.append(entry)
+    try:
+        yield popup
+        await popup._arrived.wait()
+    finally:
+        if entry in waiters:
+            waiters.remove(entry)

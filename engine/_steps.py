@@ -1,0 +1,223 @@
+"""``page.run_steps``: the steps macro's runner (the schema, budget rule and result are in engine/steps.py).
+
+Why one call: an agent's click / wait / read loop done as three calls with a snapshot after each costs three
+snapshots; here the steps run back to back on the same tab and only the page output the caller asked for
+comes back (``return_mode``). The figures are in the README's "Steps" section.
+
+The rules, in order:
+
+- Nothing runs until the whole call validates (``engine.steps.validate``).
+- Each step runs under ``engine.steps.step_budget``: ``min(per_step_timeout_ms, its timeout_ms, what is
+  left of the caller's deadline)``; a step that runs out is reported as ``TimeoutError`` on that step.
+- Targets are refs; every action resolves its ref first (``page.resolve``: the identity check), so a ref
+  whose element changed, or whose document navigated away, fails closed with ``StaleRefError`` on the step
+  that used it. A ref already found stale in this call is not sent again: later steps that use it fail
+  with ``StaleRefError`` at once.
+- ``fail_fast=True`` (the default): after the first failure the rest are ``Skipped``.
+  ``fail_fast=False``: later steps still run, except (a) a step whose target is stale (it fails, as above)
+  and (b) every step after a failed ``navigate``, which depends on the page that did not load (``Skipped``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from engine._errors import CDPError, StaleRefError
+from engine._snapshot import _state
+from engine.steps import (
+    DEFAULT_MAX_STEPS,
+    DEFAULT_PER_STEP_TIMEOUT_MS,
+    RESULT_MARGIN_S,
+    ReturnMode,
+    StepOutcome,
+    StepsResult,
+    step_budget,
+    validate,
+)
+
+if TYPE_CHECKING:
+    from engine._page import Page
+
+
+async def _run_one(page: Page, step: dict[str, Any]) -> str | None:
+    """Do one validated step; return the page text for read_page."""
+    kind = step["type"]
+    if kind == "navigate":
+        await page.goto(step["url"])
+    elif kind == "click":
+        await page.click(step["target"])
+    elif kind == "fill":
+        await page.fill(step["target"], step["value"])
+    elif kind == "press":
+        await page.press(step["key"], ref=step.get("target"))
+    elif kind == "hover":
+        await page.hover(step["target"])
+    elif kind == "select":
+        await page.select_option(step["target"], step["values"])
+    elif kind == "wait_for":
+        if "time_ms" in step:
+            await trio.sleep(step["time_ms"] / 1000)
+        elif "text" in step:
+            await page.wait_for(text=step["text"])
+        elif "gone_text" in step:
+            await page.wait_for(gone_text=step["gone_text"])
+        else:
+            await page.wait_for(load_state=step["load"])
+    elif kind == "read_page":
+        snap = await page.snapshot(
+            interactive_only=step.get("interactive_only", False),
+            delta=step.get("delta", False),
+            max_chars=step.get("max_chars"),
+        )
+        return snap.text
+    else:  # validate() lets nothing else through
+        raise AssertionError(f"unvalidated step type {kind!r}")
+    return None
+
+
+def _error(exc: BaseException) -> dict[str, str]:
+    return {"kind": type(exc).__name__, "message": str(exc)}
+
+
+async def run_steps(
+    page: Page,
+    steps: Sequence[dict[str, Any]],
+    *,
+    fail_fast: bool = True,
+    return_mode: ReturnMode = "final",
+    max_steps: int = DEFAULT_MAX_STEPS,
+    per_step_timeout_ms: int | None = DEFAULT_PER_STEP_TIMEOUT_MS,
+) -> StepsResult:
+    plan = validate(
+        steps, max_steps=max_steps, return_mode=return_mode, per_step_timeout_ms=per_step_timeout_ms
+    )
+    deadline = trio.current_effective_deadline()
+    baseline: dict[str, str] | None = None
+    if return_mode == "delta":
+        baseline = dict(_state(page).last_lines)
+        if not baseline:  # the page was never read: the state before the first step is the baseline
+            with trio.move_on_at(deadline - RESULT_MARGIN_S):
+                await page.snapshot()
+            baseline = dict(_state(page).last_lines)
+
+    outcomes: list[StepOutcome] = []
+    pages: list[dict[str, Any]] = []
+    failed: int | None = None
+    skip: str | None = None  # why the remaining steps are not run
+    stale: dict[str, int] = {}  # ref -> the step that found it stale
+    last_read: dict[str, Any] | None = None
+    for index, step in enumerate(plan):
+        kind = step["type"]
+        target = step.get("target")
+        if skip is not None:
+            outcomes.append(
+                StepOutcome(
+                    index=index,
+                    type=kind,
+                    ok=False,
+                    duration_ms=0.0,
+                    error={"kind": "Skipped", "message": skip},
+                )
+            )
+            continue
+        now = trio.current_time()
+        limit = step_budget(
+            now=now,
+            deadline=deadline,
+            per_step_timeout_ms=per_step_timeout_ms,
+            timeout_ms=step.get("timeout_ms"),
+        )
+        error: dict[str, str] | None = None
+        text: str | None = None
+        if target is not None and target in stale:
+            error = {
+                "kind": "StaleRefError",
+                "message": f"ref {target} was found stale at step {stale[target]}; not sent again. "
+                "Take a new snapshot and use its refs",
+            }
+        elif limit <= now:
+            error = {"kind": "Skipped", "message": "no time was left of the caller's deadline"}
+            skip = f"no time was left of the caller's deadline at step {index}"
+        else:
+            with trio.move_on_at(limit) as scope:
+                try:
+                    text = await _run_one(page, step)
+                except (CDPError, ValueError, trio.TooSlowError) as exc:
+                    error = _error(exc)
+                    if isinstance(exc, StaleRefError) and target is not None:
+                        stale[target] = index
+            if scope.cancelled_caught:
+                budget_ms = round((limit - now) * 1000)
+                error = {
+                    "kind": "TimeoutError",
+                    "message": f"the step did not finish within its budget of {budget_ms} ms "
+                    "(min of per_step_timeout_ms, its timeout_ms, and what was left of the deadline)",
+                }
+        outcomes.append(
+            StepOutcome(
+                index=index,
+                type=kind,
+                ok=error is None,
+                duration_ms=(trio.current_time() - now) * 1000,
+                error=error,
+                output=text,
+            )
+        )
+        if error is None and kind == "read_page":
+            last_read = {"step": index, "text": text}
+            if return_mode == "all":
+                pages.append(last_read)
+        if error is not None:
+            if failed is None:
+                failed = index
+            if kind == "navigate" and skip is None:
+                skip = f"step {index} (navigate) failed; the steps after it depend on the page it was to load"
+            elif fail_fast and skip is None:
+                skip = f"step {index} failed and fail_fast=True"
+
+    end = deadline - RESULT_MARGIN_S / 2 if deadline != math.inf else math.inf
+    delta: dict[str, dict[str, str]] | None = None
+    if return_mode == "final":
+        if last_read is None:
+            with trio.move_on_at(end):
+                pages.append({"step": None, "text": (await page.snapshot()).text})
+        else:
+            pages.append(last_read)
+    elif return_mode == "delta":
+        with trio.move_on_at(end):
+            await page.snapshot()
+            delta = _diff(baseline or {}, dict(_state(page).last_lines))
+    url, title = page.session.url, ""
+    with trio.move_on_at(end):
+        try:
+            info = await page.browser.session.execute_raw(
+                "Target.getTargetInfo", {"targetId": page.target_id}
+            )
+            url, title = info["targetInfo"]["url"], info["targetInfo"]["title"]
+        except CDPError:
+            pass  # the tab is gone: the last URL the session saw stands
+    return StepsResult(
+        ok=failed is None,
+        failed_step=failed,
+        steps=outcomes,
+        url=url,
+        title=title,
+        return_mode=return_mode,
+        pages=pages,
+        delta=delta,
+    )
+
+
+def _diff(before: dict[str, str], after: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Ref-keyed changes between two ``ref -> snapshot line`` maps."""
+    return {
+        "added": {ref: line.strip() for ref, line in after.items() if ref not in before},
+        "changed": {
+            ref: line.strip() for ref, line in after.items() if ref in before and before[ref] != line
+        },
+        "removed": {ref: line.strip() for ref, line in before.items() if ref not in after},
+    }

@@ -1,0 +1,313 @@
+"""Waiting: for a navigation an action started to commit, for text, load states, refs, and history moves.
+
+Every wait runs under the caller's deadline (``trio.fail_after``); none takes a timeout of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Literal
+
+import trio
+
+from engine._actionability import DEFAULT_BUDGET, RETRY_MARGIN, call_on, new_group, object_id, release
+from engine._errors import ActionError, ProtocolError, StaleRefError
+from engine._hooks import add_hook
+from engine._snapshot import _frame_tree as frame_tree  # the refs room's list of a session's frames
+
+if TYPE_CHECKING:
+    from engine._page import Page
+    from engine._session import Session
+
+LoadState = Literal["load", "domcontentloaded", "networkidle"]
+
+NETWORK_IDLE = 0.5
+"""Seconds without a request in flight for ``networkidle`` (as Playwright and Puppeteer)."""
+
+POLL = 0.05
+"""Seconds between two looks at the page while waiting for text or a ref."""
+
+
+class NavigationWatch:
+    """Which frames of a page were asked to load a new document, and which of those committed it.
+
+    ``Page.frameRequestedNavigation`` comes from the renderer while it handles the click or submit
+    (measured on Chromium 156: it is already in when the ``mouseReleased`` reply arrives for a link and for a
+    form's submit button); ``Page.frameNavigated`` is the commit. A navigation that ends without a commit
+    (a 204, a download, a stop) ends with ``Page.frameStoppedLoading``.
+    """
+
+    def __init__(self) -> None:
+        self.pending: set[str] = set()
+        self.changed = trio.Event()
+
+    def __call__(self, method: str, params: dict[str, Any]) -> None:
+        if method == "Page.frameRequestedNavigation":
+            if params.get("disposition", "currentTab") == "currentTab":
+                self.pending.add(params.get("frameId", ""))
+        elif method == "Page.frameNavigated":
+            self.pending.discard((params.get("frame") or {}).get("id", ""))
+        elif method == "Page.frameStoppedLoading":
+            self.pending.discard(params.get("frameId", ""))
+        else:
+            return
+        self.changed.set()
+        self.changed = trio.Event()
+
+    async def wait_committed(self) -> None:
+        """Until every navigation requested so far committed (or stopped without a document)."""
+        while self.pending:
+            await self.changed.wait()
+
+
+_WATCHED = (
+    "Page.frameRequestedNavigation",
+    "Page.frameNavigated",
+    "Page.frameStoppedLoading",
+)
+
+
+@asynccontextmanager
+async def navigation_watch(sessions: list[Session]) -> AsyncIterator[NavigationWatch]:
+    """Watch ``sessions`` while the block runs an action; on the way out, wait for any navigation it
+    started to commit, so that a snapshot after the action sees the new document."""
+    watch = NavigationWatch()
+    hooks = [(s, add_hook(s, _WATCHED, watch)) for s in sessions]
+    try:
+        yield watch
+        await watch.wait_committed()
+    finally:
+        for session, hook in hooks:
+            session.unsubscribe(hook)
+
+
+def _budget() -> float:
+    deadline = trio.current_effective_deadline()
+    return deadline if deadline != math.inf else trio.current_time() + DEFAULT_BUDGET
+
+
+_HAS_TEXT = (
+    "(t) => (document.body ? document.body.innerText : document.documentElement.textContent || '')"
+    ".includes(t)"
+)
+
+
+async def _frames_have_text(page: Page, text: str, worlds: dict[tuple[str, str], int]) -> bool:
+    """Whether ``text`` shows in any frame: each frame's own document, out-of-process ones included.
+
+    It reads each frame in an isolated world of the engine's (the page's scripts cannot fake the answer),
+    made once per frame and wait (``worlds``), and again after the frame navigated.
+    """
+    found = False
+
+    async def in_session(session: Session) -> None:
+        nonlocal found
+        frames = await frame_tree(session)
+        for frame in frames:
+            key = (session.session_id or "", frame["id"])
+            try:
+                if key not in worlds:
+                    made = await session.execute_raw(
+                        "Page.createIsolatedWorld", {"frameId": frame["id"], "worldName": "engine-wait"}
+                    )
+                    worlds[key] = made["executionContextId"]
+                got = await session.execute_raw(
+                    "Runtime.evaluate",
+                    {
+                        "expression": f"({_HAS_TEXT})({json.dumps(text)})",
+                        "contextId": worlds[key],
+                        "returnByValue": True,
+                    },
+                )
+            except ProtocolError:
+                worlds.pop(key, None)  # the frame navigated or went away meanwhile
+                continue
+            if got.get("result", {}).get("value") is True:
+                found = True
+
+    sessions = [page.session]
+    todo = list(page.session.children.values())
+    while todo:
+        child = todo.pop()
+        if child.target_type == "iframe" and not child.detached:
+            sessions.append(child)
+            todo.extend(child.children.values())
+    async with trio.open_nursery() as nursery:
+        for session in sessions:
+            nursery.start_soon(in_session, session)
+    return found
+
+
+async def wait_for_text(page: Page, text: str, *, present: bool) -> None:
+    """Until ``text`` shows in some frame (``present``), or in none (polled every ``POLL`` seconds)."""
+    worlds: dict[tuple[str, str], int] = {}
+    while await _frames_have_text(page, text, worlds) != present:  # noqa: ASYNC110 - polls the page
+        await trio.sleep(POLL)
+
+
+_IS_VISIBLE = """function() {
+  const e = this.nodeType === 1 ? this : this.parentElement;
+  if (!e || !e.isConnected) return false;
+  const r = e.getBoundingClientRect();
+  return !!(r.width && r.height) && (!e.checkVisibility || e.checkVisibility({visibilityProperty: true}));
+}"""
+
+
+async def wait_for_ref(page: Page, ref: str, *, visible: bool) -> None:
+    """Until the element ``ref`` names is visible, or hidden (a ref removed from the page counts as
+    hidden)."""
+    js = _IS_VISIBLE
+    while True:
+        try:
+            node = await page.resolve(ref)
+        except StaleRefError:
+            if visible:
+                raise
+            return
+        group = new_group()
+        try:
+            handle = await object_id(node.session, node.backend_node_id, group)
+            shown = bool(handle and await call_on(node.session, handle, js))
+        finally:
+            release(node.session, group)
+        if shown == visible:
+            return
+        await trio.sleep(POLL)
+
+
+async def wait_for_load_state(page: Page, state: LoadState) -> None:
+    """Until the main document reached ``state``; at once if it already has (read from the page)."""
+    session = page.session
+    if state == "networkidle":
+        await _network_idle(session)
+        return
+    ready = "complete" if state == "load" else "interactive"
+    event = "load" if state == "load" else "DOMContentLoaded"
+    async with session.listen(
+        "Page.lifecycleEvent", buffer_size=256, overflow="drop_oldest", typed=False
+    ) as events:
+        got = await session.execute_raw(
+            "Runtime.evaluate", {"expression": "document.readyState", "returnByValue": True}
+        )
+        value = got.get("result", {}).get("value")
+        if value in ("complete", ready):
+            return
+        async for item in events:
+            if item.params.get("name") == event and item.params.get("frameId") == page.target_id:
+                return
+
+
+async def _network_idle(session: Session) -> None:
+    """No request in flight for ``NETWORK_IDLE`` seconds (requests counted by the Network domain)."""
+    inflight: set[str] = set()
+    quiet = trio.Event()
+    last_change = [trio.current_time()]
+
+    def seen(method: str, params: dict[str, Any]) -> None:
+        request = params.get("requestId", "")
+        if method == "Network.requestWillBeSent":
+            inflight.add(request)
+        else:
+            inflight.discard(request)
+        last_change[0] = trio.current_time()
+        quiet.set()
+
+    hook = add_hook(
+        session,
+        ("Network.requestWillBeSent", "Network.loadingFinished", "Network.loadingFailed"),
+        seen,
+    )
+    try:
+        await session.execute_raw("Network.enable")
+        while True:
+            idle_for = trio.current_time() - last_change[0]
+            if not inflight and idle_for >= NETWORK_IDLE:
+                return
+            await trio.sleep(max(0.01, NETWORK_IDLE - idle_for) if not inflight else POLL)
+    finally:
+        session.unsubscribe(hook)
+
+
+async def wait_for(
+    page: Page,
+    *,
+    text: str | None,
+    gone_text: str | None,
+    load_state: LoadState | None,
+    ref: str | None,
+    state: Literal["visible", "hidden"],
+    time_ms: float | None,
+) -> None:
+    """One wait of ``Page.wait_for``; ActionError names what did not happen when the deadline nears."""
+    chosen = [
+        k
+        for k, v in (
+            ("text", text),
+            ("gone_text", gone_text),
+            ("load_state", load_state),
+            ("ref", ref),
+            ("time_ms", time_ms),
+        )
+        if v is not None
+    ]
+    if len(chosen) != 1:
+        raise ValueError(
+            "wait_for takes exactly one of text=, gone_text=, load_state=, ref= or time_ms=; "
+            f"got {chosen or 'none'}"
+        )
+    if load_state is not None and load_state not in ("load", "domcontentloaded", "networkidle"):
+        raise ValueError(f"load_state is 'load', 'domcontentloaded' or 'networkidle', not {load_state!r}")
+    if state not in ("visible", "hidden"):
+        raise ValueError(f"state is 'visible' or 'hidden', not {state!r}")
+    if time_ms is not None:
+        await trio.sleep(time_ms / 1000)
+        return
+    what = {
+        "text": f"text {text!r} to appear",
+        "gone_text": f"text {gone_text!r} to disappear",
+        "load_state": f"load state {load_state!r}",
+        "ref": f"{ref} to be {state}",
+    }[chosen[0]]
+    start = trio.current_time()
+    with trio.move_on_at(_budget() - RETRY_MARGIN):
+        if text is not None:
+            await wait_for_text(page, text, present=True)
+        elif gone_text is not None:
+            await wait_for_text(page, gone_text, present=False)
+        elif load_state is not None:
+            await wait_for_load_state(page, load_state)
+        elif ref is not None:
+            await wait_for_ref(page, ref, visible=state == "visible")
+        return
+    raise ActionError(
+        f"waited {trio.current_time() - start:.2f} s for {what}; it did not happen before the deadline",
+        ref=ref or "",
+        check="wait_for",
+    )
+
+
+async def history_step(page: Page, delta: int) -> bool:
+    """Go ``delta`` entries back or forward and wait for the commit; False when there is no such entry."""
+    session = page.session
+    history = await session.execute_raw("Page.getNavigationHistory")
+    index = history["currentIndex"] + delta
+    entries = history["entries"]
+    if not 0 <= index < len(entries):
+        return False
+    async with session.listen(
+        "Page.frameNavigated",
+        "Page.navigatedWithinDocument",
+        typed=False,
+        buffer_size=64,
+        overflow="drop_oldest",
+    ) as events:
+        await session.execute_raw("Page.navigateToHistoryEntry", {"entryId": entries[index]["id"]})
+        async for item in events:
+            if item.method == "Page.navigatedWithinDocument" or not (item.params.get("frame") or {}).get(
+                "parentId"
+            ):
+                return True
+    return True

@@ -1,0 +1,117 @@
+"""Form actions on a real headless Chromium: fill, type, press, selects, checkboxes, radios, files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+
+from engine import ActionError, Browser
+from tests.browser.integration._actions_helpers import open_page, ref, value
+
+pytestmark = pytest.mark.browser
+
+
+async def test_fill_replaces_the_value_and_fires_input_and_change(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/actions/form.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await page.fill(ref(snap, "textbox", "Name"), "Ada Lovelace")
+        await page.fill(ref(snap, "textbox", "Notes"), "line one\nline two")
+        await page.fill(ref(snap, "textbox", "Editor"), "new text")
+        await page.fill(ref(snap, "Date", "Date"), "2024-05-17")
+    assert await value(page, "document.getElementById('name').value") == "Ada Lovelace"
+    assert await value(page, "document.getElementById('notes').value") == "line one\nline two"
+    assert await value(page, "document.getElementById('editor').textContent") == "new text"
+    assert await value(page, "document.getElementById('date').value") == "2024-05-17"
+    log = (await value(page, "document.getElementById('log').textContent")).split()
+    for field in ("name", "notes", "date"):
+        assert f"input:{field}" in log
+        assert f"change:{field}" in log
+    assert "input:editor" in log
+    with trio.fail_after(10):
+        await page.fill(ref(snap, "textbox", "Name"), "")
+    assert await value(page, "document.getElementById('name').value") == ""
+
+
+async def test_type_goes_key_by_key_and_press_sends_combos(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/actions/form.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        name = ref(snap, "textbox", "Name")
+        await page.fill(name, "")
+        await value(page, "window.keys = []")
+        await page.type(name, "Hi é!")
+        assert await value(page, "document.getElementById('name').value") == "Hi é!"
+        await page.press("Control+a", ref=name)
+        await page.press("Backspace")
+        assert await value(page, "document.getElementById('name').value") == ""
+        await page.type(name, "abc")
+        await page.press("Shift+ArrowLeft")
+        await page.press("Shift+ArrowLeft")
+        selected = await value(
+            page,
+            "[document.getElementById('name').selectionStart, document.getElementById('name').selectionEnd]",
+        )
+    assert selected == [1, 3]
+    keys = await value(page, "window.keys")
+    assert keys[:2] == ["H+shift", "i"]
+    assert "a+ctrl" in keys
+    assert "ArrowLeft+shift" in keys
+
+
+async def test_select_option_by_value_or_label_single_and_multiple(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/actions/form.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        colour = ref(snap, "combobox", "Colour")
+        assert await page.select_option(colour, "Blue") == ["b"]
+        assert await page.select_option(colour, ["g"]) == ["g"]
+        sizes = ref(snap, "listbox", "Sizes")
+        assert await page.select_option(sizes, ["Small", "l"]) == ["s", "l"]
+        with pytest.raises(ActionError, match=r"Purple.*Red"):
+            await page.select_option(colour, "Purple")
+        with pytest.raises(ActionError, match="takes one option"):
+            await page.select_option(colour, ["Red", "Blue"])
+    assert await value(page, "document.getElementById('colour').value") == "g"
+    assert await value(
+        page, "Array.from(document.getElementById('sizes').selectedOptions).map(o => o.value)"
+    ) == ["s", "l"]
+    log = await value(page, "document.getElementById('log').textContent")
+    assert "change:colour" in log
+    assert "change:sizes" in log
+
+
+async def test_check_and_uncheck_checkboxes_and_radios(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/actions/form.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        gift = ref(snap, "checkbox", "Gift wrap")
+        await page.check(gift)
+        await page.check(gift)  # already checked: nothing to do
+        assert await value(page, "document.getElementById('gift').checked") is True
+        await page.uncheck(gift)
+        assert await value(page, "document.getElementById('gift').checked") is False
+        await page.check(ref(snap, "radio", "Fast"))
+        assert await value(page, "document.querySelector('input[name=speed]:checked').value") == "fast"
+        with pytest.raises(ActionError, match="radio cannot be unchecked"):
+            await page.uncheck(ref(snap, "radio", "Fast"))
+
+
+async def test_set_input_files_puts_the_file_in_the_input(
+    browser: Browser, server: str, tmp_path: Path
+) -> None:
+    report = tmp_path / "report.pdf"
+    report.write_bytes(b"%PDF-1.4 test")
+    page = await open_page(browser, f"{server}/actions/form.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await page.set_input_files(ref(snap, "button", "Report"), [str(report)])
+    files = await value(
+        page, "Array.from(document.getElementById('report').files).map(f => f.name + ':' + f.size)"
+    )
+    assert files == ["report.pdf:13"]
+    assert "change:report" in await value(page, "document.getElementById('log').textContent")
+    with pytest.raises(FileNotFoundError, match=r"nope\.pdf"):
+        await page.set_input_files(ref(snap, "button", "Report"), [str(tmp_path / "nope.pdf")])

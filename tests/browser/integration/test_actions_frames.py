@@ -1,0 +1,94 @@
+"""Actions on refs inside iframes: same-process, and cross-origin out-of-process two levels deep."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import trio
+
+from engine import ActionError, Browser, Page, launch
+from engine.testing import serve_directory
+from tests.browser.integration._actions_helpers import open_page, ref
+from tests.conftest import PAGES
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def peer() -> Iterator[str]:
+    """A second server on another 127.0.0.1 port: another origin for the iframe tests."""
+    with serve_directory(PAGES) as url:
+        yield url
+
+
+@pytest.fixture
+async def isolated() -> AsyncIterator[Browser]:
+    """Every site in its own process, so cross-site iframes are out-of-process targets."""
+    async with launch(args=["--site-per-process"]) as b:
+        yield b
+
+
+async def frames_page(browser: Browser, server: str, peer: str) -> Page:
+    port = peer.rsplit(":", 1)[1].strip("/")
+    page = await open_page(browser, f"{server}/refs/frames.html?peer={port}")
+    with trio.fail_after(10):
+        while not any(c.children for c in page.session.children.values()):
+            await trio.sleep(0.05)  # both out-of-process frames attached
+        await page.wait_for(text="Deep button")
+    return page
+
+
+async def deep_text(page: Page) -> str:
+    snap = await page.snapshot()
+    return snap.text
+
+
+async def test_click_inside_a_cross_origin_iframe_two_levels_deep(
+    isolated: Browser, server: str, peer: str
+) -> None:
+    page = await frames_page(isolated, server, peer)
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        deep = ref(snap, "button", "Deep button")
+        assert deep.startswith("f")  # a child-frame ref
+        assert (await page.resolve(deep)).session is not page.session  # an out-of-process frame's node
+        await page.click(deep)
+        await page.wait_for(text="Deep clicked")
+        snap = await page.snapshot()
+        field = ref(snap, "textbox", "Deep field")
+        await page.fill(field, "typed deep")
+        await page.wait_for(ref=field)
+        assert 'textbox "Deep field" [value="typed deep"]' in (await page.snapshot()).text
+
+
+async def test_an_overlay_in_the_top_document_over_an_oopif_is_named_and_not_clicked_through(
+    isolated: Browser, server: str, peer: str
+) -> None:
+    page = await frames_page(isolated, server, peer)
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await page.session.execute_raw(
+            "Runtime.evaluate",
+            {
+                "expression": "const r = document.getElementById('remote').getBoundingClientRect();"
+                "const o = document.createElement('div'); o.setAttribute('role', 'alert');"
+                "o.setAttribute('aria-label', 'Sale!'); o.className = 'promo';"
+                "o.style = `position:absolute;left:${r.left + scrollX}px;top:${r.top + scrollY}px;"
+                "width:${r.width}px;height:${r.height}px;background:white`; document.body.append(o)"
+            },
+        )
+    with trio.fail_after(1), pytest.raises(ActionError) as caught:
+        await page.click(ref(snap, "button", "Deep button"))
+    assert caught.value.check == "hit test"
+    assert caught.value.in_the_way == 'alert "Sale!" (div.promo)'
+    with trio.fail_after(10):
+        assert "Deep clicked" not in await deep_text(page)
+
+
+async def test_click_inside_a_same_process_iframe(browser: Browser, server: str, peer: str) -> None:
+    page = await frames_page(browser, server, peer)
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await page.click(ref(snap, "button", "Deep button"))
+        await page.wait_for(text="Deep clicked")

@@ -1,0 +1,164 @@
+"""Navigation, waiting, dialogs, popups, screenshots, scrolling and drag and drop on a real Chromium."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import pytest
+import trio
+
+from engine import ActionError, Browser
+from tests.browser.integration._actions_helpers import open_page, ref, value
+
+pytestmark = pytest.mark.browser
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    """Width and height of a PNG, after checking that its signature and every chunk's CRC are right."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pos = 8
+    while pos < len(png):
+        (length,) = struct.unpack(">I", png[pos : pos + 4])
+        kind, body = png[pos + 4 : pos + 8], png[pos + 8 : pos + 8 + length]
+        (crc,) = struct.unpack(">I", png[pos + 8 + length : pos + 12 + length])
+        assert zlib.crc32(kind + body) == crc
+        pos += 12 + length
+    width, height = struct.unpack(">II", png[16:24])
+    return width, height
+
+
+async def test_link_click_and_form_submit_return_after_the_new_document_commits(
+    browser: Browser, server: str
+) -> None:
+    page = await open_page(browser, f"{server}/actions/nav.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await page.click(ref(snap, "link", "Next page"))
+        after = await page.snapshot()  # straight after the click: the new page
+        assert 'heading "Next page"' in after.text
+        assert await page.back() is True
+        snap = await page.snapshot()
+        await page.fill(ref(snap, "textbox", "Query"), "shoes")
+        await page.press("Enter", ref=ref(snap, "textbox", "Query"))
+        assert await value(page, "location.search") == "?q=shoes"
+        assert 'heading "Next page"' in (await page.snapshot()).text
+        await page.back()
+        assert await page.forward() is True
+        assert await value(page, "location.pathname") == "/actions/next.html"
+        await page.reload()
+        assert await value(page, "document.readyState") == "complete"
+        snap = await page.snapshot()
+        await page.click(ref(snap, "button", "Here"))  # no navigation: returns at once
+
+
+async def test_wait_for_text_gone_text_load_state_ref_and_time(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/actions/nav.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await page.click(ref(snap, "button", "Save"))
+        await page.wait_for(text="Saved")
+        await page.click(ref(snap, "button", "Finish"))
+        await page.wait_for(gone_text="Loading")
+        await page.wait_for(load_state="load")
+        await page.wait_for(load_state="domcontentloaded")
+        await page.wait_for(load_state="networkidle")
+        await page.wait_for(ref=ref(snap, "button", "Save"))
+        await page.wait_for(time_ms=10)
+    with trio.fail_after(0.5), pytest.raises(ActionError, match="'Never shown' to appear"):
+        await page.wait_for(text="Never shown")
+    with pytest.raises(ValueError, match="exactly one"):
+        await page.wait_for(text="a", gone_text="b")
+
+
+async def test_dialogs_are_dismissed_by_default_and_recorded_or_answered_by_on_dialog(
+    browser: Browser, server: str
+) -> None:
+    page = await open_page(browser, f"{server}/actions/dialogs.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await page.click(ref(snap, "button", "Alert"))
+        assert await value(page, "document.getElementById('out').textContent") == "after alert"
+        await page.click(ref(snap, "button", "Confirm"))
+        assert await value(page, "document.getElementById('out').textContent") == "confirm false"
+        page.on_dialog = lambda dialog: dialog.accept("Grace" if dialog.type == "prompt" else None)
+        await page.click(ref(snap, "button", "Prompt"))
+        assert await value(page, "document.getElementById('out').textContent") == "prompt Grace"
+        await page.click(ref(snap, "button", "Confirm"))
+        assert await value(page, "document.getElementById('out').textContent") == "confirm true"
+    kinds = [(d.type, d.message, d.accepted) for d in page.dialogs]
+    assert kinds == [
+        ("alert", "Hello", False),
+        ("confirm", "Sure?", False),
+        ("prompt", "Name?", True),
+        ("confirm", "Sure?", True),
+    ]
+    assert page.dialogs[2].prompt_text == "Grace"
+
+
+async def test_popups_from_target_blank_and_window_open_appear_in_browser_pages(
+    browser: Browser, server: str
+) -> None:
+    page = await open_page(browser, f"{server}/actions/nav.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        async with page.expect_popup() as popup:
+            await page.click(ref(snap, "link", "Open tab"))
+        tab = popup.page
+        assert tab in browser.pages
+        await tab.wait_for(load_state="load")
+        assert 'heading "Popup page"' in (await tab.snapshot()).text
+        async with page.expect_popup() as second:
+            await page.click(ref(snap, "button", "Open window"))
+        await second.page.bring_to_front()
+        assert len(browser.pages) == 3
+        await tab.close()
+        assert tab not in browser.pages
+        assert len(browser.pages) == 2
+
+
+async def test_screenshots_decode_and_have_the_expected_size(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/actions/tall.html")
+    with trio.fail_after(10):
+        width, height = await value(page, "[innerWidth, innerHeight]")
+        assert png_size(await page.screenshot()) == (width, height)
+        full = await value(
+            page, "[document.documentElement.scrollWidth, document.documentElement.scrollHeight]"
+        )
+        assert full[0] == 1500
+        assert full[1] > 3000
+        assert png_size(await page.screenshot(full_page=True)) == tuple(full)
+        snap = await page.snapshot()
+        button = ref(snap, "button", "Bottom button")
+        box = await value(
+            page,
+            "(() => { const r = document.querySelector('button').getBoundingClientRect();"
+            " return [r.width, r.height] })()",
+        )
+        assert png_size(await page.screenshot(ref=button)) == (round(box[0]), round(box[1]))
+
+
+async def test_scroll_by_direction_and_to_a_ref(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/actions/tall.html")
+    with trio.fail_after(10):
+        await page.scroll(direction="down")
+        assert await value(page, "scrollY") > 100
+        await page.scroll(direction="right", amount=200)
+        assert await value(page, "scrollX") == 200
+        snap = await page.snapshot()
+        await page.scroll(ref=ref(snap, "button", "Bottom button"))
+        assert await value(page, "scrollY") > 2500
+        await page.scroll(direction="up", amount=300)
+        assert 2200 < await value(page, "scrollY") < 2800
+
+
+async def test_drag_and_drop_html5_and_mouse_based(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/actions/drag.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await page.drag(ref(snap, "button", "Card"), ref(snap, "region", "Bin"))
+        await page.drag(ref(snap, "button", "Knob"), ref(snap, "region", "Slot"))
+    assert (await value(page, "document.getElementById('out').textContent")).split() == [
+        "dropped:card-data",
+        "knob-in-slot",
+    ]

@@ -1,0 +1,128 @@
+"""Clicks and the actionability checks on a real headless Chromium: nothing is clicked that should not be."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from engine import ActionError, Browser, StaleRefError
+from engine._actionability import RETRY_MARGIN
+from tests.browser.integration._actions_helpers import open_page, ref, value
+
+pytestmark = pytest.mark.browser
+
+
+async def test_click_by_ref_clicks_the_button_once_with_count_and_modifiers(
+    browser: Browser, server: str
+) -> None:
+    page = await open_page(browser, f"{server}/actions/pointer.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        plain = ref(snap, "button", "Plain")
+        await page.click(plain)
+        await page.click(plain, click_count=2)
+        await page.click(plain, modifiers=["Shift"])
+    assert await value(page, "window.clicks") == ["plain:1", "plain:1", "plain:2", "plain:1+shift"]
+
+
+async def test_click_lands_inside_a_button_whose_centre_is_a_child_element(
+    browser: Browser, server: str
+) -> None:
+    page = await open_page(browser, f"{server}/actions/pointer.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await page.click(ref(snap, "button", "Inner bold"))
+    assert await value(page, "window.clicks") == ["inner"]
+
+
+async def test_covered_button_raises_action_error_naming_the_overlay_and_nothing_is_clicked(
+    browser: Browser, server: str
+) -> None:
+    page = await open_page(browser, f"{server}/actions/pointer.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    covered = ref(snap, "button", "Covered")
+    start = trio.current_time()
+    with trio.fail_after(1.0), pytest.raises(ActionError) as caught:
+        await page.click(covered)
+    elapsed = trio.current_time() - start
+    error = caught.value
+    assert error.check == "hit test"
+    assert error.ref == covered
+    assert 'dialog "Cookie banner"' in error.in_the_way
+    assert "div#overlay.modal.backdrop" in error.in_the_way
+    assert "Cookie banner" in str(error)
+    assert 1.0 - RETRY_MARGIN - 0.25 < elapsed < 1.0  # retried until the margin, raised before the deadline
+    assert await value(page, "window.clicks") == []
+
+
+async def test_button_that_moves_is_clicked_once_it_settles(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/actions/pointer.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        mover = ref(snap, "button", "Mover")
+        await value(page, "window.startMoving(400)")
+        await page.click(mover)
+        final = await value(page, "Math.round(document.getElementById('mover').getBoundingClientRect().left)")
+    assert final == 220
+    assert await value(page, "window.clicks") == ["mover@220"]
+
+
+async def test_disabled_button_raises_action_error_after_the_deadline_margin(
+    browser: Browser, server: str
+) -> None:
+    page = await open_page(browser, f"{server}/actions/pointer.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    for name in ("Disabled", "Aria disabled"):
+        with trio.fail_after(0.6), pytest.raises(ActionError) as caught:
+            await page.click(ref(snap, "button", name))
+        assert caught.value.check == "enabled"
+        assert "disabled" in str(caught.value)
+    assert await value(page, "window.clicks") == []
+
+
+async def test_ref_replaced_by_a_look_alike_is_stale_and_the_look_alike_is_not_clicked(
+    browser: Browser, server: str
+) -> None:
+    page = await open_page(browser, f"{server}/actions/pointer.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        plain = ref(snap, "button", "Plain")
+        await value(page, "window.replaceWithLookalike()")
+        with pytest.raises(StaleRefError) as caught:
+            await page.click(plain)
+    assert caught.value.reason == "removed"
+    assert await value(page, "window.clicks") == []
+    with trio.fail_after(10):
+        again = await page.snapshot()  # a new snapshot hands the twin a new ref: that one clicks it
+        twin = ref(again, "button", "Plain")
+        assert twin != plain
+        await page.click(twin)
+    assert await value(page, "window.clicks") == ["twin"]
+
+
+async def test_click_scrolls_a_far_button_into_view_and_hover_moves_the_mouse(
+    browser: Browser, server: str
+) -> None:
+    page = await open_page(browser, f"{server}/actions/pointer.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await page.click(ref(snap, "button", "Far away"))
+        assert await value(page, "window.scrollY") > 1000
+        await page.hover(ref(snap, "button", "Hover me"))
+    assert await value(page, "window.clicks") == ["far", "hovered"]
+
+
+async def test_force_click_skips_the_checks_and_says_so_in_the_log(
+    browser: Browser, server: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    page = await open_page(browser, f"{server}/actions/pointer.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await value(page, "document.getElementById('overlay').remove()")
+        await page.click(ref(snap, "button", "Disabled"), force=True)  # no enabled check: the click is sent
+        await value(page, "document.getElementById('off').disabled = false")
+        await page.click(ref(snap, "button", "Disabled"), force=True)
+    assert await value(page, "window.clicks") == ["off"]
+    assert any("force=True" in r.getMessage() for r in caplog.records)

@@ -1,0 +1,262 @@
+"""page.run_steps on a real headless Chromium, pages served on 127.0.0.1 (tests/.../pages/steps/)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import trio
+
+from engine import Browser, Page, StepsValidationError
+
+pytestmark = pytest.mark.browser
+
+
+async def steps_page(browser: Browser, server: str, name: str = "index.html") -> Page:
+    with trio.fail_after(20):
+        page = await browser.new_page(f"{server}/steps/{name}")
+        await page.snapshot()
+    return page
+
+
+async def status(page: Page) -> str:
+    with trio.fail_after(10):
+        got = await page.session.execute_raw(
+            "Runtime.evaluate",
+            {"expression": "document.getElementById('status').textContent", "returnByValue": True},
+        )
+    return str(got["result"]["value"])
+
+
+async def ref_of(page: Page, role: str, name: str) -> str:
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    return next(ref for ref, r in snap.refs.items() if r.role == role and r.name == name)
+
+
+async def test_click_wait_and_read_in_one_call_return_the_final_state(browser: Browser, server: str) -> None:
+    page = await steps_page(browser, server)
+    go = await ref_of(page, "button", "Go")
+    with trio.fail_after(15):
+        result = await page.run_steps(
+            [
+                {"type": "click", "target": go},
+                {"type": "wait_for", "text": "Clicked", "timeout_ms": 2000},
+                {"type": "read_page"},
+            ],
+            fail_fast=True,
+            return_mode="final",
+            max_steps=10,
+            per_step_timeout_ms=5000,
+        )
+    assert result.ok, result.to_json()
+    assert result.failed_step is None
+    assert [s.type for s in result.steps] == ["click", "wait_for", "read_page"]
+    assert all(s.ok and s.error is None and s.duration_ms > 0 for s in result.steps)
+    assert result.steps[1].duration_ms >= 100  # the page sets the text 150 ms after the click
+    assert result.url.endswith("/steps/index.html")
+    assert result.title == "Steps"
+    assert result.pages == [{"step": 2, "text": result.pages[0]["text"]}]
+    assert "paragraph: Clicked" in result.pages[0]["text"]
+    data = json.loads(result.dumps())
+    assert data["ok"] is True
+    assert data["steps"][0] == {
+        "index": 0,
+        "type": "click",
+        "ok": True,
+        "duration_ms": data["steps"][0]["duration_ms"],
+        "error": None,
+    }
+
+
+async def test_a_missing_ref_reports_its_step_index_and_the_rest_are_skipped(
+    browser: Browser, server: str
+) -> None:
+    page = await steps_page(browser, server)
+    with trio.fail_after(15):
+        result = await page.run_steps(
+            [{"type": "wait_for", "time_ms": 1}, {"type": "click", "target": "e999"}, {"type": "read_page"}]
+        )
+    assert not result.ok
+    assert result.failed_step == 1
+    error = result.steps[1].error
+    assert error is not None
+    assert error["kind"] == "StaleRefError"
+    assert "e999" in error["message"]
+    assert result.steps[2].error == {"kind": "Skipped", "message": "step 1 failed and fail_fast=True"}
+    assert result.pages[0]["step"] is None  # no read_page ran: a snapshot at the end
+    assert "paragraph: Ready" in result.pages[0]["text"]
+
+
+async def test_an_invalid_call_raises_every_problem_and_runs_nothing(browser: Browser, server: str) -> None:
+    page = await steps_page(browser, server)
+    go = await ref_of(page, "button", "Go")
+    sent = browser.statistics().messages_sent
+    with pytest.raises(StepsValidationError) as caught:
+        await page.run_steps(
+            [
+                {"type": "click", "target": go},  # valid, and must not run
+                {"type": "evaluate", "expression": "alert(1)"},
+                {"type": "fill", "target": "#name", "value": "x"},
+            ],
+            return_mode="everything",  # type: ignore[arg-type]
+        )
+    assert [(p.index, p.field) for p in caught.value.problems] == [
+        (None, "return_mode"),
+        (1, "type"),
+        (2, "target"),
+    ]
+    assert browser.statistics().messages_sent == sent  # nothing went to the browser
+    with trio.fail_after(5):
+        await trio.sleep(0.3)  # the click would have set the status by now
+    assert await status(page) == "Ready"
+
+
+async def test_fill_select_click_and_read_on_a_form(browser: Browser, server: str) -> None:
+    page = await steps_page(browser, server)
+    name, colour, show = (
+        await ref_of(page, "textbox", "Name"),
+        await ref_of(page, "combobox", "Colour"),
+        await ref_of(page, "button", "Show"),
+    )
+    with trio.fail_after(15):
+        result = await page.run_steps(
+            [
+                {"type": "fill", "target": name, "value": "Ada"},
+                {"type": "select", "target": colour, "values": ["Blue"]},
+                {"type": "hover", "target": show},
+                {"type": "click", "target": show},
+                {"type": "wait_for", "text": "Hello Ada in Blue"},
+                {"type": "read_page", "interactive_only": True},
+            ]
+        )
+    assert result.ok, result.to_json()
+    text = result.pages[0]["text"]
+    assert 'textbox "Name" [value="Ada"]' in text
+    assert "paragraph" not in text  # interactive_only
+
+
+async def test_final_and_delta_payloads_are_smaller_than_all(browser: Browser, server: str) -> None:
+    steps = [
+        {"type": "read_page"},
+        {"type": "click", "target": "GO"},
+        {"type": "wait_for", "text": "Clicked"},
+        {"type": "read_page"},
+        {"type": "wait_for", "time_ms": 10},
+        {"type": "read_page"},
+    ]
+    sizes = {}
+    for mode in ("all", "final", "delta"):
+        page = await steps_page(browser, server)
+        go = await ref_of(page, "button", "Go")
+        with trio.fail_after(20):
+            result = await page.run_steps(
+                [{**s, "target": go} if s.get("target") == "GO" else s for s in steps],
+                return_mode=mode,  # type: ignore[arg-type]
+            )
+        assert result.ok, result.to_json()
+        sizes[mode] = len(result.dumps().encode())
+        if mode == "all":
+            assert [p["step"] for p in result.pages] == [0, 3, 5]
+        if mode == "final":
+            assert [p["step"] for p in result.pages] == [5]
+        if mode == "delta":
+            assert result.pages == []
+            assert result.delta == {"added": {}, "changed": {}, "removed": {}}  # only a paragraph changed
+        await page.close()
+    assert sizes["final"] < sizes["all"]
+    assert sizes["delta"] < sizes["all"]
+    assert sizes["delta"] < sizes["final"]
+
+
+async def test_delta_is_keyed_by_ref(browser: Browser, server: str) -> None:
+    page = await steps_page(browser, server)
+    name = await ref_of(page, "textbox", "Name")
+    with trio.fail_after(15):
+        result = await page.run_steps(
+            [{"type": "fill", "target": name, "value": "Ada"}, {"type": "read_page"}], return_mode="delta"
+        )
+    assert result.ok, result.to_json()
+    assert result.delta is not None
+    assert result.delta["changed"] == {name: f'- textbox "Name" [value="Ada"] [ref={name}]'}
+    assert result.delta["added"] == {}
+    assert result.delta["removed"] == {}
+
+
+async def test_a_navigation_makes_earlier_refs_stale_on_the_step_that_uses_one(
+    browser: Browser, server: str
+) -> None:
+    page = await steps_page(browser, server)
+    go = await ref_of(page, "button", "Go")
+    with trio.fail_after(20):
+        result = await page.run_steps(
+            [
+                {"type": "navigate", "url": f"{server}/steps/next.html"},
+                {"type": "click", "target": go},
+                {"type": "read_page"},
+            ],
+            fail_fast=False,
+        )
+    assert result.failed_step == 1
+    assert result.steps[0].ok
+    assert result.steps[1].error is not None
+    assert result.steps[1].error["kind"] == "StaleRefError"
+    assert "navigated" in result.steps[1].error["message"]
+    assert result.steps[2].ok  # fail_fast=False: the later step still ran
+    assert result.title == "Next"
+    assert "Next page" in result.pages[0]["text"]
+
+
+async def test_fail_fast_false_runs_on_but_not_past_a_failed_navigation_nor_a_stale_ref(
+    browser: Browser, server: str
+) -> None:
+    page = await steps_page(browser, server)
+    go = await ref_of(page, "button", "Go")
+    with trio.fail_after(20):
+        result = await page.run_steps(
+            [
+                {"type": "click", "target": "e999"},  # fails: unknown ref
+                {"type": "click", "target": go},  # still runs
+                {"type": "wait_for", "text": "Clicked"},
+                {"type": "click", "target": "e999"},  # known stale from step 0: fails closed, not sent
+                {"type": "navigate", "url": "http://127.0.0.1:9/unreachable"},  # fails
+                {"type": "read_page"},  # depends on the failed navigation: skipped
+            ],
+            fail_fast=False,
+        )
+    kinds = [s.error["kind"] if s.error else None for s in result.steps]
+    assert kinds == ["StaleRefError", None, None, "StaleRefError", "NavigationError", "Skipped"]
+    assert result.failed_step == 0
+    assert result.steps[3].error is not None
+    assert "found stale at step 0" in result.steps[3].error["message"]
+    assert result.steps[5].error is not None
+    assert "step 4 (navigate) failed" in result.steps[5].error["message"]
+
+
+async def test_each_step_gets_its_own_limit_and_the_callers_deadline_is_shared(
+    browser: Browser, server: str
+) -> None:
+    page = await steps_page(browser, server)
+    started = time.monotonic()
+    with trio.fail_after(1.5):  # the caller's deadline: run_steps returns within it, with the result
+        result = await page.run_steps(
+            [
+                {"type": "wait_for", "text": "Never shown", "timeout_ms": 300},  # its own limit: 300 ms
+                {"type": "wait_for", "time_ms": 5000},  # more than what is left: cut at the deadline
+                {"type": "read_page"},
+            ],
+            fail_fast=False,
+            per_step_timeout_ms=4000,
+        )
+    took = time.monotonic() - started
+    assert took < 1.5
+    first, second, third = result.steps
+    assert first.error is not None
+    assert first.error["kind"] == "ActionError"  # the wait's own message, a little before its 300 ms
+    assert 150 <= first.duration_ms < 600
+    assert second.error is not None
+    assert second.error["kind"] == "TimeoutError"
+    assert "budget" in second.error["message"]
+    assert third.error is not None
+    assert third.error["kind"] == "Skipped"  # no time left for it

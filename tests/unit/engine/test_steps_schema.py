@@ -1,0 +1,237 @@
+"""engine.steps without a browser: the schema, the validator checked against a JSON Schema validator, the
+budget rule and the stable result shape."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine import StepsValidationError
+from engine.steps import (
+    HARD_MAX_STEPS,
+    RESULT_FORMAT,
+    RESULT_MARGIN_S,
+    STEP_SCHEMA,
+    STEP_TYPES,
+    STEPS_SCHEMA,
+    StepOutcome,
+    StepsResult,
+    step_budget,
+    validate,
+)
+
+VALID: list[dict[str, Any]] = [
+    {"type": "navigate", "url": "http://127.0.0.1:8000/"},
+    {"type": "click", "target": "e3"},
+    {"type": "click", "target": "f1e3", "timeout_ms": 500},
+    {"type": "click", "target": "node:42"},
+    {"type": "fill", "target": "e5", "value": ""},
+    {"type": "press", "key": "Enter"},
+    {"type": "press", "key": "Control+a", "target": "e5"},
+    {"type": "hover", "target": "e3"},
+    {"type": "select", "target": "e6", "values": ["Blue", "Red"]},
+    {"type": "wait_for", "text": "Clicked", "timeout_ms": 2000},
+    {"type": "wait_for", "gone_text": "Loading"},
+    {"type": "wait_for", "load": "networkidle"},
+    {"type": "wait_for", "time_ms": 0},
+    {"type": "read_page"},
+    {"type": "read_page", "interactive_only": True, "delta": True, "max_chars": 4000},
+]
+
+
+def problems_of(steps: Any, **kwargs: Any) -> list[tuple[int | None, str]]:
+    with pytest.raises(StepsValidationError) as caught:
+        validate(steps, **kwargs)
+    return [(p.index, p.field) for p in caught.value.problems]
+
+
+def test_the_schema_is_valid_json_schema_and_accepts_every_example() -> None:
+    jsonschema.Draft202012Validator.check_schema(STEP_SCHEMA)
+    jsonschema.Draft202012Validator.check_schema(STEPS_SCHEMA)
+    for step in VALID:
+        jsonschema.validate(step, STEP_SCHEMA)
+    assert validate(VALID[:HARD_MAX_STEPS], max_steps=len(VALID)) == VALID
+    assert set(STEP_TYPES) == {
+        "navigate", "click", "fill", "press", "hover", "select", "wait_for", "read_page"
+    }  # fmt: skip
+
+
+def test_every_problem_is_listed_with_its_step_index_and_field_and_nothing_else() -> None:
+    steps = [
+        {"type": "clik", "target": "e1"},  # unknown type
+        {"type": "click"},  # missing field
+        {"type": "fill", "target": "e1", "value": 5},  # mistyped field
+        {"type": "hover", "target": "e1", "force": True},  # unknown key
+        {"type": "click", "target": "button"},  # malformed target
+        {"type": "wait_for", "text": "a", "time_ms": 10},  # two waits at once
+        {"type": "select", "target": "e2", "values": []},  # too few values
+        "click e3",  # not an object
+    ]
+    assert problems_of(steps) == [
+        (0, "type"),
+        (1, "target"),
+        (2, "value"),
+        (3, "force"),
+        (4, "target"),
+        (5, "text/gone_text/load/time_ms"),
+        (6, "values"),
+        (7, ""),
+    ]
+
+
+def test_the_error_message_names_every_step_and_suggests_the_closest_name() -> None:
+    with pytest.raises(StepsValidationError) as caught:
+        validate([{"type": "clik", "target": "e1"}, {"type": "read_page", "maxchars": 10}])
+    error = caught.value
+    assert (error.index, error.field) == (0, "type")
+    text = str(error)
+    assert "2 problem(s)" in text
+    assert "nothing was run" in text
+    assert "step 0 type" in text
+    assert "did you mean 'click'?" in text
+    assert "step 1 maxchars" in text
+    assert "did you mean 'max_chars'?" in text
+
+
+@pytest.mark.parametrize(
+    ("steps", "kwargs", "field"),
+    [
+        ([{"type": "read_page"}] * 11, {}, ""),  # more than the default max_steps of 10
+        ([{"type": "read_page"}] * 3, {"max_steps": 2}, ""),
+        ([{"type": "read_page"}], {"max_steps": 51}, "max_steps"),  # over the hard cap
+        ([{"type": "read_page"}], {"max_steps": 0}, "max_steps"),
+        ([], {}, ""),
+        ({"type": "read_page"}, {}, ""),  # one step, not a list
+        ("[]", {}, ""),
+        ([{"type": "read_page"}], {"return_mode": "everything"}, "return_mode"),
+        ([{"type": "read_page"}], {"per_step_timeout_ms": -1}, "per_step_timeout_ms"),
+        ([{"type": "read_page"}], {"per_step_timeout_ms": 1.5}, "per_step_timeout_ms"),
+    ],
+)
+def test_the_list_and_the_options_are_checked_too(steps: Any, kwargs: dict[str, Any], field: str) -> None:
+    assert problems_of(steps, **kwargs)[0] == (None, field)
+
+
+def test_a_boolean_is_not_a_number_and_a_whole_float_is_one() -> None:
+    assert problems_of([{"type": "wait_for", "time_ms": True}]) == [(0, "time_ms")]
+    assert validate([{"type": "wait_for", "time_ms": 5.0}]) == [{"type": "wait_for", "time_ms": 5}]
+    assert problems_of([{"type": "wait_for", "time_ms": 5.5}]) == [(0, "time_ms")]
+
+
+# Steps built from the schema's own vocabulary, right and wrong: the validator must agree with jsonschema.
+_values = st.one_of(
+    st.sampled_from(["e3", "f2e10", "node:7", "x", "", "Enter", "load", "networkidle", "http://a/"]),
+    st.integers(min_value=-2, max_value=700_000),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=False, allow_infinity=False, min_value=-1, max_value=10),
+    st.lists(st.sampled_from(["Blue", "e1"]), max_size=2),
+    st.lists(st.integers(0, 3), max_size=2),
+)
+_keys = st.sampled_from(
+    [
+        "target",
+        "value",
+        "key",
+        "values",
+        "text",
+        "gone_text",
+        "load",
+        "time_ms",
+        "timeout_ms",
+        "url",
+        "interactive_only",
+        "delta",
+        "max_chars",
+        "bogus",
+    ]
+)
+_steps = st.builds(
+    lambda kind, fields: {**({"type": kind} if kind != "-" else {}), **fields},
+    st.sampled_from([*STEP_TYPES, "script", "-"]),
+    st.dictionaries(_keys, _values, max_size=4),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_steps)
+def test_the_validator_accepts_exactly_what_the_json_schema_accepts(step: dict[str, Any]) -> None:
+    schema_ok = jsonschema.Draft202012Validator(STEP_SCHEMA).is_valid(step)
+    try:
+        validate([step])
+        ours = True
+    except StepsValidationError:
+        ours = False
+    assert ours == schema_ok, step
+
+
+@settings(deadline=None)
+@given(st.lists(st.sampled_from(VALID), min_size=0, max_size=HARD_MAX_STEPS + 3))
+def test_the_list_limits_agree_with_the_list_schema(steps: list[dict[str, Any]]) -> None:
+    schema_ok = jsonschema.Draft202012Validator(STEPS_SCHEMA).is_valid(steps)
+    try:
+        validate(steps, max_steps=HARD_MAX_STEPS)
+        ours = True
+    except StepsValidationError:
+        ours = False
+    assert ours == schema_ok
+
+
+def test_each_step_gets_the_least_of_its_limits_and_what_is_left() -> None:
+    now = 100.0
+    # per-step limit the smallest
+    assert step_budget(now=now, deadline=math.inf, per_step_timeout_ms=5000, timeout_ms=None) == 105.0
+    # the step's own limit the smallest
+    assert step_budget(now=now, deadline=math.inf, per_step_timeout_ms=5000, timeout_ms=200) == 100.2
+    # what is left of the caller's deadline the smallest (less the margin kept for the result)
+    assert (
+        step_budget(now=now, deadline=101.0, per_step_timeout_ms=5000, timeout_ms=2000)
+        == 101.0 - RESULT_MARGIN_S
+    )
+    # nothing set: no limit
+    assert step_budget(now=now, deadline=math.inf, per_step_timeout_ms=None, timeout_ms=None) == math.inf
+    # the deadline already passed: the budget is in the past
+    assert step_budget(now=now, deadline=99.0, per_step_timeout_ms=5000, timeout_ms=None) <= now
+
+
+def test_to_json_has_the_documented_stable_shape() -> None:
+    result = StepsResult(
+        ok=False,
+        failed_step=1,
+        steps=[
+            StepOutcome(index=0, type="click", ok=True, duration_ms=1.23456),
+            StepOutcome(
+                index=1,
+                type="click",
+                ok=False,
+                duration_ms=2.0,
+                error={"kind": "StaleRefError", "message": "ref e9 is stale"},
+            ),
+        ],
+        url="http://127.0.0.1/",
+        title="Shop",
+        return_mode="final",
+        pages=[{"step": None, "text": '- button "Go" [ref=e1]\n'}],
+    )
+    data = result.to_json()
+    assert list(data) == [
+        "format",
+        "ok",
+        "failed_step",
+        "url",
+        "title",
+        "return_mode",
+        "steps",
+        "pages",
+        "delta",
+    ]
+    assert data["format"] == RESULT_FORMAT
+    assert data["steps"][0] == {"index": 0, "type": "click", "ok": True, "duration_ms": 1.235, "error": None}
+    assert data["steps"][1]["error"] == {"kind": "StaleRefError", "message": "ref e9 is stale"}
+    assert json.loads(result.dumps()) == data

@@ -1,0 +1,81 @@
+"""engine.webarena.parse without a browser: every form, and errors that quote the bad part and the form."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.webarena import FORMS, Action, parse
+
+
+@pytest.mark.parametrize(
+    ("text", "action"),
+    [
+        ("click [1234]", Action(name="click", id="1234")),
+        ("  hover [7] ", Action(name="hover", id="7")),
+        ("type [12] [hello] [0]", Action(name="type", id="12", text="hello", press_enter_after=False)),
+        (
+            "type [12] [hello world] [1]",
+            Action(name="type", id="12", text="hello world", press_enter_after=True),
+        ),
+        (
+            "type [12] [hi]",
+            Action(name="type", id="12", text="hi", press_enter_after=True),
+        ),  # WebArena's default
+        ("type [12] [a [b] c] [0]", Action(name="type", id="12", text="a [b] c", press_enter_after=False)),
+        ("type [12] [] [0]", Action(name="type", id="12", text="", press_enter_after=False)),
+        ("press [Control+a]", Action(name="press", key="Control+a")),
+        ("scroll [down]", Action(name="scroll", direction="down")),
+        ("scroll [direction=up]", Action(name="scroll", direction="up")),
+        ("goto [http://127.0.0.1:8000/a?b=[1]]", Action(name="goto", url="http://127.0.0.1:8000/a?b=[1]")),
+        ("new_tab", Action(name="new_tab")),
+        ("go_back", Action(name="go_back")),
+        ("go_forward", Action(name="go_forward")),
+        ("tab_focus [2]", Action(name="tab_focus", index=2)),
+        ("close_tab", Action(name="close_tab")),
+        ("stop [The price is [$5]]", Action(name="stop", answer="The price is [$5]")),
+        ("stop", Action(name="stop", answer="")),
+        ("CLICK [3]", Action(name="click", id="3")),
+    ],
+)
+def test_every_form_parses(text: str, action: Action) -> None:
+    assert parse(text) == action
+
+
+@pytest.mark.parametrize(
+    ("text", "quoted", "form"),
+    [
+        ("click 12", "'12'", "click [id]"),
+        ("click [abc]", "'[abc]'", "click [id]"),
+        ("click [1] [2]", "'click [1] [2]'", "click [id]"),
+        ("click [12", "'[12'", "click [id]"),
+        ("type [3] [x] [2]", "'[2]'", "type [id] [text] [press_enter_after=0|1]"),
+        ("type [3]", "'type [3]'", "type [id] [text] [press_enter_after=0|1]"),
+        ("type [3] [unterminated", "'[unterminated'", "type [id] [text] [press_enter_after=0|1]"),
+        ("scroll [left]", "'[left]'", "scroll [up|down]"),
+        ("tab_focus [first]", "'[first]'", "tab_focus [index]"),
+        ("go_back [1]", "'go_back [1]'", "go_back"),
+        ("press []", "'[]'", "press [key_comb]"),
+        ("goto []", "'[]'", "goto [url]"),
+    ],
+)
+def test_a_malformed_string_quotes_the_bad_part_and_the_expected_form(
+    text: str, quoted: str, form: str
+) -> None:
+    with pytest.raises(ValueError, match="cannot read") as caught:
+        parse(text)
+    message = str(caught.value)
+    assert quoted in message
+    assert f"expected {form!r}" in message
+
+
+@pytest.mark.parametrize("text", ["fly [3]", "", "   ", "[3]"])
+def test_an_unknown_action_lists_every_form(text: str) -> None:
+    with pytest.raises(ValueError, match="expected one of") as caught:
+        parse(text)
+    for form in FORMS.values():
+        assert form in str(caught.value)
+
+
+def test_only_strings_are_actions() -> None:
+    with pytest.raises(TypeError, match="is a string"):
+        parse(["click", 3])  # type: ignore[arg-type]
