@@ -12,6 +12,7 @@ from engine._browser import Browser as Browser
 from engine._browser import connect as connect
 from engine._browser import launch as launch
 from engine._connection import ConnectionStatistics as ConnectionStatistics
+from engine._dialogs import Dialog as Dialog
 from engine._errors import ActionError as ActionError
 from engine._errors import BrowserLaunchError as BrowserLaunchError
 from engine._errors import CDPError as CDPError
@@ -30,6 +31,7 @@ from engine._errors import StaleRefError as StaleRefError
 from engine._errors import StepsValidationError as StepsValidationError
 from engine._errors import TargetCrashed as TargetCrashed
 from engine._page import Page as Page
+from engine._popups import Popup as Popup
 from engine._refs import Ref as Ref
 from engine._refs import ResolvedNode as ResolvedNode
 from engine._refs import Snapshot as Snapshot
@@ -47,6 +49,7 @@ __all__ = [
     "ConnectError",
     "ConnectionClosed",
     "ConnectionStatistics",
+    "Dialog",
     "EvaluateDisabled",
     "EventOverflow",
     "InvalidParams",
@@ -54,6 +57,7 @@ __all__ = [
     "MessageTooLarge",
     "NavigationError",
     "Page",
+    "Popup",
     "ProtocolError",
     "Ref",
     "ResolvedNode",
