@@ -14,6 +14,7 @@ from engine._browser import Browser as Browser
 from engine._browser import connect as connect
 from engine._browser import launch as launch
 from engine._connection import ConnectionStatistics as ConnectionStatistics
+from engine._dialogs import Dialog as Dialog
 from engine._errors import ActionError as ActionError
 from engine._errors import BrowserLaunchError as BrowserLaunchError
 from engine._errors import CDPError as CDPError
@@ -36,6 +37,7 @@ from engine._frames import Frame as Frame
 from engine._metrics import EvaluateMetrics as EvaluateMetrics
 from engine._names import UnknownName as UnknownName
 from engine._page import Page as Page
+from engine._popups import Popup as Popup
 from engine._refs import Ref as Ref
 from engine._refs import ResolvedNode as ResolvedNode
 from engine._refs import Snapshot as Snapshot
@@ -59,6 +61,7 @@ __all__ = [
     "ConnectError",
     "ConnectionClosed",
     "ConnectionStatistics",
+    "Dialog",
     "EvaluateDisabled",
     "EvaluateMetrics",
     "EvaluateTimeout",
@@ -69,6 +72,7 @@ __all__ = [
     "MessageTooLarge",
     "NavigationError",
     "Page",
+    "Popup",
     "ProtocolError",
     "Ref",
     "ResolvedNode",

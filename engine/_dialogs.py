@@ -19,6 +19,7 @@ from engine._hooks import add_hook
 
 if TYPE_CHECKING:
     from engine._page import Page
+    from engine._session import Session
 
 log = logging.getLogger("engine.dialogs")
 
@@ -30,8 +31,8 @@ class Dialog:
     """One dialog the page opened: ``type`` (alert, confirm, prompt, beforeunload), ``message``, and
     what was done with it (``accepted``, ``prompt_text``) once answered."""
 
-    def __init__(self, page: Page, params: dict[str, Any]) -> None:
-        self._page = page
+    def __init__(self, session: Session, params: dict[str, Any]) -> None:
+        self._session = session
         self.type: str = params.get("type", "")
         self.message: str = params.get("message", "")
         self.default_prompt: str = params.get("defaultPrompt", "")
@@ -59,7 +60,7 @@ class Dialog:
         params: dict[str, Any] = {"accept": accept}
         if prompt_text is not None and self.type == "prompt":
             params["promptText"] = prompt_text
-        session = self._page.session
+        session = self._session
         if not session.detached and session.connection.closed is None:
             send_nowait(session, "Page.handleJavaScriptDialog", params)
 
@@ -83,11 +84,25 @@ def dialog_state(page: Page) -> DialogState:
 
 
 def watch_dialogs(page: Page) -> None:
-    """Answer the page's dialogs as they open (called once, when the Page is made)."""
+    """Answer the page's dialogs as they open, its out-of-process iframes' too (called once per Page).
+
+    An out-of-process iframe reports its dialogs on its own session once ``Page.enable`` is sent there,
+    which is done as it attaches; without it, a dialog there would hold that frame until the tab closes.
+    """
+    _watch_session(page, page.session)
+
+
+def _watch_session(page: Page, session: Session) -> None:
     state = dialog_state(page)
 
+    def attached(method: str, params: dict[str, Any]) -> None:
+        child = session.connection.sessions.get(params.get("sessionId"))
+        if child is not None and child.target_type == "iframe" and not child.detached:
+            send_nowait(child, "Page.enable", {})
+            _watch_session(page, child)
+
     def opened(method: str, params: dict[str, Any]) -> None:
-        dialog = Dialog(page, params)
+        dialog = Dialog(session, params)
         state.seen.append(dialog)
         if state.handler is not None:
             try:
@@ -100,4 +115,5 @@ def watch_dialogs(page: Page) -> None:
             "%s dialog %r %s", dialog.type, dialog.message, "accepted" if dialog.accepted else "dismissed"
         )
 
-    add_hook(page.session, ("Page.javascriptDialogOpening",), opened)
+    add_hook(session, ("Page.javascriptDialogOpening",), opened)
+    add_hook(session, ("Target.attachedToTarget",), attached)

@@ -240,7 +240,7 @@ class Page:
 
         Actionable: attached, visible, enabled, scrolled into view, its box the same in two animation
         frames in a row, and a hit test at its centre lands on it (or inside it, or on its label). If the
-        click starts a navigation, this returns when the new document has committed.
+        click starts a navigation, this returns when the new document has committed and been parsed.
 
         Args:
             button: "left", "right" or "middle".

@@ -32,33 +32,41 @@ POLL = 0.05
 
 
 class NavigationWatch:
-    """Which frames of a page were asked to load a new document, and which of those committed it.
+    """Which frames of a page were asked to load a new document, until that document is parsed.
 
     ``Page.frameRequestedNavigation`` comes from the renderer while it handles the click or submit
-    (measured on Chromium 156: it is already in when the ``mouseReleased`` reply arrives for a link and for a
-    form's submit button); ``Page.frameNavigated`` is the commit. A navigation that ends without a commit
-    (a 204, a download, a stop) ends with ``Page.frameStoppedLoading``.
+    (measured on Chromium 156: it is already in when the ``mouseReleased`` reply arrives for a link and for
+    a form's submit button). ``Page.frameNavigated`` is the commit; but a snapshot taken straight after the
+    commit saw an empty document (1 run in 3 under load), so the wait ends at the new document's
+    ``DOMContentLoaded``. A navigation that ends without a document (a 204, a download, a stop) ends with
+    ``Page.frameStoppedLoading``; one that stays in the document, with ``Page.navigatedWithinDocument``.
     """
 
     def __init__(self) -> None:
         self.pending: set[str] = set()
+        self.committed: set[str] = set()
         self.changed = trio.Event()
 
     def __call__(self, method: str, params: dict[str, Any]) -> None:
         if method == "Page.frameRequestedNavigation":
             if params.get("disposition", "currentTab") == "currentTab":
                 self.pending.add(params.get("frameId", ""))
-        elif method == "Page.frameNavigated":
-            self.pending.discard((params.get("frame") or {}).get("id", ""))
-        elif method == "Page.frameStoppedLoading":
-            self.pending.discard(params.get("frameId", ""))
-        else:
             return
+        if method == "Page.frameNavigated":
+            self.committed.add((params.get("frame") or {}).get("id", ""))
+            return
+        if method == "Page.lifecycleEvent":
+            frame = params.get("frameId", "")
+            if params.get("name") != "DOMContentLoaded" or frame not in self.committed:
+                return
+        else:  # frameStoppedLoading, navigatedWithinDocument
+            frame = params.get("frameId", "")
+        self.pending.discard(frame)
         self.changed.set()
         self.changed = trio.Event()
 
     async def wait_committed(self) -> None:
-        """Until every navigation requested so far committed (or stopped without a document)."""
+        """Until every navigation requested so far has its new document parsed (or ended without one)."""
         while self.pending:
             await self.changed.wait()
 
@@ -66,7 +74,9 @@ class NavigationWatch:
 _WATCHED = (
     "Page.frameRequestedNavigation",
     "Page.frameNavigated",
+    "Page.lifecycleEvent",
     "Page.frameStoppedLoading",
+    "Page.navigatedWithinDocument",
 )
 
 

@@ -92,3 +92,17 @@ async def test_click_inside_a_same_process_iframe(browser: Browser, server: str,
         snap = await page.snapshot()
         await page.click(ref(snap, "button", "Deep button"))
         await page.wait_for(text="Deep clicked")
+
+
+async def test_a_dialog_in_an_out_of_process_iframe_is_answered_and_recorded(
+    isolated: Browser, server: str, peer: str
+) -> None:
+    port = peer.rsplit(":", 1)[1].strip("/")
+    page = await open_page(isolated, f"{server}/actions/frame-dialogs.html?peer={port}")
+    with trio.fail_after(10):
+        await page.wait_for(text="Confirm")
+        snap = await page.snapshot()
+        page.on_dialog = lambda dialog: dialog.accept()
+        await page.click(ref(snap, "button", "Confirm"))
+        await page.wait_for(text="confirm true")
+    assert [(d.type, d.message, d.accepted) for d in page.dialogs] == [("confirm", "Sure?", True)]

@@ -35,6 +35,15 @@ async def test_click_lands_inside_a_button_whose_centre_is_a_child_element(
     assert await value(page, "window.clicks") == ["inner"]
 
 
+async def test_a_checkbox_under_its_own_label_styling_counts_as_hit(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/actions/pointer.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await page.check(ref(snap, "checkbox", "Accept terms"))  # the hit test finds the label's span
+    assert await value(page, "window.clicks") == ["terms"]
+    assert await value(page, "document.getElementById('terms').checked") is True
+
+
 async def test_covered_button_raises_action_error_naming_the_overlay_and_nothing_is_clicked(
     browser: Browser, server: str
 ) -> None:
