@@ -31,7 +31,7 @@ import trio
 
 from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Thunk
 from benchmarks.clients.base import Env, LoopThread, SkipClient, TrioThread
-from benchmarks.scenarios import ready_expression
+from benchmarks.scenarios import Kind, Scenario, ready_expression
 
 READY_TIMEOUT_S = 30.0
 ALTERNATIVE_WEBSOCKETS = ("trio-websocket", "wsproto")
@@ -55,8 +55,9 @@ def _launch_options(launch: Any, env: Env) -> dict[str, Any]:
 
 
 class EngineDriver(AsyncDriver):
-    def __init__(self, transport: str, loop: TrioThread) -> None:
+    def __init__(self, transport: str, loop: TrioThread, *, default_subscription: bool = False) -> None:
         self._transport = transport
+        self._default_subscription = default_subscription
         self._loop = loop
         self._browser: Any = None
         self.cdp: Any = None
@@ -132,7 +133,13 @@ class EngineDriver(AsyncDriver):
         session = page.session
         seen = 0
         end = 0
-        subscription = session.listen(self.cdp.runtime.ConsoleAPICalled, buffer_size=max(EVENT_BUFFER, count))
+        if self._default_subscription:
+            # As a user writes it: the default buffer (1,024 events) and overflow policy ("error").
+            subscription = session.listen(self.cdp.runtime.ConsoleAPICalled)
+        else:
+            subscription = session.listen(
+                self.cdp.runtime.ConsoleAPICalled, buffer_size=max(EVENT_BUFFER, count)
+            )
         async with subscription as events, trio.open_nursery() as nursery:
             begin = clock()
             nursery.start_soon(self.evaluate, page, expression)
@@ -151,13 +158,14 @@ class EngineDriver(AsyncDriver):
 
 class _EngineClient(AsyncClient):
     engine_transport: ClassVar[str]
+    default_subscription: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self._trio = TrioThread(self.name)
         super().__init__()
 
     def make_driver(self) -> AsyncDriver:
-        return EngineDriver(self.engine_transport, self._trio)
+        return EngineDriver(self.engine_transport, self._trio, default_subscription=self.default_subscription)
 
     def make_loop(self) -> LoopThread:
         return self._trio
@@ -198,3 +206,15 @@ class EngineWsproto(_EngineClient):
     name: ClassVar[str] = "engine.ws.wsproto"
     transport: ClassVar[str] = "websocket"
     engine_transport: ClassVar[str] = "wsproto"
+
+
+class EngineWebSocketDefaults(_EngineClient):
+    """``engine.ws`` with the default subscription settings (events scenarios only)."""
+
+    name: ClassVar[str] = "engine.ws.defaults"
+    transport: ClassVar[str] = "websocket"
+    engine_transport: ClassVar[str] = "websocket"
+    default_subscription: ClassVar[bool] = True
+
+    def unsupported(self, scenario: Scenario) -> str | None:
+        return None if scenario.kind is Kind.EVENTS else "the same as engine.ws outside the events scenarios"

@@ -4,8 +4,8 @@
 * "json.loads.nogc": the same with the cyclic GC paused during the parse. A large reply allocates
   hundreds of thousands of containers that all survive, which triggers repeated full collections;
   pausing them is a choice any client (and the engine's reader) can make.
-* "cdp.decode": ``json.loads`` and then the generated bindings' typed decode
-  (``cdp.accessibility.get_full_ax_tree().decode(result)``): bytes to typed result, no I/O.
+* "cdp.decode": the engine's parse (the GC paused for a large reply), then the generated bindings' typed
+  decode (``cdp.accessibility.get_full_ax_tree().decode(result)``): bytes to typed result, no I/O.
 
 The capture goes over the raw websocket floor to the shared browser, on the same generated page, once per
 scenario; every decode-only client decodes the same bytes.
@@ -20,7 +20,7 @@ import time
 from typing import Any, ClassVar
 
 from benchmarks.clients.base import Env, Sample, SkipClient
-from benchmarks.clients.blocking import Message, run_blocking
+from benchmarks.clients.blocking import Message, parse, run_blocking
 from benchmarks.clients.floor_ws import FloorWebSocket
 from benchmarks.scenarios import Kind, Scenario
 
@@ -100,4 +100,4 @@ class TypedDecode(_Offline):
 
     def decode(self, scenario: Scenario, raw: Message) -> object:
         command = self._factories[scenario.method](**scenario.params_dict)
-        return command.decode(json.loads(raw)["result"])
+        return command.decode(parse(raw)["result"])
