@@ -36,11 +36,19 @@ REGISTRY: dict[str, str] = {
     "floor.ws.websocket-client": "benchmarks.clients.floor_ws:FloorWebSocketClientLib",
     "engine.ws.trio-websocket": "benchmarks.clients.engine:EngineTrioWebSocket",
     "engine.ws.wsproto": "benchmarks.clients.engine:EngineWsproto",
+    "engine.ws.reader-only": "benchmarks.clients.engine:EngineWebSocketReaderOnly",
+    "engine.pipe.reader-only": "benchmarks.clients.engine:EnginePipeReaderOnly",
 }
 """Every known client, in table order."""
 
 NOT_DEFAULT: frozenset[str] = frozenset(
-    {"floor.ws.websocket-client", "engine.ws.trio-websocket", "engine.ws.wsproto"}
+    {
+        "floor.ws.websocket-client",
+        "engine.ws.trio-websocket",
+        "engine.ws.wsproto",
+        "engine.ws.reader-only",
+        "engine.pipe.reader-only",
+    }
 )
 """Kept so a choice can be re-measured (the floor's socket, the engine's websocket); run on request."""
 

@@ -54,9 +54,31 @@ def _launch_options(launch: Any, env: Env) -> dict[str, Any]:
     return options
 
 
+def typed_command(cdp: Any, method: str, params: dict[str, Any]) -> Any:
+    """The typed command for the large-reply scenarios, from their wire params."""
+    if method == "Page.captureScreenshot":
+        clip = params.get("clip")
+        return cdp.page.capture_screenshot(
+            format_=params.get("format"), clip=None if clip is None else cdp.page.Viewport(**clip)
+        )
+    if method == "Runtime.evaluate":
+        return cdp.runtime.evaluate(
+            expression=params["expression"], return_by_value=params.get("returnByValue")
+        )
+    raise ValueError(method)
+
+
 class EngineDriver(AsyncDriver):
-    def __init__(self, transport: str, loop: TrioThread, *, default_subscription: bool = False) -> None:
+    def __init__(
+        self,
+        transport: str,
+        loop: TrioThread,
+        *,
+        default_subscription: bool = False,
+        reader_only: bool = False,
+    ) -> None:
         self._transport = transport
+        self._reader_only = reader_only
         self._default_subscription = default_subscription
         self._loop = loop
         self._browser: Any = None
@@ -84,6 +106,8 @@ class EngineDriver(AsyncDriver):
         else:
             manager = connect(env.http_url or env.ws_url)
         self._browser = await self._loop.exit_stack.enter_async_context(manager)
+        if self._reader_only:
+            self._browser.connection.lead_when_alone = False
 
     async def close(self) -> None:
         self._browser = None
@@ -120,7 +144,7 @@ class EngineDriver(AsyncDriver):
             return self.cdp.accessibility.get_full_ax_tree(**params)
         if method == "DOM.getDocument":
             return self.cdp.dom.get_document(**params)
-        raise ValueError(method)
+        return typed_command(self.cdp, method, params)
 
     async def full_call(self, page: Any, method: str, params: dict[str, object]) -> tuple[object, int | None]:
         return await page.session.execute(self._command(method, params)), None
@@ -159,6 +183,7 @@ class EngineDriver(AsyncDriver):
 class _EngineClient(AsyncClient):
     engine_transport: ClassVar[str]
     default_subscription: ClassVar[bool] = False
+    reader_only: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self._trio = TrioThread(self.name)
@@ -218,3 +243,22 @@ class EngineWebSocketDefaults(_EngineClient):
 
     def unsupported(self, scenario: Scenario) -> str | None:
         return None if scenario.kind is Kind.EVENTS else "the same as engine.ws outside the events scenarios"
+
+
+class EngineWebSocketReaderOnly(_EngineClient):
+    """``engine.ws`` with leader/follower reading off: every reply goes through the reader task."""
+
+    name: ClassVar[str] = "engine.ws.reader-only"
+    transport: ClassVar[str] = "websocket"
+    engine_transport: ClassVar[str] = "websocket"
+    reader_only: ClassVar[bool] = True
+
+
+class EnginePipeReaderOnly(_EngineClient):
+    """``engine.pipe`` with leader/follower reading off."""
+
+    name: ClassVar[str] = "engine.pipe.reader-only"
+    transport: ClassVar[str] = "pipe"
+    own_browser = True
+    engine_transport: ClassVar[str] = "pipe"
+    reader_only: ClassVar[bool] = True

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from benchmarks.clients.base import Env, Sample, SkipClient
 from benchmarks.clients.blocking import Message, parse, run_blocking
+from benchmarks.clients.engine import typed_command
 from benchmarks.clients.floor_ws import FloorWebSocket
 from benchmarks.scenarios import Kind, Scenario
 
@@ -86,10 +87,12 @@ class TypedDecode(_Offline):
     def __init__(self) -> None:
         super().__init__()
         self._factories: dict[str, Any] = {}
+        self._cdp: Any = None
 
     def start(self, env: Env) -> None:
         try:
             cdp = importlib.import_module("cdp")
+            self._cdp = cdp
             self._factories = {
                 "Accessibility.getFullAXTree": cdp.accessibility.get_full_ax_tree,
                 "DOM.getDocument": cdp.dom.get_document,
@@ -99,5 +102,9 @@ class TypedDecode(_Offline):
         super().start(env)
 
     def decode(self, scenario: Scenario, raw: Message) -> object:
-        command = self._factories[scenario.method](**scenario.params_dict)
+        factory = self._factories.get(scenario.method)
+        if factory is not None:
+            command = factory(**scenario.params_dict)
+        else:
+            command = typed_command(self._cdp, scenario.method, scenario.params_dict)
         return command.decode(parse(raw)["result"])
