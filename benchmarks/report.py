@@ -269,7 +269,8 @@ def readme_table(doc: dict[str, Any]) -> str:
         peers: list[str] = []
         for clients in results.values():
             for name in clients.get(engine, {}).get("x_peers", {}):
-                if name not in peers and clients[name].get("transport") == transport:
+                ours = name.startswith("engine.")  # the engine's own variants are in latest.md, not claims
+                if name not in peers and not ours and clients[name].get("transport") == transport:
                     peers.append(name)
         if not peers:
             continue

@@ -105,7 +105,9 @@ def test_the_same_seed_gives_the_same_order() -> None:
 
 
 def test_failures_are_skipped_with_a_reason_and_hangs_are_flagged() -> None:
-    out = run_scenario(BY_NAME["roundtrip.evaluate"], [Floor(), BrokenSetup(), Hangs()], quick=True, rng=rng())
+    out = run_scenario(
+        BY_NAME["roundtrip.evaluate"], [Floor(), BrokenSetup(), Hangs()], quick=True, rng=rng()
+    )
     assert out["broken"].skipped is not None
     assert "no page" in out["broken"].skipped
     assert not out["broken"].hung
