@@ -3,10 +3,21 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 CHROMIUM := /usr/bin/chromium
 STAMP := .venv/.installed
+NODE_DIR := benchmarks/node
+NODE_PEERS := $(NODE_DIR)/node_modules/.installed
 
 .PHONY: setup demo test test-fast lint typecheck codegen codegen-check bench protocol-data protocol-refresh clean
 
-setup: $(STAMP) $(CHROMIUM)
+setup: $(STAMP) $(CHROMIUM) $(NODE_PEERS)
+
+# The benchmark's Node peers (Puppeteer, chrome-remote-interface): Debian's nodejs and npm if missing (needs
+# root), the packages into benchmarks/node/node_modules from its lock file, never globally. No browser
+# download: the peers launch /usr/bin/chromium like every other client.
+$(NODE_PEERS): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	@command -v node >/dev/null && command -v npm >/dev/null || \
+		{ echo "installing Debian's nodejs and npm (needs root)"; apt-get update && apt-get install -y nodejs npm; }
+	cd $(NODE_DIR) && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 $(CHROMIUM):
 	@echo "installing Debian's chromium (needs root)"
@@ -44,8 +55,9 @@ codegen: setup
 codegen-check: setup
 	$(PY) -m codegen --check
 
+# The full suite; it refuses to run while the load is above the core count (add ARGS=--force to insist).
 bench: setup
-	$(PY) -m benchmarks
+	$(PY) -m benchmarks --readme README.md $(ARGS)
 
 # Pin the newest devtools-protocol from npm into protocol-json/ and regenerate cdp/.
 protocol-refresh: setup

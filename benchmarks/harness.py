@@ -1,23 +1,26 @@
 """``python -m benchmarks``: run the scenarios over the clients, interleaved, and write the results.
 
-One Chromium is launched (or given with --connect) and shared by every websocket client; pipe clients
-launch their own. Per scenario every client sets up (pages, sessions), runs once unmeasured, then the
-measured repetitions go client by client in turn (A B C A B C ...), so drift on a noisy machine spreads
-over all clients instead of landing on one.
+Every client gets a Chromium of its own, same binary and flags (websocket clients one launched here, pipe
+clients and the Node peers their own), so only the client and its transport differ; ``--connect`` shares
+one given browser instead and says so in the context. Per scenario every client sets up (pages, sessions),
+runs once unmeasured, then each measured round runs every client once in an order shuffled from a recorded
+seed, so drift on a noisy machine spreads over all clients and no client always follows the same one.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
+import random
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import chromium, report
+from benchmarks import chromium, context, report
 from benchmarks.clients import DEFAULT, REGISTRY, Client, Env, SkipClient, load
 from benchmarks.clients.floor_ws import RawWebSocket
 from benchmarks.pages import PageServer
@@ -44,6 +47,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="attach Playwright to the shared browser instead of giving it its own (see README)",
     )
     parser.add_argument("--list", action="store_true", help="list scenarios and clients, then exit")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the shuffled order (default: random)")
+    parser.add_argument("--force", action="store_true", help="run even when the load is above the core count")
+    parser.add_argument(
+        "--readme", type=Path, default=None, help="also rewrite this README's generated table"
+    )
     args = parser.parse_args(argv)
     for name in args.scenarios:
         if name not in BY_NAME:
@@ -76,16 +84,41 @@ def browser_version(ws_url: str) -> str:
         ws.close()
 
 
-def start_clients(names: list[str], env: Env) -> tuple[list[Client], dict[str, tuple[str, str, bool]]]:
+Browsers = list[chromium.WebSocketBrowser]
+
+
+def own_env(client: Client, env: Env, browsers: Browsers, capture: dict[str, Env]) -> Env:
+    """The Env for ``client``: a Chromium of its own unless it launches one itself or the run shares one.
+
+    Decode-only clients measure no I/O: one browser serves all their captures.
+    """
+    if env.shared or client.own_browser:
+        return env
+    if client.transport == "offline" and "env" in capture:
+        return capture["env"]
+    browser = chromium.launch_websocket(env.chromium, env.chromium_args)
+    browsers.append(browser)
+    mine = dataclasses.replace(env, ws_url=browser.ws_url, http_url=browser.http_url)
+    if client.transport == "offline":
+        capture["env"] = mine
+    return mine
+
+
+def start_clients(
+    names: list[str], env: Env, browsers: Browsers
+) -> tuple[list[Client], dict[str, tuple[str, str, bool]]]:
     """The clients that started, and name -> (reason, transport, own_browser) for those that did not."""
     started: list[Client] = []
     skipped: dict[str, tuple[str, str, bool]] = {}
+    capture: dict[str, Env] = {}
     for name in names:
         client: Client | None = None
         t0 = time.monotonic()
         try:
             client = load(name)
-            client.start(env)
+            client.start(own_env(client, env, browsers, capture))
+            if not env.shared and client.transport != "offline":
+                client.own_browser = True
         except SkipClient as exc:
             reason = str(exc)
         except ImportError as exc:
@@ -112,7 +145,9 @@ def _quietly(fn: Any, *args: Any) -> None:
         log(f"    (ignored during cleanup: {type(exc).__name__}: {exc})")
 
 
-def run_scenario(scenario: Scenario, clients: list[Client], quick: bool) -> dict[str, Collected]:
+def run_scenario(
+    scenario: Scenario, clients: list[Client], quick: bool, rng: random.Random
+) -> dict[str, Collected]:
     """Set up, warm up, measure interleaved, tear down; one ``Collected`` per client.
 
     A client that times out is marked ``hung``: its loop may still be stuck, so it runs no more scenarios.
@@ -144,7 +179,7 @@ def run_scenario(scenario: Scenario, clients: list[Client], quick: bool) -> dict
     gc.collect()
     gc.freeze()
     try:
-        _measure(scenario, active, out, size, reps)
+        _measure(scenario, active, out, (size, reps), rng)
     finally:
         gc.unfreeze()
     for client in active:
@@ -153,13 +188,21 @@ def run_scenario(scenario: Scenario, clients: list[Client], quick: bool) -> dict
 
 
 def _measure(
-    scenario: Scenario, active: list[Client], out: dict[str, Collected], size: int, reps: int
+    scenario: Scenario,
+    active: list[Client],
+    out: dict[str, Collected],
+    sizes: tuple[int, int],
+    rng: random.Random,
 ) -> None:
-    """The measured repetitions: each client once per repetition, in turn."""
+    """The measured rounds: each client once per round, in an order shuffled per round."""
+    size, reps = sizes
     running = list(active)
     for rep in range(reps):
-        for client in list(running):
+        order = list(running)
+        rng.shuffle(order)
+        for client in order:
             got = out[client.name]
+            cpu0 = time.thread_time_ns()
             try:
                 sample = client.run(scenario, size)
             except Exception as exc:
@@ -168,10 +211,13 @@ def _measure(
                 log(f"    {client.name}: {got.skipped}")
                 running.remove(client)
                 continue
-            got.latencies_us += sample.latencies_us
+            # A client on a loop thread reports its thread's CPU time; a blocking one runs in this thread.
+            cpu = sample.cpu_ns if sample.cpu_ns is not None else time.thread_time_ns() - cpu0
+            got.reps_us.append(sample.latencies_us)
             got.ops += sample.ops
             got.elapsed_ns += sample.elapsed_ns
-            got.reps += 1
+            got.cpu_ns += cpu
+            got.cpu_ops += sample.ops
             if sample.nbytes is not None:
                 got.nbytes = sample.nbytes
 
@@ -185,24 +231,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in REGISTRY:
             print(f"{name}{'' if name in DEFAULT else '  (not run by default)'}")
         return 0
+    busy = context.load_problem()
+    if busy is not None:
+        if not args.force:
+            log(f"refusing to run: {busy}. Wait for a quieter machine or pass --force.")
+            return 3
+        log(f"warning: {busy}; going on because of --force")
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
     scenarios = [BY_NAME[n] for n in args.scenarios]
     begin = time.monotonic()
-    shared: chromium.WebSocketBrowser | None = None
+    browsers: Browsers = []
     clients: list[Client] = []
     results: report.Results = {}
+    loads: dict[str, dict[str, list[float] | None]] = {}
     with PageServer() as pages:
         try:
             try:
                 if args.connect:
                     ws_url, http_url = chromium.browser_ws_url(args.connect)
                 else:
-                    shared = chromium.launch_websocket(args.chromium)
-                    ws_url, http_url = shared.ws_url, shared.http_url
+                    probe = chromium.launch_websocket(args.chromium)
+                    browsers.append(probe)
+                    ws_url, http_url = probe.ws_url, probe.http_url
                 version = browser_version(ws_url)
             except (OSError, RuntimeError, ValueError, KeyError) as exc:
                 log(f"error: no browser to measure against ({type(exc).__name__}: {exc})")
                 return 2
-            log(f"Chromium {version} at {http_url or ws_url}{' (given)' if args.connect else ''}")
+            if not args.connect:
+                browsers.pop().stop()  # it only told us the version: every client gets a browser of its own
+            given = f" at {args.connect} (given, shared)" if args.connect else ""
+            log(f"Chromium {version}{given}; seed {seed}")
             env = Env(
                 ws_url=ws_url,
                 http_url=http_url,
@@ -211,20 +270,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                 big_page_url=pages.url("/big.html"),
                 quick=args.quick,
                 isolate_playwright=not (args.playwright_shared or args.connect),
+                shared=bool(args.connect),
+                page_server=pages.url(""),
             )
-            clients, skipped = start_clients(args.clients, env)
-            if any(c.own_browser for c in clients) or shared is not None:
-                time.sleep(SETTLE_S)  # freshly launched browsers finish their start-up work first
+            clients, skipped = start_clients(args.clients, env, browsers)
+            time.sleep(SETTLE_S)  # freshly launched browsers finish their start-up work first
             for scenario in scenarios:
                 t0 = time.monotonic()
-                collected = run_scenario(scenario, clients, args.quick)
+                before = context.loadavg()
+                if context.load_problem() is not None:
+                    log(f"  warning: {context.load_problem()} (before {scenario.name})")
+                collected = run_scenario(scenario, clients, args.quick, rng)
+                loads[scenario.name] = {"before": before, "after": context.loadavg()}
                 for name, (reason, transport, own) in skipped.items():
                     collected[name] = Collected(transport, own, skipped=reason)
                 order = {n: i for i, n in enumerate(args.clients)}
                 results[scenario.name] = {
                     n: report.entry(collected[n]) for n in sorted(collected, key=order.__getitem__)
                 }
-                log(f"  {scenario.name}: {time.monotonic() - t0:.1f}s")
+                log(
+                    f"  {scenario.name}: {time.monotonic() - t0:.1f}s,"
+                    f" load {before} -> {loads[scenario.name]['after']}"
+                )
                 for client in [c for c in clients if collected[c.name].hung]:
                     clients.remove(client)
                     reason = f"timed out in {scenario.name}, not run further"
@@ -233,11 +300,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             for client in clients:
                 _quietly(client.stop)
-            if shared is not None:
-                shared.stop()
-    report.add_ratios(results)
-    doc: dict[str, Any] = {"machine": report.machine_info(), "chromium": version, "scenarios": results}
+            for browser in browsers:
+                _quietly(browser.stop)
+    report.add_ratios(results, seed)
+    ctx = context.collect(
+        context.command_line() if argv is None else ["-m", "benchmarks", *argv],
+        version,
+        seed=seed,
+        forced=busy is not None,
+    )
+    ctx["shared_browser"] = bool(args.connect)
+    ctx["peak_rss_mib_python_clients"] = context.peak_rss_mib()
+    ctx["seconds"] = round(time.monotonic() - begin)
+    doc: dict[str, Any] = {
+        "context": ctx,
+        "quick": args.quick,
+        "load": loads,
+        "cross_transport": report.cross_transport(results, seed),
+        "scenarios": results,
+    }
     print(report.text_table(results))
     written = report.write(doc, args.json)
+    if args.readme is not None:
+        report.update_readme(doc, args.readme)
+        written.append(args.readme)
     log(f"wrote {', '.join(str(p) for p in written)} in {time.monotonic() - begin:.0f}s")
     return 0

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import math
-import os
-import platform
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,43 +10,43 @@ from typing import Any
 
 from benchmarks.clients import FLOORS
 from benchmarks.scenarios import BY_NAME, Kind
+from benchmarks.stats import Ratio, percentile, ratio_ci
 
 Entry = dict[str, Any]
-OWN_BROWSER_NOTE = (
-    "pipe clients because a pipe is 1:1 with its browser, Playwright because connect_over_cdp instruments"
-    " every page of the browser it attaches to (same binary and flags); the rest share one browser."
-)
 Results = dict[str, dict[str, Entry]]
 
 
 @dataclass
 class Collected:
-    """Everything one client produced in one scenario."""
+    """Everything one client produced in one scenario: the raw samples of every rep, kept apart."""
 
     transport: str
     own_browser: bool
-    latencies_us: list[float] = field(default_factory=list)
+    reps_us: list[list[float]] = field(default_factory=list)
     ops: int = 0
     elapsed_ns: int = 0
-    reps: int = 0
+    cpu_ns: int = 0
+    cpu_ops: int = 0
     nbytes: int | None = None
     skipped: str | None = None
     hung: bool = False
 
+    @property
+    def latencies_us(self) -> list[float]:
+        return [x for rep in self.reps_us for x in rep]
 
-def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100) of a non-empty list."""
-    ordered = sorted(values)
-    rank = max(1, math.ceil(q / 100 * len(ordered)))
-    return ordered[min(rank, len(ordered)) - 1]
+    @property
+    def reps(self) -> int:
+        return len(self.reps_us)
 
 
 def entry(c: Collected) -> Entry:
-    """One client's entry in ``scenarios.<name>``: the required keys first, extras after."""
+    """One client's entry in ``scenarios.<name>``: the summary first, the raw samples last."""
     base: Entry = {"transport": c.transport, "browser": "own" if c.own_browser else "shared"}
     if c.transport == "offline":
         base["browser"] = "none (decodes captured bytes)"
-    if c.skipped is not None or not c.latencies_us:
+    samples = c.latencies_us
+    if c.skipped is not None or not samples:
         return {
             "median_us": None,
             "p95_us": None,
@@ -59,52 +55,65 @@ def entry(c: Collected) -> Entry:
             "skipped": c.skipped or "no samples",
             **base,
         }
+    rep_medians = [statistics.median(rep) for rep in c.reps_us]
     out: Entry = {
-        "median_us": round(statistics.median(c.latencies_us), 2),
-        "p95_us": round(percentile(c.latencies_us, 95), 2),
+        "median_us": round(statistics.median(rep_medians), 2),
+        "median_all_us": round(statistics.median(samples), 2),
+        "p95_us": round(percentile(samples, 95), 2),
         "ops_per_s": round(c.ops / (c.elapsed_ns / 1e9), 1) if c.elapsed_ns else None,
-        "runs": len(c.latencies_us),
+        "cpu_us_per_op": round(c.cpu_ns / 1000 / c.cpu_ops, 2) if c.cpu_ops else None,
+        "runs": len(samples),
         "reps": c.reps,
         **base,
     }
     if c.nbytes is not None:
         out["bytes"] = c.nbytes
+    out["rep_medians_us"] = [round(m, 2) for m in rep_medians]
+    out["samples_us"] = [[round(x, 1) for x in rep] for rep in c.reps_us]
     return out
 
 
-def add_ratios(results: Results) -> None:
-    """Add ``x_floor`` (median / the same transport's floor median) and ``x_peers`` to every entry."""
+def comparable(a: Entry, b: Entry) -> bool:
+    """Two entries a ratio may compare: the same transport (a pipe is never set against a websocket)."""
+    return bool(a.get("transport") == b.get("transport"))
+
+
+def _ratio(a: Entry, b: Entry, seed: int) -> Ratio:
+    return ratio_ci(a["rep_medians_us"], b["rep_medians_us"], seed=seed)
+
+
+def add_ratios(results: Results, seed: int) -> None:
+    """``x_floor`` and ``x_peers`` (ratio, 95% CI, verdict) against every client of the same transport."""
     for clients in results.values():
-        measured = {n: e["median_us"] for n, e in clients.items() if e.get("median_us")}
-        floors = set(FLOORS.values())
-        peers = [n for n in measured if n not in floors]
-        for name, e in clients.items():
-            if name not in measured:
-                continue
+        measured = {n: e for n, e in clients.items() if e.get("median_us")}
+        for name, e in measured.items():
             floor = FLOORS.get(e["transport"])
-            if floor in measured:
-                e["x_floor"] = round(measured[name] / measured[floor], 3)
-            e["x_peers"] = {p: round(measured[name] / measured[p], 3) for p in peers if p != name}
+            if floor in measured and floor != name:
+                e["x_floor"] = _ratio(e, measured[floor], seed).as_json()
+            e["x_peers"] = {
+                p: _ratio(e, other, seed).as_json()
+                for p, other in measured.items()
+                if p != name and comparable(e, other)
+            }
 
 
-def machine_info() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    info: dict[str, Any] = {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "python": platform.python_version(),
-        "os": platform.platform(),
-    }
-    with contextlib.suppress(OSError):
-        info["loadavg_at_start"] = [round(x, 2) for x in os.getloadavg()]
-    return info
+CROSS_TRANSPORT = (
+    ("engine.pipe", "engine.ws"),
+    ("floor.pipe", "floor.ws"),
+    ("puppeteer.pipe", "puppeteer.ws"),
+)
+"""Pipe against websocket, each client against itself: reported in rows of their own, never as a peer."""
+
+
+def cross_transport(results: Results, seed: int) -> dict[str, dict[str, Entry]]:
+    """scenario -> "a / b" -> ratio JSON for the same client over the pipe and over the websocket."""
+    out: dict[str, dict[str, Entry]] = {}
+    for scenario, clients in results.items():
+        for a, b in CROSS_TRANSPORT:
+            ea, eb = clients.get(a, {}), clients.get(b, {})
+            if ea.get("median_us") and eb.get("median_us"):
+                out.setdefault(scenario, {})[f"{a} / {b}"] = _ratio(ea, eb, seed).as_json()
+    return out
 
 
 def _fmt(value: object, digits: int = 1) -> str:
@@ -115,29 +124,50 @@ def _fmt(value: object, digits: int = 1) -> str:
     return str(value)
 
 
+def fmt_ratio(r: Entry | None) -> str:
+    """``0.93 [0.90, 0.97] faster``: the ratio, its 95% interval and the verdict."""
+    if not r:
+        return "-"
+    low, high = r["ci95"]
+    return f"{r['ratio']:.2f} [{low:.2f}, {high:.2f}] {r['verdict']}"
+
+
+ENGINES = {"websocket": "engine.ws", "pipe": "engine.pipe", "offline": "cdp.decode"}
+"""Whose ratio the tables show against every other client of a transport."""
+
+
 def _rows(clients: dict[str, Entry]) -> tuple[list[str], list[list[str]], list[str]]:
     """(header, rows, footnotes) of one scenario's table."""
-    measured = [n for n, e in clients.items() if e.get("median_us")]
-    floors = set(FLOORS.values())
-    peers = [n for n in measured if n not in floors]
-    header = ["client", "median µs", "p95 µs", "ops/s", "runs", "x floor", *(f"x {p}" for p in peers)]
+    header = [
+        "client",
+        "transport",
+        "median µs",
+        "p95 µs",
+        "ops/s",
+        "CPU µs/op",
+        "reps",
+        "x floor",
+        "engine / this",
+    ]
     rows: list[list[str]] = []
     notes: list[str] = []
     for name, e in clients.items():
-        label = name + (" *" if e.get("browser", "").startswith("own") else "")
         if e.get("skipped"):
             notes.append(f"{name}: skipped ({e['skipped']})")
             continue
-        ratios = e.get("x_peers", {})
+        engine = ENGINES.get(e["transport"], "")
+        versus = clients.get(engine, {}).get("x_peers", {}).get(name) if engine != name else None
         rows.append(
             [
-                label,
+                name,
+                e["transport"],
                 _fmt(e["median_us"]),
                 _fmt(e["p95_us"]),
                 _fmt(e["ops_per_s"], 0 if (e["ops_per_s"] or 0) >= 100 else 1),
-                str(e["runs"]),
-                _fmt(e.get("x_floor"), 2),
-                *(_fmt(ratios.get(p), 2) if p != name else "1.00" for p in peers),
+                _fmt(e.get("cpu_us_per_op")),
+                str(e.get("reps", 0)),
+                fmt_ratio(e.get("x_floor")),
+                fmt_ratio(versus),
             ]
         )
     return header, rows, notes
@@ -151,6 +181,15 @@ def _meaning(scenario: str) -> str:
         Kind.DECODE: "median/p95 per full call or decode",
         Kind.FANOUT: "median/p95 per command; ops/s = commands/s over all tabs",
     }.get(kind, "median/p95 per command")
+
+
+RATIO_NOTE = (
+    "median = the median of the per-rep medians; ratios are medians over medians with a paired bootstrap 95%"
+    ' interval over the reps; an interval that holds 1.00 is "no difference". `x floor` = this client over'
+    " the blocking floor of its transport (json.loads.nogc for decode-only rows); `engine / this` = the"
+    " engine of the same transport over this client (below 1: the engine is faster). Every client ran on a"
+    " Chromium of its own, same binary and flags; reps in a shuffled order per round (seed in the context)."
+)
 
 
 def text_table(results: Results) -> str:
@@ -167,39 +206,105 @@ def text_table(results: Results) -> str:
                 ]
                 out.append("  " + "  ".join(cells))
         out.extend(f"  - {n}" for n in notes)
-    out.append(
-        f"\n* = {OWN_BROWSER_NOTE}\nx floor = this median / the median of the floor of the same transport;"
-        " x <peer> = this median / that median (lower is faster)."
-    )
+    out.append("\n" + RATIO_NOTE)
     return "\n".join(out)
 
 
+def context_line(doc: dict[str, Any]) -> str:
+    """One line of where the numbers came from, for the markdown and the README."""
+    ctx = doc["context"]
+    v = ctx["versions"]
+    git_ = ctx["git"]
+    commit = (git_.get("commit") or "?")[:10] + (" (dirty)" if git_.get("dirty") else "")
+    loads = [x for s in doc.get("load", {}).values() for x in (s.get("before"), s.get("after")) if x]
+    worst = max((x[0] for x in loads), default=None)
+    return (
+        f"commit {commit}; Chromium {v.get('chromium')}; Python {v.get('python')}, trio {v.get('trio')}; "
+        f"{ctx['cpu']} ({ctx['cores']} cores); load average {ctx['loadavg_at_start']} at start, "
+        f"highest 1-minute load around a scenario {worst}"
+        + ("; run with --force despite the load" if ctx.get("forced_despite_load") else "")
+        + ("; --quick (smoke sizes)" if doc.get("quick") else "")
+    )
+
+
 def markdown(doc: dict[str, Any]) -> str:
-    machine = doc["machine"]
-    out = [
-        "# CDP latency suite: latest results",
-        "",
-        f"Chromium {doc['chromium']}; {machine.get('cpu')} ({machine.get('cores')} cores); "
-        f"Python {machine.get('python')}; {machine.get('os')}.",
-        "",
-        "Clients run interleaved (A B C A B C ...) after a warm-up; medians and p95 over all measured runs."
-        f" Clients marked * measure on a Chromium of their own: {OWN_BROWSER_NOTE}",
-        "",
-        "`x floor` = this median / the median of the floor of the same transport (floor.ws for websocket"
-        " and decode-only rows, floor.pipe for pipe rows); `x <peer>` = this median / that median."
-        " Lower is faster.",
-    ]
+    out = ["# CDP latency suite: latest results", "", context_line(doc) + ".", "", RATIO_NOTE]
     results: Results = doc["scenarios"]
     for scenario, clients in results.items():
-        out += ["", f"## {scenario}", "", f"{BY_NAME[scenario].summary} ({_meaning(scenario)}).", ""]
+        load = doc.get("load", {}).get(scenario, {})
+        out += [
+            "",
+            f"## {scenario}",
+            "",
+            f"{BY_NAME[scenario].summary} ({_meaning(scenario)}); load {load.get('before')} before,"
+            f" {load.get('after')} after.",
+            "",
+        ]
         header, rows, notes = _rows(clients)
         if rows:
             out.append("| " + " | ".join(header) + " |")
-            out.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
+            out.append("|" + "|".join(["---", "---"] + ["---:"] * (len(header) - 2)) + "|")
             out += ["| " + " | ".join(r) + " |" for r in rows]
             out.append("")
         out += [f"- {n}" for n in notes]
+    cross = doc.get("cross_transport", {})
+    if cross:
+        out += ["", "## pipe against websocket (the same client, two transports)", ""]
+        out += ["| scenario | comparison | ratio [95% CI] |", "|---|---|---:|"]
+        for scenario, pairs in cross.items():
+            out += [f"| {scenario} | {pair} | {fmt_ratio(r)} |" for pair, r in pairs.items()]
     return "\n".join(out) + "\n"
+
+
+README_BEGIN = "<!-- benchmark-table:begin (generated from benchmarks/results/latest.json; do not edit) -->"
+README_END = "<!-- benchmark-table:end -->"
+
+
+def readme_table(doc: dict[str, Any]) -> str:
+    """The README's claims: the engine over each peer of the same transport, then pipe against websocket."""
+    results: Results = doc["scenarios"]
+    out = [README_BEGIN, "", context_line(doc) + ".", ""]
+    for transport in ("websocket", "pipe"):
+        engine = ENGINES[transport]
+        peers: list[str] = []
+        for clients in results.values():
+            for name in clients.get(engine, {}).get("x_peers", {}):
+                ours = name.startswith("engine.")  # the engine's own variants are in latest.md, not claims
+                if name not in peers and not ours and clients[name].get("transport") == transport:
+                    peers.append(name)
+        if not peers:
+            continue
+        out += [
+            f"{engine} over each peer on the {transport} (ratio of medians [95% CI];"
+            " below 1: the engine is faster):",
+            "",
+            "| scenario | " + " | ".join(peers) + " |",
+            "|---|" + "---:|" * len(peers),
+        ]
+        for scenario, clients in results.items():
+            mine = clients.get(engine, {}).get("x_peers")
+            if mine:
+                out.append(f"| {scenario} | " + " | ".join(fmt_ratio(mine.get(p)) for p in peers) + " |")
+        out.append("")
+    cross = doc.get("cross_transport", {})
+    if cross:
+        out += [
+            "The same client over the pipe against over a websocket (its own row, never a peer claim):",
+            "",
+        ]
+        pairs = sorted({pair for s in cross.values() for pair in s})
+        out += ["| scenario | " + " | ".join(pairs) + " |", "|---|" + "---:|" * len(pairs)]
+        for scenario, got in cross.items():
+            out.append(f"| {scenario} | " + " | ".join(fmt_ratio(got.get(p)) for p in pairs) + " |")
+        out.append("")
+    out.append(README_END)
+    return "\n".join(out)
+
+
+def readme_block(readme: str) -> str:
+    """The generated block as it stands in a README's text (markers included); ValueError if absent."""
+    begin, end = readme.index(README_BEGIN), readme.index(README_END)
+    return readme[begin : end + len(README_END)]
 
 
 def chart(results: Results, path: Path) -> None:
@@ -239,3 +344,9 @@ def write(doc: dict[str, Any], json_path: Path) -> list[Path]:
     png_path = json_path.with_suffix(".png")
     chart(doc["scenarios"], png_path)
     return [json_path, md_path, png_path]
+
+
+def update_readme(doc: dict[str, Any], readme: Path) -> None:
+    """Replace the generated block of ``readme`` with the table of ``doc``."""
+    text = readme.read_text()
+    readme.write_text(text.replace(readme_block(text), readme_table(doc)))

@@ -57,14 +57,21 @@ class ConnectionStatistics:
 
 
 class _Pending:
-    """One command in flight: who waits for it and what ends it."""
+    """One command in flight: who waits for it and what ends it.
 
-    __slots__ = ("method", "session", "task")
+    A caller parked in the usual way has ``task`` set and is rescheduled with its outcome. A caller that
+    leads (reads the link itself, see ``Connection._lead``) has ``task`` None and finds its outcome in
+    ``reply`` or ``error`` when its own read loop returns.
+    """
+
+    __slots__ = ("error", "method", "reply", "session", "task")
 
     def __init__(self, method: str, session: Session) -> None:
         self.method = method
         self.session = session
         self.task: trio.lowlevel.Task | None = None
+        self.reply: dict[str, Any] | None = None
+        self.error: CDPError | None = None
 
 
 class Connection(metaclass=NoPublicConstructor):
@@ -87,6 +94,14 @@ class Connection(metaclass=NoPublicConstructor):
         self._closed_event = trio.Event()
         self._ignored: set[int] = set()
         self._eager = True
+        # Leader/follower reading: see _lead. The reader task rests (parked on _reader_lot, not on the
+        # link) while no command is pending and nobody listens; a caller that then finds itself alone
+        # reads its own reply, one task and one epoll wait per round trip instead of two.
+        self._reader_lot = trio.lowlevel.ParkingLot()
+        self._reader_resting = False
+        self._leading = False
+        #: False: the reader task reads everything, as before leader/follower (kept to re-measure it).
+        self.lead_when_alone = True
         # Checked here, in the caller's task: an oversized message must never reach the writer task.
         self._outbound_limit = min(settings.max_outbound_bytes, transport.max_outbound_bytes)
         self._sent = 0
@@ -153,12 +168,16 @@ class Connection(metaclass=NoPublicConstructor):
             self.close(exc)
             raise
 
-        def abort(_: Any) -> trio.lowlevel.Abort:
-            # The caller's cancel scope fired: forget the entry so the late reply is dropped.
-            self._pending.pop(command_id, None)
-            return trio.lowlevel.Abort.SUCCEEDED
+        if self._reader_resting and not self._leading:
+            reply = await self._lead(command_id, entry)
+        else:
 
-        reply: dict[str, Any] = await trio.lowlevel.wait_task_rescheduled(abort)
+            def abort(_: Any) -> trio.lowlevel.Abort:
+                # The caller's cancel scope fired: forget the entry so the late reply is dropped.
+                self._pending.pop(command_id, None)
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            reply = await trio.lowlevel.wait_task_rescheduled(abort)
         error = reply.get("error")
         if error is not None:
             raise _protocol_error(error, method, session.session_id)
@@ -192,21 +211,82 @@ class Connection(metaclass=NoPublicConstructor):
     async def _reader(self) -> None:
         transport = self.transport
         while True:
-            batch = await transport.receive_batch()
-            self._eager = True
-            for raw in batch:
-                if self._trace is not None:
-                    self._trace("<-", raw)
-                self._received += 1
+            if self._leading or self._may_rest():
+                # Rest: a lone caller reads its own reply (_lead). The rest is short, so what arrives
+                # unasked (an event nobody listens to, a late reply) is still handled within READER_REST_S.
+                self._reader_resting = True
+                with trio.move_on_after(READER_REST_S):
+                    await self._reader_lot.park()
+                if self._leading:
+                    continue
+                self._reader_resting = False
+            self._handle(await transport.receive_batch())
+
+    def _handle(self, batch: list[bytes]) -> None:
+        self._eager = True
+        for raw in batch:
+            if self._trace is not None:
+                self._trace("<-", raw)
+            self._received += 1
+            try:
+                self._dispatch(raw)
+            except Exception:
+                # A safety net: one message the checks below did not foresee must not end the link.
+                self._malformed += 1
+                log.exception("dropped a message the reader could not handle: %.200r", raw)
+        if self.transport.backlog:
+            # The transport owes the peer bytes (a websocket pong): the writer sends them, never us.
+            self._writer_lot.unpark()
+
+    def _may_rest(self) -> bool:
+        """Whether nobody needs the link read now: no command pending, no subscriber, nobody waiting for
+        the close. Bytes that arrive meanwhile wait in the kernel for the next reader."""
+        if self._pending or self._leading or self._closed is not None or not self.lead_when_alone:
+            return False
+        if self._closed_event.statistics().tasks_waiting:
+            return False
+        return not any(session._subscriptions for session in self.sessions)
+
+    def wake_reader(self) -> None:
+        """Make the reader task read again (a subscription or a close waiter appeared)."""
+        if self._reader_resting and not self._leading:
+            self._reader_resting = False
+            self._reader_lot.unpark()
+
+    async def _lead(self, command_id: int, entry: _Pending) -> dict[str, Any]:
+        """Read the link in the caller's own task until its reply is in; the reader task rests meanwhile.
+
+        The one-task trio floor waits for the socket in the task that sent; a reader task adds a second
+        task step and a second epoll pass per round trip. This is taken only when the reader is resting
+        (nothing else pending, nobody listening), so a lone sequential caller pays what the floor pays.
+        Replies to other callers that arrive meanwhile are dispatched as the reader would; on the way out
+        (reply, error, cancellation) the reader is woken unless it may keep resting.
+        """
+        entry.task = None
+        self._leading = True
+        transport = self.transport
+        try:
+            while entry.reply is None and entry.error is None:
                 try:
-                    self._dispatch(raw)
-                except Exception:
-                    # A safety net: one message the checks below did not foresee must not end the link.
-                    self._malformed += 1
-                    log.exception("dropped a message the reader could not handle: %.200r", raw)
-            if transport.backlog:
-                # The transport owes the peer bytes (a websocket pong): the writer sends them, never us.
-                self._writer_lot.unpark()
+                    batch = await transport.receive_batch()
+                except ConnectionClosed as exc:
+                    self.close(exc)
+                    raise
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                    broken = ConnectionClosed(f"the {transport.name} to the browser broke: {exc}")
+                    self.close(broken)
+                    raise broken from exc
+                self._handle(batch)
+        finally:
+            self._leading = False
+            if entry.reply is None and entry.error is None:
+                self._pending.pop(command_id, None)  # cancelled: the late reply is dropped
+            if not self._may_rest():
+                self._reader_resting = False
+                self._reader_lot.unpark()
+        if entry.error is not None:
+            raise entry.error
+        return entry.reply  # type: ignore[return-value]
 
     def _dispatch(self, raw: bytes) -> None:
         try:
@@ -238,6 +318,8 @@ class Connection(metaclass=NoPublicConstructor):
             if entry.task is not None:
                 trio.lowlevel.reschedule(entry.task, outcome.Value(message))
                 entry.task = None
+            else:
+                entry.reply = message  # its caller is leading: it finds the reply when its read returns
             return
         method = message.get("method")
         if not isinstance(method, str):
@@ -309,6 +391,7 @@ class Connection(metaclass=NoPublicConstructor):
         return self._closed
 
     async def wait_closed(self) -> None:
+        self.wake_reader()  # a close must be noticed when it happens, not at the next command
         await self._closed_event.wait()
 
     def pending_count(self) -> int:
@@ -335,6 +418,8 @@ def _fail(entries: Iterable[_Pending], error_for: Callable[[_Pending], CDPError]
         if entry.task is not None:
             trio.lowlevel.reschedule(entry.task, outcome.Error(error_for(entry)))
             entry.task = None
+        else:
+            entry.error = error_for(entry)  # a leading caller raises it when its read returns
 
 
 def _protocol_error(
@@ -359,6 +444,9 @@ def _protocol_error(
 
 
 LARGE_MESSAGE = 256 * 1024
+
+READER_REST_S = 0.001
+"""How long the reader task rests at most when nobody needs the link read (see Connection._reader)."""
 
 MAX_COMMAND_ID = 2**31 - 1
 """Chromium reads ids as 32-bit ints: id 2**31 gets "Message must have integer 'id' property", with no id.

@@ -493,6 +493,7 @@ class Session(metaclass=NoPublicConstructor):
             raise ConnectionClosed(f"cannot listen: {self.connection.closed}")
         subscription: Subscription[Any] = Subscription._create(self, methods, buffer_size, overflow, typed)
         self._subscriptions.append(subscription)
+        self.connection.wake_reader()  # a resting reader reads again: someone listens now
         return subscription
 
     def unsubscribe(self, subscription: Subscription[Any]) -> None:

@@ -244,7 +244,9 @@ class FdIO:
             self._streak += 1
             if self._streak >= _READ_STREAK:
                 self._streak = 0
-                await trio.lowlevel.checkpoint()
+                # A yield for fairness only: raising Cancelled here would lose the bytes just read (a
+                # caller reading its own reply, see Connection._lead, can be cancelled at any await).
+                await trio.lowlevel.cancel_shielded_checkpoint()
             return data
 
     # -- writing -------------------------------------------------------------------------------------

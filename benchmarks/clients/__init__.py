@@ -20,9 +20,15 @@ REGISTRY: dict[str, str] = {
     "floor.trio.ws": "benchmarks.clients.floor_trio:FloorTrioWebSocket",
     "floor.trio.pipe": "benchmarks.clients.floor_trio:FloorTrioPipe",
     "cdp-use": "benchmarks.clients.cdpuse:CdpUse",
+    "cdp-use.nocompress": "benchmarks.clients.cdpuse:CdpUseNoCompression",
     "playwright.cdp": "benchmarks.clients.playwright_clients:PlaywrightCdp",
+    "playwright.pipe": "benchmarks.clients.playwright_clients:PlaywrightPipe",
     "playwright.page": "benchmarks.clients.playwright_clients:PlaywrightPage",
+    "puppeteer.pipe": "benchmarks.clients.node_peers:PuppeteerPipe",
+    "puppeteer.ws": "benchmarks.clients.node_peers:PuppeteerWebSocket",
+    "chrome-remote-interface": "benchmarks.clients.node_peers:ChromeRemoteInterface",
     "engine.ws": "benchmarks.clients.engine:EngineWebSocket",
+    "engine.ws.defaults": "benchmarks.clients.engine:EngineWebSocketDefaults",
     "engine.pipe": "benchmarks.clients.engine:EnginePipe",
     "json.loads": "benchmarks.clients.offline:JsonLoads",
     "json.loads.nogc": "benchmarks.clients.offline:JsonLoadsNoGC",
@@ -30,18 +36,27 @@ REGISTRY: dict[str, str] = {
     "floor.ws.websocket-client": "benchmarks.clients.floor_ws:FloorWebSocketClientLib",
     "engine.ws.trio-websocket": "benchmarks.clients.engine:EngineTrioWebSocket",
     "engine.ws.wsproto": "benchmarks.clients.engine:EngineWsproto",
+    "engine.ws.reader-only": "benchmarks.clients.engine:EngineWebSocketReaderOnly",
+    "engine.pipe.reader-only": "benchmarks.clients.engine:EnginePipeReaderOnly",
 }
 """Every known client, in table order."""
 
 NOT_DEFAULT: frozenset[str] = frozenset(
-    {"floor.ws.websocket-client", "engine.ws.trio-websocket", "engine.ws.wsproto"}
+    {
+        "floor.ws.websocket-client",
+        "engine.ws.trio-websocket",
+        "engine.ws.wsproto",
+        "engine.ws.reader-only",
+        "engine.pipe.reader-only",
+    }
 )
 """Kept so a choice can be re-measured (the floor's socket, the engine's websocket); run on request."""
 
 DEFAULT: tuple[str, ...] = tuple(n for n in REGISTRY if n not in NOT_DEFAULT)
 
-FLOORS: dict[str, str] = {"websocket": "floor.ws", "pipe": "floor.pipe", "offline": "floor.ws"}
-"""The floor each transport is compared against (``x_floor``). Only the blocking floors: the trio floors
+FLOORS: dict[str, str] = {"websocket": "floor.ws", "pipe": "floor.pipe", "offline": "json.loads.nogc"}
+"""The floor each transport is compared against (``x_floor``); decode-only rows against the parse with the GC
+paused, as the engine parses large replies. Only the blocking floors: the trio floors
 (floor.trio.ws, floor.trio.pipe) are peers, so every client also gets an ``x floor.trio.*`` column, which
 separates a trio client's own overhead from its event loop's."""
 

@@ -13,6 +13,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
@@ -44,6 +45,8 @@ class Env:
         quick: whether the run is in --quick mode.
         isolate_playwright: give each Playwright client a Chromium of its own (connect_over_cdp instruments
             every page of the browser it attaches to, which slows the other clients down).
+        shared: every client was given the same browser (``--connect``); otherwise each has its own.
+        page_server: the base URL of the pages' HTTP server.
     """
 
     ws_url: str
@@ -53,6 +56,8 @@ class Env:
     big_page_url: str
     quick: bool = False
     isolate_playwright: bool = True
+    shared: bool = False
+    page_server: str = ""
 
 
 @dataclass
@@ -64,12 +69,15 @@ class Sample:
         ops: operations the run completed (commands or events).
         elapsed_ns: wall time the run's operations took, start to last reply, in ns.
         nbytes: size of the response for decode scenarios, when the client can see it.
+        cpu_ns: the client's CPU time over the run (its loop thread's, or its own process's for the Node
+            peers); None: the harness measures its own thread (a blocking client runs there).
     """
 
     latencies_us: list[float] = field(default_factory=list)
     ops: int = 0
     elapsed_ns: int = 0
     nbytes: int | None = None
+    cpu_ns: int | None = None
 
 
 class Client(abc.ABC):
@@ -104,6 +112,21 @@ class Client(abc.ABC):
 
     @abc.abstractmethod
     def stop(self) -> None: ...
+
+
+async def _timed_cpu(fn: Callable[..., Awaitable[T]], *args: Any) -> tuple[T, int]:
+    """Run ``fn`` on this loop's thread: (its result, the thread's CPU time meanwhile, in ns)."""
+    cpu0 = time.thread_time_ns()
+    result = await fn(*args)
+    return result, time.thread_time_ns() - cpu0
+
+
+def _with_cpu(got: tuple[T, int]) -> T:
+    """The result, a Sample given the loop thread's CPU time unless it measured its own (Node peers)."""
+    result, cpu_ns = got
+    if isinstance(result, Sample) and result.cpu_ns is None:
+        result.cpu_ns = cpu_ns
+    return result
 
 
 class LoopThread(abc.ABC):
@@ -143,7 +166,7 @@ class AsyncioThread(LoopThread):
 
     def call(self, fn: Callable[..., Awaitable[T]], *args: Any, timeout: float = CALL_TIMEOUT_S) -> T:
         async def job() -> T:
-            return await fn(*args)
+            return _with_cpu(await _timed_cpu(fn, *args))
 
         return asyncio.run_coroutine_threadsafe(job(), self._loop).result(timeout)
 
@@ -196,7 +219,7 @@ class TrioThread(LoopThread):
                         break
                     current = job
                     try:
-                        result = await job.fn(*job.args)
+                        result = _with_cpu(await _timed_cpu(job.fn, *job.args))
                     except Exception as exc:
                         job.future.set_exception(exc)
                     else:

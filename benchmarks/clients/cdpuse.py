@@ -20,8 +20,9 @@ READY_TIMEOUT_S = 30.0
 
 
 class CdpUseDriver(AsyncDriver):
-    def __init__(self) -> None:
+    def __init__(self, *, compression: bool = True) -> None:
         self._client: Any = None
+        self._compression = compression
 
     async def open(self, env: Env) -> None:
         try:
@@ -29,7 +30,17 @@ class CdpUseDriver(AsyncDriver):
         except ImportError as exc:
             raise SkipClient(f"cdp-use is not installed ({exc})") from exc
         client: Any = CDPClient(env.ws_url)
-        await client.start()
+        if self._compression:
+            # Its default: websockets negotiates permessage-deflate, and Chromium accepts it.
+            await client.start()
+        else:
+            # cdp-use has no option for it: connect as its start() does, with compression=None.
+            import websockets
+
+            client.ws = await websockets.connect(
+                env.ws_url, max_size=client.max_ws_frame_size, compression=None
+            )
+            client._message_handler_task = asyncio.create_task(client._handle_messages())
         self._client = client
 
     async def close(self) -> None:
@@ -104,6 +115,18 @@ class CdpUse(AsyncClient):
 
     def make_driver(self) -> AsyncDriver:
         return CdpUseDriver()
+
+    def make_loop(self) -> LoopThread:
+        return AsyncioThread(self.name)
+
+
+class CdpUseNoCompression(AsyncClient):
+    """cdp-use with permessage-deflate off (``compression=None`` on its websockets connection)."""
+
+    name: ClassVar[str] = "cdp-use.nocompress"
+
+    def make_driver(self) -> AsyncDriver:
+        return CdpUseDriver(compression=False)
 
     def make_loop(self) -> LoopThread:
         return AsyncioThread(self.name)

@@ -31,7 +31,7 @@ import trio
 
 from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Thunk
 from benchmarks.clients.base import Env, LoopThread, SkipClient, TrioThread
-from benchmarks.scenarios import ready_expression
+from benchmarks.scenarios import Kind, Scenario, ready_expression
 
 READY_TIMEOUT_S = 30.0
 ALTERNATIVE_WEBSOCKETS = ("trio-websocket", "wsproto")
@@ -54,9 +54,32 @@ def _launch_options(launch: Any, env: Env) -> dict[str, Any]:
     return options
 
 
+def typed_command(cdp: Any, method: str, params: dict[str, Any]) -> Any:
+    """The typed command for the large-reply scenarios, from their wire params."""
+    if method == "Page.captureScreenshot":
+        clip = params.get("clip")
+        return cdp.page.capture_screenshot(
+            format_=params.get("format"), clip=None if clip is None else cdp.page.Viewport(**clip)
+        )
+    if method == "Runtime.evaluate":
+        return cdp.runtime.evaluate(
+            expression=params["expression"], return_by_value=params.get("returnByValue")
+        )
+    raise ValueError(method)
+
+
 class EngineDriver(AsyncDriver):
-    def __init__(self, transport: str, loop: TrioThread) -> None:
+    def __init__(
+        self,
+        transport: str,
+        loop: TrioThread,
+        *,
+        default_subscription: bool = False,
+        reader_only: bool = False,
+    ) -> None:
         self._transport = transport
+        self._reader_only = reader_only
+        self._default_subscription = default_subscription
         self._loop = loop
         self._browser: Any = None
         self.cdp: Any = None
@@ -83,6 +106,8 @@ class EngineDriver(AsyncDriver):
         else:
             manager = connect(env.http_url or env.ws_url)
         self._browser = await self._loop.exit_stack.enter_async_context(manager)
+        if self._reader_only:
+            self._browser.connection.lead_when_alone = False
 
     async def close(self) -> None:
         self._browser = None
@@ -119,7 +144,7 @@ class EngineDriver(AsyncDriver):
             return self.cdp.accessibility.get_full_ax_tree(**params)
         if method == "DOM.getDocument":
             return self.cdp.dom.get_document(**params)
-        raise ValueError(method)
+        return typed_command(self.cdp, method, params)
 
     async def full_call(self, page: Any, method: str, params: dict[str, object]) -> tuple[object, int | None]:
         return await page.session.execute(self._command(method, params)), None
@@ -132,7 +157,13 @@ class EngineDriver(AsyncDriver):
         session = page.session
         seen = 0
         end = 0
-        subscription = session.listen(self.cdp.runtime.ConsoleAPICalled, buffer_size=max(EVENT_BUFFER, count))
+        if self._default_subscription:
+            # As a user writes it: the default buffer (1,024 events) and overflow policy ("error").
+            subscription = session.listen(self.cdp.runtime.ConsoleAPICalled)
+        else:
+            subscription = session.listen(
+                self.cdp.runtime.ConsoleAPICalled, buffer_size=max(EVENT_BUFFER, count)
+            )
         async with subscription as events, trio.open_nursery() as nursery:
             begin = clock()
             nursery.start_soon(self.evaluate, page, expression)
@@ -151,13 +182,15 @@ class EngineDriver(AsyncDriver):
 
 class _EngineClient(AsyncClient):
     engine_transport: ClassVar[str]
+    default_subscription: ClassVar[bool] = False
+    reader_only: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self._trio = TrioThread(self.name)
         super().__init__()
 
     def make_driver(self) -> AsyncDriver:
-        return EngineDriver(self.engine_transport, self._trio)
+        return EngineDriver(self.engine_transport, self._trio, default_subscription=self.default_subscription)
 
     def make_loop(self) -> LoopThread:
         return self._trio
@@ -198,3 +231,34 @@ class EngineWsproto(_EngineClient):
     name: ClassVar[str] = "engine.ws.wsproto"
     transport: ClassVar[str] = "websocket"
     engine_transport: ClassVar[str] = "wsproto"
+
+
+class EngineWebSocketDefaults(_EngineClient):
+    """``engine.ws`` with the default subscription settings (events scenarios only)."""
+
+    name: ClassVar[str] = "engine.ws.defaults"
+    transport: ClassVar[str] = "websocket"
+    engine_transport: ClassVar[str] = "websocket"
+    default_subscription: ClassVar[bool] = True
+
+    def unsupported(self, scenario: Scenario) -> str | None:
+        return None if scenario.kind is Kind.EVENTS else "the same as engine.ws outside the events scenarios"
+
+
+class EngineWebSocketReaderOnly(_EngineClient):
+    """``engine.ws`` with leader/follower reading off: every reply goes through the reader task."""
+
+    name: ClassVar[str] = "engine.ws.reader-only"
+    transport: ClassVar[str] = "websocket"
+    engine_transport: ClassVar[str] = "websocket"
+    reader_only: ClassVar[bool] = True
+
+
+class EnginePipeReaderOnly(_EngineClient):
+    """``engine.pipe`` with leader/follower reading off."""
+
+    name: ClassVar[str] = "engine.pipe.reader-only"
+    transport: ClassVar[str] = "pipe"
+    own_browser = True
+    engine_transport: ClassVar[str] = "pipe"
+    reader_only: ClassVar[bool] = True

@@ -4,8 +4,8 @@
 * "json.loads.nogc": the same with the cyclic GC paused during the parse. A large reply allocates
   hundreds of thousands of containers that all survive, which triggers repeated full collections;
   pausing them is a choice any client (and the engine's reader) can make.
-* "cdp.decode": ``json.loads`` and then the generated bindings' typed decode
-  (``cdp.accessibility.get_full_ax_tree().decode(result)``): bytes to typed result, no I/O.
+* "cdp.decode": the engine's parse (the GC paused for a large reply), then the generated bindings' typed
+  decode (``cdp.accessibility.get_full_ax_tree().decode(result)``): bytes to typed result, no I/O.
 
 The capture goes over the raw websocket floor to the shared browser, on the same generated page, once per
 scenario; every decode-only client decodes the same bytes.
@@ -20,7 +20,8 @@ import time
 from typing import Any, ClassVar
 
 from benchmarks.clients.base import Env, Sample, SkipClient
-from benchmarks.clients.blocking import Message, run_blocking
+from benchmarks.clients.blocking import Message, parse, run_blocking
+from benchmarks.clients.engine import typed_command
 from benchmarks.clients.floor_ws import FloorWebSocket
 from benchmarks.scenarios import Kind, Scenario
 
@@ -86,10 +87,12 @@ class TypedDecode(_Offline):
     def __init__(self) -> None:
         super().__init__()
         self._factories: dict[str, Any] = {}
+        self._cdp: Any = None
 
     def start(self, env: Env) -> None:
         try:
             cdp = importlib.import_module("cdp")
+            self._cdp = cdp
             self._factories = {
                 "Accessibility.getFullAXTree": cdp.accessibility.get_full_ax_tree,
                 "DOM.getDocument": cdp.dom.get_document,
@@ -99,5 +102,9 @@ class TypedDecode(_Offline):
         super().start(env)
 
     def decode(self, scenario: Scenario, raw: Message) -> object:
-        command = self._factories[scenario.method](**scenario.params_dict)
-        return command.decode(json.loads(raw)["result"])
+        factory = self._factories.get(scenario.method)
+        if factory is not None:
+            command = factory(**scenario.params_dict)
+        else:
+            command = typed_command(self._cdp, scenario.method, scenario.params_dict)
+        return command.decode(parse(raw)["result"])

@@ -29,7 +29,8 @@ from benchmarks.scenarios import Kind, Scenario
 
 
 class _PlaywrightDriver(AsyncDriver):
-    def __init__(self) -> None:
+    def __init__(self, *, pipe: bool = False) -> None:
+        self._pipe = pipe
         self._pw: Any = None
         self._browser: Any = None
         self._context: Any = None
@@ -40,8 +41,15 @@ class _PlaywrightDriver(AsyncDriver):
             from playwright.async_api import async_playwright
         except ImportError as exc:
             raise SkipClient(f"playwright is not installed ({exc})") from exc
+        if self._pipe:
+            # How most Playwright users run it: launch() drives the browser over its own pipe.
+            self._pw = await async_playwright().start()
+            args = [flag for flag in env.chromium_args if flag != "--headless"]
+            self._browser = await self._pw.chromium.launch(executable_path=env.chromium, args=args)
+            self._context = await self._browser.new_context()
+            return
         endpoint = env.http_url or env.ws_url
-        if env.isolate_playwright:
+        if env.isolate_playwright and env.shared:
             self._own = await asyncio.to_thread(chromium.launch_websocket, env.chromium, env.chromium_args)
             endpoint = self._own.http_url
         self._pw = await async_playwright().start()
@@ -71,8 +79,8 @@ class _PlaywrightDriver(AsyncDriver):
 
 
 class PlaywrightCdpDriver(_PlaywrightDriver):
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, pipe: bool = False) -> None:
+        super().__init__(pipe=pipe)
         self._browser_session: Any = None
 
     async def open(self, env: Env) -> None:
@@ -187,6 +195,20 @@ class PlaywrightPage(_PlaywrightClient):
 
     def make_driver(self) -> AsyncDriver:
         return PlaywrightPageDriver()
+
+    def make_loop(self) -> LoopThread:
+        return AsyncioThread(self.name)
+
+
+class PlaywrightPipe(AsyncClient):
+    """Playwright's CDPSession on a browser it launched itself (``chromium.launch``: its pipe)."""
+
+    name: ClassVar[str] = "playwright.pipe"
+    transport: ClassVar[str] = "pipe"
+    own_browser = True
+
+    def make_driver(self) -> AsyncDriver:
+        return PlaywrightCdpDriver(pipe=True)
 
     def make_loop(self) -> LoopThread:
         return AsyncioThread(self.name)

@@ -26,6 +26,8 @@ CLIENTS = [
     "cdp-use",
     "engine.ws",
     "engine.pipe",
+    "puppeteer.pipe",
+    "chrome-remote-interface",
 ]
 
 pytestmark = [
@@ -42,6 +44,9 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], P
         "-m",
         "benchmarks",
         "--quick",
+        "--force",  # the shared test machine is often busier than its cores; the file records it
+        "--seed",
+        "11",
         "--json",
         str(out),
         "--chromium",
@@ -58,11 +63,19 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], P
 
 def test_top_level_shape(results: tuple[dict[str, Any], Path]) -> None:
     doc, _ = results
-    assert set(doc) == {"machine", "chromium", "scenarios"}
-    assert {"cpu", "cores", "python", "os"} <= set(doc["machine"])
-    assert isinstance(doc["chromium"], str)
-    assert doc["chromium"]
+    assert set(doc) == {"context", "quick", "load", "cross_transport", "scenarios"}
+    ctx = doc["context"]
+    assert {"git", "argv", "seed", "versions", "cpu", "cores", "os", "loadavg_at_start"} <= set(ctx)
+    assert ctx["seed"] == 11
+    assert "--quick" in ctx["argv"]
+    assert set(ctx["git"]) == {"commit", "dirty"}
+    assert ctx["versions"]["chromium"]
+    assert ctx["versions"]["trio"]
+    assert ctx["shared_browser"] is False
     assert list(doc["scenarios"]) == SCENARIOS
+    for scenario in SCENARIOS:
+        assert set(doc["load"][scenario]) == {"before", "after"}
+    assert "engine.pipe / engine.ws" in doc["cross_transport"]["roundtrip.getVersion"]
 
 
 def test_every_client_is_measured_or_skipped_with_a_reason(results: tuple[dict[str, Any], Path]) -> None:
@@ -81,21 +94,24 @@ def test_every_client_is_measured_or_skipped_with_a_reason(results: tuple[dict[s
             assert entry["ops_per_s"] > 0, (scenario, name)
             assert isinstance(entry["runs"], int)
             assert entry["runs"] > 0
+            assert entry["cpu_us_per_op"] > 0, (scenario, name)
+            assert len(entry["samples_us"]) == entry["reps"] == len(entry["rep_medians_us"])
+            assert sum(len(rep) for rep in entry["samples_us"]) == entry["runs"]
 
 
 def test_the_floors_and_cdp_use_ran(results: tuple[dict[str, Any], Path]) -> None:
     doc, _ = results
     for scenario, clients in doc["scenarios"].items():
-        for name in ("floor.ws", "floor.pipe", "cdp-use"):
+        for name in ("floor.ws", "floor.pipe", "cdp-use", "puppeteer.pipe", "chrome-remote-interface"):
             assert "skipped" not in clients[name], (scenario, name, clients[name].get("skipped"))
-        assert clients["floor.pipe"]["browser"] == "own"
+            assert clients[name]["browser"] == "own"
 
 
 def test_the_trio_floors_ran_as_peers_of_the_blocking_floors(results: tuple[dict[str, Any], Path]) -> None:
     doc, _ = results
     for scenario, clients in doc["scenarios"].items():
         for name, floor, browser in (
-            ("floor.trio.ws", "floor.ws", "shared"),
+            ("floor.trio.ws", "floor.ws", "own"),
             ("floor.trio.pipe", "floor.pipe", "own"),
         ):
             entry = clients[name]
@@ -104,10 +120,13 @@ def test_the_trio_floors_ran_as_peers_of_the_blocking_floors(results: tuple[dict
             assert entry["ops_per_s"] > 0, (scenario, name)
             assert entry["browser"] == browser
             # x floor stays against the blocking floor of the transport; the trio floor is a peer column.
-            assert entry["x_floor"] == pytest.approx(
-                entry["median_us"] / clients[floor]["median_us"], abs=1e-3
-            )
+            ratio = entry["x_floor"]
+            assert ratio["ratio"] == pytest.approx(entry["median_us"] / clients[floor]["median_us"], abs=1e-3)
+            assert ratio["ci95"][0] <= ratio["ratio"] <= ratio["ci95"][1]
             assert name in clients[floor]["x_peers"], (scenario, name)
+            # Only the same transport is ever compared.
+            other = "floor.pipe" if floor == "floor.ws" else "floor.ws"
+            assert other not in entry["x_peers"]
 
 
 def test_markdown_and_chart_are_written_beside_the_json(results: tuple[dict[str, Any], Path]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import pytest
 import trio
@@ -138,7 +139,7 @@ async def test_fill_select_click_and_read_on_a_form(browser: Browser, server: st
 
 
 async def test_final_and_delta_payloads_are_smaller_than_all(browser: Browser, server: str) -> None:
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"type": "read_page"},
         {"type": "click", "target": "GO"},
         {"type": "wait_for", "text": "Clicked"},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import ClassVar
 
 import pytest
@@ -9,7 +10,8 @@ import pytest
 from benchmarks import report
 from benchmarks.clients.base import Client, Env, Sample
 from benchmarks.harness import run_scenario
-from benchmarks.scenarios import BY_NAME, NEEDS_UPPER_LAYERS, Kind, Scenario
+from benchmarks.scenarios import BY_NAME, NEEDS_UPPER_LAYERS, SCENARIOS, Kind, Scenario
+from benchmarks.stats import percentile
 
 CALLS: list[tuple[str, str]] = []
 
@@ -55,6 +57,11 @@ class Peer(Fake):
     latency: ClassVar[float] = 30.0
 
 
+class PipePeer(Fake):
+    name: ClassVar[str] = "pipe-peer"
+    transport: ClassVar[str] = "pipe"
+
+
 class BrokenSetup(Fake):
     name: ClassVar[str] = "broken"
     fail_setup: ClassVar[bool] = True
@@ -70,18 +77,37 @@ def _clear() -> None:
     CALLS.clear()
 
 
-def test_clients_are_interleaved_after_a_warm_up() -> None:
+def rng(seed: int = 7) -> random.Random:
+    return random.Random(seed)
+
+
+def test_every_round_runs_each_client_once_in_a_shuffled_order_after_a_warm_up() -> None:
     scenario = BY_NAME["roundtrip.getVersion"]
-    out = run_scenario(scenario, [Floor(), Peer()], quick=True)
-    _, reps = scenario.sized(quick=True)
+    out = run_scenario(scenario, [Floor(), Peer()], quick=False, rng=rng())
+    _, reps = scenario.sized(quick=False)
     runs = [name for name, what in CALLS if what == "run"]
-    assert runs == ["floor.ws", "peer"] * (1 + reps)
+    assert runs[:2] == ["floor.ws", "peer"]  # the warm-up, in the given order
+    rounds = [runs[i : i + 2] for i in range(2, len(runs), 2)]
+    assert len(rounds) == reps >= 10
+    assert all(sorted(r) == ["floor.ws", "peer"] for r in rounds)
+    assert {tuple(r) for r in rounds} == {("floor.ws", "peer"), ("peer", "floor.ws")}  # both orders occur
     assert out["floor.ws"].reps == reps
     assert CALLS[-2:] == [("floor.ws", "teardown"), ("peer", "teardown")]
 
 
+def test_the_same_seed_gives_the_same_order() -> None:
+    scenario = BY_NAME["roundtrip.getVersion"]
+    run_scenario(scenario, [Floor(), Peer()], quick=False, rng=rng(3))
+    first = [name for name, what in CALLS if what == "run"]
+    CALLS.clear()
+    run_scenario(scenario, [Floor(), Peer()], quick=False, rng=rng(3))
+    assert [name for name, what in CALLS if what == "run"] == first
+
+
 def test_failures_are_skipped_with_a_reason_and_hangs_are_flagged() -> None:
-    out = run_scenario(BY_NAME["roundtrip.evaluate"], [Floor(), BrokenSetup(), Hangs()], quick=True)
+    out = run_scenario(
+        BY_NAME["roundtrip.evaluate"], [Floor(), BrokenSetup(), Hangs()], quick=True, rng=rng()
+    )
     assert out["broken"].skipped is not None
     assert "no page" in out["broken"].skipped
     assert not out["broken"].hung
@@ -94,31 +120,43 @@ def test_failures_are_skipped_with_a_reason_and_hangs_are_flagged() -> None:
 
 
 def test_placeholders_skip_everyone() -> None:
-    # A placeholder of the test's own: the real ones leave the table as their rooms land.
+    # A placeholder of the test's own: the real ones left the table as their rooms landed.
     placeholder = Scenario(
         "test.placeholder", Kind.PLACEHOLDER, "not runnable", skip_reason=NEEDS_UPPER_LAYERS
     )
-    out = run_scenario(placeholder, [Floor()], quick=True)
+    out = run_scenario(placeholder, [Floor()], quick=True, rng=rng())
     assert out["floor.ws"].skipped == "needs the upper layers"
     assert CALLS == []
 
 
 def test_entries_and_ratios() -> None:
     scenario = BY_NAME["roundtrip.getVersion"]
-    out = run_scenario(scenario, [Floor(), Peer()], quick=True)
+    out = run_scenario(scenario, [Floor(), Peer(), PipePeer()], quick=True, rng=rng())
     results: report.Results = {scenario.name: {n: report.entry(c) for n, c in out.items()}}
-    report.add_ratios(results)
-    floor, peer = results[scenario.name]["floor.ws"], results[scenario.name]["peer"]
+    report.add_ratios(results, seed=1)
+    got = results[scenario.name]
+    floor, peer = got["floor.ws"], got["peer"]
     assert floor["median_us"] == 10.0
     assert floor["ops_per_s"] == pytest.approx(100_000)
-    assert peer["x_floor"] == 3.0
-    assert floor["x_peers"] == {"peer": pytest.approx(0.333)}
-    assert "x_peers" in peer
-    assert peer["x_peers"] == {}
+    assert peer["x_floor"] == {"ratio": 3.0, "ci95": [3.0, 3.0], "verdict": "slower", "reps": 3}
+    assert floor["x_peers"]["peer"]["ratio"] == pytest.approx(0.333)
+    assert floor["x_peers"]["peer"]["verdict"] == "faster"
+    # A pipe client is never a websocket client's peer.
+    assert "pipe-peer" not in floor["x_peers"]
+    assert got["pipe-peer"]["x_peers"] == {}
+    # The raw samples are kept, per rep.
+    assert floor["samples_us"] == [[10.0] * 30] * 3
+    assert floor["rep_medians_us"] == [10.0] * 3
 
 
 def test_percentile_is_nearest_rank() -> None:
     values = [float(v) for v in range(1, 101)]
-    assert report.percentile(values, 95) == 95.0
-    assert report.percentile([7.0], 95) == 7.0
-    assert report.percentile([1.0, 2.0], 50) == 1.0
+    assert percentile(values, 95) == 95.0
+    assert percentile([7.0], 95) == 7.0
+    assert percentile([1.0, 2.0], 50) == 1.0
+
+
+def test_every_full_scenario_has_at_least_ten_reps() -> None:
+    for scenario in SCENARIOS:
+        if scenario.kind is not Kind.PLACEHOLDER:
+            assert scenario.sized(quick=False)[1] >= 10, scenario.name

@@ -1,0 +1,134 @@
+"""The Node peers: Puppeteer over its pipe and over a websocket, and chrome-remote-interface.
+
+Each runs in a Node process of its own (``benchmarks/node/peer.mjs``), which launches its own Chromium
+(same binary, same flags) and speaks the suite's scenario protocol: one JSON line per request on its
+stdin, one per reply on its stdout. Timing and CPU time are taken inside Node, so the pipe between the
+two processes is never measured. The packages live in ``benchmarks/node/node_modules`` (``make setup``
+installs them there, never globally); a missing ``node`` or package skips the client with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import IO, Any, ClassVar
+
+from benchmarks.clients.base import CALL_TIMEOUT_S, Client, Env, Sample, SkipClient
+from benchmarks.scenarios import Scenario
+
+NODE_DIR = Path(__file__).resolve().parent.parent / "node"
+PEER = NODE_DIR / "peer.mjs"
+PACKAGES = {"puppeteer": "puppeteer-core", "cri": "chrome-remote-interface"}
+
+
+def scenario_json(scenario: Scenario) -> dict[str, Any]:
+    """What peer.mjs needs to know about a scenario."""
+    return {
+        "name": scenario.name,
+        "kind": scenario.kind.value,
+        "pages": scenario.pages,
+        "big_page": scenario.big_page,
+        "method": scenario.method,
+        "params": scenario.params_dict,
+    }
+
+
+class NodePeer(Client):
+    """A blocking client whose every call is one request to the Node process."""
+
+    lib: ClassVar[str]
+    own_browser = True
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[str] | None = None
+        self._log: IO[str] | None = None
+        self._env: Env | None = None
+
+    def _request(self, op: str, **fields: Any) -> dict[str, Any]:
+        process = self._process
+        if process is None or process.stdin is None or process.stdout is None:
+            raise RuntimeError(f"{self.name} is not running")
+        process.stdin.write(json.dumps({"op": op, **fields}) + "\n")
+        process.stdin.flush()
+        line = process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the Node peer exited (code {process.poll()}); see {self._log_path()}")
+        reply: dict[str, Any] = json.loads(line)
+        if "error" in reply:
+            raise RuntimeError(f"{op}: {reply['error']}")
+        return reply
+
+    def _log_path(self) -> str:
+        return getattr(self, "_log_name", "?")
+
+    def start(self, env: Env) -> None:
+        node = shutil.which("node")
+        if node is None:
+            raise SkipClient("node is not installed (make setup installs Debian's nodejs)")
+        package = PACKAGES[self.lib]
+        if not (NODE_DIR / "node_modules" / package).is_dir():
+            raise SkipClient(f"{package} is not installed in {NODE_DIR} (run make setup)")
+        self._env = env
+        self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 (closed in stop)
+            "w", prefix=f"bench-{self.name}-", suffix=".log", delete=False
+        )
+        self._process = subprocess.Popen(
+            [node, str(PEER)],
+            cwd=NODE_DIR,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            bufsize=1,
+        )
+        args = list(env.chromium_args)
+        self._request("start", lib=self.lib, transport=self.transport, chromium=env.chromium, args=args)
+
+    def setup(self, scenario: Scenario) -> None:
+        assert self._env is not None
+        self._request("setup", scenario=scenario_json(scenario), url=self._env.big_page_url)
+
+    def run(self, scenario: Scenario, size: int) -> Sample:
+        got = self._request("run", scenario=scenario_json(scenario), size=size)
+        return Sample(got["latencies_us"], got["ops"], got["elapsed_ns"], got.get("nbytes"), got["cpu_ns"])
+
+    def teardown(self, scenario: Scenario) -> None:
+        self._request("teardown")
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        try:
+            if process.poll() is None:
+                self._process = process
+                self._request("stop")
+                self._process = None
+            process.wait(timeout=CALL_TIMEOUT_S / 10)
+        except Exception:
+            process.kill()
+            process.wait()
+        finally:
+            if self._log is not None:
+                self._log.close()
+
+
+class PuppeteerPipe(NodePeer):
+    name: ClassVar[str] = "puppeteer.pipe"
+    transport: ClassVar[str] = "pipe"
+    lib: ClassVar[str] = "puppeteer"
+
+
+class PuppeteerWebSocket(NodePeer):
+    name: ClassVar[str] = "puppeteer.ws"
+    transport: ClassVar[str] = "websocket"
+    lib: ClassVar[str] = "puppeteer"
+
+
+class ChromeRemoteInterface(NodePeer):
+    name: ClassVar[str] = "chrome-remote-interface"
+    transport: ClassVar[str] = "websocket"
+    lib: ClassVar[str] = "cri"

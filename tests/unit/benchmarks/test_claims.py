@@ -1,0 +1,72 @@
+"""The published numbers are the measured ones: the README table and latest.md regenerate from latest.json.
+
+A claim edited by hand, a table left over from an older run, or a ratio that sets a pipe against a
+websocket fails here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import report
+from benchmarks.scenarios import BY_NAME, Kind
+
+ROOT = Path(__file__).resolve().parents[3]
+RESULTS = ROOT / "benchmarks" / "results" / "latest.json"
+
+
+@pytest.fixture(scope="module")
+def doc() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(RESULTS.read_text())
+    return loaded
+
+
+def test_latest_md_is_generated_from_latest_json(doc: dict[str, Any]) -> None:
+    assert RESULTS.with_suffix(".md").read_text() == report.markdown(doc)
+
+
+def test_the_readme_table_is_generated_from_latest_json(doc: dict[str, Any]) -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert report.readme_block(readme) == report.readme_table(doc), (
+        "README.md's benchmark table differs from benchmarks/results/latest.json: regenerate it with "
+        "`python -m benchmarks --readme README.md` (or report.update_readme), never by hand"
+    )
+
+
+def test_every_ratio_compares_one_transport(doc: dict[str, Any]) -> None:
+    for scenario, clients in doc["scenarios"].items():
+        for name, entry in clients.items():
+            for peer in entry.get("x_peers", {}):
+                assert clients[peer]["transport"] == entry["transport"], (scenario, name, peer)
+    for pairs in doc["cross_transport"].values():
+        for pair in pairs:
+            pipe, ws = pair.split(" / ")
+            assert pipe.endswith(".pipe")
+            assert ws.endswith(".ws")
+
+
+def test_the_committed_run_is_a_full_run_with_its_context(doc: dict[str, Any]) -> None:
+    assert doc["quick"] is False
+    ctx = doc["context"]
+    assert ctx["git"]["commit"]
+    assert ctx["versions"]["chromium"]
+    assert ctx["cores"]
+    for scenario, clients in doc["scenarios"].items():
+        if BY_NAME[scenario].kind is Kind.PLACEHOLDER:
+            continue
+        assert set(doc["load"][scenario]) == {"before", "after"}
+        for name, entry in clients.items():
+            if entry.get("median_us") is None:
+                assert entry["skipped"], (scenario, name)
+                continue
+            assert entry["reps"] >= 10, (scenario, name)
+            assert len(entry["samples_us"]) == entry["reps"], (scenario, name)
+            for ratio in entry.get("x_peers", {}).values():
+                low, high = ratio["ci95"]
+                assert low <= ratio["ratio"] <= high
+                expected = "faster" if high < 1 else "slower" if low > 1 else "no difference"
+                assert ratio["verdict"] == expected
