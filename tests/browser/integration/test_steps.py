@@ -154,7 +154,7 @@ async def test_final_and_delta_payloads_are_smaller_than_all(browser: Browser, s
         with trio.fail_after(20):
             result = await page.run_steps(
                 [{**s, "target": go} if s.get("target") == "GO" else s for s in steps],
-                return_mode=mode,  # type: ignore[arg-type]
+                return_mode=mode,
             )
         assert result.ok, result.to_json()
         sizes[mode] = len(result.dumps().encode())
