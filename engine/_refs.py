@@ -156,7 +156,6 @@ class RefState:
     def _retire(self, ref: Ref, reason: str) -> None:
         self.refs.pop(ref.ref, None)
         self.by_node.pop((ref.frame_id, ref.backend_node_id), None)
-        self.last_lines.pop(ref.ref, None)
         self.retired[ref.ref] = reason
         if len(self.retired) > MAX_REFS_PER_TARGET:
             del self.retired[next(iter(self.retired))]

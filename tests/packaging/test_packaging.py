@@ -218,7 +218,7 @@ def test_installed_wheel_runs_protocol_and_drift_and_says_where_bench_is(
     url, missing = protocol_endpoint
     drift = run("-m", "engine.cli", "drift", "--connect", url)
     assert drift.returncode == 0, drift.stderr
-    assert f"  removed  {missing}" in drift.stdout.splitlines()
+    assert f"  pinned   {missing}" in drift.stdout.splitlines()
 
     bench = run("-m", "engine.cli", "bench", "--quick")
     assert bench.returncode == 1

@@ -100,6 +100,21 @@ async def test_dialogs_are_dismissed_by_default_and_recorded_or_answered_by_on_d
     assert page.dialogs[2].prompt_text == "Grace"
 
 
+async def test_an_alert_the_page_opens_by_itself_does_not_wedge_snapshot_or_evaluate(
+    browser: Browser, server: str
+) -> None:
+    # An open alert holds Chromium's AX and Runtime commands until it is answered; the default answer
+    # (dismiss) comes as it opens, so nothing after it hangs.
+    page = await open_page(browser, f"{server}/actions/dialogs.html")
+    with trio.fail_after(10):
+        await page.evaluate("setTimeout(() => { alert('Late'); document.title = 'after late alert'; }, 0)")
+        await page.wait_for(time_ms=200)
+        snap = await page.snapshot()
+        assert await page.evaluate("document.title") == "after late alert"
+    assert ref(snap, "button", "Alert")
+    assert [(d.type, d.message, d.accepted) for d in page.dialogs] == [("alert", "Late", False)]
+
+
 async def test_popups_from_target_blank_and_window_open_appear_in_browser_pages(
     browser: Browser, server: str
 ) -> None:

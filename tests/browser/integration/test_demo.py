@@ -27,6 +27,12 @@ def test_demo_runs_and_shows_each_step() -> None:
     for step in steps:
         assert step in done.stdout, done.stdout
     assert "cart count 1" in done.stdout
-    assert "the tab is still usable: 6 * 7 = 42" in done.stdout
-    assert "Runtime.evaluate 1+1 (page session)" in done.stdout
+    assert "ActionError check='hit test'" in done.stdout  # the banner took the click, so nothing was clicked
+    assert 'dialog "Cookie banner"' in done.stdout
+    assert "raises StaleRefError (removed)" in done.stdout
+    assert "7. bounded evaluate by ref" in done.stdout
+    assert "evaluate by ref -> 'Add coffee x42'" in done.stdout
+    assert "8. page.run_steps: click, wait_for, read_page in one call: ok=True" in done.stdout
+    for row in ("Runtime.evaluate 1+1 (page session)", "page.click('e", "page.snapshot() x40"):
+        assert row in done.stdout
     assert "browser closed, profile removed" in done.stdout

@@ -224,11 +224,21 @@ async def test_snapshot_options_and_delta(browser: Browser, server: str) -> None
         delta = await page.snapshot(delta=True)
     assert delta.is_delta
     assert delta.text.splitlines()[1:] == ['~ textbox "Notes" [value="Changed"] [ref=e12]']
+    # A renamed element gets a new ref; its old ref shows as removed, so a reader drops it too.
+    await evaluate(page, "document.querySelector('input[type=range]').setAttribute('aria-label', 'Loudness')")
+    with trio.fail_after(10):
+        renamed = await page.snapshot(delta=True)
+    volume = next(r for r, v in full.refs.items() if v.name == "Volume")
+    loud = next(r for r, v in renamed.refs.items() if v.name == "Loudness")
+    assert renamed.text.splitlines()[1:] == [
+        f'+ slider "Loudness" [value="40"] [ref={loud}]',
+        f'- slider "Volume" [value="40"] [ref={volume}]',
+    ]
     await evaluate(page, "document.querySelector('main').innerHTML = '<button>Only</button>'")
     with trio.fail_after(10):
         rewritten = await page.snapshot(delta=True)
     assert not rewritten.is_delta
-    assert rewritten.text == '- main:\n  - button "Only" [ref=e14]\n'
+    assert rewritten.text == '- main:\n  - button "Only" [ref=e15]\n'
 
 
 async def test_webarena_ids_resolve_through_the_same_identity_check(browser: Browser, server: str) -> None:
