@@ -108,7 +108,12 @@ STEP_SCHEMA: dict[str, Any] = {
             "navigate",
             "load a URL in the tab and wait for its document",
             ["url"],
-            url={**_TEXT, "description": "the URL"},
+            url={
+                **_TEXT,
+                # A javascript: URL would run a script, which no step may do.
+                "pattern": "^(?![jJ][aA][vV][aA][sS][cC][rR][iI][pP][tT]:)[a-zA-Z][a-zA-Z0-9+.-]*:",
+                "description": "an absolute URL (http:, https:, file:, data:, about:; not javascript:)",
+            },
         ),
         _variant("click", "click an element (actionability checks first)", ["target"], target=_TARGET),
         _variant(

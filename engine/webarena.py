@@ -159,9 +159,12 @@ def parse(action: str) -> Action:
             return Action(name=name, direction="down")
         raise _bad(action, f"[{args[0]}]", name)
     if name == "goto":
-        if not args[0].strip():
+        url = args[0].strip()
+        if not url:
             raise _bad(action, "[]", name, " (no URL)")
-        return Action(name=name, url=args[0].strip())
+        if url.lower().startswith("javascript:"):
+            raise _bad(action, f"[{args[0]}]", name, " (javascript: would run a script; give a page URL)")
+        return Action(name=name, url=url)
     if name == "tab_focus":
         if not args[0].isdigit():
             raise _bad(action, f"[{args[0]}]", name, " (the index is a whole number from 0)")

@@ -72,6 +72,7 @@ def test_every_problem_is_listed_with_its_step_index_and_field_and_nothing_else(
         {"type": "wait_for", "text": "a", "time_ms": 10},  # two waits at once
         {"type": "select", "target": "e2", "values": []},  # too few values
         "click e3",  # not an object
+        {"type": "navigate", "url": "JavaScript:alert(1)"},  # a script by another name
     ]
     assert problems_of(steps) == [
         (0, "type"),
@@ -82,6 +83,7 @@ def test_every_problem_is_listed_with_its_step_index_and_field_and_nothing_else(
         (5, "text/gone_text/load/time_ms"),
         (6, "values"),
         (7, ""),
+        (8, "url"),
     ]
 
 
@@ -126,7 +128,12 @@ def test_a_boolean_is_not_a_number_and_a_whole_float_is_one() -> None:
 
 # Steps built from the schema's own vocabulary, right and wrong: the validator must agree with jsonschema.
 _values = st.one_of(
-    st.sampled_from(["e3", "f2e10", "node:7", "x", "", "Enter", "load", "networkidle", "http://a/"]),
+    st.sampled_from(
+        [
+            *("e3", "f2e10", "node:7", "x", "", "Enter", "load", "networkidle"),
+            *("http://a/", "javascript:1", "data:,x", "a/b"),
+        ]
+    ),
     st.integers(min_value=-2, max_value=700_000),
     st.booleans(),
     st.none(),

@@ -56,6 +56,7 @@ def test_every_form_parses(text: str, action: Action) -> None:
         ("go_back [1]", "'go_back [1]'", "go_back"),
         ("press []", "'[]'", "press [key_comb]"),
         ("goto []", "'[]'", "goto [url]"),
+        ("goto [javascript:alert(1)]", "'[javascript:alert(1)]'", "goto [url]"),
     ],
 )
 def test_a_malformed_string_quotes_the_bad_part_and_the_expected_form(
