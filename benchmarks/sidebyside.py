@@ -19,8 +19,24 @@ from pathlib import Path
 from typing import Any, Literal
 
 from benchmarks.clients.base import AsyncioThread, LoopThread, TrioThread
+from engine.lowlevel import BASE_FLAGS
 
 BOOTSTRAP_RESAMPLES = 2000
+CHROMIUM = "/usr/bin/chromium"
+# The engine's own launch flags, so Playwright's browser runs as ours does (Playwright adds --headless).
+PLAYWRIGHT_ARGS = [flag for flag in BASE_FLAGS if flag != "--headless"]
+
+
+async def playwright_page(url: str, *args: str) -> tuple[Any, Any, Any]:
+    """Playwright started, its Chromium launched over its pipe (``args`` added), a page on ``url``:
+    ``(playwright, browser, page)``; stop with ``await browser.close(); await playwright.stop()``."""
+    from playwright.async_api import async_playwright
+
+    pw = await async_playwright().start()
+    browser = await pw.chromium.launch(executable_path=CHROMIUM, args=[*args, *PLAYWRIGHT_ARGS])
+    page = await browser.new_page()
+    await page.goto(url)
+    return pw, browser, page
 
 
 @dataclass(frozen=True)

@@ -30,19 +30,9 @@ from typing import Any
 import trio
 
 from benchmarks.clients.base import AsyncioThread, LoopThread, TrioThread
-from benchmarks.sidebyside import Side, bootstrap_ratio, compare, format_table, save
+from benchmarks.sidebyside import Side, bootstrap_ratio, compare, format_table, playwright_page, save
 from engine.testing import serve_directory
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 RESULTS = Path(__file__).parent / "results" / "evaluate.json"
 PAGE = (
     b"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Evaluate</title></head><body>"
@@ -90,12 +80,7 @@ def _playwright(url: str, how: str) -> Side:
     state: dict[str, Any] = {}
 
     async def setup() -> None:
-        from playwright.async_api import async_playwright
-
-        pw = await async_playwright().start()
-        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = await browser.new_page()
-        await page.goto(url)
+        pw, browser, page = await playwright_page(url)
         state.update(pw=pw, browser=browser, page=page, button=page.get_by_role("button", name="Go"))
 
     async def op() -> None:
@@ -152,13 +137,9 @@ async def _cdp_click(page: Any) -> None:
 
 
 async def _playwright_recovery(url: str, cycles: int, cap: float) -> list[float]:
-    from playwright.async_api import async_playwright
-
     if "browser" not in _THEIRS:
-        pw = await async_playwright().start()
-        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        _THEIRS.update(pw=pw, browser=browser, page=await browser.new_page())
-        await _THEIRS["page"].goto(url)
+        pw, browser, page = await playwright_page(url)
+        _THEIRS.update(pw=pw, browser=browser, page=page)
     out = []
     for _ in range(cycles):
         page = _THEIRS["page"]

@@ -19,18 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.pages import big_page
-from benchmarks.sidebyside import Side, compare, format_table, save
+from benchmarks.sidebyside import Side, compare, format_table, playwright_page, save
 from engine import demo
 from engine.testing import serve_directory
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-]
 RESULTS = Path(__file__).parent / "results" / "snapshot.json"
 
 
@@ -105,12 +97,7 @@ def _playwright(url: str) -> Side:
     state: dict[str, Any] = {}
 
     async def setup() -> None:
-        from playwright.async_api import async_playwright
-
-        pw = await async_playwright().start()
-        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = await browser.new_page()
-        await page.goto(url)
+        pw, browser, page = await playwright_page(url)
         state.update(pw=pw, browser=browser, page=page)
 
     async def op() -> int:

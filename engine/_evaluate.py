@@ -20,7 +20,7 @@ import logging
 import math
 import re
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -538,28 +538,46 @@ async def _evaluate_page(
     started = trio.current_time()
     state = _state(page)
 
-    async def run() -> Any:
-        session = await evaluation_session(page, page.target_id)
+    async def run(session: Session, group: str) -> Any:
+        return await _run_expression(
+            session,
+            source=source,
+            args=encoded,
+            is_fn=is_fn,
+            deadline=deadline,
+            group=group,
+            metrics=state.metrics,
+        )
+
+    return await _on_evaluate_session(page, page.target_id, run, started=started, own=own, deadline=deadline)
+
+
+async def _on_evaluate_session(
+    page: Page,
+    target_id: str,
+    run: Callable[[Session, str], Awaitable[Any]],
+    *,
+    started: float,
+    own: bool,
+    deadline: float,
+) -> Any:
+    """``run`` on the target's evaluate session with an object group of its own, released after; under our
+    own scope when the budget is the default one (``own``), else under the caller's."""
+
+    async def in_group() -> Any:
+        session = await evaluation_session(page, target_id)
         group = f"cdp-engine-evaluate-{next(_groups)}"
         try:
-            return await _run_expression(
-                session,
-                source=source,
-                args=encoded,
-                is_fn=is_fn,
-                deadline=deadline,
-                group=group,
-                metrics=state.metrics,
-            )
+            return await run(session, group)
         finally:
             _release(session, group)
 
     if own:
         with trio.move_on_at(deadline) as scope:
-            return await _finish(page, started, own, deadline, run())
+            return await _finish(page, started, own, deadline, in_group())
         if scope.cancelled_caught:
             raise _timeout(page)
-    return await _finish(page, started, own, deadline, run())
+    return await _finish(page, started, own, deadline, in_group())
 
 
 async def evaluate_on(
@@ -587,25 +605,15 @@ async def evaluate_on(
     state = _state(page)
     target_id = node.session.target_id or page.target_id
 
-    async def run() -> Any:
-        session = await evaluation_session(page, target_id)
-        group = f"cdp-engine-evaluate-{next(_groups)}"
-        try:
-            return await _run_on_node(
-                session,
-                backend_node_id=node.backend_node_id,
-                source=source,
-                args=args,
-                deadline=deadline,
-                group=group,
-                metrics=state.metrics,
-            )
-        finally:
-            _release(session, group)
+    async def run(session: Session, group: str) -> Any:
+        return await _run_on_node(
+            session,
+            backend_node_id=node.backend_node_id,
+            source=source,
+            args=args,
+            deadline=deadline,
+            group=group,
+            metrics=state.metrics,
+        )
 
-    if own:
-        with trio.move_on_at(deadline) as scope:
-            return await _finish(page, started, own, deadline, run())
-        if scope.cancelled_caught:
-            raise _timeout(page)
-    return await _finish(page, started, own, deadline, run())
+    return await _on_evaluate_session(page, target_id, run, started=started, own=own, deadline=deadline)

@@ -11,19 +11,13 @@ from typing import Any
 import pytest
 import trio
 
+from engine.lowlevel import BASE_FLAGS
 from engine.playwright import CDPUnavailable, PlaywrightRunner, PlaywrightTab, attach, open_runner
 
 pytestmark = pytest.mark.browser
 
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+# The engine's own launch flags (Playwright adds --headless).
+FLAGS = [flag for flag in BASE_FLAGS if flag != "--headless"]
 
 
 def free_port() -> int:
