@@ -1,4 +1,4 @@
-"""The eight recipes of the README, each run as a user runs it (``python -m engine.demo.recipes.<name>
+"""The nine recipes of the README, each run as a user runs it (``python -m engine.demo.recipes.<name>
 URL``) against a real Chromium and a page served on 127.0.0.1, with a deadline."""
 
 from __future__ import annotations
@@ -123,6 +123,12 @@ def test_cli_runs_each_command(shop: str) -> None:
     assert "command  Fetch.fulfillRequest" in out
 
 
+def test_agent_clicks_by_ref_waits_and_reads_the_page(server: str) -> None:
+    out = run("agent", f"{server}/steps/index.html")  # its Go button shows "Clicked" 150 ms later
+    assert "- paragraph: Clicked" in out, out
+    assert '- button "Go" [ref=e2]' in out, out
+
+
 def test_the_readme_table_gives_each_recipes_true_length() -> None:
     readme = (RECIPES.parents[2] / "README.md").read_text()
     rows = [line.split("|") for line in readme.splitlines() if line.startswith("| ") and "recipe" not in line]
@@ -131,6 +137,6 @@ def test_the_readme_table_gives_each_recipes_true_length() -> None:
         for cells in rows
         if (RECIPES / f"{cells[1].strip()}.py").exists()
     }
-    assert set(stated) == set(OLD_LINES) | {"cli"}
+    assert set(stated) == set(OLD_LINES) | {"cli", "agent"}
     for name, lines in stated.items():
         assert lines == len((RECIPES / f"{name}.py").read_text().splitlines()), name
