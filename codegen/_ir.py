@@ -141,7 +141,7 @@ DIRECT_MAX_FIELDS = 16
 """The widest class decoded by a lookup per field. Measured (thread CPU time, medians, the 5k-element page
 of ``benchmarks/pages.py``): its AX tree (13k AXNode of 13 fields, 62k AXValue of 4, 24k AXValueSource
 of 9) decodes in 54 ms by lookups, 65 ms by the walk (75 ms by the walk with ``_enum`` calls); its DOM
-(``Node``: 35 fields, about 9 present) takes 26 ms when looked up, 22.5 ms walked."""
+(``Node``: 35 fields, about 9 present) parses and decodes in 26 ms when looked up, 22.5 ms walked."""
 
 
 @attrs.frozen
