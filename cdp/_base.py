@@ -43,9 +43,11 @@ def register(classes: dict[type, Hooks], commands: dict[Callable[..., Command[An
     Generated classes are frozen attrs classes backed by an instance dict (``slots=False``): a decoder fills
     ``__dict__`` in one pass with only the fields present on the wire, and an absent optional field reads
     its default (``None``, or ``UNSET``) from the class. attrs removes those class attributes, so they are
-    put back here from the fields' own defaults. Measured on a 16k-node AX tree and a 5k-element DOM, this
-    keeps a typed decode within 3x of ``json.loads``; slotted frozen classes cost 4-5x (one
-    ``object.__setattr__`` per field).
+    put back here from the fields' own defaults. Slotted frozen classes cost 4-5x more to decode (one
+    ``object.__setattr__`` per field). Measured on the 5k-element page of ``benchmarks/pages.py``: the
+    engine's parse plus ``Command.decode`` of its 13k-node AX tree takes 2.6x the GC-paused ``json.loads``
+    of the same bytes (thread CPU time; 3.1x with the former decoders, see codegen ``DIRECT_MAX_FIELDS``),
+    its DOM 2.4x.
     """
     for cls in classes:
         for field in attrs.fields(cls):

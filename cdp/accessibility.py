@@ -510,35 +510,41 @@ class NodesUpdated:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_AXValueSource_plain = {
-    "attribute": "attribute",
-    "superseded": "superseded",
-    "invalid": "invalid",
-    "invalidReason": "invalid_reason",
-}
+_e_AXValueType = AXValueType._value2member_map_.get
+_e_AXValueSourceType = AXValueSourceType._value2member_map_.get
+_e_AXValueNativeSourceType = AXValueNativeSourceType._value2member_map_.get
+_e_AXPropertyName = AXPropertyName._value2member_map_.get
 
 
 def _s_AXValueSource(d: dict[str, Any]) -> AXValueSource:
     o = _new(AXValueSource)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AXValueSource_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(AXValueSourceType, v)
-        elif k == "value":
-            od["value"] = None if v is None else _s_AXValue(v)
-        elif k == "attributeValue":
-            od["attribute_value"] = None if v is None else _s_AXValue(v)
-        elif k == "nativeSource":
-            od["native_source"] = None if v is None else _enum(AXValueNativeSourceType, v)
-        elif k == "nativeSourceValue":
-            od["native_source_value"] = None if v is None else _s_AXValue(v)
-    if "type_" not in od:
-        raise KeyError("type")
+    v = d["type"]
+    od["type_"] = None if v is None else (_e_AXValueSourceType(v) or _enum(AXValueSourceType, v))
+    v = d.get("value")
+    if v is not None:
+        od["value"] = _s_AXValue(v)
+    v = d.get("attribute")
+    if v is not None:
+        od["attribute"] = v
+    v = d.get("attributeValue")
+    if v is not None:
+        od["attribute_value"] = _s_AXValue(v)
+    v = d.get("superseded")
+    if v is not None:
+        od["superseded"] = v
+    v = d.get("nativeSource")
+    if v is not None:
+        od["native_source"] = _e_AXValueNativeSourceType(v) or _enum(AXValueNativeSourceType, v)
+    v = d.get("nativeSourceValue")
+    if v is not None:
+        od["native_source_value"] = _s_AXValue(v)
+    v = d.get("invalid")
+    if v is not None:
+        od["invalid"] = v
+    v = d.get("invalidReason")
+    if v is not None:
+        od["invalid_reason"] = v
     return o
 
 
@@ -565,22 +571,16 @@ def _u_AXValueSource(o: AXValueSource) -> dict[str, Any]:
     return d
 
 
-_AXRelatedNode_plain = {
-    "backendDOMNodeId": "backend_dom_node_id",
-    "idref": "idref",
-    "text": "text",
-}
-
-
 def _s_AXRelatedNode(d: dict[str, Any]) -> AXRelatedNode:
     o = _new(AXRelatedNode)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AXRelatedNode_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "backend_dom_node_id" not in od:
-        raise KeyError("backendDOMNodeId")
+    od["backend_dom_node_id"] = d["backendDOMNodeId"]
+    v = d.get("idref")
+    if v is not None:
+        od["idref"] = v
+    v = d.get("text")
+    if v is not None:
+        od["text"] = v
     return o
 
 
@@ -598,15 +598,10 @@ def _u_AXRelatedNode(o: AXRelatedNode) -> dict[str, Any]:
 def _s_AXProperty(d: dict[str, Any]) -> AXProperty:
     o = _new(AXProperty)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "name":
-            od["name"] = None if v is None else _enum(AXPropertyName, v)
-        elif k == "value":
-            od["value"] = None if v is None else _s_AXValue(v)
-    if "name" not in od:
-        raise KeyError("name")
-    if "value" not in od:
-        raise KeyError("value")
+    v = d["name"]
+    od["name"] = None if v is None else (_e_AXPropertyName(v) or _enum(AXPropertyName, v))
+    v = d["value"]
+    od["value"] = None if v is None else _s_AXValue(v)
     return o
 
 
@@ -617,26 +612,19 @@ def _u_AXProperty(o: AXProperty) -> dict[str, Any]:
     }
 
 
-_AXValue_plain = {
-    "value": "value",
-}
-
-
 def _s_AXValue(d: dict[str, Any]) -> AXValue:
     o = _new(AXValue)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AXValue_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(AXValueType, v)
-        elif k == "relatedNodes":
-            od["related_nodes"] = None if v is None else [_s_AXRelatedNode(x0) for x0 in v]
-        elif k == "sources":
-            od["sources"] = None if v is None else [_s_AXValueSource(x0) for x0 in v]
-    if "type_" not in od:
-        raise KeyError("type")
+    v = d["type"]
+    od["type_"] = None if v is None else (_e_AXValueType(v) or _enum(AXValueType, v))
+    if "value" in d:
+        od["value"] = d["value"]
+    v = d.get("relatedNodes")
+    if v is not None:
+        od["related_nodes"] = [_s_AXRelatedNode(x0) for x0 in v]
+    v = d.get("sources")
+    if v is not None:
+        od["sources"] = [_s_AXValueSource(x0) for x0 in v]
     return o
 
 
@@ -653,41 +641,44 @@ def _u_AXValue(o: AXValue) -> dict[str, Any]:
     return d
 
 
-_AXNode_plain = {
-    "nodeId": "node_id",
-    "ignored": "ignored",
-    "parentId": "parent_id",
-    "childIds": "child_ids",
-    "backendDOMNodeId": "backend_dom_node_id",
-    "frameId": "frame_id",
-}
-
-
 def _s_AXNode(d: dict[str, Any]) -> AXNode:
     o = _new(AXNode)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AXNode_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "ignoredReasons":
-            od["ignored_reasons"] = None if v is None else [_s_AXProperty(x0) for x0 in v]
-        elif k == "role":
-            od["role"] = None if v is None else _s_AXValue(v)
-        elif k == "chromeRole":
-            od["chrome_role"] = None if v is None else _s_AXValue(v)
-        elif k == "name":
-            od["name"] = None if v is None else _s_AXValue(v)
-        elif k == "description":
-            od["description"] = None if v is None else _s_AXValue(v)
-        elif k == "value":
-            od["value"] = None if v is None else _s_AXValue(v)
-        elif k == "properties":
-            od["properties"] = None if v is None else [_s_AXProperty(x0) for x0 in v]
-    if "node_id" not in od:
-        raise KeyError("nodeId")
-    if "ignored" not in od:
-        raise KeyError("ignored")
+    od["node_id"] = d["nodeId"]
+    od["ignored"] = d["ignored"]
+    v = d.get("ignoredReasons")
+    if v is not None:
+        od["ignored_reasons"] = [_s_AXProperty(x0) for x0 in v]
+    v = d.get("role")
+    if v is not None:
+        od["role"] = _s_AXValue(v)
+    v = d.get("chromeRole")
+    if v is not None:
+        od["chrome_role"] = _s_AXValue(v)
+    v = d.get("name")
+    if v is not None:
+        od["name"] = _s_AXValue(v)
+    v = d.get("description")
+    if v is not None:
+        od["description"] = _s_AXValue(v)
+    v = d.get("value")
+    if v is not None:
+        od["value"] = _s_AXValue(v)
+    v = d.get("properties")
+    if v is not None:
+        od["properties"] = [_s_AXProperty(x0) for x0 in v]
+    v = d.get("parentId")
+    if v is not None:
+        od["parent_id"] = v
+    v = d.get("childIds")
+    if v is not None:
+        od["child_ids"] = v
+    v = d.get("backendDOMNodeId")
+    if v is not None:
+        od["backend_dom_node_id"] = v
+    v = d.get("frameId")
+    if v is not None:
+        od["frame_id"] = v
     return o
 
 
@@ -732,11 +723,8 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
 def _s_GetPartialAXTreeResult(d: dict[str, Any]) -> GetPartialAXTreeResult:
     o = _new(GetPartialAXTreeResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "nodes":
-            od["nodes"] = None if v is None else [_s_AXNode(x0) for x0 in v]
-    if "nodes" not in od:
-        raise KeyError("nodes")
+    v = d["nodes"]
+    od["nodes"] = None if v is None else [_s_AXNode(x0) for x0 in v]
     return o
 
 
@@ -776,11 +764,8 @@ def _c_get_partial_ax_tree(d: dict[str, Any]) -> Command[GetPartialAXTreeResult]
 def _s_GetFullAXTreeResult(d: dict[str, Any]) -> GetFullAXTreeResult:
     o = _new(GetFullAXTreeResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "nodes":
-            od["nodes"] = None if v is None else [_s_AXNode(x0) for x0 in v]
-    if "nodes" not in od:
-        raise KeyError("nodes")
+    v = d["nodes"]
+    od["nodes"] = None if v is None else [_s_AXNode(x0) for x0 in v]
     return o
 
 
@@ -812,11 +797,8 @@ def _c_get_full_ax_tree(d: dict[str, Any]) -> Command[GetFullAXTreeResult]:
 def _s_GetRootAXNodeResult(d: dict[str, Any]) -> GetRootAXNodeResult:
     o = _new(GetRootAXNodeResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "node":
-            od["node"] = None if v is None else _s_AXNode(v)
-    if "node" not in od:
-        raise KeyError("node")
+    v = d["node"]
+    od["node"] = None if v is None else _s_AXNode(v)
     return o
 
 
@@ -844,11 +826,8 @@ def _c_get_root_ax_node(d: dict[str, Any]) -> Command[GetRootAXNodeResult]:
 def _s_GetAXNodeAndAncestorsResult(d: dict[str, Any]) -> GetAXNodeAndAncestorsResult:
     o = _new(GetAXNodeAndAncestorsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "nodes":
-            od["nodes"] = None if v is None else [_s_AXNode(x0) for x0 in v]
-    if "nodes" not in od:
-        raise KeyError("nodes")
+    v = d["nodes"]
+    od["nodes"] = None if v is None else [_s_AXNode(x0) for x0 in v]
     return o
 
 
@@ -884,11 +863,8 @@ def _c_get_ax_node_and_ancestors(d: dict[str, Any]) -> Command[GetAXNodeAndAnces
 def _s_GetChildAXNodesResult(d: dict[str, Any]) -> GetChildAXNodesResult:
     o = _new(GetChildAXNodesResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "nodes":
-            od["nodes"] = None if v is None else [_s_AXNode(x0) for x0 in v]
-    if "nodes" not in od:
-        raise KeyError("nodes")
+    v = d["nodes"]
+    od["nodes"] = None if v is None else [_s_AXNode(x0) for x0 in v]
     return o
 
 
@@ -920,11 +896,8 @@ def _c_get_child_ax_nodes(d: dict[str, Any]) -> Command[GetChildAXNodesResult]:
 def _s_QueryAXTreeResult(d: dict[str, Any]) -> QueryAXTreeResult:
     o = _new(QueryAXTreeResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "nodes":
-            od["nodes"] = None if v is None else [_s_AXNode(x0) for x0 in v]
-    if "nodes" not in od:
-        raise KeyError("nodes")
+    v = d["nodes"]
+    od["nodes"] = None if v is None else [_s_AXNode(x0) for x0 in v]
     return o
 
 
@@ -968,11 +941,8 @@ def _c_query_ax_tree(d: dict[str, Any]) -> Command[QueryAXTreeResult]:
 def _s_LoadComplete(d: dict[str, Any]) -> LoadComplete:
     o = _new(LoadComplete)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "root":
-            od["root"] = None if v is None else _s_AXNode(v)
-    if "root" not in od:
-        raise KeyError("root")
+    v = d["root"]
+    od["root"] = None if v is None else _s_AXNode(v)
     return o
 
 
@@ -985,11 +955,8 @@ def _u_LoadComplete(o: LoadComplete) -> dict[str, Any]:
 def _s_NodesUpdated(d: dict[str, Any]) -> NodesUpdated:
     o = _new(NodesUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "nodes":
-            od["nodes"] = None if v is None else [_s_AXNode(x0) for x0 in v]
-    if "nodes" not in od:
-        raise KeyError("nodes")
+    v = d["nodes"]
+    od["nodes"] = None if v is None else [_s_AXNode(x0) for x0 in v]
     return o
 
 

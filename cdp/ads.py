@@ -133,27 +133,15 @@ def get_ad_scripts() -> Command[GetAdScriptsResult]:
 _new = object.__new__
 
 
-_AdFrameData_plain = {
-    "frameId": "frame_id",
-    "initialOrigin": "initial_origin",
-    "networkBytes": "network_bytes",
-    "cpuTime": "cpu_time",
-}
-
-
 def _s_AdFrameData(d: dict[str, Any]) -> AdFrameData:
     o = _new(AdFrameData)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AdFrameData_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "network_bytes" not in od:
-        raise KeyError("networkBytes")
-    if "cpu_time" not in od:
-        raise KeyError("cpuTime")
+    od["frame_id"] = d["frameId"]
+    v = d.get("initialOrigin")
+    if v is not None:
+        od["initial_origin"] = v
+    od["network_bytes"] = d["networkBytes"]
+    od["cpu_time"] = d["cpuTime"]
     return o
 
 
@@ -168,42 +156,18 @@ def _u_AdFrameData(o: AdFrameData) -> dict[str, Any]:
     return d
 
 
-_AdMetrics_plain = {
-    "viewportAdDensityByArea": "viewport_ad_density_by_area",
-    "averageViewportAdDensityByArea": "average_viewport_ad_density_by_area",
-    "viewportAdCount": "viewport_ad_count",
-    "averageViewportAdCount": "average_viewport_ad_count",
-    "totalAdCpuTime": "total_ad_cpu_time",
-    "totalAdNetworkBytes": "total_ad_network_bytes",
-    "removeAdFrames": "remove_ad_frames",
-}
-
-
 def _s_AdMetrics(d: dict[str, Any]) -> AdMetrics:
     o = _new(AdMetrics)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AdMetrics_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "updateAdFrames":
-            od["update_ad_frames"] = None if v is None else [_s_AdFrameData(x0) for x0 in v]
-    if "viewport_ad_density_by_area" not in od:
-        raise KeyError("viewportAdDensityByArea")
-    if "average_viewport_ad_density_by_area" not in od:
-        raise KeyError("averageViewportAdDensityByArea")
-    if "viewport_ad_count" not in od:
-        raise KeyError("viewportAdCount")
-    if "average_viewport_ad_count" not in od:
-        raise KeyError("averageViewportAdCount")
-    if "total_ad_cpu_time" not in od:
-        raise KeyError("totalAdCpuTime")
-    if "total_ad_network_bytes" not in od:
-        raise KeyError("totalAdNetworkBytes")
-    if "update_ad_frames" not in od:
-        raise KeyError("updateAdFrames")
-    if "remove_ad_frames" not in od:
-        raise KeyError("removeAdFrames")
+    od["viewport_ad_density_by_area"] = d["viewportAdDensityByArea"]
+    od["average_viewport_ad_density_by_area"] = d["averageViewportAdDensityByArea"]
+    od["viewport_ad_count"] = d["viewportAdCount"]
+    od["average_viewport_ad_count"] = d["averageViewportAdCount"]
+    od["total_ad_cpu_time"] = d["totalAdCpuTime"]
+    od["total_ad_network_bytes"] = d["totalAdNetworkBytes"]
+    v = d["updateAdFrames"]
+    od["update_ad_frames"] = None if v is None else [_s_AdFrameData(x0) for x0 in v]
+    od["remove_ad_frames"] = d["removeAdFrames"]
     return o
 
 
@@ -220,24 +184,12 @@ def _u_AdMetrics(o: AdMetrics) -> dict[str, Any]:
     }
 
 
-_AdScript_plain = {
-    "scriptId": "script_id",
-}
-
-
 def _s_AdScript(d: dict[str, Any]) -> AdScript:
     o = _new(AdScript)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AdScript_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "provenance":
-            od["provenance"] = None if v is None else cdp.network._s_AdProvenance(v)
-    if "script_id" not in od:
-        raise KeyError("scriptId")
-    if "provenance" not in od:
-        raise KeyError("provenance")
+    od["script_id"] = d["scriptId"]
+    v = d["provenance"]
+    od["provenance"] = None if v is None else cdp.network._s_AdProvenance(v)
     return o
 
 
@@ -251,11 +203,8 @@ def _u_AdScript(o: AdScript) -> dict[str, Any]:
 def _s_GetAdMetricsResult(d: dict[str, Any]) -> GetAdMetricsResult:
     o = _new(GetAdMetricsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "metrics":
-            od["metrics"] = None if v is None else _s_AdMetrics(v)
-    if "metrics" not in od:
-        raise KeyError("metrics")
+    v = d["metrics"]
+    od["metrics"] = None if v is None else _s_AdMetrics(v)
     return o
 
 
@@ -272,11 +221,8 @@ def _c_get_ad_metrics(d: dict[str, Any]) -> Command[GetAdMetricsResult]:
 def _s_GetAdScriptsResult(d: dict[str, Any]) -> GetAdScriptsResult:
     o = _new(GetAdScriptsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "newScripts":
-            od["new_scripts"] = None if v is None else [_s_AdScript(x0) for x0 in v]
-    if "new_scripts" not in od:
-        raise KeyError("newScripts")
+    v = d["newScripts"]
+    od["new_scripts"] = None if v is None else [_s_AdScript(x0) for x0 in v]
     return o
 
 

@@ -363,46 +363,26 @@ class AnimationUpdated:
 _new = object.__new__
 
 
-_Animation_plain = {
-    "id": "id_",
-    "name": "name",
-    "pausedState": "paused_state",
-    "playState": "play_state",
-    "playbackRate": "playback_rate",
-    "startTime": "start_time",
-    "currentTime": "current_time",
-    "type": "type_",
-    "cssId": "css_id",
-}
-
-
 def _s_Animation(d: dict[str, Any]) -> Animation:
     o = _new(Animation)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Animation_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "source":
-            od["source"] = None if v is None else _s_AnimationEffect(v)
-        elif k == "viewOrScrollTimeline":
-            od["view_or_scroll_timeline"] = None if v is None else _s_ViewOrScrollTimeline(v)
-    if "id_" not in od:
-        raise KeyError("id")
-    if "name" not in od:
-        raise KeyError("name")
-    if "paused_state" not in od:
-        raise KeyError("pausedState")
-    if "play_state" not in od:
-        raise KeyError("playState")
-    if "playback_rate" not in od:
-        raise KeyError("playbackRate")
-    if "start_time" not in od:
-        raise KeyError("startTime")
-    if "current_time" not in od:
-        raise KeyError("currentTime")
-    if "type_" not in od:
-        raise KeyError("type")
+    od["id_"] = d["id"]
+    od["name"] = d["name"]
+    od["paused_state"] = d["pausedState"]
+    od["play_state"] = d["playState"]
+    od["playback_rate"] = d["playbackRate"]
+    od["start_time"] = d["startTime"]
+    od["current_time"] = d["currentTime"]
+    od["type_"] = d["type"]
+    v = d.get("source")
+    if v is not None:
+        od["source"] = _s_AnimationEffect(v)
+    v = d.get("cssId")
+    if v is not None:
+        od["css_id"] = v
+    v = d.get("viewOrScrollTimeline")
+    if v is not None:
+        od["view_or_scroll_timeline"] = _s_ViewOrScrollTimeline(v)
     return o
 
 
@@ -426,25 +406,23 @@ def _u_Animation(o: Animation) -> dict[str, Any]:
     return d
 
 
-_ViewOrScrollTimeline_plain = {
-    "sourceNodeId": "source_node_id",
-    "startOffset": "start_offset",
-    "endOffset": "end_offset",
-    "subjectNodeId": "subject_node_id",
-}
-
-
 def _s_ViewOrScrollTimeline(d: dict[str, Any]) -> ViewOrScrollTimeline:
     o = _new(ViewOrScrollTimeline)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ViewOrScrollTimeline_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "axis":
-            od["axis"] = None if v is None else _enum(cdp.dom.ScrollOrientation, v)
-    if "axis" not in od:
-        raise KeyError("axis")
+    v = d.get("sourceNodeId")
+    if v is not None:
+        od["source_node_id"] = v
+    v = d.get("startOffset")
+    if v is not None:
+        od["start_offset"] = v
+    v = d.get("endOffset")
+    if v is not None:
+        od["end_offset"] = v
+    v = d.get("subjectNodeId")
+    if v is not None:
+        od["subject_node_id"] = v
+    v = d["axis"]
+    od["axis"] = None if v is None else _enum(cdp.dom.ScrollOrientation, v)
     return o
 
 
@@ -463,42 +441,25 @@ def _u_ViewOrScrollTimeline(o: ViewOrScrollTimeline) -> dict[str, Any]:
     return d
 
 
-_AnimationEffect_plain = {
-    "delay": "delay",
-    "endDelay": "end_delay",
-    "iterationStart": "iteration_start",
-    "iterations": "iterations",
-    "duration": "duration",
-    "direction": "direction",
-    "fill": "fill",
-    "backendNodeId": "backend_node_id",
-    "easing": "easing",
-}
-
-
 def _s_AnimationEffect(d: dict[str, Any]) -> AnimationEffect:
     o = _new(AnimationEffect)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AnimationEffect_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "keyframesRule":
-            od["keyframes_rule"] = None if v is None else _s_KeyframesRule(v)
-    if "delay" not in od:
-        raise KeyError("delay")
-    if "end_delay" not in od:
-        raise KeyError("endDelay")
-    if "iteration_start" not in od:
-        raise KeyError("iterationStart")
-    if "duration" not in od:
-        raise KeyError("duration")
-    if "direction" not in od:
-        raise KeyError("direction")
-    if "fill" not in od:
-        raise KeyError("fill")
-    if "easing" not in od:
-        raise KeyError("easing")
+    od["delay"] = d["delay"]
+    od["end_delay"] = d["endDelay"]
+    od["iteration_start"] = d["iterationStart"]
+    v = d.get("iterations")
+    if v is not None:
+        od["iterations"] = v
+    od["duration"] = d["duration"]
+    od["direction"] = d["direction"]
+    od["fill"] = d["fill"]
+    v = d.get("backendNodeId")
+    if v is not None:
+        od["backend_node_id"] = v
+    v = d.get("keyframesRule")
+    if v is not None:
+        od["keyframes_rule"] = _s_KeyframesRule(v)
+    od["easing"] = d["easing"]
     return o
 
 
@@ -521,22 +482,14 @@ def _u_AnimationEffect(o: AnimationEffect) -> dict[str, Any]:
     return d
 
 
-_KeyframesRule_plain = {
-    "name": "name",
-}
-
-
 def _s_KeyframesRule(d: dict[str, Any]) -> KeyframesRule:
     o = _new(KeyframesRule)
     od = o.__dict__
-    for k, v in d.items():
-        n = _KeyframesRule_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "keyframes":
-            od["keyframes"] = None if v is None else [_s_KeyframeStyle(x0) for x0 in v]
-    if "keyframes" not in od:
-        raise KeyError("keyframes")
+    v = d.get("name")
+    if v is not None:
+        od["name"] = v
+    v = d["keyframes"]
+    od["keyframes"] = None if v is None else [_s_KeyframeStyle(x0) for x0 in v]
     return o
 
 
@@ -549,23 +502,11 @@ def _u_KeyframesRule(o: KeyframesRule) -> dict[str, Any]:
     return d
 
 
-_KeyframeStyle_plain = {
-    "offset": "offset",
-    "easing": "easing",
-}
-
-
 def _s_KeyframeStyle(d: dict[str, Any]) -> KeyframeStyle:
     o = _new(KeyframeStyle)
     od = o.__dict__
-    for k, v in d.items():
-        n = _KeyframeStyle_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "offset" not in od:
-        raise KeyError("offset")
-    if "easing" not in od:
-        raise KeyError("easing")
+    od["offset"] = d["offset"]
+    od["easing"] = d["easing"]
     return o
 
 
@@ -584,20 +525,10 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
 
 
-_GetCurrentTimeResult_plain = {
-    "currentTime": "current_time",
-}
-
-
 def _s_GetCurrentTimeResult(d: dict[str, Any]) -> GetCurrentTimeResult:
     o = _new(GetCurrentTimeResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetCurrentTimeResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "current_time" not in od:
-        raise KeyError("currentTime")
+    od["current_time"] = d["currentTime"]
     return o
 
 
@@ -621,20 +552,10 @@ def _c_get_current_time(d: dict[str, Any]) -> Command[GetCurrentTimeResult]:
     )
 
 
-_GetPlaybackRateResult_plain = {
-    "playbackRate": "playback_rate",
-}
-
-
 def _s_GetPlaybackRateResult(d: dict[str, Any]) -> GetPlaybackRateResult:
     o = _new(GetPlaybackRateResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetPlaybackRateResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "playback_rate" not in od:
-        raise KeyError("playbackRate")
+    od["playback_rate"] = d["playbackRate"]
     return o
 
 
@@ -665,11 +586,8 @@ def _c_release_animations(d: dict[str, Any]) -> Command[None]:
 def _s_ResolveAnimationResult(d: dict[str, Any]) -> ResolveAnimationResult:
     o = _new(ResolveAnimationResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "remoteObject":
-            od["remote_object"] = None if v is None else cdp.runtime._s_RemoteObject(v)
-    if "remote_object" not in od:
-        raise KeyError("remoteObject")
+    v = d["remoteObject"]
+    od["remote_object"] = None if v is None else cdp.runtime._s_RemoteObject(v)
     return o
 
 
@@ -767,20 +685,10 @@ def _c_set_timing(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_AnimationCanceled_plain = {
-    "id": "id_",
-}
-
-
 def _s_AnimationCanceled(d: dict[str, Any]) -> AnimationCanceled:
     o = _new(AnimationCanceled)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AnimationCanceled_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "id_" not in od:
-        raise KeyError("id")
+    od["id_"] = d["id"]
     return o
 
 
@@ -790,20 +698,10 @@ def _u_AnimationCanceled(o: AnimationCanceled) -> dict[str, Any]:
     }
 
 
-_AnimationCreated_plain = {
-    "id": "id_",
-}
-
-
 def _s_AnimationCreated(d: dict[str, Any]) -> AnimationCreated:
     o = _new(AnimationCreated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AnimationCreated_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "id_" not in od:
-        raise KeyError("id")
+    od["id_"] = d["id"]
     return o
 
 
@@ -816,11 +714,8 @@ def _u_AnimationCreated(o: AnimationCreated) -> dict[str, Any]:
 def _s_AnimationStarted(d: dict[str, Any]) -> AnimationStarted:
     o = _new(AnimationStarted)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "animation":
-            od["animation"] = None if v is None else _s_Animation(v)
-    if "animation" not in od:
-        raise KeyError("animation")
+    v = d["animation"]
+    od["animation"] = None if v is None else _s_Animation(v)
     return o
 
 
@@ -833,11 +728,8 @@ def _u_AnimationStarted(o: AnimationStarted) -> dict[str, Any]:
 def _s_AnimationUpdated(d: dict[str, Any]) -> AnimationUpdated:
     o = _new(AnimationUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "animation":
-            od["animation"] = None if v is None else _s_Animation(v)
-    if "animation" not in od:
-        raise KeyError("animation")
+    v = d["animation"]
+    od["animation"] = None if v is None else _s_Animation(v)
     return o
 
 

@@ -1259,28 +1259,43 @@ class IssueAdded:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_AffectedCookie_plain = {
-    "name": "name",
-    "path": "path",
-    "domain": "domain",
-}
+_e_CookieExclusionReason = CookieExclusionReason._value2member_map_.get
+_e_CookieWarningReason = CookieWarningReason._value2member_map_.get
+_e_CookieOperation = CookieOperation._value2member_map_.get
+_e_InsightType = InsightType._value2member_map_.get
+_e_PerformanceIssueType = PerformanceIssueType._value2member_map_.get
+_e_MixedContentResolutionStatus = MixedContentResolutionStatus._value2member_map_.get
+_e_MixedContentResourceType = MixedContentResourceType._value2member_map_.get
+_e_BlockedByResponseReason = BlockedByResponseReason._value2member_map_.get
+_e_HeavyAdResolutionStatus = HeavyAdResolutionStatus._value2member_map_.get
+_e_HeavyAdReason = HeavyAdReason._value2member_map_.get
+_e_ContentSecurityPolicyViolationType = ContentSecurityPolicyViolationType._value2member_map_.get
+_e_SharedArrayBufferIssueType = SharedArrayBufferIssueType._value2member_map_.get
+_e_SharedDictionaryError = SharedDictionaryError._value2member_map_.get
+_e_SRIMessageSignatureError = SRIMessageSignatureError._value2member_map_.get
+_e_UnencodedDigestError = UnencodedDigestError._value2member_map_.get
+_e_ConnectionAllowlistError = ConnectionAllowlistError._value2member_map_.get
+_e_GenericIssueErrorType = GenericIssueErrorType._value2member_map_.get
+_e_ClientHintIssueReason = ClientHintIssueReason._value2member_map_.get
+_e_FederatedAuthRequestIssueReason = FederatedAuthRequestIssueReason._value2member_map_.get
+_e_FederatedAuthUserInfoRequestIssueReason = FederatedAuthUserInfoRequestIssueReason._value2member_map_.get
+_e_EmailVerificationRequestIssueReason = EmailVerificationRequestIssueReason._value2member_map_.get
+_e_PartitioningBlobURLInfo = PartitioningBlobURLInfo._value2member_map_.get
+_e_ElementAccessibilityIssueReason = ElementAccessibilityIssueReason._value2member_map_.get
+_e_StyleSheetLoadingIssueReason = StyleSheetLoadingIssueReason._value2member_map_.get
+_e_PropertyRuleIssueReason = PropertyRuleIssueReason._value2member_map_.get
+_e_UserReidentificationIssueType = UserReidentificationIssueType._value2member_map_.get
+_e_PermissionElementIssueType = PermissionElementIssueType._value2member_map_.get
+_e_WebInstallIssueReason = WebInstallIssueReason._value2member_map_.get
+_e_InspectorIssueCode = InspectorIssueCode._value2member_map_.get
 
 
 def _s_AffectedCookie(d: dict[str, Any]) -> AffectedCookie:
     o = _new(AffectedCookie)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AffectedCookie_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "path" not in od:
-        raise KeyError("path")
-    if "domain" not in od:
-        raise KeyError("domain")
+    od["name"] = d["name"]
+    od["path"] = d["path"]
+    od["domain"] = d["domain"]
     return o
 
 
@@ -1292,21 +1307,13 @@ def _u_AffectedCookie(o: AffectedCookie) -> dict[str, Any]:
     }
 
 
-_AffectedRequest_plain = {
-    "requestId": "request_id",
-    "url": "url",
-}
-
-
 def _s_AffectedRequest(d: dict[str, Any]) -> AffectedRequest:
     o = _new(AffectedRequest)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AffectedRequest_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "url" not in od:
-        raise KeyError("url")
+    v = d.get("requestId")
+    if v is not None:
+        od["request_id"] = v
+    od["url"] = d["url"]
     return o
 
 
@@ -1319,20 +1326,10 @@ def _u_AffectedRequest(o: AffectedRequest) -> dict[str, Any]:
     return d
 
 
-_AffectedFrame_plain = {
-    "frameId": "frame_id",
-}
-
-
 def _s_AffectedFrame(d: dict[str, Any]) -> AffectedFrame:
     o = _new(AffectedFrame)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AffectedFrame_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "frame_id" not in od:
-        raise KeyError("frameId")
+    od["frame_id"] = d["frameId"]
     return o
 
 
@@ -1342,22 +1339,14 @@ def _u_AffectedFrame(o: AffectedFrame) -> dict[str, Any]:
     }
 
 
-_CookieIssueInsight_plain = {
-    "tableEntryUrl": "table_entry_url",
-}
-
-
 def _s_CookieIssueInsight(d: dict[str, Any]) -> CookieIssueInsight:
     o = _new(CookieIssueInsight)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CookieIssueInsight_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(InsightType, v)
-    if "type_" not in od:
-        raise KeyError("type")
+    v = d["type"]
+    od["type_"] = None if v is None else (_e_InsightType(v) or _enum(InsightType, v))
+    v = d.get("tableEntryUrl")
+    if v is not None:
+        od["table_entry_url"] = v
     return o
 
 
@@ -1370,40 +1359,39 @@ def _u_CookieIssueInsight(o: CookieIssueInsight) -> dict[str, Any]:
     return d
 
 
-_CookieIssueDetails_plain = {
-    "rawCookieLine": "raw_cookie_line",
-    "siteForCookies": "site_for_cookies",
-    "cookieUrl": "cookie_url",
-}
-
-
 def _s_CookieIssueDetails(d: dict[str, Any]) -> CookieIssueDetails:
     o = _new(CookieIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CookieIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "cookie":
-            od["cookie"] = None if v is None else _s_AffectedCookie(v)
-        elif k == "cookieWarningReasons":
-            od["cookie_warning_reasons"] = None if v is None else [_enum(CookieWarningReason, x0) for x0 in v]
-        elif k == "cookieExclusionReasons":
-            od["cookie_exclusion_reasons"] = (
-                None if v is None else [_enum(CookieExclusionReason, x0) for x0 in v]
-            )
-        elif k == "operation":
-            od["operation"] = None if v is None else _enum(CookieOperation, v)
-        elif k == "request":
-            od["request"] = None if v is None else _s_AffectedRequest(v)
-        elif k == "insight":
-            od["insight"] = None if v is None else _s_CookieIssueInsight(v)
-    if "cookie_warning_reasons" not in od:
-        raise KeyError("cookieWarningReasons")
-    if "cookie_exclusion_reasons" not in od:
-        raise KeyError("cookieExclusionReasons")
-    if "operation" not in od:
-        raise KeyError("operation")
+    v = d.get("cookie")
+    if v is not None:
+        od["cookie"] = _s_AffectedCookie(v)
+    v = d.get("rawCookieLine")
+    if v is not None:
+        od["raw_cookie_line"] = v
+    v = d["cookieWarningReasons"]
+    od["cookie_warning_reasons"] = (
+        None if v is None else [(_e_CookieWarningReason(x0) or _enum(CookieWarningReason, x0)) for x0 in v]
+    )
+    v = d["cookieExclusionReasons"]
+    od["cookie_exclusion_reasons"] = (
+        None
+        if v is None
+        else [(_e_CookieExclusionReason(x0) or _enum(CookieExclusionReason, x0)) for x0 in v]
+    )
+    v = d["operation"]
+    od["operation"] = None if v is None else (_e_CookieOperation(v) or _enum(CookieOperation, v))
+    v = d.get("siteForCookies")
+    if v is not None:
+        od["site_for_cookies"] = v
+    v = d.get("cookieUrl")
+    if v is not None:
+        od["cookie_url"] = v
+    v = d.get("request")
+    if v is not None:
+        od["request"] = _s_AffectedRequest(v)
+    v = d.get("insight")
+    if v is not None:
+        od["insight"] = _s_CookieIssueInsight(v)
     return o
 
 
@@ -1431,13 +1419,13 @@ def _u_CookieIssueDetails(o: CookieIssueDetails) -> dict[str, Any]:
 def _s_PerformanceIssueDetails(d: dict[str, Any]) -> PerformanceIssueDetails:
     o = _new(PerformanceIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "performanceIssueType":
-            od["performance_issue_type"] = None if v is None else _enum(PerformanceIssueType, v)
-        elif k == "sourceCodeLocation":
-            od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
-    if "performance_issue_type" not in od:
-        raise KeyError("performanceIssueType")
+    v = d["performanceIssueType"]
+    od["performance_issue_type"] = (
+        None if v is None else (_e_PerformanceIssueType(v) or _enum(PerformanceIssueType, v))
+    )
+    v = d.get("sourceCodeLocation")
+    if v is not None:
+        od["source_code_location"] = _s_SourceCodeLocation(v)
     return o
 
 
@@ -1450,33 +1438,24 @@ def _u_PerformanceIssueDetails(o: PerformanceIssueDetails) -> dict[str, Any]:
     return d
 
 
-_MixedContentIssueDetails_plain = {
-    "insecureURL": "insecure_url",
-    "mainResourceURL": "main_resource_url",
-}
-
-
 def _s_MixedContentIssueDetails(d: dict[str, Any]) -> MixedContentIssueDetails:
     o = _new(MixedContentIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _MixedContentIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "resourceType":
-            od["resource_type"] = None if v is None else _enum(MixedContentResourceType, v)
-        elif k == "resolutionStatus":
-            od["resolution_status"] = None if v is None else _enum(MixedContentResolutionStatus, v)
-        elif k == "request":
-            od["request"] = None if v is None else _s_AffectedRequest(v)
-        elif k == "frame":
-            od["frame"] = None if v is None else _s_AffectedFrame(v)
-    if "resolution_status" not in od:
-        raise KeyError("resolutionStatus")
-    if "insecure_url" not in od:
-        raise KeyError("insecureURL")
-    if "main_resource_url" not in od:
-        raise KeyError("mainResourceURL")
+    v = d.get("resourceType")
+    if v is not None:
+        od["resource_type"] = _e_MixedContentResourceType(v) or _enum(MixedContentResourceType, v)
+    v = d["resolutionStatus"]
+    od["resolution_status"] = (
+        None if v is None else (_e_MixedContentResolutionStatus(v) or _enum(MixedContentResolutionStatus, v))
+    )
+    od["insecure_url"] = d["insecureURL"]
+    od["main_resource_url"] = d["mainResourceURL"]
+    v = d.get("request")
+    if v is not None:
+        od["request"] = _s_AffectedRequest(v)
+    v = d.get("frame")
+    if v is not None:
+        od["frame"] = _s_AffectedFrame(v)
     return o
 
 
@@ -1498,19 +1477,16 @@ def _u_MixedContentIssueDetails(o: MixedContentIssueDetails) -> dict[str, Any]:
 def _s_BlockedByResponseIssueDetails(d: dict[str, Any]) -> BlockedByResponseIssueDetails:
     o = _new(BlockedByResponseIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "request":
-            od["request"] = None if v is None else _s_AffectedRequest(v)
-        elif k == "parentFrame":
-            od["parent_frame"] = None if v is None else _s_AffectedFrame(v)
-        elif k == "blockedFrame":
-            od["blocked_frame"] = None if v is None else _s_AffectedFrame(v)
-        elif k == "reason":
-            od["reason"] = None if v is None else _enum(BlockedByResponseReason, v)
-    if "request" not in od:
-        raise KeyError("request")
-    if "reason" not in od:
-        raise KeyError("reason")
+    v = d["request"]
+    od["request"] = None if v is None else _s_AffectedRequest(v)
+    v = d.get("parentFrame")
+    if v is not None:
+        od["parent_frame"] = _s_AffectedFrame(v)
+    v = d.get("blockedFrame")
+    if v is not None:
+        od["blocked_frame"] = _s_AffectedFrame(v)
+    v = d["reason"]
+    od["reason"] = None if v is None else (_e_BlockedByResponseReason(v) or _enum(BlockedByResponseReason, v))
     return o
 
 
@@ -1529,19 +1505,14 @@ def _u_BlockedByResponseIssueDetails(o: BlockedByResponseIssueDetails) -> dict[s
 def _s_HeavyAdIssueDetails(d: dict[str, Any]) -> HeavyAdIssueDetails:
     o = _new(HeavyAdIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "resolution":
-            od["resolution"] = None if v is None else _enum(HeavyAdResolutionStatus, v)
-        elif k == "reason":
-            od["reason"] = None if v is None else _enum(HeavyAdReason, v)
-        elif k == "frame":
-            od["frame"] = None if v is None else _s_AffectedFrame(v)
-    if "resolution" not in od:
-        raise KeyError("resolution")
-    if "reason" not in od:
-        raise KeyError("reason")
-    if "frame" not in od:
-        raise KeyError("frame")
+    v = d["resolution"]
+    od["resolution"] = (
+        None if v is None else (_e_HeavyAdResolutionStatus(v) or _enum(HeavyAdResolutionStatus, v))
+    )
+    v = d["reason"]
+    od["reason"] = None if v is None else (_e_HeavyAdReason(v) or _enum(HeavyAdReason, v))
+    v = d["frame"]
+    od["frame"] = None if v is None else _s_AffectedFrame(v)
     return o
 
 
@@ -1553,27 +1524,15 @@ def _u_HeavyAdIssueDetails(o: HeavyAdIssueDetails) -> dict[str, Any]:
     }
 
 
-_SourceCodeLocation_plain = {
-    "scriptId": "script_id",
-    "url": "url",
-    "lineNumber": "line_number",
-    "columnNumber": "column_number",
-}
-
-
 def _s_SourceCodeLocation(d: dict[str, Any]) -> SourceCodeLocation:
     o = _new(SourceCodeLocation)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SourceCodeLocation_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "url" not in od:
-        raise KeyError("url")
-    if "line_number" not in od:
-        raise KeyError("lineNumber")
-    if "column_number" not in od:
-        raise KeyError("columnNumber")
+    v = d.get("scriptId")
+    if v is not None:
+        od["script_id"] = v
+    od["url"] = d["url"]
+    od["line_number"] = d["lineNumber"]
+    od["column_number"] = d["columnNumber"]
     return o
 
 
@@ -1588,35 +1547,29 @@ def _u_SourceCodeLocation(o: SourceCodeLocation) -> dict[str, Any]:
     return d
 
 
-_ContentSecurityPolicyIssueDetails_plain = {
-    "blockedURL": "blocked_url",
-    "violatedDirective": "violated_directive",
-    "isReportOnly": "is_report_only",
-    "violatingNodeId": "violating_node_id",
-}
-
-
 def _s_ContentSecurityPolicyIssueDetails(d: dict[str, Any]) -> ContentSecurityPolicyIssueDetails:
     o = _new(ContentSecurityPolicyIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ContentSecurityPolicyIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "contentSecurityPolicyViolationType":
-            od["content_security_policy_violation_type"] = (
-                None if v is None else _enum(ContentSecurityPolicyViolationType, v)
-            )
-        elif k == "frameAncestor":
-            od["frame_ancestor"] = None if v is None else _s_AffectedFrame(v)
-        elif k == "sourceCodeLocation":
-            od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
-    if "violated_directive" not in od:
-        raise KeyError("violatedDirective")
-    if "is_report_only" not in od:
-        raise KeyError("isReportOnly")
-    if "content_security_policy_violation_type" not in od:
-        raise KeyError("contentSecurityPolicyViolationType")
+    v = d.get("blockedURL")
+    if v is not None:
+        od["blocked_url"] = v
+    od["violated_directive"] = d["violatedDirective"]
+    od["is_report_only"] = d["isReportOnly"]
+    v = d["contentSecurityPolicyViolationType"]
+    od["content_security_policy_violation_type"] = (
+        None
+        if v is None
+        else (_e_ContentSecurityPolicyViolationType(v) or _enum(ContentSecurityPolicyViolationType, v))
+    )
+    v = d.get("frameAncestor")
+    if v is not None:
+        od["frame_ancestor"] = _s_AffectedFrame(v)
+    v = d.get("sourceCodeLocation")
+    if v is not None:
+        od["source_code_location"] = _s_SourceCodeLocation(v)
+    v = d.get("violatingNodeId")
+    if v is not None:
+        od["violating_node_id"] = v
     return o
 
 
@@ -1637,28 +1590,16 @@ def _u_ContentSecurityPolicyIssueDetails(o: ContentSecurityPolicyIssueDetails) -
     return d
 
 
-_SharedArrayBufferIssueDetails_plain = {
-    "isWarning": "is_warning",
-}
-
-
 def _s_SharedArrayBufferIssueDetails(d: dict[str, Any]) -> SharedArrayBufferIssueDetails:
     o = _new(SharedArrayBufferIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SharedArrayBufferIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "sourceCodeLocation":
-            od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(SharedArrayBufferIssueType, v)
-    if "source_code_location" not in od:
-        raise KeyError("sourceCodeLocation")
-    if "is_warning" not in od:
-        raise KeyError("isWarning")
-    if "type_" not in od:
-        raise KeyError("type")
+    v = d["sourceCodeLocation"]
+    od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
+    od["is_warning"] = d["isWarning"]
+    v = d["type"]
+    od["type_"] = (
+        None if v is None else (_e_SharedArrayBufferIssueType(v) or _enum(SharedArrayBufferIssueType, v))
+    )
     return o
 
 
@@ -1670,35 +1611,26 @@ def _u_SharedArrayBufferIssueDetails(o: SharedArrayBufferIssueDetails) -> dict[s
     }
 
 
-_CorsIssueDetails_plain = {
-    "isWarning": "is_warning",
-    "initiatorOrigin": "initiator_origin",
-}
-
-
 def _s_CorsIssueDetails(d: dict[str, Any]) -> CorsIssueDetails:
     o = _new(CorsIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CorsIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "corsErrorStatus":
-            od["cors_error_status"] = None if v is None else cdp.network._s_CorsErrorStatus(v)
-        elif k == "request":
-            od["request"] = None if v is None else _s_AffectedRequest(v)
-        elif k == "location":
-            od["location"] = None if v is None else _s_SourceCodeLocation(v)
-        elif k == "resourceIPAddressSpace":
-            od["resource_ip_address_space"] = None if v is None else _enum(cdp.network.IPAddressSpace, v)
-        elif k == "clientSecurityState":
-            od["client_security_state"] = None if v is None else cdp.network._s_ClientSecurityState(v)
-    if "cors_error_status" not in od:
-        raise KeyError("corsErrorStatus")
-    if "is_warning" not in od:
-        raise KeyError("isWarning")
-    if "request" not in od:
-        raise KeyError("request")
+    v = d["corsErrorStatus"]
+    od["cors_error_status"] = None if v is None else cdp.network._s_CorsErrorStatus(v)
+    od["is_warning"] = d["isWarning"]
+    v = d["request"]
+    od["request"] = None if v is None else _s_AffectedRequest(v)
+    v = d.get("location")
+    if v is not None:
+        od["location"] = _s_SourceCodeLocation(v)
+    v = d.get("initiatorOrigin")
+    if v is not None:
+        od["initiator_origin"] = v
+    v = d.get("resourceIPAddressSpace")
+    if v is not None:
+        od["resource_ip_address_space"] = _enum(cdp.network.IPAddressSpace, v)
+    v = d.get("clientSecurityState")
+    if v is not None:
+        od["client_security_state"] = cdp.network._s_ClientSecurityState(v)
     return o
 
 
@@ -1719,32 +1651,14 @@ def _u_CorsIssueDetails(o: CorsIssueDetails) -> dict[str, Any]:
     return d
 
 
-_QuirksModeIssueDetails_plain = {
-    "isLimitedQuirksMode": "is_limited_quirks_mode",
-    "documentNodeId": "document_node_id",
-    "url": "url",
-    "frameId": "frame_id",
-    "loaderId": "loader_id",
-}
-
-
 def _s_QuirksModeIssueDetails(d: dict[str, Any]) -> QuirksModeIssueDetails:
     o = _new(QuirksModeIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _QuirksModeIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "is_limited_quirks_mode" not in od:
-        raise KeyError("isLimitedQuirksMode")
-    if "document_node_id" not in od:
-        raise KeyError("documentNodeId")
-    if "url" not in od:
-        raise KeyError("url")
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "loader_id" not in od:
-        raise KeyError("loaderId")
+    od["is_limited_quirks_mode"] = d["isLimitedQuirksMode"]
+    od["document_node_id"] = d["documentNodeId"]
+    od["url"] = d["url"]
+    od["frame_id"] = d["frameId"]
+    od["loader_id"] = d["loaderId"]
     return o
 
 
@@ -1758,22 +1672,13 @@ def _u_QuirksModeIssueDetails(o: QuirksModeIssueDetails) -> dict[str, Any]:
     }
 
 
-_NavigatorUserAgentIssueDetails_plain = {
-    "url": "url",
-}
-
-
 def _s_NavigatorUserAgentIssueDetails(d: dict[str, Any]) -> NavigatorUserAgentIssueDetails:
     o = _new(NavigatorUserAgentIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _NavigatorUserAgentIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "location":
-            od["location"] = None if v is None else _s_SourceCodeLocation(v)
-    if "url" not in od:
-        raise KeyError("url")
+    od["url"] = d["url"]
+    v = d.get("location")
+    if v is not None:
+        od["location"] = _s_SourceCodeLocation(v)
     return o
 
 
@@ -1789,15 +1694,12 @@ def _u_NavigatorUserAgentIssueDetails(o: NavigatorUserAgentIssueDetails) -> dict
 def _s_SharedDictionaryIssueDetails(d: dict[str, Any]) -> SharedDictionaryIssueDetails:
     o = _new(SharedDictionaryIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "sharedDictionaryError":
-            od["shared_dictionary_error"] = None if v is None else _enum(SharedDictionaryError, v)
-        elif k == "request":
-            od["request"] = None if v is None else _s_AffectedRequest(v)
-    if "shared_dictionary_error" not in od:
-        raise KeyError("sharedDictionaryError")
-    if "request" not in od:
-        raise KeyError("request")
+    v = d["sharedDictionaryError"]
+    od["shared_dictionary_error"] = (
+        None if v is None else (_e_SharedDictionaryError(v) or _enum(SharedDictionaryError, v))
+    )
+    v = d["request"]
+    od["request"] = None if v is None else _s_AffectedRequest(v)
     return o
 
 
@@ -1808,31 +1710,17 @@ def _u_SharedDictionaryIssueDetails(o: SharedDictionaryIssueDetails) -> dict[str
     }
 
 
-_SRIMessageSignatureIssueDetails_plain = {
-    "signatureBase": "signature_base",
-    "integrityAssertions": "integrity_assertions",
-}
-
-
 def _s_SRIMessageSignatureIssueDetails(d: dict[str, Any]) -> SRIMessageSignatureIssueDetails:
     o = _new(SRIMessageSignatureIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SRIMessageSignatureIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "error":
-            od["error"] = None if v is None else _enum(SRIMessageSignatureError, v)
-        elif k == "request":
-            od["request"] = None if v is None else _s_AffectedRequest(v)
-    if "error" not in od:
-        raise KeyError("error")
-    if "signature_base" not in od:
-        raise KeyError("signatureBase")
-    if "integrity_assertions" not in od:
-        raise KeyError("integrityAssertions")
-    if "request" not in od:
-        raise KeyError("request")
+    v = d["error"]
+    od["error"] = (
+        None if v is None else (_e_SRIMessageSignatureError(v) or _enum(SRIMessageSignatureError, v))
+    )
+    od["signature_base"] = d["signatureBase"]
+    od["integrity_assertions"] = d["integrityAssertions"]
+    v = d["request"]
+    od["request"] = None if v is None else _s_AffectedRequest(v)
     return o
 
 
@@ -1848,15 +1736,10 @@ def _u_SRIMessageSignatureIssueDetails(o: SRIMessageSignatureIssueDetails) -> di
 def _s_UnencodedDigestIssueDetails(d: dict[str, Any]) -> UnencodedDigestIssueDetails:
     o = _new(UnencodedDigestIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "error":
-            od["error"] = None if v is None else _enum(UnencodedDigestError, v)
-        elif k == "request":
-            od["request"] = None if v is None else _s_AffectedRequest(v)
-    if "error" not in od:
-        raise KeyError("error")
-    if "request" not in od:
-        raise KeyError("request")
+    v = d["error"]
+    od["error"] = None if v is None else (_e_UnencodedDigestError(v) or _enum(UnencodedDigestError, v))
+    v = d["request"]
+    od["request"] = None if v is None else _s_AffectedRequest(v)
     return o
 
 
@@ -1870,15 +1753,12 @@ def _u_UnencodedDigestIssueDetails(o: UnencodedDigestIssueDetails) -> dict[str, 
 def _s_ConnectionAllowlistIssueDetails(d: dict[str, Any]) -> ConnectionAllowlistIssueDetails:
     o = _new(ConnectionAllowlistIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "error":
-            od["error"] = None if v is None else _enum(ConnectionAllowlistError, v)
-        elif k == "request":
-            od["request"] = None if v is None else _s_AffectedRequest(v)
-    if "error" not in od:
-        raise KeyError("error")
-    if "request" not in od:
-        raise KeyError("request")
+    v = d["error"]
+    od["error"] = (
+        None if v is None else (_e_ConnectionAllowlistError(v) or _enum(ConnectionAllowlistError, v))
+    )
+    v = d["request"]
+    od["request"] = None if v is None else _s_AffectedRequest(v)
     return o
 
 
@@ -1889,26 +1769,23 @@ def _u_ConnectionAllowlistIssueDetails(o: ConnectionAllowlistIssueDetails) -> di
     }
 
 
-_GenericIssueDetails_plain = {
-    "frameId": "frame_id",
-    "violatingNodeId": "violating_node_id",
-    "violatingNodeAttribute": "violating_node_attribute",
-}
-
-
 def _s_GenericIssueDetails(d: dict[str, Any]) -> GenericIssueDetails:
     o = _new(GenericIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GenericIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "errorType":
-            od["error_type"] = None if v is None else _enum(GenericIssueErrorType, v)
-        elif k == "request":
-            od["request"] = None if v is None else _s_AffectedRequest(v)
-    if "error_type" not in od:
-        raise KeyError("errorType")
+    v = d["errorType"]
+    od["error_type"] = None if v is None else (_e_GenericIssueErrorType(v) or _enum(GenericIssueErrorType, v))
+    v = d.get("frameId")
+    if v is not None:
+        od["frame_id"] = v
+    v = d.get("violatingNodeId")
+    if v is not None:
+        od["violating_node_id"] = v
+    v = d.get("violatingNodeAttribute")
+    if v is not None:
+        od["violating_node_attribute"] = v
+    v = d.get("request")
+    if v is not None:
+        od["request"] = _s_AffectedRequest(v)
     return o
 
 
@@ -1927,26 +1804,15 @@ def _u_GenericIssueDetails(o: GenericIssueDetails) -> dict[str, Any]:
     return d
 
 
-_DeprecationIssueDetails_plain = {
-    "type": "type_",
-}
-
-
 def _s_DeprecationIssueDetails(d: dict[str, Any]) -> DeprecationIssueDetails:
     o = _new(DeprecationIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DeprecationIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "affectedFrame":
-            od["affected_frame"] = None if v is None else _s_AffectedFrame(v)
-        elif k == "sourceCodeLocation":
-            od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
-    if "source_code_location" not in od:
-        raise KeyError("sourceCodeLocation")
-    if "type_" not in od:
-        raise KeyError("type")
+    v = d.get("affectedFrame")
+    if v is not None:
+        od["affected_frame"] = _s_AffectedFrame(v)
+    v = d["sourceCodeLocation"]
+    od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
+    od["type_"] = d["type"]
     return o
 
 
@@ -1960,20 +1826,10 @@ def _u_DeprecationIssueDetails(o: DeprecationIssueDetails) -> dict[str, Any]:
     return d
 
 
-_BounceTrackingIssueDetails_plain = {
-    "trackingSites": "tracking_sites",
-}
-
-
 def _s_BounceTrackingIssueDetails(d: dict[str, Any]) -> BounceTrackingIssueDetails:
     o = _new(BounceTrackingIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _BounceTrackingIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "tracking_sites" not in od:
-        raise KeyError("trackingSites")
+    od["tracking_sites"] = d["trackingSites"]
     return o
 
 
@@ -1983,30 +1839,14 @@ def _u_BounceTrackingIssueDetails(o: BounceTrackingIssueDetails) -> dict[str, An
     }
 
 
-_CookieDeprecationMetadataIssueDetails_plain = {
-    "allowedSites": "allowed_sites",
-    "optOutPercentage": "opt_out_percentage",
-    "isOptOutTopLevel": "is_opt_out_top_level",
-}
-
-
 def _s_CookieDeprecationMetadataIssueDetails(d: dict[str, Any]) -> CookieDeprecationMetadataIssueDetails:
     o = _new(CookieDeprecationMetadataIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CookieDeprecationMetadataIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "operation":
-            od["operation"] = None if v is None else _enum(CookieOperation, v)
-    if "allowed_sites" not in od:
-        raise KeyError("allowedSites")
-    if "opt_out_percentage" not in od:
-        raise KeyError("optOutPercentage")
-    if "is_opt_out_top_level" not in od:
-        raise KeyError("isOptOutTopLevel")
-    if "operation" not in od:
-        raise KeyError("operation")
+    od["allowed_sites"] = d["allowedSites"]
+    od["opt_out_percentage"] = d["optOutPercentage"]
+    od["is_opt_out_top_level"] = d["isOptOutTopLevel"]
+    v = d["operation"]
+    od["operation"] = None if v is None else (_e_CookieOperation(v) or _enum(CookieOperation, v))
     return o
 
 
@@ -2022,13 +1862,12 @@ def _u_CookieDeprecationMetadataIssueDetails(o: CookieDeprecationMetadataIssueDe
 def _s_FederatedAuthRequestIssueDetails(d: dict[str, Any]) -> FederatedAuthRequestIssueDetails:
     o = _new(FederatedAuthRequestIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "federatedAuthRequestIssueReason":
-            od["federated_auth_request_issue_reason"] = (
-                None if v is None else _enum(FederatedAuthRequestIssueReason, v)
-            )
-    if "federated_auth_request_issue_reason" not in od:
-        raise KeyError("federatedAuthRequestIssueReason")
+    v = d["federatedAuthRequestIssueReason"]
+    od["federated_auth_request_issue_reason"] = (
+        None
+        if v is None
+        else (_e_FederatedAuthRequestIssueReason(v) or _enum(FederatedAuthRequestIssueReason, v))
+    )
     return o
 
 
@@ -2043,13 +1882,14 @@ def _s_FederatedAuthUserInfoRequestIssueDetails(
 ) -> FederatedAuthUserInfoRequestIssueDetails:
     o = _new(FederatedAuthUserInfoRequestIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "federatedAuthUserInfoRequestIssueReason":
-            od["federated_auth_user_info_request_issue_reason"] = (
-                None if v is None else _enum(FederatedAuthUserInfoRequestIssueReason, v)
-            )
-    if "federated_auth_user_info_request_issue_reason" not in od:
-        raise KeyError("federatedAuthUserInfoRequestIssueReason")
+    v = d["federatedAuthUserInfoRequestIssueReason"]
+    od["federated_auth_user_info_request_issue_reason"] = (
+        None
+        if v is None
+        else (
+            _e_FederatedAuthUserInfoRequestIssueReason(v) or _enum(FederatedAuthUserInfoRequestIssueReason, v)
+        )
+    )
     return o
 
 
@@ -2064,13 +1904,12 @@ def _u_FederatedAuthUserInfoRequestIssueDetails(
 def _s_EmailVerificationRequestIssueDetails(d: dict[str, Any]) -> EmailVerificationRequestIssueDetails:
     o = _new(EmailVerificationRequestIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "emailVerificationRequestIssueReason":
-            od["email_verification_request_issue_reason"] = (
-                None if v is None else _enum(EmailVerificationRequestIssueReason, v)
-            )
-    if "email_verification_request_issue_reason" not in od:
-        raise KeyError("emailVerificationRequestIssueReason")
+    v = d["emailVerificationRequestIssueReason"]
+    od["email_verification_request_issue_reason"] = (
+        None
+        if v is None
+        else (_e_EmailVerificationRequestIssueReason(v) or _enum(EmailVerificationRequestIssueReason, v))
+    )
     return o
 
 
@@ -2083,15 +1922,12 @@ def _u_EmailVerificationRequestIssueDetails(o: EmailVerificationRequestIssueDeta
 def _s_ClientHintIssueDetails(d: dict[str, Any]) -> ClientHintIssueDetails:
     o = _new(ClientHintIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "sourceCodeLocation":
-            od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
-        elif k == "clientHintIssueReason":
-            od["client_hint_issue_reason"] = None if v is None else _enum(ClientHintIssueReason, v)
-    if "source_code_location" not in od:
-        raise KeyError("sourceCodeLocation")
-    if "client_hint_issue_reason" not in od:
-        raise KeyError("clientHintIssueReason")
+    v = d["sourceCodeLocation"]
+    od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
+    v = d["clientHintIssueReason"]
+    od["client_hint_issue_reason"] = (
+        None if v is None else (_e_ClientHintIssueReason(v) or _enum(ClientHintIssueReason, v))
+    )
     return o
 
 
@@ -2102,24 +1938,14 @@ def _u_ClientHintIssueDetails(o: ClientHintIssueDetails) -> dict[str, Any]:
     }
 
 
-_FailedRequestInfo_plain = {
-    "url": "url",
-    "failureMessage": "failure_message",
-    "requestId": "request_id",
-}
-
-
 def _s_FailedRequestInfo(d: dict[str, Any]) -> FailedRequestInfo:
     o = _new(FailedRequestInfo)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FailedRequestInfo_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "url" not in od:
-        raise KeyError("url")
-    if "failure_message" not in od:
-        raise KeyError("failureMessage")
+    od["url"] = d["url"]
+    od["failure_message"] = d["failureMessage"]
+    v = d.get("requestId")
+    if v is not None:
+        od["request_id"] = v
     return o
 
 
@@ -2133,24 +1959,14 @@ def _u_FailedRequestInfo(o: FailedRequestInfo) -> dict[str, Any]:
     return d
 
 
-_PartitioningBlobURLIssueDetails_plain = {
-    "url": "url",
-}
-
-
 def _s_PartitioningBlobURLIssueDetails(d: dict[str, Any]) -> PartitioningBlobURLIssueDetails:
     o = _new(PartitioningBlobURLIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PartitioningBlobURLIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "partitioningBlobURLInfo":
-            od["partitioning_blob_url_info"] = None if v is None else _enum(PartitioningBlobURLInfo, v)
-    if "url" not in od:
-        raise KeyError("url")
-    if "partitioning_blob_url_info" not in od:
-        raise KeyError("partitioningBlobURLInfo")
+    od["url"] = d["url"]
+    v = d["partitioningBlobURLInfo"]
+    od["partitioning_blob_url_info"] = (
+        None if v is None else (_e_PartitioningBlobURLInfo(v) or _enum(PartitioningBlobURLInfo, v))
+    )
     return o
 
 
@@ -2161,29 +1977,17 @@ def _u_PartitioningBlobURLIssueDetails(o: PartitioningBlobURLIssueDetails) -> di
     }
 
 
-_ElementAccessibilityIssueDetails_plain = {
-    "nodeId": "node_id",
-    "hasDisallowedAttributes": "has_disallowed_attributes",
-}
-
-
 def _s_ElementAccessibilityIssueDetails(d: dict[str, Any]) -> ElementAccessibilityIssueDetails:
     o = _new(ElementAccessibilityIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ElementAccessibilityIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "elementAccessibilityIssueReason":
-            od["element_accessibility_issue_reason"] = (
-                None if v is None else _enum(ElementAccessibilityIssueReason, v)
-            )
-    if "node_id" not in od:
-        raise KeyError("nodeId")
-    if "element_accessibility_issue_reason" not in od:
-        raise KeyError("elementAccessibilityIssueReason")
-    if "has_disallowed_attributes" not in od:
-        raise KeyError("hasDisallowedAttributes")
+    od["node_id"] = d["nodeId"]
+    v = d["elementAccessibilityIssueReason"]
+    od["element_accessibility_issue_reason"] = (
+        None
+        if v is None
+        else (_e_ElementAccessibilityIssueReason(v) or _enum(ElementAccessibilityIssueReason, v))
+    )
+    od["has_disallowed_attributes"] = d["hasDisallowedAttributes"]
     return o
 
 
@@ -2198,19 +2002,15 @@ def _u_ElementAccessibilityIssueDetails(o: ElementAccessibilityIssueDetails) -> 
 def _s_StylesheetLoadingIssueDetails(d: dict[str, Any]) -> StylesheetLoadingIssueDetails:
     o = _new(StylesheetLoadingIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "sourceCodeLocation":
-            od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
-        elif k == "styleSheetLoadingIssueReason":
-            od["style_sheet_loading_issue_reason"] = (
-                None if v is None else _enum(StyleSheetLoadingIssueReason, v)
-            )
-        elif k == "failedRequestInfo":
-            od["failed_request_info"] = None if v is None else _s_FailedRequestInfo(v)
-    if "source_code_location" not in od:
-        raise KeyError("sourceCodeLocation")
-    if "style_sheet_loading_issue_reason" not in od:
-        raise KeyError("styleSheetLoadingIssueReason")
+    v = d["sourceCodeLocation"]
+    od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
+    v = d["styleSheetLoadingIssueReason"]
+    od["style_sheet_loading_issue_reason"] = (
+        None if v is None else (_e_StyleSheetLoadingIssueReason(v) or _enum(StyleSheetLoadingIssueReason, v))
+    )
+    v = d.get("failedRequestInfo")
+    if v is not None:
+        od["failed_request_info"] = _s_FailedRequestInfo(v)
     return o
 
 
@@ -2224,26 +2024,18 @@ def _u_StylesheetLoadingIssueDetails(o: StylesheetLoadingIssueDetails) -> dict[s
     return d
 
 
-_PropertyRuleIssueDetails_plain = {
-    "propertyValue": "property_value",
-}
-
-
 def _s_PropertyRuleIssueDetails(d: dict[str, Any]) -> PropertyRuleIssueDetails:
     o = _new(PropertyRuleIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PropertyRuleIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "sourceCodeLocation":
-            od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
-        elif k == "propertyRuleIssueReason":
-            od["property_rule_issue_reason"] = None if v is None else _enum(PropertyRuleIssueReason, v)
-    if "source_code_location" not in od:
-        raise KeyError("sourceCodeLocation")
-    if "property_rule_issue_reason" not in od:
-        raise KeyError("propertyRuleIssueReason")
+    v = d["sourceCodeLocation"]
+    od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
+    v = d["propertyRuleIssueReason"]
+    od["property_rule_issue_reason"] = (
+        None if v is None else (_e_PropertyRuleIssueReason(v) or _enum(PropertyRuleIssueReason, v))
+    )
+    v = d.get("propertyValue")
+    if v is not None:
+        od["property_value"] = v
     return o
 
 
@@ -2260,15 +2052,18 @@ def _u_PropertyRuleIssueDetails(o: PropertyRuleIssueDetails) -> dict[str, Any]:
 def _s_UserReidentificationIssueDetails(d: dict[str, Any]) -> UserReidentificationIssueDetails:
     o = _new(UserReidentificationIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "type":
-            od["type_"] = None if v is None else _enum(UserReidentificationIssueType, v)
-        elif k == "request":
-            od["request"] = None if v is None else _s_AffectedRequest(v)
-        elif k == "sourceCodeLocation":
-            od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
-    if "type_" not in od:
-        raise KeyError("type")
+    v = d["type"]
+    od["type_"] = (
+        None
+        if v is None
+        else (_e_UserReidentificationIssueType(v) or _enum(UserReidentificationIssueType, v))
+    )
+    v = d.get("request")
+    if v is not None:
+        od["request"] = _s_AffectedRequest(v)
+    v = d.get("sourceCodeLocation")
+    if v is not None:
+        od["source_code_location"] = _s_SourceCodeLocation(v)
     return o
 
 
@@ -2283,28 +2078,34 @@ def _u_UserReidentificationIssueDetails(o: UserReidentificationIssueDetails) -> 
     return d
 
 
-_PermissionElementIssueDetails_plain = {
-    "type": "type_",
-    "nodeId": "node_id",
-    "isWarning": "is_warning",
-    "permissionName": "permission_name",
-    "occluderNodeInfo": "occluder_node_info",
-    "occluderParentNodeInfo": "occluder_parent_node_info",
-    "disableReason": "disable_reason",
-}
-
-
 def _s_PermissionElementIssueDetails(d: dict[str, Any]) -> PermissionElementIssueDetails:
     o = _new(PermissionElementIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PermissionElementIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "issueType":
-            od["issue_type"] = None if v is None else _enum(PermissionElementIssueType, v)
-    if "issue_type" not in od:
-        raise KeyError("issueType")
+    v = d["issueType"]
+    od["issue_type"] = (
+        None if v is None else (_e_PermissionElementIssueType(v) or _enum(PermissionElementIssueType, v))
+    )
+    v = d.get("type")
+    if v is not None:
+        od["type_"] = v
+    v = d.get("nodeId")
+    if v is not None:
+        od["node_id"] = v
+    v = d.get("isWarning")
+    if v is not None:
+        od["is_warning"] = v
+    v = d.get("permissionName")
+    if v is not None:
+        od["permission_name"] = v
+    v = d.get("occluderNodeInfo")
+    if v is not None:
+        od["occluder_node_info"] = v
+    v = d.get("occluderParentNodeInfo")
+    if v is not None:
+        od["occluder_parent_node_info"] = v
+    v = d.get("disableReason")
+    if v is not None:
+        od["disable_reason"] = v
     return o
 
 
@@ -2329,22 +2130,14 @@ def _u_PermissionElementIssueDetails(o: PermissionElementIssueDetails) -> dict[s
     return d
 
 
-_WebInstallIssueDetails_plain = {
-    "manifestUrl": "manifest_url",
-}
-
-
 def _s_WebInstallIssueDetails(d: dict[str, Any]) -> WebInstallIssueDetails:
     o = _new(WebInstallIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _WebInstallIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "reason":
-            od["reason"] = None if v is None else _enum(WebInstallIssueReason, v)
-    if "reason" not in od:
-        raise KeyError("reason")
+    v = d.get("manifestUrl")
+    if v is not None:
+        od["manifest_url"] = v
+    v = d["reason"]
+    od["reason"] = None if v is None else (_e_WebInstallIssueReason(v) or _enum(WebInstallIssueReason, v))
     return o
 
 
@@ -2357,28 +2150,17 @@ def _u_WebInstallIssueDetails(o: WebInstallIssueDetails) -> dict[str, Any]:
     return d
 
 
-_SelectivePermissionsInterventionIssueDetails_plain = {
-    "apiName": "api_name",
-}
-
-
 def _s_SelectivePermissionsInterventionIssueDetails(
     d: dict[str, Any],
 ) -> SelectivePermissionsInterventionIssueDetails:
     o = _new(SelectivePermissionsInterventionIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SelectivePermissionsInterventionIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "adAncestry":
-            od["ad_ancestry"] = None if v is None else cdp.network._s_AdAncestry(v)
-        elif k == "stackTrace":
-            od["stack_trace"] = None if v is None else cdp.runtime._s_StackTrace(v)
-    if "api_name" not in od:
-        raise KeyError("apiName")
-    if "ad_ancestry" not in od:
-        raise KeyError("adAncestry")
+    od["api_name"] = d["apiName"]
+    v = d["adAncestry"]
+    od["ad_ancestry"] = None if v is None else cdp.network._s_AdAncestry(v)
+    v = d.get("stackTrace")
+    if v is not None:
+        od["stack_trace"] = cdp.runtime._s_StackTrace(v)
     return o
 
 
@@ -2394,26 +2176,12 @@ def _u_SelectivePermissionsInterventionIssueDetails(
     return d
 
 
-_LazyLoadImageIssueDetails_plain = {
-    "nodeId": "node_id",
-    "url": "url",
-    "frameId": "frame_id",
-}
-
-
 def _s_LazyLoadImageIssueDetails(d: dict[str, Any]) -> LazyLoadImageIssueDetails:
     o = _new(LazyLoadImageIssueDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LazyLoadImageIssueDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_id" not in od:
-        raise KeyError("nodeId")
-    if "url" not in od:
-        raise KeyError("url")
-    if "frame_id" not in od:
-        raise KeyError("frameId")
+    od["node_id"] = d["nodeId"]
+    od["url"] = d["url"]
+    od["frame_id"] = d["frameId"]
     return o
 
 
@@ -2625,26 +2393,16 @@ def _u_InspectorIssueDetails(o: InspectorIssueDetails) -> dict[str, Any]:
     return d
 
 
-_InspectorIssue_plain = {
-    "issueId": "issue_id",
-}
-
-
 def _s_InspectorIssue(d: dict[str, Any]) -> InspectorIssue:
     o = _new(InspectorIssue)
     od = o.__dict__
-    for k, v in d.items():
-        n = _InspectorIssue_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "code":
-            od["code"] = None if v is None else _enum(InspectorIssueCode, v)
-        elif k == "details":
-            od["details"] = None if v is None else _s_InspectorIssueDetails(v)
-    if "code" not in od:
-        raise KeyError("code")
-    if "details" not in od:
-        raise KeyError("details")
+    v = d["code"]
+    od["code"] = None if v is None else (_e_InspectorIssueCode(v) or _enum(InspectorIssueCode, v))
+    v = d["details"]
+    od["details"] = None if v is None else _s_InspectorIssueDetails(v)
+    v = d.get("issueId")
+    if v is not None:
+        od["issue_id"] = v
     return o
 
 
@@ -2658,25 +2416,14 @@ def _u_InspectorIssue(o: InspectorIssue) -> dict[str, Any]:
     return d
 
 
-_GetEncodedResponseResult_plain = {
-    "originalSize": "original_size",
-    "encodedSize": "encoded_size",
-}
-
-
 def _s_GetEncodedResponseResult(d: dict[str, Any]) -> GetEncodedResponseResult:
     o = _new(GetEncodedResponseResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetEncodedResponseResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "body":
-            od["body"] = None if v is None else _b64d(v)
-    if "original_size" not in od:
-        raise KeyError("originalSize")
-    if "encoded_size" not in od:
-        raise KeyError("encodedSize")
+    v = d.get("body")
+    if v is not None:
+        od["body"] = _b64d(v)
+    od["original_size"] = d["originalSize"]
+    od["encoded_size"] = d["encodedSize"]
     return o
 
 
@@ -2727,11 +2474,8 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
 def _s_CheckFormsIssuesResult(d: dict[str, Any]) -> CheckFormsIssuesResult:
     o = _new(CheckFormsIssuesResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "formIssues":
-            od["form_issues"] = None if v is None else [_s_GenericIssueDetails(x0) for x0 in v]
-    if "form_issues" not in od:
-        raise KeyError("formIssues")
+    v = d["formIssues"]
+    od["form_issues"] = None if v is None else [_s_GenericIssueDetails(x0) for x0 in v]
     return o
 
 
@@ -2748,11 +2492,8 @@ def _c_check_forms_issues(d: dict[str, Any]) -> Command[CheckFormsIssuesResult]:
 def _s_IssueAdded(d: dict[str, Any]) -> IssueAdded:
     o = _new(IssueAdded)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "issue":
-            od["issue"] = None if v is None else _s_InspectorIssue(v)
-    if "issue" not in od:
-        raise KeyError("issue")
+    v = d["issue"]
+    od["issue"] = None if v is None else _s_InspectorIssue(v)
     return o
 
 

@@ -198,34 +198,17 @@ class AddressFormFilled:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_CreditCard_plain = {
-    "number": "number",
-    "name": "name",
-    "expiryMonth": "expiry_month",
-    "expiryYear": "expiry_year",
-    "cvc": "cvc",
-}
+_e_FillingStrategy = FillingStrategy._value2member_map_.get
 
 
 def _s_CreditCard(d: dict[str, Any]) -> CreditCard:
     o = _new(CreditCard)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CreditCard_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "number" not in od:
-        raise KeyError("number")
-    if "name" not in od:
-        raise KeyError("name")
-    if "expiry_month" not in od:
-        raise KeyError("expiryMonth")
-    if "expiry_year" not in od:
-        raise KeyError("expiryYear")
-    if "cvc" not in od:
-        raise KeyError("cvc")
+    od["number"] = d["number"]
+    od["name"] = d["name"]
+    od["expiry_month"] = d["expiryMonth"]
+    od["expiry_year"] = d["expiryYear"]
+    od["cvc"] = d["cvc"]
     return o
 
 
@@ -239,23 +222,11 @@ def _u_CreditCard(o: CreditCard) -> dict[str, Any]:
     }
 
 
-_AddressField_plain = {
-    "name": "name",
-    "value": "value",
-}
-
-
 def _s_AddressField(d: dict[str, Any]) -> AddressField:
     o = _new(AddressField)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AddressField_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "value" not in od:
-        raise KeyError("value")
+    od["name"] = d["name"]
+    od["value"] = d["value"]
     return o
 
 
@@ -269,11 +240,8 @@ def _u_AddressField(o: AddressField) -> dict[str, Any]:
 def _s_AddressFields(d: dict[str, Any]) -> AddressFields:
     o = _new(AddressFields)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "fields":
-            od["fields"] = None if v is None else [_s_AddressField(x0) for x0 in v]
-    if "fields" not in od:
-        raise KeyError("fields")
+    v = d["fields"]
+    od["fields"] = None if v is None else [_s_AddressField(x0) for x0 in v]
     return o
 
 
@@ -286,11 +254,8 @@ def _u_AddressFields(o: AddressFields) -> dict[str, Any]:
 def _s_Address(d: dict[str, Any]) -> Address:
     o = _new(Address)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "fields":
-            od["fields"] = None if v is None else [_s_AddressField(x0) for x0 in v]
-    if "fields" not in od:
-        raise KeyError("fields")
+    v = d["fields"]
+    od["fields"] = None if v is None else [_s_AddressField(x0) for x0 in v]
     return o
 
 
@@ -303,11 +268,8 @@ def _u_Address(o: Address) -> dict[str, Any]:
 def _s_AddressUI(d: dict[str, Any]) -> AddressUI:
     o = _new(AddressUI)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "addressFields":
-            od["address_fields"] = None if v is None else [_s_AddressFields(x0) for x0 in v]
-    if "address_fields" not in od:
-        raise KeyError("addressFields")
+    v = d["addressFields"]
+    od["address_fields"] = None if v is None else [_s_AddressFields(x0) for x0 in v]
     return o
 
 
@@ -317,42 +279,18 @@ def _u_AddressUI(o: AddressUI) -> dict[str, Any]:
     }
 
 
-_FilledField_plain = {
-    "htmlType": "html_type",
-    "id": "id_",
-    "name": "name",
-    "value": "value",
-    "autofillType": "autofill_type",
-    "frameId": "frame_id",
-    "fieldId": "field_id",
-}
-
-
 def _s_FilledField(d: dict[str, Any]) -> FilledField:
     o = _new(FilledField)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FilledField_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "fillingStrategy":
-            od["filling_strategy"] = None if v is None else _enum(FillingStrategy, v)
-    if "html_type" not in od:
-        raise KeyError("htmlType")
-    if "id_" not in od:
-        raise KeyError("id")
-    if "name" not in od:
-        raise KeyError("name")
-    if "value" not in od:
-        raise KeyError("value")
-    if "autofill_type" not in od:
-        raise KeyError("autofillType")
-    if "filling_strategy" not in od:
-        raise KeyError("fillingStrategy")
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "field_id" not in od:
-        raise KeyError("fieldId")
+    od["html_type"] = d["htmlType"]
+    od["id_"] = d["id"]
+    od["name"] = d["name"]
+    od["value"] = d["value"]
+    od["autofill_type"] = d["autofillType"]
+    v = d["fillingStrategy"]
+    od["filling_strategy"] = None if v is None else (_e_FillingStrategy(v) or _enum(FillingStrategy, v))
+    od["frame_id"] = d["frameId"]
+    od["field_id"] = d["fieldId"]
     return o
 
 
@@ -421,15 +359,10 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
 def _s_AddressFormFilled(d: dict[str, Any]) -> AddressFormFilled:
     o = _new(AddressFormFilled)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "filledFields":
-            od["filled_fields"] = None if v is None else [_s_FilledField(x0) for x0 in v]
-        elif k == "addressUi":
-            od["address_ui"] = None if v is None else _s_AddressUI(v)
-    if "filled_fields" not in od:
-        raise KeyError("filledFields")
-    if "address_ui" not in od:
-        raise KeyError("addressUi")
+    v = d["filledFields"]
+    od["filled_fields"] = None if v is None else [_s_FilledField(x0) for x0 in v]
+    v = d["addressUi"]
+    od["address_ui"] = None if v is None else _s_AddressUI(v)
     return o
 
 

@@ -147,25 +147,14 @@ class BackgroundServiceEventReceived:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_EventMetadata_plain = {
-    "key": "key",
-    "value": "value",
-}
+_e_ServiceName = ServiceName._value2member_map_.get
 
 
 def _s_EventMetadata(d: dict[str, Any]) -> EventMetadata:
     o = _new(EventMetadata)
     od = o.__dict__
-    for k, v in d.items():
-        n = _EventMetadata_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "key" not in od:
-        raise KeyError("key")
-    if "value" not in od:
-        raise KeyError("value")
+    od["key"] = d["key"]
+    od["value"] = d["value"]
     return o
 
 
@@ -176,43 +165,19 @@ def _u_EventMetadata(o: EventMetadata) -> dict[str, Any]:
     }
 
 
-_BackgroundServiceEvent_plain = {
-    "timestamp": "timestamp",
-    "origin": "origin",
-    "serviceWorkerRegistrationId": "service_worker_registration_id",
-    "eventName": "event_name",
-    "instanceId": "instance_id",
-    "storageKey": "storage_key",
-}
-
-
 def _s_BackgroundServiceEvent(d: dict[str, Any]) -> BackgroundServiceEvent:
     o = _new(BackgroundServiceEvent)
     od = o.__dict__
-    for k, v in d.items():
-        n = _BackgroundServiceEvent_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "service":
-            od["service"] = None if v is None else _enum(ServiceName, v)
-        elif k == "eventMetadata":
-            od["event_metadata"] = None if v is None else [_s_EventMetadata(x0) for x0 in v]
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "service_worker_registration_id" not in od:
-        raise KeyError("serviceWorkerRegistrationId")
-    if "service" not in od:
-        raise KeyError("service")
-    if "event_name" not in od:
-        raise KeyError("eventName")
-    if "instance_id" not in od:
-        raise KeyError("instanceId")
-    if "event_metadata" not in od:
-        raise KeyError("eventMetadata")
-    if "storage_key" not in od:
-        raise KeyError("storageKey")
+    od["timestamp"] = d["timestamp"]
+    od["origin"] = d["origin"]
+    od["service_worker_registration_id"] = d["serviceWorkerRegistrationId"]
+    v = d["service"]
+    od["service"] = None if v is None else (_e_ServiceName(v) or _enum(ServiceName, v))
+    od["event_name"] = d["eventName"]
+    od["instance_id"] = d["instanceId"]
+    v = d["eventMetadata"]
+    od["event_metadata"] = None if v is None else [_s_EventMetadata(x0) for x0 in v]
+    od["storage_key"] = d["storageKey"]
     return o
 
 
@@ -239,7 +204,7 @@ def _p_start_observing(
 
 def _c_start_observing(d: dict[str, Any]) -> Command[None]:
     return start_observing(
-        service=_enum(ServiceName, d["service"]),
+        service=(_e_ServiceName(d["service"]) or _enum(ServiceName, d["service"])),
     )
 
 
@@ -253,7 +218,7 @@ def _p_stop_observing(
 
 def _c_stop_observing(d: dict[str, Any]) -> Command[None]:
     return stop_observing(
-        service=_enum(ServiceName, d["service"]),
+        service=(_e_ServiceName(d["service"]) or _enum(ServiceName, d["service"])),
     )
 
 
@@ -270,7 +235,7 @@ def _p_set_recording(
 def _c_set_recording(d: dict[str, Any]) -> Command[None]:
     return set_recording(
         should_record=d["shouldRecord"],
-        service=_enum(ServiceName, d["service"]),
+        service=(_e_ServiceName(d["service"]) or _enum(ServiceName, d["service"])),
     )
 
 
@@ -284,28 +249,16 @@ def _p_clear_events(
 
 def _c_clear_events(d: dict[str, Any]) -> Command[None]:
     return clear_events(
-        service=_enum(ServiceName, d["service"]),
+        service=(_e_ServiceName(d["service"]) or _enum(ServiceName, d["service"])),
     )
-
-
-_RecordingStateChanged_plain = {
-    "isRecording": "is_recording",
-}
 
 
 def _s_RecordingStateChanged(d: dict[str, Any]) -> RecordingStateChanged:
     o = _new(RecordingStateChanged)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RecordingStateChanged_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "service":
-            od["service"] = None if v is None else _enum(ServiceName, v)
-    if "is_recording" not in od:
-        raise KeyError("isRecording")
-    if "service" not in od:
-        raise KeyError("service")
+    od["is_recording"] = d["isRecording"]
+    v = d["service"]
+    od["service"] = None if v is None else (_e_ServiceName(v) or _enum(ServiceName, v))
     return o
 
 
@@ -319,11 +272,8 @@ def _u_RecordingStateChanged(o: RecordingStateChanged) -> dict[str, Any]:
 def _s_BackgroundServiceEventReceived(d: dict[str, Any]) -> BackgroundServiceEventReceived:
     o = _new(BackgroundServiceEventReceived)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "backgroundServiceEvent":
-            od["background_service_event"] = None if v is None else _s_BackgroundServiceEvent(v)
-    if "background_service_event" not in od:
-        raise KeyError("backgroundServiceEvent")
+    v = d["backgroundServiceEvent"]
+    od["background_service_event"] = None if v is None else _s_BackgroundServiceEvent(v)
     return o
 
 

@@ -469,26 +469,19 @@ class DescriptorOperationReceived:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_ManufacturerData_plain = {
-    "key": "key",
-}
+_e_CentralState = CentralState._value2member_map_.get
+_e_GATTOperationType = GATTOperationType._value2member_map_.get
+_e_CharacteristicWriteType = CharacteristicWriteType._value2member_map_.get
+_e_CharacteristicOperationType = CharacteristicOperationType._value2member_map_.get
+_e_DescriptorOperationType = DescriptorOperationType._value2member_map_.get
 
 
 def _s_ManufacturerData(d: dict[str, Any]) -> ManufacturerData:
     o = _new(ManufacturerData)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ManufacturerData_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "data":
-            od["data"] = None if v is None else _b64d(v)
-    if "key" not in od:
-        raise KeyError("key")
-    if "data" not in od:
-        raise KeyError("data")
+    od["key"] = d["key"]
+    v = d["data"]
+    od["data"] = None if v is None else _b64d(v)
     return o
 
 
@@ -499,23 +492,24 @@ def _u_ManufacturerData(o: ManufacturerData) -> dict[str, Any]:
     }
 
 
-_ScanRecord_plain = {
-    "name": "name",
-    "uuids": "uuids",
-    "appearance": "appearance",
-    "txPower": "tx_power",
-}
-
-
 def _s_ScanRecord(d: dict[str, Any]) -> ScanRecord:
     o = _new(ScanRecord)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ScanRecord_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "manufacturerData":
-            od["manufacturer_data"] = None if v is None else [_s_ManufacturerData(x0) for x0 in v]
+    v = d.get("name")
+    if v is not None:
+        od["name"] = v
+    v = d.get("uuids")
+    if v is not None:
+        od["uuids"] = v
+    v = d.get("appearance")
+    if v is not None:
+        od["appearance"] = v
+    v = d.get("txPower")
+    if v is not None:
+        od["tx_power"] = v
+    v = d.get("manufacturerData")
+    if v is not None:
+        od["manufacturer_data"] = [_s_ManufacturerData(x0) for x0 in v]
     return o
 
 
@@ -534,27 +528,13 @@ def _u_ScanRecord(o: ScanRecord) -> dict[str, Any]:
     return d
 
 
-_ScanEntry_plain = {
-    "deviceAddress": "device_address",
-    "rssi": "rssi",
-}
-
-
 def _s_ScanEntry(d: dict[str, Any]) -> ScanEntry:
     o = _new(ScanEntry)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ScanEntry_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "scanRecord":
-            od["scan_record"] = None if v is None else _s_ScanRecord(v)
-    if "device_address" not in od:
-        raise KeyError("deviceAddress")
-    if "rssi" not in od:
-        raise KeyError("rssi")
-    if "scan_record" not in od:
-        raise KeyError("scanRecord")
+    od["device_address"] = d["deviceAddress"]
+    od["rssi"] = d["rssi"]
+    v = d["scanRecord"]
+    od["scan_record"] = None if v is None else _s_ScanRecord(v)
     return o
 
 
@@ -566,25 +546,33 @@ def _u_ScanEntry(o: ScanEntry) -> dict[str, Any]:
     }
 
 
-_CharacteristicProperties_plain = {
-    "broadcast": "broadcast",
-    "read": "read",
-    "writeWithoutResponse": "write_without_response",
-    "write": "write",
-    "notify": "notify",
-    "indicate": "indicate",
-    "authenticatedSignedWrites": "authenticated_signed_writes",
-    "extendedProperties": "extended_properties",
-}
-
-
 def _s_CharacteristicProperties(d: dict[str, Any]) -> CharacteristicProperties:
     o = _new(CharacteristicProperties)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CharacteristicProperties_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("broadcast")
+    if v is not None:
+        od["broadcast"] = v
+    v = d.get("read")
+    if v is not None:
+        od["read"] = v
+    v = d.get("writeWithoutResponse")
+    if v is not None:
+        od["write_without_response"] = v
+    v = d.get("write")
+    if v is not None:
+        od["write"] = v
+    v = d.get("notify")
+    if v is not None:
+        od["notify"] = v
+    v = d.get("indicate")
+    if v is not None:
+        od["indicate"] = v
+    v = d.get("authenticatedSignedWrites")
+    if v is not None:
+        od["authenticated_signed_writes"] = v
+    v = d.get("extendedProperties")
+    if v is not None:
+        od["extended_properties"] = v
     return o
 
 
@@ -621,7 +609,7 @@ def _p_enable(
 
 def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable(
-        state=_enum(CentralState, d["state"]),
+        state=(_e_CentralState(d["state"]) or _enum(CentralState, d["state"])),
         le_supported=d["leSupported"],
     )
 
@@ -636,7 +624,7 @@ def _p_set_simulated_central_state(
 
 def _c_set_simulated_central_state(d: dict[str, Any]) -> Command[None]:
     return set_simulated_central_state(
-        state=_enum(CentralState, d["state"]),
+        state=(_e_CentralState(d["state"]) or _enum(CentralState, d["state"])),
     )
 
 
@@ -696,7 +684,7 @@ def _p_simulate_gatt_operation_response(
 def _c_simulate_gatt_operation_response(d: dict[str, Any]) -> Command[None]:
     return simulate_gatt_operation_response(
         address=d["address"],
-        type_=_enum(GATTOperationType, d["type"]),
+        type_=(_e_GATTOperationType(d["type"]) or _enum(GATTOperationType, d["type"])),
         code=d["code"],
     )
 
@@ -720,7 +708,7 @@ def _p_simulate_characteristic_operation_response(
 def _c_simulate_characteristic_operation_response(d: dict[str, Any]) -> Command[None]:
     return simulate_characteristic_operation_response(
         characteristic_id=d["characteristicId"],
-        type_=_enum(CharacteristicOperationType, d["type"]),
+        type_=(_e_CharacteristicOperationType(d["type"]) or _enum(CharacteristicOperationType, d["type"])),
         code=d["code"],
         data=None if (v := d.get("data")) is None else _b64d(v),
     )
@@ -745,26 +733,16 @@ def _p_simulate_descriptor_operation_response(
 def _c_simulate_descriptor_operation_response(d: dict[str, Any]) -> Command[None]:
     return simulate_descriptor_operation_response(
         descriptor_id=d["descriptorId"],
-        type_=_enum(DescriptorOperationType, d["type"]),
+        type_=(_e_DescriptorOperationType(d["type"]) or _enum(DescriptorOperationType, d["type"])),
         code=d["code"],
         data=None if (v := d.get("data")) is None else _b64d(v),
     )
 
 
-_AddServiceResult_plain = {
-    "serviceId": "service_id",
-}
-
-
 def _s_AddServiceResult(d: dict[str, Any]) -> AddServiceResult:
     o = _new(AddServiceResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AddServiceResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "service_id" not in od:
-        raise KeyError("serviceId")
+    od["service_id"] = d["serviceId"]
     return o
 
 
@@ -805,20 +783,10 @@ def _c_remove_service(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_AddCharacteristicResult_plain = {
-    "characteristicId": "characteristic_id",
-}
-
-
 def _s_AddCharacteristicResult(d: dict[str, Any]) -> AddCharacteristicResult:
     o = _new(AddCharacteristicResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AddCharacteristicResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "characteristic_id" not in od:
-        raise KeyError("characteristicId")
+    od["characteristic_id"] = d["characteristicId"]
     return o
 
 
@@ -862,20 +830,10 @@ def _c_remove_characteristic(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_AddDescriptorResult_plain = {
-    "descriptorId": "descriptor_id",
-}
-
-
 def _s_AddDescriptorResult(d: dict[str, Any]) -> AddDescriptorResult:
     o = _new(AddDescriptorResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AddDescriptorResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "descriptor_id" not in od:
-        raise KeyError("descriptorId")
+    od["descriptor_id"] = d["descriptorId"]
     return o
 
 
@@ -930,24 +888,12 @@ def _c_simulate_gatt_disconnection(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_GattOperationReceived_plain = {
-    "address": "address",
-}
-
-
 def _s_GattOperationReceived(d: dict[str, Any]) -> GattOperationReceived:
     o = _new(GattOperationReceived)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GattOperationReceived_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(GATTOperationType, v)
-    if "address" not in od:
-        raise KeyError("address")
-    if "type_" not in od:
-        raise KeyError("type")
+    od["address"] = d["address"]
+    v = d["type"]
+    od["type_"] = None if v is None else (_e_GATTOperationType(v) or _enum(GATTOperationType, v))
     return o
 
 
@@ -958,28 +904,20 @@ def _u_GattOperationReceived(o: GattOperationReceived) -> dict[str, Any]:
     }
 
 
-_CharacteristicOperationReceived_plain = {
-    "characteristicId": "characteristic_id",
-}
-
-
 def _s_CharacteristicOperationReceived(d: dict[str, Any]) -> CharacteristicOperationReceived:
     o = _new(CharacteristicOperationReceived)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CharacteristicOperationReceived_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(CharacteristicOperationType, v)
-        elif k == "data":
-            od["data"] = None if v is None else _b64d(v)
-        elif k == "writeType":
-            od["write_type"] = None if v is None else _enum(CharacteristicWriteType, v)
-    if "characteristic_id" not in od:
-        raise KeyError("characteristicId")
-    if "type_" not in od:
-        raise KeyError("type")
+    od["characteristic_id"] = d["characteristicId"]
+    v = d["type"]
+    od["type_"] = (
+        None if v is None else (_e_CharacteristicOperationType(v) or _enum(CharacteristicOperationType, v))
+    )
+    v = d.get("data")
+    if v is not None:
+        od["data"] = _b64d(v)
+    v = d.get("writeType")
+    if v is not None:
+        od["write_type"] = _e_CharacteristicWriteType(v) or _enum(CharacteristicWriteType, v)
     return o
 
 
@@ -995,26 +933,15 @@ def _u_CharacteristicOperationReceived(o: CharacteristicOperationReceived) -> di
     return d
 
 
-_DescriptorOperationReceived_plain = {
-    "descriptorId": "descriptor_id",
-}
-
-
 def _s_DescriptorOperationReceived(d: dict[str, Any]) -> DescriptorOperationReceived:
     o = _new(DescriptorOperationReceived)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DescriptorOperationReceived_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(DescriptorOperationType, v)
-        elif k == "data":
-            od["data"] = None if v is None else _b64d(v)
-    if "descriptor_id" not in od:
-        raise KeyError("descriptorId")
-    if "type_" not in od:
-        raise KeyError("type")
+    od["descriptor_id"] = d["descriptorId"]
+    v = d["type"]
+    od["type_"] = None if v is None else (_e_DescriptorOperationType(v) or _enum(DescriptorOperationType, v))
+    v = d.get("data")
+    if v is not None:
+        od["data"] = _b64d(v)
     return o
 
 

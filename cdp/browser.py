@@ -659,25 +659,30 @@ class DownloadProgress:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_Bounds_plain = {
-    "left": "left",
-    "top": "top",
-    "width": "width",
-    "height": "height",
-}
+_e_WindowState = WindowState._value2member_map_.get
+_e_PermissionType = PermissionType._value2member_map_.get
+_e_PermissionSetting = PermissionSetting._value2member_map_.get
+_e_BrowserCommandId = BrowserCommandId._value2member_map_.get
 
 
 def _s_Bounds(d: dict[str, Any]) -> Bounds:
     o = _new(Bounds)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Bounds_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "windowState":
-            od["window_state"] = None if v is None else _enum(WindowState, v)
+    v = d.get("left")
+    if v is not None:
+        od["left"] = v
+    v = d.get("top")
+    if v is not None:
+        od["top"] = v
+    v = d.get("width")
+    if v is not None:
+        od["width"] = v
+    v = d.get("height")
+    if v is not None:
+        od["height"] = v
+    v = d.get("windowState")
+    if v is not None:
+        od["window_state"] = _e_WindowState(v) or _enum(WindowState, v)
     return o
 
 
@@ -696,25 +701,25 @@ def _u_Bounds(o: Bounds) -> dict[str, Any]:
     return d
 
 
-_PermissionDescriptor_plain = {
-    "name": "name",
-    "sysex": "sysex",
-    "userVisibleOnly": "user_visible_only",
-    "allowWithoutSanitization": "allow_without_sanitization",
-    "allowWithoutGesture": "allow_without_gesture",
-    "panTiltZoom": "pan_tilt_zoom",
-}
-
-
 def _s_PermissionDescriptor(d: dict[str, Any]) -> PermissionDescriptor:
     o = _new(PermissionDescriptor)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PermissionDescriptor_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
+    od["name"] = d["name"]
+    v = d.get("sysex")
+    if v is not None:
+        od["sysex"] = v
+    v = d.get("userVisibleOnly")
+    if v is not None:
+        od["user_visible_only"] = v
+    v = d.get("allowWithoutSanitization")
+    if v is not None:
+        od["allow_without_sanitization"] = v
+    v = d.get("allowWithoutGesture")
+    if v is not None:
+        od["allow_without_gesture"] = v
+    v = d.get("panTiltZoom")
+    if v is not None:
+        od["pan_tilt_zoom"] = v
     return o
 
 
@@ -735,26 +740,12 @@ def _u_PermissionDescriptor(o: PermissionDescriptor) -> dict[str, Any]:
     return d
 
 
-_Bucket_plain = {
-    "low": "low",
-    "high": "high",
-    "count": "count",
-}
-
-
 def _s_Bucket(d: dict[str, Any]) -> Bucket:
     o = _new(Bucket)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Bucket_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "low" not in od:
-        raise KeyError("low")
-    if "high" not in od:
-        raise KeyError("high")
-    if "count" not in od:
-        raise KeyError("count")
+    od["low"] = d["low"]
+    od["high"] = d["high"]
+    od["count"] = d["count"]
     return o
 
 
@@ -766,30 +757,14 @@ def _u_Bucket(o: Bucket) -> dict[str, Any]:
     }
 
 
-_Histogram_plain = {
-    "name": "name",
-    "sum": "sum_",
-    "count": "count",
-}
-
-
 def _s_Histogram(d: dict[str, Any]) -> Histogram:
     o = _new(Histogram)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Histogram_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "buckets":
-            od["buckets"] = None if v is None else [_s_Bucket(x0) for x0 in v]
-    if "name" not in od:
-        raise KeyError("name")
-    if "sum_" not in od:
-        raise KeyError("sum")
-    if "count" not in od:
-        raise KeyError("count")
-    if "buckets" not in od:
-        raise KeyError("buckets")
+    od["name"] = d["name"]
+    od["sum_"] = d["sum"]
+    od["count"] = d["count"]
+    v = d["buckets"]
+    od["buckets"] = None if v is None else [_s_Bucket(x0) for x0 in v]
     return o
 
 
@@ -825,7 +800,7 @@ def _p_set_permission(
 def _c_set_permission(d: dict[str, Any]) -> Command[None]:
     return set_permission(
         permission=_s_PermissionDescriptor(d["permission"]),
-        setting=_enum(PermissionSetting, d["setting"]),
+        setting=(_e_PermissionSetting(d["setting"]) or _enum(PermissionSetting, d["setting"])),
         origin=d.get("origin"),
         embedded_origin=d.get("embeddedOrigin"),
         browser_context_id=d.get("browserContextId"),
@@ -849,7 +824,7 @@ def _p_grant_permissions(
 
 def _c_grant_permissions(d: dict[str, Any]) -> Command[None]:
     return grant_permissions(
-        permissions=[_enum(PermissionType, x0) for x0 in d["permissions"]],
+        permissions=[(_e_PermissionType(x0) or _enum(PermissionType, x0)) for x0 in d["permissions"]],
         origin=d.get("origin"),
         browser_context_id=d.get("browserContextId"),
     )
@@ -928,32 +903,14 @@ def _c_crash_gpu_process(d: dict[str, Any]) -> Command[None]:
     return crash_gpu_process()
 
 
-_GetVersionResult_plain = {
-    "protocolVersion": "protocol_version",
-    "product": "product",
-    "revision": "revision",
-    "userAgent": "user_agent",
-    "jsVersion": "js_version",
-}
-
-
 def _s_GetVersionResult(d: dict[str, Any]) -> GetVersionResult:
     o = _new(GetVersionResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetVersionResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "protocol_version" not in od:
-        raise KeyError("protocolVersion")
-    if "product" not in od:
-        raise KeyError("product")
-    if "revision" not in od:
-        raise KeyError("revision")
-    if "user_agent" not in od:
-        raise KeyError("userAgent")
-    if "js_version" not in od:
-        raise KeyError("jsVersion")
+    od["protocol_version"] = d["protocolVersion"]
+    od["product"] = d["product"]
+    od["revision"] = d["revision"]
+    od["user_agent"] = d["userAgent"]
+    od["js_version"] = d["jsVersion"]
     return o
 
 
@@ -971,20 +928,10 @@ def _c_get_version(d: dict[str, Any]) -> Command[GetVersionResult]:
     return get_version()
 
 
-_GetBrowserCommandLineResult_plain = {
-    "arguments": "arguments",
-}
-
-
 def _s_GetBrowserCommandLineResult(d: dict[str, Any]) -> GetBrowserCommandLineResult:
     o = _new(GetBrowserCommandLineResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetBrowserCommandLineResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "arguments" not in od:
-        raise KeyError("arguments")
+    od["arguments"] = d["arguments"]
     return o
 
 
@@ -1015,11 +962,8 @@ def _c_add_mock_camera(d: dict[str, Any]) -> Command[None]:
 def _s_GetHistogramsResult(d: dict[str, Any]) -> GetHistogramsResult:
     o = _new(GetHistogramsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "histograms":
-            od["histograms"] = None if v is None else [_s_Histogram(x0) for x0 in v]
-    if "histograms" not in od:
-        raise KeyError("histograms")
+    v = d["histograms"]
+    od["histograms"] = None if v is None else [_s_Histogram(x0) for x0 in v]
     return o
 
 
@@ -1051,11 +995,8 @@ def _c_get_histograms(d: dict[str, Any]) -> Command[GetHistogramsResult]:
 def _s_GetHistogramResult(d: dict[str, Any]) -> GetHistogramResult:
     o = _new(GetHistogramResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "histogram":
-            od["histogram"] = None if v is None else _s_Histogram(v)
-    if "histogram" not in od:
-        raise KeyError("histogram")
+    v = d["histogram"]
+    od["histogram"] = None if v is None else _s_Histogram(v)
     return o
 
 
@@ -1087,11 +1028,8 @@ def _c_get_histogram(d: dict[str, Any]) -> Command[GetHistogramResult]:
 def _s_GetWindowBoundsResult(d: dict[str, Any]) -> GetWindowBoundsResult:
     o = _new(GetWindowBoundsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "bounds":
-            od["bounds"] = None if v is None else _s_Bounds(v)
-    if "bounds" not in od:
-        raise KeyError("bounds")
+    v = d["bounds"]
+    od["bounds"] = None if v is None else _s_Bounds(v)
     return o
 
 
@@ -1115,24 +1053,12 @@ def _c_get_window_bounds(d: dict[str, Any]) -> Command[GetWindowBoundsResult]:
     )
 
 
-_GetWindowForTargetResult_plain = {
-    "windowId": "window_id",
-}
-
-
 def _s_GetWindowForTargetResult(d: dict[str, Any]) -> GetWindowForTargetResult:
     o = _new(GetWindowForTargetResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetWindowForTargetResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "bounds":
-            od["bounds"] = None if v is None else _s_Bounds(v)
-    if "window_id" not in od:
-        raise KeyError("windowId")
-    if "bounds" not in od:
-        raise KeyError("bounds")
+    od["window_id"] = d["windowId"]
+    v = d["bounds"]
+    od["bounds"] = None if v is None else _s_Bounds(v)
     return o
 
 
@@ -1227,7 +1153,7 @@ def _p_execute_browser_command(
 
 def _c_execute_browser_command(d: dict[str, Any]) -> Command[None]:
     return execute_browser_command(
-        command_id=_enum(BrowserCommandId, d["commandId"]),
+        command_id=(_e_BrowserCommandId(d["commandId"]) or _enum(BrowserCommandId, d["commandId"])),
     )
 
 
@@ -1245,20 +1171,10 @@ def _c_add_privacy_sandbox_enrollment_override(d: dict[str, Any]) -> Command[Non
     )
 
 
-_GetGlobalPrivacyControlResult_plain = {
-    "gpc": "gpc",
-}
-
-
 def _s_GetGlobalPrivacyControlResult(d: dict[str, Any]) -> GetGlobalPrivacyControlResult:
     o = _new(GetGlobalPrivacyControlResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetGlobalPrivacyControlResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "gpc" not in od:
-        raise KeyError("gpc")
+    od["gpc"] = d["gpc"]
     return o
 
 
@@ -1272,20 +1188,10 @@ def _c_get_global_privacy_control(d: dict[str, Any]) -> Command[GetGlobalPrivacy
     return get_global_privacy_control()
 
 
-_SetGlobalPrivacyControlResult_plain = {
-    "gpc": "gpc",
-}
-
-
 def _s_SetGlobalPrivacyControlResult(d: dict[str, Any]) -> SetGlobalPrivacyControlResult:
     o = _new(SetGlobalPrivacyControlResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SetGlobalPrivacyControlResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "gpc" not in od:
-        raise KeyError("gpc")
+    od["gpc"] = d["gpc"]
     return o
 
 
@@ -1309,29 +1215,13 @@ def _c_set_global_privacy_control(d: dict[str, Any]) -> Command[SetGlobalPrivacy
     )
 
 
-_DownloadWillBegin_plain = {
-    "frameId": "frame_id",
-    "guid": "guid",
-    "url": "url",
-    "suggestedFilename": "suggested_filename",
-}
-
-
 def _s_DownloadWillBegin(d: dict[str, Any]) -> DownloadWillBegin:
     o = _new(DownloadWillBegin)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DownloadWillBegin_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "guid" not in od:
-        raise KeyError("guid")
-    if "url" not in od:
-        raise KeyError("url")
-    if "suggested_filename" not in od:
-        raise KeyError("suggestedFilename")
+    od["frame_id"] = d["frameId"]
+    od["guid"] = d["guid"]
+    od["url"] = d["url"]
+    od["suggested_filename"] = d["suggestedFilename"]
     return o
 
 
@@ -1344,30 +1234,16 @@ def _u_DownloadWillBegin(o: DownloadWillBegin) -> dict[str, Any]:
     }
 
 
-_DownloadProgress_plain = {
-    "guid": "guid",
-    "totalBytes": "total_bytes",
-    "receivedBytes": "received_bytes",
-    "state": "state",
-    "filePath": "file_path",
-}
-
-
 def _s_DownloadProgress(d: dict[str, Any]) -> DownloadProgress:
     o = _new(DownloadProgress)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DownloadProgress_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "guid" not in od:
-        raise KeyError("guid")
-    if "total_bytes" not in od:
-        raise KeyError("totalBytes")
-    if "received_bytes" not in od:
-        raise KeyError("receivedBytes")
-    if "state" not in od:
-        raise KeyError("state")
+    od["guid"] = d["guid"]
+    od["total_bytes"] = d["totalBytes"]
+    od["received_bytes"] = d["receivedBytes"]
+    od["state"] = d["state"]
+    v = d.get("filePath")
+    if v is not None:
+        od["file_path"] = v
     return o
 
 

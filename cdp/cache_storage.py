@@ -245,46 +245,23 @@ def request_entries(
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_DataEntry_plain = {
-    "requestURL": "request_url",
-    "requestMethod": "request_method",
-    "responseTime": "response_time",
-    "responseStatus": "response_status",
-    "responseStatusText": "response_status_text",
-}
+_e_CachedResponseType = CachedResponseType._value2member_map_.get
 
 
 def _s_DataEntry(d: dict[str, Any]) -> DataEntry:
     o = _new(DataEntry)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DataEntry_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "requestHeaders":
-            od["request_headers"] = None if v is None else [_s_Header(x0) for x0 in v]
-        elif k == "responseType":
-            od["response_type"] = None if v is None else _enum(CachedResponseType, v)
-        elif k == "responseHeaders":
-            od["response_headers"] = None if v is None else [_s_Header(x0) for x0 in v]
-    if "request_url" not in od:
-        raise KeyError("requestURL")
-    if "request_method" not in od:
-        raise KeyError("requestMethod")
-    if "request_headers" not in od:
-        raise KeyError("requestHeaders")
-    if "response_time" not in od:
-        raise KeyError("responseTime")
-    if "response_status" not in od:
-        raise KeyError("responseStatus")
-    if "response_status_text" not in od:
-        raise KeyError("responseStatusText")
-    if "response_type" not in od:
-        raise KeyError("responseType")
-    if "response_headers" not in od:
-        raise KeyError("responseHeaders")
+    od["request_url"] = d["requestURL"]
+    od["request_method"] = d["requestMethod"]
+    v = d["requestHeaders"]
+    od["request_headers"] = None if v is None else [_s_Header(x0) for x0 in v]
+    od["response_time"] = d["responseTime"]
+    od["response_status"] = d["responseStatus"]
+    od["response_status_text"] = d["responseStatusText"]
+    v = d["responseType"]
+    od["response_type"] = None if v is None else (_e_CachedResponseType(v) or _enum(CachedResponseType, v))
+    v = d["responseHeaders"]
+    od["response_headers"] = None if v is None else [_s_Header(x0) for x0 in v]
     return o
 
 
@@ -301,31 +278,16 @@ def _u_DataEntry(o: DataEntry) -> dict[str, Any]:
     }
 
 
-_Cache_plain = {
-    "cacheId": "cache_id",
-    "securityOrigin": "security_origin",
-    "storageKey": "storage_key",
-    "cacheName": "cache_name",
-}
-
-
 def _s_Cache(d: dict[str, Any]) -> Cache:
     o = _new(Cache)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Cache_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "storageBucket":
-            od["storage_bucket"] = None if v is None else cdp.storage._s_StorageBucket(v)
-    if "cache_id" not in od:
-        raise KeyError("cacheId")
-    if "security_origin" not in od:
-        raise KeyError("securityOrigin")
-    if "storage_key" not in od:
-        raise KeyError("storageKey")
-    if "cache_name" not in od:
-        raise KeyError("cacheName")
+    od["cache_id"] = d["cacheId"]
+    od["security_origin"] = d["securityOrigin"]
+    od["storage_key"] = d["storageKey"]
+    v = d.get("storageBucket")
+    if v is not None:
+        od["storage_bucket"] = cdp.storage._s_StorageBucket(v)
+    od["cache_name"] = d["cacheName"]
     return o
 
 
@@ -341,23 +303,11 @@ def _u_Cache(o: Cache) -> dict[str, Any]:
     return d
 
 
-_Header_plain = {
-    "name": "name",
-    "value": "value",
-}
-
-
 def _s_Header(d: dict[str, Any]) -> Header:
     o = _new(Header)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Header_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "value" not in od:
-        raise KeyError("value")
+    od["name"] = d["name"]
+    od["value"] = d["value"]
     return o
 
 
@@ -371,11 +321,8 @@ def _u_Header(o: Header) -> dict[str, Any]:
 def _s_CachedResponse(d: dict[str, Any]) -> CachedResponse:
     o = _new(CachedResponse)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "body":
-            od["body"] = None if v is None else _b64d(v)
-    if "body" not in od:
-        raise KeyError("body")
+    v = d["body"]
+    od["body"] = None if v is None else _b64d(v)
     return o
 
 
@@ -419,11 +366,8 @@ def _c_delete_entry(d: dict[str, Any]) -> Command[None]:
 def _s_RequestCacheNamesResult(d: dict[str, Any]) -> RequestCacheNamesResult:
     o = _new(RequestCacheNamesResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "caches":
-            od["caches"] = None if v is None else [_s_Cache(x0) for x0 in v]
-    if "caches" not in od:
-        raise KeyError("caches")
+    v = d["caches"]
+    od["caches"] = None if v is None else [_s_Cache(x0) for x0 in v]
     return o
 
 
@@ -459,11 +403,8 @@ def _c_request_cache_names(d: dict[str, Any]) -> Command[RequestCacheNamesResult
 def _s_RequestCachedResponseResult(d: dict[str, Any]) -> RequestCachedResponseResult:
     o = _new(RequestCachedResponseResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "response":
-            od["response"] = None if v is None else _s_CachedResponse(v)
-    if "response" not in od:
-        raise KeyError("response")
+    v = d["response"]
+    od["response"] = None if v is None else _s_CachedResponse(v)
     return o
 
 
@@ -493,24 +434,12 @@ def _c_request_cached_response(d: dict[str, Any]) -> Command[RequestCachedRespon
     )
 
 
-_RequestEntriesResult_plain = {
-    "returnCount": "return_count",
-}
-
-
 def _s_RequestEntriesResult(d: dict[str, Any]) -> RequestEntriesResult:
     o = _new(RequestEntriesResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RequestEntriesResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "cacheDataEntries":
-            od["cache_data_entries"] = None if v is None else [_s_DataEntry(x0) for x0 in v]
-    if "cache_data_entries" not in od:
-        raise KeyError("cacheDataEntries")
-    if "return_count" not in od:
-        raise KeyError("returnCount")
+    v = d["cacheDataEntries"]
+    od["cache_data_entries"] = None if v is None else [_s_DataEntry(x0) for x0 in v]
+    od["return_count"] = d["returnCount"]
     return o
 
 

@@ -132,24 +132,14 @@ class IssueUpdated:
 _new = object.__new__
 
 
-_Sink_plain = {
-    "name": "name",
-    "id": "id_",
-    "session": "session",
-}
-
-
 def _s_Sink(d: dict[str, Any]) -> Sink:
     o = _new(Sink)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Sink_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "id_" not in od:
-        raise KeyError("id")
+    od["name"] = d["name"]
+    od["id_"] = d["id"]
+    v = d.get("session")
+    if v is not None:
+        od["session"] = v
     return o
 
 
@@ -241,11 +231,8 @@ def _c_stop_casting(d: dict[str, Any]) -> Command[None]:
 def _s_SinksUpdated(d: dict[str, Any]) -> SinksUpdated:
     o = _new(SinksUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "sinks":
-            od["sinks"] = None if v is None else [_s_Sink(x0) for x0 in v]
-    if "sinks" not in od:
-        raise KeyError("sinks")
+    v = d["sinks"]
+    od["sinks"] = None if v is None else [_s_Sink(x0) for x0 in v]
     return o
 
 
@@ -255,20 +242,10 @@ def _u_SinksUpdated(o: SinksUpdated) -> dict[str, Any]:
     }
 
 
-_IssueUpdated_plain = {
-    "issueMessage": "issue_message",
-}
-
-
 def _s_IssueUpdated(d: dict[str, Any]) -> IssueUpdated:
     o = _new(IssueUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _IssueUpdated_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "issue_message" not in od:
-        raise KeyError("issueMessage")
+    od["issue_message"] = d["issueMessage"]
     return o
 
 

@@ -86,29 +86,21 @@ class MessageAdded:
 _new = object.__new__
 
 
-_ConsoleMessage_plain = {
-    "source": "source",
-    "level": "level",
-    "text": "text",
-    "url": "url",
-    "line": "line",
-    "column": "column",
-}
-
-
 def _s_ConsoleMessage(d: dict[str, Any]) -> ConsoleMessage:
     o = _new(ConsoleMessage)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ConsoleMessage_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "source" not in od:
-        raise KeyError("source")
-    if "level" not in od:
-        raise KeyError("level")
-    if "text" not in od:
-        raise KeyError("text")
+    od["source"] = d["source"]
+    od["level"] = d["level"]
+    od["text"] = d["text"]
+    v = d.get("url")
+    if v is not None:
+        od["url"] = v
+    v = d.get("line")
+    if v is not None:
+        od["line"] = v
+    v = d.get("column")
+    if v is not None:
+        od["column"] = v
     return o
 
 
@@ -142,11 +134,8 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
 def _s_MessageAdded(d: dict[str, Any]) -> MessageAdded:
     o = _new(MessageAdded)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "message":
-            od["message"] = None if v is None else _s_ConsoleMessage(v)
-    if "message" not in od:
-        raise KeyError("message")
+    v = d["message"]
+    od["message"] = None if v is None else _s_ConsoleMessage(v)
     return o
 
 

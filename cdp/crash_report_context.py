@@ -60,26 +60,12 @@ def get_entries() -> Command[GetEntriesResult]:
 _new = object.__new__
 
 
-_CrashReportContextEntry_plain = {
-    "key": "key",
-    "value": "value",
-    "frameId": "frame_id",
-}
-
-
 def _s_CrashReportContextEntry(d: dict[str, Any]) -> CrashReportContextEntry:
     o = _new(CrashReportContextEntry)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CrashReportContextEntry_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "key" not in od:
-        raise KeyError("key")
-    if "value" not in od:
-        raise KeyError("value")
-    if "frame_id" not in od:
-        raise KeyError("frameId")
+    od["key"] = d["key"]
+    od["value"] = d["value"]
+    od["frame_id"] = d["frameId"]
     return o
 
 
@@ -94,11 +80,8 @@ def _u_CrashReportContextEntry(o: CrashReportContextEntry) -> dict[str, Any]:
 def _s_GetEntriesResult(d: dict[str, Any]) -> GetEntriesResult:
     o = _new(GetEntriesResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "entries":
-            od["entries"] = None if v is None else [_s_CrashReportContextEntry(x0) for x0 in v]
-    if "entries" not in od:
-        raise KeyError("entries")
+    v = d["entries"]
+    od["entries"] = None if v is None else [_s_CrashReportContextEntry(x0) for x0 in v]
     return o
 
 

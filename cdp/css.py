@@ -1996,28 +1996,20 @@ class ComputedStyleUpdated:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_PseudoElementMatches_plain = {
-    "pseudoIdentifier": "pseudo_identifier",
-}
+_e_StyleSheetOrigin = StyleSheetOrigin._value2member_map_.get
+_e_CSSRuleType = CSSRuleType._value2member_map_.get
 
 
 def _s_PseudoElementMatches(d: dict[str, Any]) -> PseudoElementMatches:
     o = _new(PseudoElementMatches)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PseudoElementMatches_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "pseudoType":
-            od["pseudo_type"] = None if v is None else _enum(cdp.dom.PseudoType, v)
-        elif k == "matches":
-            od["matches"] = None if v is None else [_s_RuleMatch(x0) for x0 in v]
-    if "pseudo_type" not in od:
-        raise KeyError("pseudoType")
-    if "matches" not in od:
-        raise KeyError("matches")
+    v = d["pseudoType"]
+    od["pseudo_type"] = None if v is None else _enum(cdp.dom.PseudoType, v)
+    v = d.get("pseudoIdentifier")
+    if v is not None:
+        od["pseudo_identifier"] = v
+    v = d["matches"]
+    od["matches"] = None if v is None else [_s_RuleMatch(x0) for x0 in v]
     return o
 
 
@@ -2031,22 +2023,14 @@ def _u_PseudoElementMatches(o: PseudoElementMatches) -> dict[str, Any]:
     return d
 
 
-_CSSAnimationStyle_plain = {
-    "name": "name",
-}
-
-
 def _s_CSSAnimationStyle(d: dict[str, Any]) -> CSSAnimationStyle:
     o = _new(CSSAnimationStyle)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSAnimationStyle_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "style":
-            od["style"] = None if v is None else _s_CSSStyle(v)
-    if "style" not in od:
-        raise KeyError("style")
+    v = d.get("name")
+    if v is not None:
+        od["name"] = v
+    v = d["style"]
+    od["style"] = None if v is None else _s_CSSStyle(v)
     return o
 
 
@@ -2062,13 +2046,11 @@ def _u_CSSAnimationStyle(o: CSSAnimationStyle) -> dict[str, Any]:
 def _s_InheritedStyleEntry(d: dict[str, Any]) -> InheritedStyleEntry:
     o = _new(InheritedStyleEntry)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "inlineStyle":
-            od["inline_style"] = None if v is None else _s_CSSStyle(v)
-        elif k == "matchedCSSRules":
-            od["matched_css_rules"] = None if v is None else [_s_RuleMatch(x0) for x0 in v]
-    if "matched_css_rules" not in od:
-        raise KeyError("matchedCSSRules")
+    v = d.get("inlineStyle")
+    if v is not None:
+        od["inline_style"] = _s_CSSStyle(v)
+    v = d["matchedCSSRules"]
+    od["matched_css_rules"] = None if v is None else [_s_RuleMatch(x0) for x0 in v]
     return o
 
 
@@ -2084,11 +2066,12 @@ def _u_InheritedStyleEntry(o: InheritedStyleEntry) -> dict[str, Any]:
 def _s_InheritedAnimatedStyleEntry(d: dict[str, Any]) -> InheritedAnimatedStyleEntry:
     o = _new(InheritedAnimatedStyleEntry)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "animationStyles":
-            od["animation_styles"] = None if v is None else [_s_CSSAnimationStyle(x0) for x0 in v]
-        elif k == "transitionsStyle":
-            od["transitions_style"] = None if v is None else _s_CSSStyle(v)
+    v = d.get("animationStyles")
+    if v is not None:
+        od["animation_styles"] = [_s_CSSAnimationStyle(x0) for x0 in v]
+    v = d.get("transitionsStyle")
+    if v is not None:
+        od["transitions_style"] = _s_CSSStyle(v)
     return o
 
 
@@ -2104,11 +2087,8 @@ def _u_InheritedAnimatedStyleEntry(o: InheritedAnimatedStyleEntry) -> dict[str, 
 def _s_InheritedPseudoElementMatches(d: dict[str, Any]) -> InheritedPseudoElementMatches:
     o = _new(InheritedPseudoElementMatches)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "pseudoElements":
-            od["pseudo_elements"] = None if v is None else [_s_PseudoElementMatches(x0) for x0 in v]
-    if "pseudo_elements" not in od:
-        raise KeyError("pseudoElements")
+    v = d["pseudoElements"]
+    od["pseudo_elements"] = None if v is None else [_s_PseudoElementMatches(x0) for x0 in v]
     return o
 
 
@@ -2118,24 +2098,12 @@ def _u_InheritedPseudoElementMatches(o: InheritedPseudoElementMatches) -> dict[s
     }
 
 
-_RuleMatch_plain = {
-    "matchingSelectors": "matching_selectors",
-}
-
-
 def _s_RuleMatch(d: dict[str, Any]) -> RuleMatch:
     o = _new(RuleMatch)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RuleMatch_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "rule":
-            od["rule"] = None if v is None else _s_CSSRule(v)
-    if "rule" not in od:
-        raise KeyError("rule")
-    if "matching_selectors" not in od:
-        raise KeyError("matchingSelectors")
+    v = d["rule"]
+    od["rule"] = None if v is None else _s_CSSRule(v)
+    od["matching_selectors"] = d["matchingSelectors"]
     return o
 
 
@@ -2146,24 +2114,16 @@ def _u_RuleMatch(o: RuleMatch) -> dict[str, Any]:
     }
 
 
-_Value_plain = {
-    "text": "text",
-}
-
-
 def _s_Value(d: dict[str, Any]) -> Value:
     o = _new(Value)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Value_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "range":
-            od["range_"] = None if v is None else _s_SourceRange(v)
-        elif k == "specificity":
-            od["specificity"] = None if v is None else _s_Specificity(v)
-    if "text" not in od:
-        raise KeyError("text")
+    od["text"] = d["text"]
+    v = d.get("range")
+    if v is not None:
+        od["range_"] = _s_SourceRange(v)
+    v = d.get("specificity")
+    if v is not None:
+        od["specificity"] = _s_Specificity(v)
     return o
 
 
@@ -2178,29 +2138,13 @@ def _u_Value(o: Value) -> dict[str, Any]:
     return d
 
 
-_SpecificityComponent_plain = {
-    "text": "text",
-    "a": "a",
-    "b": "b",
-    "c": "c",
-}
-
-
 def _s_SpecificityComponent(d: dict[str, Any]) -> SpecificityComponent:
     o = _new(SpecificityComponent)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SpecificityComponent_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "text" not in od:
-        raise KeyError("text")
-    if "a" not in od:
-        raise KeyError("a")
-    if "b" not in od:
-        raise KeyError("b")
-    if "c" not in od:
-        raise KeyError("c")
+    od["text"] = d["text"]
+    od["a"] = d["a"]
+    od["b"] = d["b"]
+    od["c"] = d["c"]
     return o
 
 
@@ -2213,28 +2157,15 @@ def _u_SpecificityComponent(o: SpecificityComponent) -> dict[str, Any]:
     }
 
 
-_Specificity_plain = {
-    "a": "a",
-    "b": "b",
-    "c": "c",
-}
-
-
 def _s_Specificity(d: dict[str, Any]) -> Specificity:
     o = _new(Specificity)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Specificity_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "components":
-            od["components"] = None if v is None else [_s_SpecificityComponent(x0) for x0 in v]
-    if "a" not in od:
-        raise KeyError("a")
-    if "b" not in od:
-        raise KeyError("b")
-    if "c" not in od:
-        raise KeyError("c")
+    od["a"] = d["a"]
+    od["b"] = d["b"]
+    od["c"] = d["c"]
+    v = d.get("components")
+    if v is not None:
+        od["components"] = [_s_SpecificityComponent(x0) for x0 in v]
     return o
 
 
@@ -2249,24 +2180,12 @@ def _u_Specificity(o: Specificity) -> dict[str, Any]:
     return d
 
 
-_SelectorList_plain = {
-    "text": "text",
-}
-
-
 def _s_SelectorList(d: dict[str, Any]) -> SelectorList:
     o = _new(SelectorList)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SelectorList_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "selectors":
-            od["selectors"] = None if v is None else [_s_Value(x0) for x0 in v]
-    if "selectors" not in od:
-        raise KeyError("selectors")
-    if "text" not in od:
-        raise KeyError("text")
+    v = d["selectors"]
+    od["selectors"] = None if v is None else [_s_Value(x0) for x0 in v]
+    od["text"] = d["text"]
     return o
 
 
@@ -2306,7 +2225,7 @@ def _s_CSSStyleSheetHeader(d: dict[str, Any]) -> CSSStyleSheetHeader:
         if n is not None:
             od[n] = v
         elif k == "origin":
-            od["origin"] = None if v is None else _enum(StyleSheetOrigin, v)
+            od["origin"] = None if v is None else (_e_StyleSheetOrigin(v) or _enum(StyleSheetOrigin, v))
     if "style_sheet_id" not in od:
         raise KeyError("styleSheetId")
     if "frame_id" not in od:
@@ -2366,48 +2285,48 @@ def _u_CSSStyleSheetHeader(o: CSSStyleSheetHeader) -> dict[str, Any]:
     return d
 
 
-_CSSRule_plain = {
-    "styleSheetId": "style_sheet_id",
-    "nestingSelectors": "nesting_selectors",
-    "originTreeScopeNodeId": "origin_tree_scope_node_id",
-}
-
-
 def _s_CSSRule(d: dict[str, Any]) -> CSSRule:
     o = _new(CSSRule)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSRule_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "selectorList":
-            od["selector_list"] = None if v is None else _s_SelectorList(v)
-        elif k == "origin":
-            od["origin"] = None if v is None else _enum(StyleSheetOrigin, v)
-        elif k == "style":
-            od["style"] = None if v is None else _s_CSSStyle(v)
-        elif k == "media":
-            od["media"] = None if v is None else [_s_CSSMedia(x0) for x0 in v]
-        elif k == "containerQueries":
-            od["container_queries"] = None if v is None else [_s_CSSContainerQuery(x0) for x0 in v]
-        elif k == "supports":
-            od["supports"] = None if v is None else [_s_CSSSupports(x0) for x0 in v]
-        elif k == "layers":
-            od["layers"] = None if v is None else [_s_CSSLayer(x0) for x0 in v]
-        elif k == "scopes":
-            od["scopes"] = None if v is None else [_s_CSSScope(x0) for x0 in v]
-        elif k == "ruleTypes":
-            od["rule_types"] = None if v is None else [_enum(CSSRuleType, x0) for x0 in v]
-        elif k == "startingStyles":
-            od["starting_styles"] = None if v is None else [_s_CSSStartingStyle(x0) for x0 in v]
-        elif k == "navigations":
-            od["navigations"] = None if v is None else [_s_CSSNavigation(x0) for x0 in v]
-    if "selector_list" not in od:
-        raise KeyError("selectorList")
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "style" not in od:
-        raise KeyError("style")
+    v = d.get("styleSheetId")
+    if v is not None:
+        od["style_sheet_id"] = v
+    v = d["selectorList"]
+    od["selector_list"] = None if v is None else _s_SelectorList(v)
+    v = d.get("nestingSelectors")
+    if v is not None:
+        od["nesting_selectors"] = v
+    v = d["origin"]
+    od["origin"] = None if v is None else (_e_StyleSheetOrigin(v) or _enum(StyleSheetOrigin, v))
+    v = d["style"]
+    od["style"] = None if v is None else _s_CSSStyle(v)
+    v = d.get("originTreeScopeNodeId")
+    if v is not None:
+        od["origin_tree_scope_node_id"] = v
+    v = d.get("media")
+    if v is not None:
+        od["media"] = [_s_CSSMedia(x0) for x0 in v]
+    v = d.get("containerQueries")
+    if v is not None:
+        od["container_queries"] = [_s_CSSContainerQuery(x0) for x0 in v]
+    v = d.get("supports")
+    if v is not None:
+        od["supports"] = [_s_CSSSupports(x0) for x0 in v]
+    v = d.get("layers")
+    if v is not None:
+        od["layers"] = [_s_CSSLayer(x0) for x0 in v]
+    v = d.get("scopes")
+    if v is not None:
+        od["scopes"] = [_s_CSSScope(x0) for x0 in v]
+    v = d.get("ruleTypes")
+    if v is not None:
+        od["rule_types"] = [(_e_CSSRuleType(x0) or _enum(CSSRuleType, x0)) for x0 in v]
+    v = d.get("startingStyles")
+    if v is not None:
+        od["starting_styles"] = [_s_CSSStartingStyle(x0) for x0 in v]
+    v = d.get("navigations")
+    if v is not None:
+        od["navigations"] = [_s_CSSNavigation(x0) for x0 in v]
     return o
 
 
@@ -2442,29 +2361,13 @@ def _u_CSSRule(o: CSSRule) -> dict[str, Any]:
     return d
 
 
-_RuleUsage_plain = {
-    "styleSheetId": "style_sheet_id",
-    "startOffset": "start_offset",
-    "endOffset": "end_offset",
-    "used": "used",
-}
-
-
 def _s_RuleUsage(d: dict[str, Any]) -> RuleUsage:
     o = _new(RuleUsage)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RuleUsage_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "style_sheet_id" not in od:
-        raise KeyError("styleSheetId")
-    if "start_offset" not in od:
-        raise KeyError("startOffset")
-    if "end_offset" not in od:
-        raise KeyError("endOffset")
-    if "used" not in od:
-        raise KeyError("used")
+    od["style_sheet_id"] = d["styleSheetId"]
+    od["start_offset"] = d["startOffset"]
+    od["end_offset"] = d["endOffset"]
+    od["used"] = d["used"]
     return o
 
 
@@ -2477,29 +2380,13 @@ def _u_RuleUsage(o: RuleUsage) -> dict[str, Any]:
     }
 
 
-_SourceRange_plain = {
-    "startLine": "start_line",
-    "startColumn": "start_column",
-    "endLine": "end_line",
-    "endColumn": "end_column",
-}
-
-
 def _s_SourceRange(d: dict[str, Any]) -> SourceRange:
     o = _new(SourceRange)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SourceRange_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "start_line" not in od:
-        raise KeyError("startLine")
-    if "start_column" not in od:
-        raise KeyError("startColumn")
-    if "end_line" not in od:
-        raise KeyError("endLine")
-    if "end_column" not in od:
-        raise KeyError("endColumn")
+    od["start_line"] = d["startLine"]
+    od["start_column"] = d["startColumn"]
+    od["end_line"] = d["endLine"]
+    od["end_column"] = d["endColumn"]
     return o
 
 
@@ -2512,24 +2399,14 @@ def _u_SourceRange(o: SourceRange) -> dict[str, Any]:
     }
 
 
-_ShorthandEntry_plain = {
-    "name": "name",
-    "value": "value",
-    "important": "important",
-}
-
-
 def _s_ShorthandEntry(d: dict[str, Any]) -> ShorthandEntry:
     o = _new(ShorthandEntry)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ShorthandEntry_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "value" not in od:
-        raise KeyError("value")
+    od["name"] = d["name"]
+    od["value"] = d["value"]
+    v = d.get("important")
+    if v is not None:
+        od["important"] = v
     return o
 
 
@@ -2543,23 +2420,11 @@ def _u_ShorthandEntry(o: ShorthandEntry) -> dict[str, Any]:
     return d
 
 
-_CSSComputedStyleProperty_plain = {
-    "name": "name",
-    "value": "value",
-}
-
-
 def _s_CSSComputedStyleProperty(d: dict[str, Any]) -> CSSComputedStyleProperty:
     o = _new(CSSComputedStyleProperty)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSComputedStyleProperty_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "value" not in od:
-        raise KeyError("value")
+    od["name"] = d["name"]
+    od["value"] = d["value"]
     return o
 
 
@@ -2570,20 +2435,10 @@ def _u_CSSComputedStyleProperty(o: CSSComputedStyleProperty) -> dict[str, Any]:
     }
 
 
-_ComputedStyleExtraFields_plain = {
-    "isAppearanceBase": "is_appearance_base",
-}
-
-
 def _s_ComputedStyleExtraFields(d: dict[str, Any]) -> ComputedStyleExtraFields:
     o = _new(ComputedStyleExtraFields)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ComputedStyleExtraFields_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "is_appearance_base" not in od:
-        raise KeyError("isAppearanceBase")
+    od["is_appearance_base"] = d["isAppearanceBase"]
     return o
 
 
@@ -2593,29 +2448,22 @@ def _u_ComputedStyleExtraFields(o: ComputedStyleExtraFields) -> dict[str, Any]:
     }
 
 
-_CSSStyle_plain = {
-    "styleSheetId": "style_sheet_id",
-    "cssText": "css_text",
-}
-
-
 def _s_CSSStyle(d: dict[str, Any]) -> CSSStyle:
     o = _new(CSSStyle)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSStyle_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "cssProperties":
-            od["css_properties"] = None if v is None else [_s_CSSProperty(x0) for x0 in v]
-        elif k == "shorthandEntries":
-            od["shorthand_entries"] = None if v is None else [_s_ShorthandEntry(x0) for x0 in v]
-        elif k == "range":
-            od["range_"] = None if v is None else _s_SourceRange(v)
-    if "css_properties" not in od:
-        raise KeyError("cssProperties")
-    if "shorthand_entries" not in od:
-        raise KeyError("shorthandEntries")
+    v = d.get("styleSheetId")
+    if v is not None:
+        od["style_sheet_id"] = v
+    v = d["cssProperties"]
+    od["css_properties"] = None if v is None else [_s_CSSProperty(x0) for x0 in v]
+    v = d["shorthandEntries"]
+    od["shorthand_entries"] = None if v is None else [_s_ShorthandEntry(x0) for x0 in v]
+    v = d.get("cssText")
+    if v is not None:
+        od["css_text"] = v
+    v = d.get("range")
+    if v is not None:
+        od["range_"] = _s_SourceRange(v)
     return o
 
 
@@ -2633,32 +2481,32 @@ def _u_CSSStyle(o: CSSStyle) -> dict[str, Any]:
     return d
 
 
-_CSSProperty_plain = {
-    "name": "name",
-    "value": "value",
-    "important": "important",
-    "implicit": "implicit",
-    "text": "text",
-    "parsedOk": "parsed_ok",
-    "disabled": "disabled",
-}
-
-
 def _s_CSSProperty(d: dict[str, Any]) -> CSSProperty:
     o = _new(CSSProperty)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSProperty_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "range":
-            od["range_"] = None if v is None else _s_SourceRange(v)
-        elif k == "longhandProperties":
-            od["longhand_properties"] = None if v is None else [_s_CSSProperty(x0) for x0 in v]
-    if "name" not in od:
-        raise KeyError("name")
-    if "value" not in od:
-        raise KeyError("value")
+    od["name"] = d["name"]
+    od["value"] = d["value"]
+    v = d.get("important")
+    if v is not None:
+        od["important"] = v
+    v = d.get("implicit")
+    if v is not None:
+        od["implicit"] = v
+    v = d.get("text")
+    if v is not None:
+        od["text"] = v
+    v = d.get("parsedOk")
+    if v is not None:
+        od["parsed_ok"] = v
+    v = d.get("disabled")
+    if v is not None:
+        od["disabled"] = v
+    v = d.get("range")
+    if v is not None:
+        od["range_"] = _s_SourceRange(v)
+    v = d.get("longhandProperties")
+    if v is not None:
+        od["longhand_properties"] = [_s_CSSProperty(x0) for x0 in v]
     return o
 
 
@@ -2684,29 +2532,23 @@ def _u_CSSProperty(o: CSSProperty) -> dict[str, Any]:
     return d
 
 
-_CSSMedia_plain = {
-    "text": "text",
-    "source": "source",
-    "sourceURL": "source_url",
-    "styleSheetId": "style_sheet_id",
-}
-
-
 def _s_CSSMedia(d: dict[str, Any]) -> CSSMedia:
     o = _new(CSSMedia)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSMedia_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "range":
-            od["range_"] = None if v is None else _s_SourceRange(v)
-        elif k == "mediaList":
-            od["media_list"] = None if v is None else [_s_MediaQuery(x0) for x0 in v]
-    if "text" not in od:
-        raise KeyError("text")
-    if "source" not in od:
-        raise KeyError("source")
+    od["text"] = d["text"]
+    od["source"] = d["source"]
+    v = d.get("sourceURL")
+    if v is not None:
+        od["source_url"] = v
+    v = d.get("range")
+    if v is not None:
+        od["range_"] = _s_SourceRange(v)
+    v = d.get("styleSheetId")
+    if v is not None:
+        od["style_sheet_id"] = v
+    v = d.get("mediaList")
+    if v is not None:
+        od["media_list"] = [_s_MediaQuery(x0) for x0 in v]
     return o
 
 
@@ -2726,24 +2568,12 @@ def _u_CSSMedia(o: CSSMedia) -> dict[str, Any]:
     return d
 
 
-_MediaQuery_plain = {
-    "active": "active",
-}
-
-
 def _s_MediaQuery(d: dict[str, Any]) -> MediaQuery:
     o = _new(MediaQuery)
     od = o.__dict__
-    for k, v in d.items():
-        n = _MediaQuery_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "expressions":
-            od["expressions"] = None if v is None else [_s_MediaQueryExpression(x0) for x0 in v]
-    if "expressions" not in od:
-        raise KeyError("expressions")
-    if "active" not in od:
-        raise KeyError("active")
+    v = d["expressions"]
+    od["expressions"] = None if v is None else [_s_MediaQueryExpression(x0) for x0 in v]
+    od["active"] = d["active"]
     return o
 
 
@@ -2754,29 +2584,18 @@ def _u_MediaQuery(o: MediaQuery) -> dict[str, Any]:
     }
 
 
-_MediaQueryExpression_plain = {
-    "value": "value",
-    "unit": "unit",
-    "feature": "feature",
-    "computedLength": "computed_length",
-}
-
-
 def _s_MediaQueryExpression(d: dict[str, Any]) -> MediaQueryExpression:
     o = _new(MediaQueryExpression)
     od = o.__dict__
-    for k, v in d.items():
-        n = _MediaQueryExpression_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "valueRange":
-            od["value_range"] = None if v is None else _s_SourceRange(v)
-    if "value" not in od:
-        raise KeyError("value")
-    if "unit" not in od:
-        raise KeyError("unit")
-    if "feature" not in od:
-        raise KeyError("feature")
+    od["value"] = d["value"]
+    od["unit"] = d["unit"]
+    od["feature"] = d["feature"]
+    v = d.get("valueRange")
+    if v is not None:
+        od["value_range"] = _s_SourceRange(v)
+    v = d.get("computedLength")
+    if v is not None:
+        od["computed_length"] = v
     return o
 
 
@@ -2793,33 +2612,32 @@ def _u_MediaQueryExpression(o: MediaQueryExpression) -> dict[str, Any]:
     return d
 
 
-_CSSContainerQuery_plain = {
-    "text": "text",
-    "styleSheetId": "style_sheet_id",
-    "name": "name",
-    "queriesScrollState": "queries_scroll_state",
-    "queriesAnchored": "queries_anchored",
-    "conditionText": "condition_text",
-}
-
-
 def _s_CSSContainerQuery(d: dict[str, Any]) -> CSSContainerQuery:
     o = _new(CSSContainerQuery)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSContainerQuery_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "range":
-            od["range_"] = None if v is None else _s_SourceRange(v)
-        elif k == "physicalAxes":
-            od["physical_axes"] = None if v is None else _enum(cdp.dom.PhysicalAxes, v)
-        elif k == "logicalAxes":
-            od["logical_axes"] = None if v is None else _enum(cdp.dom.LogicalAxes, v)
-    if "text" not in od:
-        raise KeyError("text")
-    if "condition_text" not in od:
-        raise KeyError("conditionText")
+    od["text"] = d["text"]
+    v = d.get("range")
+    if v is not None:
+        od["range_"] = _s_SourceRange(v)
+    v = d.get("styleSheetId")
+    if v is not None:
+        od["style_sheet_id"] = v
+    v = d.get("name")
+    if v is not None:
+        od["name"] = v
+    v = d.get("physicalAxes")
+    if v is not None:
+        od["physical_axes"] = _enum(cdp.dom.PhysicalAxes, v)
+    v = d.get("logicalAxes")
+    if v is not None:
+        od["logical_axes"] = _enum(cdp.dom.LogicalAxes, v)
+    v = d.get("queriesScrollState")
+    if v is not None:
+        od["queries_scroll_state"] = v
+    v = d.get("queriesAnchored")
+    if v is not None:
+        od["queries_anchored"] = v
+    od["condition_text"] = d["conditionText"]
     return o
 
 
@@ -2845,26 +2663,17 @@ def _u_CSSContainerQuery(o: CSSContainerQuery) -> dict[str, Any]:
     return d
 
 
-_CSSSupports_plain = {
-    "text": "text",
-    "active": "active",
-    "styleSheetId": "style_sheet_id",
-}
-
-
 def _s_CSSSupports(d: dict[str, Any]) -> CSSSupports:
     o = _new(CSSSupports)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSSupports_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "range":
-            od["range_"] = None if v is None else _s_SourceRange(v)
-    if "text" not in od:
-        raise KeyError("text")
-    if "active" not in od:
-        raise KeyError("active")
+    od["text"] = d["text"]
+    od["active"] = d["active"]
+    v = d.get("range")
+    if v is not None:
+        od["range_"] = _s_SourceRange(v)
+    v = d.get("styleSheetId")
+    if v is not None:
+        od["style_sheet_id"] = v
     return o
 
 
@@ -2880,24 +2689,19 @@ def _u_CSSSupports(o: CSSSupports) -> dict[str, Any]:
     return d
 
 
-_CSSNavigation_plain = {
-    "text": "text",
-    "active": "active",
-    "styleSheetId": "style_sheet_id",
-}
-
-
 def _s_CSSNavigation(d: dict[str, Any]) -> CSSNavigation:
     o = _new(CSSNavigation)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSNavigation_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "range":
-            od["range_"] = None if v is None else _s_SourceRange(v)
-    if "text" not in od:
-        raise KeyError("text")
+    od["text"] = d["text"]
+    v = d.get("active")
+    if v is not None:
+        od["active"] = v
+    v = d.get("range")
+    if v is not None:
+        od["range_"] = _s_SourceRange(v)
+    v = d.get("styleSheetId")
+    if v is not None:
+        od["style_sheet_id"] = v
     return o
 
 
@@ -2914,23 +2718,16 @@ def _u_CSSNavigation(o: CSSNavigation) -> dict[str, Any]:
     return d
 
 
-_CSSScope_plain = {
-    "text": "text",
-    "styleSheetId": "style_sheet_id",
-}
-
-
 def _s_CSSScope(d: dict[str, Any]) -> CSSScope:
     o = _new(CSSScope)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSScope_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "range":
-            od["range_"] = None if v is None else _s_SourceRange(v)
-    if "text" not in od:
-        raise KeyError("text")
+    od["text"] = d["text"]
+    v = d.get("range")
+    if v is not None:
+        od["range_"] = _s_SourceRange(v)
+    v = d.get("styleSheetId")
+    if v is not None:
+        od["style_sheet_id"] = v
     return o
 
 
@@ -2945,23 +2742,16 @@ def _u_CSSScope(o: CSSScope) -> dict[str, Any]:
     return d
 
 
-_CSSLayer_plain = {
-    "text": "text",
-    "styleSheetId": "style_sheet_id",
-}
-
-
 def _s_CSSLayer(d: dict[str, Any]) -> CSSLayer:
     o = _new(CSSLayer)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSLayer_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "range":
-            od["range_"] = None if v is None else _s_SourceRange(v)
-    if "text" not in od:
-        raise KeyError("text")
+    od["text"] = d["text"]
+    v = d.get("range")
+    if v is not None:
+        od["range_"] = _s_SourceRange(v)
+    v = d.get("styleSheetId")
+    if v is not None:
+        od["style_sheet_id"] = v
     return o
 
 
@@ -2976,20 +2766,15 @@ def _u_CSSLayer(o: CSSLayer) -> dict[str, Any]:
     return d
 
 
-_CSSStartingStyle_plain = {
-    "styleSheetId": "style_sheet_id",
-}
-
-
 def _s_CSSStartingStyle(d: dict[str, Any]) -> CSSStartingStyle:
     o = _new(CSSStartingStyle)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSStartingStyle_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "range":
-            od["range_"] = None if v is None else _s_SourceRange(v)
+    v = d.get("range")
+    if v is not None:
+        od["range_"] = _s_SourceRange(v)
+    v = d.get("styleSheetId")
+    if v is not None:
+        od["style_sheet_id"] = v
     return o
 
 
@@ -3002,25 +2787,14 @@ def _u_CSSStartingStyle(o: CSSStartingStyle) -> dict[str, Any]:
     return d
 
 
-_CSSLayerData_plain = {
-    "name": "name",
-    "order": "order",
-}
-
-
 def _s_CSSLayerData(d: dict[str, Any]) -> CSSLayerData:
     o = _new(CSSLayerData)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSLayerData_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "subLayers":
-            od["sub_layers"] = None if v is None else [_s_CSSLayerData(x0) for x0 in v]
-    if "name" not in od:
-        raise KeyError("name")
-    if "order" not in od:
-        raise KeyError("order")
+    od["name"] = d["name"]
+    v = d.get("subLayers")
+    if v is not None:
+        od["sub_layers"] = [_s_CSSLayerData(x0) for x0 in v]
+    od["order"] = d["order"]
     return o
 
 
@@ -3034,29 +2808,13 @@ def _u_CSSLayerData(o: CSSLayerData) -> dict[str, Any]:
     return d
 
 
-_PlatformFontUsage_plain = {
-    "familyName": "family_name",
-    "postScriptName": "post_script_name",
-    "isCustomFont": "is_custom_font",
-    "glyphCount": "glyph_count",
-}
-
-
 def _s_PlatformFontUsage(d: dict[str, Any]) -> PlatformFontUsage:
     o = _new(PlatformFontUsage)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PlatformFontUsage_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "family_name" not in od:
-        raise KeyError("familyName")
-    if "post_script_name" not in od:
-        raise KeyError("postScriptName")
-    if "is_custom_font" not in od:
-        raise KeyError("isCustomFont")
-    if "glyph_count" not in od:
-        raise KeyError("glyphCount")
+    od["family_name"] = d["familyName"]
+    od["post_script_name"] = d["postScriptName"]
+    od["is_custom_font"] = d["isCustomFont"]
+    od["glyph_count"] = d["glyphCount"]
     return o
 
 
@@ -3069,32 +2827,14 @@ def _u_PlatformFontUsage(o: PlatformFontUsage) -> dict[str, Any]:
     }
 
 
-_FontVariationAxis_plain = {
-    "tag": "tag",
-    "name": "name",
-    "minValue": "min_value",
-    "maxValue": "max_value",
-    "defaultValue": "default_value",
-}
-
-
 def _s_FontVariationAxis(d: dict[str, Any]) -> FontVariationAxis:
     o = _new(FontVariationAxis)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FontVariationAxis_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "tag" not in od:
-        raise KeyError("tag")
-    if "name" not in od:
-        raise KeyError("name")
-    if "min_value" not in od:
-        raise KeyError("minValue")
-    if "max_value" not in od:
-        raise KeyError("maxValue")
-    if "default_value" not in od:
-        raise KeyError("defaultValue")
+    od["tag"] = d["tag"]
+    od["name"] = d["name"]
+    od["min_value"] = d["minValue"]
+    od["max_value"] = d["maxValue"]
+    od["default_value"] = d["defaultValue"]
     return o
 
 
@@ -3108,46 +2848,21 @@ def _u_FontVariationAxis(o: FontVariationAxis) -> dict[str, Any]:
     }
 
 
-_FontFace_plain = {
-    "fontFamily": "font_family",
-    "fontStyle": "font_style",
-    "fontVariant": "font_variant",
-    "fontWeight": "font_weight",
-    "fontStretch": "font_stretch",
-    "fontDisplay": "font_display",
-    "unicodeRange": "unicode_range",
-    "src": "src",
-    "platformFontFamily": "platform_font_family",
-}
-
-
 def _s_FontFace(d: dict[str, Any]) -> FontFace:
     o = _new(FontFace)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FontFace_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "fontVariationAxes":
-            od["font_variation_axes"] = None if v is None else [_s_FontVariationAxis(x0) for x0 in v]
-    if "font_family" not in od:
-        raise KeyError("fontFamily")
-    if "font_style" not in od:
-        raise KeyError("fontStyle")
-    if "font_variant" not in od:
-        raise KeyError("fontVariant")
-    if "font_weight" not in od:
-        raise KeyError("fontWeight")
-    if "font_stretch" not in od:
-        raise KeyError("fontStretch")
-    if "font_display" not in od:
-        raise KeyError("fontDisplay")
-    if "unicode_range" not in od:
-        raise KeyError("unicodeRange")
-    if "src" not in od:
-        raise KeyError("src")
-    if "platform_font_family" not in od:
-        raise KeyError("platformFontFamily")
+    od["font_family"] = d["fontFamily"]
+    od["font_style"] = d["fontStyle"]
+    od["font_variant"] = d["fontVariant"]
+    od["font_weight"] = d["fontWeight"]
+    od["font_stretch"] = d["fontStretch"]
+    od["font_display"] = d["fontDisplay"]
+    od["unicode_range"] = d["unicodeRange"]
+    od["src"] = d["src"]
+    od["platform_font_family"] = d["platformFontFamily"]
+    v = d.get("fontVariationAxes")
+    if v is not None:
+        od["font_variation_axes"] = [_s_FontVariationAxis(x0) for x0 in v]
     return o
 
 
@@ -3168,26 +2883,16 @@ def _u_FontFace(o: FontFace) -> dict[str, Any]:
     return d
 
 
-_CSSTryRule_plain = {
-    "styleSheetId": "style_sheet_id",
-}
-
-
 def _s_CSSTryRule(d: dict[str, Any]) -> CSSTryRule:
     o = _new(CSSTryRule)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSTryRule_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "origin":
-            od["origin"] = None if v is None else _enum(StyleSheetOrigin, v)
-        elif k == "style":
-            od["style"] = None if v is None else _s_CSSStyle(v)
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "style" not in od:
-        raise KeyError("style")
+    v = d.get("styleSheetId")
+    if v is not None:
+        od["style_sheet_id"] = v
+    v = d["origin"]
+    od["origin"] = None if v is None else (_e_StyleSheetOrigin(v) or _enum(StyleSheetOrigin, v))
+    v = d["style"]
+    od["style"] = None if v is None else _s_CSSStyle(v)
     return o
 
 
@@ -3201,33 +2906,19 @@ def _u_CSSTryRule(o: CSSTryRule) -> dict[str, Any]:
     return d
 
 
-_CSSPositionTryRule_plain = {
-    "styleSheetId": "style_sheet_id",
-    "active": "active",
-}
-
-
 def _s_CSSPositionTryRule(d: dict[str, Any]) -> CSSPositionTryRule:
     o = _new(CSSPositionTryRule)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSPositionTryRule_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "name":
-            od["name"] = None if v is None else _s_Value(v)
-        elif k == "origin":
-            od["origin"] = None if v is None else _enum(StyleSheetOrigin, v)
-        elif k == "style":
-            od["style"] = None if v is None else _s_CSSStyle(v)
-    if "name" not in od:
-        raise KeyError("name")
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "style" not in od:
-        raise KeyError("style")
-    if "active" not in od:
-        raise KeyError("active")
+    v = d["name"]
+    od["name"] = None if v is None else _s_Value(v)
+    v = d.get("styleSheetId")
+    if v is not None:
+        od["style_sheet_id"] = v
+    v = d["origin"]
+    od["origin"] = None if v is None else (_e_StyleSheetOrigin(v) or _enum(StyleSheetOrigin, v))
+    v = d["style"]
+    od["style"] = None if v is None else _s_CSSStyle(v)
+    od["active"] = d["active"]
     return o
 
 
@@ -3246,15 +2937,10 @@ def _u_CSSPositionTryRule(o: CSSPositionTryRule) -> dict[str, Any]:
 def _s_CSSKeyframesRule(d: dict[str, Any]) -> CSSKeyframesRule:
     o = _new(CSSKeyframesRule)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "animationName":
-            od["animation_name"] = None if v is None else _s_Value(v)
-        elif k == "keyframes":
-            od["keyframes"] = None if v is None else [_s_CSSKeyframeRule(x0) for x0 in v]
-    if "animation_name" not in od:
-        raise KeyError("animationName")
-    if "keyframes" not in od:
-        raise KeyError("keyframes")
+    v = d["animationName"]
+    od["animation_name"] = None if v is None else _s_Value(v)
+    v = d["keyframes"]
+    od["keyframes"] = None if v is None else [_s_CSSKeyframeRule(x0) for x0 in v]
     return o
 
 
@@ -3265,28 +2951,15 @@ def _u_CSSKeyframesRule(o: CSSKeyframesRule) -> dict[str, Any]:
     }
 
 
-_CSSPropertyRegistration_plain = {
-    "propertyName": "property_name",
-    "inherits": "inherits",
-    "syntax": "syntax",
-}
-
-
 def _s_CSSPropertyRegistration(d: dict[str, Any]) -> CSSPropertyRegistration:
     o = _new(CSSPropertyRegistration)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSPropertyRegistration_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "initialValue":
-            od["initial_value"] = None if v is None else _s_Value(v)
-    if "property_name" not in od:
-        raise KeyError("propertyName")
-    if "inherits" not in od:
-        raise KeyError("inherits")
-    if "syntax" not in od:
-        raise KeyError("syntax")
+    od["property_name"] = d["propertyName"]
+    v = d.get("initialValue")
+    if v is not None:
+        od["initial_value"] = _s_Value(v)
+    od["inherits"] = d["inherits"]
+    od["syntax"] = d["syntax"]
     return o
 
 
@@ -3301,32 +2974,23 @@ def _u_CSSPropertyRegistration(o: CSSPropertyRegistration) -> dict[str, Any]:
     return d
 
 
-_CSSAtRule_plain = {
-    "type": "type_",
-    "subsection": "subsection",
-    "styleSheetId": "style_sheet_id",
-}
-
-
 def _s_CSSAtRule(d: dict[str, Any]) -> CSSAtRule:
     o = _new(CSSAtRule)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSAtRule_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "name":
-            od["name"] = None if v is None else _s_Value(v)
-        elif k == "origin":
-            od["origin"] = None if v is None else _enum(StyleSheetOrigin, v)
-        elif k == "style":
-            od["style"] = None if v is None else _s_CSSStyle(v)
-    if "type_" not in od:
-        raise KeyError("type")
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "style" not in od:
-        raise KeyError("style")
+    od["type_"] = d["type"]
+    v = d.get("subsection")
+    if v is not None:
+        od["subsection"] = v
+    v = d.get("name")
+    if v is not None:
+        od["name"] = _s_Value(v)
+    v = d.get("styleSheetId")
+    if v is not None:
+        od["style_sheet_id"] = v
+    v = d["origin"]
+    od["origin"] = None if v is None else (_e_StyleSheetOrigin(v) or _enum(StyleSheetOrigin, v))
+    v = d["style"]
+    od["style"] = None if v is None else _s_CSSStyle(v)
     return o
 
 
@@ -3345,30 +3009,18 @@ def _u_CSSAtRule(o: CSSAtRule) -> dict[str, Any]:
     return d
 
 
-_CSSPropertyRule_plain = {
-    "styleSheetId": "style_sheet_id",
-}
-
-
 def _s_CSSPropertyRule(d: dict[str, Any]) -> CSSPropertyRule:
     o = _new(CSSPropertyRule)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSPropertyRule_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "origin":
-            od["origin"] = None if v is None else _enum(StyleSheetOrigin, v)
-        elif k == "propertyName":
-            od["property_name"] = None if v is None else _s_Value(v)
-        elif k == "style":
-            od["style"] = None if v is None else _s_CSSStyle(v)
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "property_name" not in od:
-        raise KeyError("propertyName")
-    if "style" not in od:
-        raise KeyError("style")
+    v = d.get("styleSheetId")
+    if v is not None:
+        od["style_sheet_id"] = v
+    v = d["origin"]
+    od["origin"] = None if v is None else (_e_StyleSheetOrigin(v) or _enum(StyleSheetOrigin, v))
+    v = d["propertyName"]
+    od["property_name"] = None if v is None else _s_Value(v)
+    v = d["style"]
+    od["style"] = None if v is None else _s_CSSStyle(v)
     return o
 
 
@@ -3383,23 +3035,11 @@ def _u_CSSPropertyRule(o: CSSPropertyRule) -> dict[str, Any]:
     return d
 
 
-_CSSFunctionParameter_plain = {
-    "name": "name",
-    "type": "type_",
-}
-
-
 def _s_CSSFunctionParameter(d: dict[str, Any]) -> CSSFunctionParameter:
     o = _new(CSSFunctionParameter)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSFunctionParameter_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "type_" not in od:
-        raise KeyError("type")
+    od["name"] = d["name"]
+    od["type_"] = d["type"]
     return o
 
 
@@ -3410,32 +3050,24 @@ def _u_CSSFunctionParameter(o: CSSFunctionParameter) -> dict[str, Any]:
     }
 
 
-_CSSFunctionConditionNode_plain = {
-    "conditionText": "condition_text",
-}
-
-
 def _s_CSSFunctionConditionNode(d: dict[str, Any]) -> CSSFunctionConditionNode:
     o = _new(CSSFunctionConditionNode)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSFunctionConditionNode_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "media":
-            od["media"] = None if v is None else _s_CSSMedia(v)
-        elif k == "containerQueries":
-            od["container_queries"] = None if v is None else _s_CSSContainerQuery(v)
-        elif k == "supports":
-            od["supports"] = None if v is None else _s_CSSSupports(v)
-        elif k == "navigation":
-            od["navigation"] = None if v is None else _s_CSSNavigation(v)
-        elif k == "children":
-            od["children"] = None if v is None else [_s_CSSFunctionNode(x0) for x0 in v]
-    if "children" not in od:
-        raise KeyError("children")
-    if "condition_text" not in od:
-        raise KeyError("conditionText")
+    v = d.get("media")
+    if v is not None:
+        od["media"] = _s_CSSMedia(v)
+    v = d.get("containerQueries")
+    if v is not None:
+        od["container_queries"] = _s_CSSContainerQuery(v)
+    v = d.get("supports")
+    if v is not None:
+        od["supports"] = _s_CSSSupports(v)
+    v = d.get("navigation")
+    if v is not None:
+        od["navigation"] = _s_CSSNavigation(v)
+    v = d["children"]
+    od["children"] = None if v is None else [_s_CSSFunctionNode(x0) for x0 in v]
+    od["condition_text"] = d["conditionText"]
     return o
 
 
@@ -3458,11 +3090,12 @@ def _u_CSSFunctionConditionNode(o: CSSFunctionConditionNode) -> dict[str, Any]:
 def _s_CSSFunctionNode(d: dict[str, Any]) -> CSSFunctionNode:
     o = _new(CSSFunctionNode)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "condition":
-            od["condition"] = None if v is None else _s_CSSFunctionConditionNode(v)
-        elif k == "style":
-            od["style"] = None if v is None else _s_CSSStyle(v)
+    v = d.get("condition")
+    if v is not None:
+        od["condition"] = _s_CSSFunctionConditionNode(v)
+    v = d.get("style")
+    if v is not None:
+        od["style"] = _s_CSSStyle(v)
     return o
 
 
@@ -3475,35 +3108,23 @@ def _u_CSSFunctionNode(o: CSSFunctionNode) -> dict[str, Any]:
     return d
 
 
-_CSSFunctionRule_plain = {
-    "styleSheetId": "style_sheet_id",
-    "originTreeScopeNodeId": "origin_tree_scope_node_id",
-}
-
-
 def _s_CSSFunctionRule(d: dict[str, Any]) -> CSSFunctionRule:
     o = _new(CSSFunctionRule)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSFunctionRule_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "name":
-            od["name"] = None if v is None else _s_Value(v)
-        elif k == "origin":
-            od["origin"] = None if v is None else _enum(StyleSheetOrigin, v)
-        elif k == "parameters":
-            od["parameters"] = None if v is None else [_s_CSSFunctionParameter(x0) for x0 in v]
-        elif k == "children":
-            od["children"] = None if v is None else [_s_CSSFunctionNode(x0) for x0 in v]
-    if "name" not in od:
-        raise KeyError("name")
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "parameters" not in od:
-        raise KeyError("parameters")
-    if "children" not in od:
-        raise KeyError("children")
+    v = d["name"]
+    od["name"] = None if v is None else _s_Value(v)
+    v = d.get("styleSheetId")
+    if v is not None:
+        od["style_sheet_id"] = v
+    v = d["origin"]
+    od["origin"] = None if v is None else (_e_StyleSheetOrigin(v) or _enum(StyleSheetOrigin, v))
+    v = d["parameters"]
+    od["parameters"] = None if v is None else [_s_CSSFunctionParameter(x0) for x0 in v]
+    v = d["children"]
+    od["children"] = None if v is None else [_s_CSSFunctionNode(x0) for x0 in v]
+    v = d.get("originTreeScopeNodeId")
+    if v is not None:
+        od["origin_tree_scope_node_id"] = v
     return o
 
 
@@ -3521,30 +3142,18 @@ def _u_CSSFunctionRule(o: CSSFunctionRule) -> dict[str, Any]:
     return d
 
 
-_CSSKeyframeRule_plain = {
-    "styleSheetId": "style_sheet_id",
-}
-
-
 def _s_CSSKeyframeRule(d: dict[str, Any]) -> CSSKeyframeRule:
     o = _new(CSSKeyframeRule)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSKeyframeRule_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "origin":
-            od["origin"] = None if v is None else _enum(StyleSheetOrigin, v)
-        elif k == "keyText":
-            od["key_text"] = None if v is None else _s_Value(v)
-        elif k == "style":
-            od["style"] = None if v is None else _s_CSSStyle(v)
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "key_text" not in od:
-        raise KeyError("keyText")
-    if "style" not in od:
-        raise KeyError("style")
+    v = d.get("styleSheetId")
+    if v is not None:
+        od["style_sheet_id"] = v
+    v = d["origin"]
+    od["origin"] = None if v is None else (_e_StyleSheetOrigin(v) or _enum(StyleSheetOrigin, v))
+    v = d["keyText"]
+    od["key_text"] = None if v is None else _s_Value(v)
+    v = d["style"]
+    od["style"] = None if v is None else _s_CSSStyle(v)
     return o
 
 
@@ -3559,27 +3168,13 @@ def _u_CSSKeyframeRule(o: CSSKeyframeRule) -> dict[str, Any]:
     return d
 
 
-_StyleDeclarationEdit_plain = {
-    "styleSheetId": "style_sheet_id",
-    "text": "text",
-}
-
-
 def _s_StyleDeclarationEdit(d: dict[str, Any]) -> StyleDeclarationEdit:
     o = _new(StyleDeclarationEdit)
     od = o.__dict__
-    for k, v in d.items():
-        n = _StyleDeclarationEdit_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "range":
-            od["range_"] = None if v is None else _s_SourceRange(v)
-    if "style_sheet_id" not in od:
-        raise KeyError("styleSheetId")
-    if "range_" not in od:
-        raise KeyError("range")
-    if "text" not in od:
-        raise KeyError("text")
+    od["style_sheet_id"] = d["styleSheetId"]
+    v = d["range"]
+    od["range_"] = None if v is None else _s_SourceRange(v)
+    od["text"] = d["text"]
     return o
 
 
@@ -3594,11 +3189,8 @@ def _u_StyleDeclarationEdit(o: StyleDeclarationEdit) -> dict[str, Any]:
 def _s_AddRuleResult(d: dict[str, Any]) -> AddRuleResult:
     o = _new(AddRuleResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "rule":
-            od["rule"] = None if v is None else _s_CSSRule(v)
-    if "rule" not in od:
-        raise KeyError("rule")
+    v = d["rule"]
+    od["rule"] = None if v is None else _s_CSSRule(v)
     return o
 
 
@@ -3633,20 +3225,10 @@ def _c_add_rule(d: dict[str, Any]) -> Command[AddRuleResult]:
     )
 
 
-_CollectClassNamesResult_plain = {
-    "classNames": "class_names",
-}
-
-
 def _s_CollectClassNamesResult(d: dict[str, Any]) -> CollectClassNamesResult:
     o = _new(CollectClassNamesResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CollectClassNamesResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "class_names" not in od:
-        raise KeyError("classNames")
+    od["class_names"] = d["classNames"]
     return o
 
 
@@ -3670,20 +3252,10 @@ def _c_collect_class_names(d: dict[str, Any]) -> Command[CollectClassNamesResult
     )
 
 
-_CreateStyleSheetResult_plain = {
-    "styleSheetId": "style_sheet_id",
-}
-
-
 def _s_CreateStyleSheetResult(d: dict[str, Any]) -> CreateStyleSheetResult:
     o = _new(CreateStyleSheetResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CreateStyleSheetResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "style_sheet_id" not in od:
-        raise KeyError("styleSheetId")
+    od["style_sheet_id"] = d["styleSheetId"]
     return o
 
 
@@ -3773,20 +3345,18 @@ def _c_force_position_try_option(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_GetBackgroundColorsResult_plain = {
-    "backgroundColors": "background_colors",
-    "computedFontSize": "computed_font_size",
-    "computedFontWeight": "computed_font_weight",
-}
-
-
 def _s_GetBackgroundColorsResult(d: dict[str, Any]) -> GetBackgroundColorsResult:
     o = _new(GetBackgroundColorsResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetBackgroundColorsResult_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("backgroundColors")
+    if v is not None:
+        od["background_colors"] = v
+    v = d.get("computedFontSize")
+    if v is not None:
+        od["computed_font_size"] = v
+    v = d.get("computedFontWeight")
+    if v is not None:
+        od["computed_font_weight"] = v
     return o
 
 
@@ -3818,15 +3388,10 @@ def _c_get_background_colors(d: dict[str, Any]) -> Command[GetBackgroundColorsRe
 def _s_GetComputedStyleForNodeResult(d: dict[str, Any]) -> GetComputedStyleForNodeResult:
     o = _new(GetComputedStyleForNodeResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "computedStyle":
-            od["computed_style"] = None if v is None else [_s_CSSComputedStyleProperty(x0) for x0 in v]
-        elif k == "extraFields":
-            od["extra_fields"] = None if v is None else _s_ComputedStyleExtraFields(v)
-    if "computed_style" not in od:
-        raise KeyError("computedStyle")
-    if "extra_fields" not in od:
-        raise KeyError("extraFields")
+    v = d["computedStyle"]
+    od["computed_style"] = None if v is None else [_s_CSSComputedStyleProperty(x0) for x0 in v]
+    v = d["extraFields"]
+    od["extra_fields"] = None if v is None else _s_ComputedStyleExtraFields(v)
     return o
 
 
@@ -3851,20 +3416,10 @@ def _c_get_computed_style_for_node(d: dict[str, Any]) -> Command[GetComputedStyl
     )
 
 
-_ResolveValuesResult_plain = {
-    "results": "results",
-}
-
-
 def _s_ResolveValuesResult(d: dict[str, Any]) -> ResolveValuesResult:
     o = _new(ResolveValuesResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ResolveValuesResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "results" not in od:
-        raise KeyError("results")
+    od["results"] = d["results"]
     return o
 
 
@@ -3907,11 +3462,8 @@ def _c_resolve_values(d: dict[str, Any]) -> Command[ResolveValuesResult]:
 def _s_GetLonghandPropertiesResult(d: dict[str, Any]) -> GetLonghandPropertiesResult:
     o = _new(GetLonghandPropertiesResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "longhandProperties":
-            od["longhand_properties"] = None if v is None else [_s_CSSProperty(x0) for x0 in v]
-    if "longhand_properties" not in od:
-        raise KeyError("longhandProperties")
+    v = d["longhandProperties"]
+    od["longhand_properties"] = None if v is None else [_s_CSSProperty(x0) for x0 in v]
     return o
 
 
@@ -3941,11 +3493,12 @@ def _c_get_longhand_properties(d: dict[str, Any]) -> Command[GetLonghandProperti
 def _s_GetInlineStylesForNodeResult(d: dict[str, Any]) -> GetInlineStylesForNodeResult:
     o = _new(GetInlineStylesForNodeResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "inlineStyle":
-            od["inline_style"] = None if v is None else _s_CSSStyle(v)
-        elif k == "attributesStyle":
-            od["attributes_style"] = None if v is None else _s_CSSStyle(v)
+    v = d.get("inlineStyle")
+    if v is not None:
+        od["inline_style"] = _s_CSSStyle(v)
+    v = d.get("attributesStyle")
+    if v is not None:
+        od["attributes_style"] = _s_CSSStyle(v)
     return o
 
 
@@ -3975,13 +3528,15 @@ def _c_get_inline_styles_for_node(d: dict[str, Any]) -> Command[GetInlineStylesF
 def _s_GetAnimatedStylesForNodeResult(d: dict[str, Any]) -> GetAnimatedStylesForNodeResult:
     o = _new(GetAnimatedStylesForNodeResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "animationStyles":
-            od["animation_styles"] = None if v is None else [_s_CSSAnimationStyle(x0) for x0 in v]
-        elif k == "transitionsStyle":
-            od["transitions_style"] = None if v is None else _s_CSSStyle(v)
-        elif k == "inherited":
-            od["inherited"] = None if v is None else [_s_InheritedAnimatedStyleEntry(x0) for x0 in v]
+    v = d.get("animationStyles")
+    if v is not None:
+        od["animation_styles"] = [_s_CSSAnimationStyle(x0) for x0 in v]
+    v = d.get("transitionsStyle")
+    if v is not None:
+        od["transitions_style"] = _s_CSSStyle(v)
+    v = d.get("inherited")
+    if v is not None:
+        od["inherited"] = [_s_InheritedAnimatedStyleEntry(x0) for x0 in v]
     return o
 
 
@@ -4010,47 +3565,51 @@ def _c_get_animated_styles_for_node(d: dict[str, Any]) -> Command[GetAnimatedSty
     )
 
 
-_GetMatchedStylesForNodeResult_plain = {
-    "activePositionFallbackIndex": "active_position_fallback_index",
-    "parentLayoutNodeId": "parent_layout_node_id",
-}
-
-
 def _s_GetMatchedStylesForNodeResult(d: dict[str, Any]) -> GetMatchedStylesForNodeResult:
     o = _new(GetMatchedStylesForNodeResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetMatchedStylesForNodeResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "inlineStyle":
-            od["inline_style"] = None if v is None else _s_CSSStyle(v)
-        elif k == "attributesStyle":
-            od["attributes_style"] = None if v is None else _s_CSSStyle(v)
-        elif k == "matchedCSSRules":
-            od["matched_css_rules"] = None if v is None else [_s_RuleMatch(x0) for x0 in v]
-        elif k == "pseudoElements":
-            od["pseudo_elements"] = None if v is None else [_s_PseudoElementMatches(x0) for x0 in v]
-        elif k == "inherited":
-            od["inherited"] = None if v is None else [_s_InheritedStyleEntry(x0) for x0 in v]
-        elif k == "inheritedPseudoElements":
-            od["inherited_pseudo_elements"] = (
-                None if v is None else [_s_InheritedPseudoElementMatches(x0) for x0 in v]
-            )
-        elif k == "cssKeyframesRules":
-            od["css_keyframes_rules"] = None if v is None else [_s_CSSKeyframesRule(x0) for x0 in v]
-        elif k == "cssPositionTryRules":
-            od["css_position_try_rules"] = None if v is None else [_s_CSSPositionTryRule(x0) for x0 in v]
-        elif k == "cssPropertyRules":
-            od["css_property_rules"] = None if v is None else [_s_CSSPropertyRule(x0) for x0 in v]
-        elif k == "cssPropertyRegistrations":
-            od["css_property_registrations"] = (
-                None if v is None else [_s_CSSPropertyRegistration(x0) for x0 in v]
-            )
-        elif k == "cssAtRules":
-            od["css_at_rules"] = None if v is None else [_s_CSSAtRule(x0) for x0 in v]
-        elif k == "cssFunctionRules":
-            od["css_function_rules"] = None if v is None else [_s_CSSFunctionRule(x0) for x0 in v]
+    v = d.get("inlineStyle")
+    if v is not None:
+        od["inline_style"] = _s_CSSStyle(v)
+    v = d.get("attributesStyle")
+    if v is not None:
+        od["attributes_style"] = _s_CSSStyle(v)
+    v = d.get("matchedCSSRules")
+    if v is not None:
+        od["matched_css_rules"] = [_s_RuleMatch(x0) for x0 in v]
+    v = d.get("pseudoElements")
+    if v is not None:
+        od["pseudo_elements"] = [_s_PseudoElementMatches(x0) for x0 in v]
+    v = d.get("inherited")
+    if v is not None:
+        od["inherited"] = [_s_InheritedStyleEntry(x0) for x0 in v]
+    v = d.get("inheritedPseudoElements")
+    if v is not None:
+        od["inherited_pseudo_elements"] = [_s_InheritedPseudoElementMatches(x0) for x0 in v]
+    v = d.get("cssKeyframesRules")
+    if v is not None:
+        od["css_keyframes_rules"] = [_s_CSSKeyframesRule(x0) for x0 in v]
+    v = d.get("cssPositionTryRules")
+    if v is not None:
+        od["css_position_try_rules"] = [_s_CSSPositionTryRule(x0) for x0 in v]
+    v = d.get("activePositionFallbackIndex")
+    if v is not None:
+        od["active_position_fallback_index"] = v
+    v = d.get("cssPropertyRules")
+    if v is not None:
+        od["css_property_rules"] = [_s_CSSPropertyRule(x0) for x0 in v]
+    v = d.get("cssPropertyRegistrations")
+    if v is not None:
+        od["css_property_registrations"] = [_s_CSSPropertyRegistration(x0) for x0 in v]
+    v = d.get("cssAtRules")
+    if v is not None:
+        od["css_at_rules"] = [_s_CSSAtRule(x0) for x0 in v]
+    v = d.get("parentLayoutNodeId")
+    if v is not None:
+        od["parent_layout_node_id"] = v
+    v = d.get("cssFunctionRules")
+    if v is not None:
+        od["css_function_rules"] = [_s_CSSFunctionRule(x0) for x0 in v]
     return o
 
 
@@ -4105,20 +3664,10 @@ def _c_get_matched_styles_for_node(d: dict[str, Any]) -> Command[GetMatchedStyle
     )
 
 
-_GetEnvironmentVariablesResult_plain = {
-    "environmentVariables": "environment_variables",
-}
-
-
 def _s_GetEnvironmentVariablesResult(d: dict[str, Any]) -> GetEnvironmentVariablesResult:
     o = _new(GetEnvironmentVariablesResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetEnvironmentVariablesResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "environment_variables" not in od:
-        raise KeyError("environmentVariables")
+    od["environment_variables"] = d["environmentVariables"]
     return o
 
 
@@ -4135,11 +3684,8 @@ def _c_get_environment_variables(d: dict[str, Any]) -> Command[GetEnvironmentVar
 def _s_GetMediaQueriesResult(d: dict[str, Any]) -> GetMediaQueriesResult:
     o = _new(GetMediaQueriesResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "medias":
-            od["medias"] = None if v is None else [_s_CSSMedia(x0) for x0 in v]
-    if "medias" not in od:
-        raise KeyError("medias")
+    v = d["medias"]
+    od["medias"] = None if v is None else [_s_CSSMedia(x0) for x0 in v]
     return o
 
 
@@ -4156,11 +3702,8 @@ def _c_get_media_queries(d: dict[str, Any]) -> Command[GetMediaQueriesResult]:
 def _s_GetPlatformFontsForNodeResult(d: dict[str, Any]) -> GetPlatformFontsForNodeResult:
     o = _new(GetPlatformFontsForNodeResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "fonts":
-            od["fonts"] = None if v is None else [_s_PlatformFontUsage(x0) for x0 in v]
-    if "fonts" not in od:
-        raise KeyError("fonts")
+    v = d["fonts"]
+    od["fonts"] = None if v is None else [_s_PlatformFontUsage(x0) for x0 in v]
     return o
 
 
@@ -4184,20 +3727,10 @@ def _c_get_platform_fonts_for_node(d: dict[str, Any]) -> Command[GetPlatformFont
     )
 
 
-_GetStyleSheetTextResult_plain = {
-    "text": "text",
-}
-
-
 def _s_GetStyleSheetTextResult(d: dict[str, Any]) -> GetStyleSheetTextResult:
     o = _new(GetStyleSheetTextResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetStyleSheetTextResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "text" not in od:
-        raise KeyError("text")
+    od["text"] = d["text"]
     return o
 
 
@@ -4224,11 +3757,8 @@ def _c_get_style_sheet_text(d: dict[str, Any]) -> Command[GetStyleSheetTextResul
 def _s_GetLayersForNodeResult(d: dict[str, Any]) -> GetLayersForNodeResult:
     o = _new(GetLayersForNodeResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "rootLayer":
-            od["root_layer"] = None if v is None else _s_CSSLayerData(v)
-    if "root_layer" not in od:
-        raise KeyError("rootLayer")
+    v = d["rootLayer"]
+    od["root_layer"] = None if v is None else _s_CSSLayerData(v)
     return o
 
 
@@ -4255,11 +3785,8 @@ def _c_get_layers_for_node(d: dict[str, Any]) -> Command[GetLayersForNodeResult]
 def _s_GetLocationForSelectorResult(d: dict[str, Any]) -> GetLocationForSelectorResult:
     o = _new(GetLocationForSelectorResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "ranges":
-            od["ranges"] = None if v is None else [_s_SourceRange(x0) for x0 in v]
-    if "ranges" not in od:
-        raise KeyError("ranges")
+    v = d["ranges"]
+    od["ranges"] = None if v is None else [_s_SourceRange(x0) for x0 in v]
     return o
 
 
@@ -4315,20 +3842,10 @@ def _c_track_computed_style_updates(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_TakeComputedStyleUpdatesResult_plain = {
-    "nodeIds": "node_ids",
-}
-
-
 def _s_TakeComputedStyleUpdatesResult(d: dict[str, Any]) -> TakeComputedStyleUpdatesResult:
     o = _new(TakeComputedStyleUpdatesResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _TakeComputedStyleUpdatesResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_ids" not in od:
-        raise KeyError("nodeIds")
+    od["node_ids"] = d["nodeIds"]
     return o
 
 
@@ -4365,11 +3882,8 @@ def _c_set_effective_property_value_for_node(d: dict[str, Any]) -> Command[None]
 def _s_SetPropertyRulePropertyNameResult(d: dict[str, Any]) -> SetPropertyRulePropertyNameResult:
     o = _new(SetPropertyRulePropertyNameResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "propertyName":
-            od["property_name"] = None if v is None else _s_Value(v)
-    if "property_name" not in od:
-        raise KeyError("propertyName")
+    v = d["propertyName"]
+    od["property_name"] = None if v is None else _s_Value(v)
     return o
 
 
@@ -4402,11 +3916,8 @@ def _c_set_property_rule_property_name(d: dict[str, Any]) -> Command[SetProperty
 def _s_SetKeyframeKeyResult(d: dict[str, Any]) -> SetKeyframeKeyResult:
     o = _new(SetKeyframeKeyResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "keyText":
-            od["key_text"] = None if v is None else _s_Value(v)
-    if "key_text" not in od:
-        raise KeyError("keyText")
+    v = d["keyText"]
+    od["key_text"] = None if v is None else _s_Value(v)
     return o
 
 
@@ -4439,11 +3950,8 @@ def _c_set_keyframe_key(d: dict[str, Any]) -> Command[SetKeyframeKeyResult]:
 def _s_SetMediaTextResult(d: dict[str, Any]) -> SetMediaTextResult:
     o = _new(SetMediaTextResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "media":
-            od["media"] = None if v is None else _s_CSSMedia(v)
-    if "media" not in od:
-        raise KeyError("media")
+    v = d["media"]
+    od["media"] = None if v is None else _s_CSSMedia(v)
     return o
 
 
@@ -4476,11 +3984,8 @@ def _c_set_media_text(d: dict[str, Any]) -> Command[SetMediaTextResult]:
 def _s_SetContainerQueryTextResult(d: dict[str, Any]) -> SetContainerQueryTextResult:
     o = _new(SetContainerQueryTextResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "containerQuery":
-            od["container_query"] = None if v is None else _s_CSSContainerQuery(v)
-    if "container_query" not in od:
-        raise KeyError("containerQuery")
+    v = d["containerQuery"]
+    od["container_query"] = None if v is None else _s_CSSContainerQuery(v)
     return o
 
 
@@ -4513,11 +4018,8 @@ def _c_set_container_query_text(d: dict[str, Any]) -> Command[SetContainerQueryT
 def _s_SetContainerQueryConditionTextResult(d: dict[str, Any]) -> SetContainerQueryConditionTextResult:
     o = _new(SetContainerQueryConditionTextResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "containerQuery":
-            od["container_query"] = None if v is None else _s_CSSContainerQuery(v)
-    if "container_query" not in od:
-        raise KeyError("containerQuery")
+    v = d["containerQuery"]
+    od["container_query"] = None if v is None else _s_CSSContainerQuery(v)
     return o
 
 
@@ -4550,11 +4052,8 @@ def _c_set_container_query_condition_text(d: dict[str, Any]) -> Command[SetConta
 def _s_SetSupportsTextResult(d: dict[str, Any]) -> SetSupportsTextResult:
     o = _new(SetSupportsTextResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "supports":
-            od["supports"] = None if v is None else _s_CSSSupports(v)
-    if "supports" not in od:
-        raise KeyError("supports")
+    v = d["supports"]
+    od["supports"] = None if v is None else _s_CSSSupports(v)
     return o
 
 
@@ -4587,11 +4086,8 @@ def _c_set_supports_text(d: dict[str, Any]) -> Command[SetSupportsTextResult]:
 def _s_SetNavigationTextResult(d: dict[str, Any]) -> SetNavigationTextResult:
     o = _new(SetNavigationTextResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "navigation":
-            od["navigation"] = None if v is None else _s_CSSNavigation(v)
-    if "navigation" not in od:
-        raise KeyError("navigation")
+    v = d["navigation"]
+    od["navigation"] = None if v is None else _s_CSSNavigation(v)
     return o
 
 
@@ -4624,11 +4120,8 @@ def _c_set_navigation_text(d: dict[str, Any]) -> Command[SetNavigationTextResult
 def _s_SetScopeTextResult(d: dict[str, Any]) -> SetScopeTextResult:
     o = _new(SetScopeTextResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "scope":
-            od["scope"] = None if v is None else _s_CSSScope(v)
-    if "scope" not in od:
-        raise KeyError("scope")
+    v = d["scope"]
+    od["scope"] = None if v is None else _s_CSSScope(v)
     return o
 
 
@@ -4661,11 +4154,8 @@ def _c_set_scope_text(d: dict[str, Any]) -> Command[SetScopeTextResult]:
 def _s_SetRuleSelectorResult(d: dict[str, Any]) -> SetRuleSelectorResult:
     o = _new(SetRuleSelectorResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "selectorList":
-            od["selector_list"] = None if v is None else _s_SelectorList(v)
-    if "selector_list" not in od:
-        raise KeyError("selectorList")
+    v = d["selectorList"]
+    od["selector_list"] = None if v is None else _s_SelectorList(v)
     return o
 
 
@@ -4695,18 +4185,12 @@ def _c_set_rule_selector(d: dict[str, Any]) -> Command[SetRuleSelectorResult]:
     )
 
 
-_SetStyleSheetTextResult_plain = {
-    "sourceMapURL": "source_map_url",
-}
-
-
 def _s_SetStyleSheetTextResult(d: dict[str, Any]) -> SetStyleSheetTextResult:
     o = _new(SetStyleSheetTextResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SetStyleSheetTextResult_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("sourceMapURL")
+    if v is not None:
+        od["source_map_url"] = v
     return o
 
 
@@ -4737,11 +4221,8 @@ def _c_set_style_sheet_text(d: dict[str, Any]) -> Command[SetStyleSheetTextResul
 def _s_SetStyleTextsResult(d: dict[str, Any]) -> SetStyleTextsResult:
     o = _new(SetStyleTextsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "styles":
-            od["styles"] = None if v is None else [_s_CSSStyle(x0) for x0 in v]
-    if "styles" not in od:
-        raise KeyError("styles")
+    v = d["styles"]
+    od["styles"] = None if v is None else [_s_CSSStyle(x0) for x0 in v]
     return o
 
 
@@ -4777,11 +4258,8 @@ def _c_start_rule_usage_tracking(d: dict[str, Any]) -> Command[None]:
 def _s_StopRuleUsageTrackingResult(d: dict[str, Any]) -> StopRuleUsageTrackingResult:
     o = _new(StopRuleUsageTrackingResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "ruleUsage":
-            od["rule_usage"] = None if v is None else [_s_RuleUsage(x0) for x0 in v]
-    if "rule_usage" not in od:
-        raise KeyError("ruleUsage")
+    v = d["ruleUsage"]
+    od["rule_usage"] = None if v is None else [_s_RuleUsage(x0) for x0 in v]
     return o
 
 
@@ -4795,24 +4273,12 @@ def _c_stop_rule_usage_tracking(d: dict[str, Any]) -> Command[StopRuleUsageTrack
     return stop_rule_usage_tracking()
 
 
-_TakeCoverageDeltaResult_plain = {
-    "timestamp": "timestamp",
-}
-
-
 def _s_TakeCoverageDeltaResult(d: dict[str, Any]) -> TakeCoverageDeltaResult:
     o = _new(TakeCoverageDeltaResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _TakeCoverageDeltaResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "coverage":
-            od["coverage"] = None if v is None else [_s_RuleUsage(x0) for x0 in v]
-    if "coverage" not in od:
-        raise KeyError("coverage")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    v = d["coverage"]
+    od["coverage"] = None if v is None else [_s_RuleUsage(x0) for x0 in v]
+    od["timestamp"] = d["timestamp"]
     return o
 
 
@@ -4844,9 +4310,9 @@ def _c_set_local_fonts_enabled(d: dict[str, Any]) -> Command[None]:
 def _s_FontsUpdated(d: dict[str, Any]) -> FontsUpdated:
     o = _new(FontsUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "font":
-            od["font"] = None if v is None else _s_FontFace(v)
+    v = d.get("font")
+    if v is not None:
+        od["font"] = _s_FontFace(v)
     return o
 
 
@@ -4858,7 +4324,8 @@ def _u_FontsUpdated(o: FontsUpdated) -> dict[str, Any]:
 
 
 def _s_MediaQueryResultChanged(d: dict[str, Any]) -> MediaQueryResultChanged:
-    return _new(MediaQueryResultChanged)
+    o = _new(MediaQueryResultChanged)
+    return o
 
 
 def _u_MediaQueryResultChanged(o: MediaQueryResultChanged) -> dict[str, Any]:
@@ -4868,11 +4335,8 @@ def _u_MediaQueryResultChanged(o: MediaQueryResultChanged) -> dict[str, Any]:
 def _s_StyleSheetAdded(d: dict[str, Any]) -> StyleSheetAdded:
     o = _new(StyleSheetAdded)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "header":
-            od["header"] = None if v is None else _s_CSSStyleSheetHeader(v)
-    if "header" not in od:
-        raise KeyError("header")
+    v = d["header"]
+    od["header"] = None if v is None else _s_CSSStyleSheetHeader(v)
     return o
 
 
@@ -4882,20 +4346,10 @@ def _u_StyleSheetAdded(o: StyleSheetAdded) -> dict[str, Any]:
     }
 
 
-_StyleSheetChanged_plain = {
-    "styleSheetId": "style_sheet_id",
-}
-
-
 def _s_StyleSheetChanged(d: dict[str, Any]) -> StyleSheetChanged:
     o = _new(StyleSheetChanged)
     od = o.__dict__
-    for k, v in d.items():
-        n = _StyleSheetChanged_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "style_sheet_id" not in od:
-        raise KeyError("styleSheetId")
+    od["style_sheet_id"] = d["styleSheetId"]
     return o
 
 
@@ -4905,20 +4359,10 @@ def _u_StyleSheetChanged(o: StyleSheetChanged) -> dict[str, Any]:
     }
 
 
-_StyleSheetRemoved_plain = {
-    "styleSheetId": "style_sheet_id",
-}
-
-
 def _s_StyleSheetRemoved(d: dict[str, Any]) -> StyleSheetRemoved:
     o = _new(StyleSheetRemoved)
     od = o.__dict__
-    for k, v in d.items():
-        n = _StyleSheetRemoved_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "style_sheet_id" not in od:
-        raise KeyError("styleSheetId")
+    od["style_sheet_id"] = d["styleSheetId"]
     return o
 
 
@@ -4928,20 +4372,10 @@ def _u_StyleSheetRemoved(o: StyleSheetRemoved) -> dict[str, Any]:
     }
 
 
-_ComputedStyleUpdated_plain = {
-    "nodeId": "node_id",
-}
-
-
 def _s_ComputedStyleUpdated(d: dict[str, Any]) -> ComputedStyleUpdated:
     o = _new(ComputedStyleUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ComputedStyleUpdated_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    od["node_id"] = d["nodeId"]
     return o
 
 

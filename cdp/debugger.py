@@ -1175,26 +1175,17 @@ class ScriptParsed:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_Location_plain = {
-    "scriptId": "script_id",
-    "lineNumber": "line_number",
-    "columnNumber": "column_number",
-}
+_e_ScriptLanguage = ScriptLanguage._value2member_map_.get
 
 
 def _s_Location(d: dict[str, Any]) -> Location:
     o = _new(Location)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Location_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "script_id" not in od:
-        raise KeyError("scriptId")
-    if "line_number" not in od:
-        raise KeyError("lineNumber")
+    od["script_id"] = d["scriptId"]
+    od["line_number"] = d["lineNumber"]
+    v = d.get("columnNumber")
+    if v is not None:
+        od["column_number"] = v
     return o
 
 
@@ -1208,23 +1199,11 @@ def _u_Location(o: Location) -> dict[str, Any]:
     return d
 
 
-_ScriptPosition_plain = {
-    "lineNumber": "line_number",
-    "columnNumber": "column_number",
-}
-
-
 def _s_ScriptPosition(d: dict[str, Any]) -> ScriptPosition:
     o = _new(ScriptPosition)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ScriptPosition_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "line_number" not in od:
-        raise KeyError("lineNumber")
-    if "column_number" not in od:
-        raise KeyError("columnNumber")
+    od["line_number"] = d["lineNumber"]
+    od["column_number"] = d["columnNumber"]
     return o
 
 
@@ -1235,28 +1214,14 @@ def _u_ScriptPosition(o: ScriptPosition) -> dict[str, Any]:
     }
 
 
-_LocationRange_plain = {
-    "scriptId": "script_id",
-}
-
-
 def _s_LocationRange(d: dict[str, Any]) -> LocationRange:
     o = _new(LocationRange)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LocationRange_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "start":
-            od["start"] = None if v is None else _s_ScriptPosition(v)
-        elif k == "end":
-            od["end"] = None if v is None else _s_ScriptPosition(v)
-    if "script_id" not in od:
-        raise KeyError("scriptId")
-    if "start" not in od:
-        raise KeyError("start")
-    if "end" not in od:
-        raise KeyError("end")
+    od["script_id"] = d["scriptId"]
+    v = d["start"]
+    od["start"] = None if v is None else _s_ScriptPosition(v)
+    v = d["end"]
+    od["end"] = None if v is None else _s_ScriptPosition(v)
     return o
 
 
@@ -1268,43 +1233,27 @@ def _u_LocationRange(o: LocationRange) -> dict[str, Any]:
     }
 
 
-_CallFrame_plain = {
-    "callFrameId": "call_frame_id",
-    "functionName": "function_name",
-    "url": "url",
-    "canBeRestarted": "can_be_restarted",
-}
-
-
 def _s_CallFrame(d: dict[str, Any]) -> CallFrame:
     o = _new(CallFrame)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CallFrame_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "functionLocation":
-            od["function_location"] = None if v is None else _s_Location(v)
-        elif k == "location":
-            od["location"] = None if v is None else _s_Location(v)
-        elif k == "scopeChain":
-            od["scope_chain"] = None if v is None else [_s_Scope(x0) for x0 in v]
-        elif k == "this":
-            od["this"] = None if v is None else cdp.runtime._s_RemoteObject(v)
-        elif k == "returnValue":
-            od["return_value"] = None if v is None else cdp.runtime._s_RemoteObject(v)
-    if "call_frame_id" not in od:
-        raise KeyError("callFrameId")
-    if "function_name" not in od:
-        raise KeyError("functionName")
-    if "location" not in od:
-        raise KeyError("location")
-    if "url" not in od:
-        raise KeyError("url")
-    if "scope_chain" not in od:
-        raise KeyError("scopeChain")
-    if "this" not in od:
-        raise KeyError("this")
+    od["call_frame_id"] = d["callFrameId"]
+    od["function_name"] = d["functionName"]
+    v = d.get("functionLocation")
+    if v is not None:
+        od["function_location"] = _s_Location(v)
+    v = d["location"]
+    od["location"] = None if v is None else _s_Location(v)
+    od["url"] = d["url"]
+    v = d["scopeChain"]
+    od["scope_chain"] = None if v is None else [_s_Scope(x0) for x0 in v]
+    v = d["this"]
+    od["this"] = None if v is None else cdp.runtime._s_RemoteObject(v)
+    v = d.get("returnValue")
+    if v is not None:
+        od["return_value"] = cdp.runtime._s_RemoteObject(v)
+    v = d.get("canBeRestarted")
+    if v is not None:
+        od["can_be_restarted"] = v
     return o
 
 
@@ -1326,30 +1275,24 @@ def _u_CallFrame(o: CallFrame) -> dict[str, Any]:
     return d
 
 
-_Scope_plain = {
-    "type": "type_",
-    "name": "name",
-    "emptyReason": "empty_reason",
-}
-
-
 def _s_Scope(d: dict[str, Any]) -> Scope:
     o = _new(Scope)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Scope_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "object":
-            od["object_"] = None if v is None else cdp.runtime._s_RemoteObject(v)
-        elif k == "startLocation":
-            od["start_location"] = None if v is None else _s_Location(v)
-        elif k == "endLocation":
-            od["end_location"] = None if v is None else _s_Location(v)
-    if "type_" not in od:
-        raise KeyError("type")
-    if "object_" not in od:
-        raise KeyError("object")
+    od["type_"] = d["type"]
+    v = d["object"]
+    od["object_"] = None if v is None else cdp.runtime._s_RemoteObject(v)
+    v = d.get("name")
+    if v is not None:
+        od["name"] = v
+    v = d.get("startLocation")
+    if v is not None:
+        od["start_location"] = _s_Location(v)
+    v = d.get("endLocation")
+    if v is not None:
+        od["end_location"] = _s_Location(v)
+    v = d.get("emptyReason")
+    if v is not None:
+        od["empty_reason"] = v
     return o
 
 
@@ -1369,23 +1312,11 @@ def _u_Scope(o: Scope) -> dict[str, Any]:
     return d
 
 
-_SearchMatch_plain = {
-    "lineNumber": "line_number",
-    "lineContent": "line_content",
-}
-
-
 def _s_SearchMatch(d: dict[str, Any]) -> SearchMatch:
     o = _new(SearchMatch)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SearchMatch_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "line_number" not in od:
-        raise KeyError("lineNumber")
-    if "line_content" not in od:
-        raise KeyError("lineContent")
+    od["line_number"] = d["lineNumber"]
+    od["line_content"] = d["lineContent"]
     return o
 
 
@@ -1396,25 +1327,17 @@ def _u_SearchMatch(o: SearchMatch) -> dict[str, Any]:
     }
 
 
-_BreakLocation_plain = {
-    "scriptId": "script_id",
-    "lineNumber": "line_number",
-    "columnNumber": "column_number",
-    "type": "type_",
-}
-
-
 def _s_BreakLocation(d: dict[str, Any]) -> BreakLocation:
     o = _new(BreakLocation)
     od = o.__dict__
-    for k, v in d.items():
-        n = _BreakLocation_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "script_id" not in od:
-        raise KeyError("scriptId")
-    if "line_number" not in od:
-        raise KeyError("lineNumber")
+    od["script_id"] = d["scriptId"]
+    od["line_number"] = d["lineNumber"]
+    v = d.get("columnNumber")
+    if v is not None:
+        od["column_number"] = v
+    v = d.get("type")
+    if v is not None:
+        od["type_"] = v
     return o
 
 
@@ -1430,23 +1353,11 @@ def _u_BreakLocation(o: BreakLocation) -> dict[str, Any]:
     return d
 
 
-_WasmDisassemblyChunk_plain = {
-    "lines": "lines",
-    "bytecodeOffsets": "bytecode_offsets",
-}
-
-
 def _s_WasmDisassemblyChunk(d: dict[str, Any]) -> WasmDisassemblyChunk:
     o = _new(WasmDisassemblyChunk)
     od = o.__dict__
-    for k, v in d.items():
-        n = _WasmDisassemblyChunk_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "lines" not in od:
-        raise KeyError("lines")
-    if "bytecode_offsets" not in od:
-        raise KeyError("bytecodeOffsets")
+    od["lines"] = d["lines"]
+    od["bytecode_offsets"] = d["bytecodeOffsets"]
     return o
 
 
@@ -1457,21 +1368,13 @@ def _u_WasmDisassemblyChunk(o: WasmDisassemblyChunk) -> dict[str, Any]:
     }
 
 
-_DebugSymbols_plain = {
-    "type": "type_",
-    "externalURL": "external_url",
-}
-
-
 def _s_DebugSymbols(d: dict[str, Any]) -> DebugSymbols:
     o = _new(DebugSymbols)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DebugSymbols_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "type_" not in od:
-        raise KeyError("type")
+    od["type_"] = d["type"]
+    v = d.get("externalURL")
+    if v is not None:
+        od["external_url"] = v
     return o
 
 
@@ -1484,24 +1387,12 @@ def _u_DebugSymbols(o: DebugSymbols) -> dict[str, Any]:
     return d
 
 
-_ResolvedBreakpoint_plain = {
-    "breakpointId": "breakpoint_id",
-}
-
-
 def _s_ResolvedBreakpoint(d: dict[str, Any]) -> ResolvedBreakpoint:
     o = _new(ResolvedBreakpoint)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ResolvedBreakpoint_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "location":
-            od["location"] = None if v is None else _s_Location(v)
-    if "breakpoint_id" not in od:
-        raise KeyError("breakpointId")
-    if "location" not in od:
-        raise KeyError("location")
+    od["breakpoint_id"] = d["breakpointId"]
+    v = d["location"]
+    od["location"] = None if v is None else _s_Location(v)
     return o
 
 
@@ -1535,20 +1426,10 @@ def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-_EnableResult_plain = {
-    "debuggerId": "debugger_id",
-}
-
-
 def _s_EnableResult(d: dict[str, Any]) -> EnableResult:
     o = _new(EnableResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _EnableResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "debugger_id" not in od:
-        raise KeyError("debuggerId")
+    od["debugger_id"] = d["debuggerId"]
     return o
 
 
@@ -1576,13 +1457,11 @@ def _c_enable(d: dict[str, Any]) -> Command[EnableResult]:
 def _s_EvaluateOnCallFrameResult(d: dict[str, Any]) -> EvaluateOnCallFrameResult:
     o = _new(EvaluateOnCallFrameResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "result":
-            od["result"] = None if v is None else cdp.runtime._s_RemoteObject(v)
-        elif k == "exceptionDetails":
-            od["exception_details"] = None if v is None else cdp.runtime._s_ExceptionDetails(v)
-    if "result" not in od:
-        raise KeyError("result")
+    v = d["result"]
+    od["result"] = None if v is None else cdp.runtime._s_RemoteObject(v)
+    v = d.get("exceptionDetails")
+    if v is not None:
+        od["exception_details"] = cdp.runtime._s_ExceptionDetails(v)
     return o
 
 
@@ -1648,11 +1527,8 @@ def _c_evaluate_on_call_frame(d: dict[str, Any]) -> Command[EvaluateOnCallFrameR
 def _s_GetPossibleBreakpointsResult(d: dict[str, Any]) -> GetPossibleBreakpointsResult:
     o = _new(GetPossibleBreakpointsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "locations":
-            od["locations"] = None if v is None else [_s_BreakLocation(x0) for x0 in v]
-    if "locations" not in od:
-        raise KeyError("locations")
+    v = d["locations"]
+    od["locations"] = None if v is None else [_s_BreakLocation(x0) for x0 in v]
     return o
 
 
@@ -1685,22 +1561,13 @@ def _c_get_possible_breakpoints(d: dict[str, Any]) -> Command[GetPossibleBreakpo
     )
 
 
-_GetScriptSourceResult_plain = {
-    "scriptSource": "script_source",
-}
-
-
 def _s_GetScriptSourceResult(d: dict[str, Any]) -> GetScriptSourceResult:
     o = _new(GetScriptSourceResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetScriptSourceResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "bytecode":
-            od["bytecode"] = None if v is None else _b64d(v)
-    if "script_source" not in od:
-        raise KeyError("scriptSource")
+    od["script_source"] = d["scriptSource"]
+    v = d.get("bytecode")
+    if v is not None:
+        od["bytecode"] = _b64d(v)
     return o
 
 
@@ -1727,28 +1594,16 @@ def _c_get_script_source(d: dict[str, Any]) -> Command[GetScriptSourceResult]:
     )
 
 
-_DisassembleWasmModuleResult_plain = {
-    "streamId": "stream_id",
-    "totalNumberOfLines": "total_number_of_lines",
-    "functionBodyOffsets": "function_body_offsets",
-}
-
-
 def _s_DisassembleWasmModuleResult(d: dict[str, Any]) -> DisassembleWasmModuleResult:
     o = _new(DisassembleWasmModuleResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DisassembleWasmModuleResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "chunk":
-            od["chunk"] = None if v is None else _s_WasmDisassemblyChunk(v)
-    if "total_number_of_lines" not in od:
-        raise KeyError("totalNumberOfLines")
-    if "function_body_offsets" not in od:
-        raise KeyError("functionBodyOffsets")
-    if "chunk" not in od:
-        raise KeyError("chunk")
+    v = d.get("streamId")
+    if v is not None:
+        od["stream_id"] = v
+    od["total_number_of_lines"] = d["totalNumberOfLines"]
+    od["function_body_offsets"] = d["functionBodyOffsets"]
+    v = d["chunk"]
+    od["chunk"] = None if v is None else _s_WasmDisassemblyChunk(v)
     return o
 
 
@@ -1780,11 +1635,8 @@ def _c_disassemble_wasm_module(d: dict[str, Any]) -> Command[DisassembleWasmModu
 def _s_NextWasmDisassemblyChunkResult(d: dict[str, Any]) -> NextWasmDisassemblyChunkResult:
     o = _new(NextWasmDisassemblyChunkResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "chunk":
-            od["chunk"] = None if v is None else _s_WasmDisassemblyChunk(v)
-    if "chunk" not in od:
-        raise KeyError("chunk")
+    v = d["chunk"]
+    od["chunk"] = None if v is None else _s_WasmDisassemblyChunk(v)
     return o
 
 
@@ -1811,11 +1663,8 @@ def _c_next_wasm_disassembly_chunk(d: dict[str, Any]) -> Command[NextWasmDisasse
 def _s_GetWasmBytecodeResult(d: dict[str, Any]) -> GetWasmBytecodeResult:
     o = _new(GetWasmBytecodeResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "bytecode":
-            od["bytecode"] = None if v is None else _b64d(v)
-    if "bytecode" not in od:
-        raise KeyError("bytecode")
+    v = d["bytecode"]
+    od["bytecode"] = None if v is None else _b64d(v)
     return o
 
 
@@ -1842,11 +1691,8 @@ def _c_get_wasm_bytecode(d: dict[str, Any]) -> Command[GetWasmBytecodeResult]:
 def _s_GetStackTraceResult(d: dict[str, Any]) -> GetStackTraceResult:
     o = _new(GetStackTraceResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "stackTrace":
-            od["stack_trace"] = None if v is None else cdp.runtime._s_StackTrace(v)
-    if "stack_trace" not in od:
-        raise KeyError("stackTrace")
+    v = d["stackTrace"]
+    od["stack_trace"] = None if v is None else cdp.runtime._s_StackTrace(v)
     return o
 
 
@@ -1905,15 +1751,14 @@ def _c_remove_breakpoint(d: dict[str, Any]) -> Command[None]:
 def _s_RestartFrameResult(d: dict[str, Any]) -> RestartFrameResult:
     o = _new(RestartFrameResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "callFrames":
-            od["call_frames"] = None if v is None else [_s_CallFrame(x0) for x0 in v]
-        elif k == "asyncStackTrace":
-            od["async_stack_trace"] = None if v is None else cdp.runtime._s_StackTrace(v)
-        elif k == "asyncStackTraceId":
-            od["async_stack_trace_id"] = None if v is None else cdp.runtime._s_StackTraceId(v)
-    if "call_frames" not in od:
-        raise KeyError("callFrames")
+    v = d["callFrames"]
+    od["call_frames"] = None if v is None else [_s_CallFrame(x0) for x0 in v]
+    v = d.get("asyncStackTrace")
+    if v is not None:
+        od["async_stack_trace"] = cdp.runtime._s_StackTrace(v)
+    v = d.get("asyncStackTraceId")
+    if v is not None:
+        od["async_stack_trace_id"] = cdp.runtime._s_StackTraceId(v)
     return o
 
 
@@ -1965,11 +1810,8 @@ def _c_resume(d: dict[str, Any]) -> Command[None]:
 def _s_SearchInContentResult(d: dict[str, Any]) -> SearchInContentResult:
     o = _new(SearchInContentResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "result":
-            od["result"] = None if v is None else [_s_SearchMatch(x0) for x0 in v]
-    if "result" not in od:
-        raise KeyError("result")
+    v = d["result"]
+    od["result"] = None if v is None else [_s_SearchMatch(x0) for x0 in v]
     return o
 
 
@@ -2069,24 +1911,12 @@ def _c_set_blackboxed_ranges(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_SetBreakpointResult_plain = {
-    "breakpointId": "breakpoint_id",
-}
-
-
 def _s_SetBreakpointResult(d: dict[str, Any]) -> SetBreakpointResult:
     o = _new(SetBreakpointResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SetBreakpointResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "actualLocation":
-            od["actual_location"] = None if v is None else _s_Location(v)
-    if "breakpoint_id" not in od:
-        raise KeyError("breakpointId")
-    if "actual_location" not in od:
-        raise KeyError("actualLocation")
+    od["breakpoint_id"] = d["breakpointId"]
+    v = d["actualLocation"]
+    od["actual_location"] = None if v is None else _s_Location(v)
     return o
 
 
@@ -2116,20 +1946,10 @@ def _c_set_breakpoint(d: dict[str, Any]) -> Command[SetBreakpointResult]:
     )
 
 
-_SetInstrumentationBreakpointResult_plain = {
-    "breakpointId": "breakpoint_id",
-}
-
-
 def _s_SetInstrumentationBreakpointResult(d: dict[str, Any]) -> SetInstrumentationBreakpointResult:
     o = _new(SetInstrumentationBreakpointResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SetInstrumentationBreakpointResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "breakpoint_id" not in od:
-        raise KeyError("breakpointId")
+    od["breakpoint_id"] = d["breakpointId"]
     return o
 
 
@@ -2153,24 +1973,12 @@ def _c_set_instrumentation_breakpoint(d: dict[str, Any]) -> Command[SetInstrumen
     )
 
 
-_SetBreakpointByUrlResult_plain = {
-    "breakpointId": "breakpoint_id",
-}
-
-
 def _s_SetBreakpointByUrlResult(d: dict[str, Any]) -> SetBreakpointByUrlResult:
     o = _new(SetBreakpointByUrlResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SetBreakpointByUrlResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "locations":
-            od["locations"] = None if v is None else [_s_Location(x0) for x0 in v]
-    if "breakpoint_id" not in od:
-        raise KeyError("breakpointId")
-    if "locations" not in od:
-        raise KeyError("locations")
+    od["breakpoint_id"] = d["breakpointId"]
+    v = d["locations"]
+    od["locations"] = None if v is None else [_s_Location(x0) for x0 in v]
     return o
 
 
@@ -2216,20 +2024,10 @@ def _c_set_breakpoint_by_url(d: dict[str, Any]) -> Command[SetBreakpointByUrlRes
     )
 
 
-_SetBreakpointOnFunctionCallResult_plain = {
-    "breakpointId": "breakpoint_id",
-}
-
-
 def _s_SetBreakpointOnFunctionCallResult(d: dict[str, Any]) -> SetBreakpointOnFunctionCallResult:
     o = _new(SetBreakpointOnFunctionCallResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SetBreakpointOnFunctionCallResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "breakpoint_id" not in od:
-        raise KeyError("breakpointId")
+    od["breakpoint_id"] = d["breakpointId"]
     return o
 
 
@@ -2300,29 +2098,25 @@ def _c_set_return_value(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_SetScriptSourceResult_plain = {
-    "stackChanged": "stack_changed",
-    "status": "status",
-}
-
-
 def _s_SetScriptSourceResult(d: dict[str, Any]) -> SetScriptSourceResult:
     o = _new(SetScriptSourceResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SetScriptSourceResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "callFrames":
-            od["call_frames"] = None if v is None else [_s_CallFrame(x0) for x0 in v]
-        elif k == "asyncStackTrace":
-            od["async_stack_trace"] = None if v is None else cdp.runtime._s_StackTrace(v)
-        elif k == "asyncStackTraceId":
-            od["async_stack_trace_id"] = None if v is None else cdp.runtime._s_StackTraceId(v)
-        elif k == "exceptionDetails":
-            od["exception_details"] = None if v is None else cdp.runtime._s_ExceptionDetails(v)
-    if "status" not in od:
-        raise KeyError("status")
+    v = d.get("callFrames")
+    if v is not None:
+        od["call_frames"] = [_s_CallFrame(x0) for x0 in v]
+    v = d.get("stackChanged")
+    if v is not None:
+        od["stack_changed"] = v
+    v = d.get("asyncStackTrace")
+    if v is not None:
+        od["async_stack_trace"] = cdp.runtime._s_StackTrace(v)
+    v = d.get("asyncStackTraceId")
+    if v is not None:
+        od["async_stack_trace_id"] = cdp.runtime._s_StackTraceId(v)
+    od["status"] = d["status"]
+    v = d.get("exceptionDetails")
+    if v is not None:
+        od["exception_details"] = cdp.runtime._s_ExceptionDetails(v)
     return o
 
 
@@ -2448,24 +2242,12 @@ def _c_step_over(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_BreakpointResolved_plain = {
-    "breakpointId": "breakpoint_id",
-}
-
-
 def _s_BreakpointResolved(d: dict[str, Any]) -> BreakpointResolved:
     o = _new(BreakpointResolved)
     od = o.__dict__
-    for k, v in d.items():
-        n = _BreakpointResolved_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "location":
-            od["location"] = None if v is None else _s_Location(v)
-    if "breakpoint_id" not in od:
-        raise KeyError("breakpointId")
-    if "location" not in od:
-        raise KeyError("location")
+    od["breakpoint_id"] = d["breakpointId"]
+    v = d["location"]
+    od["location"] = None if v is None else _s_Location(v)
     return o
 
 
@@ -2476,32 +2258,27 @@ def _u_BreakpointResolved(o: BreakpointResolved) -> dict[str, Any]:
     }
 
 
-_Paused_plain = {
-    "reason": "reason",
-    "data": "data",
-    "hitBreakpoints": "hit_breakpoints",
-}
-
-
 def _s_Paused(d: dict[str, Any]) -> Paused:
     o = _new(Paused)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Paused_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "callFrames":
-            od["call_frames"] = None if v is None else [_s_CallFrame(x0) for x0 in v]
-        elif k == "asyncStackTrace":
-            od["async_stack_trace"] = None if v is None else cdp.runtime._s_StackTrace(v)
-        elif k == "asyncStackTraceId":
-            od["async_stack_trace_id"] = None if v is None else cdp.runtime._s_StackTraceId(v)
-        elif k == "asyncCallStackTraceId":
-            od["async_call_stack_trace_id"] = None if v is None else cdp.runtime._s_StackTraceId(v)
-    if "call_frames" not in od:
-        raise KeyError("callFrames")
-    if "reason" not in od:
-        raise KeyError("reason")
+    v = d["callFrames"]
+    od["call_frames"] = None if v is None else [_s_CallFrame(x0) for x0 in v]
+    od["reason"] = d["reason"]
+    v = d.get("data")
+    if v is not None:
+        od["data"] = v
+    v = d.get("hitBreakpoints")
+    if v is not None:
+        od["hit_breakpoints"] = v
+    v = d.get("asyncStackTrace")
+    if v is not None:
+        od["async_stack_trace"] = cdp.runtime._s_StackTrace(v)
+    v = d.get("asyncStackTraceId")
+    if v is not None:
+        od["async_stack_trace_id"] = cdp.runtime._s_StackTraceId(v)
+    v = d.get("asyncCallStackTraceId")
+    if v is not None:
+        od["async_call_stack_trace_id"] = cdp.runtime._s_StackTraceId(v)
     return o
 
 
@@ -2524,7 +2301,8 @@ def _u_Paused(o: Paused) -> dict[str, Any]:
 
 
 def _s_Resumed(d: dict[str, Any]) -> Resumed:
-    return _new(Resumed)
+    o = _new(Resumed)
+    return o
 
 
 def _u_Resumed(o: Resumed) -> dict[str, Any]:
@@ -2561,7 +2339,7 @@ def _s_ScriptFailedToParse(d: dict[str, Any]) -> ScriptFailedToParse:
         elif k == "stackTrace":
             od["stack_trace"] = None if v is None else cdp.runtime._s_StackTrace(v)
         elif k == "scriptLanguage":
-            od["script_language"] = None if v is None else _enum(ScriptLanguage, v)
+            od["script_language"] = None if v is None else (_e_ScriptLanguage(v) or _enum(ScriptLanguage, v))
     if "script_id" not in od:
         raise KeyError("scriptId")
     if "url" not in od:
@@ -2647,7 +2425,7 @@ def _s_ScriptParsed(d: dict[str, Any]) -> ScriptParsed:
         elif k == "stackTrace":
             od["stack_trace"] = None if v is None else cdp.runtime._s_StackTrace(v)
         elif k == "scriptLanguage":
-            od["script_language"] = None if v is None else _enum(ScriptLanguage, v)
+            od["script_language"] = None if v is None else (_e_ScriptLanguage(v) or _enum(ScriptLanguage, v))
         elif k == "debugSymbols":
             od["debug_symbols"] = None if v is None else [_s_DebugSymbols(x0) for x0 in v]
         elif k == "resolvedBreakpoints":

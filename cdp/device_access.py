@@ -103,23 +103,11 @@ class DeviceRequestPrompted:
 _new = object.__new__
 
 
-_PromptDevice_plain = {
-    "id": "id_",
-    "name": "name",
-}
-
-
 def _s_PromptDevice(d: dict[str, Any]) -> PromptDevice:
     o = _new(PromptDevice)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PromptDevice_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "id_" not in od:
-        raise KeyError("id")
-    if "name" not in od:
-        raise KeyError("name")
+    od["id_"] = d["id"]
+    od["name"] = d["name"]
     return o
 
 
@@ -169,24 +157,12 @@ def _c_cancel_prompt(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_DeviceRequestPrompted_plain = {
-    "id": "id_",
-}
-
-
 def _s_DeviceRequestPrompted(d: dict[str, Any]) -> DeviceRequestPrompted:
     o = _new(DeviceRequestPrompted)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DeviceRequestPrompted_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "devices":
-            od["devices"] = None if v is None else [_s_PromptDevice(x0) for x0 in v]
-    if "id_" not in od:
-        raise KeyError("id")
-    if "devices" not in od:
-        raise KeyError("devices")
+    od["id_"] = d["id"]
+    v = d["devices"]
+    od["devices"] = None if v is None else [_s_PromptDevice(x0) for x0 in v]
     return o
 
 

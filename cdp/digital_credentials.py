@@ -61,6 +61,7 @@ def set_virtual_wallet_behavior(
 # ==========================================================================================================
 
 _new = object.__new__
+_e_VirtualWalletAction = VirtualWalletAction._value2member_map_.get
 
 
 def _p_set_virtual_wallet_behavior(
@@ -83,7 +84,7 @@ def _p_set_virtual_wallet_behavior(
 
 def _c_set_virtual_wallet_behavior(d: dict[str, Any]) -> Command[None]:
     return set_virtual_wallet_behavior(
-        action=_enum(VirtualWalletAction, d["action"]),
+        action=(_e_VirtualWalletAction(d["action"]) or _enum(VirtualWalletAction, d["action"])),
         protocol=d.get("protocol"),
         response=d.get("response"),
         frame_id=d.get("frameId"),

@@ -2052,28 +2052,19 @@ class ShadowRootPushed:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_BackendNode_plain = {
-    "nodeType": "node_type",
-    "nodeName": "node_name",
-    "backendNodeId": "backend_node_id",
-}
+_e_PseudoType = PseudoType._value2member_map_.get
+_e_ShadowRootType = ShadowRootType._value2member_map_.get
+_e_CompatibilityMode = CompatibilityMode._value2member_map_.get
+_e_PhysicalAxes = PhysicalAxes._value2member_map_.get
+_e_LogicalAxes = LogicalAxes._value2member_map_.get
 
 
 def _s_BackendNode(d: dict[str, Any]) -> BackendNode:
     o = _new(BackendNode)
     od = o.__dict__
-    for k, v in d.items():
-        n = _BackendNode_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_type" not in od:
-        raise KeyError("nodeType")
-    if "node_name" not in od:
-        raise KeyError("nodeName")
-    if "backend_node_id" not in od:
-        raise KeyError("backendNodeId")
+    od["node_type"] = d["nodeType"]
+    od["node_name"] = d["nodeName"]
+    od["backend_node_id"] = d["backendNodeId"]
     return o
 
 
@@ -2122,9 +2113,9 @@ def _s_Node(d: dict[str, Any]) -> Node:
         elif k == "children":
             od["children"] = None if v is None else [_s_Node(x0) for x0 in v]
         elif k == "pseudoType":
-            od["pseudo_type"] = None if v is None else _enum(PseudoType, v)
+            od["pseudo_type"] = None if v is None else (_e_PseudoType(v) or _enum(PseudoType, v))
         elif k == "shadowRootType":
-            od["shadow_root_type"] = None if v is None else _enum(ShadowRootType, v)
+            od["shadow_root_type"] = None if v is None else (_e_ShadowRootType(v) or _enum(ShadowRootType, v))
         elif k == "contentDocument":
             od["content_document"] = None if v is None else _s_Node(v)
         elif k == "shadowRoots":
@@ -2138,7 +2129,9 @@ def _s_Node(d: dict[str, Any]) -> Node:
         elif k == "distributedNodes":
             od["distributed_nodes"] = None if v is None else [_s_BackendNode(x0) for x0 in v]
         elif k == "compatibilityMode":
-            od["compatibility_mode"] = None if v is None else _enum(CompatibilityMode, v)
+            od["compatibility_mode"] = (
+                None if v is None else (_e_CompatibilityMode(v) or _enum(CompatibilityMode, v))
+            )
         elif k == "assignedSlot":
             od["assigned_slot"] = None if v is None else _s_BackendNode(v)
         elif k == "adProvenance":
@@ -2228,24 +2221,12 @@ def _u_Node(o: Node) -> dict[str, Any]:
     return d
 
 
-_DetachedElementInfo_plain = {
-    "retainedNodeIds": "retained_node_ids",
-}
-
-
 def _s_DetachedElementInfo(d: dict[str, Any]) -> DetachedElementInfo:
     o = _new(DetachedElementInfo)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DetachedElementInfo_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "treeNode":
-            od["tree_node"] = None if v is None else _s_Node(v)
-    if "tree_node" not in od:
-        raise KeyError("treeNode")
-    if "retained_node_ids" not in od:
-        raise KeyError("retainedNodeIds")
+    v = d["treeNode"]
+    od["tree_node"] = None if v is None else _s_Node(v)
+    od["retained_node_ids"] = d["retainedNodeIds"]
     return o
 
 
@@ -2256,27 +2237,15 @@ def _u_DetachedElementInfo(o: DetachedElementInfo) -> dict[str, Any]:
     }
 
 
-_RGBA_plain = {
-    "r": "r",
-    "g": "g",
-    "b": "b",
-    "a": "a",
-}
-
-
 def _s_RGBA(d: dict[str, Any]) -> RGBA:
     o = _new(RGBA)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RGBA_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "r" not in od:
-        raise KeyError("r")
-    if "g" not in od:
-        raise KeyError("g")
-    if "b" not in od:
-        raise KeyError("b")
+    od["r"] = d["r"]
+    od["g"] = d["g"]
+    od["b"] = d["b"]
+    v = d.get("a")
+    if v is not None:
+        od["a"] = v
     return o
 
 
@@ -2291,37 +2260,18 @@ def _u_RGBA(o: RGBA) -> dict[str, Any]:
     return d
 
 
-_BoxModel_plain = {
-    "content": "content",
-    "padding": "padding",
-    "border": "border",
-    "margin": "margin",
-    "width": "width",
-    "height": "height",
-}
-
-
 def _s_BoxModel(d: dict[str, Any]) -> BoxModel:
     o = _new(BoxModel)
     od = o.__dict__
-    for k, v in d.items():
-        n = _BoxModel_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "shapeOutside":
-            od["shape_outside"] = None if v is None else _s_ShapeOutsideInfo(v)
-    if "content" not in od:
-        raise KeyError("content")
-    if "padding" not in od:
-        raise KeyError("padding")
-    if "border" not in od:
-        raise KeyError("border")
-    if "margin" not in od:
-        raise KeyError("margin")
-    if "width" not in od:
-        raise KeyError("width")
-    if "height" not in od:
-        raise KeyError("height")
+    od["content"] = d["content"]
+    od["padding"] = d["padding"]
+    od["border"] = d["border"]
+    od["margin"] = d["margin"]
+    od["width"] = d["width"]
+    od["height"] = d["height"]
+    v = d.get("shapeOutside")
+    if v is not None:
+        od["shape_outside"] = _s_ShapeOutsideInfo(v)
     return o
 
 
@@ -2339,26 +2289,12 @@ def _u_BoxModel(o: BoxModel) -> dict[str, Any]:
     return d
 
 
-_ShapeOutsideInfo_plain = {
-    "bounds": "bounds",
-    "shape": "shape",
-    "marginShape": "margin_shape",
-}
-
-
 def _s_ShapeOutsideInfo(d: dict[str, Any]) -> ShapeOutsideInfo:
     o = _new(ShapeOutsideInfo)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ShapeOutsideInfo_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "bounds" not in od:
-        raise KeyError("bounds")
-    if "shape" not in od:
-        raise KeyError("shape")
-    if "margin_shape" not in od:
-        raise KeyError("marginShape")
+    od["bounds"] = d["bounds"]
+    od["shape"] = d["shape"]
+    od["margin_shape"] = d["marginShape"]
     return o
 
 
@@ -2370,29 +2306,13 @@ def _u_ShapeOutsideInfo(o: ShapeOutsideInfo) -> dict[str, Any]:
     }
 
 
-_Rect_plain = {
-    "x": "x",
-    "y": "y",
-    "width": "width",
-    "height": "height",
-}
-
-
 def _s_Rect(d: dict[str, Any]) -> Rect:
     o = _new(Rect)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Rect_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "x" not in od:
-        raise KeyError("x")
-    if "y" not in od:
-        raise KeyError("y")
-    if "width" not in od:
-        raise KeyError("width")
-    if "height" not in od:
-        raise KeyError("height")
+    od["x"] = d["x"]
+    od["y"] = d["y"]
+    od["width"] = d["width"]
+    od["height"] = d["height"]
     return o
 
 
@@ -2405,23 +2325,11 @@ def _u_Rect(o: Rect) -> dict[str, Any]:
     }
 
 
-_CSSComputedStyleProperty_plain = {
-    "name": "name",
-    "value": "value",
-}
-
-
 def _s_CSSComputedStyleProperty(d: dict[str, Any]) -> CSSComputedStyleProperty:
     o = _new(CSSComputedStyleProperty)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CSSComputedStyleProperty_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "value" not in od:
-        raise KeyError("value")
+    od["name"] = d["name"]
+    od["value"] = d["value"]
     return o
 
 
@@ -2432,20 +2340,10 @@ def _u_CSSComputedStyleProperty(o: CSSComputedStyleProperty) -> dict[str, Any]:
     }
 
 
-_CollectClassNamesFromSubtreeResult_plain = {
-    "classNames": "class_names",
-}
-
-
 def _s_CollectClassNamesFromSubtreeResult(d: dict[str, Any]) -> CollectClassNamesFromSubtreeResult:
     o = _new(CollectClassNamesFromSubtreeResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CollectClassNamesFromSubtreeResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "class_names" not in od:
-        raise KeyError("classNames")
+    od["class_names"] = d["classNames"]
     return o
 
 
@@ -2469,20 +2367,10 @@ def _c_collect_class_names_from_subtree(d: dict[str, Any]) -> Command[CollectCla
     )
 
 
-_CopyToResult_plain = {
-    "nodeId": "node_id",
-}
-
-
 def _s_CopyToResult(d: dict[str, Any]) -> CopyToResult:
     o = _new(CopyToResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CopyToResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    od["node_id"] = d["nodeId"]
     return o
 
 
@@ -2517,11 +2405,8 @@ def _c_copy_to(d: dict[str, Any]) -> Command[CopyToResult]:
 def _s_DescribeNodeResult(d: dict[str, Any]) -> DescribeNodeResult:
     o = _new(DescribeNodeResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "node":
-            od["node"] = None if v is None else _s_Node(v)
-    if "node" not in od:
-        raise KeyError("node")
+    v = d["node"]
+    od["node"] = None if v is None else _s_Node(v)
     return o
 
 
@@ -2645,20 +2530,10 @@ def _c_focus(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_GetAttributesResult_plain = {
-    "attributes": "attributes",
-}
-
-
 def _s_GetAttributesResult(d: dict[str, Any]) -> GetAttributesResult:
     o = _new(GetAttributesResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetAttributesResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "attributes" not in od:
-        raise KeyError("attributes")
+    od["attributes"] = d["attributes"]
     return o
 
 
@@ -2685,11 +2560,8 @@ def _c_get_attributes(d: dict[str, Any]) -> Command[GetAttributesResult]:
 def _s_GetBoxModelResult(d: dict[str, Any]) -> GetBoxModelResult:
     o = _new(GetBoxModelResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "model":
-            od["model"] = None if v is None else _s_BoxModel(v)
-    if "model" not in od:
-        raise KeyError("model")
+    v = d["model"]
+    od["model"] = None if v is None else _s_BoxModel(v)
     return o
 
 
@@ -2722,20 +2594,10 @@ def _c_get_box_model(d: dict[str, Any]) -> Command[GetBoxModelResult]:
     )
 
 
-_GetContentQuadsResult_plain = {
-    "quads": "quads",
-}
-
-
 def _s_GetContentQuadsResult(d: dict[str, Any]) -> GetContentQuadsResult:
     o = _new(GetContentQuadsResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetContentQuadsResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "quads" not in od:
-        raise KeyError("quads")
+    od["quads"] = d["quads"]
     return o
 
 
@@ -2771,11 +2633,8 @@ def _c_get_content_quads(d: dict[str, Any]) -> Command[GetContentQuadsResult]:
 def _s_GetDocumentResult(d: dict[str, Any]) -> GetDocumentResult:
     o = _new(GetDocumentResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "root":
-            od["root"] = None if v is None else _s_Node(v)
-    if "root" not in od:
-        raise KeyError("root")
+    v = d["root"]
+    od["root"] = None if v is None else _s_Node(v)
     return o
 
 
@@ -2807,11 +2666,8 @@ def _c_get_document(d: dict[str, Any]) -> Command[GetDocumentResult]:
 def _s_GetFlattenedDocumentResult(d: dict[str, Any]) -> GetFlattenedDocumentResult:
     o = _new(GetFlattenedDocumentResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "nodes":
-            od["nodes"] = None if v is None else [_s_Node(x0) for x0 in v]
-    if "nodes" not in od:
-        raise KeyError("nodes")
+    v = d["nodes"]
+    od["nodes"] = None if v is None else [_s_Node(x0) for x0 in v]
     return o
 
 
@@ -2840,20 +2696,10 @@ def _c_get_flattened_document(d: dict[str, Any]) -> Command[GetFlattenedDocument
     )
 
 
-_GetNodesForSubtreeByStyleResult_plain = {
-    "nodeIds": "node_ids",
-}
-
-
 def _s_GetNodesForSubtreeByStyleResult(d: dict[str, Any]) -> GetNodesForSubtreeByStyleResult:
     o = _new(GetNodesForSubtreeByStyleResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetNodesForSubtreeByStyleResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_ids" not in od:
-        raise KeyError("nodeIds")
+    od["node_ids"] = d["nodeIds"]
     return o
 
 
@@ -2885,24 +2731,14 @@ def _c_get_nodes_for_subtree_by_style(d: dict[str, Any]) -> Command[GetNodesForS
     )
 
 
-_GetNodeForLocationResult_plain = {
-    "backendNodeId": "backend_node_id",
-    "frameId": "frame_id",
-    "nodeId": "node_id",
-}
-
-
 def _s_GetNodeForLocationResult(d: dict[str, Any]) -> GetNodeForLocationResult:
     o = _new(GetNodeForLocationResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetNodeForLocationResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "backend_node_id" not in od:
-        raise KeyError("backendNodeId")
-    if "frame_id" not in od:
-        raise KeyError("frameId")
+    od["backend_node_id"] = d["backendNodeId"]
+    od["frame_id"] = d["frameId"]
+    v = d.get("nodeId")
+    if v is not None:
+        od["node_id"] = v
     return o
 
 
@@ -2942,20 +2778,10 @@ def _c_get_node_for_location(d: dict[str, Any]) -> Command[GetNodeForLocationRes
     )
 
 
-_GetOuterHTMLResult_plain = {
-    "outerHTML": "outer_html",
-}
-
-
 def _s_GetOuterHTMLResult(d: dict[str, Any]) -> GetOuterHTMLResult:
     o = _new(GetOuterHTMLResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetOuterHTMLResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "outer_html" not in od:
-        raise KeyError("outerHTML")
+    od["outer_html"] = d["outerHTML"]
     return o
 
 
@@ -2992,20 +2818,10 @@ def _c_get_outer_html(d: dict[str, Any]) -> Command[GetOuterHTMLResult]:
     )
 
 
-_GetRelayoutBoundaryResult_plain = {
-    "nodeId": "node_id",
-}
-
-
 def _s_GetRelayoutBoundaryResult(d: dict[str, Any]) -> GetRelayoutBoundaryResult:
     o = _new(GetRelayoutBoundaryResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetRelayoutBoundaryResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    od["node_id"] = d["nodeId"]
     return o
 
 
@@ -3029,20 +2845,10 @@ def _c_get_relayout_boundary(d: dict[str, Any]) -> Command[GetRelayoutBoundaryRe
     )
 
 
-_GetSearchResultsResult_plain = {
-    "nodeIds": "node_ids",
-}
-
-
 def _s_GetSearchResultsResult(d: dict[str, Any]) -> GetSearchResultsResult:
     o = _new(GetSearchResultsResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetSearchResultsResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_ids" not in od:
-        raise KeyError("nodeIds")
+    od["node_ids"] = d["nodeIds"]
     return o
 
 
@@ -3088,20 +2894,10 @@ def _c_mark_undoable_state(d: dict[str, Any]) -> Command[None]:
     return mark_undoable_state()
 
 
-_MoveToResult_plain = {
-    "nodeId": "node_id",
-}
-
-
 def _s_MoveToResult(d: dict[str, Any]) -> MoveToResult:
     o = _new(MoveToResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _MoveToResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    od["node_id"] = d["nodeId"]
     return o
 
 
@@ -3133,23 +2929,11 @@ def _c_move_to(d: dict[str, Any]) -> Command[MoveToResult]:
     )
 
 
-_PerformSearchResult_plain = {
-    "searchId": "search_id",
-    "resultCount": "result_count",
-}
-
-
 def _s_PerformSearchResult(d: dict[str, Any]) -> PerformSearchResult:
     o = _new(PerformSearchResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PerformSearchResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "search_id" not in od:
-        raise KeyError("searchId")
-    if "result_count" not in od:
-        raise KeyError("resultCount")
+    od["search_id"] = d["searchId"]
+    od["result_count"] = d["resultCount"]
     return o
 
 
@@ -3179,20 +2963,10 @@ def _c_perform_search(d: dict[str, Any]) -> Command[PerformSearchResult]:
     )
 
 
-_PushNodeByPathToFrontendResult_plain = {
-    "nodeId": "node_id",
-}
-
-
 def _s_PushNodeByPathToFrontendResult(d: dict[str, Any]) -> PushNodeByPathToFrontendResult:
     o = _new(PushNodeByPathToFrontendResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PushNodeByPathToFrontendResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    od["node_id"] = d["nodeId"]
     return o
 
 
@@ -3216,20 +2990,10 @@ def _c_push_node_by_path_to_frontend(d: dict[str, Any]) -> Command[PushNodeByPat
     )
 
 
-_PushNodesByBackendIdsToFrontendResult_plain = {
-    "nodeIds": "node_ids",
-}
-
-
 def _s_PushNodesByBackendIdsToFrontendResult(d: dict[str, Any]) -> PushNodesByBackendIdsToFrontendResult:
     o = _new(PushNodesByBackendIdsToFrontendResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PushNodesByBackendIdsToFrontendResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_ids" not in od:
-        raise KeyError("nodeIds")
+    od["node_ids"] = d["nodeIds"]
     return o
 
 
@@ -3255,20 +3019,10 @@ def _c_push_nodes_by_backend_ids_to_frontend(
     )
 
 
-_QuerySelectorResult_plain = {
-    "nodeId": "node_id",
-}
-
-
 def _s_QuerySelectorResult(d: dict[str, Any]) -> QuerySelectorResult:
     o = _new(QuerySelectorResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _QuerySelectorResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    od["node_id"] = d["nodeId"]
     return o
 
 
@@ -3295,20 +3049,10 @@ def _c_query_selector(d: dict[str, Any]) -> Command[QuerySelectorResult]:
     )
 
 
-_QuerySelectorAllResult_plain = {
-    "nodeIds": "node_ids",
-}
-
-
 def _s_QuerySelectorAllResult(d: dict[str, Any]) -> QuerySelectorAllResult:
     o = _new(QuerySelectorAllResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _QuerySelectorAllResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_ids" not in od:
-        raise KeyError("nodeIds")
+    od["node_ids"] = d["nodeIds"]
     return o
 
 
@@ -3335,20 +3079,10 @@ def _c_query_selector_all(d: dict[str, Any]) -> Command[QuerySelectorAllResult]:
     )
 
 
-_GetTopLayerElementsResult_plain = {
-    "nodeIds": "node_ids",
-}
-
-
 def _s_GetTopLayerElementsResult(d: dict[str, Any]) -> GetTopLayerElementsResult:
     o = _new(GetTopLayerElementsResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetTopLayerElementsResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_ids" not in od:
-        raise KeyError("nodeIds")
+    od["node_ids"] = d["nodeIds"]
     return o
 
 
@@ -3362,20 +3096,10 @@ def _c_get_top_layer_elements(d: dict[str, Any]) -> Command[GetTopLayerElementsR
     return get_top_layer_elements()
 
 
-_GetElementByRelationResult_plain = {
-    "nodeId": "node_id",
-}
-
-
 def _s_GetElementByRelationResult(d: dict[str, Any]) -> GetElementByRelationResult:
     o = _new(GetElementByRelationResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetElementByRelationResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    od["node_id"] = d["nodeId"]
     return o
 
 
@@ -3460,20 +3184,10 @@ def _c_request_child_nodes(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_RequestNodeResult_plain = {
-    "nodeId": "node_id",
-}
-
-
 def _s_RequestNodeResult(d: dict[str, Any]) -> RequestNodeResult:
     o = _new(RequestNodeResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RequestNodeResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    od["node_id"] = d["nodeId"]
     return o
 
 
@@ -3500,11 +3214,8 @@ def _c_request_node(d: dict[str, Any]) -> Command[RequestNodeResult]:
 def _s_ResolveNodeResult(d: dict[str, Any]) -> ResolveNodeResult:
     o = _new(ResolveNodeResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "object":
-            od["object_"] = None if v is None else cdp.runtime._s_RemoteObject(v)
-    if "object_" not in od:
-        raise KeyError("object")
+    v = d["object"]
+    od["object_"] = None if v is None else cdp.runtime._s_RemoteObject(v)
     return o
 
 
@@ -3627,9 +3338,9 @@ def _c_set_node_stack_traces_enabled(d: dict[str, Any]) -> Command[None]:
 def _s_GetNodeStackTracesResult(d: dict[str, Any]) -> GetNodeStackTracesResult:
     o = _new(GetNodeStackTracesResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "creation":
-            od["creation"] = None if v is None else cdp.runtime._s_StackTrace(v)
+    v = d.get("creation")
+    if v is not None:
+        od["creation"] = cdp.runtime._s_StackTrace(v)
     return o
 
 
@@ -3654,20 +3365,10 @@ def _c_get_node_stack_traces(d: dict[str, Any]) -> Command[GetNodeStackTracesRes
     )
 
 
-_GetFileInfoResult_plain = {
-    "path": "path",
-}
-
-
 def _s_GetFileInfoResult(d: dict[str, Any]) -> GetFileInfoResult:
     o = _new(GetFileInfoResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetFileInfoResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "path" not in od:
-        raise KeyError("path")
+    od["path"] = d["path"]
     return o
 
 
@@ -3694,11 +3395,8 @@ def _c_get_file_info(d: dict[str, Any]) -> Command[GetFileInfoResult]:
 def _s_GetDetachedDomNodesResult(d: dict[str, Any]) -> GetDetachedDomNodesResult:
     o = _new(GetDetachedDomNodesResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "detachedNodes":
-            od["detached_nodes"] = None if v is None else [_s_DetachedElementInfo(x0) for x0 in v]
-    if "detached_nodes" not in od:
-        raise KeyError("detachedNodes")
+    v = d["detachedNodes"]
+    od["detached_nodes"] = None if v is None else [_s_DetachedElementInfo(x0) for x0 in v]
     return o
 
 
@@ -3726,20 +3424,10 @@ def _c_set_inspected_node(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_SetNodeNameResult_plain = {
-    "nodeId": "node_id",
-}
-
-
 def _s_SetNodeNameResult(d: dict[str, Any]) -> SetNodeNameResult:
     o = _new(SetNodeNameResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SetNodeNameResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    od["node_id"] = d["nodeId"]
     return o
 
 
@@ -3804,21 +3492,13 @@ def _c_undo(d: dict[str, Any]) -> Command[None]:
     return undo()
 
 
-_GetFrameOwnerResult_plain = {
-    "backendNodeId": "backend_node_id",
-    "nodeId": "node_id",
-}
-
-
 def _s_GetFrameOwnerResult(d: dict[str, Any]) -> GetFrameOwnerResult:
     o = _new(GetFrameOwnerResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetFrameOwnerResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "backend_node_id" not in od:
-        raise KeyError("backendNodeId")
+    od["backend_node_id"] = d["backendNodeId"]
+    v = d.get("nodeId")
+    if v is not None:
+        od["node_id"] = v
     return o
 
 
@@ -3845,18 +3525,12 @@ def _c_get_frame_owner(d: dict[str, Any]) -> Command[GetFrameOwnerResult]:
     )
 
 
-_GetContainerForNodeResult_plain = {
-    "nodeId": "node_id",
-}
-
-
 def _s_GetContainerForNodeResult(d: dict[str, Any]) -> GetContainerForNodeResult:
     o = _new(GetContainerForNodeResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetContainerForNodeResult_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("nodeId")
+    if v is not None:
+        od["node_id"] = v
     return o
 
 
@@ -3895,16 +3569,15 @@ def _c_get_container_for_node(d: dict[str, Any]) -> Command[GetContainerForNodeR
     return get_container_for_node(
         node_id=d["nodeId"],
         container_name=d.get("containerName"),
-        physical_axes=None if (v := d.get("physicalAxes")) is None else _enum(PhysicalAxes, v),
-        logical_axes=None if (v := d.get("logicalAxes")) is None else _enum(LogicalAxes, v),
+        physical_axes=None
+        if (v := d.get("physicalAxes")) is None
+        else (_e_PhysicalAxes(v) or _enum(PhysicalAxes, v)),
+        logical_axes=None
+        if (v := d.get("logicalAxes")) is None
+        else (_e_LogicalAxes(v) or _enum(LogicalAxes, v)),
         queries_scroll_state=d.get("queriesScrollState"),
         queries_anchored=d.get("queriesAnchored"),
     )
-
-
-_GetQueryingDescendantsForContainerResult_plain = {
-    "nodeIds": "node_ids",
-}
 
 
 def _s_GetQueryingDescendantsForContainerResult(
@@ -3912,12 +3585,7 @@ def _s_GetQueryingDescendantsForContainerResult(
 ) -> GetQueryingDescendantsForContainerResult:
     o = _new(GetQueryingDescendantsForContainerResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetQueryingDescendantsForContainerResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_ids" not in od:
-        raise KeyError("nodeIds")
+    od["node_ids"] = d["nodeIds"]
     return o
 
 
@@ -3945,20 +3613,10 @@ def _c_get_querying_descendants_for_container(
     )
 
 
-_GetAnchorElementResult_plain = {
-    "nodeId": "node_id",
-}
-
-
 def _s_GetAnchorElementResult(d: dict[str, Any]) -> GetAnchorElementResult:
     o = _new(GetAnchorElementResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetAnchorElementResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    od["node_id"] = d["nodeId"]
     return o
 
 
@@ -3987,20 +3645,10 @@ def _c_get_anchor_element(d: dict[str, Any]) -> Command[GetAnchorElementResult]:
     )
 
 
-_ForceShowPopoverResult_plain = {
-    "nodeIds": "node_ids",
-}
-
-
 def _s_ForceShowPopoverResult(d: dict[str, Any]) -> ForceShowPopoverResult:
     o = _new(ForceShowPopoverResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ForceShowPopoverResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_ids" not in od:
-        raise KeyError("nodeIds")
+    od["node_ids"] = d["nodeIds"]
     return o
 
 
@@ -4032,20 +3680,10 @@ def _c_force_show_popover(d: dict[str, Any]) -> Command[ForceShowPopoverResult]:
     )
 
 
-_GetImplicitAnchorCandidatesResult_plain = {
-    "backendNodeIds": "backend_node_ids",
-}
-
-
 def _s_GetImplicitAnchorCandidatesResult(d: dict[str, Any]) -> GetImplicitAnchorCandidatesResult:
     o = _new(GetImplicitAnchorCandidatesResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetImplicitAnchorCandidatesResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "backend_node_ids" not in od:
-        raise KeyError("backendNodeIds")
+    od["backend_node_ids"] = d["backendNodeIds"]
     return o
 
 
@@ -4123,26 +3761,12 @@ def _c_clear_text_markers(d: dict[str, Any]) -> Command[None]:
     return clear_text_markers()
 
 
-_AttributeModified_plain = {
-    "nodeId": "node_id",
-    "name": "name",
-    "value": "value",
-}
-
-
 def _s_AttributeModified(d: dict[str, Any]) -> AttributeModified:
     o = _new(AttributeModified)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AttributeModified_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_id" not in od:
-        raise KeyError("nodeId")
-    if "name" not in od:
-        raise KeyError("name")
-    if "value" not in od:
-        raise KeyError("value")
+    od["node_id"] = d["nodeId"]
+    od["name"] = d["name"]
+    od["value"] = d["value"]
     return o
 
 
@@ -4154,23 +3778,11 @@ def _u_AttributeModified(o: AttributeModified) -> dict[str, Any]:
     }
 
 
-_AdoptedStyleSheetsModified_plain = {
-    "nodeId": "node_id",
-    "adoptedStyleSheets": "adopted_style_sheets",
-}
-
-
 def _s_AdoptedStyleSheetsModified(d: dict[str, Any]) -> AdoptedStyleSheetsModified:
     o = _new(AdoptedStyleSheetsModified)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AdoptedStyleSheetsModified_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_id" not in od:
-        raise KeyError("nodeId")
-    if "adopted_style_sheets" not in od:
-        raise KeyError("adoptedStyleSheets")
+    od["node_id"] = d["nodeId"]
+    od["adopted_style_sheets"] = d["adoptedStyleSheets"]
     return o
 
 
@@ -4181,23 +3793,11 @@ def _u_AdoptedStyleSheetsModified(o: AdoptedStyleSheetsModified) -> dict[str, An
     }
 
 
-_AttributeRemoved_plain = {
-    "nodeId": "node_id",
-    "name": "name",
-}
-
-
 def _s_AttributeRemoved(d: dict[str, Any]) -> AttributeRemoved:
     o = _new(AttributeRemoved)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AttributeRemoved_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_id" not in od:
-        raise KeyError("nodeId")
-    if "name" not in od:
-        raise KeyError("name")
+    od["node_id"] = d["nodeId"]
+    od["name"] = d["name"]
     return o
 
 
@@ -4208,23 +3808,11 @@ def _u_AttributeRemoved(o: AttributeRemoved) -> dict[str, Any]:
     }
 
 
-_CharacterDataModified_plain = {
-    "nodeId": "node_id",
-    "characterData": "character_data",
-}
-
-
 def _s_CharacterDataModified(d: dict[str, Any]) -> CharacterDataModified:
     o = _new(CharacterDataModified)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CharacterDataModified_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_id" not in od:
-        raise KeyError("nodeId")
-    if "character_data" not in od:
-        raise KeyError("characterData")
+    od["node_id"] = d["nodeId"]
+    od["character_data"] = d["characterData"]
     return o
 
 
@@ -4235,23 +3823,11 @@ def _u_CharacterDataModified(o: CharacterDataModified) -> dict[str, Any]:
     }
 
 
-_ChildNodeCountUpdated_plain = {
-    "nodeId": "node_id",
-    "childNodeCount": "child_node_count",
-}
-
-
 def _s_ChildNodeCountUpdated(d: dict[str, Any]) -> ChildNodeCountUpdated:
     o = _new(ChildNodeCountUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ChildNodeCountUpdated_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_id" not in od:
-        raise KeyError("nodeId")
-    if "child_node_count" not in od:
-        raise KeyError("childNodeCount")
+    od["node_id"] = d["nodeId"]
+    od["child_node_count"] = d["childNodeCount"]
     return o
 
 
@@ -4262,27 +3838,13 @@ def _u_ChildNodeCountUpdated(o: ChildNodeCountUpdated) -> dict[str, Any]:
     }
 
 
-_ChildNodeInserted_plain = {
-    "parentNodeId": "parent_node_id",
-    "previousNodeId": "previous_node_id",
-}
-
-
 def _s_ChildNodeInserted(d: dict[str, Any]) -> ChildNodeInserted:
     o = _new(ChildNodeInserted)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ChildNodeInserted_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "node":
-            od["node"] = None if v is None else _s_Node(v)
-    if "parent_node_id" not in od:
-        raise KeyError("parentNodeId")
-    if "previous_node_id" not in od:
-        raise KeyError("previousNodeId")
-    if "node" not in od:
-        raise KeyError("node")
+    od["parent_node_id"] = d["parentNodeId"]
+    od["previous_node_id"] = d["previousNodeId"]
+    v = d["node"]
+    od["node"] = None if v is None else _s_Node(v)
     return o
 
 
@@ -4294,23 +3856,11 @@ def _u_ChildNodeInserted(o: ChildNodeInserted) -> dict[str, Any]:
     }
 
 
-_ChildNodeRemoved_plain = {
-    "parentNodeId": "parent_node_id",
-    "nodeId": "node_id",
-}
-
-
 def _s_ChildNodeRemoved(d: dict[str, Any]) -> ChildNodeRemoved:
     o = _new(ChildNodeRemoved)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ChildNodeRemoved_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "parent_node_id" not in od:
-        raise KeyError("parentNodeId")
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    od["parent_node_id"] = d["parentNodeId"]
+    od["node_id"] = d["nodeId"]
     return o
 
 
@@ -4321,24 +3871,12 @@ def _u_ChildNodeRemoved(o: ChildNodeRemoved) -> dict[str, Any]:
     }
 
 
-_DistributedNodesUpdated_plain = {
-    "insertionPointId": "insertion_point_id",
-}
-
-
 def _s_DistributedNodesUpdated(d: dict[str, Any]) -> DistributedNodesUpdated:
     o = _new(DistributedNodesUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DistributedNodesUpdated_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "distributedNodes":
-            od["distributed_nodes"] = None if v is None else [_s_BackendNode(x0) for x0 in v]
-    if "insertion_point_id" not in od:
-        raise KeyError("insertionPointId")
-    if "distributed_nodes" not in od:
-        raise KeyError("distributedNodes")
+    od["insertion_point_id"] = d["insertionPointId"]
+    v = d["distributedNodes"]
+    od["distributed_nodes"] = None if v is None else [_s_BackendNode(x0) for x0 in v]
     return o
 
 
@@ -4350,27 +3888,18 @@ def _u_DistributedNodesUpdated(o: DistributedNodesUpdated) -> dict[str, Any]:
 
 
 def _s_DocumentUpdated(d: dict[str, Any]) -> DocumentUpdated:
-    return _new(DocumentUpdated)
+    o = _new(DocumentUpdated)
+    return o
 
 
 def _u_DocumentUpdated(o: DocumentUpdated) -> dict[str, Any]:
     return {}
 
 
-_InlineStyleInvalidated_plain = {
-    "nodeIds": "node_ids",
-}
-
-
 def _s_InlineStyleInvalidated(d: dict[str, Any]) -> InlineStyleInvalidated:
     o = _new(InlineStyleInvalidated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _InlineStyleInvalidated_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_ids" not in od:
-        raise KeyError("nodeIds")
+    od["node_ids"] = d["nodeIds"]
     return o
 
 
@@ -4380,24 +3909,12 @@ def _u_InlineStyleInvalidated(o: InlineStyleInvalidated) -> dict[str, Any]:
     }
 
 
-_PseudoElementAdded_plain = {
-    "parentId": "parent_id",
-}
-
-
 def _s_PseudoElementAdded(d: dict[str, Any]) -> PseudoElementAdded:
     o = _new(PseudoElementAdded)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PseudoElementAdded_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "pseudoElement":
-            od["pseudo_element"] = None if v is None else _s_Node(v)
-    if "parent_id" not in od:
-        raise KeyError("parentId")
-    if "pseudo_element" not in od:
-        raise KeyError("pseudoElement")
+    od["parent_id"] = d["parentId"]
+    v = d["pseudoElement"]
+    od["pseudo_element"] = None if v is None else _s_Node(v)
     return o
 
 
@@ -4409,30 +3926,19 @@ def _u_PseudoElementAdded(o: PseudoElementAdded) -> dict[str, Any]:
 
 
 def _s_TopLayerElementsUpdated(d: dict[str, Any]) -> TopLayerElementsUpdated:
-    return _new(TopLayerElementsUpdated)
+    o = _new(TopLayerElementsUpdated)
+    return o
 
 
 def _u_TopLayerElementsUpdated(o: TopLayerElementsUpdated) -> dict[str, Any]:
     return {}
 
 
-_ScrollableFlagUpdated_plain = {
-    "nodeId": "node_id",
-    "isScrollable": "is_scrollable",
-}
-
-
 def _s_ScrollableFlagUpdated(d: dict[str, Any]) -> ScrollableFlagUpdated:
     o = _new(ScrollableFlagUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ScrollableFlagUpdated_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_id" not in od:
-        raise KeyError("nodeId")
-    if "is_scrollable" not in od:
-        raise KeyError("isScrollable")
+    od["node_id"] = d["nodeId"]
+    od["is_scrollable"] = d["isScrollable"]
     return o
 
 
@@ -4443,22 +3949,13 @@ def _u_ScrollableFlagUpdated(o: ScrollableFlagUpdated) -> dict[str, Any]:
     }
 
 
-_AdRelatedStateUpdated_plain = {
-    "nodeId": "node_id",
-}
-
-
 def _s_AdRelatedStateUpdated(d: dict[str, Any]) -> AdRelatedStateUpdated:
     o = _new(AdRelatedStateUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AdRelatedStateUpdated_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "adProvenance":
-            od["ad_provenance"] = None if v is None else cdp.network._s_AdProvenance(v)
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    od["node_id"] = d["nodeId"]
+    v = d.get("adProvenance")
+    if v is not None:
+        od["ad_provenance"] = cdp.network._s_AdProvenance(v)
     return o
 
 
@@ -4471,23 +3968,11 @@ def _u_AdRelatedStateUpdated(o: AdRelatedStateUpdated) -> dict[str, Any]:
     return d
 
 
-_AffectedByStartingStylesFlagUpdated_plain = {
-    "nodeId": "node_id",
-    "affectedByStartingStyles": "affected_by_starting_styles",
-}
-
-
 def _s_AffectedByStartingStylesFlagUpdated(d: dict[str, Any]) -> AffectedByStartingStylesFlagUpdated:
     o = _new(AffectedByStartingStylesFlagUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AffectedByStartingStylesFlagUpdated_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_id" not in od:
-        raise KeyError("nodeId")
-    if "affected_by_starting_styles" not in od:
-        raise KeyError("affectedByStartingStyles")
+    od["node_id"] = d["nodeId"]
+    od["affected_by_starting_styles"] = d["affectedByStartingStyles"]
     return o
 
 
@@ -4498,23 +3983,11 @@ def _u_AffectedByStartingStylesFlagUpdated(o: AffectedByStartingStylesFlagUpdate
     }
 
 
-_PseudoElementRemoved_plain = {
-    "parentId": "parent_id",
-    "pseudoElementId": "pseudo_element_id",
-}
-
-
 def _s_PseudoElementRemoved(d: dict[str, Any]) -> PseudoElementRemoved:
     o = _new(PseudoElementRemoved)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PseudoElementRemoved_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "parent_id" not in od:
-        raise KeyError("parentId")
-    if "pseudo_element_id" not in od:
-        raise KeyError("pseudoElementId")
+    od["parent_id"] = d["parentId"]
+    od["pseudo_element_id"] = d["pseudoElementId"]
     return o
 
 
@@ -4525,24 +3998,12 @@ def _u_PseudoElementRemoved(o: PseudoElementRemoved) -> dict[str, Any]:
     }
 
 
-_SetChildNodes_plain = {
-    "parentId": "parent_id",
-}
-
-
 def _s_SetChildNodes(d: dict[str, Any]) -> SetChildNodes:
     o = _new(SetChildNodes)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SetChildNodes_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "nodes":
-            od["nodes"] = None if v is None else [_s_Node(x0) for x0 in v]
-    if "parent_id" not in od:
-        raise KeyError("parentId")
-    if "nodes" not in od:
-        raise KeyError("nodes")
+    od["parent_id"] = d["parentId"]
+    v = d["nodes"]
+    od["nodes"] = None if v is None else [_s_Node(x0) for x0 in v]
     return o
 
 
@@ -4553,23 +4014,11 @@ def _u_SetChildNodes(o: SetChildNodes) -> dict[str, Any]:
     }
 
 
-_ShadowRootPopped_plain = {
-    "hostId": "host_id",
-    "rootId": "root_id",
-}
-
-
 def _s_ShadowRootPopped(d: dict[str, Any]) -> ShadowRootPopped:
     o = _new(ShadowRootPopped)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ShadowRootPopped_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "host_id" not in od:
-        raise KeyError("hostId")
-    if "root_id" not in od:
-        raise KeyError("rootId")
+    od["host_id"] = d["hostId"]
+    od["root_id"] = d["rootId"]
     return o
 
 
@@ -4580,24 +4029,12 @@ def _u_ShadowRootPopped(o: ShadowRootPopped) -> dict[str, Any]:
     }
 
 
-_ShadowRootPushed_plain = {
-    "hostId": "host_id",
-}
-
-
 def _s_ShadowRootPushed(d: dict[str, Any]) -> ShadowRootPushed:
     o = _new(ShadowRootPushed)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ShadowRootPushed_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "root":
-            od["root"] = None if v is None else _s_Node(v)
-    if "host_id" not in od:
-        raise KeyError("hostId")
-    if "root" not in od:
-        raise KeyError("root")
+    od["host_id"] = d["hostId"]
+    v = d["root"]
+    od["root"] = None if v is None else _s_Node(v)
     return o
 
 

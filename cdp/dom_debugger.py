@@ -259,45 +259,29 @@ def set_xhr_breakpoint(
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_EventListener_plain = {
-    "type": "type_",
-    "useCapture": "use_capture",
-    "passive": "passive",
-    "once": "once",
-    "scriptId": "script_id",
-    "lineNumber": "line_number",
-    "columnNumber": "column_number",
-    "backendNodeId": "backend_node_id",
-}
+_e_DOMBreakpointType = DOMBreakpointType._value2member_map_.get
+_e_CSPViolationType = CSPViolationType._value2member_map_.get
 
 
 def _s_EventListener(d: dict[str, Any]) -> EventListener:
     o = _new(EventListener)
     od = o.__dict__
-    for k, v in d.items():
-        n = _EventListener_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "handler":
-            od["handler"] = None if v is None else cdp.runtime._s_RemoteObject(v)
-        elif k == "originalHandler":
-            od["original_handler"] = None if v is None else cdp.runtime._s_RemoteObject(v)
-    if "type_" not in od:
-        raise KeyError("type")
-    if "use_capture" not in od:
-        raise KeyError("useCapture")
-    if "passive" not in od:
-        raise KeyError("passive")
-    if "once" not in od:
-        raise KeyError("once")
-    if "script_id" not in od:
-        raise KeyError("scriptId")
-    if "line_number" not in od:
-        raise KeyError("lineNumber")
-    if "column_number" not in od:
-        raise KeyError("columnNumber")
+    od["type_"] = d["type"]
+    od["use_capture"] = d["useCapture"]
+    od["passive"] = d["passive"]
+    od["once"] = d["once"]
+    od["script_id"] = d["scriptId"]
+    od["line_number"] = d["lineNumber"]
+    od["column_number"] = d["columnNumber"]
+    v = d.get("handler")
+    if v is not None:
+        od["handler"] = cdp.runtime._s_RemoteObject(v)
+    v = d.get("originalHandler")
+    if v is not None:
+        od["original_handler"] = cdp.runtime._s_RemoteObject(v)
+    v = d.get("backendNodeId")
+    if v is not None:
+        od["backend_node_id"] = v
     return o
 
 
@@ -323,11 +307,8 @@ def _u_EventListener(o: EventListener) -> dict[str, Any]:
 def _s_GetEventListenersResult(d: dict[str, Any]) -> GetEventListenersResult:
     o = _new(GetEventListenersResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "listeners":
-            od["listeners"] = None if v is None else [_s_EventListener(x0) for x0 in v]
-    if "listeners" not in od:
-        raise KeyError("listeners")
+    v = d["listeners"]
+    od["listeners"] = None if v is None else [_s_EventListener(x0) for x0 in v]
     return o
 
 
@@ -373,7 +354,7 @@ def _p_remove_dom_breakpoint(
 def _c_remove_dom_breakpoint(d: dict[str, Any]) -> Command[None]:
     return remove_dom_breakpoint(
         node_id=d["nodeId"],
-        type_=_enum(DOMBreakpointType, d["type"]),
+        type_=(_e_DOMBreakpointType(d["type"]) or _enum(DOMBreakpointType, d["type"])),
     )
 
 
@@ -434,7 +415,9 @@ def _p_set_break_on_csp_violation(
 
 def _c_set_break_on_csp_violation(d: dict[str, Any]) -> Command[None]:
     return set_break_on_csp_violation(
-        violation_types=[_enum(CSPViolationType, x0) for x0 in d["violationTypes"]],
+        violation_types=[
+            (_e_CSPViolationType(x0) or _enum(CSPViolationType, x0)) for x0 in d["violationTypes"]
+        ],
     )
 
 
@@ -451,7 +434,7 @@ def _p_set_dom_breakpoint(
 def _c_set_dom_breakpoint(d: dict[str, Any]) -> Command[None]:
     return set_dom_breakpoint(
         node_id=d["nodeId"],
-        type_=_enum(DOMBreakpointType, d["type"]),
+        type_=(_e_DOMBreakpointType(d["type"]) or _enum(DOMBreakpointType, d["type"])),
     )
 
 

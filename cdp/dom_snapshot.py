@@ -577,27 +577,13 @@ def _u_DOMNode(o: DOMNode) -> dict[str, Any]:
     return d
 
 
-_InlineTextBox_plain = {
-    "startCharacterIndex": "start_character_index",
-    "numCharacters": "num_characters",
-}
-
-
 def _s_InlineTextBox(d: dict[str, Any]) -> InlineTextBox:
     o = _new(InlineTextBox)
     od = o.__dict__
-    for k, v in d.items():
-        n = _InlineTextBox_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "boundingBox":
-            od["bounding_box"] = None if v is None else cdp.dom._s_Rect(v)
-    if "bounding_box" not in od:
-        raise KeyError("boundingBox")
-    if "start_character_index" not in od:
-        raise KeyError("startCharacterIndex")
-    if "num_characters" not in od:
-        raise KeyError("numCharacters")
+    v = d["boundingBox"]
+    od["bounding_box"] = None if v is None else cdp.dom._s_Rect(v)
+    od["start_character_index"] = d["startCharacterIndex"]
+    od["num_characters"] = d["numCharacters"]
     return o
 
 
@@ -609,30 +595,27 @@ def _u_InlineTextBox(o: InlineTextBox) -> dict[str, Any]:
     }
 
 
-_LayoutTreeNode_plain = {
-    "domNodeIndex": "dom_node_index",
-    "layoutText": "layout_text",
-    "styleIndex": "style_index",
-    "paintOrder": "paint_order",
-    "isStackingContext": "is_stacking_context",
-}
-
-
 def _s_LayoutTreeNode(d: dict[str, Any]) -> LayoutTreeNode:
     o = _new(LayoutTreeNode)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LayoutTreeNode_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "boundingBox":
-            od["bounding_box"] = None if v is None else cdp.dom._s_Rect(v)
-        elif k == "inlineTextNodes":
-            od["inline_text_nodes"] = None if v is None else [_s_InlineTextBox(x0) for x0 in v]
-    if "dom_node_index" not in od:
-        raise KeyError("domNodeIndex")
-    if "bounding_box" not in od:
-        raise KeyError("boundingBox")
+    od["dom_node_index"] = d["domNodeIndex"]
+    v = d["boundingBox"]
+    od["bounding_box"] = None if v is None else cdp.dom._s_Rect(v)
+    v = d.get("layoutText")
+    if v is not None:
+        od["layout_text"] = v
+    v = d.get("inlineTextNodes")
+    if v is not None:
+        od["inline_text_nodes"] = [_s_InlineTextBox(x0) for x0 in v]
+    v = d.get("styleIndex")
+    if v is not None:
+        od["style_index"] = v
+    v = d.get("paintOrder")
+    if v is not None:
+        od["paint_order"] = v
+    v = d.get("isStackingContext")
+    if v is not None:
+        od["is_stacking_context"] = v
     return o
 
 
@@ -657,11 +640,8 @@ def _u_LayoutTreeNode(o: LayoutTreeNode) -> dict[str, Any]:
 def _s_ComputedStyle(d: dict[str, Any]) -> ComputedStyle:
     o = _new(ComputedStyle)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "properties":
-            od["properties"] = None if v is None else [_s_NameValue(x0) for x0 in v]
-    if "properties" not in od:
-        raise KeyError("properties")
+    v = d["properties"]
+    od["properties"] = None if v is None else [_s_NameValue(x0) for x0 in v]
     return o
 
 
@@ -671,23 +651,11 @@ def _u_ComputedStyle(o: ComputedStyle) -> dict[str, Any]:
     }
 
 
-_NameValue_plain = {
-    "name": "name",
-    "value": "value",
-}
-
-
 def _s_NameValue(d: dict[str, Any]) -> NameValue:
     o = _new(NameValue)
     od = o.__dict__
-    for k, v in d.items():
-        n = _NameValue_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "value" not in od:
-        raise KeyError("value")
+    od["name"] = d["name"]
+    od["value"] = d["value"]
     return o
 
 
@@ -698,23 +666,11 @@ def _u_NameValue(o: NameValue) -> dict[str, Any]:
     }
 
 
-_RareStringData_plain = {
-    "index": "index",
-    "value": "value",
-}
-
-
 def _s_RareStringData(d: dict[str, Any]) -> RareStringData:
     o = _new(RareStringData)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RareStringData_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "index" not in od:
-        raise KeyError("index")
-    if "value" not in od:
-        raise KeyError("value")
+    od["index"] = d["index"]
+    od["value"] = d["value"]
     return o
 
 
@@ -725,20 +681,10 @@ def _u_RareStringData(o: RareStringData) -> dict[str, Any]:
     }
 
 
-_RareBooleanData_plain = {
-    "index": "index",
-}
-
-
 def _s_RareBooleanData(d: dict[str, Any]) -> RareBooleanData:
     o = _new(RareBooleanData)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RareBooleanData_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "index" not in od:
-        raise KeyError("index")
+    od["index"] = d["index"]
     return o
 
 
@@ -748,23 +694,11 @@ def _u_RareBooleanData(o: RareBooleanData) -> dict[str, Any]:
     }
 
 
-_RareIntegerData_plain = {
-    "index": "index",
-    "value": "value",
-}
-
-
 def _s_RareIntegerData(d: dict[str, Any]) -> RareIntegerData:
     o = _new(RareIntegerData)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RareIntegerData_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "index" not in od:
-        raise KeyError("index")
-    if "value" not in od:
-        raise KeyError("value")
+    od["index"] = d["index"]
+    od["value"] = d["value"]
     return o
 
 
@@ -775,57 +709,35 @@ def _u_RareIntegerData(o: RareIntegerData) -> dict[str, Any]:
     }
 
 
-_DocumentSnapshot_plain = {
-    "documentURL": "document_url",
-    "title": "title",
-    "baseURL": "base_url",
-    "contentLanguage": "content_language",
-    "encodingName": "encoding_name",
-    "publicId": "public_id",
-    "systemId": "system_id",
-    "frameId": "frame_id",
-    "scrollOffsetX": "scroll_offset_x",
-    "scrollOffsetY": "scroll_offset_y",
-    "contentWidth": "content_width",
-    "contentHeight": "content_height",
-}
-
-
 def _s_DocumentSnapshot(d: dict[str, Any]) -> DocumentSnapshot:
     o = _new(DocumentSnapshot)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DocumentSnapshot_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "nodes":
-            od["nodes"] = None if v is None else _s_NodeTreeSnapshot(v)
-        elif k == "layout":
-            od["layout"] = None if v is None else _s_LayoutTreeSnapshot(v)
-        elif k == "textBoxes":
-            od["text_boxes"] = None if v is None else _s_TextBoxSnapshot(v)
-    if "document_url" not in od:
-        raise KeyError("documentURL")
-    if "title" not in od:
-        raise KeyError("title")
-    if "base_url" not in od:
-        raise KeyError("baseURL")
-    if "content_language" not in od:
-        raise KeyError("contentLanguage")
-    if "encoding_name" not in od:
-        raise KeyError("encodingName")
-    if "public_id" not in od:
-        raise KeyError("publicId")
-    if "system_id" not in od:
-        raise KeyError("systemId")
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "nodes" not in od:
-        raise KeyError("nodes")
-    if "layout" not in od:
-        raise KeyError("layout")
-    if "text_boxes" not in od:
-        raise KeyError("textBoxes")
+    od["document_url"] = d["documentURL"]
+    od["title"] = d["title"]
+    od["base_url"] = d["baseURL"]
+    od["content_language"] = d["contentLanguage"]
+    od["encoding_name"] = d["encodingName"]
+    od["public_id"] = d["publicId"]
+    od["system_id"] = d["systemId"]
+    od["frame_id"] = d["frameId"]
+    v = d["nodes"]
+    od["nodes"] = None if v is None else _s_NodeTreeSnapshot(v)
+    v = d["layout"]
+    od["layout"] = None if v is None else _s_LayoutTreeSnapshot(v)
+    v = d["textBoxes"]
+    od["text_boxes"] = None if v is None else _s_TextBoxSnapshot(v)
+    v = d.get("scrollOffsetX")
+    if v is not None:
+        od["scroll_offset_x"] = v
+    v = d.get("scrollOffsetY")
+    if v is not None:
+        od["scroll_offset_y"] = v
+    v = d.get("contentWidth")
+    if v is not None:
+        od["content_width"] = v
+    v = d.get("contentHeight")
+    if v is not None:
+        od["content_height"] = v
     return o
 
 
@@ -935,39 +847,33 @@ def _u_NodeTreeSnapshot(o: NodeTreeSnapshot) -> dict[str, Any]:
     return d
 
 
-_LayoutTreeSnapshot_plain = {
-    "nodeIndex": "node_index",
-    "styles": "styles",
-    "bounds": "bounds",
-    "text": "text",
-    "paintOrders": "paint_orders",
-    "offsetRects": "offset_rects",
-    "scrollRects": "scroll_rects",
-    "clientRects": "client_rects",
-    "blendedBackgroundColors": "blended_background_colors",
-    "textColorOpacities": "text_color_opacities",
-}
-
-
 def _s_LayoutTreeSnapshot(d: dict[str, Any]) -> LayoutTreeSnapshot:
     o = _new(LayoutTreeSnapshot)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LayoutTreeSnapshot_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "stackingContexts":
-            od["stacking_contexts"] = None if v is None else _s_RareBooleanData(v)
-    if "node_index" not in od:
-        raise KeyError("nodeIndex")
-    if "styles" not in od:
-        raise KeyError("styles")
-    if "bounds" not in od:
-        raise KeyError("bounds")
-    if "text" not in od:
-        raise KeyError("text")
-    if "stacking_contexts" not in od:
-        raise KeyError("stackingContexts")
+    od["node_index"] = d["nodeIndex"]
+    od["styles"] = d["styles"]
+    od["bounds"] = d["bounds"]
+    od["text"] = d["text"]
+    v = d["stackingContexts"]
+    od["stacking_contexts"] = None if v is None else _s_RareBooleanData(v)
+    v = d.get("paintOrders")
+    if v is not None:
+        od["paint_orders"] = v
+    v = d.get("offsetRects")
+    if v is not None:
+        od["offset_rects"] = v
+    v = d.get("scrollRects")
+    if v is not None:
+        od["scroll_rects"] = v
+    v = d.get("clientRects")
+    if v is not None:
+        od["client_rects"] = v
+    v = d.get("blendedBackgroundColors")
+    if v is not None:
+        od["blended_background_colors"] = v
+    v = d.get("textColorOpacities")
+    if v is not None:
+        od["text_color_opacities"] = v
     return o
 
 
@@ -994,29 +900,13 @@ def _u_LayoutTreeSnapshot(o: LayoutTreeSnapshot) -> dict[str, Any]:
     return d
 
 
-_TextBoxSnapshot_plain = {
-    "layoutIndex": "layout_index",
-    "bounds": "bounds",
-    "start": "start",
-    "length": "length",
-}
-
-
 def _s_TextBoxSnapshot(d: dict[str, Any]) -> TextBoxSnapshot:
     o = _new(TextBoxSnapshot)
     od = o.__dict__
-    for k, v in d.items():
-        n = _TextBoxSnapshot_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "layout_index" not in od:
-        raise KeyError("layoutIndex")
-    if "bounds" not in od:
-        raise KeyError("bounds")
-    if "start" not in od:
-        raise KeyError("start")
-    if "length" not in od:
-        raise KeyError("length")
+    od["layout_index"] = d["layoutIndex"]
+    od["bounds"] = d["bounds"]
+    od["start"] = d["start"]
+    od["length"] = d["length"]
     return o
 
 
@@ -1040,19 +930,12 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
 def _s_GetSnapshotResult(d: dict[str, Any]) -> GetSnapshotResult:
     o = _new(GetSnapshotResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "domNodes":
-            od["dom_nodes"] = None if v is None else [_s_DOMNode(x0) for x0 in v]
-        elif k == "layoutTreeNodes":
-            od["layout_tree_nodes"] = None if v is None else [_s_LayoutTreeNode(x0) for x0 in v]
-        elif k == "computedStyles":
-            od["computed_styles"] = None if v is None else [_s_ComputedStyle(x0) for x0 in v]
-    if "dom_nodes" not in od:
-        raise KeyError("domNodes")
-    if "layout_tree_nodes" not in od:
-        raise KeyError("layoutTreeNodes")
-    if "computed_styles" not in od:
-        raise KeyError("computedStyles")
+    v = d["domNodes"]
+    od["dom_nodes"] = None if v is None else [_s_DOMNode(x0) for x0 in v]
+    v = d["layoutTreeNodes"]
+    od["layout_tree_nodes"] = None if v is None else [_s_LayoutTreeNode(x0) for x0 in v]
+    v = d["computedStyles"]
+    od["computed_styles"] = None if v is None else [_s_ComputedStyle(x0) for x0 in v]
     return o
 
 
@@ -1091,24 +974,12 @@ def _c_get_snapshot(d: dict[str, Any]) -> Command[GetSnapshotResult]:
     )
 
 
-_CaptureSnapshotResult_plain = {
-    "strings": "strings",
-}
-
-
 def _s_CaptureSnapshotResult(d: dict[str, Any]) -> CaptureSnapshotResult:
     o = _new(CaptureSnapshotResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CaptureSnapshotResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "documents":
-            od["documents"] = None if v is None else [_s_DocumentSnapshot(x0) for x0 in v]
-    if "documents" not in od:
-        raise KeyError("documents")
-    if "strings" not in od:
-        raise KeyError("strings")
+    v = d["documents"]
+    od["documents"] = None if v is None else [_s_DocumentSnapshot(x0) for x0 in v]
+    od["strings"] = d["strings"]
     return o
 
 

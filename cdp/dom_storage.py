@@ -155,22 +155,16 @@ class DomStorageItemsCleared:
 _new = object.__new__
 
 
-_StorageId_plain = {
-    "securityOrigin": "security_origin",
-    "storageKey": "storage_key",
-    "isLocalStorage": "is_local_storage",
-}
-
-
 def _s_StorageId(d: dict[str, Any]) -> StorageId:
     o = _new(StorageId)
     od = o.__dict__
-    for k, v in d.items():
-        n = _StorageId_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "is_local_storage" not in od:
-        raise KeyError("isLocalStorage")
+    v = d.get("securityOrigin")
+    if v is not None:
+        od["security_origin"] = v
+    v = d.get("storageKey")
+    if v is not None:
+        od["storage_key"] = v
+    od["is_local_storage"] = d["isLocalStorage"]
     return o
 
 
@@ -207,20 +201,10 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
 
 
-_GetDOMStorageItemsResult_plain = {
-    "entries": "entries",
-}
-
-
 def _s_GetDOMStorageItemsResult(d: dict[str, Any]) -> GetDOMStorageItemsResult:
     o = _new(GetDOMStorageItemsResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetDOMStorageItemsResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "entries" not in od:
-        raise KeyError("entries")
+    od["entries"] = d["entries"]
     return o
 
 
@@ -281,27 +265,13 @@ def _c_set_dom_storage_item(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_DomStorageItemAdded_plain = {
-    "key": "key",
-    "newValue": "new_value",
-}
-
-
 def _s_DomStorageItemAdded(d: dict[str, Any]) -> DomStorageItemAdded:
     o = _new(DomStorageItemAdded)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DomStorageItemAdded_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "storageId":
-            od["storage_id"] = None if v is None else _s_StorageId(v)
-    if "storage_id" not in od:
-        raise KeyError("storageId")
-    if "key" not in od:
-        raise KeyError("key")
-    if "new_value" not in od:
-        raise KeyError("newValue")
+    v = d["storageId"]
+    od["storage_id"] = None if v is None else _s_StorageId(v)
+    od["key"] = d["key"]
+    od["new_value"] = d["newValue"]
     return o
 
 
@@ -313,24 +283,12 @@ def _u_DomStorageItemAdded(o: DomStorageItemAdded) -> dict[str, Any]:
     }
 
 
-_DomStorageItemRemoved_plain = {
-    "key": "key",
-}
-
-
 def _s_DomStorageItemRemoved(d: dict[str, Any]) -> DomStorageItemRemoved:
     o = _new(DomStorageItemRemoved)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DomStorageItemRemoved_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "storageId":
-            od["storage_id"] = None if v is None else _s_StorageId(v)
-    if "storage_id" not in od:
-        raise KeyError("storageId")
-    if "key" not in od:
-        raise KeyError("key")
+    v = d["storageId"]
+    od["storage_id"] = None if v is None else _s_StorageId(v)
+    od["key"] = d["key"]
     return o
 
 
@@ -341,30 +299,14 @@ def _u_DomStorageItemRemoved(o: DomStorageItemRemoved) -> dict[str, Any]:
     }
 
 
-_DomStorageItemUpdated_plain = {
-    "key": "key",
-    "oldValue": "old_value",
-    "newValue": "new_value",
-}
-
-
 def _s_DomStorageItemUpdated(d: dict[str, Any]) -> DomStorageItemUpdated:
     o = _new(DomStorageItemUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DomStorageItemUpdated_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "storageId":
-            od["storage_id"] = None if v is None else _s_StorageId(v)
-    if "storage_id" not in od:
-        raise KeyError("storageId")
-    if "key" not in od:
-        raise KeyError("key")
-    if "old_value" not in od:
-        raise KeyError("oldValue")
-    if "new_value" not in od:
-        raise KeyError("newValue")
+    v = d["storageId"]
+    od["storage_id"] = None if v is None else _s_StorageId(v)
+    od["key"] = d["key"]
+    od["old_value"] = d["oldValue"]
+    od["new_value"] = d["newValue"]
     return o
 
 
@@ -380,11 +322,8 @@ def _u_DomStorageItemUpdated(o: DomStorageItemUpdated) -> dict[str, Any]:
 def _s_DomStorageItemsCleared(d: dict[str, Any]) -> DomStorageItemsCleared:
     o = _new(DomStorageItemsCleared)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "storageId":
-            od["storage_id"] = None if v is None else _s_StorageId(v)
-    if "storage_id" not in od:
-        raise KeyError("storageId")
+    v = d["storageId"]
+    od["storage_id"] = None if v is None else _s_StorageId(v)
     return o
 
 

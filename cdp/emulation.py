@@ -1291,27 +1291,40 @@ class ScreenOrientationLockChanged:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_SafeAreaInsets_plain = {
-    "top": "top",
-    "topMax": "top_max",
-    "left": "left",
-    "leftMax": "left_max",
-    "bottom": "bottom",
-    "bottomMax": "bottom_max",
-    "right": "right",
-    "rightMax": "right_max",
-}
+_e_VirtualTimePolicy = VirtualTimePolicy._value2member_map_.get
+_e_SensorType = SensorType._value2member_map_.get
+_e_PressureSource = PressureSource._value2member_map_.get
+_e_PressureState = PressureState._value2member_map_.get
+_e_DisabledImageType = DisabledImageType._value2member_map_.get
 
 
 def _s_SafeAreaInsets(d: dict[str, Any]) -> SafeAreaInsets:
     o = _new(SafeAreaInsets)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SafeAreaInsets_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("top")
+    if v is not None:
+        od["top"] = v
+    v = d.get("topMax")
+    if v is not None:
+        od["top_max"] = v
+    v = d.get("left")
+    if v is not None:
+        od["left"] = v
+    v = d.get("leftMax")
+    if v is not None:
+        od["left_max"] = v
+    v = d.get("bottom")
+    if v is not None:
+        od["bottom"] = v
+    v = d.get("bottomMax")
+    if v is not None:
+        od["bottom_max"] = v
+    v = d.get("right")
+    if v is not None:
+        od["right"] = v
+    v = d.get("rightMax")
+    if v is not None:
+        od["right_max"] = v
     return o
 
 
@@ -1336,23 +1349,11 @@ def _u_SafeAreaInsets(o: SafeAreaInsets) -> dict[str, Any]:
     return d
 
 
-_ScreenOrientation_plain = {
-    "type": "type_",
-    "angle": "angle",
-}
-
-
 def _s_ScreenOrientation(d: dict[str, Any]) -> ScreenOrientation:
     o = _new(ScreenOrientation)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ScreenOrientation_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "type_" not in od:
-        raise KeyError("type")
-    if "angle" not in od:
-        raise KeyError("angle")
+    od["type_"] = d["type"]
+    od["angle"] = d["angle"]
     return o
 
 
@@ -1363,26 +1364,12 @@ def _u_ScreenOrientation(o: ScreenOrientation) -> dict[str, Any]:
     }
 
 
-_DisplayFeature_plain = {
-    "orientation": "orientation",
-    "offset": "offset",
-    "maskLength": "mask_length",
-}
-
-
 def _s_DisplayFeature(d: dict[str, Any]) -> DisplayFeature:
     o = _new(DisplayFeature)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DisplayFeature_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "orientation" not in od:
-        raise KeyError("orientation")
-    if "offset" not in od:
-        raise KeyError("offset")
-    if "mask_length" not in od:
-        raise KeyError("maskLength")
+    od["orientation"] = d["orientation"]
+    od["offset"] = d["offset"]
+    od["mask_length"] = d["maskLength"]
     return o
 
 
@@ -1394,20 +1381,10 @@ def _u_DisplayFeature(o: DisplayFeature) -> dict[str, Any]:
     }
 
 
-_DevicePosture_plain = {
-    "type": "type_",
-}
-
-
 def _s_DevicePosture(d: dict[str, Any]) -> DevicePosture:
     o = _new(DevicePosture)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DevicePosture_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "type_" not in od:
-        raise KeyError("type")
+    od["type_"] = d["type"]
     return o
 
 
@@ -1417,23 +1394,11 @@ def _u_DevicePosture(o: DevicePosture) -> dict[str, Any]:
     }
 
 
-_MediaFeature_plain = {
-    "name": "name",
-    "value": "value",
-}
-
-
 def _s_MediaFeature(d: dict[str, Any]) -> MediaFeature:
     o = _new(MediaFeature)
     od = o.__dict__
-    for k, v in d.items():
-        n = _MediaFeature_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "value" not in od:
-        raise KeyError("value")
+    od["name"] = d["name"]
+    od["value"] = d["value"]
     return o
 
 
@@ -1444,23 +1409,11 @@ def _u_MediaFeature(o: MediaFeature) -> dict[str, Any]:
     }
 
 
-_UserAgentBrandVersion_plain = {
-    "brand": "brand",
-    "version": "version",
-}
-
-
 def _s_UserAgentBrandVersion(d: dict[str, Any]) -> UserAgentBrandVersion:
     o = _new(UserAgentBrandVersion)
     od = o.__dict__
-    for k, v in d.items():
-        n = _UserAgentBrandVersion_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "brand" not in od:
-        raise KeyError("brand")
-    if "version" not in od:
-        raise KeyError("version")
+    od["brand"] = d["brand"]
+    od["version"] = d["version"]
     return o
 
 
@@ -1471,40 +1424,32 @@ def _u_UserAgentBrandVersion(o: UserAgentBrandVersion) -> dict[str, Any]:
     }
 
 
-_UserAgentMetadata_plain = {
-    "fullVersion": "full_version",
-    "platform": "platform",
-    "platformVersion": "platform_version",
-    "architecture": "architecture",
-    "model": "model",
-    "mobile": "mobile",
-    "bitness": "bitness",
-    "wow64": "wow64",
-    "formFactors": "form_factors",
-}
-
-
 def _s_UserAgentMetadata(d: dict[str, Any]) -> UserAgentMetadata:
     o = _new(UserAgentMetadata)
     od = o.__dict__
-    for k, v in d.items():
-        n = _UserAgentMetadata_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "brands":
-            od["brands"] = None if v is None else [_s_UserAgentBrandVersion(x0) for x0 in v]
-        elif k == "fullVersionList":
-            od["full_version_list"] = None if v is None else [_s_UserAgentBrandVersion(x0) for x0 in v]
-    if "platform" not in od:
-        raise KeyError("platform")
-    if "platform_version" not in od:
-        raise KeyError("platformVersion")
-    if "architecture" not in od:
-        raise KeyError("architecture")
-    if "model" not in od:
-        raise KeyError("model")
-    if "mobile" not in od:
-        raise KeyError("mobile")
+    v = d.get("brands")
+    if v is not None:
+        od["brands"] = [_s_UserAgentBrandVersion(x0) for x0 in v]
+    v = d.get("fullVersionList")
+    if v is not None:
+        od["full_version_list"] = [_s_UserAgentBrandVersion(x0) for x0 in v]
+    v = d.get("fullVersion")
+    if v is not None:
+        od["full_version"] = v
+    od["platform"] = d["platform"]
+    od["platform_version"] = d["platformVersion"]
+    od["architecture"] = d["architecture"]
+    od["model"] = d["model"]
+    od["mobile"] = d["mobile"]
+    v = d.get("bitness")
+    if v is not None:
+        od["bitness"] = v
+    v = d.get("wow64")
+    if v is not None:
+        od["wow64"] = v
+    v = d.get("formFactors")
+    if v is not None:
+        od["form_factors"] = v
     return o
 
 
@@ -1531,20 +1476,18 @@ def _u_UserAgentMetadata(o: UserAgentMetadata) -> dict[str, Any]:
     return d
 
 
-_SensorMetadata_plain = {
-    "available": "available",
-    "minimumFrequency": "minimum_frequency",
-    "maximumFrequency": "maximum_frequency",
-}
-
-
 def _s_SensorMetadata(d: dict[str, Any]) -> SensorMetadata:
     o = _new(SensorMetadata)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SensorMetadata_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("available")
+    if v is not None:
+        od["available"] = v
+    v = d.get("minimumFrequency")
+    if v is not None:
+        od["minimum_frequency"] = v
+    v = d.get("maximumFrequency")
+    if v is not None:
+        od["maximum_frequency"] = v
     return o
 
 
@@ -1559,20 +1502,10 @@ def _u_SensorMetadata(o: SensorMetadata) -> dict[str, Any]:
     return d
 
 
-_SensorReadingSingle_plain = {
-    "value": "value",
-}
-
-
 def _s_SensorReadingSingle(d: dict[str, Any]) -> SensorReadingSingle:
     o = _new(SensorReadingSingle)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SensorReadingSingle_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "value" not in od:
-        raise KeyError("value")
+    od["value"] = d["value"]
     return o
 
 
@@ -1582,26 +1515,12 @@ def _u_SensorReadingSingle(o: SensorReadingSingle) -> dict[str, Any]:
     }
 
 
-_SensorReadingXYZ_plain = {
-    "x": "x",
-    "y": "y",
-    "z": "z",
-}
-
-
 def _s_SensorReadingXYZ(d: dict[str, Any]) -> SensorReadingXYZ:
     o = _new(SensorReadingXYZ)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SensorReadingXYZ_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "x" not in od:
-        raise KeyError("x")
-    if "y" not in od:
-        raise KeyError("y")
-    if "z" not in od:
-        raise KeyError("z")
+    od["x"] = d["x"]
+    od["y"] = d["y"]
+    od["z"] = d["z"]
     return o
 
 
@@ -1613,29 +1532,13 @@ def _u_SensorReadingXYZ(o: SensorReadingXYZ) -> dict[str, Any]:
     }
 
 
-_SensorReadingQuaternion_plain = {
-    "x": "x",
-    "y": "y",
-    "z": "z",
-    "w": "w",
-}
-
-
 def _s_SensorReadingQuaternion(d: dict[str, Any]) -> SensorReadingQuaternion:
     o = _new(SensorReadingQuaternion)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SensorReadingQuaternion_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "x" not in od:
-        raise KeyError("x")
-    if "y" not in od:
-        raise KeyError("y")
-    if "z" not in od:
-        raise KeyError("z")
-    if "w" not in od:
-        raise KeyError("w")
+    od["x"] = d["x"]
+    od["y"] = d["y"]
+    od["z"] = d["z"]
+    od["w"] = d["w"]
     return o
 
 
@@ -1651,13 +1554,15 @@ def _u_SensorReadingQuaternion(o: SensorReadingQuaternion) -> dict[str, Any]:
 def _s_SensorReading(d: dict[str, Any]) -> SensorReading:
     o = _new(SensorReading)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "single":
-            od["single"] = None if v is None else _s_SensorReadingSingle(v)
-        elif k == "xyz":
-            od["xyz"] = None if v is None else _s_SensorReadingXYZ(v)
-        elif k == "quaternion":
-            od["quaternion"] = None if v is None else _s_SensorReadingQuaternion(v)
+    v = d.get("single")
+    if v is not None:
+        od["single"] = _s_SensorReadingSingle(v)
+    v = d.get("xyz")
+    if v is not None:
+        od["xyz"] = _s_SensorReadingXYZ(v)
+    v = d.get("quaternion")
+    if v is not None:
+        od["quaternion"] = _s_SensorReadingQuaternion(v)
     return o
 
 
@@ -1672,18 +1577,12 @@ def _u_SensorReading(o: SensorReading) -> dict[str, Any]:
     return d
 
 
-_PressureMetadata_plain = {
-    "available": "available",
-}
-
-
 def _s_PressureMetadata(d: dict[str, Any]) -> PressureMetadata:
     o = _new(PressureMetadata)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PressureMetadata_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("available")
+    if v is not None:
+        od["available"] = v
     return o
 
 
@@ -1694,21 +1593,21 @@ def _u_PressureMetadata(o: PressureMetadata) -> dict[str, Any]:
     return d
 
 
-_WorkAreaInsets_plain = {
-    "top": "top",
-    "left": "left",
-    "bottom": "bottom",
-    "right": "right",
-}
-
-
 def _s_WorkAreaInsets(d: dict[str, Any]) -> WorkAreaInsets:
     o = _new(WorkAreaInsets)
     od = o.__dict__
-    for k, v in d.items():
-        n = _WorkAreaInsets_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("top")
+    if v is not None:
+        od["top"] = v
+    v = d.get("left")
+    if v is not None:
+        od["left"] = v
+    v = d.get("bottom")
+    if v is not None:
+        od["bottom"] = v
+    v = d.get("right")
+    if v is not None:
+        od["right"] = v
     return o
 
 
@@ -1725,66 +1624,26 @@ def _u_WorkAreaInsets(o: WorkAreaInsets) -> dict[str, Any]:
     return d
 
 
-_ScreenInfo_plain = {
-    "left": "left",
-    "top": "top",
-    "width": "width",
-    "height": "height",
-    "availLeft": "avail_left",
-    "availTop": "avail_top",
-    "availWidth": "avail_width",
-    "availHeight": "avail_height",
-    "devicePixelRatio": "device_pixel_ratio",
-    "colorDepth": "color_depth",
-    "isExtended": "is_extended",
-    "isInternal": "is_internal",
-    "isPrimary": "is_primary",
-    "label": "label",
-    "id": "id_",
-}
-
-
 def _s_ScreenInfo(d: dict[str, Any]) -> ScreenInfo:
     o = _new(ScreenInfo)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ScreenInfo_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "orientation":
-            od["orientation"] = None if v is None else _s_ScreenOrientation(v)
-    if "left" not in od:
-        raise KeyError("left")
-    if "top" not in od:
-        raise KeyError("top")
-    if "width" not in od:
-        raise KeyError("width")
-    if "height" not in od:
-        raise KeyError("height")
-    if "avail_left" not in od:
-        raise KeyError("availLeft")
-    if "avail_top" not in od:
-        raise KeyError("availTop")
-    if "avail_width" not in od:
-        raise KeyError("availWidth")
-    if "avail_height" not in od:
-        raise KeyError("availHeight")
-    if "device_pixel_ratio" not in od:
-        raise KeyError("devicePixelRatio")
-    if "orientation" not in od:
-        raise KeyError("orientation")
-    if "color_depth" not in od:
-        raise KeyError("colorDepth")
-    if "is_extended" not in od:
-        raise KeyError("isExtended")
-    if "is_internal" not in od:
-        raise KeyError("isInternal")
-    if "is_primary" not in od:
-        raise KeyError("isPrimary")
-    if "label" not in od:
-        raise KeyError("label")
-    if "id_" not in od:
-        raise KeyError("id")
+    od["left"] = d["left"]
+    od["top"] = d["top"]
+    od["width"] = d["width"]
+    od["height"] = d["height"]
+    od["avail_left"] = d["availLeft"]
+    od["avail_top"] = d["availTop"]
+    od["avail_width"] = d["availWidth"]
+    od["avail_height"] = d["availHeight"]
+    od["device_pixel_ratio"] = d["devicePixelRatio"]
+    v = d["orientation"]
+    od["orientation"] = None if v is None else _s_ScreenOrientation(v)
+    od["color_depth"] = d["colorDepth"]
+    od["is_extended"] = d["isExtended"]
+    od["is_internal"] = d["isInternal"]
+    od["is_primary"] = d["isPrimary"]
+    od["label"] = d["label"]
+    od["id_"] = d["id"]
     return o
 
 
@@ -1809,20 +1668,10 @@ def _u_ScreenInfo(o: ScreenInfo) -> dict[str, Any]:
     }
 
 
-_CanEmulateResult_plain = {
-    "result": "result",
-}
-
-
 def _s_CanEmulateResult(d: dict[str, Any]) -> CanEmulateResult:
     o = _new(CanEmulateResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CanEmulateResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "result" not in od:
-        raise KeyError("result")
+    od["result"] = d["result"]
     return o
 
 
@@ -2185,20 +2034,10 @@ def _c_set_geolocation_override(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_GetOverriddenSensorInformationResult_plain = {
-    "requestedSamplingFrequency": "requested_sampling_frequency",
-}
-
-
 def _s_GetOverriddenSensorInformationResult(d: dict[str, Any]) -> GetOverriddenSensorInformationResult:
     o = _new(GetOverriddenSensorInformationResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetOverriddenSensorInformationResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "requested_sampling_frequency" not in od:
-        raise KeyError("requestedSamplingFrequency")
+    od["requested_sampling_frequency"] = d["requestedSamplingFrequency"]
     return o
 
 
@@ -2218,7 +2057,7 @@ def _p_get_overridden_sensor_information(
 
 def _c_get_overridden_sensor_information(d: dict[str, Any]) -> Command[GetOverriddenSensorInformationResult]:
     return get_overridden_sensor_information(
-        type_=_enum(SensorType, d["type"]),
+        type_=(_e_SensorType(d["type"]) or _enum(SensorType, d["type"])),
     )
 
 
@@ -2239,7 +2078,7 @@ def _p_set_sensor_override_enabled(
 def _c_set_sensor_override_enabled(d: dict[str, Any]) -> Command[None]:
     return set_sensor_override_enabled(
         enabled=d["enabled"],
-        type_=_enum(SensorType, d["type"]),
+        type_=(_e_SensorType(d["type"]) or _enum(SensorType, d["type"])),
         metadata=None if (v := d.get("metadata")) is None else _s_SensorMetadata(v),
     )
 
@@ -2256,7 +2095,7 @@ def _p_set_sensor_override_readings(
 
 def _c_set_sensor_override_readings(d: dict[str, Any]) -> Command[None]:
     return set_sensor_override_readings(
-        type_=_enum(SensorType, d["type"]),
+        type_=(_e_SensorType(d["type"]) or _enum(SensorType, d["type"])),
         reading=_s_SensorReading(d["reading"]),
     )
 
@@ -2278,7 +2117,7 @@ def _p_set_pressure_source_override_enabled(
 def _c_set_pressure_source_override_enabled(d: dict[str, Any]) -> Command[None]:
     return set_pressure_source_override_enabled(
         enabled=d["enabled"],
-        source=_enum(PressureSource, d["source"]),
+        source=(_e_PressureSource(d["source"]) or _enum(PressureSource, d["source"])),
         metadata=None if (v := d.get("metadata")) is None else _s_PressureMetadata(v),
     )
 
@@ -2295,8 +2134,8 @@ def _p_set_pressure_state_override(
 
 def _c_set_pressure_state_override(d: dict[str, Any]) -> Command[None]:
     return set_pressure_state_override(
-        source=_enum(PressureSource, d["source"]),
-        state=_enum(PressureState, d["state"]),
+        source=(_e_PressureSource(d["source"]) or _enum(PressureSource, d["source"])),
+        state=(_e_PressureState(d["state"]) or _enum(PressureState, d["state"])),
     )
 
 
@@ -2382,20 +2221,10 @@ def _c_set_touch_emulation_enabled(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_SetVirtualTimePolicyResult_plain = {
-    "virtualTimeTicksBase": "virtual_time_ticks_base",
-}
-
-
 def _s_SetVirtualTimePolicyResult(d: dict[str, Any]) -> SetVirtualTimePolicyResult:
     o = _new(SetVirtualTimePolicyResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SetVirtualTimePolicyResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "virtual_time_ticks_base" not in od:
-        raise KeyError("virtualTimeTicksBase")
+    od["virtual_time_ticks_base"] = d["virtualTimeTicksBase"]
     return o
 
 
@@ -2425,7 +2254,7 @@ def _p_set_virtual_time_policy(
 
 def _c_set_virtual_time_policy(d: dict[str, Any]) -> Command[SetVirtualTimePolicyResult]:
     return set_virtual_time_policy(
-        policy=_enum(VirtualTimePolicy, d["policy"]),
+        policy=(_e_VirtualTimePolicy(d["policy"]) or _enum(VirtualTimePolicy, d["policy"])),
         budget=d.get("budget"),
         max_virtual_time_task_starvation_count=d.get("maxVirtualTimeTaskStarvationCount"),
         initial_virtual_time=d.get("initialVirtualTime"),
@@ -2488,7 +2317,7 @@ def _p_set_disabled_image_types(
 
 def _c_set_disabled_image_types(d: dict[str, Any]) -> Command[None]:
     return set_disabled_image_types(
-        image_types=[_enum(DisabledImageType, x0) for x0 in d["imageTypes"]],
+        image_types=[(_e_DisabledImageType(x0) or _enum(DisabledImageType, x0)) for x0 in d["imageTypes"]],
     )
 
 
@@ -2594,11 +2423,8 @@ def _c_set_small_viewport_height_difference_override(d: dict[str, Any]) -> Comma
 def _s_GetScreenInfosResult(d: dict[str, Any]) -> GetScreenInfosResult:
     o = _new(GetScreenInfosResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "screenInfos":
-            od["screen_infos"] = None if v is None else [_s_ScreenInfo(x0) for x0 in v]
-    if "screen_infos" not in od:
-        raise KeyError("screenInfos")
+    v = d["screenInfos"]
+    od["screen_infos"] = None if v is None else [_s_ScreenInfo(x0) for x0 in v]
     return o
 
 
@@ -2615,11 +2441,8 @@ def _c_get_screen_infos(d: dict[str, Any]) -> Command[GetScreenInfosResult]:
 def _s_AddScreenResult(d: dict[str, Any]) -> AddScreenResult:
     o = _new(AddScreenResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "screenInfo":
-            od["screen_info"] = None if v is None else _s_ScreenInfo(v)
-    if "screen_info" not in od:
-        raise KeyError("screenInfo")
+    v = d["screenInfo"]
+    od["screen_info"] = None if v is None else _s_ScreenInfo(v)
     return o
 
 
@@ -2680,11 +2503,8 @@ def _c_add_screen(d: dict[str, Any]) -> Command[AddScreenResult]:
 def _s_UpdateScreenResult(d: dict[str, Any]) -> UpdateScreenResult:
     o = _new(UpdateScreenResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "screenInfo":
-            od["screen_info"] = None if v is None else _s_ScreenInfo(v)
-    if "screen_info" not in od:
-        raise KeyError("screenInfo")
+    v = d["screenInfo"]
+    od["screen_info"] = None if v is None else _s_ScreenInfo(v)
     return o
 
 
@@ -2778,29 +2598,21 @@ def _c_set_primary_screen(d: dict[str, Any]) -> Command[None]:
 
 
 def _s_VirtualTimeBudgetExpired(d: dict[str, Any]) -> VirtualTimeBudgetExpired:
-    return _new(VirtualTimeBudgetExpired)
+    o = _new(VirtualTimeBudgetExpired)
+    return o
 
 
 def _u_VirtualTimeBudgetExpired(o: VirtualTimeBudgetExpired) -> dict[str, Any]:
     return {}
 
 
-_ScreenOrientationLockChanged_plain = {
-    "locked": "locked",
-}
-
-
 def _s_ScreenOrientationLockChanged(d: dict[str, Any]) -> ScreenOrientationLockChanged:
     o = _new(ScreenOrientationLockChanged)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ScreenOrientationLockChanged_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "orientation":
-            od["orientation"] = None if v is None else _s_ScreenOrientation(v)
-    if "locked" not in od:
-        raise KeyError("locked")
+    od["locked"] = d["locked"]
+    v = d.get("orientation")
+    if v is not None:
+        od["orientation"] = _s_ScreenOrientation(v)
     return o
 
 

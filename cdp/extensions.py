@@ -221,34 +221,17 @@ def set_storage_items(
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_ExtensionInfo_plain = {
-    "id": "id_",
-    "name": "name",
-    "version": "version",
-    "path": "path",
-    "enabled": "enabled",
-}
+_e_StorageArea = StorageArea._value2member_map_.get
 
 
 def _s_ExtensionInfo(d: dict[str, Any]) -> ExtensionInfo:
     o = _new(ExtensionInfo)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ExtensionInfo_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "id_" not in od:
-        raise KeyError("id")
-    if "name" not in od:
-        raise KeyError("name")
-    if "version" not in od:
-        raise KeyError("version")
-    if "path" not in od:
-        raise KeyError("path")
-    if "enabled" not in od:
-        raise KeyError("enabled")
+    od["id_"] = d["id"]
+    od["name"] = d["name"]
+    od["version"] = d["version"]
+    od["path"] = d["path"]
+    od["enabled"] = d["enabled"]
     return o
 
 
@@ -279,20 +262,10 @@ def _c_trigger_action(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_LoadUnpackedResult_plain = {
-    "id": "id_",
-}
-
-
 def _s_LoadUnpackedResult(d: dict[str, Any]) -> LoadUnpackedResult:
     o = _new(LoadUnpackedResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LoadUnpackedResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "id_" not in od:
-        raise KeyError("id")
+    od["id_"] = d["id"]
     return o
 
 
@@ -324,11 +297,8 @@ def _c_load_unpacked(d: dict[str, Any]) -> Command[LoadUnpackedResult]:
 def _s_GetExtensionsResult(d: dict[str, Any]) -> GetExtensionsResult:
     o = _new(GetExtensionsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "extensions":
-            od["extensions"] = None if v is None else [_s_ExtensionInfo(x0) for x0 in v]
-    if "extensions" not in od:
-        raise KeyError("extensions")
+    v = d["extensions"]
+    od["extensions"] = None if v is None else [_s_ExtensionInfo(x0) for x0 in v]
     return o
 
 
@@ -356,20 +326,10 @@ def _c_uninstall(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_GetStorageItemsResult_plain = {
-    "data": "data",
-}
-
-
 def _s_GetStorageItemsResult(d: dict[str, Any]) -> GetStorageItemsResult:
     o = _new(GetStorageItemsResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetStorageItemsResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "data" not in od:
-        raise KeyError("data")
+    od["data"] = d["data"]
     return o
 
 
@@ -396,7 +356,7 @@ def _p_get_storage_items(
 def _c_get_storage_items(d: dict[str, Any]) -> Command[GetStorageItemsResult]:
     return get_storage_items(
         id_=d["id"],
-        storage_area=_enum(StorageArea, d["storageArea"]),
+        storage_area=(_e_StorageArea(d["storageArea"]) or _enum(StorageArea, d["storageArea"])),
         keys=d.get("keys"),
     )
 
@@ -416,7 +376,7 @@ def _p_remove_storage_items(
 def _c_remove_storage_items(d: dict[str, Any]) -> Command[None]:
     return remove_storage_items(
         id_=d["id"],
-        storage_area=_enum(StorageArea, d["storageArea"]),
+        storage_area=(_e_StorageArea(d["storageArea"]) or _enum(StorageArea, d["storageArea"])),
         keys=d["keys"],
     )
 
@@ -434,7 +394,7 @@ def _p_clear_storage_items(
 def _c_clear_storage_items(d: dict[str, Any]) -> Command[None]:
     return clear_storage_items(
         id_=d["id"],
-        storage_area=_enum(StorageArea, d["storageArea"]),
+        storage_area=(_e_StorageArea(d["storageArea"]) or _enum(StorageArea, d["storageArea"])),
     )
 
 
@@ -453,7 +413,7 @@ def _p_set_storage_items(
 def _c_set_storage_items(d: dict[str, Any]) -> Command[None]:
     return set_storage_items(
         id_=d["id"],
-        storage_area=_enum(StorageArea, d["storageArea"]),
+        storage_area=(_e_StorageArea(d["storageArea"]) or _enum(StorageArea, d["storageArea"])),
         values=d["values"],
     )
 

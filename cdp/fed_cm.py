@@ -182,46 +182,30 @@ class DialogClosed:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_Account_plain = {
-    "accountId": "account_id",
-    "email": "email",
-    "name": "name",
-    "givenName": "given_name",
-    "pictureUrl": "picture_url",
-    "idpConfigUrl": "idp_config_url",
-    "idpLoginUrl": "idp_login_url",
-    "termsOfServiceUrl": "terms_of_service_url",
-    "privacyPolicyUrl": "privacy_policy_url",
-}
+_e_LoginState = LoginState._value2member_map_.get
+_e_DialogType = DialogType._value2member_map_.get
+_e_DialogButton = DialogButton._value2member_map_.get
+_e_AccountUrlType = AccountUrlType._value2member_map_.get
 
 
 def _s_Account(d: dict[str, Any]) -> Account:
     o = _new(Account)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Account_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "loginState":
-            od["login_state"] = None if v is None else _enum(LoginState, v)
-    if "account_id" not in od:
-        raise KeyError("accountId")
-    if "email" not in od:
-        raise KeyError("email")
-    if "name" not in od:
-        raise KeyError("name")
-    if "given_name" not in od:
-        raise KeyError("givenName")
-    if "picture_url" not in od:
-        raise KeyError("pictureUrl")
-    if "idp_config_url" not in od:
-        raise KeyError("idpConfigUrl")
-    if "idp_login_url" not in od:
-        raise KeyError("idpLoginUrl")
-    if "login_state" not in od:
-        raise KeyError("loginState")
+    od["account_id"] = d["accountId"]
+    od["email"] = d["email"]
+    od["name"] = d["name"]
+    od["given_name"] = d["givenName"]
+    od["picture_url"] = d["pictureUrl"]
+    od["idp_config_url"] = d["idpConfigUrl"]
+    od["idp_login_url"] = d["idpLoginUrl"]
+    v = d["loginState"]
+    od["login_state"] = None if v is None else (_e_LoginState(v) or _enum(LoginState, v))
+    v = d.get("termsOfServiceUrl")
+    if v is not None:
+        od["terms_of_service_url"] = v
+    v = d.get("privacyPolicyUrl")
+    if v is not None:
+        od["privacy_policy_url"] = v
     return o
 
 
@@ -292,7 +276,7 @@ def _p_click_dialog_button(
 def _c_click_dialog_button(d: dict[str, Any]) -> Command[None]:
     return click_dialog_button(
         dialog_id=d["dialogId"],
-        dialog_button=_enum(DialogButton, d["dialogButton"]),
+        dialog_button=(_e_DialogButton(d["dialogButton"]) or _enum(DialogButton, d["dialogButton"])),
     )
 
 
@@ -312,7 +296,9 @@ def _c_open_url(d: dict[str, Any]) -> Command[None]:
     return open_url(
         dialog_id=d["dialogId"],
         account_index=d["accountIndex"],
-        account_url_type=_enum(AccountUrlType, d["accountUrlType"]),
+        account_url_type=(
+            _e_AccountUrlType(d["accountUrlType"]) or _enum(AccountUrlType, d["accountUrlType"])
+        ),
     )
 
 
@@ -339,32 +325,18 @@ def _c_reset_cooldown(d: dict[str, Any]) -> Command[None]:
     return reset_cooldown()
 
 
-_DialogShown_plain = {
-    "dialogId": "dialog_id",
-    "title": "title",
-    "subtitle": "subtitle",
-}
-
-
 def _s_DialogShown(d: dict[str, Any]) -> DialogShown:
     o = _new(DialogShown)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DialogShown_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "dialogType":
-            od["dialog_type"] = None if v is None else _enum(DialogType, v)
-        elif k == "accounts":
-            od["accounts"] = None if v is None else [_s_Account(x0) for x0 in v]
-    if "dialog_id" not in od:
-        raise KeyError("dialogId")
-    if "dialog_type" not in od:
-        raise KeyError("dialogType")
-    if "accounts" not in od:
-        raise KeyError("accounts")
-    if "title" not in od:
-        raise KeyError("title")
+    od["dialog_id"] = d["dialogId"]
+    v = d["dialogType"]
+    od["dialog_type"] = None if v is None else (_e_DialogType(v) or _enum(DialogType, v))
+    v = d["accounts"]
+    od["accounts"] = None if v is None else [_s_Account(x0) for x0 in v]
+    od["title"] = d["title"]
+    v = d.get("subtitle")
+    if v is not None:
+        od["subtitle"] = v
     return o
 
 
@@ -380,20 +352,10 @@ def _u_DialogShown(o: DialogShown) -> dict[str, Any]:
     return d
 
 
-_DialogClosed_plain = {
-    "dialogId": "dialog_id",
-}
-
-
 def _s_DialogClosed(d: dict[str, Any]) -> DialogClosed:
     o = _new(DialogClosed)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DialogClosed_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "dialog_id" not in od:
-        raise KeyError("dialogId")
+    od["dialog_id"] = d["dialogId"]
     return o
 
 

@@ -396,24 +396,21 @@ class AuthRequired:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_RequestPattern_plain = {
-    "urlPattern": "url_pattern",
-}
+_e_RequestStage = RequestStage._value2member_map_.get
 
 
 def _s_RequestPattern(d: dict[str, Any]) -> RequestPattern:
     o = _new(RequestPattern)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RequestPattern_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "resourceType":
-            od["resource_type"] = None if v is None else _enum(cdp.network.ResourceType, v)
-        elif k == "requestStage":
-            od["request_stage"] = None if v is None else _enum(RequestStage, v)
+    v = d.get("urlPattern")
+    if v is not None:
+        od["url_pattern"] = v
+    v = d.get("resourceType")
+    if v is not None:
+        od["resource_type"] = _enum(cdp.network.ResourceType, v)
+    v = d.get("requestStage")
+    if v is not None:
+        od["request_stage"] = _e_RequestStage(v) or _enum(RequestStage, v)
     return o
 
 
@@ -428,23 +425,11 @@ def _u_RequestPattern(o: RequestPattern) -> dict[str, Any]:
     return d
 
 
-_HeaderEntry_plain = {
-    "name": "name",
-    "value": "value",
-}
-
-
 def _s_HeaderEntry(d: dict[str, Any]) -> HeaderEntry:
     o = _new(HeaderEntry)
     od = o.__dict__
-    for k, v in d.items():
-        n = _HeaderEntry_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "value" not in od:
-        raise KeyError("value")
+    od["name"] = d["name"]
+    od["value"] = d["value"]
     return o
 
 
@@ -455,27 +440,15 @@ def _u_HeaderEntry(o: HeaderEntry) -> dict[str, Any]:
     }
 
 
-_AuthChallenge_plain = {
-    "source": "source",
-    "origin": "origin",
-    "scheme": "scheme",
-    "realm": "realm",
-}
-
-
 def _s_AuthChallenge(d: dict[str, Any]) -> AuthChallenge:
     o = _new(AuthChallenge)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AuthChallenge_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "scheme" not in od:
-        raise KeyError("scheme")
-    if "realm" not in od:
-        raise KeyError("realm")
+    v = d.get("source")
+    if v is not None:
+        od["source"] = v
+    od["origin"] = d["origin"]
+    od["scheme"] = d["scheme"]
+    od["realm"] = d["realm"]
     return o
 
 
@@ -490,22 +463,16 @@ def _u_AuthChallenge(o: AuthChallenge) -> dict[str, Any]:
     return d
 
 
-_AuthChallengeResponse_plain = {
-    "response": "response",
-    "username": "username",
-    "password": "password",
-}
-
-
 def _s_AuthChallengeResponse(d: dict[str, Any]) -> AuthChallengeResponse:
     o = _new(AuthChallengeResponse)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AuthChallengeResponse_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "response" not in od:
-        raise KeyError("response")
+    od["response"] = d["response"]
+    v = d.get("username")
+    if v is not None:
+        od["username"] = v
+    v = d.get("password")
+    if v is not None:
+        od["password"] = v
     return o
 
 
@@ -681,23 +648,11 @@ def _c_continue_response(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_GetResponseBodyResult_plain = {
-    "body": "body",
-    "base64Encoded": "base64_encoded",
-}
-
-
 def _s_GetResponseBodyResult(d: dict[str, Any]) -> GetResponseBodyResult:
     o = _new(GetResponseBodyResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetResponseBodyResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "body" not in od:
-        raise KeyError("body")
-    if "base64_encoded" not in od:
-        raise KeyError("base64Encoded")
+    od["body"] = d["body"]
+    od["base64_encoded"] = d["base64Encoded"]
     return o
 
 
@@ -722,20 +677,10 @@ def _c_get_response_body(d: dict[str, Any]) -> Command[GetResponseBodyResult]:
     )
 
 
-_TakeResponseBodyAsStreamResult_plain = {
-    "stream": "stream",
-}
-
-
 def _s_TakeResponseBodyAsStreamResult(d: dict[str, Any]) -> TakeResponseBodyAsStreamResult:
     o = _new(TakeResponseBodyAsStreamResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _TakeResponseBodyAsStreamResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "stream" not in od:
-        raise KeyError("stream")
+    od["stream"] = d["stream"]
     return o
 
 
@@ -759,39 +704,33 @@ def _c_take_response_body_as_stream(d: dict[str, Any]) -> Command[TakeResponseBo
     )
 
 
-_RequestPaused_plain = {
-    "requestId": "request_id",
-    "frameId": "frame_id",
-    "responseStatusCode": "response_status_code",
-    "responseStatusText": "response_status_text",
-    "networkId": "network_id",
-    "redirectedRequestId": "redirected_request_id",
-}
-
-
 def _s_RequestPaused(d: dict[str, Any]) -> RequestPaused:
     o = _new(RequestPaused)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RequestPaused_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "request":
-            od["request"] = None if v is None else cdp.network._s_Request(v)
-        elif k == "resourceType":
-            od["resource_type"] = None if v is None else _enum(cdp.network.ResourceType, v)
-        elif k == "responseErrorReason":
-            od["response_error_reason"] = None if v is None else _enum(cdp.network.ErrorReason, v)
-        elif k == "responseHeaders":
-            od["response_headers"] = None if v is None else [_s_HeaderEntry(x0) for x0 in v]
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "request" not in od:
-        raise KeyError("request")
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "resource_type" not in od:
-        raise KeyError("resourceType")
+    od["request_id"] = d["requestId"]
+    v = d["request"]
+    od["request"] = None if v is None else cdp.network._s_Request(v)
+    od["frame_id"] = d["frameId"]
+    v = d["resourceType"]
+    od["resource_type"] = None if v is None else _enum(cdp.network.ResourceType, v)
+    v = d.get("responseErrorReason")
+    if v is not None:
+        od["response_error_reason"] = _enum(cdp.network.ErrorReason, v)
+    v = d.get("responseStatusCode")
+    if v is not None:
+        od["response_status_code"] = v
+    v = d.get("responseStatusText")
+    if v is not None:
+        od["response_status_text"] = v
+    v = d.get("responseHeaders")
+    if v is not None:
+        od["response_headers"] = [_s_HeaderEntry(x0) for x0 in v]
+    v = d.get("networkId")
+    if v is not None:
+        od["network_id"] = v
+    v = d.get("redirectedRequestId")
+    if v is not None:
+        od["redirected_request_id"] = v
     return o
 
 
@@ -817,35 +756,17 @@ def _u_RequestPaused(o: RequestPaused) -> dict[str, Any]:
     return d
 
 
-_AuthRequired_plain = {
-    "requestId": "request_id",
-    "frameId": "frame_id",
-}
-
-
 def _s_AuthRequired(d: dict[str, Any]) -> AuthRequired:
     o = _new(AuthRequired)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AuthRequired_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "request":
-            od["request"] = None if v is None else cdp.network._s_Request(v)
-        elif k == "resourceType":
-            od["resource_type"] = None if v is None else _enum(cdp.network.ResourceType, v)
-        elif k == "authChallenge":
-            od["auth_challenge"] = None if v is None else _s_AuthChallenge(v)
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "request" not in od:
-        raise KeyError("request")
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "resource_type" not in od:
-        raise KeyError("resourceType")
-    if "auth_challenge" not in od:
-        raise KeyError("authChallenge")
+    od["request_id"] = d["requestId"]
+    v = d["request"]
+    od["request"] = None if v is None else cdp.network._s_Request(v)
+    od["frame_id"] = d["frameId"]
+    v = d["resourceType"]
+    od["resource_type"] = None if v is None else _enum(cdp.network.ResourceType, v)
+    v = d["authChallenge"]
+    od["auth_challenge"] = None if v is None else _s_AuthChallenge(v)
     return o
 
 

@@ -92,29 +92,13 @@ def get_directory(
 _new = object.__new__
 
 
-_File_plain = {
-    "name": "name",
-    "lastModified": "last_modified",
-    "size": "size",
-    "type": "type_",
-}
-
-
 def _s_File(d: dict[str, Any]) -> File:
     o = _new(File)
     od = o.__dict__
-    for k, v in d.items():
-        n = _File_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "last_modified" not in od:
-        raise KeyError("lastModified")
-    if "size" not in od:
-        raise KeyError("size")
-    if "type_" not in od:
-        raise KeyError("type")
+    od["name"] = d["name"]
+    od["last_modified"] = d["lastModified"]
+    od["size"] = d["size"]
+    od["type_"] = d["type"]
     return o
 
 
@@ -127,27 +111,13 @@ def _u_File(o: File) -> dict[str, Any]:
     }
 
 
-_Directory_plain = {
-    "name": "name",
-    "nestedDirectories": "nested_directories",
-}
-
-
 def _s_Directory(d: dict[str, Any]) -> Directory:
     o = _new(Directory)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Directory_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "nestedFiles":
-            od["nested_files"] = None if v is None else [_s_File(x0) for x0 in v]
-    if "name" not in od:
-        raise KeyError("name")
-    if "nested_directories" not in od:
-        raise KeyError("nestedDirectories")
-    if "nested_files" not in od:
-        raise KeyError("nestedFiles")
+    od["name"] = d["name"]
+    od["nested_directories"] = d["nestedDirectories"]
+    v = d["nestedFiles"]
+    od["nested_files"] = None if v is None else [_s_File(x0) for x0 in v]
     return o
 
 
@@ -159,24 +129,14 @@ def _u_Directory(o: Directory) -> dict[str, Any]:
     }
 
 
-_BucketFileSystemLocator_plain = {
-    "storageKey": "storage_key",
-    "bucketName": "bucket_name",
-    "pathComponents": "path_components",
-}
-
-
 def _s_BucketFileSystemLocator(d: dict[str, Any]) -> BucketFileSystemLocator:
     o = _new(BucketFileSystemLocator)
     od = o.__dict__
-    for k, v in d.items():
-        n = _BucketFileSystemLocator_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "storage_key" not in od:
-        raise KeyError("storageKey")
-    if "path_components" not in od:
-        raise KeyError("pathComponents")
+    od["storage_key"] = d["storageKey"]
+    v = d.get("bucketName")
+    if v is not None:
+        od["bucket_name"] = v
+    od["path_components"] = d["pathComponents"]
     return o
 
 
@@ -193,11 +153,8 @@ def _u_BucketFileSystemLocator(o: BucketFileSystemLocator) -> dict[str, Any]:
 def _s_GetDirectoryResult(d: dict[str, Any]) -> GetDirectoryResult:
     o = _new(GetDirectoryResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "directory":
-            od["directory"] = None if v is None else _s_Directory(v)
-    if "directory" not in od:
-        raise KeyError("directory")
+    v = d["directory"]
+    od["directory"] = None if v is None else _s_Directory(v)
     return o
 
 

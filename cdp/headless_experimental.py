@@ -106,20 +106,18 @@ def enable() -> Command[None]:
 _new = object.__new__
 
 
-_ScreenshotParams_plain = {
-    "format": "format_",
-    "quality": "quality",
-    "optimizeForSpeed": "optimize_for_speed",
-}
-
-
 def _s_ScreenshotParams(d: dict[str, Any]) -> ScreenshotParams:
     o = _new(ScreenshotParams)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ScreenshotParams_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("format")
+    if v is not None:
+        od["format_"] = v
+    v = d.get("quality")
+    if v is not None:
+        od["quality"] = v
+    v = d.get("optimizeForSpeed")
+    if v is not None:
+        od["optimize_for_speed"] = v
     return o
 
 
@@ -134,22 +132,13 @@ def _u_ScreenshotParams(o: ScreenshotParams) -> dict[str, Any]:
     return d
 
 
-_BeginFrameResult_plain = {
-    "hasDamage": "has_damage",
-}
-
-
 def _s_BeginFrameResult(d: dict[str, Any]) -> BeginFrameResult:
     o = _new(BeginFrameResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _BeginFrameResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "screenshotData":
-            od["screenshot_data"] = None if v is None else _b64d(v)
-    if "has_damage" not in od:
-        raise KeyError("hasDamage")
+    od["has_damage"] = d["hasDamage"]
+    v = d.get("screenshotData")
+    if v is not None:
+        od["screenshot_data"] = _b64d(v)
     return o
 
 

@@ -334,31 +334,15 @@ class ResetProfiles:
 _new = object.__new__
 
 
-_SamplingHeapProfileNode_plain = {
-    "selfSize": "self_size",
-    "id": "id_",
-}
-
-
 def _s_SamplingHeapProfileNode(d: dict[str, Any]) -> SamplingHeapProfileNode:
     o = _new(SamplingHeapProfileNode)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SamplingHeapProfileNode_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "callFrame":
-            od["call_frame"] = None if v is None else cdp.runtime._s_CallFrame(v)
-        elif k == "children":
-            od["children"] = None if v is None else [_s_SamplingHeapProfileNode(x0) for x0 in v]
-    if "call_frame" not in od:
-        raise KeyError("callFrame")
-    if "self_size" not in od:
-        raise KeyError("selfSize")
-    if "id_" not in od:
-        raise KeyError("id")
-    if "children" not in od:
-        raise KeyError("children")
+    v = d["callFrame"]
+    od["call_frame"] = None if v is None else cdp.runtime._s_CallFrame(v)
+    od["self_size"] = d["selfSize"]
+    od["id_"] = d["id"]
+    v = d["children"]
+    od["children"] = None if v is None else [_s_SamplingHeapProfileNode(x0) for x0 in v]
     return o
 
 
@@ -371,26 +355,12 @@ def _u_SamplingHeapProfileNode(o: SamplingHeapProfileNode) -> dict[str, Any]:
     }
 
 
-_SamplingHeapProfileSample_plain = {
-    "size": "size",
-    "nodeId": "node_id",
-    "ordinal": "ordinal",
-}
-
-
 def _s_SamplingHeapProfileSample(d: dict[str, Any]) -> SamplingHeapProfileSample:
     o = _new(SamplingHeapProfileSample)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SamplingHeapProfileSample_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "size" not in od:
-        raise KeyError("size")
-    if "node_id" not in od:
-        raise KeyError("nodeId")
-    if "ordinal" not in od:
-        raise KeyError("ordinal")
+    od["size"] = d["size"]
+    od["node_id"] = d["nodeId"]
+    od["ordinal"] = d["ordinal"]
     return o
 
 
@@ -405,15 +375,10 @@ def _u_SamplingHeapProfileSample(o: SamplingHeapProfileSample) -> dict[str, Any]
 def _s_SamplingHeapProfile(d: dict[str, Any]) -> SamplingHeapProfile:
     o = _new(SamplingHeapProfile)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "head":
-            od["head"] = None if v is None else _s_SamplingHeapProfileNode(v)
-        elif k == "samples":
-            od["samples"] = None if v is None else [_s_SamplingHeapProfileSample(x0) for x0 in v]
-    if "head" not in od:
-        raise KeyError("head")
-    if "samples" not in od:
-        raise KeyError("samples")
+    v = d["head"]
+    od["head"] = None if v is None else _s_SamplingHeapProfileNode(v)
+    v = d["samples"]
+    od["samples"] = None if v is None else [_s_SamplingHeapProfileSample(x0) for x0 in v]
     return o
 
 
@@ -450,20 +415,10 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
 
 
-_GetHeapObjectIdResult_plain = {
-    "heapSnapshotObjectId": "heap_snapshot_object_id",
-}
-
-
 def _s_GetHeapObjectIdResult(d: dict[str, Any]) -> GetHeapObjectIdResult:
     o = _new(GetHeapObjectIdResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetHeapObjectIdResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "heap_snapshot_object_id" not in od:
-        raise KeyError("heapSnapshotObjectId")
+    od["heap_snapshot_object_id"] = d["heapSnapshotObjectId"]
     return o
 
 
@@ -490,11 +445,8 @@ def _c_get_heap_object_id(d: dict[str, Any]) -> Command[GetHeapObjectIdResult]:
 def _s_GetObjectByHeapObjectIdResult(d: dict[str, Any]) -> GetObjectByHeapObjectIdResult:
     o = _new(GetObjectByHeapObjectIdResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "result":
-            od["result"] = None if v is None else cdp.runtime._s_RemoteObject(v)
-    if "result" not in od:
-        raise KeyError("result")
+    v = d["result"]
+    od["result"] = None if v is None else cdp.runtime._s_RemoteObject(v)
     return o
 
 
@@ -526,11 +478,8 @@ def _c_get_object_by_heap_object_id(d: dict[str, Any]) -> Command[GetObjectByHea
 def _s_GetSamplingProfileResult(d: dict[str, Any]) -> GetSamplingProfileResult:
     o = _new(GetSamplingProfileResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "profile":
-            od["profile"] = None if v is None else _s_SamplingHeapProfile(v)
-    if "profile" not in od:
-        raise KeyError("profile")
+    v = d["profile"]
+    od["profile"] = None if v is None else _s_SamplingHeapProfile(v)
     return o
 
 
@@ -589,11 +538,8 @@ def _c_start_tracking_heap_objects(d: dict[str, Any]) -> Command[None]:
 def _s_StopSamplingResult(d: dict[str, Any]) -> StopSamplingResult:
     o = _new(StopSamplingResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "profile":
-            od["profile"] = None if v is None else _s_SamplingHeapProfile(v)
-    if "profile" not in od:
-        raise KeyError("profile")
+    v = d["profile"]
+    od["profile"] = None if v is None else _s_SamplingHeapProfile(v)
     return o
 
 
@@ -661,20 +607,10 @@ def _c_take_heap_snapshot(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_AddHeapSnapshotChunk_plain = {
-    "chunk": "chunk",
-}
-
-
 def _s_AddHeapSnapshotChunk(d: dict[str, Any]) -> AddHeapSnapshotChunk:
     o = _new(AddHeapSnapshotChunk)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AddHeapSnapshotChunk_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "chunk" not in od:
-        raise KeyError("chunk")
+    od["chunk"] = d["chunk"]
     return o
 
 
@@ -684,20 +620,10 @@ def _u_AddHeapSnapshotChunk(o: AddHeapSnapshotChunk) -> dict[str, Any]:
     }
 
 
-_HeapStatsUpdate_plain = {
-    "statsUpdate": "stats_update",
-}
-
-
 def _s_HeapStatsUpdate(d: dict[str, Any]) -> HeapStatsUpdate:
     o = _new(HeapStatsUpdate)
     od = o.__dict__
-    for k, v in d.items():
-        n = _HeapStatsUpdate_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "stats_update" not in od:
-        raise KeyError("statsUpdate")
+    od["stats_update"] = d["statsUpdate"]
     return o
 
 
@@ -707,23 +633,11 @@ def _u_HeapStatsUpdate(o: HeapStatsUpdate) -> dict[str, Any]:
     }
 
 
-_LastSeenObjectId_plain = {
-    "lastSeenObjectId": "last_seen_object_id",
-    "timestamp": "timestamp",
-}
-
-
 def _s_LastSeenObjectId(d: dict[str, Any]) -> LastSeenObjectId:
     o = _new(LastSeenObjectId)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LastSeenObjectId_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "last_seen_object_id" not in od:
-        raise KeyError("lastSeenObjectId")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["last_seen_object_id"] = d["lastSeenObjectId"]
+    od["timestamp"] = d["timestamp"]
     return o
 
 
@@ -734,24 +648,14 @@ def _u_LastSeenObjectId(o: LastSeenObjectId) -> dict[str, Any]:
     }
 
 
-_ReportHeapSnapshotProgress_plain = {
-    "done": "done",
-    "total": "total",
-    "finished": "finished",
-}
-
-
 def _s_ReportHeapSnapshotProgress(d: dict[str, Any]) -> ReportHeapSnapshotProgress:
     o = _new(ReportHeapSnapshotProgress)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ReportHeapSnapshotProgress_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "done" not in od:
-        raise KeyError("done")
-    if "total" not in od:
-        raise KeyError("total")
+    od["done"] = d["done"]
+    od["total"] = d["total"]
+    v = d.get("finished")
+    if v is not None:
+        od["finished"] = v
     return o
 
 
@@ -766,7 +670,8 @@ def _u_ReportHeapSnapshotProgress(o: ReportHeapSnapshotProgress) -> dict[str, An
 
 
 def _s_ResetProfiles(d: dict[str, Any]) -> ResetProfiles:
-    return _new(ResetProfiles)
+    o = _new(ResetProfiles)
+    return o
 
 
 def _u_ResetProfiles(o: ResetProfiles) -> dict[str, Any]:

@@ -394,27 +394,13 @@ def request_database_names(
 _new = object.__new__
 
 
-_DatabaseWithObjectStores_plain = {
-    "name": "name",
-    "version": "version",
-}
-
-
 def _s_DatabaseWithObjectStores(d: dict[str, Any]) -> DatabaseWithObjectStores:
     o = _new(DatabaseWithObjectStores)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DatabaseWithObjectStores_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "objectStores":
-            od["object_stores"] = None if v is None else [_s_ObjectStore(x0) for x0 in v]
-    if "name" not in od:
-        raise KeyError("name")
-    if "version" not in od:
-        raise KeyError("version")
-    if "object_stores" not in od:
-        raise KeyError("objectStores")
+    od["name"] = d["name"]
+    od["version"] = d["version"]
+    v = d["objectStores"]
+    od["object_stores"] = None if v is None else [_s_ObjectStore(x0) for x0 in v]
     return o
 
 
@@ -426,31 +412,15 @@ def _u_DatabaseWithObjectStores(o: DatabaseWithObjectStores) -> dict[str, Any]:
     }
 
 
-_ObjectStore_plain = {
-    "name": "name",
-    "autoIncrement": "auto_increment",
-}
-
-
 def _s_ObjectStore(d: dict[str, Any]) -> ObjectStore:
     o = _new(ObjectStore)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ObjectStore_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "keyPath":
-            od["key_path"] = None if v is None else _s_KeyPath(v)
-        elif k == "indexes":
-            od["indexes"] = None if v is None else [_s_ObjectStoreIndex(x0) for x0 in v]
-    if "name" not in od:
-        raise KeyError("name")
-    if "key_path" not in od:
-        raise KeyError("keyPath")
-    if "auto_increment" not in od:
-        raise KeyError("autoIncrement")
-    if "indexes" not in od:
-        raise KeyError("indexes")
+    od["name"] = d["name"]
+    v = d["keyPath"]
+    od["key_path"] = None if v is None else _s_KeyPath(v)
+    od["auto_increment"] = d["autoIncrement"]
+    v = d["indexes"]
+    od["indexes"] = None if v is None else [_s_ObjectStoreIndex(x0) for x0 in v]
     return o
 
 
@@ -463,30 +433,14 @@ def _u_ObjectStore(o: ObjectStore) -> dict[str, Any]:
     }
 
 
-_ObjectStoreIndex_plain = {
-    "name": "name",
-    "unique": "unique",
-    "multiEntry": "multi_entry",
-}
-
-
 def _s_ObjectStoreIndex(d: dict[str, Any]) -> ObjectStoreIndex:
     o = _new(ObjectStoreIndex)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ObjectStoreIndex_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "keyPath":
-            od["key_path"] = None if v is None else _s_KeyPath(v)
-    if "name" not in od:
-        raise KeyError("name")
-    if "key_path" not in od:
-        raise KeyError("keyPath")
-    if "unique" not in od:
-        raise KeyError("unique")
-    if "multi_entry" not in od:
-        raise KeyError("multiEntry")
+    od["name"] = d["name"]
+    v = d["keyPath"]
+    od["key_path"] = None if v is None else _s_KeyPath(v)
+    od["unique"] = d["unique"]
+    od["multi_entry"] = d["multiEntry"]
     return o
 
 
@@ -499,25 +453,22 @@ def _u_ObjectStoreIndex(o: ObjectStoreIndex) -> dict[str, Any]:
     }
 
 
-_Key_plain = {
-    "type": "type_",
-    "number": "number",
-    "string": "string",
-    "date": "date",
-}
-
-
 def _s_Key(d: dict[str, Any]) -> Key:
     o = _new(Key)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Key_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "array":
-            od["array"] = None if v is None else [_s_Key(x0) for x0 in v]
-    if "type_" not in od:
-        raise KeyError("type")
+    od["type_"] = d["type"]
+    v = d.get("number")
+    if v is not None:
+        od["number"] = v
+    v = d.get("string")
+    if v is not None:
+        od["string"] = v
+    v = d.get("date")
+    if v is not None:
+        od["date"] = v
+    v = d.get("array")
+    if v is not None:
+        od["array"] = [_s_Key(x0) for x0 in v]
     return o
 
 
@@ -536,27 +487,17 @@ def _u_Key(o: Key) -> dict[str, Any]:
     return d
 
 
-_KeyRange_plain = {
-    "lowerOpen": "lower_open",
-    "upperOpen": "upper_open",
-}
-
-
 def _s_KeyRange(d: dict[str, Any]) -> KeyRange:
     o = _new(KeyRange)
     od = o.__dict__
-    for k, v in d.items():
-        n = _KeyRange_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "lower":
-            od["lower"] = None if v is None else _s_Key(v)
-        elif k == "upper":
-            od["upper"] = None if v is None else _s_Key(v)
-    if "lower_open" not in od:
-        raise KeyError("lowerOpen")
-    if "upper_open" not in od:
-        raise KeyError("upperOpen")
+    v = d.get("lower")
+    if v is not None:
+        od["lower"] = _s_Key(v)
+    v = d.get("upper")
+    if v is not None:
+        od["upper"] = _s_Key(v)
+    od["lower_open"] = d["lowerOpen"]
+    od["upper_open"] = d["upperOpen"]
     return o
 
 
@@ -575,19 +516,12 @@ def _u_KeyRange(o: KeyRange) -> dict[str, Any]:
 def _s_DataEntry(d: dict[str, Any]) -> DataEntry:
     o = _new(DataEntry)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "key":
-            od["key"] = None if v is None else cdp.runtime._s_RemoteObject(v)
-        elif k == "primaryKey":
-            od["primary_key"] = None if v is None else cdp.runtime._s_RemoteObject(v)
-        elif k == "value":
-            od["value"] = None if v is None else cdp.runtime._s_RemoteObject(v)
-    if "key" not in od:
-        raise KeyError("key")
-    if "primary_key" not in od:
-        raise KeyError("primaryKey")
-    if "value" not in od:
-        raise KeyError("value")
+    v = d["key"]
+    od["key"] = None if v is None else cdp.runtime._s_RemoteObject(v)
+    v = d["primaryKey"]
+    od["primary_key"] = None if v is None else cdp.runtime._s_RemoteObject(v)
+    v = d["value"]
+    od["value"] = None if v is None else cdp.runtime._s_RemoteObject(v)
     return o
 
 
@@ -599,22 +533,16 @@ def _u_DataEntry(o: DataEntry) -> dict[str, Any]:
     }
 
 
-_KeyPath_plain = {
-    "type": "type_",
-    "string": "string",
-    "array": "array",
-}
-
-
 def _s_KeyPath(d: dict[str, Any]) -> KeyPath:
     o = _new(KeyPath)
     od = o.__dict__
-    for k, v in d.items():
-        n = _KeyPath_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "type_" not in od:
-        raise KeyError("type")
+    od["type_"] = d["type"]
+    v = d.get("string")
+    if v is not None:
+        od["string"] = v
+    v = d.get("array")
+    if v is not None:
+        od["array"] = v
     return o
 
 
@@ -727,24 +655,12 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
 
 
-_RequestDataResult_plain = {
-    "hasMore": "has_more",
-}
-
-
 def _s_RequestDataResult(d: dict[str, Any]) -> RequestDataResult:
     o = _new(RequestDataResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RequestDataResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "objectStoreDataEntries":
-            od["object_store_data_entries"] = None if v is None else [_s_DataEntry(x0) for x0 in v]
-    if "object_store_data_entries" not in od:
-        raise KeyError("objectStoreDataEntries")
-    if "has_more" not in od:
-        raise KeyError("hasMore")
+    v = d["objectStoreDataEntries"]
+    od["object_store_data_entries"] = None if v is None else [_s_DataEntry(x0) for x0 in v]
+    od["has_more"] = d["hasMore"]
     return o
 
 
@@ -799,23 +715,11 @@ def _c_request_data(d: dict[str, Any]) -> Command[RequestDataResult]:
     )
 
 
-_GetMetadataResult_plain = {
-    "entriesCount": "entries_count",
-    "keyGeneratorValue": "key_generator_value",
-}
-
-
 def _s_GetMetadataResult(d: dict[str, Any]) -> GetMetadataResult:
     o = _new(GetMetadataResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetMetadataResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "entries_count" not in od:
-        raise KeyError("entriesCount")
-    if "key_generator_value" not in od:
-        raise KeyError("keyGeneratorValue")
+    od["entries_count"] = d["entriesCount"]
+    od["key_generator_value"] = d["keyGeneratorValue"]
     return o
 
 
@@ -859,11 +763,8 @@ def _c_get_metadata(d: dict[str, Any]) -> Command[GetMetadataResult]:
 def _s_RequestDatabaseResult(d: dict[str, Any]) -> RequestDatabaseResult:
     o = _new(RequestDatabaseResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "databaseWithObjectStores":
-            od["database_with_object_stores"] = None if v is None else _s_DatabaseWithObjectStores(v)
-    if "database_with_object_stores" not in od:
-        raise KeyError("databaseWithObjectStores")
+    v = d["databaseWithObjectStores"]
+    od["database_with_object_stores"] = None if v is None else _s_DatabaseWithObjectStores(v)
     return o
 
 
@@ -900,20 +801,10 @@ def _c_request_database(d: dict[str, Any]) -> Command[RequestDatabaseResult]:
     )
 
 
-_RequestDatabaseNamesResult_plain = {
-    "databaseNames": "database_names",
-}
-
-
 def _s_RequestDatabaseNamesResult(d: dict[str, Any]) -> RequestDatabaseNamesResult:
     o = _new(RequestDatabaseNamesResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RequestDatabaseNamesResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "database_names" not in od:
-        raise KeyError("databaseNames")
+    od["database_names"] = d["databaseNames"]
     return o
 
 

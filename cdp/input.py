@@ -513,34 +513,42 @@ class DragIntercepted:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_TouchPoint_plain = {
-    "x": "x",
-    "y": "y",
-    "radiusX": "radius_x",
-    "radiusY": "radius_y",
-    "rotationAngle": "rotation_angle",
-    "force": "force",
-    "tangentialPressure": "tangential_pressure",
-    "tiltX": "tilt_x",
-    "tiltY": "tilt_y",
-    "twist": "twist",
-    "id": "id_",
-}
+_e_GestureSourceType = GestureSourceType._value2member_map_.get
+_e_MouseButton = MouseButton._value2member_map_.get
 
 
 def _s_TouchPoint(d: dict[str, Any]) -> TouchPoint:
     o = _new(TouchPoint)
     od = o.__dict__
-    for k, v in d.items():
-        n = _TouchPoint_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "x" not in od:
-        raise KeyError("x")
-    if "y" not in od:
-        raise KeyError("y")
+    od["x"] = d["x"]
+    od["y"] = d["y"]
+    v = d.get("radiusX")
+    if v is not None:
+        od["radius_x"] = v
+    v = d.get("radiusY")
+    if v is not None:
+        od["radius_y"] = v
+    v = d.get("rotationAngle")
+    if v is not None:
+        od["rotation_angle"] = v
+    v = d.get("force")
+    if v is not None:
+        od["force"] = v
+    v = d.get("tangentialPressure")
+    if v is not None:
+        od["tangential_pressure"] = v
+    v = d.get("tiltX")
+    if v is not None:
+        od["tilt_x"] = v
+    v = d.get("tiltY")
+    if v is not None:
+        od["tilt_y"] = v
+    v = d.get("twist")
+    if v is not None:
+        od["twist"] = v
+    v = d.get("id")
+    if v is not None:
+        od["id_"] = v
     return o
 
 
@@ -570,25 +578,17 @@ def _u_TouchPoint(o: TouchPoint) -> dict[str, Any]:
     return d
 
 
-_DragDataItem_plain = {
-    "mimeType": "mime_type",
-    "data": "data",
-    "title": "title",
-    "baseURL": "base_url",
-}
-
-
 def _s_DragDataItem(d: dict[str, Any]) -> DragDataItem:
     o = _new(DragDataItem)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DragDataItem_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "mime_type" not in od:
-        raise KeyError("mimeType")
-    if "data" not in od:
-        raise KeyError("data")
+    od["mime_type"] = d["mimeType"]
+    od["data"] = d["data"]
+    v = d.get("title")
+    if v is not None:
+        od["title"] = v
+    v = d.get("baseURL")
+    if v is not None:
+        od["base_url"] = v
     return o
 
 
@@ -604,25 +604,15 @@ def _u_DragDataItem(o: DragDataItem) -> dict[str, Any]:
     return d
 
 
-_DragData_plain = {
-    "files": "files",
-    "dragOperationsMask": "drag_operations_mask",
-}
-
-
 def _s_DragData(d: dict[str, Any]) -> DragData:
     o = _new(DragData)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DragData_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "items":
-            od["items"] = None if v is None else [_s_DragDataItem(x0) for x0 in v]
-    if "items" not in od:
-        raise KeyError("items")
-    if "drag_operations_mask" not in od:
-        raise KeyError("dragOperationsMask")
+    v = d["items"]
+    od["items"] = None if v is None else [_s_DragDataItem(x0) for x0 in v]
+    v = d.get("files")
+    if v is not None:
+        od["files"] = v
+    od["drag_operations_mask"] = d["dragOperationsMask"]
     return o
 
 
@@ -837,7 +827,7 @@ def _c_dispatch_mouse_event(d: dict[str, Any]) -> Command[None]:
         y=d["y"],
         modifiers=d.get("modifiers"),
         timestamp=d.get("timestamp"),
-        button=None if (v := d.get("button")) is None else _enum(MouseButton, v),
+        button=None if (v := d.get("button")) is None else (_e_MouseButton(v) or _enum(MouseButton, v)),
         buttons=d.get("buttons"),
         click_count=d.get("clickCount"),
         force=d.get("force"),
@@ -916,7 +906,7 @@ def _c_emulate_touch_from_mouse_event(d: dict[str, Any]) -> Command[None]:
         type_=d["type"],
         x=d["x"],
         y=d["y"],
-        button=_enum(MouseButton, d["button"]),
+        button=(_e_MouseButton(d["button"]) or _enum(MouseButton, d["button"])),
         timestamp=d.get("timestamp"),
         delta_x=d.get("deltaX"),
         delta_y=d.get("deltaY"),
@@ -980,7 +970,7 @@ def _c_synthesize_pinch_gesture(d: dict[str, Any]) -> Command[None]:
         relative_speed=d.get("relativeSpeed"),
         gesture_source_type=None
         if (v := d.get("gestureSourceType")) is None
-        else _enum(GestureSourceType, v),
+        else (_e_GestureSourceType(v) or _enum(GestureSourceType, v)),
     )
 
 
@@ -1037,7 +1027,7 @@ def _c_synthesize_scroll_gesture(d: dict[str, Any]) -> Command[None]:
         speed=d.get("speed"),
         gesture_source_type=None
         if (v := d.get("gestureSourceType")) is None
-        else _enum(GestureSourceType, v),
+        else (_e_GestureSourceType(v) or _enum(GestureSourceType, v)),
         repeat_count=d.get("repeatCount"),
         repeat_delay_ms=d.get("repeatDelayMs"),
         interaction_marker_name=d.get("interactionMarkerName"),
@@ -1072,18 +1062,15 @@ def _c_synthesize_tap_gesture(d: dict[str, Any]) -> Command[None]:
         tap_count=d.get("tapCount"),
         gesture_source_type=None
         if (v := d.get("gestureSourceType")) is None
-        else _enum(GestureSourceType, v),
+        else (_e_GestureSourceType(v) or _enum(GestureSourceType, v)),
     )
 
 
 def _s_DragIntercepted(d: dict[str, Any]) -> DragIntercepted:
     o = _new(DragIntercepted)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "data":
-            od["data"] = None if v is None else _s_DragData(v)
-    if "data" not in od:
-        raise KeyError("data")
+    v = d["data"]
+    od["data"] = None if v is None else _s_DragData(v)
     return o
 
 

@@ -91,20 +91,10 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
 
 
-_Detached_plain = {
-    "reason": "reason",
-}
-
-
 def _s_Detached(d: dict[str, Any]) -> Detached:
     o = _new(Detached)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Detached_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "reason" not in od:
-        raise KeyError("reason")
+    od["reason"] = d["reason"]
     return o
 
 
@@ -115,7 +105,8 @@ def _u_Detached(o: Detached) -> dict[str, Any]:
 
 
 def _s_TargetCrashed(d: dict[str, Any]) -> TargetCrashed:
-    return _new(TargetCrashed)
+    o = _new(TargetCrashed)
+    return o
 
 
 def _u_TargetCrashed(o: TargetCrashed) -> dict[str, Any]:
@@ -123,7 +114,8 @@ def _u_TargetCrashed(o: TargetCrashed) -> dict[str, Any]:
 
 
 def _s_TargetReloadedAfterCrash(d: dict[str, Any]) -> TargetReloadedAfterCrash:
-    return _new(TargetReloadedAfterCrash)
+    o = _new(TargetReloadedAfterCrash)
+    return o
 
 
 def _u_TargetReloadedAfterCrash(o: TargetReloadedAfterCrash) -> dict[str, Any]:
@@ -131,7 +123,8 @@ def _u_TargetReloadedAfterCrash(o: TargetReloadedAfterCrash) -> dict[str, Any]:
 
 
 def _s_WorkerScriptLoaded(d: dict[str, Any]) -> WorkerScriptLoaded:
-    return _new(WorkerScriptLoaded)
+    o = _new(WorkerScriptLoaded)
+    return o
 
 
 def _u_WorkerScriptLoaded(o: WorkerScriptLoaded) -> dict[str, Any]:

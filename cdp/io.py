@@ -125,24 +125,14 @@ def _c_close(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_ReadResult_plain = {
-    "base64Encoded": "base64_encoded",
-    "data": "data",
-    "eof": "eof",
-}
-
-
 def _s_ReadResult(d: dict[str, Any]) -> ReadResult:
     o = _new(ReadResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ReadResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "data" not in od:
-        raise KeyError("data")
-    if "eof" not in od:
-        raise KeyError("eof")
+    v = d.get("base64Encoded")
+    if v is not None:
+        od["base64_encoded"] = v
+    od["data"] = d["data"]
+    od["eof"] = d["eof"]
     return o
 
 
@@ -179,20 +169,10 @@ def _c_read(d: dict[str, Any]) -> Command[ReadResult]:
     )
 
 
-_ResolveBlobResult_plain = {
-    "uuid": "uuid",
-}
-
-
 def _s_ResolveBlobResult(d: dict[str, Any]) -> ResolveBlobResult:
     o = _new(ResolveBlobResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ResolveBlobResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "uuid" not in od:
-        raise KeyError("uuid")
+    od["uuid"] = d["uuid"]
     return o
 
 

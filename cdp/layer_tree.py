@@ -381,24 +381,12 @@ class LayerTreeDidChange:
 _new = object.__new__
 
 
-_ScrollRect_plain = {
-    "type": "type_",
-}
-
-
 def _s_ScrollRect(d: dict[str, Any]) -> ScrollRect:
     o = _new(ScrollRect)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ScrollRect_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "rect":
-            od["rect"] = None if v is None else cdp.dom._s_Rect(v)
-    if "rect" not in od:
-        raise KeyError("rect")
-    if "type_" not in od:
-        raise KeyError("type")
+    v = d["rect"]
+    od["rect"] = None if v is None else cdp.dom._s_Rect(v)
+    od["type_"] = d["type"]
     return o
 
 
@@ -409,27 +397,19 @@ def _u_ScrollRect(o: ScrollRect) -> dict[str, Any]:
     }
 
 
-_StickyPositionConstraint_plain = {
-    "nearestLayerShiftingStickyBox": "nearest_layer_shifting_sticky_box",
-    "nearestLayerShiftingContainingBlock": "nearest_layer_shifting_containing_block",
-}
-
-
 def _s_StickyPositionConstraint(d: dict[str, Any]) -> StickyPositionConstraint:
     o = _new(StickyPositionConstraint)
     od = o.__dict__
-    for k, v in d.items():
-        n = _StickyPositionConstraint_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "stickyBoxRect":
-            od["sticky_box_rect"] = None if v is None else cdp.dom._s_Rect(v)
-        elif k == "containingBlockRect":
-            od["containing_block_rect"] = None if v is None else cdp.dom._s_Rect(v)
-    if "sticky_box_rect" not in od:
-        raise KeyError("stickyBoxRect")
-    if "containing_block_rect" not in od:
-        raise KeyError("containingBlockRect")
+    v = d["stickyBoxRect"]
+    od["sticky_box_rect"] = None if v is None else cdp.dom._s_Rect(v)
+    v = d["containingBlockRect"]
+    od["containing_block_rect"] = None if v is None else cdp.dom._s_Rect(v)
+    v = d.get("nearestLayerShiftingStickyBox")
+    if v is not None:
+        od["nearest_layer_shifting_sticky_box"] = v
+    v = d.get("nearestLayerShiftingContainingBlock")
+    if v is not None:
+        od["nearest_layer_shifting_containing_block"] = v
     return o
 
 
@@ -445,27 +425,13 @@ def _u_StickyPositionConstraint(o: StickyPositionConstraint) -> dict[str, Any]:
     return d
 
 
-_PictureTile_plain = {
-    "x": "x",
-    "y": "y",
-}
-
-
 def _s_PictureTile(d: dict[str, Any]) -> PictureTile:
     o = _new(PictureTile)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PictureTile_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "picture":
-            od["picture"] = None if v is None else _b64d(v)
-    if "x" not in od:
-        raise KeyError("x")
-    if "y" not in od:
-        raise KeyError("y")
-    if "picture" not in od:
-        raise KeyError("picture")
+    od["x"] = d["x"]
+    od["y"] = d["y"]
+    v = d["picture"]
+    od["picture"] = None if v is None else _b64d(v)
     return o
 
 
@@ -477,49 +443,43 @@ def _u_PictureTile(o: PictureTile) -> dict[str, Any]:
     }
 
 
-_Layer_plain = {
-    "layerId": "layer_id",
-    "parentLayerId": "parent_layer_id",
-    "backendNodeId": "backend_node_id",
-    "offsetX": "offset_x",
-    "offsetY": "offset_y",
-    "width": "width",
-    "height": "height",
-    "transform": "transform",
-    "anchorX": "anchor_x",
-    "anchorY": "anchor_y",
-    "anchorZ": "anchor_z",
-    "paintCount": "paint_count",
-    "drawsContent": "draws_content",
-    "invisible": "invisible",
-}
-
-
 def _s_Layer(d: dict[str, Any]) -> Layer:
     o = _new(Layer)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Layer_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "scrollRects":
-            od["scroll_rects"] = None if v is None else [_s_ScrollRect(x0) for x0 in v]
-        elif k == "stickyPositionConstraint":
-            od["sticky_position_constraint"] = None if v is None else _s_StickyPositionConstraint(v)
-    if "layer_id" not in od:
-        raise KeyError("layerId")
-    if "offset_x" not in od:
-        raise KeyError("offsetX")
-    if "offset_y" not in od:
-        raise KeyError("offsetY")
-    if "width" not in od:
-        raise KeyError("width")
-    if "height" not in od:
-        raise KeyError("height")
-    if "paint_count" not in od:
-        raise KeyError("paintCount")
-    if "draws_content" not in od:
-        raise KeyError("drawsContent")
+    od["layer_id"] = d["layerId"]
+    v = d.get("parentLayerId")
+    if v is not None:
+        od["parent_layer_id"] = v
+    v = d.get("backendNodeId")
+    if v is not None:
+        od["backend_node_id"] = v
+    od["offset_x"] = d["offsetX"]
+    od["offset_y"] = d["offsetY"]
+    od["width"] = d["width"]
+    od["height"] = d["height"]
+    v = d.get("transform")
+    if v is not None:
+        od["transform"] = v
+    v = d.get("anchorX")
+    if v is not None:
+        od["anchor_x"] = v
+    v = d.get("anchorY")
+    if v is not None:
+        od["anchor_y"] = v
+    v = d.get("anchorZ")
+    if v is not None:
+        od["anchor_z"] = v
+    od["paint_count"] = d["paintCount"]
+    od["draws_content"] = d["drawsContent"]
+    v = d.get("invisible")
+    if v is not None:
+        od["invisible"] = v
+    v = d.get("scrollRects")
+    if v is not None:
+        od["scroll_rects"] = [_s_ScrollRect(x0) for x0 in v]
+    v = d.get("stickyPositionConstraint")
+    if v is not None:
+        od["sticky_position_constraint"] = _s_StickyPositionConstraint(v)
     return o
 
 
@@ -554,23 +514,11 @@ def _u_Layer(o: Layer) -> dict[str, Any]:
     return d
 
 
-_CompositingReasonsResult_plain = {
-    "compositingReasons": "compositing_reasons",
-    "compositingReasonIds": "compositing_reason_ids",
-}
-
-
 def _s_CompositingReasonsResult(d: dict[str, Any]) -> CompositingReasonsResult:
     o = _new(CompositingReasonsResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CompositingReasonsResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "compositing_reasons" not in od:
-        raise KeyError("compositingReasons")
-    if "compositing_reason_ids" not in od:
-        raise KeyError("compositingReasonIds")
+    od["compositing_reasons"] = d["compositingReasons"]
+    od["compositing_reason_ids"] = d["compositingReasonIds"]
     return o
 
 
@@ -603,20 +551,10 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
 
 
-_LoadSnapshotResult_plain = {
-    "snapshotId": "snapshot_id",
-}
-
-
 def _s_LoadSnapshotResult(d: dict[str, Any]) -> LoadSnapshotResult:
     o = _new(LoadSnapshotResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LoadSnapshotResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "snapshot_id" not in od:
-        raise KeyError("snapshotId")
+    od["snapshot_id"] = d["snapshotId"]
     return o
 
 
@@ -640,20 +578,10 @@ def _c_load_snapshot(d: dict[str, Any]) -> Command[LoadSnapshotResult]:
     )
 
 
-_MakeSnapshotResult_plain = {
-    "snapshotId": "snapshot_id",
-}
-
-
 def _s_MakeSnapshotResult(d: dict[str, Any]) -> MakeSnapshotResult:
     o = _new(MakeSnapshotResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _MakeSnapshotResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "snapshot_id" not in od:
-        raise KeyError("snapshotId")
+    od["snapshot_id"] = d["snapshotId"]
     return o
 
 
@@ -677,20 +605,10 @@ def _c_make_snapshot(d: dict[str, Any]) -> Command[MakeSnapshotResult]:
     )
 
 
-_ProfileSnapshotResult_plain = {
-    "timings": "timings",
-}
-
-
 def _s_ProfileSnapshotResult(d: dict[str, Any]) -> ProfileSnapshotResult:
     o = _new(ProfileSnapshotResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ProfileSnapshotResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "timings" not in od:
-        raise KeyError("timings")
+    od["timings"] = d["timings"]
     return o
 
 
@@ -741,20 +659,10 @@ def _c_release_snapshot(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_ReplaySnapshotResult_plain = {
-    "dataURL": "data_url",
-}
-
-
 def _s_ReplaySnapshotResult(d: dict[str, Any]) -> ReplaySnapshotResult:
     o = _new(ReplaySnapshotResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ReplaySnapshotResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "data_url" not in od:
-        raise KeyError("dataURL")
+    od["data_url"] = d["dataURL"]
     return o
 
 
@@ -791,20 +699,10 @@ def _c_replay_snapshot(d: dict[str, Any]) -> Command[ReplaySnapshotResult]:
     )
 
 
-_SnapshotCommandLogResult_plain = {
-    "commandLog": "command_log",
-}
-
-
 def _s_SnapshotCommandLogResult(d: dict[str, Any]) -> SnapshotCommandLogResult:
     o = _new(SnapshotCommandLogResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SnapshotCommandLogResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "command_log" not in od:
-        raise KeyError("commandLog")
+    od["command_log"] = d["commandLog"]
     return o
 
 
@@ -828,24 +726,12 @@ def _c_snapshot_command_log(d: dict[str, Any]) -> Command[SnapshotCommandLogResu
     )
 
 
-_LayerPainted_plain = {
-    "layerId": "layer_id",
-}
-
-
 def _s_LayerPainted(d: dict[str, Any]) -> LayerPainted:
     o = _new(LayerPainted)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LayerPainted_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "clip":
-            od["clip"] = None if v is None else cdp.dom._s_Rect(v)
-    if "layer_id" not in od:
-        raise KeyError("layerId")
-    if "clip" not in od:
-        raise KeyError("clip")
+    od["layer_id"] = d["layerId"]
+    v = d["clip"]
+    od["clip"] = None if v is None else cdp.dom._s_Rect(v)
     return o
 
 
@@ -859,9 +745,9 @@ def _u_LayerPainted(o: LayerPainted) -> dict[str, Any]:
 def _s_LayerTreeDidChange(d: dict[str, Any]) -> LayerTreeDidChange:
     o = _new(LayerTreeDidChange)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "layers":
-            od["layers"] = None if v is None else [_s_Layer(x0) for x0 in v]
+    v = d.get("layers")
+    if v is not None:
+        od["layers"] = [_s_Layer(x0) for x0 in v]
     return o
 
 

@@ -137,38 +137,34 @@ class EntryAdded:
 _new = object.__new__
 
 
-_LogEntry_plain = {
-    "source": "source",
-    "level": "level",
-    "text": "text",
-    "category": "category",
-    "timestamp": "timestamp",
-    "url": "url",
-    "lineNumber": "line_number",
-    "networkRequestId": "network_request_id",
-    "workerId": "worker_id",
-}
-
-
 def _s_LogEntry(d: dict[str, Any]) -> LogEntry:
     o = _new(LogEntry)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LogEntry_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "stackTrace":
-            od["stack_trace"] = None if v is None else cdp.runtime._s_StackTrace(v)
-        elif k == "args":
-            od["args"] = None if v is None else [cdp.runtime._s_RemoteObject(x0) for x0 in v]
-    if "source" not in od:
-        raise KeyError("source")
-    if "level" not in od:
-        raise KeyError("level")
-    if "text" not in od:
-        raise KeyError("text")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["source"] = d["source"]
+    od["level"] = d["level"]
+    od["text"] = d["text"]
+    v = d.get("category")
+    if v is not None:
+        od["category"] = v
+    od["timestamp"] = d["timestamp"]
+    v = d.get("url")
+    if v is not None:
+        od["url"] = v
+    v = d.get("lineNumber")
+    if v is not None:
+        od["line_number"] = v
+    v = d.get("stackTrace")
+    if v is not None:
+        od["stack_trace"] = cdp.runtime._s_StackTrace(v)
+    v = d.get("networkRequestId")
+    if v is not None:
+        od["network_request_id"] = v
+    v = d.get("workerId")
+    if v is not None:
+        od["worker_id"] = v
+    v = d.get("args")
+    if v is not None:
+        od["args"] = [cdp.runtime._s_RemoteObject(x0) for x0 in v]
     return o
 
 
@@ -196,23 +192,11 @@ def _u_LogEntry(o: LogEntry) -> dict[str, Any]:
     return d
 
 
-_ViolationSetting_plain = {
-    "name": "name",
-    "threshold": "threshold",
-}
-
-
 def _s_ViolationSetting(d: dict[str, Any]) -> ViolationSetting:
     o = _new(ViolationSetting)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ViolationSetting_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "threshold" not in od:
-        raise KeyError("threshold")
+    od["name"] = d["name"]
+    od["threshold"] = d["threshold"]
     return o
 
 
@@ -256,11 +240,8 @@ def _c_stop_violations_report(d: dict[str, Any]) -> Command[None]:
 def _s_EntryAdded(d: dict[str, Any]) -> EntryAdded:
     o = _new(EntryAdded)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "entry":
-            od["entry"] = None if v is None else _s_LogEntry(v)
-    if "entry" not in od:
-        raise KeyError("entry")
+    v = d["entry"]
+    od["entry"] = None if v is None else _s_LogEntry(v)
     return o
 
 

@@ -194,23 +194,11 @@ class PlayerCreated:
 _new = object.__new__
 
 
-_PlayerMessage_plain = {
-    "level": "level",
-    "message": "message",
-}
-
-
 def _s_PlayerMessage(d: dict[str, Any]) -> PlayerMessage:
     o = _new(PlayerMessage)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PlayerMessage_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "level" not in od:
-        raise KeyError("level")
-    if "message" not in od:
-        raise KeyError("message")
+    od["level"] = d["level"]
+    od["message"] = d["message"]
     return o
 
 
@@ -221,23 +209,11 @@ def _u_PlayerMessage(o: PlayerMessage) -> dict[str, Any]:
     }
 
 
-_PlayerProperty_plain = {
-    "name": "name",
-    "value": "value",
-}
-
-
 def _s_PlayerProperty(d: dict[str, Any]) -> PlayerProperty:
     o = _new(PlayerProperty)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PlayerProperty_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "value" not in od:
-        raise KeyError("value")
+    od["name"] = d["name"]
+    od["value"] = d["value"]
     return o
 
 
@@ -248,23 +224,11 @@ def _u_PlayerProperty(o: PlayerProperty) -> dict[str, Any]:
     }
 
 
-_PlayerEvent_plain = {
-    "timestamp": "timestamp",
-    "value": "value",
-}
-
-
 def _s_PlayerEvent(d: dict[str, Any]) -> PlayerEvent:
     o = _new(PlayerEvent)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PlayerEvent_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
-    if "value" not in od:
-        raise KeyError("value")
+    od["timestamp"] = d["timestamp"]
+    od["value"] = d["value"]
     return o
 
 
@@ -275,23 +239,11 @@ def _u_PlayerEvent(o: PlayerEvent) -> dict[str, Any]:
     }
 
 
-_PlayerErrorSourceLocation_plain = {
-    "file": "file",
-    "line": "line",
-}
-
-
 def _s_PlayerErrorSourceLocation(d: dict[str, Any]) -> PlayerErrorSourceLocation:
     o = _new(PlayerErrorSourceLocation)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PlayerErrorSourceLocation_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "file" not in od:
-        raise KeyError("file")
-    if "line" not in od:
-        raise KeyError("line")
+    od["file"] = d["file"]
+    od["line"] = d["line"]
     return o
 
 
@@ -302,34 +254,16 @@ def _u_PlayerErrorSourceLocation(o: PlayerErrorSourceLocation) -> dict[str, Any]
     }
 
 
-_PlayerError_plain = {
-    "errorType": "error_type",
-    "code": "code",
-    "data": "data",
-}
-
-
 def _s_PlayerError(d: dict[str, Any]) -> PlayerError:
     o = _new(PlayerError)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PlayerError_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "stack":
-            od["stack"] = None if v is None else [_s_PlayerErrorSourceLocation(x0) for x0 in v]
-        elif k == "cause":
-            od["cause"] = None if v is None else [_s_PlayerError(x0) for x0 in v]
-    if "error_type" not in od:
-        raise KeyError("errorType")
-    if "code" not in od:
-        raise KeyError("code")
-    if "stack" not in od:
-        raise KeyError("stack")
-    if "cause" not in od:
-        raise KeyError("cause")
-    if "data" not in od:
-        raise KeyError("data")
+    od["error_type"] = d["errorType"]
+    od["code"] = d["code"]
+    v = d["stack"]
+    od["stack"] = None if v is None else [_s_PlayerErrorSourceLocation(x0) for x0 in v]
+    v = d["cause"]
+    od["cause"] = None if v is None else [_s_PlayerError(x0) for x0 in v]
+    od["data"] = d["data"]
     return o
 
 
@@ -343,21 +277,13 @@ def _u_PlayerError(o: PlayerError) -> dict[str, Any]:
     }
 
 
-_Player_plain = {
-    "playerId": "player_id",
-    "domNodeId": "dom_node_id",
-}
-
-
 def _s_Player(d: dict[str, Any]) -> Player:
     o = _new(Player)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Player_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "player_id" not in od:
-        raise KeyError("playerId")
+    od["player_id"] = d["playerId"]
+    v = d.get("domNodeId")
+    if v is not None:
+        od["dom_node_id"] = v
     return o
 
 
@@ -378,24 +304,12 @@ def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-_PlayerPropertiesChanged_plain = {
-    "playerId": "player_id",
-}
-
-
 def _s_PlayerPropertiesChanged(d: dict[str, Any]) -> PlayerPropertiesChanged:
     o = _new(PlayerPropertiesChanged)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PlayerPropertiesChanged_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "properties":
-            od["properties"] = None if v is None else [_s_PlayerProperty(x0) for x0 in v]
-    if "player_id" not in od:
-        raise KeyError("playerId")
-    if "properties" not in od:
-        raise KeyError("properties")
+    od["player_id"] = d["playerId"]
+    v = d["properties"]
+    od["properties"] = None if v is None else [_s_PlayerProperty(x0) for x0 in v]
     return o
 
 
@@ -406,24 +320,12 @@ def _u_PlayerPropertiesChanged(o: PlayerPropertiesChanged) -> dict[str, Any]:
     }
 
 
-_PlayerEventsAdded_plain = {
-    "playerId": "player_id",
-}
-
-
 def _s_PlayerEventsAdded(d: dict[str, Any]) -> PlayerEventsAdded:
     o = _new(PlayerEventsAdded)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PlayerEventsAdded_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "events":
-            od["events"] = None if v is None else [_s_PlayerEvent(x0) for x0 in v]
-    if "player_id" not in od:
-        raise KeyError("playerId")
-    if "events" not in od:
-        raise KeyError("events")
+    od["player_id"] = d["playerId"]
+    v = d["events"]
+    od["events"] = None if v is None else [_s_PlayerEvent(x0) for x0 in v]
     return o
 
 
@@ -434,24 +336,12 @@ def _u_PlayerEventsAdded(o: PlayerEventsAdded) -> dict[str, Any]:
     }
 
 
-_PlayerMessagesLogged_plain = {
-    "playerId": "player_id",
-}
-
-
 def _s_PlayerMessagesLogged(d: dict[str, Any]) -> PlayerMessagesLogged:
     o = _new(PlayerMessagesLogged)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PlayerMessagesLogged_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "messages":
-            od["messages"] = None if v is None else [_s_PlayerMessage(x0) for x0 in v]
-    if "player_id" not in od:
-        raise KeyError("playerId")
-    if "messages" not in od:
-        raise KeyError("messages")
+    od["player_id"] = d["playerId"]
+    v = d["messages"]
+    od["messages"] = None if v is None else [_s_PlayerMessage(x0) for x0 in v]
     return o
 
 
@@ -462,24 +352,12 @@ def _u_PlayerMessagesLogged(o: PlayerMessagesLogged) -> dict[str, Any]:
     }
 
 
-_PlayerErrorsRaised_plain = {
-    "playerId": "player_id",
-}
-
-
 def _s_PlayerErrorsRaised(d: dict[str, Any]) -> PlayerErrorsRaised:
     o = _new(PlayerErrorsRaised)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PlayerErrorsRaised_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "errors":
-            od["errors"] = None if v is None else [_s_PlayerError(x0) for x0 in v]
-    if "player_id" not in od:
-        raise KeyError("playerId")
-    if "errors" not in od:
-        raise KeyError("errors")
+    od["player_id"] = d["playerId"]
+    v = d["errors"]
+    od["errors"] = None if v is None else [_s_PlayerError(x0) for x0 in v]
     return o
 
 
@@ -493,11 +371,8 @@ def _u_PlayerErrorsRaised(o: PlayerErrorsRaised) -> dict[str, Any]:
 def _s_PlayerCreated(d: dict[str, Any]) -> PlayerCreated:
     o = _new(PlayerCreated)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "player":
-            od["player"] = None if v is None else _s_Player(v)
-    if "player" not in od:
-        raise KeyError("player")
+    v = d["player"]
+    od["player"] = None if v is None else _s_Player(v)
     return o
 
 

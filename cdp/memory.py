@@ -265,28 +265,15 @@ def get_sampling_profile() -> Command[GetSamplingProfileResult]:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_SamplingProfileNode_plain = {
-    "size": "size",
-    "total": "total",
-    "stack": "stack",
-}
+_e_PressureLevel = PressureLevel._value2member_map_.get
 
 
 def _s_SamplingProfileNode(d: dict[str, Any]) -> SamplingProfileNode:
     o = _new(SamplingProfileNode)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SamplingProfileNode_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "size" not in od:
-        raise KeyError("size")
-    if "total" not in od:
-        raise KeyError("total")
-    if "stack" not in od:
-        raise KeyError("stack")
+    od["size"] = d["size"]
+    od["total"] = d["total"]
+    od["stack"] = d["stack"]
     return o
 
 
@@ -301,15 +288,10 @@ def _u_SamplingProfileNode(o: SamplingProfileNode) -> dict[str, Any]:
 def _s_SamplingProfile(d: dict[str, Any]) -> SamplingProfile:
     o = _new(SamplingProfile)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "samples":
-            od["samples"] = None if v is None else [_s_SamplingProfileNode(x0) for x0 in v]
-        elif k == "modules":
-            od["modules"] = None if v is None else [_s_Module(x0) for x0 in v]
-    if "samples" not in od:
-        raise KeyError("samples")
-    if "modules" not in od:
-        raise KeyError("modules")
+    v = d["samples"]
+    od["samples"] = None if v is None else [_s_SamplingProfileNode(x0) for x0 in v]
+    v = d["modules"]
+    od["modules"] = None if v is None else [_s_Module(x0) for x0 in v]
     return o
 
 
@@ -320,29 +302,13 @@ def _u_SamplingProfile(o: SamplingProfile) -> dict[str, Any]:
     }
 
 
-_Module_plain = {
-    "name": "name",
-    "uuid": "uuid",
-    "baseAddress": "base_address",
-    "size": "size",
-}
-
-
 def _s_Module(d: dict[str, Any]) -> Module:
     o = _new(Module)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Module_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "uuid" not in od:
-        raise KeyError("uuid")
-    if "base_address" not in od:
-        raise KeyError("baseAddress")
-    if "size" not in od:
-        raise KeyError("size")
+    od["name"] = d["name"]
+    od["uuid"] = d["uuid"]
+    od["base_address"] = d["baseAddress"]
+    od["size"] = d["size"]
     return o
 
 
@@ -355,23 +321,11 @@ def _u_Module(o: Module) -> dict[str, Any]:
     }
 
 
-_DOMCounter_plain = {
-    "name": "name",
-    "count": "count",
-}
-
-
 def _s_DOMCounter(d: dict[str, Any]) -> DOMCounter:
     o = _new(DOMCounter)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DOMCounter_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "count" not in od:
-        raise KeyError("count")
+    od["name"] = d["name"]
+    od["count"] = d["count"]
     return o
 
 
@@ -382,26 +336,12 @@ def _u_DOMCounter(o: DOMCounter) -> dict[str, Any]:
     }
 
 
-_GetDOMCountersResult_plain = {
-    "documents": "documents",
-    "nodes": "nodes",
-    "jsEventListeners": "js_event_listeners",
-}
-
-
 def _s_GetDOMCountersResult(d: dict[str, Any]) -> GetDOMCountersResult:
     o = _new(GetDOMCountersResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetDOMCountersResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "documents" not in od:
-        raise KeyError("documents")
-    if "nodes" not in od:
-        raise KeyError("nodes")
-    if "js_event_listeners" not in od:
-        raise KeyError("jsEventListeners")
+    od["documents"] = d["documents"]
+    od["nodes"] = d["nodes"]
+    od["js_event_listeners"] = d["jsEventListeners"]
     return o
 
 
@@ -420,11 +360,8 @@ def _c_get_dom_counters(d: dict[str, Any]) -> Command[GetDOMCountersResult]:
 def _s_GetDOMCountersForLeakDetectionResult(d: dict[str, Any]) -> GetDOMCountersForLeakDetectionResult:
     o = _new(GetDOMCountersForLeakDetectionResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "counters":
-            od["counters"] = None if v is None else [_s_DOMCounter(x0) for x0 in v]
-    if "counters" not in od:
-        raise KeyError("counters")
+    v = d["counters"]
+    od["counters"] = None if v is None else [_s_DOMCounter(x0) for x0 in v]
     return o
 
 
@@ -472,7 +409,7 @@ def _p_simulate_pressure_notification(
 
 def _c_simulate_pressure_notification(d: dict[str, Any]) -> Command[None]:
     return simulate_pressure_notification(
-        level=_enum(PressureLevel, d["level"]),
+        level=(_e_PressureLevel(d["level"]) or _enum(PressureLevel, d["level"])),
     )
 
 
@@ -502,11 +439,8 @@ def _c_stop_sampling(d: dict[str, Any]) -> Command[None]:
 def _s_GetAllTimeSamplingProfileResult(d: dict[str, Any]) -> GetAllTimeSamplingProfileResult:
     o = _new(GetAllTimeSamplingProfileResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "profile":
-            od["profile"] = None if v is None else _s_SamplingProfile(v)
-    if "profile" not in od:
-        raise KeyError("profile")
+    v = d["profile"]
+    od["profile"] = None if v is None else _s_SamplingProfile(v)
     return o
 
 
@@ -523,11 +457,8 @@ def _c_get_all_time_sampling_profile(d: dict[str, Any]) -> Command[GetAllTimeSam
 def _s_GetBrowserSamplingProfileResult(d: dict[str, Any]) -> GetBrowserSamplingProfileResult:
     o = _new(GetBrowserSamplingProfileResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "profile":
-            od["profile"] = None if v is None else _s_SamplingProfile(v)
-    if "profile" not in od:
-        raise KeyError("profile")
+    v = d["profile"]
+    od["profile"] = None if v is None else _s_SamplingProfile(v)
     return o
 
 
@@ -544,11 +475,8 @@ def _c_get_browser_sampling_profile(d: dict[str, Any]) -> Command[GetBrowserSamp
 def _s_GetSamplingProfileResult(d: dict[str, Any]) -> GetSamplingProfileResult:
     o = _new(GetSamplingProfileResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "profile":
-            od["profile"] = None if v is None else _s_SamplingProfile(v)
-    if "profile" not in od:
-        raise KeyError("profile")
+    v = d["profile"]
+    od["profile"] = None if v is None else _s_SamplingProfile(v)
     return o
 
 

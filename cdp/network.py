@@ -3325,6 +3325,33 @@ class DeviceBoundSessionEventOccurred:
 # ==========================================================================================================
 
 _new = object.__new__
+_e_ResourceType = ResourceType._value2member_map_.get
+_e_ErrorReason = ErrorReason._value2member_map_.get
+_e_ConnectionType = ConnectionType._value2member_map_.get
+_e_CookieSameSite = CookieSameSite._value2member_map_.get
+_e_CookiePriority = CookiePriority._value2member_map_.get
+_e_CookieSourceScheme = CookieSourceScheme._value2member_map_.get
+_e_ResourcePriority = ResourcePriority._value2member_map_.get
+_e_RenderBlockingBehavior = RenderBlockingBehavior._value2member_map_.get
+_e_CertificateTransparencyCompliance = CertificateTransparencyCompliance._value2member_map_.get
+_e_BlockedReason = BlockedReason._value2member_map_.get
+_e_CorsError = CorsError._value2member_map_.get
+_e_ServiceWorkerResponseSource = ServiceWorkerResponseSource._value2member_map_.get
+_e_TrustTokenOperationType = TrustTokenOperationType._value2member_map_.get
+_e_AlternateProtocolUsage = AlternateProtocolUsage._value2member_map_.get
+_e_ServiceWorkerRouterSource = ServiceWorkerRouterSource._value2member_map_.get
+_e_SetCookieBlockedReason = SetCookieBlockedReason._value2member_map_.get
+_e_CookieBlockedReason = CookieBlockedReason._value2member_map_.get
+_e_CookieExemptionReason = CookieExemptionReason._value2member_map_.get
+_e_SignedExchangeErrorField = SignedExchangeErrorField._value2member_map_.get
+_e_DirectSocketDnsQueryType = DirectSocketDnsQueryType._value2member_map_.get
+_e_LocalNetworkAccessRequestPolicy = LocalNetworkAccessRequestPolicy._value2member_map_.get
+_e_IPAddressSpace = IPAddressSpace._value2member_map_.get
+_e_CrossOriginOpenerPolicyValue = CrossOriginOpenerPolicyValue._value2member_map_.get
+_e_CrossOriginEmbedderPolicyValue = CrossOriginEmbedderPolicyValue._value2member_map_.get
+_e_ContentSecurityPolicySource = ContentSecurityPolicySource._value2member_map_.get
+_e_ReportStatus = ReportStatus._value2member_map_.get
+_e_DeviceBoundSessionFetchResult = DeviceBoundSessionFetchResult._value2member_map_.get
 
 
 _ResourceTiming_plain = {
@@ -3432,9 +3459,9 @@ def _u_ResourceTiming(o: ResourceTiming) -> dict[str, Any]:
 def _s_PostDataEntry(d: dict[str, Any]) -> PostDataEntry:
     o = _new(PostDataEntry)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "bytes":
-            od["bytes_"] = None if v is None else _b64d(v)
+    v = d.get("bytes")
+    if v is not None:
+        od["bytes_"] = _b64d(v)
     return o
 
 
@@ -3445,45 +3472,42 @@ def _u_PostDataEntry(o: PostDataEntry) -> dict[str, Any]:
     return d
 
 
-_Request_plain = {
-    "url": "url",
-    "urlFragment": "url_fragment",
-    "method": "method",
-    "headers": "headers",
-    "postData": "post_data",
-    "hasPostData": "has_post_data",
-    "referrerPolicy": "referrer_policy",
-    "isLinkPreload": "is_link_preload",
-    "isSameSite": "is_same_site",
-    "isAdRelated": "is_ad_related",
-}
-
-
 def _s_Request(d: dict[str, Any]) -> Request:
     o = _new(Request)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Request_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "postDataEntries":
-            od["post_data_entries"] = None if v is None else [_s_PostDataEntry(x0) for x0 in v]
-        elif k == "mixedContentType":
-            od["mixed_content_type"] = None if v is None else _enum(cdp.security.MixedContentType, v)
-        elif k == "initialPriority":
-            od["initial_priority"] = None if v is None else _enum(ResourcePriority, v)
-        elif k == "trustTokenParams":
-            od["trust_token_params"] = None if v is None else _s_TrustTokenParams(v)
-    if "url" not in od:
-        raise KeyError("url")
-    if "method" not in od:
-        raise KeyError("method")
-    if "headers" not in od:
-        raise KeyError("headers")
-    if "initial_priority" not in od:
-        raise KeyError("initialPriority")
-    if "referrer_policy" not in od:
-        raise KeyError("referrerPolicy")
+    od["url"] = d["url"]
+    v = d.get("urlFragment")
+    if v is not None:
+        od["url_fragment"] = v
+    od["method"] = d["method"]
+    od["headers"] = d["headers"]
+    v = d.get("postData")
+    if v is not None:
+        od["post_data"] = v
+    v = d.get("hasPostData")
+    if v is not None:
+        od["has_post_data"] = v
+    v = d.get("postDataEntries")
+    if v is not None:
+        od["post_data_entries"] = [_s_PostDataEntry(x0) for x0 in v]
+    v = d.get("mixedContentType")
+    if v is not None:
+        od["mixed_content_type"] = _enum(cdp.security.MixedContentType, v)
+    v = d["initialPriority"]
+    od["initial_priority"] = None if v is None else (_e_ResourcePriority(v) or _enum(ResourcePriority, v))
+    od["referrer_policy"] = d["referrerPolicy"]
+    v = d.get("isLinkPreload")
+    if v is not None:
+        od["is_link_preload"] = v
+    v = d.get("trustTokenParams")
+    if v is not None:
+        od["trust_token_params"] = _s_TrustTokenParams(v)
+    v = d.get("isSameSite")
+    if v is not None:
+        od["is_same_site"] = v
+    v = d.get("isAdRelated")
+    if v is not None:
+        od["is_ad_related"] = v
     return o
 
 
@@ -3516,41 +3540,17 @@ def _u_Request(o: Request) -> dict[str, Any]:
     return d
 
 
-_SignedCertificateTimestamp_plain = {
-    "status": "status",
-    "origin": "origin",
-    "logDescription": "log_description",
-    "logId": "log_id",
-    "timestamp": "timestamp",
-    "hashAlgorithm": "hash_algorithm",
-    "signatureAlgorithm": "signature_algorithm",
-    "signatureData": "signature_data",
-}
-
-
 def _s_SignedCertificateTimestamp(d: dict[str, Any]) -> SignedCertificateTimestamp:
     o = _new(SignedCertificateTimestamp)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SignedCertificateTimestamp_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "status" not in od:
-        raise KeyError("status")
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "log_description" not in od:
-        raise KeyError("logDescription")
-    if "log_id" not in od:
-        raise KeyError("logId")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
-    if "hash_algorithm" not in od:
-        raise KeyError("hashAlgorithm")
-    if "signature_algorithm" not in od:
-        raise KeyError("signatureAlgorithm")
-    if "signature_data" not in od:
-        raise KeyError("signatureData")
+    od["status"] = d["status"]
+    od["origin"] = d["origin"]
+    od["log_description"] = d["logDescription"]
+    od["log_id"] = d["logId"]
+    od["timestamp"] = d["timestamp"]
+    od["hash_algorithm"] = d["hashAlgorithm"]
+    od["signature_algorithm"] = d["signatureAlgorithm"]
+    od["signature_data"] = d["signatureData"]
     return o
 
 
@@ -3567,62 +3567,38 @@ def _u_SignedCertificateTimestamp(o: SignedCertificateTimestamp) -> dict[str, An
     }
 
 
-_SecurityDetails_plain = {
-    "protocol": "protocol",
-    "keyExchange": "key_exchange",
-    "keyExchangeGroup": "key_exchange_group",
-    "cipher": "cipher",
-    "mac": "mac",
-    "certificateId": "certificate_id",
-    "subjectName": "subject_name",
-    "sanList": "san_list",
-    "issuer": "issuer",
-    "validFrom": "valid_from",
-    "validTo": "valid_to",
-    "serverSignatureAlgorithm": "server_signature_algorithm",
-    "encryptedClientHello": "encrypted_client_hello",
-}
-
-
 def _s_SecurityDetails(d: dict[str, Any]) -> SecurityDetails:
     o = _new(SecurityDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SecurityDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "signedCertificateTimestampList":
-            od["signed_certificate_timestamp_list"] = (
-                None if v is None else [_s_SignedCertificateTimestamp(x0) for x0 in v]
-            )
-        elif k == "certificateTransparencyCompliance":
-            od["certificate_transparency_compliance"] = (
-                None if v is None else _enum(CertificateTransparencyCompliance, v)
-            )
-    if "protocol" not in od:
-        raise KeyError("protocol")
-    if "key_exchange" not in od:
-        raise KeyError("keyExchange")
-    if "cipher" not in od:
-        raise KeyError("cipher")
-    if "certificate_id" not in od:
-        raise KeyError("certificateId")
-    if "subject_name" not in od:
-        raise KeyError("subjectName")
-    if "san_list" not in od:
-        raise KeyError("sanList")
-    if "issuer" not in od:
-        raise KeyError("issuer")
-    if "valid_from" not in od:
-        raise KeyError("validFrom")
-    if "valid_to" not in od:
-        raise KeyError("validTo")
-    if "signed_certificate_timestamp_list" not in od:
-        raise KeyError("signedCertificateTimestampList")
-    if "certificate_transparency_compliance" not in od:
-        raise KeyError("certificateTransparencyCompliance")
-    if "encrypted_client_hello" not in od:
-        raise KeyError("encryptedClientHello")
+    od["protocol"] = d["protocol"]
+    od["key_exchange"] = d["keyExchange"]
+    v = d.get("keyExchangeGroup")
+    if v is not None:
+        od["key_exchange_group"] = v
+    od["cipher"] = d["cipher"]
+    v = d.get("mac")
+    if v is not None:
+        od["mac"] = v
+    od["certificate_id"] = d["certificateId"]
+    od["subject_name"] = d["subjectName"]
+    od["san_list"] = d["sanList"]
+    od["issuer"] = d["issuer"]
+    od["valid_from"] = d["validFrom"]
+    od["valid_to"] = d["validTo"]
+    v = d["signedCertificateTimestampList"]
+    od["signed_certificate_timestamp_list"] = (
+        None if v is None else [_s_SignedCertificateTimestamp(x0) for x0 in v]
+    )
+    v = d["certificateTransparencyCompliance"]
+    od["certificate_transparency_compliance"] = (
+        None
+        if v is None
+        else (_e_CertificateTransparencyCompliance(v) or _enum(CertificateTransparencyCompliance, v))
+    )
+    v = d.get("serverSignatureAlgorithm")
+    if v is not None:
+        od["server_signature_algorithm"] = v
+    od["encrypted_client_hello"] = d["encryptedClientHello"]
     return o
 
 
@@ -3652,24 +3628,12 @@ def _u_SecurityDetails(o: SecurityDetails) -> dict[str, Any]:
     return d
 
 
-_CorsErrorStatus_plain = {
-    "failedParameter": "failed_parameter",
-}
-
-
 def _s_CorsErrorStatus(d: dict[str, Any]) -> CorsErrorStatus:
     o = _new(CorsErrorStatus)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CorsErrorStatus_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "corsError":
-            od["cors_error"] = None if v is None else _enum(CorsError, v)
-    if "cors_error" not in od:
-        raise KeyError("corsError")
-    if "failed_parameter" not in od:
-        raise KeyError("failedParameter")
+    v = d["corsError"]
+    od["cors_error"] = None if v is None else (_e_CorsError(v) or _enum(CorsError, v))
+    od["failed_parameter"] = d["failedParameter"]
     return o
 
 
@@ -3680,25 +3644,17 @@ def _u_CorsErrorStatus(o: CorsErrorStatus) -> dict[str, Any]:
     }
 
 
-_TrustTokenParams_plain = {
-    "refreshPolicy": "refresh_policy",
-    "issuers": "issuers",
-}
-
-
 def _s_TrustTokenParams(d: dict[str, Any]) -> TrustTokenParams:
     o = _new(TrustTokenParams)
     od = o.__dict__
-    for k, v in d.items():
-        n = _TrustTokenParams_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "operation":
-            od["operation"] = None if v is None else _enum(TrustTokenOperationType, v)
-    if "operation" not in od:
-        raise KeyError("operation")
-    if "refresh_policy" not in od:
-        raise KeyError("refreshPolicy")
+    v = d["operation"]
+    od["operation"] = (
+        None if v is None else (_e_TrustTokenOperationType(v) or _enum(TrustTokenOperationType, v))
+    )
+    od["refresh_policy"] = d["refreshPolicy"]
+    v = d.get("issuers")
+    if v is not None:
+        od["issuers"] = v
     return o
 
 
@@ -3712,22 +3668,18 @@ def _u_TrustTokenParams(o: TrustTokenParams) -> dict[str, Any]:
     return d
 
 
-_ServiceWorkerRouterInfo_plain = {
-    "ruleIdMatched": "rule_id_matched",
-}
-
-
 def _s_ServiceWorkerRouterInfo(d: dict[str, Any]) -> ServiceWorkerRouterInfo:
     o = _new(ServiceWorkerRouterInfo)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ServiceWorkerRouterInfo_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "matchedSourceType":
-            od["matched_source_type"] = None if v is None else _enum(ServiceWorkerRouterSource, v)
-        elif k == "actualSourceType":
-            od["actual_source_type"] = None if v is None else _enum(ServiceWorkerRouterSource, v)
+    v = d.get("ruleIdMatched")
+    if v is not None:
+        od["rule_id_matched"] = v
+    v = d.get("matchedSourceType")
+    if v is not None:
+        od["matched_source_type"] = _e_ServiceWorkerRouterSource(v) or _enum(ServiceWorkerRouterSource, v)
+    v = d.get("actualSourceType")
+    if v is not None:
+        od["actual_source_type"] = _e_ServiceWorkerRouterSource(v) or _enum(ServiceWorkerRouterSource, v)
     return o
 
 
@@ -3780,10 +3732,14 @@ def _s_Response(d: dict[str, Any]) -> Response:
             od["timing"] = None if v is None else _s_ResourceTiming(v)
         elif k == "serviceWorkerResponseSource":
             od["service_worker_response_source"] = (
-                None if v is None else _enum(ServiceWorkerResponseSource, v)
+                None
+                if v is None
+                else (_e_ServiceWorkerResponseSource(v) or _enum(ServiceWorkerResponseSource, v))
             )
         elif k == "alternateProtocolUsage":
-            od["alternate_protocol_usage"] = None if v is None else _enum(AlternateProtocolUsage, v)
+            od["alternate_protocol_usage"] = (
+                None if v is None else (_e_AlternateProtocolUsage(v) or _enum(AlternateProtocolUsage, v))
+            )
         elif k == "securityState":
             od["security_state"] = None if v is None else _enum(cdp.security.SecurityState, v)
         elif k == "securityDetails":
@@ -3861,20 +3817,10 @@ def _u_Response(o: Response) -> dict[str, Any]:
     return d
 
 
-_WebSocketRequest_plain = {
-    "headers": "headers",
-}
-
-
 def _s_WebSocketRequest(d: dict[str, Any]) -> WebSocketRequest:
     o = _new(WebSocketRequest)
     od = o.__dict__
-    for k, v in d.items():
-        n = _WebSocketRequest_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "headers" not in od:
-        raise KeyError("headers")
+    od["headers"] = d["headers"]
     return o
 
 
@@ -3884,29 +3830,21 @@ def _u_WebSocketRequest(o: WebSocketRequest) -> dict[str, Any]:
     }
 
 
-_WebSocketResponse_plain = {
-    "status": "status",
-    "statusText": "status_text",
-    "headers": "headers",
-    "headersText": "headers_text",
-    "requestHeaders": "request_headers",
-    "requestHeadersText": "request_headers_text",
-}
-
-
 def _s_WebSocketResponse(d: dict[str, Any]) -> WebSocketResponse:
     o = _new(WebSocketResponse)
     od = o.__dict__
-    for k, v in d.items():
-        n = _WebSocketResponse_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "status" not in od:
-        raise KeyError("status")
-    if "status_text" not in od:
-        raise KeyError("statusText")
-    if "headers" not in od:
-        raise KeyError("headers")
+    od["status"] = d["status"]
+    od["status_text"] = d["statusText"]
+    od["headers"] = d["headers"]
+    v = d.get("headersText")
+    if v is not None:
+        od["headers_text"] = v
+    v = d.get("requestHeaders")
+    if v is not None:
+        od["request_headers"] = v
+    v = d.get("requestHeadersText")
+    if v is not None:
+        od["request_headers_text"] = v
     return o
 
 
@@ -3925,26 +3863,12 @@ def _u_WebSocketResponse(o: WebSocketResponse) -> dict[str, Any]:
     return d
 
 
-_WebSocketFrame_plain = {
-    "opcode": "opcode",
-    "mask": "mask",
-    "payloadData": "payload_data",
-}
-
-
 def _s_WebSocketFrame(d: dict[str, Any]) -> WebSocketFrame:
     o = _new(WebSocketFrame)
     od = o.__dict__
-    for k, v in d.items():
-        n = _WebSocketFrame_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "opcode" not in od:
-        raise KeyError("opcode")
-    if "mask" not in od:
-        raise KeyError("mask")
-    if "payload_data" not in od:
-        raise KeyError("payloadData")
+    od["opcode"] = d["opcode"]
+    od["mask"] = d["mask"]
+    od["payload_data"] = d["payloadData"]
     return o
 
 
@@ -3956,29 +3880,16 @@ def _u_WebSocketFrame(o: WebSocketFrame) -> dict[str, Any]:
     }
 
 
-_CachedResource_plain = {
-    "url": "url",
-    "bodySize": "body_size",
-}
-
-
 def _s_CachedResource(d: dict[str, Any]) -> CachedResource:
     o = _new(CachedResource)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CachedResource_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(ResourceType, v)
-        elif k == "response":
-            od["response"] = None if v is None else _s_Response(v)
-    if "url" not in od:
-        raise KeyError("url")
-    if "type_" not in od:
-        raise KeyError("type")
-    if "body_size" not in od:
-        raise KeyError("bodySize")
+    od["url"] = d["url"]
+    v = d["type"]
+    od["type_"] = None if v is None else (_e_ResourceType(v) or _enum(ResourceType, v))
+    v = d.get("response")
+    if v is not None:
+        od["response"] = _s_Response(v)
+    od["body_size"] = d["bodySize"]
     return o
 
 
@@ -3993,26 +3904,25 @@ def _u_CachedResource(o: CachedResource) -> dict[str, Any]:
     return d
 
 
-_Initiator_plain = {
-    "type": "type_",
-    "url": "url",
-    "lineNumber": "line_number",
-    "columnNumber": "column_number",
-    "requestId": "request_id",
-}
-
-
 def _s_Initiator(d: dict[str, Any]) -> Initiator:
     o = _new(Initiator)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Initiator_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "stack":
-            od["stack"] = None if v is None else cdp.runtime._s_StackTrace(v)
-    if "type_" not in od:
-        raise KeyError("type")
+    od["type_"] = d["type"]
+    v = d.get("stack")
+    if v is not None:
+        od["stack"] = cdp.runtime._s_StackTrace(v)
+    v = d.get("url")
+    if v is not None:
+        od["url"] = v
+    v = d.get("lineNumber")
+    if v is not None:
+        od["line_number"] = v
+    v = d.get("columnNumber")
+    if v is not None:
+        od["column_number"] = v
+    v = d.get("requestId")
+    if v is not None:
+        od["request_id"] = v
     return o
 
 
@@ -4033,23 +3943,11 @@ def _u_Initiator(o: Initiator) -> dict[str, Any]:
     return d
 
 
-_CookiePartitionKey_plain = {
-    "topLevelSite": "top_level_site",
-    "hasCrossSiteAncestor": "has_cross_site_ancestor",
-}
-
-
 def _s_CookiePartitionKey(d: dict[str, Any]) -> CookiePartitionKey:
     o = _new(CookiePartitionKey)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CookiePartitionKey_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "top_level_site" not in od:
-        raise KeyError("topLevelSite")
-    if "has_cross_site_ancestor" not in od:
-        raise KeyError("hasCrossSiteAncestor")
+    od["top_level_site"] = d["topLevelSite"]
+    od["has_cross_site_ancestor"] = d["hasCrossSiteAncestor"]
     return o
 
 
@@ -4060,60 +3958,32 @@ def _u_CookiePartitionKey(o: CookiePartitionKey) -> dict[str, Any]:
     }
 
 
-_Cookie_plain = {
-    "name": "name",
-    "value": "value",
-    "domain": "domain",
-    "path": "path",
-    "expires": "expires",
-    "size": "size",
-    "httpOnly": "http_only",
-    "secure": "secure",
-    "session": "session",
-    "sourcePort": "source_port",
-    "partitionKeyOpaque": "partition_key_opaque",
-}
-
-
 def _s_Cookie(d: dict[str, Any]) -> Cookie:
     o = _new(Cookie)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Cookie_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "sameSite":
-            od["same_site"] = None if v is None else _enum(CookieSameSite, v)
-        elif k == "priority":
-            od["priority"] = None if v is None else _enum(CookiePriority, v)
-        elif k == "sourceScheme":
-            od["source_scheme"] = None if v is None else _enum(CookieSourceScheme, v)
-        elif k == "partitionKey":
-            od["partition_key"] = None if v is None else _s_CookiePartitionKey(v)
-    if "name" not in od:
-        raise KeyError("name")
-    if "value" not in od:
-        raise KeyError("value")
-    if "domain" not in od:
-        raise KeyError("domain")
-    if "path" not in od:
-        raise KeyError("path")
-    if "expires" not in od:
-        raise KeyError("expires")
-    if "size" not in od:
-        raise KeyError("size")
-    if "http_only" not in od:
-        raise KeyError("httpOnly")
-    if "secure" not in od:
-        raise KeyError("secure")
-    if "session" not in od:
-        raise KeyError("session")
-    if "priority" not in od:
-        raise KeyError("priority")
-    if "source_scheme" not in od:
-        raise KeyError("sourceScheme")
-    if "source_port" not in od:
-        raise KeyError("sourcePort")
+    od["name"] = d["name"]
+    od["value"] = d["value"]
+    od["domain"] = d["domain"]
+    od["path"] = d["path"]
+    od["expires"] = d["expires"]
+    od["size"] = d["size"]
+    od["http_only"] = d["httpOnly"]
+    od["secure"] = d["secure"]
+    od["session"] = d["session"]
+    v = d.get("sameSite")
+    if v is not None:
+        od["same_site"] = _e_CookieSameSite(v) or _enum(CookieSameSite, v)
+    v = d["priority"]
+    od["priority"] = None if v is None else (_e_CookiePriority(v) or _enum(CookiePriority, v))
+    v = d["sourceScheme"]
+    od["source_scheme"] = None if v is None else (_e_CookieSourceScheme(v) or _enum(CookieSourceScheme, v))
+    od["source_port"] = d["sourcePort"]
+    v = d.get("partitionKey")
+    if v is not None:
+        od["partition_key"] = _s_CookiePartitionKey(v)
+    v = d.get("partitionKeyOpaque")
+    if v is not None:
+        od["partition_key_opaque"] = v
     return o
 
 
@@ -4141,26 +4011,19 @@ def _u_Cookie(o: Cookie) -> dict[str, Any]:
     return d
 
 
-_BlockedSetCookieWithReason_plain = {
-    "cookieLine": "cookie_line",
-}
-
-
 def _s_BlockedSetCookieWithReason(d: dict[str, Any]) -> BlockedSetCookieWithReason:
     o = _new(BlockedSetCookieWithReason)
     od = o.__dict__
-    for k, v in d.items():
-        n = _BlockedSetCookieWithReason_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "blockedReasons":
-            od["blocked_reasons"] = None if v is None else [_enum(SetCookieBlockedReason, x0) for x0 in v]
-        elif k == "cookie":
-            od["cookie"] = None if v is None else _s_Cookie(v)
-    if "blocked_reasons" not in od:
-        raise KeyError("blockedReasons")
-    if "cookie_line" not in od:
-        raise KeyError("cookieLine")
+    v = d["blockedReasons"]
+    od["blocked_reasons"] = (
+        None
+        if v is None
+        else [(_e_SetCookieBlockedReason(x0) or _enum(SetCookieBlockedReason, x0)) for x0 in v]
+    )
+    od["cookie_line"] = d["cookieLine"]
+    v = d.get("cookie")
+    if v is not None:
+        od["cookie"] = _s_Cookie(v)
     return o
 
 
@@ -4174,28 +4037,16 @@ def _u_BlockedSetCookieWithReason(o: BlockedSetCookieWithReason) -> dict[str, An
     return d
 
 
-_ExemptedSetCookieWithReason_plain = {
-    "cookieLine": "cookie_line",
-}
-
-
 def _s_ExemptedSetCookieWithReason(d: dict[str, Any]) -> ExemptedSetCookieWithReason:
     o = _new(ExemptedSetCookieWithReason)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ExemptedSetCookieWithReason_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "exemptionReason":
-            od["exemption_reason"] = None if v is None else _enum(CookieExemptionReason, v)
-        elif k == "cookie":
-            od["cookie"] = None if v is None else _s_Cookie(v)
-    if "exemption_reason" not in od:
-        raise KeyError("exemptionReason")
-    if "cookie_line" not in od:
-        raise KeyError("cookieLine")
-    if "cookie" not in od:
-        raise KeyError("cookie")
+    v = d["exemptionReason"]
+    od["exemption_reason"] = (
+        None if v is None else (_e_CookieExemptionReason(v) or _enum(CookieExemptionReason, v))
+    )
+    od["cookie_line"] = d["cookieLine"]
+    v = d["cookie"]
+    od["cookie"] = None if v is None else _s_Cookie(v)
     return o
 
 
@@ -4210,17 +4061,15 @@ def _u_ExemptedSetCookieWithReason(o: ExemptedSetCookieWithReason) -> dict[str, 
 def _s_AssociatedCookie(d: dict[str, Any]) -> AssociatedCookie:
     o = _new(AssociatedCookie)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "cookie":
-            od["cookie"] = None if v is None else _s_Cookie(v)
-        elif k == "blockedReasons":
-            od["blocked_reasons"] = None if v is None else [_enum(CookieBlockedReason, x0) for x0 in v]
-        elif k == "exemptionReason":
-            od["exemption_reason"] = None if v is None else _enum(CookieExemptionReason, v)
-    if "cookie" not in od:
-        raise KeyError("cookie")
-    if "blocked_reasons" not in od:
-        raise KeyError("blockedReasons")
+    v = d["cookie"]
+    od["cookie"] = None if v is None else _s_Cookie(v)
+    v = d["blockedReasons"]
+    od["blocked_reasons"] = (
+        None if v is None else [(_e_CookieBlockedReason(x0) or _enum(CookieBlockedReason, x0)) for x0 in v]
+    )
+    v = d.get("exemptionReason")
+    if v is not None:
+        od["exemption_reason"] = _e_CookieExemptionReason(v) or _enum(CookieExemptionReason, v)
     return o
 
 
@@ -4234,38 +4083,44 @@ def _u_AssociatedCookie(o: AssociatedCookie) -> dict[str, Any]:
     return d
 
 
-_CookieParam_plain = {
-    "name": "name",
-    "value": "value",
-    "url": "url",
-    "domain": "domain",
-    "path": "path",
-    "secure": "secure",
-    "httpOnly": "http_only",
-    "expires": "expires",
-    "sourcePort": "source_port",
-}
-
-
 def _s_CookieParam(d: dict[str, Any]) -> CookieParam:
     o = _new(CookieParam)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CookieParam_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "sameSite":
-            od["same_site"] = None if v is None else _enum(CookieSameSite, v)
-        elif k == "priority":
-            od["priority"] = None if v is None else _enum(CookiePriority, v)
-        elif k == "sourceScheme":
-            od["source_scheme"] = None if v is None else _enum(CookieSourceScheme, v)
-        elif k == "partitionKey":
-            od["partition_key"] = None if v is None else _s_CookiePartitionKey(v)
-    if "name" not in od:
-        raise KeyError("name")
-    if "value" not in od:
-        raise KeyError("value")
+    od["name"] = d["name"]
+    od["value"] = d["value"]
+    v = d.get("url")
+    if v is not None:
+        od["url"] = v
+    v = d.get("domain")
+    if v is not None:
+        od["domain"] = v
+    v = d.get("path")
+    if v is not None:
+        od["path"] = v
+    v = d.get("secure")
+    if v is not None:
+        od["secure"] = v
+    v = d.get("httpOnly")
+    if v is not None:
+        od["http_only"] = v
+    v = d.get("sameSite")
+    if v is not None:
+        od["same_site"] = _e_CookieSameSite(v) or _enum(CookieSameSite, v)
+    v = d.get("expires")
+    if v is not None:
+        od["expires"] = v
+    v = d.get("priority")
+    if v is not None:
+        od["priority"] = _e_CookiePriority(v) or _enum(CookiePriority, v)
+    v = d.get("sourceScheme")
+    if v is not None:
+        od["source_scheme"] = _e_CookieSourceScheme(v) or _enum(CookieSourceScheme, v)
+    v = d.get("sourcePort")
+    if v is not None:
+        od["source_port"] = v
+    v = d.get("partitionKey")
+    if v is not None:
+        od["partition_key"] = _s_CookiePartitionKey(v)
     return o
 
 
@@ -4299,27 +4154,15 @@ def _u_CookieParam(o: CookieParam) -> dict[str, Any]:
     return d
 
 
-_AuthChallenge_plain = {
-    "source": "source",
-    "origin": "origin",
-    "scheme": "scheme",
-    "realm": "realm",
-}
-
-
 def _s_AuthChallenge(d: dict[str, Any]) -> AuthChallenge:
     o = _new(AuthChallenge)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AuthChallenge_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "scheme" not in od:
-        raise KeyError("scheme")
-    if "realm" not in od:
-        raise KeyError("realm")
+    v = d.get("source")
+    if v is not None:
+        od["source"] = v
+    od["origin"] = d["origin"]
+    od["scheme"] = d["scheme"]
+    od["realm"] = d["realm"]
     return o
 
 
@@ -4334,22 +4177,16 @@ def _u_AuthChallenge(o: AuthChallenge) -> dict[str, Any]:
     return d
 
 
-_AuthChallengeResponse_plain = {
-    "response": "response",
-    "username": "username",
-    "password": "password",
-}
-
-
 def _s_AuthChallengeResponse(d: dict[str, Any]) -> AuthChallengeResponse:
     o = _new(AuthChallengeResponse)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AuthChallengeResponse_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "response" not in od:
-        raise KeyError("response")
+    od["response"] = d["response"]
+    v = d.get("username")
+    if v is not None:
+        od["username"] = v
+    v = d.get("password")
+    if v is not None:
+        od["password"] = v
     return o
 
 
@@ -4364,38 +4201,24 @@ def _u_AuthChallengeResponse(o: AuthChallengeResponse) -> dict[str, Any]:
     return d
 
 
-_SignedExchangeSignature_plain = {
-    "label": "label",
-    "signature": "signature",
-    "integrity": "integrity",
-    "certUrl": "cert_url",
-    "certSha256": "cert_sha256",
-    "validityUrl": "validity_url",
-    "date": "date",
-    "expires": "expires",
-    "certificates": "certificates",
-}
-
-
 def _s_SignedExchangeSignature(d: dict[str, Any]) -> SignedExchangeSignature:
     o = _new(SignedExchangeSignature)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SignedExchangeSignature_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "label" not in od:
-        raise KeyError("label")
-    if "signature" not in od:
-        raise KeyError("signature")
-    if "integrity" not in od:
-        raise KeyError("integrity")
-    if "validity_url" not in od:
-        raise KeyError("validityUrl")
-    if "date" not in od:
-        raise KeyError("date")
-    if "expires" not in od:
-        raise KeyError("expires")
+    od["label"] = d["label"]
+    od["signature"] = d["signature"]
+    od["integrity"] = d["integrity"]
+    v = d.get("certUrl")
+    if v is not None:
+        od["cert_url"] = v
+    v = d.get("certSha256")
+    if v is not None:
+        od["cert_sha256"] = v
+    od["validity_url"] = d["validityUrl"]
+    od["date"] = d["date"]
+    od["expires"] = d["expires"]
+    v = d.get("certificates")
+    if v is not None:
+        od["certificates"] = v
     return o
 
 
@@ -4417,33 +4240,15 @@ def _u_SignedExchangeSignature(o: SignedExchangeSignature) -> dict[str, Any]:
     return d
 
 
-_SignedExchangeHeader_plain = {
-    "requestUrl": "request_url",
-    "responseCode": "response_code",
-    "responseHeaders": "response_headers",
-    "headerIntegrity": "header_integrity",
-}
-
-
 def _s_SignedExchangeHeader(d: dict[str, Any]) -> SignedExchangeHeader:
     o = _new(SignedExchangeHeader)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SignedExchangeHeader_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "signatures":
-            od["signatures"] = None if v is None else [_s_SignedExchangeSignature(x0) for x0 in v]
-    if "request_url" not in od:
-        raise KeyError("requestUrl")
-    if "response_code" not in od:
-        raise KeyError("responseCode")
-    if "response_headers" not in od:
-        raise KeyError("responseHeaders")
-    if "signatures" not in od:
-        raise KeyError("signatures")
-    if "header_integrity" not in od:
-        raise KeyError("headerIntegrity")
+    od["request_url"] = d["requestUrl"]
+    od["response_code"] = d["responseCode"]
+    od["response_headers"] = d["responseHeaders"]
+    v = d["signatures"]
+    od["signatures"] = None if v is None else [_s_SignedExchangeSignature(x0) for x0 in v]
+    od["header_integrity"] = d["headerIntegrity"]
     return o
 
 
@@ -4457,23 +4262,16 @@ def _u_SignedExchangeHeader(o: SignedExchangeHeader) -> dict[str, Any]:
     }
 
 
-_SignedExchangeError_plain = {
-    "message": "message",
-    "signatureIndex": "signature_index",
-}
-
-
 def _s_SignedExchangeError(d: dict[str, Any]) -> SignedExchangeError:
     o = _new(SignedExchangeError)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SignedExchangeError_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "errorField":
-            od["error_field"] = None if v is None else _enum(SignedExchangeErrorField, v)
-    if "message" not in od:
-        raise KeyError("message")
+    od["message"] = d["message"]
+    v = d.get("signatureIndex")
+    if v is not None:
+        od["signature_index"] = v
+    v = d.get("errorField")
+    if v is not None:
+        od["error_field"] = _e_SignedExchangeErrorField(v) or _enum(SignedExchangeErrorField, v)
     return o
 
 
@@ -4488,30 +4286,21 @@ def _u_SignedExchangeError(o: SignedExchangeError) -> dict[str, Any]:
     return d
 
 
-_SignedExchangeInfo_plain = {
-    "hasExtraInfo": "has_extra_info",
-}
-
-
 def _s_SignedExchangeInfo(d: dict[str, Any]) -> SignedExchangeInfo:
     o = _new(SignedExchangeInfo)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SignedExchangeInfo_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "outerResponse":
-            od["outer_response"] = None if v is None else _s_Response(v)
-        elif k == "header":
-            od["header"] = None if v is None else _s_SignedExchangeHeader(v)
-        elif k == "securityDetails":
-            od["security_details"] = None if v is None else _s_SecurityDetails(v)
-        elif k == "errors":
-            od["errors"] = None if v is None else [_s_SignedExchangeError(x0) for x0 in v]
-    if "outer_response" not in od:
-        raise KeyError("outerResponse")
-    if "has_extra_info" not in od:
-        raise KeyError("hasExtraInfo")
+    v = d["outerResponse"]
+    od["outer_response"] = None if v is None else _s_Response(v)
+    od["has_extra_info"] = d["hasExtraInfo"]
+    v = d.get("header")
+    if v is not None:
+        od["header"] = _s_SignedExchangeHeader(v)
+    v = d.get("securityDetails")
+    if v is not None:
+        od["security_details"] = _s_SecurityDetails(v)
+    v = d.get("errors")
+    if v is not None:
+        od["errors"] = [_s_SignedExchangeError(x0) for x0 in v]
     return o
 
 
@@ -4529,35 +4318,28 @@ def _u_SignedExchangeInfo(o: SignedExchangeInfo) -> dict[str, Any]:
     return d
 
 
-_NetworkConditions_plain = {
-    "urlPattern": "url_pattern",
-    "latency": "latency",
-    "downloadThroughput": "download_throughput",
-    "uploadThroughput": "upload_throughput",
-    "packetLoss": "packet_loss",
-    "packetQueueLength": "packet_queue_length",
-    "packetReordering": "packet_reordering",
-    "offline": "offline",
-}
-
-
 def _s_NetworkConditions(d: dict[str, Any]) -> NetworkConditions:
     o = _new(NetworkConditions)
     od = o.__dict__
-    for k, v in d.items():
-        n = _NetworkConditions_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "connectionType":
-            od["connection_type"] = None if v is None else _enum(ConnectionType, v)
-    if "url_pattern" not in od:
-        raise KeyError("urlPattern")
-    if "latency" not in od:
-        raise KeyError("latency")
-    if "download_throughput" not in od:
-        raise KeyError("downloadThroughput")
-    if "upload_throughput" not in od:
-        raise KeyError("uploadThroughput")
+    od["url_pattern"] = d["urlPattern"]
+    od["latency"] = d["latency"]
+    od["download_throughput"] = d["downloadThroughput"]
+    od["upload_throughput"] = d["uploadThroughput"]
+    v = d.get("connectionType")
+    if v is not None:
+        od["connection_type"] = _e_ConnectionType(v) or _enum(ConnectionType, v)
+    v = d.get("packetLoss")
+    if v is not None:
+        od["packet_loss"] = v
+    v = d.get("packetQueueLength")
+    if v is not None:
+        od["packet_queue_length"] = v
+    v = d.get("packetReordering")
+    if v is not None:
+        od["packet_reordering"] = v
+    v = d.get("offline")
+    if v is not None:
+        od["offline"] = v
     return o
 
 
@@ -4581,23 +4363,11 @@ def _u_NetworkConditions(o: NetworkConditions) -> dict[str, Any]:
     return d
 
 
-_BlockPattern_plain = {
-    "urlPattern": "url_pattern",
-    "block": "block",
-}
-
-
 def _s_BlockPattern(d: dict[str, Any]) -> BlockPattern:
     o = _new(BlockPattern)
     od = o.__dict__
-    for k, v in d.items():
-        n = _BlockPattern_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "url_pattern" not in od:
-        raise KeyError("urlPattern")
-    if "block" not in od:
-        raise KeyError("block")
+    od["url_pattern"] = d["urlPattern"]
+    od["block"] = d["block"]
     return o
 
 
@@ -4608,25 +4378,22 @@ def _u_BlockPattern(o: BlockPattern) -> dict[str, Any]:
     }
 
 
-_DirectTCPSocketOptions_plain = {
-    "noDelay": "no_delay",
-    "keepAliveDelay": "keep_alive_delay",
-    "sendBufferSize": "send_buffer_size",
-    "receiveBufferSize": "receive_buffer_size",
-}
-
-
 def _s_DirectTCPSocketOptions(d: dict[str, Any]) -> DirectTCPSocketOptions:
     o = _new(DirectTCPSocketOptions)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DirectTCPSocketOptions_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "dnsQueryType":
-            od["dns_query_type"] = None if v is None else _enum(DirectSocketDnsQueryType, v)
-    if "no_delay" not in od:
-        raise KeyError("noDelay")
+    od["no_delay"] = d["noDelay"]
+    v = d.get("keepAliveDelay")
+    if v is not None:
+        od["keep_alive_delay"] = v
+    v = d.get("sendBufferSize")
+    if v is not None:
+        od["send_buffer_size"] = v
+    v = d.get("receiveBufferSize")
+    if v is not None:
+        od["receive_buffer_size"] = v
+    v = d.get("dnsQueryType")
+    if v is not None:
+        od["dns_query_type"] = _e_DirectSocketDnsQueryType(v) or _enum(DirectSocketDnsQueryType, v)
     return o
 
 
@@ -4645,28 +4412,39 @@ def _u_DirectTCPSocketOptions(o: DirectTCPSocketOptions) -> dict[str, Any]:
     return d
 
 
-_DirectUDPSocketOptions_plain = {
-    "remoteAddr": "remote_addr",
-    "remotePort": "remote_port",
-    "localAddr": "local_addr",
-    "localPort": "local_port",
-    "sendBufferSize": "send_buffer_size",
-    "receiveBufferSize": "receive_buffer_size",
-    "multicastLoopback": "multicast_loopback",
-    "multicastTimeToLive": "multicast_time_to_live",
-    "multicastAllowAddressSharing": "multicast_allow_address_sharing",
-}
-
-
 def _s_DirectUDPSocketOptions(d: dict[str, Any]) -> DirectUDPSocketOptions:
     o = _new(DirectUDPSocketOptions)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DirectUDPSocketOptions_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "dnsQueryType":
-            od["dns_query_type"] = None if v is None else _enum(DirectSocketDnsQueryType, v)
+    v = d.get("remoteAddr")
+    if v is not None:
+        od["remote_addr"] = v
+    v = d.get("remotePort")
+    if v is not None:
+        od["remote_port"] = v
+    v = d.get("localAddr")
+    if v is not None:
+        od["local_addr"] = v
+    v = d.get("localPort")
+    if v is not None:
+        od["local_port"] = v
+    v = d.get("dnsQueryType")
+    if v is not None:
+        od["dns_query_type"] = _e_DirectSocketDnsQueryType(v) or _enum(DirectSocketDnsQueryType, v)
+    v = d.get("sendBufferSize")
+    if v is not None:
+        od["send_buffer_size"] = v
+    v = d.get("receiveBufferSize")
+    if v is not None:
+        od["receive_buffer_size"] = v
+    v = d.get("multicastLoopback")
+    if v is not None:
+        od["multicast_loopback"] = v
+    v = d.get("multicastTimeToLive")
+    if v is not None:
+        od["multicast_time_to_live"] = v
+    v = d.get("multicastAllowAddressSharing")
+    if v is not None:
+        od["multicast_allow_address_sharing"] = v
     return o
 
 
@@ -4695,23 +4473,17 @@ def _u_DirectUDPSocketOptions(o: DirectUDPSocketOptions) -> dict[str, Any]:
     return d
 
 
-_DirectUDPMessage_plain = {
-    "remoteAddr": "remote_addr",
-    "remotePort": "remote_port",
-}
-
-
 def _s_DirectUDPMessage(d: dict[str, Any]) -> DirectUDPMessage:
     o = _new(DirectUDPMessage)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DirectUDPMessage_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "data":
-            od["data"] = None if v is None else _b64d(v)
-    if "data" not in od:
-        raise KeyError("data")
+    v = d["data"]
+    od["data"] = None if v is None else _b64d(v)
+    v = d.get("remoteAddr")
+    if v is not None:
+        od["remote_addr"] = v
+    v = d.get("remotePort")
+    if v is not None:
+        od["remote_port"] = v
     return o
 
 
@@ -4726,20 +4498,10 @@ def _u_DirectUDPMessage(o: DirectUDPMessage) -> dict[str, Any]:
     return d
 
 
-_ConnectTiming_plain = {
-    "requestTime": "request_time",
-}
-
-
 def _s_ConnectTiming(d: dict[str, Any]) -> ConnectTiming:
     o = _new(ConnectTiming)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ConnectTiming_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "request_time" not in od:
-        raise KeyError("requestTime")
+    od["request_time"] = d["requestTime"]
     return o
 
 
@@ -4749,30 +4511,20 @@ def _u_ConnectTiming(o: ConnectTiming) -> dict[str, Any]:
     }
 
 
-_ClientSecurityState_plain = {
-    "initiatorIsSecureContext": "initiator_is_secure_context",
-}
-
-
 def _s_ClientSecurityState(d: dict[str, Any]) -> ClientSecurityState:
     o = _new(ClientSecurityState)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ClientSecurityState_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "initiatorIPAddressSpace":
-            od["initiator_ip_address_space"] = None if v is None else _enum(IPAddressSpace, v)
-        elif k == "localNetworkAccessRequestPolicy":
-            od["local_network_access_request_policy"] = (
-                None if v is None else _enum(LocalNetworkAccessRequestPolicy, v)
-            )
-    if "initiator_is_secure_context" not in od:
-        raise KeyError("initiatorIsSecureContext")
-    if "initiator_ip_address_space" not in od:
-        raise KeyError("initiatorIPAddressSpace")
-    if "local_network_access_request_policy" not in od:
-        raise KeyError("localNetworkAccessRequestPolicy")
+    od["initiator_is_secure_context"] = d["initiatorIsSecureContext"]
+    v = d["initiatorIPAddressSpace"]
+    od["initiator_ip_address_space"] = (
+        None if v is None else (_e_IPAddressSpace(v) or _enum(IPAddressSpace, v))
+    )
+    v = d["localNetworkAccessRequestPolicy"]
+    od["local_network_access_request_policy"] = (
+        None
+        if v is None
+        else (_e_LocalNetworkAccessRequestPolicy(v) or _enum(LocalNetworkAccessRequestPolicy, v))
+    )
     return o
 
 
@@ -4784,26 +4536,12 @@ def _u_ClientSecurityState(o: ClientSecurityState) -> dict[str, Any]:
     }
 
 
-_AdScriptIdentifier_plain = {
-    "scriptId": "script_id",
-    "debuggerId": "debugger_id",
-    "name": "name",
-}
-
-
 def _s_AdScriptIdentifier(d: dict[str, Any]) -> AdScriptIdentifier:
     o = _new(AdScriptIdentifier)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AdScriptIdentifier_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "script_id" not in od:
-        raise KeyError("scriptId")
-    if "debugger_id" not in od:
-        raise KeyError("debuggerId")
-    if "name" not in od:
-        raise KeyError("name")
+    od["script_id"] = d["scriptId"]
+    od["debugger_id"] = d["debuggerId"]
+    od["name"] = d["name"]
     return o
 
 
@@ -4815,22 +4553,14 @@ def _u_AdScriptIdentifier(o: AdScriptIdentifier) -> dict[str, Any]:
     }
 
 
-_AdAncestry_plain = {
-    "rootScriptFilterlistRule": "root_script_filterlist_rule",
-}
-
-
 def _s_AdAncestry(d: dict[str, Any]) -> AdAncestry:
     o = _new(AdAncestry)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AdAncestry_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "ancestryChain":
-            od["ancestry_chain"] = None if v is None else [_s_AdScriptIdentifier(x0) for x0 in v]
-    if "ancestry_chain" not in od:
-        raise KeyError("ancestryChain")
+    v = d["ancestryChain"]
+    od["ancestry_chain"] = None if v is None else [_s_AdScriptIdentifier(x0) for x0 in v]
+    v = d.get("rootScriptFilterlistRule")
+    if v is not None:
+        od["root_script_filterlist_rule"] = v
     return o
 
 
@@ -4843,20 +4573,15 @@ def _u_AdAncestry(o: AdAncestry) -> dict[str, Any]:
     return d
 
 
-_AdProvenance_plain = {
-    "filterlistRule": "filterlist_rule",
-}
-
-
 def _s_AdProvenance(d: dict[str, Any]) -> AdProvenance:
     o = _new(AdProvenance)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AdProvenance_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "adScriptAncestry":
-            od["ad_script_ancestry"] = None if v is None else _s_AdAncestry(v)
+    v = d.get("filterlistRule")
+    if v is not None:
+        od["filterlist_rule"] = v
+    v = d.get("adScriptAncestry")
+    if v is not None:
+        od["ad_script_ancestry"] = _s_AdAncestry(v)
     return o
 
 
@@ -4869,27 +4594,23 @@ def _u_AdProvenance(o: AdProvenance) -> dict[str, Any]:
     return d
 
 
-_CrossOriginOpenerPolicyStatus_plain = {
-    "reportingEndpoint": "reporting_endpoint",
-    "reportOnlyReportingEndpoint": "report_only_reporting_endpoint",
-}
-
-
 def _s_CrossOriginOpenerPolicyStatus(d: dict[str, Any]) -> CrossOriginOpenerPolicyStatus:
     o = _new(CrossOriginOpenerPolicyStatus)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CrossOriginOpenerPolicyStatus_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "value":
-            od["value"] = None if v is None else _enum(CrossOriginOpenerPolicyValue, v)
-        elif k == "reportOnlyValue":
-            od["report_only_value"] = None if v is None else _enum(CrossOriginOpenerPolicyValue, v)
-    if "value" not in od:
-        raise KeyError("value")
-    if "report_only_value" not in od:
-        raise KeyError("reportOnlyValue")
+    v = d["value"]
+    od["value"] = (
+        None if v is None else (_e_CrossOriginOpenerPolicyValue(v) or _enum(CrossOriginOpenerPolicyValue, v))
+    )
+    v = d["reportOnlyValue"]
+    od["report_only_value"] = (
+        None if v is None else (_e_CrossOriginOpenerPolicyValue(v) or _enum(CrossOriginOpenerPolicyValue, v))
+    )
+    v = d.get("reportingEndpoint")
+    if v is not None:
+        od["reporting_endpoint"] = v
+    v = d.get("reportOnlyReportingEndpoint")
+    if v is not None:
+        od["report_only_reporting_endpoint"] = v
     return o
 
 
@@ -4905,27 +4626,27 @@ def _u_CrossOriginOpenerPolicyStatus(o: CrossOriginOpenerPolicyStatus) -> dict[s
     return d
 
 
-_CrossOriginEmbedderPolicyStatus_plain = {
-    "reportingEndpoint": "reporting_endpoint",
-    "reportOnlyReportingEndpoint": "report_only_reporting_endpoint",
-}
-
-
 def _s_CrossOriginEmbedderPolicyStatus(d: dict[str, Any]) -> CrossOriginEmbedderPolicyStatus:
     o = _new(CrossOriginEmbedderPolicyStatus)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CrossOriginEmbedderPolicyStatus_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "value":
-            od["value"] = None if v is None else _enum(CrossOriginEmbedderPolicyValue, v)
-        elif k == "reportOnlyValue":
-            od["report_only_value"] = None if v is None else _enum(CrossOriginEmbedderPolicyValue, v)
-    if "value" not in od:
-        raise KeyError("value")
-    if "report_only_value" not in od:
-        raise KeyError("reportOnlyValue")
+    v = d["value"]
+    od["value"] = (
+        None
+        if v is None
+        else (_e_CrossOriginEmbedderPolicyValue(v) or _enum(CrossOriginEmbedderPolicyValue, v))
+    )
+    v = d["reportOnlyValue"]
+    od["report_only_value"] = (
+        None
+        if v is None
+        else (_e_CrossOriginEmbedderPolicyValue(v) or _enum(CrossOriginEmbedderPolicyValue, v))
+    )
+    v = d.get("reportingEndpoint")
+    if v is not None:
+        od["reporting_endpoint"] = v
+    v = d.get("reportOnlyReportingEndpoint")
+    if v is not None:
+        od["report_only_reporting_endpoint"] = v
     return o
 
 
@@ -4941,27 +4662,15 @@ def _u_CrossOriginEmbedderPolicyStatus(o: CrossOriginEmbedderPolicyStatus) -> di
     return d
 
 
-_ContentSecurityPolicyStatus_plain = {
-    "effectiveDirectives": "effective_directives",
-    "isEnforced": "is_enforced",
-}
-
-
 def _s_ContentSecurityPolicyStatus(d: dict[str, Any]) -> ContentSecurityPolicyStatus:
     o = _new(ContentSecurityPolicyStatus)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ContentSecurityPolicyStatus_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "source":
-            od["source"] = None if v is None else _enum(ContentSecurityPolicySource, v)
-    if "effective_directives" not in od:
-        raise KeyError("effectiveDirectives")
-    if "is_enforced" not in od:
-        raise KeyError("isEnforced")
-    if "source" not in od:
-        raise KeyError("source")
+    od["effective_directives"] = d["effectiveDirectives"]
+    od["is_enforced"] = d["isEnforced"]
+    v = d["source"]
+    od["source"] = (
+        None if v is None else (_e_ContentSecurityPolicySource(v) or _enum(ContentSecurityPolicySource, v))
+    )
     return o
 
 
@@ -4976,13 +4685,15 @@ def _u_ContentSecurityPolicyStatus(o: ContentSecurityPolicyStatus) -> dict[str, 
 def _s_SecurityIsolationStatus(d: dict[str, Any]) -> SecurityIsolationStatus:
     o = _new(SecurityIsolationStatus)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "coop":
-            od["coop"] = None if v is None else _s_CrossOriginOpenerPolicyStatus(v)
-        elif k == "coep":
-            od["coep"] = None if v is None else _s_CrossOriginEmbedderPolicyStatus(v)
-        elif k == "csp":
-            od["csp"] = None if v is None else [_s_ContentSecurityPolicyStatus(x0) for x0 in v]
+    v = d.get("coop")
+    if v is not None:
+        od["coop"] = _s_CrossOriginOpenerPolicyStatus(v)
+    v = d.get("coep")
+    if v is not None:
+        od["coep"] = _s_CrossOriginEmbedderPolicyStatus(v)
+    v = d.get("csp")
+    if v is not None:
+        od["csp"] = [_s_ContentSecurityPolicyStatus(x0) for x0 in v]
     return o
 
 
@@ -4997,45 +4708,19 @@ def _u_SecurityIsolationStatus(o: SecurityIsolationStatus) -> dict[str, Any]:
     return d
 
 
-_ReportingApiReport_plain = {
-    "id": "id_",
-    "initiatorUrl": "initiator_url",
-    "destination": "destination",
-    "type": "type_",
-    "timestamp": "timestamp",
-    "depth": "depth",
-    "completedAttempts": "completed_attempts",
-    "body": "body",
-}
-
-
 def _s_ReportingApiReport(d: dict[str, Any]) -> ReportingApiReport:
     o = _new(ReportingApiReport)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ReportingApiReport_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "status":
-            od["status"] = None if v is None else _enum(ReportStatus, v)
-    if "id_" not in od:
-        raise KeyError("id")
-    if "initiator_url" not in od:
-        raise KeyError("initiatorUrl")
-    if "destination" not in od:
-        raise KeyError("destination")
-    if "type_" not in od:
-        raise KeyError("type")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
-    if "depth" not in od:
-        raise KeyError("depth")
-    if "completed_attempts" not in od:
-        raise KeyError("completedAttempts")
-    if "body" not in od:
-        raise KeyError("body")
-    if "status" not in od:
-        raise KeyError("status")
+    od["id_"] = d["id"]
+    od["initiator_url"] = d["initiatorUrl"]
+    od["destination"] = d["destination"]
+    od["type_"] = d["type"]
+    od["timestamp"] = d["timestamp"]
+    od["depth"] = d["depth"]
+    od["completed_attempts"] = d["completedAttempts"]
+    od["body"] = d["body"]
+    v = d["status"]
+    od["status"] = None if v is None else (_e_ReportStatus(v) or _enum(ReportStatus, v))
     return o
 
 
@@ -5053,23 +4738,11 @@ def _u_ReportingApiReport(o: ReportingApiReport) -> dict[str, Any]:
     }
 
 
-_ReportingApiEndpoint_plain = {
-    "url": "url",
-    "groupName": "group_name",
-}
-
-
 def _s_ReportingApiEndpoint(d: dict[str, Any]) -> ReportingApiEndpoint:
     o = _new(ReportingApiEndpoint)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ReportingApiEndpoint_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "url" not in od:
-        raise KeyError("url")
-    if "group_name" not in od:
-        raise KeyError("groupName")
+    od["url"] = d["url"]
+    od["group_name"] = d["groupName"]
     return o
 
 
@@ -5080,23 +4753,11 @@ def _u_ReportingApiEndpoint(o: ReportingApiEndpoint) -> dict[str, Any]:
     }
 
 
-_DeviceBoundSessionKey_plain = {
-    "site": "site",
-    "id": "id_",
-}
-
-
 def _s_DeviceBoundSessionKey(d: dict[str, Any]) -> DeviceBoundSessionKey:
     o = _new(DeviceBoundSessionKey)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DeviceBoundSessionKey_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "site" not in od:
-        raise KeyError("site")
-    if "id_" not in od:
-        raise KeyError("id")
+    od["site"] = d["site"]
+    od["id_"] = d["id"]
     return o
 
 
@@ -5107,24 +4768,12 @@ def _u_DeviceBoundSessionKey(o: DeviceBoundSessionKey) -> dict[str, Any]:
     }
 
 
-_DeviceBoundSessionWithUsage_plain = {
-    "usage": "usage",
-}
-
-
 def _s_DeviceBoundSessionWithUsage(d: dict[str, Any]) -> DeviceBoundSessionWithUsage:
     o = _new(DeviceBoundSessionWithUsage)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DeviceBoundSessionWithUsage_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "sessionKey":
-            od["session_key"] = None if v is None else _s_DeviceBoundSessionKey(v)
-    if "session_key" not in od:
-        raise KeyError("sessionKey")
-    if "usage" not in od:
-        raise KeyError("usage")
+    v = d["sessionKey"]
+    od["session_key"] = None if v is None else _s_DeviceBoundSessionKey(v)
+    od["usage"] = d["usage"]
     return o
 
 
@@ -5135,34 +4784,17 @@ def _u_DeviceBoundSessionWithUsage(o: DeviceBoundSessionWithUsage) -> dict[str, 
     }
 
 
-_DeviceBoundSessionCookieCraving_plain = {
-    "name": "name",
-    "domain": "domain",
-    "path": "path",
-    "secure": "secure",
-    "httpOnly": "http_only",
-}
-
-
 def _s_DeviceBoundSessionCookieCraving(d: dict[str, Any]) -> DeviceBoundSessionCookieCraving:
     o = _new(DeviceBoundSessionCookieCraving)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DeviceBoundSessionCookieCraving_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "sameSite":
-            od["same_site"] = None if v is None else _enum(CookieSameSite, v)
-    if "name" not in od:
-        raise KeyError("name")
-    if "domain" not in od:
-        raise KeyError("domain")
-    if "path" not in od:
-        raise KeyError("path")
-    if "secure" not in od:
-        raise KeyError("secure")
-    if "http_only" not in od:
-        raise KeyError("httpOnly")
+    od["name"] = d["name"]
+    od["domain"] = d["domain"]
+    od["path"] = d["path"]
+    od["secure"] = d["secure"]
+    od["http_only"] = d["httpOnly"]
+    v = d.get("sameSite")
+    if v is not None:
+        od["same_site"] = _e_CookieSameSite(v) or _enum(CookieSameSite, v)
     return o
 
 
@@ -5179,26 +4811,12 @@ def _u_DeviceBoundSessionCookieCraving(o: DeviceBoundSessionCookieCraving) -> di
     return d
 
 
-_DeviceBoundSessionUrlRule_plain = {
-    "ruleType": "rule_type",
-    "hostPattern": "host_pattern",
-    "pathPrefix": "path_prefix",
-}
-
-
 def _s_DeviceBoundSessionUrlRule(d: dict[str, Any]) -> DeviceBoundSessionUrlRule:
     o = _new(DeviceBoundSessionUrlRule)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DeviceBoundSessionUrlRule_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "rule_type" not in od:
-        raise KeyError("ruleType")
-    if "host_pattern" not in od:
-        raise KeyError("hostPattern")
-    if "path_prefix" not in od:
-        raise KeyError("pathPrefix")
+    od["rule_type"] = d["ruleType"]
+    od["host_pattern"] = d["hostPattern"]
+    od["path_prefix"] = d["pathPrefix"]
     return o
 
 
@@ -5210,27 +4828,13 @@ def _u_DeviceBoundSessionUrlRule(o: DeviceBoundSessionUrlRule) -> dict[str, Any]
     }
 
 
-_DeviceBoundSessionInclusionRules_plain = {
-    "origin": "origin",
-    "includeSite": "include_site",
-}
-
-
 def _s_DeviceBoundSessionInclusionRules(d: dict[str, Any]) -> DeviceBoundSessionInclusionRules:
     o = _new(DeviceBoundSessionInclusionRules)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DeviceBoundSessionInclusionRules_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "urlRules":
-            od["url_rules"] = None if v is None else [_s_DeviceBoundSessionUrlRule(x0) for x0 in v]
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "include_site" not in od:
-        raise KeyError("includeSite")
-    if "url_rules" not in od:
-        raise KeyError("urlRules")
+    od["origin"] = d["origin"]
+    od["include_site"] = d["includeSite"]
+    v = d["urlRules"]
+    od["url_rules"] = None if v is None else [_s_DeviceBoundSessionUrlRule(x0) for x0 in v]
     return o
 
 
@@ -5242,41 +4846,21 @@ def _u_DeviceBoundSessionInclusionRules(o: DeviceBoundSessionInclusionRules) -> 
     }
 
 
-_DeviceBoundSession_plain = {
-    "refreshUrl": "refresh_url",
-    "expiryDate": "expiry_date",
-    "cachedChallenge": "cached_challenge",
-    "allowedRefreshInitiators": "allowed_refresh_initiators",
-}
-
-
 def _s_DeviceBoundSession(d: dict[str, Any]) -> DeviceBoundSession:
     o = _new(DeviceBoundSession)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DeviceBoundSession_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "key":
-            od["key"] = None if v is None else _s_DeviceBoundSessionKey(v)
-        elif k == "inclusionRules":
-            od["inclusion_rules"] = None if v is None else _s_DeviceBoundSessionInclusionRules(v)
-        elif k == "cookieCravings":
-            od["cookie_cravings"] = (
-                None if v is None else [_s_DeviceBoundSessionCookieCraving(x0) for x0 in v]
-            )
-    if "key" not in od:
-        raise KeyError("key")
-    if "refresh_url" not in od:
-        raise KeyError("refreshUrl")
-    if "inclusion_rules" not in od:
-        raise KeyError("inclusionRules")
-    if "cookie_cravings" not in od:
-        raise KeyError("cookieCravings")
-    if "expiry_date" not in od:
-        raise KeyError("expiryDate")
-    if "allowed_refresh_initiators" not in od:
-        raise KeyError("allowedRefreshInitiators")
+    v = d["key"]
+    od["key"] = None if v is None else _s_DeviceBoundSessionKey(v)
+    od["refresh_url"] = d["refreshUrl"]
+    v = d["inclusionRules"]
+    od["inclusion_rules"] = None if v is None else _s_DeviceBoundSessionInclusionRules(v)
+    v = d["cookieCravings"]
+    od["cookie_cravings"] = None if v is None else [_s_DeviceBoundSessionCookieCraving(x0) for x0 in v]
+    od["expiry_date"] = d["expiryDate"]
+    v = d.get("cachedChallenge")
+    if v is not None:
+        od["cached_challenge"] = v
+    od["allowed_refresh_initiators"] = d["allowedRefreshInitiators"]
     return o
 
 
@@ -5294,23 +4878,19 @@ def _u_DeviceBoundSession(o: DeviceBoundSession) -> dict[str, Any]:
     return d
 
 
-_DeviceBoundSessionFailedRequest_plain = {
-    "requestUrl": "request_url",
-    "netError": "net_error",
-    "responseError": "response_error",
-    "responseErrorBody": "response_error_body",
-}
-
-
 def _s_DeviceBoundSessionFailedRequest(d: dict[str, Any]) -> DeviceBoundSessionFailedRequest:
     o = _new(DeviceBoundSessionFailedRequest)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DeviceBoundSessionFailedRequest_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "request_url" not in od:
-        raise KeyError("requestUrl")
+    od["request_url"] = d["requestUrl"]
+    v = d.get("netError")
+    if v is not None:
+        od["net_error"] = v
+    v = d.get("responseError")
+    if v is not None:
+        od["response_error"] = v
+    v = d.get("responseErrorBody")
+    if v is not None:
+        od["response_error_body"] = v
     return o
 
 
@@ -5330,15 +4910,18 @@ def _u_DeviceBoundSessionFailedRequest(o: DeviceBoundSessionFailedRequest) -> di
 def _s_CreationEventDetails(d: dict[str, Any]) -> CreationEventDetails:
     o = _new(CreationEventDetails)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "fetchResult":
-            od["fetch_result"] = None if v is None else _enum(DeviceBoundSessionFetchResult, v)
-        elif k == "newSession":
-            od["new_session"] = None if v is None else _s_DeviceBoundSession(v)
-        elif k == "failedRequest":
-            od["failed_request"] = None if v is None else _s_DeviceBoundSessionFailedRequest(v)
-    if "fetch_result" not in od:
-        raise KeyError("fetchResult")
+    v = d["fetchResult"]
+    od["fetch_result"] = (
+        None
+        if v is None
+        else (_e_DeviceBoundSessionFetchResult(v) or _enum(DeviceBoundSessionFetchResult, v))
+    )
+    v = d.get("newSession")
+    if v is not None:
+        od["new_session"] = _s_DeviceBoundSession(v)
+    v = d.get("failedRequest")
+    if v is not None:
+        od["failed_request"] = _s_DeviceBoundSessionFailedRequest(v)
     return o
 
 
@@ -5353,29 +4936,20 @@ def _u_CreationEventDetails(o: CreationEventDetails) -> dict[str, Any]:
     return d
 
 
-_RefreshEventDetails_plain = {
-    "refreshResult": "refresh_result",
-    "wasFullyProactiveRefresh": "was_fully_proactive_refresh",
-}
-
-
 def _s_RefreshEventDetails(d: dict[str, Any]) -> RefreshEventDetails:
     o = _new(RefreshEventDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RefreshEventDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "fetchResult":
-            od["fetch_result"] = None if v is None else _enum(DeviceBoundSessionFetchResult, v)
-        elif k == "newSession":
-            od["new_session"] = None if v is None else _s_DeviceBoundSession(v)
-        elif k == "failedRequest":
-            od["failed_request"] = None if v is None else _s_DeviceBoundSessionFailedRequest(v)
-    if "refresh_result" not in od:
-        raise KeyError("refreshResult")
-    if "was_fully_proactive_refresh" not in od:
-        raise KeyError("wasFullyProactiveRefresh")
+    od["refresh_result"] = d["refreshResult"]
+    v = d.get("fetchResult")
+    if v is not None:
+        od["fetch_result"] = _e_DeviceBoundSessionFetchResult(v) or _enum(DeviceBoundSessionFetchResult, v)
+    v = d.get("newSession")
+    if v is not None:
+        od["new_session"] = _s_DeviceBoundSession(v)
+    od["was_fully_proactive_refresh"] = d["wasFullyProactiveRefresh"]
+    v = d.get("failedRequest")
+    if v is not None:
+        od["failed_request"] = _s_DeviceBoundSessionFailedRequest(v)
     return o
 
 
@@ -5393,20 +4967,10 @@ def _u_RefreshEventDetails(o: RefreshEventDetails) -> dict[str, Any]:
     return d
 
 
-_TerminationEventDetails_plain = {
-    "deletionReason": "deletion_reason",
-}
-
-
 def _s_TerminationEventDetails(d: dict[str, Any]) -> TerminationEventDetails:
     o = _new(TerminationEventDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _TerminationEventDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "deletion_reason" not in od:
-        raise KeyError("deletionReason")
+    od["deletion_reason"] = d["deletionReason"]
     return o
 
 
@@ -5416,23 +4980,11 @@ def _u_TerminationEventDetails(o: TerminationEventDetails) -> dict[str, Any]:
     }
 
 
-_ChallengeEventDetails_plain = {
-    "challengeResult": "challenge_result",
-    "challenge": "challenge",
-}
-
-
 def _s_ChallengeEventDetails(d: dict[str, Any]) -> ChallengeEventDetails:
     o = _new(ChallengeEventDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ChallengeEventDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "challenge_result" not in od:
-        raise KeyError("challengeResult")
-    if "challenge" not in od:
-        raise KeyError("challenge")
+    od["challenge_result"] = d["challengeResult"]
+    od["challenge"] = d["challenge"]
     return o
 
 
@@ -5443,25 +4995,25 @@ def _u_ChallengeEventDetails(o: ChallengeEventDetails) -> dict[str, Any]:
     }
 
 
-_LoadNetworkResourcePageResult_plain = {
-    "success": "success",
-    "netError": "net_error",
-    "netErrorName": "net_error_name",
-    "httpStatusCode": "http_status_code",
-    "stream": "stream",
-    "headers": "headers",
-}
-
-
 def _s_LoadNetworkResourcePageResult(d: dict[str, Any]) -> LoadNetworkResourcePageResult:
     o = _new(LoadNetworkResourcePageResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LoadNetworkResourcePageResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "success" not in od:
-        raise KeyError("success")
+    od["success"] = d["success"]
+    v = d.get("netError")
+    if v is not None:
+        od["net_error"] = v
+    v = d.get("netErrorName")
+    if v is not None:
+        od["net_error_name"] = v
+    v = d.get("httpStatusCode")
+    if v is not None:
+        od["http_status_code"] = v
+    v = d.get("stream")
+    if v is not None:
+        od["stream"] = v
+    v = d.get("headers")
+    if v is not None:
+        od["headers"] = v
     return o
 
 
@@ -5482,23 +5034,11 @@ def _u_LoadNetworkResourcePageResult(o: LoadNetworkResourcePageResult) -> dict[s
     return d
 
 
-_LoadNetworkResourceOptions_plain = {
-    "disableCache": "disable_cache",
-    "includeCredentials": "include_credentials",
-}
-
-
 def _s_LoadNetworkResourceOptions(d: dict[str, Any]) -> LoadNetworkResourceOptions:
     o = _new(LoadNetworkResourceOptions)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LoadNetworkResourceOptions_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "disable_cache" not in od:
-        raise KeyError("disableCache")
-    if "include_credentials" not in od:
-        raise KeyError("includeCredentials")
+    od["disable_cache"] = d["disableCache"]
+    od["include_credentials"] = d["includeCredentials"]
     return o
 
 
@@ -5509,20 +5049,10 @@ def _u_LoadNetworkResourceOptions(o: LoadNetworkResourceOptions) -> dict[str, An
     }
 
 
-_CanClearBrowserCacheResult_plain = {
-    "result": "result",
-}
-
-
 def _s_CanClearBrowserCacheResult(d: dict[str, Any]) -> CanClearBrowserCacheResult:
     o = _new(CanClearBrowserCacheResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CanClearBrowserCacheResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "result" not in od:
-        raise KeyError("result")
+    od["result"] = d["result"]
     return o
 
 
@@ -5536,20 +5066,10 @@ def _c_can_clear_browser_cache(d: dict[str, Any]) -> Command[CanClearBrowserCach
     return can_clear_browser_cache()
 
 
-_CanClearBrowserCookiesResult_plain = {
-    "result": "result",
-}
-
-
 def _s_CanClearBrowserCookiesResult(d: dict[str, Any]) -> CanClearBrowserCookiesResult:
     o = _new(CanClearBrowserCookiesResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CanClearBrowserCookiesResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "result" not in od:
-        raise KeyError("result")
+    od["result"] = d["result"]
     return o
 
 
@@ -5563,20 +5083,10 @@ def _c_can_clear_browser_cookies(d: dict[str, Any]) -> Command[CanClearBrowserCo
     return can_clear_browser_cookies()
 
 
-_CanEmulateNetworkConditionsResult_plain = {
-    "result": "result",
-}
-
-
 def _s_CanEmulateNetworkConditionsResult(d: dict[str, Any]) -> CanEmulateNetworkConditionsResult:
     o = _new(CanEmulateNetworkConditionsResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CanEmulateNetworkConditionsResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "result" not in od:
-        raise KeyError("result")
+    od["result"] = d["result"]
     return o
 
 
@@ -5666,27 +5176,19 @@ def _c_emulate_network_conditions(d: dict[str, Any]) -> Command[None]:
         latency=d["latency"],
         download_throughput=d["downloadThroughput"],
         upload_throughput=d["uploadThroughput"],
-        connection_type=None if (v := d.get("connectionType")) is None else _enum(ConnectionType, v),
+        connection_type=None
+        if (v := d.get("connectionType")) is None
+        else (_e_ConnectionType(v) or _enum(ConnectionType, v)),
         packet_loss=d.get("packetLoss"),
         packet_queue_length=d.get("packetQueueLength"),
         packet_reordering=d.get("packetReordering"),
     )
 
 
-_EmulateNetworkConditionsByRuleResult_plain = {
-    "ruleIds": "rule_ids",
-}
-
-
 def _s_EmulateNetworkConditionsByRuleResult(d: dict[str, Any]) -> EmulateNetworkConditionsByRuleResult:
     o = _new(EmulateNetworkConditionsByRuleResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _EmulateNetworkConditionsByRuleResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "rule_ids" not in od:
-        raise KeyError("ruleIds")
+    od["rule_ids"] = d["ruleIds"]
     return o
 
 
@@ -5743,7 +5245,9 @@ def _c_override_network_state(d: dict[str, Any]) -> Command[None]:
         latency=d["latency"],
         download_throughput=d["downloadThroughput"],
         upload_throughput=d["uploadThroughput"],
-        connection_type=None if (v := d.get("connectionType")) is None else _enum(ConnectionType, v),
+        connection_type=None
+        if (v := d.get("connectionType")) is None
+        else (_e_ConnectionType(v) or _enum(ConnectionType, v)),
     )
 
 
@@ -5800,11 +5304,8 @@ def _c_configure_durable_messages(d: dict[str, Any]) -> Command[None]:
 def _s_GetAllCookiesResult(d: dict[str, Any]) -> GetAllCookiesResult:
     o = _new(GetAllCookiesResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "cookies":
-            od["cookies"] = None if v is None else [_s_Cookie(x0) for x0 in v]
-    if "cookies" not in od:
-        raise KeyError("cookies")
+    v = d["cookies"]
+    od["cookies"] = None if v is None else [_s_Cookie(x0) for x0 in v]
     return o
 
 
@@ -5818,20 +5319,10 @@ def _c_get_all_cookies(d: dict[str, Any]) -> Command[GetAllCookiesResult]:
     return get_all_cookies()
 
 
-_GetCertificateResult_plain = {
-    "tableNames": "table_names",
-}
-
-
 def _s_GetCertificateResult(d: dict[str, Any]) -> GetCertificateResult:
     o = _new(GetCertificateResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetCertificateResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "table_names" not in od:
-        raise KeyError("tableNames")
+    od["table_names"] = d["tableNames"]
     return o
 
 
@@ -5858,11 +5349,8 @@ def _c_get_certificate(d: dict[str, Any]) -> Command[GetCertificateResult]:
 def _s_GetCookiesResult(d: dict[str, Any]) -> GetCookiesResult:
     o = _new(GetCookiesResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "cookies":
-            od["cookies"] = None if v is None else [_s_Cookie(x0) for x0 in v]
-    if "cookies" not in od:
-        raise KeyError("cookies")
+    v = d["cookies"]
+    od["cookies"] = None if v is None else [_s_Cookie(x0) for x0 in v]
     return o
 
 
@@ -5887,23 +5375,11 @@ def _c_get_cookies(d: dict[str, Any]) -> Command[GetCookiesResult]:
     )
 
 
-_GetResponseBodyResult_plain = {
-    "body": "body",
-    "base64Encoded": "base64_encoded",
-}
-
-
 def _s_GetResponseBodyResult(d: dict[str, Any]) -> GetResponseBodyResult:
     o = _new(GetResponseBodyResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetResponseBodyResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "body" not in od:
-        raise KeyError("body")
-    if "base64_encoded" not in od:
-        raise KeyError("base64Encoded")
+    od["body"] = d["body"]
+    od["base64_encoded"] = d["base64Encoded"]
     return o
 
 
@@ -5928,23 +5404,11 @@ def _c_get_response_body(d: dict[str, Any]) -> Command[GetResponseBodyResult]:
     )
 
 
-_GetRequestPostDataResult_plain = {
-    "postData": "post_data",
-    "base64Encoded": "base64_encoded",
-}
-
-
 def _s_GetRequestPostDataResult(d: dict[str, Any]) -> GetRequestPostDataResult:
     o = _new(GetRequestPostDataResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetRequestPostDataResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "post_data" not in od:
-        raise KeyError("postData")
-    if "base64_encoded" not in od:
-        raise KeyError("base64Encoded")
+    od["post_data"] = d["postData"]
+    od["base64_encoded"] = d["base64Encoded"]
     return o
 
 
@@ -5986,11 +5450,8 @@ def _c_replay_xhr(d: dict[str, Any]) -> Command[None]:
 def _s_SearchInResponseBodyResult(d: dict[str, Any]) -> SearchInResponseBodyResult:
     o = _new(SearchInResponseBodyResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "result":
-            od["result"] = None if v is None else [cdp.debugger._s_SearchMatch(x0) for x0 in v]
-    if "result" not in od:
-        raise KeyError("result")
+    v = d["result"]
+    od["result"] = None if v is None else [cdp.debugger._s_SearchMatch(x0) for x0 in v]
     return o
 
 
@@ -6073,20 +5534,10 @@ def _c_set_cache_disabled(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_SetCookieResult_plain = {
-    "success": "success",
-}
-
-
 def _s_SetCookieResult(d: dict[str, Any]) -> SetCookieResult:
     o = _new(SetCookieResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SetCookieResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "success" not in od:
-        raise KeyError("success")
+    od["success"] = d["success"]
     return o
 
 
@@ -6149,10 +5600,16 @@ def _c_set_cookie(d: dict[str, Any]) -> Command[SetCookieResult]:
         path=d.get("path"),
         secure=d.get("secure"),
         http_only=d.get("httpOnly"),
-        same_site=None if (v := d.get("sameSite")) is None else _enum(CookieSameSite, v),
+        same_site=None
+        if (v := d.get("sameSite")) is None
+        else (_e_CookieSameSite(v) or _enum(CookieSameSite, v)),
         expires=d.get("expires"),
-        priority=None if (v := d.get("priority")) is None else _enum(CookiePriority, v),
-        source_scheme=None if (v := d.get("sourceScheme")) is None else _enum(CookieSourceScheme, v),
+        priority=None
+        if (v := d.get("priority")) is None
+        else (_e_CookiePriority(v) or _enum(CookiePriority, v)),
+        source_scheme=None
+        if (v := d.get("sourceScheme")) is None
+        else (_e_CookieSourceScheme(v) or _enum(CookieSourceScheme, v)),
         source_port=d.get("sourcePort"),
         partition_key=None if (v := d.get("partitionKey")) is None else _s_CookiePartitionKey(v),
     )
@@ -6232,11 +5689,8 @@ def _c_set_user_agent_override(d: dict[str, Any]) -> Command[None]:
 def _s_StreamResourceContentResult(d: dict[str, Any]) -> StreamResourceContentResult:
     o = _new(StreamResourceContentResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "bufferedData":
-            od["buffered_data"] = None if v is None else _b64d(v)
-    if "buffered_data" not in od:
-        raise KeyError("bufferedData")
+    v = d["bufferedData"]
+    od["buffered_data"] = None if v is None else _b64d(v)
     return o
 
 
@@ -6263,11 +5717,8 @@ def _c_stream_resource_content(d: dict[str, Any]) -> Command[StreamResourceConte
 def _s_GetSecurityIsolationStatusResult(d: dict[str, Any]) -> GetSecurityIsolationStatusResult:
     o = _new(GetSecurityIsolationStatusResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "status":
-            od["status"] = None if v is None else _s_SecurityIsolationStatus(v)
-    if "status" not in od:
-        raise KeyError("status")
+    v = d["status"]
+    od["status"] = None if v is None else _s_SecurityIsolationStatus(v)
     return o
 
 
@@ -6334,20 +5785,10 @@ def _c_delete_device_bound_session(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_FetchSchemefulSiteResult_plain = {
-    "schemefulSite": "schemeful_site",
-}
-
-
 def _s_FetchSchemefulSiteResult(d: dict[str, Any]) -> FetchSchemefulSiteResult:
     o = _new(FetchSchemefulSiteResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FetchSchemefulSiteResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "schemeful_site" not in od:
-        raise KeyError("schemefulSite")
+    od["schemeful_site"] = d["schemefulSite"]
     return o
 
 
@@ -6374,11 +5815,8 @@ def _c_fetch_schemeful_site(d: dict[str, Any]) -> Command[FetchSchemefulSiteResu
 def _s_LoadNetworkResourceResult(d: dict[str, Any]) -> LoadNetworkResourceResult:
     o = _new(LoadNetworkResourceResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "resource":
-            od["resource"] = None if v is None else _s_LoadNetworkResourcePageResult(v)
-    if "resource" not in od:
-        raise KeyError("resource")
+    v = d["resource"]
+    od["resource"] = None if v is None else _s_LoadNetworkResourcePageResult(v)
     return o
 
 
@@ -6424,31 +5862,16 @@ def _c_set_cookie_controls(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_DataReceived_plain = {
-    "requestId": "request_id",
-    "timestamp": "timestamp",
-    "dataLength": "data_length",
-    "encodedDataLength": "encoded_data_length",
-}
-
-
 def _s_DataReceived(d: dict[str, Any]) -> DataReceived:
     o = _new(DataReceived)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DataReceived_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "data":
-            od["data"] = None if v is None else _b64d(v)
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
-    if "data_length" not in od:
-        raise KeyError("dataLength")
-    if "encoded_data_length" not in od:
-        raise KeyError("encodedDataLength")
+    od["request_id"] = d["requestId"]
+    od["timestamp"] = d["timestamp"]
+    od["data_length"] = d["dataLength"]
+    od["encoded_data_length"] = d["encodedDataLength"]
+    v = d.get("data")
+    if v is not None:
+        od["data"] = _b64d(v)
     return o
 
 
@@ -6464,32 +5887,14 @@ def _u_DataReceived(o: DataReceived) -> dict[str, Any]:
     return d
 
 
-_EventSourceMessageReceived_plain = {
-    "requestId": "request_id",
-    "timestamp": "timestamp",
-    "eventName": "event_name",
-    "eventId": "event_id",
-    "data": "data",
-}
-
-
 def _s_EventSourceMessageReceived(d: dict[str, Any]) -> EventSourceMessageReceived:
     o = _new(EventSourceMessageReceived)
     od = o.__dict__
-    for k, v in d.items():
-        n = _EventSourceMessageReceived_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
-    if "event_name" not in od:
-        raise KeyError("eventName")
-    if "event_id" not in od:
-        raise KeyError("eventId")
-    if "data" not in od:
-        raise KeyError("data")
+    od["request_id"] = d["requestId"]
+    od["timestamp"] = d["timestamp"]
+    od["event_name"] = d["eventName"]
+    od["event_id"] = d["eventId"]
+    od["data"] = d["data"]
     return o
 
 
@@ -6503,35 +5908,23 @@ def _u_EventSourceMessageReceived(o: EventSourceMessageReceived) -> dict[str, An
     }
 
 
-_LoadingFailed_plain = {
-    "requestId": "request_id",
-    "timestamp": "timestamp",
-    "errorText": "error_text",
-    "canceled": "canceled",
-}
-
-
 def _s_LoadingFailed(d: dict[str, Any]) -> LoadingFailed:
     o = _new(LoadingFailed)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LoadingFailed_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(ResourceType, v)
-        elif k == "blockedReason":
-            od["blocked_reason"] = None if v is None else _enum(BlockedReason, v)
-        elif k == "corsErrorStatus":
-            od["cors_error_status"] = None if v is None else _s_CorsErrorStatus(v)
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
-    if "type_" not in od:
-        raise KeyError("type")
-    if "error_text" not in od:
-        raise KeyError("errorText")
+    od["request_id"] = d["requestId"]
+    od["timestamp"] = d["timestamp"]
+    v = d["type"]
+    od["type_"] = None if v is None else (_e_ResourceType(v) or _enum(ResourceType, v))
+    od["error_text"] = d["errorText"]
+    v = d.get("canceled")
+    if v is not None:
+        od["canceled"] = v
+    v = d.get("blockedReason")
+    if v is not None:
+        od["blocked_reason"] = _e_BlockedReason(v) or _enum(BlockedReason, v)
+    v = d.get("corsErrorStatus")
+    if v is not None:
+        od["cors_error_status"] = _s_CorsErrorStatus(v)
     return o
 
 
@@ -6551,27 +5944,15 @@ def _u_LoadingFailed(o: LoadingFailed) -> dict[str, Any]:
     return d
 
 
-_LoadingFinished_plain = {
-    "requestId": "request_id",
-    "timestamp": "timestamp",
-    "encodedDataLength": "encoded_data_length",
-    "encodedBodyLength": "encoded_body_length",
-}
-
-
 def _s_LoadingFinished(d: dict[str, Any]) -> LoadingFinished:
     o = _new(LoadingFinished)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LoadingFinished_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
-    if "encoded_data_length" not in od:
-        raise KeyError("encodedDataLength")
+    od["request_id"] = d["requestId"]
+    od["timestamp"] = d["timestamp"]
+    od["encoded_data_length"] = d["encodedDataLength"]
+    v = d.get("encodedBodyLength")
+    if v is not None:
+        od["encoded_body_length"] = v
     return o
 
 
@@ -6586,20 +5967,10 @@ def _u_LoadingFinished(o: LoadingFinished) -> dict[str, Any]:
     return d
 
 
-_RequestServedFromCache_plain = {
-    "requestId": "request_id",
-}
-
-
 def _s_RequestServedFromCache(d: dict[str, Any]) -> RequestServedFromCache:
     o = _new(RequestServedFromCache)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RequestServedFromCache_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "request_id" not in od:
-        raise KeyError("requestId")
+    od["request_id"] = d["requestId"]
     return o
 
 
@@ -6609,51 +5980,34 @@ def _u_RequestServedFromCache(o: RequestServedFromCache) -> dict[str, Any]:
     }
 
 
-_RequestWillBeSent_plain = {
-    "requestId": "request_id",
-    "loaderId": "loader_id",
-    "documentURL": "document_url",
-    "timestamp": "timestamp",
-    "wallTime": "wall_time",
-    "redirectHasExtraInfo": "redirect_has_extra_info",
-    "frameId": "frame_id",
-    "hasUserGesture": "has_user_gesture",
-}
-
-
 def _s_RequestWillBeSent(d: dict[str, Any]) -> RequestWillBeSent:
     o = _new(RequestWillBeSent)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RequestWillBeSent_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "request":
-            od["request"] = None if v is None else _s_Request(v)
-        elif k == "initiator":
-            od["initiator"] = None if v is None else _s_Initiator(v)
-        elif k == "redirectResponse":
-            od["redirect_response"] = None if v is None else _s_Response(v)
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(ResourceType, v)
-        elif k == "renderBlockingBehavior":
-            od["render_blocking_behavior"] = None if v is None else _enum(RenderBlockingBehavior, v)
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "loader_id" not in od:
-        raise KeyError("loaderId")
-    if "document_url" not in od:
-        raise KeyError("documentURL")
-    if "request" not in od:
-        raise KeyError("request")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
-    if "wall_time" not in od:
-        raise KeyError("wallTime")
-    if "initiator" not in od:
-        raise KeyError("initiator")
-    if "redirect_has_extra_info" not in od:
-        raise KeyError("redirectHasExtraInfo")
+    od["request_id"] = d["requestId"]
+    od["loader_id"] = d["loaderId"]
+    od["document_url"] = d["documentURL"]
+    v = d["request"]
+    od["request"] = None if v is None else _s_Request(v)
+    od["timestamp"] = d["timestamp"]
+    od["wall_time"] = d["wallTime"]
+    v = d["initiator"]
+    od["initiator"] = None if v is None else _s_Initiator(v)
+    od["redirect_has_extra_info"] = d["redirectHasExtraInfo"]
+    v = d.get("redirectResponse")
+    if v is not None:
+        od["redirect_response"] = _s_Response(v)
+    v = d.get("type")
+    if v is not None:
+        od["type_"] = _e_ResourceType(v) or _enum(ResourceType, v)
+    v = d.get("frameId")
+    if v is not None:
+        od["frame_id"] = v
+    v = d.get("hasUserGesture")
+    if v is not None:
+        od["has_user_gesture"] = v
+    v = d.get("renderBlockingBehavior")
+    if v is not None:
+        od["render_blocking_behavior"] = _e_RenderBlockingBehavior(v) or _enum(RenderBlockingBehavior, v)
     return o
 
 
@@ -6681,27 +6035,13 @@ def _u_RequestWillBeSent(o: RequestWillBeSent) -> dict[str, Any]:
     return d
 
 
-_ResourceChangedPriority_plain = {
-    "requestId": "request_id",
-    "timestamp": "timestamp",
-}
-
-
 def _s_ResourceChangedPriority(d: dict[str, Any]) -> ResourceChangedPriority:
     o = _new(ResourceChangedPriority)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ResourceChangedPriority_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "newPriority":
-            od["new_priority"] = None if v is None else _enum(ResourcePriority, v)
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "new_priority" not in od:
-        raise KeyError("newPriority")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["request_id"] = d["requestId"]
+    v = d["newPriority"]
+    od["new_priority"] = None if v is None else (_e_ResourcePriority(v) or _enum(ResourcePriority, v))
+    od["timestamp"] = d["timestamp"]
     return o
 
 
@@ -6713,24 +6053,12 @@ def _u_ResourceChangedPriority(o: ResourceChangedPriority) -> dict[str, Any]:
     }
 
 
-_SignedExchangeReceived_plain = {
-    "requestId": "request_id",
-}
-
-
 def _s_SignedExchangeReceived(d: dict[str, Any]) -> SignedExchangeReceived:
     o = _new(SignedExchangeReceived)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SignedExchangeReceived_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "info":
-            od["info"] = None if v is None else _s_SignedExchangeInfo(v)
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "info" not in od:
-        raise KeyError("info")
+    od["request_id"] = d["requestId"]
+    v = d["info"]
+    od["info"] = None if v is None else _s_SignedExchangeInfo(v)
     return o
 
 
@@ -6741,38 +6069,20 @@ def _u_SignedExchangeReceived(o: SignedExchangeReceived) -> dict[str, Any]:
     }
 
 
-_ResponseReceived_plain = {
-    "requestId": "request_id",
-    "loaderId": "loader_id",
-    "timestamp": "timestamp",
-    "hasExtraInfo": "has_extra_info",
-    "frameId": "frame_id",
-}
-
-
 def _s_ResponseReceived(d: dict[str, Any]) -> ResponseReceived:
     o = _new(ResponseReceived)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ResponseReceived_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(ResourceType, v)
-        elif k == "response":
-            od["response"] = None if v is None else _s_Response(v)
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "loader_id" not in od:
-        raise KeyError("loaderId")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
-    if "type_" not in od:
-        raise KeyError("type")
-    if "response" not in od:
-        raise KeyError("response")
-    if "has_extra_info" not in od:
-        raise KeyError("hasExtraInfo")
+    od["request_id"] = d["requestId"]
+    od["loader_id"] = d["loaderId"]
+    od["timestamp"] = d["timestamp"]
+    v = d["type"]
+    od["type_"] = None if v is None else (_e_ResourceType(v) or _enum(ResourceType, v))
+    v = d["response"]
+    od["response"] = None if v is None else _s_Response(v)
+    od["has_extra_info"] = d["hasExtraInfo"]
+    v = d.get("frameId")
+    if v is not None:
+        od["frame_id"] = v
     return o
 
 
@@ -6790,23 +6100,11 @@ def _u_ResponseReceived(o: ResponseReceived) -> dict[str, Any]:
     return d
 
 
-_WebSocketClosed_plain = {
-    "requestId": "request_id",
-    "timestamp": "timestamp",
-}
-
-
 def _s_WebSocketClosed(d: dict[str, Any]) -> WebSocketClosed:
     o = _new(WebSocketClosed)
     od = o.__dict__
-    for k, v in d.items():
-        n = _WebSocketClosed_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["request_id"] = d["requestId"]
+    od["timestamp"] = d["timestamp"]
     return o
 
 
@@ -6817,25 +6115,14 @@ def _u_WebSocketClosed(o: WebSocketClosed) -> dict[str, Any]:
     }
 
 
-_WebSocketCreated_plain = {
-    "requestId": "request_id",
-    "url": "url",
-}
-
-
 def _s_WebSocketCreated(d: dict[str, Any]) -> WebSocketCreated:
     o = _new(WebSocketCreated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _WebSocketCreated_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "initiator":
-            od["initiator"] = None if v is None else _s_Initiator(v)
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "url" not in od:
-        raise KeyError("url")
+    od["request_id"] = d["requestId"]
+    od["url"] = d["url"]
+    v = d.get("initiator")
+    if v is not None:
+        od["initiator"] = _s_Initiator(v)
     return o
 
 
@@ -6849,26 +6136,12 @@ def _u_WebSocketCreated(o: WebSocketCreated) -> dict[str, Any]:
     return d
 
 
-_WebSocketFrameError_plain = {
-    "requestId": "request_id",
-    "timestamp": "timestamp",
-    "errorMessage": "error_message",
-}
-
-
 def _s_WebSocketFrameError(d: dict[str, Any]) -> WebSocketFrameError:
     o = _new(WebSocketFrameError)
     od = o.__dict__
-    for k, v in d.items():
-        n = _WebSocketFrameError_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
-    if "error_message" not in od:
-        raise KeyError("errorMessage")
+    od["request_id"] = d["requestId"]
+    od["timestamp"] = d["timestamp"]
+    od["error_message"] = d["errorMessage"]
     return o
 
 
@@ -6880,27 +6153,13 @@ def _u_WebSocketFrameError(o: WebSocketFrameError) -> dict[str, Any]:
     }
 
 
-_WebSocketFrameReceived_plain = {
-    "requestId": "request_id",
-    "timestamp": "timestamp",
-}
-
-
 def _s_WebSocketFrameReceived(d: dict[str, Any]) -> WebSocketFrameReceived:
     o = _new(WebSocketFrameReceived)
     od = o.__dict__
-    for k, v in d.items():
-        n = _WebSocketFrameReceived_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "response":
-            od["response"] = None if v is None else _s_WebSocketFrame(v)
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
-    if "response" not in od:
-        raise KeyError("response")
+    od["request_id"] = d["requestId"]
+    od["timestamp"] = d["timestamp"]
+    v = d["response"]
+    od["response"] = None if v is None else _s_WebSocketFrame(v)
     return o
 
 
@@ -6912,27 +6171,13 @@ def _u_WebSocketFrameReceived(o: WebSocketFrameReceived) -> dict[str, Any]:
     }
 
 
-_WebSocketFrameSent_plain = {
-    "requestId": "request_id",
-    "timestamp": "timestamp",
-}
-
-
 def _s_WebSocketFrameSent(d: dict[str, Any]) -> WebSocketFrameSent:
     o = _new(WebSocketFrameSent)
     od = o.__dict__
-    for k, v in d.items():
-        n = _WebSocketFrameSent_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "response":
-            od["response"] = None if v is None else _s_WebSocketFrame(v)
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
-    if "response" not in od:
-        raise KeyError("response")
+    od["request_id"] = d["requestId"]
+    od["timestamp"] = d["timestamp"]
+    v = d["response"]
+    od["response"] = None if v is None else _s_WebSocketFrame(v)
     return o
 
 
@@ -6944,27 +6189,13 @@ def _u_WebSocketFrameSent(o: WebSocketFrameSent) -> dict[str, Any]:
     }
 
 
-_WebSocketHandshakeResponseReceived_plain = {
-    "requestId": "request_id",
-    "timestamp": "timestamp",
-}
-
-
 def _s_WebSocketHandshakeResponseReceived(d: dict[str, Any]) -> WebSocketHandshakeResponseReceived:
     o = _new(WebSocketHandshakeResponseReceived)
     od = o.__dict__
-    for k, v in d.items():
-        n = _WebSocketHandshakeResponseReceived_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "response":
-            od["response"] = None if v is None else _s_WebSocketResponse(v)
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
-    if "response" not in od:
-        raise KeyError("response")
+    od["request_id"] = d["requestId"]
+    od["timestamp"] = d["timestamp"]
+    v = d["response"]
+    od["response"] = None if v is None else _s_WebSocketResponse(v)
     return o
 
 
@@ -6976,30 +6207,14 @@ def _u_WebSocketHandshakeResponseReceived(o: WebSocketHandshakeResponseReceived)
     }
 
 
-_WebSocketWillSendHandshakeRequest_plain = {
-    "requestId": "request_id",
-    "timestamp": "timestamp",
-    "wallTime": "wall_time",
-}
-
-
 def _s_WebSocketWillSendHandshakeRequest(d: dict[str, Any]) -> WebSocketWillSendHandshakeRequest:
     o = _new(WebSocketWillSendHandshakeRequest)
     od = o.__dict__
-    for k, v in d.items():
-        n = _WebSocketWillSendHandshakeRequest_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "request":
-            od["request"] = None if v is None else _s_WebSocketRequest(v)
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
-    if "wall_time" not in od:
-        raise KeyError("wallTime")
-    if "request" not in od:
-        raise KeyError("request")
+    od["request_id"] = d["requestId"]
+    od["timestamp"] = d["timestamp"]
+    od["wall_time"] = d["wallTime"]
+    v = d["request"]
+    od["request"] = None if v is None else _s_WebSocketRequest(v)
     return o
 
 
@@ -7012,28 +6227,15 @@ def _u_WebSocketWillSendHandshakeRequest(o: WebSocketWillSendHandshakeRequest) -
     }
 
 
-_WebTransportCreated_plain = {
-    "transportId": "transport_id",
-    "url": "url",
-    "timestamp": "timestamp",
-}
-
-
 def _s_WebTransportCreated(d: dict[str, Any]) -> WebTransportCreated:
     o = _new(WebTransportCreated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _WebTransportCreated_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "initiator":
-            od["initiator"] = None if v is None else _s_Initiator(v)
-    if "transport_id" not in od:
-        raise KeyError("transportId")
-    if "url" not in od:
-        raise KeyError("url")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["transport_id"] = d["transportId"]
+    od["url"] = d["url"]
+    od["timestamp"] = d["timestamp"]
+    v = d.get("initiator")
+    if v is not None:
+        od["initiator"] = _s_Initiator(v)
     return o
 
 
@@ -7048,23 +6250,11 @@ def _u_WebTransportCreated(o: WebTransportCreated) -> dict[str, Any]:
     return d
 
 
-_WebTransportConnectionEstablished_plain = {
-    "transportId": "transport_id",
-    "timestamp": "timestamp",
-}
-
-
 def _s_WebTransportConnectionEstablished(d: dict[str, Any]) -> WebTransportConnectionEstablished:
     o = _new(WebTransportConnectionEstablished)
     od = o.__dict__
-    for k, v in d.items():
-        n = _WebTransportConnectionEstablished_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "transport_id" not in od:
-        raise KeyError("transportId")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["transport_id"] = d["transportId"]
+    od["timestamp"] = d["timestamp"]
     return o
 
 
@@ -7075,23 +6265,11 @@ def _u_WebTransportConnectionEstablished(o: WebTransportConnectionEstablished) -
     }
 
 
-_WebTransportClosed_plain = {
-    "transportId": "transport_id",
-    "timestamp": "timestamp",
-}
-
-
 def _s_WebTransportClosed(d: dict[str, Any]) -> WebTransportClosed:
     o = _new(WebTransportClosed)
     od = o.__dict__
-    for k, v in d.items():
-        n = _WebTransportClosed_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "transport_id" not in od:
-        raise KeyError("transportId")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["transport_id"] = d["transportId"]
+    od["timestamp"] = d["timestamp"]
     return o
 
 
@@ -7102,35 +6280,18 @@ def _u_WebTransportClosed(o: WebTransportClosed) -> dict[str, Any]:
     }
 
 
-_DirectTCPSocketCreated_plain = {
-    "identifier": "identifier",
-    "remoteAddr": "remote_addr",
-    "remotePort": "remote_port",
-    "timestamp": "timestamp",
-}
-
-
 def _s_DirectTCPSocketCreated(d: dict[str, Any]) -> DirectTCPSocketCreated:
     o = _new(DirectTCPSocketCreated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DirectTCPSocketCreated_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "options":
-            od["options"] = None if v is None else _s_DirectTCPSocketOptions(v)
-        elif k == "initiator":
-            od["initiator"] = None if v is None else _s_Initiator(v)
-    if "identifier" not in od:
-        raise KeyError("identifier")
-    if "remote_addr" not in od:
-        raise KeyError("remoteAddr")
-    if "remote_port" not in od:
-        raise KeyError("remotePort")
-    if "options" not in od:
-        raise KeyError("options")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["identifier"] = d["identifier"]
+    od["remote_addr"] = d["remoteAddr"]
+    od["remote_port"] = d["remotePort"]
+    v = d["options"]
+    od["options"] = None if v is None else _s_DirectTCPSocketOptions(v)
+    od["timestamp"] = d["timestamp"]
+    v = d.get("initiator")
+    if v is not None:
+        od["initiator"] = _s_Initiator(v)
     return o
 
 
@@ -7147,31 +6308,19 @@ def _u_DirectTCPSocketCreated(o: DirectTCPSocketCreated) -> dict[str, Any]:
     return d
 
 
-_DirectTCPSocketOpened_plain = {
-    "identifier": "identifier",
-    "remoteAddr": "remote_addr",
-    "remotePort": "remote_port",
-    "timestamp": "timestamp",
-    "localAddr": "local_addr",
-    "localPort": "local_port",
-}
-
-
 def _s_DirectTCPSocketOpened(d: dict[str, Any]) -> DirectTCPSocketOpened:
     o = _new(DirectTCPSocketOpened)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DirectTCPSocketOpened_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "identifier" not in od:
-        raise KeyError("identifier")
-    if "remote_addr" not in od:
-        raise KeyError("remoteAddr")
-    if "remote_port" not in od:
-        raise KeyError("remotePort")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["identifier"] = d["identifier"]
+    od["remote_addr"] = d["remoteAddr"]
+    od["remote_port"] = d["remotePort"]
+    od["timestamp"] = d["timestamp"]
+    v = d.get("localAddr")
+    if v is not None:
+        od["local_addr"] = v
+    v = d.get("localPort")
+    if v is not None:
+        od["local_port"] = v
     return o
 
 
@@ -7189,27 +6338,13 @@ def _u_DirectTCPSocketOpened(o: DirectTCPSocketOpened) -> dict[str, Any]:
     return d
 
 
-_DirectTCPSocketAborted_plain = {
-    "identifier": "identifier",
-    "timestamp": "timestamp",
-}
-
-
 def _s_DirectTCPSocketAborted(d: dict[str, Any]) -> DirectTCPSocketAborted:
     o = _new(DirectTCPSocketAborted)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DirectTCPSocketAborted_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "errorMessage":
-            od["error_message"] = None if v is None else _enum(ErrorReason, v)
-    if "identifier" not in od:
-        raise KeyError("identifier")
-    if "error_message" not in od:
-        raise KeyError("errorMessage")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["identifier"] = d["identifier"]
+    v = d["errorMessage"]
+    od["error_message"] = None if v is None else (_e_ErrorReason(v) or _enum(ErrorReason, v))
+    od["timestamp"] = d["timestamp"]
     return o
 
 
@@ -7221,23 +6356,11 @@ def _u_DirectTCPSocketAborted(o: DirectTCPSocketAborted) -> dict[str, Any]:
     }
 
 
-_DirectTCPSocketClosed_plain = {
-    "identifier": "identifier",
-    "timestamp": "timestamp",
-}
-
-
 def _s_DirectTCPSocketClosed(d: dict[str, Any]) -> DirectTCPSocketClosed:
     o = _new(DirectTCPSocketClosed)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DirectTCPSocketClosed_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "identifier" not in od:
-        raise KeyError("identifier")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["identifier"] = d["identifier"]
+    od["timestamp"] = d["timestamp"]
     return o
 
 
@@ -7248,27 +6371,13 @@ def _u_DirectTCPSocketClosed(o: DirectTCPSocketClosed) -> dict[str, Any]:
     }
 
 
-_DirectTCPSocketChunkSent_plain = {
-    "identifier": "identifier",
-    "timestamp": "timestamp",
-}
-
-
 def _s_DirectTCPSocketChunkSent(d: dict[str, Any]) -> DirectTCPSocketChunkSent:
     o = _new(DirectTCPSocketChunkSent)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DirectTCPSocketChunkSent_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "data":
-            od["data"] = None if v is None else _b64d(v)
-    if "identifier" not in od:
-        raise KeyError("identifier")
-    if "data" not in od:
-        raise KeyError("data")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["identifier"] = d["identifier"]
+    v = d["data"]
+    od["data"] = None if v is None else _b64d(v)
+    od["timestamp"] = d["timestamp"]
     return o
 
 
@@ -7280,27 +6389,13 @@ def _u_DirectTCPSocketChunkSent(o: DirectTCPSocketChunkSent) -> dict[str, Any]:
     }
 
 
-_DirectTCPSocketChunkReceived_plain = {
-    "identifier": "identifier",
-    "timestamp": "timestamp",
-}
-
-
 def _s_DirectTCPSocketChunkReceived(d: dict[str, Any]) -> DirectTCPSocketChunkReceived:
     o = _new(DirectTCPSocketChunkReceived)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DirectTCPSocketChunkReceived_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "data":
-            od["data"] = None if v is None else _b64d(v)
-    if "identifier" not in od:
-        raise KeyError("identifier")
-    if "data" not in od:
-        raise KeyError("data")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["identifier"] = d["identifier"]
+    v = d["data"]
+    od["data"] = None if v is None else _b64d(v)
+    od["timestamp"] = d["timestamp"]
     return o
 
 
@@ -7312,24 +6407,14 @@ def _u_DirectTCPSocketChunkReceived(o: DirectTCPSocketChunkReceived) -> dict[str
     }
 
 
-_DirectUDPSocketJoinedMulticastGroup_plain = {
-    "identifier": "identifier",
-    "IPAddress": "ip_address",
-    "sourceAddress": "source_address",
-}
-
-
 def _s_DirectUDPSocketJoinedMulticastGroup(d: dict[str, Any]) -> DirectUDPSocketJoinedMulticastGroup:
     o = _new(DirectUDPSocketJoinedMulticastGroup)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DirectUDPSocketJoinedMulticastGroup_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "identifier" not in od:
-        raise KeyError("identifier")
-    if "ip_address" not in od:
-        raise KeyError("IPAddress")
+    od["identifier"] = d["identifier"]
+    od["ip_address"] = d["IPAddress"]
+    v = d.get("sourceAddress")
+    if v is not None:
+        od["source_address"] = v
     return o
 
 
@@ -7343,24 +6428,14 @@ def _u_DirectUDPSocketJoinedMulticastGroup(o: DirectUDPSocketJoinedMulticastGrou
     return d
 
 
-_DirectUDPSocketLeftMulticastGroup_plain = {
-    "identifier": "identifier",
-    "IPAddress": "ip_address",
-    "sourceAddress": "source_address",
-}
-
-
 def _s_DirectUDPSocketLeftMulticastGroup(d: dict[str, Any]) -> DirectUDPSocketLeftMulticastGroup:
     o = _new(DirectUDPSocketLeftMulticastGroup)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DirectUDPSocketLeftMulticastGroup_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "identifier" not in od:
-        raise KeyError("identifier")
-    if "ip_address" not in od:
-        raise KeyError("IPAddress")
+    od["identifier"] = d["identifier"]
+    od["ip_address"] = d["IPAddress"]
+    v = d.get("sourceAddress")
+    if v is not None:
+        od["source_address"] = v
     return o
 
 
@@ -7374,29 +6449,16 @@ def _u_DirectUDPSocketLeftMulticastGroup(o: DirectUDPSocketLeftMulticastGroup) -
     return d
 
 
-_DirectUDPSocketCreated_plain = {
-    "identifier": "identifier",
-    "timestamp": "timestamp",
-}
-
-
 def _s_DirectUDPSocketCreated(d: dict[str, Any]) -> DirectUDPSocketCreated:
     o = _new(DirectUDPSocketCreated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DirectUDPSocketCreated_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "options":
-            od["options"] = None if v is None else _s_DirectUDPSocketOptions(v)
-        elif k == "initiator":
-            od["initiator"] = None if v is None else _s_Initiator(v)
-    if "identifier" not in od:
-        raise KeyError("identifier")
-    if "options" not in od:
-        raise KeyError("options")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["identifier"] = d["identifier"]
+    v = d["options"]
+    od["options"] = None if v is None else _s_DirectUDPSocketOptions(v)
+    od["timestamp"] = d["timestamp"]
+    v = d.get("initiator")
+    if v is not None:
+        od["initiator"] = _s_Initiator(v)
     return o
 
 
@@ -7411,31 +6473,19 @@ def _u_DirectUDPSocketCreated(o: DirectUDPSocketCreated) -> dict[str, Any]:
     return d
 
 
-_DirectUDPSocketOpened_plain = {
-    "identifier": "identifier",
-    "localAddr": "local_addr",
-    "localPort": "local_port",
-    "timestamp": "timestamp",
-    "remoteAddr": "remote_addr",
-    "remotePort": "remote_port",
-}
-
-
 def _s_DirectUDPSocketOpened(d: dict[str, Any]) -> DirectUDPSocketOpened:
     o = _new(DirectUDPSocketOpened)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DirectUDPSocketOpened_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "identifier" not in od:
-        raise KeyError("identifier")
-    if "local_addr" not in od:
-        raise KeyError("localAddr")
-    if "local_port" not in od:
-        raise KeyError("localPort")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["identifier"] = d["identifier"]
+    od["local_addr"] = d["localAddr"]
+    od["local_port"] = d["localPort"]
+    od["timestamp"] = d["timestamp"]
+    v = d.get("remoteAddr")
+    if v is not None:
+        od["remote_addr"] = v
+    v = d.get("remotePort")
+    if v is not None:
+        od["remote_port"] = v
     return o
 
 
@@ -7453,27 +6503,13 @@ def _u_DirectUDPSocketOpened(o: DirectUDPSocketOpened) -> dict[str, Any]:
     return d
 
 
-_DirectUDPSocketAborted_plain = {
-    "identifier": "identifier",
-    "timestamp": "timestamp",
-}
-
-
 def _s_DirectUDPSocketAborted(d: dict[str, Any]) -> DirectUDPSocketAborted:
     o = _new(DirectUDPSocketAborted)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DirectUDPSocketAborted_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "errorMessage":
-            od["error_message"] = None if v is None else _enum(ErrorReason, v)
-    if "identifier" not in od:
-        raise KeyError("identifier")
-    if "error_message" not in od:
-        raise KeyError("errorMessage")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["identifier"] = d["identifier"]
+    v = d["errorMessage"]
+    od["error_message"] = None if v is None else (_e_ErrorReason(v) or _enum(ErrorReason, v))
+    od["timestamp"] = d["timestamp"]
     return o
 
 
@@ -7485,23 +6521,11 @@ def _u_DirectUDPSocketAborted(o: DirectUDPSocketAborted) -> dict[str, Any]:
     }
 
 
-_DirectUDPSocketClosed_plain = {
-    "identifier": "identifier",
-    "timestamp": "timestamp",
-}
-
-
 def _s_DirectUDPSocketClosed(d: dict[str, Any]) -> DirectUDPSocketClosed:
     o = _new(DirectUDPSocketClosed)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DirectUDPSocketClosed_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "identifier" not in od:
-        raise KeyError("identifier")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["identifier"] = d["identifier"]
+    od["timestamp"] = d["timestamp"]
     return o
 
 
@@ -7512,27 +6536,13 @@ def _u_DirectUDPSocketClosed(o: DirectUDPSocketClosed) -> dict[str, Any]:
     }
 
 
-_DirectUDPSocketChunkSent_plain = {
-    "identifier": "identifier",
-    "timestamp": "timestamp",
-}
-
-
 def _s_DirectUDPSocketChunkSent(d: dict[str, Any]) -> DirectUDPSocketChunkSent:
     o = _new(DirectUDPSocketChunkSent)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DirectUDPSocketChunkSent_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "message":
-            od["message"] = None if v is None else _s_DirectUDPMessage(v)
-    if "identifier" not in od:
-        raise KeyError("identifier")
-    if "message" not in od:
-        raise KeyError("message")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["identifier"] = d["identifier"]
+    v = d["message"]
+    od["message"] = None if v is None else _s_DirectUDPMessage(v)
+    od["timestamp"] = d["timestamp"]
     return o
 
 
@@ -7544,27 +6554,13 @@ def _u_DirectUDPSocketChunkSent(o: DirectUDPSocketChunkSent) -> dict[str, Any]:
     }
 
 
-_DirectUDPSocketChunkReceived_plain = {
-    "identifier": "identifier",
-    "timestamp": "timestamp",
-}
-
-
 def _s_DirectUDPSocketChunkReceived(d: dict[str, Any]) -> DirectUDPSocketChunkReceived:
     o = _new(DirectUDPSocketChunkReceived)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DirectUDPSocketChunkReceived_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "message":
-            od["message"] = None if v is None else _s_DirectUDPMessage(v)
-    if "identifier" not in od:
-        raise KeyError("identifier")
-    if "message" not in od:
-        raise KeyError("message")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["identifier"] = d["identifier"]
+    v = d["message"]
+    od["message"] = None if v is None else _s_DirectUDPMessage(v)
+    od["timestamp"] = d["timestamp"]
     return o
 
 
@@ -7576,39 +6572,27 @@ def _u_DirectUDPSocketChunkReceived(o: DirectUDPSocketChunkReceived) -> dict[str
     }
 
 
-_RequestWillBeSentExtraInfo_plain = {
-    "requestId": "request_id",
-    "headers": "headers",
-    "siteHasCookieInOtherPartition": "site_has_cookie_in_other_partition",
-    "appliedNetworkConditionsId": "applied_network_conditions_id",
-}
-
-
 def _s_RequestWillBeSentExtraInfo(d: dict[str, Any]) -> RequestWillBeSentExtraInfo:
     o = _new(RequestWillBeSentExtraInfo)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RequestWillBeSentExtraInfo_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "associatedCookies":
-            od["associated_cookies"] = None if v is None else [_s_AssociatedCookie(x0) for x0 in v]
-        elif k == "connectTiming":
-            od["connect_timing"] = None if v is None else _s_ConnectTiming(v)
-        elif k == "deviceBoundSessionUsages":
-            od["device_bound_session_usages"] = (
-                None if v is None else [_s_DeviceBoundSessionWithUsage(x0) for x0 in v]
-            )
-        elif k == "clientSecurityState":
-            od["client_security_state"] = None if v is None else _s_ClientSecurityState(v)
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "associated_cookies" not in od:
-        raise KeyError("associatedCookies")
-    if "headers" not in od:
-        raise KeyError("headers")
-    if "connect_timing" not in od:
-        raise KeyError("connectTiming")
+    od["request_id"] = d["requestId"]
+    v = d["associatedCookies"]
+    od["associated_cookies"] = None if v is None else [_s_AssociatedCookie(x0) for x0 in v]
+    od["headers"] = d["headers"]
+    v = d["connectTiming"]
+    od["connect_timing"] = None if v is None else _s_ConnectTiming(v)
+    v = d.get("deviceBoundSessionUsages")
+    if v is not None:
+        od["device_bound_session_usages"] = [_s_DeviceBoundSessionWithUsage(x0) for x0 in v]
+    v = d.get("clientSecurityState")
+    if v is not None:
+        od["client_security_state"] = _s_ClientSecurityState(v)
+    v = d.get("siteHasCookieInOtherPartition")
+    if v is not None:
+        od["site_has_cookie_in_other_partition"] = v
+    v = d.get("appliedNetworkConditionsId")
+    if v is not None:
+        od["applied_network_conditions_id"] = v
     return o
 
 
@@ -7632,40 +6616,30 @@ def _u_RequestWillBeSentExtraInfo(o: RequestWillBeSentExtraInfo) -> dict[str, An
     return d
 
 
-_ResponseReceivedExtraInfo_plain = {
-    "requestId": "request_id",
-    "headers": "headers",
-    "statusCode": "status_code",
-    "headersText": "headers_text",
-    "cookiePartitionKeyOpaque": "cookie_partition_key_opaque",
-}
-
-
 def _s_ResponseReceivedExtraInfo(d: dict[str, Any]) -> ResponseReceivedExtraInfo:
     o = _new(ResponseReceivedExtraInfo)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ResponseReceivedExtraInfo_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "blockedCookies":
-            od["blocked_cookies"] = None if v is None else [_s_BlockedSetCookieWithReason(x0) for x0 in v]
-        elif k == "resourceIPAddressSpace":
-            od["resource_ip_address_space"] = None if v is None else _enum(IPAddressSpace, v)
-        elif k == "cookiePartitionKey":
-            od["cookie_partition_key"] = None if v is None else _s_CookiePartitionKey(v)
-        elif k == "exemptedCookies":
-            od["exempted_cookies"] = None if v is None else [_s_ExemptedSetCookieWithReason(x0) for x0 in v]
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "blocked_cookies" not in od:
-        raise KeyError("blockedCookies")
-    if "headers" not in od:
-        raise KeyError("headers")
-    if "resource_ip_address_space" not in od:
-        raise KeyError("resourceIPAddressSpace")
-    if "status_code" not in od:
-        raise KeyError("statusCode")
+    od["request_id"] = d["requestId"]
+    v = d["blockedCookies"]
+    od["blocked_cookies"] = None if v is None else [_s_BlockedSetCookieWithReason(x0) for x0 in v]
+    od["headers"] = d["headers"]
+    v = d["resourceIPAddressSpace"]
+    od["resource_ip_address_space"] = (
+        None if v is None else (_e_IPAddressSpace(v) or _enum(IPAddressSpace, v))
+    )
+    od["status_code"] = d["statusCode"]
+    v = d.get("headersText")
+    if v is not None:
+        od["headers_text"] = v
+    v = d.get("cookiePartitionKey")
+    if v is not None:
+        od["cookie_partition_key"] = _s_CookiePartitionKey(v)
+    v = d.get("cookiePartitionKeyOpaque")
+    if v is not None:
+        od["cookie_partition_key_opaque"] = v
+    v = d.get("exemptedCookies")
+    if v is not None:
+        od["exempted_cookies"] = [_s_ExemptedSetCookieWithReason(x0) for x0 in v]
     return o
 
 
@@ -7688,23 +6662,11 @@ def _u_ResponseReceivedExtraInfo(o: ResponseReceivedExtraInfo) -> dict[str, Any]
     return d
 
 
-_ResponseReceivedEarlyHints_plain = {
-    "requestId": "request_id",
-    "headers": "headers",
-}
-
-
 def _s_ResponseReceivedEarlyHints(d: dict[str, Any]) -> ResponseReceivedEarlyHints:
     o = _new(ResponseReceivedEarlyHints)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ResponseReceivedEarlyHints_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "headers" not in od:
-        raise KeyError("headers")
+    od["request_id"] = d["requestId"]
+    od["headers"] = d["headers"]
     return o
 
 
@@ -7715,30 +6677,22 @@ def _u_ResponseReceivedEarlyHints(o: ResponseReceivedEarlyHints) -> dict[str, An
     }
 
 
-_TrustTokenOperationDone_plain = {
-    "status": "status",
-    "requestId": "request_id",
-    "topLevelOrigin": "top_level_origin",
-    "issuerOrigin": "issuer_origin",
-    "issuedTokenCount": "issued_token_count",
-}
-
-
 def _s_TrustTokenOperationDone(d: dict[str, Any]) -> TrustTokenOperationDone:
     o = _new(TrustTokenOperationDone)
     od = o.__dict__
-    for k, v in d.items():
-        n = _TrustTokenOperationDone_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(TrustTokenOperationType, v)
-    if "status" not in od:
-        raise KeyError("status")
-    if "type_" not in od:
-        raise KeyError("type")
-    if "request_id" not in od:
-        raise KeyError("requestId")
+    od["status"] = d["status"]
+    v = d["type"]
+    od["type_"] = None if v is None else (_e_TrustTokenOperationType(v) or _enum(TrustTokenOperationType, v))
+    od["request_id"] = d["requestId"]
+    v = d.get("topLevelOrigin")
+    if v is not None:
+        od["top_level_origin"] = v
+    v = d.get("issuerOrigin")
+    if v is not None:
+        od["issuer_origin"] = v
+    v = d.get("issuedTokenCount")
+    if v is not None:
+        od["issued_token_count"] = v
     return o
 
 
@@ -7758,7 +6712,8 @@ def _u_TrustTokenOperationDone(o: TrustTokenOperationDone) -> dict[str, Any]:
 
 
 def _s_PolicyUpdated(d: dict[str, Any]) -> PolicyUpdated:
-    return _new(PolicyUpdated)
+    o = _new(PolicyUpdated)
+    return o
 
 
 def _u_PolicyUpdated(o: PolicyUpdated) -> dict[str, Any]:
@@ -7768,11 +6723,8 @@ def _u_PolicyUpdated(o: PolicyUpdated) -> dict[str, Any]:
 def _s_ReportingApiReportAdded(d: dict[str, Any]) -> ReportingApiReportAdded:
     o = _new(ReportingApiReportAdded)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "report":
-            od["report"] = None if v is None else _s_ReportingApiReport(v)
-    if "report" not in od:
-        raise KeyError("report")
+    v = d["report"]
+    od["report"] = None if v is None else _s_ReportingApiReport(v)
     return o
 
 
@@ -7785,11 +6737,8 @@ def _u_ReportingApiReportAdded(o: ReportingApiReportAdded) -> dict[str, Any]:
 def _s_ReportingApiReportUpdated(d: dict[str, Any]) -> ReportingApiReportUpdated:
     o = _new(ReportingApiReportUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "report":
-            od["report"] = None if v is None else _s_ReportingApiReport(v)
-    if "report" not in od:
-        raise KeyError("report")
+    v = d["report"]
+    od["report"] = None if v is None else _s_ReportingApiReport(v)
     return o
 
 
@@ -7799,24 +6748,12 @@ def _u_ReportingApiReportUpdated(o: ReportingApiReportUpdated) -> dict[str, Any]
     }
 
 
-_ReportingApiEndpointsChangedForOrigin_plain = {
-    "origin": "origin",
-}
-
-
 def _s_ReportingApiEndpointsChangedForOrigin(d: dict[str, Any]) -> ReportingApiEndpointsChangedForOrigin:
     o = _new(ReportingApiEndpointsChangedForOrigin)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ReportingApiEndpointsChangedForOrigin_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "endpoints":
-            od["endpoints"] = None if v is None else [_s_ReportingApiEndpoint(x0) for x0 in v]
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "endpoints" not in od:
-        raise KeyError("endpoints")
+    od["origin"] = d["origin"]
+    v = d["endpoints"]
+    od["endpoints"] = None if v is None else [_s_ReportingApiEndpoint(x0) for x0 in v]
     return o
 
 
@@ -7830,11 +6767,8 @@ def _u_ReportingApiEndpointsChangedForOrigin(o: ReportingApiEndpointsChangedForO
 def _s_DeviceBoundSessionsAdded(d: dict[str, Any]) -> DeviceBoundSessionsAdded:
     o = _new(DeviceBoundSessionsAdded)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "sessions":
-            od["sessions"] = None if v is None else [_s_DeviceBoundSession(x0) for x0 in v]
-    if "sessions" not in od:
-        raise KeyError("sessions")
+    v = d["sessions"]
+    od["sessions"] = None if v is None else [_s_DeviceBoundSession(x0) for x0 in v]
     return o
 
 
@@ -7844,35 +6778,27 @@ def _u_DeviceBoundSessionsAdded(o: DeviceBoundSessionsAdded) -> dict[str, Any]:
     }
 
 
-_DeviceBoundSessionEventOccurred_plain = {
-    "eventId": "event_id",
-    "site": "site",
-    "succeeded": "succeeded",
-    "sessionId": "session_id",
-}
-
-
 def _s_DeviceBoundSessionEventOccurred(d: dict[str, Any]) -> DeviceBoundSessionEventOccurred:
     o = _new(DeviceBoundSessionEventOccurred)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DeviceBoundSessionEventOccurred_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "creationEventDetails":
-            od["creation_event_details"] = None if v is None else _s_CreationEventDetails(v)
-        elif k == "refreshEventDetails":
-            od["refresh_event_details"] = None if v is None else _s_RefreshEventDetails(v)
-        elif k == "terminationEventDetails":
-            od["termination_event_details"] = None if v is None else _s_TerminationEventDetails(v)
-        elif k == "challengeEventDetails":
-            od["challenge_event_details"] = None if v is None else _s_ChallengeEventDetails(v)
-    if "event_id" not in od:
-        raise KeyError("eventId")
-    if "site" not in od:
-        raise KeyError("site")
-    if "succeeded" not in od:
-        raise KeyError("succeeded")
+    od["event_id"] = d["eventId"]
+    od["site"] = d["site"]
+    od["succeeded"] = d["succeeded"]
+    v = d.get("sessionId")
+    if v is not None:
+        od["session_id"] = v
+    v = d.get("creationEventDetails")
+    if v is not None:
+        od["creation_event_details"] = _s_CreationEventDetails(v)
+    v = d.get("refreshEventDetails")
+    if v is not None:
+        od["refresh_event_details"] = _s_RefreshEventDetails(v)
+    v = d.get("terminationEventDetails")
+    if v is not None:
+        od["termination_event_details"] = _s_TerminationEventDetails(v)
+    v = d.get("challengeEventDetails")
+    if v is not None:
+        od["challenge_event_details"] = _s_ChallengeEventDetails(v)
     return o
 
 

@@ -1097,20 +1097,19 @@ class InspectModeCanceled:
 # ==========================================================================================================
 
 _new = object.__new__
+_e_ContrastAlgorithm = ContrastAlgorithm._value2member_map_.get
+_e_ColorFormat = ColorFormat._value2member_map_.get
+_e_DisplayCutoutShape = DisplayCutoutShape._value2member_map_.get
+_e_InspectMode = InspectMode._value2member_map_.get
 
 
 def _s_SourceOrderConfig(d: dict[str, Any]) -> SourceOrderConfig:
     o = _new(SourceOrderConfig)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "parentOutlineColor":
-            od["parent_outline_color"] = None if v is None else cdp.dom._s_RGBA(v)
-        elif k == "childOutlineColor":
-            od["child_outline_color"] = None if v is None else cdp.dom._s_RGBA(v)
-    if "parent_outline_color" not in od:
-        raise KeyError("parentOutlineColor")
-    if "child_outline_color" not in od:
-        raise KeyError("childOutlineColor")
+    v = d["parentOutlineColor"]
+    od["parent_outline_color"] = None if v is None else cdp.dom._s_RGBA(v)
+    v = d["childOutlineColor"]
+    od["child_outline_color"] = None if v is None else cdp.dom._s_RGBA(v)
     return o
 
 
@@ -1213,23 +1212,30 @@ def _u_GridHighlightConfig(o: GridHighlightConfig) -> dict[str, Any]:
 def _s_FlexContainerHighlightConfig(d: dict[str, Any]) -> FlexContainerHighlightConfig:
     o = _new(FlexContainerHighlightConfig)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "containerBorder":
-            od["container_border"] = None if v is None else _s_LineStyle(v)
-        elif k == "lineSeparator":
-            od["line_separator"] = None if v is None else _s_LineStyle(v)
-        elif k == "itemSeparator":
-            od["item_separator"] = None if v is None else _s_LineStyle(v)
-        elif k == "mainDistributedSpace":
-            od["main_distributed_space"] = None if v is None else _s_BoxStyle(v)
-        elif k == "crossDistributedSpace":
-            od["cross_distributed_space"] = None if v is None else _s_BoxStyle(v)
-        elif k == "rowGapSpace":
-            od["row_gap_space"] = None if v is None else _s_BoxStyle(v)
-        elif k == "columnGapSpace":
-            od["column_gap_space"] = None if v is None else _s_BoxStyle(v)
-        elif k == "crossAlignment":
-            od["cross_alignment"] = None if v is None else _s_LineStyle(v)
+    v = d.get("containerBorder")
+    if v is not None:
+        od["container_border"] = _s_LineStyle(v)
+    v = d.get("lineSeparator")
+    if v is not None:
+        od["line_separator"] = _s_LineStyle(v)
+    v = d.get("itemSeparator")
+    if v is not None:
+        od["item_separator"] = _s_LineStyle(v)
+    v = d.get("mainDistributedSpace")
+    if v is not None:
+        od["main_distributed_space"] = _s_BoxStyle(v)
+    v = d.get("crossDistributedSpace")
+    if v is not None:
+        od["cross_distributed_space"] = _s_BoxStyle(v)
+    v = d.get("rowGapSpace")
+    if v is not None:
+        od["row_gap_space"] = _s_BoxStyle(v)
+    v = d.get("columnGapSpace")
+    if v is not None:
+        od["column_gap_space"] = _s_BoxStyle(v)
+    v = d.get("crossAlignment")
+    if v is not None:
+        od["cross_alignment"] = _s_LineStyle(v)
     return o
 
 
@@ -1257,13 +1263,15 @@ def _u_FlexContainerHighlightConfig(o: FlexContainerHighlightConfig) -> dict[str
 def _s_FlexItemHighlightConfig(d: dict[str, Any]) -> FlexItemHighlightConfig:
     o = _new(FlexItemHighlightConfig)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "baseSizeBox":
-            od["base_size_box"] = None if v is None else _s_BoxStyle(v)
-        elif k == "baseSizeBorder":
-            od["base_size_border"] = None if v is None else _s_LineStyle(v)
-        elif k == "flexibilityArrow":
-            od["flexibility_arrow"] = None if v is None else _s_LineStyle(v)
+    v = d.get("baseSizeBox")
+    if v is not None:
+        od["base_size_box"] = _s_BoxStyle(v)
+    v = d.get("baseSizeBorder")
+    if v is not None:
+        od["base_size_border"] = _s_LineStyle(v)
+    v = d.get("flexibilityArrow")
+    if v is not None:
+        od["flexibility_arrow"] = _s_LineStyle(v)
     return o
 
 
@@ -1278,20 +1286,15 @@ def _u_FlexItemHighlightConfig(o: FlexItemHighlightConfig) -> dict[str, Any]:
     return d
 
 
-_LineStyle_plain = {
-    "pattern": "pattern",
-}
-
-
 def _s_LineStyle(d: dict[str, Any]) -> LineStyle:
     o = _new(LineStyle)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LineStyle_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "color":
-            od["color"] = None if v is None else cdp.dom._s_RGBA(v)
+    v = d.get("color")
+    if v is not None:
+        od["color"] = cdp.dom._s_RGBA(v)
+    v = d.get("pattern")
+    if v is not None:
+        od["pattern"] = v
     return o
 
 
@@ -1307,11 +1310,12 @@ def _u_LineStyle(o: LineStyle) -> dict[str, Any]:
 def _s_BoxStyle(d: dict[str, Any]) -> BoxStyle:
     o = _new(BoxStyle)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "fillColor":
-            od["fill_color"] = None if v is None else cdp.dom._s_RGBA(v)
-        elif k == "hatchColor":
-            od["hatch_color"] = None if v is None else cdp.dom._s_RGBA(v)
+    v = d.get("fillColor")
+    if v is not None:
+        od["fill_color"] = cdp.dom._s_RGBA(v)
+    v = d.get("hatchColor")
+    if v is not None:
+        od["hatch_color"] = cdp.dom._s_RGBA(v)
     return o
 
 
@@ -1324,34 +1328,36 @@ def _u_BoxStyle(o: BoxStyle) -> dict[str, Any]:
     return d
 
 
-_ImcbHighlightConfig_plain = {
-    "showPositionAreaGrid": "show_position_area_grid",
-}
-
-
 def _s_ImcbHighlightConfig(d: dict[str, Any]) -> ImcbHighlightConfig:
     o = _new(ImcbHighlightConfig)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ImcbHighlightConfig_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "imcbBorderColor":
-            od["imcb_border_color"] = None if v is None else cdp.dom._s_RGBA(v)
-        elif k == "imcbBackgroundColor":
-            od["imcb_background_color"] = None if v is None else cdp.dom._s_RGBA(v)
-        elif k == "insetsBackgroundColor":
-            od["insets_background_color"] = None if v is None else cdp.dom._s_RGBA(v)
-        elif k == "insetsHatchColor":
-            od["insets_hatch_color"] = None if v is None else cdp.dom._s_RGBA(v)
-        elif k == "anchorBorderColor":
-            od["anchor_border_color"] = None if v is None else cdp.dom._s_RGBA(v)
-        elif k == "anchorBackgroundColor":
-            od["anchor_background_color"] = None if v is None else cdp.dom._s_RGBA(v)
-        elif k == "positionAreaGridLineColor":
-            od["position_area_grid_line_color"] = None if v is None else cdp.dom._s_RGBA(v)
-        elif k == "positionAreaActiveRegionColor":
-            od["position_area_active_region_color"] = None if v is None else cdp.dom._s_RGBA(v)
+    v = d.get("imcbBorderColor")
+    if v is not None:
+        od["imcb_border_color"] = cdp.dom._s_RGBA(v)
+    v = d.get("imcbBackgroundColor")
+    if v is not None:
+        od["imcb_background_color"] = cdp.dom._s_RGBA(v)
+    v = d.get("insetsBackgroundColor")
+    if v is not None:
+        od["insets_background_color"] = cdp.dom._s_RGBA(v)
+    v = d.get("insetsHatchColor")
+    if v is not None:
+        od["insets_hatch_color"] = cdp.dom._s_RGBA(v)
+    v = d.get("anchorBorderColor")
+    if v is not None:
+        od["anchor_border_color"] = cdp.dom._s_RGBA(v)
+    v = d.get("anchorBackgroundColor")
+    if v is not None:
+        od["anchor_background_color"] = cdp.dom._s_RGBA(v)
+    v = d.get("showPositionAreaGrid")
+    if v is not None:
+        od["show_position_area_grid"] = v
+    v = d.get("positionAreaGridLineColor")
+    if v is not None:
+        od["position_area_grid_line_color"] = cdp.dom._s_RGBA(v)
+    v = d.get("positionAreaActiveRegionColor")
+    if v is not None:
+        od["position_area_active_region_color"] = cdp.dom._s_RGBA(v)
     return o
 
 
@@ -1411,7 +1417,7 @@ def _s_HighlightConfig(d: dict[str, Any]) -> HighlightConfig:
         elif k == "cssGridColor":
             od["css_grid_color"] = None if v is None else cdp.dom._s_RGBA(v)
         elif k == "colorFormat":
-            od["color_format"] = None if v is None else _enum(ColorFormat, v)
+            od["color_format"] = None if v is None else (_e_ColorFormat(v) or _enum(ColorFormat, v))
         elif k == "gridHighlightConfig":
             od["grid_highlight_config"] = None if v is None else _s_GridHighlightConfig(v)
         elif k == "flexContainerHighlightConfig":
@@ -1419,7 +1425,9 @@ def _s_HighlightConfig(d: dict[str, Any]) -> HighlightConfig:
         elif k == "flexItemHighlightConfig":
             od["flex_item_highlight_config"] = None if v is None else _s_FlexItemHighlightConfig(v)
         elif k == "contrastAlgorithm":
-            od["contrast_algorithm"] = None if v is None else _enum(ContrastAlgorithm, v)
+            od["contrast_algorithm"] = (
+                None if v is None else (_e_ContrastAlgorithm(v) or _enum(ContrastAlgorithm, v))
+            )
         elif k == "containerQueryContainerHighlightConfig":
             od["container_query_container_highlight_config"] = (
                 None if v is None else _s_ContainerQueryContainerHighlightConfig(v)
@@ -1476,24 +1484,12 @@ def _u_HighlightConfig(o: HighlightConfig) -> dict[str, Any]:
     return d
 
 
-_GridNodeHighlightConfig_plain = {
-    "nodeId": "node_id",
-}
-
-
 def _s_GridNodeHighlightConfig(d: dict[str, Any]) -> GridNodeHighlightConfig:
     o = _new(GridNodeHighlightConfig)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GridNodeHighlightConfig_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "gridHighlightConfig":
-            od["grid_highlight_config"] = None if v is None else _s_GridHighlightConfig(v)
-    if "grid_highlight_config" not in od:
-        raise KeyError("gridHighlightConfig")
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    v = d["gridHighlightConfig"]
+    od["grid_highlight_config"] = None if v is None else _s_GridHighlightConfig(v)
+    od["node_id"] = d["nodeId"]
     return o
 
 
@@ -1504,24 +1500,12 @@ def _u_GridNodeHighlightConfig(o: GridNodeHighlightConfig) -> dict[str, Any]:
     }
 
 
-_FlexNodeHighlightConfig_plain = {
-    "nodeId": "node_id",
-}
-
-
 def _s_FlexNodeHighlightConfig(d: dict[str, Any]) -> FlexNodeHighlightConfig:
     o = _new(FlexNodeHighlightConfig)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FlexNodeHighlightConfig_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "flexContainerHighlightConfig":
-            od["flex_container_highlight_config"] = None if v is None else _s_FlexContainerHighlightConfig(v)
-    if "flex_container_highlight_config" not in od:
-        raise KeyError("flexContainerHighlightConfig")
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    v = d["flexContainerHighlightConfig"]
+    od["flex_container_highlight_config"] = None if v is None else _s_FlexContainerHighlightConfig(v)
+    od["node_id"] = d["nodeId"]
     return o
 
 
@@ -1535,15 +1519,18 @@ def _u_FlexNodeHighlightConfig(o: FlexNodeHighlightConfig) -> dict[str, Any]:
 def _s_ScrollSnapContainerHighlightConfig(d: dict[str, Any]) -> ScrollSnapContainerHighlightConfig:
     o = _new(ScrollSnapContainerHighlightConfig)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "snapportBorder":
-            od["snapport_border"] = None if v is None else _s_LineStyle(v)
-        elif k == "snapAreaBorder":
-            od["snap_area_border"] = None if v is None else _s_LineStyle(v)
-        elif k == "scrollMarginColor":
-            od["scroll_margin_color"] = None if v is None else cdp.dom._s_RGBA(v)
-        elif k == "scrollPaddingColor":
-            od["scroll_padding_color"] = None if v is None else cdp.dom._s_RGBA(v)
+    v = d.get("snapportBorder")
+    if v is not None:
+        od["snapport_border"] = _s_LineStyle(v)
+    v = d.get("snapAreaBorder")
+    if v is not None:
+        od["snap_area_border"] = _s_LineStyle(v)
+    v = d.get("scrollMarginColor")
+    if v is not None:
+        od["scroll_margin_color"] = cdp.dom._s_RGBA(v)
+    v = d.get("scrollPaddingColor")
+    if v is not None:
+        od["scroll_padding_color"] = cdp.dom._s_RGBA(v)
     return o
 
 
@@ -1560,26 +1547,14 @@ def _u_ScrollSnapContainerHighlightConfig(o: ScrollSnapContainerHighlightConfig)
     return d
 
 
-_ScrollSnapHighlightConfig_plain = {
-    "nodeId": "node_id",
-}
-
-
 def _s_ScrollSnapHighlightConfig(d: dict[str, Any]) -> ScrollSnapHighlightConfig:
     o = _new(ScrollSnapHighlightConfig)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ScrollSnapHighlightConfig_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "scrollSnapContainerHighlightConfig":
-            od["scroll_snap_container_highlight_config"] = (
-                None if v is None else _s_ScrollSnapContainerHighlightConfig(v)
-            )
-    if "scroll_snap_container_highlight_config" not in od:
-        raise KeyError("scrollSnapContainerHighlightConfig")
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    v = d["scrollSnapContainerHighlightConfig"]
+    od["scroll_snap_container_highlight_config"] = (
+        None if v is None else _s_ScrollSnapContainerHighlightConfig(v)
+    )
+    od["node_id"] = d["nodeId"]
     return o
 
 
@@ -1595,15 +1570,14 @@ def _u_ScrollSnapHighlightConfig(o: ScrollSnapHighlightConfig) -> dict[str, Any]
 def _s_HingeConfig(d: dict[str, Any]) -> HingeConfig:
     o = _new(HingeConfig)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "rect":
-            od["rect"] = None if v is None else cdp.dom._s_Rect(v)
-        elif k == "contentColor":
-            od["content_color"] = None if v is None else cdp.dom._s_RGBA(v)
-        elif k == "outlineColor":
-            od["outline_color"] = None if v is None else cdp.dom._s_RGBA(v)
-    if "rect" not in od:
-        raise KeyError("rect")
+    v = d["rect"]
+    od["rect"] = None if v is None else cdp.dom._s_Rect(v)
+    v = d.get("contentColor")
+    if v is not None:
+        od["content_color"] = cdp.dom._s_RGBA(v)
+    v = d.get("outlineColor")
+    if v is not None:
+        od["outline_color"] = cdp.dom._s_RGBA(v)
     return o
 
 
@@ -1618,33 +1592,34 @@ def _u_HingeConfig(o: HingeConfig) -> dict[str, Any]:
     return d
 
 
-_DisplayCutoutConfig_plain = {
-    "borderRadius": "border_radius",
-    "upperRadius": "upper_radius",
-    "lowerRadius": "lower_radius",
-    "cx": "cx",
-    "cy": "cy",
-    "radius": "radius",
-}
-
-
 def _s_DisplayCutoutConfig(d: dict[str, Any]) -> DisplayCutoutConfig:
     o = _new(DisplayCutoutConfig)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DisplayCutoutConfig_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "rect":
-            od["rect"] = None if v is None else cdp.dom._s_Rect(v)
-        elif k == "shape":
-            od["shape"] = None if v is None else _enum(DisplayCutoutShape, v)
-        elif k == "contentColor":
-            od["content_color"] = None if v is None else cdp.dom._s_RGBA(v)
-    if "rect" not in od:
-        raise KeyError("rect")
-    if "shape" not in od:
-        raise KeyError("shape")
+    v = d["rect"]
+    od["rect"] = None if v is None else cdp.dom._s_Rect(v)
+    v = d["shape"]
+    od["shape"] = None if v is None else (_e_DisplayCutoutShape(v) or _enum(DisplayCutoutShape, v))
+    v = d.get("borderRadius")
+    if v is not None:
+        od["border_radius"] = v
+    v = d.get("upperRadius")
+    if v is not None:
+        od["upper_radius"] = v
+    v = d.get("lowerRadius")
+    if v is not None:
+        od["lower_radius"] = v
+    v = d.get("cx")
+    if v is not None:
+        od["cx"] = v
+    v = d.get("cy")
+    if v is not None:
+        od["cy"] = v
+    v = d.get("radius")
+    if v is not None:
+        od["radius"] = v
+    v = d.get("contentColor")
+    if v is not None:
+        od["content_color"] = cdp.dom._s_RGBA(v)
     return o
 
 
@@ -1670,26 +1645,12 @@ def _u_DisplayCutoutConfig(o: DisplayCutoutConfig) -> dict[str, Any]:
     return d
 
 
-_WindowControlsOverlayConfig_plain = {
-    "showCSS": "show_css",
-    "selectedPlatform": "selected_platform",
-    "themeColor": "theme_color",
-}
-
-
 def _s_WindowControlsOverlayConfig(d: dict[str, Any]) -> WindowControlsOverlayConfig:
     o = _new(WindowControlsOverlayConfig)
     od = o.__dict__
-    for k, v in d.items():
-        n = _WindowControlsOverlayConfig_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "show_css" not in od:
-        raise KeyError("showCSS")
-    if "selected_platform" not in od:
-        raise KeyError("selectedPlatform")
-    if "theme_color" not in od:
-        raise KeyError("themeColor")
+    od["show_css"] = d["showCSS"]
+    od["selected_platform"] = d["selectedPlatform"]
+    od["theme_color"] = d["themeColor"]
     return o
 
 
@@ -1701,26 +1662,14 @@ def _u_WindowControlsOverlayConfig(o: WindowControlsOverlayConfig) -> dict[str, 
     }
 
 
-_ContainerQueryHighlightConfig_plain = {
-    "nodeId": "node_id",
-}
-
-
 def _s_ContainerQueryHighlightConfig(d: dict[str, Any]) -> ContainerQueryHighlightConfig:
     o = _new(ContainerQueryHighlightConfig)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ContainerQueryHighlightConfig_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "containerQueryContainerHighlightConfig":
-            od["container_query_container_highlight_config"] = (
-                None if v is None else _s_ContainerQueryContainerHighlightConfig(v)
-            )
-    if "container_query_container_highlight_config" not in od:
-        raise KeyError("containerQueryContainerHighlightConfig")
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    v = d["containerQueryContainerHighlightConfig"]
+    od["container_query_container_highlight_config"] = (
+        None if v is None else _s_ContainerQueryContainerHighlightConfig(v)
+    )
+    od["node_id"] = d["nodeId"]
     return o
 
 
@@ -1736,11 +1685,12 @@ def _u_ContainerQueryHighlightConfig(o: ContainerQueryHighlightConfig) -> dict[s
 def _s_ContainerQueryContainerHighlightConfig(d: dict[str, Any]) -> ContainerQueryContainerHighlightConfig:
     o = _new(ContainerQueryContainerHighlightConfig)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "containerBorder":
-            od["container_border"] = None if v is None else _s_LineStyle(v)
-        elif k == "descendantBorder":
-            od["descendant_border"] = None if v is None else _s_LineStyle(v)
+    v = d.get("containerBorder")
+    if v is not None:
+        od["container_border"] = _s_LineStyle(v)
+    v = d.get("descendantBorder")
+    if v is not None:
+        od["descendant_border"] = _s_LineStyle(v)
     return o
 
 
@@ -1753,24 +1703,12 @@ def _u_ContainerQueryContainerHighlightConfig(o: ContainerQueryContainerHighligh
     return d
 
 
-_IsolatedElementHighlightConfig_plain = {
-    "nodeId": "node_id",
-}
-
-
 def _s_IsolatedElementHighlightConfig(d: dict[str, Any]) -> IsolatedElementHighlightConfig:
     o = _new(IsolatedElementHighlightConfig)
     od = o.__dict__
-    for k, v in d.items():
-        n = _IsolatedElementHighlightConfig_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "isolationModeHighlightConfig":
-            od["isolation_mode_highlight_config"] = None if v is None else _s_IsolationModeHighlightConfig(v)
-    if "isolation_mode_highlight_config" not in od:
-        raise KeyError("isolationModeHighlightConfig")
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    v = d["isolationModeHighlightConfig"]
+    od["isolation_mode_highlight_config"] = None if v is None else _s_IsolationModeHighlightConfig(v)
+    od["node_id"] = d["nodeId"]
     return o
 
 
@@ -1784,13 +1722,15 @@ def _u_IsolatedElementHighlightConfig(o: IsolatedElementHighlightConfig) -> dict
 def _s_IsolationModeHighlightConfig(d: dict[str, Any]) -> IsolationModeHighlightConfig:
     o = _new(IsolationModeHighlightConfig)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "resizerColor":
-            od["resizer_color"] = None if v is None else cdp.dom._s_RGBA(v)
-        elif k == "resizerHandleColor":
-            od["resizer_handle_color"] = None if v is None else cdp.dom._s_RGBA(v)
-        elif k == "maskColor":
-            od["mask_color"] = None if v is None else cdp.dom._s_RGBA(v)
+    v = d.get("resizerColor")
+    if v is not None:
+        od["resizer_color"] = cdp.dom._s_RGBA(v)
+    v = d.get("resizerHandleColor")
+    if v is not None:
+        od["resizer_handle_color"] = cdp.dom._s_RGBA(v)
+    v = d.get("maskColor")
+    if v is not None:
+        od["mask_color"] = cdp.dom._s_RGBA(v)
     return o
 
 
@@ -1805,19 +1745,15 @@ def _u_IsolationModeHighlightConfig(o: IsolationModeHighlightConfig) -> dict[str
     return d
 
 
-_InspectedElementAnchorConfig_plain = {
-    "nodeId": "node_id",
-    "backendNodeId": "backend_node_id",
-}
-
-
 def _s_InspectedElementAnchorConfig(d: dict[str, Any]) -> InspectedElementAnchorConfig:
     o = _new(InspectedElementAnchorConfig)
     od = o.__dict__
-    for k, v in d.items():
-        n = _InspectedElementAnchorConfig_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("nodeId")
+    if v is not None:
+        od["node_id"] = v
+    v = d.get("backendNodeId")
+    if v is not None:
+        od["backend_node_id"] = v
     return o
 
 
@@ -1838,20 +1774,10 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
     return enable()
 
 
-_GetHighlightObjectForTestResult_plain = {
-    "highlight": "highlight",
-}
-
-
 def _s_GetHighlightObjectForTestResult(d: dict[str, Any]) -> GetHighlightObjectForTestResult:
     o = _new(GetHighlightObjectForTestResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetHighlightObjectForTestResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "highlight" not in od:
-        raise KeyError("highlight")
+    od["highlight"] = d["highlight"]
     return o
 
 
@@ -1887,25 +1813,17 @@ def _c_get_highlight_object_for_test(d: dict[str, Any]) -> Command[GetHighlightO
         node_id=d["nodeId"],
         include_distance=d.get("includeDistance"),
         include_style=d.get("includeStyle"),
-        color_format=None if (v := d.get("colorFormat")) is None else _enum(ColorFormat, v),
+        color_format=None
+        if (v := d.get("colorFormat")) is None
+        else (_e_ColorFormat(v) or _enum(ColorFormat, v)),
         show_accessibility_info=d.get("showAccessibilityInfo"),
     )
-
-
-_GetGridHighlightObjectsForTestResult_plain = {
-    "highlights": "highlights",
-}
 
 
 def _s_GetGridHighlightObjectsForTestResult(d: dict[str, Any]) -> GetGridHighlightObjectsForTestResult:
     o = _new(GetGridHighlightObjectsForTestResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetGridHighlightObjectsForTestResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "highlights" not in od:
-        raise KeyError("highlights")
+    od["highlights"] = d["highlights"]
     return o
 
 
@@ -1931,22 +1849,12 @@ def _c_get_grid_highlight_objects_for_test(
     )
 
 
-_GetSourceOrderHighlightObjectForTestResult_plain = {
-    "highlight": "highlight",
-}
-
-
 def _s_GetSourceOrderHighlightObjectForTestResult(
     d: dict[str, Any],
 ) -> GetSourceOrderHighlightObjectForTestResult:
     o = _new(GetSourceOrderHighlightObjectForTestResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetSourceOrderHighlightObjectForTestResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "highlight" not in od:
-        raise KeyError("highlight")
+    od["highlight"] = d["highlight"]
     return o
 
 
@@ -2128,7 +2036,7 @@ def _p_set_inspect_mode(
 
 def _c_set_inspect_mode(d: dict[str, Any]) -> Command[None]:
     return set_inspect_mode(
-        mode=_enum(InspectMode, d["mode"]),
+        mode=(_e_InspectMode(d["mode"]) or _enum(InspectMode, d["mode"])),
         highlight_config=None if (v := d.get("highlightConfig")) is None else _s_HighlightConfig(v),
     )
 
@@ -2419,20 +2327,10 @@ def _c_set_show_window_controls_overlay(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_InspectNodeRequested_plain = {
-    "backendNodeId": "backend_node_id",
-}
-
-
 def _s_InspectNodeRequested(d: dict[str, Any]) -> InspectNodeRequested:
     o = _new(InspectNodeRequested)
     od = o.__dict__
-    for k, v in d.items():
-        n = _InspectNodeRequested_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "backend_node_id" not in od:
-        raise KeyError("backendNodeId")
+    od["backend_node_id"] = d["backendNodeId"]
     return o
 
 
@@ -2442,20 +2340,10 @@ def _u_InspectNodeRequested(o: InspectNodeRequested) -> dict[str, Any]:
     }
 
 
-_NodeHighlightRequested_plain = {
-    "nodeId": "node_id",
-}
-
-
 def _s_NodeHighlightRequested(d: dict[str, Any]) -> NodeHighlightRequested:
     o = _new(NodeHighlightRequested)
     od = o.__dict__
-    for k, v in d.items():
-        n = _NodeHighlightRequested_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    od["node_id"] = d["nodeId"]
     return o
 
 
@@ -2468,11 +2356,8 @@ def _u_NodeHighlightRequested(o: NodeHighlightRequested) -> dict[str, Any]:
 def _s_ScreenshotRequested(d: dict[str, Any]) -> ScreenshotRequested:
     o = _new(ScreenshotRequested)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "viewport":
-            od["viewport"] = None if v is None else cdp.page._s_Viewport(v)
-    if "viewport" not in od:
-        raise KeyError("viewport")
+    v = d["viewport"]
+    od["viewport"] = None if v is None else cdp.page._s_Viewport(v)
     return o
 
 
@@ -2482,20 +2367,10 @@ def _u_ScreenshotRequested(o: ScreenshotRequested) -> dict[str, Any]:
     }
 
 
-_InspectPanelShowRequested_plain = {
-    "backendNodeId": "backend_node_id",
-}
-
-
 def _s_InspectPanelShowRequested(d: dict[str, Any]) -> InspectPanelShowRequested:
     o = _new(InspectPanelShowRequested)
     od = o.__dict__
-    for k, v in d.items():
-        n = _InspectPanelShowRequested_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "backend_node_id" not in od:
-        raise KeyError("backendNodeId")
+    od["backend_node_id"] = d["backendNodeId"]
     return o
 
 
@@ -2505,20 +2380,10 @@ def _u_InspectPanelShowRequested(o: InspectPanelShowRequested) -> dict[str, Any]
     }
 
 
-_InspectedElementWindowRestored_plain = {
-    "backendNodeId": "backend_node_id",
-}
-
-
 def _s_InspectedElementWindowRestored(d: dict[str, Any]) -> InspectedElementWindowRestored:
     o = _new(InspectedElementWindowRestored)
     od = o.__dict__
-    for k, v in d.items():
-        n = _InspectedElementWindowRestored_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "backend_node_id" not in od:
-        raise KeyError("backendNodeId")
+    od["backend_node_id"] = d["backendNodeId"]
     return o
 
 
@@ -2529,7 +2394,8 @@ def _u_InspectedElementWindowRestored(o: InspectedElementWindowRestored) -> dict
 
 
 def _s_InspectModeCanceled(d: dict[str, Any]) -> InspectModeCanceled:
-    return _new(InspectModeCanceled)
+    o = _new(InspectModeCanceled)
+    return o
 
 
 def _u_InspectModeCanceled(o: InspectModeCanceled) -> dict[str, Any]:

@@ -3080,18 +3080,34 @@ class CompilationCacheProduced:
 # ==========================================================================================================
 
 _new = object.__new__
+_e_AdFrameType = AdFrameType._value2member_map_.get
+_e_AdFrameExplanation = AdFrameExplanation._value2member_map_.get
+_e_SecureContextType = SecureContextType._value2member_map_.get
+_e_CrossOriginIsolatedContextType = CrossOriginIsolatedContextType._value2member_map_.get
+_e_GatedAPIFeatures = GatedAPIFeatures._value2member_map_.get
+_e_PermissionsPolicyFeature = PermissionsPolicyFeature._value2member_map_.get
+_e_PermissionsPolicyBlockReason = PermissionsPolicyBlockReason._value2member_map_.get
+_e_OriginTrialTokenStatus = OriginTrialTokenStatus._value2member_map_.get
+_e_OriginTrialStatus = OriginTrialStatus._value2member_map_.get
+_e_OriginTrialUsageRestriction = OriginTrialUsageRestriction._value2member_map_.get
+_e_TransitionType = TransitionType._value2member_map_.get
+_e_DialogType = DialogType._value2member_map_.get
+_e_ClientNavigationReason = ClientNavigationReason._value2member_map_.get
+_e_ClientNavigationDisposition = ClientNavigationDisposition._value2member_map_.get
+_e_ReferrerPolicy = ReferrerPolicy._value2member_map_.get
+_e_NavigationType = NavigationType._value2member_map_.get
+_e_BackForwardCacheNotRestoredReason = BackForwardCacheNotRestoredReason._value2member_map_.get
+_e_BackForwardCacheNotRestoredReasonType = BackForwardCacheNotRestoredReasonType._value2member_map_.get
 
 
 def _s_AdFrameStatus(d: dict[str, Any]) -> AdFrameStatus:
     o = _new(AdFrameStatus)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "adFrameType":
-            od["ad_frame_type"] = None if v is None else _enum(AdFrameType, v)
-        elif k == "explanations":
-            od["explanations"] = None if v is None else [_enum(AdFrameExplanation, x0) for x0 in v]
-    if "ad_frame_type" not in od:
-        raise KeyError("adFrameType")
+    v = d["adFrameType"]
+    od["ad_frame_type"] = None if v is None else (_e_AdFrameType(v) or _enum(AdFrameType, v))
+    v = d.get("explanations")
+    if v is not None:
+        od["explanations"] = [(_e_AdFrameExplanation(x0) or _enum(AdFrameExplanation, x0)) for x0 in v]
     return o
 
 
@@ -3104,24 +3120,14 @@ def _u_AdFrameStatus(o: AdFrameStatus) -> dict[str, Any]:
     return d
 
 
-_PermissionsPolicyBlockLocator_plain = {
-    "frameId": "frame_id",
-}
-
-
 def _s_PermissionsPolicyBlockLocator(d: dict[str, Any]) -> PermissionsPolicyBlockLocator:
     o = _new(PermissionsPolicyBlockLocator)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PermissionsPolicyBlockLocator_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "blockReason":
-            od["block_reason"] = None if v is None else _enum(PermissionsPolicyBlockReason, v)
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "block_reason" not in od:
-        raise KeyError("blockReason")
+    od["frame_id"] = d["frameId"]
+    v = d["blockReason"]
+    od["block_reason"] = (
+        None if v is None else (_e_PermissionsPolicyBlockReason(v) or _enum(PermissionsPolicyBlockReason, v))
+    )
     return o
 
 
@@ -3132,26 +3138,17 @@ def _u_PermissionsPolicyBlockLocator(o: PermissionsPolicyBlockLocator) -> dict[s
     }
 
 
-_PermissionsPolicyFeatureState_plain = {
-    "allowed": "allowed",
-}
-
-
 def _s_PermissionsPolicyFeatureState(d: dict[str, Any]) -> PermissionsPolicyFeatureState:
     o = _new(PermissionsPolicyFeatureState)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PermissionsPolicyFeatureState_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "feature":
-            od["feature"] = None if v is None else _enum(PermissionsPolicyFeature, v)
-        elif k == "locator":
-            od["locator"] = None if v is None else _s_PermissionsPolicyBlockLocator(v)
-    if "feature" not in od:
-        raise KeyError("feature")
-    if "allowed" not in od:
-        raise KeyError("allowed")
+    v = d["feature"]
+    od["feature"] = (
+        None if v is None else (_e_PermissionsPolicyFeature(v) or _enum(PermissionsPolicyFeature, v))
+    )
+    od["allowed"] = d["allowed"]
+    v = d.get("locator")
+    if v is not None:
+        od["locator"] = _s_PermissionsPolicyBlockLocator(v)
     return o
 
 
@@ -3165,36 +3162,18 @@ def _u_PermissionsPolicyFeatureState(o: PermissionsPolicyFeatureState) -> dict[s
     return d
 
 
-_OriginTrialToken_plain = {
-    "origin": "origin",
-    "matchSubDomains": "match_sub_domains",
-    "trialName": "trial_name",
-    "expiryTime": "expiry_time",
-    "isThirdParty": "is_third_party",
-}
-
-
 def _s_OriginTrialToken(d: dict[str, Any]) -> OriginTrialToken:
     o = _new(OriginTrialToken)
     od = o.__dict__
-    for k, v in d.items():
-        n = _OriginTrialToken_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "usageRestriction":
-            od["usage_restriction"] = None if v is None else _enum(OriginTrialUsageRestriction, v)
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "match_sub_domains" not in od:
-        raise KeyError("matchSubDomains")
-    if "trial_name" not in od:
-        raise KeyError("trialName")
-    if "expiry_time" not in od:
-        raise KeyError("expiryTime")
-    if "is_third_party" not in od:
-        raise KeyError("isThirdParty")
-    if "usage_restriction" not in od:
-        raise KeyError("usageRestriction")
+    od["origin"] = d["origin"]
+    od["match_sub_domains"] = d["matchSubDomains"]
+    od["trial_name"] = d["trialName"]
+    od["expiry_time"] = d["expiryTime"]
+    od["is_third_party"] = d["isThirdParty"]
+    v = d["usageRestriction"]
+    od["usage_restriction"] = (
+        None if v is None else (_e_OriginTrialUsageRestriction(v) or _enum(OriginTrialUsageRestriction, v))
+    )
     return o
 
 
@@ -3209,26 +3188,15 @@ def _u_OriginTrialToken(o: OriginTrialToken) -> dict[str, Any]:
     }
 
 
-_OriginTrialTokenWithStatus_plain = {
-    "rawTokenText": "raw_token_text",
-}
-
-
 def _s_OriginTrialTokenWithStatus(d: dict[str, Any]) -> OriginTrialTokenWithStatus:
     o = _new(OriginTrialTokenWithStatus)
     od = o.__dict__
-    for k, v in d.items():
-        n = _OriginTrialTokenWithStatus_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "parsedToken":
-            od["parsed_token"] = None if v is None else _s_OriginTrialToken(v)
-        elif k == "status":
-            od["status"] = None if v is None else _enum(OriginTrialTokenStatus, v)
-    if "raw_token_text" not in od:
-        raise KeyError("rawTokenText")
-    if "status" not in od:
-        raise KeyError("status")
+    od["raw_token_text"] = d["rawTokenText"]
+    v = d.get("parsedToken")
+    if v is not None:
+        od["parsed_token"] = _s_OriginTrialToken(v)
+    v = d["status"]
+    od["status"] = None if v is None else (_e_OriginTrialTokenStatus(v) or _enum(OriginTrialTokenStatus, v))
     return o
 
 
@@ -3242,28 +3210,14 @@ def _u_OriginTrialTokenWithStatus(o: OriginTrialTokenWithStatus) -> dict[str, An
     return d
 
 
-_OriginTrial_plain = {
-    "trialName": "trial_name",
-}
-
-
 def _s_OriginTrial(d: dict[str, Any]) -> OriginTrial:
     o = _new(OriginTrial)
     od = o.__dict__
-    for k, v in d.items():
-        n = _OriginTrial_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "status":
-            od["status"] = None if v is None else _enum(OriginTrialStatus, v)
-        elif k == "tokensWithStatus":
-            od["tokens_with_status"] = None if v is None else [_s_OriginTrialTokenWithStatus(x0) for x0 in v]
-    if "trial_name" not in od:
-        raise KeyError("trialName")
-    if "status" not in od:
-        raise KeyError("status")
-    if "tokens_with_status" not in od:
-        raise KeyError("tokensWithStatus")
+    od["trial_name"] = d["trialName"]
+    v = d["status"]
+    od["status"] = None if v is None else (_e_OriginTrialStatus(v) or _enum(OriginTrialStatus, v))
+    v = d["tokensWithStatus"]
+    od["tokens_with_status"] = None if v is None else [_s_OriginTrialTokenWithStatus(x0) for x0 in v]
     return o
 
 
@@ -3275,20 +3229,10 @@ def _u_OriginTrial(o: OriginTrial) -> dict[str, Any]:
     }
 
 
-_SecurityOriginDetails_plain = {
-    "isLocalhost": "is_localhost",
-}
-
-
 def _s_SecurityOriginDetails(d: dict[str, Any]) -> SecurityOriginDetails:
     o = _new(SecurityOriginDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SecurityOriginDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "is_localhost" not in od:
-        raise KeyError("isLocalhost")
+    od["is_localhost"] = d["isLocalhost"]
     return o
 
 
@@ -3298,57 +3242,47 @@ def _u_SecurityOriginDetails(o: SecurityOriginDetails) -> dict[str, Any]:
     }
 
 
-_Frame_plain = {
-    "id": "id_",
-    "parentId": "parent_id",
-    "loaderId": "loader_id",
-    "name": "name",
-    "url": "url",
-    "urlFragment": "url_fragment",
-    "domainAndRegistry": "domain_and_registry",
-    "securityOrigin": "security_origin",
-    "mimeType": "mime_type",
-    "unreachableUrl": "unreachable_url",
-}
-
-
 def _s_Frame(d: dict[str, Any]) -> Frame:
     o = _new(Frame)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Frame_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "securityOriginDetails":
-            od["security_origin_details"] = None if v is None else _s_SecurityOriginDetails(v)
-        elif k == "adFrameStatus":
-            od["ad_frame_status"] = None if v is None else _s_AdFrameStatus(v)
-        elif k == "secureContextType":
-            od["secure_context_type"] = None if v is None else _enum(SecureContextType, v)
-        elif k == "crossOriginIsolatedContextType":
-            od["cross_origin_isolated_context_type"] = (
-                None if v is None else _enum(CrossOriginIsolatedContextType, v)
-            )
-        elif k == "gatedAPIFeatures":
-            od["gated_api_features"] = None if v is None else [_enum(GatedAPIFeatures, x0) for x0 in v]
-    if "id_" not in od:
-        raise KeyError("id")
-    if "loader_id" not in od:
-        raise KeyError("loaderId")
-    if "url" not in od:
-        raise KeyError("url")
-    if "domain_and_registry" not in od:
-        raise KeyError("domainAndRegistry")
-    if "security_origin" not in od:
-        raise KeyError("securityOrigin")
-    if "mime_type" not in od:
-        raise KeyError("mimeType")
-    if "secure_context_type" not in od:
-        raise KeyError("secureContextType")
-    if "cross_origin_isolated_context_type" not in od:
-        raise KeyError("crossOriginIsolatedContextType")
-    if "gated_api_features" not in od:
-        raise KeyError("gatedAPIFeatures")
+    od["id_"] = d["id"]
+    v = d.get("parentId")
+    if v is not None:
+        od["parent_id"] = v
+    od["loader_id"] = d["loaderId"]
+    v = d.get("name")
+    if v is not None:
+        od["name"] = v
+    od["url"] = d["url"]
+    v = d.get("urlFragment")
+    if v is not None:
+        od["url_fragment"] = v
+    od["domain_and_registry"] = d["domainAndRegistry"]
+    od["security_origin"] = d["securityOrigin"]
+    v = d.get("securityOriginDetails")
+    if v is not None:
+        od["security_origin_details"] = _s_SecurityOriginDetails(v)
+    od["mime_type"] = d["mimeType"]
+    v = d.get("unreachableUrl")
+    if v is not None:
+        od["unreachable_url"] = v
+    v = d.get("adFrameStatus")
+    if v is not None:
+        od["ad_frame_status"] = _s_AdFrameStatus(v)
+    v = d["secureContextType"]
+    od["secure_context_type"] = (
+        None if v is None else (_e_SecureContextType(v) or _enum(SecureContextType, v))
+    )
+    v = d["crossOriginIsolatedContextType"]
+    od["cross_origin_isolated_context_type"] = (
+        None
+        if v is None
+        else (_e_CrossOriginIsolatedContextType(v) or _enum(CrossOriginIsolatedContextType, v))
+    )
+    v = d["gatedAPIFeatures"]
+    od["gated_api_features"] = (
+        None if v is None else [(_e_GatedAPIFeatures(x0) or _enum(GatedAPIFeatures, x0)) for x0 in v]
+    )
     return o
 
 
@@ -3379,31 +3313,25 @@ def _u_Frame(o: Frame) -> dict[str, Any]:
     return d
 
 
-_FrameResource_plain = {
-    "url": "url",
-    "mimeType": "mime_type",
-    "lastModified": "last_modified",
-    "contentSize": "content_size",
-    "failed": "failed",
-    "canceled": "canceled",
-}
-
-
 def _s_FrameResource(d: dict[str, Any]) -> FrameResource:
     o = _new(FrameResource)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FrameResource_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(cdp.network.ResourceType, v)
-    if "url" not in od:
-        raise KeyError("url")
-    if "type_" not in od:
-        raise KeyError("type")
-    if "mime_type" not in od:
-        raise KeyError("mimeType")
+    od["url"] = d["url"]
+    v = d["type"]
+    od["type_"] = None if v is None else _enum(cdp.network.ResourceType, v)
+    od["mime_type"] = d["mimeType"]
+    v = d.get("lastModified")
+    if v is not None:
+        od["last_modified"] = v
+    v = d.get("contentSize")
+    if v is not None:
+        od["content_size"] = v
+    v = d.get("failed")
+    if v is not None:
+        od["failed"] = v
+    v = d.get("canceled")
+    if v is not None:
+        od["canceled"] = v
     return o
 
 
@@ -3427,17 +3355,13 @@ def _u_FrameResource(o: FrameResource) -> dict[str, Any]:
 def _s_FrameResourceTree(d: dict[str, Any]) -> FrameResourceTree:
     o = _new(FrameResourceTree)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "frame":
-            od["frame"] = None if v is None else _s_Frame(v)
-        elif k == "childFrames":
-            od["child_frames"] = None if v is None else [_s_FrameResourceTree(x0) for x0 in v]
-        elif k == "resources":
-            od["resources"] = None if v is None else [_s_FrameResource(x0) for x0 in v]
-    if "frame" not in od:
-        raise KeyError("frame")
-    if "resources" not in od:
-        raise KeyError("resources")
+    v = d["frame"]
+    od["frame"] = None if v is None else _s_Frame(v)
+    v = d.get("childFrames")
+    if v is not None:
+        od["child_frames"] = [_s_FrameResourceTree(x0) for x0 in v]
+    v = d["resources"]
+    od["resources"] = None if v is None else [_s_FrameResource(x0) for x0 in v]
     return o
 
 
@@ -3454,13 +3378,11 @@ def _u_FrameResourceTree(o: FrameResourceTree) -> dict[str, Any]:
 def _s_FrameTree(d: dict[str, Any]) -> FrameTree:
     o = _new(FrameTree)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "frame":
-            od["frame"] = None if v is None else _s_Frame(v)
-        elif k == "childFrames":
-            od["child_frames"] = None if v is None else [_s_FrameTree(x0) for x0 in v]
-    if "frame" not in od:
-        raise KeyError("frame")
+    v = d["frame"]
+    od["frame"] = None if v is None else _s_Frame(v)
+    v = d.get("childFrames")
+    if v is not None:
+        od["child_frames"] = [_s_FrameTree(x0) for x0 in v]
     return o
 
 
@@ -3473,33 +3395,15 @@ def _u_FrameTree(o: FrameTree) -> dict[str, Any]:
     return d
 
 
-_NavigationEntry_plain = {
-    "id": "id_",
-    "url": "url",
-    "userTypedURL": "user_typed_url",
-    "title": "title",
-}
-
-
 def _s_NavigationEntry(d: dict[str, Any]) -> NavigationEntry:
     o = _new(NavigationEntry)
     od = o.__dict__
-    for k, v in d.items():
-        n = _NavigationEntry_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "transitionType":
-            od["transition_type"] = None if v is None else _enum(TransitionType, v)
-    if "id_" not in od:
-        raise KeyError("id")
-    if "url" not in od:
-        raise KeyError("url")
-    if "user_typed_url" not in od:
-        raise KeyError("userTypedURL")
-    if "title" not in od:
-        raise KeyError("title")
-    if "transition_type" not in od:
-        raise KeyError("transitionType")
+    od["id_"] = d["id"]
+    od["url"] = d["url"]
+    od["user_typed_url"] = d["userTypedURL"]
+    od["title"] = d["title"]
+    v = d["transitionType"]
+    od["transition_type"] = None if v is None else (_e_TransitionType(v) or _enum(TransitionType, v))
     return o
 
 
@@ -3513,37 +3417,21 @@ def _u_NavigationEntry(o: NavigationEntry) -> dict[str, Any]:
     }
 
 
-_ScreencastFrameMetadata_plain = {
-    "offsetTop": "offset_top",
-    "pageScaleFactor": "page_scale_factor",
-    "deviceWidth": "device_width",
-    "deviceHeight": "device_height",
-    "scrollOffsetX": "scroll_offset_x",
-    "scrollOffsetY": "scroll_offset_y",
-    "timestamp": "timestamp",
-    "monotonicTimestamp": "monotonic_timestamp",
-}
-
-
 def _s_ScreencastFrameMetadata(d: dict[str, Any]) -> ScreencastFrameMetadata:
     o = _new(ScreencastFrameMetadata)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ScreencastFrameMetadata_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "offset_top" not in od:
-        raise KeyError("offsetTop")
-    if "page_scale_factor" not in od:
-        raise KeyError("pageScaleFactor")
-    if "device_width" not in od:
-        raise KeyError("deviceWidth")
-    if "device_height" not in od:
-        raise KeyError("deviceHeight")
-    if "scroll_offset_x" not in od:
-        raise KeyError("scrollOffsetX")
-    if "scroll_offset_y" not in od:
-        raise KeyError("scrollOffsetY")
+    od["offset_top"] = d["offsetTop"]
+    od["page_scale_factor"] = d["pageScaleFactor"]
+    od["device_width"] = d["deviceWidth"]
+    od["device_height"] = d["deviceHeight"]
+    od["scroll_offset_x"] = d["scrollOffsetX"]
+    od["scroll_offset_y"] = d["scrollOffsetY"]
+    v = d.get("timestamp")
+    if v is not None:
+        od["timestamp"] = v
+    v = d.get("monotonicTimestamp")
+    if v is not None:
+        od["monotonic_timestamp"] = v
     return o
 
 
@@ -3563,29 +3451,13 @@ def _u_ScreencastFrameMetadata(o: ScreencastFrameMetadata) -> dict[str, Any]:
     return d
 
 
-_AppManifestError_plain = {
-    "message": "message",
-    "critical": "critical",
-    "line": "line",
-    "column": "column",
-}
-
-
 def _s_AppManifestError(d: dict[str, Any]) -> AppManifestError:
     o = _new(AppManifestError)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AppManifestError_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "message" not in od:
-        raise KeyError("message")
-    if "critical" not in od:
-        raise KeyError("critical")
-    if "line" not in od:
-        raise KeyError("line")
-    if "column" not in od:
-        raise KeyError("column")
+    od["message"] = d["message"]
+    od["critical"] = d["critical"]
+    od["line"] = d["line"]
+    od["column"] = d["column"]
     return o
 
 
@@ -3598,20 +3470,10 @@ def _u_AppManifestError(o: AppManifestError) -> dict[str, Any]:
     }
 
 
-_AppManifestParsedProperties_plain = {
-    "scope": "scope",
-}
-
-
 def _s_AppManifestParsedProperties(d: dict[str, Any]) -> AppManifestParsedProperties:
     o = _new(AppManifestParsedProperties)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AppManifestParsedProperties_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "scope" not in od:
-        raise KeyError("scope")
+    od["scope"] = d["scope"]
     return o
 
 
@@ -3621,29 +3483,13 @@ def _u_AppManifestParsedProperties(o: AppManifestParsedProperties) -> dict[str, 
     }
 
 
-_LayoutViewport_plain = {
-    "pageX": "page_x",
-    "pageY": "page_y",
-    "clientWidth": "client_width",
-    "clientHeight": "client_height",
-}
-
-
 def _s_LayoutViewport(d: dict[str, Any]) -> LayoutViewport:
     o = _new(LayoutViewport)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LayoutViewport_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "page_x" not in od:
-        raise KeyError("pageX")
-    if "page_y" not in od:
-        raise KeyError("pageY")
-    if "client_width" not in od:
-        raise KeyError("clientWidth")
-    if "client_height" not in od:
-        raise KeyError("clientHeight")
+    od["page_x"] = d["pageX"]
+    od["page_y"] = d["pageY"]
+    od["client_width"] = d["clientWidth"]
+    od["client_height"] = d["clientHeight"]
     return o
 
 
@@ -3656,39 +3502,19 @@ def _u_LayoutViewport(o: LayoutViewport) -> dict[str, Any]:
     }
 
 
-_VisualViewport_plain = {
-    "offsetX": "offset_x",
-    "offsetY": "offset_y",
-    "pageX": "page_x",
-    "pageY": "page_y",
-    "clientWidth": "client_width",
-    "clientHeight": "client_height",
-    "scale": "scale",
-    "zoom": "zoom",
-}
-
-
 def _s_VisualViewport(d: dict[str, Any]) -> VisualViewport:
     o = _new(VisualViewport)
     od = o.__dict__
-    for k, v in d.items():
-        n = _VisualViewport_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "offset_x" not in od:
-        raise KeyError("offsetX")
-    if "offset_y" not in od:
-        raise KeyError("offsetY")
-    if "page_x" not in od:
-        raise KeyError("pageX")
-    if "page_y" not in od:
-        raise KeyError("pageY")
-    if "client_width" not in od:
-        raise KeyError("clientWidth")
-    if "client_height" not in od:
-        raise KeyError("clientHeight")
-    if "scale" not in od:
-        raise KeyError("scale")
+    od["offset_x"] = d["offsetX"]
+    od["offset_y"] = d["offsetY"]
+    od["page_x"] = d["pageX"]
+    od["page_y"] = d["pageY"]
+    od["client_width"] = d["clientWidth"]
+    od["client_height"] = d["clientHeight"]
+    od["scale"] = d["scale"]
+    v = d.get("zoom")
+    if v is not None:
+        od["zoom"] = v
     return o
 
 
@@ -3707,32 +3533,14 @@ def _u_VisualViewport(o: VisualViewport) -> dict[str, Any]:
     return d
 
 
-_Viewport_plain = {
-    "x": "x",
-    "y": "y",
-    "width": "width",
-    "height": "height",
-    "scale": "scale",
-}
-
-
 def _s_Viewport(d: dict[str, Any]) -> Viewport:
     o = _new(Viewport)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Viewport_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "x" not in od:
-        raise KeyError("x")
-    if "y" not in od:
-        raise KeyError("y")
-    if "width" not in od:
-        raise KeyError("width")
-    if "height" not in od:
-        raise KeyError("height")
-    if "scale" not in od:
-        raise KeyError("scale")
+    od["x"] = d["x"]
+    od["y"] = d["y"]
+    od["width"] = d["width"]
+    od["height"] = d["height"]
+    od["scale"] = d["scale"]
     return o
 
 
@@ -3746,24 +3554,30 @@ def _u_Viewport(o: Viewport) -> dict[str, Any]:
     }
 
 
-_FontFamilies_plain = {
-    "standard": "standard",
-    "fixed": "fixed",
-    "serif": "serif",
-    "sansSerif": "sans_serif",
-    "cursive": "cursive",
-    "fantasy": "fantasy",
-    "math": "math",
-}
-
-
 def _s_FontFamilies(d: dict[str, Any]) -> FontFamilies:
     o = _new(FontFamilies)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FontFamilies_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("standard")
+    if v is not None:
+        od["standard"] = v
+    v = d.get("fixed")
+    if v is not None:
+        od["fixed"] = v
+    v = d.get("serif")
+    if v is not None:
+        od["serif"] = v
+    v = d.get("sansSerif")
+    if v is not None:
+        od["sans_serif"] = v
+    v = d.get("cursive")
+    if v is not None:
+        od["cursive"] = v
+    v = d.get("fantasy")
+    if v is not None:
+        od["fantasy"] = v
+    v = d.get("math")
+    if v is not None:
+        od["math"] = v
     return o
 
 
@@ -3786,24 +3600,12 @@ def _u_FontFamilies(o: FontFamilies) -> dict[str, Any]:
     return d
 
 
-_ScriptFontFamilies_plain = {
-    "script": "script",
-}
-
-
 def _s_ScriptFontFamilies(d: dict[str, Any]) -> ScriptFontFamilies:
     o = _new(ScriptFontFamilies)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ScriptFontFamilies_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "fontFamilies":
-            od["font_families"] = None if v is None else _s_FontFamilies(v)
-    if "script" not in od:
-        raise KeyError("script")
-    if "font_families" not in od:
-        raise KeyError("fontFamilies")
+    od["script"] = d["script"]
+    v = d["fontFamilies"]
+    od["font_families"] = None if v is None else _s_FontFamilies(v)
     return o
 
 
@@ -3814,19 +3616,15 @@ def _u_ScriptFontFamilies(o: ScriptFontFamilies) -> dict[str, Any]:
     }
 
 
-_FontSizes_plain = {
-    "standard": "standard",
-    "fixed": "fixed",
-}
-
-
 def _s_FontSizes(d: dict[str, Any]) -> FontSizes:
     o = _new(FontSizes)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FontSizes_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("standard")
+    if v is not None:
+        od["standard"] = v
+    v = d.get("fixed")
+    if v is not None:
+        od["fixed"] = v
     return o
 
 
@@ -3839,23 +3637,11 @@ def _u_FontSizes(o: FontSizes) -> dict[str, Any]:
     return d
 
 
-_InstallabilityErrorArgument_plain = {
-    "name": "name",
-    "value": "value",
-}
-
-
 def _s_InstallabilityErrorArgument(d: dict[str, Any]) -> InstallabilityErrorArgument:
     o = _new(InstallabilityErrorArgument)
     od = o.__dict__
-    for k, v in d.items():
-        n = _InstallabilityErrorArgument_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "value" not in od:
-        raise KeyError("value")
+    od["name"] = d["name"]
+    od["value"] = d["value"]
     return o
 
 
@@ -3866,24 +3652,12 @@ def _u_InstallabilityErrorArgument(o: InstallabilityErrorArgument) -> dict[str, 
     }
 
 
-_InstallabilityError_plain = {
-    "errorId": "error_id",
-}
-
-
 def _s_InstallabilityError(d: dict[str, Any]) -> InstallabilityError:
     o = _new(InstallabilityError)
     od = o.__dict__
-    for k, v in d.items():
-        n = _InstallabilityError_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "errorArguments":
-            od["error_arguments"] = None if v is None else [_s_InstallabilityErrorArgument(x0) for x0 in v]
-    if "error_id" not in od:
-        raise KeyError("errorId")
-    if "error_arguments" not in od:
-        raise KeyError("errorArguments")
+    od["error_id"] = d["errorId"]
+    v = d["errorArguments"]
+    od["error_arguments"] = None if v is None else [_s_InstallabilityErrorArgument(x0) for x0 in v]
     return o
 
 
@@ -3894,21 +3668,13 @@ def _u_InstallabilityError(o: InstallabilityError) -> dict[str, Any]:
     }
 
 
-_CompilationCacheParams_plain = {
-    "url": "url",
-    "eager": "eager",
-}
-
-
 def _s_CompilationCacheParams(d: dict[str, Any]) -> CompilationCacheParams:
     o = _new(CompilationCacheParams)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CompilationCacheParams_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "url" not in od:
-        raise KeyError("url")
+    od["url"] = d["url"]
+    v = d.get("eager")
+    if v is not None:
+        od["eager"] = v
     return o
 
 
@@ -3921,19 +3687,15 @@ def _u_CompilationCacheParams(o: CompilationCacheParams) -> dict[str, Any]:
     return d
 
 
-_FileFilter_plain = {
-    "name": "name",
-    "accepts": "accepts",
-}
-
-
 def _s_FileFilter(d: dict[str, Any]) -> FileFilter:
     o = _new(FileFilter)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FileFilter_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("name")
+    if v is not None:
+        od["name"] = v
+    v = d.get("accepts")
+    if v is not None:
+        od["accepts"] = v
     return o
 
 
@@ -3946,28 +3708,15 @@ def _u_FileFilter(o: FileFilter) -> dict[str, Any]:
     return d
 
 
-_FileHandler_plain = {
-    "action": "action",
-    "name": "name",
-    "launchType": "launch_type",
-}
-
-
 def _s_FileHandler(d: dict[str, Any]) -> FileHandler:
     o = _new(FileHandler)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FileHandler_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "accepts":
-            od["accepts"] = None if v is None else [_s_FileFilter(x0) for x0 in v]
-    if "action" not in od:
-        raise KeyError("action")
-    if "name" not in od:
-        raise KeyError("name")
-    if "launch_type" not in od:
-        raise KeyError("launchType")
+    od["action"] = d["action"]
+    od["name"] = d["name"]
+    v = d.get("accepts")
+    if v is not None:
+        od["accepts"] = [_s_FileFilter(x0) for x0 in v]
+    od["launch_type"] = d["launchType"]
     return o
 
 
@@ -3982,22 +3731,16 @@ def _u_FileHandler(o: FileHandler) -> dict[str, Any]:
     return d
 
 
-_ImageResource_plain = {
-    "url": "url",
-    "sizes": "sizes",
-    "type": "type_",
-}
-
-
 def _s_ImageResource(d: dict[str, Any]) -> ImageResource:
     o = _new(ImageResource)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ImageResource_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "url" not in od:
-        raise KeyError("url")
+    od["url"] = d["url"]
+    v = d.get("sizes")
+    if v is not None:
+        od["sizes"] = v
+    v = d.get("type")
+    if v is not None:
+        od["type_"] = v
     return o
 
 
@@ -4012,20 +3755,10 @@ def _u_ImageResource(o: ImageResource) -> dict[str, Any]:
     return d
 
 
-_LaunchHandler_plain = {
-    "clientMode": "client_mode",
-}
-
-
 def _s_LaunchHandler(d: dict[str, Any]) -> LaunchHandler:
     o = _new(LaunchHandler)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LaunchHandler_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "client_mode" not in od:
-        raise KeyError("clientMode")
+    od["client_mode"] = d["clientMode"]
     return o
 
 
@@ -4035,23 +3768,11 @@ def _u_LaunchHandler(o: LaunchHandler) -> dict[str, Any]:
     }
 
 
-_ProtocolHandler_plain = {
-    "protocol": "protocol",
-    "url": "url",
-}
-
-
 def _s_ProtocolHandler(d: dict[str, Any]) -> ProtocolHandler:
     o = _new(ProtocolHandler)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ProtocolHandler_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "protocol" not in od:
-        raise KeyError("protocol")
-    if "url" not in od:
-        raise KeyError("url")
+    od["protocol"] = d["protocol"]
+    od["url"] = d["url"]
     return o
 
 
@@ -4062,21 +3783,13 @@ def _u_ProtocolHandler(o: ProtocolHandler) -> dict[str, Any]:
     }
 
 
-_RelatedApplication_plain = {
-    "id": "id_",
-    "url": "url",
-}
-
-
 def _s_RelatedApplication(d: dict[str, Any]) -> RelatedApplication:
     o = _new(RelatedApplication)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RelatedApplication_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "url" not in od:
-        raise KeyError("url")
+    v = d.get("id")
+    if v is not None:
+        od["id_"] = v
+    od["url"] = d["url"]
     return o
 
 
@@ -4089,23 +3802,11 @@ def _u_RelatedApplication(o: RelatedApplication) -> dict[str, Any]:
     return d
 
 
-_ScopeExtension_plain = {
-    "origin": "origin",
-    "hasOriginWildcard": "has_origin_wildcard",
-}
-
-
 def _s_ScopeExtension(d: dict[str, Any]) -> ScopeExtension:
     o = _new(ScopeExtension)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ScopeExtension_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "has_origin_wildcard" not in od:
-        raise KeyError("hasOriginWildcard")
+    od["origin"] = d["origin"]
+    od["has_origin_wildcard"] = d["hasOriginWildcard"]
     return o
 
 
@@ -4116,25 +3817,15 @@ def _u_ScopeExtension(o: ScopeExtension) -> dict[str, Any]:
     }
 
 
-_Screenshot_plain = {
-    "formFactor": "form_factor",
-    "label": "label",
-}
-
-
 def _s_Screenshot(d: dict[str, Any]) -> Screenshot:
     o = _new(Screenshot)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Screenshot_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "image":
-            od["image"] = None if v is None else _s_ImageResource(v)
-    if "image" not in od:
-        raise KeyError("image")
-    if "form_factor" not in od:
-        raise KeyError("formFactor")
+    v = d["image"]
+    od["image"] = None if v is None else _s_ImageResource(v)
+    od["form_factor"] = d["formFactor"]
+    v = d.get("label")
+    if v is not None:
+        od["label"] = v
     return o
 
 
@@ -4148,31 +3839,24 @@ def _u_Screenshot(o: Screenshot) -> dict[str, Any]:
     return d
 
 
-_ShareTarget_plain = {
-    "action": "action",
-    "method": "method",
-    "enctype": "enctype",
-    "title": "title",
-    "text": "text",
-    "url": "url",
-}
-
-
 def _s_ShareTarget(d: dict[str, Any]) -> ShareTarget:
     o = _new(ShareTarget)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ShareTarget_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "files":
-            od["files"] = None if v is None else [_s_FileFilter(x0) for x0 in v]
-    if "action" not in od:
-        raise KeyError("action")
-    if "method" not in od:
-        raise KeyError("method")
-    if "enctype" not in od:
-        raise KeyError("enctype")
+    od["action"] = d["action"]
+    od["method"] = d["method"]
+    od["enctype"] = d["enctype"]
+    v = d.get("title")
+    if v is not None:
+        od["title"] = v
+    v = d.get("text")
+    if v is not None:
+        od["text"] = v
+    v = d.get("url")
+    if v is not None:
+        od["url"] = v
+    v = d.get("files")
+    if v is not None:
+        od["files"] = [_s_FileFilter(x0) for x0 in v]
     return o
 
 
@@ -4193,23 +3877,11 @@ def _u_ShareTarget(o: ShareTarget) -> dict[str, Any]:
     return d
 
 
-_Shortcut_plain = {
-    "name": "name",
-    "url": "url",
-}
-
-
 def _s_Shortcut(d: dict[str, Any]) -> Shortcut:
     o = _new(Shortcut)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Shortcut_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "url" not in od:
-        raise KeyError("url")
+    od["name"] = d["name"]
+    od["url"] = d["url"]
     return o
 
 
@@ -4317,29 +3989,13 @@ def _u_WebAppManifest(o: WebAppManifest) -> dict[str, Any]:
     return d
 
 
-_SubApp_plain = {
-    "name": "name",
-    "scope": "scope",
-    "manifestId": "manifest_id",
-    "startUrl": "start_url",
-}
-
-
 def _s_SubApp(d: dict[str, Any]) -> SubApp:
     o = _new(SubApp)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SubApp_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "scope" not in od:
-        raise KeyError("scope")
-    if "manifest_id" not in od:
-        raise KeyError("manifestId")
-    if "start_url" not in od:
-        raise KeyError("startUrl")
+    od["name"] = d["name"]
+    od["scope"] = d["scope"]
+    od["manifest_id"] = d["manifestId"]
+    od["start_url"] = d["startUrl"]
     return o
 
 
@@ -4352,25 +4008,17 @@ def _u_SubApp(o: SubApp) -> dict[str, Any]:
     }
 
 
-_BackForwardCacheBlockingDetails_plain = {
-    "url": "url",
-    "function": "function",
-    "lineNumber": "line_number",
-    "columnNumber": "column_number",
-}
-
-
 def _s_BackForwardCacheBlockingDetails(d: dict[str, Any]) -> BackForwardCacheBlockingDetails:
     o = _new(BackForwardCacheBlockingDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _BackForwardCacheBlockingDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "line_number" not in od:
-        raise KeyError("lineNumber")
-    if "column_number" not in od:
-        raise KeyError("columnNumber")
+    v = d.get("url")
+    if v is not None:
+        od["url"] = v
+    v = d.get("function")
+    if v is not None:
+        od["function"] = v
+    od["line_number"] = d["lineNumber"]
+    od["column_number"] = d["columnNumber"]
     return o
 
 
@@ -4386,28 +4034,27 @@ def _u_BackForwardCacheBlockingDetails(o: BackForwardCacheBlockingDetails) -> di
     return d
 
 
-_BackForwardCacheNotRestoredExplanation_plain = {
-    "context": "context",
-}
-
-
 def _s_BackForwardCacheNotRestoredExplanation(d: dict[str, Any]) -> BackForwardCacheNotRestoredExplanation:
     o = _new(BackForwardCacheNotRestoredExplanation)
     od = o.__dict__
-    for k, v in d.items():
-        n = _BackForwardCacheNotRestoredExplanation_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(BackForwardCacheNotRestoredReasonType, v)
-        elif k == "reason":
-            od["reason"] = None if v is None else _enum(BackForwardCacheNotRestoredReason, v)
-        elif k == "details":
-            od["details"] = None if v is None else [_s_BackForwardCacheBlockingDetails(x0) for x0 in v]
-    if "type_" not in od:
-        raise KeyError("type")
-    if "reason" not in od:
-        raise KeyError("reason")
+    v = d["type"]
+    od["type_"] = (
+        None
+        if v is None
+        else (_e_BackForwardCacheNotRestoredReasonType(v) or _enum(BackForwardCacheNotRestoredReasonType, v))
+    )
+    v = d["reason"]
+    od["reason"] = (
+        None
+        if v is None
+        else (_e_BackForwardCacheNotRestoredReason(v) or _enum(BackForwardCacheNotRestoredReason, v))
+    )
+    v = d.get("context")
+    if v is not None:
+        od["context"] = v
+    v = d.get("details")
+    if v is not None:
+        od["details"] = [_s_BackForwardCacheBlockingDetails(x0) for x0 in v]
     return o
 
 
@@ -4423,34 +4070,16 @@ def _u_BackForwardCacheNotRestoredExplanation(o: BackForwardCacheNotRestoredExpl
     return d
 
 
-_BackForwardCacheNotRestoredExplanationTree_plain = {
-    "url": "url",
-}
-
-
 def _s_BackForwardCacheNotRestoredExplanationTree(
     d: dict[str, Any],
 ) -> BackForwardCacheNotRestoredExplanationTree:
     o = _new(BackForwardCacheNotRestoredExplanationTree)
     od = o.__dict__
-    for k, v in d.items():
-        n = _BackForwardCacheNotRestoredExplanationTree_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "explanations":
-            od["explanations"] = (
-                None if v is None else [_s_BackForwardCacheNotRestoredExplanation(x0) for x0 in v]
-            )
-        elif k == "children":
-            od["children"] = (
-                None if v is None else [_s_BackForwardCacheNotRestoredExplanationTree(x0) for x0 in v]
-            )
-    if "url" not in od:
-        raise KeyError("url")
-    if "explanations" not in od:
-        raise KeyError("explanations")
-    if "children" not in od:
-        raise KeyError("children")
+    od["url"] = d["url"]
+    v = d["explanations"]
+    od["explanations"] = None if v is None else [_s_BackForwardCacheNotRestoredExplanation(x0) for x0 in v]
+    v = d["children"]
+    od["children"] = None if v is None else [_s_BackForwardCacheNotRestoredExplanationTree(x0) for x0 in v]
     return o
 
 
@@ -4464,20 +4093,10 @@ def _u_BackForwardCacheNotRestoredExplanationTree(
     }
 
 
-_AddScriptToEvaluateOnLoadResult_plain = {
-    "identifier": "identifier",
-}
-
-
 def _s_AddScriptToEvaluateOnLoadResult(d: dict[str, Any]) -> AddScriptToEvaluateOnLoadResult:
     o = _new(AddScriptToEvaluateOnLoadResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AddScriptToEvaluateOnLoadResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "identifier" not in od:
-        raise KeyError("identifier")
+    od["identifier"] = d["identifier"]
     return o
 
 
@@ -4501,20 +4120,10 @@ def _c_add_script_to_evaluate_on_load(d: dict[str, Any]) -> Command[AddScriptToE
     )
 
 
-_AddScriptToEvaluateOnNewDocumentResult_plain = {
-    "identifier": "identifier",
-}
-
-
 def _s_AddScriptToEvaluateOnNewDocumentResult(d: dict[str, Any]) -> AddScriptToEvaluateOnNewDocumentResult:
     o = _new(AddScriptToEvaluateOnNewDocumentResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AddScriptToEvaluateOnNewDocumentResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "identifier" not in od:
-        raise KeyError("identifier")
+    od["identifier"] = d["identifier"]
     return o
 
 
@@ -4560,11 +4169,8 @@ def _c_bring_to_front(d: dict[str, Any]) -> Command[None]:
 def _s_CaptureScreenshotResult(d: dict[str, Any]) -> CaptureScreenshotResult:
     o = _new(CaptureScreenshotResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "data":
-            od["data"] = None if v is None else _b64d(v)
-    if "data" not in od:
-        raise KeyError("data")
+    v = d["data"]
+    od["data"] = None if v is None else _b64d(v)
     return o
 
 
@@ -4609,20 +4215,10 @@ def _c_capture_screenshot(d: dict[str, Any]) -> Command[CaptureScreenshotResult]
     )
 
 
-_CaptureSnapshotResult_plain = {
-    "data": "data",
-}
-
-
 def _s_CaptureSnapshotResult(d: dict[str, Any]) -> CaptureSnapshotResult:
     o = _new(CaptureSnapshotResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CaptureSnapshotResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "data" not in od:
-        raise KeyError("data")
+    od["data"] = d["data"]
     return o
 
 
@@ -4659,20 +4255,10 @@ def _c_clear_geolocation_override(d: dict[str, Any]) -> Command[None]:
     return clear_geolocation_override()
 
 
-_CreateIsolatedWorldResult_plain = {
-    "executionContextId": "execution_context_id",
-}
-
-
 def _s_CreateIsolatedWorldResult(d: dict[str, Any]) -> CreateIsolatedWorldResult:
     o = _new(CreateIsolatedWorldResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CreateIsolatedWorldResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "execution_context_id" not in od:
-        raise KeyError("executionContextId")
+    od["execution_context_id"] = d["executionContextId"]
     return o
 
 
@@ -4745,31 +4331,20 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_GetAppManifestResult_plain = {
-    "url": "url",
-    "data": "data",
-}
-
-
 def _s_GetAppManifestResult(d: dict[str, Any]) -> GetAppManifestResult:
     o = _new(GetAppManifestResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetAppManifestResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "errors":
-            od["errors"] = None if v is None else [_s_AppManifestError(x0) for x0 in v]
-        elif k == "parsed":
-            od["parsed"] = None if v is None else _s_AppManifestParsedProperties(v)
-        elif k == "manifest":
-            od["manifest"] = None if v is None else _s_WebAppManifest(v)
-    if "url" not in od:
-        raise KeyError("url")
-    if "errors" not in od:
-        raise KeyError("errors")
-    if "manifest" not in od:
-        raise KeyError("manifest")
+    od["url"] = d["url"]
+    v = d["errors"]
+    od["errors"] = None if v is None else [_s_AppManifestError(x0) for x0 in v]
+    v = d.get("data")
+    if v is not None:
+        od["data"] = v
+    v = d.get("parsed")
+    if v is not None:
+        od["parsed"] = _s_AppManifestParsedProperties(v)
+    v = d["manifest"]
+    od["manifest"] = None if v is None else _s_WebAppManifest(v)
     return o
 
 
@@ -4804,11 +4379,8 @@ def _c_get_app_manifest(d: dict[str, Any]) -> Command[GetAppManifestResult]:
 def _s_GetInstallabilityErrorsResult(d: dict[str, Any]) -> GetInstallabilityErrorsResult:
     o = _new(GetInstallabilityErrorsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "installabilityErrors":
-            od["installability_errors"] = None if v is None else [_s_InstallabilityError(x0) for x0 in v]
-    if "installability_errors" not in od:
-        raise KeyError("installabilityErrors")
+    v = d["installabilityErrors"]
+    od["installability_errors"] = None if v is None else [_s_InstallabilityError(x0) for x0 in v]
     return o
 
 
@@ -4825,9 +4397,9 @@ def _c_get_installability_errors(d: dict[str, Any]) -> Command[GetInstallability
 def _s_GetManifestIconsResult(d: dict[str, Any]) -> GetManifestIconsResult:
     o = _new(GetManifestIconsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "primaryIcon":
-            od["primary_icon"] = None if v is None else _b64d(v)
+    v = d.get("primaryIcon")
+    if v is not None:
+        od["primary_icon"] = _b64d(v)
     return o
 
 
@@ -4842,21 +4414,21 @@ def _c_get_manifest_icons(d: dict[str, Any]) -> Command[GetManifestIconsResult]:
     return get_manifest_icons()
 
 
-_GetAppIdResult_plain = {
-    "appId": "app_id",
-    "recommendedId": "recommended_id",
-    "bundleId": "bundle_id",
-    "parentAppName": "parent_app_name",
-}
-
-
 def _s_GetAppIdResult(d: dict[str, Any]) -> GetAppIdResult:
     o = _new(GetAppIdResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetAppIdResult_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("appId")
+    if v is not None:
+        od["app_id"] = v
+    v = d.get("recommendedId")
+    if v is not None:
+        od["recommended_id"] = v
+    v = d.get("bundleId")
+    if v is not None:
+        od["bundle_id"] = v
+    v = d.get("parentAppName")
+    if v is not None:
+        od["parent_app_name"] = v
     return o
 
 
@@ -4880,11 +4452,8 @@ def _c_get_app_id(d: dict[str, Any]) -> Command[GetAppIdResult]:
 def _s_GetSubAppsResult(d: dict[str, Any]) -> GetSubAppsResult:
     o = _new(GetSubAppsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "subApps":
-            od["sub_apps"] = None if v is None else [_s_SubApp(x0) for x0 in v]
-    if "sub_apps" not in od:
-        raise KeyError("subApps")
+    v = d["subApps"]
+    od["sub_apps"] = None if v is None else [_s_SubApp(x0) for x0 in v]
     return o
 
 
@@ -4901,11 +4470,8 @@ def _c_get_sub_apps(d: dict[str, Any]) -> Command[GetSubAppsResult]:
 def _s_GetSiblingSubAppsResult(d: dict[str, Any]) -> GetSiblingSubAppsResult:
     o = _new(GetSiblingSubAppsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "subApps":
-            od["sub_apps"] = None if v is None else [_s_SubApp(x0) for x0 in v]
-    if "sub_apps" not in od:
-        raise KeyError("subApps")
+    v = d["subApps"]
+    od["sub_apps"] = None if v is None else [_s_SubApp(x0) for x0 in v]
     return o
 
 
@@ -4922,9 +4488,9 @@ def _c_get_sibling_sub_apps(d: dict[str, Any]) -> Command[GetSiblingSubAppsResul
 def _s_GetAdScriptAncestryResult(d: dict[str, Any]) -> GetAdScriptAncestryResult:
     o = _new(GetAdScriptAncestryResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "adScriptAncestry":
-            od["ad_script_ancestry"] = None if v is None else cdp.network._s_AdAncestry(v)
+    v = d.get("adScriptAncestry")
+    if v is not None:
+        od["ad_script_ancestry"] = cdp.network._s_AdAncestry(v)
     return o
 
 
@@ -4949,20 +4515,10 @@ def _c_get_ad_script_ancestry(d: dict[str, Any]) -> Command[GetAdScriptAncestryR
     )
 
 
-_GetSpellCheckCustomDictionaryResult_plain = {
-    "words": "words",
-}
-
-
 def _s_GetSpellCheckCustomDictionaryResult(d: dict[str, Any]) -> GetSpellCheckCustomDictionaryResult:
     o = _new(GetSpellCheckCustomDictionaryResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetSpellCheckCustomDictionaryResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "words" not in od:
-        raise KeyError("words")
+    od["words"] = d["words"]
     return o
 
 
@@ -4989,11 +4545,8 @@ def _c_get_spell_check_custom_dictionary(d: dict[str, Any]) -> Command[GetSpellC
 def _s_GetFrameTreeResult(d: dict[str, Any]) -> GetFrameTreeResult:
     o = _new(GetFrameTreeResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "frameTree":
-            od["frame_tree"] = None if v is None else _s_FrameTree(v)
-    if "frame_tree" not in od:
-        raise KeyError("frameTree")
+    v = d["frameTree"]
+    od["frame_tree"] = None if v is None else _s_FrameTree(v)
     return o
 
 
@@ -5010,31 +4563,18 @@ def _c_get_frame_tree(d: dict[str, Any]) -> Command[GetFrameTreeResult]:
 def _s_GetLayoutMetricsResult(d: dict[str, Any]) -> GetLayoutMetricsResult:
     o = _new(GetLayoutMetricsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "layoutViewport":
-            od["layout_viewport"] = None if v is None else _s_LayoutViewport(v)
-        elif k == "visualViewport":
-            od["visual_viewport"] = None if v is None else _s_VisualViewport(v)
-        elif k == "contentSize":
-            od["content_size"] = None if v is None else cdp.dom._s_Rect(v)
-        elif k == "cssLayoutViewport":
-            od["css_layout_viewport"] = None if v is None else _s_LayoutViewport(v)
-        elif k == "cssVisualViewport":
-            od["css_visual_viewport"] = None if v is None else _s_VisualViewport(v)
-        elif k == "cssContentSize":
-            od["css_content_size"] = None if v is None else cdp.dom._s_Rect(v)
-    if "layout_viewport" not in od:
-        raise KeyError("layoutViewport")
-    if "visual_viewport" not in od:
-        raise KeyError("visualViewport")
-    if "content_size" not in od:
-        raise KeyError("contentSize")
-    if "css_layout_viewport" not in od:
-        raise KeyError("cssLayoutViewport")
-    if "css_visual_viewport" not in od:
-        raise KeyError("cssVisualViewport")
-    if "css_content_size" not in od:
-        raise KeyError("cssContentSize")
+    v = d["layoutViewport"]
+    od["layout_viewport"] = None if v is None else _s_LayoutViewport(v)
+    v = d["visualViewport"]
+    od["visual_viewport"] = None if v is None else _s_VisualViewport(v)
+    v = d["contentSize"]
+    od["content_size"] = None if v is None else cdp.dom._s_Rect(v)
+    v = d["cssLayoutViewport"]
+    od["css_layout_viewport"] = None if v is None else _s_LayoutViewport(v)
+    v = d["cssVisualViewport"]
+    od["css_visual_viewport"] = None if v is None else _s_VisualViewport(v)
+    v = d["cssContentSize"]
+    od["css_content_size"] = None if v is None else cdp.dom._s_Rect(v)
     return o
 
 
@@ -5053,24 +4593,12 @@ def _c_get_layout_metrics(d: dict[str, Any]) -> Command[GetLayoutMetricsResult]:
     return get_layout_metrics()
 
 
-_GetNavigationHistoryResult_plain = {
-    "currentIndex": "current_index",
-}
-
-
 def _s_GetNavigationHistoryResult(d: dict[str, Any]) -> GetNavigationHistoryResult:
     o = _new(GetNavigationHistoryResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetNavigationHistoryResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "entries":
-            od["entries"] = None if v is None else [_s_NavigationEntry(x0) for x0 in v]
-    if "current_index" not in od:
-        raise KeyError("currentIndex")
-    if "entries" not in od:
-        raise KeyError("entries")
+    od["current_index"] = d["currentIndex"]
+    v = d["entries"]
+    od["entries"] = None if v is None else [_s_NavigationEntry(x0) for x0 in v]
     return o
 
 
@@ -5089,23 +4617,11 @@ def _c_reset_navigation_history(d: dict[str, Any]) -> Command[None]:
     return reset_navigation_history()
 
 
-_GetResourceContentResult_plain = {
-    "content": "content",
-    "base64Encoded": "base64_encoded",
-}
-
-
 def _s_GetResourceContentResult(d: dict[str, Any]) -> GetResourceContentResult:
     o = _new(GetResourceContentResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetResourceContentResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "content" not in od:
-        raise KeyError("content")
-    if "base64_encoded" not in od:
-        raise KeyError("base64Encoded")
+    od["content"] = d["content"]
+    od["base64_encoded"] = d["base64Encoded"]
     return o
 
 
@@ -5136,11 +4652,8 @@ def _c_get_resource_content(d: dict[str, Any]) -> Command[GetResourceContentResu
 def _s_GetResourceTreeResult(d: dict[str, Any]) -> GetResourceTreeResult:
     o = _new(GetResourceTreeResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "frameTree":
-            od["frame_tree"] = None if v is None else _s_FrameResourceTree(v)
-    if "frame_tree" not in od:
-        raise KeyError("frameTree")
+    v = d["frameTree"]
+    od["frame_tree"] = None if v is None else _s_FrameResourceTree(v)
     return o
 
 
@@ -5173,23 +4686,19 @@ def _c_handle_java_script_dialog(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_NavigateResult_plain = {
-    "frameId": "frame_id",
-    "loaderId": "loader_id",
-    "errorText": "error_text",
-    "isDownload": "is_download",
-}
-
-
 def _s_NavigateResult(d: dict[str, Any]) -> NavigateResult:
     o = _new(NavigateResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _NavigateResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "frame_id" not in od:
-        raise KeyError("frameId")
+    od["frame_id"] = d["frameId"]
+    v = d.get("loaderId")
+    if v is not None:
+        od["loader_id"] = v
+    v = d.get("errorText")
+    if v is not None:
+        od["error_text"] = v
+    v = d.get("isDownload")
+    if v is not None:
+        od["is_download"] = v
     return o
 
 
@@ -5231,9 +4740,13 @@ def _c_navigate(d: dict[str, Any]) -> Command[NavigateResult]:
     return navigate(
         url=d["url"],
         referrer=d.get("referrer"),
-        transition_type=None if (v := d.get("transitionType")) is None else _enum(TransitionType, v),
+        transition_type=None
+        if (v := d.get("transitionType")) is None
+        else (_e_TransitionType(v) or _enum(TransitionType, v)),
         frame_id=d.get("frameId"),
-        referrer_policy=None if (v := d.get("referrerPolicy")) is None else _enum(ReferrerPolicy, v),
+        referrer_policy=None
+        if (v := d.get("referrerPolicy")) is None
+        else (_e_ReferrerPolicy(v) or _enum(ReferrerPolicy, v)),
     )
 
 
@@ -5251,22 +4764,14 @@ def _c_navigate_to_history_entry(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_PrintToPDFResult_plain = {
-    "stream": "stream",
-}
-
-
 def _s_PrintToPDFResult(d: dict[str, Any]) -> PrintToPDFResult:
     o = _new(PrintToPDFResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PrintToPDFResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "data":
-            od["data"] = None if v is None else _b64d(v)
-    if "data" not in od:
-        raise KeyError("data")
+    v = d["data"]
+    od["data"] = None if v is None else _b64d(v)
+    v = d.get("stream")
+    if v is not None:
+        od["stream"] = v
     return o
 
 
@@ -5426,11 +4931,8 @@ def _c_screencast_frame_ack(d: dict[str, Any]) -> Command[None]:
 def _s_SearchInResourceResult(d: dict[str, Any]) -> SearchInResourceResult:
     o = _new(SearchInResourceResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "result":
-            od["result"] = None if v is None else [cdp.debugger._s_SearchMatch(x0) for x0 in v]
-    if "result" not in od:
-        raise KeyError("result")
+    v = d["result"]
+    od["result"] = None if v is None else [cdp.debugger._s_SearchMatch(x0) for x0 in v]
     return o
 
 
@@ -5500,11 +5002,8 @@ def _c_set_bypass_csp(d: dict[str, Any]) -> Command[None]:
 def _s_GetPermissionsPolicyStateResult(d: dict[str, Any]) -> GetPermissionsPolicyStateResult:
     o = _new(GetPermissionsPolicyStateResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "states":
-            od["states"] = None if v is None else [_s_PermissionsPolicyFeatureState(x0) for x0 in v]
-    if "states" not in od:
-        raise KeyError("states")
+    v = d["states"]
+    od["states"] = None if v is None else [_s_PermissionsPolicyFeatureState(x0) for x0 in v]
     return o
 
 
@@ -5531,11 +5030,8 @@ def _c_get_permissions_policy_state(d: dict[str, Any]) -> Command[GetPermissions
 def _s_GetOriginTrialsResult(d: dict[str, Any]) -> GetOriginTrialsResult:
     o = _new(GetOriginTrialsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "originTrials":
-            od["origin_trials"] = None if v is None else [_s_OriginTrial(x0) for x0 in v]
-    if "origin_trials" not in od:
-        raise KeyError("originTrials")
+    v = d["originTrials"]
+    od["origin_trials"] = None if v is None else [_s_OriginTrial(x0) for x0 in v]
     return o
 
 
@@ -5801,20 +5297,10 @@ def _c_start_screencast(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_StartScreenRecordingResult_plain = {
-    "stream": "stream",
-}
-
-
 def _s_StartScreenRecordingResult(d: dict[str, Any]) -> StartScreenRecordingResult:
     o = _new(StartScreenRecordingResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _StartScreenRecordingResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "stream" not in od:
-        raise KeyError("stream")
+    od["stream"] = d["stream"]
     return o
 
 
@@ -5855,20 +5341,10 @@ def _c_start_screen_recording(d: dict[str, Any]) -> Command[StartScreenRecording
     )
 
 
-_StopScreenRecordingResult_plain = {
-    "stream": "stream",
-}
-
-
 def _s_StopScreenRecordingResult(d: dict[str, Any]) -> StopScreenRecordingResult:
     o = _new(StopScreenRecordingResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _StopScreenRecordingResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "stream" not in od:
-        raise KeyError("stream")
+    od["stream"] = d["stream"]
     return o
 
 
@@ -6034,11 +5510,8 @@ def _c_set_prerendering_allowed(d: dict[str, Any]) -> Command[None]:
 def _s_GetAnnotatedPageContentResult(d: dict[str, Any]) -> GetAnnotatedPageContentResult:
     o = _new(GetAnnotatedPageContentResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "content":
-            od["content"] = None if v is None else _b64d(v)
-    if "content" not in od:
-        raise KeyError("content")
+    v = d["content"]
+    od["content"] = None if v is None else _b64d(v)
     return o
 
 
@@ -6078,20 +5551,10 @@ def _c_set_input_visualization(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_DomContentEventFired_plain = {
-    "timestamp": "timestamp",
-}
-
-
 def _s_DomContentEventFired(d: dict[str, Any]) -> DomContentEventFired:
     o = _new(DomContentEventFired)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DomContentEventFired_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["timestamp"] = d["timestamp"]
     return o
 
 
@@ -6101,24 +5564,14 @@ def _u_DomContentEventFired(o: DomContentEventFired) -> dict[str, Any]:
     }
 
 
-_FileChooserOpened_plain = {
-    "frameId": "frame_id",
-    "mode": "mode",
-    "backendNodeId": "backend_node_id",
-}
-
-
 def _s_FileChooserOpened(d: dict[str, Any]) -> FileChooserOpened:
     o = _new(FileChooserOpened)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FileChooserOpened_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "mode" not in od:
-        raise KeyError("mode")
+    od["frame_id"] = d["frameId"]
+    od["mode"] = d["mode"]
+    v = d.get("backendNodeId")
+    if v is not None:
+        od["backend_node_id"] = v
     return o
 
 
@@ -6132,25 +5585,14 @@ def _u_FileChooserOpened(o: FileChooserOpened) -> dict[str, Any]:
     return d
 
 
-_FrameAttached_plain = {
-    "frameId": "frame_id",
-    "parentFrameId": "parent_frame_id",
-}
-
-
 def _s_FrameAttached(d: dict[str, Any]) -> FrameAttached:
     o = _new(FrameAttached)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FrameAttached_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "stack":
-            od["stack"] = None if v is None else cdp.runtime._s_StackTrace(v)
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "parent_frame_id" not in od:
-        raise KeyError("parentFrameId")
+    od["frame_id"] = d["frameId"]
+    od["parent_frame_id"] = d["parentFrameId"]
+    v = d.get("stack")
+    if v is not None:
+        od["stack"] = cdp.runtime._s_StackTrace(v)
     return o
 
 
@@ -6164,20 +5606,10 @@ def _u_FrameAttached(o: FrameAttached) -> dict[str, Any]:
     return d
 
 
-_FrameClearedScheduledNavigation_plain = {
-    "frameId": "frame_id",
-}
-
-
 def _s_FrameClearedScheduledNavigation(d: dict[str, Any]) -> FrameClearedScheduledNavigation:
     o = _new(FrameClearedScheduledNavigation)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FrameClearedScheduledNavigation_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "frame_id" not in od:
-        raise KeyError("frameId")
+    od["frame_id"] = d["frameId"]
     return o
 
 
@@ -6187,23 +5619,11 @@ def _u_FrameClearedScheduledNavigation(o: FrameClearedScheduledNavigation) -> di
     }
 
 
-_FrameDetached_plain = {
-    "frameId": "frame_id",
-    "reason": "reason",
-}
-
-
 def _s_FrameDetached(d: dict[str, Any]) -> FrameDetached:
     o = _new(FrameDetached)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FrameDetached_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "reason" not in od:
-        raise KeyError("reason")
+    od["frame_id"] = d["frameId"]
+    od["reason"] = d["reason"]
     return o
 
 
@@ -6214,20 +5634,10 @@ def _u_FrameDetached(o: FrameDetached) -> dict[str, Any]:
     }
 
 
-_FrameSubtreeWillBeDetached_plain = {
-    "frameId": "frame_id",
-}
-
-
 def _s_FrameSubtreeWillBeDetached(d: dict[str, Any]) -> FrameSubtreeWillBeDetached:
     o = _new(FrameSubtreeWillBeDetached)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FrameSubtreeWillBeDetached_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "frame_id" not in od:
-        raise KeyError("frameId")
+    od["frame_id"] = d["frameId"]
     return o
 
 
@@ -6240,15 +5650,10 @@ def _u_FrameSubtreeWillBeDetached(o: FrameSubtreeWillBeDetached) -> dict[str, An
 def _s_FrameNavigated(d: dict[str, Any]) -> FrameNavigated:
     o = _new(FrameNavigated)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "frame":
-            od["frame"] = None if v is None else _s_Frame(v)
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(NavigationType, v)
-    if "frame" not in od:
-        raise KeyError("frame")
-    if "type_" not in od:
-        raise KeyError("type")
+    v = d["frame"]
+    od["frame"] = None if v is None else _s_Frame(v)
+    v = d["type"]
+    od["type_"] = None if v is None else (_e_NavigationType(v) or _enum(NavigationType, v))
     return o
 
 
@@ -6262,11 +5667,8 @@ def _u_FrameNavigated(o: FrameNavigated) -> dict[str, Any]:
 def _s_DocumentOpened(d: dict[str, Any]) -> DocumentOpened:
     o = _new(DocumentOpened)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "frame":
-            od["frame"] = None if v is None else _s_Frame(v)
-    if "frame" not in od:
-        raise KeyError("frame")
+    v = d["frame"]
+    od["frame"] = None if v is None else _s_Frame(v)
     return o
 
 
@@ -6277,36 +5679,21 @@ def _u_DocumentOpened(o: DocumentOpened) -> dict[str, Any]:
 
 
 def _s_FrameResized(d: dict[str, Any]) -> FrameResized:
-    return _new(FrameResized)
+    o = _new(FrameResized)
+    return o
 
 
 def _u_FrameResized(o: FrameResized) -> dict[str, Any]:
     return {}
 
 
-_FrameStartedNavigating_plain = {
-    "frameId": "frame_id",
-    "url": "url",
-    "loaderId": "loader_id",
-    "navigationType": "navigation_type",
-}
-
-
 def _s_FrameStartedNavigating(d: dict[str, Any]) -> FrameStartedNavigating:
     o = _new(FrameStartedNavigating)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FrameStartedNavigating_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "url" not in od:
-        raise KeyError("url")
-    if "loader_id" not in od:
-        raise KeyError("loaderId")
-    if "navigation_type" not in od:
-        raise KeyError("navigationType")
+    od["frame_id"] = d["frameId"]
+    od["url"] = d["url"]
+    od["loader_id"] = d["loaderId"]
+    od["navigation_type"] = d["navigationType"]
     return o
 
 
@@ -6319,31 +5706,17 @@ def _u_FrameStartedNavigating(o: FrameStartedNavigating) -> dict[str, Any]:
     }
 
 
-_FrameRequestedNavigation_plain = {
-    "frameId": "frame_id",
-    "url": "url",
-}
-
-
 def _s_FrameRequestedNavigation(d: dict[str, Any]) -> FrameRequestedNavigation:
     o = _new(FrameRequestedNavigation)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FrameRequestedNavigation_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "reason":
-            od["reason"] = None if v is None else _enum(ClientNavigationReason, v)
-        elif k == "disposition":
-            od["disposition"] = None if v is None else _enum(ClientNavigationDisposition, v)
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "reason" not in od:
-        raise KeyError("reason")
-    if "url" not in od:
-        raise KeyError("url")
-    if "disposition" not in od:
-        raise KeyError("disposition")
+    od["frame_id"] = d["frameId"]
+    v = d["reason"]
+    od["reason"] = None if v is None else (_e_ClientNavigationReason(v) or _enum(ClientNavigationReason, v))
+    od["url"] = d["url"]
+    v = d["disposition"]
+    od["disposition"] = (
+        None if v is None else (_e_ClientNavigationDisposition(v) or _enum(ClientNavigationDisposition, v))
+    )
     return o
 
 
@@ -6356,30 +5729,14 @@ def _u_FrameRequestedNavigation(o: FrameRequestedNavigation) -> dict[str, Any]:
     }
 
 
-_FrameScheduledNavigation_plain = {
-    "frameId": "frame_id",
-    "delay": "delay",
-    "url": "url",
-}
-
-
 def _s_FrameScheduledNavigation(d: dict[str, Any]) -> FrameScheduledNavigation:
     o = _new(FrameScheduledNavigation)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FrameScheduledNavigation_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "reason":
-            od["reason"] = None if v is None else _enum(ClientNavigationReason, v)
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "delay" not in od:
-        raise KeyError("delay")
-    if "reason" not in od:
-        raise KeyError("reason")
-    if "url" not in od:
-        raise KeyError("url")
+    od["frame_id"] = d["frameId"]
+    od["delay"] = d["delay"]
+    v = d["reason"]
+    od["reason"] = None if v is None else (_e_ClientNavigationReason(v) or _enum(ClientNavigationReason, v))
+    od["url"] = d["url"]
     return o
 
 
@@ -6392,20 +5749,10 @@ def _u_FrameScheduledNavigation(o: FrameScheduledNavigation) -> dict[str, Any]:
     }
 
 
-_FrameStartedLoading_plain = {
-    "frameId": "frame_id",
-}
-
-
 def _s_FrameStartedLoading(d: dict[str, Any]) -> FrameStartedLoading:
     o = _new(FrameStartedLoading)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FrameStartedLoading_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "frame_id" not in od:
-        raise KeyError("frameId")
+    od["frame_id"] = d["frameId"]
     return o
 
 
@@ -6415,20 +5762,10 @@ def _u_FrameStartedLoading(o: FrameStartedLoading) -> dict[str, Any]:
     }
 
 
-_FrameStoppedLoading_plain = {
-    "frameId": "frame_id",
-}
-
-
 def _s_FrameStoppedLoading(d: dict[str, Any]) -> FrameStoppedLoading:
     o = _new(FrameStoppedLoading)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FrameStoppedLoading_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "frame_id" not in od:
-        raise KeyError("frameId")
+    od["frame_id"] = d["frameId"]
     return o
 
 
@@ -6438,29 +5775,13 @@ def _u_FrameStoppedLoading(o: FrameStoppedLoading) -> dict[str, Any]:
     }
 
 
-_DownloadWillBegin_plain = {
-    "frameId": "frame_id",
-    "guid": "guid",
-    "url": "url",
-    "suggestedFilename": "suggested_filename",
-}
-
-
 def _s_DownloadWillBegin(d: dict[str, Any]) -> DownloadWillBegin:
     o = _new(DownloadWillBegin)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DownloadWillBegin_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "guid" not in od:
-        raise KeyError("guid")
-    if "url" not in od:
-        raise KeyError("url")
-    if "suggested_filename" not in od:
-        raise KeyError("suggestedFilename")
+    od["frame_id"] = d["frameId"]
+    od["guid"] = d["guid"]
+    od["url"] = d["url"]
+    od["suggested_filename"] = d["suggestedFilename"]
     return o
 
 
@@ -6473,29 +5794,13 @@ def _u_DownloadWillBegin(o: DownloadWillBegin) -> dict[str, Any]:
     }
 
 
-_DownloadProgress_plain = {
-    "guid": "guid",
-    "totalBytes": "total_bytes",
-    "receivedBytes": "received_bytes",
-    "state": "state",
-}
-
-
 def _s_DownloadProgress(d: dict[str, Any]) -> DownloadProgress:
     o = _new(DownloadProgress)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DownloadProgress_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "guid" not in od:
-        raise KeyError("guid")
-    if "total_bytes" not in od:
-        raise KeyError("totalBytes")
-    if "received_bytes" not in od:
-        raise KeyError("receivedBytes")
-    if "state" not in od:
-        raise KeyError("state")
+    od["guid"] = d["guid"]
+    od["total_bytes"] = d["totalBytes"]
+    od["received_bytes"] = d["receivedBytes"]
+    od["state"] = d["state"]
     return o
 
 
@@ -6509,7 +5814,8 @@ def _u_DownloadProgress(o: DownloadProgress) -> dict[str, Any]:
 
 
 def _s_InterstitialHidden(d: dict[str, Any]) -> InterstitialHidden:
-    return _new(InterstitialHidden)
+    o = _new(InterstitialHidden)
+    return o
 
 
 def _u_InterstitialHidden(o: InterstitialHidden) -> dict[str, Any]:
@@ -6517,33 +5823,20 @@ def _u_InterstitialHidden(o: InterstitialHidden) -> dict[str, Any]:
 
 
 def _s_InterstitialShown(d: dict[str, Any]) -> InterstitialShown:
-    return _new(InterstitialShown)
+    o = _new(InterstitialShown)
+    return o
 
 
 def _u_InterstitialShown(o: InterstitialShown) -> dict[str, Any]:
     return {}
 
 
-_JavascriptDialogClosed_plain = {
-    "frameId": "frame_id",
-    "result": "result",
-    "userInput": "user_input",
-}
-
-
 def _s_JavascriptDialogClosed(d: dict[str, Any]) -> JavascriptDialogClosed:
     o = _new(JavascriptDialogClosed)
     od = o.__dict__
-    for k, v in d.items():
-        n = _JavascriptDialogClosed_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "result" not in od:
-        raise KeyError("result")
-    if "user_input" not in od:
-        raise KeyError("userInput")
+    od["frame_id"] = d["frameId"]
+    od["result"] = d["result"]
+    od["user_input"] = d["userInput"]
     return o
 
 
@@ -6555,34 +5848,18 @@ def _u_JavascriptDialogClosed(o: JavascriptDialogClosed) -> dict[str, Any]:
     }
 
 
-_JavascriptDialogOpening_plain = {
-    "url": "url",
-    "frameId": "frame_id",
-    "message": "message",
-    "hasBrowserHandler": "has_browser_handler",
-    "defaultPrompt": "default_prompt",
-}
-
-
 def _s_JavascriptDialogOpening(d: dict[str, Any]) -> JavascriptDialogOpening:
     o = _new(JavascriptDialogOpening)
     od = o.__dict__
-    for k, v in d.items():
-        n = _JavascriptDialogOpening_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(DialogType, v)
-    if "url" not in od:
-        raise KeyError("url")
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "message" not in od:
-        raise KeyError("message")
-    if "type_" not in od:
-        raise KeyError("type")
-    if "has_browser_handler" not in od:
-        raise KeyError("hasBrowserHandler")
+    od["url"] = d["url"]
+    od["frame_id"] = d["frameId"]
+    od["message"] = d["message"]
+    v = d["type"]
+    od["type_"] = None if v is None else (_e_DialogType(v) or _enum(DialogType, v))
+    od["has_browser_handler"] = d["hasBrowserHandler"]
+    v = d.get("defaultPrompt")
+    if v is not None:
+        od["default_prompt"] = v
     return o
 
 
@@ -6599,29 +5876,13 @@ def _u_JavascriptDialogOpening(o: JavascriptDialogOpening) -> dict[str, Any]:
     return d
 
 
-_LifecycleEvent_plain = {
-    "frameId": "frame_id",
-    "loaderId": "loader_id",
-    "name": "name",
-    "timestamp": "timestamp",
-}
-
-
 def _s_LifecycleEvent(d: dict[str, Any]) -> LifecycleEvent:
     o = _new(LifecycleEvent)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LifecycleEvent_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "loader_id" not in od:
-        raise KeyError("loaderId")
-    if "name" not in od:
-        raise KeyError("name")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["frame_id"] = d["frameId"]
+    od["loader_id"] = d["loaderId"]
+    od["name"] = d["name"]
+    od["timestamp"] = d["timestamp"]
     return o
 
 
@@ -6634,33 +5895,18 @@ def _u_LifecycleEvent(o: LifecycleEvent) -> dict[str, Any]:
     }
 
 
-_BackForwardCacheNotUsed_plain = {
-    "loaderId": "loader_id",
-    "frameId": "frame_id",
-}
-
-
 def _s_BackForwardCacheNotUsed(d: dict[str, Any]) -> BackForwardCacheNotUsed:
     o = _new(BackForwardCacheNotUsed)
     od = o.__dict__
-    for k, v in d.items():
-        n = _BackForwardCacheNotUsed_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "notRestoredExplanations":
-            od["not_restored_explanations"] = (
-                None if v is None else [_s_BackForwardCacheNotRestoredExplanation(x0) for x0 in v]
-            )
-        elif k == "notRestoredExplanationsTree":
-            od["not_restored_explanations_tree"] = (
-                None if v is None else _s_BackForwardCacheNotRestoredExplanationTree(v)
-            )
-    if "loader_id" not in od:
-        raise KeyError("loaderId")
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "not_restored_explanations" not in od:
-        raise KeyError("notRestoredExplanations")
+    od["loader_id"] = d["loaderId"]
+    od["frame_id"] = d["frameId"]
+    v = d["notRestoredExplanations"]
+    od["not_restored_explanations"] = (
+        None if v is None else [_s_BackForwardCacheNotRestoredExplanation(x0) for x0 in v]
+    )
+    v = d.get("notRestoredExplanationsTree")
+    if v is not None:
+        od["not_restored_explanations_tree"] = _s_BackForwardCacheNotRestoredExplanationTree(v)
     return o
 
 
@@ -6679,20 +5925,10 @@ def _u_BackForwardCacheNotUsed(o: BackForwardCacheNotUsed) -> dict[str, Any]:
     return d
 
 
-_LoadEventFired_plain = {
-    "timestamp": "timestamp",
-}
-
-
 def _s_LoadEventFired(d: dict[str, Any]) -> LoadEventFired:
     o = _new(LoadEventFired)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LoadEventFired_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["timestamp"] = d["timestamp"]
     return o
 
 
@@ -6702,26 +5938,12 @@ def _u_LoadEventFired(o: LoadEventFired) -> dict[str, Any]:
     }
 
 
-_NavigatedWithinDocument_plain = {
-    "frameId": "frame_id",
-    "url": "url",
-    "navigationType": "navigation_type",
-}
-
-
 def _s_NavigatedWithinDocument(d: dict[str, Any]) -> NavigatedWithinDocument:
     o = _new(NavigatedWithinDocument)
     od = o.__dict__
-    for k, v in d.items():
-        n = _NavigatedWithinDocument_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "url" not in od:
-        raise KeyError("url")
-    if "navigation_type" not in od:
-        raise KeyError("navigationType")
+    od["frame_id"] = d["frameId"]
+    od["url"] = d["url"]
+    od["navigation_type"] = d["navigationType"]
     return o
 
 
@@ -6733,28 +5955,14 @@ def _u_NavigatedWithinDocument(o: NavigatedWithinDocument) -> dict[str, Any]:
     }
 
 
-_ScreencastFrame_plain = {
-    "sessionId": "session_id",
-}
-
-
 def _s_ScreencastFrame(d: dict[str, Any]) -> ScreencastFrame:
     o = _new(ScreencastFrame)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ScreencastFrame_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "data":
-            od["data"] = None if v is None else _b64d(v)
-        elif k == "metadata":
-            od["metadata"] = None if v is None else _s_ScreencastFrameMetadata(v)
-    if "data" not in od:
-        raise KeyError("data")
-    if "metadata" not in od:
-        raise KeyError("metadata")
-    if "session_id" not in od:
-        raise KeyError("sessionId")
+    v = d["data"]
+    od["data"] = None if v is None else _b64d(v)
+    v = d["metadata"]
+    od["metadata"] = None if v is None else _s_ScreencastFrameMetadata(v)
+    od["session_id"] = d["sessionId"]
     return o
 
 
@@ -6766,20 +5974,10 @@ def _u_ScreencastFrame(o: ScreencastFrame) -> dict[str, Any]:
     }
 
 
-_ScreencastVisibilityChanged_plain = {
-    "visible": "visible",
-}
-
-
 def _s_ScreencastVisibilityChanged(d: dict[str, Any]) -> ScreencastVisibilityChanged:
     o = _new(ScreencastVisibilityChanged)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ScreencastVisibilityChanged_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "visible" not in od:
-        raise KeyError("visible")
+    od["visible"] = d["visible"]
     return o
 
 
@@ -6789,29 +5987,13 @@ def _u_ScreencastVisibilityChanged(o: ScreencastVisibilityChanged) -> dict[str, 
     }
 
 
-_WindowOpen_plain = {
-    "url": "url",
-    "windowName": "window_name",
-    "windowFeatures": "window_features",
-    "userGesture": "user_gesture",
-}
-
-
 def _s_WindowOpen(d: dict[str, Any]) -> WindowOpen:
     o = _new(WindowOpen)
     od = o.__dict__
-    for k, v in d.items():
-        n = _WindowOpen_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "url" not in od:
-        raise KeyError("url")
-    if "window_name" not in od:
-        raise KeyError("windowName")
-    if "window_features" not in od:
-        raise KeyError("windowFeatures")
-    if "user_gesture" not in od:
-        raise KeyError("userGesture")
+    od["url"] = d["url"]
+    od["window_name"] = d["windowName"]
+    od["window_features"] = d["windowFeatures"]
+    od["user_gesture"] = d["userGesture"]
     return o
 
 
@@ -6824,24 +6006,12 @@ def _u_WindowOpen(o: WindowOpen) -> dict[str, Any]:
     }
 
 
-_CompilationCacheProduced_plain = {
-    "url": "url",
-}
-
-
 def _s_CompilationCacheProduced(d: dict[str, Any]) -> CompilationCacheProduced:
     o = _new(CompilationCacheProduced)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CompilationCacheProduced_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "data":
-            od["data"] = None if v is None else _b64d(v)
-    if "url" not in od:
-        raise KeyError("url")
-    if "data" not in od:
-        raise KeyError("data")
+    od["url"] = d["url"]
+    v = d["data"]
+    od["data"] = None if v is None else _b64d(v)
     return o
 
 

@@ -113,23 +113,11 @@ class Metrics:
 _new = object.__new__
 
 
-_Metric_plain = {
-    "name": "name",
-    "value": "value",
-}
-
-
 def _s_Metric(d: dict[str, Any]) -> Metric:
     o = _new(Metric)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Metric_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "value" not in od:
-        raise KeyError("value")
+    od["name"] = d["name"]
+    od["value"] = d["value"]
     return o
 
 
@@ -176,11 +164,8 @@ def _c_set_time_domain(d: dict[str, Any]) -> Command[None]:
 def _s_GetMetricsResult(d: dict[str, Any]) -> GetMetricsResult:
     o = _new(GetMetricsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "metrics":
-            od["metrics"] = None if v is None else [_s_Metric(x0) for x0 in v]
-    if "metrics" not in od:
-        raise KeyError("metrics")
+    v = d["metrics"]
+    od["metrics"] = None if v is None else [_s_Metric(x0) for x0 in v]
     return o
 
 
@@ -194,24 +179,12 @@ def _c_get_metrics(d: dict[str, Any]) -> Command[GetMetricsResult]:
     return get_metrics()
 
 
-_Metrics_plain = {
-    "title": "title",
-}
-
-
 def _s_Metrics(d: dict[str, Any]) -> Metrics:
     o = _new(Metrics)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Metrics_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "metrics":
-            od["metrics"] = None if v is None else [_s_Metric(x0) for x0 in v]
-    if "metrics" not in od:
-        raise KeyError("metrics")
-    if "title" not in od:
-        raise KeyError("title")
+    v = d["metrics"]
+    od["metrics"] = None if v is None else [_s_Metric(x0) for x0 in v]
+    od["title"] = d["title"]
     return o
 
 

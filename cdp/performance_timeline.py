@@ -123,29 +123,21 @@ class TimelineEventAdded:
 _new = object.__new__
 
 
-_LargestContentfulPaint_plain = {
-    "renderTime": "render_time",
-    "loadTime": "load_time",
-    "size": "size",
-    "elementId": "element_id",
-    "url": "url",
-    "nodeId": "node_id",
-}
-
-
 def _s_LargestContentfulPaint(d: dict[str, Any]) -> LargestContentfulPaint:
     o = _new(LargestContentfulPaint)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LargestContentfulPaint_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "render_time" not in od:
-        raise KeyError("renderTime")
-    if "load_time" not in od:
-        raise KeyError("loadTime")
-    if "size" not in od:
-        raise KeyError("size")
+    od["render_time"] = d["renderTime"]
+    od["load_time"] = d["loadTime"]
+    od["size"] = d["size"]
+    v = d.get("elementId")
+    if v is not None:
+        od["element_id"] = v
+    v = d.get("url")
+    if v is not None:
+        od["url"] = v
+    v = d.get("nodeId")
+    if v is not None:
+        od["node_id"] = v
     return o
 
 
@@ -164,26 +156,16 @@ def _u_LargestContentfulPaint(o: LargestContentfulPaint) -> dict[str, Any]:
     return d
 
 
-_LayoutShiftAttribution_plain = {
-    "nodeId": "node_id",
-}
-
-
 def _s_LayoutShiftAttribution(d: dict[str, Any]) -> LayoutShiftAttribution:
     o = _new(LayoutShiftAttribution)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LayoutShiftAttribution_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "previousRect":
-            od["previous_rect"] = None if v is None else cdp.dom._s_Rect(v)
-        elif k == "currentRect":
-            od["current_rect"] = None if v is None else cdp.dom._s_Rect(v)
-    if "previous_rect" not in od:
-        raise KeyError("previousRect")
-    if "current_rect" not in od:
-        raise KeyError("currentRect")
+    v = d["previousRect"]
+    od["previous_rect"] = None if v is None else cdp.dom._s_Rect(v)
+    v = d["currentRect"]
+    od["current_rect"] = None if v is None else cdp.dom._s_Rect(v)
+    v = d.get("nodeId")
+    if v is not None:
+        od["node_id"] = v
     return o
 
 
@@ -197,30 +179,14 @@ def _u_LayoutShiftAttribution(o: LayoutShiftAttribution) -> dict[str, Any]:
     return d
 
 
-_LayoutShift_plain = {
-    "value": "value",
-    "hadRecentInput": "had_recent_input",
-    "lastInputTime": "last_input_time",
-}
-
-
 def _s_LayoutShift(d: dict[str, Any]) -> LayoutShift:
     o = _new(LayoutShift)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LayoutShift_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "sources":
-            od["sources"] = None if v is None else [_s_LayoutShiftAttribution(x0) for x0 in v]
-    if "value" not in od:
-        raise KeyError("value")
-    if "had_recent_input" not in od:
-        raise KeyError("hadRecentInput")
-    if "last_input_time" not in od:
-        raise KeyError("lastInputTime")
-    if "sources" not in od:
-        raise KeyError("sources")
+    od["value"] = d["value"]
+    od["had_recent_input"] = d["hadRecentInput"]
+    od["last_input_time"] = d["lastInputTime"]
+    v = d["sources"]
+    od["sources"] = None if v is None else [_s_LayoutShiftAttribution(x0) for x0 in v]
     return o
 
 
@@ -233,34 +199,22 @@ def _u_LayoutShift(o: LayoutShift) -> dict[str, Any]:
     }
 
 
-_TimelineEvent_plain = {
-    "frameId": "frame_id",
-    "type": "type_",
-    "name": "name",
-    "time": "time",
-    "duration": "duration",
-}
-
-
 def _s_TimelineEvent(d: dict[str, Any]) -> TimelineEvent:
     o = _new(TimelineEvent)
     od = o.__dict__
-    for k, v in d.items():
-        n = _TimelineEvent_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "lcpDetails":
-            od["lcp_details"] = None if v is None else _s_LargestContentfulPaint(v)
-        elif k == "layoutShiftDetails":
-            od["layout_shift_details"] = None if v is None else _s_LayoutShift(v)
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "type_" not in od:
-        raise KeyError("type")
-    if "name" not in od:
-        raise KeyError("name")
-    if "time" not in od:
-        raise KeyError("time")
+    od["frame_id"] = d["frameId"]
+    od["type_"] = d["type"]
+    od["name"] = d["name"]
+    od["time"] = d["time"]
+    v = d.get("duration")
+    if v is not None:
+        od["duration"] = v
+    v = d.get("lcpDetails")
+    if v is not None:
+        od["lcp_details"] = _s_LargestContentfulPaint(v)
+    v = d.get("layoutShiftDetails")
+    if v is not None:
+        od["layout_shift_details"] = _s_LayoutShift(v)
     return o
 
 
@@ -297,11 +251,8 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
 def _s_TimelineEventAdded(d: dict[str, Any]) -> TimelineEventAdded:
     o = _new(TimelineEventAdded)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "event":
-            od["event"] = None if v is None else _s_TimelineEvent(v)
-    if "event" not in od:
-        raise KeyError("event")
+    v = d["event"]
+    od["event"] = None if v is None else _s_TimelineEvent(v)
     return o
 
 

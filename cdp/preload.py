@@ -403,35 +403,38 @@ class PreloadingAttemptSourcesUpdated:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_RuleSet_plain = {
-    "id": "id_",
-    "loaderId": "loader_id",
-    "sourceText": "source_text",
-    "backendNodeId": "backend_node_id",
-    "url": "url",
-    "requestId": "request_id",
-    "errorMessage": "error_message",
-    "tag": "tag",
-}
+_e_RuleSetErrorType = RuleSetErrorType._value2member_map_.get
+_e_SpeculationAction = SpeculationAction._value2member_map_.get
+_e_SpeculationTargetHint = SpeculationTargetHint._value2member_map_.get
+_e_PrerenderFinalStatus = PrerenderFinalStatus._value2member_map_.get
+_e_PreloadingStatus = PreloadingStatus._value2member_map_.get
+_e_PrefetchStatus = PrefetchStatus._value2member_map_.get
 
 
 def _s_RuleSet(d: dict[str, Any]) -> RuleSet:
     o = _new(RuleSet)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RuleSet_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "errorType":
-            od["error_type"] = None if v is None else _enum(RuleSetErrorType, v)
-    if "id_" not in od:
-        raise KeyError("id")
-    if "loader_id" not in od:
-        raise KeyError("loaderId")
-    if "source_text" not in od:
-        raise KeyError("sourceText")
+    od["id_"] = d["id"]
+    od["loader_id"] = d["loaderId"]
+    od["source_text"] = d["sourceText"]
+    v = d.get("backendNodeId")
+    if v is not None:
+        od["backend_node_id"] = v
+    v = d.get("url")
+    if v is not None:
+        od["url"] = v
+    v = d.get("requestId")
+    if v is not None:
+        od["request_id"] = v
+    v = d.get("errorType")
+    if v is not None:
+        od["error_type"] = _e_RuleSetErrorType(v) or _enum(RuleSetErrorType, v)
+    v = d.get("errorMessage")
+    if v is not None:
+        od["error_message"] = v
+    v = d.get("tag")
+    if v is not None:
+        od["tag"] = v
     return o
 
 
@@ -456,30 +459,19 @@ def _u_RuleSet(o: RuleSet) -> dict[str, Any]:
     return d
 
 
-_PreloadingAttemptKey_plain = {
-    "loaderId": "loader_id",
-    "url": "url",
-    "formSubmission": "form_submission",
-}
-
-
 def _s_PreloadingAttemptKey(d: dict[str, Any]) -> PreloadingAttemptKey:
     o = _new(PreloadingAttemptKey)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PreloadingAttemptKey_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "action":
-            od["action"] = None if v is None else _enum(SpeculationAction, v)
-        elif k == "targetHint":
-            od["target_hint"] = None if v is None else _enum(SpeculationTargetHint, v)
-    if "loader_id" not in od:
-        raise KeyError("loaderId")
-    if "action" not in od:
-        raise KeyError("action")
-    if "url" not in od:
-        raise KeyError("url")
+    od["loader_id"] = d["loaderId"]
+    v = d["action"]
+    od["action"] = None if v is None else (_e_SpeculationAction(v) or _enum(SpeculationAction, v))
+    od["url"] = d["url"]
+    v = d.get("formSubmission")
+    if v is not None:
+        od["form_submission"] = v
+    v = d.get("targetHint")
+    if v is not None:
+        od["target_hint"] = _e_SpeculationTargetHint(v) or _enum(SpeculationTargetHint, v)
     return o
 
 
@@ -496,27 +488,13 @@ def _u_PreloadingAttemptKey(o: PreloadingAttemptKey) -> dict[str, Any]:
     return d
 
 
-_PreloadingAttemptSource_plain = {
-    "ruleSetIds": "rule_set_ids",
-    "nodeIds": "node_ids",
-}
-
-
 def _s_PreloadingAttemptSource(d: dict[str, Any]) -> PreloadingAttemptSource:
     o = _new(PreloadingAttemptSource)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PreloadingAttemptSource_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "key":
-            od["key"] = None if v is None else _s_PreloadingAttemptKey(v)
-    if "key" not in od:
-        raise KeyError("key")
-    if "rule_set_ids" not in od:
-        raise KeyError("ruleSetIds")
-    if "node_ids" not in od:
-        raise KeyError("nodeIds")
+    v = d["key"]
+    od["key"] = None if v is None else _s_PreloadingAttemptKey(v)
+    od["rule_set_ids"] = d["ruleSetIds"]
+    od["node_ids"] = d["nodeIds"]
     return o
 
 
@@ -528,22 +506,16 @@ def _u_PreloadingAttemptSource(o: PreloadingAttemptSource) -> dict[str, Any]:
     }
 
 
-_PrerenderMismatchedHeaders_plain = {
-    "headerName": "header_name",
-    "initialValue": "initial_value",
-    "activationValue": "activation_value",
-}
-
-
 def _s_PrerenderMismatchedHeaders(d: dict[str, Any]) -> PrerenderMismatchedHeaders:
     o = _new(PrerenderMismatchedHeaders)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PrerenderMismatchedHeaders_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "header_name" not in od:
-        raise KeyError("headerName")
+    od["header_name"] = d["headerName"]
+    v = d.get("initialValue")
+    if v is not None:
+        od["initial_value"] = v
+    v = d.get("activationValue")
+    if v is not None:
+        od["activation_value"] = v
     return o
 
 
@@ -569,11 +541,8 @@ def _c_disable(d: dict[str, Any]) -> Command[None]:
 def _s_RuleSetUpdated(d: dict[str, Any]) -> RuleSetUpdated:
     o = _new(RuleSetUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "ruleSet":
-            od["rule_set"] = None if v is None else _s_RuleSet(v)
-    if "rule_set" not in od:
-        raise KeyError("ruleSet")
+    v = d["ruleSet"]
+    od["rule_set"] = None if v is None else _s_RuleSet(v)
     return o
 
 
@@ -583,20 +552,10 @@ def _u_RuleSetUpdated(o: RuleSetUpdated) -> dict[str, Any]:
     }
 
 
-_RuleSetRemoved_plain = {
-    "id": "id_",
-}
-
-
 def _s_RuleSetRemoved(d: dict[str, Any]) -> RuleSetRemoved:
     o = _new(RuleSetRemoved)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RuleSetRemoved_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "id_" not in od:
-        raise KeyError("id")
+    od["id_"] = d["id"]
     return o
 
 
@@ -606,32 +565,14 @@ def _u_RuleSetRemoved(o: RuleSetRemoved) -> dict[str, Any]:
     }
 
 
-_PreloadEnabledStateUpdated_plain = {
-    "disabledByPreference": "disabled_by_preference",
-    "disabledByDataSaver": "disabled_by_data_saver",
-    "disabledByBatterySaver": "disabled_by_battery_saver",
-    "disabledByHoldbackPrefetchSpeculationRules": "disabled_by_holdback_prefetch_speculation_rules",
-    "disabledByHoldbackPrerenderSpeculationRules": "disabled_by_holdback_prerender_speculation_rules",
-}
-
-
 def _s_PreloadEnabledStateUpdated(d: dict[str, Any]) -> PreloadEnabledStateUpdated:
     o = _new(PreloadEnabledStateUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PreloadEnabledStateUpdated_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "disabled_by_preference" not in od:
-        raise KeyError("disabledByPreference")
-    if "disabled_by_data_saver" not in od:
-        raise KeyError("disabledByDataSaver")
-    if "disabled_by_battery_saver" not in od:
-        raise KeyError("disabledByBatterySaver")
-    if "disabled_by_holdback_prefetch_speculation_rules" not in od:
-        raise KeyError("disabledByHoldbackPrefetchSpeculationRules")
-    if "disabled_by_holdback_prerender_speculation_rules" not in od:
-        raise KeyError("disabledByHoldbackPrerenderSpeculationRules")
+    od["disabled_by_preference"] = d["disabledByPreference"]
+    od["disabled_by_data_saver"] = d["disabledByDataSaver"]
+    od["disabled_by_battery_saver"] = d["disabledByBatterySaver"]
+    od["disabled_by_holdback_prefetch_speculation_rules"] = d["disabledByHoldbackPrefetchSpeculationRules"]
+    od["disabled_by_holdback_prerender_speculation_rules"] = d["disabledByHoldbackPrerenderSpeculationRules"]
     return o
 
 
@@ -645,41 +586,19 @@ def _u_PreloadEnabledStateUpdated(o: PreloadEnabledStateUpdated) -> dict[str, An
     }
 
 
-_PrefetchStatusUpdated_plain = {
-    "pipelineId": "pipeline_id",
-    "initiatingFrameId": "initiating_frame_id",
-    "prefetchUrl": "prefetch_url",
-    "requestId": "request_id",
-}
-
-
 def _s_PrefetchStatusUpdated(d: dict[str, Any]) -> PrefetchStatusUpdated:
     o = _new(PrefetchStatusUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PrefetchStatusUpdated_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "key":
-            od["key"] = None if v is None else _s_PreloadingAttemptKey(v)
-        elif k == "status":
-            od["status"] = None if v is None else _enum(PreloadingStatus, v)
-        elif k == "prefetchStatus":
-            od["prefetch_status"] = None if v is None else _enum(PrefetchStatus, v)
-    if "key" not in od:
-        raise KeyError("key")
-    if "pipeline_id" not in od:
-        raise KeyError("pipelineId")
-    if "initiating_frame_id" not in od:
-        raise KeyError("initiatingFrameId")
-    if "prefetch_url" not in od:
-        raise KeyError("prefetchUrl")
-    if "status" not in od:
-        raise KeyError("status")
-    if "prefetch_status" not in od:
-        raise KeyError("prefetchStatus")
-    if "request_id" not in od:
-        raise KeyError("requestId")
+    v = d["key"]
+    od["key"] = None if v is None else _s_PreloadingAttemptKey(v)
+    od["pipeline_id"] = d["pipelineId"]
+    od["initiating_frame_id"] = d["initiatingFrameId"]
+    od["prefetch_url"] = d["prefetchUrl"]
+    v = d["status"]
+    od["status"] = None if v is None else (_e_PreloadingStatus(v) or _enum(PreloadingStatus, v))
+    v = d["prefetchStatus"]
+    od["prefetch_status"] = None if v is None else (_e_PrefetchStatus(v) or _enum(PrefetchStatus, v))
+    od["request_id"] = d["requestId"]
     return o
 
 
@@ -695,35 +614,26 @@ def _u_PrefetchStatusUpdated(o: PrefetchStatusUpdated) -> dict[str, Any]:
     }
 
 
-_PrerenderStatusUpdated_plain = {
-    "pipelineId": "pipeline_id",
-    "disallowedMojoInterface": "disallowed_mojo_interface",
-}
-
-
 def _s_PrerenderStatusUpdated(d: dict[str, Any]) -> PrerenderStatusUpdated:
     o = _new(PrerenderStatusUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PrerenderStatusUpdated_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "key":
-            od["key"] = None if v is None else _s_PreloadingAttemptKey(v)
-        elif k == "status":
-            od["status"] = None if v is None else _enum(PreloadingStatus, v)
-        elif k == "effectiveAction":
-            od["effective_action"] = None if v is None else _enum(SpeculationAction, v)
-        elif k == "prerenderStatus":
-            od["prerender_status"] = None if v is None else _enum(PrerenderFinalStatus, v)
-        elif k == "mismatchedHeaders":
-            od["mismatched_headers"] = None if v is None else [_s_PrerenderMismatchedHeaders(x0) for x0 in v]
-    if "key" not in od:
-        raise KeyError("key")
-    if "pipeline_id" not in od:
-        raise KeyError("pipelineId")
-    if "status" not in od:
-        raise KeyError("status")
+    v = d["key"]
+    od["key"] = None if v is None else _s_PreloadingAttemptKey(v)
+    od["pipeline_id"] = d["pipelineId"]
+    v = d["status"]
+    od["status"] = None if v is None else (_e_PreloadingStatus(v) or _enum(PreloadingStatus, v))
+    v = d.get("effectiveAction")
+    if v is not None:
+        od["effective_action"] = _e_SpeculationAction(v) or _enum(SpeculationAction, v)
+    v = d.get("prerenderStatus")
+    if v is not None:
+        od["prerender_status"] = _e_PrerenderFinalStatus(v) or _enum(PrerenderFinalStatus, v)
+    v = d.get("disallowedMojoInterface")
+    if v is not None:
+        od["disallowed_mojo_interface"] = v
+    v = d.get("mismatchedHeaders")
+    if v is not None:
+        od["mismatched_headers"] = [_s_PrerenderMismatchedHeaders(x0) for x0 in v]
     return o
 
 
@@ -744,26 +654,12 @@ def _u_PrerenderStatusUpdated(o: PrerenderStatusUpdated) -> dict[str, Any]:
     return d
 
 
-_PreloadingAttemptSourcesUpdated_plain = {
-    "loaderId": "loader_id",
-}
-
-
 def _s_PreloadingAttemptSourcesUpdated(d: dict[str, Any]) -> PreloadingAttemptSourcesUpdated:
     o = _new(PreloadingAttemptSourcesUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PreloadingAttemptSourcesUpdated_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "preloadingAttemptSources":
-            od["preloading_attempt_sources"] = (
-                None if v is None else [_s_PreloadingAttemptSource(x0) for x0 in v]
-            )
-    if "loader_id" not in od:
-        raise KeyError("loaderId")
-    if "preloading_attempt_sources" not in od:
-        raise KeyError("preloadingAttemptSources")
+    od["loader_id"] = d["loaderId"]
+    v = d["preloadingAttemptSources"]
+    od["preloading_attempt_sources"] = None if v is None else [_s_PreloadingAttemptSource(x0) for x0 in v]
     return o
 
 

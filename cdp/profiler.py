@@ -328,29 +328,24 @@ class PreciseCoverageDeltaUpdate:
 _new = object.__new__
 
 
-_ProfileNode_plain = {
-    "id": "id_",
-    "hitCount": "hit_count",
-    "children": "children",
-    "deoptReason": "deopt_reason",
-}
-
-
 def _s_ProfileNode(d: dict[str, Any]) -> ProfileNode:
     o = _new(ProfileNode)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ProfileNode_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "callFrame":
-            od["call_frame"] = None if v is None else cdp.runtime._s_CallFrame(v)
-        elif k == "positionTicks":
-            od["position_ticks"] = None if v is None else [_s_PositionTickInfo(x0) for x0 in v]
-    if "id_" not in od:
-        raise KeyError("id")
-    if "call_frame" not in od:
-        raise KeyError("callFrame")
+    od["id_"] = d["id"]
+    v = d["callFrame"]
+    od["call_frame"] = None if v is None else cdp.runtime._s_CallFrame(v)
+    v = d.get("hitCount")
+    if v is not None:
+        od["hit_count"] = v
+    v = d.get("children")
+    if v is not None:
+        od["children"] = v
+    v = d.get("deoptReason")
+    if v is not None:
+        od["deopt_reason"] = v
+    v = d.get("positionTicks")
+    if v is not None:
+        od["position_ticks"] = [_s_PositionTickInfo(x0) for x0 in v]
     return o
 
 
@@ -370,29 +365,19 @@ def _u_ProfileNode(o: ProfileNode) -> dict[str, Any]:
     return d
 
 
-_Profile_plain = {
-    "startTime": "start_time",
-    "endTime": "end_time",
-    "samples": "samples",
-    "timeDeltas": "time_deltas",
-}
-
-
 def _s_Profile(d: dict[str, Any]) -> Profile:
     o = _new(Profile)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Profile_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "nodes":
-            od["nodes"] = None if v is None else [_s_ProfileNode(x0) for x0 in v]
-    if "nodes" not in od:
-        raise KeyError("nodes")
-    if "start_time" not in od:
-        raise KeyError("startTime")
-    if "end_time" not in od:
-        raise KeyError("endTime")
+    v = d["nodes"]
+    od["nodes"] = None if v is None else [_s_ProfileNode(x0) for x0 in v]
+    od["start_time"] = d["startTime"]
+    od["end_time"] = d["endTime"]
+    v = d.get("samples")
+    if v is not None:
+        od["samples"] = v
+    v = d.get("timeDeltas")
+    if v is not None:
+        od["time_deltas"] = v
     return o
 
 
@@ -409,23 +394,11 @@ def _u_Profile(o: Profile) -> dict[str, Any]:
     return d
 
 
-_PositionTickInfo_plain = {
-    "line": "line",
-    "ticks": "ticks",
-}
-
-
 def _s_PositionTickInfo(d: dict[str, Any]) -> PositionTickInfo:
     o = _new(PositionTickInfo)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PositionTickInfo_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "line" not in od:
-        raise KeyError("line")
-    if "ticks" not in od:
-        raise KeyError("ticks")
+    od["line"] = d["line"]
+    od["ticks"] = d["ticks"]
     return o
 
 
@@ -436,26 +409,12 @@ def _u_PositionTickInfo(o: PositionTickInfo) -> dict[str, Any]:
     }
 
 
-_CoverageRange_plain = {
-    "startOffset": "start_offset",
-    "endOffset": "end_offset",
-    "count": "count",
-}
-
-
 def _s_CoverageRange(d: dict[str, Any]) -> CoverageRange:
     o = _new(CoverageRange)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CoverageRange_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "start_offset" not in od:
-        raise KeyError("startOffset")
-    if "end_offset" not in od:
-        raise KeyError("endOffset")
-    if "count" not in od:
-        raise KeyError("count")
+    od["start_offset"] = d["startOffset"]
+    od["end_offset"] = d["endOffset"]
+    od["count"] = d["count"]
     return o
 
 
@@ -467,27 +426,13 @@ def _u_CoverageRange(o: CoverageRange) -> dict[str, Any]:
     }
 
 
-_FunctionCoverage_plain = {
-    "functionName": "function_name",
-    "isBlockCoverage": "is_block_coverage",
-}
-
-
 def _s_FunctionCoverage(d: dict[str, Any]) -> FunctionCoverage:
     o = _new(FunctionCoverage)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FunctionCoverage_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "ranges":
-            od["ranges"] = None if v is None else [_s_CoverageRange(x0) for x0 in v]
-    if "function_name" not in od:
-        raise KeyError("functionName")
-    if "ranges" not in od:
-        raise KeyError("ranges")
-    if "is_block_coverage" not in od:
-        raise KeyError("isBlockCoverage")
+    od["function_name"] = d["functionName"]
+    v = d["ranges"]
+    od["ranges"] = None if v is None else [_s_CoverageRange(x0) for x0 in v]
+    od["is_block_coverage"] = d["isBlockCoverage"]
     return o
 
 
@@ -499,27 +444,13 @@ def _u_FunctionCoverage(o: FunctionCoverage) -> dict[str, Any]:
     }
 
 
-_ScriptCoverage_plain = {
-    "scriptId": "script_id",
-    "url": "url",
-}
-
-
 def _s_ScriptCoverage(d: dict[str, Any]) -> ScriptCoverage:
     o = _new(ScriptCoverage)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ScriptCoverage_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "functions":
-            od["functions"] = None if v is None else [_s_FunctionCoverage(x0) for x0 in v]
-    if "script_id" not in od:
-        raise KeyError("scriptId")
-    if "url" not in od:
-        raise KeyError("url")
-    if "functions" not in od:
-        raise KeyError("functions")
+    od["script_id"] = d["scriptId"]
+    od["url"] = d["url"]
+    v = d["functions"]
+    od["functions"] = None if v is None else [_s_FunctionCoverage(x0) for x0 in v]
     return o
 
 
@@ -542,11 +473,8 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
 def _s_GetBestEffortCoverageResult(d: dict[str, Any]) -> GetBestEffortCoverageResult:
     o = _new(GetBestEffortCoverageResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "result":
-            od["result"] = None if v is None else [_s_ScriptCoverage(x0) for x0 in v]
-    if "result" not in od:
-        raise KeyError("result")
+    v = d["result"]
+    od["result"] = None if v is None else [_s_ScriptCoverage(x0) for x0 in v]
     return o
 
 
@@ -578,20 +506,10 @@ def _c_start(d: dict[str, Any]) -> Command[None]:
     return start()
 
 
-_StartPreciseCoverageResult_plain = {
-    "timestamp": "timestamp",
-}
-
-
 def _s_StartPreciseCoverageResult(d: dict[str, Any]) -> StartPreciseCoverageResult:
     o = _new(StartPreciseCoverageResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _StartPreciseCoverageResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["timestamp"] = d["timestamp"]
     return o
 
 
@@ -627,11 +545,8 @@ def _c_start_precise_coverage(d: dict[str, Any]) -> Command[StartPreciseCoverage
 def _s_StopResult(d: dict[str, Any]) -> StopResult:
     o = _new(StopResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "profile":
-            od["profile"] = None if v is None else _s_Profile(v)
-    if "profile" not in od:
-        raise KeyError("profile")
+    v = d["profile"]
+    od["profile"] = None if v is None else _s_Profile(v)
     return o
 
 
@@ -649,24 +564,12 @@ def _c_stop_precise_coverage(d: dict[str, Any]) -> Command[None]:
     return stop_precise_coverage()
 
 
-_TakePreciseCoverageResult_plain = {
-    "timestamp": "timestamp",
-}
-
-
 def _s_TakePreciseCoverageResult(d: dict[str, Any]) -> TakePreciseCoverageResult:
     o = _new(TakePreciseCoverageResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _TakePreciseCoverageResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "result":
-            od["result"] = None if v is None else [_s_ScriptCoverage(x0) for x0 in v]
-    if "result" not in od:
-        raise KeyError("result")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    v = d["result"]
+    od["result"] = None if v is None else [_s_ScriptCoverage(x0) for x0 in v]
+    od["timestamp"] = d["timestamp"]
     return o
 
 
@@ -681,29 +584,17 @@ def _c_take_precise_coverage(d: dict[str, Any]) -> Command[TakePreciseCoverageRe
     return take_precise_coverage()
 
 
-_ConsoleProfileFinished_plain = {
-    "id": "id_",
-    "title": "title",
-}
-
-
 def _s_ConsoleProfileFinished(d: dict[str, Any]) -> ConsoleProfileFinished:
     o = _new(ConsoleProfileFinished)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ConsoleProfileFinished_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "location":
-            od["location"] = None if v is None else cdp.debugger._s_Location(v)
-        elif k == "profile":
-            od["profile"] = None if v is None else _s_Profile(v)
-    if "id_" not in od:
-        raise KeyError("id")
-    if "location" not in od:
-        raise KeyError("location")
-    if "profile" not in od:
-        raise KeyError("profile")
+    od["id_"] = d["id"]
+    v = d["location"]
+    od["location"] = None if v is None else cdp.debugger._s_Location(v)
+    v = d["profile"]
+    od["profile"] = None if v is None else _s_Profile(v)
+    v = d.get("title")
+    if v is not None:
+        od["title"] = v
     return o
 
 
@@ -718,25 +609,15 @@ def _u_ConsoleProfileFinished(o: ConsoleProfileFinished) -> dict[str, Any]:
     return d
 
 
-_ConsoleProfileStarted_plain = {
-    "id": "id_",
-    "title": "title",
-}
-
-
 def _s_ConsoleProfileStarted(d: dict[str, Any]) -> ConsoleProfileStarted:
     o = _new(ConsoleProfileStarted)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ConsoleProfileStarted_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "location":
-            od["location"] = None if v is None else cdp.debugger._s_Location(v)
-    if "id_" not in od:
-        raise KeyError("id")
-    if "location" not in od:
-        raise KeyError("location")
+    od["id_"] = d["id"]
+    v = d["location"]
+    od["location"] = None if v is None else cdp.debugger._s_Location(v)
+    v = d.get("title")
+    if v is not None:
+        od["title"] = v
     return o
 
 
@@ -750,27 +631,13 @@ def _u_ConsoleProfileStarted(o: ConsoleProfileStarted) -> dict[str, Any]:
     return d
 
 
-_PreciseCoverageDeltaUpdate_plain = {
-    "timestamp": "timestamp",
-    "occasion": "occasion",
-}
-
-
 def _s_PreciseCoverageDeltaUpdate(d: dict[str, Any]) -> PreciseCoverageDeltaUpdate:
     o = _new(PreciseCoverageDeltaUpdate)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PreciseCoverageDeltaUpdate_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "result":
-            od["result"] = None if v is None else [_s_ScriptCoverage(x0) for x0 in v]
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
-    if "occasion" not in od:
-        raise KeyError("occasion")
-    if "result" not in od:
-        raise KeyError("result")
+    od["timestamp"] = d["timestamp"]
+    od["occasion"] = d["occasion"]
+    v = d["result"]
+    od["result"] = None if v is None else [_s_ScriptCoverage(x0) for x0 in v]
     return o
 
 

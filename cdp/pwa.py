@@ -241,25 +241,14 @@ def change_app_user_settings(
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_FileHandlerAccept_plain = {
-    "mediaType": "media_type",
-    "fileExtensions": "file_extensions",
-}
+_e_DisplayMode = DisplayMode._value2member_map_.get
 
 
 def _s_FileHandlerAccept(d: dict[str, Any]) -> FileHandlerAccept:
     o = _new(FileHandlerAccept)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FileHandlerAccept_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "media_type" not in od:
-        raise KeyError("mediaType")
-    if "file_extensions" not in od:
-        raise KeyError("fileExtensions")
+    od["media_type"] = d["mediaType"]
+    od["file_extensions"] = d["fileExtensions"]
     return o
 
 
@@ -270,27 +259,13 @@ def _u_FileHandlerAccept(o: FileHandlerAccept) -> dict[str, Any]:
     }
 
 
-_FileHandler_plain = {
-    "action": "action",
-    "displayName": "display_name",
-}
-
-
 def _s_FileHandler(d: dict[str, Any]) -> FileHandler:
     o = _new(FileHandler)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FileHandler_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "accepts":
-            od["accepts"] = None if v is None else [_s_FileHandlerAccept(x0) for x0 in v]
-    if "action" not in od:
-        raise KeyError("action")
-    if "accepts" not in od:
-        raise KeyError("accepts")
-    if "display_name" not in od:
-        raise KeyError("displayName")
+    od["action"] = d["action"]
+    v = d["accepts"]
+    od["accepts"] = None if v is None else [_s_FileHandlerAccept(x0) for x0 in v]
+    od["display_name"] = d["displayName"]
     return o
 
 
@@ -302,24 +277,12 @@ def _u_FileHandler(o: FileHandler) -> dict[str, Any]:
     }
 
 
-_GetOsAppStateResult_plain = {
-    "badgeCount": "badge_count",
-}
-
-
 def _s_GetOsAppStateResult(d: dict[str, Any]) -> GetOsAppStateResult:
     o = _new(GetOsAppStateResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetOsAppStateResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "fileHandlers":
-            od["file_handlers"] = None if v is None else [_s_FileHandler(x0) for x0 in v]
-    if "badge_count" not in od:
-        raise KeyError("badgeCount")
-    if "file_handlers" not in od:
-        raise KeyError("fileHandlers")
+    od["badge_count"] = d["badgeCount"]
+    v = d["fileHandlers"]
+    od["file_handlers"] = None if v is None else [_s_FileHandler(x0) for x0 in v]
     return o
 
 
@@ -377,20 +340,10 @@ def _c_uninstall(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_LaunchResult_plain = {
-    "targetId": "target_id",
-}
-
-
 def _s_LaunchResult(d: dict[str, Any]) -> LaunchResult:
     o = _new(LaunchResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LaunchResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "target_id" not in od:
-        raise KeyError("targetId")
+    od["target_id"] = d["targetId"]
     return o
 
 
@@ -419,20 +372,10 @@ def _c_launch(d: dict[str, Any]) -> Command[LaunchResult]:
     )
 
 
-_LaunchFilesInAppResult_plain = {
-    "targetIds": "target_ids",
-}
-
-
 def _s_LaunchFilesInAppResult(d: dict[str, Any]) -> LaunchFilesInAppResult:
     o = _new(LaunchFilesInAppResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _LaunchFilesInAppResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "target_ids" not in od:
-        raise KeyError("targetIds")
+    od["target_ids"] = d["targetIds"]
     return o
 
 
@@ -492,7 +435,9 @@ def _c_change_app_user_settings(d: dict[str, Any]) -> Command[None]:
     return change_app_user_settings(
         manifest_id=d["manifestId"],
         link_capturing=d.get("linkCapturing"),
-        display_mode=None if (v := d.get("displayMode")) is None else _enum(DisplayMode, v),
+        display_mode=None
+        if (v := d.get("displayMode")) is None
+        else (_e_DisplayMode(v) or _enum(DisplayMode, v)),
     )
 
 

@@ -1143,22 +1143,16 @@ class InspectRequested:
 _new = object.__new__
 
 
-_SerializationOptions_plain = {
-    "serialization": "serialization",
-    "maxDepth": "max_depth",
-    "additionalParameters": "additional_parameters",
-}
-
-
 def _s_SerializationOptions(d: dict[str, Any]) -> SerializationOptions:
     o = _new(SerializationOptions)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SerializationOptions_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "serialization" not in od:
-        raise KeyError("serialization")
+    od["serialization"] = d["serialization"]
+    v = d.get("maxDepth")
+    if v is not None:
+        od["max_depth"] = v
+    v = d.get("additionalParameters")
+    if v is not None:
+        od["additional_parameters"] = v
     return o
 
 
@@ -1173,23 +1167,18 @@ def _u_SerializationOptions(o: SerializationOptions) -> dict[str, Any]:
     return d
 
 
-_DeepSerializedValue_plain = {
-    "type": "type_",
-    "value": "value",
-    "objectId": "object_id",
-    "weakLocalObjectReference": "weak_local_object_reference",
-}
-
-
 def _s_DeepSerializedValue(d: dict[str, Any]) -> DeepSerializedValue:
     o = _new(DeepSerializedValue)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DeepSerializedValue_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "type_" not in od:
-        raise KeyError("type")
+    od["type_"] = d["type"]
+    if "value" in d:
+        od["value"] = d["value"]
+    v = d.get("objectId")
+    if v is not None:
+        od["object_id"] = v
+    v = d.get("weakLocalObjectReference")
+    if v is not None:
+        od["weak_local_object_reference"] = v
     return o
 
 
@@ -1206,32 +1195,36 @@ def _u_DeepSerializedValue(o: DeepSerializedValue) -> dict[str, Any]:
     return d
 
 
-_RemoteObject_plain = {
-    "type": "type_",
-    "subtype": "subtype",
-    "className": "class_name",
-    "value": "value",
-    "unserializableValue": "unserializable_value",
-    "description": "description",
-    "objectId": "object_id",
-}
-
-
 def _s_RemoteObject(d: dict[str, Any]) -> RemoteObject:
     o = _new(RemoteObject)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RemoteObject_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "deepSerializedValue":
-            od["deep_serialized_value"] = None if v is None else _s_DeepSerializedValue(v)
-        elif k == "preview":
-            od["preview"] = None if v is None else _s_ObjectPreview(v)
-        elif k == "customPreview":
-            od["custom_preview"] = None if v is None else _s_CustomPreview(v)
-    if "type_" not in od:
-        raise KeyError("type")
+    od["type_"] = d["type"]
+    v = d.get("subtype")
+    if v is not None:
+        od["subtype"] = v
+    v = d.get("className")
+    if v is not None:
+        od["class_name"] = v
+    if "value" in d:
+        od["value"] = d["value"]
+    v = d.get("unserializableValue")
+    if v is not None:
+        od["unserializable_value"] = v
+    v = d.get("description")
+    if v is not None:
+        od["description"] = v
+    v = d.get("deepSerializedValue")
+    if v is not None:
+        od["deep_serialized_value"] = _s_DeepSerializedValue(v)
+    v = d.get("objectId")
+    if v is not None:
+        od["object_id"] = v
+    v = d.get("preview")
+    if v is not None:
+        od["preview"] = _s_ObjectPreview(v)
+    v = d.get("customPreview")
+    if v is not None:
+        od["custom_preview"] = _s_CustomPreview(v)
     return o
 
 
@@ -1260,21 +1253,13 @@ def _u_RemoteObject(o: RemoteObject) -> dict[str, Any]:
     return d
 
 
-_CustomPreview_plain = {
-    "header": "header",
-    "bodyGetterId": "body_getter_id",
-}
-
-
 def _s_CustomPreview(d: dict[str, Any]) -> CustomPreview:
     o = _new(CustomPreview)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CustomPreview_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "header" not in od:
-        raise KeyError("header")
+    od["header"] = d["header"]
+    v = d.get("bodyGetterId")
+    if v is not None:
+        od["body_getter_id"] = v
     return o
 
 
@@ -1287,31 +1272,22 @@ def _u_CustomPreview(o: CustomPreview) -> dict[str, Any]:
     return d
 
 
-_ObjectPreview_plain = {
-    "type": "type_",
-    "subtype": "subtype",
-    "description": "description",
-    "overflow": "overflow",
-}
-
-
 def _s_ObjectPreview(d: dict[str, Any]) -> ObjectPreview:
     o = _new(ObjectPreview)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ObjectPreview_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "properties":
-            od["properties"] = None if v is None else [_s_PropertyPreview(x0) for x0 in v]
-        elif k == "entries":
-            od["entries"] = None if v is None else [_s_EntryPreview(x0) for x0 in v]
-    if "type_" not in od:
-        raise KeyError("type")
-    if "overflow" not in od:
-        raise KeyError("overflow")
-    if "properties" not in od:
-        raise KeyError("properties")
+    od["type_"] = d["type"]
+    v = d.get("subtype")
+    if v is not None:
+        od["subtype"] = v
+    v = d.get("description")
+    if v is not None:
+        od["description"] = v
+    od["overflow"] = d["overflow"]
+    v = d["properties"]
+    od["properties"] = None if v is None else [_s_PropertyPreview(x0) for x0 in v]
+    v = d.get("entries")
+    if v is not None:
+        od["entries"] = [_s_EntryPreview(x0) for x0 in v]
     return o
 
 
@@ -1330,27 +1306,20 @@ def _u_ObjectPreview(o: ObjectPreview) -> dict[str, Any]:
     return d
 
 
-_PropertyPreview_plain = {
-    "name": "name",
-    "type": "type_",
-    "value": "value",
-    "subtype": "subtype",
-}
-
-
 def _s_PropertyPreview(d: dict[str, Any]) -> PropertyPreview:
     o = _new(PropertyPreview)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PropertyPreview_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "valuePreview":
-            od["value_preview"] = None if v is None else _s_ObjectPreview(v)
-    if "name" not in od:
-        raise KeyError("name")
-    if "type_" not in od:
-        raise KeyError("type")
+    od["name"] = d["name"]
+    od["type_"] = d["type"]
+    v = d.get("value")
+    if v is not None:
+        od["value"] = v
+    v = d.get("valuePreview")
+    if v is not None:
+        od["value_preview"] = _s_ObjectPreview(v)
+    v = d.get("subtype")
+    if v is not None:
+        od["subtype"] = v
     return o
 
 
@@ -1371,13 +1340,11 @@ def _u_PropertyPreview(o: PropertyPreview) -> dict[str, Any]:
 def _s_EntryPreview(d: dict[str, Any]) -> EntryPreview:
     o = _new(EntryPreview)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "key":
-            od["key"] = None if v is None else _s_ObjectPreview(v)
-        elif k == "value":
-            od["value"] = None if v is None else _s_ObjectPreview(v)
-    if "value" not in od:
-        raise KeyError("value")
+    v = d.get("key")
+    if v is not None:
+        od["key"] = _s_ObjectPreview(v)
+    v = d["value"]
+    od["value"] = None if v is None else _s_ObjectPreview(v)
     return o
 
 
@@ -1390,37 +1357,33 @@ def _u_EntryPreview(o: EntryPreview) -> dict[str, Any]:
     return d
 
 
-_PropertyDescriptor_plain = {
-    "name": "name",
-    "writable": "writable",
-    "configurable": "configurable",
-    "enumerable": "enumerable",
-    "wasThrown": "was_thrown",
-    "isOwn": "is_own",
-}
-
-
 def _s_PropertyDescriptor(d: dict[str, Any]) -> PropertyDescriptor:
     o = _new(PropertyDescriptor)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PropertyDescriptor_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "value":
-            od["value"] = None if v is None else _s_RemoteObject(v)
-        elif k == "get":
-            od["get"] = None if v is None else _s_RemoteObject(v)
-        elif k == "set":
-            od["set_"] = None if v is None else _s_RemoteObject(v)
-        elif k == "symbol":
-            od["symbol"] = None if v is None else _s_RemoteObject(v)
-    if "name" not in od:
-        raise KeyError("name")
-    if "configurable" not in od:
-        raise KeyError("configurable")
-    if "enumerable" not in od:
-        raise KeyError("enumerable")
+    od["name"] = d["name"]
+    v = d.get("value")
+    if v is not None:
+        od["value"] = _s_RemoteObject(v)
+    v = d.get("writable")
+    if v is not None:
+        od["writable"] = v
+    v = d.get("get")
+    if v is not None:
+        od["get"] = _s_RemoteObject(v)
+    v = d.get("set")
+    if v is not None:
+        od["set_"] = _s_RemoteObject(v)
+    od["configurable"] = d["configurable"]
+    od["enumerable"] = d["enumerable"]
+    v = d.get("wasThrown")
+    if v is not None:
+        od["was_thrown"] = v
+    v = d.get("isOwn")
+    if v is not None:
+        od["is_own"] = v
+    v = d.get("symbol")
+    if v is not None:
+        od["symbol"] = _s_RemoteObject(v)
     return o
 
 
@@ -1447,22 +1410,13 @@ def _u_PropertyDescriptor(o: PropertyDescriptor) -> dict[str, Any]:
     return d
 
 
-_InternalPropertyDescriptor_plain = {
-    "name": "name",
-}
-
-
 def _s_InternalPropertyDescriptor(d: dict[str, Any]) -> InternalPropertyDescriptor:
     o = _new(InternalPropertyDescriptor)
     od = o.__dict__
-    for k, v in d.items():
-        n = _InternalPropertyDescriptor_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "value":
-            od["value"] = None if v is None else _s_RemoteObject(v)
-    if "name" not in od:
-        raise KeyError("name")
+    od["name"] = d["name"]
+    v = d.get("value")
+    if v is not None:
+        od["value"] = _s_RemoteObject(v)
     return o
 
 
@@ -1475,26 +1429,19 @@ def _u_InternalPropertyDescriptor(o: InternalPropertyDescriptor) -> dict[str, An
     return d
 
 
-_PrivatePropertyDescriptor_plain = {
-    "name": "name",
-}
-
-
 def _s_PrivatePropertyDescriptor(d: dict[str, Any]) -> PrivatePropertyDescriptor:
     o = _new(PrivatePropertyDescriptor)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PrivatePropertyDescriptor_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "value":
-            od["value"] = None if v is None else _s_RemoteObject(v)
-        elif k == "get":
-            od["get"] = None if v is None else _s_RemoteObject(v)
-        elif k == "set":
-            od["set_"] = None if v is None else _s_RemoteObject(v)
-    if "name" not in od:
-        raise KeyError("name")
+    od["name"] = d["name"]
+    v = d.get("value")
+    if v is not None:
+        od["value"] = _s_RemoteObject(v)
+    v = d.get("get")
+    if v is not None:
+        od["get"] = _s_RemoteObject(v)
+    v = d.get("set")
+    if v is not None:
+        od["set_"] = _s_RemoteObject(v)
     return o
 
 
@@ -1511,20 +1458,17 @@ def _u_PrivatePropertyDescriptor(o: PrivatePropertyDescriptor) -> dict[str, Any]
     return d
 
 
-_CallArgument_plain = {
-    "value": "value",
-    "unserializableValue": "unserializable_value",
-    "objectId": "object_id",
-}
-
-
 def _s_CallArgument(d: dict[str, Any]) -> CallArgument:
     o = _new(CallArgument)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CallArgument_plain.get(k)
-        if n is not None:
-            od[n] = v
+    if "value" in d:
+        od["value"] = d["value"]
+    v = d.get("unserializableValue")
+    if v is not None:
+        od["unserializable_value"] = v
+    v = d.get("objectId")
+    if v is not None:
+        od["object_id"] = v
     return o
 
 
@@ -1539,30 +1483,16 @@ def _u_CallArgument(o: CallArgument) -> dict[str, Any]:
     return d
 
 
-_ExecutionContextDescription_plain = {
-    "id": "id_",
-    "origin": "origin",
-    "name": "name",
-    "uniqueId": "unique_id",
-    "auxData": "aux_data",
-}
-
-
 def _s_ExecutionContextDescription(d: dict[str, Any]) -> ExecutionContextDescription:
     o = _new(ExecutionContextDescription)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ExecutionContextDescription_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "id_" not in od:
-        raise KeyError("id")
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "name" not in od:
-        raise KeyError("name")
-    if "unique_id" not in od:
-        raise KeyError("uniqueId")
+    od["id_"] = d["id"]
+    od["origin"] = d["origin"]
+    od["name"] = d["name"]
+    od["unique_id"] = d["uniqueId"]
+    v = d.get("auxData")
+    if v is not None:
+        od["aux_data"] = v
     return o
 
 
@@ -1578,37 +1508,31 @@ def _u_ExecutionContextDescription(o: ExecutionContextDescription) -> dict[str, 
     return d
 
 
-_ExceptionDetails_plain = {
-    "exceptionId": "exception_id",
-    "text": "text",
-    "lineNumber": "line_number",
-    "columnNumber": "column_number",
-    "scriptId": "script_id",
-    "url": "url",
-    "executionContextId": "execution_context_id",
-    "exceptionMetaData": "exception_meta_data",
-}
-
-
 def _s_ExceptionDetails(d: dict[str, Any]) -> ExceptionDetails:
     o = _new(ExceptionDetails)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ExceptionDetails_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "stackTrace":
-            od["stack_trace"] = None if v is None else _s_StackTrace(v)
-        elif k == "exception":
-            od["exception"] = None if v is None else _s_RemoteObject(v)
-    if "exception_id" not in od:
-        raise KeyError("exceptionId")
-    if "text" not in od:
-        raise KeyError("text")
-    if "line_number" not in od:
-        raise KeyError("lineNumber")
-    if "column_number" not in od:
-        raise KeyError("columnNumber")
+    od["exception_id"] = d["exceptionId"]
+    od["text"] = d["text"]
+    od["line_number"] = d["lineNumber"]
+    od["column_number"] = d["columnNumber"]
+    v = d.get("scriptId")
+    if v is not None:
+        od["script_id"] = v
+    v = d.get("url")
+    if v is not None:
+        od["url"] = v
+    v = d.get("stackTrace")
+    if v is not None:
+        od["stack_trace"] = _s_StackTrace(v)
+    v = d.get("exception")
+    if v is not None:
+        od["exception"] = _s_RemoteObject(v)
+    v = d.get("executionContextId")
+    if v is not None:
+        od["execution_context_id"] = v
+    v = d.get("exceptionMetaData")
+    if v is not None:
+        od["exception_meta_data"] = v
     return o
 
 
@@ -1634,32 +1558,14 @@ def _u_ExceptionDetails(o: ExceptionDetails) -> dict[str, Any]:
     return d
 
 
-_CallFrame_plain = {
-    "functionName": "function_name",
-    "scriptId": "script_id",
-    "url": "url",
-    "lineNumber": "line_number",
-    "columnNumber": "column_number",
-}
-
-
 def _s_CallFrame(d: dict[str, Any]) -> CallFrame:
     o = _new(CallFrame)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CallFrame_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "function_name" not in od:
-        raise KeyError("functionName")
-    if "script_id" not in od:
-        raise KeyError("scriptId")
-    if "url" not in od:
-        raise KeyError("url")
-    if "line_number" not in od:
-        raise KeyError("lineNumber")
-    if "column_number" not in od:
-        raise KeyError("columnNumber")
+    od["function_name"] = d["functionName"]
+    od["script_id"] = d["scriptId"]
+    od["url"] = d["url"]
+    od["line_number"] = d["lineNumber"]
+    od["column_number"] = d["columnNumber"]
     return o
 
 
@@ -1673,26 +1579,20 @@ def _u_CallFrame(o: CallFrame) -> dict[str, Any]:
     }
 
 
-_StackTrace_plain = {
-    "description": "description",
-}
-
-
 def _s_StackTrace(d: dict[str, Any]) -> StackTrace:
     o = _new(StackTrace)
     od = o.__dict__
-    for k, v in d.items():
-        n = _StackTrace_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "callFrames":
-            od["call_frames"] = None if v is None else [_s_CallFrame(x0) for x0 in v]
-        elif k == "parent":
-            od["parent"] = None if v is None else _s_StackTrace(v)
-        elif k == "parentId":
-            od["parent_id"] = None if v is None else _s_StackTraceId(v)
-    if "call_frames" not in od:
-        raise KeyError("callFrames")
+    v = d.get("description")
+    if v is not None:
+        od["description"] = v
+    v = d["callFrames"]
+    od["call_frames"] = None if v is None else [_s_CallFrame(x0) for x0 in v]
+    v = d.get("parent")
+    if v is not None:
+        od["parent"] = _s_StackTrace(v)
+    v = d.get("parentId")
+    if v is not None:
+        od["parent_id"] = _s_StackTraceId(v)
     return o
 
 
@@ -1709,21 +1609,13 @@ def _u_StackTrace(o: StackTrace) -> dict[str, Any]:
     return d
 
 
-_StackTraceId_plain = {
-    "id": "id_",
-    "debuggerId": "debugger_id",
-}
-
-
 def _s_StackTraceId(d: dict[str, Any]) -> StackTraceId:
     o = _new(StackTraceId)
     od = o.__dict__
-    for k, v in d.items():
-        n = _StackTraceId_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "id_" not in od:
-        raise KeyError("id")
+    od["id_"] = d["id"]
+    v = d.get("debuggerId")
+    if v is not None:
+        od["debugger_id"] = v
     return o
 
 
@@ -1739,13 +1631,11 @@ def _u_StackTraceId(o: StackTraceId) -> dict[str, Any]:
 def _s_AwaitPromiseResult(d: dict[str, Any]) -> AwaitPromiseResult:
     o = _new(AwaitPromiseResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "result":
-            od["result"] = None if v is None else _s_RemoteObject(v)
-        elif k == "exceptionDetails":
-            od["exception_details"] = None if v is None else _s_ExceptionDetails(v)
-    if "result" not in od:
-        raise KeyError("result")
+    v = d["result"]
+    od["result"] = None if v is None else _s_RemoteObject(v)
+    v = d.get("exceptionDetails")
+    if v is not None:
+        od["exception_details"] = _s_ExceptionDetails(v)
     return o
 
 
@@ -1784,13 +1674,11 @@ def _c_await_promise(d: dict[str, Any]) -> Command[AwaitPromiseResult]:
 def _s_CallFunctionOnResult(d: dict[str, Any]) -> CallFunctionOnResult:
     o = _new(CallFunctionOnResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "result":
-            od["result"] = None if v is None else _s_RemoteObject(v)
-        elif k == "exceptionDetails":
-            od["exception_details"] = None if v is None else _s_ExceptionDetails(v)
-    if "result" not in od:
-        raise KeyError("result")
+    v = d["result"]
+    od["result"] = None if v is None else _s_RemoteObject(v)
+    v = d.get("exceptionDetails")
+    if v is not None:
+        od["exception_details"] = _s_ExceptionDetails(v)
     return o
 
 
@@ -1868,20 +1756,15 @@ def _c_call_function_on(d: dict[str, Any]) -> Command[CallFunctionOnResult]:
     )
 
 
-_CompileScriptResult_plain = {
-    "scriptId": "script_id",
-}
-
-
 def _s_CompileScriptResult(d: dict[str, Any]) -> CompileScriptResult:
     o = _new(CompileScriptResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CompileScriptResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "exceptionDetails":
-            od["exception_details"] = None if v is None else _s_ExceptionDetails(v)
+    v = d.get("scriptId")
+    if v is not None:
+        od["script_id"] = v
+    v = d.get("exceptionDetails")
+    if v is not None:
+        od["exception_details"] = _s_ExceptionDetails(v)
     return o
 
 
@@ -1934,13 +1817,11 @@ def _c_enable(d: dict[str, Any]) -> Command[None]:
 def _s_EvaluateResult(d: dict[str, Any]) -> EvaluateResult:
     o = _new(EvaluateResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "result":
-            od["result"] = None if v is None else _s_RemoteObject(v)
-        elif k == "exceptionDetails":
-            od["exception_details"] = None if v is None else _s_ExceptionDetails(v)
-    if "result" not in od:
-        raise KeyError("result")
+    v = d["result"]
+    od["result"] = None if v is None else _s_RemoteObject(v)
+    v = d.get("exceptionDetails")
+    if v is not None:
+        od["exception_details"] = _s_ExceptionDetails(v)
     return o
 
 
@@ -2030,20 +1911,10 @@ def _c_evaluate(d: dict[str, Any]) -> Command[EvaluateResult]:
     )
 
 
-_GetIsolateIdResult_plain = {
-    "id": "id_",
-}
-
-
 def _s_GetIsolateIdResult(d: dict[str, Any]) -> GetIsolateIdResult:
     o = _new(GetIsolateIdResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetIsolateIdResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "id_" not in od:
-        raise KeyError("id")
+    od["id_"] = d["id"]
     return o
 
 
@@ -2057,29 +1928,13 @@ def _c_get_isolate_id(d: dict[str, Any]) -> Command[GetIsolateIdResult]:
     return get_isolate_id()
 
 
-_GetHeapUsageResult_plain = {
-    "usedSize": "used_size",
-    "totalSize": "total_size",
-    "embedderHeapUsedSize": "embedder_heap_used_size",
-    "backingStorageSize": "backing_storage_size",
-}
-
-
 def _s_GetHeapUsageResult(d: dict[str, Any]) -> GetHeapUsageResult:
     o = _new(GetHeapUsageResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetHeapUsageResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "used_size" not in od:
-        raise KeyError("usedSize")
-    if "total_size" not in od:
-        raise KeyError("totalSize")
-    if "embedder_heap_used_size" not in od:
-        raise KeyError("embedderHeapUsedSize")
-    if "backing_storage_size" not in od:
-        raise KeyError("backingStorageSize")
+    od["used_size"] = d["usedSize"]
+    od["total_size"] = d["totalSize"]
+    od["embedder_heap_used_size"] = d["embedderHeapUsedSize"]
+    od["backing_storage_size"] = d["backingStorageSize"]
     return o
 
 
@@ -2099,17 +1954,17 @@ def _c_get_heap_usage(d: dict[str, Any]) -> Command[GetHeapUsageResult]:
 def _s_GetPropertiesResult(d: dict[str, Any]) -> GetPropertiesResult:
     o = _new(GetPropertiesResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "result":
-            od["result"] = None if v is None else [_s_PropertyDescriptor(x0) for x0 in v]
-        elif k == "internalProperties":
-            od["internal_properties"] = None if v is None else [_s_InternalPropertyDescriptor(x0) for x0 in v]
-        elif k == "privateProperties":
-            od["private_properties"] = None if v is None else [_s_PrivatePropertyDescriptor(x0) for x0 in v]
-        elif k == "exceptionDetails":
-            od["exception_details"] = None if v is None else _s_ExceptionDetails(v)
-    if "result" not in od:
-        raise KeyError("result")
+    v = d["result"]
+    od["result"] = None if v is None else [_s_PropertyDescriptor(x0) for x0 in v]
+    v = d.get("internalProperties")
+    if v is not None:
+        od["internal_properties"] = [_s_InternalPropertyDescriptor(x0) for x0 in v]
+    v = d.get("privateProperties")
+    if v is not None:
+        od["private_properties"] = [_s_PrivatePropertyDescriptor(x0) for x0 in v]
+    v = d.get("exceptionDetails")
+    if v is not None:
+        od["exception_details"] = _s_ExceptionDetails(v)
     return o
 
 
@@ -2157,20 +2012,10 @@ def _c_get_properties(d: dict[str, Any]) -> Command[GetPropertiesResult]:
     )
 
 
-_GlobalLexicalScopeNamesResult_plain = {
-    "names": "names",
-}
-
-
 def _s_GlobalLexicalScopeNamesResult(d: dict[str, Any]) -> GlobalLexicalScopeNamesResult:
     o = _new(GlobalLexicalScopeNamesResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GlobalLexicalScopeNamesResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "names" not in od:
-        raise KeyError("names")
+    od["names"] = d["names"]
     return o
 
 
@@ -2198,11 +2043,8 @@ def _c_global_lexical_scope_names(d: dict[str, Any]) -> Command[GlobalLexicalSco
 def _s_QueryObjectsResult(d: dict[str, Any]) -> QueryObjectsResult:
     o = _new(QueryObjectsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "objects":
-            od["objects"] = None if v is None else _s_RemoteObject(v)
-    if "objects" not in od:
-        raise KeyError("objects")
+    v = d["objects"]
+    od["objects"] = None if v is None else _s_RemoteObject(v)
     return o
 
 
@@ -2266,13 +2108,11 @@ def _c_run_if_waiting_for_debugger(d: dict[str, Any]) -> Command[None]:
 def _s_RunScriptResult(d: dict[str, Any]) -> RunScriptResult:
     o = _new(RunScriptResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "result":
-            od["result"] = None if v is None else _s_RemoteObject(v)
-        elif k == "exceptionDetails":
-            od["exception_details"] = None if v is None else _s_ExceptionDetails(v)
-    if "result" not in od:
-        raise KeyError("result")
+    v = d["result"]
+    od["result"] = None if v is None else _s_RemoteObject(v)
+    v = d.get("exceptionDetails")
+    if v is not None:
+        od["exception_details"] = _s_ExceptionDetails(v)
     return o
 
 
@@ -2414,9 +2254,9 @@ def _c_remove_binding(d: dict[str, Any]) -> Command[None]:
 def _s_GetExceptionDetailsResult(d: dict[str, Any]) -> GetExceptionDetailsResult:
     o = _new(GetExceptionDetailsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "exceptionDetails":
-            od["exception_details"] = None if v is None else _s_ExceptionDetails(v)
+    v = d.get("exceptionDetails")
+    if v is not None:
+        od["exception_details"] = _s_ExceptionDetails(v)
     return o
 
 
@@ -2441,26 +2281,12 @@ def _c_get_exception_details(d: dict[str, Any]) -> Command[GetExceptionDetailsRe
     )
 
 
-_BindingCalled_plain = {
-    "name": "name",
-    "payload": "payload",
-    "executionContextId": "execution_context_id",
-}
-
-
 def _s_BindingCalled(d: dict[str, Any]) -> BindingCalled:
     o = _new(BindingCalled)
     od = o.__dict__
-    for k, v in d.items():
-        n = _BindingCalled_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "payload" not in od:
-        raise KeyError("payload")
-    if "execution_context_id" not in od:
-        raise KeyError("executionContextId")
+    od["name"] = d["name"]
+    od["payload"] = d["payload"]
+    od["execution_context_id"] = d["executionContextId"]
     return o
 
 
@@ -2472,33 +2298,20 @@ def _u_BindingCalled(o: BindingCalled) -> dict[str, Any]:
     }
 
 
-_ConsoleAPICalled_plain = {
-    "type": "type_",
-    "executionContextId": "execution_context_id",
-    "timestamp": "timestamp",
-    "context": "context",
-}
-
-
 def _s_ConsoleAPICalled(d: dict[str, Any]) -> ConsoleAPICalled:
     o = _new(ConsoleAPICalled)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ConsoleAPICalled_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "args":
-            od["args"] = None if v is None else [_s_RemoteObject(x0) for x0 in v]
-        elif k == "stackTrace":
-            od["stack_trace"] = None if v is None else _s_StackTrace(v)
-    if "type_" not in od:
-        raise KeyError("type")
-    if "args" not in od:
-        raise KeyError("args")
-    if "execution_context_id" not in od:
-        raise KeyError("executionContextId")
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
+    od["type_"] = d["type"]
+    v = d["args"]
+    od["args"] = None if v is None else [_s_RemoteObject(x0) for x0 in v]
+    od["execution_context_id"] = d["executionContextId"]
+    od["timestamp"] = d["timestamp"]
+    v = d.get("stackTrace")
+    if v is not None:
+        od["stack_trace"] = _s_StackTrace(v)
+    v = d.get("context")
+    if v is not None:
+        od["context"] = v
     return o
 
 
@@ -2516,23 +2329,11 @@ def _u_ConsoleAPICalled(o: ConsoleAPICalled) -> dict[str, Any]:
     return d
 
 
-_ExceptionRevoked_plain = {
-    "reason": "reason",
-    "exceptionId": "exception_id",
-}
-
-
 def _s_ExceptionRevoked(d: dict[str, Any]) -> ExceptionRevoked:
     o = _new(ExceptionRevoked)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ExceptionRevoked_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "reason" not in od:
-        raise KeyError("reason")
-    if "exception_id" not in od:
-        raise KeyError("exceptionId")
+    od["reason"] = d["reason"]
+    od["exception_id"] = d["exceptionId"]
     return o
 
 
@@ -2543,24 +2344,12 @@ def _u_ExceptionRevoked(o: ExceptionRevoked) -> dict[str, Any]:
     }
 
 
-_ExceptionThrown_plain = {
-    "timestamp": "timestamp",
-}
-
-
 def _s_ExceptionThrown(d: dict[str, Any]) -> ExceptionThrown:
     o = _new(ExceptionThrown)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ExceptionThrown_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "exceptionDetails":
-            od["exception_details"] = None if v is None else _s_ExceptionDetails(v)
-    if "timestamp" not in od:
-        raise KeyError("timestamp")
-    if "exception_details" not in od:
-        raise KeyError("exceptionDetails")
+    od["timestamp"] = d["timestamp"]
+    v = d["exceptionDetails"]
+    od["exception_details"] = None if v is None else _s_ExceptionDetails(v)
     return o
 
 
@@ -2574,11 +2363,8 @@ def _u_ExceptionThrown(o: ExceptionThrown) -> dict[str, Any]:
 def _s_ExecutionContextCreated(d: dict[str, Any]) -> ExecutionContextCreated:
     o = _new(ExecutionContextCreated)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "context":
-            od["context"] = None if v is None else _s_ExecutionContextDescription(v)
-    if "context" not in od:
-        raise KeyError("context")
+    v = d["context"]
+    od["context"] = None if v is None else _s_ExecutionContextDescription(v)
     return o
 
 
@@ -2588,23 +2374,11 @@ def _u_ExecutionContextCreated(o: ExecutionContextCreated) -> dict[str, Any]:
     }
 
 
-_ExecutionContextDestroyed_plain = {
-    "executionContextId": "execution_context_id",
-    "executionContextUniqueId": "execution_context_unique_id",
-}
-
-
 def _s_ExecutionContextDestroyed(d: dict[str, Any]) -> ExecutionContextDestroyed:
     o = _new(ExecutionContextDestroyed)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ExecutionContextDestroyed_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "execution_context_id" not in od:
-        raise KeyError("executionContextId")
-    if "execution_context_unique_id" not in od:
-        raise KeyError("executionContextUniqueId")
+    od["execution_context_id"] = d["executionContextId"]
+    od["execution_context_unique_id"] = d["executionContextUniqueId"]
     return o
 
 
@@ -2616,32 +2390,23 @@ def _u_ExecutionContextDestroyed(o: ExecutionContextDestroyed) -> dict[str, Any]
 
 
 def _s_ExecutionContextsCleared(d: dict[str, Any]) -> ExecutionContextsCleared:
-    return _new(ExecutionContextsCleared)
+    o = _new(ExecutionContextsCleared)
+    return o
 
 
 def _u_ExecutionContextsCleared(o: ExecutionContextsCleared) -> dict[str, Any]:
     return {}
 
 
-_InspectRequested_plain = {
-    "hints": "hints",
-    "executionContextId": "execution_context_id",
-}
-
-
 def _s_InspectRequested(d: dict[str, Any]) -> InspectRequested:
     o = _new(InspectRequested)
     od = o.__dict__
-    for k, v in d.items():
-        n = _InspectRequested_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "object":
-            od["object_"] = None if v is None else _s_RemoteObject(v)
-    if "object_" not in od:
-        raise KeyError("object")
-    if "hints" not in od:
-        raise KeyError("hints")
+    v = d["object"]
+    od["object_"] = None if v is None else _s_RemoteObject(v)
+    od["hints"] = d["hints"]
+    v = d.get("executionContextId")
+    if v is not None:
+        od["execution_context_id"] = v
     return o
 
 

@@ -62,23 +62,11 @@ def get_domains() -> Command[GetDomainsResult]:
 _new = object.__new__
 
 
-_Domain_plain = {
-    "name": "name",
-    "version": "version",
-}
-
-
 def _s_Domain(d: dict[str, Any]) -> Domain:
     o = _new(Domain)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Domain_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "name" not in od:
-        raise KeyError("name")
-    if "version" not in od:
-        raise KeyError("version")
+    od["name"] = d["name"]
+    od["version"] = d["version"]
     return o
 
 
@@ -92,11 +80,8 @@ def _u_Domain(o: Domain) -> dict[str, Any]:
 def _s_GetDomainsResult(d: dict[str, Any]) -> GetDomainsResult:
     o = _new(GetDomainsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "domains":
-            od["domains"] = None if v is None else [_s_Domain(x0) for x0 in v]
-    if "domains" not in od:
-        raise KeyError("domains")
+    v = d["domains"]
+    od["domains"] = None if v is None else [_s_Domain(x0) for x0 in v]
     return o
 
 

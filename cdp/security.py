@@ -327,6 +327,10 @@ class SecurityStateChanged:
 # ==========================================================================================================
 
 _new = object.__new__
+_e_MixedContentType = MixedContentType._value2member_map_.get
+_e_SecurityState = SecurityState._value2member_map_.get
+_e_SafetyTipStatus = SafetyTipStatus._value2member_map_.get
+_e_CertificateErrorAction = CertificateErrorAction._value2member_map_.get
 
 
 _CertificateSecurityState_plain = {
@@ -418,22 +422,14 @@ def _u_CertificateSecurityState(o: CertificateSecurityState) -> dict[str, Any]:
     return d
 
 
-_SafetyTipInfo_plain = {
-    "safeUrl": "safe_url",
-}
-
-
 def _s_SafetyTipInfo(d: dict[str, Any]) -> SafetyTipInfo:
     o = _new(SafetyTipInfo)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SafetyTipInfo_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "safetyTipStatus":
-            od["safety_tip_status"] = None if v is None else _enum(SafetyTipStatus, v)
-    if "safety_tip_status" not in od:
-        raise KeyError("safetyTipStatus")
+    v = d["safetyTipStatus"]
+    od["safety_tip_status"] = None if v is None else (_e_SafetyTipStatus(v) or _enum(SafetyTipStatus, v))
+    v = d.get("safeUrl")
+    if v is not None:
+        od["safe_url"] = v
     return o
 
 
@@ -446,28 +442,18 @@ def _u_SafetyTipInfo(o: SafetyTipInfo) -> dict[str, Any]:
     return d
 
 
-_VisibleSecurityState_plain = {
-    "securityStateIssueIds": "security_state_issue_ids",
-}
-
-
 def _s_VisibleSecurityState(d: dict[str, Any]) -> VisibleSecurityState:
     o = _new(VisibleSecurityState)
     od = o.__dict__
-    for k, v in d.items():
-        n = _VisibleSecurityState_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "securityState":
-            od["security_state"] = None if v is None else _enum(SecurityState, v)
-        elif k == "certificateSecurityState":
-            od["certificate_security_state"] = None if v is None else _s_CertificateSecurityState(v)
-        elif k == "safetyTipInfo":
-            od["safety_tip_info"] = None if v is None else _s_SafetyTipInfo(v)
-    if "security_state" not in od:
-        raise KeyError("securityState")
-    if "security_state_issue_ids" not in od:
-        raise KeyError("securityStateIssueIds")
+    v = d["securityState"]
+    od["security_state"] = None if v is None else (_e_SecurityState(v) or _enum(SecurityState, v))
+    v = d.get("certificateSecurityState")
+    if v is not None:
+        od["certificate_security_state"] = _s_CertificateSecurityState(v)
+    v = d.get("safetyTipInfo")
+    if v is not None:
+        od["safety_tip_info"] = _s_SafetyTipInfo(v)
+    od["security_state_issue_ids"] = d["securityStateIssueIds"]
     return o
 
 
@@ -483,38 +469,20 @@ def _u_VisibleSecurityState(o: VisibleSecurityState) -> dict[str, Any]:
     return d
 
 
-_SecurityStateExplanation_plain = {
-    "title": "title",
-    "summary": "summary",
-    "description": "description",
-    "certificate": "certificate",
-    "recommendations": "recommendations",
-}
-
-
 def _s_SecurityStateExplanation(d: dict[str, Any]) -> SecurityStateExplanation:
     o = _new(SecurityStateExplanation)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SecurityStateExplanation_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "securityState":
-            od["security_state"] = None if v is None else _enum(SecurityState, v)
-        elif k == "mixedContentType":
-            od["mixed_content_type"] = None if v is None else _enum(MixedContentType, v)
-    if "security_state" not in od:
-        raise KeyError("securityState")
-    if "title" not in od:
-        raise KeyError("title")
-    if "summary" not in od:
-        raise KeyError("summary")
-    if "description" not in od:
-        raise KeyError("description")
-    if "mixed_content_type" not in od:
-        raise KeyError("mixedContentType")
-    if "certificate" not in od:
-        raise KeyError("certificate")
+    v = d["securityState"]
+    od["security_state"] = None if v is None else (_e_SecurityState(v) or _enum(SecurityState, v))
+    od["title"] = d["title"]
+    od["summary"] = d["summary"]
+    od["description"] = d["description"]
+    v = d["mixedContentType"]
+    od["mixed_content_type"] = None if v is None else (_e_MixedContentType(v) or _enum(MixedContentType, v))
+    od["certificate"] = d["certificate"]
+    v = d.get("recommendations")
+    if v is not None:
+        od["recommendations"] = v
     return o
 
 
@@ -532,40 +500,20 @@ def _u_SecurityStateExplanation(o: SecurityStateExplanation) -> dict[str, Any]:
     return d
 
 
-_InsecureContentStatus_plain = {
-    "ranMixedContent": "ran_mixed_content",
-    "displayedMixedContent": "displayed_mixed_content",
-    "containedMixedForm": "contained_mixed_form",
-    "ranContentWithCertErrors": "ran_content_with_cert_errors",
-    "displayedContentWithCertErrors": "displayed_content_with_cert_errors",
-}
-
-
 def _s_InsecureContentStatus(d: dict[str, Any]) -> InsecureContentStatus:
     o = _new(InsecureContentStatus)
     od = o.__dict__
-    for k, v in d.items():
-        n = _InsecureContentStatus_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "ranInsecureContentStyle":
-            od["ran_insecure_content_style"] = None if v is None else _enum(SecurityState, v)
-        elif k == "displayedInsecureContentStyle":
-            od["displayed_insecure_content_style"] = None if v is None else _enum(SecurityState, v)
-    if "ran_mixed_content" not in od:
-        raise KeyError("ranMixedContent")
-    if "displayed_mixed_content" not in od:
-        raise KeyError("displayedMixedContent")
-    if "contained_mixed_form" not in od:
-        raise KeyError("containedMixedForm")
-    if "ran_content_with_cert_errors" not in od:
-        raise KeyError("ranContentWithCertErrors")
-    if "displayed_content_with_cert_errors" not in od:
-        raise KeyError("displayedContentWithCertErrors")
-    if "ran_insecure_content_style" not in od:
-        raise KeyError("ranInsecureContentStyle")
-    if "displayed_insecure_content_style" not in od:
-        raise KeyError("displayedInsecureContentStyle")
+    od["ran_mixed_content"] = d["ranMixedContent"]
+    od["displayed_mixed_content"] = d["displayedMixedContent"]
+    od["contained_mixed_form"] = d["containedMixedForm"]
+    od["ran_content_with_cert_errors"] = d["ranContentWithCertErrors"]
+    od["displayed_content_with_cert_errors"] = d["displayedContentWithCertErrors"]
+    v = d["ranInsecureContentStyle"]
+    od["ran_insecure_content_style"] = None if v is None else (_e_SecurityState(v) or _enum(SecurityState, v))
+    v = d["displayedInsecureContentStyle"]
+    od["displayed_insecure_content_style"] = (
+        None if v is None else (_e_SecurityState(v) or _enum(SecurityState, v))
+    )
     return o
 
 
@@ -616,7 +564,7 @@ def _p_handle_certificate_error(
 def _c_handle_certificate_error(d: dict[str, Any]) -> Command[None]:
     return handle_certificate_error(
         event_id=d["eventId"],
-        action=_enum(CertificateErrorAction, d["action"]),
+        action=(_e_CertificateErrorAction(d["action"]) or _enum(CertificateErrorAction, d["action"])),
     )
 
 
@@ -634,26 +582,12 @@ def _c_set_override_certificate_errors(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_CertificateError_plain = {
-    "eventId": "event_id",
-    "errorType": "error_type",
-    "requestURL": "request_url",
-}
-
-
 def _s_CertificateError(d: dict[str, Any]) -> CertificateError:
     o = _new(CertificateError)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CertificateError_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "event_id" not in od:
-        raise KeyError("eventId")
-    if "error_type" not in od:
-        raise KeyError("errorType")
-    if "request_url" not in od:
-        raise KeyError("requestURL")
+    od["event_id"] = d["eventId"]
+    od["error_type"] = d["errorType"]
+    od["request_url"] = d["requestURL"]
     return o
 
 
@@ -668,11 +602,8 @@ def _u_CertificateError(o: CertificateError) -> dict[str, Any]:
 def _s_VisibleSecurityStateChanged(d: dict[str, Any]) -> VisibleSecurityStateChanged:
     o = _new(VisibleSecurityStateChanged)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "visibleSecurityState":
-            od["visible_security_state"] = None if v is None else _s_VisibleSecurityState(v)
-    if "visible_security_state" not in od:
-        raise KeyError("visibleSecurityState")
+    v = d["visibleSecurityState"]
+    od["visible_security_state"] = None if v is None else _s_VisibleSecurityState(v)
     return o
 
 
@@ -682,33 +613,19 @@ def _u_VisibleSecurityStateChanged(o: VisibleSecurityStateChanged) -> dict[str, 
     }
 
 
-_SecurityStateChanged_plain = {
-    "schemeIsCryptographic": "scheme_is_cryptographic",
-    "summary": "summary",
-}
-
-
 def _s_SecurityStateChanged(d: dict[str, Any]) -> SecurityStateChanged:
     o = _new(SecurityStateChanged)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SecurityStateChanged_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "securityState":
-            od["security_state"] = None if v is None else _enum(SecurityState, v)
-        elif k == "explanations":
-            od["explanations"] = None if v is None else [_s_SecurityStateExplanation(x0) for x0 in v]
-        elif k == "insecureContentStatus":
-            od["insecure_content_status"] = None if v is None else _s_InsecureContentStatus(v)
-    if "security_state" not in od:
-        raise KeyError("securityState")
-    if "scheme_is_cryptographic" not in od:
-        raise KeyError("schemeIsCryptographic")
-    if "explanations" not in od:
-        raise KeyError("explanations")
-    if "insecure_content_status" not in od:
-        raise KeyError("insecureContentStatus")
+    v = d["securityState"]
+    od["security_state"] = None if v is None else (_e_SecurityState(v) or _enum(SecurityState, v))
+    od["scheme_is_cryptographic"] = d["schemeIsCryptographic"]
+    v = d["explanations"]
+    od["explanations"] = None if v is None else [_s_SecurityStateExplanation(x0) for x0 in v]
+    v = d["insecureContentStatus"]
+    od["insecure_content_status"] = None if v is None else _s_InsecureContentStatus(v)
+    v = d.get("summary")
+    if v is not None:
+        od["summary"] = v
     return o
 
 

@@ -294,28 +294,17 @@ class WorkerVersionUpdated:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_ServiceWorkerRegistration_plain = {
-    "registrationId": "registration_id",
-    "scopeURL": "scope_url",
-    "isDeleted": "is_deleted",
-}
+_e_ServiceWorkerVersionRunningStatus = ServiceWorkerVersionRunningStatus._value2member_map_.get
+_e_ServiceWorkerVersionStatus = ServiceWorkerVersionStatus._value2member_map_.get
+_e_ServiceWorkerRouterSourceType = ServiceWorkerRouterSourceType._value2member_map_.get
 
 
 def _s_ServiceWorkerRegistration(d: dict[str, Any]) -> ServiceWorkerRegistration:
     o = _new(ServiceWorkerRegistration)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ServiceWorkerRegistration_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "registration_id" not in od:
-        raise KeyError("registrationId")
-    if "scope_url" not in od:
-        raise KeyError("scopeURL")
-    if "is_deleted" not in od:
-        raise KeyError("isDeleted")
+    od["registration_id"] = d["registrationId"]
+    od["scope_url"] = d["scopeURL"]
+    od["is_deleted"] = d["isDeleted"]
     return o
 
 
@@ -327,27 +316,32 @@ def _u_ServiceWorkerRegistration(o: ServiceWorkerRegistration) -> dict[str, Any]
     }
 
 
-_ServiceWorkerRouterCondition_plain = {
-    "urlPattern": "url_pattern",
-    "requestMethod": "request_method",
-    "requestMode": "request_mode",
-    "requestDestination": "request_destination",
-}
-
-
 def _s_ServiceWorkerRouterCondition(d: dict[str, Any]) -> ServiceWorkerRouterCondition:
     o = _new(ServiceWorkerRouterCondition)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ServiceWorkerRouterCondition_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "runningStatus":
-            od["running_status"] = None if v is None else _enum(ServiceWorkerVersionRunningStatus, v)
-        elif k == "or":
-            od["or_"] = None if v is None else [_s_ServiceWorkerRouterCondition(x0) for x0 in v]
-        elif k == "not":
-            od["not_"] = None if v is None else _s_ServiceWorkerRouterCondition(v)
+    v = d.get("urlPattern")
+    if v is not None:
+        od["url_pattern"] = v
+    v = d.get("requestMethod")
+    if v is not None:
+        od["request_method"] = v
+    v = d.get("requestMode")
+    if v is not None:
+        od["request_mode"] = v
+    v = d.get("requestDestination")
+    if v is not None:
+        od["request_destination"] = v
+    v = d.get("runningStatus")
+    if v is not None:
+        od["running_status"] = _e_ServiceWorkerVersionRunningStatus(v) or _enum(
+            ServiceWorkerVersionRunningStatus, v
+        )
+    v = d.get("or")
+    if v is not None:
+        od["or_"] = [_s_ServiceWorkerRouterCondition(x0) for x0 in v]
+    v = d.get("not")
+    if v is not None:
+        od["not_"] = _s_ServiceWorkerRouterCondition(v)
     return o
 
 
@@ -370,20 +364,10 @@ def _u_ServiceWorkerRouterCondition(o: ServiceWorkerRouterCondition) -> dict[str
     return d
 
 
-_ServiceWorkerRouterSourceDict_plain = {
-    "cacheName": "cache_name",
-}
-
-
 def _s_ServiceWorkerRouterSourceDict(d: dict[str, Any]) -> ServiceWorkerRouterSourceDict:
     o = _new(ServiceWorkerRouterSourceDict)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ServiceWorkerRouterSourceDict_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "cache_name" not in od:
-        raise KeyError("cacheName")
+    od["cache_name"] = d["cacheName"]
     return o
 
 
@@ -396,13 +380,15 @@ def _u_ServiceWorkerRouterSourceDict(o: ServiceWorkerRouterSourceDict) -> dict[s
 def _s_ServiceWorkerRouterSource(d: dict[str, Any]) -> ServiceWorkerRouterSource:
     o = _new(ServiceWorkerRouterSource)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "type":
-            od["type_"] = None if v is None else _enum(ServiceWorkerRouterSourceType, v)
-        elif k == "sourceDict":
-            od["source_dict"] = None if v is None else _s_ServiceWorkerRouterSourceDict(v)
-    if "type_" not in od:
-        raise KeyError("type")
+    v = d["type"]
+    od["type_"] = (
+        None
+        if v is None
+        else (_e_ServiceWorkerRouterSourceType(v) or _enum(ServiceWorkerRouterSourceType, v))
+    )
+    v = d.get("sourceDict")
+    if v is not None:
+        od["source_dict"] = _s_ServiceWorkerRouterSourceDict(v)
     return o
 
 
@@ -415,28 +401,14 @@ def _u_ServiceWorkerRouterSource(o: ServiceWorkerRouterSource) -> dict[str, Any]
     return d
 
 
-_ServiceWorkerRouterRule_plain = {
-    "id": "id_",
-}
-
-
 def _s_ServiceWorkerRouterRule(d: dict[str, Any]) -> ServiceWorkerRouterRule:
     o = _new(ServiceWorkerRouterRule)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ServiceWorkerRouterRule_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "condition":
-            od["condition"] = None if v is None else _s_ServiceWorkerRouterCondition(v)
-        elif k == "source":
-            od["source"] = None if v is None else _s_ServiceWorkerRouterSource(v)
-    if "condition" not in od:
-        raise KeyError("condition")
-    if "source" not in od:
-        raise KeyError("source")
-    if "id_" not in od:
-        raise KeyError("id")
+    v = d["condition"]
+    od["condition"] = None if v is None else _s_ServiceWorkerRouterCondition(v)
+    v = d["source"]
+    od["source"] = None if v is None else _s_ServiceWorkerRouterSource(v)
+    od["id_"] = d["id"]
     return o
 
 
@@ -448,41 +420,40 @@ def _u_ServiceWorkerRouterRule(o: ServiceWorkerRouterRule) -> dict[str, Any]:
     }
 
 
-_ServiceWorkerVersion_plain = {
-    "versionId": "version_id",
-    "registrationId": "registration_id",
-    "scriptURL": "script_url",
-    "scriptLastModified": "script_last_modified",
-    "scriptResponseTime": "script_response_time",
-    "controlledClients": "controlled_clients",
-    "targetId": "target_id",
-    "routerRules": "router_rules",
-}
-
-
 def _s_ServiceWorkerVersion(d: dict[str, Any]) -> ServiceWorkerVersion:
     o = _new(ServiceWorkerVersion)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ServiceWorkerVersion_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "runningStatus":
-            od["running_status"] = None if v is None else _enum(ServiceWorkerVersionRunningStatus, v)
-        elif k == "status":
-            od["status"] = None if v is None else _enum(ServiceWorkerVersionStatus, v)
-        elif k == "typedRouterRules":
-            od["typed_router_rules"] = None if v is None else [_s_ServiceWorkerRouterRule(x0) for x0 in v]
-    if "version_id" not in od:
-        raise KeyError("versionId")
-    if "registration_id" not in od:
-        raise KeyError("registrationId")
-    if "script_url" not in od:
-        raise KeyError("scriptURL")
-    if "running_status" not in od:
-        raise KeyError("runningStatus")
-    if "status" not in od:
-        raise KeyError("status")
+    od["version_id"] = d["versionId"]
+    od["registration_id"] = d["registrationId"]
+    od["script_url"] = d["scriptURL"]
+    v = d["runningStatus"]
+    od["running_status"] = (
+        None
+        if v is None
+        else (_e_ServiceWorkerVersionRunningStatus(v) or _enum(ServiceWorkerVersionRunningStatus, v))
+    )
+    v = d["status"]
+    od["status"] = (
+        None if v is None else (_e_ServiceWorkerVersionStatus(v) or _enum(ServiceWorkerVersionStatus, v))
+    )
+    v = d.get("scriptLastModified")
+    if v is not None:
+        od["script_last_modified"] = v
+    v = d.get("scriptResponseTime")
+    if v is not None:
+        od["script_response_time"] = v
+    v = d.get("controlledClients")
+    if v is not None:
+        od["controlled_clients"] = v
+    v = d.get("targetId")
+    if v is not None:
+        od["target_id"] = v
+    v = d.get("routerRules")
+    if v is not None:
+        od["router_rules"] = v
+    v = d.get("typedRouterRules")
+    if v is not None:
+        od["typed_router_rules"] = [_s_ServiceWorkerRouterRule(x0) for x0 in v]
     return o
 
 
@@ -509,35 +480,15 @@ def _u_ServiceWorkerVersion(o: ServiceWorkerVersion) -> dict[str, Any]:
     return d
 
 
-_ServiceWorkerErrorMessage_plain = {
-    "errorMessage": "error_message",
-    "registrationId": "registration_id",
-    "versionId": "version_id",
-    "sourceURL": "source_url",
-    "lineNumber": "line_number",
-    "columnNumber": "column_number",
-}
-
-
 def _s_ServiceWorkerErrorMessage(d: dict[str, Any]) -> ServiceWorkerErrorMessage:
     o = _new(ServiceWorkerErrorMessage)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ServiceWorkerErrorMessage_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "error_message" not in od:
-        raise KeyError("errorMessage")
-    if "registration_id" not in od:
-        raise KeyError("registrationId")
-    if "version_id" not in od:
-        raise KeyError("versionId")
-    if "source_url" not in od:
-        raise KeyError("sourceURL")
-    if "line_number" not in od:
-        raise KeyError("lineNumber")
-    if "column_number" not in od:
-        raise KeyError("columnNumber")
+    od["error_message"] = d["errorMessage"]
+    od["registration_id"] = d["registrationId"]
+    od["version_id"] = d["versionId"]
+    od["source_url"] = d["sourceURL"]
+    od["line_number"] = d["lineNumber"]
+    od["column_number"] = d["columnNumber"]
     return o
 
 
@@ -714,11 +665,8 @@ def _c_update_registration(d: dict[str, Any]) -> Command[None]:
 def _s_WorkerErrorReported(d: dict[str, Any]) -> WorkerErrorReported:
     o = _new(WorkerErrorReported)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "errorMessage":
-            od["error_message"] = None if v is None else _s_ServiceWorkerErrorMessage(v)
-    if "error_message" not in od:
-        raise KeyError("errorMessage")
+    v = d["errorMessage"]
+    od["error_message"] = None if v is None else _s_ServiceWorkerErrorMessage(v)
     return o
 
 
@@ -731,11 +679,8 @@ def _u_WorkerErrorReported(o: WorkerErrorReported) -> dict[str, Any]:
 def _s_WorkerRegistrationUpdated(d: dict[str, Any]) -> WorkerRegistrationUpdated:
     o = _new(WorkerRegistrationUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "registrations":
-            od["registrations"] = None if v is None else [_s_ServiceWorkerRegistration(x0) for x0 in v]
-    if "registrations" not in od:
-        raise KeyError("registrations")
+    v = d["registrations"]
+    od["registrations"] = None if v is None else [_s_ServiceWorkerRegistration(x0) for x0 in v]
     return o
 
 
@@ -748,11 +693,8 @@ def _u_WorkerRegistrationUpdated(o: WorkerRegistrationUpdated) -> dict[str, Any]
 def _s_WorkerVersionUpdated(d: dict[str, Any]) -> WorkerVersionUpdated:
     o = _new(WorkerVersionUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "versions":
-            od["versions"] = None if v is None else [_s_ServiceWorkerVersion(x0) for x0 in v]
-    if "versions" not in od:
-        raise KeyError("versions")
+    v = d["versions"]
+    od["versions"] = None if v is None else [_s_ServiceWorkerVersion(x0) for x0 in v]
     return o
 
 

@@ -649,30 +649,49 @@ class EndTransactionRequested:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_ReaderStateFlags_plain = {
-    "unaware": "unaware",
-    "ignore": "ignore",
-    "changed": "changed",
-    "unknown": "unknown",
-    "unavailable": "unavailable",
-    "empty": "empty",
-    "present": "present",
-    "exclusive": "exclusive",
-    "inuse": "inuse",
-    "mute": "mute",
-    "unpowered": "unpowered",
-}
+_e_ResultCode = ResultCode._value2member_map_.get
+_e_ShareMode = ShareMode._value2member_map_.get
+_e_Disposition = Disposition._value2member_map_.get
+_e_ConnectionState = ConnectionState._value2member_map_.get
+_e_Protocol = Protocol._value2member_map_.get
 
 
 def _s_ReaderStateFlags(d: dict[str, Any]) -> ReaderStateFlags:
     o = _new(ReaderStateFlags)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ReaderStateFlags_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("unaware")
+    if v is not None:
+        od["unaware"] = v
+    v = d.get("ignore")
+    if v is not None:
+        od["ignore"] = v
+    v = d.get("changed")
+    if v is not None:
+        od["changed"] = v
+    v = d.get("unknown")
+    if v is not None:
+        od["unknown"] = v
+    v = d.get("unavailable")
+    if v is not None:
+        od["unavailable"] = v
+    v = d.get("empty")
+    if v is not None:
+        od["empty"] = v
+    v = d.get("present")
+    if v is not None:
+        od["present"] = v
+    v = d.get("exclusive")
+    if v is not None:
+        od["exclusive"] = v
+    v = d.get("inuse")
+    if v is not None:
+        od["inuse"] = v
+    v = d.get("mute")
+    if v is not None:
+        od["mute"] = v
+    v = d.get("unpowered")
+    if v is not None:
+        od["unpowered"] = v
     return o
 
 
@@ -703,20 +722,18 @@ def _u_ReaderStateFlags(o: ReaderStateFlags) -> dict[str, Any]:
     return d
 
 
-_ProtocolSet_plain = {
-    "t0": "t0",
-    "t1": "t1",
-    "raw": "raw",
-}
-
-
 def _s_ProtocolSet(d: dict[str, Any]) -> ProtocolSet:
     o = _new(ProtocolSet)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ProtocolSet_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("t0")
+    if v is not None:
+        od["t0"] = v
+    v = d.get("t1")
+    if v is not None:
+        od["t1"] = v
+    v = d.get("raw")
+    if v is not None:
+        od["raw"] = v
     return o
 
 
@@ -731,27 +748,13 @@ def _u_ProtocolSet(o: ProtocolSet) -> dict[str, Any]:
     return d
 
 
-_ReaderStateIn_plain = {
-    "reader": "reader",
-    "currentInsertionCount": "current_insertion_count",
-}
-
-
 def _s_ReaderStateIn(d: dict[str, Any]) -> ReaderStateIn:
     o = _new(ReaderStateIn)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ReaderStateIn_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "currentState":
-            od["current_state"] = None if v is None else _s_ReaderStateFlags(v)
-    if "reader" not in od:
-        raise KeyError("reader")
-    if "current_state" not in od:
-        raise KeyError("currentState")
-    if "current_insertion_count" not in od:
-        raise KeyError("currentInsertionCount")
+    od["reader"] = d["reader"]
+    v = d["currentState"]
+    od["current_state"] = None if v is None else _s_ReaderStateFlags(v)
+    od["current_insertion_count"] = d["currentInsertionCount"]
     return o
 
 
@@ -763,31 +766,15 @@ def _u_ReaderStateIn(o: ReaderStateIn) -> dict[str, Any]:
     }
 
 
-_ReaderStateOut_plain = {
-    "reader": "reader",
-    "eventCount": "event_count",
-}
-
-
 def _s_ReaderStateOut(d: dict[str, Any]) -> ReaderStateOut:
     o = _new(ReaderStateOut)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ReaderStateOut_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "eventState":
-            od["event_state"] = None if v is None else _s_ReaderStateFlags(v)
-        elif k == "atr":
-            od["atr"] = None if v is None else _b64d(v)
-    if "reader" not in od:
-        raise KeyError("reader")
-    if "event_state" not in od:
-        raise KeyError("eventState")
-    if "event_count" not in od:
-        raise KeyError("eventCount")
-    if "atr" not in od:
-        raise KeyError("atr")
+    od["reader"] = d["reader"]
+    v = d["eventState"]
+    od["event_state"] = None if v is None else _s_ReaderStateFlags(v)
+    od["event_count"] = d["eventCount"]
+    v = d["atr"]
+    od["atr"] = None if v is None else _b64d(v)
     return o
 
 
@@ -922,7 +909,9 @@ def _c_report_connect_result(d: dict[str, Any]) -> Command[None]:
     return report_connect_result(
         request_id=d["requestId"],
         handle=d["handle"],
-        active_protocol=None if (v := d.get("activeProtocol")) is None else _enum(Protocol, v),
+        active_protocol=None
+        if (v := d.get("activeProtocol")) is None
+        else (_e_Protocol(v) or _enum(Protocol, v)),
     )
 
 
@@ -965,9 +954,9 @@ def _c_report_status_result(d: dict[str, Any]) -> Command[None]:
     return report_status_result(
         request_id=d["requestId"],
         reader_name=d["readerName"],
-        state=_enum(ConnectionState, d["state"]),
+        state=(_e_ConnectionState(d["state"]) or _enum(ConnectionState, d["state"])),
         atr=_b64d(d["atr"]),
-        protocol=None if (v := d.get("protocol")) is None else _enum(Protocol, v),
+        protocol=None if (v := d.get("protocol")) is None else (_e_Protocol(v) or _enum(Protocol, v)),
     )
 
 
@@ -984,24 +973,14 @@ def _p_report_error(
 def _c_report_error(d: dict[str, Any]) -> Command[None]:
     return report_error(
         request_id=d["requestId"],
-        result_code=_enum(ResultCode, d["resultCode"]),
+        result_code=(_e_ResultCode(d["resultCode"]) or _enum(ResultCode, d["resultCode"])),
     )
-
-
-_EstablishContextRequested_plain = {
-    "requestId": "request_id",
-}
 
 
 def _s_EstablishContextRequested(d: dict[str, Any]) -> EstablishContextRequested:
     o = _new(EstablishContextRequested)
     od = o.__dict__
-    for k, v in d.items():
-        n = _EstablishContextRequested_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "request_id" not in od:
-        raise KeyError("requestId")
+    od["request_id"] = d["requestId"]
     return o
 
 
@@ -1011,23 +990,11 @@ def _u_EstablishContextRequested(o: EstablishContextRequested) -> dict[str, Any]
     }
 
 
-_ReleaseContextRequested_plain = {
-    "requestId": "request_id",
-    "contextId": "context_id",
-}
-
-
 def _s_ReleaseContextRequested(d: dict[str, Any]) -> ReleaseContextRequested:
     o = _new(ReleaseContextRequested)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ReleaseContextRequested_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "context_id" not in od:
-        raise KeyError("contextId")
+    od["request_id"] = d["requestId"]
+    od["context_id"] = d["contextId"]
     return o
 
 
@@ -1038,23 +1005,11 @@ def _u_ReleaseContextRequested(o: ReleaseContextRequested) -> dict[str, Any]:
     }
 
 
-_ListReadersRequested_plain = {
-    "requestId": "request_id",
-    "contextId": "context_id",
-}
-
-
 def _s_ListReadersRequested(d: dict[str, Any]) -> ListReadersRequested:
     o = _new(ListReadersRequested)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ListReadersRequested_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "context_id" not in od:
-        raise KeyError("contextId")
+    od["request_id"] = d["requestId"]
+    od["context_id"] = d["contextId"]
     return o
 
 
@@ -1065,28 +1020,16 @@ def _u_ListReadersRequested(o: ListReadersRequested) -> dict[str, Any]:
     }
 
 
-_GetStatusChangeRequested_plain = {
-    "requestId": "request_id",
-    "contextId": "context_id",
-    "timeout": "timeout",
-}
-
-
 def _s_GetStatusChangeRequested(d: dict[str, Any]) -> GetStatusChangeRequested:
     o = _new(GetStatusChangeRequested)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetStatusChangeRequested_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "readerStates":
-            od["reader_states"] = None if v is None else [_s_ReaderStateIn(x0) for x0 in v]
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "context_id" not in od:
-        raise KeyError("contextId")
-    if "reader_states" not in od:
-        raise KeyError("readerStates")
+    od["request_id"] = d["requestId"]
+    od["context_id"] = d["contextId"]
+    v = d["readerStates"]
+    od["reader_states"] = None if v is None else [_s_ReaderStateIn(x0) for x0 in v]
+    v = d.get("timeout")
+    if v is not None:
+        od["timeout"] = v
     return o
 
 
@@ -1101,23 +1044,11 @@ def _u_GetStatusChangeRequested(o: GetStatusChangeRequested) -> dict[str, Any]:
     return d
 
 
-_CancelRequested_plain = {
-    "requestId": "request_id",
-    "contextId": "context_id",
-}
-
-
 def _s_CancelRequested(d: dict[str, Any]) -> CancelRequested:
     o = _new(CancelRequested)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CancelRequested_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "context_id" not in od:
-        raise KeyError("contextId")
+    od["request_id"] = d["requestId"]
+    od["context_id"] = d["contextId"]
     return o
 
 
@@ -1128,34 +1059,16 @@ def _u_CancelRequested(o: CancelRequested) -> dict[str, Any]:
     }
 
 
-_ConnectRequested_plain = {
-    "requestId": "request_id",
-    "contextId": "context_id",
-    "reader": "reader",
-}
-
-
 def _s_ConnectRequested(d: dict[str, Any]) -> ConnectRequested:
     o = _new(ConnectRequested)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ConnectRequested_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "shareMode":
-            od["share_mode"] = None if v is None else _enum(ShareMode, v)
-        elif k == "preferredProtocols":
-            od["preferred_protocols"] = None if v is None else _s_ProtocolSet(v)
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "context_id" not in od:
-        raise KeyError("contextId")
-    if "reader" not in od:
-        raise KeyError("reader")
-    if "share_mode" not in od:
-        raise KeyError("shareMode")
-    if "preferred_protocols" not in od:
-        raise KeyError("preferredProtocols")
+    od["request_id"] = d["requestId"]
+    od["context_id"] = d["contextId"]
+    od["reader"] = d["reader"]
+    v = d["shareMode"]
+    od["share_mode"] = None if v is None else (_e_ShareMode(v) or _enum(ShareMode, v))
+    v = d["preferredProtocols"]
+    od["preferred_protocols"] = None if v is None else _s_ProtocolSet(v)
     return o
 
 
@@ -1169,27 +1082,13 @@ def _u_ConnectRequested(o: ConnectRequested) -> dict[str, Any]:
     }
 
 
-_DisconnectRequested_plain = {
-    "requestId": "request_id",
-    "handle": "handle",
-}
-
-
 def _s_DisconnectRequested(d: dict[str, Any]) -> DisconnectRequested:
     o = _new(DisconnectRequested)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DisconnectRequested_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "disposition":
-            od["disposition"] = None if v is None else _enum(Disposition, v)
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "handle" not in od:
-        raise KeyError("handle")
-    if "disposition" not in od:
-        raise KeyError("disposition")
+    od["request_id"] = d["requestId"]
+    od["handle"] = d["handle"]
+    v = d["disposition"]
+    od["disposition"] = None if v is None else (_e_Disposition(v) or _enum(Disposition, v))
     return o
 
 
@@ -1201,29 +1100,16 @@ def _u_DisconnectRequested(o: DisconnectRequested) -> dict[str, Any]:
     }
 
 
-_TransmitRequested_plain = {
-    "requestId": "request_id",
-    "handle": "handle",
-}
-
-
 def _s_TransmitRequested(d: dict[str, Any]) -> TransmitRequested:
     o = _new(TransmitRequested)
     od = o.__dict__
-    for k, v in d.items():
-        n = _TransmitRequested_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "data":
-            od["data"] = None if v is None else _b64d(v)
-        elif k == "protocol":
-            od["protocol"] = None if v is None else _enum(Protocol, v)
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "handle" not in od:
-        raise KeyError("handle")
-    if "data" not in od:
-        raise KeyError("data")
+    od["request_id"] = d["requestId"]
+    od["handle"] = d["handle"]
+    v = d["data"]
+    od["data"] = None if v is None else _b64d(v)
+    v = d.get("protocol")
+    if v is not None:
+        od["protocol"] = _e_Protocol(v) or _enum(Protocol, v)
     return o
 
 
@@ -1238,30 +1124,14 @@ def _u_TransmitRequested(o: TransmitRequested) -> dict[str, Any]:
     return d
 
 
-_ControlRequested_plain = {
-    "requestId": "request_id",
-    "handle": "handle",
-    "controlCode": "control_code",
-}
-
-
 def _s_ControlRequested(d: dict[str, Any]) -> ControlRequested:
     o = _new(ControlRequested)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ControlRequested_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "data":
-            od["data"] = None if v is None else _b64d(v)
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "handle" not in od:
-        raise KeyError("handle")
-    if "control_code" not in od:
-        raise KeyError("controlCode")
-    if "data" not in od:
-        raise KeyError("data")
+    od["request_id"] = d["requestId"]
+    od["handle"] = d["handle"]
+    od["control_code"] = d["controlCode"]
+    v = d["data"]
+    od["data"] = None if v is None else _b64d(v)
     return o
 
 
@@ -1274,26 +1144,12 @@ def _u_ControlRequested(o: ControlRequested) -> dict[str, Any]:
     }
 
 
-_GetAttribRequested_plain = {
-    "requestId": "request_id",
-    "handle": "handle",
-    "attribId": "attrib_id",
-}
-
-
 def _s_GetAttribRequested(d: dict[str, Any]) -> GetAttribRequested:
     o = _new(GetAttribRequested)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetAttribRequested_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "handle" not in od:
-        raise KeyError("handle")
-    if "attrib_id" not in od:
-        raise KeyError("attribId")
+    od["request_id"] = d["requestId"]
+    od["handle"] = d["handle"]
+    od["attrib_id"] = d["attribId"]
     return o
 
 
@@ -1305,30 +1161,14 @@ def _u_GetAttribRequested(o: GetAttribRequested) -> dict[str, Any]:
     }
 
 
-_SetAttribRequested_plain = {
-    "requestId": "request_id",
-    "handle": "handle",
-    "attribId": "attrib_id",
-}
-
-
 def _s_SetAttribRequested(d: dict[str, Any]) -> SetAttribRequested:
     o = _new(SetAttribRequested)
     od = o.__dict__
-    for k, v in d.items():
-        n = _SetAttribRequested_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "data":
-            od["data"] = None if v is None else _b64d(v)
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "handle" not in od:
-        raise KeyError("handle")
-    if "attrib_id" not in od:
-        raise KeyError("attribId")
-    if "data" not in od:
-        raise KeyError("data")
+    od["request_id"] = d["requestId"]
+    od["handle"] = d["handle"]
+    od["attrib_id"] = d["attribId"]
+    v = d["data"]
+    od["data"] = None if v is None else _b64d(v)
     return o
 
 
@@ -1341,23 +1181,11 @@ def _u_SetAttribRequested(o: SetAttribRequested) -> dict[str, Any]:
     }
 
 
-_StatusRequested_plain = {
-    "requestId": "request_id",
-    "handle": "handle",
-}
-
-
 def _s_StatusRequested(d: dict[str, Any]) -> StatusRequested:
     o = _new(StatusRequested)
     od = o.__dict__
-    for k, v in d.items():
-        n = _StatusRequested_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "handle" not in od:
-        raise KeyError("handle")
+    od["request_id"] = d["requestId"]
+    od["handle"] = d["handle"]
     return o
 
 
@@ -1368,23 +1196,11 @@ def _u_StatusRequested(o: StatusRequested) -> dict[str, Any]:
     }
 
 
-_BeginTransactionRequested_plain = {
-    "requestId": "request_id",
-    "handle": "handle",
-}
-
-
 def _s_BeginTransactionRequested(d: dict[str, Any]) -> BeginTransactionRequested:
     o = _new(BeginTransactionRequested)
     od = o.__dict__
-    for k, v in d.items():
-        n = _BeginTransactionRequested_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "handle" not in od:
-        raise KeyError("handle")
+    od["request_id"] = d["requestId"]
+    od["handle"] = d["handle"]
     return o
 
 
@@ -1395,27 +1211,13 @@ def _u_BeginTransactionRequested(o: BeginTransactionRequested) -> dict[str, Any]
     }
 
 
-_EndTransactionRequested_plain = {
-    "requestId": "request_id",
-    "handle": "handle",
-}
-
-
 def _s_EndTransactionRequested(d: dict[str, Any]) -> EndTransactionRequested:
     o = _new(EndTransactionRequested)
     od = o.__dict__
-    for k, v in d.items():
-        n = _EndTransactionRequested_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "disposition":
-            od["disposition"] = None if v is None else _enum(Disposition, v)
-    if "request_id" not in od:
-        raise KeyError("requestId")
-    if "handle" not in od:
-        raise KeyError("handle")
-    if "disposition" not in od:
-        raise KeyError("disposition")
+    od["request_id"] = d["requestId"]
+    od["handle"] = d["handle"]
+    v = d["disposition"]
+    od["disposition"] = None if v is None else (_e_Disposition(v) or _enum(Disposition, v))
     return o
 
 

@@ -722,26 +722,16 @@ class PrivateVerificationTokensUpdated:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_UsageForType_plain = {
-    "usage": "usage",
-}
+_e_StorageType = StorageType._value2member_map_.get
+_e_StorageBucketsDurability = StorageBucketsDurability._value2member_map_.get
 
 
 def _s_UsageForType(d: dict[str, Any]) -> UsageForType:
     o = _new(UsageForType)
     od = o.__dict__
-    for k, v in d.items():
-        n = _UsageForType_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "storageType":
-            od["storage_type"] = None if v is None else _enum(StorageType, v)
-    if "storage_type" not in od:
-        raise KeyError("storageType")
-    if "usage" not in od:
-        raise KeyError("usage")
+    v = d["storageType"]
+    od["storage_type"] = None if v is None else (_e_StorageType(v) or _enum(StorageType, v))
+    od["usage"] = d["usage"]
     return o
 
 
@@ -752,23 +742,11 @@ def _u_UsageForType(o: UsageForType) -> dict[str, Any]:
     }
 
 
-_TrustTokens_plain = {
-    "issuerOrigin": "issuer_origin",
-    "count": "count",
-}
-
-
 def _s_TrustTokens(d: dict[str, Any]) -> TrustTokens:
     o = _new(TrustTokens)
     od = o.__dict__
-    for k, v in d.items():
-        n = _TrustTokens_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "issuer_origin" not in od:
-        raise KeyError("issuerOrigin")
-    if "count" not in od:
-        raise KeyError("count")
+    od["issuer_origin"] = d["issuerOrigin"]
+    od["count"] = d["count"]
     return o
 
 
@@ -779,38 +757,16 @@ def _u_TrustTokens(o: TrustTokens) -> dict[str, Any]:
     }
 
 
-_PrivateVerificationToken_plain = {
-    "id": "id_",
-    "issuerOrigin": "issuer_origin",
-    "keyId": "key_id",
-    "expiration": "expiration",
-    "creationTime": "creation_time",
-    "version": "version",
-    "token": "token",
-}
-
-
 def _s_PrivateVerificationToken(d: dict[str, Any]) -> PrivateVerificationToken:
     o = _new(PrivateVerificationToken)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PrivateVerificationToken_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "id_" not in od:
-        raise KeyError("id")
-    if "issuer_origin" not in od:
-        raise KeyError("issuerOrigin")
-    if "key_id" not in od:
-        raise KeyError("keyId")
-    if "expiration" not in od:
-        raise KeyError("expiration")
-    if "creation_time" not in od:
-        raise KeyError("creationTime")
-    if "version" not in od:
-        raise KeyError("version")
-    if "token" not in od:
-        raise KeyError("token")
+    od["id_"] = d["id"]
+    od["issuer_origin"] = d["issuerOrigin"]
+    od["key_id"] = d["keyId"]
+    od["expiration"] = d["expiration"]
+    od["creation_time"] = d["creationTime"]
+    od["version"] = d["version"]
+    od["token"] = d["token"]
     return o
 
 
@@ -826,23 +782,11 @@ def _u_PrivateVerificationToken(o: PrivateVerificationToken) -> dict[str, Any]:
     }
 
 
-_PrivateVerificationTokensIssuerConfig_plain = {
-    "issuerOrigin": "issuer_origin",
-    "redeemerOrigins": "redeemer_origins",
-}
-
-
 def _s_PrivateVerificationTokensIssuerConfig(d: dict[str, Any]) -> PrivateVerificationTokensIssuerConfig:
     o = _new(PrivateVerificationTokensIssuerConfig)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PrivateVerificationTokensIssuerConfig_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "issuer_origin" not in od:
-        raise KeyError("issuerOrigin")
-    if "redeemer_origins" not in od:
-        raise KeyError("redeemerOrigins")
+    od["issuer_origin"] = d["issuerOrigin"]
+    od["redeemer_origins"] = d["redeemerOrigins"]
     return o
 
 
@@ -853,21 +797,13 @@ def _u_PrivateVerificationTokensIssuerConfig(o: PrivateVerificationTokensIssuerC
     }
 
 
-_StorageBucket_plain = {
-    "storageKey": "storage_key",
-    "name": "name",
-}
-
-
 def _s_StorageBucket(d: dict[str, Any]) -> StorageBucket:
     o = _new(StorageBucket)
     od = o.__dict__
-    for k, v in d.items():
-        n = _StorageBucket_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "storage_key" not in od:
-        raise KeyError("storageKey")
+    od["storage_key"] = d["storageKey"]
+    v = d.get("name")
+    if v is not None:
+        od["name"] = v
     return o
 
 
@@ -880,37 +816,19 @@ def _u_StorageBucket(o: StorageBucket) -> dict[str, Any]:
     return d
 
 
-_StorageBucketInfo_plain = {
-    "id": "id_",
-    "expiration": "expiration",
-    "quota": "quota",
-    "persistent": "persistent",
-}
-
-
 def _s_StorageBucketInfo(d: dict[str, Any]) -> StorageBucketInfo:
     o = _new(StorageBucketInfo)
     od = o.__dict__
-    for k, v in d.items():
-        n = _StorageBucketInfo_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "bucket":
-            od["bucket"] = None if v is None else _s_StorageBucket(v)
-        elif k == "durability":
-            od["durability"] = None if v is None else _enum(StorageBucketsDurability, v)
-    if "bucket" not in od:
-        raise KeyError("bucket")
-    if "id_" not in od:
-        raise KeyError("id")
-    if "expiration" not in od:
-        raise KeyError("expiration")
-    if "quota" not in od:
-        raise KeyError("quota")
-    if "persistent" not in od:
-        raise KeyError("persistent")
-    if "durability" not in od:
-        raise KeyError("durability")
+    v = d["bucket"]
+    od["bucket"] = None if v is None else _s_StorageBucket(v)
+    od["id_"] = d["id"]
+    od["expiration"] = d["expiration"]
+    od["quota"] = d["quota"]
+    od["persistent"] = d["persistent"]
+    v = d["durability"]
+    od["durability"] = (
+        None if v is None else (_e_StorageBucketsDurability(v) or _enum(StorageBucketsDurability, v))
+    )
     return o
 
 
@@ -925,20 +843,10 @@ def _u_StorageBucketInfo(o: StorageBucketInfo) -> dict[str, Any]:
     }
 
 
-_GetStorageKeyForFrameResult_plain = {
-    "storageKey": "storage_key",
-}
-
-
 def _s_GetStorageKeyForFrameResult(d: dict[str, Any]) -> GetStorageKeyForFrameResult:
     o = _new(GetStorageKeyForFrameResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetStorageKeyForFrameResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "storage_key" not in od:
-        raise KeyError("storageKey")
+    od["storage_key"] = d["storageKey"]
     return o
 
 
@@ -962,20 +870,10 @@ def _c_get_storage_key_for_frame(d: dict[str, Any]) -> Command[GetStorageKeyForF
     )
 
 
-_GetStorageKeyResult_plain = {
-    "storageKey": "storage_key",
-}
-
-
 def _s_GetStorageKeyResult(d: dict[str, Any]) -> GetStorageKeyResult:
     o = _new(GetStorageKeyResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetStorageKeyResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "storage_key" not in od:
-        raise KeyError("storageKey")
+    od["storage_key"] = d["storageKey"]
     return o
 
 
@@ -1037,11 +935,8 @@ def _c_clear_data_for_storage_key(d: dict[str, Any]) -> Command[None]:
 def _s_GetCookiesResult(d: dict[str, Any]) -> GetCookiesResult:
     o = _new(GetCookiesResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "cookies":
-            od["cookies"] = None if v is None else [cdp.network._s_Cookie(x0) for x0 in v]
-    if "cookies" not in od:
-        raise KeyError("cookies")
+    v = d["cookies"]
+    od["cookies"] = None if v is None else [cdp.network._s_Cookie(x0) for x0 in v]
     return o
 
 
@@ -1100,30 +995,14 @@ def _c_clear_cookies(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_GetUsageAndQuotaResult_plain = {
-    "usage": "usage",
-    "quota": "quota",
-    "overrideActive": "override_active",
-}
-
-
 def _s_GetUsageAndQuotaResult(d: dict[str, Any]) -> GetUsageAndQuotaResult:
     o = _new(GetUsageAndQuotaResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetUsageAndQuotaResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "usageBreakdown":
-            od["usage_breakdown"] = None if v is None else [_s_UsageForType(x0) for x0 in v]
-    if "usage" not in od:
-        raise KeyError("usage")
-    if "quota" not in od:
-        raise KeyError("quota")
-    if "override_active" not in od:
-        raise KeyError("overrideActive")
-    if "usage_breakdown" not in od:
-        raise KeyError("usageBreakdown")
+    od["usage"] = d["usage"]
+    od["quota"] = d["quota"]
+    od["override_active"] = d["overrideActive"]
+    v = d["usageBreakdown"]
+    od["usage_breakdown"] = None if v is None else [_s_UsageForType(x0) for x0 in v]
     return o
 
 
@@ -1284,11 +1163,8 @@ def _c_untrack_indexed_db_for_storage_key(d: dict[str, Any]) -> Command[None]:
 def _s_GetTrustTokensResult(d: dict[str, Any]) -> GetTrustTokensResult:
     o = _new(GetTrustTokensResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "tokens":
-            od["tokens"] = None if v is None else [_s_TrustTokens(x0) for x0 in v]
-    if "tokens" not in od:
-        raise KeyError("tokens")
+    v = d["tokens"]
+    od["tokens"] = None if v is None else [_s_TrustTokens(x0) for x0 in v]
     return o
 
 
@@ -1302,20 +1178,10 @@ def _c_get_trust_tokens(d: dict[str, Any]) -> Command[GetTrustTokensResult]:
     return get_trust_tokens()
 
 
-_ClearTrustTokensResult_plain = {
-    "didDeleteTokens": "did_delete_tokens",
-}
-
-
 def _s_ClearTrustTokensResult(d: dict[str, Any]) -> ClearTrustTokensResult:
     o = _new(ClearTrustTokensResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ClearTrustTokensResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "did_delete_tokens" not in od:
-        raise KeyError("didDeleteTokens")
+    od["did_delete_tokens"] = d["didDeleteTokens"]
     return o
 
 
@@ -1342,11 +1208,8 @@ def _c_clear_trust_tokens(d: dict[str, Any]) -> Command[ClearTrustTokensResult]:
 def _s_GetPrivateVerificationTokensResult(d: dict[str, Any]) -> GetPrivateVerificationTokensResult:
     o = _new(GetPrivateVerificationTokensResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "tokens":
-            od["tokens"] = None if v is None else [_s_PrivateVerificationToken(x0) for x0 in v]
-    if "tokens" not in od:
-        raise KeyError("tokens")
+    v = d["tokens"]
+    od["tokens"] = None if v is None else [_s_PrivateVerificationToken(x0) for x0 in v]
     return o
 
 
@@ -1365,11 +1228,8 @@ def _s_GetPrivateVerificationTokensIssuerConfigsResult(
 ) -> GetPrivateVerificationTokensIssuerConfigsResult:
     o = _new(GetPrivateVerificationTokensIssuerConfigsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "configs":
-            od["configs"] = None if v is None else [_s_PrivateVerificationTokensIssuerConfig(x0) for x0 in v]
-    if "configs" not in od:
-        raise KeyError("configs")
+    v = d["configs"]
+    od["configs"] = None if v is None else [_s_PrivateVerificationTokensIssuerConfig(x0) for x0 in v]
     return o
 
 
@@ -1460,20 +1320,10 @@ def _c_delete_storage_bucket(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_RunBounceTrackingMitigationsResult_plain = {
-    "deletedSites": "deleted_sites",
-}
-
-
 def _s_RunBounceTrackingMitigationsResult(d: dict[str, Any]) -> RunBounceTrackingMitigationsResult:
     o = _new(RunBounceTrackingMitigationsResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RunBounceTrackingMitigationsResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "deleted_sites" not in od:
-        raise KeyError("deletedSites")
+    od["deleted_sites"] = d["deletedSites"]
     return o
 
 
@@ -1487,29 +1337,13 @@ def _c_run_bounce_tracking_mitigations(d: dict[str, Any]) -> Command[RunBounceTr
     return run_bounce_tracking_mitigations()
 
 
-_CacheStorageContentUpdated_plain = {
-    "origin": "origin",
-    "storageKey": "storage_key",
-    "bucketId": "bucket_id",
-    "cacheName": "cache_name",
-}
-
-
 def _s_CacheStorageContentUpdated(d: dict[str, Any]) -> CacheStorageContentUpdated:
     o = _new(CacheStorageContentUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CacheStorageContentUpdated_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "storage_key" not in od:
-        raise KeyError("storageKey")
-    if "bucket_id" not in od:
-        raise KeyError("bucketId")
-    if "cache_name" not in od:
-        raise KeyError("cacheName")
+    od["origin"] = d["origin"]
+    od["storage_key"] = d["storageKey"]
+    od["bucket_id"] = d["bucketId"]
+    od["cache_name"] = d["cacheName"]
     return o
 
 
@@ -1522,26 +1356,12 @@ def _u_CacheStorageContentUpdated(o: CacheStorageContentUpdated) -> dict[str, An
     }
 
 
-_CacheStorageListUpdated_plain = {
-    "origin": "origin",
-    "storageKey": "storage_key",
-    "bucketId": "bucket_id",
-}
-
-
 def _s_CacheStorageListUpdated(d: dict[str, Any]) -> CacheStorageListUpdated:
     o = _new(CacheStorageListUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CacheStorageListUpdated_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "storage_key" not in od:
-        raise KeyError("storageKey")
-    if "bucket_id" not in od:
-        raise KeyError("bucketId")
+    od["origin"] = d["origin"]
+    od["storage_key"] = d["storageKey"]
+    od["bucket_id"] = d["bucketId"]
     return o
 
 
@@ -1553,32 +1373,14 @@ def _u_CacheStorageListUpdated(o: CacheStorageListUpdated) -> dict[str, Any]:
     }
 
 
-_IndexedDBContentUpdated_plain = {
-    "origin": "origin",
-    "storageKey": "storage_key",
-    "bucketId": "bucket_id",
-    "databaseName": "database_name",
-    "objectStoreName": "object_store_name",
-}
-
-
 def _s_IndexedDBContentUpdated(d: dict[str, Any]) -> IndexedDBContentUpdated:
     o = _new(IndexedDBContentUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _IndexedDBContentUpdated_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "storage_key" not in od:
-        raise KeyError("storageKey")
-    if "bucket_id" not in od:
-        raise KeyError("bucketId")
-    if "database_name" not in od:
-        raise KeyError("databaseName")
-    if "object_store_name" not in od:
-        raise KeyError("objectStoreName")
+    od["origin"] = d["origin"]
+    od["storage_key"] = d["storageKey"]
+    od["bucket_id"] = d["bucketId"]
+    od["database_name"] = d["databaseName"]
+    od["object_store_name"] = d["objectStoreName"]
     return o
 
 
@@ -1592,26 +1394,12 @@ def _u_IndexedDBContentUpdated(o: IndexedDBContentUpdated) -> dict[str, Any]:
     }
 
 
-_IndexedDBListUpdated_plain = {
-    "origin": "origin",
-    "storageKey": "storage_key",
-    "bucketId": "bucket_id",
-}
-
-
 def _s_IndexedDBListUpdated(d: dict[str, Any]) -> IndexedDBListUpdated:
     o = _new(IndexedDBListUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _IndexedDBListUpdated_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "origin" not in od:
-        raise KeyError("origin")
-    if "storage_key" not in od:
-        raise KeyError("storageKey")
-    if "bucket_id" not in od:
-        raise KeyError("bucketId")
+    od["origin"] = d["origin"]
+    od["storage_key"] = d["storageKey"]
+    od["bucket_id"] = d["bucketId"]
     return o
 
 
@@ -1626,11 +1414,8 @@ def _u_IndexedDBListUpdated(o: IndexedDBListUpdated) -> dict[str, Any]:
 def _s_StorageBucketCreatedOrUpdated(d: dict[str, Any]) -> StorageBucketCreatedOrUpdated:
     o = _new(StorageBucketCreatedOrUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "bucketInfo":
-            od["bucket_info"] = None if v is None else _s_StorageBucketInfo(v)
-    if "bucket_info" not in od:
-        raise KeyError("bucketInfo")
+    v = d["bucketInfo"]
+    od["bucket_info"] = None if v is None else _s_StorageBucketInfo(v)
     return o
 
 
@@ -1640,20 +1425,10 @@ def _u_StorageBucketCreatedOrUpdated(o: StorageBucketCreatedOrUpdated) -> dict[s
     }
 
 
-_StorageBucketDeleted_plain = {
-    "bucketId": "bucket_id",
-}
-
-
 def _s_StorageBucketDeleted(d: dict[str, Any]) -> StorageBucketDeleted:
     o = _new(StorageBucketDeleted)
     od = o.__dict__
-    for k, v in d.items():
-        n = _StorageBucketDeleted_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "bucket_id" not in od:
-        raise KeyError("bucketId")
+    od["bucket_id"] = d["bucketId"]
     return o
 
 
@@ -1664,7 +1439,8 @@ def _u_StorageBucketDeleted(o: StorageBucketDeleted) -> dict[str, Any]:
 
 
 def _s_PrivateVerificationTokensUpdated(d: dict[str, Any]) -> PrivateVerificationTokensUpdated:
-    return _new(PrivateVerificationTokensUpdated)
+    o = _new(PrivateVerificationTokensUpdated)
+    return o
 
 
 def _u_PrivateVerificationTokensUpdated(o: PrivateVerificationTokensUpdated) -> dict[str, Any]:

@@ -236,37 +236,21 @@ def get_process_info() -> Command[GetProcessInfoResult]:
 _new = object.__new__
 
 
-_GPUDevice_plain = {
-    "vendorId": "vendor_id",
-    "deviceId": "device_id",
-    "subSysId": "sub_sys_id",
-    "revision": "revision",
-    "vendorString": "vendor_string",
-    "deviceString": "device_string",
-    "driverVendor": "driver_vendor",
-    "driverVersion": "driver_version",
-}
-
-
 def _s_GPUDevice(d: dict[str, Any]) -> GPUDevice:
     o = _new(GPUDevice)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GPUDevice_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "vendor_id" not in od:
-        raise KeyError("vendorId")
-    if "device_id" not in od:
-        raise KeyError("deviceId")
-    if "vendor_string" not in od:
-        raise KeyError("vendorString")
-    if "device_string" not in od:
-        raise KeyError("deviceString")
-    if "driver_vendor" not in od:
-        raise KeyError("driverVendor")
-    if "driver_version" not in od:
-        raise KeyError("driverVersion")
+    od["vendor_id"] = d["vendorId"]
+    od["device_id"] = d["deviceId"]
+    v = d.get("subSysId")
+    if v is not None:
+        od["sub_sys_id"] = v
+    v = d.get("revision")
+    if v is not None:
+        od["revision"] = v
+    od["vendor_string"] = d["vendorString"]
+    od["device_string"] = d["deviceString"]
+    od["driver_vendor"] = d["driverVendor"]
+    od["driver_version"] = d["driverVersion"]
     return o
 
 
@@ -286,23 +270,11 @@ def _u_GPUDevice(o: GPUDevice) -> dict[str, Any]:
     return d
 
 
-_Size_plain = {
-    "width": "width",
-    "height": "height",
-}
-
-
 def _s_Size(d: dict[str, Any]) -> Size:
     o = _new(Size)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Size_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "width" not in od:
-        raise KeyError("width")
-    if "height" not in od:
-        raise KeyError("height")
+    od["width"] = d["width"]
+    od["height"] = d["height"]
     return o
 
 
@@ -313,28 +285,14 @@ def _u_Size(o: Size) -> dict[str, Any]:
     }
 
 
-_VideoDecodeAcceleratorCapability_plain = {
-    "profile": "profile",
-}
-
-
 def _s_VideoDecodeAcceleratorCapability(d: dict[str, Any]) -> VideoDecodeAcceleratorCapability:
     o = _new(VideoDecodeAcceleratorCapability)
     od = o.__dict__
-    for k, v in d.items():
-        n = _VideoDecodeAcceleratorCapability_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "maxResolution":
-            od["max_resolution"] = None if v is None else _s_Size(v)
-        elif k == "minResolution":
-            od["min_resolution"] = None if v is None else _s_Size(v)
-    if "profile" not in od:
-        raise KeyError("profile")
-    if "max_resolution" not in od:
-        raise KeyError("maxResolution")
-    if "min_resolution" not in od:
-        raise KeyError("minResolution")
+    od["profile"] = d["profile"]
+    v = d["maxResolution"]
+    od["max_resolution"] = None if v is None else _s_Size(v)
+    v = d["minResolution"]
+    od["min_resolution"] = None if v is None else _s_Size(v)
     return o
 
 
@@ -346,30 +304,14 @@ def _u_VideoDecodeAcceleratorCapability(o: VideoDecodeAcceleratorCapability) -> 
     }
 
 
-_VideoEncodeAcceleratorCapability_plain = {
-    "profile": "profile",
-    "maxFramerateNumerator": "max_framerate_numerator",
-    "maxFramerateDenominator": "max_framerate_denominator",
-}
-
-
 def _s_VideoEncodeAcceleratorCapability(d: dict[str, Any]) -> VideoEncodeAcceleratorCapability:
     o = _new(VideoEncodeAcceleratorCapability)
     od = o.__dict__
-    for k, v in d.items():
-        n = _VideoEncodeAcceleratorCapability_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "maxResolution":
-            od["max_resolution"] = None if v is None else _s_Size(v)
-    if "profile" not in od:
-        raise KeyError("profile")
-    if "max_resolution" not in od:
-        raise KeyError("maxResolution")
-    if "max_framerate_numerator" not in od:
-        raise KeyError("maxFramerateNumerator")
-    if "max_framerate_denominator" not in od:
-        raise KeyError("maxFramerateDenominator")
+    od["profile"] = d["profile"]
+    v = d["maxResolution"]
+    od["max_resolution"] = None if v is None else _s_Size(v)
+    od["max_framerate_numerator"] = d["maxFramerateNumerator"]
+    od["max_framerate_denominator"] = d["maxFramerateDenominator"]
     return o
 
 
@@ -382,38 +324,22 @@ def _u_VideoEncodeAcceleratorCapability(o: VideoEncodeAcceleratorCapability) -> 
     }
 
 
-_GPUInfo_plain = {
-    "auxAttributes": "aux_attributes",
-    "featureStatus": "feature_status",
-    "driverBugWorkarounds": "driver_bug_workarounds",
-}
-
-
 def _s_GPUInfo(d: dict[str, Any]) -> GPUInfo:
     o = _new(GPUInfo)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GPUInfo_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "devices":
-            od["devices"] = None if v is None else [_s_GPUDevice(x0) for x0 in v]
-        elif k == "videoDecoding":
-            od["video_decoding"] = (
-                None if v is None else [_s_VideoDecodeAcceleratorCapability(x0) for x0 in v]
-            )
-        elif k == "videoEncoding":
-            od["video_encoding"] = (
-                None if v is None else [_s_VideoEncodeAcceleratorCapability(x0) for x0 in v]
-            )
-    if "devices" not in od:
-        raise KeyError("devices")
-    if "driver_bug_workarounds" not in od:
-        raise KeyError("driverBugWorkarounds")
-    if "video_decoding" not in od:
-        raise KeyError("videoDecoding")
-    if "video_encoding" not in od:
-        raise KeyError("videoEncoding")
+    v = d["devices"]
+    od["devices"] = None if v is None else [_s_GPUDevice(x0) for x0 in v]
+    v = d.get("auxAttributes")
+    if v is not None:
+        od["aux_attributes"] = v
+    v = d.get("featureStatus")
+    if v is not None:
+        od["feature_status"] = v
+    od["driver_bug_workarounds"] = d["driverBugWorkarounds"]
+    v = d["videoDecoding"]
+    od["video_decoding"] = None if v is None else [_s_VideoDecodeAcceleratorCapability(x0) for x0 in v]
+    v = d["videoEncoding"]
+    od["video_encoding"] = None if v is None else [_s_VideoEncodeAcceleratorCapability(x0) for x0 in v]
     return o
 
 
@@ -431,26 +357,12 @@ def _u_GPUInfo(o: GPUInfo) -> dict[str, Any]:
     return d
 
 
-_ProcessInfo_plain = {
-    "type": "type_",
-    "id": "id_",
-    "cpuTime": "cpu_time",
-}
-
-
 def _s_ProcessInfo(d: dict[str, Any]) -> ProcessInfo:
     o = _new(ProcessInfo)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ProcessInfo_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "type_" not in od:
-        raise KeyError("type")
-    if "id_" not in od:
-        raise KeyError("id")
-    if "cpu_time" not in od:
-        raise KeyError("cpuTime")
+    od["type_"] = d["type"]
+    od["id_"] = d["id"]
+    od["cpu_time"] = d["cpuTime"]
     return o
 
 
@@ -462,30 +374,14 @@ def _u_ProcessInfo(o: ProcessInfo) -> dict[str, Any]:
     }
 
 
-_GetInfoResult_plain = {
-    "modelName": "model_name",
-    "modelVersion": "model_version",
-    "commandLine": "command_line",
-}
-
-
 def _s_GetInfoResult(d: dict[str, Any]) -> GetInfoResult:
     o = _new(GetInfoResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetInfoResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "gpu":
-            od["gpu"] = None if v is None else _s_GPUInfo(v)
-    if "gpu" not in od:
-        raise KeyError("gpu")
-    if "model_name" not in od:
-        raise KeyError("modelName")
-    if "model_version" not in od:
-        raise KeyError("modelVersion")
-    if "command_line" not in od:
-        raise KeyError("commandLine")
+    v = d["gpu"]
+    od["gpu"] = None if v is None else _s_GPUInfo(v)
+    od["model_name"] = d["modelName"]
+    od["model_version"] = d["modelVersion"]
+    od["command_line"] = d["commandLine"]
     return o
 
 
@@ -502,20 +398,10 @@ def _c_get_info(d: dict[str, Any]) -> Command[GetInfoResult]:
     return get_info()
 
 
-_GetFeatureStateResult_plain = {
-    "featureEnabled": "feature_enabled",
-}
-
-
 def _s_GetFeatureStateResult(d: dict[str, Any]) -> GetFeatureStateResult:
     o = _new(GetFeatureStateResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetFeatureStateResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "feature_enabled" not in od:
-        raise KeyError("featureEnabled")
+    od["feature_enabled"] = d["featureEnabled"]
     return o
 
 
@@ -542,11 +428,8 @@ def _c_get_feature_state(d: dict[str, Any]) -> Command[GetFeatureStateResult]:
 def _s_GetProcessInfoResult(d: dict[str, Any]) -> GetProcessInfoResult:
     o = _new(GetProcessInfoResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "processInfo":
-            od["process_info"] = None if v is None else [_s_ProcessInfo(x0) for x0 in v]
-    if "process_info" not in od:
-        raise KeyError("processInfo")
+    v = d["processInfo"]
+    od["process_info"] = None if v is None else [_s_ProcessInfo(x0) for x0 in v]
     return o
 
 

@@ -707,44 +707,39 @@ class TargetInfoChanged:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_TargetInfo_plain = {
-    "targetId": "target_id",
-    "type": "type_",
-    "title": "title",
-    "url": "url",
-    "attached": "attached",
-    "parentId": "parent_id",
-    "openerId": "opener_id",
-    "canAccessOpener": "can_access_opener",
-    "openerFrameId": "opener_frame_id",
-    "parentFrameId": "parent_frame_id",
-    "browserContextId": "browser_context_id",
-    "subtype": "subtype",
-    "embedderData": "embedder_data",
-}
+_e_WindowState = WindowState._value2member_map_.get
 
 
 def _s_TargetInfo(d: dict[str, Any]) -> TargetInfo:
     o = _new(TargetInfo)
     od = o.__dict__
-    for k, v in d.items():
-        n = _TargetInfo_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "target_id" not in od:
-        raise KeyError("targetId")
-    if "type_" not in od:
-        raise KeyError("type")
-    if "title" not in od:
-        raise KeyError("title")
-    if "url" not in od:
-        raise KeyError("url")
-    if "attached" not in od:
-        raise KeyError("attached")
-    if "can_access_opener" not in od:
-        raise KeyError("canAccessOpener")
+    od["target_id"] = d["targetId"]
+    od["type_"] = d["type"]
+    od["title"] = d["title"]
+    od["url"] = d["url"]
+    od["attached"] = d["attached"]
+    v = d.get("parentId")
+    if v is not None:
+        od["parent_id"] = v
+    v = d.get("openerId")
+    if v is not None:
+        od["opener_id"] = v
+    od["can_access_opener"] = d["canAccessOpener"]
+    v = d.get("openerFrameId")
+    if v is not None:
+        od["opener_frame_id"] = v
+    v = d.get("parentFrameId")
+    if v is not None:
+        od["parent_frame_id"] = v
+    v = d.get("browserContextId")
+    if v is not None:
+        od["browser_context_id"] = v
+    v = d.get("subtype")
+    if v is not None:
+        od["subtype"] = v
+    v = d.get("embedderData")
+    if v is not None:
+        od["embedder_data"] = v
     return o
 
 
@@ -774,19 +769,15 @@ def _u_TargetInfo(o: TargetInfo) -> dict[str, Any]:
     return d
 
 
-_FilterEntry_plain = {
-    "exclude": "exclude",
-    "type": "type_",
-}
-
-
 def _s_FilterEntry(d: dict[str, Any]) -> FilterEntry:
     o = _new(FilterEntry)
     od = o.__dict__
-    for k, v in d.items():
-        n = _FilterEntry_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("exclude")
+    if v is not None:
+        od["exclude"] = v
+    v = d.get("type")
+    if v is not None:
+        od["type_"] = v
     return o
 
 
@@ -799,23 +790,11 @@ def _u_FilterEntry(o: FilterEntry) -> dict[str, Any]:
     return d
 
 
-_RemoteLocation_plain = {
-    "host": "host",
-    "port": "port",
-}
-
-
 def _s_RemoteLocation(d: dict[str, Any]) -> RemoteLocation:
     o = _new(RemoteLocation)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RemoteLocation_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "host" not in od:
-        raise KeyError("host")
-    if "port" not in od:
-        raise KeyError("port")
+    od["host"] = d["host"]
+    od["port"] = d["port"]
     return o
 
 
@@ -840,20 +819,10 @@ def _c_activate_target(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_AttachToTargetResult_plain = {
-    "sessionId": "session_id",
-}
-
-
 def _s_AttachToTargetResult(d: dict[str, Any]) -> AttachToTargetResult:
     o = _new(AttachToTargetResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AttachToTargetResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "session_id" not in od:
-        raise KeyError("sessionId")
+    od["session_id"] = d["sessionId"]
     return o
 
 
@@ -882,20 +851,10 @@ def _c_attach_to_target(d: dict[str, Any]) -> Command[AttachToTargetResult]:
     )
 
 
-_AttachToBrowserTargetResult_plain = {
-    "sessionId": "session_id",
-}
-
-
 def _s_AttachToBrowserTargetResult(d: dict[str, Any]) -> AttachToBrowserTargetResult:
     o = _new(AttachToBrowserTargetResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AttachToBrowserTargetResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "session_id" not in od:
-        raise KeyError("sessionId")
+    od["session_id"] = d["sessionId"]
     return o
 
 
@@ -909,20 +868,10 @@ def _c_attach_to_browser_target(d: dict[str, Any]) -> Command[AttachToBrowserTar
     return attach_to_browser_target()
 
 
-_CloseTargetResult_plain = {
-    "success": "success",
-}
-
-
 def _s_CloseTargetResult(d: dict[str, Any]) -> CloseTargetResult:
     o = _new(CloseTargetResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CloseTargetResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "success" not in od:
-        raise KeyError("success")
+    od["success"] = d["success"]
     return o
 
 
@@ -969,20 +918,10 @@ def _c_expose_dev_tools_protocol(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_CreateBrowserContextResult_plain = {
-    "browserContextId": "browser_context_id",
-}
-
-
 def _s_CreateBrowserContextResult(d: dict[str, Any]) -> CreateBrowserContextResult:
     o = _new(CreateBrowserContextResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CreateBrowserContextResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "browser_context_id" not in od:
-        raise KeyError("browserContextId")
+    od["browser_context_id"] = d["browserContextId"]
     return o
 
 
@@ -1019,21 +958,13 @@ def _c_create_browser_context(d: dict[str, Any]) -> Command[CreateBrowserContext
     )
 
 
-_GetBrowserContextsResult_plain = {
-    "browserContextIds": "browser_context_ids",
-    "defaultBrowserContextId": "default_browser_context_id",
-}
-
-
 def _s_GetBrowserContextsResult(d: dict[str, Any]) -> GetBrowserContextsResult:
     o = _new(GetBrowserContextsResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetBrowserContextsResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "browser_context_ids" not in od:
-        raise KeyError("browserContextIds")
+    od["browser_context_ids"] = d["browserContextIds"]
+    v = d.get("defaultBrowserContextId")
+    if v is not None:
+        od["default_browser_context_id"] = v
     return o
 
 
@@ -1050,20 +981,10 @@ def _c_get_browser_contexts(d: dict[str, Any]) -> Command[GetBrowserContextsResu
     return get_browser_contexts()
 
 
-_CreateTargetResult_plain = {
-    "targetId": "target_id",
-}
-
-
 def _s_CreateTargetResult(d: dict[str, Any]) -> CreateTargetResult:
     o = _new(CreateTargetResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CreateTargetResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "target_id" not in od:
-        raise KeyError("targetId")
+    od["target_id"] = d["targetId"]
     return o
 
 
@@ -1125,7 +1046,9 @@ def _c_create_target(d: dict[str, Any]) -> Command[CreateTargetResult]:
         top=d.get("top"),
         width=d.get("width"),
         height=d.get("height"),
-        window_state=None if (v := d.get("windowState")) is None else _enum(WindowState, v),
+        window_state=None
+        if (v := d.get("windowState")) is None
+        else (_e_WindowState(v) or _enum(WindowState, v)),
         browser_context_id=d.get("browserContextId"),
         enable_begin_frame_control=d.get("enableBeginFrameControl"),
         new_window=d.get("newWindow"),
@@ -1172,11 +1095,8 @@ def _c_dispose_browser_context(d: dict[str, Any]) -> Command[None]:
 def _s_GetTargetInfoResult(d: dict[str, Any]) -> GetTargetInfoResult:
     o = _new(GetTargetInfoResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "targetInfo":
-            od["target_info"] = None if v is None else _s_TargetInfo(v)
-    if "target_info" not in od:
-        raise KeyError("targetInfo")
+    v = d["targetInfo"]
+    od["target_info"] = None if v is None else _s_TargetInfo(v)
     return o
 
 
@@ -1204,11 +1124,8 @@ def _c_get_target_info(d: dict[str, Any]) -> Command[GetTargetInfoResult]:
 def _s_GetTargetsResult(d: dict[str, Any]) -> GetTargetsResult:
     o = _new(GetTargetsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "targetInfos":
-            od["target_infos"] = None if v is None else [_s_TargetInfo(x0) for x0 in v]
-    if "target_infos" not in od:
-        raise KeyError("targetInfos")
+    v = d["targetInfos"]
+    od["target_infos"] = None if v is None else [_s_TargetInfo(x0) for x0 in v]
     return o
 
 
@@ -1337,18 +1254,12 @@ def _c_set_remote_locations(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_GetDevToolsTargetResult_plain = {
-    "targetId": "target_id",
-}
-
-
 def _s_GetDevToolsTargetResult(d: dict[str, Any]) -> GetDevToolsTargetResult:
     o = _new(GetDevToolsTargetResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetDevToolsTargetResult_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("targetId")
+    if v is not None:
+        od["target_id"] = v
     return o
 
 
@@ -1373,20 +1284,10 @@ def _c_get_dev_tools_target(d: dict[str, Any]) -> Command[GetDevToolsTargetResul
     )
 
 
-_OpenDevToolsResult_plain = {
-    "targetId": "target_id",
-}
-
-
 def _s_OpenDevToolsResult(d: dict[str, Any]) -> OpenDevToolsResult:
     o = _new(OpenDevToolsResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _OpenDevToolsResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "target_id" not in od:
-        raise KeyError("targetId")
+    od["target_id"] = d["targetId"]
     return o
 
 
@@ -1415,27 +1316,13 @@ def _c_open_dev_tools(d: dict[str, Any]) -> Command[OpenDevToolsResult]:
     )
 
 
-_AttachedToTarget_plain = {
-    "sessionId": "session_id",
-    "waitingForDebugger": "waiting_for_debugger",
-}
-
-
 def _s_AttachedToTarget(d: dict[str, Any]) -> AttachedToTarget:
     o = _new(AttachedToTarget)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AttachedToTarget_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "targetInfo":
-            od["target_info"] = None if v is None else _s_TargetInfo(v)
-    if "session_id" not in od:
-        raise KeyError("sessionId")
-    if "target_info" not in od:
-        raise KeyError("targetInfo")
-    if "waiting_for_debugger" not in od:
-        raise KeyError("waitingForDebugger")
+    od["session_id"] = d["sessionId"]
+    v = d["targetInfo"]
+    od["target_info"] = None if v is None else _s_TargetInfo(v)
+    od["waiting_for_debugger"] = d["waitingForDebugger"]
     return o
 
 
@@ -1447,21 +1334,13 @@ def _u_AttachedToTarget(o: AttachedToTarget) -> dict[str, Any]:
     }
 
 
-_DetachedFromTarget_plain = {
-    "sessionId": "session_id",
-    "targetId": "target_id",
-}
-
-
 def _s_DetachedFromTarget(d: dict[str, Any]) -> DetachedFromTarget:
     o = _new(DetachedFromTarget)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DetachedFromTarget_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "session_id" not in od:
-        raise KeyError("sessionId")
+    od["session_id"] = d["sessionId"]
+    v = d.get("targetId")
+    if v is not None:
+        od["target_id"] = v
     return o
 
 
@@ -1474,24 +1353,14 @@ def _u_DetachedFromTarget(o: DetachedFromTarget) -> dict[str, Any]:
     return d
 
 
-_ReceivedMessageFromTarget_plain = {
-    "sessionId": "session_id",
-    "message": "message",
-    "targetId": "target_id",
-}
-
-
 def _s_ReceivedMessageFromTarget(d: dict[str, Any]) -> ReceivedMessageFromTarget:
     o = _new(ReceivedMessageFromTarget)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ReceivedMessageFromTarget_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "session_id" not in od:
-        raise KeyError("sessionId")
-    if "message" not in od:
-        raise KeyError("message")
+    od["session_id"] = d["sessionId"]
+    od["message"] = d["message"]
+    v = d.get("targetId")
+    if v is not None:
+        od["target_id"] = v
     return o
 
 
@@ -1508,11 +1377,8 @@ def _u_ReceivedMessageFromTarget(o: ReceivedMessageFromTarget) -> dict[str, Any]
 def _s_TargetCreated(d: dict[str, Any]) -> TargetCreated:
     o = _new(TargetCreated)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "targetInfo":
-            od["target_info"] = None if v is None else _s_TargetInfo(v)
-    if "target_info" not in od:
-        raise KeyError("targetInfo")
+    v = d["targetInfo"]
+    od["target_info"] = None if v is None else _s_TargetInfo(v)
     return o
 
 
@@ -1522,20 +1388,10 @@ def _u_TargetCreated(o: TargetCreated) -> dict[str, Any]:
     }
 
 
-_TargetDestroyed_plain = {
-    "targetId": "target_id",
-}
-
-
 def _s_TargetDestroyed(d: dict[str, Any]) -> TargetDestroyed:
     o = _new(TargetDestroyed)
     od = o.__dict__
-    for k, v in d.items():
-        n = _TargetDestroyed_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "target_id" not in od:
-        raise KeyError("targetId")
+    od["target_id"] = d["targetId"]
     return o
 
 
@@ -1545,26 +1401,12 @@ def _u_TargetDestroyed(o: TargetDestroyed) -> dict[str, Any]:
     }
 
 
-_TargetCrashed_plain = {
-    "targetId": "target_id",
-    "status": "status",
-    "errorCode": "error_code",
-}
-
-
 def _s_TargetCrashed(d: dict[str, Any]) -> TargetCrashed:
     o = _new(TargetCrashed)
     od = o.__dict__
-    for k, v in d.items():
-        n = _TargetCrashed_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "target_id" not in od:
-        raise KeyError("targetId")
-    if "status" not in od:
-        raise KeyError("status")
-    if "error_code" not in od:
-        raise KeyError("errorCode")
+    od["target_id"] = d["targetId"]
+    od["status"] = d["status"]
+    od["error_code"] = d["errorCode"]
     return o
 
 
@@ -1579,11 +1421,8 @@ def _u_TargetCrashed(o: TargetCrashed) -> dict[str, Any]:
 def _s_TargetInfoChanged(d: dict[str, Any]) -> TargetInfoChanged:
     o = _new(TargetInfoChanged)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "targetInfo":
-            od["target_info"] = None if v is None else _s_TargetInfo(v)
-    if "target_info" not in od:
-        raise KeyError("targetInfo")
+    v = d["targetInfo"]
+    od["target_info"] = None if v is None else _s_TargetInfo(v)
     return o
 
 

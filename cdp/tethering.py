@@ -98,23 +98,11 @@ def _c_unbind(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_Accepted_plain = {
-    "port": "port",
-    "connectionId": "connection_id",
-}
-
-
 def _s_Accepted(d: dict[str, Any]) -> Accepted:
     o = _new(Accepted)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Accepted_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "port" not in od:
-        raise KeyError("port")
-    if "connection_id" not in od:
-        raise KeyError("connectionId")
+    od["port"] = d["port"]
+    od["connection_id"] = d["connectionId"]
     return o
 
 

@@ -307,28 +307,42 @@ class TracingComplete:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_TraceConfig_plain = {
-    "recordMode": "record_mode",
-    "traceBufferSizeInKb": "trace_buffer_size_in_kb",
-    "enableSampling": "enable_sampling",
-    "enableSystrace": "enable_systrace",
-    "enableArgumentFilter": "enable_argument_filter",
-    "includedCategories": "included_categories",
-    "excludedCategories": "excluded_categories",
-    "syntheticDelays": "synthetic_delays",
-    "memoryDumpConfig": "memory_dump_config",
-}
+_e_StreamFormat = StreamFormat._value2member_map_.get
+_e_StreamCompression = StreamCompression._value2member_map_.get
+_e_MemoryDumpLevelOfDetail = MemoryDumpLevelOfDetail._value2member_map_.get
+_e_TracingBackend = TracingBackend._value2member_map_.get
 
 
 def _s_TraceConfig(d: dict[str, Any]) -> TraceConfig:
     o = _new(TraceConfig)
     od = o.__dict__
-    for k, v in d.items():
-        n = _TraceConfig_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("recordMode")
+    if v is not None:
+        od["record_mode"] = v
+    v = d.get("traceBufferSizeInKb")
+    if v is not None:
+        od["trace_buffer_size_in_kb"] = v
+    v = d.get("enableSampling")
+    if v is not None:
+        od["enable_sampling"] = v
+    v = d.get("enableSystrace")
+    if v is not None:
+        od["enable_systrace"] = v
+    v = d.get("enableArgumentFilter")
+    if v is not None:
+        od["enable_argument_filter"] = v
+    v = d.get("includedCategories")
+    if v is not None:
+        od["included_categories"] = v
+    v = d.get("excludedCategories")
+    if v is not None:
+        od["excluded_categories"] = v
+    v = d.get("syntheticDelays")
+    if v is not None:
+        od["synthetic_delays"] = v
+    v = d.get("memoryDumpConfig")
+    if v is not None:
+        od["memory_dump_config"] = v
     return o
 
 
@@ -359,20 +373,10 @@ def _c_end(d: dict[str, Any]) -> Command[None]:
     return end()
 
 
-_GetCategoriesResult_plain = {
-    "categories": "categories",
-}
-
-
 def _s_GetCategoriesResult(d: dict[str, Any]) -> GetCategoriesResult:
     o = _new(GetCategoriesResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetCategoriesResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "categories" not in od:
-        raise KeyError("categories")
+    od["categories"] = d["categories"]
     return o
 
 
@@ -389,11 +393,8 @@ def _c_get_categories(d: dict[str, Any]) -> Command[GetCategoriesResult]:
 def _s_GetTrackEventDescriptorResult(d: dict[str, Any]) -> GetTrackEventDescriptorResult:
     o = _new(GetTrackEventDescriptorResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "descriptor":
-            od["descriptor"] = None if v is None else _b64d(v)
-    if "descriptor" not in od:
-        raise KeyError("descriptor")
+    v = d["descriptor"]
+    od["descriptor"] = None if v is None else _b64d(v)
     return o
 
 
@@ -421,23 +422,11 @@ def _c_record_clock_sync_marker(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_RequestMemoryDumpResult_plain = {
-    "dumpGuid": "dump_guid",
-    "success": "success",
-}
-
-
 def _s_RequestMemoryDumpResult(d: dict[str, Any]) -> RequestMemoryDumpResult:
     o = _new(RequestMemoryDumpResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RequestMemoryDumpResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "dump_guid" not in od:
-        raise KeyError("dumpGuid")
-    if "success" not in od:
-        raise KeyError("success")
+    od["dump_guid"] = d["dumpGuid"]
+    od["success"] = d["success"]
     return o
 
 
@@ -463,7 +452,9 @@ def _p_request_memory_dump(
 def _c_request_memory_dump(d: dict[str, Any]) -> Command[RequestMemoryDumpResult]:
     return request_memory_dump(
         deterministic=d.get("deterministic"),
-        level_of_detail=None if (v := d.get("levelOfDetail")) is None else _enum(MemoryDumpLevelOfDetail, v),
+        level_of_detail=None
+        if (v := d.get("levelOfDetail")) is None
+        else (_e_MemoryDumpLevelOfDetail(v) or _enum(MemoryDumpLevelOfDetail, v)),
     )
 
 
@@ -512,30 +503,34 @@ def _c_start(d: dict[str, Any]) -> Command[None]:
         options=d.get("options"),
         buffer_usage_reporting_interval=d.get("bufferUsageReportingInterval"),
         transfer_mode=d.get("transferMode"),
-        stream_format=None if (v := d.get("streamFormat")) is None else _enum(StreamFormat, v),
-        stream_compression=None if (v := d.get("streamCompression")) is None else _enum(StreamCompression, v),
+        stream_format=None
+        if (v := d.get("streamFormat")) is None
+        else (_e_StreamFormat(v) or _enum(StreamFormat, v)),
+        stream_compression=None
+        if (v := d.get("streamCompression")) is None
+        else (_e_StreamCompression(v) or _enum(StreamCompression, v)),
         trace_config=None if (v := d.get("traceConfig")) is None else _s_TraceConfig(v),
         perfetto_config=None if (v := d.get("perfettoConfig")) is None else _b64d(v),
-        tracing_backend=None if (v := d.get("tracingBackend")) is None else _enum(TracingBackend, v),
+        tracing_backend=None
+        if (v := d.get("tracingBackend")) is None
+        else (_e_TracingBackend(v) or _enum(TracingBackend, v)),
         screenshot_max_size=d.get("screenshotMaxSize"),
         screenshot_max_count=d.get("screenshotMaxCount"),
     )
 
 
-_BufferUsage_plain = {
-    "percentFull": "percent_full",
-    "eventCount": "event_count",
-    "value": "value",
-}
-
-
 def _s_BufferUsage(d: dict[str, Any]) -> BufferUsage:
     o = _new(BufferUsage)
     od = o.__dict__
-    for k, v in d.items():
-        n = _BufferUsage_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("percentFull")
+    if v is not None:
+        od["percent_full"] = v
+    v = d.get("eventCount")
+    if v is not None:
+        od["event_count"] = v
+    v = d.get("value")
+    if v is not None:
+        od["value"] = v
     return o
 
 
@@ -550,20 +545,10 @@ def _u_BufferUsage(o: BufferUsage) -> dict[str, Any]:
     return d
 
 
-_DataCollected_plain = {
-    "value": "value",
-}
-
-
 def _s_DataCollected(d: dict[str, Any]) -> DataCollected:
     o = _new(DataCollected)
     od = o.__dict__
-    for k, v in d.items():
-        n = _DataCollected_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "value" not in od:
-        raise KeyError("value")
+    od["value"] = d["value"]
     return o
 
 
@@ -573,25 +558,19 @@ def _u_DataCollected(o: DataCollected) -> dict[str, Any]:
     }
 
 
-_TracingComplete_plain = {
-    "dataLossOccurred": "data_loss_occurred",
-    "stream": "stream",
-}
-
-
 def _s_TracingComplete(d: dict[str, Any]) -> TracingComplete:
     o = _new(TracingComplete)
     od = o.__dict__
-    for k, v in d.items():
-        n = _TracingComplete_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "traceFormat":
-            od["trace_format"] = None if v is None else _enum(StreamFormat, v)
-        elif k == "streamCompression":
-            od["stream_compression"] = None if v is None else _enum(StreamCompression, v)
-    if "data_loss_occurred" not in od:
-        raise KeyError("dataLossOccurred")
+    od["data_loss_occurred"] = d["dataLossOccurred"]
+    v = d.get("stream")
+    if v is not None:
+        od["stream"] = v
+    v = d.get("traceFormat")
+    if v is not None:
+        od["trace_format"] = _e_StreamFormat(v) or _enum(StreamFormat, v)
+    v = d.get("streamCompression")
+    if v is not None:
+        od["stream_compression"] = _e_StreamCompression(v) or _enum(StreamCompression, v)
     return o
 
 

@@ -384,31 +384,20 @@ class NodeParamDisconnected:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_ContextRealtimeData_plain = {
-    "currentTime": "current_time",
-    "renderCapacity": "render_capacity",
-    "callbackIntervalMean": "callback_interval_mean",
-    "callbackIntervalVariance": "callback_interval_variance",
-}
+_e_ContextType = ContextType._value2member_map_.get
+_e_ContextState = ContextState._value2member_map_.get
+_e_ChannelCountMode = ChannelCountMode._value2member_map_.get
+_e_ChannelInterpretation = ChannelInterpretation._value2member_map_.get
+_e_AutomationRate = AutomationRate._value2member_map_.get
 
 
 def _s_ContextRealtimeData(d: dict[str, Any]) -> ContextRealtimeData:
     o = _new(ContextRealtimeData)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ContextRealtimeData_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "current_time" not in od:
-        raise KeyError("currentTime")
-    if "render_capacity" not in od:
-        raise KeyError("renderCapacity")
-    if "callback_interval_mean" not in od:
-        raise KeyError("callbackIntervalMean")
-    if "callback_interval_variance" not in od:
-        raise KeyError("callbackIntervalVariance")
+    od["current_time"] = d["currentTime"]
+    od["render_capacity"] = d["renderCapacity"]
+    od["callback_interval_mean"] = d["callbackIntervalMean"]
+    od["callback_interval_variance"] = d["callbackIntervalVariance"]
     return o
 
 
@@ -421,42 +410,21 @@ def _u_ContextRealtimeData(o: ContextRealtimeData) -> dict[str, Any]:
     }
 
 
-_BaseAudioContext_plain = {
-    "contextId": "context_id",
-    "callbackBufferSize": "callback_buffer_size",
-    "maxOutputChannelCount": "max_output_channel_count",
-    "sampleRate": "sample_rate",
-    "renderQuantumSize": "render_quantum_size",
-}
-
-
 def _s_BaseAudioContext(d: dict[str, Any]) -> BaseAudioContext:
     o = _new(BaseAudioContext)
     od = o.__dict__
-    for k, v in d.items():
-        n = _BaseAudioContext_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "contextType":
-            od["context_type"] = None if v is None else _enum(ContextType, v)
-        elif k == "contextState":
-            od["context_state"] = None if v is None else _enum(ContextState, v)
-        elif k == "realtimeData":
-            od["realtime_data"] = None if v is None else _s_ContextRealtimeData(v)
-    if "context_id" not in od:
-        raise KeyError("contextId")
-    if "context_type" not in od:
-        raise KeyError("contextType")
-    if "context_state" not in od:
-        raise KeyError("contextState")
-    if "callback_buffer_size" not in od:
-        raise KeyError("callbackBufferSize")
-    if "max_output_channel_count" not in od:
-        raise KeyError("maxOutputChannelCount")
-    if "sample_rate" not in od:
-        raise KeyError("sampleRate")
-    if "render_quantum_size" not in od:
-        raise KeyError("renderQuantumSize")
+    od["context_id"] = d["contextId"]
+    v = d["contextType"]
+    od["context_type"] = None if v is None else (_e_ContextType(v) or _enum(ContextType, v))
+    v = d["contextState"]
+    od["context_state"] = None if v is None else (_e_ContextState(v) or _enum(ContextState, v))
+    v = d.get("realtimeData")
+    if v is not None:
+        od["realtime_data"] = _s_ContextRealtimeData(v)
+    od["callback_buffer_size"] = d["callbackBufferSize"]
+    od["max_output_channel_count"] = d["maxOutputChannelCount"]
+    od["sample_rate"] = d["sampleRate"]
+    od["render_quantum_size"] = d["renderQuantumSize"]
     return o
 
 
@@ -475,23 +443,11 @@ def _u_BaseAudioContext(o: BaseAudioContext) -> dict[str, Any]:
     return d
 
 
-_AudioListener_plain = {
-    "listenerId": "listener_id",
-    "contextId": "context_id",
-}
-
-
 def _s_AudioListener(d: dict[str, Any]) -> AudioListener:
     o = _new(AudioListener)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AudioListener_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "listener_id" not in od:
-        raise KeyError("listenerId")
-    if "context_id" not in od:
-        raise KeyError("contextId")
+    od["listener_id"] = d["listenerId"]
+    od["context_id"] = d["contextId"]
     return o
 
 
@@ -502,43 +458,21 @@ def _u_AudioListener(o: AudioListener) -> dict[str, Any]:
     }
 
 
-_AudioNode_plain = {
-    "nodeId": "node_id",
-    "contextId": "context_id",
-    "nodeType": "node_type",
-    "numberOfInputs": "number_of_inputs",
-    "numberOfOutputs": "number_of_outputs",
-    "channelCount": "channel_count",
-}
-
-
 def _s_AudioNode(d: dict[str, Any]) -> AudioNode:
     o = _new(AudioNode)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AudioNode_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "channelCountMode":
-            od["channel_count_mode"] = None if v is None else _enum(ChannelCountMode, v)
-        elif k == "channelInterpretation":
-            od["channel_interpretation"] = None if v is None else _enum(ChannelInterpretation, v)
-    if "node_id" not in od:
-        raise KeyError("nodeId")
-    if "context_id" not in od:
-        raise KeyError("contextId")
-    if "node_type" not in od:
-        raise KeyError("nodeType")
-    if "number_of_inputs" not in od:
-        raise KeyError("numberOfInputs")
-    if "number_of_outputs" not in od:
-        raise KeyError("numberOfOutputs")
-    if "channel_count" not in od:
-        raise KeyError("channelCount")
-    if "channel_count_mode" not in od:
-        raise KeyError("channelCountMode")
-    if "channel_interpretation" not in od:
-        raise KeyError("channelInterpretation")
+    od["node_id"] = d["nodeId"]
+    od["context_id"] = d["contextId"]
+    od["node_type"] = d["nodeType"]
+    od["number_of_inputs"] = d["numberOfInputs"]
+    od["number_of_outputs"] = d["numberOfOutputs"]
+    od["channel_count"] = d["channelCount"]
+    v = d["channelCountMode"]
+    od["channel_count_mode"] = None if v is None else (_e_ChannelCountMode(v) or _enum(ChannelCountMode, v))
+    v = d["channelInterpretation"]
+    od["channel_interpretation"] = (
+        None if v is None else (_e_ChannelInterpretation(v) or _enum(ChannelInterpretation, v))
+    )
     return o
 
 
@@ -555,42 +489,18 @@ def _u_AudioNode(o: AudioNode) -> dict[str, Any]:
     }
 
 
-_AudioParam_plain = {
-    "paramId": "param_id",
-    "nodeId": "node_id",
-    "contextId": "context_id",
-    "paramType": "param_type",
-    "defaultValue": "default_value",
-    "minValue": "min_value",
-    "maxValue": "max_value",
-}
-
-
 def _s_AudioParam(d: dict[str, Any]) -> AudioParam:
     o = _new(AudioParam)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AudioParam_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "rate":
-            od["rate"] = None if v is None else _enum(AutomationRate, v)
-    if "param_id" not in od:
-        raise KeyError("paramId")
-    if "node_id" not in od:
-        raise KeyError("nodeId")
-    if "context_id" not in od:
-        raise KeyError("contextId")
-    if "param_type" not in od:
-        raise KeyError("paramType")
-    if "rate" not in od:
-        raise KeyError("rate")
-    if "default_value" not in od:
-        raise KeyError("defaultValue")
-    if "min_value" not in od:
-        raise KeyError("minValue")
-    if "max_value" not in od:
-        raise KeyError("maxValue")
+    od["param_id"] = d["paramId"]
+    od["node_id"] = d["nodeId"]
+    od["context_id"] = d["contextId"]
+    od["param_type"] = d["paramType"]
+    v = d["rate"]
+    od["rate"] = None if v is None else (_e_AutomationRate(v) or _enum(AutomationRate, v))
+    od["default_value"] = d["defaultValue"]
+    od["min_value"] = d["minValue"]
+    od["max_value"] = d["maxValue"]
     return o
 
 
@@ -618,11 +528,8 @@ def _c_disable(d: dict[str, Any]) -> Command[None]:
 def _s_GetRealtimeDataResult(d: dict[str, Any]) -> GetRealtimeDataResult:
     o = _new(GetRealtimeDataResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "realtimeData":
-            od["realtime_data"] = None if v is None else _s_ContextRealtimeData(v)
-    if "realtime_data" not in od:
-        raise KeyError("realtimeData")
+    v = d["realtimeData"]
+    od["realtime_data"] = None if v is None else _s_ContextRealtimeData(v)
     return o
 
 
@@ -649,11 +556,8 @@ def _c_get_realtime_data(d: dict[str, Any]) -> Command[GetRealtimeDataResult]:
 def _s_ContextCreated(d: dict[str, Any]) -> ContextCreated:
     o = _new(ContextCreated)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "context":
-            od["context"] = None if v is None else _s_BaseAudioContext(v)
-    if "context" not in od:
-        raise KeyError("context")
+    v = d["context"]
+    od["context"] = None if v is None else _s_BaseAudioContext(v)
     return o
 
 
@@ -663,20 +567,10 @@ def _u_ContextCreated(o: ContextCreated) -> dict[str, Any]:
     }
 
 
-_ContextWillBeDestroyed_plain = {
-    "contextId": "context_id",
-}
-
-
 def _s_ContextWillBeDestroyed(d: dict[str, Any]) -> ContextWillBeDestroyed:
     o = _new(ContextWillBeDestroyed)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ContextWillBeDestroyed_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "context_id" not in od:
-        raise KeyError("contextId")
+    od["context_id"] = d["contextId"]
     return o
 
 
@@ -689,11 +583,8 @@ def _u_ContextWillBeDestroyed(o: ContextWillBeDestroyed) -> dict[str, Any]:
 def _s_ContextChanged(d: dict[str, Any]) -> ContextChanged:
     o = _new(ContextChanged)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "context":
-            od["context"] = None if v is None else _s_BaseAudioContext(v)
-    if "context" not in od:
-        raise KeyError("context")
+    v = d["context"]
+    od["context"] = None if v is None else _s_BaseAudioContext(v)
     return o
 
 
@@ -706,11 +597,8 @@ def _u_ContextChanged(o: ContextChanged) -> dict[str, Any]:
 def _s_AudioListenerCreated(d: dict[str, Any]) -> AudioListenerCreated:
     o = _new(AudioListenerCreated)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "listener":
-            od["listener"] = None if v is None else _s_AudioListener(v)
-    if "listener" not in od:
-        raise KeyError("listener")
+    v = d["listener"]
+    od["listener"] = None if v is None else _s_AudioListener(v)
     return o
 
 
@@ -720,23 +608,11 @@ def _u_AudioListenerCreated(o: AudioListenerCreated) -> dict[str, Any]:
     }
 
 
-_AudioListenerWillBeDestroyed_plain = {
-    "contextId": "context_id",
-    "listenerId": "listener_id",
-}
-
-
 def _s_AudioListenerWillBeDestroyed(d: dict[str, Any]) -> AudioListenerWillBeDestroyed:
     o = _new(AudioListenerWillBeDestroyed)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AudioListenerWillBeDestroyed_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "context_id" not in od:
-        raise KeyError("contextId")
-    if "listener_id" not in od:
-        raise KeyError("listenerId")
+    od["context_id"] = d["contextId"]
+    od["listener_id"] = d["listenerId"]
     return o
 
 
@@ -750,11 +626,8 @@ def _u_AudioListenerWillBeDestroyed(o: AudioListenerWillBeDestroyed) -> dict[str
 def _s_AudioNodeCreated(d: dict[str, Any]) -> AudioNodeCreated:
     o = _new(AudioNodeCreated)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "node":
-            od["node"] = None if v is None else _s_AudioNode(v)
-    if "node" not in od:
-        raise KeyError("node")
+    v = d["node"]
+    od["node"] = None if v is None else _s_AudioNode(v)
     return o
 
 
@@ -764,23 +637,11 @@ def _u_AudioNodeCreated(o: AudioNodeCreated) -> dict[str, Any]:
     }
 
 
-_AudioNodeWillBeDestroyed_plain = {
-    "contextId": "context_id",
-    "nodeId": "node_id",
-}
-
-
 def _s_AudioNodeWillBeDestroyed(d: dict[str, Any]) -> AudioNodeWillBeDestroyed:
     o = _new(AudioNodeWillBeDestroyed)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AudioNodeWillBeDestroyed_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "context_id" not in od:
-        raise KeyError("contextId")
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    od["context_id"] = d["contextId"]
+    od["node_id"] = d["nodeId"]
     return o
 
 
@@ -794,11 +655,8 @@ def _u_AudioNodeWillBeDestroyed(o: AudioNodeWillBeDestroyed) -> dict[str, Any]:
 def _s_AudioParamCreated(d: dict[str, Any]) -> AudioParamCreated:
     o = _new(AudioParamCreated)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "param":
-            od["param"] = None if v is None else _s_AudioParam(v)
-    if "param" not in od:
-        raise KeyError("param")
+    v = d["param"]
+    od["param"] = None if v is None else _s_AudioParam(v)
     return o
 
 
@@ -808,26 +666,12 @@ def _u_AudioParamCreated(o: AudioParamCreated) -> dict[str, Any]:
     }
 
 
-_AudioParamWillBeDestroyed_plain = {
-    "contextId": "context_id",
-    "nodeId": "node_id",
-    "paramId": "param_id",
-}
-
-
 def _s_AudioParamWillBeDestroyed(d: dict[str, Any]) -> AudioParamWillBeDestroyed:
     o = _new(AudioParamWillBeDestroyed)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AudioParamWillBeDestroyed_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "context_id" not in od:
-        raise KeyError("contextId")
-    if "node_id" not in od:
-        raise KeyError("nodeId")
-    if "param_id" not in od:
-        raise KeyError("paramId")
+    od["context_id"] = d["contextId"]
+    od["node_id"] = d["nodeId"]
+    od["param_id"] = d["paramId"]
     return o
 
 
@@ -839,28 +683,18 @@ def _u_AudioParamWillBeDestroyed(o: AudioParamWillBeDestroyed) -> dict[str, Any]
     }
 
 
-_NodesConnected_plain = {
-    "contextId": "context_id",
-    "sourceId": "source_id",
-    "destinationId": "destination_id",
-    "sourceOutputIndex": "source_output_index",
-    "destinationInputIndex": "destination_input_index",
-}
-
-
 def _s_NodesConnected(d: dict[str, Any]) -> NodesConnected:
     o = _new(NodesConnected)
     od = o.__dict__
-    for k, v in d.items():
-        n = _NodesConnected_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "context_id" not in od:
-        raise KeyError("contextId")
-    if "source_id" not in od:
-        raise KeyError("sourceId")
-    if "destination_id" not in od:
-        raise KeyError("destinationId")
+    od["context_id"] = d["contextId"]
+    od["source_id"] = d["sourceId"]
+    od["destination_id"] = d["destinationId"]
+    v = d.get("sourceOutputIndex")
+    if v is not None:
+        od["source_output_index"] = v
+    v = d.get("destinationInputIndex")
+    if v is not None:
+        od["destination_input_index"] = v
     return o
 
 
@@ -877,28 +711,18 @@ def _u_NodesConnected(o: NodesConnected) -> dict[str, Any]:
     return d
 
 
-_NodesDisconnected_plain = {
-    "contextId": "context_id",
-    "sourceId": "source_id",
-    "destinationId": "destination_id",
-    "sourceOutputIndex": "source_output_index",
-    "destinationInputIndex": "destination_input_index",
-}
-
-
 def _s_NodesDisconnected(d: dict[str, Any]) -> NodesDisconnected:
     o = _new(NodesDisconnected)
     od = o.__dict__
-    for k, v in d.items():
-        n = _NodesDisconnected_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "context_id" not in od:
-        raise KeyError("contextId")
-    if "source_id" not in od:
-        raise KeyError("sourceId")
-    if "destination_id" not in od:
-        raise KeyError("destinationId")
+    od["context_id"] = d["contextId"]
+    od["source_id"] = d["sourceId"]
+    od["destination_id"] = d["destinationId"]
+    v = d.get("sourceOutputIndex")
+    if v is not None:
+        od["source_output_index"] = v
+    v = d.get("destinationInputIndex")
+    if v is not None:
+        od["destination_input_index"] = v
     return o
 
 
@@ -915,27 +739,15 @@ def _u_NodesDisconnected(o: NodesDisconnected) -> dict[str, Any]:
     return d
 
 
-_NodeParamConnected_plain = {
-    "contextId": "context_id",
-    "sourceId": "source_id",
-    "destinationId": "destination_id",
-    "sourceOutputIndex": "source_output_index",
-}
-
-
 def _s_NodeParamConnected(d: dict[str, Any]) -> NodeParamConnected:
     o = _new(NodeParamConnected)
     od = o.__dict__
-    for k, v in d.items():
-        n = _NodeParamConnected_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "context_id" not in od:
-        raise KeyError("contextId")
-    if "source_id" not in od:
-        raise KeyError("sourceId")
-    if "destination_id" not in od:
-        raise KeyError("destinationId")
+    od["context_id"] = d["contextId"]
+    od["source_id"] = d["sourceId"]
+    od["destination_id"] = d["destinationId"]
+    v = d.get("sourceOutputIndex")
+    if v is not None:
+        od["source_output_index"] = v
     return o
 
 
@@ -950,27 +762,15 @@ def _u_NodeParamConnected(o: NodeParamConnected) -> dict[str, Any]:
     return d
 
 
-_NodeParamDisconnected_plain = {
-    "contextId": "context_id",
-    "sourceId": "source_id",
-    "destinationId": "destination_id",
-    "sourceOutputIndex": "source_output_index",
-}
-
-
 def _s_NodeParamDisconnected(d: dict[str, Any]) -> NodeParamDisconnected:
     o = _new(NodeParamDisconnected)
     od = o.__dict__
-    for k, v in d.items():
-        n = _NodeParamDisconnected_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "context_id" not in od:
-        raise KeyError("contextId")
-    if "source_id" not in od:
-        raise KeyError("sourceId")
-    if "destination_id" not in od:
-        raise KeyError("destinationId")
+    od["context_id"] = d["contextId"]
+    od["source_id"] = d["sourceId"]
+    od["destination_id"] = d["destinationId"]
+    v = d.get("sourceOutputIndex")
+    if v is not None:
+        od["source_output_index"] = v
     return o
 
 

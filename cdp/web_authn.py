@@ -425,42 +425,62 @@ class CredentialAsserted:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_VirtualAuthenticatorOptions_plain = {
-    "hasResidentKey": "has_resident_key",
-    "hasUserVerification": "has_user_verification",
-    "hasLargeBlob": "has_large_blob",
-    "hasCredBlob": "has_cred_blob",
-    "hasMinPinLength": "has_min_pin_length",
-    "hasPrf": "has_prf",
-    "hasHmacSecret": "has_hmac_secret",
-    "hasHmacSecretMc": "has_hmac_secret_mc",
-    "hasCmtgKey": "has_cmtg_key",
-    "automaticPresenceSimulation": "automatic_presence_simulation",
-    "isUserVerified": "is_user_verified",
-    "defaultBackupEligibility": "default_backup_eligibility",
-    "defaultBackupState": "default_backup_state",
-}
+_e_AuthenticatorProtocol = AuthenticatorProtocol._value2member_map_.get
+_e_Ctap2Version = Ctap2Version._value2member_map_.get
+_e_AuthenticatorTransport = AuthenticatorTransport._value2member_map_.get
 
 
 def _s_VirtualAuthenticatorOptions(d: dict[str, Any]) -> VirtualAuthenticatorOptions:
     o = _new(VirtualAuthenticatorOptions)
     od = o.__dict__
-    for k, v in d.items():
-        n = _VirtualAuthenticatorOptions_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "protocol":
-            od["protocol"] = None if v is None else _enum(AuthenticatorProtocol, v)
-        elif k == "ctap2Version":
-            od["ctap2_version"] = None if v is None else _enum(Ctap2Version, v)
-        elif k == "transport":
-            od["transport"] = None if v is None else _enum(AuthenticatorTransport, v)
-    if "protocol" not in od:
-        raise KeyError("protocol")
-    if "transport" not in od:
-        raise KeyError("transport")
+    v = d["protocol"]
+    od["protocol"] = None if v is None else (_e_AuthenticatorProtocol(v) or _enum(AuthenticatorProtocol, v))
+    v = d.get("ctap2Version")
+    if v is not None:
+        od["ctap2_version"] = _e_Ctap2Version(v) or _enum(Ctap2Version, v)
+    v = d["transport"]
+    od["transport"] = (
+        None if v is None else (_e_AuthenticatorTransport(v) or _enum(AuthenticatorTransport, v))
+    )
+    v = d.get("hasResidentKey")
+    if v is not None:
+        od["has_resident_key"] = v
+    v = d.get("hasUserVerification")
+    if v is not None:
+        od["has_user_verification"] = v
+    v = d.get("hasLargeBlob")
+    if v is not None:
+        od["has_large_blob"] = v
+    v = d.get("hasCredBlob")
+    if v is not None:
+        od["has_cred_blob"] = v
+    v = d.get("hasMinPinLength")
+    if v is not None:
+        od["has_min_pin_length"] = v
+    v = d.get("hasPrf")
+    if v is not None:
+        od["has_prf"] = v
+    v = d.get("hasHmacSecret")
+    if v is not None:
+        od["has_hmac_secret"] = v
+    v = d.get("hasHmacSecretMc")
+    if v is not None:
+        od["has_hmac_secret_mc"] = v
+    v = d.get("hasCmtgKey")
+    if v is not None:
+        od["has_cmtg_key"] = v
+    v = d.get("automaticPresenceSimulation")
+    if v is not None:
+        od["automatic_presence_simulation"] = v
+    v = d.get("isUserVerified")
+    if v is not None:
+        od["is_user_verified"] = v
+    v = d.get("defaultBackupEligibility")
+    if v is not None:
+        od["default_backup_eligibility"] = v
+    v = d.get("defaultBackupState")
+    if v is not None:
+        od["default_backup_state"] = v
     return o
 
 
@@ -500,44 +520,45 @@ def _u_VirtualAuthenticatorOptions(o: VirtualAuthenticatorOptions) -> dict[str, 
     return d
 
 
-_Credential_plain = {
-    "isResidentCredential": "is_resident_credential",
-    "rpId": "rp_id",
-    "signCount": "sign_count",
-    "backupEligibility": "backup_eligibility",
-    "backupState": "backup_state",
-    "userName": "user_name",
-    "userDisplayName": "user_display_name",
-    "activeCmtgKeyIndex": "active_cmtg_key_index",
-    "generateCmtgKeyOnNextOperation": "generate_cmtg_key_on_next_operation",
-}
-
-
 def _s_Credential(d: dict[str, Any]) -> Credential:
     o = _new(Credential)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Credential_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "credentialId":
-            od["credential_id"] = None if v is None else _b64d(v)
-        elif k == "privateKey":
-            od["private_key"] = None if v is None else _b64d(v)
-        elif k == "userHandle":
-            od["user_handle"] = None if v is None else _b64d(v)
-        elif k == "largeBlob":
-            od["large_blob"] = None if v is None else _b64d(v)
-        elif k == "cmtgKeys":
-            od["cmtg_keys"] = None if v is None else [_b64d(x0) for x0 in v]
-    if "credential_id" not in od:
-        raise KeyError("credentialId")
-    if "is_resident_credential" not in od:
-        raise KeyError("isResidentCredential")
-    if "private_key" not in od:
-        raise KeyError("privateKey")
-    if "sign_count" not in od:
-        raise KeyError("signCount")
+    v = d["credentialId"]
+    od["credential_id"] = None if v is None else _b64d(v)
+    od["is_resident_credential"] = d["isResidentCredential"]
+    v = d.get("rpId")
+    if v is not None:
+        od["rp_id"] = v
+    v = d["privateKey"]
+    od["private_key"] = None if v is None else _b64d(v)
+    v = d.get("userHandle")
+    if v is not None:
+        od["user_handle"] = _b64d(v)
+    od["sign_count"] = d["signCount"]
+    v = d.get("largeBlob")
+    if v is not None:
+        od["large_blob"] = _b64d(v)
+    v = d.get("backupEligibility")
+    if v is not None:
+        od["backup_eligibility"] = v
+    v = d.get("backupState")
+    if v is not None:
+        od["backup_state"] = v
+    v = d.get("userName")
+    if v is not None:
+        od["user_name"] = v
+    v = d.get("userDisplayName")
+    if v is not None:
+        od["user_display_name"] = v
+    v = d.get("cmtgKeys")
+    if v is not None:
+        od["cmtg_keys"] = [_b64d(x0) for x0 in v]
+    v = d.get("activeCmtgKeyIndex")
+    if v is not None:
+        od["active_cmtg_key_index"] = v
+    v = d.get("generateCmtgKeyOnNextOperation")
+    if v is not None:
+        od["generate_cmtg_key_on_next_operation"] = v
     return o
 
 
@@ -590,20 +611,10 @@ def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-_AddVirtualAuthenticatorResult_plain = {
-    "authenticatorId": "authenticator_id",
-}
-
-
 def _s_AddVirtualAuthenticatorResult(d: dict[str, Any]) -> AddVirtualAuthenticatorResult:
     o = _new(AddVirtualAuthenticatorResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _AddVirtualAuthenticatorResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "authenticator_id" not in od:
-        raise KeyError("authenticatorId")
+    od["authenticator_id"] = d["authenticatorId"]
     return o
 
 
@@ -688,11 +699,8 @@ def _c_add_credential(d: dict[str, Any]) -> Command[None]:
 def _s_GetCredentialResult(d: dict[str, Any]) -> GetCredentialResult:
     o = _new(GetCredentialResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "credential":
-            od["credential"] = None if v is None else _s_Credential(v)
-    if "credential" not in od:
-        raise KeyError("credential")
+    v = d["credential"]
+    od["credential"] = None if v is None else _s_Credential(v)
     return o
 
 
@@ -722,11 +730,8 @@ def _c_get_credential(d: dict[str, Any]) -> Command[GetCredentialResult]:
 def _s_GetCredentialsResult(d: dict[str, Any]) -> GetCredentialsResult:
     o = _new(GetCredentialsResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "credentials":
-            od["credentials"] = None if v is None else [_s_Credential(x0) for x0 in v]
-    if "credentials" not in od:
-        raise KeyError("credentials")
+    v = d["credentials"]
+    od["credentials"] = None if v is None else [_s_Credential(x0) for x0 in v]
     return o
 
 
@@ -853,24 +858,12 @@ def _c_set_credential_properties(d: dict[str, Any]) -> Command[None]:
     )
 
 
-_CredentialAdded_plain = {
-    "authenticatorId": "authenticator_id",
-}
-
-
 def _s_CredentialAdded(d: dict[str, Any]) -> CredentialAdded:
     o = _new(CredentialAdded)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CredentialAdded_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "credential":
-            od["credential"] = None if v is None else _s_Credential(v)
-    if "authenticator_id" not in od:
-        raise KeyError("authenticatorId")
-    if "credential" not in od:
-        raise KeyError("credential")
+    od["authenticator_id"] = d["authenticatorId"]
+    v = d["credential"]
+    od["credential"] = None if v is None else _s_Credential(v)
     return o
 
 
@@ -881,24 +874,12 @@ def _u_CredentialAdded(o: CredentialAdded) -> dict[str, Any]:
     }
 
 
-_CredentialDeleted_plain = {
-    "authenticatorId": "authenticator_id",
-}
-
-
 def _s_CredentialDeleted(d: dict[str, Any]) -> CredentialDeleted:
     o = _new(CredentialDeleted)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CredentialDeleted_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "credentialId":
-            od["credential_id"] = None if v is None else _b64d(v)
-    if "authenticator_id" not in od:
-        raise KeyError("authenticatorId")
-    if "credential_id" not in od:
-        raise KeyError("credentialId")
+    od["authenticator_id"] = d["authenticatorId"]
+    v = d["credentialId"]
+    od["credential_id"] = None if v is None else _b64d(v)
     return o
 
 
@@ -909,24 +890,12 @@ def _u_CredentialDeleted(o: CredentialDeleted) -> dict[str, Any]:
     }
 
 
-_CredentialUpdated_plain = {
-    "authenticatorId": "authenticator_id",
-}
-
-
 def _s_CredentialUpdated(d: dict[str, Any]) -> CredentialUpdated:
     o = _new(CredentialUpdated)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CredentialUpdated_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "credential":
-            od["credential"] = None if v is None else _s_Credential(v)
-    if "authenticator_id" not in od:
-        raise KeyError("authenticatorId")
-    if "credential" not in od:
-        raise KeyError("credential")
+    od["authenticator_id"] = d["authenticatorId"]
+    v = d["credential"]
+    od["credential"] = None if v is None else _s_Credential(v)
     return o
 
 
@@ -937,24 +906,12 @@ def _u_CredentialUpdated(o: CredentialUpdated) -> dict[str, Any]:
     }
 
 
-_CredentialAsserted_plain = {
-    "authenticatorId": "authenticator_id",
-}
-
-
 def _s_CredentialAsserted(d: dict[str, Any]) -> CredentialAsserted:
     o = _new(CredentialAsserted)
     od = o.__dict__
-    for k, v in d.items():
-        n = _CredentialAsserted_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "credential":
-            od["credential"] = None if v is None else _s_Credential(v)
-    if "authenticator_id" not in od:
-        raise KeyError("authenticatorId")
-    if "credential" not in od:
-        raise KeyError("credential")
+    od["authenticator_id"] = d["authenticatorId"]
+    v = d["credential"]
+    od["credential"] = None if v is None else _s_Credential(v)
     return o
 
 

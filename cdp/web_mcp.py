@@ -247,24 +247,27 @@ class ToolResponded:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_Annotation_plain = {
-    "readOnly": "read_only",
-    "untrustedContent": "untrusted_content",
-    "consequential": "consequential",
-    "debugging": "debugging",
-    "autosubmit": "autosubmit",
-}
+_e_InvocationStatus = InvocationStatus._value2member_map_.get
 
 
 def _s_Annotation(d: dict[str, Any]) -> Annotation:
     o = _new(Annotation)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Annotation_plain.get(k)
-        if n is not None:
-            od[n] = v
+    v = d.get("readOnly")
+    if v is not None:
+        od["read_only"] = v
+    v = d.get("untrustedContent")
+    if v is not None:
+        od["untrusted_content"] = v
+    v = d.get("consequential")
+    if v is not None:
+        od["consequential"] = v
+    v = d.get("debugging")
+    if v is not None:
+        od["debugging"] = v
+    v = d.get("autosubmit")
+    if v is not None:
+        od["autosubmit"] = v
     return o
 
 
@@ -283,36 +286,28 @@ def _u_Annotation(o: Annotation) -> dict[str, Any]:
     return d
 
 
-_Tool_plain = {
-    "toolId": "tool_id",
-    "name": "name",
-    "description": "description",
-    "inputSchema": "input_schema",
-    "outputSchema": "output_schema",
-    "frameId": "frame_id",
-    "backendNodeId": "backend_node_id",
-}
-
-
 def _s_Tool(d: dict[str, Any]) -> Tool:
     o = _new(Tool)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Tool_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "annotations":
-            od["annotations"] = None if v is None else _s_Annotation(v)
-        elif k == "stackTrace":
-            od["stack_trace"] = None if v is None else cdp.runtime._s_StackTrace(v)
-    if "tool_id" not in od:
-        raise KeyError("toolId")
-    if "name" not in od:
-        raise KeyError("name")
-    if "description" not in od:
-        raise KeyError("description")
-    if "frame_id" not in od:
-        raise KeyError("frameId")
+    od["tool_id"] = d["toolId"]
+    od["name"] = d["name"]
+    od["description"] = d["description"]
+    v = d.get("inputSchema")
+    if v is not None:
+        od["input_schema"] = v
+    v = d.get("outputSchema")
+    if v is not None:
+        od["output_schema"] = v
+    v = d.get("annotations")
+    if v is not None:
+        od["annotations"] = _s_Annotation(v)
+    od["frame_id"] = d["frameId"]
+    v = d.get("backendNodeId")
+    if v is not None:
+        od["backend_node_id"] = v
+    v = d.get("stackTrace")
+    if v is not None:
+        od["stack_trace"] = cdp.runtime._s_StackTrace(v)
     return o
 
 
@@ -336,26 +331,12 @@ def _u_Tool(o: Tool) -> dict[str, Any]:
     return d
 
 
-_RemovedTool_plain = {
-    "toolId": "tool_id",
-    "name": "name",
-    "frameId": "frame_id",
-}
-
-
 def _s_RemovedTool(d: dict[str, Any]) -> RemovedTool:
     o = _new(RemovedTool)
     od = o.__dict__
-    for k, v in d.items():
-        n = _RemovedTool_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "tool_id" not in od:
-        raise KeyError("toolId")
-    if "name" not in od:
-        raise KeyError("name")
-    if "frame_id" not in od:
-        raise KeyError("frameId")
+    od["tool_id"] = d["toolId"]
+    od["name"] = d["name"]
+    od["frame_id"] = d["frameId"]
     return o
 
 
@@ -375,20 +356,10 @@ def _c_disable(d: dict[str, Any]) -> Command[None]:
     return disable()
 
 
-_InvokeToolResult_plain = {
-    "invocationId": "invocation_id",
-}
-
-
 def _s_InvokeToolResult(d: dict[str, Any]) -> InvokeToolResult:
     o = _new(InvokeToolResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _InvokeToolResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "invocation_id" not in od:
-        raise KeyError("invocationId")
+    od["invocation_id"] = d["invocationId"]
     return o
 
 
@@ -435,11 +406,8 @@ def _c_cancel_invocation(d: dict[str, Any]) -> Command[None]:
 def _s_ToolsAdded(d: dict[str, Any]) -> ToolsAdded:
     o = _new(ToolsAdded)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "tools":
-            od["tools"] = None if v is None else [_s_Tool(x0) for x0 in v]
-    if "tools" not in od:
-        raise KeyError("tools")
+    v = d["tools"]
+    od["tools"] = None if v is None else [_s_Tool(x0) for x0 in v]
     return o
 
 
@@ -452,11 +420,8 @@ def _u_ToolsAdded(o: ToolsAdded) -> dict[str, Any]:
 def _s_ToolsRemoved(d: dict[str, Any]) -> ToolsRemoved:
     o = _new(ToolsRemoved)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "tools":
-            od["tools"] = None if v is None else [_s_RemovedTool(x0) for x0 in v]
-    if "tools" not in od:
-        raise KeyError("tools")
+    v = d["tools"]
+    od["tools"] = None if v is None else [_s_RemovedTool(x0) for x0 in v]
     return o
 
 
@@ -466,28 +431,18 @@ def _u_ToolsRemoved(o: ToolsRemoved) -> dict[str, Any]:
     }
 
 
-_ToolInvoked_plain = {
-    "frameId": "frame_id",
-    "invocationId": "invocation_id",
-    "input": "input_",
-    "toolName": "tool_name",
-    "toolId": "tool_id",
-}
-
-
 def _s_ToolInvoked(d: dict[str, Any]) -> ToolInvoked:
     o = _new(ToolInvoked)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ToolInvoked_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "frame_id" not in od:
-        raise KeyError("frameId")
-    if "invocation_id" not in od:
-        raise KeyError("invocationId")
-    if "input_" not in od:
-        raise KeyError("input")
+    od["frame_id"] = d["frameId"]
+    od["invocation_id"] = d["invocationId"]
+    od["input_"] = d["input"]
+    v = d.get("toolName")
+    if v is not None:
+        od["tool_name"] = v
+    v = d.get("toolId")
+    if v is not None:
+        od["tool_id"] = v
     return o
 
 
@@ -504,28 +459,20 @@ def _u_ToolInvoked(o: ToolInvoked) -> dict[str, Any]:
     return d
 
 
-_ToolResponded_plain = {
-    "invocationId": "invocation_id",
-    "output": "output",
-    "errorText": "error_text",
-}
-
-
 def _s_ToolResponded(d: dict[str, Any]) -> ToolResponded:
     o = _new(ToolResponded)
     od = o.__dict__
-    for k, v in d.items():
-        n = _ToolResponded_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "status":
-            od["status"] = None if v is None else _enum(InvocationStatus, v)
-        elif k == "exception":
-            od["exception"] = None if v is None else cdp.runtime._s_RemoteObject(v)
-    if "invocation_id" not in od:
-        raise KeyError("invocationId")
-    if "status" not in od:
-        raise KeyError("status")
+    od["invocation_id"] = d["invocationId"]
+    v = d["status"]
+    od["status"] = None if v is None else (_e_InvocationStatus(v) or _enum(InvocationStatus, v))
+    if "output" in d:
+        od["output"] = d["output"]
+    v = d.get("errorText")
+    if v is not None:
+        od["error_text"] = v
+    v = d.get("exception")
+    if v is not None:
+        od["exception"] = cdp.runtime._s_RemoteObject(v)
     return o
 
 

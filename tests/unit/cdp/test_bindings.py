@@ -378,6 +378,23 @@ def test_unknown_fields_are_ignored() -> None:
     assert event == cdp.page.LoadEventFired(timestamp=1.5)
 
 
+def test_null_optional_fields_read_as_absent_in_both_decoder_shapes() -> None:
+    # AXNode (13 fields) is decoded by a lookup per field, DOM Node (35) by a walk over the wire keys.
+    ax = {"nodeId": "1", "ignored": False, "role": None, "childIds": None, "value": {"type": "string"}}
+    node = HOOKS[cdp.accessibility.AXNode][0](ax)
+    assert (node.role, node.child_ids, node.name) == (None, None, None)
+    assert node.value is not None
+    assert node.value.value is cdp.UNSET
+    wire = {"nodeId": "1", "ignored": False, "value": {"type": "string"}}
+    assert HOOKS[cdp.accessibility.AXNode][1](node) == wire
+    dom = HOOKS[cdp.dom.Node][0]({**NODE, "children": None, "pseudoType": None})
+    assert (dom.children, dom.pseudo_type, dom.attributes) == (None, None, None)
+    assert HOOKS[cdp.dom.Node][1](dom) == {k: v for k, v in NODE.items() if k != "children"}
+    for wrong in ({"type": 5}, {"type": ["role"]}):
+        with pytest.raises(cdp.DecodeError):
+            cdp.accessibility.get_full_ax_tree().decode({"nodes": [{**ax, "role": wrong}]})
+
+
 def test_missing_required_field_in_event() -> None:
     params = {"frameId": "F", "newInSomeBrowser": 1}
     with pytest.raises(cdp.DecodeError) as info:

@@ -64,25 +64,19 @@ def put(
 _new = object.__new__
 
 
-_Chunk_plain = {
-    "label": "label",
-    "extra": "extra",
-}
-
-
 def _s_Chunk(d: dict[str, Any]) -> Chunk:
     o = _new(Chunk)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Chunk_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "data":
-            od["data"] = None if v is None else _b64d(v)
-        elif k == "parts":
-            od["parts"] = None if v is None else [_b64d(x0) for x0 in v]
-    if "data" not in od:
-        raise KeyError("data")
+    v = d["data"]
+    od["data"] = None if v is None else _b64d(v)
+    v = d.get("parts")
+    if v is not None:
+        od["parts"] = [_b64d(x0) for x0 in v]
+    v = d.get("label")
+    if v is not None:
+        od["label"] = v
+    if "extra" in d:
+        od["extra"] = d["extra"]
     return o
 
 
@@ -99,20 +93,10 @@ def _u_Chunk(o: Chunk) -> dict[str, Any]:
     return d
 
 
-_PutResult_plain = {
-    "digest": "digest",
-}
-
-
 def _s_PutResult(d: dict[str, Any]) -> PutResult:
     o = _new(PutResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _PutResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "digest" not in od:
-        raise KeyError("digest")
+    od["digest"] = d["digest"]
     return o
 
 

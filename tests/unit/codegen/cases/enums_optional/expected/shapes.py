@@ -114,34 +114,32 @@ class Drawn:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_Shape_plain = {
-    "kind": "kind",
-    "label": "label",
-    "size": "size",
-    "data": "data",
-    "value": "value",
-}
+_e_Color = Color._value2member_map_.get
 
 
 def _s_Shape(d: dict[str, Any]) -> Shape:
     o = _new(Shape)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Shape_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "color":
-            od["color"] = None if v is None else _enum(Color, v)
-        elif k == "palette":
-            od["palette"] = None if v is None else [_enum(Color, x0) for x0 in v]
-        elif k == "border":
-            od["border"] = None if v is None else _enum(Color, v)
-    if "color" not in od:
-        raise KeyError("color")
-    if "kind" not in od:
-        raise KeyError("kind")
+    v = d["color"]
+    od["color"] = None if v is None else (_e_Color(v) or _enum(Color, v))
+    od["kind"] = d["kind"]
+    v = d.get("palette")
+    if v is not None:
+        od["palette"] = [(_e_Color(x0) or _enum(Color, x0)) for x0 in v]
+    v = d.get("border")
+    if v is not None:
+        od["border"] = _e_Color(v) or _enum(Color, v)
+    v = d.get("label")
+    if v is not None:
+        od["label"] = v
+    v = d.get("size")
+    if v is not None:
+        od["size"] = v
+    v = d.get("data")
+    if v is not None:
+        od["data"] = v
+    if "value" in d:
+        od["value"] = d["value"]
     return o
 
 
@@ -188,9 +186,9 @@ def _p_draw(
 def _c_draw(d: dict[str, Any]) -> Command[None]:
     return draw(
         shape=_s_Shape(d["shape"]),
-        color=_enum(Color, d["color"]),
+        color=(_e_Color(d["color"]) or _enum(Color, d["color"])),
         mode=d.get("mode"),
-        colors=None if (v := d.get("colors")) is None else [_enum(Color, x0) for x0 in v],
+        colors=None if (v := d.get("colors")) is None else [(_e_Color(x0) or _enum(Color, x0)) for x0 in v],
         shapes=None if (v := d.get("shapes")) is None else [_s_Shape(x0) for x0 in v],
     )
 
@@ -199,24 +197,16 @@ def _c_reset(d: dict[str, Any]) -> Command[None]:
     return reset()
 
 
-_MeasureResult_plain = {
-    "area": "area",
-}
-
-
 def _s_MeasureResult(d: dict[str, Any]) -> MeasureResult:
     o = _new(MeasureResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _MeasureResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "color":
-            od["color"] = None if v is None else _enum(Color, v)
-        elif k == "shape":
-            od["shape"] = None if v is None else _s_Shape(v)
-    if "area" not in od:
-        raise KeyError("area")
+    od["area"] = d["area"]
+    v = d.get("color")
+    if v is not None:
+        od["color"] = _e_Color(v) or _enum(Color, v)
+    v = d.get("shape")
+    if v is not None:
+        od["shape"] = _s_Shape(v)
     return o
 
 
@@ -236,27 +226,23 @@ def _c_measure(d: dict[str, Any]) -> Command[MeasureResult]:
 
 
 def _s_Cleared(d: dict[str, Any]) -> Cleared:
-    return _new(Cleared)
+    o = _new(Cleared)
+    return o
 
 
 def _u_Cleared(o: Cleared) -> dict[str, Any]:
     return {}
 
 
-_Drawn_plain = {
-    "count": "count",
-}
-
-
 def _s_Drawn(d: dict[str, Any]) -> Drawn:
     o = _new(Drawn)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Drawn_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "shape":
-            od["shape"] = None if v is None else _s_Shape(v)
+    v = d.get("shape")
+    if v is not None:
+        od["shape"] = _s_Shape(v)
+    v = d.get("count")
+    if v is not None:
+        od["count"] = v
     return o
 
 

@@ -108,25 +108,19 @@ class Happened:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_Record_plain = {
-    "name": "name",
-    "oldName": "old_name",
-}
+_e_Mode = Mode._value2member_map_.get
 
 
 def _s_Record(d: dict[str, Any]) -> Record:
     o = _new(Record)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Record_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "newMode":
-            od["new_mode"] = None if v is None else _enum(Mode, v)
-    if "name" not in od:
-        raise KeyError("name")
+    od["name"] = d["name"]
+    v = d.get("oldName")
+    if v is not None:
+        od["old_name"] = v
+    v = d.get("newMode")
+    if v is not None:
+        od["new_mode"] = _e_Mode(v) or _enum(Mode, v)
     return o
 
 
@@ -144,11 +138,8 @@ def _u_Record(o: Record) -> dict[str, Any]:
 def _s_RunResult(d: dict[str, Any]) -> RunResult:
     o = _new(RunResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "record":
-            od["record"] = None if v is None else _s_Record(v)
-    if "record" not in od:
-        raise KeyError("record")
+    v = d["record"]
+    od["record"] = None if v is None else _s_Record(v)
     return o
 
 
@@ -173,7 +164,7 @@ def _p_run(
 def _c_run(d: dict[str, Any]) -> Command[RunResult]:
     return run(
         fast=d.get("fast"),
-        mode=None if (v := d.get("mode")) is None else _enum(Mode, v),
+        mode=None if (v := d.get("mode")) is None else (_e_Mode(v) or _enum(Mode, v)),
     )
 
 
@@ -181,20 +172,10 @@ def _c_stable(d: dict[str, Any]) -> Command[None]:
     return stable()
 
 
-_Happened_plain = {
-    "what": "what",
-}
-
-
 def _s_Happened(d: dict[str, Any]) -> Happened:
     o = _new(Happened)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Happened_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "what" not in od:
-        raise KeyError("what")
+    od["what"] = d["what"]
     return o
 
 

@@ -104,34 +104,33 @@ class Print:
 # ==========================================================================================================
 
 _new = object.__new__
-
-
-_Condition_plain = {
-    "id": "id_",
-    "class": "class_",
-    "match": "match_",
-    "documentURL": "document_url",
-    "backendDOMNodeId": "backend_dom_node_id",
-}
+_e_Kind = Kind._value2member_map_.get
 
 
 def _s_Condition(d: dict[str, Any]) -> Condition:
     o = _new(Condition)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Condition_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "or":
-            od["or_"] = None if v is None else [_s_Condition(x0) for x0 in v]
-        elif k == "not":
-            od["not_"] = None if v is None else _s_Condition(v)
-        elif k == "type":
-            od["type_"] = None if v is None else _enum(Kind, v)
-    if "type_" not in od:
-        raise KeyError("type")
-    if "id_" not in od:
-        raise KeyError("id")
+    v = d.get("or")
+    if v is not None:
+        od["or_"] = [_s_Condition(x0) for x0 in v]
+    v = d.get("not")
+    if v is not None:
+        od["not_"] = _s_Condition(v)
+    v = d["type"]
+    od["type_"] = None if v is None else (_e_Kind(v) or _enum(Kind, v))
+    od["id_"] = d["id"]
+    v = d.get("class")
+    if v is not None:
+        od["class_"] = v
+    v = d.get("match")
+    if v is not None:
+        od["match_"] = v
+    v = d.get("documentURL")
+    if v is not None:
+        od["document_url"] = v
+    v = d.get("backendDOMNodeId")
+    if v is not None:
+        od["backend_dom_node_id"] = v
     return o
 
 
@@ -174,27 +173,15 @@ def _c_continue_(d: dict[str, Any]) -> Command[None]:
     return continue_(
         id_=d["id"],
         from_=d.get("from"),
-        type_=None if (v := d.get("type")) is None else _enum(Kind, v),
+        type_=None if (v := d.get("type")) is None else (_e_Kind(v) or _enum(Kind, v)),
     )
-
-
-_GetOuterHTMLResult_plain = {
-    "outerHTML": "outer_html",
-    "list": "list_",
-}
 
 
 def _s_GetOuterHTMLResult(d: dict[str, Any]) -> GetOuterHTMLResult:
     o = _new(GetOuterHTMLResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetOuterHTMLResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "outer_html" not in od:
-        raise KeyError("outerHTML")
-    if "list_" not in od:
-        raise KeyError("list")
+    od["outer_html"] = d["outerHTML"]
+    od["list_"] = d["list"]
     return o
 
 
@@ -209,22 +196,16 @@ def _c_get_outer_html(d: dict[str, Any]) -> Command[GetOuterHTMLResult]:
     return get_outer_html()
 
 
-_Print_plain = {
-    "len": "len_",
-    "import": "import_",
-    "method": "method_",
-}
-
-
 def _s_Print(d: dict[str, Any]) -> Print:
     o = _new(Print)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Print_plain.get(k)
-        if n is not None:
-            od[n] = v
-    if "len_" not in od:
-        raise KeyError("len")
+    od["len_"] = d["len"]
+    v = d.get("import")
+    if v is not None:
+        od["import_"] = v
+    v = d.get("method")
+    if v is not None:
+        od["method_"] = v
     return o
 
 

@@ -93,23 +93,16 @@ def get_items(
 _new = object.__new__
 
 
-_Item_plain = {
-    "itemId": "item_id",
-    "tags": "tags",
-}
-
-
 def _s_Item(d: dict[str, Any]) -> Item:
     o = _new(Item)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Item_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "partner":
-            od["partner"] = None if v is None else cdp.beta._s_Pair(v)
-    if "item_id" not in od:
-        raise KeyError("itemId")
+    od["item_id"] = d["itemId"]
+    v = d.get("partner")
+    if v is not None:
+        od["partner"] = cdp.beta._s_Pair(v)
+    v = d.get("tags")
+    if v is not None:
+        od["tags"] = v
     return o
 
 
@@ -124,30 +117,20 @@ def _u_Item(o: Item) -> dict[str, Any]:
     return d
 
 
-_GetItemsResult_plain = {
-    "matrix": "matrix",
-    "headers": "headers",
-    "extra": "extra",
-}
-
-
 def _s_GetItemsResult(d: dict[str, Any]) -> GetItemsResult:
     o = _new(GetItemsResult)
     od = o.__dict__
-    for k, v in d.items():
-        n = _GetItemsResult_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "items":
-            od["items"] = None if v is None else [_s_Item(x0) for x0 in v]
-        elif k == "grid":
-            od["grid"] = None if v is None else [[_s_Item(x1) for x1 in x0] for x0 in v]
-    if "items" not in od:
-        raise KeyError("items")
-    if "grid" not in od:
-        raise KeyError("grid")
-    if "matrix" not in od:
-        raise KeyError("matrix")
+    v = d["items"]
+    od["items"] = None if v is None else [_s_Item(x0) for x0 in v]
+    v = d["grid"]
+    od["grid"] = None if v is None else [[_s_Item(x1) for x1 in x0] for x0 in v]
+    od["matrix"] = d["matrix"]
+    v = d.get("headers")
+    if v is not None:
+        od["headers"] = v
+    v = d.get("extra")
+    if v is not None:
+        od["extra"] = v
     return o
 
 

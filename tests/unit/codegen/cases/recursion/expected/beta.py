@@ -46,24 +46,17 @@ class Paired:
 _new = object.__new__
 
 
-_Pair_plain = {
-    "itemId": "item_id",
-}
-
-
 def _s_Pair(d: dict[str, Any]) -> Pair:
     o = _new(Pair)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Pair_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "first":
-            od["first"] = None if v is None else cdp.alpha._s_Item(v)
-        elif k == "rest":
-            od["rest"] = None if v is None else [cdp.alpha._s_Item(x0) for x0 in v]
-    if "first" not in od:
-        raise KeyError("first")
+    v = d["first"]
+    od["first"] = None if v is None else cdp.alpha._s_Item(v)
+    v = d.get("rest")
+    if v is not None:
+        od["rest"] = [cdp.alpha._s_Item(x0) for x0 in v]
+    v = d.get("itemId")
+    if v is not None:
+        od["item_id"] = v
     return o
 
 
@@ -81,13 +74,11 @@ def _u_Pair(o: Pair) -> dict[str, Any]:
 def _s_Paired(d: dict[str, Any]) -> Paired:
     o = _new(Paired)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "pair":
-            od["pair"] = None if v is None else _s_Pair(v)
-        elif k == "trees":
-            od["trees"] = None if v is None else [cdp.tree._s_Node(x0) for x0 in v]
-    if "pair" not in od:
-        raise KeyError("pair")
+    v = d["pair"]
+    od["pair"] = None if v is None else _s_Pair(v)
+    v = d.get("trees")
+    if v is not None:
+        od["trees"] = [cdp.tree._s_Node(x0) for x0 in v]
     return o
 
 

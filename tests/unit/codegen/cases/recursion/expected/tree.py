@@ -52,25 +52,19 @@ def get_root() -> Command[GetRootResult]:
 _new = object.__new__
 
 
-_Node_plain = {
-    "nodeId": "node_id",
-    "matrix": "matrix",
-}
-
-
 def _s_Node(d: dict[str, Any]) -> Node:
     o = _new(Node)
     od = o.__dict__
-    for k, v in d.items():
-        n = _Node_plain.get(k)
-        if n is not None:
-            od[n] = v
-        elif k == "children":
-            od["children"] = None if v is None else [_s_Node(x0) for x0 in v]
-        elif k == "parent":
-            od["parent"] = None if v is None else _s_Node(v)
-    if "node_id" not in od:
-        raise KeyError("nodeId")
+    od["node_id"] = d["nodeId"]
+    v = d.get("children")
+    if v is not None:
+        od["children"] = [_s_Node(x0) for x0 in v]
+    v = d.get("parent")
+    if v is not None:
+        od["parent"] = _s_Node(v)
+    v = d.get("matrix")
+    if v is not None:
+        od["matrix"] = v
     return o
 
 
@@ -90,11 +84,8 @@ def _u_Node(o: Node) -> dict[str, Any]:
 def _s_GetRootResult(d: dict[str, Any]) -> GetRootResult:
     o = _new(GetRootResult)
     od = o.__dict__
-    for k, v in d.items():
-        if k == "root":
-            od["root"] = None if v is None else _s_Node(v)
-    if "root" not in od:
-        raise KeyError("root")
+    v = d["root"]
+    od["root"] = None if v is None else _s_Node(v)
     return o
 
 
