@@ -6,6 +6,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
+from benchmarks.scenarios import SMALL_PAGE
+
 ROWS = 1_000
 """Each row is five elements (div, span, a, button, input): 5,000 elements in the rows."""
 
@@ -20,6 +22,12 @@ def big_page(rows: int = ROWS) -> bytes:
         )
     parts.append("</main></body></html>")
     return "".join(parts).encode()
+
+
+SMALL = (
+    b"<!doctype html><html><head><meta charset='utf-8'><title>small</title></head>"
+    b"<body><h1>A small page</h1><p>For navigate.load: one request, no subresources.</p></body></html>"
+)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -45,7 +53,11 @@ class PageServer:
     """``with PageServer() as server: server.url("/big.html")``"""
 
     def __init__(self) -> None:
-        handler = type("Handler", (_Handler,), {"pages": {"/big.html": big_page(), "/": b"<!doctype html>"}})
+        handler = type(
+            "Handler",
+            (_Handler,),
+            {"pages": {"/big.html": big_page(), SMALL_PAGE: SMALL, "/": b"<!doctype html>"}},
+        )
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="bench-http", daemon=True)
