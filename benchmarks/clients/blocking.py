@@ -109,11 +109,11 @@ class FloorScenarios(abc.ABC):
     async def _sleep(self, seconds: float) -> None:
         """Pause between page readiness polls (setup only, never measured)."""
 
-    @abc.abstractmethod
     async def _cold_start(self) -> tuple[int, int]:
         """One cold start on a fresh browser (``coldstart``): (wall ns, this thread's CPU ns) from the
         launch (pipe) or the connect (websocket, the browser launched untimed) to the first
-        Browser.getVersion reply. The browser is stopped again, untimed."""
+        Browser.getVersion reply. The browser is stopped again, untimed. Every floor has one."""
+        raise NotImplementedError(f"{type(self).__name__} has no cold start")
 
     # -- protocol ------------------------------------------------------------------------------------
 
