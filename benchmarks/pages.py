@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
@@ -49,6 +50,15 @@ class _Handler(BaseHTTPRequestHandler):
         del format, args
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A browser that drops a connection mid-response (a navigation superseded, a tab closed) is
+        routine here, not worth a traceback on stderr."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
 class PageServer:
     """``with PageServer() as server: server.url("/big.html")``"""
 
@@ -58,7 +68,7 @@ class PageServer:
             (_Handler,),
             {"pages": {"/big.html": big_page(), SMALL_PAGE: SMALL, "/": b"<!doctype html>"}},
         )
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _Server(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="bench-http", daemon=True)
 
