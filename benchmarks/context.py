@@ -110,5 +110,30 @@ def peak_rss_mib() -> float:
     return round(kib / 1024, 1)
 
 
+def reset_peak_rss(pid: int) -> bool:
+    """Start a new peak-RSS window for process ``pid`` (Linux: "5" to its clear_refs resets VmHWM)."""
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def peak_rss_kib(pid: int) -> int | None:
+    """The peak resident set of ``pid`` since its last reset (VmHWM), in KiB; None when unknown.
+
+    Without /proc, this process's lifetime peak (``resource.getrusage``) stands in.
+    """
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    if pid == os.getpid():
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return None
+
+
 def command_line() -> list[str]:
     return [sys.executable, "-m", "benchmarks", *sys.argv[1:]]

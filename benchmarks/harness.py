@@ -158,6 +158,9 @@ def run_scenario(
             c.skipped = scenario.skip_reason
         return out
     size, reps = scenario.sized(quick)
+    pids = {client.rss_pid for client in clients}
+    for pid in pids:
+        context.reset_peak_rss(pid)
     active: list[Client] = []
     for client in clients:
         reason = client.unsupported(scenario)
@@ -184,6 +187,10 @@ def run_scenario(
         gc.unfreeze()
     for client in active:
         _quietly(client.teardown, scenario)
+    peaks = {pid: context.peak_rss_kib(pid) for pid in pids}
+    for client in active:
+        out[client.name].peak_rss_kib = peaks[client.rss_pid]
+        out[client.name].rss_shared = client.rss_shared
     return out
 
 
@@ -220,6 +227,8 @@ def _measure(
             got.cpu_ops += sample.ops
             if sample.nbytes is not None:
                 got.nbytes = sample.nbytes
+            if sample.events is not None:
+                got.events += sample.events
 
 
 def main(argv: Sequence[str] | None = None) -> int:

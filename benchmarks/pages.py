@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
+
+from benchmarks.scenarios import SMALL_PAGE
 
 ROWS = 1_000
 """Each row is five elements (div, span, a, button, input): 5,000 elements in the rows."""
@@ -20,6 +23,12 @@ def big_page(rows: int = ROWS) -> bytes:
         )
     parts.append("</main></body></html>")
     return "".join(parts).encode()
+
+
+SMALL = (
+    b"<!doctype html><html><head><meta charset='utf-8'><title>small</title></head>"
+    b"<body><h1>A small page</h1><p>For navigate.load: one request, no subresources.</p></body></html>"
+)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -41,12 +50,25 @@ class _Handler(BaseHTTPRequestHandler):
         del format, args
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A browser that drops a connection mid-response (a navigation superseded, a tab closed) is
+        routine here, not worth a traceback on stderr."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
 class PageServer:
     """``with PageServer() as server: server.url("/big.html")``"""
 
     def __init__(self) -> None:
-        handler = type("Handler", (_Handler,), {"pages": {"/big.html": big_page(), "/": b"<!doctype html>"}})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        handler = type(
+            "Handler",
+            (_Handler,),
+            {"pages": {"/big.html": big_page(), SMALL_PAGE: SMALL, "/": b"<!doctype html>"}},
+        )
+        self._server = _Server(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="bench-http", daemon=True)
 

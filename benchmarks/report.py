@@ -28,6 +28,9 @@ class Collected:
     cpu_ns: int = 0
     cpu_ops: int = 0
     nbytes: int | None = None
+    events: int = 0
+    peak_rss_kib: int | None = None
+    rss_shared: bool = True
     skipped: str | None = None
     hung: bool = False
 
@@ -38,6 +41,10 @@ class Collected:
     @property
     def reps(self) -> int:
         return len(self.reps_us)
+
+
+RSS_SHARED = "the Python process every Python client shares, over this scenario"
+RSS_OWN = "the client's own process, over this scenario"
 
 
 def entry(c: Collected) -> Entry:
@@ -68,6 +75,11 @@ def entry(c: Collected) -> Entry:
     }
     if c.nbytes is not None:
         out["bytes"] = c.nbytes
+    if c.events and c.elapsed_ns:
+        out["events_per_s"] = round(c.events / (c.elapsed_ns / 1e9), 1)
+    if c.peak_rss_kib is not None:
+        out["peak_rss_mib"] = round(c.peak_rss_kib / 1024, 1)
+        out["peak_rss_of"] = RSS_SHARED if c.rss_shared else RSS_OWN
     out["rep_medians_us"] = [round(m, 2) for m in rep_medians]
     out["samples_us"] = [[round(x, 1) for x in rep] for rep in c.reps_us]
     return out
@@ -180,6 +192,10 @@ def _meaning(scenario: str) -> str:
         Kind.EVENTS: "median/p95 per flood (time to the last event); ops/s = events/s",
         Kind.DECODE: "median/p95 per full call or decode",
         Kind.FANOUT: "median/p95 per command; ops/s = commands/s over all tabs",
+        Kind.COLDSTART: "median/p95 per cold start, a fresh browser each",
+        Kind.NAVIGATE: "median/p95 per navigation, Page.navigate to the load event",
+        Kind.ATTACH: "median/p95 per batch of targets created and attached; ops/s = targets/s",
+        Kind.FLOOD: "median/p95 per command under the event flood; events_per_s in the JSON",
     }.get(kind, "median/p95 per command")
 
 

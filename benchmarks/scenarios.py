@@ -20,12 +20,25 @@ class Kind(enum.Enum):
     DECODE = "decode"  # one large response; sample = one full call (or one decode)
     EVENTS = "events"  # a console flood; sample = time until the last event arrived
     FANOUT = "fanout"  # many tabs, sequential commands each, all tabs at once; sample = one command
+    COLDSTART = "coldstart"  # a fresh browser launched (or connected to) until its first reply; sample = one
+    NAVIGATE = "navigate"  # Page.navigate until the load event, sequentially; sample = one navigation
+    ATTACH = "attach"  # create targets and attach a flattened session to each, at once; sample = all attached
+    FLOOD = "flood"  # sequential commands on a page flooding console events; sample = one command
     PLACEHOLDER = "placeholder"  # registered, not runnable yet
 
 
 BATCH_SIZE = 64
 EVALUATE = "1+1"
 NEEDS_UPPER_LAYERS = "needs the upper layers"
+SMALL_PAGE = "/small.html"
+"""The small page ``navigate.load`` loads (served by ``benchmarks.pages``)."""
+FLOOD_PER_TICK = 40
+FLOOD_TICK_MS = 4
+FLOOD_MAX_MS = 3_000
+"""``roundtrip.flood``'s emitter: 40 console.log every 4 ms (Chromium clamps nested timers to 4 ms), about
+10,000 events/s, in short bursts so a command waits at most one burst for the renderer. It stops by itself
+after 3 s: a client that falls behind (Playwright forwards every event to Python) then drains its backlog
+instead of running into the call timeout; ``events_per_s`` in the results shows the rate it really got."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +80,7 @@ class Scenario:
     def warmup_size(self, quick: bool) -> int:
         """Operations in the unmeasured warm-up run that precedes the repetitions."""
         size = self.quick_size if quick else self.size
-        if self.kind is Kind.DECODE:
+        if self.kind in (Kind.DECODE, Kind.COLDSTART, Kind.ATTACH):
             return 1
         if self.kind in (Kind.EVENTS, Kind.FANOUT):
             return max(1, size // 10)
@@ -188,6 +201,47 @@ SCENARIOS: tuple[Scenario, ...] = (
         quick_reps=3,
         pages=20,
     ),
+    Scenario(
+        "coldstart",
+        Kind.COLDSTART,
+        "a fresh browser each time: launch (pipe clients) or connect (websocket clients) to the first"
+        " Browser.getVersion reply",
+        size=1,
+        quick_size=1,
+        reps=10,
+        quick_reps=2,
+    ),
+    Scenario(
+        "navigate.load",
+        Kind.NAVIGATE,
+        "Page.navigate to a small 127.0.0.1 page until its Page.loadEventFired, sequentially",
+        size=20,
+        quick_size=3,
+        reps=10,
+        quick_reps=2,
+        pages=1,
+    ),
+    Scenario(
+        "attach.50",
+        Kind.ATTACH,
+        "50 Target.createTarget(about:blank) + Target.attachToTarget(flatten) at once, until all are"
+        " attached (closed again untimed)",
+        size=50,
+        quick_size=5,
+        reps=10,
+        quick_reps=2,
+    ),
+    Scenario(
+        "roundtrip.flood",
+        Kind.FLOOD,
+        'sequential Runtime.evaluate("1+1") on a page logging ~10,000 console events/s to the subscribed'
+        " client (Runtime.enable)",
+        size=200,
+        quick_size=20,
+        reps=10,
+        quick_reps=2,
+        pages=1,
+    ),
 )
 
 BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}
@@ -196,6 +250,25 @@ BY_NAME: dict[str, Scenario] = {s.name: s for s in SCENARIOS}
 def console_flood_expression(count: int) -> str:
     """The script a page evaluates to emit ``count`` Runtime.consoleAPICalled events."""
     return f"for (let i = 0; i < {count}; i++) console.log(i); {count}"
+
+
+def flood_start_expression() -> str:
+    """Start ``roundtrip.flood``'s emitter in the page (stopped by :func:`flood_stop_expression`)."""
+    return (
+        "globalThis.__benchFlood = setInterval(() => {"
+        f" for (let i = 0; i < {FLOOD_PER_TICK}; i++) console.log(i); }}, {FLOOD_TICK_MS});"
+        f" setTimeout(() => clearInterval(globalThis.__benchFlood), {FLOOD_MAX_MS}); 1"
+    )
+
+
+def flood_stop_expression() -> str:
+    """Stop the emitter. Every event it sent comes before this command's reply on the session."""
+    return "clearInterval(globalThis.__benchFlood); 1"
+
+
+def small_page_url(page_server: str) -> str:
+    """The small page's URL on the suite's page server (``Env.page_server``)."""
+    return page_server.rstrip("/") + SMALL_PAGE
 
 
 def ready_expression(url: str) -> str:

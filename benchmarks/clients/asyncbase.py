@@ -15,14 +15,28 @@ from functools import partial
 from typing import Any, ClassVar
 
 from benchmarks.clients.base import Client, Env, LoopThread, Sample
-from benchmarks.scenarios import BATCH_SIZE, EVALUATE, Kind, Scenario, console_flood_expression
+from benchmarks.scenarios import (
+    BATCH_SIZE,
+    EVALUATE,
+    Kind,
+    Scenario,
+    console_flood_expression,
+    small_page_url,
+)
 
 Thunk = Callable[[], Awaitable[object]]
+Body = Callable[[], Awaitable[None]]
 START_TIMEOUT_S = 90.0
 
 
 class AsyncDriver(abc.ABC):
-    """One framework's primitives. Every method runs on that framework's own loop."""
+    """One framework's primitives. Every method runs on that framework's own loop.
+
+    The primitives of the newer scenarios (``cold_start`` .. ``under_flood``) raise NotImplementedError
+    by default: a driver without them must say why in ``unsupported``.
+    """
+
+    env: Env | None = None  # set by AsyncClient.start
 
     @abc.abstractmethod
     async def open(self, env: Env) -> None:
@@ -67,6 +81,35 @@ class AsyncDriver(abc.ABC):
     async def gather(self, thunks: Sequence[Thunk]) -> None:
         """Run every thunk concurrently in this loop and wait for all."""
 
+    async def cold_start(self, env: Env) -> tuple[int, int]:
+        """One cold start on a fresh browser: (wall ns, this thread's CPU ns) from the launch (pipe) or the
+        connect (websocket; the browser launched untimed) to the first Browser.getVersion reply. Stopping
+        it again is not timed."""
+        raise NotImplementedError(env)
+
+    async def enable_page_events(self, page: Any) -> None:
+        """Page.enable on the page's session (``navigate.load`` waits for Page.loadEventFired)."""
+        raise NotImplementedError(page)
+
+    async def navigate(self, page: Any, url: str) -> None:
+        """Page.navigate to ``url``; return once the page's Page.loadEventFired has been delivered."""
+        raise NotImplementedError(page, url)
+
+    async def open_target(self) -> Any:
+        """Target.createTarget(about:blank) and Target.attachToTarget(flatten=true): the session's handle."""
+        raise NotImplementedError
+
+    async def close_target(self, handle: Any) -> None:
+        raise NotImplementedError(handle)
+
+    async def under_flood(self, page: Any, body: Body) -> int:
+        """Run ``body`` while the page floods console events to a subscriber of this client.
+
+        Subscribe, start the page's emitter (``flood_start_expression``), wait for its first event, run
+        ``body``, stop the emitter; the number of events delivered while ``body`` ran.
+        """
+        raise NotImplementedError(page, body)
+
 
 async def open_pages(driver: AsyncDriver, scenario: Scenario, env: Env) -> list[Any]:
     """The pages ``scenario`` needs, opened concurrently."""
@@ -80,9 +123,12 @@ async def open_pages(driver: AsyncDriver, scenario: Scenario, env: Env) -> list[
         return go
 
     await driver.gather([opener(i) for i in range(scenario.pages)])
-    if scenario.kind is Kind.EVENTS:
+    if scenario.kind in (Kind.EVENTS, Kind.FLOOD):
         for page in pages:
             await driver.enable_console(page)
+    elif scenario.kind is Kind.NAVIGATE:
+        for page in pages:
+            await driver.enable_page_events(page)
     return pages
 
 
@@ -91,22 +137,89 @@ async def close_pages(driver: AsyncDriver, pages: list[Any]) -> None:
         await driver.close_page(page)
 
 
+async def sequential(driver: AsyncDriver, page: Any, size: int) -> Sample:
+    """``size`` sequential Browser.getVersion (no page) or Runtime.evaluate("1+1") on the page."""
+    clock = time.perf_counter_ns
+    lat: list[float] = []
+    begin = clock()
+    for _ in range(size):
+        t0 = clock()
+        if page is None:
+            await driver.browser_call()
+        else:
+            await driver.evaluate(page, EVALUATE)
+        lat.append((clock() - t0) / 1000)
+    return Sample(lat, size, clock() - begin)
+
+
+async def attach_many(driver: AsyncDriver, size: int) -> Sample:
+    """``size`` targets created and attached at once, timed until all are; closed again untimed."""
+    clock = time.perf_counter_ns
+    handles: list[Any] = [None] * size
+
+    def opener(i: int) -> Thunk:
+        async def go() -> None:
+            handles[i] = await driver.open_target()
+
+        return go
+
+    cpu0 = time.thread_time_ns()
+    begin = clock()
+    try:
+        await driver.gather([opener(i) for i in range(size)])
+        elapsed = clock() - begin
+        cpu = time.thread_time_ns() - cpu0
+    finally:
+        await driver.gather([partial(driver.close_target, h) for h in handles if h is not None])
+    return Sample([elapsed / 1000], size, elapsed, cpu_ns=cpu)
+
+
+async def under_flood(driver: AsyncDriver, page: Any, size: int) -> Sample:
+    """Sequential evaluates on a page flooding console events; CPU and events over the timed part only."""
+    got: list[Sample] = []
+    cpu: list[int] = []
+
+    async def body() -> None:
+        cpu0 = time.thread_time_ns()
+        got.append(await sequential(driver, page, size))
+        cpu.append(time.thread_time_ns() - cpu0)
+
+    events = await driver.under_flood(page, body)
+    sample = got[0]
+    sample.events = events
+    sample.cpu_ns = cpu[0]
+    return sample
+
+
 async def run_scenario(driver: AsyncDriver, scenario: Scenario, pages: list[Any], size: int) -> Sample:
     """One measured run of ``scenario`` with ``size`` operations, written only against the driver."""
     clock = time.perf_counter_ns
     kind = scenario.kind
     if kind is Kind.BROWSER_ROUNDTRIP or kind is Kind.PAGE_ROUNDTRIP:
+        return await sequential(driver, pages[0] if pages else None, size)
+    if kind is Kind.COLDSTART:
+        assert driver.env is not None
         lat: list[float] = []
-        page = pages[0] if pages else None
+        used = 0
+        for _ in range(size):
+            elapsed, cpu = await driver.cold_start(driver.env)
+            lat.append(elapsed / 1000)
+            used += cpu
+        return Sample(lat, size, int(sum(lat) * 1000), cpu_ns=used)
+    if kind is Kind.NAVIGATE:
+        assert driver.env is not None
+        url = small_page_url(driver.env.page_server)
+        lat = []
         begin = clock()
         for _ in range(size):
             t0 = clock()
-            if page is None:
-                await driver.browser_call()
-            else:
-                await driver.evaluate(page, EVALUATE)
+            await driver.navigate(pages[0], url)
             lat.append((clock() - t0) / 1000)
         return Sample(lat, size, clock() - begin)
+    if kind is Kind.ATTACH:
+        return await attach_many(driver, size)
+    if kind is Kind.FLOOD:
+        return await under_flood(driver, pages[0], size)
     if kind is Kind.BATCH:
         per_page = BATCH_SIZE // len(pages)
         thunks: list[Thunk] = [partial(driver.evaluate, p, EVALUATE) for p in pages for _ in range(per_page)]
@@ -168,6 +281,7 @@ class AsyncClient(Client):
 
     def start(self, env: Env) -> None:
         self._env = env
+        self._driver.env = env
         self._loop.start()
         self._started = True
         self._loop.call(self._driver.open, env, timeout=START_TIMEOUT_S)

@@ -12,6 +12,7 @@ import abc
 import asyncio
 import concurrent.futures
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -70,7 +71,9 @@ class Sample:
         elapsed_ns: wall time the run's operations took, start to last reply, in ns.
         nbytes: size of the response for decode scenarios, when the client can see it.
         cpu_ns: the client's CPU time over the run (its loop thread's, or its own process's for the Node
-            peers); None: the harness measures its own thread (a blocking client runs there).
+            peers); None: the harness measures its own thread (a blocking client runs there). A run with
+            untimed work (launching a browser, closing targets) measures it over the timed part only.
+        events: events the client received during the timed part (``roundtrip.flood``), when counted.
     """
 
     latencies_us: list[float] = field(default_factory=list)
@@ -78,6 +81,7 @@ class Sample:
     elapsed_ns: int = 0
     nbytes: int | None = None
     cpu_ns: int | None = None
+    events: int | None = None
 
 
 class Client(abc.ABC):
@@ -92,6 +96,16 @@ class Client(abc.ABC):
     name: ClassVar[str]
     transport: ClassVar[str]  # "websocket", "pipe" or "offline"
     own_browser: bool = False  # True when the client measures on a Chromium of its own (see README)
+
+    @property
+    def rss_pid(self) -> int:
+        """The process whose peak RSS is this client's: this one (every Python client shares it)."""
+        return os.getpid()
+
+    @property
+    def rss_shared(self) -> bool:
+        """Whether other clients share the process of ``rss_pid``."""
+        return True
 
     @abc.abstractmethod
     def start(self, env: Env) -> None: ...

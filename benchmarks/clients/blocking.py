@@ -34,11 +34,15 @@ from benchmarks.scenarios import (
     Kind,
     Scenario,
     console_flood_expression,
+    flood_start_expression,
+    flood_stop_expression,
     ready_expression,
+    small_page_url,
 )
 
 T = TypeVar("T")
 Message = bytes | bytearray
+CONSOLE = "Runtime.consoleAPICalled"
 READY_TIMEOUT_S = 30.0
 READY_POLL_S = 0.02
 
@@ -89,6 +93,7 @@ class FloorScenarios(abc.ABC):
         self._env: Env | None = None
         self._targets: list[str] = []
         self._sessions: list[str] = []
+        self._console_seen = 0  # Runtime.consoleAPICalled events call_raw read past (roundtrip.flood)
 
     # -- transport -----------------------------------------------------------------------------------
 
@@ -103,6 +108,12 @@ class FloorScenarios(abc.ABC):
     @abc.abstractmethod
     async def _sleep(self, seconds: float) -> None:
         """Pause between page readiness polls (setup only, never measured)."""
+
+    async def _cold_start(self) -> tuple[int, int]:
+        """One cold start on a fresh browser (``coldstart``): (wall ns, this thread's CPU ns) from the
+        launch (pipe) or the connect (websocket, the browser launched untimed) to the first
+        Browser.getVersion reply. The browser is stopped again, untimed. Every floor has one."""
+        raise NotImplementedError(f"{type(self).__name__} has no cold start")
 
     # -- protocol ------------------------------------------------------------------------------------
 
@@ -128,6 +139,8 @@ class FloorScenarios(abc.ABC):
                 if "error" in msg:
                     raise ProtocolError(f"{method}: {msg['error']}")
                 return msg, raw
+            if msg.get("method") == CONSOLE:
+                self._console_seen += 1
 
     async def call(
         self, method: str, params: dict[str, Any] | None = None, session: str | None = None
@@ -159,8 +172,10 @@ class FloorScenarios(abc.ABC):
             target, session = await self.open_page(url)
             self._targets.append(target)
             self._sessions.append(session)
-            if scenario.kind is Kind.EVENTS:
+            if scenario.kind in (Kind.EVENTS, Kind.FLOOD):
                 await self.call("Runtime.enable", None, session)
+            elif scenario.kind is Kind.NAVIGATE:
+                await self.call("Page.enable", None, session)
 
     async def close_pages(self) -> None:
         for target in self._targets:
@@ -182,6 +197,14 @@ class FloorScenarios(abc.ABC):
             return await self._events(size)
         if kind is Kind.FANOUT:
             return await self._fanout(size)
+        if kind is Kind.COLDSTART:
+            return await self._coldstart(size)
+        if kind is Kind.NAVIGATE:
+            return await self._navigate(size)
+        if kind is Kind.ATTACH:
+            return await self._attach(size)
+        if kind is Kind.FLOOD:
+            return await self._flood(size)
         raise ValueError(f"not runnable: {scenario.name}")
 
     # -- scenarios -----------------------------------------------------------------------------------
@@ -282,6 +305,99 @@ class FloorScenarios(abc.ABC):
                 inflight[cid] = (session, clock())
                 await self._send_many([data])
         return Sample(lat, size * len(self._sessions), clock() - begin)
+
+    async def _coldstart(self, size: int) -> Sample:
+        lat: list[float] = []
+        cpu = 0
+        for _ in range(size):
+            elapsed, used = await self._cold_start()
+            lat.append(elapsed / 1000)
+            cpu += used
+        return Sample(lat, size, int(sum(lat) * 1000), cpu_ns=cpu)
+
+    async def _navigate(self, size: int) -> Sample:
+        """Page.navigate, then read until both its reply and the session's Page.loadEventFired."""
+        assert self._env is not None
+        clock = time.perf_counter_ns
+        session = self._sessions[0]
+        params = {"url": small_page_url(self._env.page_server)}
+        lat: list[float] = []
+        begin = clock()
+        for _ in range(size):
+            t0 = clock()
+            cid, data = self._encode("Page.navigate", params, session)
+            await self._send_many([data])
+            replied = loaded = False
+            while not (replied and loaded):
+                msg = parse(await self._recv())
+                if msg.get("id") == cid:
+                    error = msg.get("error") or msg["result"].get("errorText")
+                    if error:
+                        raise ProtocolError(f"Page.navigate: {error}")
+                    replied = True
+                elif msg.get("method") == "Page.loadEventFired" and msg.get("sessionId") == session:
+                    loaded = True
+            lat.append((clock() - t0) / 1000)
+        return Sample(lat, size, clock() - begin)
+
+    async def _attach(self, size: int) -> Sample:
+        """``size`` createTarget at once; each reply's target attached (flatten) as soon as it is known.
+
+        Timed until the last attach reply; closing the targets afterwards is not measured.
+        """
+        clock = time.perf_counter_ns
+        cpu0 = time.thread_time_ns()
+        begin = clock()
+        creating: set[int] = set()
+        attaching: set[int] = set()
+        targets: list[str] = []
+        frames: list[bytes] = []
+        for _ in range(size):
+            cid, data = self._encode("Target.createTarget", {"url": "about:blank"}, None)
+            creating.add(cid)
+            frames.append(data)
+        await self._send_many(frames)
+        while creating or attaching:
+            msg = parse(await self._recv())
+            mid = msg.get("id", -1)
+            if "error" in msg and (mid in creating or mid in attaching):
+                raise ProtocolError(f"attach.50: {msg['error']}")
+            if mid in creating:
+                creating.discard(mid)
+                target = msg["result"]["targetId"]
+                targets.append(target)
+                cid, data = self._encode("Target.attachToTarget", {"targetId": target, "flatten": True}, None)
+                attaching.add(cid)
+                await self._send_many([data])
+            elif mid in attaching:
+                attaching.discard(mid)
+        elapsed = clock() - begin
+        cpu = time.thread_time_ns() - cpu0
+        closing: set[int] = set()
+        frames = []
+        for target in targets:
+            cid, data = self._encode("Target.closeTarget", {"targetId": target}, None)
+            closing.add(cid)
+            frames.append(data)
+        await self._send_many(frames)
+        while closing:
+            closing.discard(parse(await self._recv()).get("id", -1))
+        return Sample([elapsed / 1000], size, elapsed, cpu_ns=cpu)
+
+    async def _flood(self, size: int) -> Sample:
+        """Sequential evaluates while the page logs ~10,000 events/s, every one read and parsed."""
+        session = self._sessions[0]
+        await self.call("Runtime.evaluate", {"expression": flood_start_expression()}, session)
+        while parse(await self._recv()).get("method") != CONSOLE:
+            pass  # the flood is running once its first event is here
+        first = self._console_seen
+        cpu0 = time.thread_time_ns()
+        sample = await self._sequential(size, session)
+        cpu = time.thread_time_ns() - cpu0
+        sample.events = self._console_seen - first
+        sample.cpu_ns = cpu
+        await self.call("Runtime.evaluate", {"expression": flood_stop_expression()}, session)
+        return sample
 
 
 class BlockingCDPClient(FloorScenarios, Client):

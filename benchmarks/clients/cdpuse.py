@@ -12,9 +12,10 @@ import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Thunk
+from benchmarks import chromium
+from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Body, Thunk
 from benchmarks.clients.base import AsyncioThread, Env, LoopThread, SkipClient
-from benchmarks.scenarios import ready_expression
+from benchmarks.scenarios import flood_start_expression, flood_stop_expression, ready_expression
 
 READY_TIMEOUT_S = 30.0
 
@@ -26,10 +27,15 @@ class CdpUseDriver(AsyncDriver):
 
     async def open(self, env: Env) -> None:
         try:
-            from cdp_use.client import CDPClient
+            import cdp_use.client  # noqa: F401 -- only whether it is installed
         except ImportError as exc:
             raise SkipClient(f"cdp-use is not installed ({exc})") from exc
-        client: Any = CDPClient(env.ws_url)
+        self._client = await self._start(env.ws_url)
+
+    async def _start(self, ws_url: str) -> Any:
+        from cdp_use.client import CDPClient
+
+        client: Any = CDPClient(ws_url)
         if self._compression:
             # Its default: websockets negotiates permessage-deflate, and Chromium accepts it.
             await client.start()
@@ -37,11 +43,9 @@ class CdpUseDriver(AsyncDriver):
             # cdp-use has no option for it: connect as its start() does, with compression=None.
             import websockets
 
-            client.ws = await websockets.connect(
-                env.ws_url, max_size=client.max_ws_frame_size, compression=None
-            )
+            client.ws = await websockets.connect(ws_url, max_size=client.max_ws_frame_size, compression=None)
             client._message_handler_task = asyncio.create_task(client._handle_messages())
-        self._client = client
+        return client
 
     async def close(self) -> None:
         if self._client is not None:
@@ -108,6 +112,73 @@ class CdpUseDriver(AsyncDriver):
 
     async def gather(self, thunks: Sequence[Thunk]) -> None:
         await asyncio.gather(*(t() for t in thunks))
+
+    async def cold_start(self, env: Env) -> tuple[int, int]:
+        fresh = await asyncio.to_thread(chromium.launch_websocket, env.chromium, env.chromium_args)
+        client: Any = None
+        try:
+            cpu0 = time.thread_time_ns()
+            t0 = time.perf_counter_ns()
+            client = await self._start(fresh.ws_url)
+            await client.send.Browser.getVersion()
+            elapsed = time.perf_counter_ns() - t0
+            cpu = time.thread_time_ns() - cpu0
+        finally:
+            if client is not None:
+                await client.stop()
+            await asyncio.to_thread(fresh.stop)
+        return elapsed, cpu
+
+    async def enable_page_events(self, page: tuple[str, str]) -> None:
+        await self._client.send.Page.enable(session_id=page[1])
+
+    async def navigate(self, page: tuple[str, str], url: str) -> None:
+        loaded: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        session = page[1]
+
+        def on_load(event: object, session_id: str | None) -> None:
+            if session_id == session and not loaded.done():
+                loaded.set_result(None)
+
+        # One handler per event method in cdp-use: registering replaces the previous one.
+        self._client.register.Page.loadEventFired(on_load)
+        result = await self._client.send.Page.navigate(params={"url": url}, session_id=session)
+        if result.get("errorText"):
+            raise RuntimeError(f"Page.navigate: {result['errorText']}")
+        await loaded
+
+    async def open_target(self) -> str:
+        send = self._client.send
+        target: str = (await send.Target.createTarget(params={"url": "about:blank"}))["targetId"]
+        await send.Target.attachToTarget(params={"targetId": target, "flatten": True})
+        return target
+
+    async def close_target(self, handle: str) -> None:
+        await self._client.send.Target.closeTarget(params={"targetId": handle})
+
+    async def under_flood(self, page: tuple[str, str], body: Body) -> int:
+        first: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        seen = 0
+        session = page[1]
+
+        def on_console(event: object, session_id: str | None) -> None:
+            nonlocal seen
+            if session_id == session:
+                seen += 1
+                if not first.done():
+                    first.set_result(None)
+
+        self._client.register.Runtime.consoleAPICalled(on_console)
+        try:
+            await self.evaluate(page, flood_start_expression())
+            await first
+            before = seen
+            await body()
+            during = seen - before
+            await self.evaluate(page, flood_stop_expression())
+        finally:
+            self._client.register.Runtime.consoleAPICalled(lambda event, session_id: None)
+        return during
 
 
 class CdpUse(AsyncClient):

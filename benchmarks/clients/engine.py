@@ -29,9 +29,16 @@ from typing import Any, ClassVar
 
 import trio
 
-from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Thunk
+from benchmarks import chromium
+from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Body, Thunk
 from benchmarks.clients.base import Env, LoopThread, SkipClient, TrioThread
-from benchmarks.scenarios import Kind, Scenario, ready_expression
+from benchmarks.scenarios import (
+    Kind,
+    Scenario,
+    flood_start_expression,
+    flood_stop_expression,
+    ready_expression,
+)
 
 READY_TIMEOUT_S = 30.0
 ALTERNATIVE_WEBSOCKETS = ("trio-websocket", "wsproto")
@@ -84,6 +91,8 @@ class EngineDriver(AsyncDriver):
         self._browser: Any = None
         self.cdp: Any = None
         self._decoders: dict[str, Any] = {}
+        self._launch: Any = None
+        self._connect: Any = None
 
     async def open(self, env: Env) -> None:
         try:
@@ -95,6 +104,7 @@ class EngineDriver(AsyncDriver):
         except (ImportError, AttributeError) as exc:
             raise SkipClient(f"engine not importable yet ({type(exc).__name__}: {exc})") from exc
         self.cdp = cdp
+        self._launch, self._connect = launch, connect
         if self._transport == "pipe":
             manager = launch(transport="pipe", **_launch_options(launch, env))
         elif self._transport in ALTERNATIVE_WEBSOCKETS:
@@ -179,6 +189,79 @@ class EngineDriver(AsyncDriver):
             for thunk in thunks:
                 nursery.start_soon(thunk)
 
+    def unsupported(self, scenario: Scenario) -> str | None:
+        if scenario.kind is Kind.COLDSTART and self._transport in ALTERNATIVE_WEBSOCKETS:
+            return "its connect is the suite's own wrapper (ws_transports), not a way users connect"
+        return None
+
+    async def cold_start(self, env: Env) -> tuple[int, int]:
+        clock = time.perf_counter_ns
+        cdp = self.cdp
+        fresh: chromium.WebSocketBrowser | None = None
+        if self._transport == "pipe":
+            manager = self._launch(transport="pipe", **_launch_options(self._launch, env))
+        else:
+            fresh = await trio.to_thread.run_sync(chromium.launch_websocket, env.chromium, env.chromium_args)
+            manager = self._connect(fresh.ws_url)
+        try:
+            cpu0 = time.thread_time_ns()
+            t0 = clock()
+            async with manager as browser:
+                await browser.session.execute(cdp.browser.get_version())
+                elapsed = clock() - t0
+                cpu = time.thread_time_ns() - cpu0
+        finally:
+            if fresh is not None:
+                await trio.to_thread.run_sync(fresh.stop)
+        return elapsed, cpu
+
+    async def enable_page_events(self, page: Any) -> None:
+        await page.session.execute(self.cdp.page.enable())
+
+    async def navigate(self, page: Any, url: str) -> None:
+        session = page.session
+        async with session.listen(self.cdp.page.LoadEventFired) as loads:
+            result = await session.execute(self.cdp.page.navigate(url=url))
+            if result.error_text:
+                raise RuntimeError(f"Page.navigate: {result.error_text}")
+            await loads.receive()
+
+    async def open_target(self) -> Any:
+        target = self.cdp.target
+        session = self._browser.session
+        created = await session.execute(target.create_target(url="about:blank"))
+        await session.execute(target.attach_to_target(target_id=created.target_id, flatten=True))
+        return created.target_id
+
+    async def close_target(self, handle: Any) -> None:
+        await self._browser.session.execute(self.cdp.target.close_target(target_id=handle))
+
+    async def under_flood(self, page: Any, body: Body) -> int:
+        session = page.session
+        seen = 0
+        first = trio.Event()
+        if self._default_subscription:
+            subscription = session.listen(self.cdp.runtime.ConsoleAPICalled)
+        else:
+            subscription = session.listen(self.cdp.runtime.ConsoleAPICalled, buffer_size=EVENT_BUFFER)
+
+        async def consume(events: Any) -> None:
+            nonlocal seen
+            async for _event in events:
+                seen += 1
+                first.set()
+
+        async with subscription as events, trio.open_nursery() as nursery:
+            nursery.start_soon(consume, events)
+            await self.evaluate(page, flood_start_expression())
+            await first.wait()
+            before = seen
+            await body()
+            during = seen - before
+            await self.evaluate(page, flood_stop_expression())
+            nursery.cancel_scope.cancel()
+        return during
+
 
 class _EngineClient(AsyncClient):
     engine_transport: ClassVar[str]
@@ -190,7 +273,12 @@ class _EngineClient(AsyncClient):
         super().__init__()
 
     def make_driver(self) -> AsyncDriver:
-        return EngineDriver(self.engine_transport, self._trio, default_subscription=self.default_subscription)
+        return EngineDriver(
+            self.engine_transport,
+            self._trio,
+            default_subscription=self.default_subscription,
+            reader_only=self.reader_only,
+        )
 
     def make_loop(self) -> LoopThread:
         return self._trio
@@ -242,7 +330,9 @@ class EngineWebSocketDefaults(_EngineClient):
     default_subscription: ClassVar[bool] = True
 
     def unsupported(self, scenario: Scenario) -> str | None:
-        return None if scenario.kind is Kind.EVENTS else "the same as engine.ws outside the events scenarios"
+        if scenario.kind in (Kind.EVENTS, Kind.FLOOD):
+            return None
+        return "the same as engine.ws outside the events scenarios"
 
 
 class EngineWebSocketReaderOnly(_EngineClient):

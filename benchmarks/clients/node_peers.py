@@ -10,6 +10,7 @@ installs them there, never globally); a missing ``node`` or package skips the cl
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any, ClassVar
 
 from benchmarks.clients.base import CALL_TIMEOUT_S, Client, Env, Sample, SkipClient
-from benchmarks.scenarios import Scenario
+from benchmarks.scenarios import Scenario, flood_start_expression, flood_stop_expression, small_page_url
 
 NODE_DIR = Path(__file__).resolve().parent.parent / "node"
 PEER = NODE_DIR / "peer.mjs"
@@ -33,6 +34,8 @@ def scenario_json(scenario: Scenario) -> dict[str, Any]:
         "big_page": scenario.big_page,
         "method": scenario.method,
         "params": scenario.params_dict,
+        "flood_start": flood_start_expression(),
+        "flood_stop": flood_stop_expression(),
     }
 
 
@@ -60,6 +63,15 @@ class NodePeer(Client):
         if "error" in reply:
             raise RuntimeError(f"{op}: {reply['error']}")
         return reply
+
+    @property
+    def rss_pid(self) -> int:
+        """The Node process: its peak RSS is this client's own (the browser's is not counted)."""
+        return self._process.pid if self._process is not None else os.getpid()
+
+    @property
+    def rss_shared(self) -> bool:
+        return self._process is None
 
     def _log_path(self) -> str:
         return getattr(self, "_log_name", "?")
@@ -89,11 +101,23 @@ class NodePeer(Client):
 
     def setup(self, scenario: Scenario) -> None:
         assert self._env is not None
-        self._request("setup", scenario=scenario_json(scenario), url=self._env.big_page_url)
+        self._request(
+            "setup",
+            scenario=scenario_json(scenario),
+            url=self._env.big_page_url,
+            small_url=small_page_url(self._env.page_server),
+        )
 
     def run(self, scenario: Scenario, size: int) -> Sample:
         got = self._request("run", scenario=scenario_json(scenario), size=size)
-        return Sample(got["latencies_us"], got["ops"], got["elapsed_ns"], got.get("nbytes"), got["cpu_ns"])
+        return Sample(
+            got["latencies_us"],
+            got["ops"],
+            got["elapsed_ns"],
+            got.get("nbytes"),
+            got["cpu_ns"],
+            got.get("events"),
+        )
 
     def teardown(self, scenario: Scenario) -> None:
         self._request("teardown")

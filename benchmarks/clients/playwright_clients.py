@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from benchmarks import chromium
-from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Thunk
+from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Body, Thunk
 from benchmarks.clients.base import AsyncioThread, Env, LoopThread, SkipClient
-from benchmarks.scenarios import Kind, Scenario
+from benchmarks.scenarios import Kind, Scenario, flood_start_expression, flood_stop_expression
 
 
 class _PlaywrightDriver(AsyncDriver):
@@ -76,6 +76,29 @@ class _PlaywrightDriver(AsyncDriver):
 
     async def gather(self, thunks: Sequence[Thunk]) -> None:
         await asyncio.gather(*(t() for t in thunks))
+
+    async def _flood(self, page: Any, on: Any, off: Any, body: Body) -> int:
+        """``under_flood``, given how to subscribe (``on(handler)``) and unsubscribe (``off(handler)``)."""
+        first: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        seen = 0
+
+        def handler(event: object) -> None:
+            nonlocal seen
+            seen += 1
+            if not first.done():
+                first.set_result(None)
+
+        on(handler)
+        try:
+            await self.evaluate(page, flood_start_expression())
+            await first
+            before = seen
+            await body()
+            during = seen - before
+            await self.evaluate(page, flood_stop_expression())
+        finally:
+            off(handler)
+        return during
 
 
 class PlaywrightCdpDriver(_PlaywrightDriver):
@@ -131,6 +154,71 @@ class PlaywrightCdpDriver(_PlaywrightDriver):
             session.remove_listener("Runtime.consoleAPICalled", on_console)
         return end - begin
 
+    async def cold_start(self, env: Env) -> tuple[int, int]:
+        """``chromium.launch`` (pipe) or ``connect_over_cdp`` (a fresh browser launched untimed), then
+        Browser.getVersion on a browser CDP session. The Playwright driver process is already running,
+        as the Node peers' process is."""
+        fresh: chromium.WebSocketBrowser | None = None
+        if not self._pipe:
+            fresh = await asyncio.to_thread(chromium.launch_websocket, env.chromium, env.chromium_args)
+        browser: Any = None
+        try:
+            cpu0 = time.thread_time_ns()
+            t0 = time.perf_counter_ns()
+            if fresh is None:
+                args = [flag for flag in env.chromium_args if flag != "--headless"]
+                browser = await self._pw.chromium.launch(executable_path=env.chromium, args=args)
+            else:
+                browser = await self._pw.chromium.connect_over_cdp(fresh.ws_url)
+            session = await browser.new_browser_cdp_session()
+            await session.send("Browser.getVersion")
+            elapsed = time.perf_counter_ns() - t0
+            cpu = time.thread_time_ns() - cpu0
+        finally:
+            if browser is not None:
+                await browser.close()
+            if fresh is not None:
+                await asyncio.to_thread(fresh.stop)
+        return elapsed, cpu
+
+    async def enable_page_events(self, page: tuple[Any, Any]) -> None:
+        await page[1].send("Page.enable")
+
+    async def navigate(self, page: tuple[Any, Any], url: str) -> None:
+        loaded: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def on_load(params: object) -> None:
+            if not loaded.done():
+                loaded.set_result(None)
+
+        session = page[1]
+        session.on("Page.loadEventFired", on_load)
+        try:
+            result = await session.send("Page.navigate", {"url": url})
+            if result.get("errorText"):
+                raise RuntimeError(f"Page.navigate: {result['errorText']}")
+            await loaded
+        finally:
+            session.remove_listener("Page.loadEventFired", on_load)
+
+    async def open_target(self) -> str:
+        send = self._browser_session.send
+        target: str = (await send("Target.createTarget", {"url": "about:blank"}))["targetId"]
+        await send("Target.attachToTarget", {"targetId": target, "flatten": True})
+        return target
+
+    async def close_target(self, handle: str) -> None:
+        await self._browser_session.send("Target.closeTarget", {"targetId": handle})
+
+    async def under_flood(self, page: tuple[Any, Any], body: Body) -> int:
+        session = page[1]
+        return await self._flood(
+            page,
+            lambda h: session.on("Runtime.consoleAPICalled", h),
+            lambda h: session.remove_listener("Runtime.consoleAPICalled", h),
+            body,
+        )
+
 
 class PlaywrightPageDriver(_PlaywrightDriver):
     def unsupported(self, scenario: Scenario) -> str | None:
@@ -138,6 +226,8 @@ class PlaywrightPageDriver(_PlaywrightDriver):
             return "no equivalent: browser.version is cached, it sends nothing"
         if scenario.kind is Kind.DECODE:
             return "no equivalent call in the page API"
+        if scenario.kind is Kind.COLDSTART:
+            return "the same launch or connect as playwright.cdp; the page API has no Browser.getVersion"
         return None
 
     async def browser_call(self) -> object:
@@ -172,6 +262,24 @@ class PlaywrightPageDriver(_PlaywrightDriver):
         finally:
             page.remove_listener("console", on_console)
         return end - begin
+
+    async def enable_page_events(self, page: Any) -> None:
+        del page  # page.goto follows the load event by itself
+
+    async def navigate(self, page: Any, url: str) -> None:
+        await page.goto(url, wait_until="load")
+
+    async def open_target(self) -> Any:
+        """``context.new_page()``: creates the target, attaches and instruments it (its page API's way)."""
+        return await self._context.new_page()
+
+    async def close_target(self, handle: Any) -> None:
+        await handle.close()
+
+    async def under_flood(self, page: Any, body: Body) -> int:
+        return await self._flood(
+            page, lambda h: page.on("console", h), lambda h: page.remove_listener("console", h), body
+        )
 
 
 class _PlaywrightClient(AsyncClient):

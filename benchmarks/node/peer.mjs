@@ -6,8 +6,8 @@
 // process.cpuUsage() (this process, every thread), so the pipe to Python is never inside a measurement.
 //
 //   {"op": "start", "lib": "puppeteer"|"cri", "transport": "pipe"|"websocket", "chromium": path, "args": [...]}
-//   {"op": "setup", "scenario": {...}, "url": "http://..."}   pages and sessions the scenario needs
-//   {"op": "run", "scenario": {...}, "size": N}               -> {"latencies_us", "ops", "elapsed_ns", "cpu_ns"}
+//   {"op": "setup", "scenario": {...}, "url": "http://...", "small_url": "http://..."}   pages and sessions
+//   {"op": "run", "scenario": {...}, "size": N}   -> {"latencies_us", "ops", "elapsed_ns", "cpu_ns", "events"}
 //   {"op": "teardown"} / {"op": "stop"}
 // Every reply is {"ok": true, ...} or {"error": "what happened"}.
 
@@ -22,6 +22,44 @@ const EVALUATE = "1+1";
 const clock = () => process.hrtime.bigint();
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+const cpuNs = (since) => {
+  const used = process.cpuUsage(since);
+  return (used.user + used.system) * 1000;
+};
+
+// A Chromium listening on port 0 of 127.0.0.1 with a fresh profile: {child, profile, wsUrl}.
+async function launchWebSocket(chromium, args) {
+  const profile = mkdtempSync(join(tmpdir(), "cdp-bench-node-"));
+  const child = spawn(
+    chromium,
+    [...args, "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
+      `--user-data-dir=${profile}`, "about:blank"],
+    { detached: true, stdio: "ignore" },
+  );
+  const deadline = Date.now() + 30_000;
+  let lines = [];
+  while (lines.length < 2) {
+    if (Date.now() > deadline) throw new Error("Chromium did not open its debugging port");
+    try {
+      lines = readFileSync(join(profile, "DevToolsActivePort"), "utf8").split("\n").filter(Boolean);
+    } catch {
+      await sleep(50);
+    }
+  }
+  return { child, profile, wsUrl: `ws://127.0.0.1:${lines[0]}${lines[1]}` };
+}
+
+async function stopWebSocket(launched) {
+  try {
+    process.kill(-launched.child.pid, "SIGTERM");
+  } catch {}
+  await sleep(200);
+  try {
+    process.kill(-launched.child.pid, "SIGKILL");
+  } catch {}
+  rmSync(launched.profile, { recursive: true, force: true });
+}
+
 function readyExpression(url) {
   return `location.href === ${JSON.stringify(url)} && document.readyState === 'complete'`;
 }
@@ -29,22 +67,48 @@ function readyExpression(url) {
 // -- Puppeteer: browser.target().createCDPSession() and page.createCDPSession(), raw CDP -------------
 
 class PuppeteerDriver {
-  async start(msg) {
-    const puppeteer = (await import("puppeteer-core")).default;
-    this.browser = await puppeteer.launch({
+  launchOptions(msg) {
+    return {
       executablePath: msg.chromium,
       pipe: msg.transport === "pipe",
       // The suite's flags exactly (its own headless flag included), so only the client differs.
       ignoreDefaultArgs: true,
       args: [...msg.args, "about:blank"],
       protocolTimeout: 300_000,
-    });
+    };
+  }
+  async start(msg) {
+    this.puppeteer = (await import("puppeteer-core")).default;
+    this.msg = msg;
+    this.browser = await this.puppeteer.launch(this.launchOptions(msg));
     this.browserSession = await this.browser.target().createCDPSession();
     const version = await this.browserSession.send("Browser.getVersion");
     return version.product;
   }
   async browserCall() {
     return this.browserSession.send("Browser.getVersion");
+  }
+  async browserSend(method, params) {
+    return this.browserSession.send(method, params);
+  }
+  // launch({pipe: true}) for the pipe; for the websocket, connect({browserWSEndpoint}) to a browser
+  // launched untimed, like every websocket client's cold start. -> [wall ns, CPU ns] of the timed part.
+  async coldStart() {
+    const launched = this.msg.transport === "pipe" ? null : await launchWebSocket(this.msg.chromium, this.msg.args);
+    let browser = null;
+    try {
+      const cpu0 = process.cpuUsage();
+      const t0 = clock();
+      browser = launched
+        ? await this.puppeteer.connect({ browserWSEndpoint: launched.wsUrl, protocolTimeout: 300_000 })
+        : await this.puppeteer.launch(this.launchOptions(this.msg));
+      const session = await browser.target().createCDPSession();
+      await session.send("Browser.getVersion");
+      return [Number(clock() - t0), cpuNs(cpu0)];
+    } finally {
+      if (browser) await (launched ? browser.disconnect() : browser.close());
+      if (launched) await stopWebSocket(launched);
+    }
   }
   async newPage(url) {
     const page = await this.browser.newPage();
@@ -59,9 +123,9 @@ class PuppeteerDriver {
   async send(p, method, params) {
     return p.session.send(method, params);
   }
-  onConsole(p, handler) {
-    p.session.on("Runtime.consoleAPICalled", handler);
-    return () => p.session.off("Runtime.consoleAPICalled", handler);
+  onEvent(p, method, handler) {
+    p.session.on(method, handler);
+    return () => p.session.off(method, handler);
   }
   async stop() {
     if (this.browser) await this.browser.close();
@@ -73,30 +137,32 @@ class PuppeteerDriver {
 class CriDriver {
   async start(msg) {
     if (msg.transport !== "websocket") throw new Error("chrome-remote-interface speaks only websocket");
-    const CDP = (await import("chrome-remote-interface")).default;
-    this.profile = mkdtempSync(join(tmpdir(), "cdp-bench-cri-"));
-    this.child = spawn(
-      msg.chromium,
-      [...msg.args, "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
-        `--user-data-dir=${this.profile}`, "about:blank"],
-      { detached: true, stdio: "ignore" },
-    );
-    const deadline = Date.now() + 30_000;
-    let lines = [];
-    while (lines.length < 2) {
-      if (Date.now() > deadline) throw new Error("Chromium did not open its debugging port");
-      try {
-        lines = readFileSync(join(this.profile, "DevToolsActivePort"), "utf8").split("\n").filter(Boolean);
-      } catch {
-        await sleep(50);
-      }
-    }
-    this.client = await CDP({ target: `ws://127.0.0.1:${lines[0]}${lines[1]}` });
+    this.CDP = (await import("chrome-remote-interface")).default;
+    this.msg = msg;
+    this.launched = await launchWebSocket(msg.chromium, msg.args);
+    this.client = await this.CDP({ target: this.launched.wsUrl });
     const version = await this.client.send("Browser.getVersion");
     return version.product;
   }
   async browserCall() {
     return this.client.send("Browser.getVersion");
+  }
+  async browserSend(method, params) {
+    return this.client.send(method, params);
+  }
+  async coldStart() {
+    const launched = await launchWebSocket(this.msg.chromium, this.msg.args);
+    let client = null;
+    try {
+      const cpu0 = process.cpuUsage();
+      const t0 = clock();
+      client = await this.CDP({ target: launched.wsUrl });
+      await client.send("Browser.getVersion");
+      return [Number(clock() - t0), cpuNs(cpu0)];
+    } finally {
+      if (client) await client.close();
+      await stopWebSocket(launched);
+    }
   }
   async newPage(url) {
     const { targetId } = await this.client.send("Target.createTarget", { url });
@@ -116,25 +182,16 @@ class CriDriver {
   async send(p, method, params) {
     return this.client.send(method, params, p.sessionId);
   }
-  onConsole(p, handler) {
+  onEvent(p, method, handler) {
     const listener = (params, sessionId) => {
       if (sessionId === p.sessionId) handler(params);
     };
-    this.client.on("Runtime.consoleAPICalled", listener);
-    return () => this.client.removeListener("Runtime.consoleAPICalled", listener);
+    this.client.on(method, listener);
+    return () => this.client.removeListener(method, listener);
   }
   async stop() {
     if (this.client) await this.client.close();
-    if (this.child) {
-      try {
-        process.kill(-this.child.pid, "SIGTERM");
-      } catch {}
-      await sleep(200);
-      try {
-        process.kill(-this.child.pid, "SIGKILL");
-      } catch {}
-    }
-    if (this.profile) rmSync(this.profile, { recursive: true, force: true });
+    if (this.launched) await stopWebSocket(this.launched);
   }
 }
 
@@ -142,19 +199,32 @@ class CriDriver {
 
 let driver = null;
 let pages = [];
+let smallUrl = null;
 
 async function setup(scenario, url) {
   const target = scenario.big_page ? url : "about:blank";
   pages = await Promise.all(Array.from({ length: scenario.pages }, () => driver.newPage(target)));
-  if (scenario.kind === "events") for (const p of pages) await driver.send(p, "Runtime.enable", {});
+  const enable = { events: "Runtime.enable", flood: "Runtime.enable", navigate: "Page.enable" }[scenario.kind];
+  if (enable) for (const p of pages) await driver.send(p, enable, {});
 }
 
-async function run(scenario, size) {
+async function sequential(size, lat) {
+  for (let i = 0; i < size; i++) {
+    const t0 = clock();
+    await driver.send(pages[0], "Runtime.evaluate", { expression: EVALUATE });
+    lat.push(Number(clock() - t0) / 1000);
+  }
+}
+
+async function run(scenario, size, smallUrl) {
   const lat = [];
   const cpu0 = process.cpuUsage();
   const begin = clock();
   let ops = size;
   let nbytes = null;
+  let events = null;
+  let cpu = null; // set by the scenarios with untimed work: CPU over the timed part only
+  let elapsed = null;
   const kind = scenario.kind;
   if (kind === "browser_roundtrip" || kind === "page_roundtrip") {
     for (let i = 0; i < size; i++) {
@@ -183,7 +253,7 @@ async function run(scenario, size) {
     let seen = 0;
     let done;
     const finished = new Promise((resolve) => (done = resolve));
-    const off = driver.onConsole(pages[0], () => {
+    const off = driver.onEvent(pages[0], "Runtime.consoleAPICalled", () => {
       seen += 1;
       if (seen === size) done(clock());
     });
@@ -204,12 +274,66 @@ async function run(scenario, size) {
       }
     }));
     ops = size * pages.length;
+  } else if (kind === "coldstart") {
+    cpu = 0;
+    for (let i = 0; i < size; i++) {
+      const [wall, used] = await driver.coldStart();
+      lat.push(wall / 1000);
+      cpu += used;
+    }
+    elapsed = lat.reduce((a, b) => a + b, 0) * 1000;
+  } else if (kind === "navigate") {
+    for (let i = 0; i < size; i++) {
+      const t0 = clock();
+      let off;
+      const loaded = new Promise((resolve) => (off = driver.onEvent(pages[0], "Page.loadEventFired", resolve)));
+      const result = await driver.send(pages[0], "Page.navigate", { url: smallUrl });
+      if (result.errorText) throw new Error(`Page.navigate: ${result.errorText}`);
+      await loaded;
+      off();
+      lat.push(Number(clock() - t0) / 1000);
+    }
+  } else if (kind === "attach") {
+    const targets = [];
+    const c0 = process.cpuUsage();
+    const t0 = clock();
+    await Promise.all(Array.from({ length: size }, async () => {
+      const { targetId } = await driver.browserSend("Target.createTarget", { url: "about:blank" });
+      targets.push(targetId);
+      await driver.browserSend("Target.attachToTarget", { targetId, flatten: true });
+    }));
+    elapsed = Number(clock() - t0);
+    cpu = cpuNs(c0);
+    lat.push(elapsed / 1000);
+    await Promise.all(targets.map((targetId) => driver.browserSend("Target.closeTarget", { targetId })));
+  } else if (kind === "flood") {
+    let seen = 0;
+    let first;
+    const started = new Promise((resolve) => (first = resolve));
+    const off = driver.onEvent(pages[0], "Runtime.consoleAPICalled", () => {
+      seen += 1;
+      if (seen === 1) first();
+    });
+    try {
+      await driver.send(pages[0], "Runtime.evaluate", { expression: scenario.flood_start });
+      await started;
+      const before = seen;
+      const c0 = process.cpuUsage();
+      const t0 = clock();
+      await sequential(size, lat);
+      elapsed = Number(clock() - t0);
+      cpu = cpuNs(c0);
+      events = seen - before;
+      await driver.send(pages[0], "Runtime.evaluate", { expression: scenario.flood_stop });
+    } finally {
+      off();
+    }
   } else {
     throw new Error(`not runnable: ${scenario.name}`);
   }
-  const elapsed = Number(clock() - begin);
-  const cpu = process.cpuUsage(cpu0);
-  return { latencies_us: lat, ops, elapsed_ns: elapsed, cpu_ns: (cpu.user + cpu.system) * 1000, nbytes };
+  if (elapsed === null) elapsed = Number(clock() - begin);
+  if (cpu === null) cpu = cpuNs(cpu0);
+  return { latencies_us: lat, ops, elapsed_ns: Math.round(elapsed), cpu_ns: cpu, nbytes, events };
 }
 
 async function handle(msg) {
@@ -219,9 +343,10 @@ async function handle(msg) {
       return { product: await driver.start(msg) };
     case "setup":
       await setup(msg.scenario, msg.url);
+      smallUrl = msg.small_url;
       return {};
     case "run":
-      return run(msg.scenario, msg.size);
+      return run(msg.scenario, msg.size, smallUrl);
     case "teardown":
       for (const p of pages) await driver.closePage(p);
       pages = [];

@@ -15,9 +15,18 @@ from typing import Any
 
 import pytest
 
+from benchmarks import report
+
 ROOT = Path(__file__).resolve().parents[3]
 CHROMIUM = os.environ.get("CDP_BENCH_CHROMIUM", "/usr/bin/chromium")
-SCENARIOS = ["roundtrip.getVersion", "roundtrip.evaluate"]
+SCENARIOS = [
+    "roundtrip.getVersion",
+    "roundtrip.evaluate",
+    "coldstart",
+    "navigate.load",
+    "attach.50",
+    "roundtrip.flood",
+]
 CLIENTS = [
     "floor.ws",
     "floor.pipe",
@@ -127,6 +136,32 @@ def test_the_trio_floors_ran_as_peers_of_the_blocking_floors(results: tuple[dict
             # Only the same transport is ever compared.
             other = "floor.pipe" if floor == "floor.ws" else "floor.ws"
             assert other not in entry["x_peers"]
+
+
+def test_peak_rss_beside_wall_time_and_the_flood_really_floods(results: tuple[dict[str, Any], Path]) -> None:
+    doc, _ = results
+    for scenario, clients in doc["scenarios"].items():
+        for name, entry in clients.items():
+            if entry.get("median_us") is None:
+                continue
+            assert entry["peak_rss_mib"] > 0, (scenario, name)
+            node = name.startswith(("puppeteer", "chrome-remote"))
+            assert entry["peak_rss_of"] == (report.RSS_OWN if node else report.RSS_SHARED), (scenario, name)
+    for name, entry in doc["scenarios"]["roundtrip.flood"].items():
+        # Every measured client received events while its commands ran (~10,000/s offered).
+        assert entry["events_per_s"] > 100, name
+
+
+def test_cold_starts_are_launches_on_the_pipe_and_connects_on_the_websocket(
+    results: tuple[dict[str, Any], Path],
+) -> None:
+    doc, _ = results
+    got = doc["scenarios"]["coldstart"]
+    for name in ("floor.ws", "floor.pipe", "engine.ws", "engine.pipe", "puppeteer.pipe"):
+        assert "skipped" not in got[name], (name, got[name].get("skipped"))
+        assert got[name]["runs"] == got[name]["reps"]  # one fresh browser per sample
+    # Launching a browser takes longer than connecting to a running one.
+    assert got["floor.pipe"]["median_us"] > got["floor.ws"]["median_us"]
 
 
 def test_markdown_and_chart_are_written_beside_the_json(results: tuple[dict[str, Any], Path]) -> None:
