@@ -16,6 +16,7 @@ import platform
 import resource
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,28 @@ def loadavg() -> list[float] | None:
     with contextlib.suppress(OSError):
         return [round(x, 2) for x in os.getloadavg()]
     return None
+
+
+def running() -> int | None:
+    """Processes runnable now (the kernel's run queue, this one included), or None where unknown."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        return int(Path("/proc/loadavg").read_text().split()[3].split("/")[0])
+    return None
+
+
+def settle(cores: int | None = None, limit_s: float = 90.0) -> float:
+    """Wait until the run queue holds at most ``cores`` processes in 5 samples in a row (200 ms apart),
+    or ``limit_s``: a scenario that leaves renderers busy must not tax the next one. Seconds waited."""
+    cores = cores or os.cpu_count() or 1
+    started = time.monotonic()
+    quiet = 0
+    while quiet < 5 and time.monotonic() - started < limit_s:
+        now = running()
+        if now is None:
+            break
+        quiet = quiet + 1 if now <= cores else 0
+        time.sleep(0.2)
+    return round(time.monotonic() - started, 1)
 
 
 def load_problem(cores: int | None = None) -> str | None:

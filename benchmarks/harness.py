@@ -253,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     browsers: Browsers = []
     clients: list[Client] = []
     results: report.Results = {}
-    loads: dict[str, dict[str, list[float] | None]] = {}
+    loads: dict[str, dict[str, list[float] | float | None]] = {}
     with PageServer() as pages:
         try:
             try:
@@ -285,12 +285,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             clients, skipped = start_clients(args.clients, env, browsers)
             time.sleep(SETTLE_S)  # freshly launched browsers finish their start-up work first
             for scenario in scenarios:
+                settled = context.settle()
                 t0 = time.monotonic()
                 before = context.loadavg()
                 if context.load_problem() is not None:
                     log(f"  warning: {context.load_problem()} (before {scenario.name})")
                 collected = run_scenario(scenario, clients, args.quick, rng)
-                loads[scenario.name] = {"before": before, "after": context.loadavg()}
+                loads[scenario.name] = {"before": before, "after": context.loadavg(), "settled_s": settled}
                 for name, (reason, transport, own) in skipped.items():
                     collected[name] = Collected(transport, own, skipped=reason)
                 order = {n: i for i, n in enumerate(args.clients)}

@@ -248,12 +248,13 @@ def markdown(doc: dict[str, Any]) -> str:
     results: Results = doc["scenarios"]
     for scenario, clients in results.items():
         load = doc.get("load", {}).get(scenario, {})
+        waited = f" (after {load['settled_s']} s for a quiet run queue)" if "settled_s" in load else ""
         out += [
             "",
             f"## {scenario}",
             "",
             f"{BY_NAME[scenario].summary} ({_meaning(scenario)}); load {load.get('before')} before,"
-            f" {load.get('after')} after.",
+            f" {load.get('after')} after{waited}.",
             "",
         ]
         header, rows, notes = _rows(clients)

@@ -222,16 +222,6 @@ SCENARIOS: tuple[Scenario, ...] = (
         pages=1,
     ),
     Scenario(
-        "attach.50",
-        Kind.ATTACH,
-        "50 Target.createTarget(about:blank) + Target.attachToTarget(flatten) at once, until all are"
-        " attached (closed again untimed)",
-        size=50,
-        quick_size=5,
-        reps=10,
-        quick_reps=2,
-    ),
-    Scenario(
         "roundtrip.flood",
         Kind.FLOOD,
         'sequential Runtime.evaluate("1+1") on a page logging ~10,000 console events/s to the subscribed'
@@ -241,6 +231,17 @@ SCENARIOS: tuple[Scenario, ...] = (
         reps=10,
         quick_reps=2,
         pages=1,
+    ),
+    # Last: 50 renderers per client leave the run queue long (load ~80 on 2 cores) after they close.
+    Scenario(
+        "attach.50",
+        Kind.ATTACH,
+        "50 Target.createTarget(about:blank) + Target.attachToTarget(flatten) at once, until all are"
+        " attached (closed again untimed)",
+        size=50,
+        quick_size=5,
+        reps=10,
+        quick_reps=2,
     ),
 )
 

@@ -58,7 +58,7 @@ def test_the_committed_run_is_a_full_run_with_its_context(doc: dict[str, Any]) -
     for scenario, clients in doc["scenarios"].items():
         if BY_NAME[scenario].kind is Kind.PLACEHOLDER:
             continue
-        assert set(doc["load"][scenario]) == {"before", "after"}
+        assert set(doc["load"][scenario]) == {"before", "after", "settled_s"}
         for name, entry in clients.items():
             if entry.get("median_us") is None:
                 assert entry["skipped"], (scenario, name)
