@@ -40,10 +40,12 @@ class Ratio:
         return NO_DIFFERENCE
 
     def as_json(self) -> dict[str, object]:
+        # The verdict of the interval as written: a high of 0.9996 is stored as 1.0, which holds 1.
+        written = Ratio(round(self.ratio, 3), round(self.low, 3), round(self.high, 3), self.reps)
         return {
-            "ratio": round(self.ratio, 3),
-            "ci95": [round(self.low, 3), round(self.high, 3)],
-            "verdict": self.verdict,
+            "ratio": written.ratio,
+            "ci95": [written.low, written.high],
+            "verdict": written.verdict,
             "reps": self.reps,
         }
 
