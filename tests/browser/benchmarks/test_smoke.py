@@ -83,7 +83,7 @@ def test_top_level_shape(results: tuple[dict[str, Any], Path]) -> None:
     assert ctx["shared_browser"] is False
     assert list(doc["scenarios"]) == SCENARIOS
     for scenario in SCENARIOS:
-        assert set(doc["load"][scenario]) == {"before", "after"}
+        assert set(doc["load"][scenario]) == {"before", "after", "settled_s"}
     assert "engine.pipe / engine.ws" in doc["cross_transport"]["roundtrip.getVersion"]
 
 
