@@ -152,8 +152,12 @@ def chromium_command(
     transport: Literal["pipe", "websocket"] = "pipe",
     headless: bool = True,
     args: Sequence[str] = (),
+    lifeline: bool = False,
 ) -> list[str]:
     """The command line for one browser: base flags, profile, DevTools endpoint, extra args, about:blank.
+
+    ``lifeline`` (websocket only) also opens the DevTools pipe on fds 3 and 4, which the caller must
+    provide: nothing is sent on it, but Chromium exits when the process holding its other ends dies.
 
     Raises:
         TypeError: ``args`` is a plain string or holds a non-string.
@@ -169,6 +173,8 @@ def chromium_command(
         flags.append("--remote-debugging-pipe")
     else:
         flags += ["--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1"]
+        if lifeline:
+            flags.append("--remote-debugging-pipe")
     return [binary, *flags, *extra, "about:blank"]
 
 
@@ -217,6 +223,10 @@ class ChromiumProcess:
         self._exited = trio.Event()
         self._stderr_done = trio.Event()
         self._news = trio.Event()
+        # Our ends of the DevTools pipe until a PipeTransport takes them. Over the websocket they stay
+        # here unused until the stop: if this process dies first, the kernel closes them and Chromium
+        # exits (without them, a SIGTERM of the Python process left the whole browser running).
+        self._lifeline: tuple[int, int] | None = None
 
     def __repr__(self) -> str:
         return f"<ChromiumProcess pid={self.process.pid} returncode={self.process.returncode}>"
@@ -278,7 +288,9 @@ class ChromiumProcess:
             what += f"; it exited with {_describe_exit(code)}"
         return BrowserLaunchError(what, stderr_tail=self.stderr_tail())
 
-    async def _connect_pipe(self, ours: tuple[int, int]) -> None:
+    async def _connect_pipe(self) -> None:
+        ours, self._lifeline = self._lifeline, None
+        assert ours is not None
         transport = PipeTransport(
             *ours,
             max_outbound_bytes=self._settings.max_outbound_bytes,
@@ -292,11 +304,11 @@ class ChromiumProcess:
         except ConnectionClosed as exc:
             raise await self._launch_error("Chromium closed the DevTools pipe before answering") from exc
 
-    async def _start(self, ours: tuple[int, int] | None) -> None:
-        """Connect over the pipe (``ours``) or the websocket, within Settings.launch_timeout."""
+    async def _start(self, pipe: bool) -> None:
+        """Connect over the pipe or the websocket, within Settings.launch_timeout."""
         with trio.move_on_after(self._settings.launch_timeout) as launching:
-            if ours is not None:
-                await self._connect_pipe(ours)
+            if pipe:
+                await self._connect_pipe()
             else:
                 await self._connect_websocket()
         if launching.cancelled_caught:
@@ -349,6 +361,9 @@ class ChromiumProcess:
         if transport is not None:
             with trio.move_on_after(grace):
                 await transport.aclose()
+        lifeline, self._lifeline = self._lifeline, None
+        for fd in lifeline or ():
+            os.close(fd)
         if self.process.returncode is None:
             self.process.terminate()
             if not await self.wait_exit(grace):
@@ -568,14 +583,9 @@ def _onto_3_and_4(child_read: int, child_write: int) -> Callable[[], None]:
     return place
 
 
-async def _spawn(
-    command: list[str], pipe: bool, temp_dir: str, settings: Settings
-) -> tuple[ChromiumProcess, tuple[int, int] | None]:
-    """Start the process; for the pipe, also return our two ends (read, write)."""
-    ours: tuple[int, int] | None = None
-    theirs: tuple[int, int] | None = None
-    if pipe:
-        ours, theirs = make_pipe_pair()
+async def _spawn(command: list[str], temp_dir: str, settings: Settings) -> ChromiumProcess:
+    """Start the process with the DevTools pipe on its fds 3 and 4 (our ends are its ``_lifeline``)."""
+    ours, theirs = make_pipe_pair()
     try:
         process = await trio.lowlevel.open_process(
             command,
@@ -586,19 +596,21 @@ async def _spawn(
             # 43 of 50 cancelled start-ups before this) go where the engine removes them.
             env={**os.environ, "TMPDIR": os.path.join(temp_dir, "tmp")},
             start_new_session=True,
-            pass_fds=(3, 4) if theirs else (),
-            preexec_fn=_onto_3_and_4(*theirs) if theirs else None,
+            pass_fds=(3, 4),
+            preexec_fn=_onto_3_and_4(*theirs),
         )
     except BaseException as exc:
-        for fd in ours or ():
+        for fd in ours:
             os.close(fd)
         if isinstance(exc, OSError):
             raise BrowserLaunchError(f"could not run {command[0]}: {exc}") from exc
         raise
     finally:
-        for fd in theirs or ():
+        for fd in theirs:
             os.close(fd)
-    return ChromiumProcess(process, temp_dir, settings), ours
+    browser = ChromiumProcess(process, temp_dir, settings)
+    browser._lifeline = ours
+    return browser
 
 
 @asynccontextmanager
@@ -647,13 +659,14 @@ async def open_chromium(
                 transport=transport,
                 headless=headless,
                 args=args,
+                lifeline=True,
             )
             async with trio.open_nursery() as nursery:
-                browser, ours = await _spawn(command, transport == "pipe", temp_dir, settings)
+                browser = await _spawn(command, temp_dir, settings)
                 try:
                     nursery.start_soon(browser._watch_exit)
                     nursery.start_soon(browser._drain_stderr)
-                    await browser._start(ours)
+                    await browser._start(transport == "pipe")
                     yield browser
                 except BaseException as exc:
                     leaving = exc

@@ -207,3 +207,65 @@ async def test_an_error_in_the_block_comes_out_as_itself(transport: str) -> None
                             await browser.new_page()
                             raise Boom
                 raise Boom
+
+
+_OWNER = """
+import sys, trio
+from engine import launch
+
+async def main():
+    async with launch(transport=sys.argv[1]) as browser:
+        await browser.new_page("about:blank")
+        print(browser.process.pid, flush=True)
+        await trio.sleep(120)
+
+trio.run(main)
+"""
+
+
+def _live_in_session(sid: int) -> list[int]:
+    """Processes of session ``sid`` that have not exited (a zombie waiting for init to reap it has)."""
+    live = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, session
+        if int(fields[3]) == sid and fields[0] != "Z":
+            live.append(int(entry.name))
+    return live
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads sessions from /proc (Linux)")
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+@pytest.mark.parametrize("transport", ["pipe", "websocket"])
+def test_browser_exits_when_its_owner_is_killed(transport: str, how: signal.Signals, tmp_path: Path) -> None:
+    """A Python process killed without its cleanup (SIGTERM's default, SIGKILL) leaves no browser behind.
+
+    Over the websocket the whole browser used to stay up: the engine now also hands Chromium an unused
+    DevTools pipe, which the kernel closes when its owner dies.
+    """
+    import subprocess
+    import sys
+
+    script = tmp_path / "owner.py"
+    script.write_text(_OWNER)
+    with subprocess.Popen(
+        [sys.executable, str(script), transport], stdout=subprocess.PIPE, cwd=Path(__file__).parents[3]
+    ) as owner:
+        assert owner.stdout is not None
+        line = owner.stdout.readline()  # the browser's pid, once a page is open
+        pid = int(line)
+        assert _live_in_session(pid), "the browser should be running before its owner is killed"
+        owner.send_signal(how)
+        assert owner.wait(timeout=10) == -how
+        deadline = time.monotonic() + 15
+        while _live_in_session(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = _live_in_session(pid)
+        for stray in left:  # don't leak them into the rest of the run if the test fails
+            os.kill(stray, signal.SIGKILL)
+        assert not left, f"{len(left)} browser processes outlived their killed owner"
