@@ -8,7 +8,6 @@ SessionDetached, or its caller's cancellation (which removes its entry; the late
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -31,7 +30,7 @@ from engine._params import encode_message
 from engine._sessions import SessionTable
 from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._trace import protocol_tracer
-from engine._util import NoPublicConstructor, collapse_groups
+from engine._util import NoPublicConstructor, collapse_groups, gc_paused
 
 if TYPE_CHECKING:
     from engine._session import Session
@@ -460,13 +459,10 @@ def _parse(raw: bytes) -> Any:
     survive the parse; with the GC running, each allocation burst triggers collections that walk them
     again. Measured on a 6 MB AX tree: 244 ms with the GC, 62 ms without.
     """
-    if len(raw) < LARGE_MESSAGE or not gc.isenabled():
+    if len(raw) < LARGE_MESSAGE:
         return json.loads(raw)
-    gc.disable()
-    try:
+    with gc_paused():
         return json.loads(raw)
-    finally:
-        gc.enable()
 
 
 @asynccontextmanager
