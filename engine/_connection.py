@@ -452,6 +452,9 @@ MAX_COMMAND_ID = 2**31 - 1
 After this many commands, ids start again from 1 (skipping any still in flight)."""
 
 
+_decode_json = json.JSONDecoder().decode
+
+
 def _parse(raw: bytes) -> Any:
     """``json.loads``, with the cyclic GC paused for large messages.
 
@@ -459,10 +462,12 @@ def _parse(raw: bytes) -> Any:
     survive the parse; with the GC running, each allocation burst triggers collections that walk them
     again. Measured on a 6 MB AX tree: 244 ms with the GC, 62 ms without.
     """
+    # CDP is UTF-8: decoding it here skips json.loads' encoding sniffing (a tenth of a small event's parse).
+    text = raw.decode("utf-8", "surrogatepass")
     if len(raw) < LARGE_MESSAGE:
-        return json.loads(raw)
+        return _decode_json(text)
     with gc_paused():
-        return json.loads(raw)
+        return _decode_json(text)
 
 
 @asynccontextmanager
