@@ -86,6 +86,7 @@ class Connection(metaclass=NoPublicConstructor):
         #: Every session of this link, by id; the browser-level session is ``sessions.browser``.
         self.sessions = SessionTable(self)
         self._pending: dict[int, _Pending] = {}
+        self.listeners = 0  # open subscriptions (not hooks): while any, the reader never rests
         self._next_id = 0
         self._outbox: list[bytes] = []
         self._writer_lot = trio.lowlevel.ParkingLot()
@@ -244,7 +245,9 @@ class Connection(metaclass=NoPublicConstructor):
             return False
         if self._closed_event.statistics().tasks_waiting:
             return False
-        return not any(session._subscriptions for session in self.sessions)
+        # Hooks (dialogs, popups) are not counted: they run in whichever task reads, within
+        # READER_REST_S of their event even while the reader rests, and no consumer waits on them.
+        return not self.listeners
 
     def wake_reader(self) -> None:
         """Make the reader task read again (a subscription or a close waiter appeared)."""

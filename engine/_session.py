@@ -102,6 +102,7 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
         self._gaps = 0
         self._decode_errors = 0
         self._unyielded = 0  # events returned since receive() last let other tasks run
+        self._counted = False  # made by subscribe() and counted in connection.listeners until it ends
 
     def _push(self, method: str, params: dict[str, Any]) -> None:
         """Called by the reader: buffer the event or apply the overflow policy. Never blocks."""
@@ -137,6 +138,8 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
         self._ended = True
         self._end = error
         self._lot.unpark_all()
+        if self._counted:
+            self._session.connection.listeners -= 1
 
     async def receive(self) -> Ev_co:
         """The next event (typed; ``UnknownEvent`` for events the bindings do not know).
@@ -504,6 +507,8 @@ class Session(metaclass=NoPublicConstructor):
             raise ConnectionClosed(f"cannot listen: {self.connection.closed}")
         subscription: Subscription[Any] = Subscription._create(self, methods, buffer_size, overflow, typed)
         self._subscriptions.append(subscription)
+        subscription._counted = True
+        self.connection.listeners += 1
         self.connection.wake_reader()  # a resting reader reads again: someone listens now
         return subscription
 

@@ -1,0 +1,122 @@
+"""The resting reader: a lone caller reads its own reply, and nothing else is kept waiting for it.
+
+While no command is pending and nobody listens, the reader task rests and a caller reads the link in its
+own task (one task step per round trip, as a one-task client). These tests pin what must still hold: every
+caller gets its own reply, events reach hooks and new subscriptions, cancellation and a closed link end
+the wait, and a hook (which every Page has, for dialogs) does not keep the reader awake.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+
+from engine import ConnectionClosed, Session
+from engine._hooks import add_hook
+from engine.lowlevel import Connection
+from engine.testing import FakePeer
+
+Pair = tuple[Connection, FakePeer, Session]
+
+
+async def _until(condition: Any) -> None:
+    while not condition():
+        await trio.sleep(0.0005)
+
+
+async def test_a_lone_caller_leads_even_with_a_hook_on_the_session(pair: Pair) -> None:
+    connection, peer, browser = pair
+    add_hook(browser, ("Page.javascriptDialogOpening",), lambda method, params: None)
+    got: list[dict[str, Any]] = []
+    with trio.fail_after(5):
+        for n in range(3):  # the reader must go back to rest after each call, not stay awake
+            await _until(lambda: connection._reader_resting)
+            async with trio.open_nursery() as nursery:
+
+                async def call() -> None:
+                    got.append(await browser.execute_raw("Browser.getVersion"))
+
+                nursery.start_soon(call)
+                command = await peer.next_command()
+                await _until(lambda: connection._leading)  # the caller reads the link itself
+                peer.reply(command, {"product": f"Fake/{n}"})
+    assert got == [{"product": f"Fake/{n}"} for n in range(3)]
+    assert not connection._leading
+
+
+async def test_concurrent_callers_each_get_their_own_reply_in_any_order(pair: Pair) -> None:
+    _, peer, browser = pair
+    results: dict[int, Any] = {}
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            for n in range(5):
+
+                async def call(n: int = n) -> None:
+                    results[n] = await browser.execute_raw("Runtime.evaluate", {"expression": str(n)})
+
+                nursery.start_soon(call)
+            commands = [await peer.next_command() for _ in range(5)]
+            for command in reversed(commands):
+                peer.reply(command, {"echo": command["params"]["expression"]})
+    assert results == {n: {"echo": str(n)} for n in range(5)}
+
+
+async def test_a_hook_gets_its_event_while_the_reader_rests(pair: Pair) -> None:
+    connection, peer, browser = pair
+    seen = trio.Event()
+    add_hook(browser, ("Page.javascriptDialogOpening",), lambda method, params: seen.set())
+    with trio.fail_after(5):
+        await _until(lambda: connection._reader_resting)
+        peer.event("Page.javascriptDialogOpening", {"type": "alert", "message": "hi"})
+        await seen.wait()  # within READER_REST_S of the event, with no command pending
+
+
+async def test_a_subscription_made_while_resting_gets_the_next_event(pair: Pair) -> None:
+    connection, peer, browser = pair
+    with trio.fail_after(5):
+        await _until(lambda: connection._reader_resting)
+        async with browser.listen("Page.somethingNewer", strict=False) as events:
+            assert connection.listeners == 1
+            assert not connection._reader_resting  # someone listens: the reader reads again
+            peer.event("Page.somethingNewer", {"n": 1})
+            event = await events.receive()
+        assert connection.listeners == 0
+    assert event.method == "Page.somethingNewer"
+
+
+async def test_a_cancelled_leader_drops_the_late_reply_and_the_next_call_works(pair: Pair) -> None:
+    connection, peer, browser = pair
+    with trio.fail_after(5):
+        with trio.move_on_after(0.05):
+            await browser.execute_raw("Browser.getVersion")
+        stale = await peer.next_command()
+        assert connection.pending_count() == 0
+        peer.reply(stale, {"product": "late"})
+        async with trio.open_nursery() as nursery:
+            got: list[Any] = []
+
+            async def call() -> None:
+                got.append(await browser.execute_raw("Browser.getVersion"))
+
+            nursery.start_soon(call)
+            fresh = await peer.next_command()
+            peer.reply(fresh, {"product": "fresh"})
+    assert got == [{"product": "fresh"}]
+
+
+async def test_the_link_closing_under_a_leader_ends_its_call(pair: Pair) -> None:
+    connection, peer, browser = pair
+    with trio.fail_after(5):
+        await _until(lambda: connection._reader_resting)
+        async with trio.open_nursery() as nursery:
+
+            async def call() -> None:
+                with pytest.raises(ConnectionClosed):
+                    await browser.execute_raw("Browser.getVersion")
+
+            nursery.start_soon(call)
+            await peer.next_command()
+            await _until(lambda: connection._leading)
+            peer.close()
