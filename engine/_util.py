@@ -108,7 +108,6 @@ def collapse_groups() -> Iterator[None]:
         reraise_unwrapped(group)
 
 
-
 class _GCPause:
     """How many blocks hold the cyclic GC paused, and whether it was on before the first one."""
 

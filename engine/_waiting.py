@@ -5,6 +5,7 @@ Every wait runs under the caller's deadline (``trio.fail_after``); none takes a 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import AsyncIterator
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import trio
 
 from engine._actionability import DEFAULT_BUDGET, RETRY_MARGIN, call_on, new_group, object_id, release
-from engine._errors import ActionError, ProtocolError, StaleRefError
+from engine._errors import ActionError, ProtocolError, SessionDetached, StaleRefError
 from engine._hooks import add_hook
 from engine._snapshot import _frame_tree as frame_tree  # the refs room's list of a session's frames
 
@@ -80,6 +81,29 @@ _WATCHED = (
 )
 
 
+BARRIER_TIMEOUT = 1.0
+"""Seconds an action waits for its page's main thread to answer after the input (a handler that is still
+running holds it): past that, the action returns with the navigations it has seen."""
+
+
+async def _barrier(sessions: list[Session]) -> None:
+    """A round trip through each renderer's main thread, so every event it sent while it handled the
+    input (``Page.frameRequestedNavigation``) is read before this returns.
+
+    The input's own reply comes from the browser process on another channel than the renderer's events:
+    without this, whether a navigation was seen depended on how soon the link was read after that reply.
+    """
+
+    async def one(session: Session) -> None:
+        with contextlib.suppress(ProtocolError, SessionDetached):
+            await session.execute_raw("Page.getFrameTree")
+
+    with trio.move_on_after(BARRIER_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            for session in sessions:
+                nursery.start_soon(one, session)
+
+
 @asynccontextmanager
 async def navigation_watch(sessions: list[Session]) -> AsyncIterator[NavigationWatch]:
     """Watch ``sessions`` while the block runs an action; on the way out, wait for any navigation it
@@ -88,6 +112,7 @@ async def navigation_watch(sessions: list[Session]) -> AsyncIterator[NavigationW
     hooks = [(s, add_hook(s, _WATCHED, watch)) for s in sessions]
     try:
         yield watch
+        await _barrier(sessions)
         await watch.wait_committed()
     finally:
         for session, hook in hooks:

@@ -37,7 +37,7 @@ def test_a_gc_that_was_off_stays_off(gc_on: None) -> None:
 
 def test_an_error_in_the_block_resumes_it(gc_on: None) -> None:
     with pytest.raises(ZeroDivisionError), gc_paused():
-        1 / 0  # noqa: B018
+        1 / 0
     assert gc.isenabled()
 
 

@@ -1,0 +1,81 @@
+"""An action's navigation watch does not depend on when the link is read after the input's reply.
+
+The input's reply comes from the browser process; the renderer's ``Page.frameRequestedNavigation`` comes
+on another channel and may follow it. The watch makes a round trip through the renderer after the action,
+so the request is in before it decides whether there is a navigation to wait for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from engine import Session
+from engine._waiting import BARRIER_TIMEOUT, navigation_watch
+from engine.lowlevel import Connection
+from engine.testing import FakePeer
+
+Pair = tuple[Connection, FakePeer, Session]
+
+
+async def test_a_navigation_requested_after_the_inputs_reply_is_waited_for(pair: Pair) -> None:
+    _, peer, browser = pair
+    steps: list[str] = []
+
+    async def renderer() -> None:
+        click = await peer.next_command()
+        peer.reply(click)  # the input's reply, before the renderer's event
+        barrier = await peer.next_command()
+        assert barrier["method"] == "Page.getFrameTree"
+        peer.event(
+            "Page.frameRequestedNavigation",
+            {
+                "frameId": "F",
+                "reason": "anchorClick",
+                "url": "http://127.0.0.1/next",
+                "disposition": "currentTab",
+            },
+        )
+        peer.reply(barrier, {"frameTree": {"frame": {"id": "F"}}})
+        await trio.sleep(0.05)
+        peer.event(
+            "Page.frameNavigated", {"frame": {"id": "F", "loaderId": "L2", "url": "http://127.0.0.1/next"}}
+        )
+        steps.append("new document parsed")
+        peer.event("Page.lifecycleEvent", {"frameId": "F", "loaderId": "L2", "name": "DOMContentLoaded"})
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(renderer)
+            async with navigation_watch([browser]):
+                await browser.execute_raw(
+                    "Input.dispatchMouseEvent", {"type": "mouseReleased", "x": 1, "y": 1}
+                )
+            steps.append("action returned")
+    assert steps == ["new document parsed", "action returned"]
+
+
+async def test_a_renderer_that_does_not_answer_holds_the_action_for_the_barrier_timeout_only(
+    pair: Pair,
+) -> None:
+    """A handler still running after the input (the main thread busy) does not hold the action forever."""
+    _, peer, browser = pair
+    seen: list[dict[str, Any]] = []
+
+    async def busy_renderer() -> None:
+        peer.reply(await peer.next_command())
+        seen.append(await peer.next_command())  # never answered
+
+    with trio.fail_after(BARRIER_TIMEOUT + 4):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(busy_renderer)
+            start = trio.current_time()
+            async with navigation_watch([browser]):
+                await browser.execute_raw(
+                    "Input.dispatchMouseEvent", {"type": "mouseReleased", "x": 1, "y": 1}
+                )
+            waited = trio.current_time() - start
+    assert seen
+    assert seen[0]["method"] == "Page.getFrameTree"
+    assert BARRIER_TIMEOUT <= waited < BARRIER_TIMEOUT + 3
