@@ -194,6 +194,20 @@ def recorder(page: Page) -> MetricsRecorder:
     return _state(page).metrics
 
 
+_PRIMARY: weakref.WeakKeyDictionary[Session, Session] = weakref.WeakKeyDictionary()
+"""Each evaluate session's target's own established session (the page's, or its OOPIF's child session)."""
+
+
+def _primary_session(page: Page, target_id: str) -> Session | None:
+    todo = [page.session]
+    while todo:
+        session = todo.pop()
+        if session.target_id == target_id and not session.detached:
+            return session
+        todo.extend(session.children.values())
+    return None
+
+
 async def evaluation_session(page: Page, target_id: str) -> Session:
     """The page's evaluate session to ``target_id`` (the page, or one of its OOPIFs), attached on first use.
 
@@ -219,6 +233,9 @@ async def evaluation_session(page: Page, target_id: str) -> Session:
             attached["sessionId"], target_id=target_id, target_type="page", parent=browser.session
         )
         state.sessions[target_id] = session
+        primary = _primary_session(page, target_id)
+        if primary is not None:
+            _PRIMARY[session] = primary
         log.debug("evaluate session %s attached to %s", session.session_id, target_id)
         return session
     finally:
@@ -293,11 +310,19 @@ def _raise_for(reply: dict[str, Any]) -> None:
 
 
 async def _stop_script(session: Session, metrics: MetricsRecorder) -> None:
-    """Terminate what runs on the target, then evaluate ``0`` until it runs: nothing stays armed."""
+    """Terminate what runs on the target, then evaluate ``0`` until it runs: nothing stays armed.
+
+    The termination goes through the target's own session when there is one: an evaluate session
+    attached while the page's main thread was busy (a page handler in a loop) is not set up in the
+    renderer until that thread is free, so a termination sent on it waited for the very script it was
+    to stop, and the tab stayed hung.
+    """
     probes = 0
+    primary = _PRIMARY.get(session)
+    via = primary if primary is not None and not primary.detached else session
     with trio.CancelScope(shield=True), trio.move_on_after(STOP_LIMIT) as scope:
         try:
-            await session.execute_raw("Runtime.terminateExecution")
+            await via.execute_raw("Runtime.terminateExecution")
             for _ in range(DISARM_PROBES):
                 probes += 1
                 try:

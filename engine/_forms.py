@@ -117,7 +117,7 @@ async def type_text(page: Page, ref: str, text: str, *, delay_ms: float) -> None
     node = await page.resolve(ref)
     await focus(node)
     session = page.session
-    async with navigation_watch([page.session]):
+    async with navigation_watch([page.session], node.ref):
         for char in text:
             key = KEYS.get("Enter" if char == "\n" else char)
             if key is None:

@@ -107,7 +107,7 @@ async def click(
             return
         target = await wait_actionable(page, "click", ref, group)
         node = target.node
-        async with navigation_watch(_sessions_to_watch(page, node)):
+        async with navigation_watch(_sessions_to_watch(page, node), node.ref):
             await mouse_click(
                 page.session, target.x, target.y, button=button, click_count=click_count, mask=mask
             )
@@ -126,7 +126,7 @@ async def _forced_click(
     with contextlib.suppress(ProtocolError):  # no box: the checks below say so
         await session.execute_raw("DOM.scrollIntoViewIfNeeded", {"backendNodeId": node.backend_node_id})
     point = await centre(session, node.backend_node_id)
-    async with navigation_watch(_sessions_to_watch(page, node)):
+    async with navigation_watch(_sessions_to_watch(page, node), node.ref):
         if point is not None:
             x, y = point
             if session is not page.session:
@@ -280,7 +280,7 @@ async def press(page: Page, combo: str, *, ref: str | None) -> None:
     for modifier in reversed(parsed.modifiers):
         mask &= ~MODIFIER_BITS[modifier]
         events.append(key_event("up", parse_combo(modifier).key, mask))
-    async with navigation_watch(_sessions_to_watch(page, node)):
+    async with navigation_watch(_sessions_to_watch(page, node), node.ref if node else ""):
         for params in events[:-1]:
             send_nowait(session, "Input.dispatchKeyEvent", params)
         await session.execute_raw("Input.dispatchKeyEvent", events[-1])

@@ -105,18 +105,44 @@ async def _barrier(sessions: list[Session]) -> None:
 
 
 @asynccontextmanager
-async def navigation_watch(sessions: list[Session]) -> AsyncIterator[NavigationWatch]:
+async def navigation_watch(sessions: list[Session], ref: str = "") -> AsyncIterator[NavigationWatch]:
     """Watch ``sessions`` while the block runs an action; on the way out, wait for any navigation it
-    started to commit, so that a snapshot after the action sees the new document."""
+    started to commit, so that a snapshot after the action sees the new document.
+
+    With no deadline from the caller, the block and the wait get DEFAULT_BUDGET seconds: an input's reply
+    waits for the page's handlers, so a handler in an endless loop would otherwise hold the action forever.
+    """
     watch = NavigationWatch()
     hooks = [(s, add_hook(s, _WATCHED, watch)) for s in sessions]
+    own = trio.current_effective_deadline() == math.inf
+    phase = "input"
     try:
-        yield watch
-        await _barrier(sessions)
-        await watch.wait_committed()
+        with trio.move_on_after(DEFAULT_BUDGET if own else math.inf) as scope:
+            yield watch
+            phase = "navigation"
+            await _barrier(sessions)
+            await watch.wait_committed()
     finally:
         for session, hook in hooks:
             session.unsubscribe(hook)
+    if scope.cancelled_caught:
+        raise _stuck(phase, ref)
+
+
+def _stuck(phase: str, ref: str) -> ActionError:
+    what = f"the action on {ref}" if ref else "the action"
+    if phase == "input":
+        return ActionError(
+            f"{what}: the input was sent, but the page had not handled it after {DEFAULT_BUDGET:g} s: its "
+            "main thread is busy (a handler still running, maybe an endless loop). page.evaluate() under a "
+            "deadline stops the running script; give the action a deadline (trio.fail_after) to wait less.",
+            ref=ref,
+        )
+    return ActionError(
+        f"{what} started a navigation whose new document was not parsed after {DEFAULT_BUDGET:g} s (a "
+        "slow or stalled load); wait_for(load_state=...) under a deadline of your own waits longer.",
+        ref=ref,
+    )
 
 
 def _budget() -> float:

@@ -181,3 +181,42 @@ async def test_drag_and_drop_html5_and_mouse_based(browser: Browser, server: str
         "dropped:card-data",
         "knob-in-slot",
     ]
+
+
+_HANGS = (
+    "<!doctype html><title>Busy</title><button onclick='while (true) {}'>Hang</button>"
+    "<button onclick=\"document.title = 'clicked'\">Fine</button>"
+)
+
+
+async def test_a_handler_in_an_endless_loop_bounds_the_click_and_evaluate_frees_the_tab(
+    browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The click's input reply waits for the page's handler: with no deadline, the action gives up after
+    its default budget with an ActionError that says so; an evaluate under a deadline then terminates the
+    page's loop (through the tab's own session: the evaluate session, attached while the main thread
+    was busy, could not), and the tab works again."""
+    import engine._waiting
+
+    monkeypatch.setattr(engine._waiting, "DEFAULT_BUDGET", 1.0)
+    page = await open_page(browser, "data:text/html," + _HANGS)
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+
+    async def watchdog() -> None:  # the click itself must run with no deadline: it is what is tested
+        await trio.sleep(10)
+        raise AssertionError("the click was not bounded by its default budget")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watchdog)
+        with pytest.raises(ActionError, match="main thread is busy") as caught:
+            await page.click(ref(snap, "button", "Hang"))
+        nursery.cancel_scope.cancel()
+    assert caught.value.ref == ref(snap, "button", "Hang")
+    with trio.fail_after(10), pytest.raises(trio.TooSlowError):
+        with trio.fail_after(1):
+            await page.evaluate("1 + 1")
+    with trio.fail_after(3):
+        assert await page.evaluate("1 + 1") == 2
+        await page.click(ref(snap, "button", "Fine"))
+        assert await page.evaluate("document.title") == "clicked"
