@@ -112,8 +112,11 @@ def versions(chromium: str | None) -> dict[str, str | None]:
     return out
 
 
-def collect(argv: Sequence[str], chromium: str | None, *, seed: int, forced: bool) -> dict[str, Any]:
-    """The ``context`` object of a results file."""
+def collect(
+    argv: Sequence[str], chromium: str | None, *, seed: int, forced: bool, load_at_start: list[float] | None
+) -> dict[str, Any]:
+    """The ``context`` object of a results file; ``load_at_start`` was read before any browser started
+    (read here, at the end, it was the load the last scenario left behind)."""
     return {
         "git": git(),
         "argv": list(argv),
@@ -123,7 +126,7 @@ def collect(argv: Sequence[str], chromium: str | None, *, seed: int, forced: boo
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "os": platform.platform(),
-        "loadavg_at_start": loadavg(),
+        "loadavg_at_start": load_at_start,
     }
 
 

@@ -250,6 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rng = random.Random(seed)
     scenarios = [BY_NAME[n] for n in args.scenarios]
     begin = time.monotonic()
+    load_at_start = context.loadavg()
     browsers: Browsers = []
     clients: list[Client] = []
     results: report.Results = {}
@@ -318,6 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         version,
         seed=seed,
         forced=busy is not None,
+        load_at_start=load_at_start,
     )
     ctx["shared_browser"] = bool(args.connect)
     ctx["peak_rss_mib_python_clients"] = context.peak_rss_mib()

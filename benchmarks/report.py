@@ -232,12 +232,14 @@ def context_line(doc: dict[str, Any]) -> str:
     v = ctx["versions"]
     git_ = ctx["git"]
     commit = (git_.get("commit") or "?")[:10] + (" (dirty)" if git_.get("dirty") else "")
-    loads = [x for s in doc.get("load", {}).values() for x in (s.get("before"), s.get("after")) if x]
-    worst = max((x[0] for x in loads), default=None)
+    befores = [s["before"][0] for s in doc.get("load", {}).values() if s.get("before")]
+    afters = [s["after"][0] for s in doc.get("load", {}).values() if s.get("after")]
+    during = f"{min(befores)}-{max(befores)}" if befores else "?"
     return (
         f"commit {commit}; Chromium {v.get('chromium')}; Python {v.get('python')}, trio {v.get('trio')}; "
-        f"{ctx['cpu']} ({ctx['cores']} cores); load average {ctx['loadavg_at_start']} at start, "
-        f"highest 1-minute load around a scenario {worst}"
+        f"{ctx['cpu']} ({ctx['cores']} cores); load average {ctx['loadavg_at_start']} before the browsers "
+        f"started, 1-minute load {during} as each scenario began (the clients' own browsers), highest after "
+        f"a scenario {max(afters, default=None)}"
         + ("; run with --force despite the load" if ctx.get("forced_despite_load") else "")
         + ("; --quick (smoke sizes)" if doc.get("quick") else "")
     )
