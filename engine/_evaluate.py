@@ -36,6 +36,7 @@ from engine._errors import (
 from engine._metrics import EvaluateMetrics, MetricsRecorder
 from engine._refs import ResolvedNode
 from engine._session import Session
+from engine._snapshot import _session_for  # the refs room's lookup of the session that drives a frame
 
 if TYPE_CHECKING:
     from engine._browser import Browser
@@ -198,16 +199,6 @@ _PRIMARY: weakref.WeakKeyDictionary[Session, Session] = weakref.WeakKeyDictionar
 """Each evaluate session's target's own established session (the page's, or its OOPIF's child session)."""
 
 
-def _primary_session(page: Page, target_id: str) -> Session | None:
-    todo = [page.session]
-    while todo:
-        session = todo.pop()
-        if session.target_id == target_id and not session.detached:
-            return session
-        todo.extend(session.children.values())
-    return None
-
-
 async def evaluation_session(page: Page, target_id: str) -> Session:
     """The page's evaluate session to ``target_id`` (the page, or one of its OOPIFs), attached on first use.
 
@@ -233,7 +224,8 @@ async def evaluation_session(page: Page, target_id: str) -> Session:
             attached["sessionId"], target_id=target_id, target_type="page", parent=browser.session
         )
         state.sessions[target_id] = session
-        primary = _primary_session(page, target_id)
+        # The snapshot's lookup: "" is the page itself, an OOPIF's session drives the frame of its id.
+        primary = _session_for(page, "" if target_id == page.target_id else target_id)
         if primary is not None:
             _PRIMARY[session] = primary
         log.debug("evaluate session %s attached to %s", session.session_id, target_id)
