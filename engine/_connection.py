@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -100,6 +101,10 @@ class Connection(metaclass=NoPublicConstructor):
         self._reader_lot = trio.lowlevel.ParkingLot()
         self._reader_resting = False
         self._leading = False
+        # The resting reader's timer: none while a caller leads (the leader reads everything), then pushed
+        # along as leads end (_push_rest_timer).
+        self._rest_scope: trio.CancelScope | None = None
+        self._close_waiters = 0
         #: False: the reader task reads everything, as before leader/follower (kept to re-measure it).
         self.lead_when_alone = True
         # Checked here, in the caller's task: an oversized message must never reach the writer task.
@@ -215,8 +220,10 @@ class Connection(metaclass=NoPublicConstructor):
                 # Rest: a lone caller reads its own reply (_lead). The rest is short, so what arrives
                 # unasked (an event nobody listens to, a late reply) is still handled within READER_REST_S.
                 self._reader_resting = True
-                with trio.move_on_after(READER_REST_S):
+                deadline = math.inf if self._leading else trio.current_time() + READER_REST_S
+                with trio.CancelScope(deadline=deadline) as self._rest_scope:
                     await self._reader_lot.park()
+                self._rest_scope = None
                 if self._leading:
                     continue
                 self._reader_resting = False
@@ -243,11 +250,23 @@ class Connection(metaclass=NoPublicConstructor):
         the close. Bytes that arrive meanwhile wait in the kernel for the next reader."""
         if self._pending or self._leading or self._closed is not None or not self.lead_when_alone:
             return False
-        if self._closed_event.statistics().tasks_waiting:
+        if self._close_waiters:
             return False
         # Hooks (dialogs, popups) are not counted: they run in whichever task reads, within
         # READER_REST_S of their event even while the reader rests, and no consumer waits on them.
         return not self.listeners
+
+    @staticmethod
+    def _push_rest_timer(scope: trio.CancelScope) -> None:
+        """Keep the resting reader's timer between a half and a whole READER_REST_S from now.
+
+        Called as a lead ends: while calls follow each other the timer never fires (a fire is a Cancelled
+        raised and caught in the reader), and it is moved only every few calls (moving it is a heap push).
+        A timer left at infinity by a rest that began during a lead is always brought back.
+        """
+        now = trio.current_time()
+        if not now + READER_REST_S / 2 <= scope.deadline <= now + READER_REST_S:
+            scope.deadline = now + READER_REST_S
 
     def wake_reader(self) -> None:
         """Make the reader task read again (a subscription or a close waiter appeared)."""
@@ -286,6 +305,8 @@ class Connection(metaclass=NoPublicConstructor):
             if not self._may_rest():
                 self._reader_resting = False
                 self._reader_lot.unpark()
+            elif self._rest_scope is not None:
+                self._push_rest_timer(self._rest_scope)
         if entry.error is not None:
             raise entry.error
         return entry.reply  # type: ignore[return-value]
@@ -393,8 +414,12 @@ class Connection(metaclass=NoPublicConstructor):
         return self._closed
 
     async def wait_closed(self) -> None:
+        self._close_waiters += 1
         self.wake_reader()  # a close must be noticed when it happens, not at the next command
-        await self._closed_event.wait()
+        try:
+            await self._closed_event.wait()
+        finally:
+            self._close_waiters -= 1
 
     def pending_count(self) -> int:
         return len(self._pending)

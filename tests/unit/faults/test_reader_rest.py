@@ -14,6 +14,7 @@ import pytest
 import trio
 
 from engine import ConnectionClosed, Session
+from engine._connection import READER_REST_S
 from engine._hooks import add_hook
 from engine.lowlevel import Connection
 from engine.testing import FakePeer
@@ -120,3 +121,45 @@ async def test_the_link_closing_under_a_leader_ends_its_call(pair: Pair) -> None
             await peer.next_command()
             await _until(lambda: connection._leading)
             peer.close()
+
+
+class _ReaderSteps(trio.abc.Instrument):
+    """Counts the task steps of the connection's reader task (the one running ``guarded("reader", ...)``)."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        frame = getattr(task.coro, "cr_frame", None)
+        if frame is not None and frame.f_locals.get("name") == "reader":
+            self.steps += 1
+
+
+async def test_back_to_back_calls_leave_the_reader_at_rest(pair: Pair) -> None:
+    # The resting reader's timer is pushed along as each lead ends, so a stream of lone calls never fires
+    # it: one task step per call, the caller's own. (It used to fire every READER_REST_S, and each fire
+    # woke the reader, which then read the next reply itself: a second task step for that call.)
+    connection, peer, browser = pair
+    steps = _ReaderSteps()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+
+            async def answer() -> None:
+                while True:
+                    command = await peer.next_command()
+                    peer.reply(command, {"product": "Fake"})
+
+            nursery.start_soon(answer)
+            await _until(lambda: connection._reader_resting)
+            trio.lowlevel.add_instrument(steps)
+            try:
+                start = trio.current_time()
+                calls = 0
+                while trio.current_time() - start < 20 * READER_REST_S:
+                    await browser.execute_raw("Browser.getVersion")
+                    calls += 1
+            finally:
+                trio.lowlevel.remove_instrument(steps)
+            nursery.cancel_scope.cancel()
+    assert calls > 20
+    assert steps.steps <= 1, f"the reader took {steps.steps} steps during {calls} lone calls"
