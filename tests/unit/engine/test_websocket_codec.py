@@ -316,3 +316,20 @@ def test_check_upgrade_rejects(status: int, drop: bytes | None, match: str) -> N
     headers = [(name, value) for name, value in good_headers() if name != drop]
     with pytest.raises(RemoteProtocolError, match=match):
         check_upgrade(status, headers, RFC_KEY)
+
+
+def test_mask_keys_come_from_bulk_urandom_and_never_repeat_a_slice() -> None:
+    from engine._ws_codec import _KeyPool
+
+    pool = _KeyPool(size=8)
+    keys = [pool(4) for _ in range(6)]  # three refills of 8 bytes
+    assert all(len(key) == 4 for key in keys)
+    assert len(set(keys)) == 6  # 32 random bits each: a repeat here would be a slicing bug
+    assert len(pool(20)) == 20  # a request over the pool's size still gets all its bytes
+
+
+def test_frames_from_the_default_codec_carry_fresh_keys() -> None:
+    codec = WebSocketCodec()
+    frames = [codec.encode_messages([b"{}"]) for _ in range(3)] + [codec.encode_messages([b"{}", b"[]"])]
+    keys = [frame[2:6] for frame in frames[:3]] + [frames[3][2:6], frames[3][10:14]]
+    assert len(set(keys)) == 5
