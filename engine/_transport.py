@@ -225,6 +225,7 @@ class FdIO:
         self.read_size = read_size
         self.pending = b""
         self._streak = 0
+        self._wrote = False  # a write since the last read: its reply cannot be in yet
         self._owned = owned
         if owned:
             os.set_blocking(read_fd, False)
@@ -233,7 +234,15 @@ class FdIO:
     # -- reading -------------------------------------------------------------------------------------
 
     async def read(self) -> bytes:
-        """The next bytes (empty at EOF); raises OSError or trio.ClosedResourceError if the fd is gone."""
+        """The next bytes (empty at EOF); raises OSError or trio.ClosedResourceError if the fd is gone.
+
+        Right after a write it waits before it reads: the reply to what was just written is not there yet,
+        and a read that fails costs a system call and an exception per round trip.
+        """
+        if self._wrote:
+            self._wrote = False
+            self._streak = 0
+            await trio.lowlevel.wait_readable(self.read_fd)
         while True:
             try:
                 data = os.read(self.read_fd, self.read_size)
@@ -268,6 +277,7 @@ class FdIO:
             written = os.write(self.write_fd, data)
         except BlockingIOError:
             written = 0
+        self._wrote = True
         if written < len(data):
             self.pending = data[written:]
         return True
