@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
+from trio.testing import MockClock
 
 from engine import ConnectionClosed, Session
 from engine._connection import READER_REST_S
@@ -135,31 +137,29 @@ class _ReaderSteps(trio.abc.Instrument):
             self.steps += 1
 
 
-async def test_back_to_back_calls_leave_the_reader_at_rest(pair: Pair) -> None:
+async def test_back_to_back_calls_leave_the_reader_at_rest(pair: Pair, mock_clock: MockClock) -> None:
     # The resting reader's timer is pushed along as each lead ends, so a stream of lone calls never fires
     # it: one task step per call, the caller's own. (It used to fire every READER_REST_S, and each fire
-    # woke the reader, which then read the next reply itself: a second task step for that call.)
+    # woke the reader, which then read the next reply itself: a second task step for that call.) On a
+    # mock clock that moves only as each reply comes, 0.4 READER_REST_S per call: no scheduler timing.
     connection, peer, browser = pair
     steps = _ReaderSteps()
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
+    async with trio.open_nursery() as nursery:
 
-            async def answer() -> None:
-                while True:
-                    command = await peer.next_command()
-                    peer.reply(command, {"product": "Fake"})
+        async def answer() -> None:
+            while True:
+                command = await peer.next_command()
+                mock_clock.jump(0.4 * READER_REST_S)
+                peer.reply(command, {"product": "Fake"})
 
-            nursery.start_soon(answer)
-            await _until(lambda: connection._reader_resting)
-            trio.lowlevel.add_instrument(steps)
-            try:
-                start = trio.current_time()
-                calls = 0
-                while trio.current_time() - start < 20 * READER_REST_S:
-                    await browser.execute_raw("Browser.getVersion")
-                    calls += 1
-            finally:
-                trio.lowlevel.remove_instrument(steps)
-            nursery.cancel_scope.cancel()
-    assert calls > 20
-    assert steps.steps <= 1, f"the reader took {steps.steps} steps during {calls} lone calls"
+        nursery.start_soon(answer)
+        await trio.testing.wait_all_tasks_blocked()
+        assert connection._reader_resting
+        trio.lowlevel.add_instrument(steps)
+        try:
+            for _ in range(50):
+                await browser.execute_raw("Browser.getVersion")
+        finally:
+            trio.lowlevel.remove_instrument(steps)
+        nursery.cancel_scope.cancel()
+    assert steps.steps == 0, f"the reader took {steps.steps} steps during 50 lone calls"
