@@ -480,7 +480,22 @@ MAX_COMMAND_ID = 2**31 - 1
 After this many commands, ids start again from 1 (skipping any still in flight)."""
 
 
-_decode_json = json.JSONDecoder().decode
+_decoder = json.JSONDecoder()
+_decode_json = _decoder.decode
+_scan_json: Callable[[str, int], tuple[Any, int]] = _decoder.scan_once  # type: ignore[attr-defined]
+
+
+def _loads(text: str) -> Any:
+    """``json.loads`` of a str without its two whitespace regex matches (Chromium sends none): the C
+    scanner reads one value from the start, and anything else (whitespace, extra data, an error) goes
+    through the full decoder, which says what is wrong."""
+    try:
+        value, end = _scan_json(text, 0)
+    except StopIteration:
+        return _decode_json(text)
+    if end != len(text):
+        return _decode_json(text)
+    return value
 
 
 def _parse(raw: bytes) -> Any:
@@ -493,9 +508,9 @@ def _parse(raw: bytes) -> Any:
     # CDP is UTF-8: decoding it here skips json.loads' encoding sniffing (a tenth of a small event's parse).
     text = raw.decode("utf-8", "surrogatepass")
     if len(raw) < LARGE_MESSAGE:
-        return _decode_json(text)
+        return _loads(text)
     with gc_paused():
-        return _decode_json(text)
+        return _loads(text)
 
 
 @asynccontextmanager
