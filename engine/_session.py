@@ -125,11 +125,13 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
                 else:
                     self._buffer.append(_Gap())
                     self._gaps += 1
-                    self._lot.unpark()
+                    if self._lot:
+                        self._lot.unpark()
                 return
         self._buffer.append((method, params))
         connection.events_delivered += 1
-        self._lot.unpark()
+        if self._lot:  # unpark() with nobody parked still costs about a microsecond: once per event
+            self._lot.unpark()
 
     def _close(self, error: CDPError | None = None) -> None:
         """End the subscription: a consumer gets the buffered events, then ``error`` (or the end)."""

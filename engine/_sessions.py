@@ -118,6 +118,8 @@ class SessionTable:
 
     def follow(self, session: Session, method: str, params: dict[str, Any]) -> None:
         """Act on a lifecycle event that arrived on ``session`` (any other event is ignored)."""
+        if method not in _LIFECYCLE:  # most events: one set lookup instead of eight comparisons
+            return
         if method == "Target.attachedToTarget":
             self._attached_to_target(session, params)
         elif method == "Target.detachedFromTarget":
@@ -199,3 +201,18 @@ class SessionTable:
                 log.exception("Browser.on_attach failed for %r; the session is resumed anyway", child)
         if params.get("waitingForDebugger"):
             child.execute_nowait(cdp.runtime.run_if_waiting_for_debugger())
+
+
+_LIFECYCLE = frozenset(
+    {
+        "Target.attachedToTarget",
+        "Target.detachedFromTarget",
+        "Target.targetDestroyed",
+        "Target.targetCrashed",
+        "Target.targetInfoChanged",
+        "Inspector.targetCrashed",
+        "Inspector.targetReloadedAfterCrash",
+        "Inspector.detached",
+    }
+)
+"""The events :meth:`SessionTable.follow` acts on."""

@@ -22,6 +22,7 @@ import hashlib
 import os
 import struct
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import attrs
 
@@ -70,9 +71,12 @@ class RemoteProtocolError(WebSocketProtocolError):
     """The peer broke RFC 6455 (a masked server frame, a bad opcode, a stray continuation, a bad upgrade)."""
 
 
-@attrs.frozen
-class Message:
-    """A whole data message (text or binary), its payload as received."""
+class Message(NamedTuple):
+    """A whole data message (text or binary), its payload as received.
+
+    A named tuple, not an attrs class: one is made per frame, and a frozen attrs instance costs two
+    ``object.__setattr__`` calls to build.
+    """
 
     data: bytes
     binary: bool = False
