@@ -1,4 +1,4 @@
-"""The reader's JSON parse: ``json.loads`` of every message, taking a shortcut only where it gives the same."""
+"""The reader's JSON parse: ``json.loads`` of every message, with a shortcut only where it gives the same."""
 
 from __future__ import annotations
 
