@@ -66,6 +66,18 @@ def _walk(tree: cdp.page.FrameTree, session: Session, out_of_process: bool, foun
         _walk(child, session, out_of_process, found)
 
 
+def frame_sessions(page: Page) -> list[Session]:
+    """The page's own session, then every live out-of-process iframe session below it (parents first).
+
+    No round trip: the session table as it stands. A child session attaches by itself as its iframe
+    loads, and a detached one ends its own children with it.
+    """
+    found = [page.session]
+    for session in found:  # grows as it goes: a breadth-first walk
+        found.extend(c for c in session.children.values() if c.target_type == "iframe" and not c.detached)
+    return found
+
+
 async def list_frames(page: Page) -> list[Frame]:
     """Every frame of ``page``, parents before their children (the main frame first).
 

@@ -19,6 +19,7 @@ import trio
 
 from engine._axrender import _ROLE_NAMES, FrameAX, Options, render
 from engine._errors import ProtocolError, SessionDetached, StaleRefError
+from engine._frames import frame_sessions
 from engine._refs import Ref, RefState, ResolvedNode, Snapshot, SnapshotStats
 from engine._util import gc_paused, unwrap_group
 
@@ -217,13 +218,7 @@ def _known(state: RefState, ref: str) -> Ref:
 def _session_for(page: Page, target: str) -> Session | None:
     if not target:
         return page.session
-    todo = list(page.session.children.values())
-    while todo:
-        session = todo.pop()
-        if session.frame_id == target and not session.detached:
-            return session
-        todo.extend(session.children.values())
-    return None
+    return next((session for session in frame_sessions(page) if session.frame_id == target), None)
 
 
 async def _is_connected(session: Session, backend_node_id: int) -> bool:

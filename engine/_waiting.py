@@ -16,6 +16,7 @@ import trio
 
 from engine._actionability import DEFAULT_BUDGET, RETRY_MARGIN, call_on, new_group, object_id, release
 from engine._errors import ActionError, ProtocolError, SessionDetached, StaleRefError
+from engine._frames import frame_sessions
 from engine._hooks import add_hook
 from engine._snapshot import _frame_tree as frame_tree  # the refs room's list of a session's frames
 
@@ -189,15 +190,8 @@ async def _frames_have_text(page: Page, text: str, worlds: dict[tuple[str, str],
             if got.get("result", {}).get("value") is True:
                 found = True
 
-    sessions = [page.session]
-    todo = list(page.session.children.values())
-    while todo:
-        child = todo.pop()
-        if child.target_type == "iframe" and not child.detached:
-            sessions.append(child)
-            todo.extend(child.children.values())
     async with trio.open_nursery() as nursery:
-        for session in sessions:
+        for session in frame_sessions(page):
             nursery.start_soon(in_session, session)
     return found
 
