@@ -213,8 +213,11 @@ def _measure(
             try:
                 sample = client.run(scenario, size)
             except Exception as exc:
-                got.skipped = f"failed in run {rep + 1} ({type(exc).__name__}: {exc})"
-                got.hung = isinstance(exc, TimeoutError)
+                leaf: BaseException = exc
+                while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
+                    leaf = leaf.exceptions[0]  # say what failed, not "Exceptions from Trio nursery"
+                got.skipped = f"failed in run {rep + 1} ({type(leaf).__name__}: {leaf})"
+                got.hung = isinstance(leaf, TimeoutError)
                 log(f"    {client.name}: {got.skipped}")
                 running.remove(client)
                 continue
