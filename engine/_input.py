@@ -284,13 +284,8 @@ async def press(page: Page, combo: str, *, ref: str | None) -> None:
         for params in events[:-1]:
             send_nowait(session, "Input.dispatchKeyEvent", params)
         await session.execute_raw("Input.dispatchKeyEvent", events[-1])
-        # A form that Enter submits asks for its navigation from a task the key posted, which can come
-        # after the key's reply: one turn of the page's task queue lets the watch see the request.
-        with contextlib.suppress(ProtocolError):  # the page navigated away meanwhile: the watch saw it
-            await session.execute_raw(
-                "Runtime.evaluate",
-                {"expression": "new Promise((r) => setTimeout(r, 0))", "awaitPromise": True},
-            )
+        # A form that Enter submits asks for its navigation from a task the key posted: the watch's
+        # barrier is a turn of the page's task queue, so it sees the request.
 
 
 async def focus(node: ResolvedNode) -> None:

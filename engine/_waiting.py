@@ -86,18 +86,22 @@ BARRIER_TIMEOUT = 1.0
 """Seconds an action waits for its page's main thread to answer after the input (a handler that is still
 running holds it): past that, the action returns with the navigations it has seen."""
 
+_TASK_TURN = {"expression": "new Promise((r) => setTimeout(r, 0))", "awaitPromise": True}
+
 
 async def _barrier(sessions: list[Session]) -> None:
-    """A round trip through each renderer's main thread, so every event it sent while it handled the
-    input (``Page.frameRequestedNavigation``) is read before this returns.
+    """One turn of each renderer's task queue, so every event it sent while it handled the input, or in a
+    task the input's handlers posted (``Page.frameRequestedNavigation``), is read before this returns.
 
     The input's own reply comes from the browser process on another channel than the renderer's events:
     without this, whether a navigation was seen depended on how soon the link was read after that reply.
+    A ``setTimeout(0)`` awaited in the page runs after the tasks the handlers posted before it (a form
+    that Enter submits, a handler that navigates from ``setTimeout``).
     """
 
     async def one(session: Session) -> None:
         with contextlib.suppress(ProtocolError, SessionDetached):
-            await session.execute_raw("Page.getFrameTree")
+            await session.execute_raw("Runtime.evaluate", _TASK_TURN)
 
     with trio.move_on_after(BARRIER_TIMEOUT):
         async with trio.open_nursery() as nursery:

@@ -27,7 +27,7 @@ async def test_a_navigation_requested_after_the_inputs_reply_is_waited_for(pair:
         click = await peer.next_command()
         peer.reply(click)  # the input's reply, before the renderer's event
         barrier = await peer.next_command()
-        assert barrier["method"] == "Page.getFrameTree"
+        assert barrier["method"] == "Runtime.evaluate"
         peer.event(
             "Page.frameRequestedNavigation",
             {
@@ -77,5 +77,5 @@ async def test_a_renderer_that_does_not_answer_holds_the_action_for_the_barrier_
                 )
             waited = trio.current_time() - start
     assert seen
-    assert seen[0]["method"] == "Page.getFrameTree"
+    assert seen[0]["method"] == "Runtime.evaluate"
     assert BARRIER_TIMEOUT <= waited < BARRIER_TIMEOUT + 3
