@@ -280,12 +280,11 @@ async def press(page: Page, combo: str, *, ref: str | None) -> None:
     for modifier in reversed(parsed.modifiers):
         mask &= ~MODIFIER_BITS[modifier]
         events.append(key_event("up", parse_combo(modifier).key, mask))
-    async with navigation_watch(_sessions_to_watch(page, node), node.ref if node else ""):
+    # task_turn: a form that Enter submits asks for its navigation from a task the key posted.
+    async with navigation_watch(_sessions_to_watch(page, node), node.ref if node else "", task_turn=True):
         for params in events[:-1]:
             send_nowait(session, "Input.dispatchKeyEvent", params)
         await session.execute_raw("Input.dispatchKeyEvent", events[-1])
-        # A form that Enter submits asks for its navigation from a task the key posted: the watch's
-        # barrier is a turn of the page's task queue, so it sees the request.
 
 
 async def focus(node: ResolvedNode) -> None:

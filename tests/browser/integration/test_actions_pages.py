@@ -56,18 +56,6 @@ async def test_link_click_and_form_submit_return_after_the_new_document_commits(
         await page.click(ref(snap, "button", "Here"))  # no navigation: returns at once
 
 
-async def test_a_click_whose_handler_navigates_from_a_posted_task_returns_after_the_new_document(
-    browser: Browser, server: str
-) -> None:
-    # The handler asks for the navigation from setTimeout(0): after the input's reply. The watch's barrier
-    # is a turn of the page's task queue, so the request is seen and the click waits for the commit.
-    page = await open_page(browser, f"{server}/actions/posted-nav.html")
-    with trio.fail_after(10):
-        snap = await page.snapshot()
-        await page.click(ref(snap, "button", "Go later"))
-        assert 'heading "Next page"' in (await page.snapshot()).text
-
-
 async def test_wait_for_text_gone_text_load_state_ref_and_time(browser: Browser, server: str) -> None:
     page = await open_page(browser, f"{server}/actions/nav.html")
     with trio.fail_after(10):

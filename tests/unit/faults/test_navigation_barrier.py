@@ -27,7 +27,7 @@ async def test_a_navigation_requested_after_the_inputs_reply_is_waited_for(pair:
         click = await peer.next_command()
         peer.reply(click)  # the input's reply, before the renderer's event
         barrier = await peer.next_command()
-        assert barrier["method"] == "Runtime.evaluate"
+        assert barrier["method"] == "Page.getFrameTree"
         peer.event(
             "Page.frameRequestedNavigation",
             {
@@ -77,5 +77,28 @@ async def test_a_renderer_that_does_not_answer_holds_the_action_for_the_barrier_
                 )
             waited = trio.current_time() - start
     assert seen
-    assert seen[0]["method"] == "Runtime.evaluate"
+    assert seen[0]["method"] == "Page.getFrameTree"
     assert BARRIER_TIMEOUT <= waited < BARRIER_TIMEOUT + 3
+
+
+async def test_a_key_waits_one_task_turn_in_the_page_and_makes_no_other_round_trip(pair: Pair) -> None:
+    # press: a form that Enter submits asks for its navigation from a task the key posted. The barrier is
+    # then a setTimeout(0) awaited in the page (after that task), not a second round trip of its own.
+    _, peer, browser = pair
+    sent: list[dict[str, Any]] = []
+
+    async def renderer() -> None:
+        key = await peer.next_command()
+        peer.reply(key)
+        barrier = await peer.next_command()
+        sent.append(barrier)
+        peer.reply(barrier, {"result": {"type": "undefined"}})
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(renderer)
+            async with navigation_watch([browser], task_turn=True):
+                await browser.execute_raw("Input.dispatchKeyEvent", {"type": "keyUp", "key": "Enter"})
+    assert [(c["method"], c["params"]) for c in sent] == [
+        ("Runtime.evaluate", {"expression": "new Promise((r) => setTimeout(r, 0))", "awaitPromise": True})
+    ]
