@@ -272,9 +272,11 @@ class WebSocketCodec:
             RemoteProtocolError: the peer broke the protocol; the connection should be dropped.
             InboundTooLarge: a message is over ``max_inbound_bytes``; the connection should be dropped.
         """
+        events: list[Event] = []
+        if not self._buffer and self._fragments is None and self.close_received is None:
+            data = self._whole_frames(data, events)
         buffer = self._buffer
         buffer += data
-        events: list[Event] = []
         position = 0
         available = len(buffer)
         while self.close_received is None and available - position >= 2:
@@ -320,6 +322,33 @@ class WebSocketCodec:
         if position:
             del buffer[:position]
         return events
+
+    def _whole_frames(self, data: bytes | bytearray, events: list[Event]) -> bytes | bytearray:
+        """The common case, read straight from ``data``: whole, final, unmasked data frames with a 7- or
+        16-bit length, within the limit. Returns the rest, from the first frame that is anything else (a
+        control frame, a fragment, a cut frame, an error), for the general path to take.
+
+        It skips copying every read into the buffer and out again: one copy per message instead of three.
+        """
+        position = 0
+        available = len(data)
+        limit = min(self._max_inbound, 0xFFFF)
+        while available - position >= 2:
+            first, size = data[position], data[position + 1]
+            if first not in (0x81, 0x82):  # FIN, no reserved bits, text or binary
+                break
+            header = 2
+            if size >= 126:  # (a set mask bit lands here too: the general path refuses it)
+                if size != 126 or available - position < 4:
+                    break
+                size = (data[position + 2] << 8) | data[position + 3]
+                header = 4
+            end = position + header + size
+            if size > limit or end > available:
+                break
+            events.append(Message(bytes(data[position + header : end]), first == 0x82))
+            position = end
+        return data[position:] if position else data
 
     def _frame(self, fin: bool, opcode: int, payload: bytes) -> Event | None:
         """Act on one complete frame."""
