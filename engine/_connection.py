@@ -88,6 +88,8 @@ class Connection(metaclass=NoPublicConstructor):
         self.sessions = SessionTable(self)
         self._pending: dict[int, _Pending] = {}
         self.listeners = 0  # open subscriptions (not hooks): while any, the reader never rests
+        #: Set by a subscription whose buffer reached half full (and is not full): see _reader.
+        self.filling = False
         self._next_id = 0
         self._outbox: list[bytes] = []
         self._writer_lot = trio.lowlevel.ParkingLot()
@@ -227,11 +229,19 @@ class Connection(metaclass=NoPublicConstructor):
                 if self._leading:
                     continue
                 self._reader_resting = False
-            self._handle(await transport.receive_batch())
+            batch = await transport.receive_batch()
+            while batch := self._handle(batch, yield_to_consumers=True):
+                # A subscriber's buffer is filling: give its consumer a turn before the rest of this read
+                # (one read can hold thousands of events). A yield, never a wait: a consumer that does not
+                # read lets its buffer fill and overflow by its policy, and then causes no more yields.
+                await trio.lowlevel.cancel_shielded_checkpoint()
 
-    def _handle(self, batch: list[bytes]) -> None:
+    def _handle(self, batch: list[bytes], *, yield_to_consumers: bool = False) -> list[bytes]:
+        """Dispatch ``batch``; with ``yield_to_consumers``, stop after a message that brought a
+        subscription's buffer to half full, and return the messages not dispatched yet."""
         self._eager = True
-        for raw in batch:
+        self.filling = False
+        for index, raw in enumerate(batch):
             if self._trace is not None:
                 self._trace("<-", raw)
             self._received += 1
@@ -241,6 +251,13 @@ class Connection(metaclass=NoPublicConstructor):
                 # A safety net: one message the checks below did not foresee must not end the link.
                 self._malformed += 1
                 log.exception("dropped a message the reader could not handle: %.200r", raw)
+            if self.filling and yield_to_consumers and index + 1 < len(batch):
+                self._owe_backlog()
+                return batch[index + 1 :]
+        self._owe_backlog()
+        return []
+
+    def _owe_backlog(self) -> None:
         if self.transport.backlog:
             # The transport owes the peer bytes (a websocket pong): the writer sends them, never us.
             self._writer_lot.unpark()

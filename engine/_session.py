@@ -92,6 +92,7 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
         self.methods = methods
         self._buffer: deque[tuple[str, dict[str, Any]] | _Gap] = deque()
         self._size = buffer_size
+        self._half = max(1, buffer_size // 2)
         self._overflow = overflow
         self._typed = typed
         self._lot = trio.lowlevel.ParkingLot()
@@ -132,6 +133,8 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
         connection.events_delivered += 1
         if self._lot:  # unpark() with nobody parked still costs about a microsecond: once per event
             self._lot.unpark()
+        elif len(self._buffer) - self._gaps >= self._half:
+            connection.filling = True  # the reader gives the consumer a turn (Connection._reader)
 
     def _close(self, error: CDPError | None = None) -> None:
         """End the subscription: a consumer gets the buffered events, then ``error`` (or the end)."""

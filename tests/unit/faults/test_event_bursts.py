@@ -1,0 +1,87 @@
+"""A burst of events in one read: the reader gives a filling subscription's consumer turns, never waits on it.
+
+One read from Chromium can hold thousands of events (a page that logs in a loop); the reader dispatches a
+read message by message, so without a turn for the consumer a default subscription (1,024 events) would
+overflow on a burst its consumer keeps up with.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import pytest
+import trio
+
+from engine import EventOverflow
+from engine.lowlevel import open_connection
+
+BURST = 3000
+
+
+class _OneBurst:
+    """A transport whose first read is ``BURST`` events at once; then nothing more arrives."""
+
+    name = "fake"
+    max_outbound_bytes = 1 << 20
+    backlog = 0
+
+    def __init__(self) -> None:
+        self._burst = [
+            json.dumps({"method": "Runtime.consoleAPICalled", "params": {"n": n}}).encode()
+            for n in range(BURST)
+        ]
+        self.ready = trio.Event()
+
+    async def receive_batch(self) -> list[bytes]:
+        await self.ready.wait()
+        if self._burst:
+            burst, self._burst = self._burst, []
+            return burst
+        await trio.sleep_forever()
+        raise AssertionError
+
+    async def send(self, messages: Sequence[bytes]) -> None:
+        await trio.lowlevel.checkpoint()
+
+    def send_nowait(self, messages: Sequence[bytes]) -> bool:
+        return True
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_a_default_subscription_keeps_up_with_a_burst_in_one_read() -> None:
+    transport = _OneBurst()
+    got: list[int] = []
+    with trio.fail_after(10):
+        async with (
+            open_connection(transport) as connection,
+            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
+        ):
+            transport.ready.set()
+            async for event in events:
+                got.append(event.params["n"])
+                if len(got) == BURST:
+                    break
+    assert got == list(range(BURST))
+    assert connection.statistics().events_dropped == 0
+
+
+async def test_a_consumer_that_does_not_read_only_loses_events_by_its_policy() -> None:
+    # The reader yields while the buffer fills, but never waits: the burst is dispatched in full, the
+    # buffer holds its 1,024, and the rest is lost where the consumer will see it.
+    transport = _OneBurst()
+    with trio.fail_after(10):
+        async with (
+            open_connection(transport) as connection,
+            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
+        ):
+            transport.ready.set()
+            while connection.events_delivered + connection.events_dropped < BURST:
+                await trio.sleep(0.001)
+            assert connection.events_dropped == BURST - 1024
+            first = [(await events.receive()).params["n"] for _ in range(1024)]
+            with pytest.raises(EventOverflow, match=f"{BURST - 1024} event"):
+                await events.receive()
+    assert first == list(range(1024))
