@@ -33,10 +33,10 @@ from engine._errors import (
     JavaScriptError,
     ProtocolError,
 )
+from engine._frames import session_for_frame
 from engine._metrics import EvaluateMetrics, MetricsRecorder
 from engine._refs import ResolvedNode
 from engine._session import Session
-from engine._snapshot import _session_for  # the refs room's lookup of the session that drives a frame
 
 if TYPE_CHECKING:
     from engine._browser import Browser
@@ -224,8 +224,7 @@ async def evaluation_session(page: Page, target_id: str) -> Session:
             attached["sessionId"], target_id=target_id, target_type="page", parent=browser.session
         )
         state.sessions[target_id] = session
-        # The snapshot's lookup: "" is the page itself, an OOPIF's session drives the frame of its id.
-        primary = _session_for(page, "" if target_id == page.target_id else target_id)
+        primary = session_for_frame(page, "" if target_id == page.target_id else target_id)
         if primary is not None:
             _PRIMARY[session] = primary
         log.debug("evaluate session %s attached to %s", session.session_id, target_id)

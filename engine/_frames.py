@@ -66,6 +66,11 @@ def _walk(tree: cdp.page.FrameTree, session: Session, out_of_process: bool, foun
         _walk(child, session, out_of_process, found)
 
 
+def live_iframes(session: Session) -> list[Session]:
+    """The out-of-process iframe sessions attached under ``session`` (one level) that are still live."""
+    return [c for c in session.children.values() if c.target_type == "iframe" and not c.detached]
+
+
 def frame_sessions(page: Page) -> list[Session]:
     """The page's own session, then every live out-of-process iframe session below it (parents first).
 
@@ -74,8 +79,16 @@ def frame_sessions(page: Page) -> list[Session]:
     """
     found = [page.session]
     for session in found:  # grows as it goes: a breadth-first walk
-        found.extend(c for c in session.children.values() if c.target_type == "iframe" and not c.detached)
+        found.extend(live_iframes(session))
     return found
+
+
+def session_for_frame(page: Page, frame_id: str) -> Session | None:
+    """The session that drives frame ``frame_id`` of ``page``: "" is the page's own, an out-of-process
+    iframe's is its child session (its frame id is its target id); None when no live session does."""
+    if not frame_id:
+        return page.session
+    return next((session for session in frame_sessions(page) if session.frame_id == frame_id), None)
 
 
 async def list_frames(page: Page) -> list[Frame]:

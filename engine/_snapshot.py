@@ -19,7 +19,7 @@ import trio
 
 from engine._axrender import _ROLE_NAMES, FrameAX, Options, render
 from engine._errors import ProtocolError, SessionDetached, StaleRefError
-from engine._frames import frame_sessions
+from engine._frames import live_iframes, session_for_frame
 from engine._refs import Ref, RefState, ResolvedNode, Snapshot, SnapshotStats
 from engine._util import gc_paused, unwrap_group
 
@@ -76,7 +76,7 @@ async def _collect(session: Session, target: str, found: list[FrameAX], main: bo
         nursery.start_soon(tree_of, None, "")
     root = listed[0]
     trees[root["id"]] = trees.pop("", [])
-    children = [c for c in session.children.values() if c.target_type == "iframe" and not c.detached]
+    children = live_iframes(session)
     if frames:
         async with trio.open_nursery() as nursery:
             for frame in listed[1:]:
@@ -215,12 +215,6 @@ def _known(state: RefState, ref: str) -> Ref:
     )
 
 
-def _session_for(page: Page, target: str) -> Session | None:
-    if not target:
-        return page.session
-    return next((session for session in frame_sessions(page) if session.frame_id == target), None)
-
-
 async def _is_connected(session: Session, backend_node_id: int) -> bool:
     try:
         obj = await session.execute_raw("DOM.resolveNode", {"backendNodeId": backend_node_id})
@@ -252,7 +246,7 @@ async def resolve_ref(page: Page, ref: str) -> ResolvedNode:
         return await _resolve_node(page, ref)
     state = _state(page)
     known = _known(state, ref)
-    session = _session_for(page, state.frame_target.get(known.frame_id, ""))
+    session = session_for_frame(page, state.frame_target.get(known.frame_id, ""))
     if session is None:
         state.retire(ref, "removed")
         raise _stale(ref, "removed", " (its out-of-process frame is gone)")
