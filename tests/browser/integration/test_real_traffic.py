@@ -86,11 +86,24 @@ class Traffic:
         wait: float = WAIT,
     ) -> Raw:
         """The first ``method`` event (from ``session``, logged at index ``since`` or later) that matches."""
+        return (await self.event_at(method, where, session=session, since=since, wait=wait))[1]
+
+    async def event_at(
+        self,
+        method: str,
+        where: Callable[[Raw], bool] = _everything,
+        *,
+        session: Session | None = None,
+        since: int = 0,
+        wait: float = WAIT,
+    ) -> tuple[int, Raw]:
+        """Like ``event``, with the log index of the match, so a caller can go on right after it."""
         with trio.move_on_after(wait):
             while True:
-                for from_session, logged, params in self.log[since:]:
+                for index in range(since, len(self.log)):
+                    from_session, logged, params = self.log[index]
                     if logged == method and (session is None or from_session is session) and where(params):
-                        return params
+                        return index, params
                 since = len(self.log)
                 await self._changed.wait()
         raise AssertionError(f"no matching {method} event within {wait} s")
@@ -168,8 +181,12 @@ async def _answer_intercepted(page: Session, traffic: Traffic) -> None:
     since = 0
     while True:
         # The test's own deadline bounds this background wait.
-        paused = await traffic.event("Fetch.requestPaused", session=page, since=since, wait=math.inf)
-        since = len(traffic.log)
+        # Go on right after this match, not at the log's end: both requests can pause within one read, and
+        # skipping the second would leave the XHR paused for good.
+        found, paused = await traffic.event_at(
+            "Fetch.requestPaused", session=page, since=since, wait=math.inf
+        )
+        since = found + 1
         request_id = paused["requestId"]
         if "responseStatusCode" in paused:
             await traffic.call(page, "Fetch.getResponseBody", {"requestId": request_id})
