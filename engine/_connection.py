@@ -64,7 +64,7 @@ class _Pending:
     ``reply`` or ``error`` when its own read loop returns.
     """
 
-    __slots__ = ("error", "method", "reply", "session", "task")
+    __slots__ = ("error", "group", "method", "reply", "session", "task")
 
     def __init__(self, method: str, session: Session) -> None:
         self.method = method
@@ -72,6 +72,39 @@ class _Pending:
         self.task: trio.lowlevel.Task | None = None
         self.reply: dict[str, Any] | None = None
         self.error: CDPError | None = None
+        self.group: _Group | None = None
+
+
+_ALL_ANSWERED: dict[str, Any] = {}
+
+
+class _Group:
+    """Commands sent together whose caller waits once for all of them (``Connection.call_all``).
+
+    Its members have no task of their own; ``waiter`` stands for the caller the way a lone command's
+    entry does (parked, or leading), and is ended when the last member is.
+    """
+
+    __slots__ = ("remaining", "waiter")
+
+    def __init__(self, waiter: _Pending, size: int) -> None:
+        self.waiter = waiter
+        self.remaining = size
+
+    def settle_one(self) -> None:
+        self.remaining -= 1
+        if self.remaining == 0:
+            _answer(self.waiter, _ALL_ANSWERED)
+
+
+def _answer(entry: _Pending, message: dict[str, Any]) -> None:
+    if entry.task is not None:
+        trio.lowlevel.reschedule(entry.task, outcome.Value(message))
+        entry.task = None
+    else:
+        entry.reply = message  # its caller is leading (or is a group's): it looks when its read returns
+        if entry.group is not None:
+            entry.group.settle_one()
 
 
 class Connection(metaclass=NoPublicConstructor):
@@ -144,18 +177,18 @@ class Connection(metaclass=NoPublicConstructor):
         self._next_id = command_id
         return command_id, data
 
-    def _enqueue(self, data: bytes) -> None:
-        # Fast path: the first message since the last read goes out at once, in this task, with no
-        # hand-off to the writer (one scheduler pass saved per round trip). Messages that follow it
+    def _enqueue(self, messages: tuple[bytes, ...] | list[bytes]) -> None:
+        # Fast path: the first messages since the last read go out at once, in this task, with no
+        # hand-off to the writer (one scheduler pass saved per round trip). Messages that follow them
         # before anything is read (a burst of concurrent commands) are gathered by the writer task
         # into one write instead of one syscall each.
-        if self._eager and not self._outbox and self.transport.send_nowait((data,)):
+        if self._eager and not self._outbox and self.transport.send_nowait(messages):
             self._eager = False
-            self._sent += 1
+            self._sent += len(messages)
             if self.transport.backlog:
                 self._writer_lot.unpark()
             return
-        self._outbox.append(data)
+        self._outbox.extend(messages)
         self._writer_lot.unpark()
 
     async def call(self, session: Session, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
@@ -169,14 +202,14 @@ class Connection(metaclass=NoPublicConstructor):
         entry.task = trio.lowlevel.current_task()
         self._pending[command_id] = entry
         try:
-            self._enqueue(data)
+            self._enqueue((data,))
         except ConnectionClosed as exc:
             self._pending.pop(command_id, None)
             self.close(exc)
             raise
 
         if self._reader_resting and not self._leading:
-            reply = await self._lead(command_id, entry)
+            reply = await self._lead((command_id,), entry)
         else:
 
             def abort(_: Any) -> trio.lowlevel.Abort:
@@ -193,6 +226,65 @@ class Connection(metaclass=NoPublicConstructor):
             raise ResponseDecodeError(method, reply, "the reply's 'result' is not a JSON object")
         return result
 
+    async def call_all(
+        self, session: Session, calls: list[tuple[str, dict[str, Any] | None]]
+    ) -> list[dict[str, Any]]:
+        """Send ``calls`` in one write and wait once, in this task, until every one has answered.
+
+        Returns their results in order, or raises the error of the first one (in order) that failed.
+        One task for the lot: a task per command costs more than the rest of the command's client path.
+        """
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._closed is not None:
+            raise ConnectionClosed(f"cannot send {calls[0][0] if calls else 'commands'}: {self._closed}")
+        for method, _ in calls:
+            session.raise_if_unusable(method)
+        if not calls:
+            return []
+        encoded = [self._encode(method, params, session) for method, params in calls]
+        waiter = _Pending("the commands sent together", session)
+        group = _Group(waiter, len(calls))
+        entries: list[_Pending] = []
+        for (command_id, _), (method, _) in zip(encoded, calls, strict=True):
+            entry = _Pending(method, session)
+            entry.group = group
+            entries.append(entry)
+            self._pending[command_id] = entry
+        ids = tuple(command_id for command_id, _ in encoded)
+        try:
+            self._enqueue([data for _, data in encoded])
+        except ConnectionClosed as exc:
+            for command_id in ids:
+                self._pending.pop(command_id, None)
+            self.close(exc)
+            raise
+
+        if self._reader_resting and not self._leading:
+            await self._lead(ids, waiter)
+        else:
+            waiter.task = trio.lowlevel.current_task()
+
+            def abort(_: Any) -> trio.lowlevel.Abort:
+                for command_id in ids:
+                    self._pending.pop(command_id, None)
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
+        results = []
+        for entry in entries:
+            if entry.error is not None:
+                raise entry.error
+            reply = entry.reply
+            assert reply is not None  # the group ends only when every member has a reply or an error
+            error = reply.get("error")
+            if error is not None:
+                raise _protocol_error(error, entry.method, session.session_id)
+            result = reply.get("result", {})
+            if not isinstance(result, dict):
+                raise ResponseDecodeError(entry.method, reply, "the reply's 'result' is not a JSON object")
+            results.append(result)
+        return results
+
     def call_nowait(self, session: Session, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a command whose reply nobody waits for (an error reply is only logged)."""
         if self._closed is not None:
@@ -200,7 +292,7 @@ class Connection(metaclass=NoPublicConstructor):
         command_id, data = self._encode(method, params, session)
         self._ignored.add(command_id)
         try:
-            self._enqueue(data)
+            self._enqueue((data,))
         except ConnectionClosed as exc:
             self.close(exc)
 
@@ -291,7 +383,7 @@ class Connection(metaclass=NoPublicConstructor):
             self._reader_resting = False
             self._reader_lot.unpark()
 
-    async def _lead(self, command_id: int, entry: _Pending) -> dict[str, Any]:
+    async def _lead(self, ids: tuple[int, ...], entry: _Pending) -> dict[str, Any]:
         """Read the link in the caller's own task until its reply is in; the reader task rests meanwhile.
 
         The one-task trio floor waits for the socket in the task that sent; a reader task adds a second
@@ -318,7 +410,8 @@ class Connection(metaclass=NoPublicConstructor):
         finally:
             self._leading = False
             if entry.reply is None and entry.error is None:
-                self._pending.pop(command_id, None)  # cancelled: the late reply is dropped
+                for command_id in ids:
+                    self._pending.pop(command_id, None)  # cancelled: the late replies are dropped
             if not self._may_rest():
                 self._reader_resting = False
                 self._reader_lot.unpark()
@@ -355,11 +448,7 @@ class Connection(metaclass=NoPublicConstructor):
                     self._unknown_id += 1
                     log.debug("dropped a reply to no pending command (id %r)", command_id)
                 return
-            if entry.task is not None:
-                trio.lowlevel.reschedule(entry.task, outcome.Value(message))
-                entry.task = None
-            else:
-                entry.reply = message  # its caller is leading: it finds the reply when its read returns
+            _answer(entry, message)
             return
         method = message.get("method")
         if not isinstance(method, str):
@@ -464,6 +553,8 @@ def _fail(entries: Iterable[_Pending], error_for: Callable[[_Pending], CDPError]
             entry.task = None
         else:
             entry.error = error_for(entry)  # a leading caller raises it when its read returns
+            if entry.group is not None:
+                entry.group.settle_one()
 
 
 def _protocol_error(

@@ -133,3 +133,42 @@ async def test_on_attach_sees_a_child_sessions_first_events(browser: Browser, se
         created = await subscription.receive()
         assert created.context.origin.startswith("http://localhost")
         child.unsubscribe(subscription)
+
+
+async def test_execute_all_returns_every_result_in_order(browser: Browser) -> None:
+    with trio.fail_after(20):
+        page = await browser.new_page()
+        session = page.session
+        results = await session.execute_all(*(cdp.runtime.evaluate(expression=f"{n} * 2") for n in range(64)))
+        assert [r.result.value for r in results] == [n * 2 for n in range(64)]
+        title, document = await session.execute_all(
+            cdp.runtime.evaluate(expression="document.title = 'together'"), cdp.dom.get_document()
+        )
+        assert title.result.value == "together"
+        assert document.root.node_name == "#document"
+
+
+async def test_execute_all_raises_the_first_failure_and_the_session_goes_on(browser: Browser) -> None:
+    with trio.fail_after(20):
+        page = await browser.new_page()
+        session = page.session
+        with pytest.raises(ProtocolError) as info:
+            await session.execute_all(
+                cdp.runtime.evaluate(expression="1"),
+                cdp.dom.describe_node(node_id=cdp.dom.NodeId(987654)),
+                cdp.runtime.evaluate(expression="2"),
+            )
+        assert info.value.method == "DOM.describeNode"
+        dropped = browser.statistics().unknown_id_replies
+        with trio.move_on_after(0.2) as scope:
+            await session.execute_all(
+                cdp.runtime.evaluate(expression="1"),
+                cdp.runtime.evaluate(expression=SLOW_PROMISE, await_promise=True),
+            )
+        assert scope.cancelled_caught
+        assert browser.connection.pending_count() == 0
+        while browser.statistics().unknown_id_replies == dropped:  # the late reply arrives and is dropped
+            await trio.sleep(0.01)
+        (after,) = await session.execute_all(cdp.runtime.evaluate(expression="3"))
+        assert after.result.value == 3
+        assert browser.connection.pending_count() == 0

@@ -1,0 +1,199 @@
+"""``Session.execute_all``: commands sent together, one task waiting for all of them.
+
+Each test runs twice: with the reader task resting (the caller then reads the link itself, as a lone
+``execute`` does) and with a subscription open (the reader task reads and wakes the caller once).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+
+import cdp
+import engine._connection
+from engine import ConnectionClosed, ProtocolError, Session, SessionDetached
+from engine.lowlevel import Connection
+from engine.testing import FakePeer
+
+Pair = tuple[Connection, FakePeer, Session]
+Mode = Callable[[Pair], AbstractAsyncContextManager[None]]
+
+
+@asynccontextmanager
+async def _reader_resting(pair: Pair) -> AsyncIterator[None]:
+    """The reader rests with no timer once a round trip ends, so the commands under test are led."""
+    connection, peer, browser = pair
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engine._connection, "READER_REST_S", math.inf)
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(browser.execute_raw, "Browser.getVersion")
+                peer.reply(await peer.next_command())
+            while not connection._reader_resting:
+                await trio.sleep(0.0005)
+        yield
+
+
+@asynccontextmanager
+async def _reader_reading(pair: Pair) -> AsyncIterator[None]:
+    async with pair[2].listen("Page.loadEventFired"):
+        yield
+
+
+@pytest.fixture(params=[_reader_resting, _reader_reading], ids=["leading", "parked"])
+def mode(request: pytest.FixtureRequest) -> Mode:
+    return request.param  # type: ignore[no-any-return]
+
+
+def _evaluate(n: int) -> cdp.Command[cdp.runtime.EvaluateResult]:
+    return cdp.runtime.evaluate(expression=str(n))
+
+
+def _number(n: int) -> dict[str, Any]:
+    return {"result": {"type": "number", "value": n, "description": str(n)}}
+
+
+async def _commands(peer: FakePeer, count: int) -> list[dict[str, Any]]:
+    return [await peer.next_command() for _ in range(count)]
+
+
+async def test_results_come_back_in_order_whatever_order_the_replies_take(pair: Pair, mode: Mode) -> None:
+    connection, peer, browser = pair
+    got: list[Any] = []
+    async with mode(pair):
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+
+                async def call() -> None:
+                    got.extend(await browser.execute_all(*(_evaluate(n) for n in range(5))))
+
+                nursery.start_soon(call)
+                commands = await _commands(peer, 5)
+                await trio.sleep(0.001)
+                assert connection._leading is (mode is _reader_resting)  # the caller reads, or is woken
+                assert [c["params"]["expression"] for c in commands] == ["0", "1", "2", "3", "4"]
+                for command in reversed(commands):
+                    peer.reply(command, _number(int(command["params"]["expression"])))
+    assert [r.result.value for r in got] == [0, 1, 2, 3, 4]
+    assert connection.pending_count() == 0
+
+
+async def test_mixed_commands_give_a_typed_tuple(pair: Pair, mode: Mode) -> None:
+    _, peer, browser = pair
+    async with mode(pair):
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+
+                async def answer() -> None:
+                    version, evaluate = await _commands(peer, 2)
+                    peer.reply(version, {"protocolVersion": "1.3", "product": "Fake", "revision": "r",
+                                         "userAgent": "u", "jsVersion": "j"})  # fmt: skip
+                    peer.reply(evaluate, _number(7))
+
+                nursery.start_soon(answer)
+                version, evaluate = await browser.execute_all(cdp.browser.get_version(), _evaluate(7))
+    assert version.product == "Fake"
+    assert evaluate.result.value == 7
+
+
+async def test_the_first_error_in_order_is_raised_after_every_reply(pair: Pair, mode: Mode) -> None:
+    connection, peer, browser = pair
+    async with mode(pair):
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+
+                async def answer() -> None:
+                    first, second, third = await _commands(peer, 3)
+                    peer.send({"id": third["id"], "error": {"code": -32000, "message": "third failed"}})
+                    peer.send({"id": second["id"], "error": {"code": -32000, "message": "second failed"}})
+                    await trio.sleep(0.01)
+                    assert connection.pending_count() == 1  # still waiting for the first
+                    peer.reply(first, _number(0))
+
+                nursery.start_soon(answer)
+                with pytest.raises(ProtocolError, match="second failed") as info:
+                    await browser.execute_all(_evaluate(0), _evaluate(1), _evaluate(2))
+    assert info.value.method == "Runtime.evaluate"
+    assert connection.pending_count() == 0
+
+
+async def test_cancelling_drops_the_late_replies_and_the_link_goes_on(pair: Pair, mode: Mode) -> None:
+    connection, peer, browser = pair
+    async with mode(pair):
+        with trio.fail_after(5):
+            with trio.move_on_after(0.05) as scope:
+                await browser.execute_all(_evaluate(0), _evaluate(1))
+            assert scope.cancelled_caught
+            assert connection.pending_count() == 0
+            for command in await _commands(peer, 2):
+                peer.reply(command, _number(0))
+            async with trio.open_nursery() as nursery:
+
+                async def answer() -> None:
+                    peer.reply(await peer.next_command(), _number(9))
+
+                nursery.start_soon(answer)
+                (after,) = await browser.execute_all(_evaluate(9))
+    assert after.result.value == 9
+
+
+async def test_a_closed_link_ends_the_wait(pair: Pair, mode: Mode) -> None:
+    connection, peer, browser = pair
+    async with mode(pair):
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+
+                async def answer_one_then_close() -> None:
+                    first, _ = await _commands(peer, 2)
+                    peer.reply(first, _number(0))
+                    peer.close()
+
+                nursery.start_soon(answer_one_then_close)
+                with pytest.raises(ConnectionClosed):
+                    await browser.execute_all(_evaluate(0), _evaluate(1))
+            with pytest.raises(ConnectionClosed, match=r"cannot send Runtime\.evaluate"):
+                await browser.execute_all(_evaluate(2))
+    assert connection.pending_count() == 0
+
+
+async def test_a_detached_session_ends_the_wait(pair: Pair, mode: Mode) -> None:
+    connection, peer, browser = pair
+    peer.event(
+        "Target.attachedToTarget",
+        {
+            "sessionId": "S1",
+            "targetInfo": {"targetId": "T1", "type": "page", "title": "", "url": "about:blank",
+                           "attached": True, "canAccessOpener": False},
+            "waitingForDebugger": False,
+        },
+    )  # fmt: skip
+    with trio.fail_after(5):
+        while "S1" not in {s.session_id for s in connection.sessions}:
+            await trio.sleep(0.0005)
+    page = connection.sessions.get("S1")
+    assert page is not None
+    async with mode(pair):
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+
+                async def detach() -> None:
+                    await _commands(peer, 2)
+                    peer.event("Target.detachedFromTarget", {"sessionId": "S1", "targetId": "T1"})
+
+                nursery.start_soon(detach)
+                with pytest.raises(SessionDetached):
+                    await page.execute_all(_evaluate(0), _evaluate(1))
+    del browser
+    assert connection.pending_count() == 0
+
+
+async def test_nothing_to_send_returns_at_once(pair: Pair) -> None:
+    connection, _, browser = pair
+    with trio.fail_after(5):
+        assert await browser.execute_all() == ()
+    assert connection.statistics().messages_sent == 0
