@@ -29,6 +29,7 @@ REGISTRY: dict[str, str] = {
     "chrome-remote-interface": "benchmarks.clients.node_peers:ChromeRemoteInterface",
     "engine.ws": "benchmarks.clients.engine:EngineWebSocket",
     "engine.ws.defaults": "benchmarks.clients.engine:EngineWebSocketDefaults",
+    "engine.ws.tasks": "benchmarks.clients.engine:EngineWebSocketTasks",
     "engine.pipe": "benchmarks.clients.engine:EnginePipe",
     "json.loads": "benchmarks.clients.offline:JsonLoads",
     "json.loads.nogc": "benchmarks.clients.offline:JsonLoadsNoGC",

@@ -83,8 +83,10 @@ class EngineDriver(AsyncDriver):
         *,
         default_subscription: bool = False,
         reader_only: bool = False,
+        task_per_command: bool = False,
     ) -> None:
         self._transport = transport
+        self._task_per_command = task_per_command
         self._reader_only = reader_only
         self._default_subscription = default_subscription
         self._loop = loop
@@ -189,6 +191,24 @@ class EngineDriver(AsyncDriver):
             for thunk in thunks:
                 nursery.start_soon(thunk)
 
+    def batch(self, pages: Sequence[Any], per_page: int, expression: str) -> Thunk:
+        if self._task_per_command:
+            return super().batch(pages, per_page, expression)
+        evaluate = self.cdp.runtime.evaluate
+
+        async def on_page(page: Any) -> None:
+            await page.session.execute_all(*[evaluate(expression=expression) for _ in range(per_page)])
+
+        async def one_batch() -> None:
+            if len(pages) == 1:
+                await on_page(pages[0])
+                return
+            async with trio.open_nursery() as nursery:
+                for page in pages:
+                    nursery.start_soon(on_page, page)
+
+        return one_batch
+
     def unsupported(self, scenario: Scenario) -> str | None:
         if scenario.kind is Kind.COLDSTART and self._transport in ALTERNATIVE_WEBSOCKETS:
             return "its connect is the suite's own wrapper (ws_transports), not a way users connect"
@@ -267,6 +287,7 @@ class _EngineClient(AsyncClient):
     engine_transport: ClassVar[str]
     default_subscription: ClassVar[bool] = False
     reader_only: ClassVar[bool] = False
+    task_per_command: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self._trio = TrioThread(self.name)
@@ -278,6 +299,7 @@ class _EngineClient(AsyncClient):
             self._trio,
             default_subscription=self.default_subscription,
             reader_only=self.reader_only,
+            task_per_command=self.task_per_command,
         )
 
     def make_loop(self) -> LoopThread:
@@ -333,6 +355,21 @@ class EngineWebSocketDefaults(_EngineClient):
         if scenario.kind in (Kind.EVENTS, Kind.FLOOD):
             return None
         return "the same as engine.ws outside the events scenarios"
+
+
+class EngineWebSocketTasks(_EngineClient):
+    """``engine.ws`` with a task per command (a nursery of ``execute`` calls) in the throughput scenarios,
+    where ``engine.ws`` sends each page's batch with one ``execute_all``."""
+
+    name: ClassVar[str] = "engine.ws.tasks"
+    transport: ClassVar[str] = "websocket"
+    engine_transport: ClassVar[str] = "websocket"
+    task_per_command: ClassVar[bool] = True
+
+    def unsupported(self, scenario: Scenario) -> str | None:
+        if scenario.kind is Kind.BATCH:
+            return None
+        return "the same as engine.ws outside the throughput scenarios"
 
 
 class EngineWebSocketReaderOnly(_EngineClient):
