@@ -6,7 +6,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
 import trio
@@ -121,7 +121,7 @@ class Browser(metaclass=NoPublicConstructor):
                 session = self.connection.sessions.create(
                     attached.session_id, target_id=target_id, target_type="page", parent=self.session
                 )
-                await execute_all(session, _page_setup())
+                await session.execute_all(*_page_setup())
         except BaseException:
             await self._close_target_quietly(target_id)
             raise
@@ -155,27 +155,6 @@ class Browser(metaclass=NoPublicConstructor):
         else:
             watch_popups(self, [(c.method, c.params) for c in _page_setup()])
         self._set_up = True
-
-
-async def execute_all(session: Session, commands: Sequence[cdp.Command[Any]]) -> None:
-    """Run ``commands`` concurrently; raise the first error alone (the others share its cause).
-
-    A dead link or a detach fails every one of them; a nursery would raise all of them as a group.
-    """
-    errors: list[CDPError] = []
-
-    async def one(command: cdp.Command[Any]) -> None:
-        try:
-            await session.execute(command)
-        except CDPError as exc:
-            errors.append(exc)
-
-    with collapse_groups():
-        async with trio.open_nursery() as nursery:
-            for command in commands:
-                nursery.start_soon(one, command)
-    if errors:
-        raise errors[0]
 
 
 _QUICK_CLOSE = 1.0

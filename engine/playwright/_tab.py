@@ -26,7 +26,7 @@ from engine import (
     StaleRefError,
     connect,
 )
-from engine._browser import _page_setup, execute_all
+from engine._browser import _page_setup
 from engine._evaluate import _stop_script, evaluate_on, recorder
 from engine._metrics import MetricsRecorder
 from engine._settings import DEFAULT_SETTINGS
@@ -83,7 +83,7 @@ async def attach_page(browser: Browser, target_id: str) -> Page:
         session = browser.connection.sessions.create(
             attached["sessionId"], target_id=target_id, target_type="page", parent=browser.session
         )
-        await execute_all(session, _page_setup())
+        await session.execute_all(*_page_setup())
     return Page(browser, session, target_id)
 
 
