@@ -44,7 +44,7 @@ class WebSocketTransport:
         max_outbound_bytes: the longest message to send; capped at WEBSOCKET_MAX_MESSAGE_BYTES.
         max_inbound_bytes: the longest message to accept; a longer one closes the websocket
             (ConnectionClosed), as soon as its frame header arrives.
-        read_size: bytes asked for per read.
+        read_size: the most bytes one read asks for.
     """
 
     name = "websocket"

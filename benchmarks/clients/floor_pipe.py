@@ -19,6 +19,14 @@ from benchmarks.clients.blocking import BlockingCDPClient, Message, run_blocking
 
 PIPE_SIZE = 1 << 20
 READ_CHUNK = 1 << 20
+SMALL_READ = 1 << 16
+"""Reads ask for 64 KiB unless the last one filled what it asked for (a large message: then 1 MiB). glibc
+serves 64 KiB from the heap; a larger buffer per read can be an mmap, an mremap and a munmap every time
+(whether it is depends on the process's allocation history), about 16 us per read."""
+
+
+def next_read_size(got: int, asked: int) -> int:
+    return READ_CHUNK if got == asked else SMALL_READ
 
 
 def nul_frames(messages: list[bytes]) -> bytes:
@@ -63,6 +71,7 @@ class PipeConnection:
         self._rfd = read_fd
         self._wfd = write_fd
         self._frames = NulFrames()
+        self._ask = SMALL_READ
 
     def send_many(self, messages: list[bytes]) -> None:
         data = memoryview(nul_frames(messages))
@@ -73,9 +82,10 @@ class PipeConnection:
     def recv(self) -> Message:
         frames = self._frames
         while (msg := frames.pop()) is None:
-            chunk = os.read(self._rfd, READ_CHUNK)
+            chunk = os.read(self._rfd, self._ask)
             if not chunk:
                 raise ConnectionError("the browser closed the pipe")
+            self._ask = next_read_size(len(chunk), self._ask)
             frames.feed(chunk)
         return msg
 

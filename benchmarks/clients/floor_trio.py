@@ -28,7 +28,7 @@ from benchmarks.chromium import PipeBrowser, launch_pipe, launch_websocket
 from benchmarks.clients.asyncbase import START_TIMEOUT_S
 from benchmarks.clients.base import Client, Env, Sample, TrioThread
 from benchmarks.clients.blocking import FloorScenarios, Message
-from benchmarks.clients.floor_pipe import PIPE_SIZE, READ_CHUNK, NulFrames, nul_frames
+from benchmarks.clients.floor_pipe import PIPE_SIZE, SMALL_READ, NulFrames, next_read_size, nul_frames
 from benchmarks.clients.floor_ws import CHUNK, CLOSE_FRAME, FrameReader, handshake, ws_frames
 from benchmarks.scenarios import Scenario
 
@@ -46,6 +46,7 @@ class TrioPipeConnection:
         self._rfd = read_fd
         self._wfd = write_fd
         self._frames = NulFrames()
+        self._ask = SMALL_READ
 
     async def send_many(self, messages: list[bytes]) -> None:
         data = memoryview(nul_frames(messages))
@@ -61,12 +62,13 @@ class TrioPipeConnection:
         frames = self._frames
         while (msg := frames.pop()) is None:
             try:
-                chunk = os.read(self._rfd, READ_CHUNK)
+                chunk = os.read(self._rfd, self._ask)
             except BlockingIOError:
                 await trio.lowlevel.wait_readable(self._rfd)
                 continue
             if not chunk:
                 raise ConnectionError("the browser closed the pipe")
+            self._ask = next_read_size(len(chunk), self._ask)
             frames.feed(chunk)
         return msg
 

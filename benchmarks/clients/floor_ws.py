@@ -27,7 +27,10 @@ from benchmarks.clients.base import Env
 from benchmarks.clients.blocking import BlockingCDPClient, Message
 
 SOCKET_TIMEOUT_S = 120.0
-CHUNK = 1 << 18
+CHUNK = 1 << 16
+"""What a read for headers and small frames asks for (larger payloads are read straight into their own
+buffer). 64 KiB comes from glibc's heap; a larger buffer per read can cost an mmap, an mremap and a munmap
+every time, depending on the process's allocation history (see floor_pipe.SMALL_READ)."""
 _ZERO_MASK = b"\0\0\0\0"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import struct
 import time
 from collections.abc import AsyncIterator
@@ -14,6 +15,7 @@ import pytest
 import trio
 
 from engine import CDPError, ConnectError, ConnectionClosed, MessageTooLarge, Settings
+from engine._transport import SMALL_READ, FdIO
 from engine._ws_codec import encode_frame, mask_payload
 from engine.lowlevel import (
     CUT_MESSAGE,
@@ -90,6 +92,32 @@ async def pipe_pair(**kwargs: Any) -> AsyncIterator[tuple[PipeTransport, int, in
         for fd in (peer_read, peer_write):
             with suppress(OSError):
                 os.close(fd)
+
+
+async def test_reads_are_small_unless_a_large_message_is_coming_in() -> None:
+    """64 KiB reads (a larger buffer per read can cost an mmap, mremap and munmap each), and reads of
+    ``read_size`` while the last one filled its request, so a large message takes few reads."""
+    ours, peer = socket.socketpair()
+    for sock in (ours, peer):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    ours.setblocking(False)
+    fds = FdIO(ours.fileno(), ours.fileno(), lock=trio.StrictFIFOLock(), read_size=1 << 20, owned=False)
+    try:
+        with trio.fail_after(5):
+            peer.sendall(b"s" * 300)
+            assert len(await fds.read()) == 300
+            large = 200 * 1024
+            peer.sendall(b"L" * large)
+            sizes = [len(await fds.read())]
+            while sum(sizes) < large:
+                sizes.append(len(await fds.read()))
+            assert sizes == [SMALL_READ, large - SMALL_READ]  # the second read asked for up to 1 MiB
+            peer.sendall(b"s" * 300 + b"t" * SMALL_READ)
+            assert len(await fds.read()) == SMALL_READ  # back to small reads after a short one
+    finally:
+        ours.close()
+        peer.close()
 
 
 async def test_pipe_round_trip_and_batching() -> None:
