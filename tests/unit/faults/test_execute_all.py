@@ -16,7 +16,7 @@ import trio
 
 import cdp
 import engine._connection
-from engine import ConnectionClosed, ProtocolError, Session, SessionDetached
+from engine import ConnectionClosed, InvalidParams, ProtocolError, Session, SessionDetached
 from engine.lowlevel import Connection
 from engine.testing import FakePeer
 
@@ -197,3 +197,15 @@ async def test_nothing_to_send_returns_at_once(pair: Pair) -> None:
     with trio.fail_after(5):
         assert await browser.execute_all() == ()
     assert connection.statistics().messages_sent == 0
+
+
+async def test_a_command_that_cannot_be_sent_stops_the_lot_before_anything_is_sent(pair: Pair) -> None:
+    connection, peer, browser = pair
+    with trio.fail_after(5), pytest.raises(InvalidParams, match=r"params\.x is nan"):
+        await browser.execute_all(
+            _evaluate(1), cdp.input.dispatch_mouse_event(type_="mouseMoved", x=math.nan, y=0), _evaluate(2)
+        )
+    assert connection.statistics().messages_sent == 0
+    assert connection.pending_count() == 0
+    with pytest.raises(trio.WouldBlock):
+        peer.transport.outbound_receive.receive_nowait()
