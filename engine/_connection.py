@@ -199,32 +199,9 @@ class Connection(metaclass=NoPublicConstructor):
         session.raise_if_unusable(method)
         command_id, data = self._encode(method, params, session)
         entry = _Pending(method, session)
-        entry.task = trio.lowlevel.current_task()
         self._pending[command_id] = entry
-        try:
-            self._enqueue((data,))
-        except ConnectionClosed as exc:
-            self._pending.pop(command_id, None)
-            self.close(exc)
-            raise
-
-        if self._reader_resting and not self._leading:
-            reply = await self._lead((command_id,), entry)
-        else:
-
-            def abort(_: Any) -> trio.lowlevel.Abort:
-                # The caller's cancel scope fired: forget the entry so the late reply is dropped.
-                self._pending.pop(command_id, None)
-                return trio.lowlevel.Abort.SUCCEEDED
-
-            reply = await trio.lowlevel.wait_task_rescheduled(abort)
-        error = reply.get("error")
-        if error is not None:
-            raise _protocol_error(error, method, session.session_id)
-        result = reply.get("result", {})
-        if not isinstance(result, dict):
-            raise ResponseDecodeError(method, reply, "the reply's 'result' is not a JSON object")
-        return result
+        reply = await self._send_and_wait((command_id,), (data,), entry)
+        return _result_of(reply, method, session.session_id)
 
     async def call_all(
         self, session: Session, calls: list[tuple[str, dict[str, Any] | None]]
@@ -251,39 +228,44 @@ class Connection(metaclass=NoPublicConstructor):
             entries.append(entry)
             self._pending[command_id] = entry
         ids = tuple(command_id for command_id, _ in encoded)
-        try:
-            self._enqueue([data for _, data in encoded])
-        except ConnectionClosed as exc:
-            for command_id in ids:
-                self._pending.pop(command_id, None)
-            self.close(exc)
-            raise
-
-        if self._reader_resting and not self._leading:
-            await self._lead(ids, waiter)
-        else:
-            waiter.task = trio.lowlevel.current_task()
-
-            def abort(_: Any) -> trio.lowlevel.Abort:
-                for command_id in ids:
-                    self._pending.pop(command_id, None)
-                return trio.lowlevel.Abort.SUCCEEDED
-
-            await trio.lowlevel.wait_task_rescheduled(abort)
+        await self._send_and_wait(ids, [data for _, data in encoded], waiter)
         results = []
         for entry in entries:
             if entry.error is not None:
                 raise entry.error
-            reply = entry.reply
-            assert reply is not None  # the group ends only when every member has a reply or an error
-            error = reply.get("error")
-            if error is not None:
-                raise _protocol_error(error, entry.method, session.session_id)
-            result = reply.get("result", {})
-            if not isinstance(result, dict):
-                raise ResponseDecodeError(entry.method, reply, "the reply's 'result' is not a JSON object")
-            results.append(result)
+            assert entry.reply is not None  # the group ends only when every member has a reply or an error
+            results.append(_result_of(entry.reply, entry.method, session.session_id))
         return results
+
+    async def _send_and_wait(
+        self, ids: tuple[int, ...], messages: tuple[bytes, ...] | list[bytes], entry: _Pending
+    ) -> dict[str, Any]:
+        """Send the messages of the pending commands ``ids``; the reply that ends ``entry``.
+
+        ``entry`` is the one command's, or the group's waiter. The caller reads the link itself when the
+        reader task rests (see _lead), else parks until the reader wakes it.
+        """
+        try:
+            self._enqueue(messages)
+        except ConnectionClosed as exc:
+            self._forget(ids)
+            self.close(exc)
+            raise
+        if self._reader_resting and not self._leading:
+            return await self._lead(ids, entry)
+        entry.task = trio.lowlevel.current_task()
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            # The caller's cancel scope fired: forget the entries so the late replies are dropped.
+            self._forget(ids)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        reply: dict[str, Any] = await trio.lowlevel.wait_task_rescheduled(abort)
+        return reply
+
+    def _forget(self, ids: tuple[int, ...]) -> None:
+        for command_id in ids:
+            self._pending.pop(command_id, None)
 
     def call_nowait(self, session: Session, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a command whose reply nobody waits for (an error reply is only logged)."""
@@ -410,8 +392,7 @@ class Connection(metaclass=NoPublicConstructor):
         finally:
             self._leading = False
             if entry.reply is None and entry.error is None:
-                for command_id in ids:
-                    self._pending.pop(command_id, None)  # cancelled: the late replies are dropped
+                self._forget(ids)  # cancelled: the late replies are dropped
             if not self._may_rest():
                 self._reader_resting = False
                 self._reader_lot.unpark()
@@ -555,6 +536,17 @@ def _fail(entries: Iterable[_Pending], error_for: Callable[[_Pending], CDPError]
             entry.error = error_for(entry)  # a leading caller raises it when its read returns
             if entry.group is not None:
                 entry.group.settle_one()
+
+
+def _result_of(reply: dict[str, Any], method: str, session_id: str | None) -> dict[str, Any]:
+    """The ``result`` object of a reply; its error as a ProtocolError."""
+    error = reply.get("error")
+    if error is not None:
+        raise _protocol_error(error, method, session_id)
+    result = reply.get("result", {})
+    if not isinstance(result, dict):
+        raise ResponseDecodeError(method, reply, "the reply's 'result' is not a JSON object")
+    return result
 
 
 def _protocol_error(
