@@ -314,11 +314,7 @@ class Session(metaclass=NoPublicConstructor):
 
         Bound it with the caller's own cancel scope: ``with trio.fail_after(2): await s.execute(...)``.
         """
-        result = await self.connection.call(self, command.method, command.params)
-        try:
-            return command.decode(result)
-        except cdp.DecodeError as exc:
-            raise ResponseDecodeError(exc.method, exc.payload, exc.reason) from exc
+        return _decoded(command, await self.connection.call(self, command.method, command.params))
 
     @overload
     async def execute_all(self, c1: cdp.Command[T], /) -> tuple[T]: ...
@@ -342,10 +338,7 @@ class Session(metaclass=NoPublicConstructor):
         (in order) that failed is raised after every one has answered; cancelling drops the late replies.
         """
         results = await self.connection.call_all(self, [(c.method, c.params) for c in commands])
-        try:
-            return tuple(command.decode(result) for command, result in zip(commands, results, strict=True))
-        except cdp.DecodeError as exc:
-            raise ResponseDecodeError(exc.method, exc.payload, exc.reason) from exc
+        return tuple(_decoded(command, result) for command, result in zip(commands, results, strict=True))
 
     def execute_nowait(self, command: cdp.Command[Any]) -> None:
         """Send ``command`` without waiting for its reply (an error reply is only logged).
@@ -610,6 +603,14 @@ WORKS_AFTER_CRASH = frozenset(
 """Commands a crashed page session still answers, measured on Chromium 156. Others tried there
 (Runtime.evaluate, DOM.getDocument, Page.getFrameTree, Page.enable, Network.enable, Runtime.enable, ...)
 are held without a reply until a navigation revives the page; untried ones are refused too."""
+
+
+def _decoded(command: cdp.Command[T], result: dict[str, Any]) -> T:
+    """The typed result of ``command``'s reply; a binding mismatch as ResponseDecodeError."""
+    try:
+        return command.decode(result)
+    except cdp.DecodeError as exc:
+        raise ResponseDecodeError(exc.method, exc.payload, exc.reason) from exc
 
 
 def _method_of(event: type[Any] | str, strict: bool = True) -> str:
