@@ -228,7 +228,8 @@ class FdIO:
         self.write_fd = write_fd
         self.lock = lock
         self.read_size = read_size
-        self._ask = min(SMALL_READ, read_size)
+        self._small = min(SMALL_READ, read_size)
+        self._ask = self._small
         self.pending = b""
         self._streak = 0
         self._owned = owned
@@ -253,7 +254,7 @@ class FdIO:
                 self._streak = 0
                 await trio.lowlevel.wait_readable(self.read_fd)
                 continue
-            self._ask = self.read_size if len(data) == self._ask else min(SMALL_READ, self.read_size)
+            self._ask = self.read_size if len(data) == self._ask else self._small
             self._streak += 1
             if self._streak >= _READ_STREAK:
                 self._streak = 0
