@@ -242,11 +242,14 @@ def _live_in_session(sid: int) -> list[int]:
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads sessions from /proc (Linux)")
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
 @pytest.mark.parametrize("transport", ["pipe", "websocket"])
-def test_browser_exits_when_its_owner_is_killed(transport: str, how: signal.Signals, tmp_path: Path) -> None:
+def test_browser_exits_when_its_owner_is_killed(
+    transport: str, how: signal.Signals, tmp_path: Path, system_temp: Path
+) -> None:
     """A Python process killed without its cleanup (SIGTERM's default, SIGKILL) leaves no browser behind.
 
     Over the websocket the whole browser used to stay up: the engine now also hands Chromium an unused
-    DevTools pipe, which the kernel closes when its owner dies.
+    DevTools pipe, which the kernel closes when its owner dies. Its temporary directory does stay (nobody
+    is left to remove it): the owner makes it in this test's own temp folder, not in /tmp.
     """
     import subprocess
     import sys
@@ -254,7 +257,10 @@ def test_browser_exits_when_its_owner_is_killed(transport: str, how: signal.Sign
     script = tmp_path / "owner.py"
     script.write_text(_OWNER)
     with subprocess.Popen(
-        [sys.executable, str(script), transport], stdout=subprocess.PIPE, cwd=Path(__file__).parents[3]
+        [sys.executable, str(script), transport],
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).parents[3],
+        env={**os.environ, "TMPDIR": str(system_temp)},
     ) as owner:
         assert owner.stdout is not None
         line = owner.stdout.readline()  # the browser's pid, once a page is open
