@@ -163,3 +163,30 @@ async def test_back_to_back_calls_leave_the_reader_at_rest(pair: Pair, mock_cloc
             trio.lowlevel.remove_instrument(steps)
         nursery.cancel_scope.cancel()
     assert steps.steps == 0, f"the reader took {steps.steps} steps during 50 lone calls"
+
+
+async def test_a_leader_waits_with_no_timer_due_within_5_ms(pair: Pair, mock_clock: MockClock) -> None:
+    # The resting reader's timer is also the deadline of the leading caller's epoll waits, and a wait
+    # with a timer due within a few ms arms and cancels a kernel timer: 7-8 us of CPU per wait on a VM
+    # (READER_REST_S). With a 1 ms rest every wait here was due within 1 ms. Mock clock: no timing.
+    connection, peer, browser = pair
+    due: list[float] = []
+    async with trio.open_nursery() as nursery:
+
+        async def answer() -> None:
+            while True:
+                command = await peer.next_command()
+                await trio.testing.wait_all_tasks_blocked()  # the caller now waits for its reply
+                assert connection._leading
+                due.append(trio.lowlevel.current_statistics().seconds_to_next_deadline)
+                mock_clock.jump(0.4 * READER_REST_S)
+                peer.reply(command, {"product": "Fake"})
+
+        nursery.start_soon(answer)
+        await trio.testing.wait_all_tasks_blocked()
+        assert connection._reader_resting
+        for _ in range(20):
+            await browser.execute_raw("Browser.getVersion")
+        nursery.cancel_scope.cancel()
+    assert len(due) == 20
+    assert min(due) >= 0.005, f"a leading caller waited with a timer due in {min(due) * 1000:.2f} ms"
