@@ -305,14 +305,14 @@ class Connection(metaclass=NoPublicConstructor):
                 self._reader_resting = False
             batch = await transport.receive_batch()
             while batch := self._handle(batch, yield_to_consumers=True):
-                # A subscriber's buffer is filling: give its consumer a turn before the rest of this read
-                # (one read can hold thousands of events). A yield, never a wait: a consumer that does not
-                # read lets its buffer fill and overflow by its policy, and then causes no more yields.
+                # A subscriber's buffer reached its mark (CONSUMER_TURN): give its consumer a turn before
+                # the rest of this read (one read can hold thousands of events). A yield, never a wait: a
+                # consumer that does not read lets its buffer fill and overflow by its policy.
                 await trio.lowlevel.cancel_shielded_checkpoint()
 
     def _handle(self, batch: list[bytes], *, yield_to_consumers: bool = False) -> list[bytes]:
         """Dispatch ``batch``; with ``yield_to_consumers``, stop after a message that brought a
-        subscription's buffer to half full, and return the messages not dispatched yet."""
+        subscription's buffer to its mark (CONSUMER_TURN), and return the messages not dispatched yet."""
         self._eager = True
         self.filling = False
         for index, raw in enumerate(batch):

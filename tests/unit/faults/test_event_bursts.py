@@ -14,6 +14,7 @@ import pytest
 import trio
 
 from engine import EventOverflow
+from engine._session import CONSUMER_TURN
 from engine.lowlevel import open_connection
 
 BURST = 3000
@@ -54,6 +55,7 @@ class _OneBurst:
 async def test_a_default_subscription_keeps_up_with_a_burst_in_one_read() -> None:
     transport = _OneBurst()
     got: list[int] = []
+    ahead = 0
     with trio.fail_after(10):
         async with (
             open_connection(transport) as connection,
@@ -62,10 +64,15 @@ async def test_a_default_subscription_keeps_up_with_a_burst_in_one_read() -> Non
             transport.ready.set()
             async for event in events:
                 got.append(event.params["n"])
+                ahead = max(ahead, events.statistics().buffered)
                 if len(got) == BURST:
                     break
     assert got == list(range(BURST))
     assert connection.statistics().events_dropped == 0
+    # Parsed events wait for their consumer at most about CONSUMER_TURN at a time (one more if the scheduler
+    # runs the reader first after its turn). It was 512, half the buffer: events parsed far ahead of their
+    # consumer outlive the GC's young collections.
+    assert ahead <= CONSUMER_TURN + 1, ahead
 
 
 async def test_a_consumer_that_does_not_read_only_loses_events_by_its_policy() -> None:
