@@ -38,6 +38,12 @@ def nested(depth: int) -> Any:
     return value
 
 
+def cycle() -> list[Any]:
+    value: list[Any] = []
+    value.append(value)
+    return value
+
+
 @pytest.mark.parametrize(
     ("params", "path", "what"),
     [
@@ -48,6 +54,7 @@ def nested(depth: int) -> Any:
         # params is level 1: 299 lists inside it hold their number at level 301.
         ({"deep": nested(299)}, r"params.deep(\[0\]){299}", "deeper than the 300"),
         ({"o": object()}, "params.o", "is a object"),
+        ({"c": cycle()}, r"params.c(\[0\]){299}", "deeper than the 300"),  # no endless encode
     ],
 )
 async def test_params_chromium_cannot_parse_are_refused_before_sending(
