@@ -306,8 +306,10 @@ class Connection(metaclass=NoPublicConstructor):
             batch = await transport.receive_batch()
             while batch := self._handle(batch, yield_to_consumers=True):
                 # A subscriber's buffer reached its mark (CONSUMER_TURN): give its consumer a turn before
-                # the rest of this read (one read can hold thousands of events). A yield, never a wait: a
-                # consumer that does not read lets its buffer fill and overflow by its policy.
+                # the rest of this read (one read can hold thousands of events). Yields, never a wait: a
+                # consumer that does not read lets its buffer fill and overflow by its policy. Two, as
+                # trio may run the reader first in the next pass, before a consumer woken in this one.
+                await trio.lowlevel.cancel_shielded_checkpoint()
                 await trio.lowlevel.cancel_shielded_checkpoint()
 
     def _handle(self, batch: list[bytes], *, yield_to_consumers: bool = False) -> list[bytes]:

@@ -108,6 +108,7 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
         self._end: CDPError | None = None
         self._ended = False
         self._delivered = 0
+        self._delivered_at_turn = 0  # _delivered when the reader last gave the consumer a turn
         self._dropped = 0
         self._gaps = 0
         self._decode_errors = 0
@@ -142,8 +143,14 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
         connection.events_delivered += 1
         if self._lot:  # unpark() with nobody parked still costs about a microsecond: once per event
             self._lot.unpark()
-        elif len(self._buffer) - self._gaps >= self._turn:
-            connection.filling = True  # the reader gives the consumer a turn (Connection._reader)
+        elif (held := len(self._buffer) - self._gaps) >= self._turn and (
+            self._delivered != self._delivered_at_turn or not held % self._turn
+        ):
+            # The reader gives the consumer a turn (Connection._reader): after every event while it reads
+            # in its turns, every CONSUMER_TURN events while it does not (it may be awaiting the command
+            # that makes them: a yield per event would cost it a scheduler pass each).
+            self._delivered_at_turn = self._delivered
+            connection.filling = True
 
     def _close(self, error: CDPError | None = None) -> None:
         """End the subscription: a consumer gets the buffered events, then ``error`` (or the end)."""

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import pytest
 import trio
+import trio.testing
 
 from engine import EventOverflow
 from engine._session import CONSUMER_TURN
@@ -92,3 +93,32 @@ async def test_a_consumer_that_does_not_read_only_loses_events_by_its_policy() -
             with pytest.raises(EventOverflow, match=f"{BURST - 1024} event"):
                 await events.receive()
     assert first == list(range(1024))
+
+
+class _Steps(trio.abc.Instrument):
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self.steps += 1
+
+
+async def test_a_consumer_that_does_not_read_costs_the_reader_a_turn_per_64_events() -> None:
+    # It may be awaiting the command that makes the events (with a buffer large enough for them): a turn
+    # (two yields) after every event would cost two scheduler passes each, about 5,900 here.
+    transport = _OneBurst()
+    steps = _Steps()
+    with trio.fail_after(10):
+        async with (
+            open_connection(transport) as connection,
+            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False, buffer_size=BURST),
+        ):
+            await trio.testing.wait_all_tasks_blocked()
+            trio.lowlevel.add_instrument(steps)
+            try:
+                transport.ready.set()
+                await trio.testing.wait_all_tasks_blocked()
+            finally:
+                trio.lowlevel.remove_instrument(steps)
+            assert connection.events_delivered == BURST
+    assert steps.steps <= 2 * BURST // CONSUMER_TURN + 10, f"{steps.steps} task steps to dispatch one read"
