@@ -146,9 +146,9 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
         elif (held := len(self._buffer) - self._gaps) >= self._turn and (
             self._delivered != self._delivered_at_turn or not held % self._turn
         ):
-            # The reader gives the consumer a turn (Connection._reader): after every event while it reads
-            # in its turns, every CONSUMER_TURN events while it does not (it may be awaiting the command
-            # that makes them: a yield per event would cost it a scheduler pass each).
+            # The reader gives the consumer a turn (Connection._reader): after each event while the
+            # consumer took some in its last turn, else every CONSUMER_TURN events (it may be awaiting
+            # the command that makes them: a turn per event would cost a scheduler pass each).
             self._delivered_at_turn = self._delivered
             connection.filling = True
 
