@@ -51,7 +51,7 @@ CONSUMER_TURN = 64
 """The reader gives a subscription's consumer a turn once its buffer holds this many events (half the
 buffer if less). Events parsed far ahead of their consumer outlive the GC's young collections and are
 walked again by the older ones: over 8 console floods of 10,000 events into a 20,000-event buffer (mark
-at half), 200-380 young and 2-3 full collections (a full one took 20-50 ms); at 64, 8-22 young and 0-1
+at half), 204-384 young and 2-4 full collections (a full one took 20-36 ms); at 64, 8-24 young and 0-1
 full. In-process, 0.66x the client CPU per event (the parsed event is still in the cache when consumed)."""
 
 
