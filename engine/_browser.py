@@ -6,7 +6,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Literal
+from typing import Any, Literal, TypeVar, overload
 from urllib.parse import urlsplit
 
 import trio
@@ -27,7 +27,7 @@ from engine._page import Page
 from engine._popups import watch_popups
 from engine._process import ChromiumProcess, open_chromium
 from engine._refs import RefCache
-from engine._session import Session
+from engine._session import Session, decoded
 from engine._sessions import AUTO_ATTACH
 from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._transport import Transport
@@ -35,6 +35,11 @@ from engine._util import NoPublicConstructor, collapse_groups, is_interruption
 from engine._websocket import open_websocket_transport
 
 log = logging.getLogger("engine.browser")
+
+T = TypeVar("T")
+T2 = TypeVar("T2")
+T3 = TypeVar("T3")
+T4 = TypeVar("T4")
 
 
 class Browser(metaclass=NoPublicConstructor):
@@ -89,6 +94,60 @@ class Browser(metaclass=NoPublicConstructor):
 
     async def version(self) -> cdp.browser.GetVersionResult:
         return await self.session.execute(cdp.browser.get_version())
+
+    @overload
+    async def execute_all(self, p1: tuple[Session, cdp.Command[T]], /) -> tuple[T]: ...
+    @overload
+    async def execute_all(
+        self, p1: tuple[Session, cdp.Command[T]], p2: tuple[Session, cdp.Command[T2]], /
+    ) -> tuple[T, T2]: ...
+    @overload
+    async def execute_all(
+        self,
+        p1: tuple[Session, cdp.Command[T]],
+        p2: tuple[Session, cdp.Command[T2]],
+        p3: tuple[Session, cdp.Command[T3]],
+        /,
+    ) -> tuple[T, T2, T3]: ...
+    @overload
+    async def execute_all(
+        self,
+        p1: tuple[Session, cdp.Command[T]],
+        p2: tuple[Session, cdp.Command[T2]],
+        p3: tuple[Session, cdp.Command[T3]],
+        p4: tuple[Session, cdp.Command[T4]],
+        /,
+    ) -> tuple[T, T2, T3, T4]: ...
+    @overload
+    async def execute_all(self, *pairs: tuple[Session, cdp.Command[T]]) -> tuple[T, ...]: ...
+    async def execute_all(self, *pairs: tuple[Session, cdp.Command[Any]]) -> tuple[Any, ...]:
+        """Send ``(session, command)`` pairs together, to any sessions of this browser; their typed results,
+        in order, once all have answered.
+
+        :meth:`Session.execute_all` across pages: one write and one task for all of them, where a nursery
+        with a task per page costs more than the commands' own client path. If any fails, the error of the
+        first one (in order) that failed is raised after every one has answered. For example::
+
+            titles = await browser.execute_all(
+                *((page.session, cdp.runtime.evaluate(expression="document.title")) for page in browser.pages)
+            )
+        """
+        calls: list[tuple[Session, str, dict[str, Any] | None]] = []
+        for pair in pairs:
+            if not (
+                isinstance(pair, tuple)
+                and len(pair) == 2
+                and isinstance(pair[0], Session)
+                and isinstance(pair[1], cdp.Command)
+            ):
+                raise TypeError(
+                    f"Browser.execute_all takes (session, command) pairs, not {pair!r}; for commands on one "
+                    "session, use session.execute_all(command, ...)"
+                )
+            session, command = pair
+            calls.append((session, command.method, command.params))
+        results = await self.connection.call_all(calls)
+        return tuple(decoded(command, result) for (_, command), result in zip(pairs, results, strict=True))
 
     def statistics(self) -> ConnectionStatistics:
         return self.connection.statistics()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -204,25 +204,29 @@ class Connection(metaclass=NoPublicConstructor):
         return _result_of(reply, method, session.session_id)
 
     async def call_all(
-        self, session: Session, calls: list[tuple[str, dict[str, Any] | None]]
+        self,
+        calls: Sequence[tuple[Session, str, dict[str, Any] | None]],
     ) -> list[dict[str, Any]]:
-        """Send ``calls`` in one write and wait once, in this task, until every one has answered.
+        """Send ``calls`` (session, method, params) in one write and wait once, in this task, until every
+        one has answered; the sessions may differ.
 
         Returns their results in order, or raises the error of the first one (in order) that failed.
         One task for the lot: a task per command costs more than the rest of the command's client path.
         """
         await trio.lowlevel.checkpoint_if_cancelled()
         if self._closed is not None:
-            raise ConnectionClosed(f"cannot send {calls[0][0] if calls else 'commands'}: {self._closed}")
-        for method, _ in calls:
+            raise ConnectionClosed(f"cannot send {calls[0][1] if calls else 'commands'}: {self._closed}")
+        for session, method, _ in calls:
+            if session.connection is not self:
+                raise ValueError(f"cannot send {method} on {session!r}: it belongs to another connection")
             session.raise_if_unusable(method)
         if not calls:
             return []
-        encoded = [self._encode(method, params, session) for method, params in calls]
-        waiter = _Pending("the commands sent together", session)
+        encoded = [self._encode(method, params, session) for session, method, params in calls]
+        waiter = _Pending("the commands sent together", calls[0][0])
         group = _Group(waiter, len(calls))
         entries: list[_Pending] = []
-        for (command_id, _), (method, _) in zip(encoded, calls, strict=True):
+        for (command_id, _), (session, method, _) in zip(encoded, calls, strict=True):
             entry = _Pending(method, session)
             entry.group = group
             entries.append(entry)
@@ -234,7 +238,7 @@ class Connection(metaclass=NoPublicConstructor):
             if entry.error is not None:
                 raise entry.error
             assert entry.reply is not None  # the group ends only when every member has a reply or an error
-            results.append(_result_of(entry.reply, entry.method, session.session_id))
+            results.append(_result_of(entry.reply, entry.method, entry.session.session_id))
         return results
 
     async def _send_and_wait(

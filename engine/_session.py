@@ -327,7 +327,7 @@ class Session(metaclass=NoPublicConstructor):
 
         Bound it with the caller's own cancel scope: ``with trio.fail_after(2): await s.execute(...)``.
         """
-        return _decoded(command, await self.connection.call(self, command.method, command.params))
+        return decoded(command, await self.connection.call(self, command.method, command.params))
 
     @overload
     async def execute_all(self, c1: cdp.Command[T], /) -> tuple[T]: ...
@@ -350,8 +350,8 @@ class Session(metaclass=NoPublicConstructor):
         costs less than a nursery with a task per ``execute``. If any fails, the error of the first one
         (in order) that failed is raised after every one has answered; cancelling drops the late replies.
         """
-        results = await self.connection.call_all(self, [(c.method, c.params) for c in commands])
-        return tuple(_decoded(command, result) for command, result in zip(commands, results, strict=True))
+        results = await self.connection.call_all([(self, c.method, c.params) for c in commands])
+        return tuple(decoded(command, result) for command, result in zip(commands, results, strict=True))
 
     def execute_nowait(self, command: cdp.Command[Any]) -> None:
         """Send ``command`` without waiting for its reply (an error reply is only logged).
@@ -618,7 +618,7 @@ WORKS_AFTER_CRASH = frozenset(
 are held without a reply until a navigation revives the page; untried ones are refused too."""
 
 
-def _decoded(command: cdp.Command[T], result: dict[str, Any]) -> T:
+def decoded(command: cdp.Command[T], result: dict[str, Any]) -> T:
     """The typed result of ``command``'s reply; a binding mismatch as ResponseDecodeError."""
     try:
         return command.decode(result)

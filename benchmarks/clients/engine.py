@@ -195,17 +195,18 @@ class EngineDriver(AsyncDriver):
         if self._task_per_command:
             return super().batch(pages, per_page, expression)
         evaluate = self.cdp.runtime.evaluate
-
-        async def on_page(page: Any) -> None:
-            await page.session.execute_all(*[evaluate(expression=expression) for _ in range(per_page)])
+        browser = self._browser
 
         async def one_batch() -> None:
             if len(pages) == 1:
-                await on_page(pages[0])
+                session = pages[0].session
+                await session.execute_all(*[evaluate(expression=expression) for _ in range(per_page)])
                 return
-            async with trio.open_nursery() as nursery:
-                for page in pages:
-                    nursery.start_soon(on_page, page)
+            # Across sessions in one write and one task, as the floors do (a nursery with a task per page
+            # costs trio's spawn and wake-up per page: 14.1 against 11.1 us of client CPU per command).
+            await browser.execute_all(
+                *[(page.session, evaluate(expression=expression)) for page in pages for _ in range(per_page)]
+            )
 
         return one_batch
 
@@ -359,7 +360,8 @@ class EngineWebSocketDefaults(_EngineClient):
 
 class EngineWebSocketTasks(_EngineClient):
     """``engine.ws`` with a task per command (a nursery of ``execute`` calls) in the throughput scenarios,
-    where ``engine.ws`` sends each page's batch with one ``execute_all``."""
+    where ``engine.ws`` sends the whole batch with one ``execute_all`` (``Browser.execute_all`` across
+    sessions)."""
 
     name: ClassVar[str] = "engine.ws.tasks"
     transport: ClassVar[str] = "websocket"

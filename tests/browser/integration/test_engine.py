@@ -148,6 +148,39 @@ async def test_execute_all_returns_every_result_in_order(browser: Browser) -> No
         assert document.root.node_name == "#document"
 
 
+async def test_browser_execute_all_asks_every_page_at_once(browser: Browser) -> None:
+    with trio.fail_after(20):
+        pages = [await browser.new_page() for _ in range(3)]
+        await browser.execute_all(
+            *((page.session, cdp.runtime.evaluate(expression=f"document.title = 'page {n}'")) for n, page in
+              enumerate(pages))
+        )  # fmt: skip
+        sent = browser.statistics().messages_sent
+        titles: tuple[object, ...] = await browser.execute_all(
+            (browser.session, cdp.browser.get_version()),
+            *((page.session, cdp.runtime.evaluate(expression="document.title")) for page in reversed(pages)),
+        )
+        assert browser.statistics().messages_sent == sent + 4
+        version, evaluated = titles[0], titles[1:]
+        assert isinstance(version, cdp.browser.GetVersionResult)
+        assert "Chrom" in version.product
+        assert [r.result.value for r in evaluated if isinstance(r, cdp.runtime.EvaluateResult)] == [
+            "page 2",
+            "page 1",
+            "page 0",
+        ]
+        with pytest.raises(ProtocolError) as info:
+            await browser.execute_all(
+                (pages[0].session, cdp.runtime.evaluate(expression="1")),
+                (pages[1].session, cdp.dom.describe_node(node_id=cdp.dom.NodeId(987654))),
+            )
+        assert info.value.method == "DOM.describeNode"
+        assert info.value.session_id == pages[1].session.session_id
+        assert browser.connection.pending_count() == 0
+        for page in pages:
+            await page.close()
+
+
 async def test_execute_all_raises_the_first_failure_and_the_session_goes_on(browser: Browser) -> None:
     with trio.fail_after(20):
         page = await browser.new_page()

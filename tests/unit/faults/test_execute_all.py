@@ -1,4 +1,4 @@
-"""``Session.execute_all``: commands sent together, one task waiting for all of them.
+"""``Session.execute_all`` and ``Browser.execute_all``: commands sent together, one task waiting for all.
 
 Each test runs twice: with the reader task resting (the caller then reads the link itself, as a lone
 ``execute`` does) and with a subscription open (the reader task reads and wakes the caller once).
@@ -16,9 +16,9 @@ import trio
 
 import cdp
 import engine._connection
-from engine import ConnectionClosed, InvalidParams, ProtocolError, Session, SessionDetached
+from engine import Browser, ConnectionClosed, InvalidParams, ProtocolError, Session, SessionDetached
 from engine.lowlevel import Connection
-from engine.testing import FakePeer
+from engine.testing import FakePeer, open_fake_browser
 
 Pair = tuple[Connection, FakePeer, Session]
 Mode = Callable[[Pair], AbstractAsyncContextManager[None]]
@@ -207,5 +207,101 @@ async def test_a_command_that_cannot_be_sent_stops_the_lot_before_anything_is_se
         )
     assert connection.statistics().messages_sent == 0
     assert connection.pending_count() == 0
+    with pytest.raises(trio.WouldBlock):
+        peer.transport.outbound_receive.receive_nowait()
+
+
+def _attach(peer: FakePeer, session_id: str) -> None:
+    peer.event(
+        "Target.attachedToTarget",
+        {
+            "sessionId": session_id,
+            "targetInfo": {"targetId": f"T-{session_id}", "type": "page", "title": "", "url": "about:blank",
+                           "attached": True, "canAccessOpener": False},
+            "waitingForDebugger": False,
+        },
+    )  # fmt: skip
+
+
+async def _sessions(connection: Connection, peer: FakePeer, *ids: str) -> list[Session]:
+    for session_id in ids:
+        _attach(peer, session_id)
+    with trio.fail_after(5):
+        while not set(ids) <= {s.session_id for s in connection.sessions}:
+            await trio.sleep(0.0005)
+    found = [connection.sessions.get(session_id) for session_id in ids]
+    assert all(session is not None for session in found)
+    return found  # type: ignore[return-value]
+
+
+async def test_browser_execute_all_sends_pairs_to_their_sessions_and_returns_results_in_order(
+    fake: tuple[Browser, FakePeer], mode: Mode
+) -> None:
+    browser, peer = fake
+    connection = browser.connection
+    one, two = await _sessions(connection, peer, "S1", "S2")
+    got: list[Any] = []
+    async with mode((connection, peer, browser.session)):
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+
+                async def call() -> None:
+                    got.extend(
+                        await browser.execute_all(
+                            (one, _evaluate(1)), (browser.session, _evaluate(0)), (two, _evaluate(2))
+                        )
+                    )
+
+                nursery.start_soon(call)
+                commands = await _commands(peer, 3)
+                assert [c.get("sessionId") for c in commands] == ["S1", None, "S2"]
+                for command in reversed(commands):
+                    peer.reply(command, _number(int(command["params"]["expression"])))
+    assert [r.result.value for r in got] == [1, 0, 2]
+    assert connection.pending_count() == 0
+
+
+async def test_browser_execute_all_names_the_session_of_a_failure(fake: tuple[Browser, FakePeer]) -> None:
+    browser, peer = fake
+    one, two = await _sessions(browser.connection, peer, "S1", "S2")
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+
+            async def answer() -> None:
+                first, second = await _commands(peer, 2)
+                peer.send({"id": second["id"], "sessionId": "S2",
+                           "error": {"code": -32000, "message": "no such node"}})  # fmt: skip
+                peer.reply(first, _number(1))
+
+            nursery.start_soon(answer)
+            with pytest.raises(ProtocolError, match="no such node") as info:
+                await browser.execute_all((one, _evaluate(1)), (two, _evaluate(2)))
+    assert info.value.session_id == "S2"
+    assert browser.connection.pending_count() == 0
+
+
+async def test_browser_execute_all_refuses_what_is_not_a_pair_before_sending(
+    fake: tuple[Browser, FakePeer],
+) -> None:
+    browser, peer = fake
+    with trio.fail_after(5):
+        with pytest.raises(TypeError, match=r"\(session, command\) pairs.*session\.execute_all"):
+            await browser.execute_all(_evaluate(1))  # type: ignore[call-overload]
+        with pytest.raises(TypeError, match=r"\(session, command\) pairs"):
+            await browser.execute_all((browser.session, "Runtime.evaluate"))  # type: ignore[arg-type]
+    assert browser.connection.statistics().messages_sent == 0
+    with pytest.raises(trio.WouldBlock):
+        peer.transport.outbound_receive.receive_nowait()
+
+
+async def test_browser_execute_all_refuses_a_session_of_another_browser_before_sending(
+    fake: tuple[Browser, FakePeer],
+) -> None:
+    browser, peer = fake
+    async with open_fake_browser() as (other, _):
+        with trio.fail_after(5), pytest.raises(ValueError, match="belongs to another connection"):
+            await browser.execute_all((browser.session, _evaluate(1)), (other.session, _evaluate(2)))
+    assert browser.connection.statistics().messages_sent == 0
+    assert browser.connection.pending_count() == 0
     with pytest.raises(trio.WouldBlock):
         peer.transport.outbound_receive.receive_nowait()
