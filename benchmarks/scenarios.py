@@ -91,6 +91,11 @@ class Scenario:
         return dict(self.params)
 
 
+REPS_CHEAP = 30
+"""Reps of the round-trip and throughput scenarios: a rep of them lasts 30-400 ms per client, and on 2 cores
+a rep's median swings with where the scheduler put the client and its browser (the same client's reps
+differ by up to 2x), so 10 reps left intervals of 20-40% around ratios near 1."""
+
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         "roundtrip.getVersion",
@@ -98,7 +103,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "sequential Browser.getVersion on the browser-level connection (no session)",
         size=200,
         quick_size=30,
-        reps=10,
+        reps=REPS_CHEAP,
         quick_reps=3,
     ),
     Scenario(
@@ -107,7 +112,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         'sequential Runtime.evaluate("1+1") on a flattened page session',
         size=200,
         quick_size=30,
-        reps=10,
+        reps=REPS_CHEAP,
         quick_reps=3,
         pages=1,
     ),
@@ -117,7 +122,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         f"{BATCH_SIZE} Runtime.evaluate in flight on one session; per-batch latency and ops/s",
         size=20,
         quick_size=4,
-        reps=10,
+        reps=REPS_CHEAP,
         quick_reps=3,
         pages=1,
     ),
@@ -127,7 +132,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         f"{BATCH_SIZE} Runtime.evaluate in flight over 8 sessions (8 each); per-batch latency and ops/s",
         size=20,
         quick_size=4,
-        reps=10,
+        reps=REPS_CHEAP,
         quick_reps=3,
         pages=8,
     ),
