@@ -57,6 +57,9 @@ class Browser(metaclass=NoPublicConstructor):
         self._ref_cache = RefCache()  # refs outlive Page objects: kept per target, the last 50 targets
         self._set_up = False
         self._aclose: Callable[[], Awaitable[None]] | None = None  # set by engine.launch_in_background
+        # Set by a headless launch: each new page gets a window of its own, so every page is "visible".
+        # In tabs of one window only the front one is: the others get no animation frames at all.
+        self._page_windows = False
 
     async def aclose(self) -> None:
         """Close a browser from :func:`engine.launch_in_background` (the REPL way); idempotent.
@@ -159,6 +162,9 @@ class Browser(metaclass=NoPublicConstructor):
     async def new_page(self, url: str | None = None) -> Page:
         """Open a tab, attach a flattened session to it (iframes and workers auto-attach), load ``url``.
 
+        In a browser from a headless :func:`launch`, each page is a window of its own, so that every page
+        is visible: it gets animation frames and unthrottled timers, not only the last one opened.
+
         The page's session has ``Page`` enabled (with lifecycle events: ``page.goto`` follows them),
         ``Inspector`` (crash and detach notices) and ``Target.setAutoAttach`` (out-of-process iframes and
         workers become ``page.session.children``, paused until ``Browser.on_attach`` has seen them). Nothing
@@ -169,7 +175,9 @@ class Browser(metaclass=NoPublicConstructor):
         """
         # Shielded (for a few milliseconds): cancelled in flight, the tab would open with nobody to close it.
         with trio.CancelScope(shield=True), trio.fail_after(self.settings.attach_timeout):
-            created = await self.session.execute(cdp.target.create_target(url="about:blank"))
+            created = await self.session.execute(
+                cdp.target.create_target(url="about:blank", new_window=self._page_windows or None)
+            )
         target_id = created.target_id
         try:
             await trio.lowlevel.checkpoint_if_cancelled()
@@ -299,6 +307,7 @@ async def launch(
             open_connection(process.transport, settings) as connection,
         ):
             browser = Browser._create(connection, settings, process)
+            browser._page_windows = headless
             try:
                 with trio.fail_after(settings.launch_timeout):
                     await browser._setup()

@@ -181,6 +181,30 @@ async def test_browser_execute_all_asks_every_page_at_once(browser: Browser) -> 
             await page.close()
 
 
+NESTED_TIMERS = """new Promise(done => {
+    let n = 0;
+    const next = () => (++n < 50 ? setTimeout(next, 4) : done(n));
+    setTimeout(next, 4);
+})"""
+ANIMATION_FRAME = "new Promise(done => requestAnimationFrame(() => done(document.visibilityState)))"
+
+
+async def test_every_page_of_a_launch_runs_its_timers_and_frames(browser: Browser) -> None:
+    """Pages opened earlier are not in the front: as tabs of one window they would get no animation
+    frames, and timers about once a second (50 nested 4 ms timeouts: about 50 s instead of 0.2 s)."""
+    pages = [await browser.new_page() for _ in range(3)]
+    for page in pages:
+        with trio.fail_after(2):
+            frame, timers = await page.session.execute_all(
+                cdp.runtime.evaluate(expression=ANIMATION_FRAME, await_promise=True),
+                cdp.runtime.evaluate(expression=NESTED_TIMERS, await_promise=True),
+            )
+        assert frame.result.value == "visible"
+        assert timers.result.value == 50
+    for page in pages:
+        await page.close()
+
+
 async def test_execute_all_raises_the_first_failure_and_the_session_goes_on(browser: Browser) -> None:
     with trio.fail_after(20):
         page = await browser.new_page()
