@@ -94,7 +94,7 @@ class Scenario:
 REPS_CHEAP = 30
 """Reps of the round-trip and throughput scenarios: a rep of them lasts 30-400 ms per client, and on 2 cores
 a rep's median swings with where the scheduler put the client and its browser (the same client's reps
-differ by up to 2x), so 10 reps left intervals of 20-40% around ratios near 1."""
+differ by up to 2x), so 10 reps left intervals 20-50% wide around ratios near 1."""
 
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
