@@ -62,6 +62,31 @@ async def _commands(peer: FakePeer, count: int) -> list[dict[str, Any]]:
     return [await peer.next_command() for _ in range(count)]
 
 
+def _attach(peer: FakePeer, session_id: str) -> None:
+    """A page target attached as ``session_id`` ("S1" is target "T1")."""
+    target_id = f"T{session_id[1:]}"
+    peer.event(
+        "Target.attachedToTarget",
+        {
+            "sessionId": session_id,
+            "targetInfo": {"targetId": target_id, "type": "page", "title": "", "url": "about:blank",
+                           "attached": True, "canAccessOpener": False},
+            "waitingForDebugger": False,
+        },
+    )  # fmt: skip
+
+
+async def _sessions(connection: Connection, peer: FakePeer, *ids: str) -> list[Session]:
+    for session_id in ids:
+        _attach(peer, session_id)
+    with trio.fail_after(5):
+        while not set(ids) <= {s.session_id for s in connection.sessions}:
+            await trio.sleep(0.0005)
+    found = [connection.sessions.get(session_id) for session_id in ids]
+    assert all(session is not None for session in found)
+    return found  # type: ignore[return-value]
+
+
 async def test_results_come_back_in_order_whatever_order_the_replies_take(pair: Pair, mode: Mode) -> None:
     connection, peer, browser = pair
     got: list[Any] = []
@@ -163,20 +188,7 @@ async def test_a_closed_link_ends_the_wait(pair: Pair, mode: Mode) -> None:
 
 async def test_a_detached_session_ends_the_wait(pair: Pair, mode: Mode) -> None:
     connection, peer, browser = pair
-    peer.event(
-        "Target.attachedToTarget",
-        {
-            "sessionId": "S1",
-            "targetInfo": {"targetId": "T1", "type": "page", "title": "", "url": "about:blank",
-                           "attached": True, "canAccessOpener": False},
-            "waitingForDebugger": False,
-        },
-    )  # fmt: skip
-    with trio.fail_after(5):
-        while "S1" not in {s.session_id for s in connection.sessions}:
-            await trio.sleep(0.0005)
-    page = connection.sessions.get("S1")
-    assert page is not None
+    (page,) = await _sessions(connection, peer, "S1")
     async with mode(pair):
         with trio.fail_after(5):
             async with trio.open_nursery() as nursery:
@@ -209,29 +221,6 @@ async def test_a_command_that_cannot_be_sent_stops_the_lot_before_anything_is_se
     assert connection.pending_count() == 0
     with pytest.raises(trio.WouldBlock):
         peer.transport.outbound_receive.receive_nowait()
-
-
-def _attach(peer: FakePeer, session_id: str) -> None:
-    peer.event(
-        "Target.attachedToTarget",
-        {
-            "sessionId": session_id,
-            "targetInfo": {"targetId": f"T-{session_id}", "type": "page", "title": "", "url": "about:blank",
-                           "attached": True, "canAccessOpener": False},
-            "waitingForDebugger": False,
-        },
-    )  # fmt: skip
-
-
-async def _sessions(connection: Connection, peer: FakePeer, *ids: str) -> list[Session]:
-    for session_id in ids:
-        _attach(peer, session_id)
-    with trio.fail_after(5):
-        while not set(ids) <= {s.session_id for s in connection.sessions}:
-            await trio.sleep(0.0005)
-    found = [connection.sessions.get(session_id) for session_id in ids]
-    assert all(session is not None for session in found)
-    return found  # type: ignore[return-value]
 
 
 async def test_browser_execute_all_sends_pairs_to_their_sessions_and_returns_results_in_order(
