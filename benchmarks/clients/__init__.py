@@ -27,6 +27,7 @@ REGISTRY: dict[str, str] = {
     "puppeteer.pipe": "benchmarks.clients.node_peers:PuppeteerPipe",
     "puppeteer.ws": "benchmarks.clients.node_peers:PuppeteerWebSocket",
     "chrome-remote-interface": "benchmarks.clients.node_peers:ChromeRemoteInterface",
+    "pydoll": "benchmarks.clients.pydoll_client:Pydoll",
     "engine.ws": "benchmarks.clients.engine:EngineWebSocket",
     "engine.ws.defaults": "benchmarks.clients.engine:EngineWebSocketDefaults",
     "engine.ws.tasks": "benchmarks.clients.engine:EngineWebSocketTasks",

@@ -33,6 +33,7 @@ CLIENTS = [
     "floor.trio.ws",
     "floor.trio.pipe",
     "cdp-use",
+    "pydoll",
     "engine.ws",
     "engine.pipe",
     "puppeteer.pipe",
@@ -114,6 +115,17 @@ def test_the_floors_and_cdp_use_ran(results: tuple[dict[str, Any], Path]) -> Non
         for name in ("floor.ws", "floor.pipe", "cdp-use", "puppeteer.pipe", "chrome-remote-interface"):
             assert "skipped" not in clients[name], (scenario, name, clients[name].get("skipped"))
             assert clients[name]["browser"] == "own"
+
+
+def test_pydoll_ran_and_says_why_it_has_no_attach(results: tuple[dict[str, Any], Path]) -> None:
+    doc, _ = results
+    for scenario, clients in doc["scenarios"].items():
+        entry = clients["pydoll"]
+        if scenario == "attach.50":
+            assert "no session to attach" in entry["skipped"]
+            continue
+        assert "skipped" not in entry, (scenario, entry.get("skipped"))
+        assert entry["browser"] == "own"
 
 
 def test_the_trio_floors_ran_as_peers_of_the_blocking_floors(results: tuple[dict[str, Any], Path]) -> None:
