@@ -145,6 +145,25 @@ def _quietly(fn: Any, *args: Any) -> None:
         log(f"    (ignored during cleanup: {type(exc).__name__}: {exc})")
 
 
+WARMUP_RETRY_PAUSE_S = 2.0
+"""Pause before the one retry of a failed warm-up. Seen: Playwright's own browser answered a screenshot with
+"Unable to capture screenshot" in a full run and in one quick run right after it, then in none of 10 quick
+runs (5 with a busy core)."""
+
+
+def _warm_up(client: Client, scenario: Scenario, quick: bool, got: Collected) -> None:
+    """The unmeasured warm-up; one failure (not a timeout) is retried once and recorded in the results."""
+    try:
+        client.run(scenario, scenario.warmup_size(quick))
+    except TimeoutError:
+        raise
+    except Exception as exc:
+        got.warmup_retried = f"{type(exc).__name__}: {exc}"
+        log(f"    {client.name}: warm-up failed ({got.warmup_retried}); retrying once")
+        time.sleep(WARMUP_RETRY_PAUSE_S)
+        client.run(scenario, scenario.warmup_size(quick))
+
+
 def run_scenario(
     scenario: Scenario, clients: list[Client], quick: bool, rng: random.Random
 ) -> dict[str, Collected]:
@@ -169,7 +188,7 @@ def run_scenario(
             continue
         try:
             client.setup(scenario)
-            client.run(scenario, scenario.warmup_size(quick))  # warm-up, not measured
+            _warm_up(client, scenario, quick, out[client.name])
         except Exception as exc:
             out[client.name].skipped = f"failed in setup or warm-up ({type(exc).__name__}: {exc})"
             out[client.name].hung = isinstance(exc, TimeoutError)

@@ -33,6 +33,7 @@ class Collected:
     rss_shared: bool = True
     skipped: str | None = None
     hung: bool = False
+    warmup_retried: str | None = None  # why the first warm-up failed, when a second one succeeded
 
     @property
     def latencies_us(self) -> list[float]:
@@ -73,6 +74,8 @@ def entry(c: Collected) -> Entry:
         "reps": c.reps,
         **base,
     }
+    if c.warmup_retried is not None:
+        out["warmup_retried"] = c.warmup_retried
     if c.nbytes is not None:
         out["bytes"] = c.nbytes
     if c.events and c.elapsed_ns:

@@ -72,6 +72,24 @@ class Hangs(Fake):
     fail_run: ClassVar[int | None] = 2  # the warm-up and one measured run succeed
 
 
+class Flaky(Fake):
+    """Its first warm-up fails (as Playwright's screenshot once did); every later run succeeds."""
+
+    name: ClassVar[str] = "flaky"
+    fails: ClassVar[int] = 1
+
+    def run(self, scenario: Scenario, size: int) -> Sample:
+        if self.runs < self.fails:
+            self.runs += 1
+            raise RuntimeError("Unable to capture screenshot")
+        return super().run(scenario, size)
+
+
+class AlwaysFails(Flaky):
+    name: ClassVar[str] = "always"
+    fails: ClassVar[int] = 1_000
+
+
 @pytest.fixture(autouse=True)
 def _clear() -> None:
     CALLS.clear()
@@ -160,3 +178,17 @@ def test_every_full_scenario_has_at_least_ten_reps() -> None:
     for scenario in SCENARIOS:
         if scenario.kind is not Kind.PLACEHOLDER:
             assert scenario.sized(quick=False)[1] >= 10, scenario.name
+
+
+def test_a_failed_warm_up_is_retried_once_and_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("benchmarks.harness.WARMUP_RETRY_PAUSE_S", 0.0)
+    out = run_scenario(
+        BY_NAME["roundtrip.evaluate"], [Floor(), Flaky(), AlwaysFails()], quick=True, rng=rng()
+    )
+    flaky = report.entry(out["flaky"])
+    assert flaky["median_us"] == Flaky.latency  # measured after the retry
+    assert flaky["warmup_retried"] == "RuntimeError: Unable to capture screenshot"
+    always = report.entry(out["always"])
+    assert always["median_us"] is None  # a second failure skips it, with the reason
+    assert "Unable to capture screenshot" in always["skipped"]
+    assert "warmup_retried" not in report.entry(out["floor.ws"])
