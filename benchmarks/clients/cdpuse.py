@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from benchmarks import chromium
-from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Body, Thunk
+from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Body
+from benchmarks.clients.asyncio_driver import AsyncioDriver, websocket_cold_start
 from benchmarks.clients.base import AsyncioThread, Env, LoopThread, SkipClient
 from benchmarks.scenarios import flood_start_expression, flood_stop_expression, ready_expression
 
 READY_TIMEOUT_S = 30.0
 
 
-class CdpUseDriver(AsyncDriver):
+class CdpUseDriver(AsyncioDriver):
     def __init__(self, *, compression: bool = True) -> None:
         self._client: Any = None
         self._compression = compression
@@ -110,24 +109,10 @@ class CdpUseDriver(AsyncDriver):
             self._client.register.Runtime.consoleAPICalled(lambda event, session_id: None)
         return end - begin
 
-    async def gather(self, thunks: Sequence[Thunk]) -> None:
-        await asyncio.gather(*(t() for t in thunks))
-
     async def cold_start(self, env: Env) -> tuple[int, int]:
-        fresh = await asyncio.to_thread(chromium.launch_websocket, env.chromium, env.chromium_args)
-        client: Any = None
-        try:
-            cpu0 = time.thread_time_ns()
-            t0 = time.perf_counter_ns()
-            client = await self._start(fresh.ws_url)
-            await client.send.Browser.getVersion()
-            elapsed = time.perf_counter_ns() - t0
-            cpu = time.thread_time_ns() - cpu0
-        finally:
-            if client is not None:
-                await client.stop()
-            await asyncio.to_thread(fresh.stop)
-        return elapsed, cpu
+        return await websocket_cold_start(
+            env, self._start, lambda client: client.send.Browser.getVersion(), lambda client: client.stop()
+        )
 
     async def enable_page_events(self, page: tuple[str, str]) -> None:
         await self._client.send.Page.enable(session_id=page[1])

@@ -19,16 +19,38 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from functools import partial
 from typing import Any, ClassVar
 
 from benchmarks import chromium
-from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Body, Thunk
+from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Body
+from benchmarks.clients.asyncio_driver import (
+    AsyncioDriver,
+    Handler,
+    Subscribe,
+    Unsubscribe,
+    count_during,
+    time_flood,
+)
 from benchmarks.clients.base import AsyncioThread, Env, LoopThread, SkipClient
-from benchmarks.scenarios import Kind, Scenario, flood_start_expression, flood_stop_expression
+from benchmarks.scenarios import Kind, Scenario
 
 
-class _PlaywrightDriver(AsyncDriver):
+def _listener(emitter: Any, event: str) -> tuple[Subscribe, Unsubscribe]:
+    """Subscribe and unsubscribe a handler of ``event`` on a Playwright page or CDPSession (``on`` and
+    ``remove_listener``, synchronous there)."""
+
+    async def on(handler: Handler) -> Handler:
+        emitter.on(event, handler)
+        return handler
+
+    async def off(handler: Handler) -> None:
+        emitter.remove_listener(event, handler)
+
+    return on, off
+
+
+class _PlaywrightDriver(AsyncioDriver):
     def __init__(self, *, pipe: bool = False) -> None:
         self._pipe = pipe
         self._pw: Any = None
@@ -74,32 +96,6 @@ class _PlaywrightDriver(AsyncDriver):
             await page.goto(url, wait_until="load")
         return page
 
-    async def gather(self, thunks: Sequence[Thunk]) -> None:
-        await asyncio.gather(*(t() for t in thunks))
-
-    async def _flood(self, page: Any, on: Any, off: Any, body: Body) -> int:
-        """``under_flood``, given how to subscribe (``on(handler)``) and unsubscribe (``off(handler)``)."""
-        first: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        seen = 0
-
-        def handler(event: object) -> None:
-            nonlocal seen
-            seen += 1
-            if not first.done():
-                first.set_result(None)
-
-        on(handler)
-        try:
-            await self.evaluate(page, flood_start_expression())
-            await first
-            before = seen
-            await body()
-            during = seen - before
-            await self.evaluate(page, flood_stop_expression())
-        finally:
-            off(handler)
-        return during
-
 
 class PlaywrightCdpDriver(_PlaywrightDriver):
     def __init__(self, *, pipe: bool = False) -> None:
@@ -133,26 +129,8 @@ class PlaywrightCdpDriver(_PlaywrightDriver):
         await page[1].send("Runtime.enable")
 
     async def console_flood(self, page: tuple[Any, Any], count: int, expression: str) -> int:
-        clock = time.perf_counter_ns
-        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        seen = 0
-
-        def on_console(params: object) -> None:
-            nonlocal seen
-            seen += 1
-            if seen == count:
-                done.set_result(clock())
-
-        session = page[1]
-        session.on("Runtime.consoleAPICalled", on_console)
-        try:
-            begin = clock()
-            reply = asyncio.ensure_future(self.evaluate(page, expression))
-            end = await done
-            await reply
-        finally:
-            session.remove_listener("Runtime.consoleAPICalled", on_console)
-        return end - begin
+        on, off = _listener(page[1], "Runtime.consoleAPICalled")
+        return await time_flood(count, on, off, partial(self.evaluate, page, expression))
 
     async def cold_start(self, env: Env) -> tuple[int, int]:
         """``chromium.launch`` (pipe) or ``connect_over_cdp`` (a fresh browser launched untimed), then
@@ -211,13 +189,8 @@ class PlaywrightCdpDriver(_PlaywrightDriver):
         await self._browser_session.send("Target.closeTarget", {"targetId": handle})
 
     async def under_flood(self, page: tuple[Any, Any], body: Body) -> int:
-        session = page[1]
-        return await self._flood(
-            page,
-            lambda h: session.on("Runtime.consoleAPICalled", h),
-            lambda h: session.remove_listener("Runtime.consoleAPICalled", h),
-            body,
-        )
+        on, off = _listener(page[1], "Runtime.consoleAPICalled")
+        return await count_during(on, off, partial(self.evaluate, page), body)
 
 
 class PlaywrightPageDriver(_PlaywrightDriver):
@@ -243,25 +216,8 @@ class PlaywrightPageDriver(_PlaywrightDriver):
         return await page.evaluate(expression)
 
     async def console_flood(self, page: Any, count: int, expression: str) -> int:
-        clock = time.perf_counter_ns
-        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        seen = 0
-
-        def on_console(message: object) -> None:
-            nonlocal seen
-            seen += 1
-            if seen == count:
-                done.set_result(clock())
-
-        page.on("console", on_console)
-        try:
-            begin = clock()
-            reply = asyncio.ensure_future(page.evaluate(expression))
-            end = await done
-            await reply
-        finally:
-            page.remove_listener("console", on_console)
-        return end - begin
+        on, off = _listener(page, "console")
+        return await time_flood(count, on, off, partial(page.evaluate, expression))
 
     async def enable_page_events(self, page: Any) -> None:
         del page  # page.goto follows the load event by itself
@@ -277,9 +233,8 @@ class PlaywrightPageDriver(_PlaywrightDriver):
         await handle.close()
 
     async def under_flood(self, page: Any, body: Body) -> int:
-        return await self._flood(
-            page, lambda h: page.on("console", h), lambda h: page.remove_listener("console", h), body
-        )
+        on, off = _listener(page, "console")
+        return await count_during(on, off, partial(self.evaluate, page), body)
 
 
 class _PlaywrightClient(AsyncClient):

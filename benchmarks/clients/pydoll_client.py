@@ -16,19 +16,19 @@ from __future__ import annotations
 import asyncio
 import importlib
 import time
-from collections.abc import Sequence
+from functools import partial
 from typing import Any, ClassVar
 
-from benchmarks import chromium
-from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Body, Thunk
-from benchmarks.clients.base import AsyncioThread, Env, LoopThread, SkipClient
-from benchmarks.scenarios import (
-    Kind,
-    Scenario,
-    flood_start_expression,
-    flood_stop_expression,
-    ready_expression,
+from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Body
+from benchmarks.clients.asyncio_driver import (
+    AsyncioDriver,
+    Subscribe,
+    count_during,
+    time_flood,
+    websocket_cold_start,
 )
+from benchmarks.clients.base import AsyncioThread, Env, LoopThread, SkipClient
+from benchmarks.scenarios import Kind, Scenario, ready_expression
 
 READY_TIMEOUT_S = 30.0
 CONSOLE = "Runtime.consoleAPICalled"
@@ -41,7 +41,7 @@ def _chrome() -> Any:
         raise SkipClient(f"pydoll is not installed ({exc}); pip install -e '.[bench]'") from exc
 
 
-class PydollDriver(AsyncDriver):
+class PydollDriver(AsyncioDriver):
     def __init__(self) -> None:
         self._browser: Any = None
 
@@ -96,44 +96,14 @@ class PydollDriver(AsyncDriver):
         await page.enable_runtime_events()
 
     async def console_flood(self, page: Any, count: int, expression: str) -> int:
-        clock = time.perf_counter_ns
-        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        seen = 0
-
-        def on_console(event: object) -> None:
-            nonlocal seen
-            seen += 1
-            if seen == count and not done.done():
-                done.set_result(clock())
-
-        callback = await page.on(CONSOLE, on_console)
-        try:
-            begin = clock()
-            reply = asyncio.ensure_future(self.evaluate(page, expression))
-            end = await done
-            await reply
-        finally:
-            await page.remove_callback(callback)
-        return end - begin
-
-    async def gather(self, thunks: Sequence[Thunk]) -> None:
-        await asyncio.gather(*(t() for t in thunks))
+        return await time_flood(
+            count, self._on_console(page), page.remove_callback, partial(self.evaluate, page, expression)
+        )
 
     async def cold_start(self, env: Env) -> tuple[int, int]:
-        fresh = await asyncio.to_thread(chromium.launch_websocket, env.chromium, env.chromium_args)
-        browser: Any = None
-        try:
-            cpu0 = time.thread_time_ns()
-            t0 = time.perf_counter_ns()
-            browser = await self._connect(fresh.ws_url)
-            await browser.get_version()
-            elapsed = time.perf_counter_ns() - t0
-            cpu = time.thread_time_ns() - cpu0
-        finally:
-            if browser is not None:
-                await browser.close()
-            await asyncio.to_thread(fresh.stop)
-        return elapsed, cpu
+        return await websocket_cold_start(
+            env, self._connect, lambda browser: browser.get_version(), lambda browser: browser.close()
+        )
 
     async def enable_page_events(self, page: Any) -> None:
         await page.enable_page_events()
@@ -142,26 +112,13 @@ class PydollDriver(AsyncDriver):
         await page.go_to(url)  # returns once the page has loaded, its own way
 
     async def under_flood(self, page: Any, body: Body) -> int:
-        first: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        seen = 0
+        return await count_during(
+            self._on_console(page), page.remove_callback, partial(self.evaluate, page), body
+        )
 
-        def on_console(event: object) -> None:
-            nonlocal seen
-            seen += 1
-            if not first.done():
-                first.set_result(None)
-
-        callback = await page.on(CONSOLE, on_console)
-        try:
-            await self.evaluate(page, flood_start_expression())
-            await first
-            before = seen
-            await body()
-            during = seen - before
-            await self.evaluate(page, flood_stop_expression())
-        finally:
-            await page.remove_callback(callback)
-        return during
+    @staticmethod
+    def _on_console(page: Any) -> Subscribe:
+        return partial(page.on, CONSOLE)  # a coroutine that returns the callback's id
 
 
 class Pydoll(AsyncClient):
