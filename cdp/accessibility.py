@@ -1003,4 +1003,11 @@ register(
         get_child_ax_nodes: _c_get_child_ax_nodes,
         query_ax_tree: _c_query_ax_tree,
     },
+    {
+        GetPartialAXTreeResult: ("nodes",),
+        GetFullAXTreeResult: ("nodes",),
+        GetAXNodeAndAncestorsResult: ("nodes",),
+        GetChildAXNodesResult: ("nodes",),
+        QueryAXTreeResult: ("nodes",),
+    },
 )

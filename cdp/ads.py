@@ -251,4 +251,7 @@ register(
         get_ad_metrics: _c_get_ad_metrics,
         get_ad_scripts: _c_get_ad_scripts,
     },
+    {
+        GetAdScriptsResult: ("newScripts",),
+    },
 )

@@ -2595,4 +2595,7 @@ register(
         enable: _c_enable,
         check_forms_issues: _c_check_forms_issues,
     },
+    {
+        CheckFormsIssuesResult: ("formIssues",),
+    },
 )

@@ -1333,4 +1333,7 @@ register(
         get_global_privacy_control: _c_get_global_privacy_control,
         set_global_privacy_control: _c_set_global_privacy_control,
     },
+    {
+        GetHistogramsResult: ("histograms",),
+    },
 )

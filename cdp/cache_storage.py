@@ -497,4 +497,8 @@ register(
         request_cached_response: _c_request_cached_response,
         request_entries: _c_request_entries,
     },
+    {
+        RequestCacheNamesResult: ("caches",),
+        RequestEntriesResult: ("cacheDataEntries",),
+    },
 )

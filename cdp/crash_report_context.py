@@ -106,4 +106,7 @@ register(
     {
         get_entries: _c_get_entries,
     },
+    {
+        GetEntriesResult: ("entries",),
+    },
 )

@@ -2619,4 +2619,11 @@ register(
         step_out: _c_step_out,
         step_over: _c_step_over,
     },
+    {
+        GetPossibleBreakpointsResult: ("locations",),
+        RestartFrameResult: ("callFrames",),
+        SearchInContentResult: ("result",),
+        SetBreakpointByUrlResult: ("locations",),
+        SetScriptSourceResult: ("callFrames",),
+    },
 )

@@ -4239,4 +4239,8 @@ register(
         set_text_marker: _c_set_text_marker,
         clear_text_markers: _c_clear_text_markers,
     },
+    {
+        GetFlattenedDocumentResult: ("nodes",),
+        GetDetachedDomNodesResult: ("detachedNodes",),
+    },
 )

@@ -510,4 +510,7 @@ register(
         set_instrumentation_breakpoint: _c_set_instrumentation_breakpoint,
         set_xhr_breakpoint: _c_set_xhr_breakpoint,
     },
+    {
+        GetEventListenersResult: ("listeners",),
+    },
 )

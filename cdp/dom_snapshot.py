@@ -1052,4 +1052,12 @@ register(
         get_snapshot: _c_get_snapshot,
         capture_snapshot: _c_capture_snapshot,
     },
+    {
+        GetSnapshotResult: (
+            "domNodes",
+            "layoutTreeNodes",
+            "computedStyles",
+        ),
+        CaptureSnapshotResult: ("documents",),
+    },
 )

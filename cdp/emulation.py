@@ -2775,4 +2775,7 @@ register(
         remove_screen: _c_remove_screen,
         set_primary_screen: _c_set_primary_screen,
     },
+    {
+        GetScreenInfosResult: ("screenInfos",),
+    },
 )

@@ -438,4 +438,7 @@ register(
         clear_storage_items: _c_clear_storage_items,
         set_storage_items: _c_set_storage_items,
     },
+    {
+        GetExtensionsResult: ("extensions",),
+    },
 )

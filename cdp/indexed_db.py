@@ -865,4 +865,7 @@ register(
         request_database: _c_request_database,
         request_database_names: _c_request_database_names,
     },
+    {
+        RequestDataResult: ("objectStoreDataEntries",),
+    },
 )

@@ -527,4 +527,7 @@ register(
         get_browser_sampling_profile: _c_get_browser_sampling_profile,
         get_sampling_profile: _c_get_sampling_profile,
     },
+    {
+        GetDOMCountersForLeakDetectionResult: ("counters",),
+    },
 )

@@ -7175,4 +7175,9 @@ register(
         load_network_resource: _c_load_network_resource,
         set_cookie_controls: _c_set_cookie_controls,
     },
+    {
+        GetAllCookiesResult: ("cookies",),
+        GetCookiesResult: ("cookies",),
+        SearchInResponseBodyResult: ("result",),
+    },
 )

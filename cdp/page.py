@@ -6357,4 +6357,14 @@ register(
         get_annotated_page_content: _c_get_annotated_page_content,
         set_input_visualization: _c_set_input_visualization,
     },
+    {
+        GetAppManifestResult: ("errors",),
+        GetInstallabilityErrorsResult: ("installabilityErrors",),
+        GetSubAppsResult: ("subApps",),
+        GetSiblingSubAppsResult: ("subApps",),
+        GetNavigationHistoryResult: ("entries",),
+        SearchInResourceResult: ("result",),
+        GetPermissionsPolicyStateResult: ("states",),
+        GetOriginTrialsResult: ("originTrials",),
+    },
 )

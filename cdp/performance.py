@@ -210,4 +210,7 @@ register(
         set_time_domain: _c_set_time_domain,
         get_metrics: _c_get_metrics,
     },
+    {
+        GetMetricsResult: ("metrics",),
+    },
 )

@@ -679,4 +679,8 @@ register(
         stop_precise_coverage: _c_stop_precise_coverage,
         take_precise_coverage: _c_take_precise_coverage,
     },
+    {
+        GetBestEffortCoverageResult: ("result",),
+        TakePreciseCoverageResult: ("result",),
+    },
 )

@@ -461,4 +461,7 @@ register(
         open_current_page_in_app: _c_open_current_page_in_app,
         change_app_user_settings: _c_change_app_user_settings,
     },
+    {
+        GetOsAppStateResult: ("fileHandlers",),
+    },
 )

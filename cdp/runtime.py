@@ -2526,4 +2526,11 @@ register(
         remove_binding: _c_remove_binding,
         get_exception_details: _c_get_exception_details,
     },
+    {
+        GetPropertiesResult: (
+            "result",
+            "internalProperties",
+            "privateProperties",
+        ),
+    },
 )

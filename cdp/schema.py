@@ -106,4 +106,7 @@ register(
     {
         get_domains: _c_get_domains,
     },
+    {
+        GetDomainsResult: ("domains",),
+    },
 )

@@ -1536,4 +1536,11 @@ register(
         delete_storage_bucket: _c_delete_storage_bucket,
         run_bounce_tracking_mitigations: _c_run_bounce_tracking_mitigations,
     },
+    {
+        GetCookiesResult: ("cookies",),
+        GetUsageAndQuotaResult: ("usageBreakdown",),
+        GetTrustTokensResult: ("tokens",),
+        GetPrivateVerificationTokensResult: ("tokens",),
+        GetPrivateVerificationTokensIssuerConfigsResult: ("configs",),
+    },
 )

@@ -469,4 +469,7 @@ register(
         get_feature_state: _c_get_feature_state,
         get_process_info: _c_get_process_info,
     },
+    {
+        GetProcessInfoResult: ("processInfo",),
+    },
 )

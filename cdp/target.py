@@ -1520,4 +1520,7 @@ register(
         get_dev_tools_target: _c_get_dev_tools_target,
         open_dev_tools: _c_open_dev_tools,
     },
+    {
+        GetTargetsResult: ("targetInfos",),
+    },
 )

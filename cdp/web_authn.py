@@ -952,4 +952,7 @@ register(
         set_automatic_presence_simulation: _c_set_automatic_presence_simulation,
         set_credential_properties: _c_set_credential_properties,
     },
+    {
+        GetCredentialsResult: ("credentials",),
+    },
 )

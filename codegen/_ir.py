@@ -232,6 +232,18 @@ class DomainDef:
         results = [c.result for c in self.commands if c.result]
         return (*types, *results, *(e.record for e in self.events))
 
+    @property
+    def drainable(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Command results with lists that decode item by item, and those lists' wire keys: what
+        ``Command.decode(consume=True)`` may empty as it goes (``cdp._base.DRAINABLE``)."""
+        out = []
+        for c in self.commands:
+            if c.result is not None:
+                keys = tuple(f.wire for f in c.result.fields if _iterates(f.conv))
+                if keys:
+                    out.append((c.result.name, keys))
+        return tuple(out)
+
     def _all_fields(self) -> list[Field]:
         fields = [f for r in self.records for f in r.fields]
         return fields + [f for c in self.commands for f in c.params]
@@ -338,6 +350,11 @@ def _kind(raw: Raw) -> str:
     if raw.get("type") == "string" and raw.get("enum"):
         return "enum"
     return "alias"
+
+
+def _iterates(conv: Conv) -> bool:
+    """Whether the decoder of a value walks it once, item by item (a comprehension over a list)."""
+    return conv.structure.startswith("[") and conv.structure.endswith(" in {v}]")
 
 
 def _flags(raw: Raw) -> tuple[bool, bool]:

@@ -27,7 +27,7 @@ from engine._page import Page
 from engine._popups import watch_popups
 from engine._process import ChromiumProcess, open_chromium
 from engine._refs import RefCache
-from engine._session import Session, decoded
+from engine._session import Session
 from engine._sessions import AUTO_ATTACH
 from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._transport import Transport
@@ -135,7 +135,6 @@ class Browser(metaclass=NoPublicConstructor):
                 *((page.session, cdp.runtime.evaluate(expression="document.title")) for page in browser.pages)
             )
         """
-        calls: list[tuple[Session, str, dict[str, Any] | None]] = []
         for pair in pairs:
             if not (
                 isinstance(pair, tuple)
@@ -147,10 +146,7 @@ class Browser(metaclass=NoPublicConstructor):
                     f"Browser.execute_all takes (session, command) pairs, not {pair!r}; for commands on one "
                     "session, use session.execute_all(command, ...)"
                 )
-            session, command = pair
-            calls.append((session, command.method, command.params))
-        results = await self.connection.call_all(calls)
-        return tuple(decoded(command, result) for (_, command), result in zip(pairs, results, strict=True))
+        return tuple(await self.connection.execute_all(pairs))
 
     def statistics(self) -> ConnectionStatistics:
         return self.connection.statistics()

@@ -327,7 +327,7 @@ class Session(metaclass=NoPublicConstructor):
 
         Bound it with the caller's own cancel scope: ``with trio.fail_after(2): await s.execute(...)``.
         """
-        return decoded(command, await self.connection.call(self, command.method, command.params))
+        return await self.connection.execute(self, command)
 
     @overload
     async def execute_all(self, c1: cdp.Command[T], /) -> tuple[T]: ...
@@ -350,8 +350,7 @@ class Session(metaclass=NoPublicConstructor):
         costs less than a nursery with a task per ``execute``. If any fails, the error of the first one
         (in order) that failed is raised after every one has answered; cancelling drops the late replies.
         """
-        results = await self.connection.call_all([(self, c.method, c.params) for c in commands])
-        return tuple(decoded(command, result) for command, result in zip(commands, results, strict=True))
+        return tuple(await self.connection.execute_all([(self, c) for c in commands]))
 
     def execute_nowait(self, command: cdp.Command[Any]) -> None:
         """Send ``command`` without waiting for its reply (an error reply is only logged).
@@ -616,14 +615,6 @@ WORKS_AFTER_CRASH = frozenset(
 """Commands a crashed page session still answers, measured on Chromium 156. Others tried there
 (Runtime.evaluate, DOM.getDocument, Page.getFrameTree, Page.enable, Network.enable, Runtime.enable, ...)
 are held without a reply until a navigation revives the page; untried ones are refused too."""
-
-
-def decoded(command: cdp.Command[T], result: dict[str, Any]) -> T:
-    """The typed result of ``command``'s reply; a binding mismatch as ResponseDecodeError."""
-    try:
-        return command.decode(result)
-    except cdp.DecodeError as exc:
-        raise ResponseDecodeError(exc.method, exc.payload, exc.reason) from exc
 
 
 def _method_of(event: type[Any] | str, strict: bool = True) -> str:

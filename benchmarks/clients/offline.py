@@ -5,7 +5,8 @@
   hundreds of thousands of containers that all survive, which triggers repeated full collections;
   pausing them is a choice any client (and the engine's reader) can make.
 * "cdp.decode": the engine's parse (the GC paused for a large reply), then the generated bindings' typed
-  decode (``cdp.accessibility.get_full_ax_tree().decode(result)``): bytes to typed result, no I/O.
+  decode as ``Session.execute`` does it (``get_full_ax_tree().decode(result, consume=True)`` for a reply
+  of LARGE_MESSAGE or more, whose parsed lists it spends): bytes to typed result, no I/O.
 
 The capture goes over the raw websocket floor to the shared browser, on the same generated page, once per
 scenario; every decode-only client decodes the same bytes.
@@ -20,7 +21,7 @@ import time
 from typing import Any, ClassVar
 
 from benchmarks.clients.base import Env, Sample, SkipClient
-from benchmarks.clients.blocking import Message, parse, run_blocking
+from benchmarks.clients.blocking import LARGE_MESSAGE, Message, parse, run_blocking
 from benchmarks.clients.engine import typed_command
 from benchmarks.clients.floor_ws import FloorWebSocket
 from benchmarks.scenarios import Kind, Scenario
@@ -107,4 +108,4 @@ class TypedDecode(_Offline):
             command = factory(**scenario.params_dict)
         else:
             command = typed_command(self._cdp, scenario.method, scenario.params_dict)
-        return command.decode(parse(raw)["result"])
+        return command.decode(parse(raw)["result"], consume=len(raw) >= LARGE_MESSAGE)

@@ -11,7 +11,7 @@ import base64
 import enum
 import gc
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -31,11 +31,19 @@ HOOKS: dict[type, Hooks] = {}
 COMMAND_DECODERS: dict[Callable[..., Command[Any]], CommandDecoder] = {}
 """Every command function -> the function that builds its command from wire params."""
 
+DRAINABLE: dict[type, tuple[str, ...]] = {}
+"""Command result classes -> the wire keys of their lists that decode item by item (lists of objects):
+what ``Command.decode(result, consume=True)`` empties as it goes."""
+
 _DECODE_ERRORS = (KeyError, TypeError, ValueError, AttributeError)
 """What a generated decoder raises on a payload that does not fit; each becomes a :class:`DecodeError`."""
 
 
-def register(classes: dict[type, Hooks], commands: dict[Callable[..., Command[Any]], CommandDecoder]) -> None:
+def register(
+    classes: dict[type, Hooks],
+    commands: dict[Callable[..., Command[Any]], CommandDecoder],
+    drainable: dict[type, tuple[str, ...]] | None = None,
+) -> None:
     """Record a domain module's generated codec, and give its classes their class-level defaults.
 
     Generated classes are frozen attrs classes backed by an instance dict (``slots=False``): a decoder fills
@@ -45,7 +53,7 @@ def register(classes: dict[type, Hooks], commands: dict[Callable[..., Command[An
     ``object.__setattr__`` per field). Measured on the 5k-element page of ``benchmarks/pages.py``: the
     engine's parse plus ``Command.decode`` of its 13k-node AX tree takes 2.6x the GC-paused ``json.loads``
     of the same bytes (thread CPU time; 3.1x with the former decoders, see codegen ``DIRECT_MAX_FIELDS``),
-    its DOM 2.4x.
+    its DOM 2.4x. ``drainable`` lists the result classes' lists that ``decode(consume=True)`` may empty.
     """
     for cls in classes:
         for field in attrs.fields(cls):
@@ -54,6 +62,8 @@ def register(classes: dict[type, Hooks], commands: dict[Callable[..., Command[An
         setattr(cls, "__repr__", short_repr)  # noqa: B010 - a method put on a class mypy sees as `type`
     HOOKS.update(classes)
     COMMAND_DECODERS.update(commands)
+    if drainable:
+        DRAINABLE.update(drainable)
 
 
 class _Unset:
@@ -207,19 +217,29 @@ class Command(Generic[T]):
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
 
-    def decode(self, result: Wire) -> T:
-        """The typed result of the ``result`` object of the browser's reply (``None`` if it has none)."""
-        if self._result is None:
+    def decode(self, result: Wire, *, consume: bool = False) -> T:
+        """The typed result of the ``result`` object of the browser's reply (``None`` if it has none).
+
+        With ``consume``, the lists of objects in ``result`` (an AX tree's ``nodes``) are emptied as they
+        decode, so each wire object is freed as soon as its typed one exists: the typed objects reuse that
+        memory, which makes a large decode cheaper and lowers its peak. If decoding fails, those lists hold
+        what was not decoded yet, in order. Leave it False unless ``result`` is yours to spend.
+        """
+        cls = self._result
+        if cls is None:
             return None  # type: ignore[return-value]
-        decoder = HOOKS[self._result][0]
+        decoder = HOOKS[cls][0]
+        drained = DRAINABLE.get(cls) if consume else None
         # A large result allocates tens of thousands of objects that all survive: pausing the cyclic GC
         # for the (synchronous) decode avoids repeated full collections over them (about 40% of an AX tree).
         paused = gc.isenabled()
         if paused:
             gc.disable()
         try:
-            value: T = decoder(result)
+            value: T = decoder(_draining(result, drained) if drained else result)
         except _DECODE_ERRORS as exc:
+            if drained:
+                _undrain(result, drained)
             raise DecodeError(self.method, result, _reason(exc)) from exc
         finally:
             if paused:
@@ -235,6 +255,35 @@ class Command(Generic[T]):
 
     def __repr__(self) -> str:
         return f"Command({self.method!r}, {_short(self.params, 0)})"
+
+
+def _draining(result: Wire, keys: tuple[str, ...]) -> Wire:
+    """A copy of ``result`` whose lists under ``keys`` are iterators that empty them, front to back."""
+    out = result
+    for key in keys:
+        items = result.get(key)
+        if type(items) is list and items:
+            if out is result:
+                out = dict(result)
+            items.reverse()  # then each step is a pop() from the end
+            out[key] = _drain(items)
+    return out
+
+
+def _drain(items: list[Any]) -> Iterator[Any]:
+    """Yield the last item, then drop it when the next one is asked for (a failing one stays in the list)."""
+    pop = items.pop
+    while items:
+        yield items[-1]
+        pop()
+
+
+def _undrain(result: Wire, keys: tuple[str, ...]) -> None:
+    """After a failed decode: the drained lists hold what was not decoded yet, in their order again."""
+    for key in keys:
+        items = result.get(key)
+        if type(items) is list:
+            items.reverse()
 
 
 @attrs.frozen(kw_only=True, repr=False)

@@ -418,6 +418,63 @@ def test_missing_required_field_in_nested_result() -> None:
         command.decode({})
 
 
+def _ax_nodes(count: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "nodeId": str(i),
+            "ignored": False,
+            "role": {"type": "role", "value": "button"},
+            "childIds": [str(i + 1)],
+            "newInSomeBrowser": {"kept": "on the wire only"},
+        }
+        for i in range(count)
+    ]
+
+
+def test_consume_decodes_the_same_and_empties_the_lists_of_objects() -> None:
+    command = cdp.accessibility.get_full_ax_tree()
+    wire: dict[str, Any] = {"nodes": _ax_nodes(50), "somethingNew": [1, 2]}
+    expected = command.decode(json.loads(json.dumps(wire)))
+    child_ids = wire["nodes"][7]["childIds"]
+    assert command.decode(wire, consume=True) == expected
+    assert wire == {"nodes": [], "somethingNew": [1, 2]}  # the nodes were spent, nothing else
+    assert child_ids == ["8"]  # a list of strings inside an object is the typed object's own now
+    assert command.decode({"nodes": []}, consume=True).nodes == []
+    # Without consume (the default) the caller's result is left as it was.
+    untouched = {"nodes": _ax_nodes(3)}
+    command.decode(untouched)
+    assert untouched == {"nodes": _ax_nodes(3)}
+
+
+def test_a_failed_consuming_decode_leaves_what_was_not_decoded_in_order() -> None:
+    nodes = _ax_nodes(10)
+    del nodes[6]["ignored"]  # required: node 6 cannot decode
+    wire = {"nodes": nodes}
+    with pytest.raises(cdp.DecodeError, match="'ignored'") as info:
+        cdp.accessibility.get_full_ax_tree().decode(wire, consume=True)
+    assert info.value.payload is wire
+    assert [node["nodeId"] for node in wire["nodes"]] == ["6", "7", "8", "9"]  # the failing one first
+    # A failure on the first item leaves the list whole and in order.
+    first: list[Any] = [5]  # not an object
+    wire = {"nodes": first + _ax_nodes(2)}
+    with pytest.raises(cdp.DecodeError):
+        cdp.accessibility.get_full_ax_tree().decode(wire, consume=True)
+    assert wire == {"nodes": first + _ax_nodes(2)}
+
+
+def test_drainable_names_only_lists_whose_decoder_walks_them() -> None:
+    """Every listed key is a list field of its result whose items decode one by one (not kept as is)."""
+    from cdp._base import DRAINABLE
+
+    assert DRAINABLE[cdp.accessibility.GetFullAXTreeResult] == ("nodes",)
+    assert cdp.dom.GetDocumentResult not in DRAINABLE  # one root object, no list
+    assert cdp.runtime.EvaluateResult not in DRAINABLE
+    for cls, keys in DRAINABLE.items():
+        assert cls.__name__.endswith("Result")
+        encoded = {attrs_field.name for attrs_field in attrs.fields(cls)}
+        assert {snake(key) for key in keys} <= {name.rstrip("_") for name in encoded}
+
+
 def test_wrong_shape_is_a_decode_error() -> None:
     with pytest.raises(cdp.DecodeError) as info:
         cdp.dom.get_document().decode({"root": {**NODE, "children": 5}})

@@ -6,6 +6,7 @@ error that now ends the wait, under a deadline that is never what ends it.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
@@ -24,6 +25,7 @@ from engine import (
     SessionDetached,
     TargetCrashed,
 )
+from engine._connection import LARGE_MESSAGE
 from engine.lowlevel import Connection
 from engine.testing import FakePeer
 from tests.unit.faults.server import read_request, serving
@@ -160,6 +162,44 @@ async def test_odd_replies_raise_a_clear_error_in_the_caller(
             nursery.start_soon(answer)
             with pytest.raises((ProtocolError, ResponseDecodeError), match=expected):
                 await browser.execute_raw("Browser.getVersion")
+
+
+def _large_ax_tree(count: int) -> dict[str, Any]:
+    nodes = [
+        {"nodeId": str(i), "ignored": False, "name": {"type": "computedString", "value": f"Item {i}"}}
+        for i in range(count)
+    ]
+    return {"nodes": nodes}
+
+
+async def test_a_large_typed_reply_decodes_and_a_broken_one_keeps_its_whole_payload(pair: Pair) -> None:
+    """A reply over LARGE_MESSAGE is decoded by spending the parsed reply; an error still shows all of it."""
+    _, peer, browser = pair
+    good = _large_ax_tree(5_000)
+    bad = _large_ax_tree(5_000)
+    del bad["nodes"][4_000]["ignored"]
+    assert len(json.dumps(bad)) > LARGE_MESSAGE
+
+    async def answer(result: dict[str, Any]) -> None:
+        peer.reply(await peer.next_command(), result)
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(answer, good)
+            tree = await browser.execute(cdp.accessibility.get_full_ax_tree())
+        assert [node.node_id for node in tree.nodes] == [str(i) for i in range(5_000)]
+        assert tree.nodes[4_999].name == cdp.accessibility.AXValue(
+            type_=cdp.accessibility.AXValueType.COMPUTED_STRING, value="Item 4999"
+        )
+        for together in (False, True):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(answer, bad)
+                with pytest.raises(ResponseDecodeError, match="'ignored'") as info:
+                    if together:
+                        await browser.execute_all(cdp.accessibility.get_full_ax_tree())
+                    else:
+                        await browser.execute(cdp.accessibility.get_full_ax_tree())
+            assert info.value.payload == bad  # every node, the decoded ones too
 
 
 @pytest.mark.parametrize("size", [math.nan, 2.5, 0, -1, True, "10", math.inf])

@@ -170,4 +170,10 @@ register(
     {
         get_items: _c_get_items,
     },
+    {
+        GetItemsResult: (
+            "items",
+            "grid",
+        ),
+    },
 )
