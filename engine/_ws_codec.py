@@ -198,6 +198,9 @@ class WebSocketCodec:
         # pings costs one small frame, not one per ping) and the reply to its close.
         self._ping: bytes | None = None
         self._close_reply = b""
+        #: Bytes of control frames :meth:`data_to_send` would return (at most one pong and a close reply).
+        #: An attribute, kept by ``_recount``: the transport reads it several times per command.
+        self.control_owed = 0
         self.close_sent = False
         self.close_received: CloseReceived | None = None
 
@@ -238,14 +241,13 @@ class WebSocketCodec:
             return b""
         self.close_sent = True
         self._ping = None
+        self._recount()
         payload = struct.pack("!H", code) + reason.encode()[:123]
         return encode_frame(_CLOSE, payload, self._mask_keys(4))
 
-    @property
-    def control_owed(self) -> int:
-        """Bytes of control frames :meth:`data_to_send` would return (at most one pong and a close reply)."""
+    def _recount(self) -> None:
         pong = 0 if self._ping is None else 6 + len(self._ping)
-        return pong + len(self._close_reply)
+        self.control_owed = pong + len(self._close_reply)
 
     def data_to_send(self) -> bytes:
         """Control frames the codec owes the peer (the latest ping's pong, the close reply); forgets them."""
@@ -256,6 +258,7 @@ class WebSocketCodec:
         if self._close_reply:
             data += self._close_reply
             self._close_reply = b""
+        self.control_owed = 0
         return data
 
     # -- receiving -----------------------------------------------------------------------------------
@@ -356,6 +359,7 @@ class WebSocketCodec:
             if opcode == _PING:
                 if not self.close_sent:
                     self._ping = payload
+                    self._recount()
                 return Ping(payload)
             if opcode == _PONG:
                 return Pong(payload)
@@ -394,6 +398,7 @@ class WebSocketCodec:
             # Not self.close(): a pong owed for a ping that came before this close still goes first.
             self.close_sent = True
             self._close_reply = encode_frame(_CLOSE, struct.pack("!H", code or 1000), self._mask_keys(4))
+            self._recount()
         return event
 
 
