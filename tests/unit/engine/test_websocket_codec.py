@@ -268,6 +268,25 @@ def test_protocol_errors(data: bytes, match: str) -> None:
         WebSocketCodec().receive_data(data)
 
 
+@pytest.mark.parametrize("read_size", [1, 3, 7, 100, 1000, 4096, 65536])
+def test_a_flood_cut_into_reads_of_any_size_decodes_every_frame_in_order(read_size: int) -> None:
+    # A read that ends mid-frame leaves a tail that the next read completes (then joined to it, so the
+    # frames after it take the fast path); a 16-bit frame, a 64-bit one and a ping are in the stream too.
+    payloads = [f'{{"method":"E","n":{i}}}'.encode() * (1 + i % 5) for i in range(300)]
+    payloads[150] = b"x" * 70_000  # 64-bit length: grows in the buffer, never joined
+    payloads[200] = b"y" * 5_000  # 16-bit length
+    wire = b"".join(server_frame(Opcode.TEXT, p) for p in payloads[:100])
+    wire += server_frame(Opcode.PING, b"!")
+    wire += b"".join(server_frame(Opcode.TEXT, p) for p in payloads[100:])
+    codec = WebSocketCodec()
+    events = []
+    for i in range(0, len(wire), read_size):
+        events += codec.receive_data(wire[i : i + read_size])
+    expected = [Message(p) for p in payloads]
+    assert events == [*expected[:100], Ping(b"!"), *expected[100:]]
+    assert codec.control_owed == 6 + 1  # the ping's pong
+
+
 def test_large_frame_in_small_chunks_is_linear() -> None:
     """50 MB in 64 KiB pieces: re-scanning or re-copying the buffer per piece would take minutes."""
     payload = b"y" * (50 * 1024 * 1024)
