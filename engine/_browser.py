@@ -31,7 +31,7 @@ from engine._session import Session
 from engine._sessions import AUTO_ATTACH
 from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._transport import Transport
-from engine._util import NoPublicConstructor, collapse_groups, is_interruption
+from engine._util import NoPublicConstructor, collapse_groups, in_a_hurry
 from engine._websocket import open_websocket_transport
 
 log = logging.getLogger("engine.browser")
@@ -228,11 +228,6 @@ _HURRIED_CLOSE = 0.5
 by a cancellation or Ctrl-C: the whole exit must stay within a second."""
 
 
-def _in_a_hurry(exc: BaseException | None) -> bool:
-    """The block is being left by a cancellation or Ctrl-C, or its deadline has already passed."""
-    return is_interruption(exc) or trio.current_effective_deadline() <= trio.current_time()
-
-
 def _close_budget(settings: Settings, *, hurry: bool) -> float:
     """Seconds for the polite part of a teardown: Settings.close_timeout, or less when in a hurry."""
     return min(settings.close_timeout, _HURRIED_CLOSE) if hurry else settings.close_timeout
@@ -315,10 +310,10 @@ async def launch(
             try:
                 yield browser
             except BaseException as exc:
-                await _close_browser(browser, process, hurry=_in_a_hurry(exc))
+                await _close_browser(browser, process, hurry=in_a_hurry(exc))
                 raise
             else:
-                await _close_browser(browser, process, hurry=_in_a_hurry(None))
+                await _close_browser(browser, process, hurry=in_a_hurry(None))
 
 
 @asynccontextmanager
@@ -361,7 +356,7 @@ async def browser_over(transport: Transport, settings: Settings = DEFAULT_SETTIN
             try:
                 yield browser
             except BaseException as exc:
-                await _close_pages(browser, hurry=_in_a_hurry(exc))
+                await _close_pages(browser, hurry=in_a_hurry(exc))
                 raise
             else:
-                await _close_pages(browser, hurry=_in_a_hurry(None))
+                await _close_pages(browser, hurry=in_a_hurry(None))

@@ -18,7 +18,6 @@ import contextlib
 import functools
 import json
 import logging
-import math
 import os
 import shutil
 import signal
@@ -34,7 +33,7 @@ import trio
 from engine._errors import BrowserLaunchError, ConnectError, ConnectionClosed
 from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._transport import PipeTransport, Transport, make_pipe_pair
-from engine._util import is_interruption, reraise_unwrapped
+from engine._util import in_a_hurry, reraise_unwrapped
 from engine._websocket import open_websocket_transport
 
 log = logging.getLogger("engine.process")
@@ -541,15 +540,10 @@ def _stop_grace(leaving: BaseException | None, settings: Settings) -> float:
 
     Never much past the caller's deadline either. Call it outside any shield: it reads that deadline.
     """
-    if _in_a_hurry(leaving):
+    if in_a_hurry(leaving):
         return min(settings.kill_timeout, _HURRIED_GRACE)
     left = trio.current_effective_deadline() - trio.current_time()
-    return min(settings.kill_timeout, max(left, 0.0) + _HURRIED_GRACE)
-
-
-def _in_a_hurry(leaving: BaseException | None) -> bool:
-    """Left by a cancellation or Ctrl-C, or inside a cancelled scope: nobody waits for a graceful stop."""
-    return is_interruption(leaving) or trio.current_effective_deadline() == -math.inf
+    return min(settings.kill_timeout, left + _HURRIED_GRACE)
 
 
 async def _run_to_end(step: Callable[[float], Awaitable[None]], grace: float) -> KeyboardInterrupt | None:
@@ -688,7 +682,7 @@ async def open_chromium(
                     leaving = exc
                     raise
                 finally:
-                    stop = functools.partial(browser._stop, kill_at_once=_in_a_hurry(leaving))
+                    stop = functools.partial(browser._stop, kill_at_once=in_a_hurry(leaving))
                     interrupted = await _run_to_end(stop, _stop_grace(leaving, settings))
                     nursery.cancel_scope.cancel()
                     if interrupted is not None and not isinstance(leaving, KeyboardInterrupt):

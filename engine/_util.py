@@ -39,6 +39,12 @@ def is_interruption(exc: BaseException | None) -> bool:
     return isinstance(exc, interruptions)
 
 
+def in_a_hurry(leaving: BaseException | None) -> bool:
+    """The block is being left by a cancellation or Ctrl-C, or its deadline has already passed: nobody
+    waits for a polite or graceful teardown. Call it outside any shield: it reads the caller's deadline."""
+    return is_interruption(leaving) or trio.current_effective_deadline() <= trio.current_time()
+
+
 def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
     """Every non-group exception in ``group``, depth first."""
     out: list[BaseException] = []
