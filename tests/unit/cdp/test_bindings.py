@@ -20,7 +20,7 @@ import pytest
 
 import cdp
 from cdp import _registry
-from cdp._base import COMMAND_DECODERS, HOOKS, CDPEnum, Command
+from cdp._base import COMMAND_DECODERS, DRAINABLE, HOOKS, CDPEnum, Command
 from codegen import fixups
 from codegen._names import pascal, safe, snake
 
@@ -464,8 +464,6 @@ def test_a_failed_consuming_decode_leaves_what_was_not_decoded_in_order() -> Non
 
 def test_drainable_names_only_lists_whose_decoder_walks_them() -> None:
     """Every listed key is a list field of its result whose items decode one by one (not kept as is)."""
-    from cdp._base import DRAINABLE
-
     assert DRAINABLE[cdp.accessibility.GetFullAXTreeResult] == ("nodes",)
     assert cdp.dom.GetDocumentResult not in DRAINABLE  # one root object, no list
     assert cdp.runtime.EvaluateResult not in DRAINABLE
