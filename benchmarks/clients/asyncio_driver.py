@@ -9,14 +9,21 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from benchmarks import chromium
-from benchmarks.clients.asyncbase import AsyncDriver, Body, Thunk
-from benchmarks.clients.base import Env
+from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Body, Thunk
+from benchmarks.clients.base import AsyncioThread, Env, LoopThread
 from benchmarks.scenarios import flood_start_expression, flood_stop_expression
 
 Handler = Callable[[object], None]
 Subscribe = Callable[[Handler], Awaitable[Any]]
 """Registers a handler of one event in the framework's own way; returns what ``Unsubscribe`` takes."""
 Unsubscribe = Callable[[Any], Awaitable[object]]
+
+
+class AsyncioClient(AsyncClient):
+    """A client whose driver runs in an asyncio loop of its own thread."""
+
+    def make_loop(self) -> LoopThread:
+        return AsyncioThread(self.name)
 
 
 class AsyncioDriver(AsyncDriver):

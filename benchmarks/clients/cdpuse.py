@@ -11,9 +11,9 @@ import asyncio
 import time
 from typing import Any, ClassVar
 
-from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Body
-from benchmarks.clients.asyncio_driver import AsyncioDriver, websocket_cold_start
-from benchmarks.clients.base import AsyncioThread, Env, LoopThread, SkipClient
+from benchmarks.clients.asyncbase import AsyncDriver, Body
+from benchmarks.clients.asyncio_driver import AsyncioClient, AsyncioDriver, websocket_cold_start
+from benchmarks.clients.base import Env, SkipClient
 from benchmarks.scenarios import flood_start_expression, flood_stop_expression, ready_expression
 
 READY_TIMEOUT_S = 30.0
@@ -166,23 +166,17 @@ class CdpUseDriver(AsyncioDriver):
         return during
 
 
-class CdpUse(AsyncClient):
+class CdpUse(AsyncioClient):
     name: ClassVar[str] = "cdp-use"
 
     def make_driver(self) -> AsyncDriver:
         return CdpUseDriver()
 
-    def make_loop(self) -> LoopThread:
-        return AsyncioThread(self.name)
 
-
-class CdpUseNoCompression(AsyncClient):
+class CdpUseNoCompression(AsyncioClient):
     """cdp-use with permessage-deflate off (``compression=None`` on its websockets connection)."""
 
     name: ClassVar[str] = "cdp-use.nocompress"
 
     def make_driver(self) -> AsyncDriver:
         return CdpUseDriver(compression=False)
-
-    def make_loop(self) -> LoopThread:
-        return AsyncioThread(self.name)

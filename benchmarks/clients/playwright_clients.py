@@ -23,8 +23,9 @@ from functools import partial
 from typing import Any, ClassVar
 
 from benchmarks import chromium
-from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Body
+from benchmarks.clients.asyncbase import AsyncDriver, Body
 from benchmarks.clients.asyncio_driver import (
+    AsyncioClient,
     AsyncioDriver,
     Handler,
     Subscribe,
@@ -32,7 +33,7 @@ from benchmarks.clients.asyncio_driver import (
     count_during,
     time_flood,
 )
-from benchmarks.clients.base import AsyncioThread, Env, LoopThread, SkipClient
+from benchmarks.clients.base import Env, SkipClient
 from benchmarks.scenarios import Kind, Scenario
 
 
@@ -237,7 +238,7 @@ class PlaywrightPageDriver(_PlaywrightDriver):
         return await count_during(on, off, partial(self.evaluate, page), body)
 
 
-class _PlaywrightClient(AsyncClient):
+class _PlaywrightClient(AsyncioClient):
     def start(self, env: Env) -> None:
         self.own_browser = env.isolate_playwright
         super().start(env)
@@ -249,9 +250,6 @@ class PlaywrightCdp(_PlaywrightClient):
     def make_driver(self) -> AsyncDriver:
         return PlaywrightCdpDriver()
 
-    def make_loop(self) -> LoopThread:
-        return AsyncioThread(self.name)
-
 
 class PlaywrightPage(_PlaywrightClient):
     name: ClassVar[str] = "playwright.page"
@@ -259,11 +257,8 @@ class PlaywrightPage(_PlaywrightClient):
     def make_driver(self) -> AsyncDriver:
         return PlaywrightPageDriver()
 
-    def make_loop(self) -> LoopThread:
-        return AsyncioThread(self.name)
 
-
-class PlaywrightPipe(AsyncClient):
+class PlaywrightPipe(AsyncioClient):
     """Playwright's CDPSession on a browser it launched itself (``chromium.launch``: its pipe)."""
 
     name: ClassVar[str] = "playwright.pipe"
@@ -272,6 +267,3 @@ class PlaywrightPipe(AsyncClient):
 
     def make_driver(self) -> AsyncDriver:
         return PlaywrightCdpDriver(pipe=True)
-
-    def make_loop(self) -> LoopThread:
-        return AsyncioThread(self.name)

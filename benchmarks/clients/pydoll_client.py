@@ -19,15 +19,16 @@ import time
 from functools import partial
 from typing import Any, ClassVar
 
-from benchmarks.clients.asyncbase import AsyncClient, AsyncDriver, Body
+from benchmarks.clients.asyncbase import AsyncDriver, Body
 from benchmarks.clients.asyncio_driver import (
+    AsyncioClient,
     AsyncioDriver,
     Subscribe,
     count_during,
     time_flood,
     websocket_cold_start,
 )
-from benchmarks.clients.base import AsyncioThread, Env, LoopThread, SkipClient
+from benchmarks.clients.base import Env, SkipClient
 from benchmarks.scenarios import Kind, Scenario, ready_expression
 
 READY_TIMEOUT_S = 30.0
@@ -121,11 +122,8 @@ class PydollDriver(AsyncioDriver):
         return partial(page.on, CONSOLE)  # a coroutine that returns the callback's id
 
 
-class Pydoll(AsyncClient):
+class Pydoll(AsyncioClient):
     name: ClassVar[str] = "pydoll"
 
     def make_driver(self) -> AsyncDriver:
         return PydollDriver()
-
-    def make_loop(self) -> LoopThread:
-        return AsyncioThread(self.name)
