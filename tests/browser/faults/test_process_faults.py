@@ -49,16 +49,18 @@ async def test_cancelled_start_ups_leave_nothing_in_the_system_temp_folder(syste
 @pytest.mark.browser
 async def test_sigkilled_browser_leaves_no_profile_and_no_process(system_temp: Path) -> None:
     with trio.fail_after(30):
-        async with open_chromium() as browser:
-            children = [pid for pid in session_members(browser.pid) if pid != browser.pid]
-            assert children  # zygotes, GPU and utility processes
-            for pid in children:
-                os.kill(pid, signal.SIGSTOP)  # children too busy to notice their parent died
-            os.kill(browser.pid, signal.SIGKILL)
-            assert await browser.wait_exit(5)
-            started = trio.current_time()
+        async with measure_stalls() as stalls:
+            async with open_chromium() as browser:
+                children = [pid for pid in session_members(browser.pid) if pid != browser.pid]
+                assert children  # zygotes, GPU and utility processes
+                for pid in children:
+                    os.kill(pid, signal.SIGSTOP)  # children too busy to notice their parent died
+                os.kill(browser.pid, signal.SIGKILL)
+                assert await browser.wait_exit(5)
+                started = trio.current_time()
+            took = trio.current_time() - started
         try:
-            assert trio.current_time() - started < 1.0
+            assert took < 1.0 + stalls.seconds, (took, stalls)
             assert session_members(browser.pid) == []
             assert not os.path.exists(browser.temp_dir)
             assert names(system_temp) == []
@@ -159,19 +161,20 @@ async def test_stuck_browser_is_killed_within_a_second_of_a_cancellation(
     """A browser that ignores SIGTERM: half a second under cancellation, else Settings.kill_timeout."""
     settings = Settings(kill_timeout=1.5)
     with trio.fail_after(60):
-        with trio.CancelScope() as scope:
-            async with open_chromium(settings=settings) as browser:
-                os.kill(browser.pid, signal.SIGSTOP)  # a stopped process cannot act on SIGTERM
-                started = trio.current_time()
-                if cancelled:
-                    scope.cancel()
-                    await trio.sleep_forever()
-        took = trio.current_time() - started
+        async with measure_stalls() as stalls:
+            with trio.CancelScope() as scope:
+                async with open_chromium(settings=settings) as browser:
+                    os.kill(browser.pid, signal.SIGSTOP)  # a stopped process cannot act on SIGTERM
+                    started = trio.current_time()
+                    if cancelled:
+                        scope.cancel()
+                        await trio.sleep_forever()
+            took = trio.current_time() - started
     assert scope.cancelled_caught == cancelled
     assert browser.process.returncode == -signal.SIGKILL
     if cancelled:
-        assert took < 1.0
+        assert took < 1.0 + stalls.seconds, (took, stalls)
     else:
-        assert settings.kill_timeout <= took < settings.kill_timeout + 1.0
+        assert settings.kill_timeout <= took < settings.kill_timeout + 1.0 + stalls.seconds, (took, stalls)
     assert session_members(browser.pid) == []
     assert names(system_temp) == []
