@@ -151,7 +151,7 @@ WARMUP_RETRY_PAUSE_S = 2.0
 runs (5 with a busy core)."""
 
 
-def _warm_up(client: Client, scenario: Scenario, quick: bool, got: Collected) -> None:
+def warm_up(client: Client, scenario: Scenario, quick: bool, got: Collected) -> None:
     """The unmeasured warm-up; one failure (not a timeout) is retried once and recorded in the results."""
     try:
         client.run(scenario, scenario.warmup_size(quick))
@@ -188,7 +188,7 @@ def run_scenario(
             continue
         try:
             client.setup(scenario)
-            _warm_up(client, scenario, quick, out[client.name])
+            warm_up(client, scenario, quick, out[client.name])
         except Exception as exc:
             out[client.name].skipped = f"failed in setup or warm-up ({type(exc).__name__}: {exc})"
             out[client.name].hung = isinstance(exc, TimeoutError)
@@ -227,30 +227,35 @@ def _measure(
         order = list(running)
         rng.shuffle(order)
         for client in order:
-            got = out[client.name]
-            cpu0 = time.thread_time_ns()
-            try:
-                sample = client.run(scenario, size)
-            except Exception as exc:
-                leaf: BaseException = exc
-                while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
-                    leaf = leaf.exceptions[0]  # say what failed, not "Exceptions from Trio nursery"
-                got.skipped = f"failed in run {rep + 1} ({type(leaf).__name__}: {leaf})"
-                got.hung = isinstance(leaf, TimeoutError)
-                log(f"    {client.name}: {got.skipped}")
+            if not measure_once(client, scenario, size, out[client.name], f"run {rep + 1}"):
                 running.remove(client)
-                continue
-            # A client on a loop thread reports its thread's CPU time; a blocking one runs in this thread.
-            cpu = sample.cpu_ns if sample.cpu_ns is not None else time.thread_time_ns() - cpu0
-            got.reps_us.append(sample.latencies_us)
-            got.ops += sample.ops
-            got.elapsed_ns += sample.elapsed_ns
-            got.cpu_ns += cpu
-            got.cpu_ops += sample.ops
-            if sample.nbytes is not None:
-                got.nbytes = sample.nbytes
-            if sample.events is not None:
-                got.events += sample.events
+
+
+def measure_once(client: Client, scenario: Scenario, size: int, got: Collected, which: str) -> bool:
+    """One measured run of ``client``, added to ``got``; False (and ``got.skipped`` says why) if it failed."""
+    cpu0 = time.thread_time_ns()
+    try:
+        sample = client.run(scenario, size)
+    except Exception as exc:
+        leaf: BaseException = exc
+        while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
+            leaf = leaf.exceptions[0]  # say what failed, not "Exceptions from Trio nursery"
+        got.skipped = f"failed in {which} ({type(leaf).__name__}: {leaf})"
+        got.hung = isinstance(leaf, TimeoutError)
+        log(f"    {client.name}: {got.skipped}")
+        return False
+    # A client on a loop thread reports its thread's CPU time; a blocking one runs in this thread.
+    cpu = sample.cpu_ns if sample.cpu_ns is not None else time.thread_time_ns() - cpu0
+    got.reps_us.append(sample.latencies_us)
+    got.ops += sample.ops
+    got.elapsed_ns += sample.elapsed_ns
+    got.cpu_ns += cpu
+    got.cpu_ops += sample.ops
+    if sample.nbytes is not None:
+        got.nbytes = sample.nbytes
+    if sample.events is not None:
+        got.events += sample.events
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
