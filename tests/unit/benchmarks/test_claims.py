@@ -70,3 +70,23 @@ def test_the_committed_run_is_a_full_run_with_its_context(doc: dict[str, Any]) -
                 assert low <= ratio["ratio"] <= high
                 expected = "faster" if high < 1 else "slower" if low > 1 else "no difference"
                 assert ratio["verdict"] == expected
+
+
+FRESH = ROOT / "benchmarks" / "results" / "fresh.json"
+
+
+def test_the_readme_fresh_browser_block_is_generated_from_fresh_json() -> None:
+    from benchmarks import fresh
+
+    doc = json.loads(FRESH.read_text())
+    readme = (ROOT / "README.md").read_text()
+    assert fresh.readme_text_block(readme) == fresh.readme_block(doc), (
+        "README.md's fresh-browser block differs from benchmarks/results/fresh.json: regenerate it with "
+        "`python -m benchmarks.fresh --readme README.md`, never by hand"
+    )
+    assert doc["quick"] is False
+    assert doc["reps"] >= 20
+    assert not doc["context"]["git"]["dirty"]
+    for clients in doc["scenarios"].values():
+        for entry in clients.values():
+            assert entry["reps"] == doc["reps"]  # no client failed a rep
