@@ -43,6 +43,7 @@ from benchmarks.report import Collected
 from benchmarks.scenarios import BY_NAME, Scenario
 
 RESULTS = Path(__file__).resolve().parent / "results" / "fresh.json"
+LAUNCHED_BY_CLIENT = "launched by the client"
 COPY = "#"
 """``name#2`` is another instance of the client ``name``, with a browser of its own (the control)."""
 
@@ -124,10 +125,12 @@ def run_rep(
     rng: random.Random,
     got: Collecting,
     failed: dict[str, str],
+    endpoints: dict[str, str] | None = None,
 ) -> None:
     """One rep: start every client on a new browser, run each scenario once per client, stop them all.
 
     A client that fails to start or to run is recorded in ``failed`` and left out of the later reps.
+    ``endpoints`` gets each client's browser: its websocket URL, or LAUNCHED_BY_CLIENT.
     """
     order = list(labels)
     rng.shuffle(order)
@@ -142,7 +145,10 @@ def run_rep(
             client: Client | None = None
             try:
                 client = load(client_name(label))
-                client.start(own_env(client, env, browsers, {}))
+                given = own_env(client, env, browsers, {})
+                if endpoints is not None:
+                    endpoints[label] = given.ws_url or LAUNCHED_BY_CLIENT
+                client.start(given)
                 if not env.shared:
                     client.own_browser = True
             except Exception as exc:  # SkipClient, ImportError and whatever a start raised
@@ -247,6 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     got: Collecting = {s.name: {} for s in scenarios}
     failed: dict[str, str] = {}
     load_per_rep: list[list[float] | None] = []
+    browsers_per_rep: list[dict[str, str]] = []
     with PageServer() as pages:
         try:
             probe = chromium.launch_websocket(chromium.CHROMIUM)
@@ -275,7 +282,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                     got[scenario.name].setdefault(label, Collected(_transport(label), own_browser=True))
             load_per_rep.append(context.loadavg())
             t0 = time.monotonic()
-            run_rep(running, env, scenarios, quick=args.quick, rng=rng, got=got, failed=failed)
+            browsers_per_rep.append({})
+            run_rep(
+                running,
+                env,
+                scenarios,
+                quick=args.quick,
+                rng=rng,
+                got=got,
+                failed=failed,
+                endpoints=browsers_per_rep[-1],
+            )
             log(f"  rep {rep + 1}/{args.reps}: {time.monotonic() - t0:.1f}s, load {load_per_rep[-1]}")
     results: report.Results = {}
     for scenario in scenarios:
@@ -298,6 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "quick": args.quick,
         "reps": args.reps,
         "load_per_rep": load_per_rep,
+        "browsers_per_rep": browsers_per_rep,
         "scenarios": results,
     }
     print(report.text_table(results))
