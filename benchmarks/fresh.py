@@ -37,7 +37,16 @@ from typing import Any
 
 from benchmarks import chromium, context, report
 from benchmarks.clients import REGISTRY, Client, Env, load
-from benchmarks.harness import SETTLE_S, Browsers, browser_version, log, measure_once, own_env, warm_up
+from benchmarks.harness import (
+    SETTLE_S,
+    Browsers,
+    admitted,
+    log,
+    measure_once,
+    own_env,
+    probe_version,
+    warm_up,
+)
 from benchmarks.pages import PageServer
 from benchmarks.report import Collected
 from benchmarks.scenarios import BY_NAME, Scenario
@@ -205,20 +214,17 @@ def _quietly(fn: Any, *args: Any) -> None:
 def readme_block(doc: dict[str, Any]) -> str:
     """The README's table: each column of COLUMNS per scenario, with the run's context line."""
     ctx = doc["context"]
-    commit = (ctx["git"].get("commit") or "?")[:10] + (" (dirty)" if ctx["git"].get("dirty") else "")
     loads = [rep[0] for rep in doc["load_per_rep"] if rep]
     results: report.Results = doc["scenarios"]
     columns = [(a, b) for a, b in COLUMNS if any(a in c and b in c for c in results.values())]
     out = [
         README_BEGIN,
         "",
-        f"commit {commit}; Chromium {ctx['versions'].get('chromium')}; {doc['reps']} reps, each on new"
-        f" browsers{SHARED if ctx.get('shared_browser') else ''}; seed {ctx['seed']}; 1-minute load"
-        f" {min(loads, default=None)}-{max(loads, default=None)} as the reps began (each rep's launches"
+        f"commit {report.commit_label(ctx)}; Chromium {ctx['versions'].get('chromium')}; {doc['reps']} reps,"
+        f" each on new browsers{SHARED if ctx.get('shared_browser') else ''}; seed {ctx['seed']}; 1-minute"
+        f" load {min(loads, default=None)}-{max(loads, default=None)} as the reps began (each rep's launches"
         f" raise it; every scenario waits for a quiet run queue); {ctx['cores']} cores"
-        + ("; run with --force despite the load" if ctx.get("forced_despite_load") else "")
-        + ("; --quick (smoke sizes)" if doc.get("quick") else "")
-        + ".",
+        f"{report.run_flags(doc)}.",
         "",
         "| scenario | " + " | ".join(f"{a} / {b}" for a, b in columns) + " |",
         "|---|" + "---:|" * len(columns),
@@ -238,12 +244,9 @@ def readme_text_block(readme: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    busy = context.load_problem()
-    if busy is not None:
-        if not args.force:
-            log(f"refusing to run: {busy}. Wait for a quieter machine or pass --force.")
-            return 3
-        log(f"warning: {busy}; going on because of --force")
+    go, busy = admitted(args.force)
+    if not go:
+        return 3
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     rng = random.Random(seed)
     scenarios = [BY_NAME[n] for n in args.scenarios]
@@ -256,11 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     browsers_per_rep: list[dict[str, str]] = []
     with PageServer() as pages:
         try:
-            probe = chromium.launch_websocket(chromium.CHROMIUM)
-            try:
-                version = browser_version(probe.ws_url)
-            finally:
-                probe.stop()
+            version, _, _ = probe_version(chromium.CHROMIUM)
         except (OSError, RuntimeError, ValueError, KeyError) as exc:
             log(f"error: no browser to measure against ({type(exc).__name__}: {exc})")
             return 2

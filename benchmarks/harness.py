@@ -84,6 +84,27 @@ def browser_version(ws_url: str) -> str:
         ws.close()
 
 
+def probe_version(executable: str) -> tuple[str, str, str | None]:
+    """(version, ws_url, http_url) of a Chromium launched only to tell its version, and stopped again."""
+    probe = chromium.launch_websocket(executable)
+    try:
+        return browser_version(probe.ws_url), probe.ws_url, probe.http_url
+    finally:
+        probe.stop()
+
+
+def admitted(force: bool) -> tuple[bool, str | None]:
+    """Whether to run, and the load problem to record: above the core count a run is refused unless forced."""
+    busy = context.load_problem()
+    if busy is None:
+        return True, None
+    if not force:
+        log(f"refusing to run: {busy}. Wait for a quieter machine or pass --force.")
+        return False, busy
+    log(f"warning: {busy}; going on because of --force")
+    return True, busy
+
+
 Browsers = list[chromium.WebSocketBrowser]
 
 
@@ -267,12 +288,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in REGISTRY:
             print(f"{name}{'' if name in DEFAULT else '  (not run by default)'}")
         return 0
-    busy = context.load_problem()
-    if busy is not None:
-        if not args.force:
-            log(f"refusing to run: {busy}. Wait for a quieter machine or pass --force.")
-            return 3
-        log(f"warning: {busy}; going on because of --force")
+    go, busy = admitted(args.force)
+    if not go:
+        return 3
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     rng = random.Random(seed)
     scenarios = [BY_NAME[n] for n in args.scenarios]
@@ -287,16 +305,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 if args.connect:
                     ws_url, http_url = chromium.browser_ws_url(args.connect)
-                else:
-                    probe = chromium.launch_websocket(args.chromium)
-                    browsers.append(probe)
-                    ws_url, http_url = probe.ws_url, probe.http_url
-                version = browser_version(ws_url)
+                    version = browser_version(ws_url)
+                else:  # it only tells the version: every client gets a browser of its own
+                    version, ws_url, http_url = probe_version(args.chromium)
             except (OSError, RuntimeError, ValueError, KeyError) as exc:
                 log(f"error: no browser to measure against ({type(exc).__name__}: {exc})")
                 return 2
-            if not args.connect:
-                browsers.pop().stop()  # it only told us the version: every client gets a browser of its own
             given = f" at {args.connect} (given, shared)" if args.connect else ""
             log(f"Chromium {version}{given}; seed {seed}")
             env = Env(

@@ -229,12 +229,24 @@ def text_table(results: Results) -> str:
     return "\n".join(out)
 
 
+def commit_label(ctx: dict[str, Any]) -> str:
+    """The run's commit as the tables quote it: 10 digits, and "(dirty)" if the tree had changes."""
+    git_ = ctx["git"]
+    return (git_.get("commit") or "?")[:10] + (" (dirty)" if git_.get("dirty") else "")
+
+
+def run_flags(doc: dict[str, Any]) -> str:
+    """What a context line adds when a run was forced despite the load or was a --quick one."""
+    return ("; run with --force despite the load" if doc["context"].get("forced_despite_load") else "") + (
+        "; --quick (smoke sizes)" if doc.get("quick") else ""
+    )
+
+
 def context_line(doc: dict[str, Any]) -> str:
     """One line of where the numbers came from, for the markdown and the README."""
     ctx = doc["context"]
     v = ctx["versions"]
-    git_ = ctx["git"]
-    commit = (git_.get("commit") or "?")[:10] + (" (dirty)" if git_.get("dirty") else "")
+    commit = commit_label(ctx)
     befores = [s["before"][0] for s in doc.get("load", {}).values() if s.get("before")]
     afters = [s["after"][0] for s in doc.get("load", {}).values() if s.get("after")]
     during = f"{min(befores)}-{max(befores)}" if befores else "?"
@@ -242,9 +254,7 @@ def context_line(doc: dict[str, Any]) -> str:
         f"commit {commit}; Chromium {v.get('chromium')}; Python {v.get('python')}, trio {v.get('trio')}; "
         f"{ctx['cpu']} ({ctx['cores']} cores); load average {ctx['loadavg_at_start']} before the browsers "
         f"started, 1-minute load {during} as each scenario began (the clients' own browsers), highest after "
-        f"a scenario {max(afters, default=None)}"
-        + ("; run with --force despite the load" if ctx.get("forced_despite_load") else "")
-        + ("; --quick (smoke sizes)" if doc.get("quick") else "")
+        f"a scenario {max(afters, default=None)}{run_flags(doc)}"
     )
 
 
