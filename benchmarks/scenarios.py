@@ -258,12 +258,16 @@ def console_flood_expression(count: int) -> str:
     return f"for (let i = 0; i < {count}; i++) console.log(i); {count}"
 
 
-def flood_start_expression() -> str:
-    """Start ``roundtrip.flood``'s emitter in the page (stopped by :func:`flood_stop_expression`)."""
+def flood_start_expression(max_ms: int = FLOOD_MAX_MS) -> str:
+    """Start ``roundtrip.flood``'s emitter in the page (stopped by :func:`flood_stop_expression`).
+
+    Its safety timer (``max_ms``) clears its own interval, not whichever one ``__benchFlood`` names when it
+    fires: the timer of a rep that was stopped must not stop the next rep's emitter on the same page.
+    """
     return (
-        "globalThis.__benchFlood = setInterval(() => {"
-        f" for (let i = 0; i < {FLOOD_PER_TICK}; i++) console.log(i); }}, {FLOOD_TICK_MS});"
-        f" setTimeout(() => clearInterval(globalThis.__benchFlood), {FLOOD_MAX_MS}); 1"
+        "(h => { globalThis.__benchFlood = h;"
+        f" setTimeout(() => clearInterval(h), {max_ms}); return 1; }})(setInterval(() => {{"
+        f" for (let i = 0; i < {FLOOD_PER_TICK}; i++) console.log(i); }}, {FLOOD_TICK_MS}))"
     )
 
 
