@@ -24,6 +24,7 @@ from engine.lowlevel import BASE_FLAGS
 CHROMIUM = "/usr/bin/chromium"
 FLAGS: tuple[str, ...] = BASE_FLAGS  # the flags that work on a closed network, shared with the engine
 START_TIMEOUT_S = 30.0
+REMOVE_TIMEOUT_S = 2.0
 
 
 @dataclass
@@ -38,7 +39,7 @@ class WebSocketBrowser:
 
     def stop(self) -> None:
         _stop_group(self.pid, self.process.wait)
-        shutil.rmtree(self.profile, ignore_errors=True)
+        remove_profile(self.profile, self.pid)
 
 
 @dataclass
@@ -65,7 +66,7 @@ class PipeBrowser:
             raise subprocess.TimeoutExpired(CHROMIUM, timeout)
 
         _stop_group(self.pid, wait)
-        shutil.rmtree(self.profile, ignore_errors=True)
+        remove_profile(self.profile, self.pid)
 
 
 def _stop_group(pid: int, wait: Callable[[float], object]) -> None:
@@ -80,6 +81,40 @@ def _stop_group(pid: int, wait: Callable[[float], object]) -> None:
         except (subprocess.TimeoutExpired, ChildProcessError):
             continue
         return
+
+
+def remove_profile(path: str, group: int | None = None) -> None:
+    """Remove a browser's profile once no live process of its ``group`` is left to write into it.
+
+    The main process is gone when this runs, but its children, signalled with it, may still be writing
+    their last files: a single rmtree then leaves a folder behind in /tmp. Zombies do not count (where
+    init does not reap them they stay forever). Bounded by REMOVE_TIMEOUT_S; then removed as it is.
+    """
+    deadline = time.monotonic() + REMOVE_TIMEOUT_S
+    while group is not None and _live_members(group) and time.monotonic() < deadline:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
+        time.sleep(0.01)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _live_members(group: int) -> bool:
+    """Whether a process of ``group`` other than a zombie is alive (False without /proc)."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return False
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 2 and fields[2] == str(group).encode() and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
 
 
 def launch_websocket(chromium: str = CHROMIUM, flags: tuple[str, ...] = FLAGS) -> WebSocketBrowser:
