@@ -19,7 +19,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.lowlevel import BASE_FLAGS
+from engine.lowlevel import BASE_FLAGS, session_members
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS: tuple[str, ...] = BASE_FLAGS  # the flags that work on a closed network, shared with the engine
@@ -83,38 +83,19 @@ def _stop_group(pid: int, wait: Callable[[float], object]) -> None:
         return
 
 
-def remove_profile(path: str, group: int | None = None) -> None:
-    """Remove a browser's profile once no live process of its ``group`` is left to write into it.
+def remove_profile(path: str, session: int | None = None) -> None:
+    """Remove a browser's profile once no live process of its ``session`` is left to write into it.
 
     The main process is gone when this runs, but its children, signalled with it, may still be writing
-    their last files: a single rmtree then leaves a folder behind in /tmp. Zombies do not count (where
-    init does not reap them they stay forever). Bounded by REMOVE_TIMEOUT_S; then removed as it is.
+    their last files: a single rmtree then leaves a folder behind in /tmp. Bounded by REMOVE_TIMEOUT_S;
+    then removed as it is.
     """
     deadline = time.monotonic() + REMOVE_TIMEOUT_S
-    while group is not None and _live_members(group) and time.monotonic() < deadline:
+    while session is not None and session_members(session) and time.monotonic() < deadline:
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(group, signal.SIGKILL)
+            os.killpg(session, signal.SIGKILL)  # its own group too: started as a session leader
         time.sleep(0.01)
     shutil.rmtree(path, ignore_errors=True)
-
-
-def _live_members(group: int) -> bool:
-    """Whether a process of ``group`` other than a zombie is alive (False without /proc)."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return False
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as stat:
-                fields = stat.read().rpartition(b")")[2].split()
-        except OSError:
-            continue
-        if len(fields) > 2 and fields[2] == str(group).encode() and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
 
 
 def launch_websocket(chromium: str = CHROMIUM, flags: tuple[str, ...] = FLAGS) -> WebSocketBrowser:

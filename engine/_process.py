@@ -349,7 +349,7 @@ class ChromiumProcess:
     def _check_detached(self) -> None:
         """Refuse a browser that left our session: nothing could stop it or wait for it on exit."""
         code = self.process.returncode
-        if code is not None and _HAVE_PROC and not _session_members(self.pid):
+        if code is not None and _HAVE_PROC and not session_members(self.pid):
             raise BrowserLaunchError(
                 f"the started process (pid {self.pid}) exited ({_describe_exit(code)}) and left no process "
                 "in its session, yet DevTools answered: the browser was detached (setsid, daemon), so it "
@@ -431,12 +431,14 @@ def _stat_fields(pid: int) -> list[str] | None:
     return raw.rpartition(b")")[2].decode("ascii", "replace").split()
 
 
-def _session_members(sid: int) -> list[int]:
-    """The live processes of session ``sid``.
+def session_members(sid: int) -> list[int]:
+    """The live processes of session ``sid`` (none found without /proc).
 
     Zombies do not count: they write nothing, and where init does not reap them (this container) they
     stay forever.
     """
+    if not _HAVE_PROC:
+        return []
     members = []
     for name in os.listdir("/proc"):
         if name.isdigit():
@@ -479,11 +481,11 @@ async def _sweep_session(sid: int, timeout: float) -> bool:  # noqa: ASYNC109 (a
         _kill_group(sid)
         return True
     with trio.move_on_after(timeout):
-        while members := _session_members(sid):
+        while members := session_members(sid):
             for pid in members:
                 _kill_member(pid, sid)
             await trio.sleep(_SWEEP_POLL)
-    return not _session_members(sid)
+    return not session_members(sid)
 
 
 # -- the engine's directory ------------------------------------------------------------------------------

@@ -9,7 +9,14 @@ from engine._browser import browser_over
 from engine._connection import Connection, open_connection
 from engine._framing import NulFramer
 from engine._http import discover_ws_url, fetch_json_version
-from engine._process import BASE_FLAGS, ChromiumProcess, chromium_command, find_chromium, open_chromium
+from engine._process import (
+    BASE_FLAGS,
+    ChromiumProcess,
+    chromium_command,
+    find_chromium,
+    open_chromium,
+    session_members,
+)
 from engine._sessions import SessionTable, SessionTableStatistics
 from engine._settings import DEFAULT_SETTINGS
 from engine._transport import (
@@ -58,5 +65,6 @@ __all__ = [
     "open_chromium",
     "open_connection",
     "open_websocket_transport",
+    "session_members",
     "write_fully",
 ]
