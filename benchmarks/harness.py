@@ -132,30 +132,40 @@ def start_clients(
     started: list[Client] = []
     skipped: dict[str, tuple[str, str, bool]] = {}
     capture: dict[str, Env] = {}
-    for name in names:
-        client: Client | None = None
-        t0 = time.monotonic()
-        try:
-            client = load(name)
-            client.start(own_env(client, env, browsers, capture))
-            if not env.shared and client.transport != "offline":
-                client.own_browser = True
-        except SkipClient as exc:
-            reason = str(exc)
-        except ImportError as exc:
-            reason = f"not installed ({exc})"
-        except Exception as exc:
-            reason = f"failed to start ({type(exc).__name__}: {exc})"
-        else:
+    client: Client | None = None
+    try:
+        for name in names:
+            client = None
+            t0 = time.monotonic()
+            try:
+                client = load(name)
+                client.start(own_env(client, env, browsers, capture))
+                if not env.shared and client.transport != "offline":
+                    client.own_browser = True
+            except SkipClient as exc:
+                reason = str(exc)
+            except ImportError as exc:
+                reason = f"not installed ({exc})"
+            except Exception as exc:
+                reason = f"failed to start ({type(exc).__name__}: {exc})"
+            else:
+                started.append(client)
+                log(f"  started {name} ({time.monotonic() - t0:.1f}s)")
+                continue
+            transport = getattr(client, "transport", "?")
+            own = bool(getattr(client, "own_browser", False))
+            skipped[name] = (reason, transport, own)
+            log(f"  skipped {name}: {reason}")
+            if client is not None:
+                _quietly(client.stop)
+    except BaseException:
+        # Interrupted (Ctrl-C) part-way: the caller never gets these clients to stop, and their browsers
+        # (the engine's, a Node peer's) would outlive the run.
+        if client is not None and client not in started:
             started.append(client)
-            log(f"  started {name} ({time.monotonic() - t0:.1f}s)")
-            continue
-        transport = getattr(client, "transport", "?")
-        own = bool(getattr(client, "own_browser", False))
-        skipped[name] = (reason, transport, own)
-        log(f"  skipped {name}: {reason}")
-        if client is not None:
-            _quietly(client.stop)
+        for begun in started:
+            _quietly(begun.stop)
+        raise
     return started, skipped
 
 

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import pytest
 
-from benchmarks import report
+from benchmarks import harness, report
 from benchmarks.clients.base import Client, Env, Sample
 from benchmarks.harness import run_scenario
 from benchmarks.scenarios import BY_NAME, NEEDS_UPPER_LAYERS, SCENARIOS, Kind, Scenario
@@ -192,3 +192,29 @@ def test_a_failed_warm_up_is_retried_once_and_recorded(monkeypatch: pytest.Monke
     assert always["median_us"] is None  # a second failure skips it, with the reason
     assert "Unable to capture screenshot" in always["skipped"]
     assert "warmup_retried" not in report.entry(out["floor.ws"])
+
+
+class Interrupted(Fake):
+    """Ctrl-C while it starts (after it began, say, launching its browser)."""
+
+    name: ClassVar[str] = "interrupted"
+
+    def start(self, env: Env) -> None:
+        raise KeyboardInterrupt
+
+
+def test_a_start_interrupted_part_way_stops_the_clients_begun_so_far(monkeypatch: pytest.MonkeyPatch) -> None:
+    stopped: list[str] = []
+    classes = {cls.name: cls for cls in (Floor, Peer, Interrupted)}
+
+    def load(name: str) -> Client:
+        client = classes[name]()
+        client.stop = lambda: stopped.append(name)  # type: ignore[method-assign]
+        return client
+
+    monkeypatch.setattr(harness, "load", load)
+    monkeypatch.setattr(harness, "own_env", lambda client, env, browsers, capture: env)
+    env = Env(ws_url="ws://127.0.0.1:1/x", http_url=None, chromium="", chromium_args=(), big_page_url="")
+    with pytest.raises(KeyboardInterrupt):
+        harness.start_clients(["floor.ws", "peer", "interrupted"], env, [])
+    assert stopped == ["floor.ws", "peer", "interrupted"]
