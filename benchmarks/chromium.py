@@ -38,8 +38,10 @@ class WebSocketBrowser:
     process: subprocess.Popen[bytes]
 
     def stop(self) -> None:
-        _stop_group(self.pid, self.process.wait)
-        remove_profile(self.profile, self.pid)
+        try:
+            _stop_group(self.pid, self.process.wait)
+        finally:  # interrupted too: remove_profile SIGKILLs what is left of the browser
+            remove_profile(self.profile, self.pid)
 
 
 @dataclass
@@ -65,8 +67,10 @@ class PipeBrowser:
                 time.sleep(0.05)
             raise subprocess.TimeoutExpired(CHROMIUM, timeout)
 
-        _stop_group(self.pid, wait)
-        remove_profile(self.profile, self.pid)
+        try:
+            _stop_group(self.pid, wait)
+        finally:  # interrupted too: remove_profile SIGKILLs what is left of the browser
+            remove_profile(self.profile, self.pid)
 
 
 def _stop_group(pid: int, wait: Callable[[float], object]) -> None:
@@ -106,6 +110,18 @@ def launch_websocket(chromium: str = CHROMIUM, flags: tuple[str, ...] = FLAGS) -
     except OSError:
         shutil.rmtree(profile, ignore_errors=True)
         raise
+    try:
+        port, path = _debugging_port(process, profile)
+    except BaseException:  # that, or Ctrl-C while it starts: nobody else could stop it
+        WebSocketBrowser(process.pid, "", "", profile, process).stop()
+        raise
+    return WebSocketBrowser(
+        process.pid, f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}{path}", profile, process
+    )
+
+
+def _debugging_port(process: subprocess.Popen[bytes], profile: str) -> tuple[str, str]:
+    """(port, browser path) from the profile's DevToolsActivePort, once Chromium has written it."""
     port_file = os.path.join(profile, "DevToolsActivePort")
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:
@@ -113,18 +129,12 @@ def launch_websocket(chromium: str = CHROMIUM, flags: tuple[str, ...] = FLAGS) -
             with open(port_file) as f:
                 lines = f.read().split()
             if len(lines) >= 2:
-                break
+                return lines[0], lines[1]
         except FileNotFoundError:
             pass
         if process.poll() is not None or time.monotonic() > deadline:
-            browser = WebSocketBrowser(process.pid, "", "", profile, process)
-            browser.stop()
             raise RuntimeError(f"Chromium did not open its debugging port (exit code {process.returncode})")
         time.sleep(0.05)
-    port, path = lines[0], lines[1]
-    return WebSocketBrowser(
-        process.pid, f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}{path}", profile, process
-    )
 
 
 def _popen_logged(chromium: str, flags: tuple[str, ...], profile: str) -> subprocess.Popen[bytes]:

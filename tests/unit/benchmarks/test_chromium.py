@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from benchmarks import chromium
 from benchmarks.chromium import WebSocketBrowser
 
 # A stand-in browser: its child (same process group), signalled, takes 0.2 s to write its last file
@@ -44,3 +49,55 @@ def test_the_profile_is_removed_after_a_child_that_writes_on_its_way_out(tmp_pat
     browser.stop()
     time.sleep(0.4)  # past the child's last write, had it been left alive
     assert not profile.exists(), sorted(str(p.relative_to(profile)) for p in profile.rglob("*"))
+
+
+def _never_ready(tmp_path: Path) -> str:
+    """A stand-in "Chromium" that starts and never writes its DevToolsActivePort."""
+    script = tmp_path / "never-ready"
+    script.write_text("#!/bin/sh\nexec sleep 60\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_a_launch_interrupted_while_it_waits_for_the_port_stops_the_browser(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    launched: list[subprocess.Popen[bytes]] = []
+    real_popen = chromium._popen_logged
+
+    def popen(*args: Any) -> subprocess.Popen[bytes]:
+        launched.append(real_popen(*args))
+        return launched[-1]
+
+    def interrupted(process: subprocess.Popen[bytes], profile: str) -> tuple[str, str]:
+        raise KeyboardInterrupt  # Ctrl-C while it waits for the port
+
+    monkeypatch.setattr(chromium, "_popen_logged", popen)
+    monkeypatch.setattr(chromium, "_debugging_port", interrupted)
+    before = set(Path(tempfile.gettempdir()).glob("cdp-bench-ws-*"))
+    with pytest.raises(KeyboardInterrupt):
+        chromium.launch_websocket(_never_ready(tmp_path))
+    monkeypatch.undo()
+    assert launched[0].poll() is not None, "the stand-in browser is still running"
+    assert set(Path(tempfile.gettempdir()).glob("cdp-bench-ws-*")) <= before
+
+
+def test_a_stop_interrupted_while_it_waits_still_kills_the_browser_and_removes_its_profile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    profile = tmp_path / "cdp-bench-ws-y"
+    profile.mkdir()
+    ignores_term = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)\n"
+    process = subprocess.Popen([sys.executable, "-c", ignores_term], start_new_session=True)
+    time.sleep(0.3)  # its SIGTERM handler is set
+
+    def wait(timeout: float) -> int:
+        raise KeyboardInterrupt  # Ctrl-C while the stop waits out SIGTERM's grace
+
+    browser = WebSocketBrowser(process.pid, "", "", str(profile), process)
+    with monkeypatch.context() as patch:
+        patch.setattr(process, "wait", wait)
+        with pytest.raises(KeyboardInterrupt):
+            browser.stop()
+    assert process.wait(timeout=5) is not None
+    assert not profile.exists()
