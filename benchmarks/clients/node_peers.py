@@ -136,6 +136,9 @@ class NodePeer(Client):
             process.kill()
             process.wait()
         finally:
+            for pipe in (process.stdin, process.stdout):
+                if pipe is not None:
+                    pipe.close()
             if self._log is not None:
                 self._log.close()
 

@@ -373,4 +373,7 @@ for await (const line of lines) {
   process.stdout.write(JSON.stringify(reply) + "\n");
   if (msg.op === "stop") break;
 }
+// stdin closed without a "stop" (the harness was interrupted or died): its browser is detached and
+// outlives this process unless it is stopped here.
+if (driver) await driver.stop();
 process.exit(0);
