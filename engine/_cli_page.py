@@ -68,6 +68,9 @@ def emit(text: str) -> None:
 async def launch_command(args: argparse.Namespace) -> None:
     """Start a headless Chromium on a loopback websocket, print its endpoint, run until Ctrl-C."""
     async with launch(transport="websocket") as browser:
+        # A tab for tools that attach to an existing page (chrome-remote-interface, /json/list): a launch
+        # opens none of its own.
+        await browser.new_page()
         assert browser.process is not None
         assert browser.process.ws_url is not None
         ws = browser.process.ws_url

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -116,6 +117,14 @@ def test_call_prints_the_raw_result(endpoint: str) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["result"]["value"] == 42
+
+
+def test_launch_leaves_a_tab_for_tools_that_attach_to_a_page(endpoint: str) -> None:
+    """A launch opens no tab of its own (``--no-startup-window``); ``cdp-engine launch`` opens one, so a
+    tool that attaches to the first page (chrome-remote-interface, /json/list) finds it."""
+    with urllib.request.urlopen(f"{endpoint}/json/list", timeout=10) as response:
+        targets = json.load(response)
+    assert any(t["type"] == "page" and t["url"] == "about:blank" for t in targets), targets
 
 
 def test_a_protocol_error_is_one_line_and_exit_1(endpoint: str) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 import trio
@@ -112,7 +112,26 @@ async def test_connect_to_a_running_browser_leaves_it_running() -> None:
                 # The remote browser is still alive after the client left.
                 assert "Chrome" in (await owner.version()).product
             targets = await owner.session.execute(cdp.target.get_targets())
-            assert all(t.type_ != "page" or t.url == "about:blank" for t in targets.target_infos)
+            # The clients closed the pages they opened, and a launch opens none of its own.
+            assert [t for t in targets.target_infos if t.type_ == "page"] == []
+
+
+@pytest.mark.parametrize("transport", ["pipe", "websocket"])
+async def test_a_launch_opens_no_tab_and_outlives_its_last_page(
+    transport: Literal["pipe", "websocket"],
+) -> None:
+    """No start-up tab (``--no-startup-window``): pages come from new_page, and closing the last one
+    leaves the browser running for the next."""
+    with trio.fail_after(60):
+        async with launch(transport=transport) as browser:
+            targets = await browser.session.execute(cdp.target.get_targets())
+            assert [t for t in targets.target_infos if t.type_ == "page"] == []
+            page = await browser.new_page()
+            await page.close()
+            assert "Chrome" in (await browser.version()).product
+            page = await browser.new_page()
+            value = await page.session.execute(cdp.runtime.evaluate(expression="6*7"))
+            assert value.result.value == 42
 
 
 async def test_on_attach_sees_a_child_sessions_first_events(browser: Browser, server: str) -> None:

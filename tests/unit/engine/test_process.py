@@ -92,7 +92,7 @@ def test_find_nothing_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> No
 def test_command_lines() -> None:
     pipe = chromium_command("/bin/chromium", user_data_dir="/tmp/p", args=["--lang=de"])
     assert pipe[0] == "/bin/chromium"
-    assert pipe[-2:] == ["--lang=de", "about:blank"]
+    assert pipe[-2:] == ["--lang=de", "--no-startup-window"]  # no start-up tab: pages come from new_page
     assert set(BASE_FLAGS) <= set(pipe)
     assert "--user-data-dir=/tmp/p" in pipe
     assert "--remote-debugging-pipe" in pipe
