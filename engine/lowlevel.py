@@ -12,6 +12,7 @@ from engine._http import discover_ws_url, fetch_json_version
 from engine._process import (
     BASE_FLAGS,
     ChromiumProcess,
+    SpawnedProcess,
     chromium_command,
     find_chromium,
     open_chromium,
@@ -51,6 +52,7 @@ __all__ = [
     "RemoteProtocolError",
     "SessionTable",
     "SessionTableStatistics",
+    "SpawnedProcess",
     "Transport",
     "WEBSOCKET_MAX_MESSAGE_BYTES",
     "WebSocketCodec",
