@@ -16,7 +16,10 @@ def gc_on() -> Iterator[None]:
     was = gc.isenabled()
     gc.enable()
     yield
-    if not was:
+    # Back as it was, either way: a test that leaves it off would run the rest of its worker without a GC.
+    if was:
+        gc.enable()
+    else:
         gc.disable()
 
 
