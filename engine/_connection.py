@@ -34,6 +34,12 @@ from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._trace import protocol_tracer
 from engine._util import NoPublicConstructor, collapse_groups, gc_paused
 
+_orjson_loads: Callable[[bytes], Any] | None
+try:
+    from orjson import loads as _orjson_loads
+except ImportError:  # a platform without its wheel: json.loads alone, slower, the same messages
+    _orjson_loads = None
+
 if TYPE_CHECKING:
     from engine._session import Session
     from engine._transport import Transport
@@ -663,18 +669,38 @@ def _loads(text: str) -> Any:
 
 
 def _parse(raw: bytes) -> Any:
-    """``json.loads``, with the cyclic GC paused for large messages.
+    """The message ``raw`` holds: orjson's parse, or ``json.loads``' where orjson refuses the bytes.
 
-    A multi-megabyte reply (an AX tree, a document) allocates hundreds of thousands of containers that all
-    survive the parse; with the GC running, each allocation burst triggers collections that walk them
-    again. Measured on a 6 MB AX tree: 244 ms with the GC, 62 ms without.
+    orjson is 3-4x faster on a small message (0.5 against 2.0 us for a getVersion reply, 1.7 against 5.9
+    for a console event) and makes an AX tree's parse plus typed decode about 30% cheaper. What it refuses
+    and ``json.loads`` takes (a lone surrogate, escaped or as bytes; NaN; 1e400) goes the old way, so no
+    message is lost to the switch. One difference is kept: an integer beyond 64 bits becomes a float. CDP's
+    integers are 32-bit and every other number is a double, so that float is the value the browser meant
+    (V8 writes 2**64 as 18446744073709552000, which ``json.loads`` reads as a different integer).
+
+    The cyclic GC is paused for a large message: a multi-megabyte reply (an AX tree, a document) allocates
+    hundreds of thousands of containers that all survive the parse, and with the GC running each burst
+    triggers collections that walk them again (a 6 MB AX tree: 244 ms with the GC, 62 ms without).
     """
-    # CDP is UTF-8: decoding it here skips json.loads' encoding sniffing (a tenth of a small event's parse).
-    text = raw.decode("utf-8", "surrogatepass")
     if len(raw) < LARGE_MESSAGE:
-        return _loads(text)
+        try:
+            return _fast_loads(raw)
+        except ValueError:
+            return _slow_parse(raw)
     with gc_paused():
-        return _loads(text)
+        try:
+            return _fast_loads(raw)
+        except ValueError:
+            return _slow_parse(raw)
+
+
+def _slow_parse(raw: bytes) -> Any:
+    """``json.loads``: for what orjson refuses, and where it is not installed."""
+    # CDP is UTF-8: decoding it here skips json.loads' encoding sniffing (a tenth of a small event's parse).
+    return _loads(raw.decode("utf-8", "surrogatepass"))
+
+
+_fast_loads: Callable[[bytes], Any] = _slow_parse if _orjson_loads is None else _orjson_loads
 
 
 @asynccontextmanager

@@ -34,6 +34,7 @@ REGISTRY: dict[str, str] = {
     "engine.pipe": "benchmarks.clients.engine:EnginePipe",
     "json.loads": "benchmarks.clients.offline:JsonLoads",
     "json.loads.nogc": "benchmarks.clients.offline:JsonLoadsNoGC",
+    "orjson.loads.nogc": "benchmarks.clients.offline:OrjsonLoadsNoGC",
     "cdp.decode": "benchmarks.clients.offline:TypedDecode",
     "floor.ws.websocket-client": "benchmarks.clients.floor_ws:FloorWebSocketClientLib",
     "engine.ws.trio-websocket": "benchmarks.clients.engine:EngineTrioWebSocket",

@@ -4,6 +4,8 @@
 * "json.loads.nogc": the same with the cyclic GC paused during the parse. A large reply allocates
   hundreds of thousands of containers that all survive, which triggers repeated full collections;
   pausing them is a choice any client (and the engine's reader) can make.
+* "orjson.loads.nogc": orjson's parse, the GC paused: the parser the engine's reader uses (it falls back to
+  ``json.loads`` only for what orjson refuses), so the typed decode's own share shows beside the floor.
 * "cdp.decode": the engine's parse (the GC paused for a large reply), then the generated bindings' typed
   decode as ``Session.execute`` does it (``get_full_ax_tree().decode(result, consume=True)`` for a reply
   of LARGE_MESSAGE or more, whose parsed lists it spends): bytes to typed result, no I/O.
@@ -19,6 +21,8 @@ import importlib
 import json
 import time
 from typing import Any, ClassVar
+
+import orjson
 
 from benchmarks.clients.base import Env, Sample, SkipClient
 from benchmarks.clients.blocking import LARGE_MESSAGE, Message, parse, run_blocking
@@ -78,6 +82,17 @@ class JsonLoadsNoGC(_Offline):
         gc.disable()
         try:
             return json.loads(raw)
+        finally:
+            gc.enable()
+
+
+class OrjsonLoadsNoGC(_Offline):
+    name: ClassVar[str] = "orjson.loads.nogc"
+
+    def decode(self, scenario: Scenario, raw: Message) -> object:
+        gc.disable()
+        try:
+            return orjson.loads(raw)
         finally:
             gc.enable()
 
