@@ -267,6 +267,22 @@ async def test_a_lone_surrogate_reaches_the_page_as_an_escape(browser: Browser) 
         assert reply["result"]["value"] == "3:55296"
 
 
+async def test_a_lone_surrogate_from_the_page_arrives_intact(browser: Browser) -> None:
+    # orjson refuses the message that carries it; the reader parses that one with json.loads instead.
+    malformed = browser.statistics().malformed_messages
+    with trio.fail_after(20):
+        page = await browser.new_page()
+        half = "'a' + String.fromCharCode(0xd800) + 'b'"
+        reply = await page.session.execute(cdp.runtime.evaluate(expression=half, return_by_value=True))
+        assert reply.result.value == "a\ud800b"
+        await page.session.execute(cdp.runtime.enable())
+        async with page.session.listen(cdp.runtime.ConsoleAPICalled) as logs:
+            await page.session.execute(cdp.runtime.evaluate(expression=f"console.log({half}); 1"))
+            event = await logs.receive()
+        assert event.args[0].value == "a\ud800b"
+        assert browser.statistics().malformed_messages == malformed  # nothing was dropped on the way
+
+
 # -- teardown -----------------------------------------------------------------------------------------
 
 
