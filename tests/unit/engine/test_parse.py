@@ -36,7 +36,7 @@ def test_parse_is_json_loads(value: object, before: str, after: str) -> None:
 
 def test_orjson_parses_when_installed() -> None:
     # A dependency: if its import broke, every message would silently take the slower path.
-    assert _connection._fast_loads is orjson.loads
+    assert _connection._orjson_loads is orjson.loads
 
 
 @pytest.mark.parametrize(
@@ -82,7 +82,7 @@ def test_a_large_message_parses_with_the_gc_paused_on_either_path(monkeypatch: p
 
         return watched
 
-    monkeypatch.setattr(_connection, "_fast_loads", watching("orjson", _connection._fast_loads))
+    monkeypatch.setattr(_connection, "_orjson_loads", watching("orjson", orjson.loads))
     monkeypatch.setattr(_connection, "_loads", watching("json", _connection._loads))
     nodes = b",".join(b'{"a":[1,{"b":2}]}' for _ in range(20_000))
     assert _parse(b'{"nodes":[' + nodes + b"]}")["nodes"][-1] == {"a": [1, {"b": 2}]}
