@@ -81,20 +81,19 @@ class JsonLoadsNoGC(_Offline):
     def decode(self, scenario: Scenario, raw: Message) -> object:
         gc.disable()
         try:
-            return json.loads(raw)
+            return self.parse(raw)
         finally:
             gc.enable()
 
+    def parse(self, raw: Message) -> object:
+        return json.loads(raw)
 
-class OrjsonLoadsNoGC(_Offline):
+
+class OrjsonLoadsNoGC(JsonLoadsNoGC):
     name: ClassVar[str] = "orjson.loads.nogc"
 
-    def decode(self, scenario: Scenario, raw: Message) -> object:
-        gc.disable()
-        try:
-            return orjson.loads(raw)
-        finally:
-            gc.enable()
+    def parse(self, raw: Message) -> object:
+        return orjson.loads(raw)
 
 
 class TypedDecode(_Offline):
