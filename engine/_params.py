@@ -5,10 +5,10 @@ than its stack limit. It answers such a message with an error that carries no id
 one), so the command would wait forever. Every message is checked here before it is sent, and a bad
 one raises :class:`InvalidParams` naming the field.
 
-The check costs next to nothing on the common path: NaN and Infinity are refused by the C encoder
-itself, and the params are walked in Python only when the encoded message has more than 300 brackets or
-309 digits (a ``translate`` and two byte counts, each skipped for messages too short to need it: about
-0.4 us for a 500-byte message, where a walk that names paths cost 7 us).
+The check costs next to nothing on the common path: the params are walked in Python only when the
+encoded message has a null that could be a NaN or an Infinity (orjson writes them so), more than 300
+brackets or 309 digits (a ``translate`` and two byte counts, each skipped for messages too short to need
+it: about 0.4 us for a 500-byte message, where a walk that names paths cost 7 us).
 """
 
 from __future__ import annotations
@@ -20,6 +20,17 @@ from collections.abc import Callable
 from typing import Any
 
 from engine._errors import InvalidParams
+
+_orjson_dumps: Callable[..., bytes] | None
+try:
+    import orjson
+
+    _orjson_dumps = orjson.dumps
+    # Refused like json refuses them, so they reach json's encoder (and its error) as before.
+    _ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+except ImportError:  # a platform without its wheel: json's encoder alone, slower, the same bytes
+    _orjson_dumps = None
+    _ORJSON_OPTIONS = 0
 
 MAX_DEPTH = 300
 """The deepest level of a value Chromium parses, params being level 1 (a list inside params is level 2,
@@ -61,19 +72,27 @@ _to_ascii_json = _compact_encoder(ensure_ascii=True)
 def encode_message(message: dict[str, Any], method: str) -> bytes:
     """The wire bytes of ``message`` (whose ``params``, if any, are the caller's).
 
+    orjson writes them when it can: 0.12 against 1.1 us for a small command. It writes NaN and Infinity
+    as null instead of refusing them, so a null that could be one sends the params through the check.
+    What it refuses (an integer beyond 64 bits, a lone surrogate, nesting past its 254 levels, a key that
+    is not a str, a datetime or dataclass) goes through ``json``'s encoder, which writes or refuses it as
+    before. Of the values ``json`` refuses, orjson writes only an Enum (its value) and a UUID (a string).
+
     Raises:
         InvalidParams: Chromium could not parse the message; the error names the field. Nothing was sent.
     """
     params = message.get("params")
-    try:
-        text = _to_json(message)
-    except (ValueError, TypeError, RecursionError) as exc:
-        _raise_if_unparseable(method, params)
-        raise InvalidParams(f"{method}: the params cannot be encoded as JSON: {exc}", method=method) from exc
-    try:
-        data = text.encode()
-    except UnicodeEncodeError:
-        data = _to_ascii_json(message).encode()
+    data = None
+    if _orjson_dumps is not None:
+        try:
+            data = _orjson_dumps(message, option=_ORJSON_OPTIONS)
+        except TypeError:  # orjson.JSONEncodeError
+            pass
+        else:
+            if b"null" in data and (b":null" in data or b",null" in data or b"[null" in data):
+                _raise_if_unparseable(method, params)  # NaN or Infinity, or a real null (None)
+    if data is None:
+        data = _json_message(message, method, params)
     size = len(data)
     if (size >= _DOUBLE_DIGITS and size - len(data.translate(None, b"0123456789")) >= _DOUBLE_DIGITS) or (
         size > 2 * MAX_DEPTH and data.count(b"[") + data.count(b"{") > MAX_DEPTH
@@ -81,6 +100,18 @@ def encode_message(message: dict[str, Any], method: str) -> bytes:
         # Brackets or digits enough for a problem (maybe only inside strings): look closer.
         _raise_if_unparseable(method, params)
     return data
+
+
+def _json_message(message: dict[str, Any], method: str, params: Any) -> bytes:
+    try:
+        text = _to_json(message)
+    except (ValueError, TypeError, RecursionError) as exc:
+        _raise_if_unparseable(method, params)
+        raise InvalidParams(f"{method}: the params cannot be encoded as JSON: {exc}", method=method) from exc
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return _to_ascii_json(message).encode()
 
 
 def _raise_if_unparseable(method: str, params: Any) -> None:
