@@ -1,7 +1,7 @@
 """The floors: minimal CDP clients, the scenarios written once over send/recv of whole messages.
 
-A floor client does the least a real client must: encode each command with ``json.dumps``, parse every
-inbound message as the engine does (orjson) and match replies by id. No threads, no reader task, no
+A floor client does the least a real client must: encode each command and parse every inbound message
+as the engine does (with orjson) and match replies by id. No threads, no reader task, no
 pending map, no objects. Where the async clients keep commands in flight, the floor pipelines: it writes
 them all in one go, then reads.
 
@@ -57,8 +57,8 @@ def parse(raw: Message) -> Any:
     """A message parsed exactly as the engine parses it: orjson (``json.loads`` for what orjson refuses),
     with the GC paused for a large message.
 
-    A floor that parsed with a slower parser, or let the GC walk a 6 MB reply's containers mid-parse,
-    would be a floor the engine beats by a choice any client can make, not by doing less work.
+    A floor that parsed (or encoded) with a slower library, or let the GC walk a 6 MB reply's containers
+    mid-parse, would be a floor the engine beats by a choice any client can make, not by doing less work.
     """
     if len(raw) < LARGE_MESSAGE or not gc.isenabled():
         return _loads(raw)
@@ -134,7 +134,7 @@ class FloorScenarios(abc.ABC):
             msg["params"] = params
         if session is not None:
             msg["sessionId"] = session
-        return self._id, json.dumps(msg).encode()
+        return self._id, orjson.dumps(msg)  # the engine's encoder: see parse
 
     async def call_raw(
         self, method: str, params: dict[str, Any] | None = None, session: str | None = None
