@@ -150,6 +150,7 @@ class Connection(metaclass=NoPublicConstructor):
         # The resting reader's timer: none while a caller leads (the leader reads everything), then pushed
         # along as leads end (_push_rest_timer).
         self._rest_scope: trio.CancelScope | None = None
+        self._now: Callable[[], float] = trio.current_time  # the clock's own, once the reader runs
         self._close_waiters = 0
         #: False: the reader task reads everything, as before leader/follower (kept to re-measure it).
         self.lead_when_alone = True
@@ -333,6 +334,7 @@ class Connection(metaclass=NoPublicConstructor):
 
     async def _reader(self) -> None:
         transport = self.transport
+        self._now = trio.lowlevel.current_clock().current_time  # trio.current_time minus three calls
         while True:
             if self._leading or self._may_rest():
                 # Rest: a lone caller reads its own reply (_lead). The rest is short, so what arrives
@@ -392,14 +394,13 @@ class Connection(metaclass=NoPublicConstructor):
         return not self.listeners
 
     @staticmethod
-    def _push_rest_timer(scope: trio.CancelScope) -> None:
+    def _push_rest_timer(scope: trio.CancelScope, now: float) -> None:
         """Keep the resting reader's timer between a half and a whole READER_REST_S from now.
 
         Called as a lead ends: while calls follow each other the timer never fires (a fire is a Cancelled
         raised and caught in the reader), and it is moved only every few calls (moving it is a heap push).
         A timer left at infinity by a rest that began during a lead is always brought back.
         """
-        now = trio.current_time()
         if not now + READER_REST_S / 2 <= scope.deadline <= now + READER_REST_S:
             scope.deadline = now + READER_REST_S
 
@@ -441,7 +442,7 @@ class Connection(metaclass=NoPublicConstructor):
                 self._reader_resting = False
                 self._reader_lot.unpark()
             elif self._rest_scope is not None:
-                self._push_rest_timer(self._rest_scope)
+                self._push_rest_timer(self._rest_scope, self._now())
         if entry.error is not None:
             raise entry.error
         return entry.reply  # type: ignore[return-value]
