@@ -6,9 +6,9 @@ one), so the command would wait forever. Every message is checked here before it
 one raises :class:`InvalidParams` naming the field.
 
 The check costs next to nothing on the common path: the params are walked in Python only when the
-encoded message has a null that could be a NaN or an Infinity (orjson writes them so), more than 300
-brackets or 309 digits (a ``translate`` and two byte counts, each skipped for messages too short to need
-it: about 0.4 us for a 500-byte message, where a walk that names paths cost 7 us).
+message has a null that could be a NaN or an Infinity (orjson writes them so) or, when orjson could not
+write it, more than 300 brackets or 309 digits (a ``translate`` and two byte counts, each skipped for
+messages too short to need it; a walk that names paths costs about 7 us for 500 bytes).
 """
 
 from __future__ import annotations
@@ -74,15 +74,15 @@ def encode_message(message: dict[str, Any], method: str) -> bytes:
 
     orjson writes them when it can: 0.12 against 1.1 us for a small command. It writes NaN and Infinity
     as null instead of refusing them, so a null that could be one sends the params through the check.
-    What it refuses (an integer beyond 64 bits, a lone surrogate, nesting past its 254 levels, a key that
-    is not a str, a datetime or dataclass) goes through ``json``'s encoder, which writes or refuses it as
-    before. Of the values ``json`` refuses, orjson writes only an Enum (its value) and a UUID (a string).
+    It refuses an integer beyond 64 bits and nesting past 254 levels, so what it writes needs no digit or
+    bracket count. What it refuses (those, a lone surrogate, a key that is not a str, a datetime or
+    dataclass) goes through ``json``'s encoder and the counts, written or refused as before. Of the values
+    ``json`` refuses, orjson writes only an Enum (its value) and a UUID (a string).
 
     Raises:
         InvalidParams: Chromium could not parse the message; the error names the field. Nothing was sent.
     """
     params = message.get("params")
-    data = None
     if _orjson_dumps is not None:
         try:
             data = _orjson_dumps(message, option=_ORJSON_OPTIONS)
@@ -91,8 +91,8 @@ def encode_message(message: dict[str, Any], method: str) -> bytes:
         else:
             if b"null" in data and (b":null" in data or b",null" in data or b"[null" in data):
                 _raise_if_unparseable(method, params)  # NaN or Infinity, or a real null (None)
-    if data is None:
-        data = _json_message(message, method, params)
+            return data
+    data = _json_message(message, method, params)
     size = len(data)
     if (size >= _DOUBLE_DIGITS and size - len(data.translate(None, b"0123456789")) >= _DOUBLE_DIGITS) or (
         size > 2 * MAX_DEPTH and data.count(b"[") + data.count(b"{") > MAX_DEPTH

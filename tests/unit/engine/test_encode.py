@@ -124,3 +124,37 @@ def test_an_enum_and_a_uuid_go_out_as_their_values() -> None:
     token = uuid.UUID(int=1)
     data = encode_message(message({"c": Color.RED, "u": token}), "Runtime.evaluate")
     assert json.loads(data)["params"] == {"c": "red", "u": str(token)}
+
+
+def count_walks(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    walked: list[object] = []
+    find_problem = _params.find_problem
+
+    def counting(params: Any) -> Any:
+        walked.append(params)
+        return find_problem(params)
+
+    monkeypatch.setattr(_params, "find_problem", counting)
+    return walked
+
+
+def test_what_orjson_writes_is_not_walked_for_its_digits_and_brackets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """orjson refuses what the digit and bracket counts look for (an integer beyond 64 bits, nesting past 254
+    levels), so a large message full of digits and brackets goes out without the 7 ms walk."""
+    walked = count_walks(monkeypatch)
+    cookies = [{"name": f"c{i}[{{", "value": str(10**40), "url": "http://127.0.0.1/"} for i in range(5000)]
+    msg = message({"cookies": cookies})
+    assert encode_message(msg, "Network.setCookies") == orjson.dumps(msg)
+    assert walked == []
+    with_null = message({"cookies": [*cookies, {"name": "n", "value": None}]})
+    encode_message(with_null, "Network.setCookies")
+    assert len(walked) == 1  # once, for the null
+
+
+def test_orjson_refuses_the_integers_and_nesting_the_counts_look_for() -> None:
+    # The reason the counts can be skipped on orjson's path: if orjson ever wrote these, they must come back.
+    for value in (2**64, -(2**63) - 1, json.loads("[" * 254 + "]" * 254)):
+        with pytest.raises(orjson.JSONEncodeError):
+            orjson.dumps({"params": {"v": value}})
