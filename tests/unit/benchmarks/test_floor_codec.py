@@ -31,6 +31,7 @@ class Encoder(FloorScenarios):
         b'{"id":1,"result":{"product":"HeadlessChrome/142"}}',
         b'{"method":"Runtime.consoleAPICalled","params":{"args":[{"value":1.5}]}}',
         b'{"value":"\\ud800"}',  # orjson refuses: json.loads takes it
+        '{"value":"\ud800x"}'.encode("utf-8", "surrogatepass"),  # the same as raw bytes
         b'{"value":NaN}',
         b'{"value":18446744073709551616}',  # beyond 64 bits: a float for both
         b'{"nodes":[' + b",".join([b'{"nodeId":"1"}'] * (LARGE_MESSAGE // 14)) + b"]}",  # the GC-paused size
