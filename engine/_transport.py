@@ -259,7 +259,7 @@ class FdIO:
             if self._streak >= _READ_STREAK:
                 self._streak = 0
                 # A yield for fairness only: raising Cancelled here would lose the bytes just read (a
-                # caller reading its own reply, see Connection._lead, can be cancelled at any await).
+                # caller reading its own reply, see Connection._send_and_wait, can be cancelled at any await).
                 await trio.lowlevel.cancel_shielded_checkpoint()
             return data
 
@@ -406,7 +406,8 @@ class PipeTransport:
     def send_nowait(self, messages: Sequence[bytes]) -> bool:
         """Write now if the pipe is idle; see :meth:`Transport.send_nowait`."""
         link = self._link
-        link.check_outbound(messages)
+        if len(messages) != 1 or len(messages[0]) > link.max_outbound_bytes:  # one message: checked inline
+            link.check_outbound(messages)
         if link.reason is not None:
             raise link.error()
         try:

@@ -215,8 +215,21 @@ class WebSocketCodec:
         if self.close_sent:
             raise LocalProtocolError("cannot send after the websocket was closed")
         opcode = _BINARY if binary else _TEXT
-        if len(payloads) == 1:  # the common case: one command written in its caller's task
-            return encode_frame(opcode, payloads[0], self._mask_keys(4))
+        if len(payloads) == 1:  # the common case: one command written in its caller's task (inline)
+            payload = payloads[0]
+            key = self._mask_keys(4)
+            size = len(payload)
+            if size < 126:
+                header = _HEADER_SHORT.pack(0x80 | opcode, 0x80 | size)
+            elif size < 0x10000:
+                header = _HEADER_16.pack(0x80 | opcode, 0x80 | 126, size)
+            else:
+                return encode_frame(opcode, payload, key)
+            if not size:
+                return header + key
+            stream = (key * (size // 4 + 1))[:size]  # mask_payload's short case, inline
+            masked = int.from_bytes(payload, "little") ^ int.from_bytes(stream, "little")
+            return b"".join((header, key, masked.to_bytes(size, "little")))
         keys = self._mask_keys(4 * len(payloads))
         return b"".join(
             encode_frame(opcode, payload, keys[4 * i : 4 * i + 4]) for i, payload in enumerate(payloads)
@@ -336,6 +349,30 @@ class WebSocketCodec:
         if position:
             del buffer[:position]
         return events
+
+    def single_message(self, data: bytes | bytearray) -> bytes | None:
+        """The payload of ``data`` if it is exactly one whole, final, unmasked data frame with a 7- or 16-bit
+        length within the limit, and nothing is buffered; else None, and ``data`` is for
+        :meth:`receive_data` (which this has not changed).
+
+        The reply to a lone command is such a read. Taken here, it skips the general path's loop and its
+        event object: about a tenth of the client's instructions per round trip.
+        """
+        if self._buffer or self._fragments is not None or self.close_received is not None:
+            return None
+        size = len(data)
+        if size < 2 or data[0] not in (0x81, 0x82):
+            return None
+        length = data[1]
+        start = 2
+        if length >= 126:  # a 16-bit length; or a 64-bit one, or a set mask bit: the general path's
+            if length != 126 or size < 4:
+                return None
+            length = (data[2] << 8) | data[3]
+            start = 4
+        if length != size - start or length > self._max_inbound:
+            return None
+        return bytes(data[start:])
 
     def _whole_frames(self, data: bytes | bytearray, events: list[Event]) -> bytes | bytearray:
         """The common case, read straight from ``data``: whole, final, unmasked data frames with a 7- or

@@ -389,3 +389,71 @@ def test_a_read_of_whole_frames_decodes_as_the_same_bytes_fed_one_at_a_time(
     bytewise = WebSocketCodec()
     one_by_one = [event for i in range(len(wire)) for event in bytewise.receive_data(wire[i : i + 1])]
     assert at_once == one_by_one
+
+
+# -- single_message: a read that is exactly one data frame ----------------------------------------------
+
+_ONE_FRAME = st.tuples(
+    st.sampled_from([Opcode.TEXT, Opcode.BINARY, Opcode.CONTINUATION, Opcode.PING, Opcode.CLOSE]),
+    st.sampled_from([0, 1, 2, 125, 126, 127, 300, 0xFFFF, 0x10000]),
+    st.booleans(),  # fin
+    st.booleans(),  # masked (a server must not mask)
+    st.sampled_from([b"", b"\x81", b"\x81\x01x", b"\x89\x00"]),  # what follows the frame in the read
+    st.integers(0, 3),  # bytes cut off the end
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ONE_FRAME, st.integers(1, 0x20000))
+def test_single_message_is_receive_data_for_one_whole_data_frame_and_none_otherwise(
+    drawn: tuple[Opcode, int, bool, bool, bytes, int], limit: int
+) -> None:
+    opcode, size, fin, masked, after, cut = drawn
+    if opcode >= Opcode.CLOSE:
+        size = min(size, 125)
+    payload = bytes([size % 251]) * size
+    frame = encode_frame(opcode, payload, fixed_keys(4) if masked else None, fin=fin)
+    wire = (frame + after)[: len(frame) + len(after) - cut]
+    taken = WebSocketCodec(max_inbound_bytes=limit).single_message(wire)
+    one = opcode in (Opcode.TEXT, Opcode.BINARY) and fin and not masked and wire == frame
+    if one and size < 0x10000 and size <= limit:
+        assert taken == payload
+        assert WebSocketCodec(max_inbound_bytes=limit).receive_data(wire) == [
+            Message(payload, opcode == Opcode.BINARY)
+        ]
+    else:
+        assert taken is None  # left to receive_data, which frames, buffers or refuses it
+
+
+def test_single_message_is_none_while_a_frame_or_a_message_is_unfinished() -> None:
+    whole = server_frame(Opcode.TEXT, b"abc")
+    codec = WebSocketCodec()
+    assert codec.receive_data(server_frame(Opcode.TEXT, b"xyz")[:3]) == []  # a cut frame is buffered
+    assert codec.single_message(whole) is None
+    assert codec.receive_data(b"yz" + whole) == [Message(b"xyz"), Message(b"abc")]
+    assert codec.single_message(whole) == b"abc"  # nothing buffered any more
+    assert codec.receive_data(server_frame(Opcode.TEXT, b"part", fin=False)) == []  # a message begun
+    assert codec.single_message(whole) is None
+    closed = WebSocketCodec()
+    closed.receive_data(server_frame(Opcode.CLOSE, struct.pack("!H", 1000)))
+    assert closed.single_message(whole) is None  # after a close nothing more is a message
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [
+        b"\x81\x7f" + bytes(127),  # 127 is the 64-bit length marker, not a length
+        b"\x81\x7e" + bytes(126),  # 126 is the 16-bit marker
+        b"\x81\x85" + bytes(133),  # a masked frame (0x85 = mask bit + 5) as long as its second byte
+        b"\x01\x03abc",  # not final
+        b"\x91\x03abc",  # a reserved bit
+        b"\x81\x7e\x00\x03abc",  # fine: a 16-bit length of 3 (longer than needed, as receive_data takes)
+    ],
+)
+def test_single_message_reads_the_length_as_rfc_6455_writes_it(wire: bytes) -> None:
+    taken = WebSocketCodec().single_message(wire)
+    if wire == b"\x81\x7e\x00\x03abc":
+        assert taken == b"abc"
+        assert WebSocketCodec().receive_data(wire) == [Message(b"abc")]
+    else:
+        assert taken is None
