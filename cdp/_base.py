@@ -221,18 +221,26 @@ class Command(Generic[T]):
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
 
-    def decode(self, result: Wire, *, consume: bool = False) -> T:
+    def decode(self, result: Wire, *, consume: bool = False, pause_gc: bool = True) -> T:
         """The typed result of the ``result`` object of the browser's reply (``None`` if it has none).
 
         With ``consume``, the lists of objects in ``result`` (an AX tree's ``nodes``) are emptied as they
         decode, so each wire object is freed as soon as its typed one exists: the typed objects reuse that
         memory, which makes a large decode cheaper and lowers its peak. If decoding fails, those lists hold
         what was not decoded yet, in order. Leave it False unless ``result`` is yours to spend.
+
+        ``pause_gc`` pauses the cyclic GC for the decode (see below); a caller that knows the result is
+        small (the engine, from the reply's size) passes False, as the pause then costs more than it saves.
         """
         cls = self._result
         if cls is None:
             return None  # type: ignore[return-value]
         decoder = HOOKS[cls][0]
+        if not (consume or pause_gc):
+            try:
+                return decoder(result)  # type: ignore[no-any-return]
+            except _DECODE_ERRORS as exc:
+                raise DecodeError(self.method, result, _reason(exc)) from exc
         drained = DRAINABLE.get(cls) if consume else None
         # A large result allocates tens of thousands of objects that all survive: pausing the cyclic GC
         # for the (synchronous) decode avoids repeated full collections over them (about 40% of an AX tree).

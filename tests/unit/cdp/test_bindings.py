@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import inspect
 import json
@@ -471,6 +472,33 @@ def test_drainable_names_only_lists_whose_decoder_walks_them() -> None:
         assert cls.__name__.endswith("Result")
         encoded = {attrs_field.name for attrs_field in attrs.fields(cls)}
         assert {snake(key) for key in keys} <= {name.rstrip("_") for name in encoded}
+
+
+def test_decode_pauses_the_gc_unless_told_not_to(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pause is for large results; a caller that knows its result is small skips it, and gets the same
+    value and the same DecodeError."""
+    command = cdp.runtime.evaluate(expression="1")
+    cls = cdp.runtime.EvaluateResult
+    decoder, encoder = HOOKS[cls]
+    seen: list[bool] = []
+
+    def watched(wire: Any) -> Any:
+        seen.append(gc.isenabled())
+        return decoder(wire)
+
+    monkeypatch.setitem(HOOKS, cls, (watched, encoder))
+    wire = {"result": {"type": "number", "value": 2, "description": "2"}}
+    assert gc.isenabled()
+    paused = command.decode(wire)
+    assert command.decode(wire, pause_gc=False) == paused
+    assert paused.result.value == 2
+    assert seen == [False, True]
+    assert gc.isenabled()
+    for pause_gc in (True, False):
+        with pytest.raises(cdp.DecodeError, match="'result'") as info:
+            command.decode({"nothing": 1}, pause_gc=pause_gc)
+        assert info.value.method == "Runtime.evaluate"
+        assert gc.isenabled()
 
 
 def test_wrong_shape_is_a_decode_error() -> None:
