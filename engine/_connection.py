@@ -69,9 +69,9 @@ class _Pending:
     """One command in flight: who waits for it and what ends it.
 
     A caller parked in the usual way has ``task`` set and is rescheduled with its outcome. A caller that
-    leads (reads the link itself, see ``Connection._lead``) has ``task`` None and finds its outcome in
-    ``reply`` or ``error`` when its own read loop returns. ``raw`` keeps the bytes of a large reply, so a
-    typed decode may spend the parsed reply (see :func:`decoded`).
+    leads (reads the link itself, see ``Connection._send_and_wait``) has ``task`` None and finds its
+    outcome in ``reply`` or ``error`` when its own read loop returns. ``raw`` keeps the bytes of a large
+    reply, so a typed decode may spend the parsed reply (see :func:`decoded`).
     """
 
     __slots__ = ("error", "group", "method", "raw", "reply", "session", "task")
@@ -141,15 +141,16 @@ class Connection(metaclass=NoPublicConstructor):
         self._closed_event = trio.Event()
         self._ignored: set[int] = set()
         self._eager = True
-        # Leader/follower reading: see _lead. The reader task rests (parked on _reader_lot, not on the
-        # link) while no command is pending and nobody listens; a caller that then finds itself alone
+        # Leader/follower reading: see _send_and_wait. The reader task rests (parked on _reader_lot, not on
+        # the link) while no command is pending and nobody listens; a caller that then finds itself alone
         # reads its own reply, one task and one epoll wait per round trip instead of two.
         self._reader_lot = trio.lowlevel.ParkingLot()
         self._reader_resting = False
         self._leading = False
         # The resting reader's timer: none while a caller leads (the leader reads everything), then pushed
-        # along as leads end (_push_rest_timer).
+        # along as leads end (_send_and_wait).
         self._rest_scope: trio.CancelScope | None = None
+        self._rest_deadline = math.inf  # the rest scope's deadline, read here without its property
         self._now: Callable[[], float] = trio.current_time  # the clock's own, once the reader runs
         self._close_waiters = 0
         #: False: the reader task reads everything, as before leader/follower (kept to re-measure it).
@@ -219,7 +220,7 @@ class Connection(metaclass=NoPublicConstructor):
         """Send one command and wait for its reply message; raise the error that ends it otherwise."""
         await trio.lowlevel.checkpoint_if_cancelled()
         command_id, data, entry = self._start(session, method, params)
-        reply = await self._send_and_wait((command_id,), (data,), entry)
+        reply = await self._send_and_wait((command_id,), (data,), entry, lone=True)
         return _result_of(reply, method, session.session_id)
 
     async def execute(self, session: Session, command: cdp.Command[T]) -> T:
@@ -227,7 +228,7 @@ class Connection(metaclass=NoPublicConstructor):
         await trio.lowlevel.checkpoint_if_cancelled()
         method = command.method
         command_id, data, entry = self._start(session, method, command.params)
-        reply = await self._send_and_wait((command_id,), (data,), entry)
+        reply = await self._send_and_wait((command_id,), (data,), entry, lone=True)
         return decoded(command, _result_of(reply, method, session.session_id), entry.raw)
 
     async def call_all(
@@ -281,12 +282,23 @@ class Connection(metaclass=NoPublicConstructor):
         return entries
 
     async def _send_and_wait(
-        self, ids: tuple[int, ...], messages: tuple[bytes, ...] | list[bytes], entry: _Pending
+        self,
+        ids: tuple[int, ...],
+        messages: tuple[bytes, ...] | list[bytes],
+        entry: _Pending,
+        *,
+        lone: bool = False,
     ) -> dict[str, Any]:
         """Send the messages of the pending commands ``ids``; the reply that ends ``entry``.
 
-        ``entry`` is the one command's, or the group's waiter. The caller reads the link itself when the
-        reader task rests (see _lead), else parks until the reader wakes it.
+        ``entry`` is the one command's (``lone``), or the group's waiter. When the reader task rests
+        (nothing else pending, nobody listening), the caller leads: it reads the link itself until its
+        reply is in, dispatching whatever else arrives as the reader would. The one-task trio floor waits
+        for the socket in the task that sent; a reader task adds a second task step and a second epoll
+        pass per round trip, so a lone sequential caller pays what the floor pays. (Inline, not a method
+        of its own: a coroutine frame more is resumed at every wait of every round trip.) On the way out
+        (reply, error, cancellation) the reader is woken unless it may keep resting. Otherwise the caller
+        parks until the reader wakes it.
         """
         try:
             self._enqueue(messages)
@@ -294,17 +306,70 @@ class Connection(metaclass=NoPublicConstructor):
             self._forget(ids)
             self.close(exc)
             raise
-        if self._reader_resting and not self._leading:
-            return await self._lead(ids, entry)
-        entry.task = trio.lowlevel.current_task()
+        if not self._reader_resting or self._leading:
+            entry.task = trio.lowlevel.current_task()
 
-        def abort(_: Any) -> trio.lowlevel.Abort:
-            # The caller's cancel scope fired: forget the entries so the late replies are dropped.
-            self._forget(ids)
-            return trio.lowlevel.Abort.SUCCEEDED
+            def abort(_: Any) -> trio.lowlevel.Abort:
+                # The caller's cancel scope fired: forget the entries so the late replies are dropped.
+                self._forget(ids)
+                return trio.lowlevel.Abort.SUCCEEDED
 
-        reply: dict[str, Any] = await trio.lowlevel.wait_task_rescheduled(abort)
-        return reply
+            reply: dict[str, Any] = await trio.lowlevel.wait_task_rescheduled(abort)
+            return reply
+        self._leading = True
+        transport = self.transport
+        # A lone command's reply read alone is answered here, the rest by _handle, which does the same.
+        lone_id = ids[0] if lone and self._trace is None and _orjson_loads is not None else None
+        try:
+            while entry.reply is None and entry.error is None:
+                try:
+                    batch = await transport.receive_batch()
+                except ConnectionClosed as exc:
+                    self.close(exc)
+                    raise
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                    broken = ConnectionClosed(f"the {transport.name} to the browser broke: {exc}")
+                    self.close(broken)
+                    raise broken from exc
+                if lone_id is not None and len(batch) == 1 and len(batch[0]) < LARGE_MESSAGE:
+                    try:
+                        message = _orjson_loads(batch[0])  # type: ignore[misc]
+                    except ValueError:
+                        message = None  # _handle says what is wrong with it
+                    if (
+                        type(message) is dict
+                        and type(command_id := message.get("id")) is int
+                        and command_id == lone_id
+                        and self._pending.pop(lone_id, None) is entry
+                    ):
+                        entry.reply = message
+                        self._received += 1
+                        self._eager = True
+                        self.filling = False
+                        if transport.backlog:
+                            self._writer_lot.unpark()
+                        break
+                self._handle(batch)
+        finally:
+            self._leading = False
+            if entry.reply is None and entry.error is None:
+                self._forget(ids)  # cancelled: the late replies are dropped
+            if not self._may_rest():
+                self._reader_resting = False
+                self._reader_lot.unpark()
+            else:
+                # Keep the resting reader's timer between a half and a whole READER_REST_S from now. While
+                # calls follow each other it never fires (a fire is a Cancelled raised and caught in the
+                # reader), and it is moved only every few calls (moving it is a heap push). A timer left
+                # at infinity by a rest that began during a lead is always brought back.
+                now = self._now()
+                if not now + READER_REST_S / 2 <= self._rest_deadline <= now + READER_REST_S:
+                    self._rest_deadline = now + READER_REST_S
+                    if self._rest_scope is not None:
+                        self._rest_scope.deadline = self._rest_deadline
+        if entry.error is not None:
+            raise entry.error
+        return entry.reply  # type: ignore[return-value]
 
     def _forget(self, ids: tuple[int, ...]) -> None:
         for command_id in ids:
@@ -337,10 +402,11 @@ class Connection(metaclass=NoPublicConstructor):
         self._now = trio.lowlevel.current_clock().current_time  # trio.current_time minus three calls
         while True:
             if self._leading or self._may_rest():
-                # Rest: a lone caller reads its own reply (_lead). The rest is short, so what arrives
+                # Rest: a lone caller reads its own reply (_send_and_wait). The rest is short, so what arrives
                 # unasked (an event nobody listens to, a late reply) is still handled within READER_REST_S.
                 self._reader_resting = True
-                deadline = math.inf if self._leading else trio.current_time() + READER_REST_S
+                deadline = math.inf if self._leading else self._now() + READER_REST_S
+                self._rest_deadline = deadline
                 with trio.CancelScope(deadline=deadline) as self._rest_scope:
                     await self._reader_lot.park()
                 self._rest_scope = None
@@ -393,63 +459,21 @@ class Connection(metaclass=NoPublicConstructor):
         # READER_REST_S of their event even while the reader rests, and no consumer waits on them.
         return not self.listeners
 
-    @staticmethod
-    def _push_rest_timer(scope: trio.CancelScope, now: float) -> None:
-        """Keep the resting reader's timer between a half and a whole READER_REST_S from now.
-
-        Called as a lead ends: while calls follow each other the timer never fires (a fire is a Cancelled
-        raised and caught in the reader), and it is moved only every few calls (moving it is a heap push).
-        A timer left at infinity by a rest that began during a lead is always brought back.
-        """
-        if not now + READER_REST_S / 2 <= scope.deadline <= now + READER_REST_S:
-            scope.deadline = now + READER_REST_S
-
     def wake_reader(self) -> None:
         """Make the reader task read again (a subscription or a close waiter appeared)."""
         if self._reader_resting and not self._leading:
             self._reader_resting = False
             self._reader_lot.unpark()
 
-    async def _lead(self, ids: tuple[int, ...], entry: _Pending) -> dict[str, Any]:
-        """Read the link in the caller's own task until its reply is in; the reader task rests meanwhile.
-
-        The one-task trio floor waits for the socket in the task that sent; a reader task adds a second
-        task step and a second epoll pass per round trip. This is taken only when the reader is resting
-        (nothing else pending, nobody listening), so a lone sequential caller pays what the floor pays.
-        Replies to other callers that arrive meanwhile are dispatched as the reader would; on the way out
-        (reply, error, cancellation) the reader is woken unless it may keep resting.
-        """
-        entry.task = None
-        self._leading = True
-        transport = self.transport
-        try:
-            while entry.reply is None and entry.error is None:
-                try:
-                    batch = await transport.receive_batch()
-                except ConnectionClosed as exc:
-                    self.close(exc)
-                    raise
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                    broken = ConnectionClosed(f"the {transport.name} to the browser broke: {exc}")
-                    self.close(broken)
-                    raise broken from exc
-                self._handle(batch)
-        finally:
-            self._leading = False
-            if entry.reply is None and entry.error is None:
-                self._forget(ids)  # cancelled: the late replies are dropped
-            if not self._may_rest():
-                self._reader_resting = False
-                self._reader_lot.unpark()
-            elif self._rest_scope is not None:
-                self._push_rest_timer(self._rest_scope, self._now())
-        if entry.error is not None:
-            raise entry.error
-        return entry.reply  # type: ignore[return-value]
-
     def _dispatch(self, raw: bytes) -> None:
         try:
-            message = _parse(raw)
+            if _orjson_loads is not None and len(raw) < LARGE_MESSAGE:
+                try:  # _parse of a small message, inline: two calls less for every message
+                    message = _orjson_loads(raw)
+                except ValueError:
+                    message = _parse_json(raw)
+            else:
+                message = _parse(raw)
         except ValueError as exc:
             self._malformed += 1
             log.warning("dropped a malformed message from the browser (%s): %.200r", exc, raw)
@@ -590,10 +614,12 @@ def decoded(command: cdp.Command[T], result: dict[str, Any], raw: bytes | None =
 
     Given ``raw``, the bytes of a large reply, the decode spends ``result`` (``Command.decode(consume=True)``:
     each wire object is freed as its typed one is made, about 15% less time for a 13k-node AX tree, and a
-    lower peak), and an error re-reads the whole result from the bytes, so its payload lacks nothing.
+    lower peak), and an error re-reads the whole result from the bytes, so its payload lacks nothing. Only
+    such a reply decodes with the GC paused, as it was parsed: for a small one the pause costs more than
+    it saves.
     """
     try:
-        return command.decode(result, consume=raw is not None)
+        return command.decode(result, consume=raw is not None, pause_gc=raw is not None)
     except cdp.DecodeError as exc:
         payload = exc.payload if raw is None else _parse(raw).get("result", exc.payload)
         raise ResponseDecodeError(exc.method, payload, exc.reason) from exc
@@ -696,6 +722,10 @@ def _parse_now(raw: bytes) -> Any:
             return _orjson_loads(raw)
         except ValueError:
             pass  # what orjson refuses json.loads may take, or say what is wrong in its own words
+    return _parse_json(raw)
+
+
+def _parse_json(raw: bytes) -> Any:
     # CDP is UTF-8: decoding it here skips json.loads' encoding sniffing (a tenth of a small event's parse).
     return _loads(raw.decode("utf-8", "surrogatepass"))
 

@@ -109,6 +109,41 @@ async def test_a_cancelled_leader_drops_the_late_reply_and_the_next_call_works(p
     assert got == [{"product": "fresh"}]
 
 
+async def test_a_leader_answers_only_its_own_reply_whatever_else_reads_alone(pair: Pair) -> None:
+    """A leader takes a read of one message that is its own reply without the reader's dispatch; anything
+    else read alone (an id that only equals its own as a number, a reply orjson refuses, an event, a stray
+    reply) goes through the dispatch, as the reader would handle it."""
+    connection, peer, browser = pair
+    seen: list[str] = []
+    add_hook(browser, ("Page.frameNavigated",), lambda method, params: seen.append(params["n"]))
+    with trio.fail_after(5):
+        await _until(lambda: connection._reader_resting)
+        async with trio.open_nursery() as nursery:
+            got: list[Any] = []
+
+            async def call() -> None:
+                got.append(await browser.execute_raw("Runtime.evaluate", {"expression": "1"}))
+
+            nursery.start_soon(call)
+            command = await peer.next_command()
+            await _until(lambda: connection._leading)
+            before = connection.statistics()
+            peer.send_raw(b'{"id":%d.0,"result":{"as":"float"}}' % command["id"])
+            peer.send_raw(b'{"id":true,"result":{"as":"bool"}}')
+            peer.send({"id": command["id"] + 1000, "result": {"as": "stray"}})
+            peer.event("Page.frameNavigated", {"n": "event"})
+            await _until(lambda: seen == ["event"])
+            assert connection._leading
+            assert not got
+            peer.send_raw(b'{"id":%d,"result":{"n":NaN}}' % command["id"])  # json.loads takes NaN
+    (reply,) = got
+    assert reply["n"] != reply["n"]  # NaN: the reply json.loads took
+    after = connection.statistics()
+    assert after.malformed_messages - before.malformed_messages == 2  # a float id, a bool id
+    assert after.unknown_id_replies - before.unknown_id_replies == 1
+    assert connection.pending_count() == 0
+
+
 async def test_the_link_closing_under_a_leader_ends_its_call(pair: Pair) -> None:
     connection, peer, browser = pair
     with trio.fail_after(5):
