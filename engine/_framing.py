@@ -99,6 +99,8 @@ class NulFramer:
                     messages.append(part)
             if len(tail) > limit:
                 raise InboundTooLarge(len(tail), limit, at_least=True, completed=messages)
+        elif len(parts) == 1 and parts[0]:
+            messages.append(parts[0])  # the usual read: one whole message (a generator costs two frames)
         else:
             messages.extend(part for part in parts if part)
         if tail:
@@ -108,6 +110,8 @@ class NulFramer:
 
 def nul_framed(messages: Sequence[bytes]) -> bytes:
     """Whole messages as one buffer for one write, each followed by its NUL byte."""
+    if len(messages) == 1:
+        return messages[0] + b"\0"
     parts: list[bytes] = []
     for message in messages:
         parts.append(message)

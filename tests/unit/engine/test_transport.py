@@ -13,8 +13,11 @@ from typing import Any, Literal
 
 import pytest
 import trio
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine import CDPError, ConnectError, ConnectionClosed, MessageTooLarge, Settings
+from engine._framing import nul_framed
 from engine._transport import SMALL_READ, FdIO
 from engine._ws_codec import encode_frame, mask_payload
 from engine.lowlevel import (
@@ -45,6 +48,21 @@ def test_framer_splits_and_keeps_the_tail() -> None:
     assert framer.feed(b":2}") == []
     assert framer.feed(b"\0\0{}\0[") == [b'{"b":2}', b"{}"]
     assert framer.feed(b"]\0") == [b"[]"]
+    assert framer.pending_bytes == 0
+
+
+@given(st.lists(st.binary(max_size=20).map(lambda b: b.replace(b"\0", b"")), max_size=5), st.data())
+def test_framed_messages_come_back_whole_however_the_reads_cut_them(
+    messages: list[bytes], data: st.DataObject
+) -> None:
+    wire = nul_framed(messages)
+    assert wire == b"".join(message + b"\0" for message in messages)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(wire)), max_size=4)))
+    framer = NulFramer()
+    out: list[bytes] = []
+    for start, end in zip([0, *cuts], [*cuts, len(wire)], strict=True):
+        out += framer.feed(wire[start:end])
+    assert out == [message for message in messages if message]  # an empty message is skipped
     assert framer.pending_bytes == 0
 
 
