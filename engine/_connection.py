@@ -150,7 +150,6 @@ class Connection(metaclass=NoPublicConstructor):
         # The resting reader's timer: none while a caller leads (the leader reads everything), then pushed
         # along as leads end (_send_and_wait).
         self._rest_scope: trio.CancelScope | None = None
-        self._rest_deadline = math.inf  # the rest scope's deadline, read here without its property
         self._now: Callable[[], float] = trio.current_time  # the clock's own, once the reader runs
         self._close_waiters = 0
         #: False: the reader task reads everything, as before leader/follower (kept to re-measure it).
@@ -362,11 +361,11 @@ class Connection(metaclass=NoPublicConstructor):
                 # calls follow each other it never fires (a fire is a Cancelled raised and caught in the
                 # reader), and it is moved only every few calls (moving it is a heap push). A timer left
                 # at infinity by a rest that began during a lead is always brought back.
-                now = self._now()
-                if not now + READER_REST_S / 2 <= self._rest_deadline <= now + READER_REST_S:
-                    self._rest_deadline = now + READER_REST_S
-                    if self._rest_scope is not None:
-                        self._rest_scope.deadline = self._rest_deadline
+                scope = self._rest_scope
+                if scope is not None:
+                    now = self._now()
+                    if not now + READER_REST_S / 2 <= scope.deadline <= now + READER_REST_S:
+                        scope.deadline = now + READER_REST_S
         if entry.error is not None:
             raise entry.error
         return entry.reply  # type: ignore[return-value]
@@ -406,7 +405,6 @@ class Connection(metaclass=NoPublicConstructor):
                 # unasked (an event nobody listens to, a late reply) is still handled within READER_REST_S.
                 self._reader_resting = True
                 deadline = math.inf if self._leading else self._now() + READER_REST_S
-                self._rest_deadline = deadline
                 with trio.CancelScope(deadline=deadline) as self._rest_scope:
                     await self._reader_lot.park()
                 self._rest_scope = None

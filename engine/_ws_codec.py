@@ -215,21 +215,8 @@ class WebSocketCodec:
         if self.close_sent:
             raise LocalProtocolError("cannot send after the websocket was closed")
         opcode = _BINARY if binary else _TEXT
-        if len(payloads) == 1:  # the common case: one command written in its caller's task (inline)
-            payload = payloads[0]
-            key = self._mask_keys(4)
-            size = len(payload)
-            if size < 126:
-                header = _HEADER_SHORT.pack(0x80 | opcode, 0x80 | size)
-            elif size < 0x10000:
-                header = _HEADER_16.pack(0x80 | opcode, 0x80 | 126, size)
-            else:
-                return encode_frame(opcode, payload, key)
-            if not size:
-                return header + key
-            stream = (key * (size // 4 + 1))[:size]  # mask_payload's short case, inline
-            masked = int.from_bytes(payload, "little") ^ int.from_bytes(stream, "little")
-            return b"".join((header, key, masked.to_bytes(size, "little")))
+        if len(payloads) == 1:  # the common case: one command written in its caller's task
+            return encode_frame(opcode, payloads[0], self._mask_keys(4))
         keys = self._mask_keys(4 * len(payloads))
         return b"".join(
             encode_frame(opcode, payload, keys[4 * i : 4 * i + 4]) for i, payload in enumerate(payloads)
