@@ -225,10 +225,9 @@ class Connection(metaclass=NoPublicConstructor):
     async def execute(self, session: Session, command: cdp.Command[T]) -> T:
         """:meth:`call` with a typed command; its typed result."""
         await trio.lowlevel.checkpoint_if_cancelled()
-        method = command.method
-        command_id, data, entry = self._start(session, method, command.params)
+        command_id, data, entry = self._start(session, command.method, command.params)
         reply = await self._send_and_wait((command_id,), (data,), entry, lone=True)
-        return decoded(command, _result_of(reply, method, session.session_id), entry.raw)
+        return decoded(command, reply, session.session_id, entry.raw)
 
     async def call_all(
         self,
@@ -248,10 +247,11 @@ class Connection(metaclass=NoPublicConstructor):
         entries = await self._call_all(
             [(session, command.method, command.params) for session, command in pairs]
         )
-        return [
-            decoded(command, _entry_result(entry), entry.raw)
-            for (_, command), entry in zip(pairs, entries, strict=True)
-        ]
+        results = []
+        for (_, command), entry in zip(pairs, entries, strict=True):
+            assert entry.reply is not None  # _call_all raised the first error
+            results.append(decoded(command, entry.reply, entry.session.session_id, entry.raw))
+        return results
 
     async def _call_all(self, calls: Sequence[tuple[Session, str, dict[str, Any] | None]]) -> list[_Pending]:
         """Send ``calls`` together; their entries, each with its reply, once all have one (see call_all)."""
@@ -607,8 +607,9 @@ def _fail(entries: Iterable[_Pending], error_for: Callable[[_Pending], CDPError]
                 entry.group.settle_one()
 
 
-def decoded(command: cdp.Command[T], result: dict[str, Any], raw: bytes | None = None) -> T:
-    """The typed result of ``command``'s reply; a binding mismatch as ResponseDecodeError.
+def decoded(command: cdp.Command[T], reply: dict[str, Any], session_id: str | None, raw: bytes | None) -> T:
+    """The typed result of ``command``'s ``reply``: its error as a ProtocolError (:func:`_result_of`), a
+    binding mismatch as ResponseDecodeError.
 
     Given ``raw``, the bytes of a large reply, the decode spends ``result`` (``Command.decode(consume=True)``:
     each wire object is freed as its typed one is made, about 15% less time for a 13k-node AX tree, and a
@@ -616,6 +617,9 @@ def decoded(command: cdp.Command[T], result: dict[str, Any], raw: bytes | None =
     such a reply decodes with the GC paused, as it was parsed: for a small one the pause costs more than
     it saves.
     """
+    result = reply.get("result")
+    if type(result) is not dict or "error" in reply:  # the common case checked here: one call less
+        result = _result_of(reply, command.method, session_id)
     try:
         return command.decode(result, consume=raw is not None, pause_gc=raw is not None)
     except cdp.DecodeError as exc:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
@@ -319,15 +319,17 @@ class Session(metaclass=NoPublicConstructor):
             )
 
     @overload
-    async def execute(self, command: cdp.Command[T]) -> T: ...
+    def execute(self, command: cdp.Command[T]) -> Coroutine[Any, Any, T]: ...
     @overload
-    async def execute(self, command: cdp.Command[None]) -> None: ...
-    async def execute(self, command: cdp.Command[Any]) -> Any:
+    def execute(self, command: cdp.Command[None]) -> Coroutine[Any, Any, None]: ...
+    def execute(self, command: cdp.Command[Any]) -> Coroutine[Any, Any, Any]:
         """Send a typed command and return its typed result (``None`` for commands without one).
 
         Bound it with the caller's own cancel scope: ``with trio.fail_after(2): await s.execute(...)``.
+        (Not ``async def``: it hands back the connection's coroutine, one frame less to resume at every
+        wait of a round trip.)
         """
-        return await self.connection.execute(self, command)
+        return self.connection.execute(self, command)
 
     @overload
     async def execute_all(self, c1: cdp.Command[T], /) -> tuple[T]: ...

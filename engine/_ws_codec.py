@@ -110,14 +110,10 @@ Event = Message | Ping | Pong | CloseReceived
 def mask_payload(payload: bytes, key: bytes) -> bytes:
     """XOR ``payload`` with the 4-byte ``key`` repeated (RFC 6455 section 5.3); masking twice undoes it.
 
-    Whole-buffer integer XOR, in cache-sized pieces for long payloads (about 2.5 ns a byte).
+    Whole-buffer integer XOR, in cache-sized pieces (about 2.5 ns a byte). A payload of one piece or less
+    is masked inline by :func:`encode_frame`.
     """
     size = len(payload)
-    if size <= _MASK_CHUNK:
-        if not size:
-            return b""
-        stream = (key * (size // 4 + 1))[:size]
-        return (int.from_bytes(payload, "little") ^ int.from_bytes(stream, "little")).to_bytes(size, "little")
     key_stream = key * (_MASK_CHUNK // 4)
     key_int = int.from_bytes(key_stream, "little")
     out = bytearray(size)
@@ -148,7 +144,14 @@ def encode_frame(opcode: int, payload: bytes, key: bytes | None, *, fin: bool = 
         header = _HEADER_64.pack(first, mask_bit | 127, size)
     if key is None:
         return header + payload
+    if size <= _MASK_CHUNK:  # one integer XOR, here: a command's frame costs no call for its mask
+        stream = (key * (size // 4 + 1))[:size]
+        masked = int.from_bytes(payload, "little") ^ int.from_bytes(stream, "little")
+        return header + key + masked.to_bytes(size, "little")
     return b"".join((header, key, mask_payload(payload, key)))
+
+
+_KEYS_AHEAD = 256
 
 
 class _KeyPool:
@@ -190,6 +193,7 @@ class WebSocketCodec:
         max_inbound_bytes: int = MAX_INBOUND_BYTES,
     ) -> None:
         self._mask_keys = _KeyPool() if mask_keys is None else mask_keys
+        self._keys: list[bytes] = []  # keys for single frames, drawn ahead (see _draw_keys)
         self._max_inbound = max_inbound_bytes
         self._buffer = bytearray()
         self._fragments: bytearray | None = None
@@ -216,11 +220,19 @@ class WebSocketCodec:
             raise LocalProtocolError("cannot send after the websocket was closed")
         opcode = _BINARY if binary else _TEXT
         if len(payloads) == 1:  # the common case: one command written in its caller's task
-            return encode_frame(opcode, payloads[0], self._mask_keys(4))
+            ahead = self._keys
+            return encode_frame(opcode, payloads[0], ahead.pop() if ahead else self._draw_keys())
         keys = self._mask_keys(4 * len(payloads))
         return b"".join(
             encode_frame(opcode, payload, keys[4 * i : 4 * i + 4]) for i, payload in enumerate(payloads)
         )
+
+    def _draw_keys(self) -> bytes:
+        """A key for one frame, and the next ones into ``_keys``: a list's pop per frame costs less than a
+        call to the key source."""
+        pool = self._mask_keys(4 * _KEYS_AHEAD)
+        self._keys = [pool[at : at + 4] for at in range(len(pool) - 4, 0, -4)]  # popped last first: in order
+        return pool[:4]
 
     def ping(self, payload: bytes = b"") -> bytes:
         """A ping frame.

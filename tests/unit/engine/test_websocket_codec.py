@@ -349,6 +349,15 @@ def test_mask_keys_come_from_bulk_urandom_and_never_repeat_a_slice() -> None:
     assert len(pool(20)) == 20  # a request over the pool's size still gets all its bytes
 
 
+def test_single_frames_take_the_sources_keys_in_order_drawn_ahead() -> None:
+    seen, keys = counting_keys()
+    codec = WebSocketCodec(mask_keys=keys)
+    frames = [codec.encode_messages([b"{}"]) for _ in range(300)]
+    assert [frame[2:6] for frame in frames] == [struct.pack("!I", n) for n in range(1, 301)]
+    assert len(seen) == 2, "one call to the key source per 256 single frames"
+    assert [payload for frame in frames for _, _, _, payload in parse_client_frames(frame)] == [b"{}"] * 300
+
+
 def test_frames_from_the_default_codec_carry_fresh_keys() -> None:
     codec = WebSocketCodec()
     frames = [codec.encode_messages([b"{}"]) for _ in range(3)] + [codec.encode_messages([b"{}", b"[]"])]
