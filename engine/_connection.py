@@ -28,7 +28,7 @@ from engine._errors import (
     ResponseDecodeError,
     fresh_copy,
 )
-from engine._params import encode_message
+from engine._params import _ORJSON_OPTIONS, _orjson_dumps, encode_message
 from engine._sessions import SessionTable
 from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._trace import protocol_tracer
@@ -147,9 +147,10 @@ class Connection(metaclass=NoPublicConstructor):
         self._reader_lot = trio.lowlevel.ParkingLot()
         self._reader_resting = False
         self._leading = False
-        # The resting reader's timer: none while a caller leads (the leader reads everything), then pushed
-        # along as leads end (_send_and_wait).
+        # The resting reader's timer: pushed along as leads begin (_send_and_wait), and none for a rest that
+        # begins during a lead (the leader reads everything) until that lead ends.
         self._rest_scope: trio.CancelScope | None = None
+        self._rest_untimed = False
         self._now: Callable[[], float] = trio.current_time  # the clock's own, once the reader runs
         self._close_waiters = 0
         #: False: the reader task reads everything, as before leader/follower (kept to re-measure it).
@@ -177,7 +178,19 @@ class Connection(metaclass=NoPublicConstructor):
             message["params"] = params
         if session.session_id is not None:
             message["sessionId"] = session.session_id
-        data = encode_message(message, method)
+        # encode_message's common case, inline (a call less per command): orjson's bytes, final when they
+        # hold no null; anything else (a null that may be a NaN, what orjson refuses) goes through it.
+        data = None
+        if _orjson_dumps is not None:
+            try:
+                data = _orjson_dumps(message, option=_ORJSON_OPTIONS)
+            except TypeError:
+                pass
+            else:
+                if data.find(b"null") != -1:  # find, not ``in``: see encode_message
+                    data = None
+        if data is None:
+            data = encode_message(message, method)
         if self._trace is not None:
             self._trace("->", data)
         limit = self._outbound_limit
@@ -209,7 +222,8 @@ class Connection(metaclass=NoPublicConstructor):
         """The id, the bytes and the pending entry of one command (nothing is sent yet)."""
         if self._closed is not None:
             raise ConnectionClosed(f"cannot send {method}: {self._closed}")
-        session.raise_if_unusable(method)
+        if session._detached is not None or session._crashed is not None:  # a call less when usable
+            session.raise_if_unusable(method)
         command_id, data = self._encode(method, params, session)
         entry = _Pending(method, session)
         self._pending[command_id] = entry
@@ -316,6 +330,15 @@ class Connection(metaclass=NoPublicConstructor):
             reply: dict[str, Any] = await trio.lowlevel.wait_task_rescheduled(abort)
             return reply
         self._leading = True
+        # Keep the resting reader's timer between a half and a whole READER_REST_S from now, here, where the
+        # browser is at work on the command: after the reply, every step is one the caller waits for. While
+        # calls follow each other it never fires (a fire is a Cancelled raised and caught in the reader),
+        # and it is moved only every few calls (moving it is a heap push).
+        scope = self._rest_scope
+        if scope is not None:
+            now = self._now()
+            if not now + READER_REST_S / 2 <= scope.deadline <= now + READER_REST_S:
+                scope.deadline = now + READER_REST_S
         transport = self.transport
         # A lone command's reply read alone is answered here, the rest by _handle, which does the same.
         lone_id = ids[0] if lone and self._trace is None and _orjson_loads is not None else None
@@ -356,16 +379,10 @@ class Connection(metaclass=NoPublicConstructor):
             if not self._may_rest():
                 self._reader_resting = False
                 self._reader_lot.unpark()
-            else:
-                # Keep the resting reader's timer between a half and a whole READER_REST_S from now. While
-                # calls follow each other it never fires (a fire is a Cancelled raised and caught in the
-                # reader), and it is moved only every few calls (moving it is a heap push). A timer left
-                # at infinity by a rest that began during a lead is always brought back.
-                scope = self._rest_scope
-                if scope is not None:
-                    now = self._now()
-                    if not now + READER_REST_S / 2 <= scope.deadline <= now + READER_REST_S:
-                        scope.deadline = now + READER_REST_S
+            elif self._rest_untimed and self._rest_scope is not None:
+                # The reader began its rest during this lead, with no timer: it gets one now.
+                self._rest_untimed = False
+                self._rest_scope.deadline = self._now() + READER_REST_S
         if entry.error is not None:
             raise entry.error
         return entry.reply  # type: ignore[return-value]
@@ -404,10 +421,13 @@ class Connection(metaclass=NoPublicConstructor):
                 # Rest: a lone caller reads its own reply (_send_and_wait). The rest is short, so what arrives
                 # unasked (an event nobody listens to, a late reply) is still handled within READER_REST_S.
                 self._reader_resting = True
+                # No timer while a caller leads (it reads everything); the lead's end gives it one.
+                self._rest_untimed = self._leading
                 deadline = math.inf if self._leading else self._now() + READER_REST_S
                 with trio.CancelScope(deadline=deadline) as self._rest_scope:
                     await self._reader_lot.park()
                 self._rest_scope = None
+                self._rest_untimed = False
                 if self._leading:
                     continue
                 self._reader_resting = False

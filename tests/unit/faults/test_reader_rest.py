@@ -8,6 +8,7 @@ the wait, and a hook (which every Page has, for dialogs) does not keep the reade
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -198,6 +199,39 @@ async def test_back_to_back_calls_leave_the_reader_at_rest(pair: Pair, mock_cloc
             trio.lowlevel.remove_instrument(steps)
         nursery.cancel_scope.cancel()
     assert steps.steps == 0, f"the reader took {steps.steps} steps during 50 lone calls"
+
+
+async def test_a_rest_begun_during_a_long_lead_gets_its_timer_back_when_the_lead_ends(
+    pair: Pair, mock_clock: MockClock
+) -> None:
+    # A lead longer than READER_REST_S fires the resting reader's timer; the reader rests again with none
+    # (the leader reads everything) and must have one again once the lead ends, or an event that then
+    # comes with nothing pending would wait for the next command. Mock clock: no timing.
+    connection, peer, browser = pair
+    seen = trio.Event()
+    add_hook(browser, ("Page.javascriptDialogOpening",), lambda method, params: seen.set())
+    async with trio.open_nursery() as nursery:
+        await trio.testing.wait_all_tasks_blocked()
+        assert connection._reader_resting
+        nursery.start_soon(browser.execute_raw, "Browser.getVersion")
+        command = await peer.next_command()
+        await trio.testing.wait_all_tasks_blocked()
+        assert connection._leading
+        mock_clock.jump(3 * READER_REST_S)  # the timer fires mid-lead
+        await trio.testing.wait_all_tasks_blocked()
+        assert connection._rest_scope is not None
+        assert connection._rest_scope.deadline == math.inf, "a rest begun during a lead has no timer"
+        peer.reply(command, {"product": "Fake"})
+    assert not connection._leading
+    assert connection._reader_resting
+    assert connection._rest_scope is not None
+    assert connection._rest_scope.deadline <= trio.current_time() + READER_REST_S
+    peer.event("Page.javascriptDialogOpening", {"type": "alert", "message": "hi"})
+    await trio.testing.wait_all_tasks_blocked()
+    assert not seen.is_set()  # resting: the event waits in the link for the timer
+    mock_clock.jump(READER_REST_S)
+    with trio.fail_after(1):
+        await seen.wait()
 
 
 async def test_a_leader_waits_with_no_timer_due_within_5_ms(pair: Pair, mock_clock: MockClock) -> None:
