@@ -86,6 +86,37 @@ class _Pending:
         self.raw: bytes | None = None
 
 
+class _Member(_Pending):
+    """A command sent by ``execute_all``: its reply is decoded as it comes, while the others are still on
+    their way, so the caller's wait for the last reply is followed by one decode, not one per command.
+
+    ``value`` is the typed result, or ``fault`` what decoding raised (``execute_all`` raises the first, in
+    order). A large reply (``raw`` set) is decoded by the caller instead: its decode is long, and must not
+    hold up whichever task reads.
+    """
+
+    __slots__ = ("command", "fault", "value")
+
+    def __init__(self, method: str, session: Session, command: cdp.Command[Any], group: _Group) -> None:
+        # _Pending's fields set here, not by its __init__: a call less for each of a batch's commands.
+        self.method = method
+        self.session = session
+        self.task = None
+        self.reply = None
+        self.error = None
+        self.group = group
+        self.raw = None
+        self.command = command
+        self.value: Any = None
+        self.fault: Exception | None = None
+
+    def decode_reply(self, message: dict[str, Any]) -> None:
+        try:
+            self.value = decoded(self.command, message, self.session.session_id, self.raw)
+        except Exception as exc:  # kept for the caller: a reply lost here would leave its group waiting
+            self.fault = exc
+
+
 _ALL_ANSWERED: dict[str, Any] = {}
 
 
@@ -115,6 +146,8 @@ def _answer(entry: _Pending, message: dict[str, Any]) -> None:
     else:
         entry.reply = message  # its caller is leading (or is a group's): it looks when its read returns
         if entry.group is not None:
+            if type(entry) is _Member and entry.raw is None:
+                entry.decode_reply(message)
             entry.group.settle_one()
 
 
@@ -259,32 +292,48 @@ class Connection(metaclass=NoPublicConstructor):
     async def execute_all(self, pairs: Sequence[tuple[Session, cdp.Command[Any]]]) -> list[Any]:
         """:meth:`call_all` with typed commands; their typed results, in order."""
         entries = await self._call_all(
-            [(session, command.method, command.params) for session, command in pairs]
+            [(session, command.method, command.params) for session, command in pairs],
+            [command for _, command in pairs],
         )
         results = []
-        for (_, command), entry in zip(pairs, entries, strict=True):
+        for entry in entries:
+            assert type(entry) is _Member
             assert entry.reply is not None  # _call_all raised the first error
-            results.append(decoded(command, entry.reply, entry.session.session_id, entry.raw))
+            if entry.raw is not None:  # a large reply, decoded here (see _Member)
+                entry.decode_reply(entry.reply)
+            if entry.fault is not None:
+                raise entry.fault
+            results.append(entry.value)
         return results
 
-    async def _call_all(self, calls: Sequence[tuple[Session, str, dict[str, Any] | None]]) -> list[_Pending]:
-        """Send ``calls`` together; their entries, each with its reply, once all have one (see call_all)."""
+    async def _call_all(
+        self,
+        calls: Sequence[tuple[Session, str, dict[str, Any] | None]],
+        commands: Sequence[cdp.Command[Any]] | None = None,
+    ) -> list[_Pending]:
+        """Send ``calls`` together; their entries, each with its reply, once all have one (see call_all).
+
+        Given their typed ``commands``, the entries are ``_Member``s, each decoded as its reply comes."""
         await trio.lowlevel.checkpoint_if_cancelled()
         if self._closed is not None:
             raise ConnectionClosed(f"cannot send {calls[0][1] if calls else 'commands'}: {self._closed}")
         for session, method, _ in calls:
             if session.connection is not self:
                 raise ValueError(f"cannot send {method} on {session!r}: it belongs to another connection")
-            session.raise_if_unusable(method)
+            if session._detached is not None or session._crashed is not None:  # a call less when usable
+                session.raise_if_unusable(method)
         if not calls:
             return []
         encoded = [self._encode(method, params, session) for session, method, params in calls]
         waiter = _Pending("the commands sent together", calls[0][0])
         group = _Group(waiter, len(calls))
         entries: list[_Pending] = []
-        for (command_id, _), (session, method, _) in zip(encoded, calls, strict=True):
-            entry = _Pending(method, session)
-            entry.group = group
+        for index, ((command_id, _), (session, method, _)) in enumerate(zip(encoded, calls, strict=True)):
+            if commands is None:
+                entry = _Pending(method, session)
+                entry.group = group
+            else:
+                entry = _Member(method, session, commands[index], group)
             entries.append(entry)
             self._pending[command_id] = entry
         ids = tuple(command_id for command_id, _ in encoded)

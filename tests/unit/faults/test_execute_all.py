@@ -16,7 +16,15 @@ import trio
 
 import cdp
 import engine._connection
-from engine import Browser, ConnectionClosed, InvalidParams, ProtocolError, Session, SessionDetached
+from engine import (
+    Browser,
+    ConnectionClosed,
+    InvalidParams,
+    ProtocolError,
+    ResponseDecodeError,
+    Session,
+    SessionDetached,
+)
 from engine.lowlevel import Connection
 from engine.testing import FakePeer, open_fake_browser
 
@@ -145,6 +153,50 @@ async def test_the_first_error_in_order_is_raised_after_every_reply(pair: Pair, 
                     await browser.execute_all(_evaluate(0), _evaluate(1), _evaluate(2))
     assert info.value.method == "Runtime.evaluate"
     assert connection.pending_count() == 0
+
+
+async def test_each_reply_is_decoded_as_it_comes_and_a_bad_one_is_raised_in_order(
+    pair: Pair, mode: Mode
+) -> None:
+    # Decoding while the rest are on their way takes the decodes off the wait for the last reply. A reply
+    # that does not decode is kept for the caller, not lost in the reader (its group would wait forever),
+    # and raised in order after every reply is in.
+    connection, peer, browser = pair
+    pending_at_decode: list[int] = []
+    decode = engine._connection.decoded
+
+    def watched(*args: Any) -> Any:
+        pending_at_decode.append(connection.pending_count())
+        return decode(*args)
+
+    async with mode(pair):
+        with pytest.MonkeyPatch.context() as patch, trio.fail_after(5):
+            patch.setattr(engine._connection, "decoded", watched)
+            async with trio.open_nursery() as nursery:
+
+                async def answer() -> None:
+                    first, second, third = await _commands(peer, 3)
+                    peer.reply(third, _number(2))
+                    peer.reply(second, {"result": {"value": 1}})  # no "type": a binding mismatch
+                    await trio.sleep(0.01)
+                    assert connection.pending_count() == 1  # still waiting for the first
+                    peer.reply(first, _number(0))
+
+                nursery.start_soon(answer)
+                with pytest.raises(ResponseDecodeError, match=r"Runtime\.evaluate") as info:
+                    await browser.execute_all(_evaluate(0), _evaluate(1), _evaluate(2))
+    assert pending_at_decode == [2, 1, 0]  # the third and second decoded before the first came
+    assert info.value.payload == {"result": {"value": 1}}
+    assert connection.pending_count() == 0
+    with trio.fail_after(5):  # the link goes on
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: _answer_next(peer, _number(5)))
+            (again,) = await browser.execute_all(_evaluate(5))
+    assert again.result.value == 5
+
+
+async def _answer_next(peer: FakePeer, result: dict[str, Any]) -> None:
+    peer.reply(await peer.next_command(), result)
 
 
 async def test_cancelling_drops_the_late_replies_and_the_link_goes_on(pair: Pair, mode: Mode) -> None:
