@@ -28,7 +28,7 @@ from engine._errors import (
     ResponseDecodeError,
     fresh_copy,
 )
-from engine._params import _ORJSON_OPTIONS, _orjson_dumps, encode_message
+from engine._params import encode_message
 from engine._sessions import SessionTable
 from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._trace import protocol_tracer
@@ -98,14 +98,8 @@ class _Member(_Pending):
     __slots__ = ("command", "fault", "value")
 
     def __init__(self, method: str, session: Session, command: cdp.Command[Any], group: _Group) -> None:
-        # _Pending's fields set here, not by its __init__: a call less for each of a batch's commands.
-        self.method = method
-        self.session = session
-        self.task = None
-        self.reply = None
-        self.error = None
+        super().__init__(method, session)
         self.group = group
-        self.raw = None
         self.command = command
         self.value: Any = None
         self.fault: Exception | None = None
@@ -211,19 +205,7 @@ class Connection(metaclass=NoPublicConstructor):
             message["params"] = params
         if session.session_id is not None:
             message["sessionId"] = session.session_id
-        # encode_message's common case, inline (a call less per command): orjson's bytes, final when they
-        # hold no null; anything else (a null that may be a NaN, what orjson refuses) goes through it.
-        data = None
-        if _orjson_dumps is not None:
-            try:
-                data = _orjson_dumps(message, option=_ORJSON_OPTIONS)
-            except TypeError:
-                pass
-            else:
-                if data.find(b"null") != -1:  # find, not ``in``: see encode_message
-                    data = None
-        if data is None:
-            data = encode_message(message, method)
+        data = encode_message(message, method)
         if self._trace is not None:
             self._trace("->", data)
         limit = self._outbound_limit
@@ -255,8 +237,7 @@ class Connection(metaclass=NoPublicConstructor):
         """The id, the bytes and the pending entry of one command (nothing is sent yet)."""
         if self._closed is not None:
             raise ConnectionClosed(f"cannot send {method}: {self._closed}")
-        if session._detached is not None or session._crashed is not None:  # a call less when usable
-            session.raise_if_unusable(method)
+        session.raise_if_unusable(method)
         command_id, data = self._encode(method, params, session)
         entry = _Pending(method, session)
         self._pending[command_id] = entry
@@ -320,8 +301,7 @@ class Connection(metaclass=NoPublicConstructor):
         for session, method, _ in calls:
             if session.connection is not self:
                 raise ValueError(f"cannot send {method} on {session!r}: it belongs to another connection")
-            if session._detached is not None or session._crashed is not None:  # a call less when usable
-                session.raise_if_unusable(method)
+            session.raise_if_unusable(method)
         if not calls:
             return []
         encoded = [self._encode(method, params, session) for session, method, params in calls]
