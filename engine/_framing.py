@@ -8,13 +8,25 @@ growing our memory. The transports turn it into a ConnectionClosed that says wha
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine._settings import DEFAULT_SETTINGS
 
+_json_loads: Callable[[bytes | bytearray], Any]
+try:
+    from orjson import loads as _json_loads
+except ImportError:  # a platform without its wheel
+    from json import loads as _json_loads
+
 MAX_INBOUND_BYTES = DEFAULT_SETTINGS.max_inbound_bytes
 """The default inbound cap (``Settings.max_inbound_bytes``): a transport built without settings is bounded."""
+
+
+EARLY_OBJECT_MAX = 64 * 1024
+"""The longest unfinished message :class:`NulFramer` parses to see whether it is whole already: a reply
+that large waits for its NUL, and a large message arriving in pieces is not parsed again at every piece."""
+_CLOSING_BRACE = ord("}")
 
 
 class InboundTooLarge(Exception):
@@ -53,13 +65,23 @@ class NulFramer:
     a length comparison per chunk: a chunk no longer than the limit cannot hold a message over it, so only
     the unfinished message (and, with a limit below the read size, a long chunk) is measured.
 
+    With ``json_objects`` (the pipe's CDP messages, each one JSON object), an unfinished message that
+    already parses as a whole object is returned without waiting for its NUL, and that NUL is skipped when
+    it comes. Chromium writes the NUL with a write of its own; when the first write wakes the reader on the
+    same core, the NUL follows only once the reader sleeps again (measured over the pipe: in 0-50% of
+    getVersion round trips, 25-40 us later). No proper prefix of an object's JSON is a whole object, so
+    the check cannot cut a message short; it runs only on a small unfinished message that ends in ``}``.
+
     Args:
         max_inbound_bytes: the longest message; a longer one, finished or not, raises InboundTooLarge.
+        json_objects: return a whole JSON object before its NUL comes (see above).
     """
 
-    def __init__(self, *, max_inbound_bytes: int = MAX_INBOUND_BYTES) -> None:
+    def __init__(self, *, max_inbound_bytes: int = MAX_INBOUND_BYTES, json_objects: bool = False) -> None:
         self._partial = bytearray()
         self._limit = max_inbound_bytes
+        self._json_objects = json_objects
+        self._nul_owed = False
 
     @property
     def pending_bytes(self) -> int:
@@ -74,6 +96,10 @@ class NulFramer:
         """
         messages: list[bytes] = []
         limit = self._limit
+        if self._nul_owed:
+            self._nul_owed = False
+            if data[:1] == b"\0":  # the NUL of a message already returned
+                data = data[1:]
         if self._partial:
             end = data.find(b"\0")
             held = len(self._partial)
@@ -81,6 +107,8 @@ class NulFramer:
                 if held + len(data) > limit:
                     raise InboundTooLarge(held + len(data), limit, at_least=True)
                 self._partial += data
+                if self._json_objects:
+                    self._take_whole_object(messages)
                 return messages
             if held + end > limit:
                 raise InboundTooLarge(held + end, limit)  # nothing before it in this chunk
@@ -105,7 +133,23 @@ class NulFramer:
             messages.extend(part for part in parts if part)
         if tail:
             self._partial += tail
+            if self._json_objects:
+                self._take_whole_object(messages)
         return messages
+
+    def _take_whole_object(self, messages: list[bytes]) -> None:
+        """Move the unfinished message to ``messages`` if it is already a whole JSON object."""
+        partial = self._partial
+        if partial[-1] != _CLOSING_BRACE or len(partial) > EARLY_OBJECT_MAX:
+            return
+        try:
+            whole = type(_json_loads(partial)) is dict
+        except ValueError:
+            return
+        if whole:
+            messages.append(bytes(partial))
+            self._partial = bytearray()
+            self._nul_owed = True
 
 
 def nul_framed(messages: Sequence[bytes]) -> bytes:

@@ -365,7 +365,7 @@ class PipeTransport:
         _grow_pipe(read_fd)
         _grow_pipe(write_fd)
         self._link = LinkState(self.name, min(max_outbound_bytes, PIPE_MAX_MESSAGE_BYTES))
-        self._framer = NulFramer(max_inbound_bytes=max_inbound_bytes)
+        self._framer = NulFramer(max_inbound_bytes=max_inbound_bytes, json_objects=True)
         self._send_lock = trio.StrictFIFOLock()
         self._fds = FdIO(read_fd, write_fd, lock=self._send_lock, read_size=read_size, owned=True)
 

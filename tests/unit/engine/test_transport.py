@@ -11,13 +11,14 @@ from contextlib import asynccontextmanager, suppress
 from functools import partial
 from typing import Any, Literal
 
+import orjson
 import pytest
 import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
 from engine import CDPError, ConnectError, ConnectionClosed, MessageTooLarge, Settings
-from engine._framing import nul_framed
+from engine._framing import EARLY_OBJECT_MAX, nul_framed
 from engine._transport import SMALL_READ, FdIO
 from engine._ws_codec import encode_frame, mask_payload
 from engine.lowlevel import (
@@ -64,6 +65,61 @@ def test_framed_messages_come_back_whole_however_the_reads_cut_them(
         out += framer.feed(wire[start:end])
     assert out == [message for message in messages if message]  # an empty message is skipped
     assert framer.pending_bytes == 0
+
+
+def test_a_whole_object_comes_out_before_its_nul_and_the_nul_is_skipped() -> None:
+    framer = NulFramer(json_objects=True)
+    assert framer.feed(b'{"id":1,"result":{}}') == [b'{"id":1,"result":{}}']
+    assert framer.pending_bytes == 0
+    assert framer.feed(b"\0") == []  # its NUL, in a read of its own
+    assert framer.feed(b'{"id":2') == []
+    assert framer.feed(b',"result":{"a":"}"}}') == [b'{"id":2,"result":{"a":"}"}}']
+    assert framer.feed(b'\0{"id":3}\0{"id":4}') == [b'{"id":3}', b'{"id":4}']  # owed NUL, then the next
+    assert framer.feed(b"\0") == []
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**31), 2**31) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(st.lists(st.dictionaries(st.text(max_size=3), _JSON, max_size=4), max_size=4), st.data())
+def test_json_objects_come_back_whole_however_the_reads_cut_them(
+    objects: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    messages = [orjson.dumps(obj) for obj in objects]
+    wire = nul_framed(messages)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(wire)), max_size=6)))
+    framer = NulFramer(json_objects=True)
+    out: list[bytes] = []
+    for start, end in zip([0, *cuts], [*cuts, len(wire)], strict=True):
+        if start < end:
+            out += framer.feed(wire[start:end])
+    assert out == messages
+    assert framer.pending_bytes == 0
+
+
+def test_only_a_whole_json_object_comes_out_early() -> None:
+    framer = NulFramer(json_objects=True)
+    assert framer.feed(b'{"a":{"b":1}') == []  # ends in } but is not whole yet
+    assert framer.feed(b"}") == [b'{"a":{"b":1}}']
+    assert framer.feed(b'\0"}"') == []  # whole JSON, not an object: waits for its NUL
+    assert framer.feed(b"\0[1]") == [b'"}"']
+    assert framer.feed(b"\0") == [b"[1]"]
+    big = b'{"s":"' + b"x" * EARLY_OBJECT_MAX + b'"}'
+    assert framer.feed(big) == []  # too long to parse on spec
+    assert framer.feed(b"\0") == [big]
+    assert NulFramer().feed(b"{}") == []  # a plain NUL framer knows nothing of JSON
+
+
+def test_bytes_after_an_early_object_are_a_message_of_their_own() -> None:
+    """A peer that sent more than one object before the NUL (not Chromium) gets its extra bytes seen: the
+    connection reports them as a malformed message instead of the framer folding them into the next."""
+    framer = NulFramer(json_objects=True)
+    assert framer.feed(b'{"id":1}') == [b'{"id":1}']
+    assert framer.feed(b' junk\0{"id":2}\0') == [b" junk", b'{"id":2}']
 
 
 def test_framer_large_message_in_small_chunks_is_linear() -> None:
@@ -148,6 +204,17 @@ async def test_pipe_round_trip_and_batching() -> None:
             os.write(peer_write, b":3}\0")
             assert await transport.receive_batch() == [b'{"z":3}']
             assert transport.name == "pipe"
+
+
+async def test_a_pipe_reply_is_read_before_its_nul_is_written() -> None:
+    """Chromium writes a message's NUL with a write of its own: the reply must not wait for it."""
+    with trio.fail_after(5):
+        async with pipe_pair() as (transport, _, peer_write):
+            os.write(peer_write, b'{"id":1,"result":{}}')
+            assert await transport.receive_batch() == [b'{"id":1,"result":{}}']
+            os.write(peer_write, b"\0")
+            os.write(peer_write, b'{"id":2,"result":{}}\0')
+            assert await transport.receive_batch() == [b'{"id":2,"result":{}}']
 
 
 async def test_pipe_outbound_limit() -> None:
