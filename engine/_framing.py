@@ -68,9 +68,10 @@ class NulFramer:
     With ``json_objects`` (the pipe's CDP messages, each one JSON object), an unfinished message that
     already parses as a whole object is returned without waiting for its NUL, and that NUL is skipped when
     it comes. Chromium writes the NUL with a write of its own; when the first write wakes the reader on the
-    same core, the NUL follows only once the reader sleeps again (measured over the pipe: in 0-50% of
-    getVersion round trips, 25-40 us later). No proper prefix of an object's JSON is a whole object, so
-    the check cannot cut a message short; it runs only on a small unfinished message that ends in ``}``.
+    same core, the NUL follows only once the reader sleeps again (measured over the pipe: in up to 16% of
+    the engine's getVersion round trips and up to half of a plainer client's, 23-43 us later). No proper
+    prefix of an object's JSON is a whole object, so the check cannot cut a message short; it runs only on
+    a small unfinished message that ends in ``}``.
 
     Args:
         max_inbound_bytes: the longest message; a longer one, finished or not, raises InboundTooLarge.
@@ -144,7 +145,7 @@ class NulFramer:
             return
         try:
             whole = type(_json_loads(partial)) is dict
-        except ValueError:
+        except (ValueError, RecursionError):  # not whole yet (json.loads, without orjson, may recurse)
             return
         if whole:
             messages.append(bytes(partial))
