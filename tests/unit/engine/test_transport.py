@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import struct
@@ -17,6 +18,7 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
+import engine._framing
 from engine import CDPError, ConnectError, ConnectionClosed, MessageTooLarge, Settings
 from engine._framing import EARLY_OBJECT_MAX, nul_framed
 from engine._transport import SMALL_READ, FdIO
@@ -112,6 +114,18 @@ def test_only_a_whole_json_object_comes_out_early() -> None:
     assert framer.feed(big) == []  # too long to parse on spec
     assert framer.feed(b"\0") == [big]
     assert NulFramer().feed(b"{}") == []  # a plain NUL framer knows nothing of JSON
+
+
+@pytest.mark.parametrize("loads", [orjson.loads, json.loads], ids=["orjson", "json"])
+def test_the_early_check_works_with_either_parser_and_survives_deep_nesting(
+    loads: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine._framing, "_json_loads", loads)
+    framer = NulFramer(json_objects=True)
+    assert framer.feed(b'{"id":1,"result":{}}') == [b'{"id":1,"result":{}}']
+    deep = b'{"a":' + b"[" * 50_000 + b"}"  # orjson refuses the depth, json.loads recurses: not whole
+    assert framer.feed(b"\0" + deep) == []
+    assert framer.feed(b"\0") == [deep]  # whole or not, its NUL ends it (the connection reports it)
 
 
 def test_bytes_after_an_early_object_are_a_message_of_their_own() -> None:
