@@ -174,10 +174,9 @@ class Connection(metaclass=NoPublicConstructor):
         self._reader_lot = trio.lowlevel.ParkingLot()
         self._reader_resting = False
         self._leading = False
-        # The resting reader's timer: pushed along as leads begin (_send_and_wait), and none for a rest that
-        # begins during a lead (the leader reads everything) until that lead ends.
+        # The resting reader's timer: pushed along as leads begin (_send_and_wait), and none (an infinite
+        # deadline) for a rest that begins during a lead (the leader reads everything) until that lead ends.
         self._rest_scope: trio.CancelScope | None = None
-        self._rest_untimed = False
         self._now: Callable[[], float] = trio.current_time  # the clock's own, once the reader runs
         self._close_waiters = 0
         #: False: the reader task reads everything, as before leader/follower (kept to re-measure it).
@@ -408,9 +407,8 @@ class Connection(metaclass=NoPublicConstructor):
             if not self._may_rest():
                 self._reader_resting = False
                 self._reader_lot.unpark()
-            elif self._rest_untimed and self._rest_scope is not None:
+            elif self._rest_scope is not None and self._rest_scope.deadline == math.inf:
                 # The reader began its rest during this lead, with no timer: it gets one now.
-                self._rest_untimed = False
                 self._rest_scope.deadline = self._now() + READER_REST_S
         if entry.error is not None:
             raise entry.error
@@ -451,12 +449,10 @@ class Connection(metaclass=NoPublicConstructor):
                 # unasked (an event nobody listens to, a late reply) is still handled within READER_REST_S.
                 self._reader_resting = True
                 # No timer while a caller leads (it reads everything); the lead's end gives it one.
-                self._rest_untimed = self._leading
                 deadline = math.inf if self._leading else self._now() + READER_REST_S
                 with trio.CancelScope(deadline=deadline) as self._rest_scope:
                     await self._reader_lot.park()
                 self._rest_scope = None
-                self._rest_untimed = False
                 if self._leading:
                     continue
                 self._reader_resting = False
