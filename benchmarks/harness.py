@@ -46,6 +46,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="attach Playwright to the shared browser instead of giving it its own (see README)",
     )
+    parser.add_argument(
+        "--reps",
+        type=int,
+        default=None,
+        help="measured reps of every scenario (default: each scenario's own; more reps, narrower intervals)",
+    )
     parser.add_argument("--list", action="store_true", help="list scenarios and clients, then exit")
     parser.add_argument("--seed", type=int, default=None, help="seed of the shuffled order (default: random)")
     parser.add_argument("--force", action="store_true", help="run even when the load is above the core count")
@@ -53,6 +59,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--readme", type=Path, default=None, help="also rewrite this README's generated table"
     )
     args = parser.parse_args(argv)
+    if args.reps is not None and args.reps < 2:
+        parser.error("--reps must be at least 2 (an interval needs reps)")
     for name in args.scenarios:
         if name not in BY_NAME:
             parser.error(f"unknown scenario {name!r}; known: {', '.join(BY_NAME)}")
@@ -196,10 +204,11 @@ def warm_up(client: Client, scenario: Scenario, quick: bool, got: Collected) -> 
 
 
 def run_scenario(
-    scenario: Scenario, clients: list[Client], quick: bool, rng: random.Random
+    scenario: Scenario, clients: list[Client], quick: bool, rng: random.Random, reps: int | None = None
 ) -> dict[str, Collected]:
     """Set up, warm up, measure interleaved, tear down; one ``Collected`` per client.
 
+    ``reps`` replaces the scenario's own count of measured reps (``--reps``).
     A client that times out is marked ``hung``: its loop may still be stuck, so it runs no more scenarios.
     """
     out = {c.name: Collected(c.transport, c.own_browser) for c in clients}
@@ -207,7 +216,8 @@ def run_scenario(
         for c in out.values():
             c.skipped = scenario.skip_reason
         return out
-    size, reps = scenario.sized(quick)
+    size, own_reps = scenario.sized(quick)
+    reps = own_reps if reps is None else reps
     pids = {client.rss_pid for client in clients}
     for pid in pids:
         context.reset_peak_rss(pid)
@@ -342,7 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 before = context.loadavg()
                 if context.load_problem() is not None:
                     log(f"  warning: {context.load_problem()} (before {scenario.name})")
-                collected = run_scenario(scenario, clients, args.quick, rng)
+                collected = run_scenario(scenario, clients, args.quick, rng, args.reps)
                 loads[scenario.name] = {"before": before, "after": context.loadavg(), "settled_s": settled}
                 for name, (reason, transport, own) in skipped.items():
                     collected[name] = Collected(transport, own, skipped=reason)

@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks import harness, report
 from benchmarks.clients.base import Client, Env, Sample
-from benchmarks.harness import run_scenario
+from benchmarks.harness import parse_args, run_scenario
 from benchmarks.scenarios import BY_NAME, NEEDS_UPPER_LAYERS, SCENARIOS, Kind, Scenario
 from benchmarks.stats import percentile
 
@@ -111,6 +111,22 @@ def test_every_round_runs_each_client_once_in_a_shuffled_order_after_a_warm_up()
     assert {tuple(r) for r in rounds} == {("floor.ws", "peer"), ("peer", "floor.ws")}  # both orders occur
     assert out["floor.ws"].reps == reps
     assert CALLS[-2:] == [("floor.ws", "teardown"), ("peer", "teardown")]
+
+
+def test_reps_given_replace_the_scenarios_own() -> None:
+    scenario = BY_NAME["roundtrip.getVersion"]
+    out = run_scenario(scenario, [Floor(), Peer()], quick=False, rng=rng(), reps=3)
+    runs = [name for name, what in CALLS if what == "run"]
+    assert len(runs) == 2 + 2 * 3  # the warm-ups, then 3 rounds
+    assert out["floor.ws"].reps == out["peer"].reps == 3
+
+
+def test_reps_must_allow_an_interval(capsys: pytest.CaptureFixture[str]) -> None:
+    assert parse_args(["--reps", "90"]).reps == 90
+    assert parse_args([]).reps is None
+    with pytest.raises(SystemExit):
+        parse_args(["--reps", "1"])
+    assert "--reps must be at least 2" in capsys.readouterr().err
 
 
 def test_the_same_seed_gives_the_same_order() -> None:
