@@ -56,7 +56,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=None, help="seed of the shuffled order (default: random)")
     parser.add_argument("--force", action="store_true", help="run even when the load is above the core count")
     parser.add_argument(
-        "--readme", type=Path, default=None, help="also rewrite this README's generated table"
+        "--readme",
+        type=Path,
+        default=None,
+        help="also rewrite this README's table generated from the --json file",
     )
     args = parser.parse_args(argv)
     if args.reps is not None and args.reps < 2:
@@ -395,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(report.text_table(results))
     written = report.write(doc, args.json)
     if args.readme is not None:
-        report.update_readme(doc, args.readme)
+        report.update_readme(doc, args.readme, args.json.stem)
         written.append(args.readme)
     log(f"wrote {', '.join(str(p) for p in written)} in {time.monotonic() - begin:.0f}s")
     return 0

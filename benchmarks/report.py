@@ -258,8 +258,13 @@ def context_line(doc: dict[str, Any]) -> str:
     )
 
 
-def markdown(doc: dict[str, Any]) -> str:
-    out = ["# CDP latency suite: latest results", "", context_line(doc) + ".", "", RATIO_NOTE]
+LATEST = "latest"
+"""The stem of the default results file, whose README block is the benchmark table."""
+
+
+def markdown(doc: dict[str, Any], source: str = LATEST) -> str:
+    """The tables of results file ``source`` (its stem: ``latest`` unless ``--json`` said otherwise)."""
+    out = [f"# CDP latency suite: {source} results", "", context_line(doc) + ".", "", RATIO_NOTE]
     results: Results = doc["scenarios"]
     for scenario, clients in results.items():
         load = doc.get("load", {}).get(scenario, {})
@@ -288,14 +293,18 @@ def markdown(doc: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-README_BEGIN = "<!-- benchmark-table:begin (generated from benchmarks/results/latest.json; do not edit) -->"
-README_END = "<!-- benchmark-table:end -->"
+def readme_markers(source: str = LATEST) -> tuple[str, str]:
+    """The begin and end markers of the README block generated from ``benchmarks/results/<source>.json``."""
+    begin = f"<!-- benchmark-table:begin (generated from benchmarks/results/{source}.json; do not edit) -->"
+    end = "<!-- benchmark-table:end -->" if source == LATEST else f"<!-- benchmark-table:end ({source}) -->"
+    return begin, end
 
 
-def readme_table(doc: dict[str, Any]) -> str:
+def readme_table(doc: dict[str, Any], source: str = LATEST) -> str:
     """The README's claims: the engine over each peer of the same transport, then pipe against websocket."""
     results: Results = doc["scenarios"]
-    out = [README_BEGIN, "", context_line(doc) + ".", ""]
+    begin, end = readme_markers(source)
+    out = [begin, "", context_line(doc) + ".", ""]
     for transport in ("websocket", "pipe"):
         engine = ENGINES[transport]
         peers: list[str] = []
@@ -329,14 +338,17 @@ def readme_table(doc: dict[str, Any]) -> str:
         for scenario, got in cross.items():
             out.append(f"| {scenario} | " + " | ".join(fmt_ratio(got.get(p)) for p in pairs) + " |")
         out.append("")
-    out.append(README_END)
+    out.append(end)
     return "\n".join(out)
 
 
-def readme_block(readme: str) -> str:
-    """The generated block as it stands in a README's text (markers included); ValueError if absent."""
-    begin, end = readme.index(README_BEGIN), readme.index(README_END)
-    return readme[begin : end + len(README_END)]
+def readme_block(readme: str, source: str = LATEST) -> str:
+    """The block generated from ``source`` as it stands in a README's text (markers included); ValueError
+    if absent."""
+    begin_marker, end_marker = readme_markers(source)
+    begin = readme.index(begin_marker)
+    end = readme.index(end_marker, begin)
+    return readme[begin : end + len(end_marker)]
 
 
 def chart(results: Results, path: Path) -> None:
@@ -372,13 +384,13 @@ def write(doc: dict[str, Any], json_path: Path) -> list[Path]:
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(doc, indent=2) + "\n")
     md_path = json_path.with_suffix(".md")
-    md_path.write_text(markdown(doc))
+    md_path.write_text(markdown(doc, json_path.stem))
     png_path = json_path.with_suffix(".png")
     chart(doc["scenarios"], png_path)
     return [json_path, md_path, png_path]
 
 
-def update_readme(doc: dict[str, Any], readme: Path) -> None:
-    """Replace the generated block of ``readme`` with the table of ``doc``."""
+def update_readme(doc: dict[str, Any], readme: Path, source: str = LATEST) -> None:
+    """Replace the block of ``readme`` generated from results file ``source`` with the table of ``doc``."""
     text = readme.read_text()
-    readme.write_text(text.replace(readme_block(text), readme_table(doc)))
+    readme.write_text(text.replace(readme_block(text, source), readme_table(doc, source)))
