@@ -1,4 +1,5 @@
-"""The published numbers are the measured ones: the README table and latest.md regenerate from latest.json.
+"""The published numbers are the measured ones: each README table and its .md regenerate from its JSON
+(latest.json, the full run; focus.json, a run of the deciding rows with more reps).
 
 A claim edited by hand, a table left over from an older run, or a ratio that sets a pipe against a
 websocket fails here.
@@ -16,24 +17,31 @@ from benchmarks import report
 from benchmarks.scenarios import BY_NAME, Kind
 
 ROOT = Path(__file__).resolve().parents[3]
-RESULTS = ROOT / "benchmarks" / "results" / "latest.json"
+RESULTS = ROOT / "benchmarks" / "results"
+SOURCES = ["latest", "focus"]
+
+
+@pytest.fixture(scope="module", params=SOURCES)
+def source(request: pytest.FixtureRequest) -> str:
+    return request.param  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="module")
-def doc() -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads(RESULTS.read_text())
+def doc(source: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((RESULTS / f"{source}.json").read_text())
     return loaded
 
 
-def test_latest_md_is_generated_from_latest_json(doc: dict[str, Any]) -> None:
-    assert RESULTS.with_suffix(".md").read_text() == report.markdown(doc)
+def test_the_md_is_generated_from_its_json(source: str, doc: dict[str, Any]) -> None:
+    assert (RESULTS / f"{source}.md").read_text() == report.markdown(doc, source)
 
 
-def test_the_readme_table_is_generated_from_latest_json(doc: dict[str, Any]) -> None:
+def test_the_readme_table_is_generated_from_its_json(source: str, doc: dict[str, Any]) -> None:
     readme = (ROOT / "README.md").read_text()
-    assert report.readme_block(readme) == report.readme_table(doc), (
-        "README.md's benchmark table differs from benchmarks/results/latest.json: regenerate it with "
-        "`python -m benchmarks --readme README.md` (or report.update_readme), never by hand"
+    assert report.readme_block(readme, source) == report.readme_table(doc, source), (
+        f"README.md's table from benchmarks/results/{source}.json differs from that file: regenerate it "
+        f"with `python -m benchmarks --json benchmarks/results/{source}.json --readme README.md` (or "
+        "report.update_readme), never by hand"
     )
 
 
@@ -90,3 +98,12 @@ def test_the_readme_fresh_browser_block_is_generated_from_fresh_json() -> None:
     for clients in doc["scenarios"].values():
         for entry in clients.values():
             assert entry["reps"] == doc["reps"]  # no client failed a rep
+
+
+def test_each_results_file_has_a_readme_block_of_its_own() -> None:
+    doc = json.loads((RESULTS / "latest.json").read_text())
+    latest, focus = report.readme_table(doc), report.readme_table(doc, "focus")
+    assert latest != focus
+    for text in (f"a\n{latest}\nb\n{focus}\nc", f"a\n{focus}\nb\n{latest}\nc"):
+        assert report.readme_block(text) == latest
+        assert report.readme_block(text, "focus") == focus
