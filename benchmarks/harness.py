@@ -70,6 +70,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     for name in args.clients:
         if name not in REGISTRY:
             parser.error(f"unknown client {name!r}; known: {', '.join(REGISTRY)}")
+    if args.readme is not None:  # checked now, not after the run: a missing block would lose the rewrite
+        try:
+            report.readme_block(args.readme.read_text(), args.json.stem)
+        except OSError as exc:
+            parser.error(f"cannot read --readme {args.readme}: {exc}")
+        except ValueError:
+            begin, end = report.readme_markers(args.json.stem)
+            parser.error(
+                f"{args.readme} has no table generated from {args.json.stem}.json to rewrite: add the lines"
+                f" {begin} and {end} where it goes, or leave out --readme"
+            )
     return args
 
 

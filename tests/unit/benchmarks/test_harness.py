@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -127,6 +128,23 @@ def test_reps_must_allow_an_interval(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit):
         parse_args(["--reps", "1"])
     assert "--reps must be at least 2" in capsys.readouterr().err
+
+
+def test_a_readme_without_the_block_of_the_results_file_is_refused_before_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    readme = tmp_path / "README.md"
+    begin, end = report.readme_markers("latest")
+    readme.write_text(f"intro\n{begin}\n{end}\n")
+    assert parse_args(["--readme", str(readme)]).readme == readme  # latest.json's block is there
+    with pytest.raises(SystemExit):
+        parse_args(["--readme", str(readme), "--json", str(tmp_path / "focus.json")])
+    err = capsys.readouterr().err
+    assert "has no table generated from focus.json" in err
+    assert report.readme_markers("focus")[0] in err
+    with pytest.raises(SystemExit):
+        parse_args(["--readme", str(tmp_path / "missing.md")])
+    assert "cannot read --readme" in capsys.readouterr().err
 
 
 def test_the_same_seed_gives_the_same_order() -> None:
