@@ -41,6 +41,7 @@ from benchmarks.harness import (
     SETTLE_S,
     Browsers,
     admitted,
+    describe,
     log,
     measure_once,
     own_env,
@@ -161,7 +162,7 @@ def run_rep(
                 if not env.shared:
                     client.own_browser = True
             except Exception as exc:  # SkipClient, ImportError and whatever a start raised
-                failed[label] = f"failed to start ({type(exc).__name__}: {exc})"
+                failed[label] = f"failed to start ({describe(exc)})"
                 log(f"    {label}: {failed[label]}")
                 if client is not None:
                     _quietly(client.stop)
@@ -179,7 +180,7 @@ def run_rep(
                     clients[label].setup(scenario)
                     warm_up(clients[label], scenario, quick, got[scenario.name][label])
                 except Exception as exc:
-                    failed[label] = f"failed to set up {scenario.name} ({type(exc).__name__}: {exc})"
+                    failed[label] = f"failed to set up {scenario.name} ({describe(exc)})"
                     log(f"    {label}: {failed[label]}")
                     _quietly(clients[label].teardown, scenario)
                     continue

@@ -169,7 +169,7 @@ def start_clients(
             except ImportError as exc:
                 reason = f"not installed ({exc})"
             except Exception as exc:
-                reason = f"failed to start ({type(exc).__name__}: {exc})"
+                reason = f"failed to start ({describe(exc)})"
             else:
                 started.append(client)
                 log(f"  started {name} ({time.monotonic() - t0:.1f}s)")
@@ -211,7 +211,7 @@ def warm_up(client: Client, scenario: Scenario, quick: bool, got: Collected) -> 
     except TimeoutError:
         raise
     except Exception as exc:
-        got.warmup_retried = f"{type(exc).__name__}: {exc}"
+        got.warmup_retried = describe(exc)
         log(f"    {client.name}: warm-up failed ({got.warmup_retried}); retrying once")
         time.sleep(WARMUP_RETRY_PAUSE_S)
         client.run(scenario, scenario.warmup_size(quick))
@@ -245,8 +245,8 @@ def run_scenario(
             client.setup(scenario)
             warm_up(client, scenario, quick, out[client.name])
         except Exception as exc:
-            out[client.name].skipped = f"failed in setup or warm-up ({type(exc).__name__}: {exc})"
-            out[client.name].hung = isinstance(exc, TimeoutError)
+            out[client.name].skipped = f"failed in setup or warm-up ({describe(exc)})"
+            out[client.name].hung = isinstance(leaf(exc), TimeoutError)
             log(f"    {client.name}: {out[client.name].skipped}")
             _quietly(client.teardown, scenario)
             continue
@@ -286,17 +286,27 @@ def _measure(
                 running.remove(client)
 
 
+def leaf(exc: BaseException) -> BaseException:
+    """What failed: ``exc`` without the groups of one exception that trio's nurseries wrap it in."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message`` of what failed, for a reason in the results (not "Exceptions from Trio nursery")."""
+    what = leaf(exc)
+    return f"{type(what).__name__}: {what}"
+
+
 def measure_once(client: Client, scenario: Scenario, size: int, got: Collected, which: str) -> bool:
     """One measured run of ``client``, added to ``got``; False (and ``got.skipped`` says why) if it failed."""
     cpu0 = time.thread_time_ns()
     try:
         sample = client.run(scenario, size)
     except Exception as exc:
-        leaf: BaseException = exc
-        while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
-            leaf = leaf.exceptions[0]  # say what failed, not "Exceptions from Trio nursery"
-        got.skipped = f"failed in {which} ({type(leaf).__name__}: {leaf})"
-        got.hung = isinstance(leaf, TimeoutError)
+        got.skipped = f"failed in {which} ({describe(exc)})"
+        got.hung = isinstance(leaf(exc), TimeoutError)
         log(f"    {client.name}: {got.skipped}")
         return False
     # A client on a loop thread reports its thread's CPU time; a blocking one runs in this thread.

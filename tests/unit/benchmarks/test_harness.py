@@ -68,6 +68,15 @@ class BrokenSetup(Fake):
     fail_setup: ClassVar[bool] = True
 
 
+class BrokenInANursery(Fake):
+    """Its set-up fails inside a trio nursery, which wraps the error in a group of one."""
+
+    name: ClassVar[str] = "nursery"
+
+    def setup(self, scenario: Scenario) -> None:
+        raise ExceptionGroup("Exceptions from Trio nursery", [ConnectionError("the browser closed the pipe")])
+
+
 class Hangs(Fake):
     name: ClassVar[str] = "hangs"
     fail_run: ClassVar[int | None] = 2  # the warm-up and one measured run succeed
@@ -169,6 +178,13 @@ def test_failures_are_skipped_with_a_reason_and_hangs_are_flagged() -> None:
     assert entry["median_us"] is None
     assert entry["runs"] == 0
     assert "stuck" in entry["skipped"]
+
+
+def test_a_failure_wrapped_by_a_nursery_is_reported_as_what_failed() -> None:
+    out = run_scenario(BY_NAME["roundtrip.evaluate"], [Floor(), BrokenInANursery()], quick=True, rng=rng())
+    assert out["nursery"].skipped == (
+        "failed in setup or warm-up (ConnectionError: the browser closed the pipe)"
+    )
 
 
 def test_placeholders_skip_everyone() -> None:
