@@ -137,7 +137,7 @@ async def test_repeated_ctrl_c_during_close_leaves_no_profile_and_no_process(
         launched = json.loads(output.splitlines()[0])
         sid = launched["pid"]
         assert process.returncode == -signal.SIGINT, errors.decode()
-        assert errors.rstrip().endswith(b"KeyboardInterrupt"), errors.decode()
+        assert ends_with_keyboard_interrupt(errors), errors.decode()
         assert b"ExceptionGroup" not in errors
         assert session_members(sid) == []
         assert not os.path.exists(launched["temp_dir"])
@@ -151,6 +151,16 @@ async def test_repeated_ctrl_c_during_close_leaves_no_profile_and_no_process(
         await process.stderr.aclose()
         if sid:
             kill_session(sid)
+
+
+def ends_with_keyboard_interrupt(errors: bytes) -> bool:
+    """The script's last word is a KeyboardInterrupt, printed whole or, if one more Ctrl-C cut the printing
+    short after the engine was done (the test process can be late with its signals under load), in the
+    interpreter's fallback dump of the exception it could not print."""
+    text = errors.rstrip()
+    if text.endswith(b"KeyboardInterrupt"):
+        return True
+    return text.endswith(b"lost sys.stderr") and b"object type name: KeyboardInterrupt" in text
 
 
 @pytest.mark.browser
