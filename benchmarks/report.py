@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.clients import FLOORS
+from benchmarks.clients import FLOORS, TRIO_FLOORS
 from benchmarks.scenarios import BY_NAME, Kind
 from benchmarks.stats import Ratio, percentile, ratio_ci
 
@@ -163,6 +163,7 @@ def _rows(clients: dict[str, Entry]) -> tuple[list[str], list[list[str]], list[s
         "reps",
         "x floor",
         "engine / this",
+        "trio floor / this",
     ]
     rows: list[list[str]] = []
     notes: list[str] = []
@@ -172,6 +173,8 @@ def _rows(clients: dict[str, Entry]) -> tuple[list[str], list[list[str]], list[s
             continue
         engine = ENGINES.get(e["transport"], "")
         versus = clients.get(engine, {}).get("x_peers", {}).get(name) if engine != name else None
+        floor = TRIO_FLOORS.get(e["transport"], "")
+        room = clients.get(floor, {}).get("x_peers", {}).get(name) if floor != name else None
         rows.append(
             [
                 name,
@@ -183,6 +186,7 @@ def _rows(clients: dict[str, Entry]) -> tuple[list[str], list[list[str]], list[s
                 str(e.get("reps", 0)),
                 fmt_ratio(e.get("x_floor")),
                 fmt_ratio(versus),
+                fmt_ratio(room),
             ]
         )
     return header, rows, notes
@@ -206,8 +210,10 @@ RATIO_NOTE = (
     "median = the median of the per-rep medians; ratios are medians over medians with a paired bootstrap 95%"
     ' interval over the reps; an interval that holds 1.00 is "no difference". `x floor` = this client over'
     " the blocking floor of its transport (json.loads.nogc for decode-only rows); `engine / this` = the"
-    " engine of the same transport over this client (below 1: the engine is faster). Every client ran on a"
-    " Chromium of its own, same binary and flags; reps in a shuffled order per round (seed in the context)."
+    " engine of the same transport over this client (below 1: the engine is faster); `trio floor / this` ="
+    " the one-task trio floor of the transport over this client, the room this client leaves. Every client"
+    " ran on a Chromium of its own, same binary and flags; reps in a shuffled order per round (seed in the"
+    " context)."
 )
 
 
@@ -284,6 +290,7 @@ def markdown(doc: dict[str, Any], source: str = LATEST) -> str:
             out += ["| " + " | ".join(r) + " |" for r in rows]
             out.append("")
         out += [f"- {n}" for n in notes]
+    out += _room_table(results)
     cross = doc.get("cross_transport", {})
     if cross:
         out += ["", "## pipe against websocket (the same client, two transports)", ""]
@@ -327,6 +334,7 @@ def readme_table(doc: dict[str, Any], source: str = LATEST) -> str:
             if mine:
                 out.append(f"| {scenario} | " + " | ".join(fmt_ratio(mine.get(p)) for p in peers) + " |")
         out.append("")
+    out += _room_table(results)
     cross = doc.get("cross_transport", {})
     if cross:
         out += [
@@ -340,6 +348,34 @@ def readme_table(doc: dict[str, Any], source: str = LATEST) -> str:
         out.append("")
     out.append(end)
     return "\n".join(out)
+
+
+ROOM_NOTE = (
+    "The room each peer leaves: the one-task trio floor of its transport over it (below 1: the floor is"
+    " faster). The engine does the floor's work and more (a typed API, routing, bounded subscriptions): where"
+    " the floor itself is level with a peer, the engine can be shown ahead of that peer only by beating the"
+    " floor of its own transport:"
+)
+
+
+def _room_table(results: Results) -> list[str]:
+    """Lines of the README table of each trio floor over the peers of its transport; none if no floor ran."""
+    pairs: list[tuple[str, str]] = []
+    for transport, floor in TRIO_FLOORS.items():
+        for clients in results.values():
+            for peer in clients.get(floor, {}).get("x_peers", {}):
+                theirs = not peer.startswith(("engine.", "floor."))
+                if theirs and clients[peer].get("transport") == transport and (floor, peer) not in pairs:
+                    pairs.append((floor, peer))
+    if not pairs:
+        return []
+    out = [ROOM_NOTE, "", "| scenario | " + " | ".join(f"{f} / {p}" for f, p in pairs) + " |"]
+    out.append("|---|" + "---:|" * len(pairs))
+    for scenario, clients in results.items():
+        cells = [clients.get(f, {}).get("x_peers", {}).get(p) for f, p in pairs]
+        if any(cells):
+            out.append(f"| {scenario} | " + " | ".join(fmt_ratio(c) for c in cells) + " |")
+    return [*out, ""]
 
 
 def readme_block(readme: str, source: str = LATEST) -> str:

@@ -63,6 +63,10 @@ paused, as the engine parses large replies. Only the blocking floors: the trio f
 (floor.trio.ws, floor.trio.pipe) are peers, so every client also gets an ``x floor.trio.*`` column, which
 separates a trio client's own overhead from its event loop's."""
 
+TRIO_FLOORS: dict[str, str] = {"websocket": "floor.trio.ws", "pipe": "floor.trio.pipe"}
+"""The one-task trio floor of each transport: what the engine's round trip is held to, and the measure of how
+much room a peer leaves (the floor over the peer)."""
+
 
 def load(name: str) -> Client:
     """An instance of the named client; ImportError, SkipClient and others propagate to the caller."""
@@ -71,4 +75,15 @@ def load(name: str) -> Client:
     return cls()
 
 
-__all__ = ["DEFAULT", "FLOORS", "NOT_DEFAULT", "REGISTRY", "Client", "Env", "Sample", "SkipClient", "load"]
+__all__ = [
+    "DEFAULT",
+    "FLOORS",
+    "NOT_DEFAULT",
+    "REGISTRY",
+    "TRIO_FLOORS",
+    "Client",
+    "Env",
+    "Sample",
+    "SkipClient",
+    "load",
+]

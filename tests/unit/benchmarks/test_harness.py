@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
@@ -215,6 +216,61 @@ def test_entries_and_ratios() -> None:
     # The raw samples are kept, per rep.
     assert floor["samples_us"] == [[10.0] * 30] * 3
     assert floor["rep_medians_us"] == [10.0] * 3
+
+
+class TrioFloor(Fake):
+    name: ClassVar[str] = "floor.trio.ws"
+    latency: ClassVar[float] = 20.0
+
+
+class Engine(Fake):
+    name: ClassVar[str] = "engine.ws"
+    latency: ClassVar[float] = 25.0
+
+
+class PipeFloor(Fake):
+    name: ClassVar[str] = "floor.trio.pipe"
+    transport: ClassVar[str] = "pipe"
+
+
+def _doc(results: report.Results) -> dict[str, Any]:
+    """A results document around ``results``, with the committed full run's context."""
+    latest: dict[str, Any] = json.loads(
+        (Path(__file__).parents[3] / "benchmarks/results/latest.json").read_text()
+    )
+    return {**latest, "scenarios": results, "cross_transport": {}}
+
+
+def test_the_room_each_peer_leaves_is_the_trio_floor_over_it() -> None:
+    scenario = BY_NAME["roundtrip.getVersion"]
+    clients: list[Client] = [Floor(), TrioFloor(), Engine(), Peer(), PipeFloor(), PipePeer()]
+    out = run_scenario(scenario, clients, quick=True, rng=rng())
+    results: report.Results = {scenario.name: {n: report.entry(c) for n, c in out.items()}}
+    report.add_ratios(results, seed=1)
+    doc = _doc(results)
+    table = report.readme_table(doc).splitlines()
+    # Only peers get a column, each against the floor of its own transport: not the engine, not a floor.
+    header = next(line for line in table if line.startswith("| scenario | floor.trio.ws / "))
+    assert header == "| scenario | floor.trio.ws / peer | floor.trio.pipe / pipe-peer |"
+    row = table[table.index(header) + 2]
+    assert row == ("| roundtrip.getVersion | 0.67 [0.67, 0.67] faster | 1.00 [1.00, 1.00] no difference |")
+    # The same ratio in the .md's column, on the peer's row; none on the floor's own.
+    md = report.markdown(doc)
+    assert "trio floor / this" in md
+    peer_row = next(line for line in md.splitlines() if line.startswith("| peer |"))
+    assert peer_row.endswith("| 0.67 [0.67, 0.67] faster |")
+    floor_row = next(line for line in md.splitlines() if line.startswith("| floor.trio.ws |"))
+    assert floor_row.endswith("| - |")
+
+
+def test_no_trio_floor_no_room_table() -> None:
+    scenario = BY_NAME["roundtrip.getVersion"]
+    out = run_scenario(scenario, [Floor(), Engine(), Peer()], quick=True, rng=rng())
+    results: report.Results = {scenario.name: {n: report.entry(c) for n, c in out.items()}}
+    report.add_ratios(results, seed=1)
+    table = report.readme_table(_doc(results))
+    assert report.ROOM_NOTE not in table
+    assert "engine.ws over each peer" in table
 
 
 def test_percentile_is_nearest_rank() -> None:
