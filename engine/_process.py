@@ -5,7 +5,7 @@ process group of its own), one temporary directory holding a fresh profile and t
 the DevTools pipe or websocket, and a task that drains stderr into a bounded tail for error messages.
 Leaving the block, however it is left (Ctrl-C included), closes the link, stops the process (SIGTERM,
 then SIGKILL), SIGKILLs every process left in its session, waits until none is left and removes the
-directory.
+directory. A directory whose owner was killed before it could do that is removed by the next start.
 
 The protocol-level ``Browser.close`` is the caller's business; :meth:`ChromiumProcess.wait_exit` is there
 to wait for its effect.
@@ -510,9 +510,9 @@ def _temp_parent() -> str:
     return parent
 
 
-def _make_temp_dir() -> str:
+def _make_temp_dir(parent: str) -> str:
     """One directory for the browser: ``profile/`` and ``tmp/`` (its TMPDIR), removed as a whole."""
-    path = tempfile.mkdtemp(prefix=_TEMP_PREFIX, dir=_temp_parent())
+    path = tempfile.mkdtemp(prefix=_TEMP_PREFIX, dir=parent)
     try:
         os.mkdir(os.path.join(path, "profile"))
         os.mkdir(os.path.join(path, "tmp"))
@@ -520,6 +520,85 @@ def _make_temp_dir() -> str:
         shutil.rmtree(path, ignore_errors=True)
         raise
     return path
+
+
+_OWNER_FILE = ".owner"
+"""In the engine's directory: the pid namespace, pid and start time of the process that made it, and the
+browser's pid (its session id). A launch removes the directories whose owner was killed before it could
+(SIGTERM's default, SIGKILL, the OOM killer: before, each left 1-3 MB of profile in the temp folder)."""
+
+
+def _start_time(pid: int) -> str | None:
+    """When ``pid`` started (clock ticks since boot: it tells a process from a later one given the same
+    pid); None if it is gone or a zombie."""
+    fields = _stat_fields(pid)
+    if fields is None or len(fields) < 20 or fields[0] in "ZX":
+        return None
+    return fields[19]
+
+
+def _pid_namespace() -> str | None:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
+def _mark_owner(temp_dir: str, browser_pid: int) -> None:
+    """Say who owns ``temp_dir``; without /proc nothing is written, and a directory without a mark is
+    never swept."""
+    namespace, started = _pid_namespace(), _start_time(os.getpid())
+    if namespace is None or started is None:
+        return
+    with contextlib.suppress(OSError), open(os.path.join(temp_dir, _OWNER_FILE), "x") as file:
+        file.write(f"{namespace} {os.getpid()} {started} {browser_pid}\n")
+
+
+def _orphaned(path: str, namespace: str) -> bool:
+    """True if the mark in ``path`` names an owner that is dead and a browser session with nobody left.
+
+    Anything it cannot be sure of keeps the directory: no mark or a garbled one, another pid namespace
+    (a container sharing the temp folder), an owner alive, a browser process still in its session.
+    """
+    try:
+        with open(os.path.join(path, _OWNER_FILE), encoding="ascii") as file:
+            words = file.read(256).split()
+    except (OSError, ValueError):
+        return False
+    if len(words) != 4 or words[0] != namespace or not (words[1].isdigit() and words[3].isdigit()):
+        return False
+    if _start_time(int(words[1])) == words[2]:
+        return False  # the owner lives
+    return not session_members(int(words[3]))
+
+
+def sweep_orphans(parent: str) -> list[str]:
+    """Remove the engine's directories in ``parent`` that a killed process left behind; the paths removed.
+
+    Only this user's directories named ``cdp-engine-*`` with an owner's mark (see ``_OWNER_FILE``) whose
+    owner and browser are both gone. Runs at every launch, in a worker thread.
+    """
+    namespace = _pid_namespace()
+    if namespace is None:
+        return []
+    uid = os.getuid()
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.startswith(_TEMP_PREFIX):
+            continue
+        try:
+            if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != uid:
+                continue
+        except OSError:
+            continue
+        if _orphaned(entry.path, namespace) and _remove_now(entry.path):
+            log.info("removed %s: its owner was killed before it could remove it", entry.path)
+            removed.append(entry.path)
+    return removed
 
 
 def _remove_now(path: str) -> bool:
@@ -739,7 +818,9 @@ async def open_chromium(
         raise ValueError(f"transport must be 'pipe' or 'websocket', not {transport!r}")
     _check_args(args)  # before anything is created
     binary = find_chromium(executable)
-    temp_dir = _make_temp_dir()
+    parent = _temp_parent()
+    await trio.to_thread.run_sync(sweep_orphans, parent)
+    temp_dir = _make_temp_dir(parent)
     leaving: BaseException | None = None
     try:
         try:
@@ -753,6 +834,7 @@ async def open_chromium(
             )
             async with trio.open_nursery() as nursery:
                 browser = _spawn(command, temp_dir, settings)
+                _mark_owner(temp_dir, browser.pid)
                 try:
                     nursery.start_soon(browser._watch_exit)
                     nursery.start_soon(browser._drain_stderr)

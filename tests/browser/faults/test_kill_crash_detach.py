@@ -248,8 +248,9 @@ def test_browser_exits_when_its_owner_is_killed(
     """A Python process killed without its cleanup (SIGTERM's default, SIGKILL) leaves no browser behind.
 
     Over the websocket the whole browser used to stay up: the engine now also hands Chromium an unused
-    DevTools pipe, which the kernel closes when its owner dies. Its temporary directory does stay (nobody
-    is left to remove it): the owner makes it in this test's own temp folder, not in /tmp.
+    DevTools pipe, which the kernel closes when its owner dies. Its temporary directory stays (nobody is
+    left to remove it) until the next launch in the same temp folder, which removes it: before, it stayed
+    for good. The owner makes it in this test's own temp folder, not in /tmp.
     """
     import subprocess
     import sys
@@ -275,3 +276,14 @@ def test_browser_exits_when_its_owner_is_killed(
         for stray in left:  # don't leak them into the rest of the run if the test fails
             os.kill(stray, signal.SIGKILL)
         assert not left, f"{len(left)} browser processes outlived their killed owner"
+    leftover = [p.name for p in system_temp.iterdir()]
+    assert len(leftover) == 1, leftover
+    assert leftover[0].startswith("cdp-engine-"), leftover
+
+    async def next_launch() -> None:
+        with trio.fail_after(30):
+            async with launch():
+                assert not (system_temp / leftover[0]).exists()
+
+    trio.run(next_launch)
+    assert list(system_temp.iterdir()) == []
