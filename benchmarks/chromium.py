@@ -1,7 +1,10 @@
 """Launching the Chromium the suite measures against: one shared over a websocket, one per pipe client.
 
 Every launched browser gets the same flags and a fresh user-data-dir, runs in its own session (process
-group), and is stopped by signalling that group only.
+group), and is stopped by signalling that group only. Each also holds a DevTools pipe whose other ends
+only this process has (a websocket browser's is unused): when this process dies without its cleanup
+(SIGKILL, a timeout in a test, SIGTERM's default), Chromium exits, as the engine's own launch does, and
+the next run removes the profile (``sweep_orphans``).
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
-from engine.lowlevel import BASE_FLAGS, session_members
+from engine.lowlevel import BASE_FLAGS, mark_owner, session_members, sweep_orphans
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS: tuple[str, ...] = BASE_FLAGS  # the flags that work on a closed network, shared with the engine
@@ -27,20 +31,62 @@ START_TIMEOUT_S = 30.0
 REMOVE_TIMEOUT_S = 2.0
 
 
+PREFIX = "cdp-bench-"
+"""The start of every profile folder the suite makes in the temp folder."""
+
+
+class Waitable(Protocol):
+    """What the stop needs of a browser's process: a ``Spawned`` or a ``subprocess.Popen``."""
+
+    @property
+    def returncode(self) -> int | None: ...
+    def poll(self) -> int | None: ...
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+class Spawned:
+    """A process started by ``posix_spawn``, waited for as a ``subprocess.Popen`` is."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                done, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: gone all the same
+                self.returncode = -1
+            else:
+                if done:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (code := self.poll()) is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(CHROMIUM, timeout or 0.0)
+            time.sleep(0.02)
+        return code
+
+
 @dataclass
 class WebSocketBrowser:
-    """A Chromium listening on 127.0.0.1 with --remote-debugging-port=0."""
+    """A Chromium listening on 127.0.0.1 with --remote-debugging-port=0 (and holding its lifeline)."""
 
     pid: int
     http_url: str
     ws_url: str
     profile: str
-    process: subprocess.Popen[bytes]
+    process: Waitable
+    lifeline: tuple[int, ...] = ()
 
     def stop(self) -> None:
         try:
             _stop_group(self.pid, self.process.wait)
         finally:  # interrupted too: remove_profile SIGKILLs what is left of the browser
+            _close(self.lifeline)
             remove_profile(self.profile, self.pid)
 
 
@@ -54,23 +100,17 @@ class PipeBrowser:
     profile: str
 
     def stop(self) -> None:
-        for fd in (self.write_fd, self.read_fd):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-        def wait(timeout: float) -> int:
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                done, status = os.waitpid(self.pid, os.WNOHANG)
-                if done:
-                    return status
-                time.sleep(0.05)
-            raise subprocess.TimeoutExpired(CHROMIUM, timeout)
-
+        _close((self.write_fd, self.read_fd))
         try:
-            _stop_group(self.pid, wait)
+            _stop_group(self.pid, Spawned(self.pid).wait)
         finally:  # interrupted too: remove_profile SIGKILLs what is left of the browser
             remove_profile(self.profile, self.pid)
+
+
+def _close(fds: tuple[int, ...]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _stop_group(pid: int, wait: Callable[[float], object]) -> None:
@@ -102,25 +142,39 @@ def remove_profile(path: str, session: int | None = None) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def sweep() -> list[str]:
+    """Remove the profiles a killed run left in the temp folder (once their browsers are gone)."""
+    return sweep_orphans(tempfile.gettempdir(), PREFIX)
+
+
 def launch_websocket(chromium: str = CHROMIUM, flags: tuple[str, ...] = FLAGS) -> WebSocketBrowser:
     """Launch a headless Chromium with a debugging port picked by the OS on 127.0.0.1."""
-    profile = tempfile.mkdtemp(prefix="cdp-bench-ws-")
+    profile = tempfile.mkdtemp(prefix=PREFIX + "ws-")
+    argv = [
+        chromium,
+        *flags,
+        "--remote-debugging-address=127.0.0.1",
+        "--remote-debugging-port=0",
+        "--remote-debugging-pipe",  # the lifeline: never used, closed when this process dies
+        f"--user-data-dir={profile}",
+        "about:blank",
+    ]
     try:
-        process = _popen_logged(chromium, flags, profile)
+        process, lifeline = _spawn_logged(argv, profile)
     except OSError:
         shutil.rmtree(profile, ignore_errors=True)
         raise
     try:
         port, path = _debugging_port(process, profile)
     except BaseException:  # that, or Ctrl-C while it starts: nobody else could stop it
-        WebSocketBrowser(process.pid, "", "", profile, process).stop()
+        WebSocketBrowser(process.pid, "", "", profile, process, lifeline).stop()
         raise
     return WebSocketBrowser(
-        process.pid, f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}{path}", profile, process
+        process.pid, f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}{path}", profile, process, lifeline
     )
 
 
-def _debugging_port(process: subprocess.Popen[bytes], profile: str) -> tuple[str, str]:
+def _debugging_port(process: Waitable, profile: str) -> tuple[str, str]:
     """(port, browser path) from the profile's DevToolsActivePort, once Chromium has written it."""
     port_file = os.path.join(profile, "DevToolsActivePort")
     deadline = time.monotonic() + START_TIMEOUT_S
@@ -135,25 +189,6 @@ def _debugging_port(process: subprocess.Popen[bytes], profile: str) -> tuple[str
         if process.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"Chromium did not open its debugging port (exit code {process.returncode})")
         time.sleep(0.05)
-
-
-def _popen_logged(chromium: str, flags: tuple[str, ...], profile: str) -> subprocess.Popen[bytes]:
-    with open(os.path.join(profile, "chromium.log"), "wb") as log:
-        return subprocess.Popen(
-            [
-                chromium,
-                *flags,
-                "--remote-debugging-address=127.0.0.1",
-                "--remote-debugging-port=0",
-                f"--user-data-dir={profile}",
-                "about:blank",
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-            env=_env(profile),
-        )
 
 
 def _env(profile: str) -> dict[str, str]:
@@ -176,18 +211,31 @@ def launch_pipe(
     ``posix_spawn`` with dup2 file actions places the pipe ends; no Python runs in the child, which keeps
     this safe while other threads (the async clients' loops) are running.
     """
+    profile = tempfile.mkdtemp(prefix=PREFIX + "pipe-")
+    argv = [chromium, *flags, "--remote-debugging-pipe", f"--user-data-dir={profile}", "about:blank"]
+    try:
+        process, (read_fd, write_fd) = _spawn_logged(argv, profile, pipe_size)
+    except OSError:
+        shutil.rmtree(profile, ignore_errors=True)
+        raise
+    return PipeBrowser(process.pid, read_fd, write_fd, profile)
+
+
+def _spawn_logged(
+    argv: list[str], profile: str, pipe_size: int | None = None
+) -> tuple[Spawned, tuple[int, int]]:
+    """Start ``argv`` in a session of its own, the DevTools pipe on its fds 3 and 4, its output in the
+    profile's chromium.log; the process, and our (read, write) ends of the pipe."""
     to_child_r, to_child_w = (_high_fd(fd) for fd in os.pipe())
     from_child_r, from_child_w = (_high_fd(fd) for fd in os.pipe())
     if pipe_size is not None:
         with contextlib.suppress(OSError):
             fcntl.fcntl(from_child_r, fcntl.F_SETPIPE_SZ, pipe_size)
             fcntl.fcntl(to_child_w, fcntl.F_SETPIPE_SZ, pipe_size)
-    profile = tempfile.mkdtemp(prefix="cdp-bench-pipe-")
     log = os.path.join(profile, "chromium.log")
-    argv = [chromium, *flags, "--remote-debugging-pipe", f"--user-data-dir={profile}", "about:blank"]
     try:
         pid = os.posix_spawn(
-            chromium,
+            argv[0],
             argv,
             _env(profile),
             file_actions=[
@@ -200,14 +248,12 @@ def launch_pipe(
             setsid=True,
         )
     except OSError:
-        os.close(from_child_r)
-        os.close(to_child_w)
-        shutil.rmtree(profile, ignore_errors=True)
+        _close((from_child_r, to_child_w))
         raise
     finally:
-        os.close(to_child_r)
-        os.close(from_child_w)
-    return PipeBrowser(pid, from_child_r, to_child_w, profile)
+        _close((to_child_r, from_child_w))
+    mark_owner(profile, pid)
+    return Spawned(pid), (from_child_r, to_child_w)
 
 
 def browser_ws_url(endpoint: str) -> tuple[str, str | None]:

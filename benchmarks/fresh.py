@@ -245,6 +245,8 @@ def readme_text_block(readme: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    for path in chromium.sweep():
+        log(f"removed {path}, left by a run that was killed")
     go, busy = admitted(args.force)
     if not go:
         return 3

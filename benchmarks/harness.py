@@ -332,6 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in REGISTRY:
             print(f"{name}{'' if name in DEFAULT else '  (not run by default)'}")
         return 0
+    for path in chromium.sweep():
+        log(f"removed {path}, left by a run that was killed")
     go, busy = admitted(args.force)
     if not go:
         return 3

@@ -544,9 +544,10 @@ def _pid_namespace() -> str | None:
         return None
 
 
-def _mark_owner(temp_dir: str, browser_pid: int) -> None:
-    """Say who owns ``temp_dir``; without /proc nothing is written, and a directory without a mark is
-    never swept."""
+def mark_owner(temp_dir: str, browser_pid: int) -> None:
+    """Say that this process owns ``temp_dir``, used by the browser whose session is ``browser_pid``, so
+    that :func:`sweep_orphans` can remove it if this process is killed. Without /proc nothing is written,
+    and a directory without a mark is never swept."""
     namespace, started = _pid_namespace(), _start_time(os.getpid())
     if namespace is None or started is None:
         return
@@ -572,11 +573,12 @@ def _orphaned(path: str, namespace: str) -> bool:
     return not session_members(int(words[3]))
 
 
-def sweep_orphans(parent: str) -> list[str]:
-    """Remove the engine's directories in ``parent`` that a killed process left behind; the paths removed.
+def sweep_orphans(parent: str, prefix: str = _TEMP_PREFIX) -> list[str]:
+    """Remove the directories in ``parent`` that a killed process left behind; the paths removed.
 
-    Only this user's directories named ``cdp-engine-*`` with an owner's mark (see ``_OWNER_FILE``) whose
-    owner and browser are both gone. Runs at every launch, in a worker thread.
+    Only this user's directories named ``prefix*`` with an owner's mark (:func:`mark_owner`) whose owner
+    and browser are both gone. ``open_chromium`` runs it at every start (``cdp-engine-*``), in a worker
+    thread.
     """
     namespace = _pid_namespace()
     if namespace is None:
@@ -588,7 +590,7 @@ def sweep_orphans(parent: str) -> list[str]:
     except OSError:
         return []
     for entry in entries:
-        if not entry.name.startswith(_TEMP_PREFIX):
+        if not entry.name.startswith(prefix):
             continue
         try:
             if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != uid:
@@ -834,7 +836,7 @@ async def open_chromium(
             )
             async with trio.open_nursery() as nursery:
                 browser = _spawn(command, temp_dir, settings)
-                _mark_owner(temp_dir, browser.pid)
+                mark_owner(temp_dir, browser.pid)
                 try:
                     nursery.start_soon(browser._watch_exit)
                     nursery.start_soon(browser._drain_stderr)

@@ -15,8 +15,10 @@ from engine._process import (
     SpawnedProcess,
     chromium_command,
     find_chromium,
+    mark_owner,
     open_chromium,
     session_members,
+    sweep_orphans,
 )
 from engine._sessions import SessionTable, SessionTableStatistics
 from engine._settings import DEFAULT_SETTINGS
@@ -64,9 +66,11 @@ __all__ = [
     "fetch_json_version",
     "find_chromium",
     "make_pipe_pair",
+    "mark_owner",
     "open_chromium",
     "open_connection",
     "open_websocket_transport",
     "session_members",
+    "sweep_orphans",
     "write_fully",
 ]

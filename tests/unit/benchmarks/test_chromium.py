@@ -62,17 +62,18 @@ def _never_ready(tmp_path: Path) -> str:
 def test_a_launch_interrupted_while_it_waits_for_the_port_stops_the_browser(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    launched: list[subprocess.Popen[bytes]] = []
-    real_popen = chromium._popen_logged
+    launched: list[chromium.Spawned] = []
+    real_spawn = chromium._spawn_logged
 
-    def popen(*args: Any) -> subprocess.Popen[bytes]:
-        launched.append(real_popen(*args))
-        return launched[-1]
+    def spawn(*args: Any) -> tuple[chromium.Spawned, tuple[int, int]]:
+        process, fds = real_spawn(*args)
+        launched.append(process)
+        return process, fds
 
-    def interrupted(process: subprocess.Popen[bytes], profile: str) -> tuple[str, str]:
+    def interrupted(process: chromium.Waitable, profile: str) -> tuple[str, str]:
         raise KeyboardInterrupt  # Ctrl-C while it waits for the port
 
-    monkeypatch.setattr(chromium, "_popen_logged", popen)
+    monkeypatch.setattr(chromium, "_spawn_logged", spawn)
     monkeypatch.setattr(chromium, "_debugging_port", interrupted)
     before = set(Path(tempfile.gettempdir()).glob("cdp-bench-ws-*"))
     with pytest.raises(KeyboardInterrupt):

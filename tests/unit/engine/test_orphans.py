@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine._process import _OWNER_FILE, _mark_owner, _pid_namespace, _start_time, sweep_orphans
+from engine._process import _OWNER_FILE, _pid_namespace, _start_time, mark_owner, sweep_orphans
 
 pytestmark = pytest.mark.skipif(_pid_namespace() is None, reason="reads processes from /proc (Linux)")
 
@@ -84,13 +84,13 @@ def test_a_missing_temp_folder_is_no_error(tmp_path: Path) -> None:
 
 
 def test_the_mark_names_this_process_and_the_browser(tmp_path: Path) -> None:
-    _mark_owner(str(tmp_path), 4242)
+    mark_owner(str(tmp_path), 4242)
     namespace, pid, started, browser = (tmp_path / _OWNER_FILE).read_text().split()
     me = os.getpid()
     assert (namespace, int(pid), started, int(browser)) == (_pid_namespace(), me, _start_time(me), 4242)
     # While this process lives, its directory stays.
     engine = tmp_path / "parent" / "cdp-engine-mine"
     engine.mkdir(parents=True)
-    _mark_owner(str(engine), 4242)
+    mark_owner(str(engine), 4242)
     assert sweep_orphans(str(tmp_path / "parent")) == []
     assert engine.exists()
