@@ -46,6 +46,7 @@ from benchmarks.harness import (
     measure_once,
     own_env,
     probe_version,
+    remove_leftovers,
     warm_up,
 )
 from benchmarks.pages import PageServer
@@ -245,8 +246,7 @@ def readme_text_block(readme: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    for path in chromium.sweep():
-        log(f"removed {path}, left by a run that was killed")
+    remove_leftovers()
     go, busy = admitted(args.force)
     if not go:
         return 3

@@ -286,6 +286,12 @@ def _measure(
                 running.remove(client)
 
 
+def remove_leftovers() -> None:
+    """Remove the profiles a killed run left behind (its browsers exited with it), and say so."""
+    for path in chromium.sweep():
+        log(f"removed {path}, left by a run that was killed")
+
+
 def leaf(exc: BaseException) -> BaseException:
     """What failed: ``exc`` without the groups of one exception that trio's nurseries wrap it in."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
@@ -332,8 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in REGISTRY:
             print(f"{name}{'' if name in DEFAULT else '  (not run by default)'}")
         return 0
-    for path in chromium.sweep():
-        log(f"removed {path}, left by a run that was killed")
+    remove_leftovers()
     go, busy = admitted(args.force)
     if not go:
         return 3

@@ -290,7 +290,6 @@ def markdown(doc: dict[str, Any], source: str = LATEST) -> str:
             out += ["| " + " | ".join(r) + " |" for r in rows]
             out.append("")
         out += [f"- {n}" for n in notes]
-    out += _room_table(results)
     cross = doc.get("cross_transport", {})
     if cross:
         out += ["", "## pipe against websocket (the same client, two transports)", ""]

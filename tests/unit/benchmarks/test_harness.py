@@ -198,11 +198,17 @@ def test_placeholders_skip_everyone() -> None:
     assert CALLS == []
 
 
-def test_entries_and_ratios() -> None:
-    scenario = BY_NAME["roundtrip.getVersion"]
-    out = run_scenario(scenario, [Floor(), Peer(), PipePeer()], quick=True, rng=rng())
+def _results(scenario: Scenario, clients: list[Client]) -> report.Results:
+    """One quick run of ``scenario`` over ``clients``, as the report reads it, with its ratios."""
+    out = run_scenario(scenario, clients, quick=True, rng=rng())
     results: report.Results = {scenario.name: {n: report.entry(c) for n, c in out.items()}}
     report.add_ratios(results, seed=1)
+    return results
+
+
+def test_entries_and_ratios() -> None:
+    scenario = BY_NAME["roundtrip.getVersion"]
+    results = _results(scenario, [Floor(), Peer(), PipePeer()])
     got = results[scenario.name]
     floor, peer = got["floor.ws"], got["peer"]
     assert floor["median_us"] == 10.0
@@ -244,9 +250,7 @@ def _doc(results: report.Results) -> dict[str, Any]:
 def test_the_room_each_peer_leaves_is_the_trio_floor_over_it() -> None:
     scenario = BY_NAME["roundtrip.getVersion"]
     clients: list[Client] = [Floor(), TrioFloor(), Engine(), Peer(), PipeFloor(), PipePeer()]
-    out = run_scenario(scenario, clients, quick=True, rng=rng())
-    results: report.Results = {scenario.name: {n: report.entry(c) for n, c in out.items()}}
-    report.add_ratios(results, seed=1)
+    results = _results(scenario, clients)
     doc = _doc(results)
     table = report.readme_table(doc).splitlines()
     # Only peers get a column, each against the floor of its own transport: not the engine, not a floor.
@@ -257,6 +261,7 @@ def test_the_room_each_peer_leaves_is_the_trio_floor_over_it() -> None:
     # The same ratio in the .md's column, on the peer's row; none on the floor's own.
     md = report.markdown(doc)
     assert "trio floor / this" in md
+    assert report.ROOM_NOTE not in md  # there the column says it, beside each peer's row
     peer_row = next(line for line in md.splitlines() if line.startswith("| peer |"))
     assert peer_row.endswith("| 0.67 [0.67, 0.67] faster |")
     floor_row = next(line for line in md.splitlines() if line.startswith("| floor.trio.ws |"))
@@ -265,9 +270,7 @@ def test_the_room_each_peer_leaves_is_the_trio_floor_over_it() -> None:
 
 def test_no_trio_floor_no_room_table() -> None:
     scenario = BY_NAME["roundtrip.getVersion"]
-    out = run_scenario(scenario, [Floor(), Engine(), Peer()], quick=True, rng=rng())
-    results: report.Results = {scenario.name: {n: report.entry(c) for n, c in out.items()}}
-    report.add_ratios(results, seed=1)
+    results = _results(scenario, [Floor(), Engine(), Peer()])
     table = report.readme_table(_doc(results))
     assert report.ROOM_NOTE not in table
     assert "engine.ws over each peer" in table
