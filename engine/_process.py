@@ -21,6 +21,7 @@ import logging
 import os
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -558,14 +559,23 @@ def mark_owner(temp_dir: str, browser_pid: int) -> None:
 def _orphaned(path: str, namespace: str) -> bool:
     """True if the mark in ``path`` names an owner that is dead and a browser session with nobody left.
 
-    Anything it cannot be sure of keeps the directory: no mark or a garbled one, another pid namespace
-    (a container sharing the temp folder), an owner alive, a browser process still in its session.
+    Anything it cannot be sure of keeps the directory: no mark, a garbled one or one that is not a regular
+    file, another pid namespace (a container sharing the temp folder), an owner alive, a browser process
+    still in its session.
     """
     try:
-        with open(os.path.join(path, _OWNER_FILE), encoding="ascii") as file:
-            words = file.read(256).split()
+        # Non-blocking and not through a link: a FIFO or a symlink put there must not hang or redirect us.
+        fd = os.open(os.path.join(path, _OWNER_FILE), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        words = os.read(fd, 256).decode("ascii").split()
     except (OSError, ValueError):
         return False
+    finally:
+        os.close(fd)
     if len(words) != 4 or words[0] != namespace or not (words[1].isdigit() and words[3].isdigit()):
         return False
     if _start_time(int(words[1])) == words[2]:

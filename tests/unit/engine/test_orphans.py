@@ -66,6 +66,12 @@ def test_what_the_sweep_cannot_be_sure_of_is_kept(tmp_path: Path, dead_pid: int,
         engine_dir(tmp_path, "garbled", "pid:[1] twelve\n"),
         engine_dir(tmp_path, "binary", "\xff\xfe"),
     ]
+    fifo = engine_dir(tmp_path, "fifo", None)
+    os.mkfifo(fifo / _OWNER_FILE)  # read blocking, it would hang the launch
+    linked = engine_dir(tmp_path, "linked-mark", None)
+    (tmp_path / "a-mark").write_text(mark(dead_pid, "1", dead_pid))
+    (linked / _OWNER_FILE).symlink_to(tmp_path / "a-mark")
+    kept += [fifo, linked]
     not_ours = tmp_path / "other-tool-dead"
     not_ours.mkdir()
     (not_ours / _OWNER_FILE).write_text(mark(dead_pid, "1", dead_pid))
