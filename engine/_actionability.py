@@ -158,8 +158,12 @@ def send_nowait(session: Session, method: str, params: dict[str, Any]) -> None:
 
 
 def release(session: Session, group: str) -> None:
-    """Free the JS handles an action made (fire and forget: nothing waits on it)."""
-    if not session.detached and session.connection.closed is None:
+    """Free the JS handles an action or an evaluate made (fire and forget: nothing waits on it).
+
+    Nothing is sent to a crashed target (its handles died with its renderer): raised from a ``finally``,
+    TargetCrashed would hide the error that ended the work.
+    """
+    if not session.detached and not session.crashed and session.connection.closed is None:
         send_nowait(session, "Runtime.releaseObjectGroup", {"objectGroup": group})
 
 
