@@ -166,7 +166,9 @@ class Connection(metaclass=NoPublicConstructor):
         self._writer_lot = trio.lowlevel.ParkingLot()
         self._closed: ConnectionClosed | None = None
         self._closed_event = trio.Event()
-        self._ignored: set[int] = set()
+        # Fire-and-forget commands awaiting their reply (to be dropped quietly), with their session: a
+        # detached session's never come, and are forgotten with it (forget_session).
+        self._ignored: dict[int, Session] = {}
         self._eager = True
         # Leader/follower reading: see _send_and_wait. The reader task rests (parked on _reader_lot, not on
         # the link) while no command is pending and nobody listens; a caller that then finds itself alone
@@ -423,7 +425,7 @@ class Connection(metaclass=NoPublicConstructor):
         if self._closed is not None:
             return
         command_id, data = self._encode(method, params, session)
-        self._ignored.add(command_id)
+        self._ignored[command_id] = session
         try:
             self._enqueue((data,))
         except ConnectionClosed as exc:
@@ -533,8 +535,7 @@ class Connection(metaclass=NoPublicConstructor):
                 return
             entry = self._pending.pop(command_id, None)
             if entry is None:
-                if command_id in self._ignored:
-                    self._ignored.discard(command_id)
+                if self._ignored.pop(command_id, None) is not None:
                     if "error" in message:
                         log.debug("fire-and-forget command %s failed: %s", command_id, message["error"])
                 else:
@@ -597,6 +598,11 @@ class Connection(metaclass=NoPublicConstructor):
         """End every command pending on ``session`` with ``error`` (detach, crash)."""
         doomed = [cid for cid, entry in self._pending.items() if entry.session is session]
         _fail([self._pending.pop(cid) for cid in doomed], lambda _: fresh_copy(error))
+
+    def forget_session(self, session: Session) -> None:
+        """``session`` is gone: the replies to its fire-and-forget commands will never come."""
+        for command_id in [cid for cid, owner in self._ignored.items() if owner is session]:
+            del self._ignored[command_id]
 
     def close(self, reason: ConnectionClosed) -> None:
         """Mark the link closed; every pending command and every subscription ends with ``reason``."""

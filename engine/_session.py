@@ -585,12 +585,14 @@ class Session(metaclass=NoPublicConstructor):
         self._closed_by_client = how
 
     def _end_detached(self, reason: str) -> None:
-        """The target session is gone: fail its pending commands and end its subscriptions."""
+        """The target session is gone: fail its pending commands, forget its fire-and-forget ones, and end
+        its subscriptions."""
         if self._closed_by_client is not None:
             reason = f"{self._closed_by_client} (the browser said: {reason})"
         error = SessionDetached(f"session {self.session_id} ({self.target_type}) was detached: {reason}")
         self._detached = error
         self.connection.fail_pending(self, error)
+        self.connection.forget_session(self)
         self._close_subscriptions(error)
 
     def _end_crashed(self, reason: str) -> None:

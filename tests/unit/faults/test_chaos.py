@@ -429,6 +429,8 @@ async def test_chaos(kind: str, seed: int, mock_clock: MockClock) -> None:
                             users.start_soon(partial(callers.run, lone_only=lone_only))
                 await trio.sleep(0.1)
                 assert connection.pending_count() == 0
+                # Fire-and-forget commands to detached targets are forgotten with them (no slow leak).
+                assert not [s for s in connection._ignored.values() if s.detached]
                 for seen in hooked.values():  # hooks drop nothing
                     assert not seen or seen == list(range(seen[0], seen[0] + len(seen)))
 

@@ -148,6 +148,30 @@ async def test_detach_fails_only_that_session(
         await a.execute_raw("Runtime.evaluate")
 
 
+async def test_a_detached_sessions_fire_and_forget_commands_are_forgotten(
+    fake: tuple[Browser, FakePeer], pair: tuple[Connection, FakePeer, Session]
+) -> None:
+    # Their replies never come; kept, their ids grew by a few per closed page for the life of the link.
+    connection, peer, _ = pair
+    a = connection.sessions.create("A", target_id="TA", target_type="page", parent=fake[0].session)
+    b = connection.sessions.create("B", target_id="TB", target_type="page", parent=fake[0].session)
+    for session in (a, a, b):
+        session.execute_nowait(cdp.runtime.release_object_group(object_group="g"))
+    with trio.fail_after(5):
+        sent = [await peer.next_command() for _ in range(3)]
+        peer.event("Target.detachedFromTarget", {"sessionId": "A", "targetId": "TA"})
+        while not a.detached:
+            await trio.sleep(0.001)
+    assert list(connection._ignored) == [sent[2]["id"]]  # b's, still awaited
+    peer.reply(sent[2])
+    peer.reply(sent[0])  # a late reply for the detached session: dropped, counted
+    with trio.fail_after(5):
+        while connection.statistics().messages_received < 3:
+            await trio.sleep(0.001)
+    assert not connection._ignored
+    assert connection.statistics().unknown_id_replies == 1
+
+
 async def test_crash_fails_pending_with_target_crashed(
     fake: tuple[Browser, FakePeer], pair: tuple[Connection, FakePeer, Session]
 ) -> None:
