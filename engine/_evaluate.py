@@ -208,8 +208,11 @@ def recorder(page: Page) -> MetricsRecorder:
     return _state(page).metrics
 
 
-_PRIMARY: weakref.WeakKeyDictionary[Session, Session] = weakref.WeakKeyDictionary()
-"""Each evaluate session's target's own established session (the page's, or its OOPIF's child session)."""
+_PRIMARY: weakref.WeakKeyDictionary[Session, weakref.ref[Session]] = weakref.WeakKeyDictionary()
+"""Each evaluate session's target's own established session (the page's, or its OOPIF's child session).
+
+Held weakly both ways: the page's session holds the page (its dialog hooks do), and the page holds its
+evaluate sessions (``_pages``), so a strong value here kept every closed page alive for good."""
 
 
 async def evaluation_session(page: Page, target_id: str) -> Session:
@@ -239,7 +242,7 @@ async def evaluation_session(page: Page, target_id: str) -> Session:
         state.sessions[target_id] = session
         primary = session_for_frame(page, "" if target_id == page.target_id else target_id)
         if primary is not None:
-            _PRIMARY[session] = primary
+            _PRIMARY[session] = weakref.ref(primary)
         log.debug("evaluate session %s attached to %s", session.session_id, target_id)
         return session
     finally:
@@ -327,7 +330,8 @@ async def _stop_script(session: Session, metrics: MetricsRecorder, *, by: float 
     to stop, and the tab stayed hung.
     """
     probes = 0
-    primary = _PRIMARY.get(session)
+    held = _PRIMARY.get(session)
+    primary = held() if held is not None else None
     via = primary if primary is not None and not primary.detached else session
     give_up = trio.current_time() + STOP_LIMIT if by is None else by
     with trio.CancelScope(shield=True), trio.move_on_at(give_up) as scope:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import collections
+import gc
 import http.server
 import threading
 import time
+import weakref
 from typing import Any
 
 import pytest
@@ -328,6 +330,25 @@ async def test_a_tab_held_outside_javascript_is_reported_as_not_stopped(
             _HeldRequests.release.set()
             with trio.fail_after(10):
                 assert await page.evaluate("6 * 7") == 42
+
+
+async def test_a_closed_page_that_evaluated_is_freed(browser: Browser, server: str) -> None:
+    # Found by a long open/close run: every closed page stayed in memory (with its sessions and hooks),
+    # held through the evaluate session's map to the page's own session.
+    async def used_and_closed() -> weakref.ref[Page]:
+        page = await open_page(browser, server)
+        with trio.fail_after(10):
+            assert await page.evaluate("6 * 7") == 42
+            with trio.move_on_after(0.05):
+                await page.evaluate("new Promise(() => {})")  # the termination path too
+            await page.close()
+        return weakref.ref(page)
+
+    freed = await used_and_closed()
+    with trio.move_on_after(2):  # the close's last messages may hold it for a moment
+        while gc.collect() is not None and freed() is not None:
+            await trio.sleep(0.05)
+    assert freed() is None
 
 
 async def test_the_gate_refuses_before_anything_is_sent(server: str) -> None:
