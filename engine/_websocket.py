@@ -33,6 +33,13 @@ header with its 64-bit length and mask key, plus the payload) must fit in 100 Mi
 _BROKE_WHILE_SENDING = "the websocket connection broke while sending"
 
 
+def _broke(exc: BaseException) -> str:
+    """What a failed read means; a reset is how a killed browser's socket often ends."""
+    if isinstance(exc, ConnectionResetError) or isinstance(exc.__cause__, ConnectionResetError):
+        return "the browser reset the websocket's TCP connection (it exited or crashed)"
+    return f"the websocket connection broke: {exc!r}"
+
+
 class WebSocketTransport:
     """CDP messages as websocket text frames on a trio stream.
 
@@ -191,7 +198,7 @@ class WebSocketTransport:
                     else:
                         data = await self._stream.receive_some(self._read_size)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                    await self._abort(f"the websocket connection broke: {exc!r}")
+                    await self._abort(_broke(exc))
                     raise link.error() from exc
                 if not data:
                     await self._abort(

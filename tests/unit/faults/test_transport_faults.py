@@ -33,6 +33,7 @@ from engine.lowlevel import (
     open_websocket_transport,
 )
 from tests.unit.engine.test_transport import pipe_pair, read_client_frame, socket_stream_pair
+from tests.unit.engine.test_transport_conformance import answer_upgrade
 from tests.unit.faults.server import Handler, read_request, serving
 
 MIB = 1024 * 1024
@@ -505,3 +506,19 @@ async def test_open_websocket_transport_applies_the_settings_inbound_limit() -> 
             )
             with pytest.raises(ConnectionClosed, match=r"of 2,048 bytes, over the 1,024-byte limit"):
                 await transport.receive_batch()
+
+
+async def test_a_reset_connection_says_the_browser_reset_it() -> None:
+    # A killed browser's socket often ends in a reset (ECONNRESET), not an EOF: say what that means.
+    async def upgrade_then_reset(stream: trio.SocketStream) -> None:
+        await answer_upgrade(stream)
+        stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        stream.socket.close()
+
+    async with serving(upgrade_then_reset) as port:
+        with trio.fail_after(5):
+            url = f"ws://127.0.0.1:{port}/devtools/browser/x"
+            transport = await open_websocket_transport(url, Settings())
+            with pytest.raises(ConnectionClosed) as caught:
+                await transport.receive_batch()
+    assert str(caught.value) == "the browser reset the websocket's TCP connection (it exited or crashed)"
