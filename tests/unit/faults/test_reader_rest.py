@@ -30,8 +30,16 @@ async def _until(condition: Any) -> None:
         await trio.sleep(0.0005)
 
 
-async def test_a_lone_caller_leads_even_with_a_hook_on_the_session(pair: Pair) -> None:
+def _virtual_time(clock: MockClock) -> None:
+    """Time that moves only while every task waits, for a test that sees the reader at rest and then expects
+    the next call to lead. On the real clock a loaded machine can let the rest's timer (READER_REST_S) fire
+    in between; the woken reader then reads, and the call follows instead (seen once in a parallel run)."""
+    clock.autojump_threshold = 0
+
+
+async def test_a_lone_caller_leads_even_with_a_hook_on_the_session(pair: Pair, mock_clock: MockClock) -> None:
     connection, peer, browser = pair
+    _virtual_time(mock_clock)
     add_hook(browser, ("Page.javascriptDialogOpening",), lambda method, params: None)
     got: list[dict[str, Any]] = []
     with trio.fail_after(5):
@@ -110,11 +118,14 @@ async def test_a_cancelled_leader_drops_the_late_reply_and_the_next_call_works(p
     assert got == [{"product": "fresh"}]
 
 
-async def test_a_leader_answers_only_its_own_reply_whatever_else_reads_alone(pair: Pair) -> None:
+async def test_a_leader_answers_only_its_own_reply_whatever_else_reads_alone(
+    pair: Pair, mock_clock: MockClock
+) -> None:
     """A leader takes a read of one message that is its own reply without the reader's dispatch; anything
     else read alone (an id that only equals its own as a number, a reply orjson refuses, an event, a stray
     reply) goes through the dispatch, as the reader would handle it."""
     connection, peer, browser = pair
+    _virtual_time(mock_clock)
     seen: list[str] = []
     add_hook(browser, ("Page.frameNavigated",), lambda method, params: seen.append(params["n"]))
     with trio.fail_after(5):
@@ -145,8 +156,9 @@ async def test_a_leader_answers_only_its_own_reply_whatever_else_reads_alone(pai
     assert connection.pending_count() == 0
 
 
-async def test_the_link_closing_under_a_leader_ends_its_call(pair: Pair) -> None:
+async def test_the_link_closing_under_a_leader_ends_its_call(pair: Pair, mock_clock: MockClock) -> None:
     connection, peer, browser = pair
+    _virtual_time(mock_clock)
     with trio.fail_after(5):
         await _until(lambda: connection._reader_resting)
         async with trio.open_nursery() as nursery:
