@@ -55,9 +55,9 @@ the deadline (or from a cancellation that came before it): what follows the stop
 100 ms the caller is promised."""
 
 _NOT_STOPPED = (
-    "the tab did not answer Runtime.terminateExecution in time: something outside JavaScript holds its "
-    "main thread (a synchronous XMLHttpRequest, a large result being serialized), and its commands wait "
-    "until that ends"
+    "the tab did not answer Runtime.terminateExecution in time: its main thread is still busy (a "
+    "synchronous XMLHttpRequest or a large result being serialized cannot be terminated; a navigation or a "
+    "loaded machine can delay the answer), and its commands wait until it is free"
 )
 
 DISARM_PROBES = 3
