@@ -167,9 +167,11 @@ class JavaScriptError(CDPError):
 class EvaluateTimeout(CDPError, trio.TooSlowError):
     """An evaluate with no deadline of the caller's ran past ``Settings.evaluate_timeout``.
 
-    The script was terminated. It may have had side effects before that: not safe to replay blindly
-    (``side_effects_possible`` is always True). With a deadline of your own, your scope's own outcome
-    (``TooSlowError`` from ``fail_after``, nothing from ``move_on_after``) is what you see instead.
+    The script was terminated, or could not be stopped (the tab's main thread was held), or never started
+    (its ref's identity check did not finish); the message says which. Unless it never started, it may
+    have had side effects: not safe to replay blindly (``side_effects_possible`` is always True, the
+    conservative answer). With a deadline of your own, your scope's own outcome (``TooSlowError`` from
+    ``fail_after``, nothing from ``move_on_after``) is what you see instead.
     """
 
     side_effects_possible = True

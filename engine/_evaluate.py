@@ -513,7 +513,7 @@ async def evaluate(
         with trio.move_on_at(deadline if own else math.inf) as scope:
             node = await page.resolve(ref)  # the identity check: a stale ref raises StaleRefError
         if scope.cancelled_caught:
-            raise _timeout(page)
+            raise _timeout(page, started=False)
         return await evaluate_on(page, node, source, *args, _deadline=(deadline, own))
     if backend_node_id is not None:
         node = ResolvedNode(
@@ -528,15 +528,20 @@ async def evaluate(
     return await _evaluate_page(page, source, encoded, is_fn=bool(args), deadline=deadline, own=own)
 
 
-def _timeout(page: Page, *, stopped: bool = True) -> EvaluateTimeout:
+def _timeout(page: Page, *, stopped: bool = True, started: bool = True) -> EvaluateTimeout:
     limit = page.browser.settings.evaluate_timeout
-    if stopped:
-        what, advice = "was terminated", "Set your own deadline with trio.fail_after, or raise the setting"
+    advice = "Set your own deadline with trio.fail_after, or raise the setting"
+    if not started:
+        what = "never started (the ref's identity check did not finish), so nothing ran"
+    elif stopped:
+        what = "was terminated; it may have had side effects, so it is not safe to replay blindly"
     else:
-        what, advice = f"could not be stopped ({_NOT_STOPPED})", "Close the tab, or wait and try again"
+        what = f"could not be stopped ({_NOT_STOPPED}); it may have had side effects, so it is not safe to "
+        what += "replay blindly"
+        advice = "Close the tab, or wait and try again"
     return EvaluateTimeout(
         f"evaluate ran past {limit} s (Settings.evaluate_timeout; no deadline of your own was set) and "
-        f"{what}; it may have had side effects, so it is not safe to replay blindly. {advice}"
+        f"{what}. {advice}"
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import trio
 
+import cdp
 from engine import (
     Browser,
     EvaluateDisabled,
@@ -373,6 +374,22 @@ async def test_a_stale_ref_raises_before_the_script_runs(browser: Browser, serve
         with pytest.raises(StaleRefError, match="removed"):
             await page.evaluate("(el) => { window.ran = true }", ref=ref)
         assert await page.evaluate("window.ran === undefined") is True
+
+
+async def test_a_ref_whose_check_runs_out_of_time_says_nothing_ran(server: str) -> None:
+    # The page's main thread is busy, so the ref's identity check cannot finish within the default budget:
+    # the EvaluateTimeout says the script never started (it used to say "was terminated").
+    async with launch(settings=Settings(evaluate_timeout=0.4)) as browser:
+        page = await open_page(browser, server)
+        ref = await ref_of(page, "button", "Go")
+        busy = "const t = Date.now(); while (Date.now() - t < 1500) {}"
+        page.session.execute_nowait(cdp.runtime.evaluate(expression=busy))
+        await trio.sleep(0.1)  # it runs
+        with pytest.raises(EvaluateTimeout, match="never started") as caught:
+            await page.evaluate("(el) => { window.ran = true }", ref=ref)  # no deadline of ours
+        assert "was terminated" not in str(caught.value)
+        with trio.fail_after(10):
+            assert await page.evaluate("window.ran === undefined") is True
 
 
 async def test_evaluate_runs_on_its_own_session_and_not_behind_the_pages(
