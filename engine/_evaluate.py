@@ -531,13 +531,13 @@ async def evaluate(
 def _timeout(page: Page, *, stopped: bool = True, started: bool = True) -> EvaluateTimeout:
     limit = page.browser.settings.evaluate_timeout
     advice = "Set your own deadline with trio.fail_after, or raise the setting"
+    side_effects = "; it may have had side effects, so it is not safe to replay blindly"
     if not started:
         what = "never started (the ref's identity check did not finish), so nothing ran"
     elif stopped:
-        what = "was terminated; it may have had side effects, so it is not safe to replay blindly"
+        what = "was terminated" + side_effects
     else:
-        what = f"could not be stopped ({_NOT_STOPPED}); it may have had side effects, so it is not safe to "
-        what += "replay blindly"
+        what = f"could not be stopped ({_NOT_STOPPED})" + side_effects
         advice = "Close the tab, or wait and try again"
     return EvaluateTimeout(
         f"evaluate ran past {limit} s (Settings.evaluate_timeout; no deadline of your own was set) and "
