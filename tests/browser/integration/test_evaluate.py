@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import collections
 import gc
-import http.server
-import threading
 import time
 import weakref
 from typing import Any
@@ -24,8 +22,8 @@ from engine import (
     StaleRefError,
     launch,
 )
-from engine.testing import serve_handler
 from tests.stalls import measure_stalls
+from tests.unit.faults.server import serve_faults
 
 pytestmark = pytest.mark.browser
 
@@ -290,36 +288,17 @@ async def test_default_budget_applies_without_a_deadline_and_marks_side_effects(
         await assert_click_works(page)
 
 
-class _HeldRequests(http.server.BaseHTTPRequestHandler):
-    """Serves a page whose /held requests are answered only once ``release`` is set."""
-
-    release = threading.Event()
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        if self.path == "/held":
-            self.release.wait(30)
-        body = b"<!doctype html><title>Held</title><p>held</p>"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-
 async def test_a_tab_held_outside_javascript_is_reported_as_not_stopped(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    # A synchronous XHR holds the renderer's main thread where Runtime.terminateExecution cannot reach.
-    # The engine still returns by the deadline, and says that it could not stop the script (not that it
-    # did); once the request ends the tab answers again.
-    _HeldRequests.release.clear()
-    held = "var x = new XMLHttpRequest(); x.open('GET', '/held', false); x.send(); x.status"
-    with serve_handler(_HeldRequests) as url:
+    # A synchronous XHR holds the renderer's main thread where Runtime.terminateExecution cannot reach (the
+    # fault server answers /slow.png after 2 s). The engine still returns by the deadline, and says that it
+    # could not stop the script (not that it did); once the request ends the tab answers again.
+    held = "var x = new XMLHttpRequest(); x.open('GET', '/slow.png', false); x.send(); x.status"
+    with serve_faults() as url:
         async with launch(settings=Settings(evaluate_timeout=0.4)) as browser:
-            page = await open_page(browser, url)
+            with trio.fail_after(20):
+                page = await browser.new_page(f"{url}/final.html")
             async with measure_stalls() as stalls:
                 started = time.perf_counter()
                 with pytest.raises(EvaluateTimeout, match="could not be stopped") as info:
@@ -328,7 +307,6 @@ async def test_a_tab_held_outside_javascript_is_reported_as_not_stopped(
             assert "did not answer Runtime.terminateExecution" in str(info.value)
             assert took <= 0.4 + SLACK + stalls.seconds, (took, stalls)
             assert "did not answer Runtime.terminateExecution" in caplog.text
-            _HeldRequests.release.set()
             with trio.fail_after(10):
                 assert await page.evaluate("6 * 7") == 42
 
