@@ -15,14 +15,13 @@ import socket
 import struct
 from contextlib import suppress
 
-import h11
 import pytest
 import trio
 import trio.testing
 
 from engine import ConnectError, ConnectionClosed, Settings
 from engine._framing import InboundTooLarge
-from engine._ws_codec import MAX_PONG_BYTES, accept_for, encode_frame
+from engine._ws_codec import MAX_PONG_BYTES, encode_frame
 from engine.lowlevel import (
     NulFramer,
     Opcode,
@@ -482,21 +481,8 @@ async def test_a_server_that_never_answers_the_upgrade_gives_connect_error() -> 
 
 async def test_open_websocket_transport_applies_the_settings_inbound_limit() -> None:
     async def upgrade_then_send_too_much(stream: trio.SocketStream) -> None:
-        server = h11.Connection(h11.SERVER)
-        event: object = h11.NEED_DATA
-        while not isinstance(event, h11.Request):
-            if event is h11.NEED_DATA:
-                server.receive_data(await stream.receive_some(65536))
-            event = server.next_event()
-        key = dict(event.headers)[b"sec-websocket-key"].decode()
-        headers = [
-            ("Upgrade", "websocket"),
-            ("Connection", "Upgrade"),
-            ("Sec-WebSocket-Accept", accept_for(key)),
-        ]
-        answer = server.send(h11.InformationalResponse(status_code=101, headers=headers))
-        assert answer is not None
-        await stream.send_all(answer + server_frame(Opcode.TEXT, b"k" * 2048))
+        await answer_upgrade(stream)
+        await stream.send_all(server_frame(Opcode.TEXT, b"k" * 2048))
         await trio.sleep_forever()
 
     async with serving(upgrade_then_send_too_much) as port:
