@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import base64
+import math
 from typing import TYPE_CHECKING, Any
+
+import trio
 
 from engine._actionability import frame_offset
 from engine._errors import ActionError, ProtocolError
+from engine._hooks import add_hook
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -49,8 +53,95 @@ async def screenshot(page: Page, *, ref: str | None, full_page: bool) -> bytes:
         size = metrics["cssContentSize"]
         params["clip"] = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
         params["captureBeyondViewport"] = True
-    got = await session.execute_raw("Page.captureScreenshot", params)
+    got = await _capture(page, params)
     return base64.b64decode(got["data"])
+
+
+NOT_ACTIVE = "Not attached to an active page"
+"""Chromium's answer to a capture asked for as the main frame's old document leaves."""
+
+BETWEEN_DOCUMENTS_BUDGET = 2.0
+"""Seconds a screenshot keeps asking a tab that is between two documents (see ``_capture``)."""
+
+_REASK = 0.05
+"""Seconds between two captures asked of a tab between documents, unless a commit comes first."""
+
+_COMMIT = object()
+
+
+async def _capture(page: Page, params: dict[str, Any]) -> dict[str, Any]:
+    """``Page.captureScreenshot``, across the commit of a new document in the main frame.
+
+    Chromium never answers a capture that is pending as a new document commits (crbug.com/1121612;
+    with a ``goto`` started 0-15 ms before, 7 of 100 screenshots hung), and refuses one asked for as the
+    old document leaves (``NOT_ACTIVE``: 39 of 100). So each commit seen while a capture is pending asks
+    for a new one, and the first answer is taken: the old document or the new one, as the caller raced
+    the two. A refused capture is asked again at the next commit, or after ``_REASK``; the older of two
+    pending captures is given up.
+    """
+    session = page.session
+    outcomes_in, outcomes = trio.open_memory_channel[object](math.inf)
+    pending: list[trio.CancelScope] = []
+
+    def committed(_method: str, event: dict[str, Any]) -> None:
+        if (event.get("frame") or {}).get("parentId") is None:
+            outcomes_in.send_nowait(_COMMIT)
+
+    async def capture(scope: trio.CancelScope) -> None:
+        with scope:
+            try:
+                outcomes_in.send_nowait(await session.execute_raw("Page.captureScreenshot", params))
+            except Exception as exc:  # raised by the loop below: two captures never make a group
+                outcomes_in.send_nowait(exc)
+            finally:
+                if scope in pending:
+                    pending.remove(scope)
+
+    def ask(nursery: trio.Nursery) -> None:
+        if len(pending) == 2:
+            pending.pop(0).cancel()
+        pending.append(trio.CancelScope())
+        nursery.start_soon(capture, pending[-1])
+
+    hook = add_hook(session, ("Page.frameNavigated",), committed)
+    try:
+        async with trio.open_nursery() as nursery:
+            ask(nursery)
+            refused_since, reask_at = math.inf, math.inf
+            while True:
+                outcome: object = _COMMIT  # a commit, or the time to ask again after a refusal
+                with trio.move_on_at(reask_at):
+                    outcome = await outcomes.receive()
+                now = trio.current_time()
+                if not isinstance(outcome, (dict, Exception)):
+                    reask_at = math.inf
+                    ask(nursery)
+                elif isinstance(outcome, ProtocolError) and NOT_ACTIVE in outcome.message:
+                    refused_since = min(refused_since, now)
+                    if now - refused_since <= BETWEEN_DOCUMENTS_BUDGET:
+                        reask_at = min(reask_at, now + _REASK)
+                        continue
+                    outcome = _between_documents(outcome)
+                    break
+                else:
+                    break
+            nursery.cancel_scope.cancel()  # the captures still pending
+    finally:
+        session.unsubscribe(hook)
+    if isinstance(outcome, Exception):  # raised here, out of the nursery: never in a group
+        raise outcome
+    return outcome
+
+
+def _between_documents(refusal: ProtocolError) -> ActionError:
+    error = ActionError(
+        f"screenshot: for {BETWEEN_DOCUMENTS_BUDGET} s the tab was between two documents at every try "
+        f"(Chromium: {NOT_ACTIVE}): it navigates without a pause, or a navigation stopped halfway; wait "
+        "for a load (page.wait_for(load_state='load')) and take it again",
+        check="attached",
+    )
+    error.__cause__ = refusal
+    return error
 
 
 async def reload(page: Page) -> None:

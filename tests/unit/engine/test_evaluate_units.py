@@ -148,7 +148,8 @@ async def test_the_protocol_trace_logs_every_message_truncated(caplog: pytest.Lo
         assert browser.connection._trace is None  # off: one attribute check per message, nothing more
 
 
-async def _fake_page(browser: Any, peer: FakePeer) -> Page:
+async def fake_page(browser: Any, peer: FakePeer) -> Page:
+    """A Page on session "PAGE" of a fake browser, without the handshake of new_page."""
     session = browser.connection.sessions.create(
         "PAGE", target_id="T1", target_type="page", parent=browser.session
     )
@@ -158,7 +159,7 @@ async def _fake_page(browser: Any, peer: FakePeer) -> Page:
 async def test_a_termination_that_stays_armed_is_taken_by_the_probe_not_the_next_script() -> None:
     """Chromium 156 never showed it; an older or other engine might: the probe loops until one runs."""
     async with open_fake_browser() as (browser, peer):
-        page = await _fake_page(browser, peer)
+        page = await fake_page(browser, peer)
         seen: list[str] = []
 
         async def browser_side() -> None:
@@ -207,7 +208,7 @@ async def test_a_termination_that_stays_armed_is_taken_by_the_probe_not_the_next
 
 async def test_a_termination_from_elsewhere_is_a_javascript_error_not_a_timeout() -> None:
     async with open_fake_browser() as (browser, peer):
-        page = await _fake_page(browser, peer)
+        page = await fake_page(browser, peer)
 
         async def browser_side() -> None:
             while True:

@@ -1,0 +1,89 @@
+"""Screenshots against a fake tab that behaves as Chromium does when a new document commits: a capture
+pending at the commit is never answered, and one asked for as the old document leaves is refused."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+import trio
+from trio.testing import MockClock
+
+from engine import ActionError, ConnectionClosed
+from engine._capture import _REASK, BETWEEN_DOCUMENTS_BUDGET, NOT_ACTIVE
+from engine.testing import FakePeer, open_fake_browser
+from tests.unit.engine.test_evaluate_units import fake_page
+
+PNG = base64.b64encode(b"a png").decode()
+
+
+def commit(peer: FakePeer, *, parent: str | None = None) -> None:
+    frame: dict[str, Any] = {"id": "F2" if parent else "F1", "url": "http://x/", "loaderId": "L"}
+    if parent:
+        frame["parentId"] = parent
+    peer.event("Page.frameNavigated", {"frame": frame, "type": "Navigation"}, session_id="PAGE")
+
+
+async def test_a_capture_lost_to_a_commit_is_asked_again() -> None:
+    async with open_fake_browser() as (browser, peer):
+        page = await fake_page(browser, peer)
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+
+                async def tab() -> None:
+                    lost = await peer.next_command()
+                    assert lost["method"] == "Page.captureScreenshot"
+                    commit(peer, parent="F1")  # an iframe's commit: the capture still stands
+                    commit(peer)  # the main frame's: it is lost
+                    again = await peer.next_command()
+                    assert again["method"] == "Page.captureScreenshot"
+                    assert again["params"] == lost["params"]
+                    peer.reply(again, {"data": PNG})
+
+                nursery.start_soon(tab)
+                assert await page.screenshot() == b"a png"
+            assert browser.connection.pending_count() == 0
+
+
+async def test_a_refused_capture_is_asked_again_until_the_budget_runs_out(mock_clock: MockClock) -> None:
+    mock_clock.autojump_threshold = 0
+    async with open_fake_browser() as (browser, peer):
+        page = await fake_page(browser, peer)
+        asked = 0
+
+        async def tab() -> None:
+            nonlocal asked
+            while True:
+                command = await peer.next_command()
+                asked += 1
+                peer.send({"id": command["id"], "error": {"code": -32000, "message": NOT_ACTIVE}})
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(tab)
+            start = trio.current_time()
+            with trio.fail_after(10), pytest.raises(ActionError, match="between two documents") as info:
+                await page.screenshot()
+            nursery.cancel_scope.cancel()
+        assert info.value.check == "attached"
+        assert (
+            BETWEEN_DOCUMENTS_BUDGET <= trio.current_time() - start <= BETWEEN_DOCUMENTS_BUDGET + 2 * _REASK
+        )
+        assert asked == pytest.approx(BETWEEN_DOCUMENTS_BUDGET / _REASK, abs=2)
+
+
+async def test_the_link_lost_with_two_captures_pending_raises_one_error() -> None:
+    async with open_fake_browser() as (browser, peer):
+        page = await fake_page(browser, peer)
+
+        async def tab() -> None:
+            await peer.next_command()
+            commit(peer)
+            await peer.next_command()  # two captures pending: each ends with the link
+            peer.close()
+
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(tab)
+                with pytest.raises(ConnectionClosed):  # one error, not a group of two
+                    await page.screenshot()
