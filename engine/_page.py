@@ -5,9 +5,9 @@ from __future__ import annotations
 import collections
 import math
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import trio
 
@@ -35,6 +35,7 @@ from engine.steps import ReturnMode, StepsResult
 if TYPE_CHECKING:
     from engine._browser import Browser
 
+_T = TypeVar("_T")
 
 _NAVIGATION_EVENTS = (
     cdp.page.FrameStartedNavigating,
@@ -110,19 +111,24 @@ class Page:
                 or the navigation did not end within ``Settings.navigation_timeout``.
             TargetCrashed: the renderer crashed before the page loaded.
         """
+        return await self._bounded(f"the navigation to {url}", self._goto(url, referrer))
+
+    async def _bounded(self, what: str, navigation: Coroutine[Any, Any, _T]) -> _T:
+        """Run a navigation under the caller's deadline, or else ``Settings.navigation_timeout``; one given
+        up on is stopped."""
         try:
             if trio.current_effective_deadline() != math.inf:
-                return await self._goto(url, referrer)
+                return await navigation
             limit = self.browser.settings.navigation_timeout
             with trio.move_on_after(limit):
-                return await self._goto(url, referrer)
+                return await navigation
         except trio.Cancelled:
             self._stop_loading()
             raise
         self._stop_loading()
         raise NavigationError(
-            f"the navigation to {url} did not end within {limit} s (Settings.navigation_timeout); it was "
-            "stopped. Set your own deadline with trio.fail_after, or raise the setting"
+            f"{what} did not end within {limit} s (Settings.navigation_timeout); it was stopped. Set your "
+            "own deadline with trio.fail_after, or raise the setting"
         )
 
     def _stop_loading(self) -> None:
@@ -329,16 +335,19 @@ class Page:
             return await _capture.screenshot(self, ref=ref, full_page=full_page)
 
     async def back(self) -> bool:
-        """Go back one history entry and wait for it to commit; False when there is none."""
-        return await _waiting.history_step(self, -1)
+        """Go back one history entry and wait for it to commit; False when there is none. Without a
+        deadline of the caller's own, ``Settings.navigation_timeout`` applies (``NavigationError``)."""
+        return await self._bounded("going back", _waiting.history_step(self, -1))
 
     async def forward(self) -> bool:
-        """Go forward one history entry and wait for it to commit; False when there is none."""
-        return await _waiting.history_step(self, 1)
+        """Go forward one history entry and wait for it to commit; False when there is none. Without a
+        deadline of the caller's own, ``Settings.navigation_timeout`` applies (``NavigationError``)."""
+        return await self._bounded("going forward", _waiting.history_step(self, 1))
 
     async def reload(self) -> None:
-        """Reload the page and wait for its ``load``."""
-        await _capture.reload(self)
+        """Reload the page and wait for its ``load``. Without a deadline of the caller's own,
+        ``Settings.navigation_timeout`` applies (``NavigationError``)."""
+        await self._bounded("the reload", _capture.reload(self))
 
     async def wait_for(
         self,

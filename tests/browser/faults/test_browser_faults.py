@@ -10,6 +10,7 @@ import os
 import signal
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -80,10 +81,9 @@ async def test_goto_ends_when_loading_stops_without_load(browser: Browser, fault
         assert trio.current_time() - started < 10  # ended by the stop, not by the navigation default
 
 
-async def test_goto_without_a_deadline_gets_the_settings_default(quick_browser: Browser, faulty: str) -> None:
-    with trio.fail_after(20):
-        page = await quick_browser.new_page()
-    # No deadline of the caller's: a shielded scope hides the test's own, which a watchdog replaces.
+@asynccontextmanager
+async def without_a_deadline() -> AsyncIterator[None]:
+    """No deadline of the caller's: a shielded scope hides the test's own, which a watchdog replaces."""
     with trio.CancelScope(shield=True) as no_deadline:
         async with trio.open_nursery() as nursery:
 
@@ -93,35 +93,38 @@ async def test_goto_without_a_deadline_gets_the_settings_default(quick_browser: 
 
             nursery.start_soon(watchdog)
             assert trio.current_effective_deadline() == float("inf")
-            with pytest.raises(NavigationError, match=r"within 2.0 s \(Settings.navigation_timeout\)"):
-                await page.goto(f"{faulty}/hang.html")
+            yield
             nursery.cancel_scope.cancel()
     assert not no_deadline.cancelled_caught
+
+
+async def test_goto_without_a_deadline_gets_the_settings_default(quick_browser: Browser, faulty: str) -> None:
+    with trio.fail_after(20):
+        page = await quick_browser.new_page()
+    async with without_a_deadline():
+        with pytest.raises(NavigationError, match=r"within 2.0 s \(Settings.navigation_timeout\)"):
+            await page.goto(f"{faulty}/hang.html")
     with trio.fail_after(20):  # the tab is still usable
         await page.goto(f"{faulty}/final.html")
         assert await title(page) == "final"
 
 
-async def test_goto_under_the_callers_deadline_ignores_the_default(
-    quick_browser: Browser, faulty: str
-) -> None:
-    with trio.fail_after(20):
-        page = await quick_browser.new_page()
-    with trio.move_on_after(3) as scope:
-        await page.goto(f"{faulty}/hang.html")
-    assert scope.cancelled_caught  # the caller's 3 s, not the setting's 2 s
-
-
-async def test_a_navigation_given_up_on_is_stopped_so_the_tab_answers_again(
-    browser: Browser, faulty: str
-) -> None:
-    # While a navigation waits for response headers, Chromium holds the page's other commands.
-    with trio.fail_after(20):
-        page = await browser.new_page(f"{faulty}/final.html")
-    with trio.move_on_after(1):
-        await page.goto(f"{faulty}/no-headers.html")
-    with trio.fail_after(5):
-        assert await title(page) == "final"
+async def test_reload_and_back_without_a_deadline_get_the_settings_default(faulty: str) -> None:
+    # /once.html answers each URL once: the reload and the way back wait for headers that never come
+    # (without the back-forward cache, which would restore the page without a request).
+    settings = Settings(navigation_timeout=2.0)
+    async with launch(settings=settings, args=["--disable-back-forward-cache"]) as browser:
+        with trio.fail_after(20):
+            page = await browser.new_page(f"{faulty}/once.html?reload-1")
+            await page.goto(f"{faulty}/once.html?reload-2")
+        async with without_a_deadline():
+            with pytest.raises(NavigationError, match=r"^the reload did not end within 2.0 s"):
+                await page.reload()
+            with pytest.raises(NavigationError, match=r"^going back did not end within 2.0 s"):
+                await page.back()
+        with trio.fail_after(20):  # each was stopped: the tab is still usable
+            await page.goto(f"{faulty}/final.html")
+            assert await title(page) == "final"
 
 
 # -- crashes ------------------------------------------------------------------------------------------

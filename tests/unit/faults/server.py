@@ -24,6 +24,10 @@ PAGES: dict[str, bytes] = {
 }
 
 
+_ANSWERED: set[str] = set()
+"""The ``/once.html?...`` URLs served so far: each is answered once, then never (a revisit that hangs)."""
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -48,13 +52,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._send(404, b"")
         elif path in ("/forever.png", "/no-headers.html"):
             time.sleep(3600)
+        elif path == "/once.html" and self.path not in _ANSWERED:
+            _ANSWERED.add(self.path)
+            self._send(200, b"<title>once</title>", "Cache-Control: no-store")
+        elif path == "/once.html":
+            time.sleep(3600)
         elif path == "/204":
             self._send(204, b"")
         else:
             self._send(404, b"not here")
 
-    def _send(self, status: int, body: bytes) -> None:
+    def _send(self, status: int, body: bytes, *headers: str) -> None:
         self.send_response(status)
+        for header in headers:
+            self.send_header(*header.split(": ", 1))
         self.send_header("Content-Type", "text/html")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
