@@ -20,6 +20,7 @@ from engine._errors import BrowserLaunchError as BrowserLaunchError
 from engine._errors import CDPError as CDPError
 from engine._errors import ConnectError as ConnectError
 from engine._errors import ConnectionClosed as ConnectionClosed
+from engine._errors import ContextDestroyed as ContextDestroyed
 from engine._errors import EvaluateDisabled as EvaluateDisabled
 from engine._errors import EvaluateTimeout as EvaluateTimeout
 from engine._errors import EventOverflow as EventOverflow
@@ -61,6 +62,7 @@ __all__ = [
     "ConnectError",
     "ConnectionClosed",
     "ConnectionStatistics",
+    "ContextDestroyed",
     "Dialog",
     "EvaluateDisabled",
     "EvaluateMetrics",

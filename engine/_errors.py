@@ -164,6 +164,11 @@ class JavaScriptError(CDPError):
         super().__init__(message)
 
 
+class ContextDestroyed(JavaScriptError):
+    """The script's page navigated, or its frame went away, before the script returned: its result is
+    lost, and it may have run in part (not safe to replay blindly)."""
+
+
 class EvaluateTimeout(CDPError, trio.TooSlowError):
     """An evaluate with no deadline of the caller's ran past ``Settings.evaluate_timeout``.
 

@@ -28,6 +28,7 @@ import trio
 from engine._actionability import release
 from engine._errors import (
     CDPError,
+    ContextDestroyed,
     EvaluateDisabled,
     EvaluateTimeout,
     JavaScriptError,
@@ -545,6 +546,14 @@ def _timeout(page: Page, *, stopped: bool = True, started: bool = True) -> Evalu
     )
 
 
+_CONTEXT_GONE = (
+    "Inspected target navigated or closed",
+    "Execution context was destroyed",
+    "Cannot find context with specified id",
+)
+"""Chromium's answers to a script whose JavaScript context went away while it ran (a navigation)."""
+
+
 async def _finish(page: Page, started: float, own: bool, deadline: float, run: Any) -> Any:
     """Await ``run``, record it, and turn a spent budget into what the caller's scope asks for."""
     metrics = _state(page).metrics
@@ -565,6 +574,15 @@ async def _finish(page: Page, started: float, own: bool, deadline: float, run: A
     except JavaScriptError:
         metrics.call(trio.current_time() - started, error=True)
         raise
+    except ProtocolError as exc:
+        metrics.call(trio.current_time() - started, error=True)
+        if not any(gone in exc.message for gone in _CONTEXT_GONE):
+            raise
+        raise ContextDestroyed(
+            "the page navigated (or the script's frame went away) before the script returned "
+            f"(Chromium: {exc.message}): its result is lost, and it may have run in part (not safe to "
+            "replay blindly). Wait for the new document (page.wait_for(load_state='load')) and run it again"
+        ) from exc
     except trio.Cancelled:
         metrics.call(trio.current_time() - started, timeout=True)
         log.info(

@@ -17,6 +17,7 @@ from engine._dialogs import Dialog, DialogHandler, dialog_state
 from engine._errors import (
     ActionError,
     ConnectionClosed,
+    ContextDestroyed,
     NavigationError,
     ProtocolError,
     StaleRefError,
@@ -226,6 +227,7 @@ class Page:
         Raises:
             JavaScriptError: the script threw (``stack``, ``line``), or its result cannot be returned by
                 value (a DOM node, a function, a cycle; the message says what to return instead).
+            ContextDestroyed: a JavaScriptError: the page navigated before the script returned.
             EvaluateTimeout: no deadline of yours, and ``Settings.evaluate_timeout`` ran out.
             EvaluateDisabled: ``Settings(evaluate_enabled=False)``; nothing was sent.
             StaleRefError: ``ref`` no longer names its element.
@@ -470,7 +472,7 @@ async def _stale_if_gone(page: Page, *refs: str | None) -> AsyncIterator[None]:
     """
     try:
         yield
-    except (ProtocolError, ActionError) as exc:
+    except (ProtocolError, ActionError, ContextDestroyed) as exc:
         if isinstance(exc, ActionError) and exc.check not in _GONE_CHECKS:
             raise
         with trio.move_on_after(STALE_CHECK_S):

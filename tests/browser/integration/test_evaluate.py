@@ -6,6 +6,7 @@ import collections
 import gc
 import time
 import weakref
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ import trio
 import cdp
 from engine import (
     Browser,
+    ContextDestroyed,
     EvaluateDisabled,
     EvaluateTimeout,
     JavaScriptError,
@@ -110,6 +112,33 @@ async def test_page_exceptions_carry_message_stack_and_line(browser: Browser, se
             await page.evaluate("(a) => a +", 1)
         with pytest.raises(JavaScriptError, match="must be a function"):
             await page.evaluate("document.title", 1)
+
+
+async def test_a_navigation_under_a_running_script_raises_context_destroyed(
+    browser: Browser, server: str
+) -> None:
+    page = await open_page(browser, server)
+    node = (await page.session.execute_raw("DOM.getDocument", {"depth": 0}))["root"]["backendNodeId"]
+    scripts: dict[str, Callable[[], Awaitable[Any]]] = {
+        "a pending promise": lambda: page.evaluate("new Promise(() => {})"),
+        "a function with args": lambda: page.evaluate("(a) => new Promise(() => {})", 1),
+        "a function on a node": lambda: page.evaluate("(el) => new Promise(() => {})", backend_node_id=node),
+    }
+    for n, (what, script) in enumerate(scripts.items()):
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+
+                async def navigate(n: int = n) -> None:
+                    await trio.sleep(0.2)
+                    await page.goto(f"{server}/evaluate/index.html?{n}")
+
+                nursery.start_soon(navigate)
+                with pytest.raises(ContextDestroyed, match=r"navigated .* run it again") as info:
+                    await script()
+            assert isinstance(info.value, JavaScriptError), what
+            assert await page.evaluate("6 * 7") == 42  # the new document answers
+        node = (await page.session.execute_raw("DOM.getDocument", {"depth": 0}))["root"]["backendNodeId"]
+    assert page.metrics().errors == len(scripts)
 
 
 async def test_unserialisable_results_say_what_to_return_instead(browser: Browser, server: str) -> None:
