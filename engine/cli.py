@@ -22,9 +22,10 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NoReturn
 
 import trio
@@ -321,6 +322,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Signalled(Exception):
+    """SIGTERM or SIGHUP came: the command stops as Ctrl-C stops it."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+
+async def _stoppable(command: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+    """Run ``command``; SIGTERM and SIGHUP cancel it, so that its browser closes and its profile is removed
+    (Python's default for SIGTERM is to die on the spot, leaving the profile to the next launch)."""
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def watch() -> None:
+                async for signum in signals:
+                    raise _Signalled(signum)
+
+            nursery.start_soon(watch)
+            result = await command(*args)
+            nursery.cancel_scope.cancel()
+    return result
+
+
 def _run(args: argparse.Namespace) -> int:
     """Check what can be checked without a browser, then run the command."""
     command = args.command
@@ -329,7 +354,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if command == "call":
         params = _call_params(args)
-        trio.run(_call, args, params)
+        trio.run(_stoppable, _call, args, params)
         return 0
     if command == "listen":
         if not args.no_check:
@@ -337,20 +362,23 @@ def _run(args: argparse.Namespace) -> int:
                 check_event(event)
         if args.count == 0:
             return 0  # none asked for: nothing to start
-        trio.run(_listen, args)
+        trio.run(_stoppable, _listen, args)
         return 0
     if command == "steps":
         steps, options = read_steps(args)
-        return trio.run(steps_command, args, steps, options)
+        status: int = trio.run(_stoppable, steps_command, args, steps, options)
+        return status
+    if command == "launch":  # it handles the signals itself: they are how it is meant to end
+        trio.run(launch_command, args)
+        return 0
     handlers: dict[str, Any] = {
-        "launch": launch_command,
         "snapshot": snapshot_command,
         "eval": eval_command,
         "screenshot": screenshot_command,
         "version": _version,
         "drift": _drift_command,
     }
-    trio.run(handlers[command], args)
+    trio.run(_stoppable, handlers[command], args)
     return 0
 
 
@@ -362,10 +390,14 @@ def _one_line(exc: BaseException) -> str:
 
 def _failure(exc: BaseException, args: argparse.Namespace) -> tuple[int, str]:
     """The exit status and the one line for a failure."""
+    # connect() closes the tabs it opened and leaves the browser running
+    closed = "its tab was closed" if getattr(args, "connect", None) else "the browser was closed"
     if isinstance(exc, KeyboardInterrupt):
         if args.command == "launch":
             return 0, "stopped: the browser is closed"
-        return EXIT_INTERRUPTED, "interrupted (Ctrl-C); the browser was closed"
+        return EXIT_INTERRUPTED, f"interrupted (Ctrl-C); {closed}"
+    if isinstance(exc, _Signalled):
+        return 128 + exc.signum, f"stopped by {exc}; {closed}"
     if isinstance(exc, UsageError):
         return EXIT_USAGE, str(exc)
     if isinstance(exc, StepsValidationError):

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -212,7 +213,36 @@ def test_ctrl_c_is_one_line_and_exit_130(endpoint: str, server: str) -> None:
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=30)
     assert process.returncode == 130
-    assert err.decode().strip() == "cdp-engine listen: interrupted (Ctrl-C); the browser was closed"
+    assert err.decode().strip() == "cdp-engine listen: interrupted (Ctrl-C); its tab was closed"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_close_the_browser_and_remove_its_profile(
+    server: str, signum: signal.Signals
+) -> None:
+    # A folder of our own for launch()'s profile (pytest's tmp_path is too long for Chromium's TMPDIR).
+    with tempfile.TemporaryDirectory(dir="/tmp") as temp:
+        signal_a_listen(server, Path(temp), signum)
+
+
+def signal_a_listen(server: str, tmp_path: Path, signum: signal.Signals) -> None:
+    """Start `listen` with its own browser, send it `signum`, and check that it stopped and cleaned up."""
+    url = f"{server}/steps/console.html"
+    command = [sys.executable, "-m", "engine.cli", "listen", "Runtime.consoleAPICalled", "--url", url]
+    process = subprocess.Popen(
+        [*command, "--seconds", "30"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(tmp_path)},  # where launch() makes the browser's profile
+    )
+    assert process.stdout is not None
+    process.stdout.readline()  # it is running, with its own browser
+    assert list(tmp_path.iterdir())
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 128 + signum
+    assert err.decode().strip() == f"cdp-engine listen: stopped by {signum.name}; the browser was closed"
+    assert list(tmp_path.iterdir()) == []
 
 
 # --- launch, snapshot, eval, steps, screenshot, version, drift ----------------------------------------------
