@@ -10,7 +10,7 @@ import trio
 
 from engine._actionability import frame_offset
 from engine._errors import ActionError, ProtocolError
-from engine._hooks import add_hook
+from engine._hooks import add_hook, is_main_frame
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -84,7 +84,7 @@ async def _capture(page: Page, params: dict[str, Any]) -> dict[str, Any]:
     pending: list[trio.CancelScope] = []
 
     def committed(_method: str, event: dict[str, Any]) -> None:
-        if (event.get("frame") or {}).get("parentId") is None:
+        if is_main_frame(event):
             outcomes_in.send_nowait(_COMMIT)
 
     async def capture(scope: trio.CancelScope) -> None:

@@ -24,7 +24,7 @@ from engine._actionability import (
     send_nowait,
 )
 from engine._errors import ActionError, ProtocolError
-from engine._input import click, focus
+from engine._input import click, focus, input_across_commit
 from engine._keys import KEYS, key_event
 from engine._waiting import navigation_watch
 
@@ -101,7 +101,7 @@ async def fill(page: Page, ref: str, text: str) -> None:
     try:
         if outcome == "typed":
             if text:
-                await page.session.execute_raw("Input.insertText", {"text": text})
+                await input_across_commit(page, "Input.insertText", {"text": text}, f"fill {ref}", ref)
             else:
                 for kind in ("down", "up"):
                     await page.session.execute_raw(
@@ -121,7 +121,7 @@ async def type_text(page: Page, ref: str, text: str, *, delay_ms: float) -> None
         for char in text:
             key = KEYS.get("Enter" if char == "\n" else char)
             if key is None:
-                await session.execute_raw("Input.insertText", {"text": char})
+                await input_across_commit(page, "Input.insertText", {"text": char}, f"type {ref}", ref)
             else:
                 mask = 8 if len(char) == 1 and char != char.lower() else 0
                 send_nowait(session, "Input.dispatchKeyEvent", key_event("down", key, mask))
@@ -191,7 +191,11 @@ async def set_checked(page: Page, ref: str, checked: bool) -> None:
         group = new_group()
         try:
             handle = await object_id(node.session, node.backend_node_id, group)
-            value = await call_on(node.session, handle, _CHECKED) if handle else None
+            if handle is None:
+                raise ActionError(
+                    f"{ref}: the element is no longer in the document", ref=ref, check="attached"
+                )
+            value = await call_on(node.session, handle, _CHECKED)
         finally:
             release(node.session, group)
         if value is None:

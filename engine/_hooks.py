@@ -40,3 +40,8 @@ def add_hook(
     hook._call = call
     session._subscriptions.append(hook)
     return hook
+
+
+def is_main_frame(navigated: dict[str, Any]) -> bool:
+    """Whether a ``Page.frameNavigated`` is the main frame's: a new document for the whole tab."""
+    return not (navigated.get("frame") or {}).get("parentId")

@@ -485,8 +485,9 @@ async def _stale_if_gone(page: Page, *refs: str | None) -> AsyncIterator[None]:
         raise
 
 
-_GONE_CHECKS = frozenset({"attached", "focusable"})
-"""ActionError checks that fail when the element went away (the others say nothing about it)."""
+_GONE_CHECKS = frozenset({"attached", "focusable", "file input"})
+"""ActionError checks that also fail when the element went away: the ref is checked again (the others say
+nothing about it)."""
 
 STALE_CHECK_S = 0.5
 """How long the identity check after a failed action may take before the failure is raised as it was."""

@@ -17,7 +17,7 @@ import trio
 from engine._actionability import DEFAULT_BUDGET, RETRY_MARGIN, call_on, new_group, object_id, release
 from engine._errors import ActionError, ProtocolError, SessionDetached, StaleRefError
 from engine._frames import frame_sessions
-from engine._hooks import add_hook
+from engine._hooks import add_hook, is_main_frame
 from engine._snapshot import _frame_tree as frame_tree  # the refs room's list of a session's frames
 
 if TYPE_CHECKING:
@@ -371,8 +371,6 @@ async def history_step(page: Page, delta: int) -> bool:
     ) as events:
         await session.execute_raw("Page.navigateToHistoryEntry", {"entryId": entries[index]["id"]})
         async for item in events:
-            if item.method == "Page.navigatedWithinDocument" or not (item.params.get("frame") or {}).get(
-                "parentId"
-            ):
+            if item.method == "Page.navigatedWithinDocument" or is_main_frame(item.params):
                 return True
     return True

@@ -247,13 +247,14 @@ async def test_a_navigation_in_the_middle_of_an_action_is_a_stale_ref(browser: B
         "select": lambda refs: page.select_option(refs["combobox"], "b"),
         "type": lambda refs: page.type(refs["textbox"], "abc"),
         "evaluate": lambda refs: page.evaluate("(el) => el.value", ref=refs["textbox"]),
+        "check": lambda refs: page.check(refs["checkbox"]),
     }
     mid_action = 0
-    for n in range(60):
+    for n in range(70):
         with trio.fail_after(5):
             snap = await page.snapshot()
             refs = {r.role: r.ref for r in snap.refs.values()}
-            if len(refs) < 3:
+            if len(refs) < 4:
                 continue  # snapshot taken between two documents
             try:
                 await list(actions.values())[n % len(actions)](refs)

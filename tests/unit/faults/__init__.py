@@ -7,5 +7,5 @@ with ``pytest tests/unit/faults tests/browser/faults``.
                            groups, forgotten pages, connect() to endpoints that misbehave
 - test_transport_faults    pipe and websocket: ping floods, inbound size caps, connect-phase errors
 - test_process_faults      stand-in executables: session sweep, launcher scripts, argument checks
-- test_capture_faults      fake tab: a screenshot lost to a commit, or refused between two documents
+- test_commit_faults       fake tab: a screenshot or input lost to a commit, a capture refused between docs
 """

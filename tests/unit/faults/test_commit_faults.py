@@ -1,5 +1,6 @@
-"""Screenshots against a fake tab that behaves as Chromium does when a new document commits: a capture
-pending at the commit is never answered, and one asked for as the old document leaves is refused."""
+"""Commands against a fake tab that behaves as Chromium does when a new document commits: a screenshot or
+an input pending at the commit is never answered, and a capture asked for as the old document leaves is
+refused."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from trio.testing import MockClock
 
 from engine import ActionError, ConnectionClosed
 from engine._capture import _REASK, BETWEEN_DOCUMENTS_BUDGET, NOT_ACTIVE
+from engine._input import LOST_INPUT_GRACE, input_across_commit
 from engine.testing import FakePeer, open_fake_browser
 from tests.unit.engine.test_evaluate_units import fake_page
 
@@ -87,3 +89,31 @@ async def test_the_link_lost_with_two_captures_pending_raises_one_error() -> Non
                 nursery.start_soon(tab)
                 with pytest.raises(ConnectionClosed):  # one error, not a group of two
                     await page.screenshot()
+
+
+async def test_an_input_lost_to_a_commit_is_given_up_after_the_grace(mock_clock: MockClock) -> None:
+    mock_clock.autojump_threshold = 0
+    async with open_fake_browser() as (browser, peer):
+        page = await fake_page(browser, peer)
+
+        async def tab() -> None:
+            answered = await peer.next_command()
+            commit(peer)  # the reply still comes, within the grace
+            await trio.sleep(LOST_INPUT_GRACE / 2)
+            peer.reply(answered)
+            await peer.next_command()  # this one is lost
+            commit(peer, parent="F1")  # an iframe's commit: the input still stands
+            await trio.sleep(5)
+            commit(peer)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(tab)
+            with trio.fail_after(1):
+                await input_across_commit(page, "Input.insertText", {"text": "a"}, "fill e1", "e1")
+            start = trio.current_time()
+            with trio.fail_after(10), pytest.raises(ActionError, match="navigated while the input") as info:
+                await input_across_commit(page, "Input.insertText", {"text": "a"}, "fill e1", "e1")
+        assert trio.current_time() - start == pytest.approx(5 + LOST_INPUT_GRACE)
+        assert (info.value.ref, info.value.check) == ("e1", "attached")
+        assert browser.connection.pending_count() == 0
+        assert len(page.session._subscriptions) == 0  # the hooks are gone
