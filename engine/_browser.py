@@ -192,7 +192,12 @@ class Browser(metaclass=NoPublicConstructor):
         self._pages[target_id] = page
         watch_dialogs(page)
         if url is not None:
-            await page.goto(url)
+            try:
+                await page.goto(url)
+            except BaseException:  # the caller never gets the page: it must not stay open
+                self._forget(page)
+                await self._close_target_quietly(target_id)
+                raise
         return page
 
     async def _close_target_quietly(self, target_id: str) -> None:

@@ -109,7 +109,8 @@ class Page:
 
         Raises:
             NavigationError: the browser reported an error (``errorText``, e.g. net::ERR_NAME_NOT_RESOLVED),
-                or the navigation did not end within ``Settings.navigation_timeout``.
+                ``url`` is not a valid URL, or the navigation did not end within
+                ``Settings.navigation_timeout``.
             TargetCrashed: the renderer crashed before the page loaded.
         """
         return await self._bounded(f"the navigation to {url}", self._goto(url, referrer))
@@ -142,7 +143,15 @@ class Page:
     async def _goto(self, url: str, referrer: str | None) -> cdp.page.NavigateResult:
         session = self.session
         async with session.listen(*_NAVIGATION_EVENTS, buffer_size=512, overflow="drop_oldest") as events:
-            result = await session.execute(cdp.page.navigate(url=url, referrer=referrer))
+            try:
+                result = await session.execute(cdp.page.navigate(url=url, referrer=referrer))
+            except ProtocolError as exc:
+                if "invalid URL" not in exc.message:
+                    raise
+                raise NavigationError(
+                    f"cannot navigate to {url!r}: Chromium says it is not a valid URL; give a whole one, "
+                    "with its scheme (http://127.0.0.1:8000/, file:///tmp/a.html, about:blank)"
+                ) from exc
             if result.error_text:
                 raise NavigationError(f"navigation to {url} failed: {result.error_text}")
             if result.loader_id is None:

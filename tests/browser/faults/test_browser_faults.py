@@ -70,6 +70,18 @@ async def test_goto_follows_a_script_assignment_to_location(browser: Browser, fa
         assert await title(page) == "final"
 
 
+async def test_goto_an_invalid_url_says_so_and_new_page_leaves_no_tab(browser: Browser) -> None:
+    with trio.fail_after(20):
+        page = await browser.new_page()
+        for url in ("notaurl", "http://"):
+            with pytest.raises(NavigationError, match=r"not a valid URL; give a whole one, with its scheme"):
+                await page.goto(url)
+        before = len(browser.pages)
+        with pytest.raises(NavigationError, match="not a valid URL"):
+            await browser.new_page("example.com")
+        assert len(browser.pages) == before
+
+
 @pytest.mark.parametrize("path", ["/stop.html", "/stop-late.html", "/short.html"])
 async def test_goto_ends_when_loading_stops_without_load(browser: Browser, faulty: str, path: str) -> None:
     # window.stop(), immediately and while an image loads; and a response cut short (7 of 100 bytes).
