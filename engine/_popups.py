@@ -8,14 +8,16 @@ as ``Browser.new_page`` does, all without awaiting (the reader runs the hook).
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from engine._actionability import send_nowait
+from engine._actionability import DEFAULT_BUDGET, send_nowait
 from engine._dialogs import watch_dialogs
+from engine._errors import ActionError
 from engine._hooks import add_hook
 
 if TYPE_CHECKING:
@@ -74,14 +76,24 @@ def watch_popups(browser: Browser, setup: list[tuple[str, dict[str, Any]]]) -> N
 
 @asynccontextmanager
 async def expect_popup(page: Page) -> AsyncIterator[Popup]:
-    """Yield a Popup; after the block, wait (under the caller's deadline) for the tab the block opened."""
+    """Yield a Popup; after the block, wait (under the caller's deadline, else DEFAULT_BUDGET) for the tab the
+    block opened."""
     popup = Popup()
     waiters: list[tuple[str, Popup]] = page.browser.__dict__.setdefault("_popup_waiters", [])
     entry = (page.target_id, popup)
     waiters.append(entry)
     try:
         yield popup
-        await popup._arrived.wait()
+        own = trio.current_effective_deadline() == math.inf
+        with trio.move_on_after(DEFAULT_BUDGET if own else math.inf):
+            await popup._arrived.wait()
+        if not popup._arrived.is_set():
+            raise ActionError(
+                f"expect_popup: this page opened no tab in the {DEFAULT_BUDGET:g} s after the block (no "
+                "deadline of yours was set): did the click open one (a popup blocker, a link without "
+                "target=_blank)? Set your own deadline with trio.fail_after",
+                check="popup",
+            )
     finally:
         if entry in waiters:
             waiters.remove(entry)

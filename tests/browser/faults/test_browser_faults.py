@@ -10,7 +10,6 @@ import os
 import signal
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -28,6 +27,7 @@ from engine import (
     launch,
 )
 from engine._params import MAX_DEPTH
+from tests.deadlines import without_a_deadline
 from tests.procs import cmdline, session_members
 from tests.stalls import measure_stalls
 from tests.unit.faults.server import serve_faults
@@ -91,23 +91,6 @@ async def test_goto_ends_when_loading_stops_without_load(browser: Browser, fault
         result = await page.goto(f"{faulty}{path}")
         assert result.loader_id
         assert trio.current_time() - started < 10  # ended by the stop, not by the navigation default
-
-
-@asynccontextmanager
-async def without_a_deadline() -> AsyncIterator[None]:
-    """No deadline of the caller's: a shielded scope hides the test's own, which a watchdog replaces."""
-    with trio.CancelScope(shield=True) as no_deadline:
-        async with trio.open_nursery() as nursery:
-
-            async def watchdog() -> None:
-                await trio.sleep(20)
-                no_deadline.cancel()
-
-            nursery.start_soon(watchdog)
-            assert trio.current_effective_deadline() == float("inf")
-            yield
-            nursery.cancel_scope.cancel()
-    assert not no_deadline.cancelled_caught
 
 
 async def test_goto_without_a_deadline_gets_the_settings_default(quick_browser: Browser, faulty: str) -> None:

@@ -9,8 +9,9 @@ from collections.abc import Awaitable, Callable
 import pytest
 import trio
 
-from engine import ActionError, Browser, StaleRefError
+from engine import ActionError, Browser, StaleRefError, _popups
 from tests.browser.integration._actions_helpers import open_page, ref, value
+from tests.deadlines import without_a_deadline
 
 pytestmark = pytest.mark.browser
 
@@ -135,6 +136,19 @@ async def test_popups_from_target_blank_and_window_open_appear_in_browser_pages(
         await tab.close()
         assert tab not in browser.pages
         assert len(browser.pages) == 2
+
+
+async def test_expect_popup_without_a_deadline_gives_up_after_the_budget(
+    browser: Browser, server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_popups, "DEFAULT_BUDGET", 0.5)
+    page = await open_page(browser, f"{server}/actions/nav.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    async with without_a_deadline():
+        with pytest.raises(ActionError, match=r"this page opened no tab in the 0\.5 s after the block"):
+            async with page.expect_popup():
+                await page.click(ref(snap, "button", "Save"))  # opens nothing
 
 
 async def test_screenshots_decode_and_have_the_expected_size(browser: Browser, server: str) -> None:
