@@ -13,6 +13,7 @@ import trio
 
 import cdp
 from engine import _capture, _forms, _input, _popups, _waiting
+from engine._actionability import DEFAULT_BUDGET
 from engine._dialogs import Dialog, DialogHandler, dialog_state
 from engine._errors import (
     ActionError,
@@ -194,15 +195,18 @@ class Page:
             delta: only the refs added, changed and removed since this page's previous snapshot, unless
                 they pass ``DELTA_FALLBACK_RATIO`` of it (then the full text; ``is_delta`` says which).
         """
-        return await take_snapshot(
-            self,
-            interactive_only=interactive_only,
-            max_depth=max_depth,
-            root=root,
-            max_chars=max_chars,
-            frames=frames,
-            format=format,
-            delta=delta,
+        return await _answered(
+            "snapshot",
+            take_snapshot(
+                self,
+                interactive_only=interactive_only,
+                max_depth=max_depth,
+                root=root,
+                max_chars=max_chars,
+                frames=frames,
+                format=format,
+                delta=delta,
+            ),
         )
 
     async def resolve(self, ref: str) -> ResolvedNode:
@@ -215,7 +219,7 @@ class Page:
             StaleRefError: the element is gone, renamed, has another role, or its frame navigated (``reason``
                 says which); or the ref is unknown. Take a new snapshot: a ref is never retargeted.
         """
-        return await resolve_ref(self, ref)
+        return await _answered(f"resolve {ref}", resolve_ref(self, ref))
 
     # --- evaluate (engine/_evaluate.py) ------------------------------------------------------------------
 
@@ -343,7 +347,7 @@ class Page:
     async def screenshot(self, *, ref: str | None = None, full_page: bool = False) -> bytes:
         """A PNG of the viewport, of the element ``ref``, or of the whole page (``full_page=True``)."""
         async with _stale_if_gone(self, ref):
-            return await _capture.screenshot(self, ref=ref, full_page=full_page)
+            return await _answered("screenshot", _capture.screenshot(self, ref=ref, full_page=full_page))
 
     async def back(self) -> bool:
         """Go back one history entry and wait for it to commit; False when there is none. Without a
@@ -413,7 +417,7 @@ class Page:
         page's own, or an out-of-process iframe's child session). Asked of the browser on each call
         (``Page.getFrameTree`` on the page's session and on each iframe's), so it is never stale.
         """
-        return await list_frames(self)
+        return await _answered("frames", list_frames(self))
 
     # --- steps (engine/_steps.py) ------------------------------------------------------------------------
 
@@ -464,6 +468,22 @@ class Page:
         self.browser._forget(self)
         self.session._will_close("the page was closed by this client (Page.close)")
         await self.browser.session.execute(cdp.target.close_target(target_id=self.target_id))
+
+
+async def _answered(what: str, read: Coroutine[Any, Any, _T]) -> _T:
+    """``read`` under the caller's deadline, or else DEFAULT_BUDGET: what it asks of the page needs the
+    page's main thread (the accessibility tree, a frame to capture), which a script in an endless loop
+    holds for good."""
+    if trio.current_effective_deadline() != math.inf:
+        return await read
+    with trio.move_on_after(DEFAULT_BUDGET):
+        return await read
+    raise ActionError(
+        f"{what}: the page did not answer in {DEFAULT_BUDGET:g} s (no deadline of yours was set): its main "
+        "thread is busy or held (a script in an endless loop, a synchronous request); page.evaluate() under "
+        "a deadline stops a running script. Set your own deadline with trio.fail_after",
+        check="responsive",
+    )
 
 
 @asynccontextmanager

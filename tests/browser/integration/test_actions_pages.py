@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 import trio
 
+import engine._page
 from engine import ActionError, Browser, StaleRefError, _popups
 from tests.browser.integration._actions_helpers import open_page, ref, value
 from tests.deadlines import without_a_deadline
@@ -149,6 +150,33 @@ async def test_expect_popup_without_a_deadline_gives_up_after_the_budget(
         with pytest.raises(ActionError, match=r"this page opened no tab in the 0\.5 s after the block"):
             async with page.expect_popup():
                 await page.click(ref(snap, "button", "Save"))  # opens nothing
+
+
+async def test_reads_of_a_page_in_an_endless_loop_give_up_without_a_deadline(
+    browser: Browser, server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine._page, "DEFAULT_BUDGET", 0.5)
+    page = await open_page(browser, f"{server}/actions/nav.html")
+    with trio.fail_after(10):
+        link = ref(await page.snapshot(), "link", "Next page")
+        await value(page, "setTimeout(() => { while (true) {} }, 50), 0")
+        await trio.sleep(0.2)
+    reads: dict[str, Callable[[], Awaitable[object]]] = {
+        "snapshot": page.snapshot,
+        f"resolve {link}": lambda: page.resolve(link),
+        "frames": page.frames,
+        "screenshot": page.screenshot,
+    }
+    async with without_a_deadline():
+        for what, read in reads.items():
+            with pytest.raises(ActionError, match=rf"^{what}: the page did not answer in 0\.5 s") as caught:
+                await read()
+            assert caught.value.check == "responsive"
+    with trio.fail_after(10), pytest.raises(trio.TooSlowError):
+        with trio.fail_after(0.5):
+            await page.evaluate("1 + 1")  # terminates the page's loop
+    with trio.fail_after(10):
+        assert ref(await page.snapshot(), "link", "Next page") == link
 
 
 async def test_screenshots_decode_and_have_the_expected_size(browser: Browser, server: str) -> None:
