@@ -3,8 +3,10 @@
 While a dialog is open its renderer runs nothing else: the click that opened it does not return, and
 neither does any later command of the page. So the answer is sent from the reader as the dialog opens:
 ``page.on_dialog(dialog)`` decides (``dialog.accept("text")`` / ``dialog.dismiss()``); without a handler,
-or when the handler decides nothing, the dialog is dismissed. Every dialog is recorded in ``page.dialogs``,
-the last ``MAX_DIALOGS`` of them.
+or when the handler decides nothing, the dialog is dismissed, except ``beforeunload``, which is accepted:
+the page is left, as the navigation or close that raised it asked (Playwright and WebDriver do the same;
+dismissed, it held a reload until its deadline and made a goto fail with net::ERR_ABORTED). Every dialog
+is recorded in ``page.dialogs``, the last ``MAX_DIALOGS`` of them.
 """
 
 from __future__ import annotations
@@ -108,9 +110,12 @@ def _watch_session(page: Page, session: Session) -> None:
             try:
                 state.handler(dialog)
             except Exception:
-                log.exception("page.on_dialog failed on %r; the dialog is dismissed", dialog)
+                log.exception("page.on_dialog failed on %r; the default answer is given", dialog)
         if dialog.accepted is None:
-            dialog.dismiss()
+            if dialog.type == "beforeunload":
+                dialog.accept()
+            else:
+                dialog.dismiss()
         log.info(
             "%s dialog %r %s", dialog.type, dialog.message, "accepted" if dialog.accepted else "dismissed"
         )

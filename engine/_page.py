@@ -387,7 +387,8 @@ class Page:
     @property
     def on_dialog(self) -> DialogHandler | None:
         """Called with each Dialog as it opens, in the reader (keep it quick): ``dialog.accept("text")`` or
-        ``dialog.dismiss()``. Without a decision (or a handler) the dialog is dismissed."""
+        ``dialog.dismiss()``. Without a decision (or a handler) the dialog is dismissed, but a
+        ``beforeunload`` is accepted (the page is left, as the navigation or close asked)."""
         return dialog_state(self).handler
 
     @on_dialog.setter

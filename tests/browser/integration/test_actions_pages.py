@@ -10,7 +10,7 @@ import pytest
 import trio
 
 import engine._page
-from engine import ActionError, Browser, StaleRefError, _popups
+from engine import ActionError, Browser, NavigationError, StaleRefError, _popups
 from tests.browser.integration._actions_helpers import open_page, ref, value
 from tests.deadlines import without_a_deadline
 
@@ -101,6 +101,29 @@ async def test_dialogs_are_dismissed_by_default_and_recorded_or_answered_by_on_d
         ("confirm", "Sure?", True),
     ]
     assert page.dialogs[2].prompt_text == "Grace"
+
+
+async def test_beforeunload_is_accepted_by_default_so_the_page_is_left(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/actions/leave.html")
+
+    async def touch() -> None:  # the gesture without which Chromium asks nothing
+        await page.click(ref(await page.snapshot(), "button", "Touch"))
+
+    with trio.fail_after(10):
+        await touch()
+        await page.reload()  # dismissed, it was cancelled: reload waited for a load that never came
+        await touch()
+        await page.goto(f"{server}/actions/nav.html")  # dismissed: NavigationError net::ERR_ABORTED
+        assert await value(page, "location.pathname") == "/actions/nav.html"
+        await page.back()
+        await touch()
+        page.on_dialog = lambda dialog: dialog.dismiss()  # stay
+        with pytest.raises(NavigationError, match="ERR_ABORTED"):
+            await page.goto(f"{server}/actions/nav.html")
+        assert await value(page, "location.pathname") == "/actions/leave.html"
+    assert [(d.type, d.accepted) for d in page.dialogs] == [("beforeunload", True)] * 2 + [
+        ("beforeunload", False)
+    ]
 
 
 async def test_an_alert_the_page_opens_by_itself_does_not_wedge_snapshot_or_evaluate(
