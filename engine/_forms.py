@@ -101,7 +101,7 @@ async def fill(page: Page, ref: str, text: str) -> None:
     try:
         if outcome == "typed":
             if text:
-                await input_across_commit(page, "Input.insertText", {"text": text}, f"fill {ref}", ref)
+                await input_across_commit(page, "Input.insertText", {"text": text}, f"fill {ref}", node)
             else:
                 for kind in ("down", "up"):
                     await page.session.execute_raw(
@@ -121,7 +121,7 @@ async def type_text(page: Page, ref: str, text: str, *, delay_ms: float) -> None
         for char in text:
             key = KEYS.get("Enter" if char == "\n" else char)
             if key is None:
-                await input_across_commit(page, "Input.insertText", {"text": char}, f"type {ref}", ref)
+                await input_across_commit(page, "Input.insertText", {"text": char}, f"type {ref}", node)
             else:
                 mask = 8 if len(char) == 1 and char != char.lower() else 0
                 send_nowait(session, "Input.dispatchKeyEvent", key_event("down", key, mask))

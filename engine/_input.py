@@ -227,30 +227,43 @@ reloading itself every 15 ms, the replies that came did so within 18 ms of the c
 
 
 async def input_across_commit(
-    page: Page, method: str, params: dict[str, Any], what: str, ref: str = ""
+    page: Page, method: str, params: dict[str, Any], what: str, node: ResolvedNode | None = None
 ) -> None:
-    """``method`` on the page's session, given up ``LOST_INPUT_GRACE`` after a commit of the main frame.
+    """``method`` on the page's session, given up ``LOST_INPUT_GRACE`` after a new document commits in the
+    main frame or in ``node``'s frame (an iframe's, out-of-process or not), or ``node``'s session ends.
 
     Chromium drops an ``Input.insertText`` (33 of 400 on that page) or a ``mouseWheel`` (1 of 150) that
-    reaches the renderer as its document goes: no reply ever comes. The input's element went with the
-    document, so this raises ActionError "attached", which the Page method turns into the StaleRefError
-    it stands for.
+    reaches the renderer as the document it is for goes: no reply ever comes. The input's element went
+    with the document, so this raises ActionError "attached", which the Page method turns into the
+    StaleRefError it stands for.
     """
+    frame = node.frame_id if node is not None else None
+    child = node.session if node is not None and node.session is not page.session else None
     with trio.CancelScope() as scope:
 
-        def committed(_method: str, event: dict[str, Any]) -> None:
-            if is_main_frame(event):
+        def gone(method: str, event: dict[str, Any]) -> None:
+            if method == "Page.frameNavigated":
+                lost = is_main_frame(event) or (event.get("frame") or {}).get("id") == frame
+            else:  # Target.detachedFromTarget, on the page's session for its child sessions
+                lost = child is not None and event.get("sessionId") == child.session_id
+            if lost:
                 scope.deadline = min(scope.deadline, trio.current_time() + LOST_INPUT_GRACE)
 
-        hook = add_hook(page.session, ("Page.frameNavigated",), committed)
+        watched: list[tuple[Session, tuple[str, ...]]] = [
+            (page.session, ("Page.frameNavigated", "Target.detachedFromTarget"))
+        ]
+        if child is not None:
+            watched.append((child, ("Page.frameNavigated",)))
+        hooks = [(session, add_hook(session, methods, gone)) for session, methods in watched]
         try:
             await page.session.execute_raw(method, params)
             return
         finally:
-            page.session.unsubscribe(hook)
+            for session, hook in hooks:
+                session.unsubscribe(hook)
     raise ActionError(
         f"{what}: the page navigated while the input was on its way, and Chromium dropped it",
-        ref=ref,
+        ref=node.ref if node is not None else "",
         check="attached",
     )
 

@@ -11,7 +11,7 @@ import pytest
 import trio
 from trio.testing import MockClock
 
-from engine import ActionError, ConnectionClosed
+from engine import ActionError, ConnectionClosed, ResolvedNode
 from engine._capture import _REASK, BETWEEN_DOCUMENTS_BUDGET, NOT_ACTIVE
 from engine._input import LOST_INPUT_GRACE, input_across_commit
 from engine.testing import FakePeer, open_fake_browser
@@ -20,10 +20,11 @@ from tests.unit.engine.test_evaluate_units import fake_page
 PNG = base64.b64encode(b"a png").decode()
 
 
-def commit(peer: FakePeer, *, parent: str | None = None) -> None:
-    frame: dict[str, Any] = {"id": "F2" if parent else "F1", "url": "http://x/", "loaderId": "L"}
-    if parent:
-        frame["parentId"] = parent
+def commit(peer: FakePeer, frame_id: str = "F1") -> None:
+    """A new document in frame ``frame_id``: the main frame F1, or an iframe of it."""
+    frame: dict[str, Any] = {"id": frame_id, "url": "http://x/", "loaderId": "L"}
+    if frame_id != "F1":
+        frame["parentId"] = "F1"
     peer.event("Page.frameNavigated", {"frame": frame, "type": "Navigation"}, session_id="PAGE")
 
 
@@ -36,7 +37,7 @@ async def test_a_capture_lost_to_a_commit_is_asked_again() -> None:
                 async def tab() -> None:
                     lost = await peer.next_command()
                     assert lost["method"] == "Page.captureScreenshot"
-                    commit(peer, parent="F1")  # an iframe's commit: the capture still stands
+                    commit(peer, "F2")  # an iframe's commit: the capture still stands
                     commit(peer)  # the main frame's: it is lost
                     again = await peer.next_command()
                     assert again["method"] == "Page.captureScreenshot"
@@ -91,28 +92,34 @@ async def test_the_link_lost_with_two_captures_pending_raises_one_error() -> Non
                     await page.screenshot()
 
 
-async def test_an_input_lost_to_a_commit_is_given_up_after_the_grace(mock_clock: MockClock) -> None:
+@pytest.mark.parametrize("frame", ["F1", "F3"], ids=["main-frame", "its-iframe"])
+async def test_an_input_lost_to_a_commit_is_given_up_after_the_grace(
+    mock_clock: MockClock, frame: str
+) -> None:
     mock_clock.autojump_threshold = 0
     async with open_fake_browser() as (browser, peer):
         page = await fake_page(browser, peer)
+        node = ResolvedNode(
+            ref="e1", backend_node_id=7, session=page.session, frame_id=frame, role="textbox", name="Name"
+        )
 
         async def tab() -> None:
             answered = await peer.next_command()
-            commit(peer)  # the reply still comes, within the grace
+            commit(peer, frame)  # the reply still comes, within the grace
             await trio.sleep(LOST_INPUT_GRACE / 2)
             peer.reply(answered)
             await peer.next_command()  # this one is lost
-            commit(peer, parent="F1")  # an iframe's commit: the input still stands
+            commit(peer, "F2")  # another iframe's commit: the input still stands
             await trio.sleep(5)
-            commit(peer)
+            commit(peer, frame)
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(tab)
             with trio.fail_after(1):
-                await input_across_commit(page, "Input.insertText", {"text": "a"}, "fill e1", "e1")
+                await input_across_commit(page, "Input.insertText", {"text": "a"}, "fill e1", node)
             start = trio.current_time()
             with trio.fail_after(10), pytest.raises(ActionError, match="navigated while the input") as info:
-                await input_across_commit(page, "Input.insertText", {"text": "a"}, "fill e1", "e1")
+                await input_across_commit(page, "Input.insertText", {"text": "a"}, "fill e1", node)
         assert trio.current_time() - start == pytest.approx(5 + LOST_INPUT_GRACE)
         assert (info.value.ref, info.value.check) == ("e1", "attached")
         assert browser.connection.pending_count() == 0
