@@ -17,7 +17,7 @@ import trio
 
 from engine._actionability import DEFAULT_BUDGET, send_nowait
 from engine._dialogs import watch_dialogs
-from engine._errors import ActionError
+from engine._errors import ActionError, ConnectionClosed
 from engine._hooks import add_hook
 
 if TYPE_CHECKING:
@@ -85,8 +85,19 @@ async def expect_popup(page: Page) -> AsyncIterator[Popup]:
     try:
         yield popup
         own = trio.current_effective_deadline() == math.inf
+        connection = page.browser.connection
         with trio.move_on_after(DEFAULT_BUDGET if own else math.inf):
-            await popup._arrived.wait()
+            async with trio.open_nursery() as nursery:
+
+                async def until_closed() -> None:  # a dead browser opens no tab: no need to wait on
+                    await connection.wait_closed()
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(until_closed)
+                await popup._arrived.wait()
+                nursery.cancel_scope.cancel()
+        if not popup._arrived.is_set() and connection.closed is not None:
+            raise ConnectionClosed(f"expect_popup: {connection.closed}")
         if not popup._arrived.is_set():
             raise ActionError(
                 f"expect_popup: this page opened no tab in the {DEFAULT_BUDGET:g} s after the block (no "

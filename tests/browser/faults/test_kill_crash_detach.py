@@ -25,6 +25,7 @@ from engine import (
     connect,
     launch,
 )
+from tests.deadlines import without_a_deadline
 
 pytestmark = pytest.mark.browser
 
@@ -102,6 +103,20 @@ async def test_killed_browser_fails_pending_within_a_second(transport: str) -> N
             assert max(outcome) - killed < 1.0
             with pytest.raises(ConnectionClosed):
                 await browser.version()
+
+
+async def test_expect_popup_ends_when_the_browser_dies(server: str) -> None:
+    async with launch() as browser:
+        with trio.fail_after(20):
+            page = await browser.new_page(f"{server}/actions/nav.html")
+        assert browser.process is not None
+        pid = browser.process.process.pid
+        async with without_a_deadline():  # no deadline: it waited 30 s, then said no tab was opened
+            killed = time.monotonic()
+            with pytest.raises(ConnectionClosed, match=r"^expect_popup: "):
+                async with page.expect_popup():
+                    os.kill(pid, signal.SIGKILL)
+            assert time.monotonic() - killed < 5
 
 
 @pytest.mark.parametrize("transport", ["pipe", "websocket"])
