@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from engine._actionability import frame_offset
-from engine._errors import ActionError, ProtocolError
+from engine._dialogs import STAYED, dialog_state
+from engine._errors import ActionError, NavigationError, ProtocolError
 from engine._hooks import add_hook, is_main_frame
 
 if TYPE_CHECKING:
@@ -145,10 +146,20 @@ def _between_documents(refusal: ProtocolError) -> ActionError:
 
 
 async def reload(page: Page) -> None:
-    """Reload and wait for the new document's ``load``."""
+    """Reload and wait for the new document's ``load``; a page told to stay (its ``beforeunload``
+    dismissed) raises at once, as no load will come."""
     session = page.session
+    stays = dialog_state(page).stays
     async with session.listen(
-        "Page.loadEventFired", typed=False, buffer_size=16, overflow="drop_oldest"
+        "Page.loadEventFired",
+        "Page.javascriptDialogOpening",
+        typed=False,
+        buffer_size=16,
+        overflow="drop_oldest",
     ) as events:
         await session.execute_raw("Page.reload")
-        await events.receive()
+        async for event in events:  # the dialog hook has answered before this sees the event
+            if event.method == "Page.loadEventFired":
+                return
+            if dialog_state(page).stays != stays:
+                raise NavigationError(f"the reload did not happen: {STAYED}")

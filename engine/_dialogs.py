@@ -76,6 +76,7 @@ class DialogState:
     def __init__(self) -> None:
         self.handler: DialogHandler | None = None
         self.seen: collections.deque[Dialog] = collections.deque(maxlen=MAX_DIALOGS)
+        self.stays = 0  # beforeunload dialogs dismissed: each cancelled the navigation that raised it
 
 
 def dialog_state(page: Page) -> DialogState:
@@ -116,9 +117,15 @@ def _watch_session(page: Page, session: Session) -> None:
                 dialog.accept()
             else:
                 dialog.dismiss()
+        if dialog.type == "beforeunload" and not dialog.accepted:
+            state.stays += 1
         log.info(
             "%s dialog %r %s", dialog.type, dialog.message, "accepted" if dialog.accepted else "dismissed"
         )
 
     add_hook(session, ("Page.javascriptDialogOpening",), opened)
     add_hook(session, ("Target.attachedToTarget",), attached)
+
+
+STAYED = "the page's beforeunload handler asked to stay, and page.on_dialog dismissed its dialog"
+"""Why a navigation did not happen when a page was told to stay (``DialogState.stays`` went up)."""

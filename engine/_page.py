@@ -14,7 +14,7 @@ import trio
 import cdp
 from engine import _capture, _forms, _input, _popups, _waiting
 from engine._actionability import DEFAULT_BUDGET
-from engine._dialogs import Dialog, DialogHandler, dialog_state
+from engine._dialogs import STAYED, Dialog, DialogHandler, dialog_state
 from engine._errors import (
     ActionError,
     ConnectionClosed,
@@ -143,6 +143,7 @@ class Page:
 
     async def _goto(self, url: str, referrer: str | None) -> cdp.page.NavigateResult:
         session = self.session
+        stays = dialog_state(self).stays
         async with session.listen(*_NAVIGATION_EVENTS, buffer_size=512, overflow="drop_oldest") as events:
             try:
                 result = await session.execute(cdp.page.navigate(url=url, referrer=referrer))
@@ -154,6 +155,8 @@ class Page:
                     "with its scheme (http://127.0.0.1:8000/, file:///tmp/a.html, about:blank)"
                 ) from exc
             if result.error_text:
+                if dialog_state(self).stays != stays:
+                    raise NavigationError(f"navigation to {url} did not happen: {STAYED}")
                 raise NavigationError(f"navigation to {url} failed: {result.error_text}")
             if result.loader_id is None:
                 return result  # same-document navigation (a fragment): nothing more will load
