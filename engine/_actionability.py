@@ -47,6 +47,13 @@ frame (about 35 ms on a loaded 2-core machine); 100 ms leaves room for the last 
 DEFAULT_BUDGET = 30.0
 """Seconds an action keeps retrying when the caller set no deadline (as Playwright's default)."""
 
+
+def unless_deadline(budget: float) -> float:
+    """Seconds to bound a wait by: ``budget`` (DEFAULT_BUDGET, as each caller module sees it) when the caller
+    set no deadline, else none of ours (the caller's deadline stands, even if it moves)."""
+    return budget if trio.current_effective_deadline() == math.inf else math.inf
+
+
 _BACKOFF = (0.0, 0.02, 0.05, 0.1, 0.1, 0.2)
 """Pauses between attempts: quick at first (an animation ending), then every 200 ms."""
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import collections
-import math
 import os
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -13,7 +12,7 @@ import trio
 
 import cdp
 from engine import _capture, _forms, _input, _popups, _waiting
-from engine._actionability import DEFAULT_BUDGET
+from engine._actionability import DEFAULT_BUDGET, unless_deadline
 from engine._dialogs import STAYED, Dialog, DialogHandler, dialog_state
 from engine._errors import (
     ActionError,
@@ -119,11 +118,9 @@ class Page:
     async def _bounded(self, what: str, navigation: Coroutine[Any, Any, _T]) -> _T:
         """Run a navigation under the caller's deadline, or else ``Settings.navigation_timeout``; one given
         up on is stopped."""
+        limit = self.browser.settings.navigation_timeout
         try:
-            if trio.current_effective_deadline() != math.inf:
-                return await navigation
-            limit = self.browser.settings.navigation_timeout
-            with trio.move_on_after(limit):
+            with trio.move_on_after(unless_deadline(limit)):
                 return await navigation
         except trio.Cancelled:
             self._stop_loading()
@@ -478,9 +475,7 @@ async def _answered(what: str, read: Coroutine[Any, Any, _T]) -> _T:
     """``read`` under the caller's deadline, or else DEFAULT_BUDGET: what it asks of the page needs the
     page's main thread (the accessibility tree, a frame to capture), which a script in an endless loop
     holds for good."""
-    if trio.current_effective_deadline() != math.inf:
-        return await read
-    with trio.move_on_after(DEFAULT_BUDGET):
+    with trio.move_on_after(unless_deadline(DEFAULT_BUDGET)):
         return await read
     raise ActionError(
         f"{what}: the page did not answer in {DEFAULT_BUDGET:g} s (no deadline of yours was set): its main "

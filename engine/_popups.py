@@ -8,14 +8,13 @@ as ``Browser.new_page`` does, all without awaiting (the reader runs the hook).
 
 from __future__ import annotations
 
-import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from engine._actionability import DEFAULT_BUDGET, send_nowait
+from engine._actionability import DEFAULT_BUDGET, send_nowait, unless_deadline
 from engine._dialogs import watch_dialogs
 from engine._errors import ActionError, ConnectionClosed
 from engine._hooks import add_hook
@@ -84,9 +83,8 @@ async def expect_popup(page: Page) -> AsyncIterator[Popup]:
     waiters.append(entry)
     try:
         yield popup
-        own = trio.current_effective_deadline() == math.inf
         connection = page.browser.connection
-        with trio.move_on_after(DEFAULT_BUDGET if own else math.inf):
+        with trio.move_on_after(unless_deadline(DEFAULT_BUDGET)):
             async with trio.open_nursery() as nursery:
 
                 async def until_closed() -> None:  # a dead browser opens no tab: no need to wait on

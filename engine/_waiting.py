@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import trio
 
-from engine._actionability import DEFAULT_BUDGET, RETRY_MARGIN, call_on, new_group, object_id, release
+from engine._actionability import (
+    DEFAULT_BUDGET,
+    RETRY_MARGIN,
+    call_on,
+    new_group,
+    object_id,
+    release,
+    unless_deadline,
+)
 from engine._errors import ActionError, ProtocolError, SessionDetached, StaleRefError
 from engine._frames import frame_sessions
 from engine._hooks import add_hook, is_main_frame
@@ -125,10 +133,9 @@ async def navigation_watch(
     """
     watch = NavigationWatch()
     hooks = [(s, add_hook(s, _WATCHED, watch)) for s in sessions]
-    own = trio.current_effective_deadline() == math.inf
     phase = "input"
     try:
-        with trio.move_on_after(DEFAULT_BUDGET if own else math.inf) as scope:
+        with trio.move_on_after(unless_deadline(DEFAULT_BUDGET)) as scope:
             yield watch
             phase = "navigation"
             await _barrier(sessions, task_turn=task_turn)
