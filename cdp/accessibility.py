@@ -521,30 +521,30 @@ def _s_AXValueSource(d: dict[str, Any]) -> AXValueSource:
     od = o.__dict__
     v = d["type"]
     od["type_"] = None if v is None else (_e_AXValueSourceType(v) or _enum(AXValueSourceType, v))
-    v = d.get("value")
-    if v is not None:
-        od["value"] = _s_AXValue(v)
-    v = d.get("attribute")
-    if v is not None:
-        od["attribute"] = v
-    v = d.get("attributeValue")
-    if v is not None:
-        od["attribute_value"] = _s_AXValue(v)
-    v = d.get("superseded")
-    if v is not None:
-        od["superseded"] = v
-    v = d.get("nativeSource")
-    if v is not None:
-        od["native_source"] = _e_AXValueNativeSourceType(v) or _enum(AXValueNativeSourceType, v)
-    v = d.get("nativeSourceValue")
-    if v is not None:
-        od["native_source_value"] = _s_AXValue(v)
-    v = d.get("invalid")
-    if v is not None:
-        od["invalid"] = v
-    v = d.get("invalidReason")
-    if v is not None:
-        od["invalid_reason"] = v
+    if "value" in d:
+        v = d["value"]
+        if v is not None:
+            od["value"] = _s_AXValue(v)
+    if "attribute" in d:
+        od["attribute"] = d["attribute"]
+    if "attributeValue" in d:
+        v = d["attributeValue"]
+        if v is not None:
+            od["attribute_value"] = _s_AXValue(v)
+    if "superseded" in d:
+        od["superseded"] = d["superseded"]
+    if "nativeSource" in d:
+        v = d["nativeSource"]
+        if v is not None:
+            od["native_source"] = _e_AXValueNativeSourceType(v) or _enum(AXValueNativeSourceType, v)
+    if "nativeSourceValue" in d:
+        v = d["nativeSourceValue"]
+        if v is not None:
+            od["native_source_value"] = _s_AXValue(v)
+    if "invalid" in d:
+        od["invalid"] = d["invalid"]
+    if "invalidReason" in d:
+        od["invalid_reason"] = d["invalidReason"]
     return o
 
 
@@ -575,12 +575,10 @@ def _s_AXRelatedNode(d: dict[str, Any]) -> AXRelatedNode:
     o = _new(AXRelatedNode)
     od = o.__dict__
     od["backend_dom_node_id"] = d["backendDOMNodeId"]
-    v = d.get("idref")
-    if v is not None:
-        od["idref"] = v
-    v = d.get("text")
-    if v is not None:
-        od["text"] = v
+    if "idref" in d:
+        od["idref"] = d["idref"]
+    if "text" in d:
+        od["text"] = d["text"]
     return o
 
 
@@ -619,12 +617,14 @@ def _s_AXValue(d: dict[str, Any]) -> AXValue:
     od["type_"] = None if v is None else (_e_AXValueType(v) or _enum(AXValueType, v))
     if "value" in d:
         od["value"] = d["value"]
-    v = d.get("relatedNodes")
-    if v is not None:
-        od["related_nodes"] = [_s_AXRelatedNode(x0) for x0 in v]
-    v = d.get("sources")
-    if v is not None:
-        od["sources"] = [_s_AXValueSource(x0) for x0 in v]
+    if "relatedNodes" in d:
+        v = d["relatedNodes"]
+        if v is not None:
+            od["related_nodes"] = [_s_AXRelatedNode(x0) for x0 in v]
+    if "sources" in d:
+        v = d["sources"]
+        if v is not None:
+            od["sources"] = [_s_AXValueSource(x0) for x0 in v]
     return o
 
 
@@ -646,39 +646,42 @@ def _s_AXNode(d: dict[str, Any]) -> AXNode:
     od = o.__dict__
     od["node_id"] = d["nodeId"]
     od["ignored"] = d["ignored"]
-    v = d.get("ignoredReasons")
-    if v is not None:
-        od["ignored_reasons"] = [_s_AXProperty(x0) for x0 in v]
-    v = d.get("role")
-    if v is not None:
-        od["role"] = _s_AXValue(v)
-    v = d.get("chromeRole")
-    if v is not None:
-        od["chrome_role"] = _s_AXValue(v)
-    v = d.get("name")
-    if v is not None:
-        od["name"] = _s_AXValue(v)
-    v = d.get("description")
-    if v is not None:
-        od["description"] = _s_AXValue(v)
-    v = d.get("value")
-    if v is not None:
-        od["value"] = _s_AXValue(v)
-    v = d.get("properties")
-    if v is not None:
-        od["properties"] = [_s_AXProperty(x0) for x0 in v]
-    v = d.get("parentId")
-    if v is not None:
-        od["parent_id"] = v
-    v = d.get("childIds")
-    if v is not None:
-        od["child_ids"] = v
-    v = d.get("backendDOMNodeId")
-    if v is not None:
-        od["backend_dom_node_id"] = v
-    v = d.get("frameId")
-    if v is not None:
-        od["frame_id"] = v
+    if "ignoredReasons" in d:
+        v = d["ignoredReasons"]
+        if v is not None:
+            od["ignored_reasons"] = [_s_AXProperty(x0) for x0 in v]
+    if "role" in d:
+        v = d["role"]
+        if v is not None:
+            od["role"] = _s_AXValue(v)
+    if "chromeRole" in d:
+        v = d["chromeRole"]
+        if v is not None:
+            od["chrome_role"] = _s_AXValue(v)
+    if "name" in d:
+        v = d["name"]
+        if v is not None:
+            od["name"] = _s_AXValue(v)
+    if "description" in d:
+        v = d["description"]
+        if v is not None:
+            od["description"] = _s_AXValue(v)
+    if "value" in d:
+        v = d["value"]
+        if v is not None:
+            od["value"] = _s_AXValue(v)
+    if "properties" in d:
+        v = d["properties"]
+        if v is not None:
+            od["properties"] = [_s_AXProperty(x0) for x0 in v]
+    if "parentId" in d:
+        od["parent_id"] = d["parentId"]
+    if "childIds" in d:
+        od["child_ids"] = d["childIds"]
+    if "backendDOMNodeId" in d:
+        od["backend_dom_node_id"] = d["backendDOMNodeId"]
+    if "frameId" in d:
+        od["frame_id"] = d["frameId"]
     return o
 
 

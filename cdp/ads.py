@@ -137,9 +137,8 @@ def _s_AdFrameData(d: dict[str, Any]) -> AdFrameData:
     o = _new(AdFrameData)
     od = o.__dict__
     od["frame_id"] = d["frameId"]
-    v = d.get("initialOrigin")
-    if v is not None:
-        od["initial_origin"] = v
+    if "initialOrigin" in d:
+        od["initial_origin"] = d["initialOrigin"]
     od["network_bytes"] = d["networkBytes"]
     od["cpu_time"] = d["cpuTime"]
     return o

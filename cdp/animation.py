@@ -374,15 +374,16 @@ def _s_Animation(d: dict[str, Any]) -> Animation:
     od["start_time"] = d["startTime"]
     od["current_time"] = d["currentTime"]
     od["type_"] = d["type"]
-    v = d.get("source")
-    if v is not None:
-        od["source"] = _s_AnimationEffect(v)
-    v = d.get("cssId")
-    if v is not None:
-        od["css_id"] = v
-    v = d.get("viewOrScrollTimeline")
-    if v is not None:
-        od["view_or_scroll_timeline"] = _s_ViewOrScrollTimeline(v)
+    if "source" in d:
+        v = d["source"]
+        if v is not None:
+            od["source"] = _s_AnimationEffect(v)
+    if "cssId" in d:
+        od["css_id"] = d["cssId"]
+    if "viewOrScrollTimeline" in d:
+        v = d["viewOrScrollTimeline"]
+        if v is not None:
+            od["view_or_scroll_timeline"] = _s_ViewOrScrollTimeline(v)
     return o
 
 
@@ -409,18 +410,14 @@ def _u_Animation(o: Animation) -> dict[str, Any]:
 def _s_ViewOrScrollTimeline(d: dict[str, Any]) -> ViewOrScrollTimeline:
     o = _new(ViewOrScrollTimeline)
     od = o.__dict__
-    v = d.get("sourceNodeId")
-    if v is not None:
-        od["source_node_id"] = v
-    v = d.get("startOffset")
-    if v is not None:
-        od["start_offset"] = v
-    v = d.get("endOffset")
-    if v is not None:
-        od["end_offset"] = v
-    v = d.get("subjectNodeId")
-    if v is not None:
-        od["subject_node_id"] = v
+    if "sourceNodeId" in d:
+        od["source_node_id"] = d["sourceNodeId"]
+    if "startOffset" in d:
+        od["start_offset"] = d["startOffset"]
+    if "endOffset" in d:
+        od["end_offset"] = d["endOffset"]
+    if "subjectNodeId" in d:
+        od["subject_node_id"] = d["subjectNodeId"]
     v = d["axis"]
     od["axis"] = None if v is None else _enum(cdp.dom.ScrollOrientation, v)
     return o
@@ -447,18 +444,17 @@ def _s_AnimationEffect(d: dict[str, Any]) -> AnimationEffect:
     od["delay"] = d["delay"]
     od["end_delay"] = d["endDelay"]
     od["iteration_start"] = d["iterationStart"]
-    v = d.get("iterations")
-    if v is not None:
-        od["iterations"] = v
+    if "iterations" in d:
+        od["iterations"] = d["iterations"]
     od["duration"] = d["duration"]
     od["direction"] = d["direction"]
     od["fill"] = d["fill"]
-    v = d.get("backendNodeId")
-    if v is not None:
-        od["backend_node_id"] = v
-    v = d.get("keyframesRule")
-    if v is not None:
-        od["keyframes_rule"] = _s_KeyframesRule(v)
+    if "backendNodeId" in d:
+        od["backend_node_id"] = d["backendNodeId"]
+    if "keyframesRule" in d:
+        v = d["keyframesRule"]
+        if v is not None:
+            od["keyframes_rule"] = _s_KeyframesRule(v)
     od["easing"] = d["easing"]
     return o
 
@@ -485,9 +481,8 @@ def _u_AnimationEffect(o: AnimationEffect) -> dict[str, Any]:
 def _s_KeyframesRule(d: dict[str, Any]) -> KeyframesRule:
     o = _new(KeyframesRule)
     od = o.__dict__
-    v = d.get("name")
-    if v is not None:
-        od["name"] = v
+    if "name" in d:
+        od["name"] = d["name"]
     v = d["keyframes"]
     od["keyframes"] = None if v is None else [_s_KeyframeStyle(x0) for x0 in v]
     return o

@@ -1310,9 +1310,8 @@ def _u_AffectedCookie(o: AffectedCookie) -> dict[str, Any]:
 def _s_AffectedRequest(d: dict[str, Any]) -> AffectedRequest:
     o = _new(AffectedRequest)
     od = o.__dict__
-    v = d.get("requestId")
-    if v is not None:
-        od["request_id"] = v
+    if "requestId" in d:
+        od["request_id"] = d["requestId"]
     od["url"] = d["url"]
     return o
 
@@ -1344,9 +1343,8 @@ def _s_CookieIssueInsight(d: dict[str, Any]) -> CookieIssueInsight:
     od = o.__dict__
     v = d["type"]
     od["type_"] = None if v is None else (_e_InsightType(v) or _enum(InsightType, v))
-    v = d.get("tableEntryUrl")
-    if v is not None:
-        od["table_entry_url"] = v
+    if "tableEntryUrl" in d:
+        od["table_entry_url"] = d["tableEntryUrl"]
     return o
 
 
@@ -1362,12 +1360,12 @@ def _u_CookieIssueInsight(o: CookieIssueInsight) -> dict[str, Any]:
 def _s_CookieIssueDetails(d: dict[str, Any]) -> CookieIssueDetails:
     o = _new(CookieIssueDetails)
     od = o.__dict__
-    v = d.get("cookie")
-    if v is not None:
-        od["cookie"] = _s_AffectedCookie(v)
-    v = d.get("rawCookieLine")
-    if v is not None:
-        od["raw_cookie_line"] = v
+    if "cookie" in d:
+        v = d["cookie"]
+        if v is not None:
+            od["cookie"] = _s_AffectedCookie(v)
+    if "rawCookieLine" in d:
+        od["raw_cookie_line"] = d["rawCookieLine"]
     v = d["cookieWarningReasons"]
     od["cookie_warning_reasons"] = (
         None if v is None else [(_e_CookieWarningReason(x0) or _enum(CookieWarningReason, x0)) for x0 in v]
@@ -1380,18 +1378,18 @@ def _s_CookieIssueDetails(d: dict[str, Any]) -> CookieIssueDetails:
     )
     v = d["operation"]
     od["operation"] = None if v is None else (_e_CookieOperation(v) or _enum(CookieOperation, v))
-    v = d.get("siteForCookies")
-    if v is not None:
-        od["site_for_cookies"] = v
-    v = d.get("cookieUrl")
-    if v is not None:
-        od["cookie_url"] = v
-    v = d.get("request")
-    if v is not None:
-        od["request"] = _s_AffectedRequest(v)
-    v = d.get("insight")
-    if v is not None:
-        od["insight"] = _s_CookieIssueInsight(v)
+    if "siteForCookies" in d:
+        od["site_for_cookies"] = d["siteForCookies"]
+    if "cookieUrl" in d:
+        od["cookie_url"] = d["cookieUrl"]
+    if "request" in d:
+        v = d["request"]
+        if v is not None:
+            od["request"] = _s_AffectedRequest(v)
+    if "insight" in d:
+        v = d["insight"]
+        if v is not None:
+            od["insight"] = _s_CookieIssueInsight(v)
     return o
 
 
@@ -1423,9 +1421,10 @@ def _s_PerformanceIssueDetails(d: dict[str, Any]) -> PerformanceIssueDetails:
     od["performance_issue_type"] = (
         None if v is None else (_e_PerformanceIssueType(v) or _enum(PerformanceIssueType, v))
     )
-    v = d.get("sourceCodeLocation")
-    if v is not None:
-        od["source_code_location"] = _s_SourceCodeLocation(v)
+    if "sourceCodeLocation" in d:
+        v = d["sourceCodeLocation"]
+        if v is not None:
+            od["source_code_location"] = _s_SourceCodeLocation(v)
     return o
 
 
@@ -1441,21 +1440,24 @@ def _u_PerformanceIssueDetails(o: PerformanceIssueDetails) -> dict[str, Any]:
 def _s_MixedContentIssueDetails(d: dict[str, Any]) -> MixedContentIssueDetails:
     o = _new(MixedContentIssueDetails)
     od = o.__dict__
-    v = d.get("resourceType")
-    if v is not None:
-        od["resource_type"] = _e_MixedContentResourceType(v) or _enum(MixedContentResourceType, v)
+    if "resourceType" in d:
+        v = d["resourceType"]
+        if v is not None:
+            od["resource_type"] = _e_MixedContentResourceType(v) or _enum(MixedContentResourceType, v)
     v = d["resolutionStatus"]
     od["resolution_status"] = (
         None if v is None else (_e_MixedContentResolutionStatus(v) or _enum(MixedContentResolutionStatus, v))
     )
     od["insecure_url"] = d["insecureURL"]
     od["main_resource_url"] = d["mainResourceURL"]
-    v = d.get("request")
-    if v is not None:
-        od["request"] = _s_AffectedRequest(v)
-    v = d.get("frame")
-    if v is not None:
-        od["frame"] = _s_AffectedFrame(v)
+    if "request" in d:
+        v = d["request"]
+        if v is not None:
+            od["request"] = _s_AffectedRequest(v)
+    if "frame" in d:
+        v = d["frame"]
+        if v is not None:
+            od["frame"] = _s_AffectedFrame(v)
     return o
 
 
@@ -1479,12 +1481,14 @@ def _s_BlockedByResponseIssueDetails(d: dict[str, Any]) -> BlockedByResponseIssu
     od = o.__dict__
     v = d["request"]
     od["request"] = None if v is None else _s_AffectedRequest(v)
-    v = d.get("parentFrame")
-    if v is not None:
-        od["parent_frame"] = _s_AffectedFrame(v)
-    v = d.get("blockedFrame")
-    if v is not None:
-        od["blocked_frame"] = _s_AffectedFrame(v)
+    if "parentFrame" in d:
+        v = d["parentFrame"]
+        if v is not None:
+            od["parent_frame"] = _s_AffectedFrame(v)
+    if "blockedFrame" in d:
+        v = d["blockedFrame"]
+        if v is not None:
+            od["blocked_frame"] = _s_AffectedFrame(v)
     v = d["reason"]
     od["reason"] = None if v is None else (_e_BlockedByResponseReason(v) or _enum(BlockedByResponseReason, v))
     return o
@@ -1527,9 +1531,8 @@ def _u_HeavyAdIssueDetails(o: HeavyAdIssueDetails) -> dict[str, Any]:
 def _s_SourceCodeLocation(d: dict[str, Any]) -> SourceCodeLocation:
     o = _new(SourceCodeLocation)
     od = o.__dict__
-    v = d.get("scriptId")
-    if v is not None:
-        od["script_id"] = v
+    if "scriptId" in d:
+        od["script_id"] = d["scriptId"]
     od["url"] = d["url"]
     od["line_number"] = d["lineNumber"]
     od["column_number"] = d["columnNumber"]
@@ -1550,9 +1553,8 @@ def _u_SourceCodeLocation(o: SourceCodeLocation) -> dict[str, Any]:
 def _s_ContentSecurityPolicyIssueDetails(d: dict[str, Any]) -> ContentSecurityPolicyIssueDetails:
     o = _new(ContentSecurityPolicyIssueDetails)
     od = o.__dict__
-    v = d.get("blockedURL")
-    if v is not None:
-        od["blocked_url"] = v
+    if "blockedURL" in d:
+        od["blocked_url"] = d["blockedURL"]
     od["violated_directive"] = d["violatedDirective"]
     od["is_report_only"] = d["isReportOnly"]
     v = d["contentSecurityPolicyViolationType"]
@@ -1561,15 +1563,16 @@ def _s_ContentSecurityPolicyIssueDetails(d: dict[str, Any]) -> ContentSecurityPo
         if v is None
         else (_e_ContentSecurityPolicyViolationType(v) or _enum(ContentSecurityPolicyViolationType, v))
     )
-    v = d.get("frameAncestor")
-    if v is not None:
-        od["frame_ancestor"] = _s_AffectedFrame(v)
-    v = d.get("sourceCodeLocation")
-    if v is not None:
-        od["source_code_location"] = _s_SourceCodeLocation(v)
-    v = d.get("violatingNodeId")
-    if v is not None:
-        od["violating_node_id"] = v
+    if "frameAncestor" in d:
+        v = d["frameAncestor"]
+        if v is not None:
+            od["frame_ancestor"] = _s_AffectedFrame(v)
+    if "sourceCodeLocation" in d:
+        v = d["sourceCodeLocation"]
+        if v is not None:
+            od["source_code_location"] = _s_SourceCodeLocation(v)
+    if "violatingNodeId" in d:
+        od["violating_node_id"] = d["violatingNodeId"]
     return o
 
 
@@ -1619,18 +1622,20 @@ def _s_CorsIssueDetails(d: dict[str, Any]) -> CorsIssueDetails:
     od["is_warning"] = d["isWarning"]
     v = d["request"]
     od["request"] = None if v is None else _s_AffectedRequest(v)
-    v = d.get("location")
-    if v is not None:
-        od["location"] = _s_SourceCodeLocation(v)
-    v = d.get("initiatorOrigin")
-    if v is not None:
-        od["initiator_origin"] = v
-    v = d.get("resourceIPAddressSpace")
-    if v is not None:
-        od["resource_ip_address_space"] = _enum(cdp.network.IPAddressSpace, v)
-    v = d.get("clientSecurityState")
-    if v is not None:
-        od["client_security_state"] = cdp.network._s_ClientSecurityState(v)
+    if "location" in d:
+        v = d["location"]
+        if v is not None:
+            od["location"] = _s_SourceCodeLocation(v)
+    if "initiatorOrigin" in d:
+        od["initiator_origin"] = d["initiatorOrigin"]
+    if "resourceIPAddressSpace" in d:
+        v = d["resourceIPAddressSpace"]
+        if v is not None:
+            od["resource_ip_address_space"] = _enum(cdp.network.IPAddressSpace, v)
+    if "clientSecurityState" in d:
+        v = d["clientSecurityState"]
+        if v is not None:
+            od["client_security_state"] = cdp.network._s_ClientSecurityState(v)
     return o
 
 
@@ -1676,9 +1681,10 @@ def _s_NavigatorUserAgentIssueDetails(d: dict[str, Any]) -> NavigatorUserAgentIs
     o = _new(NavigatorUserAgentIssueDetails)
     od = o.__dict__
     od["url"] = d["url"]
-    v = d.get("location")
-    if v is not None:
-        od["location"] = _s_SourceCodeLocation(v)
+    if "location" in d:
+        v = d["location"]
+        if v is not None:
+            od["location"] = _s_SourceCodeLocation(v)
     return o
 
 
@@ -1774,18 +1780,16 @@ def _s_GenericIssueDetails(d: dict[str, Any]) -> GenericIssueDetails:
     od = o.__dict__
     v = d["errorType"]
     od["error_type"] = None if v is None else (_e_GenericIssueErrorType(v) or _enum(GenericIssueErrorType, v))
-    v = d.get("frameId")
-    if v is not None:
-        od["frame_id"] = v
-    v = d.get("violatingNodeId")
-    if v is not None:
-        od["violating_node_id"] = v
-    v = d.get("violatingNodeAttribute")
-    if v is not None:
-        od["violating_node_attribute"] = v
-    v = d.get("request")
-    if v is not None:
-        od["request"] = _s_AffectedRequest(v)
+    if "frameId" in d:
+        od["frame_id"] = d["frameId"]
+    if "violatingNodeId" in d:
+        od["violating_node_id"] = d["violatingNodeId"]
+    if "violatingNodeAttribute" in d:
+        od["violating_node_attribute"] = d["violatingNodeAttribute"]
+    if "request" in d:
+        v = d["request"]
+        if v is not None:
+            od["request"] = _s_AffectedRequest(v)
     return o
 
 
@@ -1807,9 +1811,10 @@ def _u_GenericIssueDetails(o: GenericIssueDetails) -> dict[str, Any]:
 def _s_DeprecationIssueDetails(d: dict[str, Any]) -> DeprecationIssueDetails:
     o = _new(DeprecationIssueDetails)
     od = o.__dict__
-    v = d.get("affectedFrame")
-    if v is not None:
-        od["affected_frame"] = _s_AffectedFrame(v)
+    if "affectedFrame" in d:
+        v = d["affectedFrame"]
+        if v is not None:
+            od["affected_frame"] = _s_AffectedFrame(v)
     v = d["sourceCodeLocation"]
     od["source_code_location"] = None if v is None else _s_SourceCodeLocation(v)
     od["type_"] = d["type"]
@@ -1943,9 +1948,8 @@ def _s_FailedRequestInfo(d: dict[str, Any]) -> FailedRequestInfo:
     od = o.__dict__
     od["url"] = d["url"]
     od["failure_message"] = d["failureMessage"]
-    v = d.get("requestId")
-    if v is not None:
-        od["request_id"] = v
+    if "requestId" in d:
+        od["request_id"] = d["requestId"]
     return o
 
 
@@ -2008,9 +2012,10 @@ def _s_StylesheetLoadingIssueDetails(d: dict[str, Any]) -> StylesheetLoadingIssu
     od["style_sheet_loading_issue_reason"] = (
         None if v is None else (_e_StyleSheetLoadingIssueReason(v) or _enum(StyleSheetLoadingIssueReason, v))
     )
-    v = d.get("failedRequestInfo")
-    if v is not None:
-        od["failed_request_info"] = _s_FailedRequestInfo(v)
+    if "failedRequestInfo" in d:
+        v = d["failedRequestInfo"]
+        if v is not None:
+            od["failed_request_info"] = _s_FailedRequestInfo(v)
     return o
 
 
@@ -2033,9 +2038,8 @@ def _s_PropertyRuleIssueDetails(d: dict[str, Any]) -> PropertyRuleIssueDetails:
     od["property_rule_issue_reason"] = (
         None if v is None else (_e_PropertyRuleIssueReason(v) or _enum(PropertyRuleIssueReason, v))
     )
-    v = d.get("propertyValue")
-    if v is not None:
-        od["property_value"] = v
+    if "propertyValue" in d:
+        od["property_value"] = d["propertyValue"]
     return o
 
 
@@ -2058,12 +2062,14 @@ def _s_UserReidentificationIssueDetails(d: dict[str, Any]) -> UserReidentificati
         if v is None
         else (_e_UserReidentificationIssueType(v) or _enum(UserReidentificationIssueType, v))
     )
-    v = d.get("request")
-    if v is not None:
-        od["request"] = _s_AffectedRequest(v)
-    v = d.get("sourceCodeLocation")
-    if v is not None:
-        od["source_code_location"] = _s_SourceCodeLocation(v)
+    if "request" in d:
+        v = d["request"]
+        if v is not None:
+            od["request"] = _s_AffectedRequest(v)
+    if "sourceCodeLocation" in d:
+        v = d["sourceCodeLocation"]
+        if v is not None:
+            od["source_code_location"] = _s_SourceCodeLocation(v)
     return o
 
 
@@ -2085,27 +2091,20 @@ def _s_PermissionElementIssueDetails(d: dict[str, Any]) -> PermissionElementIssu
     od["issue_type"] = (
         None if v is None else (_e_PermissionElementIssueType(v) or _enum(PermissionElementIssueType, v))
     )
-    v = d.get("type")
-    if v is not None:
-        od["type_"] = v
-    v = d.get("nodeId")
-    if v is not None:
-        od["node_id"] = v
-    v = d.get("isWarning")
-    if v is not None:
-        od["is_warning"] = v
-    v = d.get("permissionName")
-    if v is not None:
-        od["permission_name"] = v
-    v = d.get("occluderNodeInfo")
-    if v is not None:
-        od["occluder_node_info"] = v
-    v = d.get("occluderParentNodeInfo")
-    if v is not None:
-        od["occluder_parent_node_info"] = v
-    v = d.get("disableReason")
-    if v is not None:
-        od["disable_reason"] = v
+    if "type" in d:
+        od["type_"] = d["type"]
+    if "nodeId" in d:
+        od["node_id"] = d["nodeId"]
+    if "isWarning" in d:
+        od["is_warning"] = d["isWarning"]
+    if "permissionName" in d:
+        od["permission_name"] = d["permissionName"]
+    if "occluderNodeInfo" in d:
+        od["occluder_node_info"] = d["occluderNodeInfo"]
+    if "occluderParentNodeInfo" in d:
+        od["occluder_parent_node_info"] = d["occluderParentNodeInfo"]
+    if "disableReason" in d:
+        od["disable_reason"] = d["disableReason"]
     return o
 
 
@@ -2133,9 +2132,8 @@ def _u_PermissionElementIssueDetails(o: PermissionElementIssueDetails) -> dict[s
 def _s_WebInstallIssueDetails(d: dict[str, Any]) -> WebInstallIssueDetails:
     o = _new(WebInstallIssueDetails)
     od = o.__dict__
-    v = d.get("manifestUrl")
-    if v is not None:
-        od["manifest_url"] = v
+    if "manifestUrl" in d:
+        od["manifest_url"] = d["manifestUrl"]
     v = d["reason"]
     od["reason"] = None if v is None else (_e_WebInstallIssueReason(v) or _enum(WebInstallIssueReason, v))
     return o
@@ -2158,9 +2156,10 @@ def _s_SelectivePermissionsInterventionIssueDetails(
     od["api_name"] = d["apiName"]
     v = d["adAncestry"]
     od["ad_ancestry"] = None if v is None else cdp.network._s_AdAncestry(v)
-    v = d.get("stackTrace")
-    if v is not None:
-        od["stack_trace"] = cdp.runtime._s_StackTrace(v)
+    if "stackTrace" in d:
+        v = d["stackTrace"]
+        if v is not None:
+            od["stack_trace"] = cdp.runtime._s_StackTrace(v)
     return o
 
 
@@ -2400,9 +2399,8 @@ def _s_InspectorIssue(d: dict[str, Any]) -> InspectorIssue:
     od["code"] = None if v is None else (_e_InspectorIssueCode(v) or _enum(InspectorIssueCode, v))
     v = d["details"]
     od["details"] = None if v is None else _s_InspectorIssueDetails(v)
-    v = d.get("issueId")
-    if v is not None:
-        od["issue_id"] = v
+    if "issueId" in d:
+        od["issue_id"] = d["issueId"]
     return o
 
 
@@ -2419,9 +2417,10 @@ def _u_InspectorIssue(o: InspectorIssue) -> dict[str, Any]:
 def _s_GetEncodedResponseResult(d: dict[str, Any]) -> GetEncodedResponseResult:
     o = _new(GetEncodedResponseResult)
     od = o.__dict__
-    v = d.get("body")
-    if v is not None:
-        od["body"] = _b64d(v)
+    if "body" in d:
+        v = d["body"]
+        if v is not None:
+            od["body"] = _b64d(v)
     od["original_size"] = d["originalSize"]
     od["encoded_size"] = d["encodedSize"]
     return o

@@ -495,21 +495,18 @@ def _u_ManufacturerData(o: ManufacturerData) -> dict[str, Any]:
 def _s_ScanRecord(d: dict[str, Any]) -> ScanRecord:
     o = _new(ScanRecord)
     od = o.__dict__
-    v = d.get("name")
-    if v is not None:
-        od["name"] = v
-    v = d.get("uuids")
-    if v is not None:
-        od["uuids"] = v
-    v = d.get("appearance")
-    if v is not None:
-        od["appearance"] = v
-    v = d.get("txPower")
-    if v is not None:
-        od["tx_power"] = v
-    v = d.get("manufacturerData")
-    if v is not None:
-        od["manufacturer_data"] = [_s_ManufacturerData(x0) for x0 in v]
+    if "name" in d:
+        od["name"] = d["name"]
+    if "uuids" in d:
+        od["uuids"] = d["uuids"]
+    if "appearance" in d:
+        od["appearance"] = d["appearance"]
+    if "txPower" in d:
+        od["tx_power"] = d["txPower"]
+    if "manufacturerData" in d:
+        v = d["manufacturerData"]
+        if v is not None:
+            od["manufacturer_data"] = [_s_ManufacturerData(x0) for x0 in v]
     return o
 
 
@@ -549,30 +546,22 @@ def _u_ScanEntry(o: ScanEntry) -> dict[str, Any]:
 def _s_CharacteristicProperties(d: dict[str, Any]) -> CharacteristicProperties:
     o = _new(CharacteristicProperties)
     od = o.__dict__
-    v = d.get("broadcast")
-    if v is not None:
-        od["broadcast"] = v
-    v = d.get("read")
-    if v is not None:
-        od["read"] = v
-    v = d.get("writeWithoutResponse")
-    if v is not None:
-        od["write_without_response"] = v
-    v = d.get("write")
-    if v is not None:
-        od["write"] = v
-    v = d.get("notify")
-    if v is not None:
-        od["notify"] = v
-    v = d.get("indicate")
-    if v is not None:
-        od["indicate"] = v
-    v = d.get("authenticatedSignedWrites")
-    if v is not None:
-        od["authenticated_signed_writes"] = v
-    v = d.get("extendedProperties")
-    if v is not None:
-        od["extended_properties"] = v
+    if "broadcast" in d:
+        od["broadcast"] = d["broadcast"]
+    if "read" in d:
+        od["read"] = d["read"]
+    if "writeWithoutResponse" in d:
+        od["write_without_response"] = d["writeWithoutResponse"]
+    if "write" in d:
+        od["write"] = d["write"]
+    if "notify" in d:
+        od["notify"] = d["notify"]
+    if "indicate" in d:
+        od["indicate"] = d["indicate"]
+    if "authenticatedSignedWrites" in d:
+        od["authenticated_signed_writes"] = d["authenticatedSignedWrites"]
+    if "extendedProperties" in d:
+        od["extended_properties"] = d["extendedProperties"]
     return o
 
 
@@ -912,12 +901,14 @@ def _s_CharacteristicOperationReceived(d: dict[str, Any]) -> CharacteristicOpera
     od["type_"] = (
         None if v is None else (_e_CharacteristicOperationType(v) or _enum(CharacteristicOperationType, v))
     )
-    v = d.get("data")
-    if v is not None:
-        od["data"] = _b64d(v)
-    v = d.get("writeType")
-    if v is not None:
-        od["write_type"] = _e_CharacteristicWriteType(v) or _enum(CharacteristicWriteType, v)
+    if "data" in d:
+        v = d["data"]
+        if v is not None:
+            od["data"] = _b64d(v)
+    if "writeType" in d:
+        v = d["writeType"]
+        if v is not None:
+            od["write_type"] = _e_CharacteristicWriteType(v) or _enum(CharacteristicWriteType, v)
     return o
 
 
@@ -939,9 +930,10 @@ def _s_DescriptorOperationReceived(d: dict[str, Any]) -> DescriptorOperationRece
     od["descriptor_id"] = d["descriptorId"]
     v = d["type"]
     od["type_"] = None if v is None else (_e_DescriptorOperationType(v) or _enum(DescriptorOperationType, v))
-    v = d.get("data")
-    if v is not None:
-        od["data"] = _b64d(v)
+    if "data" in d:
+        v = d["data"]
+        if v is not None:
+            od["data"] = _b64d(v)
     return o
 
 

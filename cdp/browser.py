@@ -668,21 +668,18 @@ _e_BrowserCommandId = BrowserCommandId._value2member_map_.get
 def _s_Bounds(d: dict[str, Any]) -> Bounds:
     o = _new(Bounds)
     od = o.__dict__
-    v = d.get("left")
-    if v is not None:
-        od["left"] = v
-    v = d.get("top")
-    if v is not None:
-        od["top"] = v
-    v = d.get("width")
-    if v is not None:
-        od["width"] = v
-    v = d.get("height")
-    if v is not None:
-        od["height"] = v
-    v = d.get("windowState")
-    if v is not None:
-        od["window_state"] = _e_WindowState(v) or _enum(WindowState, v)
+    if "left" in d:
+        od["left"] = d["left"]
+    if "top" in d:
+        od["top"] = d["top"]
+    if "width" in d:
+        od["width"] = d["width"]
+    if "height" in d:
+        od["height"] = d["height"]
+    if "windowState" in d:
+        v = d["windowState"]
+        if v is not None:
+            od["window_state"] = _e_WindowState(v) or _enum(WindowState, v)
     return o
 
 
@@ -705,21 +702,16 @@ def _s_PermissionDescriptor(d: dict[str, Any]) -> PermissionDescriptor:
     o = _new(PermissionDescriptor)
     od = o.__dict__
     od["name"] = d["name"]
-    v = d.get("sysex")
-    if v is not None:
-        od["sysex"] = v
-    v = d.get("userVisibleOnly")
-    if v is not None:
-        od["user_visible_only"] = v
-    v = d.get("allowWithoutSanitization")
-    if v is not None:
-        od["allow_without_sanitization"] = v
-    v = d.get("allowWithoutGesture")
-    if v is not None:
-        od["allow_without_gesture"] = v
-    v = d.get("panTiltZoom")
-    if v is not None:
-        od["pan_tilt_zoom"] = v
+    if "sysex" in d:
+        od["sysex"] = d["sysex"]
+    if "userVisibleOnly" in d:
+        od["user_visible_only"] = d["userVisibleOnly"]
+    if "allowWithoutSanitization" in d:
+        od["allow_without_sanitization"] = d["allowWithoutSanitization"]
+    if "allowWithoutGesture" in d:
+        od["allow_without_gesture"] = d["allowWithoutGesture"]
+    if "panTiltZoom" in d:
+        od["pan_tilt_zoom"] = d["panTiltZoom"]
     return o
 
 
@@ -1241,9 +1233,8 @@ def _s_DownloadProgress(d: dict[str, Any]) -> DownloadProgress:
     od["total_bytes"] = d["totalBytes"]
     od["received_bytes"] = d["receivedBytes"]
     od["state"] = d["state"]
-    v = d.get("filePath")
-    if v is not None:
-        od["file_path"] = v
+    if "filePath" in d:
+        od["file_path"] = d["filePath"]
     return o
 
 

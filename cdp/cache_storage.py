@@ -284,9 +284,10 @@ def _s_Cache(d: dict[str, Any]) -> Cache:
     od["cache_id"] = d["cacheId"]
     od["security_origin"] = d["securityOrigin"]
     od["storage_key"] = d["storageKey"]
-    v = d.get("storageBucket")
-    if v is not None:
-        od["storage_bucket"] = cdp.storage._s_StorageBucket(v)
+    if "storageBucket" in d:
+        v = d["storageBucket"]
+        if v is not None:
+            od["storage_bucket"] = cdp.storage._s_StorageBucket(v)
     od["cache_name"] = d["cacheName"]
     return o
 

@@ -137,9 +137,8 @@ def _s_Sink(d: dict[str, Any]) -> Sink:
     od = o.__dict__
     od["name"] = d["name"]
     od["id_"] = d["id"]
-    v = d.get("session")
-    if v is not None:
-        od["session"] = v
+    if "session" in d:
+        od["session"] = d["session"]
     return o
 
 

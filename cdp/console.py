@@ -92,15 +92,12 @@ def _s_ConsoleMessage(d: dict[str, Any]) -> ConsoleMessage:
     od["source"] = d["source"]
     od["level"] = d["level"]
     od["text"] = d["text"]
-    v = d.get("url")
-    if v is not None:
-        od["url"] = v
-    v = d.get("line")
-    if v is not None:
-        od["line"] = v
-    v = d.get("column")
-    if v is not None:
-        od["column"] = v
+    if "url" in d:
+        od["url"] = d["url"]
+    if "line" in d:
+        od["line"] = d["line"]
+    if "column" in d:
+        od["column"] = d["column"]
     return o
 
 

@@ -2005,9 +2005,8 @@ def _s_PseudoElementMatches(d: dict[str, Any]) -> PseudoElementMatches:
     od = o.__dict__
     v = d["pseudoType"]
     od["pseudo_type"] = None if v is None else _enum(cdp.dom.PseudoType, v)
-    v = d.get("pseudoIdentifier")
-    if v is not None:
-        od["pseudo_identifier"] = v
+    if "pseudoIdentifier" in d:
+        od["pseudo_identifier"] = d["pseudoIdentifier"]
     v = d["matches"]
     od["matches"] = None if v is None else [_s_RuleMatch(x0) for x0 in v]
     return o
@@ -2026,9 +2025,8 @@ def _u_PseudoElementMatches(o: PseudoElementMatches) -> dict[str, Any]:
 def _s_CSSAnimationStyle(d: dict[str, Any]) -> CSSAnimationStyle:
     o = _new(CSSAnimationStyle)
     od = o.__dict__
-    v = d.get("name")
-    if v is not None:
-        od["name"] = v
+    if "name" in d:
+        od["name"] = d["name"]
     v = d["style"]
     od["style"] = None if v is None else _s_CSSStyle(v)
     return o
@@ -2046,9 +2044,10 @@ def _u_CSSAnimationStyle(o: CSSAnimationStyle) -> dict[str, Any]:
 def _s_InheritedStyleEntry(d: dict[str, Any]) -> InheritedStyleEntry:
     o = _new(InheritedStyleEntry)
     od = o.__dict__
-    v = d.get("inlineStyle")
-    if v is not None:
-        od["inline_style"] = _s_CSSStyle(v)
+    if "inlineStyle" in d:
+        v = d["inlineStyle"]
+        if v is not None:
+            od["inline_style"] = _s_CSSStyle(v)
     v = d["matchedCSSRules"]
     od["matched_css_rules"] = None if v is None else [_s_RuleMatch(x0) for x0 in v]
     return o
@@ -2066,12 +2065,14 @@ def _u_InheritedStyleEntry(o: InheritedStyleEntry) -> dict[str, Any]:
 def _s_InheritedAnimatedStyleEntry(d: dict[str, Any]) -> InheritedAnimatedStyleEntry:
     o = _new(InheritedAnimatedStyleEntry)
     od = o.__dict__
-    v = d.get("animationStyles")
-    if v is not None:
-        od["animation_styles"] = [_s_CSSAnimationStyle(x0) for x0 in v]
-    v = d.get("transitionsStyle")
-    if v is not None:
-        od["transitions_style"] = _s_CSSStyle(v)
+    if "animationStyles" in d:
+        v = d["animationStyles"]
+        if v is not None:
+            od["animation_styles"] = [_s_CSSAnimationStyle(x0) for x0 in v]
+    if "transitionsStyle" in d:
+        v = d["transitionsStyle"]
+        if v is not None:
+            od["transitions_style"] = _s_CSSStyle(v)
     return o
 
 
@@ -2118,12 +2119,14 @@ def _s_Value(d: dict[str, Any]) -> Value:
     o = _new(Value)
     od = o.__dict__
     od["text"] = d["text"]
-    v = d.get("range")
-    if v is not None:
-        od["range_"] = _s_SourceRange(v)
-    v = d.get("specificity")
-    if v is not None:
-        od["specificity"] = _s_Specificity(v)
+    if "range" in d:
+        v = d["range"]
+        if v is not None:
+            od["range_"] = _s_SourceRange(v)
+    if "specificity" in d:
+        v = d["specificity"]
+        if v is not None:
+            od["specificity"] = _s_Specificity(v)
     return o
 
 
@@ -2163,9 +2166,10 @@ def _s_Specificity(d: dict[str, Any]) -> Specificity:
     od["a"] = d["a"]
     od["b"] = d["b"]
     od["c"] = d["c"]
-    v = d.get("components")
-    if v is not None:
-        od["components"] = [_s_SpecificityComponent(x0) for x0 in v]
+    if "components" in d:
+        v = d["components"]
+        if v is not None:
+            od["components"] = [_s_SpecificityComponent(x0) for x0 in v]
     return o
 
 
@@ -2288,45 +2292,50 @@ def _u_CSSStyleSheetHeader(o: CSSStyleSheetHeader) -> dict[str, Any]:
 def _s_CSSRule(d: dict[str, Any]) -> CSSRule:
     o = _new(CSSRule)
     od = o.__dict__
-    v = d.get("styleSheetId")
-    if v is not None:
-        od["style_sheet_id"] = v
+    if "styleSheetId" in d:
+        od["style_sheet_id"] = d["styleSheetId"]
     v = d["selectorList"]
     od["selector_list"] = None if v is None else _s_SelectorList(v)
-    v = d.get("nestingSelectors")
-    if v is not None:
-        od["nesting_selectors"] = v
+    if "nestingSelectors" in d:
+        od["nesting_selectors"] = d["nestingSelectors"]
     v = d["origin"]
     od["origin"] = None if v is None else (_e_StyleSheetOrigin(v) or _enum(StyleSheetOrigin, v))
     v = d["style"]
     od["style"] = None if v is None else _s_CSSStyle(v)
-    v = d.get("originTreeScopeNodeId")
-    if v is not None:
-        od["origin_tree_scope_node_id"] = v
-    v = d.get("media")
-    if v is not None:
-        od["media"] = [_s_CSSMedia(x0) for x0 in v]
-    v = d.get("containerQueries")
-    if v is not None:
-        od["container_queries"] = [_s_CSSContainerQuery(x0) for x0 in v]
-    v = d.get("supports")
-    if v is not None:
-        od["supports"] = [_s_CSSSupports(x0) for x0 in v]
-    v = d.get("layers")
-    if v is not None:
-        od["layers"] = [_s_CSSLayer(x0) for x0 in v]
-    v = d.get("scopes")
-    if v is not None:
-        od["scopes"] = [_s_CSSScope(x0) for x0 in v]
-    v = d.get("ruleTypes")
-    if v is not None:
-        od["rule_types"] = [(_e_CSSRuleType(x0) or _enum(CSSRuleType, x0)) for x0 in v]
-    v = d.get("startingStyles")
-    if v is not None:
-        od["starting_styles"] = [_s_CSSStartingStyle(x0) for x0 in v]
-    v = d.get("navigations")
-    if v is not None:
-        od["navigations"] = [_s_CSSNavigation(x0) for x0 in v]
+    if "originTreeScopeNodeId" in d:
+        od["origin_tree_scope_node_id"] = d["originTreeScopeNodeId"]
+    if "media" in d:
+        v = d["media"]
+        if v is not None:
+            od["media"] = [_s_CSSMedia(x0) for x0 in v]
+    if "containerQueries" in d:
+        v = d["containerQueries"]
+        if v is not None:
+            od["container_queries"] = [_s_CSSContainerQuery(x0) for x0 in v]
+    if "supports" in d:
+        v = d["supports"]
+        if v is not None:
+            od["supports"] = [_s_CSSSupports(x0) for x0 in v]
+    if "layers" in d:
+        v = d["layers"]
+        if v is not None:
+            od["layers"] = [_s_CSSLayer(x0) for x0 in v]
+    if "scopes" in d:
+        v = d["scopes"]
+        if v is not None:
+            od["scopes"] = [_s_CSSScope(x0) for x0 in v]
+    if "ruleTypes" in d:
+        v = d["ruleTypes"]
+        if v is not None:
+            od["rule_types"] = [(_e_CSSRuleType(x0) or _enum(CSSRuleType, x0)) for x0 in v]
+    if "startingStyles" in d:
+        v = d["startingStyles"]
+        if v is not None:
+            od["starting_styles"] = [_s_CSSStartingStyle(x0) for x0 in v]
+    if "navigations" in d:
+        v = d["navigations"]
+        if v is not None:
+            od["navigations"] = [_s_CSSNavigation(x0) for x0 in v]
     return o
 
 
@@ -2404,9 +2413,8 @@ def _s_ShorthandEntry(d: dict[str, Any]) -> ShorthandEntry:
     od = o.__dict__
     od["name"] = d["name"]
     od["value"] = d["value"]
-    v = d.get("important")
-    if v is not None:
-        od["important"] = v
+    if "important" in d:
+        od["important"] = d["important"]
     return o
 
 
@@ -2451,19 +2459,18 @@ def _u_ComputedStyleExtraFields(o: ComputedStyleExtraFields) -> dict[str, Any]:
 def _s_CSSStyle(d: dict[str, Any]) -> CSSStyle:
     o = _new(CSSStyle)
     od = o.__dict__
-    v = d.get("styleSheetId")
-    if v is not None:
-        od["style_sheet_id"] = v
+    if "styleSheetId" in d:
+        od["style_sheet_id"] = d["styleSheetId"]
     v = d["cssProperties"]
     od["css_properties"] = None if v is None else [_s_CSSProperty(x0) for x0 in v]
     v = d["shorthandEntries"]
     od["shorthand_entries"] = None if v is None else [_s_ShorthandEntry(x0) for x0 in v]
-    v = d.get("cssText")
-    if v is not None:
-        od["css_text"] = v
-    v = d.get("range")
-    if v is not None:
-        od["range_"] = _s_SourceRange(v)
+    if "cssText" in d:
+        od["css_text"] = d["cssText"]
+    if "range" in d:
+        v = d["range"]
+        if v is not None:
+            od["range_"] = _s_SourceRange(v)
     return o
 
 
@@ -2486,27 +2493,24 @@ def _s_CSSProperty(d: dict[str, Any]) -> CSSProperty:
     od = o.__dict__
     od["name"] = d["name"]
     od["value"] = d["value"]
-    v = d.get("important")
-    if v is not None:
-        od["important"] = v
-    v = d.get("implicit")
-    if v is not None:
-        od["implicit"] = v
-    v = d.get("text")
-    if v is not None:
-        od["text"] = v
-    v = d.get("parsedOk")
-    if v is not None:
-        od["parsed_ok"] = v
-    v = d.get("disabled")
-    if v is not None:
-        od["disabled"] = v
-    v = d.get("range")
-    if v is not None:
-        od["range_"] = _s_SourceRange(v)
-    v = d.get("longhandProperties")
-    if v is not None:
-        od["longhand_properties"] = [_s_CSSProperty(x0) for x0 in v]
+    if "important" in d:
+        od["important"] = d["important"]
+    if "implicit" in d:
+        od["implicit"] = d["implicit"]
+    if "text" in d:
+        od["text"] = d["text"]
+    if "parsedOk" in d:
+        od["parsed_ok"] = d["parsedOk"]
+    if "disabled" in d:
+        od["disabled"] = d["disabled"]
+    if "range" in d:
+        v = d["range"]
+        if v is not None:
+            od["range_"] = _s_SourceRange(v)
+    if "longhandProperties" in d:
+        v = d["longhandProperties"]
+        if v is not None:
+            od["longhand_properties"] = [_s_CSSProperty(x0) for x0 in v]
     return o
 
 
@@ -2537,18 +2541,18 @@ def _s_CSSMedia(d: dict[str, Any]) -> CSSMedia:
     od = o.__dict__
     od["text"] = d["text"]
     od["source"] = d["source"]
-    v = d.get("sourceURL")
-    if v is not None:
-        od["source_url"] = v
-    v = d.get("range")
-    if v is not None:
-        od["range_"] = _s_SourceRange(v)
-    v = d.get("styleSheetId")
-    if v is not None:
-        od["style_sheet_id"] = v
-    v = d.get("mediaList")
-    if v is not None:
-        od["media_list"] = [_s_MediaQuery(x0) for x0 in v]
+    if "sourceURL" in d:
+        od["source_url"] = d["sourceURL"]
+    if "range" in d:
+        v = d["range"]
+        if v is not None:
+            od["range_"] = _s_SourceRange(v)
+    if "styleSheetId" in d:
+        od["style_sheet_id"] = d["styleSheetId"]
+    if "mediaList" in d:
+        v = d["mediaList"]
+        if v is not None:
+            od["media_list"] = [_s_MediaQuery(x0) for x0 in v]
     return o
 
 
@@ -2590,12 +2594,12 @@ def _s_MediaQueryExpression(d: dict[str, Any]) -> MediaQueryExpression:
     od["value"] = d["value"]
     od["unit"] = d["unit"]
     od["feature"] = d["feature"]
-    v = d.get("valueRange")
-    if v is not None:
-        od["value_range"] = _s_SourceRange(v)
-    v = d.get("computedLength")
-    if v is not None:
-        od["computed_length"] = v
+    if "valueRange" in d:
+        v = d["valueRange"]
+        if v is not None:
+            od["value_range"] = _s_SourceRange(v)
+    if "computedLength" in d:
+        od["computed_length"] = d["computedLength"]
     return o
 
 
@@ -2616,27 +2620,26 @@ def _s_CSSContainerQuery(d: dict[str, Any]) -> CSSContainerQuery:
     o = _new(CSSContainerQuery)
     od = o.__dict__
     od["text"] = d["text"]
-    v = d.get("range")
-    if v is not None:
-        od["range_"] = _s_SourceRange(v)
-    v = d.get("styleSheetId")
-    if v is not None:
-        od["style_sheet_id"] = v
-    v = d.get("name")
-    if v is not None:
-        od["name"] = v
-    v = d.get("physicalAxes")
-    if v is not None:
-        od["physical_axes"] = _enum(cdp.dom.PhysicalAxes, v)
-    v = d.get("logicalAxes")
-    if v is not None:
-        od["logical_axes"] = _enum(cdp.dom.LogicalAxes, v)
-    v = d.get("queriesScrollState")
-    if v is not None:
-        od["queries_scroll_state"] = v
-    v = d.get("queriesAnchored")
-    if v is not None:
-        od["queries_anchored"] = v
+    if "range" in d:
+        v = d["range"]
+        if v is not None:
+            od["range_"] = _s_SourceRange(v)
+    if "styleSheetId" in d:
+        od["style_sheet_id"] = d["styleSheetId"]
+    if "name" in d:
+        od["name"] = d["name"]
+    if "physicalAxes" in d:
+        v = d["physicalAxes"]
+        if v is not None:
+            od["physical_axes"] = _enum(cdp.dom.PhysicalAxes, v)
+    if "logicalAxes" in d:
+        v = d["logicalAxes"]
+        if v is not None:
+            od["logical_axes"] = _enum(cdp.dom.LogicalAxes, v)
+    if "queriesScrollState" in d:
+        od["queries_scroll_state"] = d["queriesScrollState"]
+    if "queriesAnchored" in d:
+        od["queries_anchored"] = d["queriesAnchored"]
     od["condition_text"] = d["conditionText"]
     return o
 
@@ -2668,12 +2671,12 @@ def _s_CSSSupports(d: dict[str, Any]) -> CSSSupports:
     od = o.__dict__
     od["text"] = d["text"]
     od["active"] = d["active"]
-    v = d.get("range")
-    if v is not None:
-        od["range_"] = _s_SourceRange(v)
-    v = d.get("styleSheetId")
-    if v is not None:
-        od["style_sheet_id"] = v
+    if "range" in d:
+        v = d["range"]
+        if v is not None:
+            od["range_"] = _s_SourceRange(v)
+    if "styleSheetId" in d:
+        od["style_sheet_id"] = d["styleSheetId"]
     return o
 
 
@@ -2693,15 +2696,14 @@ def _s_CSSNavigation(d: dict[str, Any]) -> CSSNavigation:
     o = _new(CSSNavigation)
     od = o.__dict__
     od["text"] = d["text"]
-    v = d.get("active")
-    if v is not None:
-        od["active"] = v
-    v = d.get("range")
-    if v is not None:
-        od["range_"] = _s_SourceRange(v)
-    v = d.get("styleSheetId")
-    if v is not None:
-        od["style_sheet_id"] = v
+    if "active" in d:
+        od["active"] = d["active"]
+    if "range" in d:
+        v = d["range"]
+        if v is not None:
+            od["range_"] = _s_SourceRange(v)
+    if "styleSheetId" in d:
+        od["style_sheet_id"] = d["styleSheetId"]
     return o
 
 
@@ -2722,12 +2724,12 @@ def _s_CSSScope(d: dict[str, Any]) -> CSSScope:
     o = _new(CSSScope)
     od = o.__dict__
     od["text"] = d["text"]
-    v = d.get("range")
-    if v is not None:
-        od["range_"] = _s_SourceRange(v)
-    v = d.get("styleSheetId")
-    if v is not None:
-        od["style_sheet_id"] = v
+    if "range" in d:
+        v = d["range"]
+        if v is not None:
+            od["range_"] = _s_SourceRange(v)
+    if "styleSheetId" in d:
+        od["style_sheet_id"] = d["styleSheetId"]
     return o
 
 
@@ -2746,12 +2748,12 @@ def _s_CSSLayer(d: dict[str, Any]) -> CSSLayer:
     o = _new(CSSLayer)
     od = o.__dict__
     od["text"] = d["text"]
-    v = d.get("range")
-    if v is not None:
-        od["range_"] = _s_SourceRange(v)
-    v = d.get("styleSheetId")
-    if v is not None:
-        od["style_sheet_id"] = v
+    if "range" in d:
+        v = d["range"]
+        if v is not None:
+            od["range_"] = _s_SourceRange(v)
+    if "styleSheetId" in d:
+        od["style_sheet_id"] = d["styleSheetId"]
     return o
 
 
@@ -2769,12 +2771,12 @@ def _u_CSSLayer(o: CSSLayer) -> dict[str, Any]:
 def _s_CSSStartingStyle(d: dict[str, Any]) -> CSSStartingStyle:
     o = _new(CSSStartingStyle)
     od = o.__dict__
-    v = d.get("range")
-    if v is not None:
-        od["range_"] = _s_SourceRange(v)
-    v = d.get("styleSheetId")
-    if v is not None:
-        od["style_sheet_id"] = v
+    if "range" in d:
+        v = d["range"]
+        if v is not None:
+            od["range_"] = _s_SourceRange(v)
+    if "styleSheetId" in d:
+        od["style_sheet_id"] = d["styleSheetId"]
     return o
 
 
@@ -2791,9 +2793,10 @@ def _s_CSSLayerData(d: dict[str, Any]) -> CSSLayerData:
     o = _new(CSSLayerData)
     od = o.__dict__
     od["name"] = d["name"]
-    v = d.get("subLayers")
-    if v is not None:
-        od["sub_layers"] = [_s_CSSLayerData(x0) for x0 in v]
+    if "subLayers" in d:
+        v = d["subLayers"]
+        if v is not None:
+            od["sub_layers"] = [_s_CSSLayerData(x0) for x0 in v]
     od["order"] = d["order"]
     return o
 
@@ -2860,9 +2863,10 @@ def _s_FontFace(d: dict[str, Any]) -> FontFace:
     od["unicode_range"] = d["unicodeRange"]
     od["src"] = d["src"]
     od["platform_font_family"] = d["platformFontFamily"]
-    v = d.get("fontVariationAxes")
-    if v is not None:
-        od["font_variation_axes"] = [_s_FontVariationAxis(x0) for x0 in v]
+    if "fontVariationAxes" in d:
+        v = d["fontVariationAxes"]
+        if v is not None:
+            od["font_variation_axes"] = [_s_FontVariationAxis(x0) for x0 in v]
     return o
 
 
@@ -2886,9 +2890,8 @@ def _u_FontFace(o: FontFace) -> dict[str, Any]:
 def _s_CSSTryRule(d: dict[str, Any]) -> CSSTryRule:
     o = _new(CSSTryRule)
     od = o.__dict__
-    v = d.get("styleSheetId")
-    if v is not None:
-        od["style_sheet_id"] = v
+    if "styleSheetId" in d:
+        od["style_sheet_id"] = d["styleSheetId"]
     v = d["origin"]
     od["origin"] = None if v is None else (_e_StyleSheetOrigin(v) or _enum(StyleSheetOrigin, v))
     v = d["style"]
@@ -2911,9 +2914,8 @@ def _s_CSSPositionTryRule(d: dict[str, Any]) -> CSSPositionTryRule:
     od = o.__dict__
     v = d["name"]
     od["name"] = None if v is None else _s_Value(v)
-    v = d.get("styleSheetId")
-    if v is not None:
-        od["style_sheet_id"] = v
+    if "styleSheetId" in d:
+        od["style_sheet_id"] = d["styleSheetId"]
     v = d["origin"]
     od["origin"] = None if v is None else (_e_StyleSheetOrigin(v) or _enum(StyleSheetOrigin, v))
     v = d["style"]
@@ -2955,9 +2957,10 @@ def _s_CSSPropertyRegistration(d: dict[str, Any]) -> CSSPropertyRegistration:
     o = _new(CSSPropertyRegistration)
     od = o.__dict__
     od["property_name"] = d["propertyName"]
-    v = d.get("initialValue")
-    if v is not None:
-        od["initial_value"] = _s_Value(v)
+    if "initialValue" in d:
+        v = d["initialValue"]
+        if v is not None:
+            od["initial_value"] = _s_Value(v)
     od["inherits"] = d["inherits"]
     od["syntax"] = d["syntax"]
     return o
@@ -2978,15 +2981,14 @@ def _s_CSSAtRule(d: dict[str, Any]) -> CSSAtRule:
     o = _new(CSSAtRule)
     od = o.__dict__
     od["type_"] = d["type"]
-    v = d.get("subsection")
-    if v is not None:
-        od["subsection"] = v
-    v = d.get("name")
-    if v is not None:
-        od["name"] = _s_Value(v)
-    v = d.get("styleSheetId")
-    if v is not None:
-        od["style_sheet_id"] = v
+    if "subsection" in d:
+        od["subsection"] = d["subsection"]
+    if "name" in d:
+        v = d["name"]
+        if v is not None:
+            od["name"] = _s_Value(v)
+    if "styleSheetId" in d:
+        od["style_sheet_id"] = d["styleSheetId"]
     v = d["origin"]
     od["origin"] = None if v is None else (_e_StyleSheetOrigin(v) or _enum(StyleSheetOrigin, v))
     v = d["style"]
@@ -3012,9 +3014,8 @@ def _u_CSSAtRule(o: CSSAtRule) -> dict[str, Any]:
 def _s_CSSPropertyRule(d: dict[str, Any]) -> CSSPropertyRule:
     o = _new(CSSPropertyRule)
     od = o.__dict__
-    v = d.get("styleSheetId")
-    if v is not None:
-        od["style_sheet_id"] = v
+    if "styleSheetId" in d:
+        od["style_sheet_id"] = d["styleSheetId"]
     v = d["origin"]
     od["origin"] = None if v is None else (_e_StyleSheetOrigin(v) or _enum(StyleSheetOrigin, v))
     v = d["propertyName"]
@@ -3053,18 +3054,22 @@ def _u_CSSFunctionParameter(o: CSSFunctionParameter) -> dict[str, Any]:
 def _s_CSSFunctionConditionNode(d: dict[str, Any]) -> CSSFunctionConditionNode:
     o = _new(CSSFunctionConditionNode)
     od = o.__dict__
-    v = d.get("media")
-    if v is not None:
-        od["media"] = _s_CSSMedia(v)
-    v = d.get("containerQueries")
-    if v is not None:
-        od["container_queries"] = _s_CSSContainerQuery(v)
-    v = d.get("supports")
-    if v is not None:
-        od["supports"] = _s_CSSSupports(v)
-    v = d.get("navigation")
-    if v is not None:
-        od["navigation"] = _s_CSSNavigation(v)
+    if "media" in d:
+        v = d["media"]
+        if v is not None:
+            od["media"] = _s_CSSMedia(v)
+    if "containerQueries" in d:
+        v = d["containerQueries"]
+        if v is not None:
+            od["container_queries"] = _s_CSSContainerQuery(v)
+    if "supports" in d:
+        v = d["supports"]
+        if v is not None:
+            od["supports"] = _s_CSSSupports(v)
+    if "navigation" in d:
+        v = d["navigation"]
+        if v is not None:
+            od["navigation"] = _s_CSSNavigation(v)
     v = d["children"]
     od["children"] = None if v is None else [_s_CSSFunctionNode(x0) for x0 in v]
     od["condition_text"] = d["conditionText"]
@@ -3090,12 +3095,14 @@ def _u_CSSFunctionConditionNode(o: CSSFunctionConditionNode) -> dict[str, Any]:
 def _s_CSSFunctionNode(d: dict[str, Any]) -> CSSFunctionNode:
     o = _new(CSSFunctionNode)
     od = o.__dict__
-    v = d.get("condition")
-    if v is not None:
-        od["condition"] = _s_CSSFunctionConditionNode(v)
-    v = d.get("style")
-    if v is not None:
-        od["style"] = _s_CSSStyle(v)
+    if "condition" in d:
+        v = d["condition"]
+        if v is not None:
+            od["condition"] = _s_CSSFunctionConditionNode(v)
+    if "style" in d:
+        v = d["style"]
+        if v is not None:
+            od["style"] = _s_CSSStyle(v)
     return o
 
 
@@ -3113,18 +3120,16 @@ def _s_CSSFunctionRule(d: dict[str, Any]) -> CSSFunctionRule:
     od = o.__dict__
     v = d["name"]
     od["name"] = None if v is None else _s_Value(v)
-    v = d.get("styleSheetId")
-    if v is not None:
-        od["style_sheet_id"] = v
+    if "styleSheetId" in d:
+        od["style_sheet_id"] = d["styleSheetId"]
     v = d["origin"]
     od["origin"] = None if v is None else (_e_StyleSheetOrigin(v) or _enum(StyleSheetOrigin, v))
     v = d["parameters"]
     od["parameters"] = None if v is None else [_s_CSSFunctionParameter(x0) for x0 in v]
     v = d["children"]
     od["children"] = None if v is None else [_s_CSSFunctionNode(x0) for x0 in v]
-    v = d.get("originTreeScopeNodeId")
-    if v is not None:
-        od["origin_tree_scope_node_id"] = v
+    if "originTreeScopeNodeId" in d:
+        od["origin_tree_scope_node_id"] = d["originTreeScopeNodeId"]
     return o
 
 
@@ -3145,9 +3150,8 @@ def _u_CSSFunctionRule(o: CSSFunctionRule) -> dict[str, Any]:
 def _s_CSSKeyframeRule(d: dict[str, Any]) -> CSSKeyframeRule:
     o = _new(CSSKeyframeRule)
     od = o.__dict__
-    v = d.get("styleSheetId")
-    if v is not None:
-        od["style_sheet_id"] = v
+    if "styleSheetId" in d:
+        od["style_sheet_id"] = d["styleSheetId"]
     v = d["origin"]
     od["origin"] = None if v is None else (_e_StyleSheetOrigin(v) or _enum(StyleSheetOrigin, v))
     v = d["keyText"]
@@ -3348,15 +3352,12 @@ def _c_force_position_try_option(d: dict[str, Any]) -> Command[None]:
 def _s_GetBackgroundColorsResult(d: dict[str, Any]) -> GetBackgroundColorsResult:
     o = _new(GetBackgroundColorsResult)
     od = o.__dict__
-    v = d.get("backgroundColors")
-    if v is not None:
-        od["background_colors"] = v
-    v = d.get("computedFontSize")
-    if v is not None:
-        od["computed_font_size"] = v
-    v = d.get("computedFontWeight")
-    if v is not None:
-        od["computed_font_weight"] = v
+    if "backgroundColors" in d:
+        od["background_colors"] = d["backgroundColors"]
+    if "computedFontSize" in d:
+        od["computed_font_size"] = d["computedFontSize"]
+    if "computedFontWeight" in d:
+        od["computed_font_weight"] = d["computedFontWeight"]
     return o
 
 
@@ -3493,12 +3494,14 @@ def _c_get_longhand_properties(d: dict[str, Any]) -> Command[GetLonghandProperti
 def _s_GetInlineStylesForNodeResult(d: dict[str, Any]) -> GetInlineStylesForNodeResult:
     o = _new(GetInlineStylesForNodeResult)
     od = o.__dict__
-    v = d.get("inlineStyle")
-    if v is not None:
-        od["inline_style"] = _s_CSSStyle(v)
-    v = d.get("attributesStyle")
-    if v is not None:
-        od["attributes_style"] = _s_CSSStyle(v)
+    if "inlineStyle" in d:
+        v = d["inlineStyle"]
+        if v is not None:
+            od["inline_style"] = _s_CSSStyle(v)
+    if "attributesStyle" in d:
+        v = d["attributesStyle"]
+        if v is not None:
+            od["attributes_style"] = _s_CSSStyle(v)
     return o
 
 
@@ -3528,15 +3531,18 @@ def _c_get_inline_styles_for_node(d: dict[str, Any]) -> Command[GetInlineStylesF
 def _s_GetAnimatedStylesForNodeResult(d: dict[str, Any]) -> GetAnimatedStylesForNodeResult:
     o = _new(GetAnimatedStylesForNodeResult)
     od = o.__dict__
-    v = d.get("animationStyles")
-    if v is not None:
-        od["animation_styles"] = [_s_CSSAnimationStyle(x0) for x0 in v]
-    v = d.get("transitionsStyle")
-    if v is not None:
-        od["transitions_style"] = _s_CSSStyle(v)
-    v = d.get("inherited")
-    if v is not None:
-        od["inherited"] = [_s_InheritedAnimatedStyleEntry(x0) for x0 in v]
+    if "animationStyles" in d:
+        v = d["animationStyles"]
+        if v is not None:
+            od["animation_styles"] = [_s_CSSAnimationStyle(x0) for x0 in v]
+    if "transitionsStyle" in d:
+        v = d["transitionsStyle"]
+        if v is not None:
+            od["transitions_style"] = _s_CSSStyle(v)
+    if "inherited" in d:
+        v = d["inherited"]
+        if v is not None:
+            od["inherited"] = [_s_InheritedAnimatedStyleEntry(x0) for x0 in v]
     return o
 
 
@@ -3568,48 +3574,58 @@ def _c_get_animated_styles_for_node(d: dict[str, Any]) -> Command[GetAnimatedSty
 def _s_GetMatchedStylesForNodeResult(d: dict[str, Any]) -> GetMatchedStylesForNodeResult:
     o = _new(GetMatchedStylesForNodeResult)
     od = o.__dict__
-    v = d.get("inlineStyle")
-    if v is not None:
-        od["inline_style"] = _s_CSSStyle(v)
-    v = d.get("attributesStyle")
-    if v is not None:
-        od["attributes_style"] = _s_CSSStyle(v)
-    v = d.get("matchedCSSRules")
-    if v is not None:
-        od["matched_css_rules"] = [_s_RuleMatch(x0) for x0 in v]
-    v = d.get("pseudoElements")
-    if v is not None:
-        od["pseudo_elements"] = [_s_PseudoElementMatches(x0) for x0 in v]
-    v = d.get("inherited")
-    if v is not None:
-        od["inherited"] = [_s_InheritedStyleEntry(x0) for x0 in v]
-    v = d.get("inheritedPseudoElements")
-    if v is not None:
-        od["inherited_pseudo_elements"] = [_s_InheritedPseudoElementMatches(x0) for x0 in v]
-    v = d.get("cssKeyframesRules")
-    if v is not None:
-        od["css_keyframes_rules"] = [_s_CSSKeyframesRule(x0) for x0 in v]
-    v = d.get("cssPositionTryRules")
-    if v is not None:
-        od["css_position_try_rules"] = [_s_CSSPositionTryRule(x0) for x0 in v]
-    v = d.get("activePositionFallbackIndex")
-    if v is not None:
-        od["active_position_fallback_index"] = v
-    v = d.get("cssPropertyRules")
-    if v is not None:
-        od["css_property_rules"] = [_s_CSSPropertyRule(x0) for x0 in v]
-    v = d.get("cssPropertyRegistrations")
-    if v is not None:
-        od["css_property_registrations"] = [_s_CSSPropertyRegistration(x0) for x0 in v]
-    v = d.get("cssAtRules")
-    if v is not None:
-        od["css_at_rules"] = [_s_CSSAtRule(x0) for x0 in v]
-    v = d.get("parentLayoutNodeId")
-    if v is not None:
-        od["parent_layout_node_id"] = v
-    v = d.get("cssFunctionRules")
-    if v is not None:
-        od["css_function_rules"] = [_s_CSSFunctionRule(x0) for x0 in v]
+    if "inlineStyle" in d:
+        v = d["inlineStyle"]
+        if v is not None:
+            od["inline_style"] = _s_CSSStyle(v)
+    if "attributesStyle" in d:
+        v = d["attributesStyle"]
+        if v is not None:
+            od["attributes_style"] = _s_CSSStyle(v)
+    if "matchedCSSRules" in d:
+        v = d["matchedCSSRules"]
+        if v is not None:
+            od["matched_css_rules"] = [_s_RuleMatch(x0) for x0 in v]
+    if "pseudoElements" in d:
+        v = d["pseudoElements"]
+        if v is not None:
+            od["pseudo_elements"] = [_s_PseudoElementMatches(x0) for x0 in v]
+    if "inherited" in d:
+        v = d["inherited"]
+        if v is not None:
+            od["inherited"] = [_s_InheritedStyleEntry(x0) for x0 in v]
+    if "inheritedPseudoElements" in d:
+        v = d["inheritedPseudoElements"]
+        if v is not None:
+            od["inherited_pseudo_elements"] = [_s_InheritedPseudoElementMatches(x0) for x0 in v]
+    if "cssKeyframesRules" in d:
+        v = d["cssKeyframesRules"]
+        if v is not None:
+            od["css_keyframes_rules"] = [_s_CSSKeyframesRule(x0) for x0 in v]
+    if "cssPositionTryRules" in d:
+        v = d["cssPositionTryRules"]
+        if v is not None:
+            od["css_position_try_rules"] = [_s_CSSPositionTryRule(x0) for x0 in v]
+    if "activePositionFallbackIndex" in d:
+        od["active_position_fallback_index"] = d["activePositionFallbackIndex"]
+    if "cssPropertyRules" in d:
+        v = d["cssPropertyRules"]
+        if v is not None:
+            od["css_property_rules"] = [_s_CSSPropertyRule(x0) for x0 in v]
+    if "cssPropertyRegistrations" in d:
+        v = d["cssPropertyRegistrations"]
+        if v is not None:
+            od["css_property_registrations"] = [_s_CSSPropertyRegistration(x0) for x0 in v]
+    if "cssAtRules" in d:
+        v = d["cssAtRules"]
+        if v is not None:
+            od["css_at_rules"] = [_s_CSSAtRule(x0) for x0 in v]
+    if "parentLayoutNodeId" in d:
+        od["parent_layout_node_id"] = d["parentLayoutNodeId"]
+    if "cssFunctionRules" in d:
+        v = d["cssFunctionRules"]
+        if v is not None:
+            od["css_function_rules"] = [_s_CSSFunctionRule(x0) for x0 in v]
     return o
 
 
@@ -4188,9 +4204,8 @@ def _c_set_rule_selector(d: dict[str, Any]) -> Command[SetRuleSelectorResult]:
 def _s_SetStyleSheetTextResult(d: dict[str, Any]) -> SetStyleSheetTextResult:
     o = _new(SetStyleSheetTextResult)
     od = o.__dict__
-    v = d.get("sourceMapURL")
-    if v is not None:
-        od["source_map_url"] = v
+    if "sourceMapURL" in d:
+        od["source_map_url"] = d["sourceMapURL"]
     return o
 
 
@@ -4310,9 +4325,10 @@ def _c_set_local_fonts_enabled(d: dict[str, Any]) -> Command[None]:
 def _s_FontsUpdated(d: dict[str, Any]) -> FontsUpdated:
     o = _new(FontsUpdated)
     od = o.__dict__
-    v = d.get("font")
-    if v is not None:
-        od["font"] = _s_FontFace(v)
+    if "font" in d:
+        v = d["font"]
+        if v is not None:
+            od["font"] = _s_FontFace(v)
     return o
 
 

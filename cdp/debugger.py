@@ -1183,9 +1183,8 @@ def _s_Location(d: dict[str, Any]) -> Location:
     od = o.__dict__
     od["script_id"] = d["scriptId"]
     od["line_number"] = d["lineNumber"]
-    v = d.get("columnNumber")
-    if v is not None:
-        od["column_number"] = v
+    if "columnNumber" in d:
+        od["column_number"] = d["columnNumber"]
     return o
 
 
@@ -1238,9 +1237,10 @@ def _s_CallFrame(d: dict[str, Any]) -> CallFrame:
     od = o.__dict__
     od["call_frame_id"] = d["callFrameId"]
     od["function_name"] = d["functionName"]
-    v = d.get("functionLocation")
-    if v is not None:
-        od["function_location"] = _s_Location(v)
+    if "functionLocation" in d:
+        v = d["functionLocation"]
+        if v is not None:
+            od["function_location"] = _s_Location(v)
     v = d["location"]
     od["location"] = None if v is None else _s_Location(v)
     od["url"] = d["url"]
@@ -1248,12 +1248,12 @@ def _s_CallFrame(d: dict[str, Any]) -> CallFrame:
     od["scope_chain"] = None if v is None else [_s_Scope(x0) for x0 in v]
     v = d["this"]
     od["this"] = None if v is None else cdp.runtime._s_RemoteObject(v)
-    v = d.get("returnValue")
-    if v is not None:
-        od["return_value"] = cdp.runtime._s_RemoteObject(v)
-    v = d.get("canBeRestarted")
-    if v is not None:
-        od["can_be_restarted"] = v
+    if "returnValue" in d:
+        v = d["returnValue"]
+        if v is not None:
+            od["return_value"] = cdp.runtime._s_RemoteObject(v)
+    if "canBeRestarted" in d:
+        od["can_be_restarted"] = d["canBeRestarted"]
     return o
 
 
@@ -1281,18 +1281,18 @@ def _s_Scope(d: dict[str, Any]) -> Scope:
     od["type_"] = d["type"]
     v = d["object"]
     od["object_"] = None if v is None else cdp.runtime._s_RemoteObject(v)
-    v = d.get("name")
-    if v is not None:
-        od["name"] = v
-    v = d.get("startLocation")
-    if v is not None:
-        od["start_location"] = _s_Location(v)
-    v = d.get("endLocation")
-    if v is not None:
-        od["end_location"] = _s_Location(v)
-    v = d.get("emptyReason")
-    if v is not None:
-        od["empty_reason"] = v
+    if "name" in d:
+        od["name"] = d["name"]
+    if "startLocation" in d:
+        v = d["startLocation"]
+        if v is not None:
+            od["start_location"] = _s_Location(v)
+    if "endLocation" in d:
+        v = d["endLocation"]
+        if v is not None:
+            od["end_location"] = _s_Location(v)
+    if "emptyReason" in d:
+        od["empty_reason"] = d["emptyReason"]
     return o
 
 
@@ -1332,12 +1332,10 @@ def _s_BreakLocation(d: dict[str, Any]) -> BreakLocation:
     od = o.__dict__
     od["script_id"] = d["scriptId"]
     od["line_number"] = d["lineNumber"]
-    v = d.get("columnNumber")
-    if v is not None:
-        od["column_number"] = v
-    v = d.get("type")
-    if v is not None:
-        od["type_"] = v
+    if "columnNumber" in d:
+        od["column_number"] = d["columnNumber"]
+    if "type" in d:
+        od["type_"] = d["type"]
     return o
 
 
@@ -1372,9 +1370,8 @@ def _s_DebugSymbols(d: dict[str, Any]) -> DebugSymbols:
     o = _new(DebugSymbols)
     od = o.__dict__
     od["type_"] = d["type"]
-    v = d.get("externalURL")
-    if v is not None:
-        od["external_url"] = v
+    if "externalURL" in d:
+        od["external_url"] = d["externalURL"]
     return o
 
 
@@ -1459,9 +1456,10 @@ def _s_EvaluateOnCallFrameResult(d: dict[str, Any]) -> EvaluateOnCallFrameResult
     od = o.__dict__
     v = d["result"]
     od["result"] = None if v is None else cdp.runtime._s_RemoteObject(v)
-    v = d.get("exceptionDetails")
-    if v is not None:
-        od["exception_details"] = cdp.runtime._s_ExceptionDetails(v)
+    if "exceptionDetails" in d:
+        v = d["exceptionDetails"]
+        if v is not None:
+            od["exception_details"] = cdp.runtime._s_ExceptionDetails(v)
     return o
 
 
@@ -1565,9 +1563,10 @@ def _s_GetScriptSourceResult(d: dict[str, Any]) -> GetScriptSourceResult:
     o = _new(GetScriptSourceResult)
     od = o.__dict__
     od["script_source"] = d["scriptSource"]
-    v = d.get("bytecode")
-    if v is not None:
-        od["bytecode"] = _b64d(v)
+    if "bytecode" in d:
+        v = d["bytecode"]
+        if v is not None:
+            od["bytecode"] = _b64d(v)
     return o
 
 
@@ -1597,9 +1596,8 @@ def _c_get_script_source(d: dict[str, Any]) -> Command[GetScriptSourceResult]:
 def _s_DisassembleWasmModuleResult(d: dict[str, Any]) -> DisassembleWasmModuleResult:
     o = _new(DisassembleWasmModuleResult)
     od = o.__dict__
-    v = d.get("streamId")
-    if v is not None:
-        od["stream_id"] = v
+    if "streamId" in d:
+        od["stream_id"] = d["streamId"]
     od["total_number_of_lines"] = d["totalNumberOfLines"]
     od["function_body_offsets"] = d["functionBodyOffsets"]
     v = d["chunk"]
@@ -1753,12 +1751,14 @@ def _s_RestartFrameResult(d: dict[str, Any]) -> RestartFrameResult:
     od = o.__dict__
     v = d["callFrames"]
     od["call_frames"] = None if v is None else [_s_CallFrame(x0) for x0 in v]
-    v = d.get("asyncStackTrace")
-    if v is not None:
-        od["async_stack_trace"] = cdp.runtime._s_StackTrace(v)
-    v = d.get("asyncStackTraceId")
-    if v is not None:
-        od["async_stack_trace_id"] = cdp.runtime._s_StackTraceId(v)
+    if "asyncStackTrace" in d:
+        v = d["asyncStackTrace"]
+        if v is not None:
+            od["async_stack_trace"] = cdp.runtime._s_StackTrace(v)
+    if "asyncStackTraceId" in d:
+        v = d["asyncStackTraceId"]
+        if v is not None:
+            od["async_stack_trace_id"] = cdp.runtime._s_StackTraceId(v)
     return o
 
 
@@ -2101,22 +2101,25 @@ def _c_set_return_value(d: dict[str, Any]) -> Command[None]:
 def _s_SetScriptSourceResult(d: dict[str, Any]) -> SetScriptSourceResult:
     o = _new(SetScriptSourceResult)
     od = o.__dict__
-    v = d.get("callFrames")
-    if v is not None:
-        od["call_frames"] = [_s_CallFrame(x0) for x0 in v]
-    v = d.get("stackChanged")
-    if v is not None:
-        od["stack_changed"] = v
-    v = d.get("asyncStackTrace")
-    if v is not None:
-        od["async_stack_trace"] = cdp.runtime._s_StackTrace(v)
-    v = d.get("asyncStackTraceId")
-    if v is not None:
-        od["async_stack_trace_id"] = cdp.runtime._s_StackTraceId(v)
+    if "callFrames" in d:
+        v = d["callFrames"]
+        if v is not None:
+            od["call_frames"] = [_s_CallFrame(x0) for x0 in v]
+    if "stackChanged" in d:
+        od["stack_changed"] = d["stackChanged"]
+    if "asyncStackTrace" in d:
+        v = d["asyncStackTrace"]
+        if v is not None:
+            od["async_stack_trace"] = cdp.runtime._s_StackTrace(v)
+    if "asyncStackTraceId" in d:
+        v = d["asyncStackTraceId"]
+        if v is not None:
+            od["async_stack_trace_id"] = cdp.runtime._s_StackTraceId(v)
     od["status"] = d["status"]
-    v = d.get("exceptionDetails")
-    if v is not None:
-        od["exception_details"] = cdp.runtime._s_ExceptionDetails(v)
+    if "exceptionDetails" in d:
+        v = d["exceptionDetails"]
+        if v is not None:
+            od["exception_details"] = cdp.runtime._s_ExceptionDetails(v)
     return o
 
 
@@ -2264,21 +2267,22 @@ def _s_Paused(d: dict[str, Any]) -> Paused:
     v = d["callFrames"]
     od["call_frames"] = None if v is None else [_s_CallFrame(x0) for x0 in v]
     od["reason"] = d["reason"]
-    v = d.get("data")
-    if v is not None:
-        od["data"] = v
-    v = d.get("hitBreakpoints")
-    if v is not None:
-        od["hit_breakpoints"] = v
-    v = d.get("asyncStackTrace")
-    if v is not None:
-        od["async_stack_trace"] = cdp.runtime._s_StackTrace(v)
-    v = d.get("asyncStackTraceId")
-    if v is not None:
-        od["async_stack_trace_id"] = cdp.runtime._s_StackTraceId(v)
-    v = d.get("asyncCallStackTraceId")
-    if v is not None:
-        od["async_call_stack_trace_id"] = cdp.runtime._s_StackTraceId(v)
+    if "data" in d:
+        od["data"] = d["data"]
+    if "hitBreakpoints" in d:
+        od["hit_breakpoints"] = d["hitBreakpoints"]
+    if "asyncStackTrace" in d:
+        v = d["asyncStackTrace"]
+        if v is not None:
+            od["async_stack_trace"] = cdp.runtime._s_StackTrace(v)
+    if "asyncStackTraceId" in d:
+        v = d["asyncStackTraceId"]
+        if v is not None:
+            od["async_stack_trace_id"] = cdp.runtime._s_StackTraceId(v)
+    if "asyncCallStackTraceId" in d:
+        v = d["asyncCallStackTraceId"]
+        if v is not None:
+            od["async_call_stack_trace_id"] = cdp.runtime._s_StackTraceId(v)
     return o
 
 

@@ -2243,9 +2243,8 @@ def _s_RGBA(d: dict[str, Any]) -> RGBA:
     od["r"] = d["r"]
     od["g"] = d["g"]
     od["b"] = d["b"]
-    v = d.get("a")
-    if v is not None:
-        od["a"] = v
+    if "a" in d:
+        od["a"] = d["a"]
     return o
 
 
@@ -2269,9 +2268,10 @@ def _s_BoxModel(d: dict[str, Any]) -> BoxModel:
     od["margin"] = d["margin"]
     od["width"] = d["width"]
     od["height"] = d["height"]
-    v = d.get("shapeOutside")
-    if v is not None:
-        od["shape_outside"] = _s_ShapeOutsideInfo(v)
+    if "shapeOutside" in d:
+        v = d["shapeOutside"]
+        if v is not None:
+            od["shape_outside"] = _s_ShapeOutsideInfo(v)
     return o
 
 
@@ -2736,9 +2736,8 @@ def _s_GetNodeForLocationResult(d: dict[str, Any]) -> GetNodeForLocationResult:
     od = o.__dict__
     od["backend_node_id"] = d["backendNodeId"]
     od["frame_id"] = d["frameId"]
-    v = d.get("nodeId")
-    if v is not None:
-        od["node_id"] = v
+    if "nodeId" in d:
+        od["node_id"] = d["nodeId"]
     return o
 
 
@@ -3338,9 +3337,10 @@ def _c_set_node_stack_traces_enabled(d: dict[str, Any]) -> Command[None]:
 def _s_GetNodeStackTracesResult(d: dict[str, Any]) -> GetNodeStackTracesResult:
     o = _new(GetNodeStackTracesResult)
     od = o.__dict__
-    v = d.get("creation")
-    if v is not None:
-        od["creation"] = cdp.runtime._s_StackTrace(v)
+    if "creation" in d:
+        v = d["creation"]
+        if v is not None:
+            od["creation"] = cdp.runtime._s_StackTrace(v)
     return o
 
 
@@ -3496,9 +3496,8 @@ def _s_GetFrameOwnerResult(d: dict[str, Any]) -> GetFrameOwnerResult:
     o = _new(GetFrameOwnerResult)
     od = o.__dict__
     od["backend_node_id"] = d["backendNodeId"]
-    v = d.get("nodeId")
-    if v is not None:
-        od["node_id"] = v
+    if "nodeId" in d:
+        od["node_id"] = d["nodeId"]
     return o
 
 
@@ -3528,9 +3527,8 @@ def _c_get_frame_owner(d: dict[str, Any]) -> Command[GetFrameOwnerResult]:
 def _s_GetContainerForNodeResult(d: dict[str, Any]) -> GetContainerForNodeResult:
     o = _new(GetContainerForNodeResult)
     od = o.__dict__
-    v = d.get("nodeId")
-    if v is not None:
-        od["node_id"] = v
+    if "nodeId" in d:
+        od["node_id"] = d["nodeId"]
     return o
 
 
@@ -3953,9 +3951,10 @@ def _s_AdRelatedStateUpdated(d: dict[str, Any]) -> AdRelatedStateUpdated:
     o = _new(AdRelatedStateUpdated)
     od = o.__dict__
     od["node_id"] = d["nodeId"]
-    v = d.get("adProvenance")
-    if v is not None:
-        od["ad_provenance"] = cdp.network._s_AdProvenance(v)
+    if "adProvenance" in d:
+        v = d["adProvenance"]
+        if v is not None:
+            od["ad_provenance"] = cdp.network._s_AdProvenance(v)
     return o
 
 

@@ -273,15 +273,16 @@ def _s_EventListener(d: dict[str, Any]) -> EventListener:
     od["script_id"] = d["scriptId"]
     od["line_number"] = d["lineNumber"]
     od["column_number"] = d["columnNumber"]
-    v = d.get("handler")
-    if v is not None:
-        od["handler"] = cdp.runtime._s_RemoteObject(v)
-    v = d.get("originalHandler")
-    if v is not None:
-        od["original_handler"] = cdp.runtime._s_RemoteObject(v)
-    v = d.get("backendNodeId")
-    if v is not None:
-        od["backend_node_id"] = v
+    if "handler" in d:
+        v = d["handler"]
+        if v is not None:
+            od["handler"] = cdp.runtime._s_RemoteObject(v)
+    if "originalHandler" in d:
+        v = d["originalHandler"]
+        if v is not None:
+            od["original_handler"] = cdp.runtime._s_RemoteObject(v)
+    if "backendNodeId" in d:
+        od["backend_node_id"] = d["backendNodeId"]
     return o
 
 

@@ -601,21 +601,18 @@ def _s_LayoutTreeNode(d: dict[str, Any]) -> LayoutTreeNode:
     od["dom_node_index"] = d["domNodeIndex"]
     v = d["boundingBox"]
     od["bounding_box"] = None if v is None else cdp.dom._s_Rect(v)
-    v = d.get("layoutText")
-    if v is not None:
-        od["layout_text"] = v
-    v = d.get("inlineTextNodes")
-    if v is not None:
-        od["inline_text_nodes"] = [_s_InlineTextBox(x0) for x0 in v]
-    v = d.get("styleIndex")
-    if v is not None:
-        od["style_index"] = v
-    v = d.get("paintOrder")
-    if v is not None:
-        od["paint_order"] = v
-    v = d.get("isStackingContext")
-    if v is not None:
-        od["is_stacking_context"] = v
+    if "layoutText" in d:
+        od["layout_text"] = d["layoutText"]
+    if "inlineTextNodes" in d:
+        v = d["inlineTextNodes"]
+        if v is not None:
+            od["inline_text_nodes"] = [_s_InlineTextBox(x0) for x0 in v]
+    if "styleIndex" in d:
+        od["style_index"] = d["styleIndex"]
+    if "paintOrder" in d:
+        od["paint_order"] = d["paintOrder"]
+    if "isStackingContext" in d:
+        od["is_stacking_context"] = d["isStackingContext"]
     return o
 
 
@@ -726,18 +723,14 @@ def _s_DocumentSnapshot(d: dict[str, Any]) -> DocumentSnapshot:
     od["layout"] = None if v is None else _s_LayoutTreeSnapshot(v)
     v = d["textBoxes"]
     od["text_boxes"] = None if v is None else _s_TextBoxSnapshot(v)
-    v = d.get("scrollOffsetX")
-    if v is not None:
-        od["scroll_offset_x"] = v
-    v = d.get("scrollOffsetY")
-    if v is not None:
-        od["scroll_offset_y"] = v
-    v = d.get("contentWidth")
-    if v is not None:
-        od["content_width"] = v
-    v = d.get("contentHeight")
-    if v is not None:
-        od["content_height"] = v
+    if "scrollOffsetX" in d:
+        od["scroll_offset_x"] = d["scrollOffsetX"]
+    if "scrollOffsetY" in d:
+        od["scroll_offset_y"] = d["scrollOffsetY"]
+    if "contentWidth" in d:
+        od["content_width"] = d["contentWidth"]
+    if "contentHeight" in d:
+        od["content_height"] = d["contentHeight"]
     return o
 
 
@@ -856,24 +849,18 @@ def _s_LayoutTreeSnapshot(d: dict[str, Any]) -> LayoutTreeSnapshot:
     od["text"] = d["text"]
     v = d["stackingContexts"]
     od["stacking_contexts"] = None if v is None else _s_RareBooleanData(v)
-    v = d.get("paintOrders")
-    if v is not None:
-        od["paint_orders"] = v
-    v = d.get("offsetRects")
-    if v is not None:
-        od["offset_rects"] = v
-    v = d.get("scrollRects")
-    if v is not None:
-        od["scroll_rects"] = v
-    v = d.get("clientRects")
-    if v is not None:
-        od["client_rects"] = v
-    v = d.get("blendedBackgroundColors")
-    if v is not None:
-        od["blended_background_colors"] = v
-    v = d.get("textColorOpacities")
-    if v is not None:
-        od["text_color_opacities"] = v
+    if "paintOrders" in d:
+        od["paint_orders"] = d["paintOrders"]
+    if "offsetRects" in d:
+        od["offset_rects"] = d["offsetRects"]
+    if "scrollRects" in d:
+        od["scroll_rects"] = d["scrollRects"]
+    if "clientRects" in d:
+        od["client_rects"] = d["clientRects"]
+    if "blendedBackgroundColors" in d:
+        od["blended_background_colors"] = d["blendedBackgroundColors"]
+    if "textColorOpacities" in d:
+        od["text_color_opacities"] = d["textColorOpacities"]
     return o
 
 

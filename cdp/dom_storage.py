@@ -158,12 +158,10 @@ _new = object.__new__
 def _s_StorageId(d: dict[str, Any]) -> StorageId:
     o = _new(StorageId)
     od = o.__dict__
-    v = d.get("securityOrigin")
-    if v is not None:
-        od["security_origin"] = v
-    v = d.get("storageKey")
-    if v is not None:
-        od["storage_key"] = v
+    if "securityOrigin" in d:
+        od["security_origin"] = d["securityOrigin"]
+    if "storageKey" in d:
+        od["storage_key"] = d["storageKey"]
     od["is_local_storage"] = d["isLocalStorage"]
     return o
 

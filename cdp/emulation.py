@@ -1301,30 +1301,22 @@ _e_DisabledImageType = DisabledImageType._value2member_map_.get
 def _s_SafeAreaInsets(d: dict[str, Any]) -> SafeAreaInsets:
     o = _new(SafeAreaInsets)
     od = o.__dict__
-    v = d.get("top")
-    if v is not None:
-        od["top"] = v
-    v = d.get("topMax")
-    if v is not None:
-        od["top_max"] = v
-    v = d.get("left")
-    if v is not None:
-        od["left"] = v
-    v = d.get("leftMax")
-    if v is not None:
-        od["left_max"] = v
-    v = d.get("bottom")
-    if v is not None:
-        od["bottom"] = v
-    v = d.get("bottomMax")
-    if v is not None:
-        od["bottom_max"] = v
-    v = d.get("right")
-    if v is not None:
-        od["right"] = v
-    v = d.get("rightMax")
-    if v is not None:
-        od["right_max"] = v
+    if "top" in d:
+        od["top"] = d["top"]
+    if "topMax" in d:
+        od["top_max"] = d["topMax"]
+    if "left" in d:
+        od["left"] = d["left"]
+    if "leftMax" in d:
+        od["left_max"] = d["leftMax"]
+    if "bottom" in d:
+        od["bottom"] = d["bottom"]
+    if "bottomMax" in d:
+        od["bottom_max"] = d["bottomMax"]
+    if "right" in d:
+        od["right"] = d["right"]
+    if "rightMax" in d:
+        od["right_max"] = d["rightMax"]
     return o
 
 
@@ -1427,29 +1419,27 @@ def _u_UserAgentBrandVersion(o: UserAgentBrandVersion) -> dict[str, Any]:
 def _s_UserAgentMetadata(d: dict[str, Any]) -> UserAgentMetadata:
     o = _new(UserAgentMetadata)
     od = o.__dict__
-    v = d.get("brands")
-    if v is not None:
-        od["brands"] = [_s_UserAgentBrandVersion(x0) for x0 in v]
-    v = d.get("fullVersionList")
-    if v is not None:
-        od["full_version_list"] = [_s_UserAgentBrandVersion(x0) for x0 in v]
-    v = d.get("fullVersion")
-    if v is not None:
-        od["full_version"] = v
+    if "brands" in d:
+        v = d["brands"]
+        if v is not None:
+            od["brands"] = [_s_UserAgentBrandVersion(x0) for x0 in v]
+    if "fullVersionList" in d:
+        v = d["fullVersionList"]
+        if v is not None:
+            od["full_version_list"] = [_s_UserAgentBrandVersion(x0) for x0 in v]
+    if "fullVersion" in d:
+        od["full_version"] = d["fullVersion"]
     od["platform"] = d["platform"]
     od["platform_version"] = d["platformVersion"]
     od["architecture"] = d["architecture"]
     od["model"] = d["model"]
     od["mobile"] = d["mobile"]
-    v = d.get("bitness")
-    if v is not None:
-        od["bitness"] = v
-    v = d.get("wow64")
-    if v is not None:
-        od["wow64"] = v
-    v = d.get("formFactors")
-    if v is not None:
-        od["form_factors"] = v
+    if "bitness" in d:
+        od["bitness"] = d["bitness"]
+    if "wow64" in d:
+        od["wow64"] = d["wow64"]
+    if "formFactors" in d:
+        od["form_factors"] = d["formFactors"]
     return o
 
 
@@ -1479,15 +1469,12 @@ def _u_UserAgentMetadata(o: UserAgentMetadata) -> dict[str, Any]:
 def _s_SensorMetadata(d: dict[str, Any]) -> SensorMetadata:
     o = _new(SensorMetadata)
     od = o.__dict__
-    v = d.get("available")
-    if v is not None:
-        od["available"] = v
-    v = d.get("minimumFrequency")
-    if v is not None:
-        od["minimum_frequency"] = v
-    v = d.get("maximumFrequency")
-    if v is not None:
-        od["maximum_frequency"] = v
+    if "available" in d:
+        od["available"] = d["available"]
+    if "minimumFrequency" in d:
+        od["minimum_frequency"] = d["minimumFrequency"]
+    if "maximumFrequency" in d:
+        od["maximum_frequency"] = d["maximumFrequency"]
     return o
 
 
@@ -1554,15 +1541,18 @@ def _u_SensorReadingQuaternion(o: SensorReadingQuaternion) -> dict[str, Any]:
 def _s_SensorReading(d: dict[str, Any]) -> SensorReading:
     o = _new(SensorReading)
     od = o.__dict__
-    v = d.get("single")
-    if v is not None:
-        od["single"] = _s_SensorReadingSingle(v)
-    v = d.get("xyz")
-    if v is not None:
-        od["xyz"] = _s_SensorReadingXYZ(v)
-    v = d.get("quaternion")
-    if v is not None:
-        od["quaternion"] = _s_SensorReadingQuaternion(v)
+    if "single" in d:
+        v = d["single"]
+        if v is not None:
+            od["single"] = _s_SensorReadingSingle(v)
+    if "xyz" in d:
+        v = d["xyz"]
+        if v is not None:
+            od["xyz"] = _s_SensorReadingXYZ(v)
+    if "quaternion" in d:
+        v = d["quaternion"]
+        if v is not None:
+            od["quaternion"] = _s_SensorReadingQuaternion(v)
     return o
 
 
@@ -1580,9 +1570,8 @@ def _u_SensorReading(o: SensorReading) -> dict[str, Any]:
 def _s_PressureMetadata(d: dict[str, Any]) -> PressureMetadata:
     o = _new(PressureMetadata)
     od = o.__dict__
-    v = d.get("available")
-    if v is not None:
-        od["available"] = v
+    if "available" in d:
+        od["available"] = d["available"]
     return o
 
 
@@ -1596,18 +1585,14 @@ def _u_PressureMetadata(o: PressureMetadata) -> dict[str, Any]:
 def _s_WorkAreaInsets(d: dict[str, Any]) -> WorkAreaInsets:
     o = _new(WorkAreaInsets)
     od = o.__dict__
-    v = d.get("top")
-    if v is not None:
-        od["top"] = v
-    v = d.get("left")
-    if v is not None:
-        od["left"] = v
-    v = d.get("bottom")
-    if v is not None:
-        od["bottom"] = v
-    v = d.get("right")
-    if v is not None:
-        od["right"] = v
+    if "top" in d:
+        od["top"] = d["top"]
+    if "left" in d:
+        od["left"] = d["left"]
+    if "bottom" in d:
+        od["bottom"] = d["bottom"]
+    if "right" in d:
+        od["right"] = d["right"]
     return o
 
 
@@ -2610,9 +2595,10 @@ def _s_ScreenOrientationLockChanged(d: dict[str, Any]) -> ScreenOrientationLockC
     o = _new(ScreenOrientationLockChanged)
     od = o.__dict__
     od["locked"] = d["locked"]
-    v = d.get("orientation")
-    if v is not None:
-        od["orientation"] = _s_ScreenOrientation(v)
+    if "orientation" in d:
+        v = d["orientation"]
+        if v is not None:
+            od["orientation"] = _s_ScreenOrientation(v)
     return o
 
 

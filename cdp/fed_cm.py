@@ -200,12 +200,10 @@ def _s_Account(d: dict[str, Any]) -> Account:
     od["idp_login_url"] = d["idpLoginUrl"]
     v = d["loginState"]
     od["login_state"] = None if v is None else (_e_LoginState(v) or _enum(LoginState, v))
-    v = d.get("termsOfServiceUrl")
-    if v is not None:
-        od["terms_of_service_url"] = v
-    v = d.get("privacyPolicyUrl")
-    if v is not None:
-        od["privacy_policy_url"] = v
+    if "termsOfServiceUrl" in d:
+        od["terms_of_service_url"] = d["termsOfServiceUrl"]
+    if "privacyPolicyUrl" in d:
+        od["privacy_policy_url"] = d["privacyPolicyUrl"]
     return o
 
 
@@ -334,9 +332,8 @@ def _s_DialogShown(d: dict[str, Any]) -> DialogShown:
     v = d["accounts"]
     od["accounts"] = None if v is None else [_s_Account(x0) for x0 in v]
     od["title"] = d["title"]
-    v = d.get("subtitle")
-    if v is not None:
-        od["subtitle"] = v
+    if "subtitle" in d:
+        od["subtitle"] = d["subtitle"]
     return o
 
 

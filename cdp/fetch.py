@@ -402,15 +402,16 @@ _e_RequestStage = RequestStage._value2member_map_.get
 def _s_RequestPattern(d: dict[str, Any]) -> RequestPattern:
     o = _new(RequestPattern)
     od = o.__dict__
-    v = d.get("urlPattern")
-    if v is not None:
-        od["url_pattern"] = v
-    v = d.get("resourceType")
-    if v is not None:
-        od["resource_type"] = _enum(cdp.network.ResourceType, v)
-    v = d.get("requestStage")
-    if v is not None:
-        od["request_stage"] = _e_RequestStage(v) or _enum(RequestStage, v)
+    if "urlPattern" in d:
+        od["url_pattern"] = d["urlPattern"]
+    if "resourceType" in d:
+        v = d["resourceType"]
+        if v is not None:
+            od["resource_type"] = _enum(cdp.network.ResourceType, v)
+    if "requestStage" in d:
+        v = d["requestStage"]
+        if v is not None:
+            od["request_stage"] = _e_RequestStage(v) or _enum(RequestStage, v)
     return o
 
 
@@ -443,9 +444,8 @@ def _u_HeaderEntry(o: HeaderEntry) -> dict[str, Any]:
 def _s_AuthChallenge(d: dict[str, Any]) -> AuthChallenge:
     o = _new(AuthChallenge)
     od = o.__dict__
-    v = d.get("source")
-    if v is not None:
-        od["source"] = v
+    if "source" in d:
+        od["source"] = d["source"]
     od["origin"] = d["origin"]
     od["scheme"] = d["scheme"]
     od["realm"] = d["realm"]
@@ -467,12 +467,10 @@ def _s_AuthChallengeResponse(d: dict[str, Any]) -> AuthChallengeResponse:
     o = _new(AuthChallengeResponse)
     od = o.__dict__
     od["response"] = d["response"]
-    v = d.get("username")
-    if v is not None:
-        od["username"] = v
-    v = d.get("password")
-    if v is not None:
-        od["password"] = v
+    if "username" in d:
+        od["username"] = d["username"]
+    if "password" in d:
+        od["password"] = d["password"]
     return o
 
 
@@ -713,24 +711,22 @@ def _s_RequestPaused(d: dict[str, Any]) -> RequestPaused:
     od["frame_id"] = d["frameId"]
     v = d["resourceType"]
     od["resource_type"] = None if v is None else _enum(cdp.network.ResourceType, v)
-    v = d.get("responseErrorReason")
-    if v is not None:
-        od["response_error_reason"] = _enum(cdp.network.ErrorReason, v)
-    v = d.get("responseStatusCode")
-    if v is not None:
-        od["response_status_code"] = v
-    v = d.get("responseStatusText")
-    if v is not None:
-        od["response_status_text"] = v
-    v = d.get("responseHeaders")
-    if v is not None:
-        od["response_headers"] = [_s_HeaderEntry(x0) for x0 in v]
-    v = d.get("networkId")
-    if v is not None:
-        od["network_id"] = v
-    v = d.get("redirectedRequestId")
-    if v is not None:
-        od["redirected_request_id"] = v
+    if "responseErrorReason" in d:
+        v = d["responseErrorReason"]
+        if v is not None:
+            od["response_error_reason"] = _enum(cdp.network.ErrorReason, v)
+    if "responseStatusCode" in d:
+        od["response_status_code"] = d["responseStatusCode"]
+    if "responseStatusText" in d:
+        od["response_status_text"] = d["responseStatusText"]
+    if "responseHeaders" in d:
+        v = d["responseHeaders"]
+        if v is not None:
+            od["response_headers"] = [_s_HeaderEntry(x0) for x0 in v]
+    if "networkId" in d:
+        od["network_id"] = d["networkId"]
+    if "redirectedRequestId" in d:
+        od["redirected_request_id"] = d["redirectedRequestId"]
     return o
 
 

@@ -133,9 +133,8 @@ def _s_BucketFileSystemLocator(d: dict[str, Any]) -> BucketFileSystemLocator:
     o = _new(BucketFileSystemLocator)
     od = o.__dict__
     od["storage_key"] = d["storageKey"]
-    v = d.get("bucketName")
-    if v is not None:
-        od["bucket_name"] = v
+    if "bucketName" in d:
+        od["bucket_name"] = d["bucketName"]
     od["path_components"] = d["pathComponents"]
     return o
 

@@ -109,15 +109,12 @@ _new = object.__new__
 def _s_ScreenshotParams(d: dict[str, Any]) -> ScreenshotParams:
     o = _new(ScreenshotParams)
     od = o.__dict__
-    v = d.get("format")
-    if v is not None:
-        od["format_"] = v
-    v = d.get("quality")
-    if v is not None:
-        od["quality"] = v
-    v = d.get("optimizeForSpeed")
-    if v is not None:
-        od["optimize_for_speed"] = v
+    if "format" in d:
+        od["format_"] = d["format"]
+    if "quality" in d:
+        od["quality"] = d["quality"]
+    if "optimizeForSpeed" in d:
+        od["optimize_for_speed"] = d["optimizeForSpeed"]
     return o
 
 
@@ -136,9 +133,10 @@ def _s_BeginFrameResult(d: dict[str, Any]) -> BeginFrameResult:
     o = _new(BeginFrameResult)
     od = o.__dict__
     od["has_damage"] = d["hasDamage"]
-    v = d.get("screenshotData")
-    if v is not None:
-        od["screenshot_data"] = _b64d(v)
+    if "screenshotData" in d:
+        v = d["screenshotData"]
+        if v is not None:
+            od["screenshot_data"] = _b64d(v)
     return o
 
 

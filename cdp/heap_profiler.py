@@ -653,9 +653,8 @@ def _s_ReportHeapSnapshotProgress(d: dict[str, Any]) -> ReportHeapSnapshotProgre
     od = o.__dict__
     od["done"] = d["done"]
     od["total"] = d["total"]
-    v = d.get("finished")
-    if v is not None:
-        od["finished"] = v
+    if "finished" in d:
+        od["finished"] = d["finished"]
     return o
 
 

@@ -457,18 +457,16 @@ def _s_Key(d: dict[str, Any]) -> Key:
     o = _new(Key)
     od = o.__dict__
     od["type_"] = d["type"]
-    v = d.get("number")
-    if v is not None:
-        od["number"] = v
-    v = d.get("string")
-    if v is not None:
-        od["string"] = v
-    v = d.get("date")
-    if v is not None:
-        od["date"] = v
-    v = d.get("array")
-    if v is not None:
-        od["array"] = [_s_Key(x0) for x0 in v]
+    if "number" in d:
+        od["number"] = d["number"]
+    if "string" in d:
+        od["string"] = d["string"]
+    if "date" in d:
+        od["date"] = d["date"]
+    if "array" in d:
+        v = d["array"]
+        if v is not None:
+            od["array"] = [_s_Key(x0) for x0 in v]
     return o
 
 
@@ -490,12 +488,14 @@ def _u_Key(o: Key) -> dict[str, Any]:
 def _s_KeyRange(d: dict[str, Any]) -> KeyRange:
     o = _new(KeyRange)
     od = o.__dict__
-    v = d.get("lower")
-    if v is not None:
-        od["lower"] = _s_Key(v)
-    v = d.get("upper")
-    if v is not None:
-        od["upper"] = _s_Key(v)
+    if "lower" in d:
+        v = d["lower"]
+        if v is not None:
+            od["lower"] = _s_Key(v)
+    if "upper" in d:
+        v = d["upper"]
+        if v is not None:
+            od["upper"] = _s_Key(v)
     od["lower_open"] = d["lowerOpen"]
     od["upper_open"] = d["upperOpen"]
     return o
@@ -537,12 +537,10 @@ def _s_KeyPath(d: dict[str, Any]) -> KeyPath:
     o = _new(KeyPath)
     od = o.__dict__
     od["type_"] = d["type"]
-    v = d.get("string")
-    if v is not None:
-        od["string"] = v
-    v = d.get("array")
-    if v is not None:
-        od["array"] = v
+    if "string" in d:
+        od["string"] = d["string"]
+    if "array" in d:
+        od["array"] = d["array"]
     return o
 
 

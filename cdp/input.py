@@ -522,33 +522,24 @@ def _s_TouchPoint(d: dict[str, Any]) -> TouchPoint:
     od = o.__dict__
     od["x"] = d["x"]
     od["y"] = d["y"]
-    v = d.get("radiusX")
-    if v is not None:
-        od["radius_x"] = v
-    v = d.get("radiusY")
-    if v is not None:
-        od["radius_y"] = v
-    v = d.get("rotationAngle")
-    if v is not None:
-        od["rotation_angle"] = v
-    v = d.get("force")
-    if v is not None:
-        od["force"] = v
-    v = d.get("tangentialPressure")
-    if v is not None:
-        od["tangential_pressure"] = v
-    v = d.get("tiltX")
-    if v is not None:
-        od["tilt_x"] = v
-    v = d.get("tiltY")
-    if v is not None:
-        od["tilt_y"] = v
-    v = d.get("twist")
-    if v is not None:
-        od["twist"] = v
-    v = d.get("id")
-    if v is not None:
-        od["id_"] = v
+    if "radiusX" in d:
+        od["radius_x"] = d["radiusX"]
+    if "radiusY" in d:
+        od["radius_y"] = d["radiusY"]
+    if "rotationAngle" in d:
+        od["rotation_angle"] = d["rotationAngle"]
+    if "force" in d:
+        od["force"] = d["force"]
+    if "tangentialPressure" in d:
+        od["tangential_pressure"] = d["tangentialPressure"]
+    if "tiltX" in d:
+        od["tilt_x"] = d["tiltX"]
+    if "tiltY" in d:
+        od["tilt_y"] = d["tiltY"]
+    if "twist" in d:
+        od["twist"] = d["twist"]
+    if "id" in d:
+        od["id_"] = d["id"]
     return o
 
 
@@ -583,12 +574,10 @@ def _s_DragDataItem(d: dict[str, Any]) -> DragDataItem:
     od = o.__dict__
     od["mime_type"] = d["mimeType"]
     od["data"] = d["data"]
-    v = d.get("title")
-    if v is not None:
-        od["title"] = v
-    v = d.get("baseURL")
-    if v is not None:
-        od["base_url"] = v
+    if "title" in d:
+        od["title"] = d["title"]
+    if "baseURL" in d:
+        od["base_url"] = d["baseURL"]
     return o
 
 
@@ -609,9 +598,8 @@ def _s_DragData(d: dict[str, Any]) -> DragData:
     od = o.__dict__
     v = d["items"]
     od["items"] = None if v is None else [_s_DragDataItem(x0) for x0 in v]
-    v = d.get("files")
-    if v is not None:
-        od["files"] = v
+    if "files" in d:
+        od["files"] = d["files"]
     od["drag_operations_mask"] = d["dragOperationsMask"]
     return o
 

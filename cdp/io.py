@@ -128,9 +128,8 @@ def _c_close(d: dict[str, Any]) -> Command[None]:
 def _s_ReadResult(d: dict[str, Any]) -> ReadResult:
     o = _new(ReadResult)
     od = o.__dict__
-    v = d.get("base64Encoded")
-    if v is not None:
-        od["base64_encoded"] = v
+    if "base64Encoded" in d:
+        od["base64_encoded"] = d["base64Encoded"]
     od["data"] = d["data"]
     od["eof"] = d["eof"]
     return o

@@ -404,12 +404,10 @@ def _s_StickyPositionConstraint(d: dict[str, Any]) -> StickyPositionConstraint:
     od["sticky_box_rect"] = None if v is None else cdp.dom._s_Rect(v)
     v = d["containingBlockRect"]
     od["containing_block_rect"] = None if v is None else cdp.dom._s_Rect(v)
-    v = d.get("nearestLayerShiftingStickyBox")
-    if v is not None:
-        od["nearest_layer_shifting_sticky_box"] = v
-    v = d.get("nearestLayerShiftingContainingBlock")
-    if v is not None:
-        od["nearest_layer_shifting_containing_block"] = v
+    if "nearestLayerShiftingStickyBox" in d:
+        od["nearest_layer_shifting_sticky_box"] = d["nearestLayerShiftingStickyBox"]
+    if "nearestLayerShiftingContainingBlock" in d:
+        od["nearest_layer_shifting_containing_block"] = d["nearestLayerShiftingContainingBlock"]
     return o
 
 
@@ -447,39 +445,34 @@ def _s_Layer(d: dict[str, Any]) -> Layer:
     o = _new(Layer)
     od = o.__dict__
     od["layer_id"] = d["layerId"]
-    v = d.get("parentLayerId")
-    if v is not None:
-        od["parent_layer_id"] = v
-    v = d.get("backendNodeId")
-    if v is not None:
-        od["backend_node_id"] = v
+    if "parentLayerId" in d:
+        od["parent_layer_id"] = d["parentLayerId"]
+    if "backendNodeId" in d:
+        od["backend_node_id"] = d["backendNodeId"]
     od["offset_x"] = d["offsetX"]
     od["offset_y"] = d["offsetY"]
     od["width"] = d["width"]
     od["height"] = d["height"]
-    v = d.get("transform")
-    if v is not None:
-        od["transform"] = v
-    v = d.get("anchorX")
-    if v is not None:
-        od["anchor_x"] = v
-    v = d.get("anchorY")
-    if v is not None:
-        od["anchor_y"] = v
-    v = d.get("anchorZ")
-    if v is not None:
-        od["anchor_z"] = v
+    if "transform" in d:
+        od["transform"] = d["transform"]
+    if "anchorX" in d:
+        od["anchor_x"] = d["anchorX"]
+    if "anchorY" in d:
+        od["anchor_y"] = d["anchorY"]
+    if "anchorZ" in d:
+        od["anchor_z"] = d["anchorZ"]
     od["paint_count"] = d["paintCount"]
     od["draws_content"] = d["drawsContent"]
-    v = d.get("invisible")
-    if v is not None:
-        od["invisible"] = v
-    v = d.get("scrollRects")
-    if v is not None:
-        od["scroll_rects"] = [_s_ScrollRect(x0) for x0 in v]
-    v = d.get("stickyPositionConstraint")
-    if v is not None:
-        od["sticky_position_constraint"] = _s_StickyPositionConstraint(v)
+    if "invisible" in d:
+        od["invisible"] = d["invisible"]
+    if "scrollRects" in d:
+        v = d["scrollRects"]
+        if v is not None:
+            od["scroll_rects"] = [_s_ScrollRect(x0) for x0 in v]
+    if "stickyPositionConstraint" in d:
+        v = d["stickyPositionConstraint"]
+        if v is not None:
+            od["sticky_position_constraint"] = _s_StickyPositionConstraint(v)
     return o
 
 
@@ -745,9 +738,10 @@ def _u_LayerPainted(o: LayerPainted) -> dict[str, Any]:
 def _s_LayerTreeDidChange(d: dict[str, Any]) -> LayerTreeDidChange:
     o = _new(LayerTreeDidChange)
     od = o.__dict__
-    v = d.get("layers")
-    if v is not None:
-        od["layers"] = [_s_Layer(x0) for x0 in v]
+    if "layers" in d:
+        v = d["layers"]
+        if v is not None:
+            od["layers"] = [_s_Layer(x0) for x0 in v]
     return o
 
 

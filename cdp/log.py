@@ -143,28 +143,25 @@ def _s_LogEntry(d: dict[str, Any]) -> LogEntry:
     od["source"] = d["source"]
     od["level"] = d["level"]
     od["text"] = d["text"]
-    v = d.get("category")
-    if v is not None:
-        od["category"] = v
+    if "category" in d:
+        od["category"] = d["category"]
     od["timestamp"] = d["timestamp"]
-    v = d.get("url")
-    if v is not None:
-        od["url"] = v
-    v = d.get("lineNumber")
-    if v is not None:
-        od["line_number"] = v
-    v = d.get("stackTrace")
-    if v is not None:
-        od["stack_trace"] = cdp.runtime._s_StackTrace(v)
-    v = d.get("networkRequestId")
-    if v is not None:
-        od["network_request_id"] = v
-    v = d.get("workerId")
-    if v is not None:
-        od["worker_id"] = v
-    v = d.get("args")
-    if v is not None:
-        od["args"] = [cdp.runtime._s_RemoteObject(x0) for x0 in v]
+    if "url" in d:
+        od["url"] = d["url"]
+    if "lineNumber" in d:
+        od["line_number"] = d["lineNumber"]
+    if "stackTrace" in d:
+        v = d["stackTrace"]
+        if v is not None:
+            od["stack_trace"] = cdp.runtime._s_StackTrace(v)
+    if "networkRequestId" in d:
+        od["network_request_id"] = d["networkRequestId"]
+    if "workerId" in d:
+        od["worker_id"] = d["workerId"]
+    if "args" in d:
+        v = d["args"]
+        if v is not None:
+            od["args"] = [cdp.runtime._s_RemoteObject(x0) for x0 in v]
     return o
 
 

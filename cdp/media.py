@@ -281,9 +281,8 @@ def _s_Player(d: dict[str, Any]) -> Player:
     o = _new(Player)
     od = o.__dict__
     od["player_id"] = d["playerId"]
-    v = d.get("domNodeId")
-    if v is not None:
-        od["dom_node_id"] = v
+    if "domNodeId" in d:
+        od["dom_node_id"] = d["domNodeId"]
     return o
 
 

@@ -3459,9 +3459,10 @@ def _u_ResourceTiming(o: ResourceTiming) -> dict[str, Any]:
 def _s_PostDataEntry(d: dict[str, Any]) -> PostDataEntry:
     o = _new(PostDataEntry)
     od = o.__dict__
-    v = d.get("bytes")
-    if v is not None:
-        od["bytes_"] = _b64d(v)
+    if "bytes" in d:
+        v = d["bytes"]
+        if v is not None:
+            od["bytes_"] = _b64d(v)
     return o
 
 
@@ -3476,38 +3477,35 @@ def _s_Request(d: dict[str, Any]) -> Request:
     o = _new(Request)
     od = o.__dict__
     od["url"] = d["url"]
-    v = d.get("urlFragment")
-    if v is not None:
-        od["url_fragment"] = v
+    if "urlFragment" in d:
+        od["url_fragment"] = d["urlFragment"]
     od["method"] = d["method"]
     od["headers"] = d["headers"]
-    v = d.get("postData")
-    if v is not None:
-        od["post_data"] = v
-    v = d.get("hasPostData")
-    if v is not None:
-        od["has_post_data"] = v
-    v = d.get("postDataEntries")
-    if v is not None:
-        od["post_data_entries"] = [_s_PostDataEntry(x0) for x0 in v]
-    v = d.get("mixedContentType")
-    if v is not None:
-        od["mixed_content_type"] = _enum(cdp.security.MixedContentType, v)
+    if "postData" in d:
+        od["post_data"] = d["postData"]
+    if "hasPostData" in d:
+        od["has_post_data"] = d["hasPostData"]
+    if "postDataEntries" in d:
+        v = d["postDataEntries"]
+        if v is not None:
+            od["post_data_entries"] = [_s_PostDataEntry(x0) for x0 in v]
+    if "mixedContentType" in d:
+        v = d["mixedContentType"]
+        if v is not None:
+            od["mixed_content_type"] = _enum(cdp.security.MixedContentType, v)
     v = d["initialPriority"]
     od["initial_priority"] = None if v is None else (_e_ResourcePriority(v) or _enum(ResourcePriority, v))
     od["referrer_policy"] = d["referrerPolicy"]
-    v = d.get("isLinkPreload")
-    if v is not None:
-        od["is_link_preload"] = v
-    v = d.get("trustTokenParams")
-    if v is not None:
-        od["trust_token_params"] = _s_TrustTokenParams(v)
-    v = d.get("isSameSite")
-    if v is not None:
-        od["is_same_site"] = v
-    v = d.get("isAdRelated")
-    if v is not None:
-        od["is_ad_related"] = v
+    if "isLinkPreload" in d:
+        od["is_link_preload"] = d["isLinkPreload"]
+    if "trustTokenParams" in d:
+        v = d["trustTokenParams"]
+        if v is not None:
+            od["trust_token_params"] = _s_TrustTokenParams(v)
+    if "isSameSite" in d:
+        od["is_same_site"] = d["isSameSite"]
+    if "isAdRelated" in d:
+        od["is_ad_related"] = d["isAdRelated"]
     return o
 
 
@@ -3572,13 +3570,11 @@ def _s_SecurityDetails(d: dict[str, Any]) -> SecurityDetails:
     od = o.__dict__
     od["protocol"] = d["protocol"]
     od["key_exchange"] = d["keyExchange"]
-    v = d.get("keyExchangeGroup")
-    if v is not None:
-        od["key_exchange_group"] = v
+    if "keyExchangeGroup" in d:
+        od["key_exchange_group"] = d["keyExchangeGroup"]
     od["cipher"] = d["cipher"]
-    v = d.get("mac")
-    if v is not None:
-        od["mac"] = v
+    if "mac" in d:
+        od["mac"] = d["mac"]
     od["certificate_id"] = d["certificateId"]
     od["subject_name"] = d["subjectName"]
     od["san_list"] = d["sanList"]
@@ -3595,9 +3591,8 @@ def _s_SecurityDetails(d: dict[str, Any]) -> SecurityDetails:
         if v is None
         else (_e_CertificateTransparencyCompliance(v) or _enum(CertificateTransparencyCompliance, v))
     )
-    v = d.get("serverSignatureAlgorithm")
-    if v is not None:
-        od["server_signature_algorithm"] = v
+    if "serverSignatureAlgorithm" in d:
+        od["server_signature_algorithm"] = d["serverSignatureAlgorithm"]
     od["encrypted_client_hello"] = d["encryptedClientHello"]
     return o
 
@@ -3652,9 +3647,8 @@ def _s_TrustTokenParams(d: dict[str, Any]) -> TrustTokenParams:
         None if v is None else (_e_TrustTokenOperationType(v) or _enum(TrustTokenOperationType, v))
     )
     od["refresh_policy"] = d["refreshPolicy"]
-    v = d.get("issuers")
-    if v is not None:
-        od["issuers"] = v
+    if "issuers" in d:
+        od["issuers"] = d["issuers"]
     return o
 
 
@@ -3671,15 +3665,16 @@ def _u_TrustTokenParams(o: TrustTokenParams) -> dict[str, Any]:
 def _s_ServiceWorkerRouterInfo(d: dict[str, Any]) -> ServiceWorkerRouterInfo:
     o = _new(ServiceWorkerRouterInfo)
     od = o.__dict__
-    v = d.get("ruleIdMatched")
-    if v is not None:
-        od["rule_id_matched"] = v
-    v = d.get("matchedSourceType")
-    if v is not None:
-        od["matched_source_type"] = _e_ServiceWorkerRouterSource(v) or _enum(ServiceWorkerRouterSource, v)
-    v = d.get("actualSourceType")
-    if v is not None:
-        od["actual_source_type"] = _e_ServiceWorkerRouterSource(v) or _enum(ServiceWorkerRouterSource, v)
+    if "ruleIdMatched" in d:
+        od["rule_id_matched"] = d["ruleIdMatched"]
+    if "matchedSourceType" in d:
+        v = d["matchedSourceType"]
+        if v is not None:
+            od["matched_source_type"] = _e_ServiceWorkerRouterSource(v) or _enum(ServiceWorkerRouterSource, v)
+    if "actualSourceType" in d:
+        v = d["actualSourceType"]
+        if v is not None:
+            od["actual_source_type"] = _e_ServiceWorkerRouterSource(v) or _enum(ServiceWorkerRouterSource, v)
     return o
 
 
@@ -3836,15 +3831,12 @@ def _s_WebSocketResponse(d: dict[str, Any]) -> WebSocketResponse:
     od["status"] = d["status"]
     od["status_text"] = d["statusText"]
     od["headers"] = d["headers"]
-    v = d.get("headersText")
-    if v is not None:
-        od["headers_text"] = v
-    v = d.get("requestHeaders")
-    if v is not None:
-        od["request_headers"] = v
-    v = d.get("requestHeadersText")
-    if v is not None:
-        od["request_headers_text"] = v
+    if "headersText" in d:
+        od["headers_text"] = d["headersText"]
+    if "requestHeaders" in d:
+        od["request_headers"] = d["requestHeaders"]
+    if "requestHeadersText" in d:
+        od["request_headers_text"] = d["requestHeadersText"]
     return o
 
 
@@ -3886,9 +3878,10 @@ def _s_CachedResource(d: dict[str, Any]) -> CachedResource:
     od["url"] = d["url"]
     v = d["type"]
     od["type_"] = None if v is None else (_e_ResourceType(v) or _enum(ResourceType, v))
-    v = d.get("response")
-    if v is not None:
-        od["response"] = _s_Response(v)
+    if "response" in d:
+        v = d["response"]
+        if v is not None:
+            od["response"] = _s_Response(v)
     od["body_size"] = d["bodySize"]
     return o
 
@@ -3908,21 +3901,18 @@ def _s_Initiator(d: dict[str, Any]) -> Initiator:
     o = _new(Initiator)
     od = o.__dict__
     od["type_"] = d["type"]
-    v = d.get("stack")
-    if v is not None:
-        od["stack"] = cdp.runtime._s_StackTrace(v)
-    v = d.get("url")
-    if v is not None:
-        od["url"] = v
-    v = d.get("lineNumber")
-    if v is not None:
-        od["line_number"] = v
-    v = d.get("columnNumber")
-    if v is not None:
-        od["column_number"] = v
-    v = d.get("requestId")
-    if v is not None:
-        od["request_id"] = v
+    if "stack" in d:
+        v = d["stack"]
+        if v is not None:
+            od["stack"] = cdp.runtime._s_StackTrace(v)
+    if "url" in d:
+        od["url"] = d["url"]
+    if "lineNumber" in d:
+        od["line_number"] = d["lineNumber"]
+    if "columnNumber" in d:
+        od["column_number"] = d["columnNumber"]
+    if "requestId" in d:
+        od["request_id"] = d["requestId"]
     return o
 
 
@@ -3970,20 +3960,21 @@ def _s_Cookie(d: dict[str, Any]) -> Cookie:
     od["http_only"] = d["httpOnly"]
     od["secure"] = d["secure"]
     od["session"] = d["session"]
-    v = d.get("sameSite")
-    if v is not None:
-        od["same_site"] = _e_CookieSameSite(v) or _enum(CookieSameSite, v)
+    if "sameSite" in d:
+        v = d["sameSite"]
+        if v is not None:
+            od["same_site"] = _e_CookieSameSite(v) or _enum(CookieSameSite, v)
     v = d["priority"]
     od["priority"] = None if v is None else (_e_CookiePriority(v) or _enum(CookiePriority, v))
     v = d["sourceScheme"]
     od["source_scheme"] = None if v is None else (_e_CookieSourceScheme(v) or _enum(CookieSourceScheme, v))
     od["source_port"] = d["sourcePort"]
-    v = d.get("partitionKey")
-    if v is not None:
-        od["partition_key"] = _s_CookiePartitionKey(v)
-    v = d.get("partitionKeyOpaque")
-    if v is not None:
-        od["partition_key_opaque"] = v
+    if "partitionKey" in d:
+        v = d["partitionKey"]
+        if v is not None:
+            od["partition_key"] = _s_CookiePartitionKey(v)
+    if "partitionKeyOpaque" in d:
+        od["partition_key_opaque"] = d["partitionKeyOpaque"]
     return o
 
 
@@ -4021,9 +4012,10 @@ def _s_BlockedSetCookieWithReason(d: dict[str, Any]) -> BlockedSetCookieWithReas
         else [(_e_SetCookieBlockedReason(x0) or _enum(SetCookieBlockedReason, x0)) for x0 in v]
     )
     od["cookie_line"] = d["cookieLine"]
-    v = d.get("cookie")
-    if v is not None:
-        od["cookie"] = _s_Cookie(v)
+    if "cookie" in d:
+        v = d["cookie"]
+        if v is not None:
+            od["cookie"] = _s_Cookie(v)
     return o
 
 
@@ -4067,9 +4059,10 @@ def _s_AssociatedCookie(d: dict[str, Any]) -> AssociatedCookie:
     od["blocked_reasons"] = (
         None if v is None else [(_e_CookieBlockedReason(x0) or _enum(CookieBlockedReason, x0)) for x0 in v]
     )
-    v = d.get("exemptionReason")
-    if v is not None:
-        od["exemption_reason"] = _e_CookieExemptionReason(v) or _enum(CookieExemptionReason, v)
+    if "exemptionReason" in d:
+        v = d["exemptionReason"]
+        if v is not None:
+            od["exemption_reason"] = _e_CookieExemptionReason(v) or _enum(CookieExemptionReason, v)
     return o
 
 
@@ -4088,39 +4081,36 @@ def _s_CookieParam(d: dict[str, Any]) -> CookieParam:
     od = o.__dict__
     od["name"] = d["name"]
     od["value"] = d["value"]
-    v = d.get("url")
-    if v is not None:
-        od["url"] = v
-    v = d.get("domain")
-    if v is not None:
-        od["domain"] = v
-    v = d.get("path")
-    if v is not None:
-        od["path"] = v
-    v = d.get("secure")
-    if v is not None:
-        od["secure"] = v
-    v = d.get("httpOnly")
-    if v is not None:
-        od["http_only"] = v
-    v = d.get("sameSite")
-    if v is not None:
-        od["same_site"] = _e_CookieSameSite(v) or _enum(CookieSameSite, v)
-    v = d.get("expires")
-    if v is not None:
-        od["expires"] = v
-    v = d.get("priority")
-    if v is not None:
-        od["priority"] = _e_CookiePriority(v) or _enum(CookiePriority, v)
-    v = d.get("sourceScheme")
-    if v is not None:
-        od["source_scheme"] = _e_CookieSourceScheme(v) or _enum(CookieSourceScheme, v)
-    v = d.get("sourcePort")
-    if v is not None:
-        od["source_port"] = v
-    v = d.get("partitionKey")
-    if v is not None:
-        od["partition_key"] = _s_CookiePartitionKey(v)
+    if "url" in d:
+        od["url"] = d["url"]
+    if "domain" in d:
+        od["domain"] = d["domain"]
+    if "path" in d:
+        od["path"] = d["path"]
+    if "secure" in d:
+        od["secure"] = d["secure"]
+    if "httpOnly" in d:
+        od["http_only"] = d["httpOnly"]
+    if "sameSite" in d:
+        v = d["sameSite"]
+        if v is not None:
+            od["same_site"] = _e_CookieSameSite(v) or _enum(CookieSameSite, v)
+    if "expires" in d:
+        od["expires"] = d["expires"]
+    if "priority" in d:
+        v = d["priority"]
+        if v is not None:
+            od["priority"] = _e_CookiePriority(v) or _enum(CookiePriority, v)
+    if "sourceScheme" in d:
+        v = d["sourceScheme"]
+        if v is not None:
+            od["source_scheme"] = _e_CookieSourceScheme(v) or _enum(CookieSourceScheme, v)
+    if "sourcePort" in d:
+        od["source_port"] = d["sourcePort"]
+    if "partitionKey" in d:
+        v = d["partitionKey"]
+        if v is not None:
+            od["partition_key"] = _s_CookiePartitionKey(v)
     return o
 
 
@@ -4157,9 +4147,8 @@ def _u_CookieParam(o: CookieParam) -> dict[str, Any]:
 def _s_AuthChallenge(d: dict[str, Any]) -> AuthChallenge:
     o = _new(AuthChallenge)
     od = o.__dict__
-    v = d.get("source")
-    if v is not None:
-        od["source"] = v
+    if "source" in d:
+        od["source"] = d["source"]
     od["origin"] = d["origin"]
     od["scheme"] = d["scheme"]
     od["realm"] = d["realm"]
@@ -4181,12 +4170,10 @@ def _s_AuthChallengeResponse(d: dict[str, Any]) -> AuthChallengeResponse:
     o = _new(AuthChallengeResponse)
     od = o.__dict__
     od["response"] = d["response"]
-    v = d.get("username")
-    if v is not None:
-        od["username"] = v
-    v = d.get("password")
-    if v is not None:
-        od["password"] = v
+    if "username" in d:
+        od["username"] = d["username"]
+    if "password" in d:
+        od["password"] = d["password"]
     return o
 
 
@@ -4207,18 +4194,15 @@ def _s_SignedExchangeSignature(d: dict[str, Any]) -> SignedExchangeSignature:
     od["label"] = d["label"]
     od["signature"] = d["signature"]
     od["integrity"] = d["integrity"]
-    v = d.get("certUrl")
-    if v is not None:
-        od["cert_url"] = v
-    v = d.get("certSha256")
-    if v is not None:
-        od["cert_sha256"] = v
+    if "certUrl" in d:
+        od["cert_url"] = d["certUrl"]
+    if "certSha256" in d:
+        od["cert_sha256"] = d["certSha256"]
     od["validity_url"] = d["validityUrl"]
     od["date"] = d["date"]
     od["expires"] = d["expires"]
-    v = d.get("certificates")
-    if v is not None:
-        od["certificates"] = v
+    if "certificates" in d:
+        od["certificates"] = d["certificates"]
     return o
 
 
@@ -4266,12 +4250,12 @@ def _s_SignedExchangeError(d: dict[str, Any]) -> SignedExchangeError:
     o = _new(SignedExchangeError)
     od = o.__dict__
     od["message"] = d["message"]
-    v = d.get("signatureIndex")
-    if v is not None:
-        od["signature_index"] = v
-    v = d.get("errorField")
-    if v is not None:
-        od["error_field"] = _e_SignedExchangeErrorField(v) or _enum(SignedExchangeErrorField, v)
+    if "signatureIndex" in d:
+        od["signature_index"] = d["signatureIndex"]
+    if "errorField" in d:
+        v = d["errorField"]
+        if v is not None:
+            od["error_field"] = _e_SignedExchangeErrorField(v) or _enum(SignedExchangeErrorField, v)
     return o
 
 
@@ -4292,15 +4276,18 @@ def _s_SignedExchangeInfo(d: dict[str, Any]) -> SignedExchangeInfo:
     v = d["outerResponse"]
     od["outer_response"] = None if v is None else _s_Response(v)
     od["has_extra_info"] = d["hasExtraInfo"]
-    v = d.get("header")
-    if v is not None:
-        od["header"] = _s_SignedExchangeHeader(v)
-    v = d.get("securityDetails")
-    if v is not None:
-        od["security_details"] = _s_SecurityDetails(v)
-    v = d.get("errors")
-    if v is not None:
-        od["errors"] = [_s_SignedExchangeError(x0) for x0 in v]
+    if "header" in d:
+        v = d["header"]
+        if v is not None:
+            od["header"] = _s_SignedExchangeHeader(v)
+    if "securityDetails" in d:
+        v = d["securityDetails"]
+        if v is not None:
+            od["security_details"] = _s_SecurityDetails(v)
+    if "errors" in d:
+        v = d["errors"]
+        if v is not None:
+            od["errors"] = [_s_SignedExchangeError(x0) for x0 in v]
     return o
 
 
@@ -4325,21 +4312,18 @@ def _s_NetworkConditions(d: dict[str, Any]) -> NetworkConditions:
     od["latency"] = d["latency"]
     od["download_throughput"] = d["downloadThroughput"]
     od["upload_throughput"] = d["uploadThroughput"]
-    v = d.get("connectionType")
-    if v is not None:
-        od["connection_type"] = _e_ConnectionType(v) or _enum(ConnectionType, v)
-    v = d.get("packetLoss")
-    if v is not None:
-        od["packet_loss"] = v
-    v = d.get("packetQueueLength")
-    if v is not None:
-        od["packet_queue_length"] = v
-    v = d.get("packetReordering")
-    if v is not None:
-        od["packet_reordering"] = v
-    v = d.get("offline")
-    if v is not None:
-        od["offline"] = v
+    if "connectionType" in d:
+        v = d["connectionType"]
+        if v is not None:
+            od["connection_type"] = _e_ConnectionType(v) or _enum(ConnectionType, v)
+    if "packetLoss" in d:
+        od["packet_loss"] = d["packetLoss"]
+    if "packetQueueLength" in d:
+        od["packet_queue_length"] = d["packetQueueLength"]
+    if "packetReordering" in d:
+        od["packet_reordering"] = d["packetReordering"]
+    if "offline" in d:
+        od["offline"] = d["offline"]
     return o
 
 
@@ -4382,18 +4366,16 @@ def _s_DirectTCPSocketOptions(d: dict[str, Any]) -> DirectTCPSocketOptions:
     o = _new(DirectTCPSocketOptions)
     od = o.__dict__
     od["no_delay"] = d["noDelay"]
-    v = d.get("keepAliveDelay")
-    if v is not None:
-        od["keep_alive_delay"] = v
-    v = d.get("sendBufferSize")
-    if v is not None:
-        od["send_buffer_size"] = v
-    v = d.get("receiveBufferSize")
-    if v is not None:
-        od["receive_buffer_size"] = v
-    v = d.get("dnsQueryType")
-    if v is not None:
-        od["dns_query_type"] = _e_DirectSocketDnsQueryType(v) or _enum(DirectSocketDnsQueryType, v)
+    if "keepAliveDelay" in d:
+        od["keep_alive_delay"] = d["keepAliveDelay"]
+    if "sendBufferSize" in d:
+        od["send_buffer_size"] = d["sendBufferSize"]
+    if "receiveBufferSize" in d:
+        od["receive_buffer_size"] = d["receiveBufferSize"]
+    if "dnsQueryType" in d:
+        v = d["dnsQueryType"]
+        if v is not None:
+            od["dns_query_type"] = _e_DirectSocketDnsQueryType(v) or _enum(DirectSocketDnsQueryType, v)
     return o
 
 
@@ -4415,36 +4397,28 @@ def _u_DirectTCPSocketOptions(o: DirectTCPSocketOptions) -> dict[str, Any]:
 def _s_DirectUDPSocketOptions(d: dict[str, Any]) -> DirectUDPSocketOptions:
     o = _new(DirectUDPSocketOptions)
     od = o.__dict__
-    v = d.get("remoteAddr")
-    if v is not None:
-        od["remote_addr"] = v
-    v = d.get("remotePort")
-    if v is not None:
-        od["remote_port"] = v
-    v = d.get("localAddr")
-    if v is not None:
-        od["local_addr"] = v
-    v = d.get("localPort")
-    if v is not None:
-        od["local_port"] = v
-    v = d.get("dnsQueryType")
-    if v is not None:
-        od["dns_query_type"] = _e_DirectSocketDnsQueryType(v) or _enum(DirectSocketDnsQueryType, v)
-    v = d.get("sendBufferSize")
-    if v is not None:
-        od["send_buffer_size"] = v
-    v = d.get("receiveBufferSize")
-    if v is not None:
-        od["receive_buffer_size"] = v
-    v = d.get("multicastLoopback")
-    if v is not None:
-        od["multicast_loopback"] = v
-    v = d.get("multicastTimeToLive")
-    if v is not None:
-        od["multicast_time_to_live"] = v
-    v = d.get("multicastAllowAddressSharing")
-    if v is not None:
-        od["multicast_allow_address_sharing"] = v
+    if "remoteAddr" in d:
+        od["remote_addr"] = d["remoteAddr"]
+    if "remotePort" in d:
+        od["remote_port"] = d["remotePort"]
+    if "localAddr" in d:
+        od["local_addr"] = d["localAddr"]
+    if "localPort" in d:
+        od["local_port"] = d["localPort"]
+    if "dnsQueryType" in d:
+        v = d["dnsQueryType"]
+        if v is not None:
+            od["dns_query_type"] = _e_DirectSocketDnsQueryType(v) or _enum(DirectSocketDnsQueryType, v)
+    if "sendBufferSize" in d:
+        od["send_buffer_size"] = d["sendBufferSize"]
+    if "receiveBufferSize" in d:
+        od["receive_buffer_size"] = d["receiveBufferSize"]
+    if "multicastLoopback" in d:
+        od["multicast_loopback"] = d["multicastLoopback"]
+    if "multicastTimeToLive" in d:
+        od["multicast_time_to_live"] = d["multicastTimeToLive"]
+    if "multicastAllowAddressSharing" in d:
+        od["multicast_allow_address_sharing"] = d["multicastAllowAddressSharing"]
     return o
 
 
@@ -4478,12 +4452,10 @@ def _s_DirectUDPMessage(d: dict[str, Any]) -> DirectUDPMessage:
     od = o.__dict__
     v = d["data"]
     od["data"] = None if v is None else _b64d(v)
-    v = d.get("remoteAddr")
-    if v is not None:
-        od["remote_addr"] = v
-    v = d.get("remotePort")
-    if v is not None:
-        od["remote_port"] = v
+    if "remoteAddr" in d:
+        od["remote_addr"] = d["remoteAddr"]
+    if "remotePort" in d:
+        od["remote_port"] = d["remotePort"]
     return o
 
 
@@ -4558,9 +4530,8 @@ def _s_AdAncestry(d: dict[str, Any]) -> AdAncestry:
     od = o.__dict__
     v = d["ancestryChain"]
     od["ancestry_chain"] = None if v is None else [_s_AdScriptIdentifier(x0) for x0 in v]
-    v = d.get("rootScriptFilterlistRule")
-    if v is not None:
-        od["root_script_filterlist_rule"] = v
+    if "rootScriptFilterlistRule" in d:
+        od["root_script_filterlist_rule"] = d["rootScriptFilterlistRule"]
     return o
 
 
@@ -4576,12 +4547,12 @@ def _u_AdAncestry(o: AdAncestry) -> dict[str, Any]:
 def _s_AdProvenance(d: dict[str, Any]) -> AdProvenance:
     o = _new(AdProvenance)
     od = o.__dict__
-    v = d.get("filterlistRule")
-    if v is not None:
-        od["filterlist_rule"] = v
-    v = d.get("adScriptAncestry")
-    if v is not None:
-        od["ad_script_ancestry"] = _s_AdAncestry(v)
+    if "filterlistRule" in d:
+        od["filterlist_rule"] = d["filterlistRule"]
+    if "adScriptAncestry" in d:
+        v = d["adScriptAncestry"]
+        if v is not None:
+            od["ad_script_ancestry"] = _s_AdAncestry(v)
     return o
 
 
@@ -4605,12 +4576,10 @@ def _s_CrossOriginOpenerPolicyStatus(d: dict[str, Any]) -> CrossOriginOpenerPoli
     od["report_only_value"] = (
         None if v is None else (_e_CrossOriginOpenerPolicyValue(v) or _enum(CrossOriginOpenerPolicyValue, v))
     )
-    v = d.get("reportingEndpoint")
-    if v is not None:
-        od["reporting_endpoint"] = v
-    v = d.get("reportOnlyReportingEndpoint")
-    if v is not None:
-        od["report_only_reporting_endpoint"] = v
+    if "reportingEndpoint" in d:
+        od["reporting_endpoint"] = d["reportingEndpoint"]
+    if "reportOnlyReportingEndpoint" in d:
+        od["report_only_reporting_endpoint"] = d["reportOnlyReportingEndpoint"]
     return o
 
 
@@ -4641,12 +4610,10 @@ def _s_CrossOriginEmbedderPolicyStatus(d: dict[str, Any]) -> CrossOriginEmbedder
         if v is None
         else (_e_CrossOriginEmbedderPolicyValue(v) or _enum(CrossOriginEmbedderPolicyValue, v))
     )
-    v = d.get("reportingEndpoint")
-    if v is not None:
-        od["reporting_endpoint"] = v
-    v = d.get("reportOnlyReportingEndpoint")
-    if v is not None:
-        od["report_only_reporting_endpoint"] = v
+    if "reportingEndpoint" in d:
+        od["reporting_endpoint"] = d["reportingEndpoint"]
+    if "reportOnlyReportingEndpoint" in d:
+        od["report_only_reporting_endpoint"] = d["reportOnlyReportingEndpoint"]
     return o
 
 
@@ -4685,15 +4652,18 @@ def _u_ContentSecurityPolicyStatus(o: ContentSecurityPolicyStatus) -> dict[str, 
 def _s_SecurityIsolationStatus(d: dict[str, Any]) -> SecurityIsolationStatus:
     o = _new(SecurityIsolationStatus)
     od = o.__dict__
-    v = d.get("coop")
-    if v is not None:
-        od["coop"] = _s_CrossOriginOpenerPolicyStatus(v)
-    v = d.get("coep")
-    if v is not None:
-        od["coep"] = _s_CrossOriginEmbedderPolicyStatus(v)
-    v = d.get("csp")
-    if v is not None:
-        od["csp"] = [_s_ContentSecurityPolicyStatus(x0) for x0 in v]
+    if "coop" in d:
+        v = d["coop"]
+        if v is not None:
+            od["coop"] = _s_CrossOriginOpenerPolicyStatus(v)
+    if "coep" in d:
+        v = d["coep"]
+        if v is not None:
+            od["coep"] = _s_CrossOriginEmbedderPolicyStatus(v)
+    if "csp" in d:
+        v = d["csp"]
+        if v is not None:
+            od["csp"] = [_s_ContentSecurityPolicyStatus(x0) for x0 in v]
     return o
 
 
@@ -4792,9 +4762,10 @@ def _s_DeviceBoundSessionCookieCraving(d: dict[str, Any]) -> DeviceBoundSessionC
     od["path"] = d["path"]
     od["secure"] = d["secure"]
     od["http_only"] = d["httpOnly"]
-    v = d.get("sameSite")
-    if v is not None:
-        od["same_site"] = _e_CookieSameSite(v) or _enum(CookieSameSite, v)
+    if "sameSite" in d:
+        v = d["sameSite"]
+        if v is not None:
+            od["same_site"] = _e_CookieSameSite(v) or _enum(CookieSameSite, v)
     return o
 
 
@@ -4857,9 +4828,8 @@ def _s_DeviceBoundSession(d: dict[str, Any]) -> DeviceBoundSession:
     v = d["cookieCravings"]
     od["cookie_cravings"] = None if v is None else [_s_DeviceBoundSessionCookieCraving(x0) for x0 in v]
     od["expiry_date"] = d["expiryDate"]
-    v = d.get("cachedChallenge")
-    if v is not None:
-        od["cached_challenge"] = v
+    if "cachedChallenge" in d:
+        od["cached_challenge"] = d["cachedChallenge"]
     od["allowed_refresh_initiators"] = d["allowedRefreshInitiators"]
     return o
 
@@ -4882,15 +4852,12 @@ def _s_DeviceBoundSessionFailedRequest(d: dict[str, Any]) -> DeviceBoundSessionF
     o = _new(DeviceBoundSessionFailedRequest)
     od = o.__dict__
     od["request_url"] = d["requestUrl"]
-    v = d.get("netError")
-    if v is not None:
-        od["net_error"] = v
-    v = d.get("responseError")
-    if v is not None:
-        od["response_error"] = v
-    v = d.get("responseErrorBody")
-    if v is not None:
-        od["response_error_body"] = v
+    if "netError" in d:
+        od["net_error"] = d["netError"]
+    if "responseError" in d:
+        od["response_error"] = d["responseError"]
+    if "responseErrorBody" in d:
+        od["response_error_body"] = d["responseErrorBody"]
     return o
 
 
@@ -4916,12 +4883,14 @@ def _s_CreationEventDetails(d: dict[str, Any]) -> CreationEventDetails:
         if v is None
         else (_e_DeviceBoundSessionFetchResult(v) or _enum(DeviceBoundSessionFetchResult, v))
     )
-    v = d.get("newSession")
-    if v is not None:
-        od["new_session"] = _s_DeviceBoundSession(v)
-    v = d.get("failedRequest")
-    if v is not None:
-        od["failed_request"] = _s_DeviceBoundSessionFailedRequest(v)
+    if "newSession" in d:
+        v = d["newSession"]
+        if v is not None:
+            od["new_session"] = _s_DeviceBoundSession(v)
+    if "failedRequest" in d:
+        v = d["failedRequest"]
+        if v is not None:
+            od["failed_request"] = _s_DeviceBoundSessionFailedRequest(v)
     return o
 
 
@@ -4940,16 +4909,21 @@ def _s_RefreshEventDetails(d: dict[str, Any]) -> RefreshEventDetails:
     o = _new(RefreshEventDetails)
     od = o.__dict__
     od["refresh_result"] = d["refreshResult"]
-    v = d.get("fetchResult")
-    if v is not None:
-        od["fetch_result"] = _e_DeviceBoundSessionFetchResult(v) or _enum(DeviceBoundSessionFetchResult, v)
-    v = d.get("newSession")
-    if v is not None:
-        od["new_session"] = _s_DeviceBoundSession(v)
+    if "fetchResult" in d:
+        v = d["fetchResult"]
+        if v is not None:
+            od["fetch_result"] = _e_DeviceBoundSessionFetchResult(v) or _enum(
+                DeviceBoundSessionFetchResult, v
+            )
+    if "newSession" in d:
+        v = d["newSession"]
+        if v is not None:
+            od["new_session"] = _s_DeviceBoundSession(v)
     od["was_fully_proactive_refresh"] = d["wasFullyProactiveRefresh"]
-    v = d.get("failedRequest")
-    if v is not None:
-        od["failed_request"] = _s_DeviceBoundSessionFailedRequest(v)
+    if "failedRequest" in d:
+        v = d["failedRequest"]
+        if v is not None:
+            od["failed_request"] = _s_DeviceBoundSessionFailedRequest(v)
     return o
 
 
@@ -4999,21 +4973,16 @@ def _s_LoadNetworkResourcePageResult(d: dict[str, Any]) -> LoadNetworkResourcePa
     o = _new(LoadNetworkResourcePageResult)
     od = o.__dict__
     od["success"] = d["success"]
-    v = d.get("netError")
-    if v is not None:
-        od["net_error"] = v
-    v = d.get("netErrorName")
-    if v is not None:
-        od["net_error_name"] = v
-    v = d.get("httpStatusCode")
-    if v is not None:
-        od["http_status_code"] = v
-    v = d.get("stream")
-    if v is not None:
-        od["stream"] = v
-    v = d.get("headers")
-    if v is not None:
-        od["headers"] = v
+    if "netError" in d:
+        od["net_error"] = d["netError"]
+    if "netErrorName" in d:
+        od["net_error_name"] = d["netErrorName"]
+    if "httpStatusCode" in d:
+        od["http_status_code"] = d["httpStatusCode"]
+    if "stream" in d:
+        od["stream"] = d["stream"]
+    if "headers" in d:
+        od["headers"] = d["headers"]
     return o
 
 
@@ -5869,9 +5838,10 @@ def _s_DataReceived(d: dict[str, Any]) -> DataReceived:
     od["timestamp"] = d["timestamp"]
     od["data_length"] = d["dataLength"]
     od["encoded_data_length"] = d["encodedDataLength"]
-    v = d.get("data")
-    if v is not None:
-        od["data"] = _b64d(v)
+    if "data" in d:
+        v = d["data"]
+        if v is not None:
+            od["data"] = _b64d(v)
     return o
 
 
@@ -5916,15 +5886,16 @@ def _s_LoadingFailed(d: dict[str, Any]) -> LoadingFailed:
     v = d["type"]
     od["type_"] = None if v is None else (_e_ResourceType(v) or _enum(ResourceType, v))
     od["error_text"] = d["errorText"]
-    v = d.get("canceled")
-    if v is not None:
-        od["canceled"] = v
-    v = d.get("blockedReason")
-    if v is not None:
-        od["blocked_reason"] = _e_BlockedReason(v) or _enum(BlockedReason, v)
-    v = d.get("corsErrorStatus")
-    if v is not None:
-        od["cors_error_status"] = _s_CorsErrorStatus(v)
+    if "canceled" in d:
+        od["canceled"] = d["canceled"]
+    if "blockedReason" in d:
+        v = d["blockedReason"]
+        if v is not None:
+            od["blocked_reason"] = _e_BlockedReason(v) or _enum(BlockedReason, v)
+    if "corsErrorStatus" in d:
+        v = d["corsErrorStatus"]
+        if v is not None:
+            od["cors_error_status"] = _s_CorsErrorStatus(v)
     return o
 
 
@@ -5950,9 +5921,8 @@ def _s_LoadingFinished(d: dict[str, Any]) -> LoadingFinished:
     od["request_id"] = d["requestId"]
     od["timestamp"] = d["timestamp"]
     od["encoded_data_length"] = d["encodedDataLength"]
-    v = d.get("encodedBodyLength")
-    if v is not None:
-        od["encoded_body_length"] = v
+    if "encodedBodyLength" in d:
+        od["encoded_body_length"] = d["encodedBodyLength"]
     return o
 
 
@@ -5993,21 +5963,22 @@ def _s_RequestWillBeSent(d: dict[str, Any]) -> RequestWillBeSent:
     v = d["initiator"]
     od["initiator"] = None if v is None else _s_Initiator(v)
     od["redirect_has_extra_info"] = d["redirectHasExtraInfo"]
-    v = d.get("redirectResponse")
-    if v is not None:
-        od["redirect_response"] = _s_Response(v)
-    v = d.get("type")
-    if v is not None:
-        od["type_"] = _e_ResourceType(v) or _enum(ResourceType, v)
-    v = d.get("frameId")
-    if v is not None:
-        od["frame_id"] = v
-    v = d.get("hasUserGesture")
-    if v is not None:
-        od["has_user_gesture"] = v
-    v = d.get("renderBlockingBehavior")
-    if v is not None:
-        od["render_blocking_behavior"] = _e_RenderBlockingBehavior(v) or _enum(RenderBlockingBehavior, v)
+    if "redirectResponse" in d:
+        v = d["redirectResponse"]
+        if v is not None:
+            od["redirect_response"] = _s_Response(v)
+    if "type" in d:
+        v = d["type"]
+        if v is not None:
+            od["type_"] = _e_ResourceType(v) or _enum(ResourceType, v)
+    if "frameId" in d:
+        od["frame_id"] = d["frameId"]
+    if "hasUserGesture" in d:
+        od["has_user_gesture"] = d["hasUserGesture"]
+    if "renderBlockingBehavior" in d:
+        v = d["renderBlockingBehavior"]
+        if v is not None:
+            od["render_blocking_behavior"] = _e_RenderBlockingBehavior(v) or _enum(RenderBlockingBehavior, v)
     return o
 
 
@@ -6080,9 +6051,8 @@ def _s_ResponseReceived(d: dict[str, Any]) -> ResponseReceived:
     v = d["response"]
     od["response"] = None if v is None else _s_Response(v)
     od["has_extra_info"] = d["hasExtraInfo"]
-    v = d.get("frameId")
-    if v is not None:
-        od["frame_id"] = v
+    if "frameId" in d:
+        od["frame_id"] = d["frameId"]
     return o
 
 
@@ -6120,9 +6090,10 @@ def _s_WebSocketCreated(d: dict[str, Any]) -> WebSocketCreated:
     od = o.__dict__
     od["request_id"] = d["requestId"]
     od["url"] = d["url"]
-    v = d.get("initiator")
-    if v is not None:
-        od["initiator"] = _s_Initiator(v)
+    if "initiator" in d:
+        v = d["initiator"]
+        if v is not None:
+            od["initiator"] = _s_Initiator(v)
     return o
 
 
@@ -6233,9 +6204,10 @@ def _s_WebTransportCreated(d: dict[str, Any]) -> WebTransportCreated:
     od["transport_id"] = d["transportId"]
     od["url"] = d["url"]
     od["timestamp"] = d["timestamp"]
-    v = d.get("initiator")
-    if v is not None:
-        od["initiator"] = _s_Initiator(v)
+    if "initiator" in d:
+        v = d["initiator"]
+        if v is not None:
+            od["initiator"] = _s_Initiator(v)
     return o
 
 
@@ -6289,9 +6261,10 @@ def _s_DirectTCPSocketCreated(d: dict[str, Any]) -> DirectTCPSocketCreated:
     v = d["options"]
     od["options"] = None if v is None else _s_DirectTCPSocketOptions(v)
     od["timestamp"] = d["timestamp"]
-    v = d.get("initiator")
-    if v is not None:
-        od["initiator"] = _s_Initiator(v)
+    if "initiator" in d:
+        v = d["initiator"]
+        if v is not None:
+            od["initiator"] = _s_Initiator(v)
     return o
 
 
@@ -6315,12 +6288,10 @@ def _s_DirectTCPSocketOpened(d: dict[str, Any]) -> DirectTCPSocketOpened:
     od["remote_addr"] = d["remoteAddr"]
     od["remote_port"] = d["remotePort"]
     od["timestamp"] = d["timestamp"]
-    v = d.get("localAddr")
-    if v is not None:
-        od["local_addr"] = v
-    v = d.get("localPort")
-    if v is not None:
-        od["local_port"] = v
+    if "localAddr" in d:
+        od["local_addr"] = d["localAddr"]
+    if "localPort" in d:
+        od["local_port"] = d["localPort"]
     return o
 
 
@@ -6412,9 +6383,8 @@ def _s_DirectUDPSocketJoinedMulticastGroup(d: dict[str, Any]) -> DirectUDPSocket
     od = o.__dict__
     od["identifier"] = d["identifier"]
     od["ip_address"] = d["IPAddress"]
-    v = d.get("sourceAddress")
-    if v is not None:
-        od["source_address"] = v
+    if "sourceAddress" in d:
+        od["source_address"] = d["sourceAddress"]
     return o
 
 
@@ -6433,9 +6403,8 @@ def _s_DirectUDPSocketLeftMulticastGroup(d: dict[str, Any]) -> DirectUDPSocketLe
     od = o.__dict__
     od["identifier"] = d["identifier"]
     od["ip_address"] = d["IPAddress"]
-    v = d.get("sourceAddress")
-    if v is not None:
-        od["source_address"] = v
+    if "sourceAddress" in d:
+        od["source_address"] = d["sourceAddress"]
     return o
 
 
@@ -6456,9 +6425,10 @@ def _s_DirectUDPSocketCreated(d: dict[str, Any]) -> DirectUDPSocketCreated:
     v = d["options"]
     od["options"] = None if v is None else _s_DirectUDPSocketOptions(v)
     od["timestamp"] = d["timestamp"]
-    v = d.get("initiator")
-    if v is not None:
-        od["initiator"] = _s_Initiator(v)
+    if "initiator" in d:
+        v = d["initiator"]
+        if v is not None:
+            od["initiator"] = _s_Initiator(v)
     return o
 
 
@@ -6480,12 +6450,10 @@ def _s_DirectUDPSocketOpened(d: dict[str, Any]) -> DirectUDPSocketOpened:
     od["local_addr"] = d["localAddr"]
     od["local_port"] = d["localPort"]
     od["timestamp"] = d["timestamp"]
-    v = d.get("remoteAddr")
-    if v is not None:
-        od["remote_addr"] = v
-    v = d.get("remotePort")
-    if v is not None:
-        od["remote_port"] = v
+    if "remoteAddr" in d:
+        od["remote_addr"] = d["remoteAddr"]
+    if "remotePort" in d:
+        od["remote_port"] = d["remotePort"]
     return o
 
 
@@ -6581,18 +6549,18 @@ def _s_RequestWillBeSentExtraInfo(d: dict[str, Any]) -> RequestWillBeSentExtraIn
     od["headers"] = d["headers"]
     v = d["connectTiming"]
     od["connect_timing"] = None if v is None else _s_ConnectTiming(v)
-    v = d.get("deviceBoundSessionUsages")
-    if v is not None:
-        od["device_bound_session_usages"] = [_s_DeviceBoundSessionWithUsage(x0) for x0 in v]
-    v = d.get("clientSecurityState")
-    if v is not None:
-        od["client_security_state"] = _s_ClientSecurityState(v)
-    v = d.get("siteHasCookieInOtherPartition")
-    if v is not None:
-        od["site_has_cookie_in_other_partition"] = v
-    v = d.get("appliedNetworkConditionsId")
-    if v is not None:
-        od["applied_network_conditions_id"] = v
+    if "deviceBoundSessionUsages" in d:
+        v = d["deviceBoundSessionUsages"]
+        if v is not None:
+            od["device_bound_session_usages"] = [_s_DeviceBoundSessionWithUsage(x0) for x0 in v]
+    if "clientSecurityState" in d:
+        v = d["clientSecurityState"]
+        if v is not None:
+            od["client_security_state"] = _s_ClientSecurityState(v)
+    if "siteHasCookieInOtherPartition" in d:
+        od["site_has_cookie_in_other_partition"] = d["siteHasCookieInOtherPartition"]
+    if "appliedNetworkConditionsId" in d:
+        od["applied_network_conditions_id"] = d["appliedNetworkConditionsId"]
     return o
 
 
@@ -6628,18 +6596,18 @@ def _s_ResponseReceivedExtraInfo(d: dict[str, Any]) -> ResponseReceivedExtraInfo
         None if v is None else (_e_IPAddressSpace(v) or _enum(IPAddressSpace, v))
     )
     od["status_code"] = d["statusCode"]
-    v = d.get("headersText")
-    if v is not None:
-        od["headers_text"] = v
-    v = d.get("cookiePartitionKey")
-    if v is not None:
-        od["cookie_partition_key"] = _s_CookiePartitionKey(v)
-    v = d.get("cookiePartitionKeyOpaque")
-    if v is not None:
-        od["cookie_partition_key_opaque"] = v
-    v = d.get("exemptedCookies")
-    if v is not None:
-        od["exempted_cookies"] = [_s_ExemptedSetCookieWithReason(x0) for x0 in v]
+    if "headersText" in d:
+        od["headers_text"] = d["headersText"]
+    if "cookiePartitionKey" in d:
+        v = d["cookiePartitionKey"]
+        if v is not None:
+            od["cookie_partition_key"] = _s_CookiePartitionKey(v)
+    if "cookiePartitionKeyOpaque" in d:
+        od["cookie_partition_key_opaque"] = d["cookiePartitionKeyOpaque"]
+    if "exemptedCookies" in d:
+        v = d["exemptedCookies"]
+        if v is not None:
+            od["exempted_cookies"] = [_s_ExemptedSetCookieWithReason(x0) for x0 in v]
     return o
 
 
@@ -6684,15 +6652,12 @@ def _s_TrustTokenOperationDone(d: dict[str, Any]) -> TrustTokenOperationDone:
     v = d["type"]
     od["type_"] = None if v is None else (_e_TrustTokenOperationType(v) or _enum(TrustTokenOperationType, v))
     od["request_id"] = d["requestId"]
-    v = d.get("topLevelOrigin")
-    if v is not None:
-        od["top_level_origin"] = v
-    v = d.get("issuerOrigin")
-    if v is not None:
-        od["issuer_origin"] = v
-    v = d.get("issuedTokenCount")
-    if v is not None:
-        od["issued_token_count"] = v
+    if "topLevelOrigin" in d:
+        od["top_level_origin"] = d["topLevelOrigin"]
+    if "issuerOrigin" in d:
+        od["issuer_origin"] = d["issuerOrigin"]
+    if "issuedTokenCount" in d:
+        od["issued_token_count"] = d["issuedTokenCount"]
     return o
 
 
@@ -6784,21 +6749,24 @@ def _s_DeviceBoundSessionEventOccurred(d: dict[str, Any]) -> DeviceBoundSessionE
     od["event_id"] = d["eventId"]
     od["site"] = d["site"]
     od["succeeded"] = d["succeeded"]
-    v = d.get("sessionId")
-    if v is not None:
-        od["session_id"] = v
-    v = d.get("creationEventDetails")
-    if v is not None:
-        od["creation_event_details"] = _s_CreationEventDetails(v)
-    v = d.get("refreshEventDetails")
-    if v is not None:
-        od["refresh_event_details"] = _s_RefreshEventDetails(v)
-    v = d.get("terminationEventDetails")
-    if v is not None:
-        od["termination_event_details"] = _s_TerminationEventDetails(v)
-    v = d.get("challengeEventDetails")
-    if v is not None:
-        od["challenge_event_details"] = _s_ChallengeEventDetails(v)
+    if "sessionId" in d:
+        od["session_id"] = d["sessionId"]
+    if "creationEventDetails" in d:
+        v = d["creationEventDetails"]
+        if v is not None:
+            od["creation_event_details"] = _s_CreationEventDetails(v)
+    if "refreshEventDetails" in d:
+        v = d["refreshEventDetails"]
+        if v is not None:
+            od["refresh_event_details"] = _s_RefreshEventDetails(v)
+    if "terminationEventDetails" in d:
+        v = d["terminationEventDetails"]
+        if v is not None:
+            od["termination_event_details"] = _s_TerminationEventDetails(v)
+    if "challengeEventDetails" in d:
+        v = d["challengeEventDetails"]
+        if v is not None:
+            od["challenge_event_details"] = _s_ChallengeEventDetails(v)
     return o
 
 

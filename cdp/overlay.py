@@ -1212,30 +1212,38 @@ def _u_GridHighlightConfig(o: GridHighlightConfig) -> dict[str, Any]:
 def _s_FlexContainerHighlightConfig(d: dict[str, Any]) -> FlexContainerHighlightConfig:
     o = _new(FlexContainerHighlightConfig)
     od = o.__dict__
-    v = d.get("containerBorder")
-    if v is not None:
-        od["container_border"] = _s_LineStyle(v)
-    v = d.get("lineSeparator")
-    if v is not None:
-        od["line_separator"] = _s_LineStyle(v)
-    v = d.get("itemSeparator")
-    if v is not None:
-        od["item_separator"] = _s_LineStyle(v)
-    v = d.get("mainDistributedSpace")
-    if v is not None:
-        od["main_distributed_space"] = _s_BoxStyle(v)
-    v = d.get("crossDistributedSpace")
-    if v is not None:
-        od["cross_distributed_space"] = _s_BoxStyle(v)
-    v = d.get("rowGapSpace")
-    if v is not None:
-        od["row_gap_space"] = _s_BoxStyle(v)
-    v = d.get("columnGapSpace")
-    if v is not None:
-        od["column_gap_space"] = _s_BoxStyle(v)
-    v = d.get("crossAlignment")
-    if v is not None:
-        od["cross_alignment"] = _s_LineStyle(v)
+    if "containerBorder" in d:
+        v = d["containerBorder"]
+        if v is not None:
+            od["container_border"] = _s_LineStyle(v)
+    if "lineSeparator" in d:
+        v = d["lineSeparator"]
+        if v is not None:
+            od["line_separator"] = _s_LineStyle(v)
+    if "itemSeparator" in d:
+        v = d["itemSeparator"]
+        if v is not None:
+            od["item_separator"] = _s_LineStyle(v)
+    if "mainDistributedSpace" in d:
+        v = d["mainDistributedSpace"]
+        if v is not None:
+            od["main_distributed_space"] = _s_BoxStyle(v)
+    if "crossDistributedSpace" in d:
+        v = d["crossDistributedSpace"]
+        if v is not None:
+            od["cross_distributed_space"] = _s_BoxStyle(v)
+    if "rowGapSpace" in d:
+        v = d["rowGapSpace"]
+        if v is not None:
+            od["row_gap_space"] = _s_BoxStyle(v)
+    if "columnGapSpace" in d:
+        v = d["columnGapSpace"]
+        if v is not None:
+            od["column_gap_space"] = _s_BoxStyle(v)
+    if "crossAlignment" in d:
+        v = d["crossAlignment"]
+        if v is not None:
+            od["cross_alignment"] = _s_LineStyle(v)
     return o
 
 
@@ -1263,15 +1271,18 @@ def _u_FlexContainerHighlightConfig(o: FlexContainerHighlightConfig) -> dict[str
 def _s_FlexItemHighlightConfig(d: dict[str, Any]) -> FlexItemHighlightConfig:
     o = _new(FlexItemHighlightConfig)
     od = o.__dict__
-    v = d.get("baseSizeBox")
-    if v is not None:
-        od["base_size_box"] = _s_BoxStyle(v)
-    v = d.get("baseSizeBorder")
-    if v is not None:
-        od["base_size_border"] = _s_LineStyle(v)
-    v = d.get("flexibilityArrow")
-    if v is not None:
-        od["flexibility_arrow"] = _s_LineStyle(v)
+    if "baseSizeBox" in d:
+        v = d["baseSizeBox"]
+        if v is not None:
+            od["base_size_box"] = _s_BoxStyle(v)
+    if "baseSizeBorder" in d:
+        v = d["baseSizeBorder"]
+        if v is not None:
+            od["base_size_border"] = _s_LineStyle(v)
+    if "flexibilityArrow" in d:
+        v = d["flexibilityArrow"]
+        if v is not None:
+            od["flexibility_arrow"] = _s_LineStyle(v)
     return o
 
 
@@ -1289,12 +1300,12 @@ def _u_FlexItemHighlightConfig(o: FlexItemHighlightConfig) -> dict[str, Any]:
 def _s_LineStyle(d: dict[str, Any]) -> LineStyle:
     o = _new(LineStyle)
     od = o.__dict__
-    v = d.get("color")
-    if v is not None:
-        od["color"] = cdp.dom._s_RGBA(v)
-    v = d.get("pattern")
-    if v is not None:
-        od["pattern"] = v
+    if "color" in d:
+        v = d["color"]
+        if v is not None:
+            od["color"] = cdp.dom._s_RGBA(v)
+    if "pattern" in d:
+        od["pattern"] = d["pattern"]
     return o
 
 
@@ -1310,12 +1321,14 @@ def _u_LineStyle(o: LineStyle) -> dict[str, Any]:
 def _s_BoxStyle(d: dict[str, Any]) -> BoxStyle:
     o = _new(BoxStyle)
     od = o.__dict__
-    v = d.get("fillColor")
-    if v is not None:
-        od["fill_color"] = cdp.dom._s_RGBA(v)
-    v = d.get("hatchColor")
-    if v is not None:
-        od["hatch_color"] = cdp.dom._s_RGBA(v)
+    if "fillColor" in d:
+        v = d["fillColor"]
+        if v is not None:
+            od["fill_color"] = cdp.dom._s_RGBA(v)
+    if "hatchColor" in d:
+        v = d["hatchColor"]
+        if v is not None:
+            od["hatch_color"] = cdp.dom._s_RGBA(v)
     return o
 
 
@@ -1331,33 +1344,40 @@ def _u_BoxStyle(o: BoxStyle) -> dict[str, Any]:
 def _s_ImcbHighlightConfig(d: dict[str, Any]) -> ImcbHighlightConfig:
     o = _new(ImcbHighlightConfig)
     od = o.__dict__
-    v = d.get("imcbBorderColor")
-    if v is not None:
-        od["imcb_border_color"] = cdp.dom._s_RGBA(v)
-    v = d.get("imcbBackgroundColor")
-    if v is not None:
-        od["imcb_background_color"] = cdp.dom._s_RGBA(v)
-    v = d.get("insetsBackgroundColor")
-    if v is not None:
-        od["insets_background_color"] = cdp.dom._s_RGBA(v)
-    v = d.get("insetsHatchColor")
-    if v is not None:
-        od["insets_hatch_color"] = cdp.dom._s_RGBA(v)
-    v = d.get("anchorBorderColor")
-    if v is not None:
-        od["anchor_border_color"] = cdp.dom._s_RGBA(v)
-    v = d.get("anchorBackgroundColor")
-    if v is not None:
-        od["anchor_background_color"] = cdp.dom._s_RGBA(v)
-    v = d.get("showPositionAreaGrid")
-    if v is not None:
-        od["show_position_area_grid"] = v
-    v = d.get("positionAreaGridLineColor")
-    if v is not None:
-        od["position_area_grid_line_color"] = cdp.dom._s_RGBA(v)
-    v = d.get("positionAreaActiveRegionColor")
-    if v is not None:
-        od["position_area_active_region_color"] = cdp.dom._s_RGBA(v)
+    if "imcbBorderColor" in d:
+        v = d["imcbBorderColor"]
+        if v is not None:
+            od["imcb_border_color"] = cdp.dom._s_RGBA(v)
+    if "imcbBackgroundColor" in d:
+        v = d["imcbBackgroundColor"]
+        if v is not None:
+            od["imcb_background_color"] = cdp.dom._s_RGBA(v)
+    if "insetsBackgroundColor" in d:
+        v = d["insetsBackgroundColor"]
+        if v is not None:
+            od["insets_background_color"] = cdp.dom._s_RGBA(v)
+    if "insetsHatchColor" in d:
+        v = d["insetsHatchColor"]
+        if v is not None:
+            od["insets_hatch_color"] = cdp.dom._s_RGBA(v)
+    if "anchorBorderColor" in d:
+        v = d["anchorBorderColor"]
+        if v is not None:
+            od["anchor_border_color"] = cdp.dom._s_RGBA(v)
+    if "anchorBackgroundColor" in d:
+        v = d["anchorBackgroundColor"]
+        if v is not None:
+            od["anchor_background_color"] = cdp.dom._s_RGBA(v)
+    if "showPositionAreaGrid" in d:
+        od["show_position_area_grid"] = d["showPositionAreaGrid"]
+    if "positionAreaGridLineColor" in d:
+        v = d["positionAreaGridLineColor"]
+        if v is not None:
+            od["position_area_grid_line_color"] = cdp.dom._s_RGBA(v)
+    if "positionAreaActiveRegionColor" in d:
+        v = d["positionAreaActiveRegionColor"]
+        if v is not None:
+            od["position_area_active_region_color"] = cdp.dom._s_RGBA(v)
     return o
 
 
@@ -1519,18 +1539,22 @@ def _u_FlexNodeHighlightConfig(o: FlexNodeHighlightConfig) -> dict[str, Any]:
 def _s_ScrollSnapContainerHighlightConfig(d: dict[str, Any]) -> ScrollSnapContainerHighlightConfig:
     o = _new(ScrollSnapContainerHighlightConfig)
     od = o.__dict__
-    v = d.get("snapportBorder")
-    if v is not None:
-        od["snapport_border"] = _s_LineStyle(v)
-    v = d.get("snapAreaBorder")
-    if v is not None:
-        od["snap_area_border"] = _s_LineStyle(v)
-    v = d.get("scrollMarginColor")
-    if v is not None:
-        od["scroll_margin_color"] = cdp.dom._s_RGBA(v)
-    v = d.get("scrollPaddingColor")
-    if v is not None:
-        od["scroll_padding_color"] = cdp.dom._s_RGBA(v)
+    if "snapportBorder" in d:
+        v = d["snapportBorder"]
+        if v is not None:
+            od["snapport_border"] = _s_LineStyle(v)
+    if "snapAreaBorder" in d:
+        v = d["snapAreaBorder"]
+        if v is not None:
+            od["snap_area_border"] = _s_LineStyle(v)
+    if "scrollMarginColor" in d:
+        v = d["scrollMarginColor"]
+        if v is not None:
+            od["scroll_margin_color"] = cdp.dom._s_RGBA(v)
+    if "scrollPaddingColor" in d:
+        v = d["scrollPaddingColor"]
+        if v is not None:
+            od["scroll_padding_color"] = cdp.dom._s_RGBA(v)
     return o
 
 
@@ -1572,12 +1596,14 @@ def _s_HingeConfig(d: dict[str, Any]) -> HingeConfig:
     od = o.__dict__
     v = d["rect"]
     od["rect"] = None if v is None else cdp.dom._s_Rect(v)
-    v = d.get("contentColor")
-    if v is not None:
-        od["content_color"] = cdp.dom._s_RGBA(v)
-    v = d.get("outlineColor")
-    if v is not None:
-        od["outline_color"] = cdp.dom._s_RGBA(v)
+    if "contentColor" in d:
+        v = d["contentColor"]
+        if v is not None:
+            od["content_color"] = cdp.dom._s_RGBA(v)
+    if "outlineColor" in d:
+        v = d["outlineColor"]
+        if v is not None:
+            od["outline_color"] = cdp.dom._s_RGBA(v)
     return o
 
 
@@ -1599,27 +1625,22 @@ def _s_DisplayCutoutConfig(d: dict[str, Any]) -> DisplayCutoutConfig:
     od["rect"] = None if v is None else cdp.dom._s_Rect(v)
     v = d["shape"]
     od["shape"] = None if v is None else (_e_DisplayCutoutShape(v) or _enum(DisplayCutoutShape, v))
-    v = d.get("borderRadius")
-    if v is not None:
-        od["border_radius"] = v
-    v = d.get("upperRadius")
-    if v is not None:
-        od["upper_radius"] = v
-    v = d.get("lowerRadius")
-    if v is not None:
-        od["lower_radius"] = v
-    v = d.get("cx")
-    if v is not None:
-        od["cx"] = v
-    v = d.get("cy")
-    if v is not None:
-        od["cy"] = v
-    v = d.get("radius")
-    if v is not None:
-        od["radius"] = v
-    v = d.get("contentColor")
-    if v is not None:
-        od["content_color"] = cdp.dom._s_RGBA(v)
+    if "borderRadius" in d:
+        od["border_radius"] = d["borderRadius"]
+    if "upperRadius" in d:
+        od["upper_radius"] = d["upperRadius"]
+    if "lowerRadius" in d:
+        od["lower_radius"] = d["lowerRadius"]
+    if "cx" in d:
+        od["cx"] = d["cx"]
+    if "cy" in d:
+        od["cy"] = d["cy"]
+    if "radius" in d:
+        od["radius"] = d["radius"]
+    if "contentColor" in d:
+        v = d["contentColor"]
+        if v is not None:
+            od["content_color"] = cdp.dom._s_RGBA(v)
     return o
 
 
@@ -1685,12 +1706,14 @@ def _u_ContainerQueryHighlightConfig(o: ContainerQueryHighlightConfig) -> dict[s
 def _s_ContainerQueryContainerHighlightConfig(d: dict[str, Any]) -> ContainerQueryContainerHighlightConfig:
     o = _new(ContainerQueryContainerHighlightConfig)
     od = o.__dict__
-    v = d.get("containerBorder")
-    if v is not None:
-        od["container_border"] = _s_LineStyle(v)
-    v = d.get("descendantBorder")
-    if v is not None:
-        od["descendant_border"] = _s_LineStyle(v)
+    if "containerBorder" in d:
+        v = d["containerBorder"]
+        if v is not None:
+            od["container_border"] = _s_LineStyle(v)
+    if "descendantBorder" in d:
+        v = d["descendantBorder"]
+        if v is not None:
+            od["descendant_border"] = _s_LineStyle(v)
     return o
 
 
@@ -1722,15 +1745,18 @@ def _u_IsolatedElementHighlightConfig(o: IsolatedElementHighlightConfig) -> dict
 def _s_IsolationModeHighlightConfig(d: dict[str, Any]) -> IsolationModeHighlightConfig:
     o = _new(IsolationModeHighlightConfig)
     od = o.__dict__
-    v = d.get("resizerColor")
-    if v is not None:
-        od["resizer_color"] = cdp.dom._s_RGBA(v)
-    v = d.get("resizerHandleColor")
-    if v is not None:
-        od["resizer_handle_color"] = cdp.dom._s_RGBA(v)
-    v = d.get("maskColor")
-    if v is not None:
-        od["mask_color"] = cdp.dom._s_RGBA(v)
+    if "resizerColor" in d:
+        v = d["resizerColor"]
+        if v is not None:
+            od["resizer_color"] = cdp.dom._s_RGBA(v)
+    if "resizerHandleColor" in d:
+        v = d["resizerHandleColor"]
+        if v is not None:
+            od["resizer_handle_color"] = cdp.dom._s_RGBA(v)
+    if "maskColor" in d:
+        v = d["maskColor"]
+        if v is not None:
+            od["mask_color"] = cdp.dom._s_RGBA(v)
     return o
 
 
@@ -1748,12 +1774,10 @@ def _u_IsolationModeHighlightConfig(o: IsolationModeHighlightConfig) -> dict[str
 def _s_InspectedElementAnchorConfig(d: dict[str, Any]) -> InspectedElementAnchorConfig:
     o = _new(InspectedElementAnchorConfig)
     od = o.__dict__
-    v = d.get("nodeId")
-    if v is not None:
-        od["node_id"] = v
-    v = d.get("backendNodeId")
-    if v is not None:
-        od["backend_node_id"] = v
+    if "nodeId" in d:
+        od["node_id"] = d["nodeId"]
+    if "backendNodeId" in d:
+        od["backend_node_id"] = d["backendNodeId"]
     return o
 
 

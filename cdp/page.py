@@ -3105,9 +3105,10 @@ def _s_AdFrameStatus(d: dict[str, Any]) -> AdFrameStatus:
     od = o.__dict__
     v = d["adFrameType"]
     od["ad_frame_type"] = None if v is None else (_e_AdFrameType(v) or _enum(AdFrameType, v))
-    v = d.get("explanations")
-    if v is not None:
-        od["explanations"] = [(_e_AdFrameExplanation(x0) or _enum(AdFrameExplanation, x0)) for x0 in v]
+    if "explanations" in d:
+        v = d["explanations"]
+        if v is not None:
+            od["explanations"] = [(_e_AdFrameExplanation(x0) or _enum(AdFrameExplanation, x0)) for x0 in v]
     return o
 
 
@@ -3146,9 +3147,10 @@ def _s_PermissionsPolicyFeatureState(d: dict[str, Any]) -> PermissionsPolicyFeat
         None if v is None else (_e_PermissionsPolicyFeature(v) or _enum(PermissionsPolicyFeature, v))
     )
     od["allowed"] = d["allowed"]
-    v = d.get("locator")
-    if v is not None:
-        od["locator"] = _s_PermissionsPolicyBlockLocator(v)
+    if "locator" in d:
+        v = d["locator"]
+        if v is not None:
+            od["locator"] = _s_PermissionsPolicyBlockLocator(v)
     return o
 
 
@@ -3192,9 +3194,10 @@ def _s_OriginTrialTokenWithStatus(d: dict[str, Any]) -> OriginTrialTokenWithStat
     o = _new(OriginTrialTokenWithStatus)
     od = o.__dict__
     od["raw_token_text"] = d["rawTokenText"]
-    v = d.get("parsedToken")
-    if v is not None:
-        od["parsed_token"] = _s_OriginTrialToken(v)
+    if "parsedToken" in d:
+        v = d["parsedToken"]
+        if v is not None:
+            od["parsed_token"] = _s_OriginTrialToken(v)
     v = d["status"]
     od["status"] = None if v is None else (_e_OriginTrialTokenStatus(v) or _enum(OriginTrialTokenStatus, v))
     return o
@@ -3246,29 +3249,27 @@ def _s_Frame(d: dict[str, Any]) -> Frame:
     o = _new(Frame)
     od = o.__dict__
     od["id_"] = d["id"]
-    v = d.get("parentId")
-    if v is not None:
-        od["parent_id"] = v
+    if "parentId" in d:
+        od["parent_id"] = d["parentId"]
     od["loader_id"] = d["loaderId"]
-    v = d.get("name")
-    if v is not None:
-        od["name"] = v
+    if "name" in d:
+        od["name"] = d["name"]
     od["url"] = d["url"]
-    v = d.get("urlFragment")
-    if v is not None:
-        od["url_fragment"] = v
+    if "urlFragment" in d:
+        od["url_fragment"] = d["urlFragment"]
     od["domain_and_registry"] = d["domainAndRegistry"]
     od["security_origin"] = d["securityOrigin"]
-    v = d.get("securityOriginDetails")
-    if v is not None:
-        od["security_origin_details"] = _s_SecurityOriginDetails(v)
+    if "securityOriginDetails" in d:
+        v = d["securityOriginDetails"]
+        if v is not None:
+            od["security_origin_details"] = _s_SecurityOriginDetails(v)
     od["mime_type"] = d["mimeType"]
-    v = d.get("unreachableUrl")
-    if v is not None:
-        od["unreachable_url"] = v
-    v = d.get("adFrameStatus")
-    if v is not None:
-        od["ad_frame_status"] = _s_AdFrameStatus(v)
+    if "unreachableUrl" in d:
+        od["unreachable_url"] = d["unreachableUrl"]
+    if "adFrameStatus" in d:
+        v = d["adFrameStatus"]
+        if v is not None:
+            od["ad_frame_status"] = _s_AdFrameStatus(v)
     v = d["secureContextType"]
     od["secure_context_type"] = (
         None if v is None else (_e_SecureContextType(v) or _enum(SecureContextType, v))
@@ -3320,18 +3321,14 @@ def _s_FrameResource(d: dict[str, Any]) -> FrameResource:
     v = d["type"]
     od["type_"] = None if v is None else _enum(cdp.network.ResourceType, v)
     od["mime_type"] = d["mimeType"]
-    v = d.get("lastModified")
-    if v is not None:
-        od["last_modified"] = v
-    v = d.get("contentSize")
-    if v is not None:
-        od["content_size"] = v
-    v = d.get("failed")
-    if v is not None:
-        od["failed"] = v
-    v = d.get("canceled")
-    if v is not None:
-        od["canceled"] = v
+    if "lastModified" in d:
+        od["last_modified"] = d["lastModified"]
+    if "contentSize" in d:
+        od["content_size"] = d["contentSize"]
+    if "failed" in d:
+        od["failed"] = d["failed"]
+    if "canceled" in d:
+        od["canceled"] = d["canceled"]
     return o
 
 
@@ -3357,9 +3354,10 @@ def _s_FrameResourceTree(d: dict[str, Any]) -> FrameResourceTree:
     od = o.__dict__
     v = d["frame"]
     od["frame"] = None if v is None else _s_Frame(v)
-    v = d.get("childFrames")
-    if v is not None:
-        od["child_frames"] = [_s_FrameResourceTree(x0) for x0 in v]
+    if "childFrames" in d:
+        v = d["childFrames"]
+        if v is not None:
+            od["child_frames"] = [_s_FrameResourceTree(x0) for x0 in v]
     v = d["resources"]
     od["resources"] = None if v is None else [_s_FrameResource(x0) for x0 in v]
     return o
@@ -3380,9 +3378,10 @@ def _s_FrameTree(d: dict[str, Any]) -> FrameTree:
     od = o.__dict__
     v = d["frame"]
     od["frame"] = None if v is None else _s_Frame(v)
-    v = d.get("childFrames")
-    if v is not None:
-        od["child_frames"] = [_s_FrameTree(x0) for x0 in v]
+    if "childFrames" in d:
+        v = d["childFrames"]
+        if v is not None:
+            od["child_frames"] = [_s_FrameTree(x0) for x0 in v]
     return o
 
 
@@ -3426,12 +3425,10 @@ def _s_ScreencastFrameMetadata(d: dict[str, Any]) -> ScreencastFrameMetadata:
     od["device_height"] = d["deviceHeight"]
     od["scroll_offset_x"] = d["scrollOffsetX"]
     od["scroll_offset_y"] = d["scrollOffsetY"]
-    v = d.get("timestamp")
-    if v is not None:
-        od["timestamp"] = v
-    v = d.get("monotonicTimestamp")
-    if v is not None:
-        od["monotonic_timestamp"] = v
+    if "timestamp" in d:
+        od["timestamp"] = d["timestamp"]
+    if "monotonicTimestamp" in d:
+        od["monotonic_timestamp"] = d["monotonicTimestamp"]
     return o
 
 
@@ -3512,9 +3509,8 @@ def _s_VisualViewport(d: dict[str, Any]) -> VisualViewport:
     od["client_width"] = d["clientWidth"]
     od["client_height"] = d["clientHeight"]
     od["scale"] = d["scale"]
-    v = d.get("zoom")
-    if v is not None:
-        od["zoom"] = v
+    if "zoom" in d:
+        od["zoom"] = d["zoom"]
     return o
 
 
@@ -3557,27 +3553,20 @@ def _u_Viewport(o: Viewport) -> dict[str, Any]:
 def _s_FontFamilies(d: dict[str, Any]) -> FontFamilies:
     o = _new(FontFamilies)
     od = o.__dict__
-    v = d.get("standard")
-    if v is not None:
-        od["standard"] = v
-    v = d.get("fixed")
-    if v is not None:
-        od["fixed"] = v
-    v = d.get("serif")
-    if v is not None:
-        od["serif"] = v
-    v = d.get("sansSerif")
-    if v is not None:
-        od["sans_serif"] = v
-    v = d.get("cursive")
-    if v is not None:
-        od["cursive"] = v
-    v = d.get("fantasy")
-    if v is not None:
-        od["fantasy"] = v
-    v = d.get("math")
-    if v is not None:
-        od["math"] = v
+    if "standard" in d:
+        od["standard"] = d["standard"]
+    if "fixed" in d:
+        od["fixed"] = d["fixed"]
+    if "serif" in d:
+        od["serif"] = d["serif"]
+    if "sansSerif" in d:
+        od["sans_serif"] = d["sansSerif"]
+    if "cursive" in d:
+        od["cursive"] = d["cursive"]
+    if "fantasy" in d:
+        od["fantasy"] = d["fantasy"]
+    if "math" in d:
+        od["math"] = d["math"]
     return o
 
 
@@ -3619,12 +3608,10 @@ def _u_ScriptFontFamilies(o: ScriptFontFamilies) -> dict[str, Any]:
 def _s_FontSizes(d: dict[str, Any]) -> FontSizes:
     o = _new(FontSizes)
     od = o.__dict__
-    v = d.get("standard")
-    if v is not None:
-        od["standard"] = v
-    v = d.get("fixed")
-    if v is not None:
-        od["fixed"] = v
+    if "standard" in d:
+        od["standard"] = d["standard"]
+    if "fixed" in d:
+        od["fixed"] = d["fixed"]
     return o
 
 
@@ -3672,9 +3659,8 @@ def _s_CompilationCacheParams(d: dict[str, Any]) -> CompilationCacheParams:
     o = _new(CompilationCacheParams)
     od = o.__dict__
     od["url"] = d["url"]
-    v = d.get("eager")
-    if v is not None:
-        od["eager"] = v
+    if "eager" in d:
+        od["eager"] = d["eager"]
     return o
 
 
@@ -3690,12 +3676,10 @@ def _u_CompilationCacheParams(o: CompilationCacheParams) -> dict[str, Any]:
 def _s_FileFilter(d: dict[str, Any]) -> FileFilter:
     o = _new(FileFilter)
     od = o.__dict__
-    v = d.get("name")
-    if v is not None:
-        od["name"] = v
-    v = d.get("accepts")
-    if v is not None:
-        od["accepts"] = v
+    if "name" in d:
+        od["name"] = d["name"]
+    if "accepts" in d:
+        od["accepts"] = d["accepts"]
     return o
 
 
@@ -3713,9 +3697,10 @@ def _s_FileHandler(d: dict[str, Any]) -> FileHandler:
     od = o.__dict__
     od["action"] = d["action"]
     od["name"] = d["name"]
-    v = d.get("accepts")
-    if v is not None:
-        od["accepts"] = [_s_FileFilter(x0) for x0 in v]
+    if "accepts" in d:
+        v = d["accepts"]
+        if v is not None:
+            od["accepts"] = [_s_FileFilter(x0) for x0 in v]
     od["launch_type"] = d["launchType"]
     return o
 
@@ -3735,12 +3720,10 @@ def _s_ImageResource(d: dict[str, Any]) -> ImageResource:
     o = _new(ImageResource)
     od = o.__dict__
     od["url"] = d["url"]
-    v = d.get("sizes")
-    if v is not None:
-        od["sizes"] = v
-    v = d.get("type")
-    if v is not None:
-        od["type_"] = v
+    if "sizes" in d:
+        od["sizes"] = d["sizes"]
+    if "type" in d:
+        od["type_"] = d["type"]
     return o
 
 
@@ -3786,9 +3769,8 @@ def _u_ProtocolHandler(o: ProtocolHandler) -> dict[str, Any]:
 def _s_RelatedApplication(d: dict[str, Any]) -> RelatedApplication:
     o = _new(RelatedApplication)
     od = o.__dict__
-    v = d.get("id")
-    if v is not None:
-        od["id_"] = v
+    if "id" in d:
+        od["id_"] = d["id"]
     od["url"] = d["url"]
     return o
 
@@ -3823,9 +3805,8 @@ def _s_Screenshot(d: dict[str, Any]) -> Screenshot:
     v = d["image"]
     od["image"] = None if v is None else _s_ImageResource(v)
     od["form_factor"] = d["formFactor"]
-    v = d.get("label")
-    if v is not None:
-        od["label"] = v
+    if "label" in d:
+        od["label"] = d["label"]
     return o
 
 
@@ -3845,18 +3826,16 @@ def _s_ShareTarget(d: dict[str, Any]) -> ShareTarget:
     od["action"] = d["action"]
     od["method"] = d["method"]
     od["enctype"] = d["enctype"]
-    v = d.get("title")
-    if v is not None:
-        od["title"] = v
-    v = d.get("text")
-    if v is not None:
-        od["text"] = v
-    v = d.get("url")
-    if v is not None:
-        od["url"] = v
-    v = d.get("files")
-    if v is not None:
-        od["files"] = [_s_FileFilter(x0) for x0 in v]
+    if "title" in d:
+        od["title"] = d["title"]
+    if "text" in d:
+        od["text"] = d["text"]
+    if "url" in d:
+        od["url"] = d["url"]
+    if "files" in d:
+        v = d["files"]
+        if v is not None:
+            od["files"] = [_s_FileFilter(x0) for x0 in v]
     return o
 
 
@@ -4011,12 +3990,10 @@ def _u_SubApp(o: SubApp) -> dict[str, Any]:
 def _s_BackForwardCacheBlockingDetails(d: dict[str, Any]) -> BackForwardCacheBlockingDetails:
     o = _new(BackForwardCacheBlockingDetails)
     od = o.__dict__
-    v = d.get("url")
-    if v is not None:
-        od["url"] = v
-    v = d.get("function")
-    if v is not None:
-        od["function"] = v
+    if "url" in d:
+        od["url"] = d["url"]
+    if "function" in d:
+        od["function"] = d["function"]
     od["line_number"] = d["lineNumber"]
     od["column_number"] = d["columnNumber"]
     return o
@@ -4049,12 +4026,12 @@ def _s_BackForwardCacheNotRestoredExplanation(d: dict[str, Any]) -> BackForwardC
         if v is None
         else (_e_BackForwardCacheNotRestoredReason(v) or _enum(BackForwardCacheNotRestoredReason, v))
     )
-    v = d.get("context")
-    if v is not None:
-        od["context"] = v
-    v = d.get("details")
-    if v is not None:
-        od["details"] = [_s_BackForwardCacheBlockingDetails(x0) for x0 in v]
+    if "context" in d:
+        od["context"] = d["context"]
+    if "details" in d:
+        v = d["details"]
+        if v is not None:
+            od["details"] = [_s_BackForwardCacheBlockingDetails(x0) for x0 in v]
     return o
 
 
@@ -4337,12 +4314,12 @@ def _s_GetAppManifestResult(d: dict[str, Any]) -> GetAppManifestResult:
     od["url"] = d["url"]
     v = d["errors"]
     od["errors"] = None if v is None else [_s_AppManifestError(x0) for x0 in v]
-    v = d.get("data")
-    if v is not None:
-        od["data"] = v
-    v = d.get("parsed")
-    if v is not None:
-        od["parsed"] = _s_AppManifestParsedProperties(v)
+    if "data" in d:
+        od["data"] = d["data"]
+    if "parsed" in d:
+        v = d["parsed"]
+        if v is not None:
+            od["parsed"] = _s_AppManifestParsedProperties(v)
     v = d["manifest"]
     od["manifest"] = None if v is None else _s_WebAppManifest(v)
     return o
@@ -4397,9 +4374,10 @@ def _c_get_installability_errors(d: dict[str, Any]) -> Command[GetInstallability
 def _s_GetManifestIconsResult(d: dict[str, Any]) -> GetManifestIconsResult:
     o = _new(GetManifestIconsResult)
     od = o.__dict__
-    v = d.get("primaryIcon")
-    if v is not None:
-        od["primary_icon"] = _b64d(v)
+    if "primaryIcon" in d:
+        v = d["primaryIcon"]
+        if v is not None:
+            od["primary_icon"] = _b64d(v)
     return o
 
 
@@ -4417,18 +4395,14 @@ def _c_get_manifest_icons(d: dict[str, Any]) -> Command[GetManifestIconsResult]:
 def _s_GetAppIdResult(d: dict[str, Any]) -> GetAppIdResult:
     o = _new(GetAppIdResult)
     od = o.__dict__
-    v = d.get("appId")
-    if v is not None:
-        od["app_id"] = v
-    v = d.get("recommendedId")
-    if v is not None:
-        od["recommended_id"] = v
-    v = d.get("bundleId")
-    if v is not None:
-        od["bundle_id"] = v
-    v = d.get("parentAppName")
-    if v is not None:
-        od["parent_app_name"] = v
+    if "appId" in d:
+        od["app_id"] = d["appId"]
+    if "recommendedId" in d:
+        od["recommended_id"] = d["recommendedId"]
+    if "bundleId" in d:
+        od["bundle_id"] = d["bundleId"]
+    if "parentAppName" in d:
+        od["parent_app_name"] = d["parentAppName"]
     return o
 
 
@@ -4488,9 +4462,10 @@ def _c_get_sibling_sub_apps(d: dict[str, Any]) -> Command[GetSiblingSubAppsResul
 def _s_GetAdScriptAncestryResult(d: dict[str, Any]) -> GetAdScriptAncestryResult:
     o = _new(GetAdScriptAncestryResult)
     od = o.__dict__
-    v = d.get("adScriptAncestry")
-    if v is not None:
-        od["ad_script_ancestry"] = cdp.network._s_AdAncestry(v)
+    if "adScriptAncestry" in d:
+        v = d["adScriptAncestry"]
+        if v is not None:
+            od["ad_script_ancestry"] = cdp.network._s_AdAncestry(v)
     return o
 
 
@@ -4690,15 +4665,12 @@ def _s_NavigateResult(d: dict[str, Any]) -> NavigateResult:
     o = _new(NavigateResult)
     od = o.__dict__
     od["frame_id"] = d["frameId"]
-    v = d.get("loaderId")
-    if v is not None:
-        od["loader_id"] = v
-    v = d.get("errorText")
-    if v is not None:
-        od["error_text"] = v
-    v = d.get("isDownload")
-    if v is not None:
-        od["is_download"] = v
+    if "loaderId" in d:
+        od["loader_id"] = d["loaderId"]
+    if "errorText" in d:
+        od["error_text"] = d["errorText"]
+    if "isDownload" in d:
+        od["is_download"] = d["isDownload"]
     return o
 
 
@@ -4769,9 +4741,8 @@ def _s_PrintToPDFResult(d: dict[str, Any]) -> PrintToPDFResult:
     od = o.__dict__
     v = d["data"]
     od["data"] = None if v is None else _b64d(v)
-    v = d.get("stream")
-    if v is not None:
-        od["stream"] = v
+    if "stream" in d:
+        od["stream"] = d["stream"]
     return o
 
 
@@ -5569,9 +5540,8 @@ def _s_FileChooserOpened(d: dict[str, Any]) -> FileChooserOpened:
     od = o.__dict__
     od["frame_id"] = d["frameId"]
     od["mode"] = d["mode"]
-    v = d.get("backendNodeId")
-    if v is not None:
-        od["backend_node_id"] = v
+    if "backendNodeId" in d:
+        od["backend_node_id"] = d["backendNodeId"]
     return o
 
 
@@ -5590,9 +5560,10 @@ def _s_FrameAttached(d: dict[str, Any]) -> FrameAttached:
     od = o.__dict__
     od["frame_id"] = d["frameId"]
     od["parent_frame_id"] = d["parentFrameId"]
-    v = d.get("stack")
-    if v is not None:
-        od["stack"] = cdp.runtime._s_StackTrace(v)
+    if "stack" in d:
+        v = d["stack"]
+        if v is not None:
+            od["stack"] = cdp.runtime._s_StackTrace(v)
     return o
 
 
@@ -5857,9 +5828,8 @@ def _s_JavascriptDialogOpening(d: dict[str, Any]) -> JavascriptDialogOpening:
     v = d["type"]
     od["type_"] = None if v is None else (_e_DialogType(v) or _enum(DialogType, v))
     od["has_browser_handler"] = d["hasBrowserHandler"]
-    v = d.get("defaultPrompt")
-    if v is not None:
-        od["default_prompt"] = v
+    if "defaultPrompt" in d:
+        od["default_prompt"] = d["defaultPrompt"]
     return o
 
 
@@ -5904,9 +5874,10 @@ def _s_BackForwardCacheNotUsed(d: dict[str, Any]) -> BackForwardCacheNotUsed:
     od["not_restored_explanations"] = (
         None if v is None else [_s_BackForwardCacheNotRestoredExplanation(x0) for x0 in v]
     )
-    v = d.get("notRestoredExplanationsTree")
-    if v is not None:
-        od["not_restored_explanations_tree"] = _s_BackForwardCacheNotRestoredExplanationTree(v)
+    if "notRestoredExplanationsTree" in d:
+        v = d["notRestoredExplanationsTree"]
+        if v is not None:
+            od["not_restored_explanations_tree"] = _s_BackForwardCacheNotRestoredExplanationTree(v)
     return o
 
 

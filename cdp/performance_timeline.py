@@ -129,15 +129,12 @@ def _s_LargestContentfulPaint(d: dict[str, Any]) -> LargestContentfulPaint:
     od["render_time"] = d["renderTime"]
     od["load_time"] = d["loadTime"]
     od["size"] = d["size"]
-    v = d.get("elementId")
-    if v is not None:
-        od["element_id"] = v
-    v = d.get("url")
-    if v is not None:
-        od["url"] = v
-    v = d.get("nodeId")
-    if v is not None:
-        od["node_id"] = v
+    if "elementId" in d:
+        od["element_id"] = d["elementId"]
+    if "url" in d:
+        od["url"] = d["url"]
+    if "nodeId" in d:
+        od["node_id"] = d["nodeId"]
     return o
 
 
@@ -163,9 +160,8 @@ def _s_LayoutShiftAttribution(d: dict[str, Any]) -> LayoutShiftAttribution:
     od["previous_rect"] = None if v is None else cdp.dom._s_Rect(v)
     v = d["currentRect"]
     od["current_rect"] = None if v is None else cdp.dom._s_Rect(v)
-    v = d.get("nodeId")
-    if v is not None:
-        od["node_id"] = v
+    if "nodeId" in d:
+        od["node_id"] = d["nodeId"]
     return o
 
 
@@ -206,15 +202,16 @@ def _s_TimelineEvent(d: dict[str, Any]) -> TimelineEvent:
     od["type_"] = d["type"]
     od["name"] = d["name"]
     od["time"] = d["time"]
-    v = d.get("duration")
-    if v is not None:
-        od["duration"] = v
-    v = d.get("lcpDetails")
-    if v is not None:
-        od["lcp_details"] = _s_LargestContentfulPaint(v)
-    v = d.get("layoutShiftDetails")
-    if v is not None:
-        od["layout_shift_details"] = _s_LayoutShift(v)
+    if "duration" in d:
+        od["duration"] = d["duration"]
+    if "lcpDetails" in d:
+        v = d["lcpDetails"]
+        if v is not None:
+            od["lcp_details"] = _s_LargestContentfulPaint(v)
+    if "layoutShiftDetails" in d:
+        v = d["layoutShiftDetails"]
+        if v is not None:
+            od["layout_shift_details"] = _s_LayoutShift(v)
     return o
 
 

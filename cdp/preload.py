@@ -417,24 +417,20 @@ def _s_RuleSet(d: dict[str, Any]) -> RuleSet:
     od["id_"] = d["id"]
     od["loader_id"] = d["loaderId"]
     od["source_text"] = d["sourceText"]
-    v = d.get("backendNodeId")
-    if v is not None:
-        od["backend_node_id"] = v
-    v = d.get("url")
-    if v is not None:
-        od["url"] = v
-    v = d.get("requestId")
-    if v is not None:
-        od["request_id"] = v
-    v = d.get("errorType")
-    if v is not None:
-        od["error_type"] = _e_RuleSetErrorType(v) or _enum(RuleSetErrorType, v)
-    v = d.get("errorMessage")
-    if v is not None:
-        od["error_message"] = v
-    v = d.get("tag")
-    if v is not None:
-        od["tag"] = v
+    if "backendNodeId" in d:
+        od["backend_node_id"] = d["backendNodeId"]
+    if "url" in d:
+        od["url"] = d["url"]
+    if "requestId" in d:
+        od["request_id"] = d["requestId"]
+    if "errorType" in d:
+        v = d["errorType"]
+        if v is not None:
+            od["error_type"] = _e_RuleSetErrorType(v) or _enum(RuleSetErrorType, v)
+    if "errorMessage" in d:
+        od["error_message"] = d["errorMessage"]
+    if "tag" in d:
+        od["tag"] = d["tag"]
     return o
 
 
@@ -466,12 +462,12 @@ def _s_PreloadingAttemptKey(d: dict[str, Any]) -> PreloadingAttemptKey:
     v = d["action"]
     od["action"] = None if v is None else (_e_SpeculationAction(v) or _enum(SpeculationAction, v))
     od["url"] = d["url"]
-    v = d.get("formSubmission")
-    if v is not None:
-        od["form_submission"] = v
-    v = d.get("targetHint")
-    if v is not None:
-        od["target_hint"] = _e_SpeculationTargetHint(v) or _enum(SpeculationTargetHint, v)
+    if "formSubmission" in d:
+        od["form_submission"] = d["formSubmission"]
+    if "targetHint" in d:
+        v = d["targetHint"]
+        if v is not None:
+            od["target_hint"] = _e_SpeculationTargetHint(v) or _enum(SpeculationTargetHint, v)
     return o
 
 
@@ -510,12 +506,10 @@ def _s_PrerenderMismatchedHeaders(d: dict[str, Any]) -> PrerenderMismatchedHeade
     o = _new(PrerenderMismatchedHeaders)
     od = o.__dict__
     od["header_name"] = d["headerName"]
-    v = d.get("initialValue")
-    if v is not None:
-        od["initial_value"] = v
-    v = d.get("activationValue")
-    if v is not None:
-        od["activation_value"] = v
+    if "initialValue" in d:
+        od["initial_value"] = d["initialValue"]
+    if "activationValue" in d:
+        od["activation_value"] = d["activationValue"]
     return o
 
 
@@ -622,18 +616,20 @@ def _s_PrerenderStatusUpdated(d: dict[str, Any]) -> PrerenderStatusUpdated:
     od["pipeline_id"] = d["pipelineId"]
     v = d["status"]
     od["status"] = None if v is None else (_e_PreloadingStatus(v) or _enum(PreloadingStatus, v))
-    v = d.get("effectiveAction")
-    if v is not None:
-        od["effective_action"] = _e_SpeculationAction(v) or _enum(SpeculationAction, v)
-    v = d.get("prerenderStatus")
-    if v is not None:
-        od["prerender_status"] = _e_PrerenderFinalStatus(v) or _enum(PrerenderFinalStatus, v)
-    v = d.get("disallowedMojoInterface")
-    if v is not None:
-        od["disallowed_mojo_interface"] = v
-    v = d.get("mismatchedHeaders")
-    if v is not None:
-        od["mismatched_headers"] = [_s_PrerenderMismatchedHeaders(x0) for x0 in v]
+    if "effectiveAction" in d:
+        v = d["effectiveAction"]
+        if v is not None:
+            od["effective_action"] = _e_SpeculationAction(v) or _enum(SpeculationAction, v)
+    if "prerenderStatus" in d:
+        v = d["prerenderStatus"]
+        if v is not None:
+            od["prerender_status"] = _e_PrerenderFinalStatus(v) or _enum(PrerenderFinalStatus, v)
+    if "disallowedMojoInterface" in d:
+        od["disallowed_mojo_interface"] = d["disallowedMojoInterface"]
+    if "mismatchedHeaders" in d:
+        v = d["mismatchedHeaders"]
+        if v is not None:
+            od["mismatched_headers"] = [_s_PrerenderMismatchedHeaders(x0) for x0 in v]
     return o
 
 

@@ -334,18 +334,16 @@ def _s_ProfileNode(d: dict[str, Any]) -> ProfileNode:
     od["id_"] = d["id"]
     v = d["callFrame"]
     od["call_frame"] = None if v is None else cdp.runtime._s_CallFrame(v)
-    v = d.get("hitCount")
-    if v is not None:
-        od["hit_count"] = v
-    v = d.get("children")
-    if v is not None:
-        od["children"] = v
-    v = d.get("deoptReason")
-    if v is not None:
-        od["deopt_reason"] = v
-    v = d.get("positionTicks")
-    if v is not None:
-        od["position_ticks"] = [_s_PositionTickInfo(x0) for x0 in v]
+    if "hitCount" in d:
+        od["hit_count"] = d["hitCount"]
+    if "children" in d:
+        od["children"] = d["children"]
+    if "deoptReason" in d:
+        od["deopt_reason"] = d["deoptReason"]
+    if "positionTicks" in d:
+        v = d["positionTicks"]
+        if v is not None:
+            od["position_ticks"] = [_s_PositionTickInfo(x0) for x0 in v]
     return o
 
 
@@ -372,12 +370,10 @@ def _s_Profile(d: dict[str, Any]) -> Profile:
     od["nodes"] = None if v is None else [_s_ProfileNode(x0) for x0 in v]
     od["start_time"] = d["startTime"]
     od["end_time"] = d["endTime"]
-    v = d.get("samples")
-    if v is not None:
-        od["samples"] = v
-    v = d.get("timeDeltas")
-    if v is not None:
-        od["time_deltas"] = v
+    if "samples" in d:
+        od["samples"] = d["samples"]
+    if "timeDeltas" in d:
+        od["time_deltas"] = d["timeDeltas"]
     return o
 
 
@@ -592,9 +588,8 @@ def _s_ConsoleProfileFinished(d: dict[str, Any]) -> ConsoleProfileFinished:
     od["location"] = None if v is None else cdp.debugger._s_Location(v)
     v = d["profile"]
     od["profile"] = None if v is None else _s_Profile(v)
-    v = d.get("title")
-    if v is not None:
-        od["title"] = v
+    if "title" in d:
+        od["title"] = d["title"]
     return o
 
 
@@ -615,9 +610,8 @@ def _s_ConsoleProfileStarted(d: dict[str, Any]) -> ConsoleProfileStarted:
     od["id_"] = d["id"]
     v = d["location"]
     od["location"] = None if v is None else cdp.debugger._s_Location(v)
-    v = d.get("title")
-    if v is not None:
-        od["title"] = v
+    if "title" in d:
+        od["title"] = d["title"]
     return o
 
 

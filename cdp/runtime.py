@@ -1147,12 +1147,10 @@ def _s_SerializationOptions(d: dict[str, Any]) -> SerializationOptions:
     o = _new(SerializationOptions)
     od = o.__dict__
     od["serialization"] = d["serialization"]
-    v = d.get("maxDepth")
-    if v is not None:
-        od["max_depth"] = v
-    v = d.get("additionalParameters")
-    if v is not None:
-        od["additional_parameters"] = v
+    if "maxDepth" in d:
+        od["max_depth"] = d["maxDepth"]
+    if "additionalParameters" in d:
+        od["additional_parameters"] = d["additionalParameters"]
     return o
 
 
@@ -1173,12 +1171,10 @@ def _s_DeepSerializedValue(d: dict[str, Any]) -> DeepSerializedValue:
     od["type_"] = d["type"]
     if "value" in d:
         od["value"] = d["value"]
-    v = d.get("objectId")
-    if v is not None:
-        od["object_id"] = v
-    v = d.get("weakLocalObjectReference")
-    if v is not None:
-        od["weak_local_object_reference"] = v
+    if "objectId" in d:
+        od["object_id"] = d["objectId"]
+    if "weakLocalObjectReference" in d:
+        od["weak_local_object_reference"] = d["weakLocalObjectReference"]
     return o
 
 
@@ -1199,32 +1195,30 @@ def _s_RemoteObject(d: dict[str, Any]) -> RemoteObject:
     o = _new(RemoteObject)
     od = o.__dict__
     od["type_"] = d["type"]
-    v = d.get("subtype")
-    if v is not None:
-        od["subtype"] = v
-    v = d.get("className")
-    if v is not None:
-        od["class_name"] = v
+    if "subtype" in d:
+        od["subtype"] = d["subtype"]
+    if "className" in d:
+        od["class_name"] = d["className"]
     if "value" in d:
         od["value"] = d["value"]
-    v = d.get("unserializableValue")
-    if v is not None:
-        od["unserializable_value"] = v
-    v = d.get("description")
-    if v is not None:
-        od["description"] = v
-    v = d.get("deepSerializedValue")
-    if v is not None:
-        od["deep_serialized_value"] = _s_DeepSerializedValue(v)
-    v = d.get("objectId")
-    if v is not None:
-        od["object_id"] = v
-    v = d.get("preview")
-    if v is not None:
-        od["preview"] = _s_ObjectPreview(v)
-    v = d.get("customPreview")
-    if v is not None:
-        od["custom_preview"] = _s_CustomPreview(v)
+    if "unserializableValue" in d:
+        od["unserializable_value"] = d["unserializableValue"]
+    if "description" in d:
+        od["description"] = d["description"]
+    if "deepSerializedValue" in d:
+        v = d["deepSerializedValue"]
+        if v is not None:
+            od["deep_serialized_value"] = _s_DeepSerializedValue(v)
+    if "objectId" in d:
+        od["object_id"] = d["objectId"]
+    if "preview" in d:
+        v = d["preview"]
+        if v is not None:
+            od["preview"] = _s_ObjectPreview(v)
+    if "customPreview" in d:
+        v = d["customPreview"]
+        if v is not None:
+            od["custom_preview"] = _s_CustomPreview(v)
     return o
 
 
@@ -1257,9 +1251,8 @@ def _s_CustomPreview(d: dict[str, Any]) -> CustomPreview:
     o = _new(CustomPreview)
     od = o.__dict__
     od["header"] = d["header"]
-    v = d.get("bodyGetterId")
-    if v is not None:
-        od["body_getter_id"] = v
+    if "bodyGetterId" in d:
+        od["body_getter_id"] = d["bodyGetterId"]
     return o
 
 
@@ -1276,18 +1269,17 @@ def _s_ObjectPreview(d: dict[str, Any]) -> ObjectPreview:
     o = _new(ObjectPreview)
     od = o.__dict__
     od["type_"] = d["type"]
-    v = d.get("subtype")
-    if v is not None:
-        od["subtype"] = v
-    v = d.get("description")
-    if v is not None:
-        od["description"] = v
+    if "subtype" in d:
+        od["subtype"] = d["subtype"]
+    if "description" in d:
+        od["description"] = d["description"]
     od["overflow"] = d["overflow"]
     v = d["properties"]
     od["properties"] = None if v is None else [_s_PropertyPreview(x0) for x0 in v]
-    v = d.get("entries")
-    if v is not None:
-        od["entries"] = [_s_EntryPreview(x0) for x0 in v]
+    if "entries" in d:
+        v = d["entries"]
+        if v is not None:
+            od["entries"] = [_s_EntryPreview(x0) for x0 in v]
     return o
 
 
@@ -1311,15 +1303,14 @@ def _s_PropertyPreview(d: dict[str, Any]) -> PropertyPreview:
     od = o.__dict__
     od["name"] = d["name"]
     od["type_"] = d["type"]
-    v = d.get("value")
-    if v is not None:
-        od["value"] = v
-    v = d.get("valuePreview")
-    if v is not None:
-        od["value_preview"] = _s_ObjectPreview(v)
-    v = d.get("subtype")
-    if v is not None:
-        od["subtype"] = v
+    if "value" in d:
+        od["value"] = d["value"]
+    if "valuePreview" in d:
+        v = d["valuePreview"]
+        if v is not None:
+            od["value_preview"] = _s_ObjectPreview(v)
+    if "subtype" in d:
+        od["subtype"] = d["subtype"]
     return o
 
 
@@ -1340,9 +1331,10 @@ def _u_PropertyPreview(o: PropertyPreview) -> dict[str, Any]:
 def _s_EntryPreview(d: dict[str, Any]) -> EntryPreview:
     o = _new(EntryPreview)
     od = o.__dict__
-    v = d.get("key")
-    if v is not None:
-        od["key"] = _s_ObjectPreview(v)
+    if "key" in d:
+        v = d["key"]
+        if v is not None:
+            od["key"] = _s_ObjectPreview(v)
     v = d["value"]
     od["value"] = None if v is None else _s_ObjectPreview(v)
     return o
@@ -1361,29 +1353,30 @@ def _s_PropertyDescriptor(d: dict[str, Any]) -> PropertyDescriptor:
     o = _new(PropertyDescriptor)
     od = o.__dict__
     od["name"] = d["name"]
-    v = d.get("value")
-    if v is not None:
-        od["value"] = _s_RemoteObject(v)
-    v = d.get("writable")
-    if v is not None:
-        od["writable"] = v
-    v = d.get("get")
-    if v is not None:
-        od["get"] = _s_RemoteObject(v)
-    v = d.get("set")
-    if v is not None:
-        od["set_"] = _s_RemoteObject(v)
+    if "value" in d:
+        v = d["value"]
+        if v is not None:
+            od["value"] = _s_RemoteObject(v)
+    if "writable" in d:
+        od["writable"] = d["writable"]
+    if "get" in d:
+        v = d["get"]
+        if v is not None:
+            od["get"] = _s_RemoteObject(v)
+    if "set" in d:
+        v = d["set"]
+        if v is not None:
+            od["set_"] = _s_RemoteObject(v)
     od["configurable"] = d["configurable"]
     od["enumerable"] = d["enumerable"]
-    v = d.get("wasThrown")
-    if v is not None:
-        od["was_thrown"] = v
-    v = d.get("isOwn")
-    if v is not None:
-        od["is_own"] = v
-    v = d.get("symbol")
-    if v is not None:
-        od["symbol"] = _s_RemoteObject(v)
+    if "wasThrown" in d:
+        od["was_thrown"] = d["wasThrown"]
+    if "isOwn" in d:
+        od["is_own"] = d["isOwn"]
+    if "symbol" in d:
+        v = d["symbol"]
+        if v is not None:
+            od["symbol"] = _s_RemoteObject(v)
     return o
 
 
@@ -1414,9 +1407,10 @@ def _s_InternalPropertyDescriptor(d: dict[str, Any]) -> InternalPropertyDescript
     o = _new(InternalPropertyDescriptor)
     od = o.__dict__
     od["name"] = d["name"]
-    v = d.get("value")
-    if v is not None:
-        od["value"] = _s_RemoteObject(v)
+    if "value" in d:
+        v = d["value"]
+        if v is not None:
+            od["value"] = _s_RemoteObject(v)
     return o
 
 
@@ -1433,15 +1427,18 @@ def _s_PrivatePropertyDescriptor(d: dict[str, Any]) -> PrivatePropertyDescriptor
     o = _new(PrivatePropertyDescriptor)
     od = o.__dict__
     od["name"] = d["name"]
-    v = d.get("value")
-    if v is not None:
-        od["value"] = _s_RemoteObject(v)
-    v = d.get("get")
-    if v is not None:
-        od["get"] = _s_RemoteObject(v)
-    v = d.get("set")
-    if v is not None:
-        od["set_"] = _s_RemoteObject(v)
+    if "value" in d:
+        v = d["value"]
+        if v is not None:
+            od["value"] = _s_RemoteObject(v)
+    if "get" in d:
+        v = d["get"]
+        if v is not None:
+            od["get"] = _s_RemoteObject(v)
+    if "set" in d:
+        v = d["set"]
+        if v is not None:
+            od["set_"] = _s_RemoteObject(v)
     return o
 
 
@@ -1463,12 +1460,10 @@ def _s_CallArgument(d: dict[str, Any]) -> CallArgument:
     od = o.__dict__
     if "value" in d:
         od["value"] = d["value"]
-    v = d.get("unserializableValue")
-    if v is not None:
-        od["unserializable_value"] = v
-    v = d.get("objectId")
-    if v is not None:
-        od["object_id"] = v
+    if "unserializableValue" in d:
+        od["unserializable_value"] = d["unserializableValue"]
+    if "objectId" in d:
+        od["object_id"] = d["objectId"]
     return o
 
 
@@ -1490,9 +1485,8 @@ def _s_ExecutionContextDescription(d: dict[str, Any]) -> ExecutionContextDescrip
     od["origin"] = d["origin"]
     od["name"] = d["name"]
     od["unique_id"] = d["uniqueId"]
-    v = d.get("auxData")
-    if v is not None:
-        od["aux_data"] = v
+    if "auxData" in d:
+        od["aux_data"] = d["auxData"]
     return o
 
 
@@ -1515,24 +1509,22 @@ def _s_ExceptionDetails(d: dict[str, Any]) -> ExceptionDetails:
     od["text"] = d["text"]
     od["line_number"] = d["lineNumber"]
     od["column_number"] = d["columnNumber"]
-    v = d.get("scriptId")
-    if v is not None:
-        od["script_id"] = v
-    v = d.get("url")
-    if v is not None:
-        od["url"] = v
-    v = d.get("stackTrace")
-    if v is not None:
-        od["stack_trace"] = _s_StackTrace(v)
-    v = d.get("exception")
-    if v is not None:
-        od["exception"] = _s_RemoteObject(v)
-    v = d.get("executionContextId")
-    if v is not None:
-        od["execution_context_id"] = v
-    v = d.get("exceptionMetaData")
-    if v is not None:
-        od["exception_meta_data"] = v
+    if "scriptId" in d:
+        od["script_id"] = d["scriptId"]
+    if "url" in d:
+        od["url"] = d["url"]
+    if "stackTrace" in d:
+        v = d["stackTrace"]
+        if v is not None:
+            od["stack_trace"] = _s_StackTrace(v)
+    if "exception" in d:
+        v = d["exception"]
+        if v is not None:
+            od["exception"] = _s_RemoteObject(v)
+    if "executionContextId" in d:
+        od["execution_context_id"] = d["executionContextId"]
+    if "exceptionMetaData" in d:
+        od["exception_meta_data"] = d["exceptionMetaData"]
     return o
 
 
@@ -1582,17 +1574,18 @@ def _u_CallFrame(o: CallFrame) -> dict[str, Any]:
 def _s_StackTrace(d: dict[str, Any]) -> StackTrace:
     o = _new(StackTrace)
     od = o.__dict__
-    v = d.get("description")
-    if v is not None:
-        od["description"] = v
+    if "description" in d:
+        od["description"] = d["description"]
     v = d["callFrames"]
     od["call_frames"] = None if v is None else [_s_CallFrame(x0) for x0 in v]
-    v = d.get("parent")
-    if v is not None:
-        od["parent"] = _s_StackTrace(v)
-    v = d.get("parentId")
-    if v is not None:
-        od["parent_id"] = _s_StackTraceId(v)
+    if "parent" in d:
+        v = d["parent"]
+        if v is not None:
+            od["parent"] = _s_StackTrace(v)
+    if "parentId" in d:
+        v = d["parentId"]
+        if v is not None:
+            od["parent_id"] = _s_StackTraceId(v)
     return o
 
 
@@ -1613,9 +1606,8 @@ def _s_StackTraceId(d: dict[str, Any]) -> StackTraceId:
     o = _new(StackTraceId)
     od = o.__dict__
     od["id_"] = d["id"]
-    v = d.get("debuggerId")
-    if v is not None:
-        od["debugger_id"] = v
+    if "debuggerId" in d:
+        od["debugger_id"] = d["debuggerId"]
     return o
 
 
@@ -1633,9 +1625,10 @@ def _s_AwaitPromiseResult(d: dict[str, Any]) -> AwaitPromiseResult:
     od = o.__dict__
     v = d["result"]
     od["result"] = None if v is None else _s_RemoteObject(v)
-    v = d.get("exceptionDetails")
-    if v is not None:
-        od["exception_details"] = _s_ExceptionDetails(v)
+    if "exceptionDetails" in d:
+        v = d["exceptionDetails"]
+        if v is not None:
+            od["exception_details"] = _s_ExceptionDetails(v)
     return o
 
 
@@ -1676,9 +1669,10 @@ def _s_CallFunctionOnResult(d: dict[str, Any]) -> CallFunctionOnResult:
     od = o.__dict__
     v = d["result"]
     od["result"] = None if v is None else _s_RemoteObject(v)
-    v = d.get("exceptionDetails")
-    if v is not None:
-        od["exception_details"] = _s_ExceptionDetails(v)
+    if "exceptionDetails" in d:
+        v = d["exceptionDetails"]
+        if v is not None:
+            od["exception_details"] = _s_ExceptionDetails(v)
     return o
 
 
@@ -1759,12 +1753,12 @@ def _c_call_function_on(d: dict[str, Any]) -> Command[CallFunctionOnResult]:
 def _s_CompileScriptResult(d: dict[str, Any]) -> CompileScriptResult:
     o = _new(CompileScriptResult)
     od = o.__dict__
-    v = d.get("scriptId")
-    if v is not None:
-        od["script_id"] = v
-    v = d.get("exceptionDetails")
-    if v is not None:
-        od["exception_details"] = _s_ExceptionDetails(v)
+    if "scriptId" in d:
+        od["script_id"] = d["scriptId"]
+    if "exceptionDetails" in d:
+        v = d["exceptionDetails"]
+        if v is not None:
+            od["exception_details"] = _s_ExceptionDetails(v)
     return o
 
 
@@ -1819,9 +1813,10 @@ def _s_EvaluateResult(d: dict[str, Any]) -> EvaluateResult:
     od = o.__dict__
     v = d["result"]
     od["result"] = None if v is None else _s_RemoteObject(v)
-    v = d.get("exceptionDetails")
-    if v is not None:
-        od["exception_details"] = _s_ExceptionDetails(v)
+    if "exceptionDetails" in d:
+        v = d["exceptionDetails"]
+        if v is not None:
+            od["exception_details"] = _s_ExceptionDetails(v)
     return o
 
 
@@ -1956,15 +1951,18 @@ def _s_GetPropertiesResult(d: dict[str, Any]) -> GetPropertiesResult:
     od = o.__dict__
     v = d["result"]
     od["result"] = None if v is None else [_s_PropertyDescriptor(x0) for x0 in v]
-    v = d.get("internalProperties")
-    if v is not None:
-        od["internal_properties"] = [_s_InternalPropertyDescriptor(x0) for x0 in v]
-    v = d.get("privateProperties")
-    if v is not None:
-        od["private_properties"] = [_s_PrivatePropertyDescriptor(x0) for x0 in v]
-    v = d.get("exceptionDetails")
-    if v is not None:
-        od["exception_details"] = _s_ExceptionDetails(v)
+    if "internalProperties" in d:
+        v = d["internalProperties"]
+        if v is not None:
+            od["internal_properties"] = [_s_InternalPropertyDescriptor(x0) for x0 in v]
+    if "privateProperties" in d:
+        v = d["privateProperties"]
+        if v is not None:
+            od["private_properties"] = [_s_PrivatePropertyDescriptor(x0) for x0 in v]
+    if "exceptionDetails" in d:
+        v = d["exceptionDetails"]
+        if v is not None:
+            od["exception_details"] = _s_ExceptionDetails(v)
     return o
 
 
@@ -2110,9 +2108,10 @@ def _s_RunScriptResult(d: dict[str, Any]) -> RunScriptResult:
     od = o.__dict__
     v = d["result"]
     od["result"] = None if v is None else _s_RemoteObject(v)
-    v = d.get("exceptionDetails")
-    if v is not None:
-        od["exception_details"] = _s_ExceptionDetails(v)
+    if "exceptionDetails" in d:
+        v = d["exceptionDetails"]
+        if v is not None:
+            od["exception_details"] = _s_ExceptionDetails(v)
     return o
 
 
@@ -2254,9 +2253,10 @@ def _c_remove_binding(d: dict[str, Any]) -> Command[None]:
 def _s_GetExceptionDetailsResult(d: dict[str, Any]) -> GetExceptionDetailsResult:
     o = _new(GetExceptionDetailsResult)
     od = o.__dict__
-    v = d.get("exceptionDetails")
-    if v is not None:
-        od["exception_details"] = _s_ExceptionDetails(v)
+    if "exceptionDetails" in d:
+        v = d["exceptionDetails"]
+        if v is not None:
+            od["exception_details"] = _s_ExceptionDetails(v)
     return o
 
 
@@ -2306,12 +2306,12 @@ def _s_ConsoleAPICalled(d: dict[str, Any]) -> ConsoleAPICalled:
     od["args"] = None if v is None else [_s_RemoteObject(x0) for x0 in v]
     od["execution_context_id"] = d["executionContextId"]
     od["timestamp"] = d["timestamp"]
-    v = d.get("stackTrace")
-    if v is not None:
-        od["stack_trace"] = _s_StackTrace(v)
-    v = d.get("context")
-    if v is not None:
-        od["context"] = v
+    if "stackTrace" in d:
+        v = d["stackTrace"]
+        if v is not None:
+            od["stack_trace"] = _s_StackTrace(v)
+    if "context" in d:
+        od["context"] = d["context"]
     return o
 
 
@@ -2404,9 +2404,8 @@ def _s_InspectRequested(d: dict[str, Any]) -> InspectRequested:
     v = d["object"]
     od["object_"] = None if v is None else _s_RemoteObject(v)
     od["hints"] = d["hints"]
-    v = d.get("executionContextId")
-    if v is not None:
-        od["execution_context_id"] = v
+    if "executionContextId" in d:
+        od["execution_context_id"] = d["executionContextId"]
     return o
 
 

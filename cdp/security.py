@@ -427,9 +427,8 @@ def _s_SafetyTipInfo(d: dict[str, Any]) -> SafetyTipInfo:
     od = o.__dict__
     v = d["safetyTipStatus"]
     od["safety_tip_status"] = None if v is None else (_e_SafetyTipStatus(v) or _enum(SafetyTipStatus, v))
-    v = d.get("safeUrl")
-    if v is not None:
-        od["safe_url"] = v
+    if "safeUrl" in d:
+        od["safe_url"] = d["safeUrl"]
     return o
 
 
@@ -447,12 +446,14 @@ def _s_VisibleSecurityState(d: dict[str, Any]) -> VisibleSecurityState:
     od = o.__dict__
     v = d["securityState"]
     od["security_state"] = None if v is None else (_e_SecurityState(v) or _enum(SecurityState, v))
-    v = d.get("certificateSecurityState")
-    if v is not None:
-        od["certificate_security_state"] = _s_CertificateSecurityState(v)
-    v = d.get("safetyTipInfo")
-    if v is not None:
-        od["safety_tip_info"] = _s_SafetyTipInfo(v)
+    if "certificateSecurityState" in d:
+        v = d["certificateSecurityState"]
+        if v is not None:
+            od["certificate_security_state"] = _s_CertificateSecurityState(v)
+    if "safetyTipInfo" in d:
+        v = d["safetyTipInfo"]
+        if v is not None:
+            od["safety_tip_info"] = _s_SafetyTipInfo(v)
     od["security_state_issue_ids"] = d["securityStateIssueIds"]
     return o
 
@@ -480,9 +481,8 @@ def _s_SecurityStateExplanation(d: dict[str, Any]) -> SecurityStateExplanation:
     v = d["mixedContentType"]
     od["mixed_content_type"] = None if v is None else (_e_MixedContentType(v) or _enum(MixedContentType, v))
     od["certificate"] = d["certificate"]
-    v = d.get("recommendations")
-    if v is not None:
-        od["recommendations"] = v
+    if "recommendations" in d:
+        od["recommendations"] = d["recommendations"]
     return o
 
 
@@ -623,9 +623,8 @@ def _s_SecurityStateChanged(d: dict[str, Any]) -> SecurityStateChanged:
     od["explanations"] = None if v is None else [_s_SecurityStateExplanation(x0) for x0 in v]
     v = d["insecureContentStatus"]
     od["insecure_content_status"] = None if v is None else _s_InsecureContentStatus(v)
-    v = d.get("summary")
-    if v is not None:
-        od["summary"] = v
+    if "summary" in d:
+        od["summary"] = d["summary"]
     return o
 
 

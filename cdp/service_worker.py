@@ -319,29 +319,28 @@ def _u_ServiceWorkerRegistration(o: ServiceWorkerRegistration) -> dict[str, Any]
 def _s_ServiceWorkerRouterCondition(d: dict[str, Any]) -> ServiceWorkerRouterCondition:
     o = _new(ServiceWorkerRouterCondition)
     od = o.__dict__
-    v = d.get("urlPattern")
-    if v is not None:
-        od["url_pattern"] = v
-    v = d.get("requestMethod")
-    if v is not None:
-        od["request_method"] = v
-    v = d.get("requestMode")
-    if v is not None:
-        od["request_mode"] = v
-    v = d.get("requestDestination")
-    if v is not None:
-        od["request_destination"] = v
-    v = d.get("runningStatus")
-    if v is not None:
-        od["running_status"] = _e_ServiceWorkerVersionRunningStatus(v) or _enum(
-            ServiceWorkerVersionRunningStatus, v
-        )
-    v = d.get("or")
-    if v is not None:
-        od["or_"] = [_s_ServiceWorkerRouterCondition(x0) for x0 in v]
-    v = d.get("not")
-    if v is not None:
-        od["not_"] = _s_ServiceWorkerRouterCondition(v)
+    if "urlPattern" in d:
+        od["url_pattern"] = d["urlPattern"]
+    if "requestMethod" in d:
+        od["request_method"] = d["requestMethod"]
+    if "requestMode" in d:
+        od["request_mode"] = d["requestMode"]
+    if "requestDestination" in d:
+        od["request_destination"] = d["requestDestination"]
+    if "runningStatus" in d:
+        v = d["runningStatus"]
+        if v is not None:
+            od["running_status"] = _e_ServiceWorkerVersionRunningStatus(v) or _enum(
+                ServiceWorkerVersionRunningStatus, v
+            )
+    if "or" in d:
+        v = d["or"]
+        if v is not None:
+            od["or_"] = [_s_ServiceWorkerRouterCondition(x0) for x0 in v]
+    if "not" in d:
+        v = d["not"]
+        if v is not None:
+            od["not_"] = _s_ServiceWorkerRouterCondition(v)
     return o
 
 
@@ -386,9 +385,10 @@ def _s_ServiceWorkerRouterSource(d: dict[str, Any]) -> ServiceWorkerRouterSource
         if v is None
         else (_e_ServiceWorkerRouterSourceType(v) or _enum(ServiceWorkerRouterSourceType, v))
     )
-    v = d.get("sourceDict")
-    if v is not None:
-        od["source_dict"] = _s_ServiceWorkerRouterSourceDict(v)
+    if "sourceDict" in d:
+        v = d["sourceDict"]
+        if v is not None:
+            od["source_dict"] = _s_ServiceWorkerRouterSourceDict(v)
     return o
 
 
@@ -436,24 +436,20 @@ def _s_ServiceWorkerVersion(d: dict[str, Any]) -> ServiceWorkerVersion:
     od["status"] = (
         None if v is None else (_e_ServiceWorkerVersionStatus(v) or _enum(ServiceWorkerVersionStatus, v))
     )
-    v = d.get("scriptLastModified")
-    if v is not None:
-        od["script_last_modified"] = v
-    v = d.get("scriptResponseTime")
-    if v is not None:
-        od["script_response_time"] = v
-    v = d.get("controlledClients")
-    if v is not None:
-        od["controlled_clients"] = v
-    v = d.get("targetId")
-    if v is not None:
-        od["target_id"] = v
-    v = d.get("routerRules")
-    if v is not None:
-        od["router_rules"] = v
-    v = d.get("typedRouterRules")
-    if v is not None:
-        od["typed_router_rules"] = [_s_ServiceWorkerRouterRule(x0) for x0 in v]
+    if "scriptLastModified" in d:
+        od["script_last_modified"] = d["scriptLastModified"]
+    if "scriptResponseTime" in d:
+        od["script_response_time"] = d["scriptResponseTime"]
+    if "controlledClients" in d:
+        od["controlled_clients"] = d["controlledClients"]
+    if "targetId" in d:
+        od["target_id"] = d["targetId"]
+    if "routerRules" in d:
+        od["router_rules"] = d["routerRules"]
+    if "typedRouterRules" in d:
+        v = d["typedRouterRules"]
+        if v is not None:
+            od["typed_router_rules"] = [_s_ServiceWorkerRouterRule(x0) for x0 in v]
     return o
 
 

@@ -659,39 +659,28 @@ _e_Protocol = Protocol._value2member_map_.get
 def _s_ReaderStateFlags(d: dict[str, Any]) -> ReaderStateFlags:
     o = _new(ReaderStateFlags)
     od = o.__dict__
-    v = d.get("unaware")
-    if v is not None:
-        od["unaware"] = v
-    v = d.get("ignore")
-    if v is not None:
-        od["ignore"] = v
-    v = d.get("changed")
-    if v is not None:
-        od["changed"] = v
-    v = d.get("unknown")
-    if v is not None:
-        od["unknown"] = v
-    v = d.get("unavailable")
-    if v is not None:
-        od["unavailable"] = v
-    v = d.get("empty")
-    if v is not None:
-        od["empty"] = v
-    v = d.get("present")
-    if v is not None:
-        od["present"] = v
-    v = d.get("exclusive")
-    if v is not None:
-        od["exclusive"] = v
-    v = d.get("inuse")
-    if v is not None:
-        od["inuse"] = v
-    v = d.get("mute")
-    if v is not None:
-        od["mute"] = v
-    v = d.get("unpowered")
-    if v is not None:
-        od["unpowered"] = v
+    if "unaware" in d:
+        od["unaware"] = d["unaware"]
+    if "ignore" in d:
+        od["ignore"] = d["ignore"]
+    if "changed" in d:
+        od["changed"] = d["changed"]
+    if "unknown" in d:
+        od["unknown"] = d["unknown"]
+    if "unavailable" in d:
+        od["unavailable"] = d["unavailable"]
+    if "empty" in d:
+        od["empty"] = d["empty"]
+    if "present" in d:
+        od["present"] = d["present"]
+    if "exclusive" in d:
+        od["exclusive"] = d["exclusive"]
+    if "inuse" in d:
+        od["inuse"] = d["inuse"]
+    if "mute" in d:
+        od["mute"] = d["mute"]
+    if "unpowered" in d:
+        od["unpowered"] = d["unpowered"]
     return o
 
 
@@ -725,15 +714,12 @@ def _u_ReaderStateFlags(o: ReaderStateFlags) -> dict[str, Any]:
 def _s_ProtocolSet(d: dict[str, Any]) -> ProtocolSet:
     o = _new(ProtocolSet)
     od = o.__dict__
-    v = d.get("t0")
-    if v is not None:
-        od["t0"] = v
-    v = d.get("t1")
-    if v is not None:
-        od["t1"] = v
-    v = d.get("raw")
-    if v is not None:
-        od["raw"] = v
+    if "t0" in d:
+        od["t0"] = d["t0"]
+    if "t1" in d:
+        od["t1"] = d["t1"]
+    if "raw" in d:
+        od["raw"] = d["raw"]
     return o
 
 
@@ -1027,9 +1013,8 @@ def _s_GetStatusChangeRequested(d: dict[str, Any]) -> GetStatusChangeRequested:
     od["context_id"] = d["contextId"]
     v = d["readerStates"]
     od["reader_states"] = None if v is None else [_s_ReaderStateIn(x0) for x0 in v]
-    v = d.get("timeout")
-    if v is not None:
-        od["timeout"] = v
+    if "timeout" in d:
+        od["timeout"] = d["timeout"]
     return o
 
 
@@ -1107,9 +1092,10 @@ def _s_TransmitRequested(d: dict[str, Any]) -> TransmitRequested:
     od["handle"] = d["handle"]
     v = d["data"]
     od["data"] = None if v is None else _b64d(v)
-    v = d.get("protocol")
-    if v is not None:
-        od["protocol"] = _e_Protocol(v) or _enum(Protocol, v)
+    if "protocol" in d:
+        v = d["protocol"]
+        if v is not None:
+            od["protocol"] = _e_Protocol(v) or _enum(Protocol, v)
     return o
 
 

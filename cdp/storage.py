@@ -801,9 +801,8 @@ def _s_StorageBucket(d: dict[str, Any]) -> StorageBucket:
     o = _new(StorageBucket)
     od = o.__dict__
     od["storage_key"] = d["storageKey"]
-    v = d.get("name")
-    if v is not None:
-        od["name"] = v
+    if "name" in d:
+        od["name"] = d["name"]
     return o
 
 

@@ -241,12 +241,10 @@ def _s_GPUDevice(d: dict[str, Any]) -> GPUDevice:
     od = o.__dict__
     od["vendor_id"] = d["vendorId"]
     od["device_id"] = d["deviceId"]
-    v = d.get("subSysId")
-    if v is not None:
-        od["sub_sys_id"] = v
-    v = d.get("revision")
-    if v is not None:
-        od["revision"] = v
+    if "subSysId" in d:
+        od["sub_sys_id"] = d["subSysId"]
+    if "revision" in d:
+        od["revision"] = d["revision"]
     od["vendor_string"] = d["vendorString"]
     od["device_string"] = d["deviceString"]
     od["driver_vendor"] = d["driverVendor"]
@@ -329,12 +327,10 @@ def _s_GPUInfo(d: dict[str, Any]) -> GPUInfo:
     od = o.__dict__
     v = d["devices"]
     od["devices"] = None if v is None else [_s_GPUDevice(x0) for x0 in v]
-    v = d.get("auxAttributes")
-    if v is not None:
-        od["aux_attributes"] = v
-    v = d.get("featureStatus")
-    if v is not None:
-        od["feature_status"] = v
+    if "auxAttributes" in d:
+        od["aux_attributes"] = d["auxAttributes"]
+    if "featureStatus" in d:
+        od["feature_status"] = d["featureStatus"]
     od["driver_bug_workarounds"] = d["driverBugWorkarounds"]
     v = d["videoDecoding"]
     od["video_decoding"] = None if v is None else [_s_VideoDecodeAcceleratorCapability(x0) for x0 in v]

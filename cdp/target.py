@@ -718,28 +718,21 @@ def _s_TargetInfo(d: dict[str, Any]) -> TargetInfo:
     od["title"] = d["title"]
     od["url"] = d["url"]
     od["attached"] = d["attached"]
-    v = d.get("parentId")
-    if v is not None:
-        od["parent_id"] = v
-    v = d.get("openerId")
-    if v is not None:
-        od["opener_id"] = v
+    if "parentId" in d:
+        od["parent_id"] = d["parentId"]
+    if "openerId" in d:
+        od["opener_id"] = d["openerId"]
     od["can_access_opener"] = d["canAccessOpener"]
-    v = d.get("openerFrameId")
-    if v is not None:
-        od["opener_frame_id"] = v
-    v = d.get("parentFrameId")
-    if v is not None:
-        od["parent_frame_id"] = v
-    v = d.get("browserContextId")
-    if v is not None:
-        od["browser_context_id"] = v
-    v = d.get("subtype")
-    if v is not None:
-        od["subtype"] = v
-    v = d.get("embedderData")
-    if v is not None:
-        od["embedder_data"] = v
+    if "openerFrameId" in d:
+        od["opener_frame_id"] = d["openerFrameId"]
+    if "parentFrameId" in d:
+        od["parent_frame_id"] = d["parentFrameId"]
+    if "browserContextId" in d:
+        od["browser_context_id"] = d["browserContextId"]
+    if "subtype" in d:
+        od["subtype"] = d["subtype"]
+    if "embedderData" in d:
+        od["embedder_data"] = d["embedderData"]
     return o
 
 
@@ -772,12 +765,10 @@ def _u_TargetInfo(o: TargetInfo) -> dict[str, Any]:
 def _s_FilterEntry(d: dict[str, Any]) -> FilterEntry:
     o = _new(FilterEntry)
     od = o.__dict__
-    v = d.get("exclude")
-    if v is not None:
-        od["exclude"] = v
-    v = d.get("type")
-    if v is not None:
-        od["type_"] = v
+    if "exclude" in d:
+        od["exclude"] = d["exclude"]
+    if "type" in d:
+        od["type_"] = d["type"]
     return o
 
 
@@ -962,9 +953,8 @@ def _s_GetBrowserContextsResult(d: dict[str, Any]) -> GetBrowserContextsResult:
     o = _new(GetBrowserContextsResult)
     od = o.__dict__
     od["browser_context_ids"] = d["browserContextIds"]
-    v = d.get("defaultBrowserContextId")
-    if v is not None:
-        od["default_browser_context_id"] = v
+    if "defaultBrowserContextId" in d:
+        od["default_browser_context_id"] = d["defaultBrowserContextId"]
     return o
 
 
@@ -1257,9 +1247,8 @@ def _c_set_remote_locations(d: dict[str, Any]) -> Command[None]:
 def _s_GetDevToolsTargetResult(d: dict[str, Any]) -> GetDevToolsTargetResult:
     o = _new(GetDevToolsTargetResult)
     od = o.__dict__
-    v = d.get("targetId")
-    if v is not None:
-        od["target_id"] = v
+    if "targetId" in d:
+        od["target_id"] = d["targetId"]
     return o
 
 
@@ -1338,9 +1327,8 @@ def _s_DetachedFromTarget(d: dict[str, Any]) -> DetachedFromTarget:
     o = _new(DetachedFromTarget)
     od = o.__dict__
     od["session_id"] = d["sessionId"]
-    v = d.get("targetId")
-    if v is not None:
-        od["target_id"] = v
+    if "targetId" in d:
+        od["target_id"] = d["targetId"]
     return o
 
 
@@ -1358,9 +1346,8 @@ def _s_ReceivedMessageFromTarget(d: dict[str, Any]) -> ReceivedMessageFromTarget
     od = o.__dict__
     od["session_id"] = d["sessionId"]
     od["message"] = d["message"]
-    v = d.get("targetId")
-    if v is not None:
-        od["target_id"] = v
+    if "targetId" in d:
+        od["target_id"] = d["targetId"]
     return o
 
 

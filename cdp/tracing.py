@@ -316,33 +316,24 @@ _e_TracingBackend = TracingBackend._value2member_map_.get
 def _s_TraceConfig(d: dict[str, Any]) -> TraceConfig:
     o = _new(TraceConfig)
     od = o.__dict__
-    v = d.get("recordMode")
-    if v is not None:
-        od["record_mode"] = v
-    v = d.get("traceBufferSizeInKb")
-    if v is not None:
-        od["trace_buffer_size_in_kb"] = v
-    v = d.get("enableSampling")
-    if v is not None:
-        od["enable_sampling"] = v
-    v = d.get("enableSystrace")
-    if v is not None:
-        od["enable_systrace"] = v
-    v = d.get("enableArgumentFilter")
-    if v is not None:
-        od["enable_argument_filter"] = v
-    v = d.get("includedCategories")
-    if v is not None:
-        od["included_categories"] = v
-    v = d.get("excludedCategories")
-    if v is not None:
-        od["excluded_categories"] = v
-    v = d.get("syntheticDelays")
-    if v is not None:
-        od["synthetic_delays"] = v
-    v = d.get("memoryDumpConfig")
-    if v is not None:
-        od["memory_dump_config"] = v
+    if "recordMode" in d:
+        od["record_mode"] = d["recordMode"]
+    if "traceBufferSizeInKb" in d:
+        od["trace_buffer_size_in_kb"] = d["traceBufferSizeInKb"]
+    if "enableSampling" in d:
+        od["enable_sampling"] = d["enableSampling"]
+    if "enableSystrace" in d:
+        od["enable_systrace"] = d["enableSystrace"]
+    if "enableArgumentFilter" in d:
+        od["enable_argument_filter"] = d["enableArgumentFilter"]
+    if "includedCategories" in d:
+        od["included_categories"] = d["includedCategories"]
+    if "excludedCategories" in d:
+        od["excluded_categories"] = d["excludedCategories"]
+    if "syntheticDelays" in d:
+        od["synthetic_delays"] = d["syntheticDelays"]
+    if "memoryDumpConfig" in d:
+        od["memory_dump_config"] = d["memoryDumpConfig"]
     return o
 
 
@@ -522,15 +513,12 @@ def _c_start(d: dict[str, Any]) -> Command[None]:
 def _s_BufferUsage(d: dict[str, Any]) -> BufferUsage:
     o = _new(BufferUsage)
     od = o.__dict__
-    v = d.get("percentFull")
-    if v is not None:
-        od["percent_full"] = v
-    v = d.get("eventCount")
-    if v is not None:
-        od["event_count"] = v
-    v = d.get("value")
-    if v is not None:
-        od["value"] = v
+    if "percentFull" in d:
+        od["percent_full"] = d["percentFull"]
+    if "eventCount" in d:
+        od["event_count"] = d["eventCount"]
+    if "value" in d:
+        od["value"] = d["value"]
     return o
 
 
@@ -562,15 +550,16 @@ def _s_TracingComplete(d: dict[str, Any]) -> TracingComplete:
     o = _new(TracingComplete)
     od = o.__dict__
     od["data_loss_occurred"] = d["dataLossOccurred"]
-    v = d.get("stream")
-    if v is not None:
-        od["stream"] = v
-    v = d.get("traceFormat")
-    if v is not None:
-        od["trace_format"] = _e_StreamFormat(v) or _enum(StreamFormat, v)
-    v = d.get("streamCompression")
-    if v is not None:
-        od["stream_compression"] = _e_StreamCompression(v) or _enum(StreamCompression, v)
+    if "stream" in d:
+        od["stream"] = d["stream"]
+    if "traceFormat" in d:
+        v = d["traceFormat"]
+        if v is not None:
+            od["trace_format"] = _e_StreamFormat(v) or _enum(StreamFormat, v)
+    if "streamCompression" in d:
+        v = d["streamCompression"]
+        if v is not None:
+            od["stream_compression"] = _e_StreamCompression(v) or _enum(StreamCompression, v)
     return o
 
 

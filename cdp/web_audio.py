@@ -418,9 +418,10 @@ def _s_BaseAudioContext(d: dict[str, Any]) -> BaseAudioContext:
     od["context_type"] = None if v is None else (_e_ContextType(v) or _enum(ContextType, v))
     v = d["contextState"]
     od["context_state"] = None if v is None else (_e_ContextState(v) or _enum(ContextState, v))
-    v = d.get("realtimeData")
-    if v is not None:
-        od["realtime_data"] = _s_ContextRealtimeData(v)
+    if "realtimeData" in d:
+        v = d["realtimeData"]
+        if v is not None:
+            od["realtime_data"] = _s_ContextRealtimeData(v)
     od["callback_buffer_size"] = d["callbackBufferSize"]
     od["max_output_channel_count"] = d["maxOutputChannelCount"]
     od["sample_rate"] = d["sampleRate"]
@@ -689,12 +690,10 @@ def _s_NodesConnected(d: dict[str, Any]) -> NodesConnected:
     od["context_id"] = d["contextId"]
     od["source_id"] = d["sourceId"]
     od["destination_id"] = d["destinationId"]
-    v = d.get("sourceOutputIndex")
-    if v is not None:
-        od["source_output_index"] = v
-    v = d.get("destinationInputIndex")
-    if v is not None:
-        od["destination_input_index"] = v
+    if "sourceOutputIndex" in d:
+        od["source_output_index"] = d["sourceOutputIndex"]
+    if "destinationInputIndex" in d:
+        od["destination_input_index"] = d["destinationInputIndex"]
     return o
 
 
@@ -717,12 +716,10 @@ def _s_NodesDisconnected(d: dict[str, Any]) -> NodesDisconnected:
     od["context_id"] = d["contextId"]
     od["source_id"] = d["sourceId"]
     od["destination_id"] = d["destinationId"]
-    v = d.get("sourceOutputIndex")
-    if v is not None:
-        od["source_output_index"] = v
-    v = d.get("destinationInputIndex")
-    if v is not None:
-        od["destination_input_index"] = v
+    if "sourceOutputIndex" in d:
+        od["source_output_index"] = d["sourceOutputIndex"]
+    if "destinationInputIndex" in d:
+        od["destination_input_index"] = d["destinationInputIndex"]
     return o
 
 
@@ -745,9 +742,8 @@ def _s_NodeParamConnected(d: dict[str, Any]) -> NodeParamConnected:
     od["context_id"] = d["contextId"]
     od["source_id"] = d["sourceId"]
     od["destination_id"] = d["destinationId"]
-    v = d.get("sourceOutputIndex")
-    if v is not None:
-        od["source_output_index"] = v
+    if "sourceOutputIndex" in d:
+        od["source_output_index"] = d["sourceOutputIndex"]
     return o
 
 
@@ -768,9 +764,8 @@ def _s_NodeParamDisconnected(d: dict[str, Any]) -> NodeParamDisconnected:
     od["context_id"] = d["contextId"]
     od["source_id"] = d["sourceId"]
     od["destination_id"] = d["destinationId"]
-    v = d.get("sourceOutputIndex")
-    if v is not None:
-        od["source_output_index"] = v
+    if "sourceOutputIndex" in d:
+        od["source_output_index"] = d["sourceOutputIndex"]
     return o
 
 

@@ -435,52 +435,40 @@ def _s_VirtualAuthenticatorOptions(d: dict[str, Any]) -> VirtualAuthenticatorOpt
     od = o.__dict__
     v = d["protocol"]
     od["protocol"] = None if v is None else (_e_AuthenticatorProtocol(v) or _enum(AuthenticatorProtocol, v))
-    v = d.get("ctap2Version")
-    if v is not None:
-        od["ctap2_version"] = _e_Ctap2Version(v) or _enum(Ctap2Version, v)
+    if "ctap2Version" in d:
+        v = d["ctap2Version"]
+        if v is not None:
+            od["ctap2_version"] = _e_Ctap2Version(v) or _enum(Ctap2Version, v)
     v = d["transport"]
     od["transport"] = (
         None if v is None else (_e_AuthenticatorTransport(v) or _enum(AuthenticatorTransport, v))
     )
-    v = d.get("hasResidentKey")
-    if v is not None:
-        od["has_resident_key"] = v
-    v = d.get("hasUserVerification")
-    if v is not None:
-        od["has_user_verification"] = v
-    v = d.get("hasLargeBlob")
-    if v is not None:
-        od["has_large_blob"] = v
-    v = d.get("hasCredBlob")
-    if v is not None:
-        od["has_cred_blob"] = v
-    v = d.get("hasMinPinLength")
-    if v is not None:
-        od["has_min_pin_length"] = v
-    v = d.get("hasPrf")
-    if v is not None:
-        od["has_prf"] = v
-    v = d.get("hasHmacSecret")
-    if v is not None:
-        od["has_hmac_secret"] = v
-    v = d.get("hasHmacSecretMc")
-    if v is not None:
-        od["has_hmac_secret_mc"] = v
-    v = d.get("hasCmtgKey")
-    if v is not None:
-        od["has_cmtg_key"] = v
-    v = d.get("automaticPresenceSimulation")
-    if v is not None:
-        od["automatic_presence_simulation"] = v
-    v = d.get("isUserVerified")
-    if v is not None:
-        od["is_user_verified"] = v
-    v = d.get("defaultBackupEligibility")
-    if v is not None:
-        od["default_backup_eligibility"] = v
-    v = d.get("defaultBackupState")
-    if v is not None:
-        od["default_backup_state"] = v
+    if "hasResidentKey" in d:
+        od["has_resident_key"] = d["hasResidentKey"]
+    if "hasUserVerification" in d:
+        od["has_user_verification"] = d["hasUserVerification"]
+    if "hasLargeBlob" in d:
+        od["has_large_blob"] = d["hasLargeBlob"]
+    if "hasCredBlob" in d:
+        od["has_cred_blob"] = d["hasCredBlob"]
+    if "hasMinPinLength" in d:
+        od["has_min_pin_length"] = d["hasMinPinLength"]
+    if "hasPrf" in d:
+        od["has_prf"] = d["hasPrf"]
+    if "hasHmacSecret" in d:
+        od["has_hmac_secret"] = d["hasHmacSecret"]
+    if "hasHmacSecretMc" in d:
+        od["has_hmac_secret_mc"] = d["hasHmacSecretMc"]
+    if "hasCmtgKey" in d:
+        od["has_cmtg_key"] = d["hasCmtgKey"]
+    if "automaticPresenceSimulation" in d:
+        od["automatic_presence_simulation"] = d["automaticPresenceSimulation"]
+    if "isUserVerified" in d:
+        od["is_user_verified"] = d["isUserVerified"]
+    if "defaultBackupEligibility" in d:
+        od["default_backup_eligibility"] = d["defaultBackupEligibility"]
+    if "defaultBackupState" in d:
+        od["default_backup_state"] = d["defaultBackupState"]
     return o
 
 
@@ -526,39 +514,35 @@ def _s_Credential(d: dict[str, Any]) -> Credential:
     v = d["credentialId"]
     od["credential_id"] = None if v is None else _b64d(v)
     od["is_resident_credential"] = d["isResidentCredential"]
-    v = d.get("rpId")
-    if v is not None:
-        od["rp_id"] = v
+    if "rpId" in d:
+        od["rp_id"] = d["rpId"]
     v = d["privateKey"]
     od["private_key"] = None if v is None else _b64d(v)
-    v = d.get("userHandle")
-    if v is not None:
-        od["user_handle"] = _b64d(v)
+    if "userHandle" in d:
+        v = d["userHandle"]
+        if v is not None:
+            od["user_handle"] = _b64d(v)
     od["sign_count"] = d["signCount"]
-    v = d.get("largeBlob")
-    if v is not None:
-        od["large_blob"] = _b64d(v)
-    v = d.get("backupEligibility")
-    if v is not None:
-        od["backup_eligibility"] = v
-    v = d.get("backupState")
-    if v is not None:
-        od["backup_state"] = v
-    v = d.get("userName")
-    if v is not None:
-        od["user_name"] = v
-    v = d.get("userDisplayName")
-    if v is not None:
-        od["user_display_name"] = v
-    v = d.get("cmtgKeys")
-    if v is not None:
-        od["cmtg_keys"] = [_b64d(x0) for x0 in v]
-    v = d.get("activeCmtgKeyIndex")
-    if v is not None:
-        od["active_cmtg_key_index"] = v
-    v = d.get("generateCmtgKeyOnNextOperation")
-    if v is not None:
-        od["generate_cmtg_key_on_next_operation"] = v
+    if "largeBlob" in d:
+        v = d["largeBlob"]
+        if v is not None:
+            od["large_blob"] = _b64d(v)
+    if "backupEligibility" in d:
+        od["backup_eligibility"] = d["backupEligibility"]
+    if "backupState" in d:
+        od["backup_state"] = d["backupState"]
+    if "userName" in d:
+        od["user_name"] = d["userName"]
+    if "userDisplayName" in d:
+        od["user_display_name"] = d["userDisplayName"]
+    if "cmtgKeys" in d:
+        v = d["cmtgKeys"]
+        if v is not None:
+            od["cmtg_keys"] = [_b64d(x0) for x0 in v]
+    if "activeCmtgKeyIndex" in d:
+        od["active_cmtg_key_index"] = d["activeCmtgKeyIndex"]
+    if "generateCmtgKeyOnNextOperation" in d:
+        od["generate_cmtg_key_on_next_operation"] = d["generateCmtgKeyOnNextOperation"]
     return o
 
 

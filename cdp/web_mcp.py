@@ -253,21 +253,16 @@ _e_InvocationStatus = InvocationStatus._value2member_map_.get
 def _s_Annotation(d: dict[str, Any]) -> Annotation:
     o = _new(Annotation)
     od = o.__dict__
-    v = d.get("readOnly")
-    if v is not None:
-        od["read_only"] = v
-    v = d.get("untrustedContent")
-    if v is not None:
-        od["untrusted_content"] = v
-    v = d.get("consequential")
-    if v is not None:
-        od["consequential"] = v
-    v = d.get("debugging")
-    if v is not None:
-        od["debugging"] = v
-    v = d.get("autosubmit")
-    if v is not None:
-        od["autosubmit"] = v
+    if "readOnly" in d:
+        od["read_only"] = d["readOnly"]
+    if "untrustedContent" in d:
+        od["untrusted_content"] = d["untrustedContent"]
+    if "consequential" in d:
+        od["consequential"] = d["consequential"]
+    if "debugging" in d:
+        od["debugging"] = d["debugging"]
+    if "autosubmit" in d:
+        od["autosubmit"] = d["autosubmit"]
     return o
 
 
@@ -292,22 +287,21 @@ def _s_Tool(d: dict[str, Any]) -> Tool:
     od["tool_id"] = d["toolId"]
     od["name"] = d["name"]
     od["description"] = d["description"]
-    v = d.get("inputSchema")
-    if v is not None:
-        od["input_schema"] = v
-    v = d.get("outputSchema")
-    if v is not None:
-        od["output_schema"] = v
-    v = d.get("annotations")
-    if v is not None:
-        od["annotations"] = _s_Annotation(v)
+    if "inputSchema" in d:
+        od["input_schema"] = d["inputSchema"]
+    if "outputSchema" in d:
+        od["output_schema"] = d["outputSchema"]
+    if "annotations" in d:
+        v = d["annotations"]
+        if v is not None:
+            od["annotations"] = _s_Annotation(v)
     od["frame_id"] = d["frameId"]
-    v = d.get("backendNodeId")
-    if v is not None:
-        od["backend_node_id"] = v
-    v = d.get("stackTrace")
-    if v is not None:
-        od["stack_trace"] = cdp.runtime._s_StackTrace(v)
+    if "backendNodeId" in d:
+        od["backend_node_id"] = d["backendNodeId"]
+    if "stackTrace" in d:
+        v = d["stackTrace"]
+        if v is not None:
+            od["stack_trace"] = cdp.runtime._s_StackTrace(v)
     return o
 
 
@@ -437,12 +431,10 @@ def _s_ToolInvoked(d: dict[str, Any]) -> ToolInvoked:
     od["frame_id"] = d["frameId"]
     od["invocation_id"] = d["invocationId"]
     od["input_"] = d["input"]
-    v = d.get("toolName")
-    if v is not None:
-        od["tool_name"] = v
-    v = d.get("toolId")
-    if v is not None:
-        od["tool_id"] = v
+    if "toolName" in d:
+        od["tool_name"] = d["toolName"]
+    if "toolId" in d:
+        od["tool_id"] = d["toolId"]
     return o
 
 
@@ -467,12 +459,12 @@ def _s_ToolResponded(d: dict[str, Any]) -> ToolResponded:
     od["status"] = None if v is None else (_e_InvocationStatus(v) or _enum(InvocationStatus, v))
     if "output" in d:
         od["output"] = d["output"]
-    v = d.get("errorText")
-    if v is not None:
-        od["error_text"] = v
-    v = d.get("exception")
-    if v is not None:
-        od["exception"] = cdp.runtime._s_RemoteObject(v)
+    if "errorText" in d:
+        od["error_text"] = d["errorText"]
+    if "exception" in d:
+        v = d["exception"]
+        if v is not None:
+            od["exception"] = cdp.runtime._s_RemoteObject(v)
     return o
 
 

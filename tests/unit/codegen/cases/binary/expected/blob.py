@@ -69,12 +69,12 @@ def _s_Chunk(d: dict[str, Any]) -> Chunk:
     od = o.__dict__
     v = d["data"]
     od["data"] = None if v is None else _b64d(v)
-    v = d.get("parts")
-    if v is not None:
-        od["parts"] = [_b64d(x0) for x0 in v]
-    v = d.get("label")
-    if v is not None:
-        od["label"] = v
+    if "parts" in d:
+        v = d["parts"]
+        if v is not None:
+            od["parts"] = [_b64d(x0) for x0 in v]
+    if "label" in d:
+        od["label"] = d["label"]
     if "extra" in d:
         od["extra"] = d["extra"]
     return o

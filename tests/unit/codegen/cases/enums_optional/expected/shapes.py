@@ -123,21 +123,20 @@ def _s_Shape(d: dict[str, Any]) -> Shape:
     v = d["color"]
     od["color"] = None if v is None else (_e_Color(v) or _enum(Color, v))
     od["kind"] = d["kind"]
-    v = d.get("palette")
-    if v is not None:
-        od["palette"] = [(_e_Color(x0) or _enum(Color, x0)) for x0 in v]
-    v = d.get("border")
-    if v is not None:
-        od["border"] = _e_Color(v) or _enum(Color, v)
-    v = d.get("label")
-    if v is not None:
-        od["label"] = v
-    v = d.get("size")
-    if v is not None:
-        od["size"] = v
-    v = d.get("data")
-    if v is not None:
-        od["data"] = v
+    if "palette" in d:
+        v = d["palette"]
+        if v is not None:
+            od["palette"] = [(_e_Color(x0) or _enum(Color, x0)) for x0 in v]
+    if "border" in d:
+        v = d["border"]
+        if v is not None:
+            od["border"] = _e_Color(v) or _enum(Color, v)
+    if "label" in d:
+        od["label"] = d["label"]
+    if "size" in d:
+        od["size"] = d["size"]
+    if "data" in d:
+        od["data"] = d["data"]
     if "value" in d:
         od["value"] = d["value"]
     return o
@@ -201,12 +200,14 @@ def _s_MeasureResult(d: dict[str, Any]) -> MeasureResult:
     o = _new(MeasureResult)
     od = o.__dict__
     od["area"] = d["area"]
-    v = d.get("color")
-    if v is not None:
-        od["color"] = _e_Color(v) or _enum(Color, v)
-    v = d.get("shape")
-    if v is not None:
-        od["shape"] = _s_Shape(v)
+    if "color" in d:
+        v = d["color"]
+        if v is not None:
+            od["color"] = _e_Color(v) or _enum(Color, v)
+    if "shape" in d:
+        v = d["shape"]
+        if v is not None:
+            od["shape"] = _s_Shape(v)
     return o
 
 
@@ -237,12 +238,12 @@ def _u_Cleared(o: Cleared) -> dict[str, Any]:
 def _s_Drawn(d: dict[str, Any]) -> Drawn:
     o = _new(Drawn)
     od = o.__dict__
-    v = d.get("shape")
-    if v is not None:
-        od["shape"] = _s_Shape(v)
-    v = d.get("count")
-    if v is not None:
-        od["count"] = v
+    if "shape" in d:
+        v = d["shape"]
+        if v is not None:
+            od["shape"] = _s_Shape(v)
+    if "count" in d:
+        od["count"] = d["count"]
     return o
 
 

@@ -115,12 +115,12 @@ def _s_Record(d: dict[str, Any]) -> Record:
     o = _new(Record)
     od = o.__dict__
     od["name"] = d["name"]
-    v = d.get("oldName")
-    if v is not None:
-        od["old_name"] = v
-    v = d.get("newMode")
-    if v is not None:
-        od["new_mode"] = _e_Mode(v) or _enum(Mode, v)
+    if "oldName" in d:
+        od["old_name"] = d["oldName"]
+    if "newMode" in d:
+        v = d["newMode"]
+        if v is not None:
+            od["new_mode"] = _e_Mode(v) or _enum(Mode, v)
     return o
 
 

@@ -110,27 +110,25 @@ _e_Kind = Kind._value2member_map_.get
 def _s_Condition(d: dict[str, Any]) -> Condition:
     o = _new(Condition)
     od = o.__dict__
-    v = d.get("or")
-    if v is not None:
-        od["or_"] = [_s_Condition(x0) for x0 in v]
-    v = d.get("not")
-    if v is not None:
-        od["not_"] = _s_Condition(v)
+    if "or" in d:
+        v = d["or"]
+        if v is not None:
+            od["or_"] = [_s_Condition(x0) for x0 in v]
+    if "not" in d:
+        v = d["not"]
+        if v is not None:
+            od["not_"] = _s_Condition(v)
     v = d["type"]
     od["type_"] = None if v is None else (_e_Kind(v) or _enum(Kind, v))
     od["id_"] = d["id"]
-    v = d.get("class")
-    if v is not None:
-        od["class_"] = v
-    v = d.get("match")
-    if v is not None:
-        od["match_"] = v
-    v = d.get("documentURL")
-    if v is not None:
-        od["document_url"] = v
-    v = d.get("backendDOMNodeId")
-    if v is not None:
-        od["backend_dom_node_id"] = v
+    if "class" in d:
+        od["class_"] = d["class"]
+    if "match" in d:
+        od["match_"] = d["match"]
+    if "documentURL" in d:
+        od["document_url"] = d["documentURL"]
+    if "backendDOMNodeId" in d:
+        od["backend_dom_node_id"] = d["backendDOMNodeId"]
     return o
 
 
@@ -200,12 +198,10 @@ def _s_Print(d: dict[str, Any]) -> Print:
     o = _new(Print)
     od = o.__dict__
     od["len_"] = d["len"]
-    v = d.get("import")
-    if v is not None:
-        od["import_"] = v
-    v = d.get("method")
-    if v is not None:
-        od["method_"] = v
+    if "import" in d:
+        od["import_"] = d["import"]
+    if "method" in d:
+        od["method_"] = d["method"]
     return o
 
 

@@ -97,12 +97,12 @@ def _s_Item(d: dict[str, Any]) -> Item:
     o = _new(Item)
     od = o.__dict__
     od["item_id"] = d["itemId"]
-    v = d.get("partner")
-    if v is not None:
-        od["partner"] = cdp.beta._s_Pair(v)
-    v = d.get("tags")
-    if v is not None:
-        od["tags"] = v
+    if "partner" in d:
+        v = d["partner"]
+        if v is not None:
+            od["partner"] = cdp.beta._s_Pair(v)
+    if "tags" in d:
+        od["tags"] = d["tags"]
     return o
 
 
@@ -125,12 +125,10 @@ def _s_GetItemsResult(d: dict[str, Any]) -> GetItemsResult:
     v = d["grid"]
     od["grid"] = None if v is None else [[_s_Item(x1) for x1 in x0] for x0 in v]
     od["matrix"] = d["matrix"]
-    v = d.get("headers")
-    if v is not None:
-        od["headers"] = v
-    v = d.get("extra")
-    if v is not None:
-        od["extra"] = v
+    if "headers" in d:
+        od["headers"] = d["headers"]
+    if "extra" in d:
+        od["extra"] = d["extra"]
     return o
 
 

@@ -51,12 +51,12 @@ def _s_Pair(d: dict[str, Any]) -> Pair:
     od = o.__dict__
     v = d["first"]
     od["first"] = None if v is None else cdp.alpha._s_Item(v)
-    v = d.get("rest")
-    if v is not None:
-        od["rest"] = [cdp.alpha._s_Item(x0) for x0 in v]
-    v = d.get("itemId")
-    if v is not None:
-        od["item_id"] = v
+    if "rest" in d:
+        v = d["rest"]
+        if v is not None:
+            od["rest"] = [cdp.alpha._s_Item(x0) for x0 in v]
+    if "itemId" in d:
+        od["item_id"] = d["itemId"]
     return o
 
 
@@ -76,9 +76,10 @@ def _s_Paired(d: dict[str, Any]) -> Paired:
     od = o.__dict__
     v = d["pair"]
     od["pair"] = None if v is None else _s_Pair(v)
-    v = d.get("trees")
-    if v is not None:
-        od["trees"] = [cdp.tree._s_Node(x0) for x0 in v]
+    if "trees" in d:
+        v = d["trees"]
+        if v is not None:
+            od["trees"] = [cdp.tree._s_Node(x0) for x0 in v]
     return o
 
 

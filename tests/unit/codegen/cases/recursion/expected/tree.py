@@ -56,15 +56,16 @@ def _s_Node(d: dict[str, Any]) -> Node:
     o = _new(Node)
     od = o.__dict__
     od["node_id"] = d["nodeId"]
-    v = d.get("children")
-    if v is not None:
-        od["children"] = [_s_Node(x0) for x0 in v]
-    v = d.get("parent")
-    if v is not None:
-        od["parent"] = _s_Node(v)
-    v = d.get("matrix")
-    if v is not None:
-        od["matrix"] = v
+    if "children" in d:
+        v = d["children"]
+        if v is not None:
+            od["children"] = [_s_Node(x0) for x0 in v]
+    if "parent" in d:
+        v = d["parent"]
+        if v is not None:
+            od["parent"] = _s_Node(v)
+    if "matrix" in d:
+        od["matrix"] = d["matrix"]
     return o
 
 
