@@ -38,7 +38,7 @@ def add_hook(
     """
     hook = _Hook._create(session, frozenset(methods), 1, "drop_newest", False)
     hook._call = call
-    session._subscriptions.append(hook)
+    session._add_subscription(hook)
     return hook
 
 

@@ -292,6 +292,11 @@ class Session(metaclass=NoPublicConstructor):
         self.parent = parent
         self.children: dict[str, Session] = {}
         self._subscriptions: list[Subscription[Any]] = []
+        # Who gets each method, in subscription order, rebuilt as subscriptions come and go (rarely), so an
+        # event costs one dict lookup however many subscriptions the session has (a page has its dialog
+        # hooks besides its listeners). A method no listed subscription names goes to the catch-alls.
+        self._routes: dict[str, tuple[Subscription[Any], ...]] = {}
+        self._catch_all: tuple[Subscription[Any], ...] = ()
         self._detached: SessionDetached | None = None
         self._crashed: TargetCrashed | None = None
         self._closed_by_client: str | None = None
@@ -548,7 +553,7 @@ class Session(metaclass=NoPublicConstructor):
         if self.connection.closed is not None:
             raise ConnectionClosed(f"cannot listen: {self.connection.closed}")
         subscription: Subscription[Any] = Subscription._create(self, methods, buffer_size, overflow, typed)
-        self._subscriptions.append(subscription)
+        self._add_subscription(subscription)
         subscription._counted = True
         self.connection.listeners += 1
         self.connection.wake_reader()  # a resting reader reads again: someone listens now
@@ -559,6 +564,7 @@ class Session(metaclass=NoPublicConstructor):
         subscription._close()
         if subscription in self._subscriptions:
             self._subscriptions.remove(subscription)
+            self._reroute()
 
     async def wait_for(self, event: type[E], predicate: Callable[[E], bool] | None = None) -> E:
         """Wait for the next ``event`` (matching ``predicate``) that arrives from now on.
@@ -571,10 +577,23 @@ class Session(metaclass=NoPublicConstructor):
 
     # -- called by the reader and the session table ---------------------------------------------------
 
+    def _add_subscription(self, subscription: Subscription[Any]) -> None:
+        self._subscriptions.append(subscription)
+        self._reroute()
+
+    def _reroute(self) -> None:
+        subscriptions = self._subscriptions
+        named = {method for s in subscriptions if s.methods is not None for method in s.methods}
+        self._routes = {
+            method: tuple(s for s in subscriptions if s.methods is None or method in s.methods)
+            for method in named
+        }
+        self._catch_all = tuple(s for s in subscriptions if s.methods is None)
+
     def _deliver(self, method: str, params: dict[str, Any]) -> None:
-        for subscription in self._subscriptions:
-            if subscription.methods is None or method in subscription.methods:
-                subscription._push(method, params)
+        # A tuple made before this event: a hook that unsubscribes during delivery changes the next one's.
+        for subscription in self._routes.get(method, self._catch_all):
+            subscription._push(method, params)
 
     def _close_subscriptions(self, error: CDPError | None) -> None:
         for subscription in self._subscriptions:

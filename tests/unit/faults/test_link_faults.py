@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import trio
 
@@ -16,6 +18,7 @@ from engine import (
     SessionDetached,
     TargetCrashed,
 )
+from engine._hooks import add_hook
 from engine.lowlevel import Connection
 from engine.testing import FakePeer
 
@@ -258,6 +261,46 @@ async def test_closing_ends_subscriptions(pair: tuple[Connection, FakePeer, Sess
             assert first.timestamp == 1
             with pytest.raises(ConnectionClosed):
                 await events.receive()
+
+
+async def test_each_event_reaches_exactly_its_subscriptions_in_order(
+    pair: tuple[Connection, FakePeer, Session],
+) -> None:
+    _, peer, browser = pair
+    seen: list[tuple[str, str]] = []
+
+    def hook(method: str, _: dict[str, Any]) -> None:
+        seen.append(("hook", method))
+        browser.unsubscribe(hooked)  # during delivery: the subscriptions after it still get this event
+
+    hooked = add_hook(browser, ("Page.loadEventFired",), hook)
+    loads = browser.subscribe(cdp.page.LoadEventFired)
+    every = browser.subscribe()
+    both = browser.subscribe("Page.loadEventFired", "Page.domContentEventFired")
+    sent = ["Page.loadEventFired", "Page.domContentEventFired", "Some.newEvent", "Page.loadEventFired"]
+    for method in sent:
+        peer.event(method, {"timestamp": 1})
+    with trio.fail_after(5):
+        got = {
+            name: [(await sub.receive()).method for _ in range(count)]
+            for name, sub, count in (("loads", loads, 2), ("every", every, 4), ("both", both, 3))
+        }
+    assert seen == [("hook", "Page.loadEventFired")]
+    assert got == {
+        "loads": ["Page.loadEventFired"] * 2,
+        "every": sent,
+        "both": ["Page.loadEventFired", "Page.domContentEventFired", "Page.loadEventFired"],
+    }
+    browser.unsubscribe(every)
+    peer.event("Some.newEvent", {})
+    peer.event("Page.domContentEventFired", {"timestamp": 2})
+    with trio.fail_after(5):
+        assert (await both.receive()).timestamp == 2  # the unnamed event went to no one
+    assert loads.statistics().buffered == 0
+    for sub in (loads, both):
+        browser.unsubscribe(sub)
+    assert browser._routes == {}
+    assert browser._catch_all == ()
 
 
 async def test_an_endpoint_that_refuses_discovery_still_connects(
