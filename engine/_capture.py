@@ -62,10 +62,10 @@ NOT_ACTIVE = "Not attached to an active page"
 """Chromium's answer to a capture asked for as the main frame's old document leaves."""
 
 BETWEEN_DOCUMENTS_BUDGET = 2.0
-"""Seconds a screenshot keeps asking a tab that is between two documents (see ``_capture``)."""
+"""Seconds a screenshot, a reload or a history move keeps asking a tab that is between two documents."""
 
 _REASK = 0.05
-"""Seconds between two captures asked of a tab between documents, unless a commit comes first."""
+"""Seconds between two asks of a tab between documents (a capture's: unless a commit comes first)."""
 
 _COMMIT = object()
 
@@ -157,9 +157,61 @@ async def reload(page: Page) -> None:
         buffer_size=16,
         overflow="drop_oldest",
     ) as events:
-        await session.execute_raw("Page.reload")
+        await _between_documents_too(page, "the reload", "Page.reload")
         async for event in events:  # the dialog hook has answered before this sees the event
             if event.method == "Page.loadEventFired":
                 return
             if dialog_state(page).stays != stays:
                 raise NavigationError(f"the reload did not happen: {STAYED}")
+
+
+async def history_step(page: Page, delta: int) -> bool:
+    """Go ``delta`` entries back or forward and wait for the commit; False when there is no such entry."""
+    session = page.session
+    what = "going back" if delta < 0 else "going forward"
+    history = await _between_documents_too(page, what, "Page.getNavigationHistory")
+    index = history["currentIndex"] + delta
+    entries = history["entries"]
+    if not 0 <= index < len(entries):
+        return False
+    async with session.listen(
+        "Page.frameNavigated",
+        "Page.navigatedWithinDocument",
+        typed=False,
+        buffer_size=64,
+        overflow="drop_oldest",
+    ) as events:
+        await _between_documents_too(
+            page, what, "Page.navigateToHistoryEntry", {"entryId": entries[index]["id"]}
+        )
+        async for item in events:
+            if item.method == "Page.navigatedWithinDocument" or is_main_frame(item.params):
+                return True
+    return True
+
+
+async def _between_documents_too(
+    page: Page, what: str, method: str, params: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """``method``, asked again while Chromium refuses it because the tab is between two documents.
+
+    For 20-30 ms after a navigation stopped halfway (a reload its caller gave up on), Chromium answers
+    ``Page.reload`` and the history commands with ``NOT_ACTIVE`` (measured: 4 of 40 such commands). A
+    refused command did nothing, so it is sent again, every ``_REASK`` for ``BETWEEN_DOCUMENTS_BUDGET``.
+    """
+    refused_since = math.inf
+    while True:
+        try:
+            return await page.session.execute_raw(method, params)
+        except ProtocolError as exc:
+            if NOT_ACTIVE not in exc.message:
+                raise
+            now = trio.current_time()
+            refused_since = min(refused_since, now)
+            if now - refused_since > BETWEEN_DOCUMENTS_BUDGET:
+                raise NavigationError(
+                    f"{what} did not start: for {BETWEEN_DOCUMENTS_BUDGET} s the tab was between two "
+                    f"documents at every try (Chromium: {NOT_ACTIVE}); wait for a load "
+                    "(page.wait_for(load_state='load')) and try again"
+                ) from exc
+        await trio.sleep(_REASK)

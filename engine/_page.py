@@ -352,12 +352,12 @@ class Page:
     async def back(self) -> bool:
         """Go back one history entry and wait for it to commit; False when there is none. Without a
         deadline of the caller's own, ``Settings.navigation_timeout`` applies (``NavigationError``)."""
-        return await self._bounded("going back", _waiting.history_step(self, -1))
+        return await self._bounded("going back", _capture.history_step(self, -1))
 
     async def forward(self) -> bool:
         """Go forward one history entry and wait for it to commit; False when there is none. Without a
         deadline of the caller's own, ``Settings.navigation_timeout`` applies (``NavigationError``)."""
-        return await self._bounded("going forward", _waiting.history_step(self, 1))
+        return await self._bounded("going forward", _capture.history_step(self, 1))
 
     async def reload(self) -> None:
         """Reload the page and wait for its ``load``. Without a deadline of the caller's own,

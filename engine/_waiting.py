@@ -25,7 +25,7 @@ from engine._actionability import (
 )
 from engine._errors import ActionError, ProtocolError, SessionDetached, StaleRefError
 from engine._frames import frame_sessions
-from engine._hooks import add_hook, is_main_frame
+from engine._hooks import add_hook
 from engine._snapshot import _frame_tree as frame_tree  # the refs room's list of a session's frames
 
 if TYPE_CHECKING:
@@ -359,25 +359,3 @@ async def wait_for(
         ref=ref or "",
         check="wait_for",
     )
-
-
-async def history_step(page: Page, delta: int) -> bool:
-    """Go ``delta`` entries back or forward and wait for the commit; False when there is no such entry."""
-    session = page.session
-    history = await session.execute_raw("Page.getNavigationHistory")
-    index = history["currentIndex"] + delta
-    entries = history["entries"]
-    if not 0 <= index < len(entries):
-        return False
-    async with session.listen(
-        "Page.frameNavigated",
-        "Page.navigatedWithinDocument",
-        typed=False,
-        buffer_size=64,
-        overflow="drop_oldest",
-    ) as events:
-        await session.execute_raw("Page.navigateToHistoryEntry", {"entryId": entries[index]["id"]})
-        async for item in events:
-            if item.method == "Page.navigatedWithinDocument" or is_main_frame(item.params):
-                return True
-    return True

@@ -239,6 +239,26 @@ async def test_a_screenshot_raced_by_a_navigation_returns_a_png(browser: Browser
                 assert png_size(await page.screenshot())[0] > 0
 
 
+async def test_a_reload_given_up_halfway_leaves_history_and_reload_working(
+    browser: Browser, server: str
+) -> None:
+    # For 20-30 ms after a reload stopped halfway, Chromium refuses Page.reload and the history commands
+    # ("Not attached to an active page"): before the engine asked again, these raised a ProtocolError.
+    page = await open_page(browser, f"{server}/actions/nav.html?first")
+    with trio.fail_after(10):
+        await page.goto(f"{server}/actions/nav.html?second")
+    for n in range(40):
+        with trio.move_on_after(0.001 * (n % 20)):
+            await page.reload()
+        with trio.fail_after(10):
+            if n % 4 == 0:
+                assert await page.back() is True
+            elif n % 4 == 1:
+                assert await page.forward() is True
+            else:
+                await page.reload()
+
+
 async def test_scroll_by_direction_and_to_a_ref(browser: Browser, server: str) -> None:
     page = await open_page(browser, f"{server}/actions/tall.html")
     with trio.fail_after(10):

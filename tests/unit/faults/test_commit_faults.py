@@ -1,6 +1,6 @@
 """Commands against a fake tab that behaves as Chromium does when a new document commits: a screenshot or
-an input pending at the commit is never answered, and a capture asked for as the old document leaves is
-refused."""
+an input pending at the commit is never answered, and a capture, a reload or a history command asked for
+as the old document leaves is refused."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import trio
 from trio.testing import MockClock
 
-from engine import ActionError, ConnectionClosed, ResolvedNode
+from engine import ActionError, ConnectionClosed, NavigationError, ProtocolError, ResolvedNode
 from engine._capture import _REASK, BETWEEN_DOCUMENTS_BUDGET, NOT_ACTIVE
 from engine._input import LOST_INPUT_GRACE, input_across_commit
 from engine.testing import FakePeer, open_fake_browser
@@ -124,3 +124,76 @@ async def test_an_input_lost_to_a_commit_is_given_up_after_the_grace(
         assert (info.value.ref, info.value.check) == ("e1", "attached")
         assert browser.connection.pending_count() == 0
         assert len(page.session._subscriptions) == 0  # the hooks are gone
+
+
+def refuse(peer: FakePeer, command: dict[str, Any], message: str = NOT_ACTIVE) -> None:
+    peer.send({"id": command["id"], "error": {"code": -32000, "message": message}})
+
+
+async def test_a_history_move_refused_between_documents_is_asked_again() -> None:
+    async with open_fake_browser() as (browser, peer):
+        page = await fake_page(browser, peer)
+
+        async def tab() -> None:
+            for _ in range(2):
+                history = await peer.next_command()
+                assert history["method"] == "Page.getNavigationHistory"
+                refuse(peer, history)
+            history = await peer.next_command()
+            entries = [{"id": 5, "url": "http://x/a"}, {"id": 6, "url": "http://x/b"}]
+            peer.reply(history, {"currentIndex": 1, "entries": entries})
+            move = await peer.next_command()
+            assert move["method"] == "Page.navigateToHistoryEntry"
+            refuse(peer, move)
+            again = await peer.next_command()
+            assert again == {**move, "id": again["id"]}
+            peer.reply(again)
+            commit(peer)
+
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(tab)
+                assert await page.back() is True
+        assert browser.connection.pending_count() == 0
+
+
+async def test_a_reload_refused_until_the_budget_raises_a_navigation_error(mock_clock: MockClock) -> None:
+    mock_clock.autojump_threshold = 0
+    async with open_fake_browser() as (browser, peer):
+        page = await fake_page(browser, peer)
+        asked = 0
+
+        async def tab() -> None:
+            nonlocal asked
+            while True:
+                command = await peer.next_command()
+                if command["method"] == "Page.reload":
+                    asked += 1
+                    refuse(peer, command)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(tab)
+            start = trio.current_time()
+            with trio.fail_after(10), pytest.raises(NavigationError, match="between two documents"):
+                await page.reload()
+            assert (
+                BETWEEN_DOCUMENTS_BUDGET
+                <= trio.current_time() - start
+                <= BETWEEN_DOCUMENTS_BUDGET + 2 * _REASK
+            )
+            assert asked == pytest.approx(BETWEEN_DOCUMENTS_BUDGET / _REASK, abs=2)
+            nursery.cancel_scope.cancel()
+
+
+async def test_another_refusal_of_a_reload_is_raised_at_once() -> None:
+    async with open_fake_browser() as (browser, peer):
+        page = await fake_page(browser, peer)
+
+        async def tab() -> None:
+            refuse(peer, await peer.next_command(), "Some other refusal")
+
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(tab)
+                with pytest.raises(ProtocolError, match="Some other refusal"):
+                    await page.reload()
