@@ -291,25 +291,134 @@ async def scroll(
         return
     if direction not in ("up", "down", "left", "right"):
         raise ValueError(f"direction is 'up', 'down', 'left' or 'right', not {direction!r}")
-    metrics = await page.session.execute_raw("Page.getLayoutMetrics")
+    session = page.session
+    metrics = await session.execute_raw("Page.getLayoutMetrics")
     viewport = metrics["cssLayoutViewport"]
     width, height = viewport["clientWidth"], viewport["clientHeight"]
     step = amount if amount is not None else (height if direction in ("up", "down") else width) * 0.8
     dx = {"left": -step, "right": step}.get(direction, 0)
     dy = {"up": -step, "down": step}.get(direction, 0)
-    before = (metrics["cssVisualViewport"]["pageX"], metrics["cssVisualViewport"]["pageY"])
-    await input_across_commit(
-        page,
-        "Input.dispatchMouseEvent",
-        {"type": "mouseWheel", "x": width / 2, "y": height / 2, "deltaX": dx, "deltaY": dy},
-        f"scroll {direction}",
-    )
-    # The wheel's scroll lands a frame or two after the reply: wait until the offset moved (or can't).
-    for _ in range(20):
-        now = (await page.session.execute_raw("Page.getLayoutMetrics"))["cssVisualViewport"]
-        if (now["pageX"], now["pageY"]) != before:
-            return
-        await trio.sleep(0.016)
+    x, y = width / 2, height / 2
+    group = new_group()
+    try:
+        landing = await _scroll_landing(session, group, (x, y, dx, dy))
+        await input_across_commit(
+            page,
+            "Input.dispatchMouseEvent",
+            {"type": "mouseWheel", "x": x, "y": y, "deltaX": dx, "deltaY": dy},
+            f"scroll {direction}",
+        )
+        # The wheel's scroll lands a frame or two after the reply: wait for it, in the page for an inner
+        # scrolling box (or for the frame that runs the page's own wheel listeners, when nothing under the
+        # pointer can move that way).
+        where = "viewport" if landing is None else "waited"  # (a navigation or our timer ends the wait)
+        if landing is not None:
+            # The page's own timers end the wait; trio's ends it if the page has replaced them.
+            with contextlib.suppress(ProtocolError), trio.move_on_after(2 * SCROLL_SETTLE):
+                where = await call_on(
+                    session, landing, _AWAIT_LANDING, SCROLL_SETTLE * 1000, await_promise=True
+                )
+    finally:
+        release(session, group)
+    if where == "viewport":
+        # The page's own offset: Chromium's layout metrics show it a frame before the page's scrollY does.
+        before = (metrics["cssVisualViewport"]["pageX"], metrics["cssVisualViewport"]["pageY"])
+        with trio.move_on_after(SCROLL_SETTLE):
+            while True:
+                now = (await session.execute_raw("Page.getLayoutMetrics"))["cssVisualViewport"]
+                if (now["pageX"], now["pageY"]) != before:
+                    return
+                await trio.sleep(0.016)
+
+
+SCROLL_SETTLE = 0.35
+"""Seconds ``scroll(direction=)`` waits at most for the wheel's scroll to land. It returns as the offset
+of what scrolls moves, or a frame after the wheel when nothing under the pointer can move that way (a
+page at its end, or one whose wheel listeners scroll it their own way). Watching only the page's own
+offset, a page whose scrolling box is an inner element, and one at its end, took the whole 0.35 s."""
+
+_LANDING = """(() => {
+  const [x, y, dx, dy] = [%r, %r, %r, %r];
+  const root = document.scrollingElement || document.documentElement;
+  const viewportOverflow = (axis) => {
+    const own = getComputedStyle(document.documentElement)[axis];
+    return own !== "visible" || !document.body ? own : getComputedStyle(document.body)[axis];
+  };
+  const room = (el, delta, axis) => {
+    if (!delta) return false;
+    const vertical = axis === "overflowY";
+    const style = getComputedStyle(el);
+    if (!vertical && style.direction === "rtl") return true;  // negative offsets: do not guess, wait
+    const overflow = el === root ? viewportOverflow(axis) : style[axis];
+    if (!/auto|scroll|overlay/.test(overflow) && !(el === root && overflow === "visible")) return false;
+    const at = vertical ? el.scrollTop : el.scrollLeft;
+    const end = vertical ? el.scrollHeight - el.clientHeight : el.scrollWidth - el.clientWidth;
+    return delta > 0 ? at < end - 1 : at > 1;
+  };
+  const up = (el) => {
+    const top = el.getRootNode();
+    return el.parentElement || (top instanceof ShadowRoot ? top.host : null);
+  };
+  let el = document.elementFromPoint(x, y);
+  while (el && el.shadowRoot) {
+    const inner = el.shadowRoot.elementFromPoint(x, y);
+    if (!inner || inner === el) break;
+    el = inner;
+  }
+  let scroller = el ? null : root;  // nothing there to ask: watch the viewport
+  for (; el && !scroller; el = up(el)) {
+    if (/^(IFRAME|FRAME)$/.test(el.tagName)) scroller = el;  // what scrolls is inside: wait for it
+    else if (el !== root && (room(el, dy, "overflowY") || room(el, dx, "overflowX"))) scroller = el;
+  }
+  if (!scroller && (room(root, dy, "overflowY") || room(root, dx, "overflowX"))) scroller = root;
+  const offset = () => {
+    if (!/^(IFRAME|FRAME)$/.test(scroller.tagName)) return [scroller.scrollLeft, scroller.scrollTop];
+    try {
+      return [scroller.contentWindow.scrollX, scroller.contentWindow.scrollY];
+    } catch {
+      return [0, 0];  // another site's frame: its offset is not ours to read, so wait the whole time
+    }
+  };
+  // No scroll listener: with one on the window, the wheel's scroll showed a frame later (16 ms).
+  const at = scroller && scroller !== root && offset();
+  return {
+    viewport: scroller === root,
+    inner: !!at,
+    moved: () => !!at && offset().some((value, axis) => value !== at[axis]),
+  };
+})()"""
+
+_AWAIT_LANDING = """function (cap) {
+  if (this.viewport) return "viewport";  // the caller watches it
+  return new Promise((resolve) => {
+    let done = false;
+    const end = () => { done = true; resolve("waited"); };
+    setTimeout(end, cap);
+    if (!this.inner) {  // a frame, so that the page's own wheel listeners have run
+      requestAnimationFrame(() => setTimeout(end, 0));
+      return;
+    }
+    const look = () => done || (this.moved() ? end() : setTimeout(look, 4));
+    look();
+  });
+}"""
+
+
+async def _scroll_landing(
+    session: Session, group: str, wheel: tuple[float, float, float, float]
+) -> str | None:
+    """A handle on what will move under the ``wheel``'s (x, y) by its (dx, dy): the viewport, an inner
+    scrolling box (or a frame), or nothing; None when the page cannot be asked (it is navigating)."""
+    try:
+        got = await session.execute_raw(
+            "Runtime.evaluate", {"expression": _LANDING % wheel, "objectGroup": group}
+        )
+    except ProtocolError:
+        return None
+    if "exceptionDetails" in got:
+        return None
+    handle = got.get("result", {}).get("objectId")
+    return handle if isinstance(handle, str) else None
 
 
 async def press(page: Page, combo: str, *, ref: str | None) -> None:

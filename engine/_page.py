@@ -332,7 +332,7 @@ class Page:
     ) -> None:
         """Scroll ``ref`` into view, or the page by a wheel turn (``amount`` CSS px; 80% of the viewport)."""
         async with _stale_if_gone(self, ref):
-            await _input.scroll(self, direction=direction, ref=ref, amount=amount)
+            await _answered("scroll", _input.scroll(self, direction=direction, ref=ref, amount=amount))
 
     async def drag(self, source: str, target: str) -> None:
         """Drag ``source`` onto ``target`` (HTML5 drag and drop, or mouse moves for pages that use those)."""

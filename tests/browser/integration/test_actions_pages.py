@@ -193,6 +193,7 @@ async def test_reads_of_a_page_in_an_endless_loop_give_up_without_a_deadline(
         f"resolve {link}": lambda: page.resolve(link),
         "frames": page.frames,
         "screenshot": page.screenshot,
+        "scroll": lambda: page.scroll(direction="down"),
     }
     async with without_a_deadline():
         for what, read in reads.items():
@@ -271,6 +272,28 @@ async def test_scroll_by_direction_and_to_a_ref(browser: Browser, server: str) -
         assert await value(page, "scrollY") > 2500
         await page.scroll(direction="up", amount=300)
         assert 2200 < await value(page, "scrollY") < 2800
+
+
+async def test_scroll_by_direction_in_an_inner_box_and_at_its_end(browser: Browser, server: str) -> None:
+    # The page itself cannot scroll (overflow: hidden); its scrolling box is an inner element. Watching
+    # only the page's offset, each of these polled it for 0.35 s (21 more commands) and then gave up.
+    page = await open_page(browser, f"{server}/actions/scrollers.html")
+    connection = browser.connection
+
+    async def scroll_down() -> int:
+        sent = connection.statistics().messages_sent
+        await page.scroll(direction="down", amount=300)
+        return connection.statistics().messages_sent - sent
+
+    with trio.fail_after(10):
+        assert await scroll_down() <= 6
+        assert await value(page, "document.getElementById('inner').scrollTop") == 300  # it waited for it
+        await page.evaluate("document.getElementById('inner').scrollTop = 1e6")
+        assert await scroll_down() <= 6  # at its end: nothing can move that way
+        assert await value(page, "wheels") == 2  # the page's own wheel listener had run
+        await page.scroll(direction="up", amount=300)
+        bottom = await value(page, "(e => e.scrollHeight - e.clientHeight)(document.getElementById('inner'))")
+        assert await value(page, "document.getElementById('inner').scrollTop") == bottom - 300
 
 
 async def test_drag_and_drop_html5_and_mouse_based(browser: Browser, server: str) -> None:
