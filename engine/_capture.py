@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import math
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -15,6 +17,7 @@ from engine._hooks import add_hook, is_main_frame
 
 if TYPE_CHECKING:
     from engine._page import Page
+    from engine._session import Subscription
 
 
 async def screenshot(page: Page, *, ref: str | None, full_page: bool) -> bytes:
@@ -146,23 +149,12 @@ def _between_documents(refusal: ProtocolError) -> ActionError:
 
 
 async def reload(page: Page) -> None:
-    """Reload and wait for the new document's ``load``; a page told to stay (its ``beforeunload``
-    dismissed) raises at once, as no load will come."""
-    session = page.session
-    stays = dialog_state(page).stays
-    async with session.listen(
-        "Page.loadEventFired",
-        "Page.javascriptDialogOpening",
-        typed=False,
-        buffer_size=16,
-        overflow="drop_oldest",
-    ) as events:
-        await _between_documents_too(page, "the reload", "Page.reload")
-        async for event in events:  # the dialog hook has answered before this sees the event
-            if event.method == "Page.loadEventFired":
-                return
-            if dialog_state(page).stays != stays:
-                raise NavigationError(f"the reload did not happen: {STAYED}")
+    """Reload and wait for the new document's ``load``; raises at once when none will come (see
+    ``_follow``)."""
+    async with _navigation_events(page) as events:
+        watch = _Watch(page, events)
+        await _between_documents_too(page, "the reload", "Page.reload", before_each=watch.begin)
+        await _follow(watch, "the reload", lambda method, _: method == "Page.loadEventFired")
 
 
 async def history_step(page: Page, delta: int) -> bool:
@@ -174,33 +166,110 @@ async def history_step(page: Page, delta: int) -> bool:
     entries = history["entries"]
     if not 0 <= index < len(entries):
         return False
-    async with session.listen(
-        "Page.frameNavigated",
-        "Page.navigatedWithinDocument",
-        typed=False,
-        buffer_size=64,
-        overflow="drop_oldest",
-    ) as events:
+
+    def committed(method: str, params: dict[str, Any]) -> bool:
+        if method == "Page.frameNavigated":
+            return is_main_frame(params)
+        return method == "Page.navigatedWithinDocument" and params.get("frameId") == session.frame_id
+
+    async with _navigation_events(page) as events:
+        watch = _Watch(page, events)
+        entry = {"entryId": entries[index]["id"]}
         await _between_documents_too(
-            page, what, "Page.navigateToHistoryEntry", {"entryId": entries[index]["id"]}
+            page, what, "Page.navigateToHistoryEntry", entry, before_each=watch.begin
         )
-        async for item in events:
-            if item.method == "Page.navigatedWithinDocument" or is_main_frame(item.params):
-                return True
+        await _follow(watch, what, committed)
     return True
 
 
+def _navigation_events(page: Page) -> AbstractAsyncContextManager[Subscription[Any]]:
+    return page.session.listen(*_NAVIGATION_EVENTS, typed=False, buffer_size=256, overflow="drop_oldest")
+
+
+_NAVIGATION_EVENTS = (
+    "Page.frameNavigated",
+    "Page.navigatedWithinDocument",
+    "Page.loadEventFired",
+    "Page.javascriptDialogOpening",
+    "Page.frameStartedLoading",
+    "Page.frameStoppedLoading",
+)
+_LOADING = ("Page.frameStartedLoading", "Page.frameStoppedLoading")
+
+NO_DOCUMENT_GRACE = 0.5
+"""Seconds a navigation may still commit after its frame stopped loading: a page restored from the
+back-forward cache commits 1-2 ms after the stop; a response with no content never does."""
+
+NO_DOCUMENT = (
+    "the page stopped loading with no new document (a response with no content, such as 204 No "
+    "Content, a download, or a navigation the browser cancelled): it stays where it was"
+)
+
+
+class _Watch:
+    """What a navigation's events have said since its command was sent."""
+
+    def __init__(self, page: Page, events: Subscription[Any]) -> None:
+        self.page = page
+        self.events = events
+        self.begin()
+
+    def begin(self) -> None:
+        """The command is about to be sent (again): what came before is another navigation's."""
+        self.events._forget_buffered()
+        self.stays = dialog_state(self.page).stays
+        self.started = False  # the main frame started loading since the command
+        self.stopped_at = math.inf  # and then stopped, with no commit yet
+
+
+async def _follow(watch: _Watch, what: str, done: Callable[[str, dict[str, Any]], bool]) -> None:
+    """Receive until ``done(method, params)``; raise NavigationError as soon as it is clear that the
+    navigation will not commit.
+
+    Two ways, both of which left reload() and back() waiting for ``Settings.navigation_timeout``: the
+    page's ``beforeunload`` was dismissed (``DialogState.stays`` went up), or the main frame started
+    loading and stopped with no new document within ``NO_DOCUMENT_GRACE``. A frame's loading state is one
+    flag, so a start seen here is not the previous navigation's, and the stop after it ends this one's.
+    """
+    page = watch.page
+    while True:
+        with trio.move_on_at(watch.stopped_at + NO_DOCUMENT_GRACE) as grace:
+            event = await watch.events.receive()  # the dialog hook answered before this sees its event
+        if grace.cancelled_caught:
+            raise NavigationError(f"{what} did not happen: {NO_DOCUMENT}")
+        method, params = event.method, event.params
+        if done(method, params):
+            return
+        if dialog_state(page).stays != watch.stays:
+            raise NavigationError(f"{what} did not happen: {STAYED}")
+        if method == "Page.frameNavigated" and is_main_frame(params):
+            watch.started, watch.stopped_at = False, math.inf  # committed: the next stop ends its load
+        elif method in _LOADING and params.get("frameId") == page.session.frame_id:
+            if method == "Page.frameStoppedLoading" and watch.started:
+                watch.stopped_at = min(watch.stopped_at, trio.current_time())
+            watch.started = method == "Page.frameStartedLoading"
+
+
 async def _between_documents_too(
-    page: Page, what: str, method: str, params: dict[str, Any] | None = None
+    page: Page,
+    what: str,
+    method: str,
+    params: dict[str, Any] | None = None,
+    *,
+    before_each: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """``method``, asked again while Chromium refuses it because the tab is between two documents.
 
     For 20-30 ms after a navigation stopped halfway (a reload its caller gave up on), Chromium answers
     ``Page.reload`` and the history commands with ``NOT_ACTIVE`` (measured: 4 of 40 such commands). A
-    refused command did nothing, so it is sent again, every ``_REASK`` for ``BETWEEN_DOCUMENTS_BUDGET``.
+    refused command did nothing, so it is sent again, every ``_REASK`` for ``BETWEEN_DOCUMENTS_BUDGET``;
+    ``before_each`` runs before each send (a watch of the events forgets those of the navigation that
+    was leaving, which may commit in the meantime).
     """
     refused_since = math.inf
     while True:
+        if before_each is not None:
+            before_each()
         try:
             return await page.session.execute_raw(method, params)
         except ProtocolError as exc:

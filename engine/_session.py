@@ -152,6 +152,11 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
             self._delivered_at_turn = self._delivered
             connection.filling = True
 
+    def _forget_buffered(self) -> None:
+        """Drop the events waiting here (the engine's own: events known to predate what is awaited)."""
+        self._buffer.clear()
+        self._gaps = 0
+
     def _close(self, error: CDPError | None = None) -> None:
         """End the subscription: a consumer gets the buffered events, then ``error`` (or the end)."""
         if self._ended:

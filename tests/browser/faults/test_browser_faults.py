@@ -122,6 +122,27 @@ async def test_reload_and_back_without_a_deadline_get_the_settings_default(fault
             assert await title(page) == "final"
 
 
+async def test_reload_and_back_to_no_content_raise_at_once(faulty: str) -> None:
+    # A revisit of /then-204.html is answered 204 No Content: the tab starts and stops loading and stays.
+    # reload() and back() waited Settings.navigation_timeout (30 s) for a document that never came.
+    async with launch(args=["--disable-back-forward-cache"]) as browser:
+        with trio.fail_after(20):
+            page = await browser.new_page(f"{faulty}/then-204.html?a")
+        with trio.fail_after(10):
+            with pytest.raises(NavigationError, match=r"^the reload did not happen: .*no new document"):
+                await page.reload()
+            await page.goto(f"{faulty}/final.html")
+            with pytest.raises(NavigationError, match=r"^going back did not happen: .*no new document"):
+                await page.back()
+            assert await title(page) == "final"
+            await page.goto(f"{faulty}/then-204.html?b")  # a first visit loads as ever
+            assert await title(page) == "then 204"
+            assert await page.back() is True
+            with pytest.raises(NavigationError, match=r"^going forward did not happen: .*no new document"):
+                await page.forward()
+            assert await title(page) == "final"
+
+
 # -- crashes ------------------------------------------------------------------------------------------
 
 

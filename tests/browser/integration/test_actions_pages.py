@@ -124,10 +124,13 @@ async def test_beforeunload_is_accepted_by_default_so_the_page_is_left(browser: 
         await touch()  # a gesture each: Chromium asks once per user activation
         with pytest.raises(NavigationError, match=stay):
             await page.reload()  # at once: it waited for a load that never came
+        await touch()
+        with pytest.raises(NavigationError, match=stay):
+            await page.forward()  # at once: it waited for a commit that never came
         assert await value(page, "location.pathname") == "/actions/leave.html"
     assert [(d.type, d.accepted) for d in page.dialogs] == [("beforeunload", True)] * 2 + [
         ("beforeunload", False)
-    ] * 2
+    ] * 3
 
 
 async def test_an_alert_the_page_opens_by_itself_does_not_wedge_snapshot_or_evaluate(

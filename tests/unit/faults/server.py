@@ -25,7 +25,8 @@ PAGES: dict[str, bytes] = {
 
 
 _ANSWERED: set[str] = set()
-"""The ``/once.html?...`` URLs served so far: each is answered once, then never (a revisit that hangs)."""
+"""The ``/once.html?...`` and ``/then-204.html?...`` URLs served so far: each is answered once, then
+never (a revisit that hangs) or with 204 No Content (a revisit that leaves the page where it was)."""
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -57,7 +58,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._send(200, b"<title>once</title>", "Cache-Control: no-store")
         elif path == "/once.html":
             time.sleep(3600)
-        elif path == "/204":
+        elif path == "/then-204.html" and self.path not in _ANSWERED:
+            _ANSWERED.add(self.path)
+            self._send(200, b"<title>then 204</title>", "Cache-Control: no-store")
+        elif path in ("/then-204.html", "/204"):
             self._send(204, b"")
         else:
             self._send(404, b"not here")

@@ -12,7 +12,7 @@ import trio
 from trio.testing import MockClock
 
 from engine import ActionError, ConnectionClosed, NavigationError, ProtocolError, ResolvedNode
-from engine._capture import _REASK, BETWEEN_DOCUMENTS_BUDGET, NOT_ACTIVE
+from engine._capture import _REASK, BETWEEN_DOCUMENTS_BUDGET, NO_DOCUMENT_GRACE, NOT_ACTIVE
 from engine._input import LOST_INPUT_GRACE, input_across_commit
 from engine.testing import FakePeer, open_fake_browser
 from tests.unit.engine.test_evaluate_units import fake_page
@@ -157,6 +157,31 @@ async def test_a_history_move_refused_between_documents_is_asked_again() -> None
         assert browser.connection.pending_count() == 0
 
 
+async def test_a_commit_seen_while_a_history_move_was_refused_is_not_taken_for_its_own() -> None:
+    async with open_fake_browser() as (browser, peer):
+        page = await fake_page(browser, peer)
+        own_commit_sent = False
+
+        async def tab() -> None:
+            nonlocal own_commit_sent
+            history = await peer.next_command()
+            entries = [{"id": 5, "url": "http://x/a"}, {"id": 6, "url": "http://x/b"}]
+            peer.reply(history, {"currentIndex": 1, "entries": entries})
+            refuse(peer, await peer.next_command())
+            commit(peer)  # the navigation that was leaving commits: not the move's
+            again = await peer.next_command()
+            peer.reply(again)
+            await trio.sleep(0.2)
+            own_commit_sent = True
+            commit(peer)
+
+        with trio.fail_after(5):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(tab)
+                assert await page.back() is True
+                assert own_commit_sent
+
+
 async def test_a_reload_refused_until_the_budget_raises_a_navigation_error(mock_clock: MockClock) -> None:
     mock_clock.autojump_threshold = 0
     async with open_fake_browser() as (browser, peer):
@@ -197,3 +222,46 @@ async def test_another_refusal_of_a_reload_is_raised_at_once() -> None:
                 nursery.start_soon(tab)
                 with pytest.raises(ProtocolError, match="Some other refusal"):
                     await page.reload()
+
+
+def loading(peer: FakePeer, state: str) -> None:
+    """The main frame's loading flag: ``Started`` or ``Stopped``."""
+    peer.event(f"Page.frame{state}Loading", {"frameId": "T1"}, session_id="PAGE")  # fake_page's target
+
+
+@pytest.mark.parametrize("restored", [True, False], ids=["restored-from-cache", "no-content"])
+async def test_a_history_move_that_stops_loading_without_a_document(
+    mock_clock: MockClock, restored: bool
+) -> None:
+    # A page restored from the back-forward cache stops loading 1-2 ms before it commits; a response with
+    # no content (204) stops loading and never commits.
+    mock_clock.autojump_threshold = 0
+    async with open_fake_browser() as (browser, peer):
+        page = await fake_page(browser, peer)
+
+        async def tab() -> None:
+            history = await peer.next_command()
+            entries = [{"id": 5, "url": "http://x/a"}, {"id": 6, "url": "http://x/b"}]
+            peer.reply(history, {"currentIndex": 1, "entries": entries})
+            loading(peer, "Stopped")  # the end of an earlier load: no start seen since the command
+            peer.reply(await peer.next_command())
+            loading(peer, "Started")
+            loading(peer, "Stopped")
+            if restored:
+                await trio.sleep(NO_DOCUMENT_GRACE / 2)
+                commit(peer)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(tab)
+            start = trio.current_time()
+            with trio.fail_after(5):
+                if restored:
+                    assert await page.back() is True
+                else:
+                    with pytest.raises(
+                        NavigationError, match=r"^going back did not happen: .*no new document"
+                    ):
+                        await page.back()
+            assert trio.current_time() - start == pytest.approx(
+                NO_DOCUMENT_GRACE / 2 if restored else NO_DOCUMENT_GRACE
+            )
