@@ -8,7 +8,9 @@ navigation (a click, a key press) wait for the new document to commit before ret
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -291,6 +293,10 @@ async def scroll(
         return
     if direction not in ("up", "down", "left", "right"):
         raise ValueError(f"direction is 'up', 'down', 'left' or 'right', not {direction!r}")
+    if amount is not None and (
+        isinstance(amount, bool) or not isinstance(amount, (int, float)) or not 0 < amount < math.inf
+    ):
+        raise ValueError(f"amount is a number of CSS pixels above 0, not {amount!r}")
     session = page.session
     metrics = await session.execute_raw("Page.getLayoutMetrics")
     viewport = metrics["cssLayoutViewport"]
@@ -338,26 +344,33 @@ page at its end, or one whose wheel listeners scroll it their own way). Watching
 offset, a page whose scrolling box is an inner element, and one at its end, took the whole 0.35 s."""
 
 _LANDING = """(() => {
-  const [x, y, dx, dy] = [%r, %r, %r, %r];
-  const root = document.scrollingElement || document.documentElement;
-  const viewportOverflow = (axis) => {
-    const own = getComputedStyle(document.documentElement)[axis];
-    return own !== "visible" || !document.body ? own : getComputedStyle(document.body)[axis];
+  const [x, y, dx, dy] = %s;
+  const vertical = dy !== 0, delta = vertical ? dy : dx;
+  const axis = vertical ? "overflowY" : "overflowX";
+  const chaining = vertical ? "overscrollBehaviorY" : "overscrollBehaviorX";
+  const html = document.documentElement, root = document.scrollingElement || html;
+  const style = (el) => getComputedStyle(el);
+  // A scroll container on this axis. The root's overflow is the viewport's; in standards mode the body's
+  // goes to the viewport too while the root's is visible.
+  const box = (el) => {
+    if (el === root) {
+      const own = style(html)[axis];
+      const viewport = own !== "visible" || !document.body ? own : style(document.body)[axis];
+      return !/hidden|clip/.test(viewport);
+    }
+    if (el === document.body && style(html)[axis] === "visible") return false;
+    return /auto|scroll|overlay/.test(style(el)[axis]);
   };
-  const room = (el, delta, axis) => {
-    if (!delta) return false;
-    const vertical = axis === "overflowY";
-    const style = getComputedStyle(el);
-    if (!vertical && style.direction === "rtl") return true;  // negative offsets: do not guess, wait
-    const overflow = el === root ? viewportOverflow(axis) : style[axis];
-    if (!/auto|scroll|overlay/.test(overflow) && !(el === root && overflow === "visible")) return false;
-    const at = vertical ? el.scrollTop : el.scrollLeft;
+  const room = (el) => {
+    let at = vertical ? el.scrollTop : el.scrollLeft;
     const end = vertical ? el.scrollHeight - el.clientHeight : el.scrollWidth - el.clientWidth;
-    return delta > 0 ? at < end - 1 : at > 1;
+    let forward = delta > 0;
+    if (!vertical && style(el).direction === "rtl") [at, forward] = [-at, !forward];  // offsets run leftward
+    return forward ? at < end - 1 : at > 1;
   };
   const up = (el) => {
     const top = el.getRootNode();
-    return el.parentElement || (top instanceof ShadowRoot ? top.host : null);
+    return el.assignedSlot || el.parentElement || (top instanceof ShadowRoot ? top.host : null);
   };
   let el = document.elementFromPoint(x, y);
   while (el && el.shadowRoot) {
@@ -366,11 +379,13 @@ _LANDING = """(() => {
     el = inner;
   }
   let scroller = el ? null : root;  // nothing there to ask: watch the viewport
-  for (; el && !scroller; el = up(el)) {
+  let chained = true;
+  for (; el && !scroller && chained && el !== root; el = up(el)) {
     if (/^(IFRAME|FRAME)$/.test(el.tagName)) scroller = el;  // what scrolls is inside: wait for it
-    else if (el !== root && (room(el, dy, "overflowY") || room(el, dx, "overflowX"))) scroller = el;
+    else if (box(el) && room(el)) scroller = el;
+    else if (box(el)) chained = style(el)[chaining] === "auto";  // else its end stops the wheel there
   }
-  if (!scroller && (room(root, dy, "overflowY") || room(root, dx, "overflowX"))) scroller = root;
+  if (!scroller && chained && box(root) && room(root)) scroller = root;
   const offset = () => {
     if (!/^(IFRAME|FRAME)$/.test(scroller.tagName)) return [scroller.scrollLeft, scroller.scrollTop];
     try {
@@ -409,12 +424,12 @@ async def _scroll_landing(
 ) -> str | None:
     """A handle on what will move under the ``wheel``'s (x, y) by its (dx, dy): the viewport, an inner
     scrolling box (or a frame), or nothing; None when the page cannot be asked (it is navigating)."""
-    try:
+    got: dict[str, Any] = {}
+    # A page held by a navigation waiting for its response answers nothing: then watch the viewport.
+    with contextlib.suppress(ProtocolError), trio.move_on_after(SCROLL_SETTLE):
         got = await session.execute_raw(
-            "Runtime.evaluate", {"expression": _LANDING % wheel, "objectGroup": group}
+            "Runtime.evaluate", {"expression": _LANDING % json.dumps(wheel), "objectGroup": group}
         )
-    except ProtocolError:
-        return None
     if "exceptionDetails" in got:
         return None
     handle = got.get("result", {}).get("objectId")

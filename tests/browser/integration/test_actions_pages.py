@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import struct
 import zlib
 from collections.abc import Awaitable, Callable
@@ -10,7 +11,7 @@ import pytest
 import trio
 
 import engine._page
-from engine import ActionError, Browser, NavigationError, StaleRefError, _popups
+from engine import ActionError, Browser, NavigationError, StaleRefError, _input, _popups
 from tests.browser.integration._actions_helpers import open_page, ref, value
 from tests.deadlines import without_a_deadline
 
@@ -297,6 +298,35 @@ async def test_scroll_by_direction_in_an_inner_box_and_at_its_end(browser: Brows
         await page.scroll(direction="up", amount=300)
         bottom = await value(page, "(e => e.scrollHeight - e.clientHeight)(document.getElementById('inner'))")
         assert await value(page, "document.getElementById('inner').scrollTop") == bottom - 300
+
+
+@pytest.mark.parametrize(
+    ("page_name", "direction", "offset", "moved", "watched"),
+    [
+        ("scroll-body", "down", "scrollY", 200, "viewport"),  # the body's overflow is the viewport's
+        ("scroll-slot", "down", "box().scrollTop", 200, "inner"),  # a shadow root's box around a slot
+        ("scroll-contain", "down", "scrollY", 0, "nothing"),  # a box at its end that keeps the wheel
+        ("scroll-rtl", "left", "scrollX", -200, "viewport"),  # offsets that run leftward
+    ],
+)
+async def test_scroll_by_direction_finds_what_moves(
+    browser: Browser, server: str, page_name: str, direction: str, offset: str, moved: int, watched: str
+) -> None:
+    # What the page says will move decides the wait: the viewport's offset, an inner box's, or one frame.
+    # Each of these was misjudged once, and then scroll() waited 0.35 s for a box that never moved.
+    page = await open_page(browser, f"{server}/actions/{page_name}.html")
+    with trio.fail_after(10):
+        if page_name == "scroll-contain":
+            await page.evaluate("document.getElementById('dialog').scrollTop = 1e6")
+        width, height = await value(page, "[innerWidth, innerHeight]")
+        dx, dy = {"down": (0, 200), "left": (-200, 0)}[direction]
+        probe = _input._LANDING % json.dumps([width / 2, height / 2, dx, dy])
+        viewport, inner = await value(page, f"(landing => [landing.viewport, landing.inner])({probe})")
+        assert {(True, False): "viewport", (False, True): "inner", (False, False): "nothing"}[
+            (viewport, inner)
+        ] == watched
+        await page.scroll(direction=direction, amount=200)  # type: ignore[arg-type]
+        assert await value(page, offset) == moved
 
 
 async def test_drag_and_drop_html5_and_mouse_based(browser: Browser, server: str) -> None:
