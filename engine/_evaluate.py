@@ -14,6 +14,7 @@ released after the call.
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import json
 import logging
@@ -352,8 +353,19 @@ async def _stop_script(session: Session, metrics: MetricsRecorder, *, by: float 
     metrics.terminated(probes)
     if scope.cancelled_caught:
         log.warning("%s: %s", session.session_id, _NOT_STOPPED)
+        if (stops := _STOPS.get()) is not None:
+            stops.failed = True
         return False
     return True
+
+
+class _Stops:
+    """Whether a termination of this task's evaluate went unanswered (see ``_on_evaluate_session``)."""
+
+    failed = False
+
+
+_STOPS: contextvars.ContextVar[_Stops | None] = contextvars.ContextVar("_STOPS", default=None)
 
 
 def _was_terminated(exc: ProtocolError) -> bool:
@@ -635,10 +647,17 @@ async def _on_evaluate_session(
             release(session, group)
 
     if own:
-        with trio.move_on_at(deadline) as scope:
-            return await _finish(page, started, own, deadline, in_group())
+        # Our deadline can fire with the script's own watch (a loaded machine wakes this task after both):
+        # then the termination ran on the way out, and what it achieved reaches the error through _STOPS.
+        stops = _Stops()
+        token = _STOPS.set(stops)
+        try:
+            with trio.move_on_at(deadline) as scope:
+                return await _finish(page, started, own, deadline, in_group())
+        finally:
+            _STOPS.reset(token)
         if scope.cancelled_caught:
-            raise _timeout(page)
+            raise _timeout(page, stopped=not stops.failed)
     return await _finish(page, started, own, deadline, in_group())
 
 

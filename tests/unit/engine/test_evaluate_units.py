@@ -8,12 +8,14 @@ from typing import Any
 
 import pytest
 import trio
+from trio.testing import MockClock
 
-from engine import JavaScriptError, Page, Ref, Settings, Snapshot, SnapshotStats
-from engine._evaluate import MARGIN, _is_compile_error, _raise_for, _value_of, page_budget
+from engine import EvaluateTimeout, JavaScriptError, Page, Ref, Settings, Snapshot, SnapshotStats
+from engine._evaluate import MARGIN, STOP_LIMIT, _is_compile_error, _raise_for, _value_of, page_budget
 from engine._metrics import MetricsRecorder
 from engine.playwright import PlaywrightRef, map_refs, parse_ai_snapshot
 from engine.testing import FakePeer, open_fake_browser
+from tests.deadlines import without_a_deadline
 
 
 def test_the_page_gets_the_time_left_less_a_margin_of_at_most_a_tenth() -> None:
@@ -229,4 +231,34 @@ async def test_a_termination_from_elsewhere_is_a_javascript_error_not_a_timeout(
             nursery.start_soon(browser_side)
             with trio.fail_after(5), pytest.raises(JavaScriptError, match="from elsewhere"):
                 await page.evaluate("1 + 1")
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_timeout_that_fires_with_the_watch_says_whether_the_script_was_stopped(
+    mock_clock: MockClock,
+) -> None:
+    # On a loaded machine the task can wake after both the script's watch and the evaluate's own deadline
+    # have passed: the outer scope takes the Cancelled, and the termination runs on the way out. A tab
+    # that did not answer it was reported as "was terminated" (seen once in a CI-like run).
+    async with open_fake_browser(Settings(evaluate_timeout=1.0)) as (browser, peer):
+        page = await fake_page(browser, peer)
+
+        async def browser_side() -> None:
+            while True:
+                command = await peer.next_command()
+                method = command["method"]
+                if method == "Target.attachToTarget":
+                    peer.reply(command, {"sessionId": "EVAL"})
+                elif method == "Runtime.evaluate" and "hold()" in command["params"]["expression"]:
+                    mock_clock.jump(2.0)  # past the watch and the deadline at once; no reply, ever
+                elif method == "Runtime.terminateExecution":
+                    mock_clock.jump(STOP_LIMIT + 1.0)  # never answered: the tab is held
+                elif method != "Runtime.evaluate":
+                    peer.reply(command, {})
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(browser_side)
+            async with without_a_deadline():
+                with pytest.raises(EvaluateTimeout, match="could not be stopped"):
+                    await page.evaluate("hold()")
             nursery.cancel_scope.cancel()
