@@ -151,7 +151,7 @@ def _between_documents(refusal: ProtocolError) -> ActionError:
 async def reload(page: Page) -> None:
     """Reload and wait for the new document's ``load``; raises at once when none will come (see
     ``_follow``)."""
-    async with _navigation_events(page) as events:
+    async with _listen_for_the_move(page) as events:
         watch = _Watch(page, events)
         await _between_documents_too(page, "the reload", "Page.reload", before_each=watch.begin)
         await _follow(watch, "the reload", lambda method, _: method == "Page.loadEventFired")
@@ -172,7 +172,7 @@ async def history_step(page: Page, delta: int) -> bool:
             return is_main_frame(params)
         return method == "Page.navigatedWithinDocument" and params.get("frameId") == session.frame_id
 
-    async with _navigation_events(page) as events:
+    async with _listen_for_the_move(page) as events:
         watch = _Watch(page, events)
         entry = {"entryId": entries[index]["id"]}
         await _between_documents_too(
@@ -182,11 +182,12 @@ async def history_step(page: Page, delta: int) -> bool:
     return True
 
 
-def _navigation_events(page: Page) -> AbstractAsyncContextManager[Subscription[Any]]:
-    return page.session.listen(*_NAVIGATION_EVENTS, typed=False, buffer_size=256, overflow="drop_oldest")
+def _listen_for_the_move(page: Page) -> AbstractAsyncContextManager[Subscription[Any]]:
+    """The events a reload or a history move is followed by (``_page`` has goto's own, typed list)."""
+    return page.session.listen(*_MOVE_EVENTS, typed=False, buffer_size=256, overflow="drop_oldest")
 
 
-_NAVIGATION_EVENTS = (
+_MOVE_EVENTS = (
     "Page.frameNavigated",
     "Page.navigatedWithinDocument",
     "Page.loadEventFired",
