@@ -360,8 +360,11 @@ async def _stop_script(session: Session, metrics: MetricsRecorder, *, by: float 
 
 
 class _Stops:
-    """Whether a termination of this task's evaluate went unanswered (see ``_on_evaluate_session``)."""
+    """What this task's evaluate got to (see ``_on_evaluate_session``): whether a script was sent at all
+    (``sent``; the attach of the evaluate session can take the whole budget), and whether a termination
+    went unanswered (``failed``)."""
 
+    sent = False
     failed = False
 
 
@@ -395,6 +398,8 @@ async def _bounded(
         watch = deadline - (deadline - page_end) / 4
     else:
         watch = page_end + min(0.01, (deadline - page_end) / 4)
+    if (stops := _STOPS.get()) is not None:
+        stops.sent = True
     try:
         with trio.move_on_at(watch):
             try:
@@ -526,7 +531,7 @@ async def evaluate(
         with trio.move_on_at(deadline if own else math.inf) as scope:
             node = await page.resolve(ref)  # the identity check: a stale ref raises StaleRefError
         if scope.cancelled_caught:
-            raise _timeout(page, started=False)
+            raise _timeout(page, unstarted="the ref's identity check")
         return await evaluate_on(page, node, source, *args, _deadline=(deadline, own))
     if backend_node_id is not None:
         node = ResolvedNode(
@@ -541,12 +546,13 @@ async def evaluate(
     return await _evaluate_page(page, source, encoded, is_fn=bool(args), deadline=deadline, own=own)
 
 
-def _timeout(page: Page, *, stopped: bool = True, started: bool = True) -> EvaluateTimeout:
+def _timeout(page: Page, *, stopped: bool = True, unstarted: str | None = None) -> EvaluateTimeout:
+    """The error for a spent default budget; ``unstarted`` says what took it when no script was sent."""
     limit = page.browser.settings.evaluate_timeout
     advice = "Set your own deadline with trio.fail_after, or raise the setting"
     side_effects = "; it may have had side effects, so it is not safe to replay blindly"
-    if not started:
-        what = "never started (the ref's identity check did not finish), so nothing ran"
+    if unstarted is not None:
+        what = f"never started ({unstarted} did not finish), so nothing ran"
     elif stopped:
         what = "was terminated" + side_effects
     else:
@@ -657,6 +663,8 @@ async def _on_evaluate_session(
         finally:
             _STOPS.reset(token)
         if scope.cancelled_caught:
+            if not stops.sent:
+                raise _timeout(page, unstarted="attaching the session evaluate runs on")
             raise _timeout(page, stopped=not stops.failed)
     return await _finish(page, started, own, deadline, in_group())
 

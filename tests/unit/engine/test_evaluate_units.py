@@ -262,3 +262,29 @@ async def test_a_timeout_that_fires_with_the_watch_says_whether_the_script_was_s
                 with pytest.raises(EvaluateTimeout, match="could not be stopped"):
                     await page.evaluate("hold()")
             nursery.cancel_scope.cancel()
+
+
+async def test_a_budget_spent_attaching_says_nothing_ran(mock_clock: MockClock) -> None:
+    # The evaluate session's attach can take the whole default budget (a tab whose browser side is busy);
+    # no script was sent then, and the error said "was terminated ... may have had side effects".
+    mock_clock.autojump_threshold = 0  # the clock runs to the next deadline whenever every task waits
+    async with open_fake_browser(Settings(evaluate_timeout=1.0, attach_timeout=5.0)) as (browser, peer):
+        page = await fake_page(browser, peer)
+        seen: list[str] = []
+
+        async def browser_side() -> None:
+            while True:
+                command = await peer.next_command()
+                seen.append(command["method"])
+                if command["method"] != "Target.attachToTarget":  # the attach is never answered
+                    peer.reply(command, {})
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(browser_side)
+            async with without_a_deadline():
+                with pytest.raises(EvaluateTimeout, match=r"never started \(attaching the session") as caught:
+                    await page.evaluate("1 + 1")
+            nursery.cancel_scope.cancel()
+        assert "so nothing ran" in str(caught.value)
+        assert "side effects" not in str(caught.value)
+        assert seen == ["Target.attachToTarget"]
