@@ -330,7 +330,10 @@ class Page:
         ref: str | None = None,
         amount: float | None = None,
     ) -> None:
-        """Scroll ``ref`` into view, or the page by a wheel turn (``amount`` CSS px; 80% of the viewport)."""
+        """Scroll ``ref`` into view, or the page by a wheel turn (``amount`` CSS px; 80% of the viewport).
+
+        A wheel turn returns once what it scrolls has moved (a snapping box: once it rests on its snap
+        point), or a frame after the wheel when nothing under the pointer can move that way."""
         async with _stale_if_gone(self, ref):
             await _answered("scroll", _input.scroll(self, direction=direction, ref=ref, amount=amount))
 

@@ -329,6 +329,24 @@ async def test_scroll_by_direction_finds_what_moves(
         assert await value(page, offset) == moved
 
 
+@pytest.mark.parametrize(
+    ("page_name", "offset"),
+    [("scroll-snap", "scrollY"), ("scroll-snap-inner", "document.getElementById('box').scrollTop")],
+)
+async def test_scroll_by_direction_returns_once_a_snapping_box_has_settled(
+    browser: Browser, server: str, page_name: str, offset: str
+) -> None:
+    # The wheel's scroll lands at 0.8 of a screen, then Chromium glides to the next section's top a pixel a
+    # frame for about 0.17 s. scroll() returned at the landing, and a look right after saw the glide.
+    page = await open_page(browser, f"{server}/actions/{page_name}.html")
+    with trio.fail_after(10):
+        height = await value(page, "innerHeight")
+        await page.scroll(direction="down")
+        assert await value(page, offset) == height  # the snap point, not where the glide began
+        await trio.sleep(0.3)
+        assert await value(page, offset) == height
+
+
 async def test_drag_and_drop_html5_and_mouse_based(browser: Browser, server: str) -> None:
     page = await open_page(browser, f"{server}/actions/drag.html")
     with trio.fail_after(10):
