@@ -387,9 +387,23 @@ _LANDING = """(() => {
     if (!vertical && style(el).direction === "rtl") [at, forward] = [-at, !forward];  // offsets run leftward
     return forward ? at < end - 1 : at > 1;
   };
-  const up = (el) => {
+  const parent = (el) => {
     const top = el.getRootNode();
     return el.assignedSlot || el.parentElement || (top instanceof ShadowRoot ? top.host : null);
+  };
+  // The wheel climbs containing blocks, not parents: an absolute box skips the unpositioned scrollers
+  // around it, a fixed one all of them (up to the viewport) unless a transform, filter or containment
+  // holds it.
+  const holds = (s, position) => (position === "absolute" && s.position !== "static")
+    || s.transform !== "none" || s.perspective !== "none" || s.filter !== "none"
+    || s.backdropFilter !== "none" || /paint|layout|strict|content/.test(s.contain)
+    || /transform|perspective|filter/.test(s.willChange) || s.containerType !== "normal";
+  const up = (el) => {
+    const position = style(el).position;
+    if (position !== "absolute" && position !== "fixed") return parent(el);
+    let block = parent(el);
+    while (block && block !== root && !holds(style(block), position)) block = parent(block);
+    return block || root;
   };
   let el = document.elementFromPoint(x, y);
   while (el && el.shadowRoot) {

@@ -307,6 +307,8 @@ async def test_scroll_by_direction_in_an_inner_box_and_at_its_end(browser: Brows
         ("scroll-slot", "down", "box().scrollTop", 200, "inner"),  # a shadow root's box around a slot
         ("scroll-contain", "down", "scrollY", 0, "nothing"),  # a box at its end that keeps the wheel
         ("scroll-rtl", "left", "scrollX", -200, "viewport"),  # offsets that run leftward
+        ("scroll-fixed", "down", "scrollY", 200, "viewport"),  # a fixed box: the wheel skips its scroller
+        ("scroll-absolute", "down", "scrollY", 200, "viewport"),  # an absolute one: the same, here
     ],
 )
 async def test_scroll_by_direction_finds_what_moves(
