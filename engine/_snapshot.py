@@ -216,21 +216,52 @@ def _known(state: RefState, ref: str) -> Ref:
 
 
 async def _is_connected(session: Session, backend_node_id: int) -> bool:
+    return await _hidden_check(session, backend_node_id, "") == ""
+
+
+_HIDDEN_IDENTITY = """function (name) {
+  if (!this.isConnected) return "removed";
+  if (!name) return "";
+  const norm = (text) => typeof text === "string" ? text.replace(/\\s+/g, " ").trim() : "";
+  const el = this, texts = [el.textContent];
+  if (el.nodeType === 1) {
+    for (const attr of ["aria-label", "title", "alt", "placeholder"]) texts.push(el.getAttribute(attr));
+    texts.push(el.value);
+    const ids = (el.getAttribute("aria-labelledby") || "").split(/\\s+/);
+    texts.push(ids.map((id) => el.ownerDocument.getElementById(id)?.textContent || "").join(" "));
+    for (const label of el.labels || []) texts.push(label.textContent);
+    for (const inner of el.querySelectorAll("[alt], [aria-label]")) {
+      texts.push(inner.getAttribute("alt"), inner.getAttribute("aria-label"));
+    }
+  }
+  const want = norm(name);
+  return texts.some((text) => norm(text).includes(want)) ? "" : "renamed";
+}"""
+"""An ignored node (display:none, aria-hidden) has no accessible name in the AX tree to check; here the
+name must still be found in what names it (its text, labels, label attributes). Lenient by design: a
+false "renamed" would stop a wait for an element that is only hidden for a moment."""
+
+
+async def _hidden_check(session: Session, backend_node_id: int, name: str) -> str:
+    """Empty if the node is in its document and (given ``name``) still holds that name; else "removed" or
+    "renamed"."""
     try:
         obj = await session.execute_raw("DOM.resolveNode", {"backendNodeId": backend_node_id})
     except ProtocolError:
-        return False
+        return "removed"
     object_id = obj["object"]["objectId"]
     try:
         got = await session.execute_raw(
             "Runtime.callFunctionOn",
             {
                 "objectId": object_id,
-                "functionDeclaration": "function() { return this.isConnected }",
+                "functionDeclaration": _HIDDEN_IDENTITY,
+                "arguments": [{"value": name}],
                 "returnByValue": True,
             },
         )
-        return bool(got.get("result", {}).get("value"))
+        verdict = got.get("result", {}).get("value")
+        return verdict if verdict in ("", "removed", "renamed") else "removed"
     finally:
         await session.execute_raw("Runtime.releaseObject", {"objectId": object_id})
 
@@ -285,10 +316,14 @@ async def resolve_ref(page: Page, ref: str) -> ResolvedNode:
     found = nodes[0]
     if found.get("ignored"):
         # Hidden (display:none, aria-hidden) or detached: the same node is fine to wait on while it is
-        # still in the document; a detached one is gone for good.
-        if not await _is_connected(session, known.backend_node_id):
+        # still in the document and still holds its name; a detached one is gone for good.
+        verdict = await _hidden_check(session, known.backend_node_id, known.name)
+        if verdict == "removed":
             state.retire(ref, "removed")
             raise _stale(ref, "removed")
+        if verdict == "renamed":
+            state.retire(ref, "renamed")
+            raise _stale(ref, "renamed", f" (hidden now, and nothing in it says {known.name!r} any more)")
     else:
         role, name = _role_and_name(found)
         if role != known.role:

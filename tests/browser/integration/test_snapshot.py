@@ -284,3 +284,41 @@ async def test_a_closed_page_raises_one_error_not_a_group(browser: Browser, serv
         await page.snapshot()
     with trio.fail_after(10), pytest.raises(SessionDetached):
         await page.resolve("e1")
+
+
+_HIDDEN = (
+    "data:text/html,<button id=a>Cancel</button><button id=b aria-label='Close'>x</button>"
+    "<button id=c><img alt='Save' src='data:,'></button><label>Email <input id=d></label>"
+    "<button id=e>Keep</button>"
+)
+
+
+async def test_a_hidden_element_keeps_its_ref_until_it_no_longer_says_its_name(browser: Browser) -> None:
+    # A hidden node has no name in the AX tree. Its identity check skipped the name, so a button renamed
+    # "Delete everything" and hidden still passed as "Cancel", and a forced click hit it.
+    page = await open_page(browser, _HIDDEN)
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    refs = {(r.role, r.name): r.ref for r in snap.refs.values()}
+    named = [
+        ("button", "Cancel"),
+        ("button", "Close"),
+        ("button", "Save"),
+        ("textbox", "Email"),
+        ("button", "Keep"),
+    ]
+    with trio.fail_after(10):
+        await evaluate(
+            page, "for (const el of document.querySelectorAll('button, input')) el.style.display = 'none'"
+        )
+        await evaluate(page, "document.getElementById('e').setAttribute('aria-hidden', 'true')")
+        for key in named:
+            await page.resolve(refs[key])  # hidden, same element, same name: still good
+        await evaluate(page, "document.getElementById('a').textContent = 'Delete everything'")
+        await evaluate(page, "document.getElementById('e').textContent = 'Discard'")
+        for key in [("button", "Cancel"), ("button", "Keep")]:
+            with pytest.raises(StaleRefError) as caught:
+                await page.resolve(refs[key])
+            assert caught.value.reason == "renamed"
+            assert "hidden now" in str(caught.value)
+        await page.resolve(refs[("button", "Close")])
