@@ -27,7 +27,7 @@ from engine._actionability import (
     send_nowait,
     wait_actionable,
 )
-from engine._errors import ActionError, ProtocolError
+from engine._errors import ActionError, CDPError, ProtocolError
 from engine._hooks import add_hook, is_main_frame
 from engine._keys import MODIFIER_BITS, key_event, parse_combo, platform_modifier
 from engine._waiting import navigation_watch
@@ -176,20 +176,24 @@ async def drag(page: Page, source: str, target: str) -> None:
     data: list[dict[str, Any]] = []
     hook = add_hook(session, ("Input.dragIntercepted",), lambda _m, p: data.append(p.get("data", {})))
     dst: Target | None = None
+    held: tuple[float, float] | None = None  # where the button is down, until it is released
     try:
         await session.execute_raw("Input.setInterceptDrags", {"enabled": True})
         send_nowait(session, "Input.dispatchMouseEvent", {"type": "mouseMoved", "x": src.x, "y": src.y})
+        held = (src.x, src.y)
         send_nowait(
             session,
             "Input.dispatchMouseEvent",
             {"type": "mousePressed", "x": src.x, "y": src.y, "button": "left", "buttons": 1, "clickCount": 1},
         )
+        held = (src.x + 5, src.y + 5)
         await session.execute_raw(
             "Input.dispatchMouseEvent",
             {"type": "mouseMoved", "x": src.x + 5, "y": src.y + 5, "button": "left", "buttons": 1},
         )
         # The target is checked with the button held: its hit test must not count the dragged element.
         dst = await wait_actionable(page, "drag onto", target, group, hit=not data)
+        held = (dst.x, dst.y)
         await session.execute_raw(
             "Input.dispatchMouseEvent",
             {"type": "mouseMoved", "x": dst.x, "y": dst.y, "button": "left", "buttons": 1},
@@ -210,14 +214,35 @@ async def drag(page: Page, source: str, target: str) -> None:
                 "clickCount": 1,
             },
         )
+        held = None
     finally:
         session.unsubscribe(hook)
         if not session.detached:
+            if held is not None:
+                await _let_go(session, held, data[0] if data else None)
             send_nowait(session, "Input.setInterceptDrags", {"enabled": False})
         release(src.node.session, group)
         if dst is not None:
             release(dst.node.session, group)
 
+
+async def _let_go(session: Session, at: tuple[float, float], data: dict[str, Any] | None) -> None:
+    """End a drag given up halfway (an error, a deadline): a drag left open, or a button left down, made
+    the page drop every later click and key. Waited for (briefly, even when cancelled), so the release's
+    own events have run before the error reaches the caller."""
+    x, y = at
+    up = {"type": "mouseReleased", "x": x, "y": y, "button": "left", "buttons": 0, "clickCount": 1}
+    steps = [("Input.dispatchMouseEvent", up)]
+    if data is not None:
+        steps.insert(0, ("Input.dispatchDragEvent", {"type": "dragCancel", "x": x, "y": y, "data": data}))
+    with trio.CancelScope(shield=True), trio.move_on_after(LET_GO_LIMIT):
+        for method, params in steps:
+            with contextlib.suppress(CDPError):
+                await session.execute_raw(method, params)
+
+
+LET_GO_LIMIT = 1.0
+"""Seconds a drag given up halfway waits at most for the page to take the release."""
 
 ScrollDirection = Literal["up", "down", "left", "right"]
 

@@ -361,6 +361,29 @@ async def test_drag_and_drop_html5_and_mouse_based(browser: Browser, server: str
     ]
 
 
+_DRAGS = (
+    "data:text/html,<div draggable=true role=button aria-label=Card style='width:60px;height:30px'>c</div>"
+    "<div role=button aria-label=Knob style='width:60px;height:30px'>k</div>"
+    "<div id=bin role=region aria-label=Bin style='width:60px;height:30px'>b</div>"
+    "<button onclick='window.clicks = (window.clicks || 0) + 1'>Count</button>"
+)
+
+
+async def test_a_drag_given_up_halfway_leaves_the_page_taking_input(browser: Browser) -> None:
+    # The button stayed down and the HTML5 drag open: the page dropped every later click and key.
+    page = await open_page(browser, _DRAGS)
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await page.evaluate("document.getElementById('bin').style.visibility = 'hidden'")
+    for source in ("Card", "Knob"):  # an HTML5 drag, and a drag by mouse events
+        with pytest.raises(ActionError, match="not visible"), trio.fail_after(1):
+            await page.drag(ref(snap, "button", source), ref(snap, "region", "Bin"))
+        with trio.fail_after(10):
+            await page.evaluate("window.clicks = 0")
+            await page.click(ref(snap, "button", "Count"))
+            assert await value(page, "window.clicks") == 1
+
+
 _HANGS = (
     "<!doctype html><title>Busy</title><button onclick='while (true) {}'>Hang</button>"
     "<button onclick=\"document.title = 'clicked'\">Fine</button>"
