@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import logging
 import os
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -25,6 +26,7 @@ from engine._errors import (
 )
 from engine._evaluate import evaluate, page_metrics
 from engine._frames import Frame, list_frames
+from engine._hooks import add_hook
 from engine._metrics import EvaluateMetrics
 from engine._popups import Popup
 from engine._refs import ResolvedNode, Snapshot
@@ -35,6 +37,8 @@ from engine.steps import ReturnMode, StepsResult
 
 if TYPE_CHECKING:
     from engine._browser import Browser
+
+log = logging.getLogger("engine.page")
 
 _T = TypeVar("_T")
 
@@ -471,7 +475,34 @@ class Page:
         self._closing = True
         self.browser._forget(self)
         self.session._will_close("the page was closed by this client (Page.close)")
-        await self.browser.session.execute(cdp.target.close_target(target_id=self.target_id))
+        browser_session = self.browser.session
+        gone = trio.Event()
+
+        def ended(_method: str, event: dict[str, Any]) -> None:
+            if event.get("sessionId") == self.session.session_id or event.get("targetId") == self.target_id:
+                gone.set()
+
+        hook = add_hook(browser_session, ("Target.detachedFromTarget", "Target.targetDestroyed"), ended)
+        try:
+            await browser_session.execute(cdp.target.close_target(target_id=self.target_id))
+            # Chromium 156 answers success and keeps the tab when the close meets a navigation swapping
+            # the tab's renderer (6 of 6 right after Page.navigate): asked again, it closes.
+            for wait in CLOSE_CONFIRM:
+                with trio.move_on_after(wait):
+                    await gone.wait()
+                if gone.is_set() or self.session.detached:
+                    return
+                log.debug("%r still open %s s after Target.closeTarget; asking again", self, wait)
+                try:
+                    await browser_session.execute(cdp.target.close_target(target_id=self.target_id))
+                except ProtocolError:
+                    return  # "No target with given id found": it went meanwhile
+        finally:
+            browser_session.unsubscribe(hook)
+
+
+CLOSE_CONFIRM = (0.1, 0.2, 0.4, 0.8)
+"""Seconds ``Page.close`` waits for the tab's session to end before asking for the close again."""
 
 
 async def _answered(what: str, read: Coroutine[Any, Any, _T]) -> _T:

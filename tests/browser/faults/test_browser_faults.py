@@ -344,6 +344,19 @@ async def test_a_cancelled_connect_block_closes_its_tabs_within_a_second() -> No
                 await trio.sleep(0.05)
 
 
+async def test_a_tab_closed_as_its_navigation_starts_is_gone(browser: Browser, faulty: str) -> None:
+    # Chromium 156 answered Target.closeTarget with success and kept the tab (6 of 6 right after
+    # Page.navigate to another origin): connect() left a tab behind for each.
+    with trio.fail_after(30):
+        for _ in range(3):
+            page = await browser.new_page()
+            await page.session.execute(cdp.page.navigate(url=f"{faulty}/final.html"))
+            await page.close()
+            assert page.session.detached
+            targets = (await browser.session.execute(cdp.target.get_targets())).target_infos
+            assert page.target_id not in {t.target_id for t in targets}
+
+
 async def test_new_page_cancelled_at_any_point_leaves_no_tab() -> None:
     with trio.fail_after(60):
         async with launch() as browser:
