@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import trio
 
+import cdp
 from engine._actionability import (
     DEFAULT_BUDGET,
     RETRY_MARGIN,
@@ -140,11 +141,26 @@ async def navigation_watch(
             phase = "navigation"
             await _barrier(sessions, task_turn=task_turn)
             await watch.wait_committed()
+    except BaseException:  # the caller's deadline, a cancellation, an error
+        _stop_navigations(watch, sessions)
+        raise
     finally:
         for session, hook in hooks:
             session.unsubscribe(hook)
     if scope.cancelled_caught:
+        _stop_navigations(watch, sessions)
         raise _stuck(phase, ref)
+
+
+def _stop_navigations(watch: NavigationWatch, sessions: list[Session]) -> None:
+    """Stop the navigations the action started and nobody waits for any more: while one waits for a
+    response, Chromium holds every other command of the page (snapshots, evaluate, the next click) until
+    it ends. ``page.goto`` stops the ones it gives up on for the same reason."""
+    if not watch.pending:
+        return
+    for session in sessions:
+        if not session.detached and session.connection.closed is None:
+            session.execute_nowait(cdp.page.stop_loading())
 
 
 def _stuck(phase: str, ref: str) -> ActionError:
@@ -158,7 +174,8 @@ def _stuck(phase: str, ref: str) -> ActionError:
         )
     return ActionError(
         f"{what} started a navigation whose new document was not parsed after {DEFAULT_BUDGET:g} s (a "
-        "slow or stalled load); wait_for(load_state=...) under a deadline of your own waits longer.",
+        "slow or stalled load), so it was stopped; give the action a deadline of your own "
+        "(trio.fail_after) to wait longer.",
         ref=ref,
     )
 

@@ -357,6 +357,26 @@ async def test_a_tab_closed_as_its_navigation_starts_is_gone(browser: Browser, f
             assert page.target_id not in {t.target_id for t in targets}
 
 
+async def test_an_action_given_up_during_its_navigation_leaves_the_tab_usable(
+    browser: Browser, faulty: str
+) -> None:
+    # The click's navigation waits for a response that never comes; Chromium holds every other command of
+    # the tab until it ends. Given up on (the caller's deadline), it was left running: the tab was wedged.
+    page = await browser.new_page(
+        f"data:text/html,<a href='{faulty}/no-headers.html'>Slow</a>"
+        "<button onclick=\"document.title='ok'\">Go</button>"
+    )
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    refs = {r.name: r.ref for r in snap.refs.values()}
+    with trio.move_on_after(1.0) as scope:
+        await page.click(refs["Slow"])
+    assert scope.cancelled_caught
+    with trio.fail_after(3):
+        await page.click(refs["Go"])
+        assert await title(page) == "ok"
+
+
 async def test_new_page_cancelled_at_any_point_leaves_no_tab() -> None:
     with trio.fail_after(60):
         async with launch() as browser:
