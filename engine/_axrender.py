@@ -398,6 +398,7 @@ def render(frames: list[FrameAX], state: RefState, options: Options, *, delta: b
     if main is not None:
         walk.frame(main, 0, options.root is None)
     lines = walk.lines
+    state.trim(sum(1 for line in lines if line.ref is not None))
     webarena = options.format == "webarena"
     out = _format(lines, webarena)
     whole = options.root is None and options.max_depth is None and not options.interactive_only

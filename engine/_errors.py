@@ -124,7 +124,8 @@ class NavigationError(CDPError):
 class StaleRefError(CDPError):
     """A ref from an earlier snapshot no longer names the element it was given for.
 
-    ``ref`` is the ref, ``reason`` what changed ("removed", "renamed", "role changed", "navigated"). Take a
+    ``ref`` is the ref, ``reason`` what changed ("removed", "renamed", "role changed", "navigated"; or
+    "forgotten": more refs were handed out since than the engine keeps, "unknown": none was). Take a
     new snapshot and use its refs; the engine never retargets a ref to another element.
     """
 

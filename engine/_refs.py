@@ -75,7 +75,11 @@ class ResolvedNode:
 
 
 MAX_REFS_PER_TARGET = 20_000
-"""Refs kept per target; beyond it the ones unseen longest are forgotten (they then resolve as unknown)."""
+"""Refs kept per target, or as many as the last snapshot showed if more; beyond it the ones unseen longest
+are forgotten (they then resolve as stale, "forgotten")."""
+
+MAX_RETIRED_PER_TARGET = 100_000
+"""Stale refs whose reason is kept per target (a string each); older ones resolve as unknown."""
 
 MAX_TARGETS = 50
 """Targets whose ref state the browser keeps; the oldest used goes first."""
@@ -149,15 +153,20 @@ class RefState:
         )
         self.refs[ref.ref] = ref
         self.by_node[key] = ref.ref
-        if len(self.refs) > MAX_REFS_PER_TARGET:
-            self._retire(next(iter(self.refs.values())), "forgotten (more refs than the engine keeps)")
         return ref
+
+    def trim(self, shown: int) -> None:
+        """After a snapshot that saw ``shown`` refs: forget the refs unseen longest beyond
+        MAX_REFS_PER_TARGET, never one this snapshot saw. (Trimmed while rendering, each new ref of a page
+        over the limit pushed out one the same walk was about to reuse: every snapshot renumbered all.)"""
+        for _ in range(len(self.refs) - max(MAX_REFS_PER_TARGET, shown)):
+            self._retire(next(iter(self.refs.values())), "forgotten")
 
     def _retire(self, ref: Ref, reason: str) -> None:
         self.refs.pop(ref.ref, None)
         self.by_node.pop((ref.frame_id, ref.backend_node_id), None)
         self.retired[ref.ref] = reason
-        if len(self.retired) > MAX_REFS_PER_TARGET:
+        if len(self.retired) > MAX_RETIRED_PER_TARGET:
             del self.retired[next(iter(self.retired))]
 
     def retire(self, ref: str, reason: str) -> None:

@@ -192,6 +192,7 @@ _WHY = {
     "navigated": "its frame has navigated to a new document since the snapshot",
     "renamed": "its element has another accessible name now",
     "role changed": "its element has another role now",
+    "forgotten": "the engine let it go: the snapshots since handed out more refs than it keeps per page",
 }
 
 

@@ -240,3 +240,30 @@ def test_retired_refs_are_never_handed_out_again(count: int) -> None:
         out = render([frame(shop(), loader=f"L{i}")], state, Options())
         assert not seen & set(out.refs)
         seen |= set(out.refs)
+
+
+def buttons(count: int, first: int = 100) -> list[dict[str, Any]]:
+    ids = tuple(range(first, first + count))
+    return [node(1, "RootWebArea", "Many", ids, backend=1)] + [
+        node(i, "button", f"B{i}", backend=i) for i in ids
+    ]
+
+
+def test_a_page_over_the_ref_limit_keeps_its_refs_and_older_ones_are_forgotten_with_a_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Trimmed while rendering, each new ref of a page over the limit pushed out one the same walk was about
+    # to reuse: every snapshot of such a page renumbered all its refs, and the last one's were unknown.
+    import engine._refs
+
+    monkeypatch.setattr(engine._refs, "MAX_REFS_PER_TARGET", 5)
+    state = RefState()
+    first = render([frame(buttons(8))], state, Options())
+    second = render([frame(buttons(8))], state, Options())
+    assert len(first.refs) == 8
+    assert first.refs == second.refs
+    assert all(ref in state.refs for ref in first.refs)
+    third = render([frame(buttons(3, first=500))], state, Options())  # another 3: 11 known, 6 go
+    assert third.refs.keys() <= state.refs.keys()
+    assert len(state.refs) == 5
+    assert list(state.retired.values()) == ["forgotten"] * 6
