@@ -32,6 +32,7 @@ from typing import Any, Literal
 import attrs
 
 from engine._errors import StepsValidationError
+from engine._keys import parse_combo
 
 __all__ = [
     "HARD_MAX_STEPS",
@@ -298,6 +299,11 @@ def _check_step(step: Any) -> list[tuple[str, str]]:
     for key, value in step.items():
         if key in properties and key != "type":
             _check_value(value, properties[key], key, out)
+    if kind == "press" and isinstance(step.get("key"), str) and step["key"]:
+        try:  # a key Chromium cannot press would fail halfway through the call, after earlier steps ran
+            parse_combo(step["key"])
+        except ValueError as exc:
+            out.append(("key", str(exc)))
     if "oneOf" in schema:
         keys = [group["required"][0] for group in schema["oneOf"]]
         given = [k for k in keys if k in step]
