@@ -30,6 +30,7 @@ import trio
 
 from engine._errors import ActionError, ProtocolError
 from engine._refs import ResolvedNode
+from engine._util import first_error
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -269,9 +270,10 @@ async def gather(*calls: Callable[[], Awaitable[Any]]) -> list[Any]:
     async def one(i: int) -> None:
         results[i] = await calls[i]()
 
-    async with trio.open_nursery() as nursery:
-        for i in range(len(calls)):
-            nursery.start_soon(one, i)
+    with first_error():
+        async with trio.open_nursery() as nursery:
+            for i in range(len(calls)):
+                nursery.start_soon(one, i)
     return results
 
 
@@ -375,9 +377,10 @@ async def check_actionable(
     async def resolve_object() -> None:
         handles.append(await object_id(session, node.backend_node_id, group))
 
-    async with trio.open_nursery() as nursery:  # both go out at once
-        nursery.start_soon(scroll_into_view)
-        nursery.start_soon(resolve_object)
+    with first_error():
+        async with trio.open_nursery() as nursery:  # both go out at once
+            nursery.start_soon(scroll_into_view)
+            nursery.start_soon(resolve_object)
     handle = handles[0]
     if handle is None:
         return NotYet("attached", "the element is no longer in the document")

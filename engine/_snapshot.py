@@ -8,10 +8,8 @@ out-of-process nesting plus Chromium's time to build the trees.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
@@ -21,7 +19,7 @@ from engine._axrender import _ROLE_NAMES, FrameAX, Options, render
 from engine._errors import ProtocolError, SessionDetached, StaleRefError
 from engine._frames import live_iframes, session_for_frame
 from engine._refs import Ref, RefState, ResolvedNode, Snapshot, SnapshotStats
-from engine._util import gc_paused, unwrap_group
+from engine._util import first_error, gc_paused
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -115,18 +113,6 @@ async def _collect_child(child: Session, found: list[FrameAX], frames: bool) -> 
         log.debug("skipped out-of-process frame %s: %s", child.frame_id, exc)
 
 
-@contextlib.contextmanager
-def _first_error() -> Iterator[None]:
-    """Concurrent calls that fail together (a page closed under a snapshot) raise one error, not a group."""
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        one = unwrap_group(group)
-        while isinstance(one, BaseExceptionGroup):
-            one = one.exceptions[0]
-        raise one from None
-
-
 def _state(page: Page) -> RefState:
     return page.browser._ref_cache.get(page.target_id)
 
@@ -163,7 +149,7 @@ async def take_snapshot(
     # took 98 ms with the GC against 52 ms without.
     with gc_paused():
         found: list[FrameAX] = []
-        with _first_error():
+        with first_error():
             await _collect(page.session, "", found, True, frames)
         out = render(found, state, options, delta=delta)
         frame_count = len(found)
@@ -299,7 +285,7 @@ async def resolve_ref(page: Page, ref: str) -> ResolvedNode:
     async def documents() -> None:
         frames.extend(await _frame_tree(session))
 
-    with _first_error():
+    with first_error():
         async with trio.open_nursery() as nursery:  # both go out at once: one round trip
             nursery.start_soon(node)
             nursery.start_soon(documents)

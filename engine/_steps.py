@@ -20,6 +20,7 @@ The rules, in order:
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -181,14 +182,16 @@ async def run_steps(
 
     end = deadline - RESULT_MARGIN_S / 2 if deadline != math.inf else math.inf
     delta: dict[str, dict[str, str]] | None = None
+    # The closing read is part of the result, not a step: a tab gone meanwhile (closed, crashed) leaves it
+    # out, and the steps' own outcomes still come back.
     if return_mode == "final":
         if last_read is None:
-            with trio.move_on_at(end):
+            with trio.move_on_at(end), contextlib.suppress(CDPError):
                 pages.append({"step": None, "text": (await page.snapshot()).text})
         else:
             pages.append(last_read)
     elif return_mode == "delta":
-        with trio.move_on_at(end):
+        with trio.move_on_at(end), contextlib.suppress(CDPError):
             await page.snapshot()
             delta = _diff(baseline or {}, dict(_state(page).last_lines))
     url, title = page.session.url, ""

@@ -102,6 +102,19 @@ def reraise_unwrapped(eg: BaseExceptionGroup[BaseException]) -> NoReturn:
 
 
 @contextmanager
+def first_error() -> Iterator[None]:
+    """Concurrent calls that fail together (a page closed under them) raise one error, not a group: the
+    engine's own nurseries inside a public method let no ExceptionGroup out."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        one = unwrap_group(group)
+        while isinstance(one, BaseExceptionGroup):
+            one = one.exceptions[0]
+        raise one from None
+
+
+@contextmanager
 def collapse_groups() -> Iterator[None]:
     """Let no ExceptionGroup out of a public context manager: re-raise the one exception it stands for.
 

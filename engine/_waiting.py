@@ -28,6 +28,7 @@ from engine._errors import ActionError, ProtocolError, SessionDetached, StaleRef
 from engine._frames import frame_sessions
 from engine._hooks import add_hook
 from engine._snapshot import _frame_tree as frame_tree  # the refs room's list of a session's frames
+from engine._util import first_error
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -224,9 +225,10 @@ async def _frames_have_text(page: Page, text: str, worlds: dict[tuple[str, str],
             if got.get("result", {}).get("value") is True:
                 found = True
 
-    async with trio.open_nursery() as nursery:
-        for session in frame_sessions(page):
-            nursery.start_soon(in_session, session)
+    with first_error():
+        async with trio.open_nursery() as nursery:
+            for session in frame_sessions(page):
+                nursery.start_soon(in_session, session)
     return found
 
 

@@ -261,3 +261,29 @@ async def test_each_step_gets_its_own_limit_and_the_callers_deadline_is_shared(
     assert "budget" in second.error["message"]
     assert third.error is not None
     assert third.error["kind"] == "Skipped"  # no time left for it
+
+
+@pytest.mark.parametrize("mode", ["final", "delta"])
+async def test_a_tab_closed_during_the_steps_still_gives_a_result(browser: Browser, mode: str) -> None:
+    # The closing read (a snapshot) raised SessionDetached out of run_steps, and a wait_for whose tab went
+    # raised an ExceptionGroup: step failures are in the result, and a wait_for raises one plain error.
+    page = await browser.new_page("data:text/html,<p>Ready</p>")
+
+    async def close_soon() -> None:
+        await trio.sleep(0.3)
+        await page.close()
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(close_soon)
+            result = await page.run_steps(
+                [{"type": "wait_for", "time_ms": 600}, {"type": "wait_for", "text": "never"}],
+                return_mode=mode,  # type: ignore[arg-type]
+            )
+    assert result.steps[0].ok
+    assert not result.ok
+    assert result.failed_step == 1
+    assert result.steps[1].error is not None
+    assert result.steps[1].error["kind"] == "SessionDetached"
+    assert result.pages == []
+    assert result.delta is None
