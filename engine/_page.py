@@ -474,7 +474,8 @@ class Page:
             return
         self._closing = True
         self.browser._forget(self)
-        self.session._will_close("the page was closed by this client (Page.close)")
+        for session in {self.session, *self.browser.connection.sessions.by_target(self.target_id)}:
+            session._will_close("the page was closed by this client (Page.close)")  # evaluate's too
         browser_session = self.browser.session
         gone = trio.Event()
 

@@ -21,6 +21,7 @@ from engine import (
     InvalidParams,
     NavigationError,
     ProtocolError,
+    SessionDetached,
     Settings,
     TargetCrashed,
     connect,
@@ -375,6 +376,21 @@ async def test_an_action_given_up_during_its_navigation_leaves_the_tab_usable(
     with trio.fail_after(3):
         await page.click(refs["Go"])
         assert await title(page) == "ok"
+
+
+async def test_an_evaluate_ended_by_page_close_says_this_client_closed_it(browser: Browser) -> None:
+    # evaluate runs on a session of its own to the tab; it said only "Render process gone".
+    page = await browser.new_page()
+
+    async def close_soon() -> None:
+        await trio.sleep(0.3)
+        await page.close()
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(close_soon)
+            with pytest.raises(SessionDetached, match="closed by this client"):
+                await page.evaluate("new Promise(() => {})")
 
 
 async def test_new_page_cancelled_at_any_point_leaves_no_tab() -> None:
