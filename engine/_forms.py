@@ -47,6 +47,9 @@ _PREPARE_FILL = """function(text) {
   const textual = ['text', 'search', 'url', 'tel', 'password', 'email', 'number'];
   if (el.localName === 'textarea' || (el.localName === 'input' && textual.includes(el.type))) {
     if (el.readOnly) return 'the field is read-only';
+    // Typed into, a number input drops what is not a number and keeps an empty value.
+    if (el.type === 'number' && text.trim() !== '' && Number.isNaN(Number(text)))
+      return 'the number input does not take the value ' + JSON.stringify(text);
     el.focus(); el.select();
     return 'typed';
   }
@@ -81,6 +84,8 @@ async def _editable(page: Page, what: str, ref: str, text: str, group: str) -> t
         outcome = await call_on(node.session, handle, _PREPARE_FILL, text)
         if outcome in ("typed", "set"):
             return node, handle, outcome
+        if "does not take" in outcome:  # the value, not the field's state: waiting would not help
+            raise ActionError(f"{what} {ref}: {outcome}", ref=ref, check="editable")
         check = (
             "editable"
             if "not a text" in outcome or "read-only" in outcome or "does not take" in outcome

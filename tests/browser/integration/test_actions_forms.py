@@ -35,6 +35,25 @@ async def test_fill_replaces_the_value_and_fires_input_and_change(browser: Brows
     assert await value(page, "document.getElementById('name').value") == ""
 
 
+async def test_fill_with_a_value_the_input_cannot_take_fails_at_once(browser: Browser) -> None:
+    # A number input typed "ten" keeps an empty value: fill returned as if it had worked.
+    page = await open_page(
+        browser, "data:text/html,<label>Qty <input type=number></label><label>Day <input type=date></label>"
+    )
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        quantity = ref(snap, "spinbutton", "Qty")
+        await page.fill(quantity, "-1.5e2")
+        assert await value(page, "document.querySelector('[type=number]').value") == "-1.5e2"
+        for field, text in ((quantity, "ten"), (ref(snap, "Date", "Day"), "soon")):
+            started = trio.current_time()
+            with pytest.raises(ActionError, match=f'input does not take the value "{text}"') as caught:
+                await page.fill(field, text)
+            assert caught.value.check == "editable"
+            assert trio.current_time() - started < 2  # not retried until the deadline
+        assert await value(page, "document.querySelector('[type=number]').value") == "-1.5e2"
+
+
 async def test_type_goes_key_by_key_and_press_sends_combos(browser: Browser, server: str) -> None:
     page = await open_page(browser, f"{server}/actions/form.html")
     with trio.fail_after(10):
