@@ -320,7 +320,12 @@ async def hit_test(  # noqa: PLR0917 - one call site, all positions named there
         hit_object = await object_id(node.session, hit_id, group)
         if hit_object is None:
             return NotYet("hit test", "the hit test found a node that went away")
-        inside = await call_on(node.session, handle, _CONTAINS_JS, {"objectId": hit_object})
+        try:
+            inside = await call_on(node.session, handle, _CONTAINS_JS, {"objectId": hit_object})
+        except ProtocolError as exc:
+            if "same JavaScript world" not in exc.message:
+                raise
+            inside = False  # the hit is in another frame's document (a parent's overlay over an iframe)
         if inside is not True:
             what = await _describe(node.session, hit_id, group)
             return NotYet("hit test", f"another element would get the click: {what}", in_the_way=what)

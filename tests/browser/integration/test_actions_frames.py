@@ -94,6 +94,30 @@ async def test_click_inside_a_same_process_iframe(browser: Browser, server: str,
         await page.wait_for(text="Deep clicked")
 
 
+_COVERED_FRAME = (
+    "data:text/html,<iframe srcdoc=\"<button onclick='parent.document.title=&quot;clicked&quot;'>In frame"
+    '</button>"></iframe><div id=cover role=alert aria-label=Loading '
+    "style='position:absolute;left:0;top:0;width:100%;height:100%'></div>"
+)
+
+
+async def test_an_overlay_over_a_same_process_iframe_is_waited_for_and_named(browser: Browser) -> None:
+    # The hit node (the parent's overlay) and the button live in two JavaScript worlds: the "is it
+    # inside?" check raised a raw ProtocolError instead of waiting for the overlay to go.
+    page = await browser.new_page(_COVERED_FRAME)
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    button = ref(snap, "button", "In frame")
+    with trio.fail_after(1), pytest.raises(ActionError) as caught:
+        await page.click(button)
+    assert caught.value.check == "hit test"
+    assert caught.value.in_the_way == 'alert "Loading" (div#cover)'
+    with trio.fail_after(10):
+        await page.evaluate("setTimeout(() => document.getElementById('cover').remove(), 300)")
+        await page.click(button)
+        assert await page.evaluate("document.title") == "clicked"
+
+
 async def test_a_dialog_in_an_out_of_process_iframe_is_answered_and_recorded(
     isolated: Browser, server: str, peer: str
 ) -> None:
