@@ -7,6 +7,7 @@ tree costs several times its parse (see the benchmark's decode rows) and a snaps
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -368,21 +369,36 @@ def _cut(out: list[str], max_chars: int | None) -> tuple[list[str], bool]:
     return out, False
 
 
-def _delta(lines: list[_Line], previous: dict[str, str], generation: int) -> list[str] | None:
+def _delta(
+    lines: list[_Line], previous: dict[str, str], previous_text: Counter[str], generation: int
+) -> list[str] | None:
     now = {line.ref.ref: line.text for line in lines if line.ref is not None}
     added = [ref for ref in now if ref not in previous]
     removed = [ref for ref in previous if ref not in now]
     changed = [ref for ref in now if ref in previous and previous[ref] != now[ref]]
-    if not previous or len(added) + len(removed) + len(changed) > DELTA_FALLBACK_RATIO * len(previous):
+    # Lines without a ref (a paragraph's text) have no identity to follow: the ones that appeared and went.
+    text_now = _text_lines(lines)
+    appeared = list((text_now - previous_text).elements())
+    went = list((previous_text - text_now).elements())
+    changes = len(added) + len(removed) + len(changed) + len(appeared) + len(went)
+    if not previous or changes > DELTA_FALLBACK_RATIO * (len(previous) + previous_text.total()):
         return None
     head = f"# delta since snapshot {generation}: {len(added)} added, {len(changed)} changed, "
     head += f"{len(removed)} removed"
+    if appeared or went:
+        head += f"; text without a ref: {len(appeared)} appeared, {len(went)} went"
     return (
         [head]
         + [f"+ {now[ref][2:]}" for ref in added]
         + [f"~ {now[ref][2:]}" for ref in changed]
         + [f"- {previous[ref][2:]}" for ref in removed]
+        + [f"+ {text[2:]}" for text in appeared]
+        + [f"- {text[2:]}" for text in went]
     )
+
+
+def _text_lines(lines: list[_Line]) -> Counter[str]:
+    return Counter(line.text for line in lines if line.ref is None)
 
 
 def render(frames: list[FrameAX], state: RefState, options: Options, *, delta: bool = False) -> Rendered:
@@ -405,12 +421,13 @@ def render(frames: list[FrameAX], state: RefState, options: Options, *, delta: b
     previous = state.last_lines
     is_delta = False
     if delta and not webarena:
-        changes = _delta(lines, previous, state.generation - 1)
+        changes = _delta(lines, previous, state.last_text, state.generation - 1)
         if changes is not None:
             out, is_delta = changes, True
     lines_by_ref = {line.ref.ref: line.text for line in lines if line.ref is not None}
     if whole and not webarena:
         state.last_lines = dict(lines_by_ref)
+        state.last_text = _text_lines(lines)
     out, truncated = _cut(out, options.max_chars)
     shown = set(_shown_refs(out))
     refs = {line.ref.ref: line.ref for line in lines if line.ref is not None and line.ref.ref in shown}

@@ -5,6 +5,7 @@ Pure values; the snapshot itself is taken in ``engine/_snapshot.py``.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import attrs
@@ -102,6 +103,7 @@ class RefState:
         self.retired: dict[str, str] = {}  # ref -> why it is stale ("renamed", "navigated", ...)
         self.webarena: dict[str, Ref] = {}  # the ids of the last webarena-format snapshot
         self.last_lines: dict[str, str] = {}  # ref -> its line in the last full snapshot (for deltas)
+        self.last_text: Counter[str] = Counter()  # that snapshot's lines without a ref (for deltas)
         self.frame_target: dict[str, str] = {}  # frame id -> frame id of the target (session) that renders it
 
     def prefix(self, frame_id: str, *, main: bool) -> str:

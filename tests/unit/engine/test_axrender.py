@@ -267,3 +267,20 @@ def test_a_page_over_the_ref_limit_keeps_its_refs_and_older_ones_are_forgotten_w
     assert third.refs.keys() <= state.refs.keys()
     assert len(state.refs) == 5
     assert list(state.retired.values()) == ["forgotten"] * 6
+
+
+def test_delta_shows_text_without_a_ref_that_appeared_and_went() -> None:
+    # A click that turned "Ready" into "Clicked" in a paragraph gave "0 added, 0 changed, 0 removed".
+    state = RefState()
+    render([frame(shop())], state, Options())
+    nodes = shop()
+    nodes[-1]["name"]["value"] = "Other words"
+    out = render([frame(nodes)], state, Options(), delta=True)
+    assert out.is_delta
+    assert out.text.splitlines() == [
+        "# delta since snapshot 1: 0 added, 0 changed, 0 removed; text without a ref: 1 appeared, 1 went",
+        "+ paragraph: Other words",
+        "- paragraph: Plain words",
+    ]
+    again = render([frame(nodes)], state, Options(), delta=True)
+    assert again.text == "# delta since snapshot 2: 0 added, 0 changed, 0 removed\n"
