@@ -514,8 +514,9 @@ async def _answered(what: str, read: Coroutine[Any, Any, _T]) -> _T:
         return await read
     raise ActionError(
         f"{what}: the page did not answer in {DEFAULT_BUDGET:g} s (no deadline of yours was set): its main "
-        "thread is busy or held (a script in an endless loop, a synchronous request); page.evaluate() under "
-        "a deadline stops a running script. Set your own deadline with trio.fail_after",
+        "thread is busy or held (a script in an endless loop, a synchronous request), or the page is too "
+        "large to read in that time (tens of thousands of elements); page.evaluate() under a deadline "
+        "stops a running script. Set your own deadline with trio.fail_after",
         check="responsive",
     )
 
