@@ -174,7 +174,13 @@ async def drag(page: Page, source: str, target: str) -> None:
     src = await wait_actionable(page, "drag", source, group)
     session = page.session
     data: list[dict[str, Any]] = []
-    hook = add_hook(session, ("Input.dragIntercepted",), lambda _m, p: data.append(p.get("data", {})))
+    intercepted = trio.Event()
+
+    def on_drag(_method: str, params: dict[str, Any]) -> None:
+        data.append(params.get("data", {}))
+        intercepted.set()
+
+    hook = add_hook(session, ("Input.dragIntercepted",), on_drag)
     dst: Target | None = None
     held: tuple[float, float] | None = None  # where the button is down, until it is released
     try:
@@ -216,33 +222,53 @@ async def drag(page: Page, source: str, target: str) -> None:
         )
         held = None
     finally:
+        if held is not None and not session.detached:
+            await _let_go(session, held, data, intercepted)  # (the hook still listens meanwhile)
         session.unsubscribe(hook)
         if not session.detached:
-            if held is not None:
-                await _let_go(session, held, data[0] if data else None)
             send_nowait(session, "Input.setInterceptDrags", {"enabled": False})
         release(src.node.session, group)
         if dst is not None:
             release(dst.node.session, group)
 
 
-async def _let_go(session: Session, at: tuple[float, float], data: dict[str, Any] | None) -> None:
+async def _let_go(
+    session: Session, at: tuple[float, float], dragged: list[dict[str, Any]], intercepted: trio.Event
+) -> None:
     """End a drag given up halfway (an error, a deadline): a drag left open, or a button left down, made
     the page drop every later click and key. Waited for (briefly, even when cancelled), so the release's
-    own events have run before the error reaches the caller."""
+    own events have run before the error reaches the caller.
+
+    ``dragged`` fills when Chromium intercepts the drag; that can be read after the give-up (the drag began
+    with the last move), so it is looked at again after the release."""
     x, y = at
-    up = {"type": "mouseReleased", "x": x, "y": y, "button": "left", "buttons": 0, "clickCount": 1}
-    steps = [("Input.dispatchMouseEvent", up)]
-    if data is not None:
-        steps.insert(0, ("Input.dispatchDragEvent", {"type": "dragCancel", "x": x, "y": y, "data": data}))
+
+    async def send(method: str, params: dict[str, Any]) -> None:
+        with contextlib.suppress(CDPError):
+            await session.execute_raw(method, params)
+
+    async def cancel_drag() -> None:
+        cancel = {"type": "dragCancel", "x": x, "y": y, "data": dragged[0]}
+        await send("Input.dispatchDragEvent", cancel)
+
     with trio.CancelScope(shield=True), trio.move_on_after(LET_GO_LIMIT):
-        for method, params in steps:
-            with contextlib.suppress(CDPError):
-                await session.execute_raw(method, params)
+        cancelled = bool(dragged)
+        if cancelled:
+            await cancel_drag()
+        up = {"type": "mouseReleased", "x": x, "y": y, "button": "left", "buttons": 0, "clickCount": 1}
+        await send("Input.dispatchMouseEvent", up)
+        if not cancelled:
+            with trio.move_on_after(LATE_DRAG):
+                await intercepted.wait()
+                await cancel_drag()
 
 
 LET_GO_LIMIT = 1.0
 """Seconds a drag given up halfway waits at most for the page to take the release."""
+
+LATE_DRAG = 0.1
+"""Seconds a drag given up halfway watches, after the release, for a drag the last move began: its
+``Input.dragIntercepted`` came after the release's reply in one of about 35 drags cancelled at random."""
 
 ScrollDirection = Literal["up", "down", "left", "right"]
 
