@@ -70,6 +70,8 @@ trip, only on the timeout path, and turns that measurement into a guarantee."""
 
 _BUDGET_MARK = "cdp-engine: evaluate budget ran out"
 _VALUE_MARK = "cdp-engine: cannot return by value: "
+_SPECIAL_MARK = "cdp-engine: numbers JSON cannot hold"
+"""Nested NaN, Infinity and -0 come back as null and 0 by value: the runner lists where they were."""
 _TERMINATED = "Execution was terminated"
 
 # The in-page runner. It calls ``f`` when it is a function, races a promise against the budget, and checks
@@ -83,9 +85,13 @@ _RUNNER_JS = """
   } else { f = f(...args); }
   const bad = (path, what, instead) => new TypeError('@VALUE@' + path + ' is ' + what + '; ' + instead);
   const check = (root) => {
-    const up = [];
+    const up = [], keys = [], specials = [];
     const walk = (v, path) => {
       const t = typeof v;
+      if (t === 'number' && up.length && (v !== v || v === Infinity || v === -Infinity || Object.is(v, -0))) {
+        specials.push([keys.slice(), Object.is(v, -0) ? '-0' : String(v)]);
+        return;
+      }
       if (v === null || v === undefined || t === 'string' || t === 'number' || t === 'boolean') return;
       if (t === 'bigint') {
         if (up.length) throw bad(path, 'a BigInt', 'return String(n) or Number(n)');
@@ -113,11 +119,15 @@ _RUNNER_JS = """
         }
       }
       up.push(v);
-      for (const k of Object.keys(v)) walk(v[k], Array.isArray(v) ? path + '[' + k + ']' : path + '.' + k);
+      for (const k of Object.keys(v)) {
+        keys.push(Array.isArray(v) ? Number(k) : k);
+        walk(v[k], Array.isArray(v) ? path + '[' + k + ']' : path + '.' + k);
+        keys.pop();
+      }
       up.pop();
     };
     walk(root, 'the result');
-    return root;
+    return specials.length ? {'@SPECIAL@': specials, value: root} : root;
   };
   if (f && typeof f.then === 'function') {
     let timer;
@@ -132,7 +142,11 @@ _RUNNER_JS = """
 })
 """
 _RUNNER = " ".join(line.strip() for line in _RUNNER_JS.strip().splitlines())
-_RUNNER = _RUNNER.replace("@VALUE@", _VALUE_MARK).replace("@BUDGET@", _BUDGET_MARK)
+_RUNNER = (
+    _RUNNER.replace("@VALUE@", _VALUE_MARK)
+    .replace("@BUDGET@", _BUDGET_MARK)
+    .replace("@SPECIAL@", _SPECIAL_MARK)
+)
 
 
 # Runs ``source`` with the element (``this``) as its first argument; the source sits in an argument
@@ -281,6 +295,21 @@ def _is_compile_error(reply: dict[str, Any]) -> bool:
     return exception.get("className") == "SyntaxError" and bool(
         _SYNTAX_AT_COMPILE.match(exception.get("description") or "")
     )
+
+
+def _runner_value(remote: dict[str, Any]) -> Any:
+    """The value the runner returned, with the nested NaN, Infinity and -0 that JSON lost put back."""
+    value = _value_of(remote)
+    if type(value) is not dict or len(value) != 2 or _SPECIAL_MARK not in value:
+        return value
+    root = value["value"]
+    for path, number in value[_SPECIAL_MARK]:
+        *parents, last = path
+        holder = root
+        for key in parents:
+            holder = holder[key]
+        holder[last] = -0.0 if number == "-0" else float(number)
+    return root
 
 
 def _value_of(remote: dict[str, Any]) -> Any:
@@ -466,7 +495,7 @@ async def _run_expression(
 
         reply = await _bounded(session, "Runtime.callFunctionOn", finish, deadline, metrics)
     _raise_for(reply)
-    return _value_of(reply["result"])
+    return _runner_value(reply["result"])
 
 
 async def _run_on_node(
@@ -497,7 +526,7 @@ async def _run_on_node(
 
     reply = await _bounded(session, "Runtime.callFunctionOn", call, deadline, metrics)
     _raise_for(reply)
-    return _value_of(reply["result"])
+    return _runner_value(reply["result"])
 
 
 async def evaluate(

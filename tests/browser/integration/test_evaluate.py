@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import gc
+import math
 import time
 import weakref
 from collections.abc import Awaitable, Callable
@@ -95,6 +96,21 @@ async def test_expressions_functions_statements_and_promises_return_json(
         assert await page.evaluate("(el) => el.id", backend_node_id=node.backend_node_id) == "go"
         twin = await ref_of(page, "button", "Twin", nth=1)
         assert await page.evaluate("(el) => el.previousElementSibling.textContent", ref=twin) == "Twin"
+
+
+async def test_nested_nan_infinity_and_negative_zero_come_back(browser: Browser, server: str) -> None:
+    # By value they became null and 0 inside arrays and objects, silently (only a top-level one survived).
+    page = await open_page(browser, server)
+    with trio.fail_after(10):
+        got = await page.evaluate("[NaN, -0, Infinity, {a: -Infinity, b: [1, NaN]}, 0]")
+        stated = await page.evaluate("let o = {n: NaN}; o")  # the statement path finishes in the runner too
+        on_element = await page.evaluate("(el) => ({zero: -0})", ref=await ref_of(page, "button", "Go"))
+    assert math.isnan(got[0])
+    assert math.copysign(1, got[1]) == -1
+    assert got[2:] == [math.inf, {"a": -math.inf, "b": [1, got[3]["b"][1]]}, 0]
+    assert math.isnan(got[3]["b"][1])
+    assert math.isnan(stated["n"])
+    assert math.copysign(1, on_element["zero"]) == -1
 
 
 async def test_page_exceptions_carry_message_stack_and_line(browser: Browser, server: str) -> None:
