@@ -183,6 +183,7 @@ async def drag(page: Page, source: str, target: str) -> None:
     hook = add_hook(session, ("Input.dragIntercepted",), on_drag)
     dst: Target | None = None
     held: tuple[float, float] | None = None  # where the button is down, until it is released
+    moved_at = trio.current_time()
     try:
         await session.execute_raw("Input.setInterceptDrags", {"enabled": True})
         send_nowait(session, "Input.dispatchMouseEvent", {"type": "mouseMoved", "x": src.x, "y": src.y})
@@ -193,6 +194,7 @@ async def drag(page: Page, source: str, target: str) -> None:
             {"type": "mousePressed", "x": src.x, "y": src.y, "button": "left", "buttons": 1, "clickCount": 1},
         )
         held = (src.x + 5, src.y + 5)
+        moved_at = trio.current_time()  # the move that can start an HTML5 drag
         await session.execute_raw(
             "Input.dispatchMouseEvent",
             {"type": "mouseMoved", "x": src.x + 5, "y": src.y + 5, "button": "left", "buttons": 1},
@@ -223,7 +225,7 @@ async def drag(page: Page, source: str, target: str) -> None:
         held = None
     finally:
         if held is not None and not session.detached:
-            await _let_go(session, held, data, intercepted)  # (the hook still listens meanwhile)
+            await _let_go(session, held, data, intercepted, moved_at)  # (the hook still listens)
         session.unsubscribe(hook)
         if not session.detached:
             send_nowait(session, "Input.setInterceptDrags", {"enabled": False})
@@ -233,7 +235,11 @@ async def drag(page: Page, source: str, target: str) -> None:
 
 
 async def _let_go(
-    session: Session, at: tuple[float, float], dragged: list[dict[str, Any]], intercepted: trio.Event
+    session: Session,
+    at: tuple[float, float],
+    dragged: list[dict[str, Any]],
+    intercepted: trio.Event,
+    moved_at: float,
 ) -> None:
     """End a drag given up halfway (an error, a deadline): a drag left open, or a button left down, made
     the page drop every later click and key. Waited for (briefly, even when cancelled), so the release's
@@ -258,7 +264,7 @@ async def _let_go(
         up = {"type": "mouseReleased", "x": x, "y": y, "button": "left", "buttons": 0, "clickCount": 1}
         await send("Input.dispatchMouseEvent", up)
         if not cancelled:
-            with trio.move_on_after(LATE_DRAG):
+            with trio.move_on_at(moved_at + LATE_DRAG):
                 await intercepted.wait()
                 await cancel_drag()
 
@@ -267,7 +273,8 @@ LET_GO_LIMIT = 1.0
 """Seconds a drag given up halfway waits at most for the page to take the release."""
 
 LATE_DRAG = 0.1
-"""Seconds a drag given up halfway watches, after the release, for a drag the last move began: its
+"""Seconds after the move that can start an HTML5 drag during which a drag given up halfway watches for
+that drag, after the release (none once the move is that old, so the caller's deadline is kept): its
 ``Input.dragIntercepted`` came after the release's reply in one of about 35 drags cancelled at random."""
 
 ScrollDirection = Literal["up", "down", "left", "right"]
