@@ -403,18 +403,16 @@ def _failure(exc: BaseException, args: argparse.Namespace) -> tuple[int, str]:
     if isinstance(exc, StepsValidationError):
         problems = "; ".join(str(p) for p in exc.problems) or _one_line(exc)
         return EXIT_USAGE, f"{len(exc.problems)} problem(s) in the steps, nothing was run: {problems}"
+    if isinstance(exc, CDPError):  # before TooSlowError: EvaluateTimeout is both, and says more
+        return EXIT_FAILED, f"{type(exc).__name__}: {_one_line(exc)}"
     if isinstance(exc, trio.TooSlowError):
         if getattr(args, "timeout_ms", None) is not None:
             return (
                 EXIT_FAILED,
                 f"the deadline of --timeout-ms {args.timeout_ms} passed before the command finished",
             )
-        return (
-            EXIT_FAILED,
-            f"the deadline of --seconds {getattr(args, 'seconds', '?')} passed before an answer",
-        )
-    if isinstance(exc, CDPError):
-        return EXIT_FAILED, f"{type(exc).__name__}: {_one_line(exc)}"
+        if getattr(args, "seconds", None) is not None:
+            return EXIT_FAILED, f"the deadline of --seconds {args.seconds} passed before an answer"
     if isinstance(exc, OSError):
         return EXIT_FAILED, f"{type(exc).__name__}: {_one_line(exc)}"
     return EXIT_FAILED, f"{type(exc).__name__}: {_one_line(exc)} (--debug shows where)"

@@ -287,6 +287,18 @@ def test_the_timeout_ms_deadline_is_one_line_and_exit_1(endpoint: str, server: s
     assert time.monotonic() - started < 30
 
 
+def test_an_evaluate_past_the_default_budget_fails_with_the_engines_own_message(
+    endpoint: str, server: str
+) -> None:
+    """EvaluateTimeout is a TooSlowError too; eval has no --seconds for the line to blame."""
+    started = time.monotonic()
+    done = run("eval", f"{server}/steps/index.html", "new Promise(() => {})", "--connect", endpoint)
+    line = failed(done, 1)
+    assert line.startswith("cdp-engine eval: EvaluateTimeout: evaluate ran past 30.0 s"), line
+    assert "was terminated" in line
+    assert time.monotonic() - started < 60
+
+
 def test_steps_from_a_file_print_the_result_and_a_failed_step_exits_1(
     endpoint: str, server: str, tmp_path: Path
 ) -> None:
