@@ -1,8 +1,8 @@
 """The CLI's page commands: ``launch``, ``snapshot``, ``eval``, ``steps`` and ``screenshot``.
 
 Each opens a fresh tab (in a browser it launches, or the one ``--connect`` names), loads the URL, and does
-its one thing under ``--timeout-ms``, which is the deadline the Python call would get from
-``trio.fail_after`` (it bounds the command's work; the page load has its own ``Settings`` limit).
+its one thing. ``--timeout-ms`` bounds all of it, as ``trio.fail_after`` around the Python calls would: a
+deadline that let the page load run on (up to its 30 s default) was no deadline to a script.
 """
 
 from __future__ import annotations
@@ -31,28 +31,35 @@ def progress(args: argparse.Namespace, message: str) -> None:
         print(f"cdp-engine: {message}", file=sys.stderr, flush=True)
 
 
+def doing(args: argparse.Namespace, what: str) -> None:
+    """What the command does now: said as progress, and kept for the line of a passed --timeout-ms."""
+    args.doing = what
+    progress(args, f"{what} ...")
+
+
 @asynccontextmanager
 async def open_browser(args: argparse.Namespace) -> AsyncIterator[Browser]:
     if getattr(args, "connect", None):
-        progress(args, f"connecting to {args.connect} ...")
+        doing(args, f"connecting to {args.connect}")
         async with connect(args.connect) as browser:
             yield browser
     else:
-        progress(args, "launching a headless Chromium ...")
+        doing(args, "launching a headless Chromium")
         async with launch() as browser:
             yield browser
 
 
 async def open_page(browser: Browser, args: argparse.Namespace, url: str | None) -> Page:
+    doing(args, "opening a tab")
     page = await browser.new_page()
     if url:
-        progress(args, f"loading {url} ...")
+        doing(args, f"loading {url}")
         await page.goto(url)
     return page
 
 
 def deadline(args: argparse.Namespace) -> AbstractContextManager[trio.CancelScope]:
-    """The command's deadline (--timeout-ms), as a trio.fail_after around the Python call would be."""
+    """The whole command's deadline (--timeout-ms), as trio.fail_after around the Python calls."""
     ms = getattr(args, "timeout_ms", None)
     return trio.fail_after(ms / 1000) if ms is not None else trio.CancelScope()
 
@@ -100,44 +107,45 @@ async def launch_command(args: argparse.Namespace) -> None:
 
 
 async def snapshot_command(args: argparse.Namespace) -> None:
-    async with open_browser(args) as browser:
-        page = await open_page(browser, args, args.url)
-        with deadline(args):
+    with deadline(args):
+        async with open_browser(args) as browser:
+            page = await open_page(browser, args, args.url)
+            doing(args, "taking the snapshot")
             snap = await page.snapshot(
                 interactive_only=args.interactive, format=args.format, max_chars=args.max_chars
             )
-        if args.json:
-            refs = {
-                ref: {"role": r.role, "name": r.name, "backend_node_id": r.backend_node_id}
-                for ref, r in snap.refs.items()
-            }
-            stats = {
-                "refs": snap.stats.refs,
-                "bytes": snap.stats.bytes,
-                "frames": snap.stats.frames,
-                "truncated": snap.stats.truncated,
-            }
-            emit(json.dumps({"url": args.url, "text": snap.text, "refs": refs, "stats": stats}))
-        else:
-            emit(snap.text)
+    if args.json:
+        refs = {
+            ref: {"role": r.role, "name": r.name, "backend_node_id": r.backend_node_id}
+            for ref, r in snap.refs.items()
+        }
+        stats = {
+            "refs": snap.stats.refs,
+            "bytes": snap.stats.bytes,
+            "frames": snap.stats.frames,
+            "truncated": snap.stats.truncated,
+        }
+        emit(json.dumps({"url": args.url, "text": snap.text, "refs": refs, "stats": stats}))
+    else:
+        emit(snap.text)
 
 
 # --- eval --------------------------------------------------------------------------------------------------
 
 
 async def eval_command(args: argparse.Namespace) -> None:
-    async with open_browser(args) as browser:
-        page = await open_page(browser, args, args.url)
-        if args.ref:
-            await (
-                page.snapshot()
-            )  # the refs a `cdp-engine snapshot` of this URL prints (same page, same text)
-        with deadline(args):
+    with deadline(args):
+        async with open_browser(args) as browser:
+            page = await open_page(browser, args, args.url)
+            if args.ref:
+                doing(args, "taking the snapshot that gives the refs")  # as `cdp-engine snapshot URL`
+                await page.snapshot()
+            doing(args, "evaluating the expression")
             value = await _evaluate(page, args.expression, args.ref)
-        if isinstance(value, str) and not args.json:
-            emit(value)
-        else:
-            emit(json.dumps(value, ensure_ascii=False))
+    if isinstance(value, str) and not args.json:
+        emit(value)
+    else:
+        emit(json.dumps(value, ensure_ascii=False))
 
 
 async def _evaluate(page: Page, expression: str, ref: str | None) -> Any:
@@ -198,12 +206,13 @@ def read_steps(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str
 async def steps_command(
     args: argparse.Namespace, steps: list[dict[str, Any]], options: dict[str, Any]
 ) -> int:
-    async with open_browser(args) as browser:
-        page = await open_page(browser, args, args.url)
-        if args.url:
-            await page.snapshot()  # so the refs a `cdp-engine snapshot URL` printed resolve here
-        progress(args, f"running {len(steps)} step(s) ...")
-        with deadline(args):
+    with deadline(args):
+        async with open_browser(args) as browser:
+            page = await open_page(browser, args, args.url)
+            if args.url:
+                doing(args, "taking the snapshot that gives the refs")  # as `cdp-engine snapshot URL`
+                await page.snapshot()
+            doing(args, f"running {len(steps)} step(s)")
             result = await page.run_steps(steps, **options)
     emit(result.dumps() if args.json else json.dumps(result.to_json(), indent=2, ensure_ascii=False))
     if result.ok:
@@ -225,9 +234,10 @@ async def screenshot_command(args: argparse.Namespace) -> None:
     out = Path(args.output)
     if not await trio.Path(out.parent).is_dir():
         raise UsageError(f"cannot write {out}: the folder {out.parent} does not exist")
-    async with open_browser(args) as browser:
-        page = await open_page(browser, args, args.url)
-        with deadline(args):
+    with deadline(args):
+        async with open_browser(args) as browser:
+            page = await open_page(browser, args, args.url)
+            doing(args, "taking the screenshot")
             png = await page.screenshot(full_page=args.full_page)
     width, height = png_size(png)
     await trio.Path(out).write_bytes(png)

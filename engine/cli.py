@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import signal
 import sys
 import traceback
@@ -235,8 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout-ms",
         type=_positive_int("--timeout-ms"),
         metavar="N",
-        help="the command's deadline in milliseconds, as trio.fail_after around the Python call "
-        "(the page load has its own limit)",
+        help="the whole command's deadline in milliseconds: browser start, page load and the work "
+        "(as trio.fail_after around it in Python)",
     )
     both = [common, browser]
 
@@ -382,10 +383,22 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
+def _one_line(exc: BaseException, args: argparse.Namespace | None = None) -> str:
+    text = str(exc).strip() if args is None else _in_cli_terms(str(exc).strip(), args)
     first = text.splitlines()[0] if text else type(exc).__name__
     return first if len(first) <= 300 else first[:297] + "..."
+
+
+_PYTHON_LIMIT = re.compile(r"\(Settings\.\w+(; no deadline of your own was set)?\)")
+_PYTHON_ADVICE = re.compile(r"Set your own deadline with trio\.fail_after(, or raise the setting)?")
+
+
+def _in_cli_terms(text: str, args: argparse.Namespace) -> str:
+    """An engine message's advice for Python callers (Settings, trio.fail_after), said with --timeout-ms."""
+    if not hasattr(args, "timeout_ms"):
+        return text
+    text = _PYTHON_LIMIT.sub("(the limit without --timeout-ms)", text)
+    return _PYTHON_ADVICE.sub("Give the command a deadline of its own with --timeout-ms", text)
 
 
 def _failure(exc: BaseException, args: argparse.Namespace) -> tuple[int, str]:
@@ -404,12 +417,14 @@ def _failure(exc: BaseException, args: argparse.Namespace) -> tuple[int, str]:
         problems = "; ".join(str(p) for p in exc.problems) or _one_line(exc)
         return EXIT_USAGE, f"{len(exc.problems)} problem(s) in the steps, nothing was run: {problems}"
     if isinstance(exc, CDPError):  # before TooSlowError: EvaluateTimeout is both, and says more
-        return EXIT_FAILED, f"{type(exc).__name__}: {_one_line(exc)}"
+        return EXIT_FAILED, f"{type(exc).__name__}: {_one_line(exc, args)}"
     if isinstance(exc, trio.TooSlowError):
         if getattr(args, "timeout_ms", None) is not None:
+            doing = getattr(args, "doing", "starting")
             return (
                 EXIT_FAILED,
-                f"the deadline of --timeout-ms {args.timeout_ms} passed before the command finished",
+                f"the deadline of --timeout-ms {args.timeout_ms} passed while {doing} "
+                "(a larger --timeout-ms gives it more time)",
             )
         if getattr(args, "seconds", None) is not None:
             return EXIT_FAILED, f"the deadline of --seconds {args.seconds} passed before an answer"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -280,11 +281,54 @@ def test_eval_prints_the_value_and_takes_a_ref(endpoint: str, server: str) -> No
 def test_the_timeout_ms_deadline_is_one_line_and_exit_1(endpoint: str, server: str) -> None:
     started = time.monotonic()
     done = run(
-        "eval", f"{server}/steps/index.html", "while (true) {}", "--timeout-ms", "300", "--connect", endpoint
+        "eval", f"{server}/steps/index.html", "while (true) {}", "--timeout-ms", "2000", "--connect", endpoint
     )
     line = failed(done, 1)
-    assert line == "cdp-engine eval: the deadline of --timeout-ms 300 passed before the command finished"
+    assert line == (
+        "cdp-engine eval: the deadline of --timeout-ms 2000 passed while evaluating the expression "
+        "(a larger --timeout-ms gives it more time)"
+    )
     assert time.monotonic() - started < 30
+
+
+@pytest.fixture
+def unanswered() -> Iterator[str]:
+    """A URL on 127.0.0.1 whose server takes the connection and never answers."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:  # the kernel accepts; nobody reads
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/slow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("snapshot", "{url}"), ("eval", "{url}", "1"), ("screenshot", "{url}", "-o", "{tmp}/x.png")],
+)
+def test_timeout_ms_bounds_the_page_load_too(
+    command: tuple[str, ...], unanswered: str, endpoint: str, tmp_path: Path
+) -> None:
+    """Not only the work after it: a page load that never ends used to run to its own 30 s limit."""
+    argv = [arg.format(url=unanswered, tmp=tmp_path) for arg in command]
+    started = time.monotonic()
+    line = failed(run(*argv, "--timeout-ms", "1000", "--connect", endpoint), 1)
+    assert time.monotonic() - started < 10
+    assert line == (
+        f"cdp-engine {command[0]}: the deadline of --timeout-ms 1000 passed while loading {unanswered} "
+        "(a larger --timeout-ms gives it more time)"
+    )
+
+
+def test_timeout_ms_bounds_a_page_whose_script_never_yields(endpoint: str) -> None:
+    url = "data:text/html,<script>while (true) {}</script>"
+    started = time.monotonic()
+    line = failed(run("eval", url, "1", "--timeout-ms", "1000", "--connect", endpoint), 1)
+    assert time.monotonic() - started < 10
+    assert line.startswith(f"cdp-engine eval: the deadline of --timeout-ms 1000 passed while loading {url}")
+
+
+def test_timeout_ms_bounds_the_launch_of_the_commands_own_browser(server: str) -> None:
+    line = failed(run("snapshot", f"{server}/steps/index.html", "--timeout-ms", "1"), 1)
+    assert line.startswith(
+        "cdp-engine snapshot: the deadline of --timeout-ms 1 passed while launching a headless Chromium"
+    )
 
 
 def test_an_evaluate_past_the_default_budget_fails_with_the_engines_own_message(
@@ -294,8 +338,11 @@ def test_an_evaluate_past_the_default_budget_fails_with_the_engines_own_message(
     started = time.monotonic()
     done = run("eval", f"{server}/steps/index.html", "new Promise(() => {})", "--connect", endpoint)
     line = failed(done, 1)
-    assert line.startswith("cdp-engine eval: EvaluateTimeout: evaluate ran past 30.0 s"), line
-    assert "was terminated" in line
+    assert line.startswith(
+        "cdp-engine eval: EvaluateTimeout: evaluate ran past 30.0 s (the limit without --timeout-ms) and "
+        "was terminated"
+    ), line
+    assert line.endswith("Give the command a deadline of its own with --timeout-ms"), line  # not trio's
     assert time.monotonic() - started < 60
 
 
