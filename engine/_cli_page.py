@@ -21,8 +21,9 @@ import trio
 
 from engine import steps as _steps
 from engine._browser import Browser, connect, launch
-from engine._cli_protocol import UsageError
+from engine._cli_protocol import CommandFailed, UsageError
 from engine._page import Page
+from engine._process import ChromiumProcess, _describe_exit
 
 
 def progress(args: argparse.Namespace, message: str) -> None:
@@ -92,15 +93,42 @@ async def launch_command(args: argparse.Namespace) -> None:
                 file=sys.stderr,
                 flush=True,
             )
-        # SIGTERM and SIGHUP end it as Ctrl-C does: the browser closes and its profile is removed.
-        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
-            with trio.move_on_after(math.inf if args.seconds is None else args.seconds):
+        code = await _serve(browser.process, args.seconds)
+        if code is not None:
+            until = "Ctrl-C" if args.seconds is None else f"Ctrl-C or --seconds {args.seconds}"
+            raise CommandFailed(
+                f"the browser exited before {until}, with {_describe_exit(code)} (a client's "
+                f"Browser.close, a kill or a crash); nothing listens at {http} any more"
+            )
+
+
+async def _serve(process: ChromiumProcess, seconds: float | None) -> int | None:
+    """Wait for Ctrl-C, SIGTERM or SIGHUP, ``seconds``, or the browser's own exit; its status if it exited.
+
+    Without the last, a browser closed by a client (Browser.close) or killed left launch silent and
+    "serving" nothing until --seconds ran out.
+    """
+    exited: list[int] = []
+    # SIGTERM and SIGHUP end it as Ctrl-C does: the browser closes and its profile is removed.
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def on_signal() -> None:
                 async for signum in signals:
-                    print(
-                        f"cdp-engine launch: {signal.Signals(signum).name}: closing the browser",
-                        file=sys.stderr,
-                    )
-                    break
+                    name = signal.Signals(signum).name
+                    print(f"cdp-engine launch: {name}: closing the browser", file=sys.stderr)
+                    nursery.cancel_scope.cancel()
+
+            async def on_exit() -> None:
+                await process.wait_exit(math.inf)
+                exited.append(process.process.returncode or 0)
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(on_signal)
+            nursery.start_soon(on_exit)
+            await trio.sleep(math.inf if seconds is None else seconds)
+            nursery.cancel_scope.cancel()
+    return exited[0] if exited else None
 
 
 # --- snapshot ----------------------------------------------------------------------------------------------

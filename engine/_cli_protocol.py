@@ -24,6 +24,10 @@ class UsageError(Exception):
     """The command line is wrong (an unknown name, bad JSON, a bad value); nothing was started."""
 
 
+class CommandFailed(Exception):
+    """The command failed in a way its message says in full (no exception name is needed to read it)."""
+
+
 @attrs.frozen(kw_only=True)
 class Item:
     """One domain, command, event or type of the pinned protocol."""

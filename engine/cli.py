@@ -46,6 +46,7 @@ from engine._cli_page import (
     steps_command,
 )
 from engine._cli_protocol import (
+    CommandFailed,
     UsageError,
     check_event,
     check_method,
@@ -413,6 +414,8 @@ def _failure(exc: BaseException, args: argparse.Namespace) -> tuple[int, str]:
         return 128 + exc.signum, f"stopped by {exc}; {closed}"
     if isinstance(exc, UsageError):
         return EXIT_USAGE, str(exc)
+    if isinstance(exc, CommandFailed):
+        return EXIT_FAILED, str(exc)
     if isinstance(exc, StepsValidationError):
         problems = "; ".join(str(p) for p in exc.problems) or _one_line(exc)
         return EXIT_USAGE, f"{len(exc.problems)} problem(s) in the steps, nothing was run: {problems}"

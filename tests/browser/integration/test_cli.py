@@ -249,6 +249,34 @@ def signal_a_listen(server: str, tmp_path: Path, signum: signal.Signals) -> None
 # --- launch, snapshot, eval, steps, screenshot, version, drift ----------------------------------------------
 
 
+@pytest.mark.parametrize(("how", "exit_"), [("Browser.close", "status 0"), ("kill -9", "signal SIGKILL")])
+def test_launch_says_when_its_browser_exits_and_fails_at_once(how: str, exit_: str) -> None:
+    """It used to stay silent until --seconds ran out, then exit 0, serving nothing all along."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as temp:  # where launch() makes the browser's profile
+        process = subprocess.Popen(
+            [sys.executable, "-m", "engine.cli", "launch", "--json", "--seconds", "20"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "TMPDIR": temp},
+        )
+        assert process.stdout is not None
+        info = json.loads(process.stdout.readline())
+        started = time.monotonic()
+        if how == "Browser.close":
+            assert run("call", "Browser.close", "--connect", info["ws"]).returncode == 0
+        else:
+            os.kill(info["pid"], signal.SIGKILL)
+        _, err = process.communicate(timeout=60)
+        assert time.monotonic() - started < 10
+        assert process.returncode == 1, err
+        assert err.strip().splitlines()[-1] == (
+            f"cdp-engine launch: the browser exited before Ctrl-C or --seconds 20.0, with {exit_} "
+            f"(a client's Browser.close, a kill or a crash); nothing listens at {info['http']} any more"
+        )
+        assert list(Path(temp).iterdir()) == []  # its profile is gone all the same
+
+
 def test_snapshot_in_each_format(endpoint: str, server: str) -> None:
     url = f"{server}/steps/index.html"
     yaml = run("snapshot", url, "--connect", endpoint)
