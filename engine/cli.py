@@ -28,6 +28,7 @@ import sys
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 import trio
 
@@ -206,6 +207,29 @@ def _seconds(text: str) -> float:
     return value
 
 
+_ENDPOINTS = "http://host:port (what `cdp-engine launch` prints) or ws://host:port/devtools/browser/..."
+
+
+def _endpoint(text: str) -> str:
+    """--connect: a DevTools endpoint, checked here so that a typo is bad input (2), not a failure (1)."""
+    parts = urlsplit(text)
+    if parts.scheme in ("https", "wss"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: TLS endpoints are not supported; reach the browser over http:// or ws://"
+        )
+    if "://" not in text and text.rpartition(":")[2].isdigit():  # host:port
+        raise argparse.ArgumentTypeError(f"{text!r} has no scheme; did you mean 'http://{text}'?")
+    if parts.scheme not in ("http", "ws") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a browser endpoint; give {_ENDPOINTS}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0 or (port is None and parts.netloc.endswith(":")):
+        raise argparse.ArgumentTypeError(f"{text!r}: the port must be a number from 1 to 65535")
+    return text
+
+
 def _positive_int(what: str) -> Any:
     def parse(text: str) -> int:
         try:
@@ -226,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     browser = _Parser(add_help=False)
     browser.add_argument(
         "--connect",
+        type=_endpoint,
         metavar="URL",
         help="use a running browser (http://host:port or ws://...) instead of launching",
     )

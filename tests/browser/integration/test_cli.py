@@ -165,6 +165,20 @@ def test_a_protocol_error_is_one_line_and_exit_1(endpoint: str) -> None:
             "cdp-engine listen: argument --count: --count -2: give 0",
         ),
         (("snapshot",), "cdp-engine snapshot: the following arguments are required: URL"),
+        (
+            ("version", "--connect", "garbage"),
+            "cdp-engine version: argument --connect: 'garbage' is not a browser endpoint; give http://host:port",
+        ),
+        (
+            ("eval", "http://127.0.0.1:9/", "1", "--connect", "http://127.0.0.1:99999"),
+            "cdp-engine eval: argument --connect: 'http://127.0.0.1:99999': the port must be a number from 1",
+        ),
+        (
+            ("drift", "--connect", "127.0.0.1:9222"),
+            "cdp-engine drift: argument --connect: '127.0.0.1:9222' has no scheme; "
+            "did you mean 'http://127.0.0.1:9222'?",
+        ),
+        (("version", "--connect", "wss://h:1"), "cdp-engine version: argument --connect: 'wss://h:1': TLS"),
     ],
 )
 def test_bad_input_is_refused_in_one_line_before_a_browser_starts(
