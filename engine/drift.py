@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 __all__ = [
     "Raw",
@@ -131,9 +132,18 @@ def load_pinned(protocol_dir: Path | None = None) -> list[Raw]:
 
 
 def fetch_live(url: str) -> list[Raw]:
-    """GET ``<url>/json/protocol`` from a browser started with --remote-debugging-port."""
+    """GET ``/json/protocol`` from a browser started with --remote-debugging-port.
+
+    Args:
+        url: its ``http://host:port`` (or that URL's ``/json/protocol``), or a ``ws://host:port/...``
+            DevTools URL, whose HTTP endpoint is on the same host and port (no CDP command returns the
+            whole schema: Schema.getDomains gives only names and versions).
+    """
     import urllib.request  # noqa: PLC0415 - 30 ms of imports (http.client, email, ssl): only drift needs them
 
+    parts = urlsplit(url)
+    if parts.scheme == "ws":
+        url = f"http://{parts.netloc}"
     base = url.rstrip("/")
     if not base.endswith("/json/protocol"):
         base += "/json/protocol"

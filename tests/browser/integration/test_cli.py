@@ -465,6 +465,11 @@ def test_version_and_drift_through_connect(endpoint: str) -> None:
             assert line.split()[0] in ("browser", "pinned", "both"), line  # each difference names its side
     report = json.loads(run("drift", "--json", "--connect", endpoint).stdout)
     assert {d["side"] for d in report["differences"]} <= {"browser only", "pinned only", "both, different"}
+    with urllib.request.urlopen(f"{endpoint}/json/version", timeout=10) as response:
+        ws = json.load(response)["webSocketDebuggerUrl"]
+    by_ws = run("drift", "--connect", ws)  # what `cdp-engine launch` prints second
+    assert by_ws.returncode == 0, by_ws.stderr
+    assert by_ws.stdout.splitlines()[1:] == drift.stdout.splitlines()[1:]
 
 
 def test_a_command_launches_its_own_browser_without_connect(server: str) -> None:

@@ -204,6 +204,8 @@ def test_drift_cli_against_a_local_endpoint(
     for name, domains in (("browser_protocol.json", PINNED), ("js_protocol.json", [])):
         (tmp_path / name).write_text(json.dumps({"domains": domains}))
     assert _drift.fetch_live(browser_json + "/json/protocol/") == _live()
+    # a DevTools websocket URL, as `cdp-engine launch` prints: the HTTP endpoint on its host and port
+    assert _drift.fetch_live(browser_json.replace("http:", "ws:") + "/devtools/browser/0a1b") == _live()
     assert main(["--drift", browser_json + "/", "--protocol-dir", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == _drift.format_report(EXPECTED)
 
