@@ -24,13 +24,13 @@ OLD_LINES = {
 """Lines of the scripts a new user wrote for these tasks before the recipes' helpers existed."""
 
 
-def run(recipe: str, *args: str, cwd: Path | None = None) -> str:
+def run(recipe: str, *args: str, cwd: Path | None = None, timeout: float = 90) -> str:
     proc = subprocess.run(
         [sys.executable, "-m", f"engine.demo.recipes.{recipe}", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=90,
+        timeout=timeout,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
@@ -82,6 +82,12 @@ def test_intercept_blocks_answers_and_rewrites(shop: str, server: str) -> None:
     assert f"Fetch.fulfillRequest  {server}/scripting/items.json" in out
     assert f"Fetch.fulfillRequest  {shop}" in out
     assert "Rewritten Recipe shop\nnew" in out  # the rewritten HTML and the answered fetch, in the page
+
+
+def test_intercept_on_a_page_with_no_list_says_so_after_its_wait(server: str) -> None:
+    """It waited for an <li> (the answered fetch makes one on the shop page) with no end, on any page."""
+    out = run("intercept", f"{server}/steps/next.html", timeout=40)
+    assert "(no <li> came within 3 s; the page as it is:)\nRewritten Next page\n" in out
 
 
 def test_console_prints_messages_and_the_uncaught_exception_with_its_place(shop: str) -> None:
