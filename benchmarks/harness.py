@@ -31,9 +31,9 @@ RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 SETTLE_S = 2.0
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+def parse_args(argv: Sequence[str] | None, prog: str = "python -m benchmarks") -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks", description="Side-by-side CDP latency suite (see benchmarks/README.md)."
+        prog=prog, description="Side-by-side CDP latency suite (see benchmarks/README.md)."
     )
     parser.add_argument("--quick", action="store_true", help="few repetitions, small counts")
     parser.add_argument("--json", type=Path, default=RESULTS, help="results JSON (.md and .png beside it)")
@@ -329,8 +329,9 @@ def measure_once(client: Client, scenario: Scenario, size: int, got: Collected, 
     return True
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+def main(argv: Sequence[str] | None = None, *, prog: str = "python -m benchmarks") -> int:
+    """Run the suite; ``prog`` is the name its usage lines give (``cdp-engine bench`` runs it too)."""
+    args = parse_args(argv, prog)
     if args.list:
         for s in SCENARIOS:
             print(f"{s.name:24} {s.summary}")

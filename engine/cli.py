@@ -172,7 +172,7 @@ def _bench(argv: Sequence[str]) -> int:
             raise
         print(_NO_BENCHMARKS, file=sys.stderr)  # an install without a checkout (or someone else's benchmarks)
         return 1
-    result: int = bench_main(list(argv))
+    result: int = bench_main(list(argv), prog="cdp-engine bench")
     return result
 
 

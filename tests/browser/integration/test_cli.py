@@ -485,6 +485,13 @@ def test_debug_adds_the_traceback() -> None:
     assert done.stderr.strip().splitlines()[-1].startswith("cdp-engine eval: BrowserLaunchError: ")
 
 
+def test_bench_help_and_errors_name_cdp_engine_bench() -> None:
+    done = run("bench", "--help")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: cdp-engine bench ")
+    assert "cdp-engine bench: error: --reps must be at least 2" in run("bench", "--reps", "1").stderr
+
+
 def test_bench_runs_from_anywhere_with_the_checkouts_editable_install(tmp_path: Path) -> None:
     script = Path(sys.executable).parent / "cdp-engine"  # the console script, not `python -m` in the checkout
     command = [str(script), "bench", "--list"]
