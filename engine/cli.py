@@ -26,7 +26,7 @@ import re
 import signal
 import sys
 import traceback
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
@@ -182,9 +182,19 @@ def _bench(argv: Sequence[str]) -> int:
 class _Parser(argparse.ArgumentParser):
     """argparse, with a usage error in one line that says where the help is."""
 
+    commands: Mapping[str, argparse.ArgumentParser]
+
     def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
         sys.exit(EXIT_USAGE)
+
+    def parse_command(self, argv: Sequence[str]) -> argparse.Namespace:
+        """parse_args, but an argument the command does not take is blamed on the command, whose --help
+        lists what it does take (argparse blames the top level, whose help lists only the commands)."""
+        args, extra = self.parse_known_args(argv)
+        if extra:
+            self.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+        return args
 
 
 def _count(text: str) -> int:
@@ -243,7 +253,7 @@ def _positive_int(what: str) -> Any:
     return parse
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> _Parser:
     common = _Parser(add_help=False)
     common.add_argument("--debug", action="store_true", help="print the traceback of a failure")
     common.add_argument("--json", action="store_true", help="print JSON (one document) for scripts to parse")
@@ -346,6 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
         "drift", parents=both, help="compare the pinned protocol with a browser's /json/protocol"
     )
     sub.add_parser("bench", help="the latency suite (see `cdp-engine bench --help`)")
+    parser.commands = sub.choices
     return parser
 
 
@@ -465,7 +476,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:
         return _bench(argv[1:])
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_command(argv)
     try:
         return _run(args)
     except BaseException as raw:

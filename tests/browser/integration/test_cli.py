@@ -179,6 +179,11 @@ def test_a_protocol_error_is_one_line_and_exit_1(endpoint: str) -> None:
             "did you mean 'http://127.0.0.1:9222'?",
         ),
         (("version", "--connect", "wss://h:1"), "cdp-engine version: argument --connect: 'wss://h:1': TLS"),
+        (
+            ("launch", "--connect", "http://127.0.0.1:9222"),
+            "cdp-engine launch: unrecognized arguments: --connect http://127.0.0.1:9222 "
+            "(see cdp-engine launch --help)",
+        ),
     ],
 )
 def test_bad_input_is_refused_in_one_line_before_a_browser_starts(
