@@ -82,9 +82,13 @@ def _type_of(prop: Mapping[str, Any]) -> str:
     return text
 
 
-def _first_line(text: str) -> str:
-    line = text.strip().split("\n", 1)[0]
-    return line if len(line) <= 100 else line[:97] + "..."
+def _summary(text: str, limit: int = 100) -> str:
+    """A description on one line: the protocol wraps its text at about 100 columns, so its first line can
+    end mid-sentence; this one is cut at a word, and says so with "..."."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    return flat[: limit - 3].rsplit(" ", 1)[0].rstrip(",;:") + "..."
 
 
 def describe(item: Item) -> Iterator[str]:
@@ -108,7 +112,7 @@ def describe(item: Item) -> Iterator[str]:
         yield f"  {title}:"
         for p in entries:
             optional = " (optional)" if p.get("optional") else ""
-            doc = f": {_first_line(p['description'])}" if p.get("description") else ""
+            doc = f": {_summary(p['description'])}" if p.get("description") else ""
             yield f"    {p['name']}: {_type_of(p)}{optional}{doc}"
     if item.kind == "domain":
         for sub in items():
@@ -152,7 +156,7 @@ def protocol_lines(query: str | None, *, as_json: bool) -> list[str]:
         return list(describe((exact or found)[0]))
     lines = [f"{len(found)} matches for {query!r} (name first, then description):"]
     for i in found:
-        doc = f"  {_first_line(i.description)}" if i.description else ""
+        doc = f"  {_summary(i.description)}" if i.description else ""
         lines.append(f"{i.kind:8} {i.name}{doc}")
     return lines
 

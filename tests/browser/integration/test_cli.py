@@ -110,6 +110,23 @@ def test_protocol_searches_names_and_descriptions_and_says_when_nothing_matches(
     )
 
 
+def test_protocol_search_cuts_a_long_description_at_a_word_and_says_so() -> None:
+    """The protocol wraps descriptions at about 100 columns: the first line used to stop mid-sentence."""
+    found = run("protocol", "screenshot").stdout.splitlines()
+    line = next(line for line in found if " HeadlessExperimental.beginFrame " in line)
+    shown = line.split("  ", 2)[2]  # kind, name, description
+    assert shown.endswith("...")
+    (item,) = [
+        c
+        for d in _drift.load_pinned()
+        if d["domain"] == "HeadlessExperimental"
+        for c in d["commands"]
+        if c["name"] == "beginFrame"
+    ]
+    whole = " ".join(item["description"].split())
+    assert whole.startswith(shown[:-3] + " ")  # a cut between words, of the text joined across its lines
+
+
 # --- call and listen: names checked before a browser starts -----------------------------------------------
 
 
