@@ -220,9 +220,12 @@ _HIDDEN_IDENTITY = """function (name) {
     for (const inner of el.querySelectorAll("[alt], [aria-label]")) {
       texts.push(inner.getAttribute("alt"), inner.getAttribute("aria-label"));
     }
+    const defaults = {submit: "Submit", image: "Submit", reset: "Reset"};  // an unlabelled button's own name
+    if (el.localName === "input" && !el.value) texts.push(defaults[el.type]);
   }
-  const want = norm(name);
-  return texts.some((text) => norm(text).includes(want)) ? "" : "renamed";
+  // Word by word, in all of it: a name is often joined from parts (an image's alt and a text, two blocks).
+  const all = texts.map(norm).join(" ").toLowerCase();
+  return norm(name).toLowerCase().split(" ").every((word) => all.includes(word)) ? "" : "renamed";
 }"""
 """An ignored node (display:none, aria-hidden) has no accessible name in the AX tree to check; here the
 name must still be found in what names it (its text, labels, label attributes). Lenient by design: a

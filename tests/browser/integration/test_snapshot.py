@@ -289,7 +289,8 @@ async def test_a_closed_page_raises_one_error_not_a_group(browser: Browser, serv
 _HIDDEN = (
     "data:text/html,<button id=a>Cancel</button><button id=b aria-label='Close'>x</button>"
     "<button id=c><img alt='Save' src='data:,'></button><label>Email <input id=d></label>"
-    "<button id=e>Keep</button>"
+    "<button id=e>Keep</button><a href='/x'><img alt=Logo src='data:,'> Home</a>"
+    "<button><div>Save</div><div>draft</div></button><input type=submit>"
 )
 
 
@@ -306,10 +307,13 @@ async def test_a_hidden_element_keeps_its_ref_until_it_no_longer_says_its_name(b
         ("button", "Save"),
         ("textbox", "Email"),
         ("button", "Keep"),
+        ("link", "Logo Home"),  # names of several parts
+        ("button", "Save draft"),
+        ("button", "Submit"),
     ]
     with trio.fail_after(10):
         await evaluate(
-            page, "for (const el of document.querySelectorAll('button, input')) el.style.display = 'none'"
+            page, "for (const el of document.querySelectorAll('a, button, input')) el.style.display = 'none'"
         )
         await evaluate(page, "document.getElementById('e').setAttribute('aria-hidden', 'true')")
         for key in named:
