@@ -76,7 +76,8 @@ _TERMINATED = "Execution was terminated"
 
 # The in-page runner. It calls ``f`` when it is a function, races a promise against the budget, and checks
 # that the value survives being returned by value (Chromium silently turns a DOM node, a Map or a Date
-# into {}). Joined into one line so that the caller's source keeps its line numbers.
+# into {}). An array's keys that are not indices are skipped: by value, an array keeps its items only.
+# Joined into one line so that the caller's source keeps its line numbers (so: no // comments in it).
 _RUNNER_JS = """
 ((f, ms, args, isFn) => {
   if (typeof f !== 'function') {
@@ -120,6 +121,7 @@ _RUNNER_JS = """
       }
       up.push(v);
       for (const k of Object.keys(v)) {
+        if (Array.isArray(v) && !/^[0-9]+$/.test(k)) continue;
         keys.push(Array.isArray(v) ? Number(k) : k);
         walk(v[k], Array.isArray(v) ? path + '[' + k + ']' : path + '.' + k);
         keys.pop();
@@ -693,7 +695,10 @@ async def _on_evaluate_session(
             _STOPS.reset(token)
         if scope.cancelled_caught:
             if not stops.sent:
-                raise _timeout(page, unstarted="attaching the session evaluate runs on")
+                raise _timeout(
+                    page,
+                    unstarted="what comes before the script, attaching its session or finding its element,",
+                )
             raise _timeout(page, stopped=not stops.failed)
     return await _finish(page, started, own, deadline, in_group())
 

@@ -104,12 +104,15 @@ async def test_nested_nan_infinity_and_negative_zero_come_back(browser: Browser,
     with trio.fail_after(10):
         got = await page.evaluate("[NaN, -0, Infinity, {a: -Infinity, b: [1, NaN]}, 0]")
         stated = await page.evaluate("let o = {n: NaN}; o")  # the statement path finishes in the runner too
+        keyed = await page.evaluate("(() => { const a = [1]; a.x = NaN; return [a, -0]; })()")  # a.x: dropped
         on_element = await page.evaluate("(el) => ({zero: -0})", ref=await ref_of(page, "button", "Go"))
     assert math.isnan(got[0])
     assert math.copysign(1, got[1]) == -1
     assert got[2:] == [math.inf, {"a": -math.inf, "b": [1, got[3]["b"][1]]}, 0]
     assert math.isnan(got[3]["b"][1])
     assert math.isnan(stated["n"])
+    assert keyed[0] == [1]
+    assert math.copysign(1, keyed[1]) == -1
     assert math.copysign(1, on_element["zero"]) == -1
 
 

@@ -282,7 +282,10 @@ async def test_a_budget_spent_attaching_says_nothing_ran(mock_clock: MockClock) 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(browser_side)
             async with without_a_deadline():
-                with pytest.raises(EvaluateTimeout, match=r"never started \(attaching the session") as caught:
+                with pytest.raises(
+                    EvaluateTimeout,
+                    match=r"never started \(what comes before the script, attaching its session",
+                ) as caught:
                     await page.evaluate("1 + 1")
             nursery.cancel_scope.cancel()
         assert "so nothing ran" in str(caught.value)
