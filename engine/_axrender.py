@@ -398,7 +398,7 @@ def _delta(
 
 
 def _text_lines(lines: list[_Line]) -> Counter[str]:
-    return Counter(line.text for line in lines if line.ref is None)
+    return Counter(line.text for line in lines if line.ref is None and line.text)  # (inlined lines are blank)
 
 
 def render(frames: list[FrameAX], state: RefState, options: Options, *, delta: bool = False) -> Rendered:

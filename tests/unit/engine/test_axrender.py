@@ -284,3 +284,16 @@ def test_delta_shows_text_without_a_ref_that_appeared_and_went() -> None:
     ]
     again = render([frame(nodes)], state, Options(), delta=True)
     assert again.text == "# delta since snapshot 2: 0 added, 0 changed, 0 removed\n"
+
+
+def test_a_new_paragraph_shows_once_in_the_delta_with_no_blank_line() -> None:
+    state = RefState()
+    render([frame(shop())], state, Options())
+    nodes = shop()
+    nodes[1]["childIds"].append("50")
+    nodes += [node(50, "paragraph", "", (51,), backend=50), node(51, "StaticText", "Done", backend=51)]
+    out = render([frame(nodes)], state, Options(), delta=True)
+    assert out.text.splitlines() == [
+        "# delta since snapshot 1: 0 added, 0 changed, 0 removed; text without a ref: 1 appeared, 0 went",
+        "+ paragraph: Done",
+    ]
