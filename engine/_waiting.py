@@ -157,7 +157,7 @@ def _stop_navigations(watch: NavigationWatch, sessions: list[Session]) -> None:
     """Stop the navigations the action started and nobody waits for any more: while one waits for a
     response, Chromium holds every other command of the page (snapshots, evaluate, the next click) until
     it ends. ``page.goto`` stops the ones it gives up on for the same reason."""
-    if not watch.pending:
+    if not watch.pending - watch.committed:  # a committed one holds nothing: its document is parsing
         return
     for session in sessions:
         if not session.detached and session.connection.closed is None:
