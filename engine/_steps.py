@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from engine._errors import CDPError, StaleRefError
+from engine._errors import CDPError, ConnectionClosed, SessionDetached, StaleRefError
 from engine._snapshot import _state
 from engine.steps import (
     DEFAULT_MAX_STEPS,
@@ -78,6 +78,10 @@ async def _run_one(page: Page, step: dict[str, Any]) -> str | None:
     else:  # validate() lets nothing else through
         raise AssertionError(f"unvalidated step type {kind!r}")
     return None
+
+
+_GONE = (SessionDetached, ConnectionClosed)
+"""The closing read of a tab that went (closed, crashed, its browser gone) is left out of the result."""
 
 
 def _error(exc: BaseException) -> dict[str, str]:
@@ -186,12 +190,12 @@ async def run_steps(
     # out, and the steps' own outcomes still come back.
     if return_mode == "final":
         if last_read is None:
-            with trio.move_on_at(end), contextlib.suppress(CDPError):
+            with trio.move_on_at(end), contextlib.suppress(*_GONE):
                 pages.append({"step": None, "text": (await page.snapshot()).text})
         else:
             pages.append(last_read)
     elif return_mode == "delta":
-        with trio.move_on_at(end), contextlib.suppress(CDPError):
+        with trio.move_on_at(end), contextlib.suppress(*_GONE):
             await page.snapshot()
             delta = _diff(baseline or {}, dict(_state(page).last_lines))
     url, title = page.session.url, ""
