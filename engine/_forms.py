@@ -48,7 +48,8 @@ _PREPARE_FILL = """function(text) {
   if (el.localName === 'textarea' || (el.localName === 'input' && textual.includes(el.type))) {
     if (el.readOnly) return 'the field is read-only';
     // Typed into, a number input drops what is not a number and keeps an empty value.
-    if (el.type === 'number' && text.trim() !== '' && Number.isNaN(Number(text)))
+    const number = /^-?([0-9]+(\\.[0-9]+)?|\\.[0-9]+)([eE][-+]?[0-9]+)?$/;  // HTML's floating-point number
+    if (el.type === 'number' && text !== '' && !number.test(text))
       return 'the number input does not take the value ' + JSON.stringify(text);
     el.focus(); el.select();
     return 'typed';
