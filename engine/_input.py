@@ -389,7 +389,7 @@ async def scroll(
                 )
     finally:
         release(session, group)
-    if where.startswith("viewport"):
+    if isinstance(where, str) and where.startswith("viewport"):
         # The page's own offset: Chromium's layout metrics show it a frame before the page's scrollY does.
         # A snapping viewport is watched until its glide to the snap point ends (two looks with no change).
         snaps = where != "viewport"
@@ -500,7 +500,7 @@ _LANDING = """(() => {
   };
 })()"""
 
-_AWAIT_LANDING = """function (cap, snapCap) {
+_AWAIT_LANDING = """async function (cap, snapCap) {  // async: a native promise, whatever the page's Promise
   if (this.viewport) return this.snaps ? "viewport, snapping" : "viewport";  // the caller watches it
   return new Promise((resolve) => {
     let done = false;
