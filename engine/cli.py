@@ -426,7 +426,10 @@ def _one_line(exc: BaseException, args: argparse.Namespace | None = None) -> str
     return first if len(first) <= 300 else first[:297] + "..."
 
 
-_PYTHON_LIMIT = re.compile(r"\(Settings\.\w+(; no deadline of your own was set)?\)")
+# Only the limits a deadline of the caller's replaces (launch_timeout, max_inbound_bytes... stay as they are).
+_PYTHON_LIMIT = re.compile(
+    r"\(Settings\.(evaluate_timeout|navigation_timeout)(; no deadline of your own was set)?\)"
+)
 _PYTHON_ADVICE = re.compile(r"Set your own deadline with trio\.fail_after(, or raise the setting)?")
 
 
