@@ -93,20 +93,26 @@ async def launch_command(args: argparse.Namespace) -> None:
                 file=sys.stderr,
                 flush=True,
             )
-        code = await _serve(browser.process, args.seconds)
-        if code is not None:
+        ended = await _serve(browser, browser.process, args.seconds)
+        if ended is not None:
             until = "Ctrl-C" if args.seconds is None else f"Ctrl-C or --seconds {args.seconds}"
+            how = (
+                f"exited, with {_describe_exit(ended)}"
+                if ended != _STILL_RUNNING
+                else "closed its DevTools link"
+            )
             raise CommandFailed(
-                f"the browser exited before {until}, with {_describe_exit(code)} (a client's "
-                f"Browser.close, a kill or a crash); nothing listens at {http} any more"
+                f"the browser {how} before {until} (a client's Browser.close, a kill or a crash); nothing "
+                f"listens at {http} any more"
             )
 
 
-async def _serve(process: ChromiumProcess, seconds: float | None) -> int | None:
-    """Wait for Ctrl-C, SIGTERM or SIGHUP, ``seconds``, or the browser's own exit; its status if it exited.
+async def _serve(browser: Browser, process: ChromiumProcess, seconds: float | None) -> int | None:
+    """Wait for Ctrl-C, SIGTERM or SIGHUP, ``seconds``, or the browser's own end; its exit status then.
 
     Without the last, a browser closed by a client (Browser.close) or killed left launch silent and
-    "serving" nothing until --seconds ran out.
+    "serving" nothing until --seconds ran out. The end is the link to the browser closing, not the
+    process started exiting: that can be a launcher script that forked the browser and left.
     """
     exited: list[int] = []
     # SIGTERM and SIGHUP end it as Ctrl-C does: the browser closes and its profile is removed.
@@ -120,8 +126,10 @@ async def _serve(process: ChromiumProcess, seconds: float | None) -> int | None:
                     nursery.cancel_scope.cancel()
 
             async def on_exit() -> None:
-                await process.wait_exit(math.inf)
-                exited.append(process.process.returncode or 0)
+                await browser.connection.wait_closed()
+                await process.wait_exit(EXIT_GRACE)
+                code = process.process.returncode
+                exited.append(_STILL_RUNNING if code is None else code)
                 nursery.cancel_scope.cancel()
 
             nursery.start_soon(on_signal)
@@ -129,6 +137,12 @@ async def _serve(process: ChromiumProcess, seconds: float | None) -> int | None:
             await trio.sleep(math.inf if seconds is None else seconds)
             nursery.cancel_scope.cancel()
     return exited[0] if exited else None
+
+
+_STILL_RUNNING = 1 << 16  # not an exit status: the link closed, the process did not exit (in EXIT_GRACE)
+
+EXIT_GRACE = 2.0
+"""Seconds ``launch`` waits, once its link to the browser closed, for the browser's exit status."""
 
 
 # --- snapshot ----------------------------------------------------------------------------------------------

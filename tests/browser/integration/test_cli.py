@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -307,10 +308,29 @@ def test_launch_says_when_its_browser_exits_and_fails_at_once(how: str, exit_: s
         assert time.monotonic() - started < 10
         assert process.returncode == 1, err
         assert err.strip().splitlines()[-1] == (
-            f"cdp-engine launch: the browser exited before Ctrl-C or --seconds 20.0, with {exit_} "
+            f"cdp-engine launch: the browser exited, with {exit_} before Ctrl-C or --seconds 20.0 "
             f"(a client's Browser.close, a kill or a crash); nothing listens at {info['http']} any more"
         )
         assert list(Path(temp).iterdir()) == []  # its profile is gone all the same
+
+
+def test_launch_through_a_launcher_script_that_forks_and_exits_keeps_serving(tmp_path: Path) -> None:
+    # launch watched the process it started: a launcher that forks the browser and exits 0 ended launch at
+    # once ("the browser exited ... with status 0") and closed a working browser.
+    launcher = tmp_path / "chromium-launcher"
+    launcher.write_text(f'#!/bin/sh\n{shutil.which("chromium") or "/usr/bin/chromium"} "$@" &\nexit 0\n')
+    launcher.chmod(0o755)
+    with tempfile.TemporaryDirectory(dir="/tmp") as temp:
+        done = subprocess.run(
+            [sys.executable, "-m", "engine.cli", "launch", "--json", "--seconds", "3"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**os.environ, "TMPDIR": temp, "CDP_ENGINE_CHROMIUM": str(launcher)},
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout.splitlines()[0])["ws"].startswith("ws://127.0.0.1:")
 
 
 def test_snapshot_in_each_format(endpoint: str, server: str) -> None:
