@@ -8,12 +8,13 @@ deadline that let the page load run on (up to its 30 s default) was no deadline 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import signal
 import sys
-from collections.abc import AsyncIterator
-from contextlib import AbstractContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +45,20 @@ async def open_browser(args: argparse.Namespace) -> AsyncIterator[Browser]:
         doing(args, f"connecting to {args.connect}")
         async with connect(args.connect) as browser:
             yield browser
+            _work_done(args)
     else:
         doing(args, "launching a headless Chromium")
         async with launch() as browser:
             yield browser
+            _work_done(args)
+
+
+def _work_done(args: argparse.Namespace) -> None:
+    """The work is done: --timeout-ms no longer applies, so the close that follows (bounded by its own
+    budget) cannot run into it and lose the result."""
+    scope: trio.CancelScope | None = getattr(args, "deadline_scope", None)
+    if scope is not None:
+        scope.deadline = math.inf
 
 
 async def open_page(browser: Browser, args: argparse.Namespace, url: str | None) -> Page:
@@ -59,10 +70,14 @@ async def open_page(browser: Browser, args: argparse.Namespace, url: str | None)
     return page
 
 
-def deadline(args: argparse.Namespace) -> AbstractContextManager[trio.CancelScope]:
-    """The whole command's deadline (--timeout-ms), as trio.fail_after around the Python calls."""
+@contextlib.contextmanager
+def deadline(args: argparse.Namespace) -> Iterator[trio.CancelScope]:
+    """The whole command's deadline (--timeout-ms), as trio.fail_after around the Python calls, until the
+    work is done (see open_browser)."""
     ms = getattr(args, "timeout_ms", None)
-    return trio.fail_after(ms / 1000) if ms is not None else trio.CancelScope()
+    with trio.fail_after(ms / 1000) if ms is not None else trio.CancelScope() as scope:
+        args.deadline_scope = scope
+        yield scope
 
 
 def emit(text: str) -> None:

@@ -333,6 +333,18 @@ def test_launch_through_a_launcher_script_that_forks_and_exits_keeps_serving(tmp
         assert json.loads(done.stdout.splitlines()[0])["ws"].startswith("ws://127.0.0.1:")
 
 
+def test_a_result_made_just_before_the_timeout_is_printed(tmp_path: Path) -> None:
+    # The step ran out with the deadline, the result came back just before it, and closing the browser
+    # ran past it: the command printed only "the deadline of --timeout-ms 3000 passed while running".
+    steps = tmp_path / "steps.json"
+    steps.write_text('[{"type": "wait_for", "time_ms": 10000}]')
+    done = run("steps", str(steps), "--url", "data:text/html,<p>hi</p>", "--timeout-ms", "3000")
+    assert done.returncode == 1, done.stderr
+    result = json.loads(done.stdout)
+    assert result["failed_step"] == 0
+    assert result["steps"][0]["error"]["kind"] == "TimeoutError"
+
+
 def test_snapshot_in_each_format(endpoint: str, server: str) -> None:
     url = f"{server}/steps/index.html"
     yaml = run("snapshot", url, "--connect", endpoint)
