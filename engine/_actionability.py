@@ -320,12 +320,7 @@ async def hit_test(  # noqa: PLR0917 - one call site, all positions named there
         hit_object = await object_id(node.session, hit_id, group)
         if hit_object is None:
             return NotYet("hit test", "the hit test found a node that went away")
-        try:
-            inside = await call_on(node.session, handle, _CONTAINS_JS, {"objectId": hit_object})
-        except ProtocolError as exc:
-            if "same JavaScript world" not in exc.message:
-                raise
-            inside = False  # the hit is in another frame's document (a parent's overlay over an iframe)
+        inside = await _holds(node.session, handle, hit_object, group)
         if inside is not True:
             what = await _describe(node.session, hit_id, group)
             return NotYet("hit test", f"another element would get the click: {what}", in_the_way=what)
@@ -346,6 +341,39 @@ async def hit_test(  # noqa: PLR0917 - one call site, all positions named there
             )
             return NotYet("hit test", f"another element covers the iframe: {what}", in_the_way=what)
     return None
+
+
+async def _holds(session: Session, handle: str, hit: str, group: str) -> bool:
+    """Whether the element ``handle`` holds the hit node ``hit`` (inside it, or its label).
+
+    The two can live in different documents of the session (same-process frames): a hit in a child frame
+    of the element's document is looked at through that frame's element, up to the element's document; a
+    hit in a parent document (an overlay over the element's iframe) is not held."""
+    for _ in range(MAX_FRAME_DEPTH):
+        try:
+            return await call_on(session, handle, _CONTAINS_JS, {"objectId": hit}) is True
+        except ProtocolError as exc:
+            if "same JavaScript world" not in exc.message:
+                raise
+        got = await session.execute_raw(
+            "Runtime.callFunctionOn",
+            {"objectId": hit, "functionDeclaration": _FRAME_ELEMENT, "objectGroup": group},
+        )
+        frame = got.get("result", {}).get("objectId")
+        if frame is None:  # the top document: the hit is above the element's frame, not in it
+            return False
+        described = await session.execute_raw("DOM.describeNode", {"objectId": frame})
+        up = await object_id(session, described["node"]["backendNodeId"], group)  # in its document's world
+        if up is None:
+            return False
+        hit = up
+    return False
+
+
+_FRAME_ELEMENT = "function() { return this.ownerDocument.defaultView.frameElement }"
+
+MAX_FRAME_DEPTH = 8
+"""Same-process frames a hit test climbs through to reach the element's document."""
 
 
 async def _owner_origin(parent: Session, child: Session) -> tuple[float, float]:

@@ -118,6 +118,22 @@ async def test_an_overlay_over_a_same_process_iframe_is_waited_for_and_named(bro
         assert await page.evaluate("document.title") == "clicked"
 
 
+_HOLDS_A_FRAME = (
+    "data:text/html,<div role=button aria-label=Card style='width:300px;height:150px'>"
+    "<iframe srcdoc='<p>inside</p>' style='width:100%;height:100%;border:0'></iframe></div>"
+)
+
+
+async def test_a_click_on_an_element_that_holds_a_frame_lands_inside_it(browser: Browser) -> None:
+    # The hit test finds the frame's content, in another document than the element: it was taken for
+    # something in the way, and the click retried until its deadline.
+    page = await browser.new_page(_HOLDS_A_FRAME)
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    with trio.fail_after(2):
+        await page.click(ref(snap, "button", "Card"))
+
+
 async def test_a_dialog_in_an_out_of_process_iframe_is_answered_and_recorded(
     isolated: Browser, server: str, peer: str
 ) -> None:
