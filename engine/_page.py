@@ -127,20 +127,13 @@ class Page:
             with trio.move_on_after(unless_deadline(limit)):
                 return await navigation
         except trio.Cancelled:
-            self._stop_loading()
+            _waiting.stop_loading(self.session)
             raise
-        self._stop_loading()
+        _waiting.stop_loading(self.session)
         raise NavigationError(
             f"{what} did not end within {limit} s (Settings.navigation_timeout); it was stopped. Set your "
             "own deadline with trio.fail_after, or raise the setting"
         )
-
-    def _stop_loading(self) -> None:
-        """Stop a navigation its caller gave up on: while one waits for a response, Chromium holds
-        every other command of the page (Runtime.evaluate, Page.getFrameTree) until it ends."""
-        session = self.session
-        if not session.detached and self.browser.connection.closed is None:
-            session.execute_nowait(cdp.page.stop_loading())
 
     async def _goto(self, url: str, referrer: str | None) -> cdp.page.NavigateResult:
         session = self.session

@@ -154,14 +154,19 @@ async def navigation_watch(
 
 
 def _stop_navigations(watch: NavigationWatch, sessions: list[Session]) -> None:
-    """Stop the navigations the action started and nobody waits for any more: while one waits for a
-    response, Chromium holds every other command of the page (snapshots, evaluate, the next click) until
-    it ends. ``page.goto`` stops the ones it gives up on for the same reason."""
+    """Stop the navigations the action started and nobody waits for any more (see stop_loading)."""
     if not watch.pending - watch.committed:  # a committed one holds nothing: its document is parsing
         return
     for session in sessions:
-        if not session.detached and session.connection.closed is None:
-            session.execute_nowait(cdp.page.stop_loading())
+        stop_loading(session)
+
+
+def stop_loading(session: Session) -> None:
+    """Stop what ``session``'s frames load, without waiting, for a navigation its caller gave up on (an
+    action's, ``page.goto``'s): while one waits for a response, Chromium holds every other command of the
+    page (snapshots, evaluate, the next click) until it ends."""
+    if not session.detached and session.connection.closed is None:
+        session.execute_nowait(cdp.page.stop_loading())
 
 
 def _stuck(phase: str, ref: str) -> ActionError:
