@@ -370,14 +370,18 @@ def _cut(out: list[str], max_chars: int | None) -> tuple[list[str], bool]:
 
 
 def _delta(
-    lines: list[_Line], previous: dict[str, str], previous_text: Counter[str], generation: int
+    now: dict[str, str],
+    text_now: Counter[str],
+    previous: dict[str, str],
+    previous_text: Counter[str],
+    generation: int,
 ) -> list[str] | None:
-    now = {line.ref.ref: line.text for line in lines if line.ref is not None}
+    """The changes from ``previous`` (ref -> line) and ``previous_text`` (lines without a ref) to ``now``
+    and ``text_now``; None when more than DELTA_FALLBACK_RATIO changed."""
     added = [ref for ref in now if ref not in previous]
     removed = [ref for ref in previous if ref not in now]
     changed = [ref for ref in now if ref in previous and previous[ref] != now[ref]]
     # Lines without a ref (a paragraph's text) have no identity to follow: the ones that appeared and went.
-    text_now = _text_lines(lines)
     appeared = list((text_now - previous_text).elements())
     went = list((previous_text - text_now).elements())
     changes = len(added) + len(removed) + len(changed) + len(appeared) + len(went)
@@ -414,20 +418,20 @@ def render(frames: list[FrameAX], state: RefState, options: Options, *, delta: b
     if main is not None:
         walk.frame(main, 0, options.root is None)
     lines = walk.lines
-    state.trim(sum(1 for line in lines if line.ref is not None))
     webarena = options.format == "webarena"
-    out = _format(lines, webarena)
+    out = _format(lines, webarena)  # (it fills each line's text)
+    lines_by_ref = {line.ref.ref: line.text for line in lines if line.ref is not None}
+    text_lines = _text_lines(lines)
+    state.trim(len(lines_by_ref))
     whole = options.root is None and options.max_depth is None and not options.interactive_only
-    previous = state.last_lines
     is_delta = False
     if delta and not webarena:
-        changes = _delta(lines, previous, state.last_text, state.generation - 1)
+        changes = _delta(lines_by_ref, text_lines, state.last_lines, state.last_text, state.generation - 1)
         if changes is not None:
             out, is_delta = changes, True
-    lines_by_ref = {line.ref.ref: line.text for line in lines if line.ref is not None}
     if whole and not webarena:
-        state.last_lines = dict(lines_by_ref)
-        state.last_text = _text_lines(lines)
+        state.last_lines = lines_by_ref
+        state.last_text = text_lines
     out, truncated = _cut(out, options.max_chars)
     shown = set(_shown_refs(out))
     refs = {line.ref.ref: line.ref for line in lines if line.ref is not None and line.ref.ref in shown}
