@@ -31,6 +31,7 @@ import trio
 from engine._errors import ActionError, ProtocolError
 from engine._refs import ResolvedNode
 from engine._util import first_error
+from engine._worlds import resolve
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -133,14 +134,27 @@ _CHECK_JS = """async function(enabled) {
   return null;
 }"""
 
+MAX_FRAME_DEPTH = 8
+"""Same-process frames a hit test climbs through to reach the element's document."""
+
 _CONTAINS_JS = """function(hit) {
-  for (let n = hit; n; n = n.parentNode || n.host) if (n === this) return true;
-  for (let n = hit; n; n = n.parentNode || n.host)
-    if (n.localName === 'label' && n.control === this) return true;
-  if (this.localName === 'label' && this.control)
-    for (let n = hit; n; n = n.parentNode || n.host) if (n === this.control) return true;
+  const holds = (h) => {
+    for (let n = h; n; n = n.parentNode || n.host) if (n === this) return true;
+    for (let n = h; n; n = n.parentNode || n.host)
+      if (n.localName === 'label' && n.control === this) return true;
+    if (this.localName === 'label' && this.control)
+      for (let n = h; n; n = n.parentNode || n.host) if (n === this.control) return true;
+    return false;
+  };
+  // A hit in a frame below the element's document counts through that frame's element.
+  for (let n = hit, depth = 0; n && depth <= MAX_DEPTH; depth++) {
+    if (holds(n)) return true;
+    const doc = n.ownerDocument;
+    if (!doc || doc === this.ownerDocument || !doc.defaultView) return false;
+    n = doc.defaultView.frameElement;
+  }
   return false;
-}"""
+}""".replace("MAX_DEPTH", str(MAX_FRAME_DEPTH))
 
 _SELECTOR_JS = """function() {
   const el = this.nodeType === 1 ? this : this.parentElement;
@@ -176,14 +190,9 @@ def release(session: Session, group: str) -> None:
 
 
 async def object_id(session: Session, backend_node_id: int, group: str) -> str | None:
-    """A JS handle on the node, in ``group`` (None: the node is gone)."""
-    try:
-        got = await session.execute_raw(
-            "DOM.resolveNode", {"backendNodeId": backend_node_id, "objectGroup": group}
-        )
-    except ProtocolError:
-        return None
-    return str(got["object"]["objectId"])
+    """A JS handle on the node in the engine's own world (``engine._worlds``), in ``group``; None: the node
+    is gone."""
+    return await resolve(session, backend_node_id, group)
 
 
 async def call_on(session: Session, handle: str, js: str, *args: Any, await_promise: bool = False) -> Any:
@@ -348,7 +357,9 @@ async def _holds(session: Session, handle: str, hit: str, group: str) -> bool:
 
     The two can live in different documents of the session (same-process frames): a hit in a child frame
     of the element's document is looked at through that frame's element, up to the element's document; a
-    hit in a parent document (an overlay over the element's iframe) is not held."""
+    hit in a parent document (an overlay over the element's iframe) is not held. In the engine's world both
+    handles share one context and the script climbs; handles of two worlds (a frame of another origin,
+    resolved in its main world) cannot meet in one call, so the climb is done here, by CDP."""
     for _ in range(MAX_FRAME_DEPTH):
         try:
             return await call_on(session, handle, _CONTAINS_JS, {"objectId": hit}) is True
@@ -371,9 +382,6 @@ async def _holds(session: Session, handle: str, hit: str, group: str) -> bool:
 
 
 _FRAME_ELEMENT = "function() { return this.ownerDocument.defaultView.frameElement }"
-
-MAX_FRAME_DEPTH = 8
-"""Same-process frames a hit test climbs through to reach the element's document."""
 
 
 async def _owner_origin(parent: Session, child: Session) -> tuple[float, float]:

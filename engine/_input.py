@@ -31,6 +31,7 @@ from engine._errors import ActionError, CDPError, ProtocolError
 from engine._hooks import add_hook, is_main_frame
 from engine._keys import MODIFIER_BITS, key_event, parse_combo, platform_modifier
 from engine._waiting import navigation_watch
+from engine._worlds import evaluate_in_world
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -531,9 +532,8 @@ async def _scroll_landing(
     got: dict[str, Any] = {}
     # A page held by a navigation waiting for its response answers nothing: then watch the viewport.
     with contextlib.suppress(ProtocolError), trio.move_on_after(SCROLL_SETTLE):
-        got = await session.execute_raw(
-            "Runtime.evaluate", {"expression": _LANDING % json.dumps(wheel), "objectGroup": group}
-        )
+        look = {"expression": _LANDING % json.dumps(wheel), "objectGroup": group}
+        got = await evaluate_in_world(session, look)  # the page may have replaced its own built-ins
     if "exceptionDetails" in got:
         return None
     handle = got.get("result", {}).get("objectId")

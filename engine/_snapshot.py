@@ -20,6 +20,7 @@ from engine._errors import ProtocolError, SessionDetached, StaleRefError
 from engine._frames import live_iframes, session_for_frame
 from engine._refs import Ref, RefState, ResolvedNode, Snapshot, SnapshotStats
 from engine._util import first_error, gc_paused
+from engine._worlds import resolve
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -235,11 +236,9 @@ false "renamed" would stop a wait for an element that is only hidden for a momen
 async def _hidden_check(session: Session, backend_node_id: int, name: str) -> str:
     """Empty if the node is in its document and (given ``name``) still holds that name; else "removed" or
     "renamed"."""
-    try:
-        obj = await session.execute_raw("DOM.resolveNode", {"backendNodeId": backend_node_id})
-    except ProtocolError:
+    object_id = await resolve(session, backend_node_id)  # in the engine's world: the page cannot fake it
+    if object_id is None:
         return "removed"
-    object_id = obj["object"]["objectId"]
     try:
         got = await session.execute_raw(
             "Runtime.callFunctionOn",

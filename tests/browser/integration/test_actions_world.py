@@ -1,0 +1,51 @@
+"""Actions on a page that replaced the built-ins their checks use: the checks run in the engine's own world."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from engine import Browser
+from tests.browser.integration._actions_helpers import open_page, ref, value
+
+pytestmark = pytest.mark.browser
+
+
+async def test_actions_work_on_a_page_that_replaced_its_builtins(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/actions/patched.html")
+    with trio.fail_after(15):
+        snap = await page.snapshot()
+        await page.click(ref(snap, "button", "Go"))
+        await page.wait_for(text="Clicked")
+        await page.fill(ref(snap, "textbox", "Name"), "Ada")
+        await page.check(ref(snap, "checkbox", "Agree"))
+        await page.hover(ref(snap, "button", "Go"))
+        await page.click(ref(snap, "button", "Inner button"))  # the hit lands in a same-process iframe
+        await page.wait_for(text="Inner clicked")
+        await page.scroll(ref=ref(snap, "button", "Go"))
+        assert await value(page, "document.getElementById('name').value") == "Ada"
+        assert await value(page, "document.getElementById('agree').checked") is True
+        # The page's replacements were never called: what it replaced cannot fool the checks, nor see them.
+        assert await value(page, "window.seen") == 0
+
+
+async def test_fill_of_a_tracked_field_is_seen_as_a_change(browser: Browser, server: str) -> None:
+    """The value is set through the native setter, out of the page's world: a React-style tracker on the
+    field, which ignores values set through the field's own setter, reports the change."""
+    page = await open_page(browser, f"{server}/actions/patched.html?tracker-only")
+    with trio.fail_after(15):
+        snap = await page.snapshot()
+        await page.fill(ref(snap, "Date", "When"), "2026-11-24")
+        assert await value(page, "document.getElementById('when').value") == "2026-11-24"
+        assert await value(page, "document.getElementById('changes').textContent") == "2026-11-24"
+
+
+async def test_the_world_is_made_again_after_a_navigation(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/actions/patched.html")
+    with trio.fail_after(20):
+        await page.click(ref(await page.snapshot(), "button", "Go"))
+        for _ in range(2):  # the engine's world went with the old document each time
+            await page.goto(f"{server}/actions/patched.html")
+            await page.click(ref(await page.snapshot(), "button", "Go"))
+            await page.wait_for(text="Clicked")
+        assert await value(page, "window.seen") == 0
