@@ -133,6 +133,8 @@ async def take_snapshot(
         raise ValueError(f"format={format!r}: use 'yaml' (the default) or 'webarena'")
     if max_chars is not None and max_chars < 1:
         raise ValueError(f"max_chars={max_chars}: give a positive number of characters, or None for no limit")
+    if max_depth is not None and max_depth < 0:
+        raise ValueError(f"max_depth={max_depth}: give a depth of 0 (the top level only) or more, or None")
     started = time.perf_counter()
     state = _state(page)
     root_ref = _known(state, root) if root is not None else None

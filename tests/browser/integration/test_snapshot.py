@@ -219,6 +219,9 @@ async def test_snapshot_options_and_delta(browser: Browser, server: str) -> None
     assert "(max_chars)" in short.text
     assert len(short.text) < 200
     assert not full.stats.truncated
+    for bad in ({"max_depth": -1}, {"max_chars": 0}):  # would show nothing: refused, not an empty text
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            await page.snapshot(**bad)  # type: ignore[arg-type]
     await evaluate(page, "document.querySelector('textarea').value = 'Changed'")
     with trio.fail_after(10):
         delta = await page.snapshot(delta=True)
