@@ -29,6 +29,7 @@ from engine._frames import frame_sessions
 from engine._hooks import add_hook
 from engine._snapshot import _frame_tree as frame_tree  # the refs room's list of a session's frames
 from engine._util import first_error
+from engine._worlds import WORLD_NAME
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -213,7 +214,7 @@ async def _frames_have_text(page: Page, text: str, worlds: dict[tuple[str, str],
             try:
                 if key not in worlds:
                     made = await session.execute_raw(
-                        "Page.createIsolatedWorld", {"frameId": frame["id"], "worldName": "engine-wait"}
+                        "Page.createIsolatedWorld", {"frameId": frame["id"], "worldName": WORLD_NAME}
                     )
                     worlds[key] = made["executionContextId"]
                 got = await session.execute_raw(
