@@ -1,4 +1,4 @@
-"""Actions on a page that replaced the built-ins their checks use: the checks run in the engine's own world."""
+"""Actions on a page that replaced the built-ins their checks use: the checks run in the engine's world."""
 
 from __future__ import annotations
 
@@ -49,3 +49,20 @@ async def test_the_world_is_made_again_after_a_navigation(browser: Browser, serv
             await page.click(ref(await page.snapshot(), "button", "Go"))
             await page.wait_for(text="Clicked")
         assert await value(page, "window.seen") == 0
+
+
+async def test_the_world_is_not_mistaken_for_a_context_of_the_next_process(
+    browser: Browser, server: str
+) -> None:
+    """Context ids are numbered per renderer process: after a navigation to another site, the old world's
+    id can name an iframe's main world in the new process. The engine must not act there."""
+    page = await open_page(browser, f"{server}/actions/patched.html?tracker-only")
+    other_site = server.replace("127.0.0.1", "localhost")  # another site: a new renderer process
+    with trio.fail_after(20):
+        await page.click(ref(await page.snapshot(), "button", "Go"))  # the world is made here
+        for _ in range(2):
+            await page.goto(f"{other_site}/actions/editor-frames.html")
+            await page.fill(ref(await page.snapshot(), "textbox", "Editor"), "new")
+            assert await value(page, "document.getElementById('editor').textContent") == "new"
+            await page.goto(f"{server}/actions/patched.html?tracker-only")
+            await page.click(ref(await page.snapshot(), "button", "Go"))
