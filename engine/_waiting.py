@@ -29,7 +29,7 @@ from engine._frames import frame_sessions
 from engine._hooks import add_hook
 from engine._snapshot import _frame_tree as frame_tree  # the refs room's list of a session's frames
 from engine._util import first_error
-from engine._worlds import WORLD_NAME
+from engine._worlds import WORLD_NAME, evaluate_in_world
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -113,8 +113,8 @@ async def _barrier(sessions: list[Session], *, task_turn: bool) -> None:
 
     async def one(session: Session) -> None:
         with contextlib.suppress(ProtocolError, SessionDetached):
-            if task_turn:
-                await session.execute_raw("Runtime.evaluate", _TASK_TURN)
+            if task_turn:  # in the engine's world: the page's own setTimeout may be replaced
+                await evaluate_in_world(session, _TASK_TURN)
             else:
                 await session.execute_raw("Page.getFrameTree")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import trio
 
+import engine._waiting
 from engine import Browser
 from tests.browser.integration._actions_helpers import open_page, ref, value
 
@@ -66,3 +67,18 @@ async def test_the_world_is_not_mistaken_for_a_context_of_the_next_process(
             assert await value(page, "document.getElementById('editor').textContent") == "new"
             await page.goto(f"{server}/actions/patched.html?tracker-only")
             await page.click(ref(await page.snapshot(), "button", "Go"))
+
+
+async def test_a_key_press_does_not_wait_on_the_pages_timers(
+    browser: Browser, server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a key, the action waits a task turn in the page (a setTimeout of 0) so that a navigation the
+    key's handler asks for is seen; on a page that replaced setTimeout that turn must still come."""
+    monkeypatch.setattr(engine._waiting, "BARRIER_TIMEOUT", 60.0)  # its limit would end the wait otherwise
+    page = await open_page(browser, f"{server}/actions/patched.html?tracker-only")
+    await value(page, "window.setTimeout = () => 0")  # only the timers: a task turn never comes there
+    with trio.fail_after(15):
+        field = ref(await page.snapshot(), "textbox", "Name")
+        await page.press("Enter", ref=field)
+        await page.type(field, "ab")
+    assert await value(page, "document.getElementById('name').value") == "ab"
