@@ -30,6 +30,7 @@ import trio
 
 from engine._errors import ActionError, ProtocolError
 from engine._refs import ResolvedNode
+from engine._snapshot import _frame_tree as frame_tree  # the refs room's list of a session's frames
 from engine._util import first_error
 from engine._worlds import resolve
 
@@ -296,14 +297,15 @@ async def scroll_offset(session: Session) -> tuple[float, float]:
     return viewport["pageX"], viewport["pageY"]
 
 
-async def _hit(session: Session, x: float, y: float) -> int | None:
+async def _hit(session: Session, x: float, y: float) -> tuple[int, str] | None:
+    """The node a click at (x, y) would reach, and the id of the frame whose document holds it."""
     try:
         got = await session.execute_raw(
             "DOM.getNodeForLocation", {"x": round(x), "y": round(y), "includeUserAgentShadowDOM": False}
         )
     except ProtocolError:  # "No node found at given location": outside the page's visible area
         return None
-    return int(got["backendNodeId"])
+    return int(got["backendNodeId"]), str(got.get("frameId") or "")
 
 
 async def hit_test(  # noqa: PLR0917 - one call site, all positions named there
@@ -320,16 +322,17 @@ async def hit_test(  # noqa: PLR0917 - one call site, all positions named there
     The hit test of one session crosses shadow roots and same-process iframes by itself.
     """
     x, y = point
-    hit_id = await _hit(node.session, x + scroll[0], y + scroll[1])
-    if hit_id is None:
+    hit = await _hit(node.session, x + scroll[0], y + scroll[1])
+    if hit is None:
         return NotYet(
             "hit test", f"nothing to hit at ({x:.0f}, {y:.0f}): the point is outside the visible page"
         )
+    hit_id, hit_frame = hit
     if hit_id != node.backend_node_id:
         hit_object = await object_id(node.session, hit_id, group)
         if hit_object is None:
             return NotYet("hit test", "the hit test found a node that went away")
-        inside = await _holds(node.session, handle, hit_object, group)
+        inside = await _holds(node.session, handle, hit_object, hit_frame, group)
         if inside is not True:
             what = await _describe(node.session, hit_id, group)
             return NotYet("hit test", f"another element would get the click: {what}", in_the_way=what)
@@ -341,7 +344,8 @@ async def hit_test(  # noqa: PLR0917 - one call site, all positions named there
             functools.partial(scroll_offset, parent),
         )
         x, y = x + ox, y + oy
-        got = await _hit(parent, x + sx, y + sy)
+        on_top = await _hit(parent, x + sx, y + sy)
+        got = on_top[0] if on_top is not None else None
         if got != owner["backendNodeId"]:
             what = (
                 await _describe(parent, got, group)
@@ -352,36 +356,33 @@ async def hit_test(  # noqa: PLR0917 - one call site, all positions named there
     return None
 
 
-async def _holds(session: Session, handle: str, hit: str, group: str) -> bool:
-    """Whether the element ``handle`` holds the hit node ``hit`` (inside it, or its label).
+async def _holds(session: Session, handle: str, hit: str, frame: str, group: str) -> bool:
+    """Whether the element ``handle`` holds the hit node ``hit`` (inside it, or its label); ``frame`` is the
+    id of the frame whose document holds the hit.
 
     The two can live in different documents of the session (same-process frames): a hit in a child frame
     of the element's document is looked at through that frame's element, up to the element's document; a
     hit in a parent document (an overlay over the element's iframe) is not held. In the engine's world both
-    handles share one context and the script climbs; handles of two worlds (a frame of another origin,
-    resolved in its main world) cannot meet in one call, so the climb is done here, by CDP."""
+    handles share one context and the script climbs. A hit in a frame of another origin resolves in that
+    frame's main world, and handles of two worlds cannot meet in one call: then the climb is done here, a
+    frame at a time (``DOM.getFrameOwner``), which needs no access across origins."""
+    parents: dict[str, str] | None = None
     for _ in range(MAX_FRAME_DEPTH):
         try:
             return await call_on(session, handle, _CONTAINS_JS, {"objectId": hit}) is True
         except ProtocolError as exc:
             if "same JavaScript world" not in exc.message:
                 raise
-        got = await session.execute_raw(
-            "Runtime.callFunctionOn",
-            {"objectId": hit, "functionDeclaration": _FRAME_ELEMENT, "objectGroup": group},
-        )
-        frame = got.get("result", {}).get("objectId")
-        if frame is None:  # the top document: the hit is above the element's frame, not in it
+        if parents is None:
+            parents = {f["id"]: f.get("parentId", "") for f in await frame_tree(session)}
+        if not parents.get(frame):  # the top document: the hit is above the element's frame, not in it
             return False
-        described = await session.execute_raw("DOM.describeNode", {"objectId": frame})
-        up = await object_id(session, described["node"]["backendNodeId"], group)  # in its document's world
+        owner = await session.execute_raw("DOM.getFrameOwner", {"frameId": frame})
+        up = await object_id(session, int(owner["backendNodeId"]), group)
         if up is None:
             return False
-        hit = up
+        hit, frame = up, parents[frame]
     return False
-
-
-_FRAME_ELEMENT = "function() { return this.ownerDocument.defaultView.frameElement }"
 
 
 async def _owner_origin(parent: Session, child: Session) -> tuple[float, float]:

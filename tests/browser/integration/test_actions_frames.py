@@ -134,6 +134,22 @@ async def test_a_click_on_an_element_that_holds_a_frame_lands_inside_it(browser:
         await page.click(ref(snap, "button", "Card"))
 
 
+async def test_a_click_on_an_element_that_holds_a_frame_of_another_origin_lands_inside_it(
+    browser: Browser, server: str, peer: str
+) -> None:
+    # The hit node, in the other origin's document, resolves in that frame's own world: the climb to the
+    # element goes a frame at a time through DOM.getFrameOwner (frameElement is null across origins).
+    port = peer.rsplit(":", 1)[1].strip("/")
+    page = await open_page(browser, f"{server}/actions/holds-remote.html?peer={port}")
+    with trio.fail_after(10):
+        await page.wait_for(text="Next page")
+        snap = await page.snapshot()
+    assert not page.session.children  # the same process: the session's own hit test finds the frame's node
+    with trio.fail_after(5):
+        await page.click(ref(snap, "button", "Card"))
+        await page.click(ref(snap, "iframe", "Remote"))
+
+
 async def test_a_dialog_in_an_out_of_process_iframe_is_answered_and_recorded(
     isolated: Browser, server: str, peer: str
 ) -> None:
