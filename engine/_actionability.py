@@ -32,7 +32,7 @@ from engine._errors import ActionError, ProtocolError
 from engine._refs import ResolvedNode
 from engine._snapshot import _frame_tree as frame_tree  # the refs room's list of a session's frames
 from engine._util import first_error
-from engine._worlds import resolve
+from engine._worlds import world_handle
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -138,7 +138,7 @@ _CHECK_JS = """async function(enabled) {
 MAX_FRAME_DEPTH = 8
 """Same-process frames a hit test climbs through to reach the element's document."""
 
-_CONTAINS_JS = """function(hit) {
+_CONTAINS_JS = """function(hit, maxDepth) {
   const holds = (h) => {
     for (let n = h; n; n = n.parentNode || n.host) if (n === this) return true;
     for (let n = h; n; n = n.parentNode || n.host)
@@ -147,15 +147,17 @@ _CONTAINS_JS = """function(hit) {
       for (let n = h; n; n = n.parentNode || n.host) if (n === this.control) return true;
     return false;
   };
-  // A hit in a frame below the element's document counts through that frame's element.
-  for (let n = hit, depth = 0; n && depth <= MAX_DEPTH; depth++) {
+  // A hit in a frame below the element's document counts through that frame's element. Across origins
+  // frameElement is null: "climb" asks the caller to go up by CDP.
+  for (let n = hit, depth = 0; n && depth < maxDepth; depth++) {
     if (holds(n)) return true;
-    const doc = n.ownerDocument;
-    if (!doc || doc === this.ownerDocument || !doc.defaultView) return false;
-    n = doc.defaultView.frameElement;
+    const doc = n.ownerDocument, view = doc && doc.defaultView;
+    if (!view || doc === this.ownerDocument) return false;
+    n = view.frameElement;
+    if (!n) return view.parent === view ? false : "climb";
   }
   return false;
-}""".replace("MAX_DEPTH", str(MAX_FRAME_DEPTH))
+}"""
 
 _SELECTOR_JS = """function() {
   const el = this.nodeType === 1 ? this : this.parentElement;
@@ -190,10 +192,12 @@ def release(session: Session, group: str) -> None:
         send_nowait(session, "Runtime.releaseObjectGroup", {"objectGroup": group})
 
 
-async def object_id(session: Session, backend_node_id: int, group: str) -> str | None:
-    """A JS handle on the node in the engine's own world (``engine._worlds``), in ``group``; None: the node
-    is gone."""
-    return await resolve(session, backend_node_id, group)
+async def object_id(
+    session: Session, backend_node_id: int, group: str, frame_id: str | None = None
+) -> str | None:
+    """A JS handle on the node, in ``group``, in the engine's world of ``frame_id`` (the frame whose
+    document holds it; see ``engine._worlds``); None: the node is gone."""
+    return await world_handle(session, backend_node_id, group, frame_id)
 
 
 async def call_on(session: Session, handle: str, js: str, *args: Any, await_promise: bool = False) -> Any:
@@ -249,10 +253,10 @@ async def centre(session: Session, backend_node_id: int) -> tuple[float, float] 
 _PLAIN_ROLES = ("generic", "none", "StaticText", "InlineTextBox", "RootWebArea", "")
 
 
-async def _describe(session: Session, backend_node_id: int, group: str) -> str:
-    """``role "name" (selector)`` of what a hit test found, for the ActionError."""
+async def _describe(session: Session, backend_node_id: int, frame: str, *, group: str) -> str:
+    """``role "name" (selector)`` of what a hit test found in ``frame``, for the ActionError."""
     role = name = selector = ""
-    handle = await object_id(session, backend_node_id, group)
+    handle = await object_id(session, backend_node_id, group, frame)
     if handle is not None:
         selector = str(await call_on(session, handle, _SELECTOR_JS) or "")
     try:
@@ -329,12 +333,12 @@ async def hit_test(  # noqa: PLR0917 - one call site, all positions named there
         )
     hit_id, hit_frame = hit
     if hit_id != node.backend_node_id:
-        hit_object = await object_id(node.session, hit_id, group)
+        hit_object = await object_id(node.session, hit_id, group, hit_frame)
         if hit_object is None:
             return NotYet("hit test", "the hit test found a node that went away")
         inside = await _holds(node.session, handle, hit_object, hit_frame, group)
         if inside is not True:
-            what = await _describe(node.session, hit_id, group)
+            what = await _describe(node.session, hit_id, hit_frame, group=group)
             return NotYet("hit test", f"another element would get the click: {what}", in_the_way=what)
     chain = _session_chain(page, node.session)
     for child, parent in itertools.pairwise(chain):
@@ -345,11 +349,10 @@ async def hit_test(  # noqa: PLR0917 - one call site, all positions named there
         )
         x, y = x + ox, y + oy
         on_top = await _hit(parent, x + sx, y + sy)
-        got = on_top[0] if on_top is not None else None
-        if got != owner["backendNodeId"]:
+        if on_top is None or on_top[0] != owner["backendNodeId"]:
             what = (
-                await _describe(parent, got, group)
-                if got is not None
+                await _describe(parent, *on_top, group=group)
+                if on_top is not None
                 else "nothing (outside the visible page)"
             )
             return NotYet("hit test", f"another element covers the iframe: {what}", in_the_way=what)
@@ -358,30 +361,37 @@ async def hit_test(  # noqa: PLR0917 - one call site, all positions named there
 
 async def _holds(session: Session, handle: str, hit: str, frame: str, group: str) -> bool:
     """Whether the element ``handle`` holds the hit node ``hit`` (inside it, or its label); ``frame`` is the
-    id of the frame whose document holds the hit.
+    frame whose document holds the hit.
 
     The two can live in different documents of the session (same-process frames): a hit in a child frame
     of the element's document is looked at through that frame's element, up to the element's document; a
-    hit in a parent document (an overlay over the element's iframe) is not held. In the engine's world both
-    handles share one context and the script climbs. A hit in a frame of another origin resolves in that
-    frame's main world, and handles of two worlds cannot meet in one call: then the climb is done here, a
-    frame at a time (``DOM.getFrameOwner``), which needs no access across origins."""
+    hit in a parent document (an overlay over the element's iframe) is not held. The script climbs where
+    it can. Handles of two worlds (the element's frame and the hit's have worlds of their own) cannot meet
+    in one call, and across origins a frame's element is out of the script's reach: then the climb is done
+    here, a frame at a time (``DOM.getFrameOwner``), up to the session's own document."""
     parents: dict[str, str] | None = None
     for _ in range(MAX_FRAME_DEPTH):
         try:
-            return await call_on(session, handle, _CONTAINS_JS, {"objectId": hit}) is True
+            held = await call_on(session, handle, _CONTAINS_JS, {"objectId": hit}, MAX_FRAME_DEPTH)
         except ProtocolError as exc:
             if "same JavaScript world" not in exc.message:
                 raise
+            held = "climb"
+        if held != "climb":
+            return held is True
         if parents is None:
             parents = {f["id"]: f.get("parentId", "") for f in await frame_tree(session)}
-        if not parents.get(frame):  # the top document: the hit is above the element's frame, not in it
+        parent = parents.get(frame)
+        if frame == session.frame_id or not parent:  # the top: the hit is above the element, not in it
             return False
-        owner = await session.execute_raw("DOM.getFrameOwner", {"frameId": frame})
-        up = await object_id(session, int(owner["backendNodeId"]), group)
+        try:
+            owner = await session.execute_raw("DOM.getFrameOwner", {"frameId": frame})
+        except ProtocolError:  # the frame went away meanwhile
+            return False
+        up = await object_id(session, int(owner["backendNodeId"]), group, parent)
         if up is None:
             return False
-        hit, frame = up, parents[frame]
+        hit, frame = up, parent
     return False
 
 
@@ -417,7 +427,7 @@ async def check_actionable(
     handles: list[str | None] = []
 
     async def resolve_object() -> None:
-        handles.append(await object_id(session, node.backend_node_id, group))
+        handles.append(await object_id(session, node.backend_node_id, group, node.frame_id))
 
     with first_error():
         async with trio.open_nursery() as nursery:  # both go out at once

@@ -79,7 +79,7 @@ async def _editable(page: Page, what: str, ref: str, text: str, group: str) -> t
             await node.session.execute_raw(
                 "DOM.scrollIntoViewIfNeeded", {"backendNodeId": node.backend_node_id}
             )
-        handle = await object_id(node.session, node.backend_node_id, group)
+        handle = await object_id(node.session, node.backend_node_id, group, node.frame_id)
         if handle is None:
             return NotYet("attached", "the element is no longer in the document")
         outcome = await call_on(node.session, handle, _PREPARE_FILL, text)
@@ -168,7 +168,7 @@ async def select_option(page: Page, ref: str, values: Sequence[str]) -> list[str
     group = new_group()
     node = await page.resolve(ref)
     try:
-        handle = await object_id(node.session, node.backend_node_id, group)
+        handle = await object_id(node.session, node.backend_node_id, group, node.frame_id)
         if handle is None:
             raise ActionError(
                 f"select_option {ref}: the element is no longer in the document", ref=ref, check="attached"
@@ -196,7 +196,7 @@ async def set_checked(page: Page, ref: str, checked: bool) -> None:
         node = await page.resolve(ref)
         group = new_group()
         try:
-            handle = await object_id(node.session, node.backend_node_id, group)
+            handle = await object_id(node.session, node.backend_node_id, group, node.frame_id)
             if handle is None:
                 raise ActionError(
                     f"{ref}: the element is no longer in the document", ref=ref, check="attached"

@@ -144,7 +144,7 @@ async def _forced_click(
             "click %s with force=True: no checks and no box; falling back to the element's JS click()",
             node.ref,
         )
-        handle = await object_id(session, node.backend_node_id, group)
+        handle = await object_id(session, node.backend_node_id, group, node.frame_id)
         if handle is None:
             raise ActionError(
                 f"click {node.ref}: the element is no longer in the document", ref=node.ref, check="attached"

@@ -191,6 +191,10 @@ class Page:
                 ``page.resolve`` and ``engine.webarena`` accept.
             delta: only the refs added, changed and removed since this page's previous snapshot, unless
                 they pass ``DELTA_FALLBACK_RATIO`` of it (then the full text; ``is_delta`` says which).
+
+        Raises:
+            ValueError: ``max_depth`` below 0, ``max_chars`` below 1, or an unknown ``format``.
+            StaleRefError: ``root`` names no element of this page.
         """
         return await _answered(
             "snapshot",

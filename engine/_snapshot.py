@@ -20,7 +20,7 @@ from engine._errors import ProtocolError, SessionDetached, StaleRefError
 from engine._frames import live_iframes, session_for_frame
 from engine._refs import Ref, RefState, ResolvedNode, Snapshot, SnapshotStats
 from engine._util import first_error, gc_paused
-from engine._worlds import resolve
+from engine._worlds import world_handle
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -235,10 +235,12 @@ name must still be found in what names it (its text, labels, label attributes). 
 false "renamed" would stop a wait for an element that is only hidden for a moment."""
 
 
-async def _hidden_check(session: Session, backend_node_id: int, name: str) -> str:
+async def _hidden_check(
+    session: Session, backend_node_id: int, name: str, frame_id: str | None = None
+) -> str:
     """Empty if the node is in its document and (given ``name``) still holds that name; else "removed" or
     "renamed"."""
-    object_id = await resolve(session, backend_node_id)  # in the engine's world: the page cannot fake it
+    object_id = await world_handle(session, backend_node_id, frame_id=frame_id)  # the page cannot fake it
     if object_id is None:
         return "removed"
     try:
@@ -308,7 +310,7 @@ async def resolve_ref(page: Page, ref: str) -> ResolvedNode:
     if found.get("ignored"):
         # Hidden (display:none, aria-hidden) or detached: the same node is fine to wait on while it is
         # still in the document and still holds its name; a detached one is gone for good.
-        verdict = await _hidden_check(session, known.backend_node_id, known.name)
+        verdict = await _hidden_check(session, known.backend_node_id, known.name, known.frame_id)
         if verdict == "removed":
             state.retire(ref, "removed")
             raise _stale(ref, "removed")

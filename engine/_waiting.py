@@ -29,7 +29,7 @@ from engine._frames import frame_sessions
 from engine._hooks import add_hook
 from engine._snapshot import _frame_tree as frame_tree  # the refs room's list of a session's frames
 from engine._util import first_error
-from engine._worlds import WORLD_NAME, evaluate_in_world
+from engine._worlds import evaluate_in_frame, evaluate_in_world
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -198,38 +198,29 @@ _HAS_TEXT = (
 )
 
 
-async def _frames_have_text(page: Page, text: str, worlds: dict[tuple[str, str], int]) -> bool:
+async def _frames_have_text(page: Page, text: str) -> bool:
     """Whether ``text`` shows in any frame: each frame's own document, out-of-process ones included.
 
-    It reads each frame in an isolated world of the engine's (the page's scripts cannot fake the answer),
-    made once per frame and wait (``worlds``), and again after the frame navigated.
+    It reads each frame in the engine's world of that frame (``engine._worlds``: the page's scripts cannot
+    fake the answer). A frame, or an out-of-process frame's session, that goes away meanwhile shows nothing.
     """
     found = False
+    look = {"expression": f"({_HAS_TEXT})({json.dumps(text)})", "returnByValue": True}
 
     async def in_session(session: Session) -> None:
         nonlocal found
-        frames = await frame_tree(session)
-        for frame in frames:
-            key = (session.session_id or "", frame["id"])
-            try:
-                if key not in worlds:
-                    made = await session.execute_raw(
-                        "Page.createIsolatedWorld", {"frameId": frame["id"], "worldName": WORLD_NAME}
-                    )
-                    worlds[key] = made["executionContextId"]
-                got = await session.execute_raw(
-                    "Runtime.evaluate",
-                    {
-                        "expression": f"({_HAS_TEXT})({json.dumps(text)})",
-                        "contextId": worlds[key],
-                        "returnByValue": True,
-                    },
-                )
-            except ProtocolError:
-                worlds.pop(key, None)  # the frame navigated or went away meanwhile
-                continue
-            if got.get("result", {}).get("value") is True:
-                found = True
+        try:
+            frames = await frame_tree(session)
+            for frame in frames:
+                try:
+                    got = await evaluate_in_frame(session, look, frame["id"])
+                except ProtocolError:
+                    continue  # the frame navigated or went away meanwhile
+                if got is not None and got.get("result", {}).get("value") is True:
+                    found = True
+        except (SessionDetached, ProtocolError):
+            if session is page.session:
+                raise  # the page itself went: the wait ends with that
 
     with first_error():
         async with trio.open_nursery() as nursery:
@@ -240,8 +231,7 @@ async def _frames_have_text(page: Page, text: str, worlds: dict[tuple[str, str],
 
 async def wait_for_text(page: Page, text: str, *, present: bool) -> None:
     """Until ``text`` shows in some frame (``present``), or in none (polled every ``POLL`` seconds)."""
-    worlds: dict[tuple[str, str], int] = {}
-    while await _frames_have_text(page, text, worlds) != present:  # noqa: ASYNC110 - polls the page
+    while await _frames_have_text(page, text) != present:  # noqa: ASYNC110 - polls the page
         await trio.sleep(POLL)
 
 
@@ -266,7 +256,7 @@ async def wait_for_ref(page: Page, ref: str, *, visible: bool) -> None:
             return
         group = new_group()
         try:
-            handle = await object_id(node.session, node.backend_node_id, group)
+            handle = await object_id(node.session, node.backend_node_id, group, node.frame_id)
             shown = bool(handle and await call_on(node.session, handle, js))
         finally:
             release(node.session, group)

@@ -1,23 +1,28 @@
-"""The engine's own JavaScript world in each page: where its helper scripts look at the DOM.
+"""The engine's own JavaScript world in each frame: where its helper scripts look at the DOM.
 
 A page's scripts can replace what its main world offers (``Element.prototype.getBoundingClientRect``,
 ``Promise``, ``requestAnimationFrame``) and can watch every call made there. The actions' checks, the hit
-test, the scroll look and the identity check of hidden nodes run in an isolated world of the engine's
-(``Page.createIsolatedWorld``): the same DOM, with untouched built-ins and out of the page's sight, as
-Playwright's utility world. Events they dispatch reach the page's listeners as any DOM event does.
-``evaluate`` stays in the main world: that is the page its caller asked about.
+test, the scroll look, the task turn after a key, the text wait and the identity check of hidden nodes run
+in an isolated world of the engine's (``Page.createIsolatedWorld``): the same DOM, with untouched built-ins
+and out of the page's sight, as Playwright's utility world. Events they dispatch reach the page's listeners
+as any DOM event does. ``evaluate`` stays in the main world: that is the page its caller asked about.
 
-One world per session, made in its main frame when first needed. A node of a same-process child frame
-resolves into it too; one whose frame is of another origin comes back null and resolves in the main world.
-A navigation ends the world with its document, and its context id cannot be kept: ids are numbered per
-renderer process, so after a navigation to another process (another site, a page back from the
+A world is made in a frame when first needed, and a node resolves into the world of its own frame (a frame
+of another origin in the same process cannot be reached from its parent's world: the node comes back
+null). Where no world can be made, the node resolves in the main world.
+
+A navigation ends a frame's world with its document, and its context id cannot be kept: ids are numbered
+per renderer process, so after a navigation to another process (another site, a page back from the
 back/forward cache, a reload after a crash) the same number can name a context of the new process, such as
-an iframe's main world, and the resolve would succeed there. So the id is forgotten at every
-``Page.frameNavigated`` of the session's main frame, read by a hook as the event arrives (before the reply
-of any command sent to the new document). Should a resolve still meet a gone context ("does not belong to
-the document"), the world is made again and the resolve tried once more; where no world can be made (or the
-new one fails too), the node resolves in the main world. Making the world again is cheap and piles nothing
-up: asked twice for one document, Chromium answers the same context (all measured on Chromium 156).
+an iframe's main world, where a resolve would succeed. So every id of a session is forgotten at each
+``Page.frameNavigated`` in it, read by a hook as the event arrives (before the reply of any command sent to
+the new document). The hook needs the Page domain enabled, as every page and out-of-process iframe
+session has it (``_browser._page_setup``, ``_dialogs``): it is not sent again here, as a second
+``Page.enable`` makes Chromium announce an open dialog twice. A resolve that still meets a gone
+context ("does not belong to the document") looks at the world: gone, it is made again and the resolve
+tried once more; alive, the node is what is gone (its frame was removed) and the main world answers.
+Making a world again piles nothing up: asked twice for one document, Chromium answers the same context
+(all measured on Chromium 156).
 """
 
 from __future__ import annotations
@@ -34,89 +39,104 @@ if TYPE_CHECKING:
 WORLD_NAME = "cdp-engine"
 """The name of the engine's isolated world (``Runtime.executionContextCreated`` shows it)."""
 
-_STALE_WORLD = "does not belong to the document"
-"""What ``DOM.resolveNode`` answers for a context that is gone (its document navigated away)."""
+_GONE_FOR_RESOLVE = "does not belong to the document"
+"""What ``DOM.resolveNode`` answers for a context that is gone, or a node outside its frame's document."""
 
 _GONE_CONTEXT = "Cannot find context"
 """What ``Runtime.evaluate`` answers for a context that is gone."""
 
 
-class _World:
-    """A session's world: its context id while its document lasts, and how many main-frame navigations
-    the session has had (a world made across one is not kept)."""
+class _Worlds:
+    """A session's worlds: the context id of each frame's while its document lasts, and how many
+    navigations the session has seen (a world made across one is not kept)."""
 
-    __slots__ = ("context", "navigations")
+    __slots__ = ("contexts", "navigations")
 
     def __init__(self) -> None:
-        self.context: int | None = None
+        self.contexts: dict[str, int] = {}
         self.navigations = 0
 
 
-_worlds: weakref.WeakKeyDictionary[Session, _World] = weakref.WeakKeyDictionary()
+_sessions: weakref.WeakKeyDictionary[Session, _Worlds] = weakref.WeakKeyDictionary()
 
 
-def _world(session: Session) -> _World:
-    world = _worlds.get(session)
-    if world is None:
-        world = _worlds[session] = _World()
-        main_frame = session.frame_id
+def _worlds(session: Session) -> _Worlds:
+    worlds = _sessions.get(session)
+    if worlds is None:
+        worlds = _sessions[session] = _Worlds()
 
-        def navigated(_: str, params: dict[str, Any]) -> None:
-            if (params.get("frame") or {}).get("id") == main_frame:
-                world.context = None
-                world.navigations += 1
+        def navigated(_: str, __: dict[str, Any]) -> None:
+            worlds.contexts.clear()  # a child frame's too: its descendants' documents went with it
+            worlds.navigations += 1
 
         add_hook(session, ("Page.frameNavigated",), navigated)
-    return world
+    return worlds
 
 
-async def context_id(session: Session) -> int | None:
-    """The execution context of the engine's world in ``session``'s main frame; None if none can be made
-    (a session without a frame, a frame going away)."""
-    if session.frame_id is None:
+async def _context_id(session: Session, frame_id: str | None) -> int | None:
+    """The context of the engine's world in ``frame_id`` (the session's main frame if None); None if none
+    can be made (a session without a frame, a frame going away)."""
+    frame_id = frame_id or session.frame_id
+    if frame_id is None:
         return None
-    world = _world(session)
-    if world.context is not None:
-        return world.context
+    worlds = _worlds(session)
+    known = worlds.contexts.get(frame_id)
+    if known is not None:
+        return known
     for _ in range(2):
-        navigations = world.navigations
+        navigations = worlds.navigations
         try:
             made = await session.execute_raw(
-                "Page.createIsolatedWorld", {"frameId": session.frame_id, "worldName": WORLD_NAME}
+                "Page.createIsolatedWorld", {"frameId": frame_id, "worldName": WORLD_NAME}
             )
         except ProtocolError:
             return None
         context = made.get("executionContextId")
         if type(context) is not int:
             return None
-        if world.navigations == navigations:  # else made in the document that just went: make it again
-            world.context = context
+        if worlds.navigations == navigations:  # else made in a document that just went: make it again
+            worlds.contexts[frame_id] = context
             return context
     return None
 
 
-def forget(session: Session, context: int) -> None:
-    """``context`` is gone (its document navigated): the next :func:`context_id` makes a new world."""
-    world = _worlds.get(session)
-    if world is not None and world.context == context:
-        world.context = None
+def _forget(session: Session, context: int) -> None:
+    worlds = _sessions.get(session)
+    if worlds is not None:
+        for frame_id, known in list(worlds.contexts.items()):
+            if known == context:
+                del worlds.contexts[frame_id]
 
 
-async def resolve(session: Session, backend_node_id: int, group: str | None = None) -> str | None:
-    """A JS handle on the node in the engine's world (in ``group`` if given); None: the node is gone."""
+async def _alive(session: Session, context: int) -> bool:
+    try:
+        await session.execute_raw("Runtime.evaluate", {"expression": "0", "contextId": context})
+    except ProtocolError:
+        return False
+    return True
+
+
+async def world_handle(
+    session: Session, backend_node_id: int, group: str | None = None, frame_id: str | None = None
+) -> str | None:
+    """A JS handle on the node in the engine's world of ``frame_id``, the frame whose document holds it (the
+    session's main frame if None; a node of a same-origin child frame resolves there too), in ``group`` if
+    given; None: the node is gone."""
     params: dict[str, object] = {"backendNodeId": backend_node_id}
     if group is not None:
         params["objectGroup"] = group
     for _ in range(2):
-        context = await context_id(session)
+        context = await _context_id(session, frame_id)
         if context is None:
             break
         try:
             got = await session.execute_raw("DOM.resolveNode", {**params, "executionContextId": context})
         except ProtocolError as exc:
-            if _STALE_WORLD not in exc.message:
+            if _GONE_FOR_RESOLVE not in exc.message:
                 return None  # "No node with given id found": the node is gone
-            forget(session, context)
+            if await _alive(session, context):
+                break  # the world is there: the node is not in its document (its frame went)
+            _forget(session, context)
             continue
         handle = got.get("object", {}).get("objectId")
         if isinstance(handle, str):
@@ -130,16 +150,25 @@ async def resolve(session: Session, backend_node_id: int, group: str | None = No
 
 
 async def evaluate_in_world(session: Session, params: dict[str, Any]) -> dict[str, Any]:
-    """``Runtime.evaluate`` of ``params`` in the engine's world (its reply), with the same retry and fallback
-    as :func:`resolve`."""
+    """``Runtime.evaluate`` of ``params`` in the engine's world of the session's main frame, made again once
+    if it is gone; in the main world if none can be made."""
+    got = await evaluate_in_frame(session, params, session.frame_id)
+    return got if got is not None else await session.execute_raw("Runtime.evaluate", params)
+
+
+async def evaluate_in_frame(
+    session: Session, params: dict[str, Any], frame_id: str | None
+) -> dict[str, Any] | None:
+    """``Runtime.evaluate`` of ``params`` in the engine's world of ``frame_id``, made again once if it is
+    gone; None if the frame has none (it went away)."""
     for _ in range(2):
-        context = await context_id(session)
+        context = await _context_id(session, frame_id)
         if context is None:
-            break
+            return None
         try:
             return await session.execute_raw("Runtime.evaluate", {**params, "contextId": context})
         except ProtocolError as exc:
             if _GONE_CONTEXT not in exc.message:
                 raise
-            forget(session, context)
-    return await session.execute_raw("Runtime.evaluate", params)
+            _forget(session, context)
+    return None

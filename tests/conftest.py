@@ -24,6 +24,13 @@ def server() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="session")
+def peer() -> Iterator[str]:
+    """The same pages from a second server on another 127.0.0.1 port: another origin of the same site."""
+    with serve_directory(PAGES) as url:
+        yield url
+
+
 @pytest.fixture
 async def browser() -> AsyncIterator[Browser]:
     async with launch() as b:

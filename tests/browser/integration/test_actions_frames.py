@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 import trio
 
 from engine import ActionError, Browser, Page, launch
-from engine.testing import serve_directory
 from tests.browser.integration._actions_helpers import open_page, ref
-from tests.conftest import PAGES
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def peer() -> Iterator[str]:
-    """A second server on another 127.0.0.1 port: another origin for the iframe tests."""
-    with serve_directory(PAGES) as url:
-        yield url
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import pytest
 import trio
 
 import engine._waiting
+import engine._worlds
 from engine import Browser
 from tests.browser.integration._actions_helpers import open_page, ref, value
 
@@ -21,9 +22,11 @@ async def test_actions_work_on_a_page_that_replaced_its_builtins(browser: Browse
         await page.fill(ref(snap, "textbox", "Name"), "Ada")
         await page.check(ref(snap, "checkbox", "Agree"))
         await page.hover(ref(snap, "button", "Go"))
-        await page.click(ref(snap, "button", "Inner button"))  # the hit lands in a same-process iframe
+        await page.click(ref(snap, "button", "Inner button"))  # in a same-process iframe: its own world
         await page.wait_for(text="Inner clicked")
+        await page.wait_for(ref=ref(snap, "button", "Go"), state="visible")
         await page.scroll(ref=ref(snap, "button", "Go"))
+        await page.scroll(direction="down")  # the look for what the wheel moves
         assert await value(page, "document.getElementById('name').value") == "Ada"
         assert await value(page, "document.getElementById('agree').checked") is True
         # The page's replacements were never called: what it replaced cannot fool the checks, nor see them.
@@ -82,3 +85,39 @@ async def test_a_key_press_does_not_wait_on_the_pages_timers(
         await page.press("Enter", ref=field)
         await page.type(field, "ab")
     assert await value(page, "document.getElementById('name').value") == "ab"
+
+
+async def test_actions_in_a_frame_of_another_origin_run_in_that_frames_world(
+    browser: Browser, server: str, peer: str
+) -> None:
+    """The parent's world cannot reach into a frame of another origin (in the same process): the frame
+    gets a world of its own."""
+    port = peer.rsplit(":", 1)[1].strip("/")
+    page = await open_page(browser, f"{server}/actions/patched-host.html?peer={port}")
+    with trio.fail_after(15):
+        await page.wait_for(text="Ready")
+        snap = await page.snapshot()
+        assert not page.session.children  # the same process: no session of its own
+        go = ref(snap, "button", "Go")
+        await page.click(go)
+        await page.wait_for(text="Clicked")
+        await page.fill(ref(snap, "textbox", "Name"), "Ada")
+        seen = await page.evaluate("(el) => el.ownerDocument.defaultView.seen", ref=go)
+    assert seen == 0
+
+
+async def test_a_gone_world_is_made_again_without_the_navigation_hook(
+    browser: Browser, server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Should the hook miss a navigation, the resolve that meets the gone world makes it again."""
+    monkeypatch.setattr(engine._worlds, "add_hook", lambda *_: None)
+    page = await open_page(browser, f"{server}/actions/patched.html")
+    with trio.fail_after(20):
+        await page.click(ref(await page.snapshot(), "button", "Go"))
+        await page.goto(f"{server}/actions/patched.html")  # the same process: the old context id is gone
+        await page.click(ref(await page.snapshot(), "button", "Go"))  # DOM.resolveNode meets it
+        await page.wait_for(text="Clicked")
+        assert await value(page, "window.seen") == 0
+        await page.goto(f"{server}/actions/patched.html")
+        await page.scroll(direction="down")  # Runtime.evaluate meets it
+    assert await value(page, "window.seen") == 0
