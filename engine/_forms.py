@@ -1,8 +1,9 @@
 """Form actions: fill, type, select_option, check / uncheck, set_input_files.
 
 ``fill`` replaces the value the way typing would (the field focused, its text selected,
-``Input.insertText``), then fires ``change``; inputs that take no typed text (date, color, range) get their
-value set and ``input`` + ``change`` fired. ``type`` sends every character as its key presses.
+``Input.insertText``), then fires ``change`` (once: the browser's own at the next blur is stopped);
+inputs that take no typed text (date, color, range) get their value set and ``input`` + ``change``
+fired. ``type`` sends every character as its key presses.
 """
 
 from __future__ import annotations
@@ -66,7 +67,25 @@ _PREPARE_FILL = """function(text) {
 }"""
 
 _CHANGED = """function() {
-  if (!this.isContentEditable) this.dispatchEvent(new Event('change', {bubbles: true}));
+  const el = this;
+  if (el.isContentEditable) return;
+  const announced = el.value;
+  el.dispatchEvent(new Event('change', {bubbles: true}));
+  // The browser still owes a change of its own for the typed text, at the next blur or Enter: the same
+  // news twice. That one is stopped at the window, before the page's listeners (but for capturing ones on
+  // the window itself), unless the value changed again since (more typing: then it is news).
+  const view = el.ownerDocument.defaultView;
+  const done = () => {
+    view.removeEventListener('change', skip, true);
+    el.removeEventListener('input', done, true);
+  };
+  const skip = (event) => {
+    if (event.target !== el) return;
+    done();
+    if (event.isTrusted && el.value === announced) event.stopImmediatePropagation();
+  };
+  view.addEventListener('change', skip, true);
+  el.addEventListener('input', done, true);
 }"""
 
 

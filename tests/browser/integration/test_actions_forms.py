@@ -29,7 +29,9 @@ async def test_fill_replaces_the_value_and_fires_input_and_change(browser: Brows
     log = (await value(page, "document.getElementById('log').textContent")).split()
     for field in ("name", "notes", "date"):
         assert f"input:{field}" in log
-        assert f"change:{field}" in log
+        # Once, though each field lost the focus to the next: the browser's own change at that blur
+        # would tell the same news again.
+        assert log.count(f"change:{field}") == 1, log
     assert "input:editor" in log
     with trio.fail_after(10):
         await page.fill(ref(snap, "textbox", "Name"), "")
