@@ -333,10 +333,11 @@ async def hit_test(  # noqa: PLR0917 - one call site, all positions named there
         )
     hit_id, hit_frame = hit
     if hit_id != node.backend_node_id:
-        hit_object = await object_id(node.session, hit_id, group, hit_frame)
+        # In the element's world where it reaches (the same frame, or one of its origin): one call compares.
+        hit_object = await object_id(node.session, hit_id, group, node.frame_id)
         if hit_object is None:
             return NotYet("hit test", "the hit test found a node that went away")
-        inside = await _holds(node.session, handle, hit_object, hit_frame, group)
+        inside = await _holds(node, handle, hit_object, hit_frame, group)
         if inside is not True:
             what = await _describe(node.session, hit_id, hit_frame, group=group)
             return NotYet("hit test", f"another element would get the click: {what}", in_the_way=what)
@@ -359,16 +360,17 @@ async def hit_test(  # noqa: PLR0917 - one call site, all positions named there
     return None
 
 
-async def _holds(session: Session, handle: str, hit: str, frame: str, group: str) -> bool:
-    """Whether the element ``handle`` holds the hit node ``hit`` (inside it, or its label); ``frame`` is the
-    frame whose document holds the hit.
+async def _holds(node: ResolvedNode, handle: str, hit: str, frame: str, group: str) -> bool:
+    """Whether the element ``handle`` (of ``node``) holds the hit node ``hit`` (inside it, or its label);
+    ``frame`` is the frame whose document holds the hit.
 
     The two can live in different documents of the session (same-process frames): a hit in a child frame
     of the element's document is looked at through that frame's element, up to the element's document; a
     hit in a parent document (an overlay over the element's iframe) is not held. The script climbs where
-    it can. Handles of two worlds (the element's frame and the hit's have worlds of their own) cannot meet
-    in one call, and across origins a frame's element is out of the script's reach: then the climb is done
-    here, a frame at a time (``DOM.getFrameOwner``), up to the session's own document."""
+    it can. Across origins a frame's element is out of the script's reach, and a hit the element's world
+    cannot reach resolves in another world (handles of two worlds cannot meet in one call): then the climb
+    is done here, a frame at a time (``DOM.getFrameOwner``), up to the session's own document."""
+    session = node.session
     parents: dict[str, str] | None = None
     for _ in range(MAX_FRAME_DEPTH):
         try:
@@ -388,7 +390,7 @@ async def _holds(session: Session, handle: str, hit: str, frame: str, group: str
             owner = await session.execute_raw("DOM.getFrameOwner", {"frameId": frame})
         except ProtocolError:  # the frame went away meanwhile
             return False
-        up = await object_id(session, int(owner["backendNodeId"]), group, parent)
+        up = await object_id(session, int(owner["backendNodeId"]), group, node.frame_id)
         if up is None:
             return False
         hit, frame = up, parent

@@ -69,23 +69,25 @@ _PREPARE_FILL = """function(text) {
 _CHANGED = """function() {
   const el = this;
   if (el.isContentEditable) return;
+  // The browser still owes a change of its own for the typed text, at the next blur or Enter (or now, if
+  // a change listener moves the focus): the same news twice. That one is stopped at the top of its path
+  // (the window, or the shadow root it does not leave), before the page's listeners but for capturing
+  // ones added there earlier, unless the value changed again since (more typing: then it is news).
+  const root = el.getRootNode();
+  const top = root instanceof ShadowRoot ? root : el.ownerDocument.defaultView;
   const announced = el.value;
-  el.dispatchEvent(new Event('change', {bubbles: true}));
-  // The browser still owes a change of its own for the typed text, at the next blur or Enter: the same
-  // news twice. That one is stopped at the window, before the page's listeners (but for capturing ones on
-  // the window itself), unless the value changed again since (more typing: then it is news).
-  const view = el.ownerDocument.defaultView;
   const done = () => {
-    view.removeEventListener('change', skip, true);
+    top.removeEventListener('change', skip, true);
     el.removeEventListener('input', done, true);
   };
   const skip = (event) => {
-    if (event.target !== el) return;
+    if (event.target !== el || !event.isTrusted) return;
     done();
-    if (event.isTrusted && el.value === announced) event.stopImmediatePropagation();
+    if (el.value === announced) event.stopImmediatePropagation();
   };
-  view.addEventListener('change', skip, true);
+  top.addEventListener('change', skip, true);
   el.addEventListener('input', done, true);
+  el.dispatchEvent(new Event('change', {bubbles: true}));
 }"""
 
 

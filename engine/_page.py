@@ -21,6 +21,7 @@ from engine._errors import (
     ContextDestroyed,
     NavigationError,
     ProtocolError,
+    SessionDetached,
     StaleRefError,
     TargetCrashed,
 )
@@ -529,12 +530,15 @@ async def _stale_if_gone(page: Page, *refs: str | None) -> AsyncIterator[None]:
     page does not answer within STALE_CHECK_S (its main thread may be what failed the action), the first
     error stands. Measured against a page reloading every 15 ms: of 300 actions, 28 had raised a bare
     ProtocolError and 30 an ActionError ("no longer in the document", "not focusable"); of 2,700 since,
-    none.
+    none. An out-of-process iframe removed or navigated away mid-action ends its session: SessionDetached
+    from that session is its ref going stale too (from the page's own, the page is gone).
     """
     try:
         yield
-    except (ProtocolError, ActionError, ContextDestroyed) as exc:
+    except (ProtocolError, ActionError, ContextDestroyed, SessionDetached) as exc:
         if isinstance(exc, ActionError) and exc.check not in _GONE_CHECKS:
+            raise
+        if isinstance(exc, SessionDetached) and page.session.detached:
             raise
         with trio.move_on_after(STALE_CHECK_S):
             for ref in refs:

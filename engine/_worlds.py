@@ -47,14 +47,14 @@ _GONE_CONTEXT = "Cannot find context"
 
 
 class _Worlds:
-    """A session's worlds: the context id of each frame's while its document lasts, and how many
-    navigations the session has seen (a world made across one is not kept)."""
+    """A session's worlds: the context id of each frame's while its document lasts, and how many times
+    each frame navigated (a world made across its frame's navigation is not kept)."""
 
     __slots__ = ("contexts", "navigations")
 
     def __init__(self) -> None:
         self.contexts: dict[str, int] = {}
-        self.navigations = 0
+        self.navigations: dict[str, int] = {}  # by frame id; the main frame's under ""
 
 
 _sessions: weakref.WeakKeyDictionary[Session, _Worlds] = weakref.WeakKeyDictionary()
@@ -65,9 +65,18 @@ def _worlds(session: Session) -> _Worlds:
     if worlds is None:
         worlds = _sessions[session] = _Worlds()
 
-        def navigated(_: str, __: dict[str, Any]) -> None:
-            worlds.contexts.clear()  # a child frame's too: its descendants' documents went with it
-            worlds.navigations += 1
+        main_frame = session.frame_id
+
+        def navigated(_: str, params: dict[str, Any]) -> None:
+            frame_id = (params.get("frame") or {}).get("id")
+            if frame_id == main_frame or frame_id is None:
+                worlds.contexts.clear()  # maybe another process: every id may name something else now
+                worlds.navigations[""] = worlds.navigations.get("", 0) + 1
+            else:
+                # The same process (a frame that moves to another leaves this session): its other ids
+                # stay unique, and a descendant's gone world is found gone when used.
+                worlds.contexts.pop(frame_id, None)
+                worlds.navigations[frame_id] = worlds.navigations.get(frame_id, 0) + 1
 
         add_hook(session, ("Page.frameNavigated",), navigated)
     return worlds
@@ -84,7 +93,7 @@ async def _context_id(session: Session, frame_id: str | None) -> int | None:
     if known is not None:
         return known
     for _ in range(2):
-        navigations = worlds.navigations
+        before = (worlds.navigations.get(""), worlds.navigations.get(frame_id))
         try:
             made = await session.execute_raw(
                 "Page.createIsolatedWorld", {"frameId": frame_id, "worldName": WORLD_NAME}
@@ -94,9 +103,10 @@ async def _context_id(session: Session, frame_id: str | None) -> int | None:
         context = made.get("executionContextId")
         if type(context) is not int:
             return None
-        if worlds.navigations == navigations:  # else made in a document that just went: make it again
+        if (worlds.navigations.get(""), worlds.navigations.get(frame_id)) == before:
             worlds.contexts[frame_id] = context
             return context
+        # else made in a document of that frame (or of the tab) that just went: make it again
     return None
 
 
@@ -125,23 +135,27 @@ async def world_handle(
     params: dict[str, object] = {"backendNodeId": backend_node_id}
     if group is not None:
         params["objectGroup"] = group
-    for _ in range(2):
-        context = await _context_id(session, frame_id)
-        if context is None:
-            break
-        try:
-            got = await session.execute_raw("DOM.resolveNode", {**params, "executionContextId": context})
-        except ProtocolError as exc:
-            if _GONE_FOR_RESOLVE not in exc.message:
-                return None  # "No node with given id found": the node is gone
-            if await _alive(session, context):
-                break  # the world is there: the node is not in its document (its frame went)
-            _forget(session, context)
-            continue
-        handle = got.get("object", {}).get("objectId")
-        if isinstance(handle, str):
-            return handle
-        break  # a null: the node's frame is of another origin, out of this world's reach
+    frames = [frame_id or session.frame_id]
+    if frames[0] != session.frame_id:
+        frames.append(session.frame_id)  # the node may have moved to another document since
+    for frame in frames:
+        for _ in range(2):
+            context = await _context_id(session, frame)
+            if context is None:
+                break
+            try:
+                got = await session.execute_raw("DOM.resolveNode", {**params, "executionContextId": context})
+            except ProtocolError as exc:
+                if _GONE_FOR_RESOLVE not in exc.message:
+                    return None  # "No node with given id found": the node is gone
+                if await _alive(session, context):
+                    break  # the world is there: the node is not in its frame's document
+                _forget(session, context)
+                continue
+            handle = got.get("object", {}).get("objectId")
+            if isinstance(handle, str):
+                return handle
+            break  # a null: the node's frame is of another origin, out of this world's reach
     try:  # no world of ours here: the main world's
         got = await session.execute_raw("DOM.resolveNode", params)
     except ProtocolError:

@@ -7,8 +7,9 @@ import trio
 
 import engine._waiting
 import engine._worlds
-from engine import Browser
+from engine import ActionError, Browser
 from tests.browser.integration._actions_helpers import open_page, ref, value
+from tests.deadlines import without_a_deadline
 
 pytestmark = pytest.mark.browser
 
@@ -121,3 +122,27 @@ async def test_a_gone_world_is_made_again_without_the_navigation_hook(
         await page.goto(f"{server}/actions/patched.html")
         await page.scroll(direction="down")  # Runtime.evaluate meets it
     assert await value(page, "window.seen") == 0
+
+
+async def test_frames_that_keep_navigating_do_not_hide_the_main_frames_text(
+    browser: Browser, server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A world made while some other frame navigated is still good: the text check of the main frame
+    must not come back empty, or a wait for the text to go would end while it is still shown."""
+    page = await open_page(browser, f"{server}/actions/busy-frames.html")
+    # Under the default budget, not a deadline of the test's: a busy machine would let that one win.
+    monkeypatch.setattr(engine._waiting, "DEFAULT_BUDGET", 0.5)
+    async with without_a_deadline():
+        for _ in range(6):
+            with pytest.raises(ActionError, match="'Persistent' to disappear"):
+                await page.wait_for(gone_text="Persistent")
+
+
+async def test_an_element_moved_out_of_its_frame_is_still_clicked(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/actions/adopt.html")
+    with trio.fail_after(10):
+        await page.wait_for(text="Go now")
+        go = ref(await page.snapshot(), "button", "Go now")
+        await value(page, "dest.appendChild(frame.contentDocument.getElementById('b')), 0")
+        await page.click(go)  # the hit lands on a child of the button, now in the top document
+    assert await value(page, "window.hits") == 1
