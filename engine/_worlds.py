@@ -14,15 +14,15 @@ null). Where no world can be made, the node resolves in the main world.
 A navigation ends a frame's world with its document, and its context id cannot be kept: ids are numbered
 per renderer process, so after a navigation to another process (another site, a page back from the
 back/forward cache, a reload after a crash) the same number can name a context of the new process, such as
-an iframe's main world, where a resolve would succeed. So every id of a session is forgotten at each
-``Page.frameNavigated`` in it, read by a hook as the event arrives (before the reply of any command sent to
-the new document). The hook needs the Page domain enabled, as every page and out-of-process iframe
-session has it (``_browser._page_setup``, ``_dialogs``): it is not sent again here, as a second
-``Page.enable`` makes Chromium announce an open dialog twice. A resolve that still meets a gone
-context ("does not belong to the document") looks at the world: gone, it is made again and the resolve
-tried once more; alive, the node is what is gone (its frame was removed) and the main world answers.
-Making a world again piles nothing up: asked twice for one document, Chromium answers the same context
-(all measured on Chromium 156).
+an iframe's main world, where a resolve would succeed. So a hook reads each ``Page.frameNavigated`` as it
+arrives (before the reply of any command sent to the new document): the main frame's forgets every id of
+the session, a child frame's that frame's id (a frame that moves to another process leaves the session).
+The hook needs the Page domain, which every page and out-of-process iframe session has
+(``_browser._page_setup``, ``_dialogs``). A resolve that still meets a gone context ("does not belong to
+the document") looks at the world: gone, it is made again and the resolve tried once more; alive, the node
+is not in that frame's document (its frame was removed, or the node moved), and the main frame's world,
+then the main world, are asked. Making a world again piles nothing up: asked twice for one document,
+Chromium answers the same context (all measured on Chromium 156).
 """
 
 from __future__ import annotations
