@@ -29,8 +29,8 @@ import attrs
 import trio
 
 from engine._errors import ActionError, ProtocolError
+from engine._frames import frame_tree
 from engine._refs import ResolvedNode
-from engine._snapshot import _frame_tree as frame_tree  # the refs room's list of a session's frames
 from engine._util import first_error
 from engine._worlds import world_handle
 

@@ -10,7 +10,7 @@ main frame as its parent. This module walks both and joins them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -89,6 +89,18 @@ def session_for_frame(page: Page, frame_id: str) -> Session | None:
     if not frame_id:
         return page.session
     return next((session for session in frame_sessions(page) if session.frame_id == frame_id), None)
+
+
+async def frame_tree(session: Session) -> list[dict[str, Any]]:
+    """The frames this session renders, parents before children (out-of-process ones are not listed)."""
+    tree = (await session.execute_raw("Page.getFrameTree"))["frameTree"]
+    out: list[dict[str, Any]] = []
+    todo = [tree]
+    while todo:
+        node = todo.pop(0)
+        out.append(node["frame"])
+        todo.extend(node.get("childFrames") or ())
+    return out
 
 
 async def list_frames(page: Page) -> list[Frame]:

@@ -17,7 +17,7 @@ import trio
 
 from engine._axrender import _ROLE_NAMES, FrameAX, Options, render
 from engine._errors import ProtocolError, SessionDetached, StaleRefError
-from engine._frames import live_iframes, session_for_frame
+from engine._frames import frame_tree, live_iframes, session_for_frame
 from engine._refs import Ref, RefState, ResolvedNode, Snapshot, SnapshotStats
 from engine._util import first_error, gc_paused
 from engine._worlds import world_handle
@@ -27,18 +27,6 @@ if TYPE_CHECKING:
     from engine._session import Session
 
 log = logging.getLogger("engine.refs")
-
-
-async def _frame_tree(session: Session) -> list[dict[str, Any]]:
-    """The frames this session renders, parents before children (out-of-process ones are not listed)."""
-    tree = (await session.execute_raw("Page.getFrameTree"))["frameTree"]
-    out: list[dict[str, Any]] = []
-    todo = [tree]
-    while todo:
-        node = todo.pop(0)
-        out.append(node["frame"])
-        todo.extend(node.get("childFrames") or ())
-    return out
 
 
 async def _collect(session: Session, target: str, found: list[FrameAX], main: bool, frames: bool) -> None:
@@ -68,7 +56,7 @@ async def _collect(session: Session, target: str, found: list[FrameAX], main: bo
     listed: list[dict[str, Any]] = []
 
     async def list_frames() -> None:
-        listed.extend(await _frame_tree(session))
+        listed.extend(await frame_tree(session))
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(list_frames)
@@ -289,7 +277,7 @@ async def resolve_ref(page: Page, ref: str) -> ResolvedNode:
             failure.append(exc)
 
     async def documents() -> None:
-        frames.extend(await _frame_tree(session))
+        frames.extend(await frame_tree(session))
 
     with first_error():
         async with trio.open_nursery() as nursery:  # both go out at once: one round trip

@@ -25,9 +25,8 @@ from engine._actionability import (
     unless_deadline,
 )
 from engine._errors import ActionError, ProtocolError, SessionDetached, StaleRefError
-from engine._frames import frame_sessions
+from engine._frames import frame_sessions, frame_tree
 from engine._hooks import add_hook
-from engine._snapshot import _frame_tree as frame_tree  # the refs room's list of a session's frames
 from engine._util import first_error
 from engine._worlds import evaluate_in_frame, evaluate_in_world
 
