@@ -32,6 +32,12 @@ def peer() -> Iterator[str]:
 
 
 @pytest.fixture
+def peer_port(peer: str) -> str:
+    """The port of ``peer``, for pages that build their other-origin URLs from it (``?peer=PORT``)."""
+    return peer.rsplit(":", 1)[1].strip("/")
+
+
+@pytest.fixture
 async def browser() -> AsyncIterator[Browser]:
     async with launch() as b:
         yield b

@@ -20,9 +20,8 @@ async def isolated() -> AsyncIterator[Browser]:
         yield b
 
 
-async def frames_page(browser: Browser, server: str, peer: str) -> Page:
-    port = peer.rsplit(":", 1)[1].strip("/")
-    page = await open_page(browser, f"{server}/refs/frames.html?peer={port}")
+async def frames_page(browser: Browser, server: str, peer_port: str) -> Page:
+    page = await open_page(browser, f"{server}/refs/frames.html?peer={peer_port}")
     with trio.fail_after(10):
         while not any(c.children for c in page.session.children.values()):
             await trio.sleep(0.05)  # both out-of-process frames attached
@@ -36,9 +35,9 @@ async def deep_text(page: Page) -> str:
 
 
 async def test_click_inside_a_cross_origin_iframe_two_levels_deep(
-    isolated: Browser, server: str, peer: str
+    isolated: Browser, server: str, peer_port: str
 ) -> None:
-    page = await frames_page(isolated, server, peer)
+    page = await frames_page(isolated, server, peer_port)
     with trio.fail_after(10):
         snap = await page.snapshot()
         deep = ref(snap, "button", "Deep button")
@@ -54,9 +53,9 @@ async def test_click_inside_a_cross_origin_iframe_two_levels_deep(
 
 
 async def test_an_overlay_in_the_top_document_over_an_oopif_is_named_and_not_clicked_through(
-    isolated: Browser, server: str, peer: str
+    isolated: Browser, server: str, peer_port: str
 ) -> None:
-    page = await frames_page(isolated, server, peer)
+    page = await frames_page(isolated, server, peer_port)
     with trio.fail_after(10):
         snap = await page.snapshot()
         await page.session.execute_raw(
@@ -77,8 +76,8 @@ async def test_an_overlay_in_the_top_document_over_an_oopif_is_named_and_not_cli
         assert "Deep clicked" not in await deep_text(page)
 
 
-async def test_click_inside_a_same_process_iframe(browser: Browser, server: str, peer: str) -> None:
-    page = await frames_page(browser, server, peer)
+async def test_click_inside_a_same_process_iframe(browser: Browser, server: str, peer_port: str) -> None:
+    page = await frames_page(browser, server, peer_port)
     with trio.fail_after(10):
         snap = await page.snapshot()
         await page.click(ref(snap, "button", "Deep button"))
@@ -126,12 +125,11 @@ async def test_a_click_on_an_element_that_holds_a_frame_lands_inside_it(browser:
 
 
 async def test_a_click_on_an_element_that_holds_a_frame_of_another_origin_lands_inside_it(
-    browser: Browser, server: str, peer: str
+    browser: Browser, server: str, peer_port: str
 ) -> None:
     # The hit node, in the other origin's document, resolves in that frame's own world: the climb to the
     # element goes a frame at a time through DOM.getFrameOwner (frameElement is null across origins).
-    port = peer.rsplit(":", 1)[1].strip("/")
-    page = await open_page(browser, f"{server}/actions/holds-remote.html?peer={port}")
+    page = await open_page(browser, f"{server}/actions/holds-remote.html?peer={peer_port}")
     with trio.fail_after(10):
         await page.wait_for(text="Next page")
         snap = await page.snapshot()
@@ -142,10 +140,9 @@ async def test_a_click_on_an_element_that_holds_a_frame_of_another_origin_lands_
 
 
 async def test_a_dialog_in_an_out_of_process_iframe_is_answered_and_recorded(
-    isolated: Browser, server: str, peer: str
+    isolated: Browser, server: str, peer_port: str
 ) -> None:
-    port = peer.rsplit(":", 1)[1].strip("/")
-    page = await open_page(isolated, f"{server}/actions/frame-dialogs.html?peer={port}")
+    page = await open_page(isolated, f"{server}/actions/frame-dialogs.html?peer={peer_port}")
     with trio.fail_after(10):
         await page.wait_for(text="Confirm")
         snap = await page.snapshot()

@@ -89,12 +89,11 @@ async def test_a_key_press_does_not_wait_on_the_pages_timers(
 
 
 async def test_actions_in_a_frame_of_another_origin_run_in_that_frames_world(
-    browser: Browser, server: str, peer: str
+    browser: Browser, server: str, peer_port: str
 ) -> None:
     """The parent's world cannot reach into a frame of another origin (in the same process): the frame
     gets a world of its own."""
-    port = peer.rsplit(":", 1)[1].strip("/")
-    page = await open_page(browser, f"{server}/actions/patched-host.html?peer={port}")
+    page = await open_page(browser, f"{server}/actions/patched-host.html?peer={peer_port}")
     with trio.fail_after(15):
         await page.wait_for(text="Ready")
         snap = await page.snapshot()

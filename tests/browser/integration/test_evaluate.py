@@ -444,24 +444,19 @@ async def test_evaluate_runs_on_its_own_session_and_not_behind_the_pages(
             await trio.sleep(0.02)  # closing the page ends its evaluate session too
 
 
-async def test_a_ref_in_an_out_of_process_frame_runs_in_that_frame(server: str) -> None:
-    from engine.testing import serve_directory
-    from tests.conftest import PAGES
-
-    with serve_directory(PAGES) as peer:
-        port = peer.rsplit(":", 1)[1]
-        async with launch(args=["--site-per-process"]) as browser:
-            with trio.fail_after(30):
-                page = await browser.new_page(f"{server}/refs/frames.html?peer={port}")
-                while len(page.session.children) < 1 or not any(
-                    c.children for c in page.session.children.values()
-                ):
-                    await trio.sleep(0.05)
-                await trio.sleep(0.2)
-                snap = await page.snapshot()
-                deep = next(r.ref for r in snap.refs.values() if r.name == "Deep button")
-                got = await page.evaluate("(el) => [el.textContent, location.pathname]", ref=deep)
-                assert got == ["Deep button", "/refs/grand.html"]
-                with pytest.raises(trio.TooSlowError), trio.fail_after(BUDGET):
-                    await page.evaluate("(el) => { while (true) {} }", ref=deep)
-                assert await page.evaluate("(el) => el.textContent", ref=deep) == "Deep button"
+async def test_a_ref_in_an_out_of_process_frame_runs_in_that_frame(server: str, peer_port: str) -> None:
+    async with launch(args=["--site-per-process"]) as browser:
+        with trio.fail_after(30):
+            page = await browser.new_page(f"{server}/refs/frames.html?peer={peer_port}")
+            while len(page.session.children) < 1 or not any(
+                c.children for c in page.session.children.values()
+            ):
+                await trio.sleep(0.05)
+            await trio.sleep(0.2)
+            snap = await page.snapshot()
+            deep = next(r.ref for r in snap.refs.values() if r.name == "Deep button")
+            got = await page.evaluate("(el) => [el.textContent, location.pathname]", ref=deep)
+            assert got == ["Deep button", "/refs/grand.html"]
+            with pytest.raises(trio.TooSlowError), trio.fail_after(BUDGET):
+                await page.evaluate("(el) => { while (true) {} }", ref=deep)
+            assert await page.evaluate("(el) => el.textContent", ref=deep) == "Deep button"

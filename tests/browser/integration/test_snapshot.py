@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 import trio
 
 from engine import Browser, Page, SessionDetached, StaleRefError, launch
 from engine._axrender import NAME_LIMIT
-from engine.testing import serve_directory
-from tests.conftest import PAGES
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def peer() -> Iterator[str]:
-    """A second server on another 127.0.0.1 port: another origin for the iframe tests."""
-    with serve_directory(PAGES) as url:
-        yield url
 
 
 @pytest.fixture
@@ -96,10 +87,9 @@ async def test_open_shadow_dom_and_a_modal_dialog(browser: Browser, server: str)
 
 
 async def test_iframes_same_origin_and_cross_origin_two_levels_deep(
-    isolated: Browser, server: str, peer: str
+    isolated: Browser, server: str, peer_port: str
 ) -> None:
-    port = peer.rsplit(":", 1)[1].strip("/")
-    page = await open_page(isolated, f"{server}/refs/frames.html?peer={port}")
+    page = await open_page(isolated, f"{server}/refs/frames.html?peer={peer_port}")
     with trio.fail_after(10):
         while len(page.session.children) < 1 or not any(c.children for c in page.session.children.values()):
             await trio.sleep(0.05)  # both out-of-process frames attached

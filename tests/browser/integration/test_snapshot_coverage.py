@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
 
 import pytest
 import trio
 
 from engine import Browser, launch
-from engine.testing import serve_directory
-from tests.conftest import PAGES
 
 pytestmark = pytest.mark.browser
 
@@ -60,12 +57,6 @@ def _playwright_snapshots(urls: list[str]) -> list[str]:
     return asyncio.run(run())
 
 
-@pytest.fixture(scope="module")
-def peer() -> Iterator[str]:
-    with serve_directory(PAGES) as url:
-        yield url
-
-
 async def _ours(browser: Browser, urls: list[str]) -> list[tuple[str, dict[tuple[str, str], int]]]:
     out = []
     for url in urls:
@@ -82,9 +73,8 @@ async def _ours(browser: Browser, urls: list[str]) -> list[tuple[str, dict[tuple
     return out
 
 
-async def test_every_element_playwright_gives_a_ref_is_in_our_snapshot(server: str, peer: str) -> None:
-    port = peer.rsplit(":", 1)[1].strip("/")
-    urls = [f"{server}/refs/{name}?peer={port}" for name in PAGES_TO_COMPARE]
+async def test_every_element_playwright_gives_a_ref_is_in_our_snapshot(server: str, peer_port: str) -> None:
+    urls = [f"{server}/refs/{name}?peer={peer_port}" for name in PAGES_TO_COMPARE]
     with trio.fail_after(60):
         theirs = await trio.to_thread.run_sync(_playwright_snapshots, urls)
     with trio.fail_after(60):
