@@ -61,12 +61,19 @@ def _work_done(args: argparse.Namespace) -> None:
         scope.deadline = math.inf
 
 
-async def open_page(browser: Browser, args: argparse.Namespace, url: str | None) -> Page:
+async def open_page(
+    browser: Browser, args: argparse.Namespace, url: str | None, *, refs: bool = False
+) -> Page:
+    """A new tab at ``url``; with ``refs``, after the snapshot that hands out refs (as `cdp-engine snapshot
+    URL` would), so that refs from that command's output resolve."""
     doing(args, "opening a tab")
     page = await browser.new_page()
     if url:
         doing(args, f"loading {url}")
         await page.goto(url)
+    if refs:
+        doing(args, "taking the snapshot that gives the refs")
+        await page.snapshot()
     return page
 
 
@@ -193,10 +200,7 @@ async def snapshot_command(args: argparse.Namespace) -> None:
 async def eval_command(args: argparse.Namespace) -> None:
     with deadline(args):
         async with open_browser(args) as browser:
-            page = await open_page(browser, args, args.url)
-            if args.ref:
-                doing(args, "taking the snapshot that gives the refs")  # as `cdp-engine snapshot URL`
-                await page.snapshot()
+            page = await open_page(browser, args, args.url, refs=bool(args.ref))
             doing(args, "evaluating the expression")
             value = await _evaluate(page, args.expression, args.ref)
     if isinstance(value, str) and not args.json:
@@ -265,10 +269,7 @@ async def steps_command(
 ) -> int:
     with deadline(args):
         async with open_browser(args) as browser:
-            page = await open_page(browser, args, args.url)
-            if args.url:
-                doing(args, "taking the snapshot that gives the refs")  # as `cdp-engine snapshot URL`
-                await page.snapshot()
+            page = await open_page(browser, args, args.url, refs=bool(args.url))
             doing(args, f"running {len(steps)} step(s)")
             result = await page.run_steps(steps, **options)
     emit(result.dumps() if args.json else json.dumps(result.to_json(), indent=2, ensure_ascii=False))
