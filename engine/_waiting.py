@@ -43,6 +43,11 @@ POLL = 0.05
 """Seconds between two looks at the page while waiting for text or a ref."""
 
 
+FOLLOWED_NAVIGATIONS = 3
+"""New navigations of a frame that an action waits on for, once its input was handled (a redirect chain
+by script); past that, the frame is navigating by itself and the action stops waiting for it."""
+
+
 class NavigationWatch:
     """Which frames of a page were asked to load a new document, until that document is parsed.
 
@@ -58,11 +63,27 @@ class NavigationWatch:
         self.pending: set[str] = set()
         self.committed: set[str] = set()
         self.changed = trio.Event()
+        #: Set once the action's input has been handled (see ``__call__``).
+        self.closed = False
+        self._hops: dict[str, int] = {}
 
     def __call__(self, method: str, params: dict[str, Any]) -> None:
         if method == "Page.frameRequestedNavigation":
-            if params.get("disposition", "currentTab") == "currentTab":
-                self.pending.add(params.get("frameId", ""))
+            if params.get("disposition", "currentTab") != "currentTab":
+                return
+            frame = params.get("frameId", "")
+            if not self.closed:
+                self.pending.add(frame)
+            elif frame in self.pending:
+                # A new navigation of a frame still waited for: followed, as a script's redirect is, but
+                # only so far. A frame that keeps navigating by itself (an ad that reloads, a srcdoc set
+                # every few ms) replaces each document before it is parsed, and would hold the action
+                # to its deadline. A frame not waited for any more starts nothing the action waits for.
+                self._hops[frame] = hops = self._hops.get(frame, 0) + 1
+                if hops > FOLLOWED_NAVIGATIONS:
+                    self.pending.discard(frame)
+                    self.changed.set()
+                    self.changed = trio.Event()
             return
         if method == "Page.frameNavigated":
             self.committed.add((params.get("frame") or {}).get("id", ""))
@@ -141,6 +162,7 @@ async def navigation_watch(
             yield watch
             phase = "navigation"
             await _barrier(sessions, task_turn=task_turn)
+            watch.closed = True
             await watch.wait_committed()
     except BaseException:  # the caller's deadline, a cancellation, an error
         _stop_navigations(watch, sessions)

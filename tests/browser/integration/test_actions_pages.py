@@ -461,3 +461,27 @@ async def test_a_navigation_in_the_middle_of_an_action_is_a_stale_ref(browser: B
             except StaleRefError as exc:
                 mid_action += exc.__cause__ is not None  # found out after the check, in the middle
     assert mid_action, "no reload landed in the middle of an action: the test showed nothing"
+
+
+async def test_a_click_follows_a_scripts_redirects_after_the_navigation_it_started(
+    browser: Browser, server: str
+) -> None:
+    page = await open_page(browser, f"{server}/actions/redirects.html")
+    with trio.fail_after(10):
+        for name in ("One redirect", "Two redirects"):
+            await page.click(ref(await page.snapshot(), "link", name))
+            assert 'heading "Next page"' in (await page.snapshot()).text  # straight after: the last page
+            await page.goto(f"{server}/actions/redirects.html")
+
+
+async def test_frames_that_keep_navigating_by_themselves_do_not_hold_a_click(
+    browser: Browser, server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Their navigations during the click are waited for, but not each one that replaces it after."""
+    page = await open_page(browser, f"{server}/actions/busy-frames.html")
+    monkeypatch.setattr(engine._waiting, "DEFAULT_BUDGET", 5.0)  # the budget, so that a hang is an error
+    async with without_a_deadline():
+        count = ref(await page.snapshot(), "button", "Count")
+        for _ in range(4):
+            await page.click(count)
+    assert await value(page, "window.clicks") == 4
