@@ -401,7 +401,11 @@ class Connection(metaclass=NoPublicConstructor):
                         if transport.backlog:
                             self._writer_lot.unpark()
                         break
-                self._handle(batch)
+                # As the reader does: a subscription opened during this lead (by another task) gets its
+                # consumer's turns, or a burst would overflow it while the leader reads on.
+                while batch := self._handle(batch, yield_to_consumers=True):
+                    await trio.lowlevel.cancel_shielded_checkpoint()
+                    await trio.lowlevel.cancel_shielded_checkpoint()
         finally:
             self._leading = False
             if entry.reply is None and entry.error is None:

@@ -67,6 +67,35 @@ async def test_listen_is_race_free_for_the_event_a_command_triggers(browser: Bro
         assert loaded.timestamp > 0
 
 
+async def test_a_subscription_opened_during_another_tasks_command_keeps_up_with_a_burst(
+    browser: Browser,
+) -> None:
+    """The consumer subscribes while the caller reads its own reply (it leads: the reader task rests);
+    the 10,000 events of the burst reach a default buffer of 1,024 without loss."""
+    burst = 10_000
+    logs = (
+        "new Promise((r) => setTimeout(r, 300))"
+        f".then(() => {{ for (let i = 0; i < {burst}; i++) console.log('m' + i); return 1 }})"
+    )
+    page = await browser.new_page()
+    await page.session.execute(cdp.runtime.enable())
+
+    async def consume(got: list[int]) -> None:
+        async with page.session.listen(cdp.runtime.ConsoleAPICalled) as events:
+            while got[0] < burst:
+                await events.receive()
+                got[0] += 1
+
+    for _ in range(3):
+        got = [0]
+        with trio.fail_after(30):
+            await page.session.execute(cdp.runtime.evaluate(expression="0"))  # the reader rests after it
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(consume, got)
+                await page.session.execute(cdp.runtime.evaluate(expression=logs, await_promise=True))
+        assert got[0] == burst
+
+
 async def test_cancelled_command_leaves_nothing_pending(browser: Browser) -> None:
     with trio.fail_after(20):
         page = await browser.new_page()
