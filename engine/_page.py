@@ -483,7 +483,13 @@ class Page:
 
         hook = add_hook(browser_session, ("Target.detachedFromTarget", "Target.targetDestroyed"), ended)
         try:
-            await browser_session.execute(cdp.target.close_target(target_id=self.target_id))
+            try:
+                await browser_session.execute(cdp.target.close_target(target_id=self.target_id))
+            except trio.Cancelled:
+                # The page is already forgotten and marked closed: the tab must go even if the caller's
+                # deadline passed before the command left (sent twice, the second fails quietly).
+                browser_session.execute_nowait(cdp.target.close_target(target_id=self.target_id))
+                raise
             # Chromium 156 answers success and keeps the tab when the close meets a navigation swapping
             # the tab's renderer (6 of 6 right after Page.navigate): asked again, it closes.
             for wait in CLOSE_CONFIRM:

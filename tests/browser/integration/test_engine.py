@@ -96,6 +96,21 @@ async def test_a_subscription_opened_during_another_tasks_command_keeps_up_with_
         assert got[0] == burst
 
 
+async def test_a_close_whose_deadline_passed_before_it_was_sent_still_closes_the_tab(
+    browser: Browser,
+) -> None:
+    page = await browser.new_page()
+    with trio.move_on_after(0):
+        await page.close()
+    assert page.closed
+    with trio.fail_after(10):
+        while True:
+            targets = (await browser.session.execute(cdp.target.get_targets())).target_infos
+            if page.target_id not in {t.target_id for t in targets}:
+                break
+            await trio.sleep(0.05)
+
+
 async def test_cancelled_command_leaves_nothing_pending(browser: Browser) -> None:
     with trio.fail_after(20):
         page = await browser.new_page()
