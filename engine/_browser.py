@@ -255,6 +255,8 @@ async def _close_browser(browser: Browser, process: ChromiumProcess, *, hurry: b
             # The browser closing the link under us is the expected ending.
             with contextlib.suppress(CDPError):
                 await browser.session.execute(cdp.browser.close())
+        elif browser.connection.transport.name != "pipe":
+            return  # it lost its websocket, not its pipe: nothing asks it to exit, so the process layer stops it
         await process.wait_exit(budget)
 
 

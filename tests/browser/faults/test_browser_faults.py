@@ -18,6 +18,7 @@ import trio
 import cdp
 from engine import (
     Browser,
+    ConnectionClosed,
     InvalidParams,
     NavigationError,
     ProtocolError,
@@ -304,6 +305,21 @@ async def test_a_lone_surrogate_from_the_page_arrives_intact(browser: Browser) -
 
 
 # -- teardown -----------------------------------------------------------------------------------------
+
+
+async def test_leaving_a_websocket_launch_whose_link_broke_does_not_wait_out_the_close_budget() -> None:
+    """A browser that lost its websocket is not exiting: the block stops it at once instead of waiting
+    the close budget (5 s) for an exit nothing asked for."""
+    limited = Settings(max_inbound_bytes=200_000)
+    with trio.fail_after(30):
+        with pytest.raises(ConnectionClosed, match="over the 200,000-byte limit"):
+            async with launch(transport="websocket", settings=limited) as browser:
+                page = await browser.new_page()
+                try:
+                    await page.session.execute(cdp.runtime.evaluate(expression="'x'.repeat(300000)"))
+                finally:
+                    started = time.monotonic()
+        assert time.monotonic() - started < 2.5
 
 
 async def test_a_cancelled_launch_block_exits_within_a_second() -> None:
