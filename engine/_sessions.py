@@ -63,8 +63,11 @@ class SessionTable:
         """The open session with this id (``None``: the browser's), or None."""
         return self._by_id.get(session_id)
 
-    def by_target(self, target_id: str | None) -> list[Session]:
-        """The open sessions attached to ``target_id``."""
+    def by_target(self, target_id: Any) -> list[Session]:
+        """The open sessions attached to ``target_id`` (none for anything but a string: the browser's own
+        session has no target, and an event that names none must not reach it)."""
+        if not isinstance(target_id, str):
+            return []
         return [session for session in self._by_id.values() if session.target_id == target_id]
 
     def __iter__(self) -> Iterator[Session]:
@@ -120,10 +123,12 @@ class SessionTable:
         """Act on a lifecycle event that arrived on ``session`` (any other event is ignored)."""
         if method not in _LIFECYCLE:  # most events: one set lookup instead of eight comparisons
             return
+        # An id that is missing or not a string names no session: the browser's own has None for both.
         if method == "Target.attachedToTarget":
             self._attached_to_target(session, params)
         elif method == "Target.detachedFromTarget":
-            child = self._by_id.get(params.get("sessionId"))
+            session_id = params.get("sessionId")
+            child = self._by_id.get(session_id) if isinstance(session_id, str) else None
             if child is not None:
                 self.detach(child, "Target.detachedFromTarget")
         elif method == "Target.targetDestroyed":

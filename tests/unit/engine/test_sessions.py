@@ -108,6 +108,28 @@ def test_detach_ends_the_session_and_its_children(table: SessionTable) -> None:
         frame.raise_if_unusable("Runtime.evaluate")
 
 
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("Target.targetDestroyed", {}),
+        ("Target.targetDestroyed", {"targetId": None}),
+        ("Target.detachedFromTarget", {"targetId": "X"}),
+        ("Target.detachedFromTarget", {"sessionId": None}),
+        ("Target.targetCrashed", {"status": "x", "errorCode": 1}),
+        ("Target.targetInfoChanged", {"targetInfo": {"url": "https://odd.test/"}}),
+    ],
+)
+def test_an_event_that_names_no_session_leaves_the_browsers_alone(
+    table: SessionTable, method: str, params: dict[str, Any]
+) -> None:
+    """The browser's session has no id and no target: a missing id must not be read as naming it."""
+    table.follow(table.browser, method, params)
+    assert not table.browser.detached
+    assert not table.browser.crashed
+    assert table.browser.url == ""
+    table.browser.raise_if_unusable("Browser.getVersion")
+
+
 def test_target_destroyed_detaches_every_session_of_the_target(table: SessionTable) -> None:
     first = table.create("A", target_id="T", target_type="page", parent=table.browser)
     second = table.create("B", target_id="T", target_type="page", parent=table.browser)
