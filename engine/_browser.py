@@ -256,7 +256,7 @@ async def _close_browser(browser: Browser, process: ChromiumProcess, *, hurry: b
             with contextlib.suppress(CDPError):
                 await browser.session.execute(cdp.browser.close())
         elif browser.connection.transport.name != "pipe":
-            return  # it lost its websocket, not its pipe: nothing asks it to exit, so the process layer stops it
+            return  # it lost its websocket, not its pipe: nothing asks it to exit; the process layer stops it
         await process.wait_exit(budget)
 
 
