@@ -382,8 +382,12 @@ class Page:
         """Wait, under the caller's deadline, for one thing: ``text`` to show in any frame, ``gone_text`` to
         go, a load state (``networkidle``: no request for 500 ms), ``ref`` to be ``state``, or ``time_ms``.
 
+        Text is looked for in open shadow roots too, and a run of white space (a no-break space too)
+        matches one space, as the snapshot prints it. An element that left the page counts as hidden.
+
         Raises:
             ActionError: it did not happen by ``RETRY_MARGIN`` before the deadline (says what was awaited).
+            StaleRefError: ``ref`` was never handed out, or its element has another name or role now.
         """
         await _waiting.wait_for(
             self, text=text, gone_text=gone_text, load_state=load_state, ref=ref, state=state, time_ms=time_ms

@@ -213,14 +213,38 @@ def _budget() -> float:
     return deadline if deadline != math.inf else trio.current_time() + DEFAULT_BUDGET
 
 
-_HAS_TEXT = (
-    "(t) => (document.body ? document.body.innerText : document.documentElement.textContent || '')"
-    ".includes(t)"
-)
+# The rendered text of the document, then of each open shadow root (innerText leaves those out), with
+# runs of white space (a no-break space too) made one space on both sides: the snapshot prints names so.
+# A closed shadow root is out of any script's reach.
+_HAS_TEXT = """(t) => {
+  const norm = (s) => s.replace(/\\s+/g, " ");
+  const want = norm(t);
+  const doc = document.body ? document.body.innerText : document.documentElement.textContent || "";
+  if (norm(doc).includes(want)) return true;
+  const roots = [];
+  const collect = (root) => {
+    for (const el of root.querySelectorAll("*")) {
+      if (el.shadowRoot) { roots.push(el.shadowRoot); collect(el.shadowRoot); }
+    }
+  };
+  collect(document);
+  for (const root of roots) {
+    if (root.host.checkVisibility && !root.host.checkVisibility()) continue;
+    for (const node of root.childNodes) {
+      let text = "";
+      if (node.nodeType === 3) text = node.textContent;
+      else if (node.nodeType === 1 && (!node.checkVisibility || node.checkVisibility()))
+        text = node.innerText ?? node.textContent;
+      if (text && norm(text).includes(want)) return true;
+    }
+  }
+  return false;
+}"""
 
 
 async def _frames_have_text(page: Page, text: str) -> bool:
-    """Whether ``text`` shows in any frame: each frame's own document, out-of-process ones included.
+    """Whether ``text`` shows in any frame: each frame's own document (open shadow roots too), out-of-process
+    ones included; white space is compared as the snapshot prints it (one space for any run).
 
     It reads each frame in the engine's world of that frame (``engine._worlds``: the page's scripts cannot
     fake the answer). A frame, or an out-of-process frame's session, that goes away meanwhile shows nothing.
@@ -265,14 +289,16 @@ _IS_VISIBLE = """function() {
 
 
 async def wait_for_ref(page: Page, ref: str, *, visible: bool) -> None:
-    """Until the element ``ref`` names is visible, or hidden (a ref removed from the page counts as
-    hidden)."""
+    """Until the element ``ref`` names is visible, or hidden (an element removed from the page, or whose
+    frame navigated, counts as hidden; any other stale ref raises StaleRefError)."""
     js = _IS_VISIBLE
     while True:
         try:
             node = await page.resolve(ref)
-        except StaleRefError:
-            if visible:
+        except StaleRefError as exc:
+            # Only an element that left the page (or whose document did) is hidden; a ref never handed
+            # out, or one whose element now has another name or role, is not a sign of it.
+            if visible or exc.reason not in ("removed", "navigated"):
                 raise
             return
         group = new_group()

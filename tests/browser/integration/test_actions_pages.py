@@ -87,6 +87,36 @@ async def test_wait_for_text_gone_text_load_state_ref_and_time(
         await page.wait_for(text="a", gone_text="b")
 
 
+async def test_waits_for_text_see_shadow_roots_and_no_break_spaces(browser: Browser, server: str) -> None:
+    page = await open_page(browser, f"{server}/actions/waits.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        assert "Loading results" in snap.text
+        assert "Total: $5" in snap.text  # as the snapshot prints it
+        await page.wait_for(text="Loading results")
+        await page.wait_for(text="Total: $5")
+        start = trio.current_time()
+        await page.click(ref(snap, "button", "Finish"))  # the element with the shadow root goes 0.5 s later
+        await page.wait_for(gone_text="Loading results")
+        assert trio.current_time() - start >= 0.5
+        assert "Loading results" not in (await page.snapshot()).text
+
+
+async def test_a_wait_for_a_ref_to_hide_takes_only_a_removed_element_as_hidden(
+    browser: Browser, server: str
+) -> None:
+    page = await open_page(browser, f"{server}/actions/waits.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        with pytest.raises(StaleRefError, match="unknown ref 'e999'"):
+            await page.wait_for(ref="e999", state="hidden")
+        await page.click(ref(snap, "button", "Save"))
+        with pytest.raises(StaleRefError, match="another accessible name"):
+            await page.wait_for(ref=ref(snap, "button", "Save"), state="hidden")
+        await page.click(ref(snap, "button", "Remove me"))
+        await page.wait_for(ref=ref(snap, "button", "Remove me"), state="hidden")
+
+
 async def test_dialogs_are_dismissed_by_default_and_recorded_or_answered_by_on_dialog(
     browser: Browser, server: str
 ) -> None:
