@@ -316,7 +316,7 @@ async def wait_for_load_state(page: Page, state: LoadState) -> None:
     """Until the main document reached ``state``; at once if it already has (read from the page)."""
     session = page.session
     if state == "networkidle":
-        await _network_idle(session)
+        await _network_idle(session, page.target_id)
         return
     ready = "complete" if state == "load" else "interactive"
     event = "load" if state == "load" else "DOMContentLoaded"
@@ -334,33 +334,45 @@ async def wait_for_load_state(page: Page, state: LoadState) -> None:
                 return
 
 
-async def _network_idle(session: Session) -> None:
-    """No request in flight for ``NETWORK_IDLE`` seconds (requests counted by the Network domain)."""
+async def _network_idle(session: Session, frame_id: str) -> None:
+    """No request in flight for ``NETWORK_IDLE`` seconds.
+
+    The Network domain counts the requests that start from here on. It cannot name those already in
+    flight, so Chromium's own word for the main frame's document is needed too: its ``networkIdle``
+    lifecycle event (no request for 0.5 s), which ``Page.setLifecycleEventsEnabled`` sends again, before
+    its reply, if the document has had it. It comes once per document: a request that began after it
+    and before this wait is unseen.
+    """
     inflight: set[str] = set()
-    quiet = trio.Event()
     last_change = [trio.current_time()]
+    settled = [False]  # Chromium's networkIdle for the main frame's current document
 
     def seen(method: str, params: dict[str, Any]) -> None:
+        if method == "Page.lifecycleEvent":
+            if params.get("frameId") == frame_id:
+                name = params.get("name")
+                if name == "networkIdle":
+                    settled[0] = True
+                elif name in ("init", "commit"):
+                    settled[0] = False
+            return
         request = params.get("requestId", "")
         if method == "Network.requestWillBeSent":
             inflight.add(request)
         else:
             inflight.discard(request)
         last_change[0] = trio.current_time()
-        quiet.set()
 
-    hook = add_hook(
-        session,
-        ("Network.requestWillBeSent", "Network.loadingFinished", "Network.loadingFailed"),
-        seen,
-    )
+    requests = ("Network.requestWillBeSent", "Network.loadingFinished", "Network.loadingFailed")
+    hook = add_hook(session, (*requests, "Page.lifecycleEvent"), seen)
     try:
         await session.execute_raw("Network.enable")
+        await session.execute_raw("Page.setLifecycleEventsEnabled", {"enabled": True})
         while True:
             idle_for = trio.current_time() - last_change[0]
-            if not inflight and idle_for >= NETWORK_IDLE:
+            if settled[0] and not inflight and idle_for >= NETWORK_IDLE:
                 return
-            await trio.sleep(max(0.01, NETWORK_IDLE - idle_for) if not inflight else POLL)
+            await trio.sleep(max(0.01, NETWORK_IDLE - idle_for) if settled[0] and not inflight else POLL)
     finally:
         session.unsubscribe(hook)
 

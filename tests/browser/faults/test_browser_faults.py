@@ -307,6 +307,17 @@ async def test_a_lone_surrogate_from_the_page_arrives_intact(browser: Browser) -
 # -- teardown -----------------------------------------------------------------------------------------
 
 
+async def test_network_idle_waits_for_a_request_that_began_before_the_wait(
+    browser: Browser, faulty: str
+) -> None:
+    """The page's fetch (2 s) starts while it loads, before the wait's own count of requests begins."""
+    page = await browser.new_page(f"{faulty}/fetching.html")
+    with trio.fail_after(15):
+        await page.wait_for(load_state="networkidle")
+        assert await page.evaluate("window.done") is True
+        await page.wait_for(load_state="networkidle")  # idle already: at once (after the quiet 0.5 s)
+
+
 async def test_leaving_a_websocket_launch_whose_link_broke_does_not_wait_out_the_close_budget() -> None:
     """A browser that lost its websocket is not exiting: the block stops it at once instead of waiting
     the close budget (5 s) for an exit nothing asked for."""

@@ -21,6 +21,8 @@ PAGES: dict[str, bytes] = {
     "/stop-late.html": b"<title>stop late</title><img src='/slow.png'>"
     b"<script>setTimeout(() => window.stop(), 200)</script>",
     "/hang.html": b"<title>hang</title><img src='/forever.png'>",
+    "/fetching.html": b"<title>fetching</title><script>window.done = false;"
+    b"fetch('/slow.png').finally(() => { window.done = true })</script>",
 }
 
 
