@@ -386,7 +386,8 @@ class Page:
         matches one space, as the snapshot prints it. An element that left the page counts as hidden.
 
         Raises:
-            ActionError: it did not happen by ``RETRY_MARGIN`` before the deadline (says what was awaited).
+            ActionError: it did not happen by ``RETRY_MARGIN`` before the deadline (by a tenth of the time
+                left, for a deadline under a second away); it says what was awaited.
             StaleRefError: ``ref`` was never handed out, or its element has another name or role now.
         """
         await _waiting.wait_for(

@@ -418,7 +418,10 @@ async def wait_for(
         "ref": f"{ref} to be {state}",
     }[chosen[0]]
     start = trio.current_time()
-    with trio.move_on_at(_budget() - RETRY_MARGIN):
+    budget = _budget()
+    # A deadline under a second away keeps a tenth of the time, not the whole margin, for the error: a wait
+    # of 0.1 s still looks (as an action under it still gets its try).
+    with trio.move_on_at(max(budget - RETRY_MARGIN, budget - (budget - start) / 10)):
         if text is not None:
             await wait_for_text(page, text, present=True)
         elif gone_text is not None:
