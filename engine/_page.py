@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import inspect
 import logging
 import os
 from collections.abc import AsyncIterator, Coroutine, Sequence
@@ -403,6 +404,12 @@ class Page:
 
     @on_dialog.setter
     def on_dialog(self, handler: DialogHandler | None) -> None:
+        if inspect.iscoroutinefunction(handler):
+            # It would never be awaited: the dialog would be dismissed before it ran.
+            raise TypeError(
+                "page.on_dialog is called in the reader and cannot be awaited: give a plain function that "
+                "calls dialog.accept() or dialog.dismiss()"
+            )
         dialog_state(self).handler = handler
 
     @property

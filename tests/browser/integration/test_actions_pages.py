@@ -13,7 +13,7 @@ import trio
 import engine._actionability
 import engine._page
 import engine._waiting
-from engine import ActionError, Browser, NavigationError, StaleRefError, _input, _popups
+from engine import ActionError, Browser, Dialog, NavigationError, StaleRefError, _input, _popups
 from tests.browser.integration._actions_helpers import open_page, ref, value
 from tests.deadlines import without_a_deadline
 
@@ -152,6 +152,12 @@ async def test_dialogs_are_dismissed_by_default_and_recorded_or_answered_by_on_d
         ("confirm", "Sure?", True),
     ]
     assert page.dialogs[2].prompt_text == "Grace"
+
+    async def answer(dialog: Dialog) -> None:  # would never be awaited
+        dialog.accept()
+
+    with pytest.raises(TypeError, match="cannot be awaited"):
+        page.on_dialog = answer
 
 
 async def test_beforeunload_is_accepted_by_default_so_the_page_is_left(browser: Browser, server: str) -> None:
