@@ -205,9 +205,17 @@ _HIDDEN_IDENTITY = """function (name) {
   if (el.nodeType === 1) {
     for (const attr of ["aria-label", "title", "alt", "placeholder"]) texts.push(el.getAttribute(attr));
     texts.push(el.value);
-    const ids = (el.getAttribute("aria-labelledby") || "").split(/\\s+/);
-    texts.push(ids.map((id) => el.ownerDocument.getElementById(id)?.textContent || "").join(" "));
+    const ids = (el.getAttribute("aria-labelledby") || "").split(/\\s+/).filter(Boolean);
+    const root = el.getRootNode();  // a shadow root's ids are its own
+    for (const id of ids) {
+      const by = (root.getElementById && root.getElementById(id)) || el.ownerDocument.getElementById(id);
+      if (by) texts.push(by.getAttribute("aria-label"), by.textContent);
+    }
     for (const label of el.labels || []) texts.push(label.textContent);
+    for (const pseudo of ["::before", "::after"]) {  // CSS content: "Menu" (quoted) or none
+      const content = getComputedStyle(el, pseudo).content;
+      if (content && content.startsWith('"')) texts.push(content.slice(1, -1));
+    }
     for (const inner of el.querySelectorAll("[alt], [aria-label]")) {
       texts.push(inner.getAttribute("alt"), inner.getAttribute("aria-label"));
     }

@@ -284,6 +284,10 @@ _HIDDEN = (
     "<button id=c><img alt='Save' src='data:,'></button><label>Email <input id=d></label>"
     "<button id=e>Keep</button><a href='/x'><img alt=Logo src='data:,'> Home</a>"
     "<button><div>Save</div><div>draft</div></button><input type=submit>"
+    "<span id=f aria-label='Close dialog'>x</span><button aria-labelledby=f>x</button>"
+    "<style>.menu::before{content:'Menu'}</style><button class=menu></button><div id=g></div><script>"
+    "document.getElementById('g').attachShadow({mode:'open'}).innerHTML="
+    "'<span id=t>Next page</span><button aria-labelledby=t>&gt;</button>'</script>"
 )
 
 
@@ -303,11 +307,15 @@ async def test_a_hidden_element_keeps_its_ref_until_it_no_longer_says_its_name(b
         ("link", "Logo Home"),  # names of several parts
         ("button", "Save draft"),
         ("button", "Submit"),
+        ("button", "Close dialog"),  # labelled by an element named by its aria-label
+        ("button", "Menu"),  # CSS content
+        ("button", "Next page"),  # labelled by an element of its shadow root
     ]
     with trio.fail_after(10):
         await evaluate(
             page, "for (const el of document.querySelectorAll('a, button, input')) el.style.display = 'none'"
         )
+        await evaluate(page, "document.getElementById('g').shadowRoot.querySelector('button').hidden = true")
         await evaluate(page, "document.getElementById('e').setAttribute('aria-hidden', 'true')")
         for key in named:
             await page.resolve(refs[key])  # hidden, same element, same name: still good
