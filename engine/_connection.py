@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -526,6 +527,7 @@ class Connection(metaclass=NoPublicConstructor):
         except ValueError as exc:
             self._malformed += 1
             log.warning("dropped a malformed message from the browser (%s): %.200r", exc, raw)
+            self._fail_unreadable(raw, f"the browser's reply is not valid JSON ({exc})")
             return
         if not isinstance(message, dict):
             self._malformed += 1
@@ -536,6 +538,7 @@ class Connection(metaclass=NoPublicConstructor):
             if type(command_id) is not int:
                 self._malformed += 1
                 log.warning("dropped a reply whose id is not an integer: %.200r", raw)
+                self._fail_unreadable(raw, f"the browser's reply has the id {command_id!r}, not an integer")
                 return
             entry = self._pending.pop(command_id, None)
             if entry is None:
@@ -576,6 +579,15 @@ class Connection(metaclass=NoPublicConstructor):
         except Exception:
             log.exception("failed to follow %s; the connection goes on", method)
         session._deliver(method, params)
+
+    def _fail_unreadable(self, raw: bytes, reason: str) -> None:
+        """A reply the reader cannot take ends the command whose id it shows (if one waits), rather than
+        leave that command waiting for a reply that has come."""
+        match = _SHOWN_ID.match(raw)
+        entry = self._pending.pop(int(match[1]), None) if match else None
+        if entry is not None:
+            payload = raw[:1000].decode("utf-8", "replace")
+            _fail([entry], lambda entry: ResponseDecodeError(entry.method, payload, reason))
 
     def _fail_unidentified(self, error: Any) -> None:
         """An error reply with no id: the browser could not parse a message, so could not read its id.
@@ -721,6 +733,9 @@ def _protocol_error(
 
 
 LARGE_MESSAGE = 256 * 1024
+
+_SHOWN_ID = re.compile(rb'\{\s*"id"\s*:\s*"?(\d{1,10})\b')
+"""The id at the start of a reply that could not be parsed or has an odd id (Chromium writes it first)."""
 
 READER_REST_S = 0.02
 """How long the reader task rests at most when nobody needs the link read (see Connection._reader).

@@ -164,6 +164,35 @@ async def test_odd_replies_raise_a_clear_error_in_the_caller(
                 await browser.execute_raw("Browser.getVersion")
 
 
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        (b'{"id":%d,"result":{"product":"\xff\xfe"}}', "not valid JSON"),  # bytes that are not UTF-8
+        (b'{"id":%d.0,"result":{}}', "the id 7.0, not an integer"),
+        (b'{"id":"%d","result":{}}', "the id '7', not an integer"),
+    ],
+)
+async def test_a_reply_that_cannot_be_taken_ends_the_command_whose_id_it_shows(
+    pair: Pair, template: bytes, expected: str
+) -> None:
+    """Dropped as before (and counted), but the command it answers is told, not left waiting for good."""
+    connection, peer, browser = pair
+
+    async def answer() -> None:
+        command = await peer.next_command()
+        assert command["id"] == 7
+        peer.send_raw(template % command["id"])
+
+    connection._next_id = 6  # the id the templates name: 7
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(answer)
+            with pytest.raises(ResponseDecodeError, match=expected):
+                await browser.execute_raw("Browser.getVersion")
+    assert connection.statistics().malformed_messages == 1
+    assert connection.pending_count() == 0
+
+
 def _large_ax_tree(count: int) -> dict[str, Any]:
     nodes = [
         {"nodeId": str(i), "ignored": False, "name": {"type": "computedString", "value": f"Item {i}"}}
