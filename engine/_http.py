@@ -71,6 +71,8 @@ async def _http_exchange(
         event = client.next_event()
         if event is h11.NEED_DATA:
             data = await stream.receive_some(65536)
+            if not data and head is None:  # h11 would say it in its own terms ("can't handle event type")
+                raise RemoteProtocolError("the server closed the connection without an answer")
             client.receive_data(bytes(data))
             continue
         if isinstance(event, h11.InformationalResponse) and event.status_code == 101:

@@ -468,6 +468,16 @@ async def test_discover_ws_url_from_a_server_that_never_answers_names_the_settin
     )
 
 
+async def test_discover_ws_url_from_a_server_that_hangs_up_says_so() -> None:
+    async def hang_up(stream: trio.SocketStream) -> None:
+        await stream.aclose()
+
+    async with serving(hang_up) as port:
+        with trio.fail_after(5), pytest.raises(ConnectError) as caught:
+            await discover_ws_url("127.0.0.1", port, Settings())
+    assert "the server closed the connection without an answer" in str(caught.value)
+
+
 async def test_a_server_that_never_answers_the_upgrade_gives_connect_error() -> None:
     async with serving(silent) as port:
         url = f"ws://127.0.0.1:{port}/devtools/browser/x"
