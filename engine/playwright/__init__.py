@@ -9,7 +9,7 @@ without it installed). Playwright is asyncio: it runs on a thread and loop of it
         async with attach(runner, pw_page, "http://127.0.0.1:9222") as tab:
             await tab.page.evaluate("while (true) {}")      # ours: bounded, terminated, the tab stays usable
             refs = await tab.map_refs()                      # Playwright's ai-snapshot refs -> backendNodeIds
-            await tab.evaluate("(el) => el.id", ref="e3")   # CDP, or Playwright's get_by_role(...).nth()
+            await tab.evaluate("(el) => el.id", ref="e3")   # CDP, or Playwright's own aria-ref
             await tab.run(lambda p: p.click("#go"))          # a Playwright call, recovered if it hangs
 """
 
