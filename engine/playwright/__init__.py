@@ -20,6 +20,7 @@ from engine.playwright._runner import PlaywrightRunner as PlaywrightRunner
 from engine.playwright._runner import open_runner as open_runner
 from engine.playwright._tab import CDPUnavailable as CDPUnavailable
 from engine.playwright._tab import PlaywrightTab as PlaywrightTab
+from engine.playwright._tab import PlaywrightUnavailable as PlaywrightUnavailable
 from engine.playwright._tab import attach as attach
 from engine.playwright._tab import attach_page as attach_page
 
@@ -28,6 +29,7 @@ __all__ = [
     "PlaywrightRef",
     "PlaywrightRunner",
     "PlaywrightTab",
+    "PlaywrightUnavailable",
     "attach",
     "attach_page",
     "map_refs",

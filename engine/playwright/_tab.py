@@ -50,6 +50,10 @@ class CDPUnavailable(CDPError):
     """Evaluate by ref was asked to use CDP only (``fallback="cdp"``) and CDP cannot do it here."""
 
 
+class PlaywrightUnavailable(CDPError):
+    """Evaluate by ref fell back to Playwright, and Playwright's locators cannot reach that element."""
+
+
 async def _target_id(page: Any) -> str:
     session = await page.context.new_cdp_session(page)
     try:
@@ -265,6 +269,12 @@ class PlaywrightTab:
 
         started = trio.current_time()
         stale, value = await self.run(call)
+        if stale == "renamed" and ref.role == "generic":
+            # The ai snapshot calls an element without a role of its own "generic"; get_by_role matches
+            # only an explicit role="generic", so waiting for it would wait out the whole deadline.
+            raise PlaywrightUnavailable(
+                f"Playwright ref {ref.ref} is a generic element that Playwright's get_by_role does not match"
+            )
         if stale:
             what = (
                 f"no longer names a {ref.role} {ref.name!r}"

@@ -17,6 +17,7 @@ from engine.playwright import (
     CDPUnavailable,
     PlaywrightRunner,
     PlaywrightTab,
+    PlaywrightUnavailable,
     attach,
     open_runner,
 )
@@ -183,8 +184,11 @@ async def test_the_playwright_fallback_refuses_at_once_a_ref_it_cannot_pin(serve
         with trio.fail_after(10):
             refs = await tab.map_refs()
         by_name = {(r.role, r.name, r.nth): r for r in refs.values()}
+        generic = next(r for r in refs.values() if r.role == "generic")
         started = time.perf_counter()
         with trio.fail_after(10):
+            with pytest.raises(PlaywrightUnavailable, match="generic"):
+                await tab.evaluate("(el) => el.id", ref=generic, fallback="playwright")
             await tab.run(lambda page: page.evaluate("document.getElementById('anon1').remove()"))
             await tab.run(lambda page: page.evaluate("email.setAttribute('aria-label', 'Mail')"))
             with pytest.raises(StaleRefError) as gone:
