@@ -9,7 +9,7 @@ without it installed). Playwright is asyncio: it runs on a thread and loop of it
         async with attach(runner, pw_page, "http://127.0.0.1:9222") as tab:
             await tab.page.evaluate("while (true) {}")      # ours: bounded, terminated, the tab stays usable
             refs = await tab.map_refs()                      # Playwright's ai-snapshot refs -> backendNodeIds
-            await tab.evaluate("(el) => el.id", ref="e3")   # CDP, or Playwright's get_by_role(...).nth()
+            await tab.evaluate("(el) => el.id", ref="e3")   # CDP, or Playwright's own aria-ref
             await tab.run(lambda p: p.click("#go"))          # a Playwright call, recovered if it hangs
 """
 
@@ -20,6 +20,7 @@ from engine.playwright._runner import PlaywrightRunner as PlaywrightRunner
 from engine.playwright._runner import open_runner as open_runner
 from engine.playwright._tab import CDPUnavailable as CDPUnavailable
 from engine.playwright._tab import PlaywrightTab as PlaywrightTab
+from engine.playwright._tab import PlaywrightUnavailable as PlaywrightUnavailable
 from engine.playwright._tab import attach as attach
 from engine.playwright._tab import attach_page as attach_page
 
@@ -28,6 +29,7 @@ __all__ = [
     "PlaywrightRef",
     "PlaywrightRunner",
     "PlaywrightTab",
+    "PlaywrightUnavailable",
     "attach",
     "attach_page",
     "map_refs",

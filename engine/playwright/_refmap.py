@@ -17,9 +17,14 @@ import attrs
 
 from engine import Snapshot
 
-_LINE = re.compile(
-    r'^\s*- (?P<role>[\w-]+)(?: "(?P<name>(?:[^"\\]|\\.)*)")?.*?\[ref=(?P<ref>(?:f\d+)?e\d+)\]'
-)
+# One item of the YAML Playwright prints: `- role "name" [attr] [ref=e2]`, the name a JSON string. When YAML
+# would misread the key (": ", " #", a leading quote or dash...), the whole key is single-quoted, '' for '.
+_ITEM = re.compile(r" *- ")
+_QUOTED = re.compile(r"'((?:[^']|'')*)'")
+_ROLE = re.compile(r"[a-zA-Z]+")
+_ATTR = re.compile(r" \[(?P<key>[a-z]+)(?:=(?P<value>[^\]\s]*))?\]")
+_REF = re.compile(r"(?:f\d+)?e\d+")
+_JSON = json.JSONDecoder()
 
 
 @attrs.frozen(kw_only=True)
@@ -35,21 +40,52 @@ class PlaywrightRef:
     backend_node_id: int | None = None
 
 
+def _key(line: str) -> str | None:
+    """The key of an item line (after a bare key come ``:`` and its value), unquoted."""
+    item = _ITEM.match(line)
+    if item is None:
+        return None
+    rest = line[item.end() :]
+    if not rest.startswith("'"):
+        return rest
+    quoted = _QUOTED.match(rest)
+    return quoted[1].replace("''", "'") if quoted else None
+
+
+def _role_name_ref(key: str) -> tuple[str, str, str] | None:
+    role = _ROLE.match(key)
+    if role is None:
+        return None
+    name, pos = "", role.end()
+    if key.startswith(' "', pos):
+        try:
+            name, pos = _JSON.raw_decode(key, pos + 1)
+        except json.JSONDecodeError:
+            return None
+    ref = None
+    while (attr := _ATTR.match(key, pos)) is not None:
+        if attr["key"] == "ref":
+            ref = attr["value"]
+        pos = attr.end()
+    if ref is None or not _REF.fullmatch(ref):
+        return None
+    return role[0], name, ref
+
+
 def parse_ai_snapshot(text: str) -> list[PlaywrightRef]:
     """The refs of ``page.aria_snapshot(mode="ai")`` text, in document order, with their nth."""
     out: list[PlaywrightRef] = []
     seen: Counter[tuple[str, str, str]] = Counter()
-    for line in text.splitlines():
-        match = _LINE.match(line)
-        if match is None:
+    # Only "\n" ends a line: a name keeps a U+0085 raw (JSON.stringify leaves it), splitlines() splits there.
+    for line in text.split("\n"):
+        key = _key(line)
+        found = _role_name_ref(key) if key is not None else None
+        if found is None:
             continue
-        ref = match["ref"]
+        role, name, ref = found
         frame = ref[: ref.index("e")]
-        role = match["role"]
-        name = json.loads(f'"{match["name"]}"') if match["name"] is not None else ""
-        key = (frame, role, name)
-        out.append(PlaywrightRef(ref=ref, role=role, name=name, nth=seen[key], frame=frame))
-        seen[key] += 1
+        out.append(PlaywrightRef(ref=ref, role=role, name=name, nth=seen[frame, role, name], frame=frame))
+        seen[frame, role, name] += 1
     return out
 
 

@@ -50,6 +50,10 @@ class CDPUnavailable(CDPError):
     """Evaluate by ref was asked to use CDP only (``fallback="cdp"``) and CDP cannot do it here."""
 
 
+class PlaywrightUnavailable(CDPError):
+    """Evaluate by ref fell back to Playwright, and Playwright's locators cannot reach that element."""
+
+
 async def _target_id(page: Any) -> str:
     session = await page.context.new_cdp_session(page)
     try:
@@ -207,9 +211,9 @@ class PlaywrightTab:
     ) -> Any:
         """Run function ``source`` with the element of a Playwright ref first, then ``args``.
 
-        ``fallback``: "cdp" (our evaluate only), "playwright" (``get_by_role(role, name=name,
-        exact=True).nth(nth)``), or "auto": CDP, and Playwright when the ref has no backendNodeId or CDP
-        attach was refused. Either way the caller's deadline bounds it.
+        ``fallback``: "cdp" (our evaluate only), "playwright" (the element of Playwright's ``aria-ref``, if
+        it still has the ref's role and name), or "auto": CDP, and Playwright when the ref has no
+        backendNodeId or CDP attach was refused. Either way the caller's deadline bounds it.
         """
         if fallback not in FALLBACKS:
             raise ValueError(f"fallback must be one of {FALLBACKS}, not {fallback!r}")
@@ -252,16 +256,34 @@ class PlaywrightTab:
         wait_ms = 0 if left == math.inf else max(1, int(left * 1000))
         expression = f"(el, args) => ({source}\n)(el, ...args)"
 
-        async def call(page: Any) -> Any:
-            locator = (
-                page.get_by_role(ref.role, name=ref.name, exact=True)
-                if ref.name
-                else page.get_by_role(ref.role)
-            )
-            return await locator.nth(ref.nth).evaluate(expression, list(args), timeout=wait_ms)
+        async def call(page: Any) -> tuple[str, Any]:
+            # Playwright's own ref pins the element its snapshot labelled; get_by_role(...).nth() would count
+            # in another order (aria-owns moves elements in the snapshot, shadow roots come after the
+            # light DOM). The role and exact name (also "": unnamed) check it still is what the ref named.
+            # Counting first fails at once where evaluate would wait out the deadline for a match.
+            pinned = page.locator(f"aria-ref={ref.ref}")
+            locator = pinned.and_(page.get_by_role(ref.role, name=ref.name, exact=True))
+            if await locator.count() == 1:
+                return "", await locator.evaluate(expression, list(args), timeout=wait_ms)
+            return ("renamed" if await pinned.count() else "removed"), None
 
         started = trio.current_time()
-        value = await self.run(call)
+        stale, value = await self.run(call)
+        if stale == "renamed" and ref.role == "generic":
+            # The ai snapshot calls an element without a role of its own "generic"; get_by_role matches
+            # only an explicit role="generic", so waiting for it would wait out the whole deadline.
+            raise PlaywrightUnavailable(
+                f"Playwright ref {ref.ref} is a generic element that Playwright's get_by_role does not match"
+            )
+        if stale:
+            what = (
+                f"no longer names a {ref.role} {ref.name!r}"
+                if stale == "renamed"
+                else f"({ref.role} {ref.name!r}) is gone, or Playwright took another snapshot since"
+            )
+            raise StaleRefError(
+                f"Playwright ref {ref.ref} {what}; call tab.map_refs() again", ref=ref.ref, reason=stale
+            )
         self._metrics.call(trio.current_time() - started)
         return value
 

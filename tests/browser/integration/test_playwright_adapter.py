@@ -11,8 +11,16 @@ from typing import Any
 import pytest
 import trio
 
+from engine import StaleRefError
 from engine.lowlevel import BASE_FLAGS
-from engine.playwright import CDPUnavailable, PlaywrightRunner, PlaywrightTab, attach, open_runner
+from engine.playwright import (
+    CDPUnavailable,
+    PlaywrightRunner,
+    PlaywrightTab,
+    PlaywrightUnavailable,
+    attach,
+    open_runner,
+)
 from tests.stalls import measure_stalls
 
 pytestmark = pytest.mark.browser
@@ -28,7 +36,9 @@ def free_port() -> int:
 
 
 @asynccontextmanager
-async def playwright_tab(server: str, *, endpoint: str | None = None) -> AsyncIterator[PlaywrightTab]:
+async def playwright_tab(
+    server: str, *, endpoint: str | None = None, path: str = "evaluate/index.html"
+) -> AsyncIterator[PlaywrightTab]:
     """A Playwright-launched Chromium with a debugging port, its page on the test page, and our tab on it."""
     port = free_port()
 
@@ -37,7 +47,7 @@ async def playwright_tab(server: str, *, endpoint: str | None = None) -> AsyncIt
             executable_path="/usr/bin/chromium", args=[f"--remote-debugging-port={port}", *FLAGS]
         )
         page = await browser.new_page()
-        await page.goto(f"{server}/evaluate/index.html")
+        await page.goto(f"{server}/{path}")
         return browser, page
 
     async with open_runner() as runner:
@@ -142,6 +152,55 @@ async def test_auto_falls_back_to_playwright_when_cdp_attach_is_refused(server: 
             assert go.backend_node_id is None  # nothing to map with
             assert await tab.evaluate("(el) => el.id", ref=go) == "go"
         assert list(tab.metrics().fallbacks) == [f"CDP attach refused ({tab.cdp_refused})"]
+
+
+async def test_the_playwright_fallback_acts_on_each_refs_own_element_unnamed_and_moved_by_aria_owns(
+    server: str,
+) -> None:
+    async with playwright_tab(server, path="evaluate/refs.html") as tab:
+        with trio.fail_after(10):
+            refs = await tab.map_refs()
+            ids = {}
+            for ref in refs.values():
+                if ref.role in ("textbox", "button"):
+                    ours = await tab.evaluate("(el) => el.id", ref=ref, fallback="cdp")
+                    theirs = await tab.evaluate("(el) => el.id", ref=ref, fallback="playwright")
+                    assert theirs == ours, (ref, ours, theirs)
+                    ids[ref.role, ref.name, ref.nth] = theirs
+        # Unnamed look-alikes are counted apart from the named "Email"; the group owns the second "Go".
+        assert ids == {
+            ("textbox", "Email", 0): "email",
+            ("textbox", "", 0): "anon1",
+            ("textbox", "", 1): "anon2",
+            ("button", "Go", 0): "owned",
+            ("button", "Go", 1): "first",
+            ("button", "Save: now", 0): "save",
+            ("button", "It's #1", 0): "its",
+        }
+
+
+async def test_the_playwright_fallback_refuses_at_once_a_ref_it_cannot_pin(server: str) -> None:
+    async with playwright_tab(server, path="evaluate/refs.html") as tab:
+        with trio.fail_after(10):
+            refs = await tab.map_refs()
+        by_name = {(r.role, r.name, r.nth): r for r in refs.values()}
+        generic = next(r for r in refs.values() if r.role == "generic")
+        started = time.perf_counter()
+        with trio.fail_after(10):
+            with pytest.raises(PlaywrightUnavailable, match="generic"):
+                await tab.evaluate("(el) => el.id", ref=generic, fallback="playwright")
+            await tab.run(lambda page: page.evaluate("document.getElementById('anon1').remove()"))
+            await tab.run(lambda page: page.evaluate("email.setAttribute('aria-label', 'Mail')"))
+            with pytest.raises(StaleRefError) as gone:
+                await tab.evaluate("(el) => el.id", ref=by_name["textbox", "", 0], fallback="playwright")
+            assert gone.value.reason == "removed"
+            with pytest.raises(StaleRefError) as renamed:
+                await tab.evaluate("(el) => el.id", ref=by_name["textbox", "Email", 0], fallback="playwright")
+            assert renamed.value.reason == "renamed"
+            # The other unnamed textbox is still its own element, never its removed look-alike's stand-in.
+            ref = by_name["textbox", "", 1]
+            assert await tab.evaluate("(el) => el.id", ref=ref, fallback="playwright") == "anon2"
+        assert time.perf_counter() - started < 5  # none of them waited for its deadline
 
 
 async def assert_let_go_at_the_deadline(tab: PlaywrightTab, fn: Any) -> None:

@@ -134,6 +134,36 @@ def test_playwright_refs_parse_with_nth_per_frame_and_map_only_when_unambiguous(
     }
 
 
+# Printed by Playwright 1.65 for names YAML would misread: the whole key single-quoted, '' for '.
+AI_QUOTED = (
+    "- generic [active] [ref=e1]:\n"
+    "  - 'button \"Save: now\" [ref=e2]'\n"
+    "  - 'button \"It''s #1\" [ref=e3]'\n"
+    '  - button "\\"quoted\\"" [ref=e4]\n'
+    '  - button "back\\\\slash" [ref=e5]\n'
+    '  - button "a [ref=e1] b" [ref=e6]\n'
+    "  - 'button \"nel\x85here\" [ref=e7]': x\n"
+    "  - 'heading \"Title: sub\" [level=2] [ref=e8]'\n"
+    "  - 'link \"It''s: here\" [ref=e9] [cursor=pointer]':\n"
+    "    - /url: /x"
+)
+
+
+def test_playwright_refs_parse_from_single_quoted_keys_and_json_escaped_names() -> None:
+    names = {r.ref: (r.role, r.name) for r in parse_ai_snapshot(AI_QUOTED)}
+    assert names == {
+        "e1": ("generic", ""),
+        "e2": ("button", "Save: now"),
+        "e3": ("button", "It's #1"),
+        "e4": ("button", '"quoted"'),
+        "e5": ("button", "back\\slash"),
+        "e6": ("button", "a [ref=e1] b"),  # the ref inside the name is not the element's
+        "e7": ("button", "nel\x85here"),  # U+0085 is no line end here
+        "e8": ("heading", "Title: sub"),
+        "e9": ("link", "It's: here"),
+    }
+
+
 async def test_the_protocol_trace_logs_every_message_truncated(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="engine.protocol")
     async with open_fake_browser(Settings(protocol_trace=True, protocol_trace_chars=30)) as (browser, peer):
