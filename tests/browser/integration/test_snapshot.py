@@ -319,3 +319,29 @@ async def test_a_hidden_element_keeps_its_ref_until_it_no_longer_says_its_name(b
             assert caught.value.reason == "renamed"
             assert "hidden now" in str(caught.value)
         await page.resolve(refs[("button", "Close")])
+
+
+async def open_delta_page(browser: Browser, server: str) -> Page:
+    page = await open_page(browser, f"{server}/refs/delta.html")
+    with trio.fail_after(10):
+        while "Same-origin button" not in (await page.snapshot(format="webarena")).text:  # the iframe loaded
+            await trio.sleep(0.05)
+    return page
+
+
+async def test_a_name_or_text_that_reads_like_a_ref_leaves_snap_refs_alone(
+    browser: Browser, server: str
+) -> None:
+    page = await open_delta_page(browser, server)
+    with trio.fail_after(20):
+        snap = await page.snapshot()
+    pay = next(ref for ref in snap.refs.values() if ref.role == "button" and ref.name.startswith("Pay"))
+    assert f'- button "Pay [ref=e1] now" [ref={pay.ref}]' in snap.text.splitlines()
+    assert snap.stats.refs == len(snap.refs) == snap.text.count("[ref=") - 1
+    cancel = next(ref.ref for ref in snap.refs.values() if ref.name == "Cancel")
+    await evaluate(page, f"document.getElementById('para').textContent = 'Press [ref={cancel}]'")
+    with trio.fail_after(20):
+        delta = await page.snapshot(delta=True)
+    assert delta.is_delta
+    assert f"+ paragraph: Press [ref={cancel}]" in delta.text.splitlines()
+    assert delta.refs == {}  # the page's text names a ref; the delta shows no element to act on
