@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from engine._refs import Ref, RefState
+from engine._refs import Baseline, Ref, RefState, Shape
 
 NAME_LIMIT = 100
 """Characters of an element's name shown in the text; longer names end in "…" (refs keep the full name)."""
@@ -124,6 +124,15 @@ class Options:
     max_chars: int | None = None
     frames: bool = True
     format: Literal["yaml", "webarena"] = "yaml"
+
+    @property
+    def shape(self) -> Shape:
+        return Shape(
+            interactive_only=self.interactive_only,
+            max_depth=self.max_depth,
+            root=None if self.root is None else self.root.ref,
+            frames=self.frames,
+        )
 
 
 @attrs.define
@@ -375,14 +384,11 @@ def _cut(
 
 
 def _delta(
-    now: dict[str, str],
-    text_now: Counter[str],
-    previous: dict[str, str],
-    previous_text: Counter[str],
-    generation: int,
+    now: dict[str, str], text_now: Counter[str], base: Baseline, shape: Shape
 ) -> tuple[list[str], list[str | None]] | None:
-    """The changes from ``previous`` (ref -> line) and ``previous_text`` (lines without a ref) to ``now``
-    and ``text_now``, and the ref each output line shows; None when more than DELTA_FALLBACK_RATIO changed."""
+    """The changes from ``base`` to ``now`` (ref -> line) and ``text_now`` (lines without a ref), and the
+    ref each output line shows; None when more than DELTA_FALLBACK_RATIO changed."""
+    previous, previous_text = base.lines, base.text
     added = [ref for ref in now if ref not in previous]
     removed = [ref for ref in previous if ref not in now]
     changed = [ref for ref in now if ref in previous and previous[ref] != now[ref]]
@@ -390,10 +396,11 @@ def _delta(
     appeared = list((text_now - previous_text).elements())
     went = list((previous_text - text_now).elements())
     changes = len(added) + len(removed) + len(changed) + len(appeared) + len(went)
-    if not previous or changes > DELTA_FALLBACK_RATIO * (len(previous) + previous_text.total()):
+    if changes > DELTA_FALLBACK_RATIO * (len(previous) + previous_text.total()):
         return None
-    head = f"# delta since snapshot {generation}: {len(added)} added, {len(changed)} changed, "
-    head += f"{len(removed)} removed"
+    head = f"# delta since snapshot {base.generation}"
+    head += f" ({shape})" if str(shape) else ""
+    head += f": {len(added)} added, {len(changed)} changed, {len(removed)} removed"
     if appeared or went:
         head += f"; text without a ref: {len(appeared)} appeared, {len(went)} went"
     out = (
@@ -430,16 +437,16 @@ def render(frames: list[FrameAX], state: RefState, options: Options, *, delta: b
     lines_by_ref = {line.ref.ref: line.text for line in lines if line.ref is not None}
     text_lines = _text_lines(lines)
     state.trim(len(lines_by_ref))
-    whole = options.root is None and options.max_depth is None and not options.interactive_only
+    shape = options.shape
+    base = state.baseline(shape)
     is_delta = False
-    if delta and not webarena:
-        changes = _delta(lines_by_ref, text_lines, state.last_lines, state.last_text, state.generation - 1)
+    if delta and not webarena and base is not None:
+        changes = _delta(lines_by_ref, text_lines, base, shape)
         if changes is not None:
             (out, shows), is_delta = changes, True
-    if whole and not webarena:
-        state.last_lines = lines_by_ref
-        state.last_text = text_lines
     out, shows, truncated = _cut(out, shows, options.max_chars)
+    if not webarena and not truncated:  # what the reader has now seen whole is the next delta's reference
+        state.keep_baseline(shape, Baseline(generation=state.generation, lines=lines_by_ref, text=text_lines))
     shown = set(shows)  # from the render itself: a name or a text may read "[ref=e9]" too
     refs = {line.ref.ref: line.ref for line in lines if line.ref is not None and line.ref.ref in shown}
     if webarena:

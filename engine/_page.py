@@ -190,8 +190,11 @@ class Page:
             frames: descend into iframes (same-process and out-of-process).
             format: "yaml" (the default) or "webarena": ``[id] role 'name' props``, tab-indented, whose ids
                 ``page.resolve`` and ``engine.webarena`` accept.
-            delta: only the refs added, changed and removed since this page's previous snapshot, unless
-                they pass ``DELTA_FALLBACK_RATIO`` of it (then the full text; ``is_delta`` says which).
+            delta: only what changed (refs added, changed, removed; text without a ref that appeared or
+                went) since this page's last snapshot with the same ``interactive_only``, ``max_depth``,
+                ``root`` and ``frames`` that was not cut by ``max_chars``: like is compared with like,
+                and the first line names that snapshot. The full text when there is none, or when the
+                changes pass ``DELTA_FALLBACK_RATIO`` of it; ``is_delta`` says which.
 
         Raises:
             ValueError: ``max_depth`` below 0, ``max_chars`` below 1, or an unknown ``format``.

@@ -329,6 +329,69 @@ async def open_delta_page(browser: Browser, server: str) -> Page:
     return page
 
 
+async def test_a_delta_compares_only_snapshots_taken_with_the_same_options(
+    browser: Browser, server: str
+) -> None:
+    page = await open_delta_page(browser, server)
+    with trio.fail_after(20):
+        full = await page.snapshot()
+        # Nothing changed, but no earlier snapshot was taken with these options: the full text, not a delta
+        # that reads the lines the filter left out as removed.
+        first = {
+            "interactive_only": await page.snapshot(delta=True, interactive_only=True),
+            "max_depth=0": await page.snapshot(delta=True, max_depth=0),
+            "frames=False": await page.snapshot(delta=True, frames=False),
+        }
+        again = {
+            "interactive_only": await page.snapshot(delta=True, interactive_only=True),
+            "max_depth=0": await page.snapshot(delta=True, max_depth=0),
+            "frames=False": await page.snapshot(delta=True, frames=False),
+        }
+        whole = await page.snapshot(delta=True)
+        steps = await page.run_steps([{"type": "read_page", "interactive_only": True, "delta": True}])
+    for shape, snap in first.items():
+        assert not snap.is_delta, f"{shape}:\n{snap.text}"
+        assert "removed" not in snap.text
+    for shape, snap in again.items():
+        assert snap.is_delta
+        assert snap.text == (
+            f"# delta since snapshot {first[shape].generation} ({shape}): 0 added, 0 changed, 0 removed\n"
+        )
+    assert whole.text == f"# delta since snapshot {full.generation}: 0 added, 0 changed, 0 removed\n"
+    assert steps.pages[0]["text"] == (
+        f"# delta since snapshot {again['interactive_only'].generation} (interactive_only): "
+        "0 added, 0 changed, 0 removed\n"
+    )
+
+
+async def test_a_snapshot_cut_by_max_chars_is_not_the_next_deltas_baseline(
+    browser: Browser, server: str
+) -> None:
+    page = await open_delta_page(browser, server)
+    with trio.fail_after(20):
+        cut = await page.snapshot(max_chars=40)
+        await evaluate(
+            page, "document.querySelector('nav').insertAdjacentHTML('beforeend', '<button>New</button>')"
+        )
+        after_cut = await page.snapshot(delta=True)
+    assert cut.stats.truncated
+    # The reader saw one line: the next delta has nothing whole to compare with, so it is the full text.
+    assert not after_cut.is_delta
+    assert set(after_cut.refs) > set(cut.refs)
+    assert "Row" in after_cut.text
+    await evaluate(page, "document.getElementById('cancel').textContent = 'Stop'")
+    with trio.fail_after(20):
+        cut_delta = await page.snapshot(delta=True, max_chars=60)
+        delta = await page.snapshot(delta=True)
+    assert cut_delta.stats.truncated
+    # The cut delta did not show the change whole: the next one still reports it, against the last whole one.
+    assert delta.is_delta
+    lines = delta.text.splitlines()
+    assert lines[0] == f"# delta since snapshot {after_cut.generation}: 1 added, 0 changed, 1 removed"
+    assert lines[1].startswith('+ button "Stop"')
+    assert lines[2].startswith('- button "Cancel"')
+
+
 async def test_a_name_or_text_that_reads_like_a_ref_leaves_snap_refs_alone(
     browser: Browser, server: str
 ) -> None:
