@@ -198,7 +198,7 @@ class Page:
 
         Raises:
             ValueError: ``max_depth`` below 0, ``max_chars`` below 1, or an unknown ``format``.
-            StaleRefError: ``root`` names no element of this page.
+            StaleRefError: ``root`` names no element of this page (or one since removed).
         """
         return await _answered(
             "snapshot",

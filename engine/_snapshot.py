@@ -142,6 +142,8 @@ async def take_snapshot(
         found: list[FrameAX] = []
         with first_error():
             await _collect(page.session, "", found, True, frames)
+        if root_ref is not None and not _holds(found, root_ref):
+            await resolve_ref(page, root_ref.ref)  # raises StaleRefError when the element is gone
         out = render(found, state, options, delta=delta)
         frame_count = len(found)
         del found
@@ -160,6 +162,14 @@ async def take_snapshot(
         generation=state.generation,
         is_delta=out.is_delta,
     )
+
+
+def _holds(found: list[FrameAX], ref: Ref) -> bool:
+    """Whether the trees read have ``ref``'s node (else it is gone, or hidden out of the tree)."""
+    for frame in found:
+        if frame.frame_id == ref.frame_id:
+            return any(node.get("backendDOMNodeId") == ref.backend_node_id for node in frame.nodes)
+    return False
 
 
 _HOW_TO_REFRESH = "take a new snapshot (await page.snapshot()) and use its refs"

@@ -408,3 +408,15 @@ async def test_a_name_or_text_that_reads_like_a_ref_leaves_snap_refs_alone(
     assert delta.is_delta
     assert f"+ paragraph: Press [ref={cancel}]" in delta.text.splitlines()
     assert delta.refs == {}  # the page's text names a ref; the delta shows no element to act on
+
+
+async def test_a_root_whose_element_was_removed_raises_stale_ref(browser: Browser, server: str) -> None:
+    page = await open_delta_page(browser, server)
+    with trio.fail_after(20):
+        snap = await page.snapshot()
+        results = next(ref.ref for ref in snap.refs.values() if ref.name == "Results")
+        assert (await page.snapshot(root=results)).text.startswith('- region "Results"')
+        await evaluate(page, "document.getElementById('sec').remove()")
+        with pytest.raises(StaleRefError) as gone:
+            await page.snapshot(root=results)
+    assert gone.value.reason == "removed"
