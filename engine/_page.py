@@ -197,6 +197,7 @@ class Page:
                 changes pass ``DELTA_FALLBACK_RATIO`` of it; ``is_delta`` says which.
 
         Raises:
+            TypeError: an option of the wrong type (``max_depth=1.5``, ``interactive_only="no"``).
             ValueError: ``max_depth`` below 0, ``max_chars`` below 1, or an unknown ``format``.
             StaleRefError: ``root`` names no element of this page (or one since removed).
         """

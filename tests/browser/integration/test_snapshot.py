@@ -420,3 +420,24 @@ async def test_a_root_whose_element_was_removed_raises_stale_ref(browser: Browse
         with pytest.raises(StaleRefError) as gone:
             await page.snapshot(root=results)
     assert gone.value.reason == "removed"
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "error"),
+    [
+        ("max_depth", 1.5, TypeError),
+        ("max_depth", True, TypeError),
+        ("max_depth", "2", TypeError),
+        ("max_chars", "10", TypeError),
+        ("max_chars", 0.5, TypeError),
+        ("interactive_only", "no", TypeError),
+        ("root", 12, TypeError),
+        ("format", "WEBARENA", ValueError),
+    ],
+)
+async def test_a_snapshot_option_of_the_wrong_type_is_refused_by_name(
+    browser: Browser, server: str, option: str, value: object, error: type[Exception]
+) -> None:
+    page = await open_page(browser, f"{server}/refs/table.html")
+    with trio.fail_after(10), pytest.raises(error, match=f"^{option}="):
+        await page.snapshot(**{option: value})  # type: ignore[arg-type]
