@@ -146,6 +146,7 @@ class _Line:
     text: str = ""  # "- role ..." without indentation, filled by _format
     has_children: bool = False
     inline: str | None = None
+    cut: bool = False  # it has children deeper than max_depth
 
 
 @attrs.frozen(kw_only=True)
@@ -289,6 +290,8 @@ class _Walk:
             elif rendered and start:
                 child_level = level + 1  # deeper than max_depth: nothing below is shown either
                 start = False
+                if self.lines:  # the last line shown is this node's ancestor at max_depth (preorder)
+                    self.lines[-1].cut = True
             if rendered and role != "text":  # what a text child may only repeat: this node's name and value
                 field = node.get("value")
                 inner = " ".join(f"{name} {field.get('value', '') if field else ''}".split())
@@ -362,6 +365,8 @@ def _format(lines: list[_Line], webarena: bool) -> tuple[list[str], list[str | N
             skip = i + 1
         elif line.has_children:
             text += ":"
+        elif line.cut:
+            text += ": …"  # more below max_depth: root= this line's ref shows it
         line.text = text
         out.append("  " * line.depth + text)
         shows.append(line.ref.ref if line.ref is not None else None)

@@ -184,7 +184,8 @@ class Page:
 
         Args:
             interactive_only: only the controls (and the frames that hold them).
-            max_depth: leave out lines deeper than this (the top level is 0).
+            max_depth: leave out lines deeper than this (the top level is 0); a line whose children
+                were left out ends in ``: …``.
             root: a ref: only that element's subtree.
             max_chars: cut the text at a line boundary before this many characters, and say so.
             frames: descend into iframes (same-process and out-of-process).

@@ -202,7 +202,7 @@ async def test_snapshot_options_and_delta(browser: Browser, server: str) -> None
         short = await page.snapshot(max_chars=120)
     assert "cell" not in controls.text
     assert '- slider "Volume" [value="40"]' in controls.text
-    assert top.text == "- main\n"
+    assert top.text == "- main: …\n"  # its children were left out, and it says so
     assert table.text.startswith('- columnheader "Order"')
     assert table.text.count("\n") == 1
     assert short.stats.truncated
@@ -441,3 +441,18 @@ async def test_a_snapshot_option_of_the_wrong_type_is_refused_by_name(
     page = await open_page(browser, f"{server}/refs/table.html")
     with trio.fail_after(10), pytest.raises(error, match=f"^{option}="):
         await page.snapshot(**{option: value})  # type: ignore[arg-type]
+
+
+async def test_a_line_whose_children_max_depth_left_out_says_so(browser: Browser, server: str) -> None:
+    page = await open_delta_page(browser, server)
+    with trio.fail_after(20):
+        top = await page.snapshot(max_depth=0)
+        whole = await page.snapshot()
+    lines = top.text.splitlines()
+    assert lines[0].startswith('- heading "Title"')  # its text only repeats its name: nothing left out
+    assert not lines[0].endswith("…")
+    assert "- paragraph: …" in lines
+    nav = next(ref for ref in whole.refs.values() if ref.name == "Main")
+    assert f'- navigation "Main" [ref={nav.ref}]: …' in lines
+    cancel = next(line for line in lines if line.startswith('- button "Cancel"'))
+    assert cancel.endswith("]")  # a leaf: nothing below it was left out
