@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import attrs
 
-from engine._refs import Ref, RefState
+from engine._refs import Baseline, Ref, RefState, Shape
 
 NAME_LIMIT = 100
 """Characters of an element's name shown in the text; longer names end in "…" (refs keep the full name)."""
@@ -126,6 +125,15 @@ class Options:
     frames: bool = True
     format: Literal["yaml", "webarena"] = "yaml"
 
+    @property
+    def shape(self) -> Shape:
+        return Shape(
+            interactive_only=self.interactive_only,
+            max_depth=self.max_depth,
+            root=None if self.root is None else self.root.ref,
+            frames=self.frames,
+        )
+
 
 @attrs.define
 class _Line:
@@ -138,6 +146,7 @@ class _Line:
     text: str = ""  # "- role ..." without indentation, filled by _format
     has_children: bool = False
     inline: str | None = None
+    cut: bool = False  # it has children deeper than max_depth
 
 
 @attrs.frozen(kw_only=True)
@@ -281,6 +290,8 @@ class _Walk:
             elif rendered and start:
                 child_level = level + 1  # deeper than max_depth: nothing below is shown either
                 start = False
+                if self.lines:  # the last line shown is this node's ancestor at max_depth (preorder)
+                    self.lines[-1].cut = True
             if rendered and role != "text":  # what a text child may only repeat: this node's name and value
                 field = node.get("value")
                 inner = " ".join(f"{name} {field.get('value', '') if field else ''}".split())
@@ -318,11 +329,13 @@ def _props_text(line: _Line, webarena: bool) -> str:
     return "".join(f" [{key}={value}]" if value else f" [{key}]" for key, value in line.props)
 
 
-def _format(lines: list[_Line], webarena: bool) -> list[str]:
-    """Each line's text; a nameless, refless container with one text child takes the text inline."""
+def _format(lines: list[_Line], webarena: bool) -> tuple[list[str], list[str | None]]:
+    """Each line's text, and the ref each output line shows; a nameless, refless container with one text
+    child takes the text inline."""
     for i, line in enumerate(lines):
         line.has_children = i + 1 < len(lines) and lines[i + 1].depth > line.depth
     out: list[str] = []
+    shows: list[str | None] = []
     skip = -1
     for i, line in enumerate(lines):
         if i == skip:
@@ -331,6 +344,7 @@ def _format(lines: list[_Line], webarena: bool) -> list[str]:
             name = "'" + line.name.replace("'", "\\'") + "'" if line.name else "''"
             text = f"[{line.ax_id}] {line.role} {name}{_props_text(line, True)}"
             out.append("\t" * line.depth + text)
+            shows.append(None)  # (its ids are state.webarena)
             line.text = text
             continue
         text = f"- {line.role}"
@@ -351,33 +365,35 @@ def _format(lines: list[_Line], webarena: bool) -> list[str]:
             skip = i + 1
         elif line.has_children:
             text += ":"
+        elif line.cut:
+            text += ": …"  # more below max_depth: root= this line's ref shows it
         line.text = text
         out.append("  " * line.depth + text)
-    return out
+        shows.append(line.ref.ref if line.ref is not None else None)
+    return out, shows
 
 
-def _cut(out: list[str], max_chars: int | None) -> tuple[list[str], bool]:
+def _cut(
+    out: list[str], shows: list[str | None], max_chars: int | None
+) -> tuple[list[str], list[str | None], bool]:
     if max_chars is None:
-        return out, False
+        return out, shows, False
     total = 0
     for i, text in enumerate(out):
         total += len(text) + 1
         if total > max_chars:
             left = len(out) - i
             note = f"# cut at {max_chars} characters (max_chars): {left} more lines not shown"
-            return [*out[:i], note], True
-    return out, False
+            return [*out[:i], note], [*shows[:i], None], True
+    return out, shows, False
 
 
 def _delta(
-    now: dict[str, str],
-    text_now: Counter[str],
-    previous: dict[str, str],
-    previous_text: Counter[str],
-    generation: int,
-) -> list[str] | None:
-    """The changes from ``previous`` (ref -> line) and ``previous_text`` (lines without a ref) to ``now``
-    and ``text_now``; None when more than DELTA_FALLBACK_RATIO changed."""
+    now: dict[str, str], text_now: Counter[str], base: Baseline, shape: Shape
+) -> tuple[list[str], list[str | None]] | None:
+    """The changes from ``base`` to ``now`` (ref -> line) and ``text_now`` (lines without a ref), and the
+    ref each output line shows; None when more than DELTA_FALLBACK_RATIO changed."""
+    previous, previous_text = base.lines, base.text
     added = [ref for ref in now if ref not in previous]
     removed = [ref for ref in previous if ref not in now]
     changed = [ref for ref in now if ref in previous and previous[ref] != now[ref]]
@@ -385,13 +401,14 @@ def _delta(
     appeared = list((text_now - previous_text).elements())
     went = list((previous_text - text_now).elements())
     changes = len(added) + len(removed) + len(changed) + len(appeared) + len(went)
-    if not previous or changes > DELTA_FALLBACK_RATIO * (len(previous) + previous_text.total()):
+    if changes > DELTA_FALLBACK_RATIO * (len(previous) + previous_text.total()):
         return None
-    head = f"# delta since snapshot {generation}: {len(added)} added, {len(changed)} changed, "
-    head += f"{len(removed)} removed"
+    head = f"# delta since snapshot {base.generation}"
+    head += f" ({shape})" if str(shape) else ""
+    head += f": {len(added)} added, {len(changed)} changed, {len(removed)} removed"
     if appeared or went:
         head += f"; text without a ref: {len(appeared)} appeared, {len(went)} went"
-    return (
+    out = (
         [head]
         + [f"+ {now[ref][2:]}" for ref in added]
         + [f"~ {now[ref][2:]}" for ref in changed]
@@ -399,6 +416,8 @@ def _delta(
         + [f"+ {text[2:]}" for text in appeared]
         + [f"- {text[2:]}" for text in went]
     )
+    shows: list[str | None] = [None, *added, *changed]  # a removed ref is not one to act on
+    return out, shows + [None] * (len(out) - len(shows))
 
 
 def _text_lines(lines: list[_Line]) -> Counter[str]:
@@ -419,21 +438,21 @@ def render(frames: list[FrameAX], state: RefState, options: Options, *, delta: b
         walk.frame(main, 0, options.root is None)
     lines = walk.lines
     webarena = options.format == "webarena"
-    out = _format(lines, webarena)  # (it fills each line's text)
+    out, shows = _format(lines, webarena)  # (it fills each line's text)
     lines_by_ref = {line.ref.ref: line.text for line in lines if line.ref is not None}
     text_lines = _text_lines(lines)
     state.trim(len(lines_by_ref))
-    whole = options.root is None and options.max_depth is None and not options.interactive_only
+    shape = options.shape
+    base = state.baseline(shape)
     is_delta = False
-    if delta and not webarena:
-        changes = _delta(lines_by_ref, text_lines, state.last_lines, state.last_text, state.generation - 1)
+    if delta and not webarena and base is not None:
+        changes = _delta(lines_by_ref, text_lines, base, shape)
         if changes is not None:
-            out, is_delta = changes, True
-    if whole and not webarena:
-        state.last_lines = lines_by_ref
-        state.last_text = text_lines
-    out, truncated = _cut(out, options.max_chars)
-    shown = set(_shown_refs(out))
+            (out, shows), is_delta = changes, True
+    out, shows, truncated = _cut(out, shows, options.max_chars)
+    if not webarena and not truncated:  # what the reader has now seen whole is the next delta's reference
+        state.keep_baseline(shape, Baseline(generation=state.generation, lines=lines_by_ref, text=text_lines))
+    shown = set(shows)  # from the render itself: a name or a text may read "[ref=e9]" too
     refs = {line.ref.ref: line.ref for line in lines if line.ref is not None and line.ref.ref in shown}
     if webarena:
         refs = dict(state.webarena)
@@ -446,13 +465,3 @@ def render(frames: list[FrameAX], state: RefState, options: Options, *, delta: b
         is_delta=is_delta,
         lines_by_ref=lines_by_ref,
     )
-
-
-_REF_IN_LINE = re.compile(r"\[ref=([a-z0-9]+)\]")
-
-
-def _shown_refs(out: list[str]) -> Iterator[str]:
-    for text in out:
-        match = _REF_IN_LINE.search(text)
-        if match:
-            yield match.group(1)

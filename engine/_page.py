@@ -185,18 +185,23 @@ class Page:
 
         Args:
             interactive_only: only the controls (and the frames that hold them).
-            max_depth: leave out lines deeper than this (the top level is 0).
+            max_depth: leave out lines deeper than this (the top level is 0); a line whose children
+                were left out ends in ``: …``.
             root: a ref: only that element's subtree.
             max_chars: cut the text at a line boundary before this many characters, and say so.
             frames: descend into iframes (same-process and out-of-process).
             format: "yaml" (the default) or "webarena": ``[id] role 'name' props``, tab-indented, whose ids
                 ``page.resolve`` and ``engine.webarena`` accept.
-            delta: only the refs added, changed and removed since this page's previous snapshot, unless
-                they pass ``DELTA_FALLBACK_RATIO`` of it (then the full text; ``is_delta`` says which).
+            delta: only what changed (refs added, changed, removed; text without a ref that appeared or
+                went) since this page's last snapshot with the same ``interactive_only``, ``max_depth``,
+                ``root`` and ``frames`` that was not cut by ``max_chars``: like is compared with like,
+                and the first line names that snapshot. The full text when there is none, or when the
+                changes pass ``DELTA_FALLBACK_RATIO`` of it; ``is_delta`` says which.
 
         Raises:
+            TypeError: an option of the wrong type (``max_depth=1.5``, ``interactive_only="no"``).
             ValueError: ``max_depth`` below 0, ``max_chars`` below 1, or an unknown ``format``.
-            StaleRefError: ``root`` names no element of this page.
+            StaleRefError: ``root`` names no element of this page (or one since removed).
         """
         return await _answered(
             "snapshot",

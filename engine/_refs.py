@@ -85,6 +85,38 @@ MAX_RETIRED_PER_TARGET = 100_000
 MAX_TARGETS = 50
 """Targets whose ref state the browser keeps; the oldest used goes first."""
 
+MAX_BASELINES_PER_TARGET = 4
+"""Delta baselines kept per target, one per shape of snapshot; the one used longest ago goes first."""
+
+
+@attrs.frozen(kw_only=True)
+class Shape:
+    """The options that decide which lines a snapshot has. A delta compares only snapshots of one shape:
+    against another shape, lines that were only filtered out would read as removed."""
+
+    interactive_only: bool = False
+    max_depth: int | None = None
+    root: str | None = None
+    frames: bool = True
+
+    def __str__(self) -> str:
+        """The options that differ from a whole snapshot's, as written in a call: "interactive_only"."""
+        parts = ["interactive_only"] if self.interactive_only else []
+        parts += [] if self.max_depth is None else [f"max_depth={self.max_depth}"]
+        parts += [] if self.root is None else [f"root={self.root}"]
+        parts += [] if self.frames else ["frames=False"]
+        return ", ".join(parts)
+
+
+@attrs.frozen(kw_only=True)
+class Baseline:
+    """What the last snapshot of one shape that was shown whole (not cut by max_chars) had: a delta's
+    reference."""
+
+    generation: int
+    lines: dict[str, str]  # ref -> its line
+    text: Counter[str]  # the lines without a ref
+
 
 class RefState:
     """Every ref one target has handed out, so a ref keeps naming one node across snapshots and Pages.
@@ -102,9 +134,17 @@ class RefState:
         self.by_node: dict[tuple[str, int], str] = {}  # (frame id, backendNodeId) -> ref
         self.retired: dict[str, str] = {}  # ref -> why it is stale ("renamed", "navigated", ...)
         self.webarena: dict[str, Ref] = {}  # the ids of the last webarena-format snapshot
-        self.last_lines: dict[str, str] = {}  # ref -> its line in the last full snapshot (for deltas)
-        self.last_text: Counter[str] = Counter()  # that snapshot's lines without a ref (for deltas)
+        self.baselines: dict[Shape, Baseline] = {}  # for deltas; used longest ago first
         self.frame_target: dict[str, str] = {}  # frame id -> frame id of the target (session) that renders it
+
+    def baseline(self, shape: Shape) -> Baseline | None:
+        return self.baselines.get(shape)
+
+    def keep_baseline(self, shape: Shape, baseline: Baseline) -> None:
+        self.baselines.pop(shape, None)
+        self.baselines[shape] = baseline
+        while len(self.baselines) > MAX_BASELINES_PER_TARGET:
+            del self.baselines[next(iter(self.baselines))]
 
     def prefix(self, frame_id: str, *, main: bool) -> str:
         if frame_id not in self.frame_index:

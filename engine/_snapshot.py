@@ -117,12 +117,15 @@ async def take_snapshot(
     format: Literal["yaml", "webarena"] = "yaml",
     delta: bool = False,
 ) -> Snapshot:
-    if format not in ("yaml", "webarena"):
-        raise ValueError(f"format={format!r}: use 'yaml' (the default) or 'webarena'")
-    if max_chars is not None and max_chars < 1:
-        raise ValueError(f"max_chars={max_chars}: give a positive number of characters, or None for no limit")
-    if max_depth is not None and max_depth < 0:
-        raise ValueError(f"max_depth={max_depth}: give a depth of 0 (the top level only) or more, or None")
+    _check_options(
+        interactive_only=interactive_only,
+        max_depth=max_depth,
+        root=root,
+        max_chars=max_chars,
+        frames=frames,
+        format=format,
+        delta=delta,
+    )
     started = time.perf_counter()
     state = _state(page)
     root_ref = _known(state, root) if root is not None else None
@@ -142,6 +145,8 @@ async def take_snapshot(
         found: list[FrameAX] = []
         with first_error():
             await _collect(page.session, "", found, True, frames)
+        if root_ref is not None and not _holds(found, root_ref):
+            await resolve_ref(page, root_ref.ref)  # raises StaleRefError when the element is gone
         out = render(found, state, options, delta=delta)
         frame_count = len(found)
         del found
@@ -160,6 +165,40 @@ async def take_snapshot(
         generation=state.generation,
         is_delta=out.is_delta,
     )
+
+
+def _check_options(
+    *,
+    interactive_only: object,
+    max_depth: object,
+    root: object,
+    max_chars: object,
+    frames: object,
+    format: object,
+    delta: object,
+) -> None:
+    for name, flag in (("interactive_only", interactive_only), ("frames", frames), ("delta", delta)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name}={flag!r}: give True or False")
+    if root is not None and not isinstance(root, str):
+        raise TypeError(f"root={root!r}: give a ref string from a snapshot, e.g. 'e12', or None")
+    if format not in ("yaml", "webarena"):
+        raise ValueError(f"format={format!r}: use 'yaml' (the default) or 'webarena'")
+    for name, number in (("max_chars", max_chars), ("max_depth", max_depth)):
+        if number is not None and (not isinstance(number, int) or isinstance(number, bool)):
+            raise TypeError(f"{name}={number!r}: give a whole number (int), or None for no limit")
+    if isinstance(max_chars, int) and max_chars < 1:
+        raise ValueError(f"max_chars={max_chars}: give a positive number of characters, or None for no limit")
+    if isinstance(max_depth, int) and max_depth < 0:
+        raise ValueError(f"max_depth={max_depth}: give a depth of 0 (the top level only) or more, or None")
+
+
+def _holds(found: list[FrameAX], ref: Ref) -> bool:
+    """Whether the trees read have ``ref``'s node (else it is gone, or hidden out of the tree)."""
+    for frame in found:
+        if frame.frame_id == ref.frame_id:
+            return any(node.get("backendDOMNodeId") == ref.backend_node_id for node in frame.nodes)
+    return False
 
 
 _HOW_TO_REFRESH = "take a new snapshot (await page.snapshot()) and use its refs"

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from engine._errors import CDPError, ConnectionClosed, SessionDetached, StaleRefError
+from engine._refs import Shape
 from engine._snapshot import _state
 from engine.steps import (
     DEFAULT_MAX_STEPS,
@@ -103,11 +104,11 @@ async def run_steps(
     deadline = trio.current_effective_deadline()
     baseline: dict[str, str] | None = None
     if return_mode == "delta":
-        baseline = dict(_state(page).last_lines)
+        baseline = _whole_lines(page)
         if not baseline:  # the page was never read: the state before the first step is the baseline
             with trio.move_on_at(deadline - RESULT_MARGIN_S):
                 await page.snapshot()
-            baseline = dict(_state(page).last_lines)
+            baseline = _whole_lines(page)
 
     outcomes: list[StepOutcome] = []
     pages: list[dict[str, Any]] = []
@@ -197,7 +198,7 @@ async def run_steps(
     elif return_mode == "delta":
         with trio.move_on_at(end), contextlib.suppress(*_GONE):
             await page.snapshot()
-            delta = _diff(baseline or {}, dict(_state(page).last_lines))
+            delta = _diff(baseline or {}, _whole_lines(page))
     url, title = page.session.url, ""
     with trio.move_on_at(end):
         try:
@@ -217,6 +218,12 @@ async def run_steps(
         pages=pages,
         delta=delta,
     )
+
+
+def _whole_lines(page: Page) -> dict[str, str]:
+    """Ref -> line of the page's last whole snapshot (default options, not cut)."""
+    whole = _state(page).baseline(Shape())
+    return dict(whole.lines) if whole is not None else {}
 
 
 def _diff(before: dict[str, str], after: dict[str, str]) -> dict[str, dict[str, str]]:

@@ -145,7 +145,10 @@ STEP_SCHEMA: dict[str, Any] = {
             "take a snapshot of the page (what an agent reads)",
             (),
             interactive_only={"type": "boolean", "description": "only the controls"},
-            delta={"type": "boolean", "description": "only what changed since the page's last snapshot"},
+            delta={
+                "type": "boolean",
+                "description": "only what changed since the page's last uncut read with these options",
+            },
             max_chars={"type": "integer", "minimum": 1, "description": "cut the text at a line boundary"},
         ),
     ],

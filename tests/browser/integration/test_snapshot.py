@@ -202,7 +202,7 @@ async def test_snapshot_options_and_delta(browser: Browser, server: str) -> None
         short = await page.snapshot(max_chars=120)
     assert "cell" not in controls.text
     assert '- slider "Volume" [value="40"]' in controls.text
-    assert top.text == "- main\n"
+    assert top.text == "- main: …\n"  # its children were left out, and it says so
     assert table.text.startswith('- columnheader "Order"')
     assert table.text.count("\n") == 1
     assert short.stats.truncated
@@ -327,3 +327,140 @@ async def test_a_hidden_element_keeps_its_ref_until_it_no_longer_says_its_name(b
             assert caught.value.reason == "renamed"
             assert "hidden now" in str(caught.value)
         await page.resolve(refs[("button", "Close")])
+
+
+async def open_delta_page(browser: Browser, server: str) -> Page:
+    page = await open_page(browser, f"{server}/refs/delta.html")
+    with trio.fail_after(10):
+        while "Same-origin button" not in (await page.snapshot(format="webarena")).text:  # the iframe loaded
+            await trio.sleep(0.05)
+    return page
+
+
+async def test_a_delta_compares_only_snapshots_taken_with_the_same_options(
+    browser: Browser, server: str
+) -> None:
+    page = await open_delta_page(browser, server)
+    with trio.fail_after(20):
+        full = await page.snapshot()
+        # Nothing changed, but no earlier snapshot was taken with these options: the full text, not a delta
+        # that reads the lines the filter left out as removed.
+        first = {
+            "interactive_only": await page.snapshot(delta=True, interactive_only=True),
+            "max_depth=0": await page.snapshot(delta=True, max_depth=0),
+            "frames=False": await page.snapshot(delta=True, frames=False),
+        }
+        again = {
+            "interactive_only": await page.snapshot(delta=True, interactive_only=True),
+            "max_depth=0": await page.snapshot(delta=True, max_depth=0),
+            "frames=False": await page.snapshot(delta=True, frames=False),
+        }
+        whole = await page.snapshot(delta=True)
+        steps = await page.run_steps([{"type": "read_page", "interactive_only": True, "delta": True}])
+    for shape, snap in first.items():
+        assert not snap.is_delta, f"{shape}:\n{snap.text}"
+        assert "removed" not in snap.text
+    for shape, snap in again.items():
+        assert snap.is_delta
+        assert snap.text == (
+            f"# delta since snapshot {first[shape].generation} ({shape}): 0 added, 0 changed, 0 removed\n"
+        )
+    assert whole.text == f"# delta since snapshot {full.generation}: 0 added, 0 changed, 0 removed\n"
+    assert steps.pages[0]["text"] == (
+        f"# delta since snapshot {again['interactive_only'].generation} (interactive_only): "
+        "0 added, 0 changed, 0 removed\n"
+    )
+
+
+async def test_a_snapshot_cut_by_max_chars_is_not_the_next_deltas_baseline(
+    browser: Browser, server: str
+) -> None:
+    page = await open_delta_page(browser, server)
+    with trio.fail_after(20):
+        cut = await page.snapshot(max_chars=40)
+        await evaluate(
+            page, "document.querySelector('nav').insertAdjacentHTML('beforeend', '<button>New</button>')"
+        )
+        after_cut = await page.snapshot(delta=True)
+    assert cut.stats.truncated
+    # The reader saw one line: the next delta has nothing whole to compare with, so it is the full text.
+    assert not after_cut.is_delta
+    assert set(after_cut.refs) > set(cut.refs)
+    assert "Row" in after_cut.text
+    await evaluate(page, "document.getElementById('cancel').textContent = 'Stop'")
+    with trio.fail_after(20):
+        cut_delta = await page.snapshot(delta=True, max_chars=60)
+        delta = await page.snapshot(delta=True)
+    assert cut_delta.stats.truncated
+    # The cut delta did not show the change whole: the next one still reports it, against the last whole one.
+    assert delta.is_delta
+    lines = delta.text.splitlines()
+    assert lines[0] == f"# delta since snapshot {after_cut.generation}: 1 added, 0 changed, 1 removed"
+    assert lines[1].startswith('+ button "Stop"')
+    assert lines[2].startswith('- button "Cancel"')
+
+
+async def test_a_name_or_text_that_reads_like_a_ref_leaves_snap_refs_alone(
+    browser: Browser, server: str
+) -> None:
+    page = await open_delta_page(browser, server)
+    with trio.fail_after(20):
+        snap = await page.snapshot()
+    pay = next(ref for ref in snap.refs.values() if ref.role == "button" and ref.name.startswith("Pay"))
+    assert f'- button "Pay [ref=e1] now" [ref={pay.ref}]' in snap.text.splitlines()
+    assert snap.stats.refs == len(snap.refs) == snap.text.count("[ref=") - 1
+    cancel = next(ref.ref for ref in snap.refs.values() if ref.name == "Cancel")
+    await evaluate(page, f"document.getElementById('para').textContent = 'Press [ref={cancel}]'")
+    with trio.fail_after(20):
+        delta = await page.snapshot(delta=True)
+    assert delta.is_delta
+    assert f"+ paragraph: Press [ref={cancel}]" in delta.text.splitlines()
+    assert delta.refs == {}  # the page's text names a ref; the delta shows no element to act on
+
+
+async def test_a_root_whose_element_was_removed_raises_stale_ref(browser: Browser, server: str) -> None:
+    page = await open_delta_page(browser, server)
+    with trio.fail_after(20):
+        snap = await page.snapshot()
+        results = next(ref.ref for ref in snap.refs.values() if ref.name == "Results")
+        assert (await page.snapshot(root=results)).text.startswith('- region "Results"')
+        await evaluate(page, "document.getElementById('sec').remove()")
+        with pytest.raises(StaleRefError) as gone:
+            await page.snapshot(root=results)
+    assert gone.value.reason == "removed"
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "error"),
+    [
+        ("max_depth", 1.5, TypeError),
+        ("max_depth", True, TypeError),
+        ("max_depth", "2", TypeError),
+        ("max_chars", "10", TypeError),
+        ("max_chars", 0.5, TypeError),
+        ("interactive_only", "no", TypeError),
+        ("root", 12, TypeError),
+        ("format", "WEBARENA", ValueError),
+    ],
+)
+async def test_a_snapshot_option_of_the_wrong_type_is_refused_by_name(
+    browser: Browser, server: str, option: str, value: object, error: type[Exception]
+) -> None:
+    page = await open_page(browser, f"{server}/refs/table.html")
+    with trio.fail_after(10), pytest.raises(error, match=f"^{option}="):
+        await page.snapshot(**{option: value})  # type: ignore[arg-type]
+
+
+async def test_a_line_whose_children_max_depth_left_out_says_so(browser: Browser, server: str) -> None:
+    page = await open_delta_page(browser, server)
+    with trio.fail_after(20):
+        top = await page.snapshot(max_depth=0)
+        whole = await page.snapshot()
+    lines = top.text.splitlines()
+    assert lines[0].startswith('- heading "Title"')  # its text only repeats its name: nothing left out
+    assert not lines[0].endswith("…")
+    assert "- paragraph: …" in lines
+    nav = next(ref for ref in whole.refs.values() if ref.name == "Main")
+    assert f'- navigation "Main" [ref={nav.ref}]: …' in lines
+    cancel = next(line for line in lines if line.startswith('- button "Cancel"'))
+    assert cancel.endswith("]")  # a leaf: nothing below it was left out

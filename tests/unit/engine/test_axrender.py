@@ -148,7 +148,7 @@ def test_options_interactive_only_max_depth_root_and_max_chars() -> None:
         node(4, "link", "Deep", backend=4),
     ]
     shallow = render([frame(nested, frame_id="MAIN")], RefState(), Options(max_depth=1))
-    assert shallow.text == '- navigation "Main" [ref=e1]:\n  - list\n'
+    assert shallow.text == '- navigation "Main" [ref=e1]:\n  - list: …\n'  # its link is below max_depth
     sub = render([frame(shop())], state, Options(root=full.refs["e1"]))
     assert sub.text == '- heading "Cart" [level=2] [ref=e1]\n'
     cut = render([frame(shop())], state, Options(max_chars=70))
