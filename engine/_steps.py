@@ -16,18 +16,25 @@ The rules, in order:
 - ``fail_fast=True`` (the default): after the first failure the rest are ``Skipped``.
   ``fail_fast=False``: later steps still run, except (a) a step whose target is stale (it fails, as above)
   and (b) every step after a failed ``navigate``, which depends on the page that did not load (``Skipped``).
+- A step that fails on time (its budget, or an action the page did not handle) is followed by a look at
+  the page's main thread; if it does not answer in ``FREE_PROBE_S``, what runs there (a handler in an
+  endless loop) is terminated, as ``page.evaluate`` does on its deadline: a steps-only caller has no other
+  way to get the tab back.
+- The closing read gets one step's budget; if it fails, the steps' outcomes still come back, without it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from engine._errors import CDPError, ConnectionClosed, SessionDetached, StaleRefError
+from engine._errors import ActionError, CDPError, StaleRefError
+from engine._evaluate import _stop_script, recorder
 from engine._refs import Shape
 from engine._snapshot import _state
 from engine.steps import (
@@ -81,8 +88,27 @@ async def _run_one(page: Page, step: dict[str, Any]) -> str | None:
     return None
 
 
-_GONE = (SessionDetached, ConnectionClosed)
-"""The closing read of a tab that went (closed, crashed, its browser gone) is left out of the result."""
+log = logging.getLogger(__name__)
+
+FREE_PROBE_S = 0.25
+"""Seconds the page's main thread gets to answer after a step failed on time, before what runs there is
+terminated (see the module's rules)."""
+
+FREE_LIMIT_S = 1.0
+"""Seconds for that termination and the look that it took."""
+
+
+async def _free_main_thread(page: Page, by: float) -> None:
+    """After a step that failed on time: terminate what holds the page's main thread, if something does."""
+    session = page.session
+    if session.detached or trio.current_time() >= by:
+        return
+    with trio.move_on_at(min(by, trio.current_time() + FREE_PROBE_S)) as probe:
+        with contextlib.suppress(CDPError):
+            await session.execute_raw("Runtime.evaluate", {"expression": "0"})
+    if probe.cancelled_caught and trio.current_time() < by:
+        log.info("the page's main thread is held after a step; terminating what runs there")
+        await _stop_script(session, recorder(page), by=min(by, trio.current_time() + FREE_LIMIT_S))
 
 
 def _error(exc: BaseException) -> dict[str, str]:
@@ -139,6 +165,7 @@ async def run_steps(
         )
         error: dict[str, str] | None = None
         text: str | None = None
+        on_time = False  # the step failed for lack of time: the page may hold its main thread
         if target is not None and target in stale:
             error = {
                 "kind": "StaleRefError",
@@ -154,6 +181,7 @@ async def run_steps(
                     text = await _run_one(page, step)
                 except (CDPError, ValueError, trio.TooSlowError) as exc:
                     error = _error(exc)
+                    on_time = isinstance(exc, (ActionError, trio.TooSlowError))
                     if isinstance(exc, StaleRefError) and target is not None:
                         stale[target] = index
             if scope.cancelled_caught:
@@ -163,6 +191,7 @@ async def run_steps(
                     "message": f"the step did not finish within its budget of {budget_ms} ms "
                     "(min of per_step_timeout_ms, its timeout_ms, and what was left of the deadline)",
                 }
+            on_time = on_time or scope.cancelled_caught
         outcomes.append(
             StepOutcome(
                 index=index,
@@ -173,6 +202,8 @@ async def run_steps(
                 output=text,
             )
         )
+        if on_time:
+            await _free_main_thread(page, deadline - RESULT_MARGIN_S)
         if error is None and kind == "read_page":
             last_read = {"step": index, "text": text}
             if return_mode == "all":
@@ -187,16 +218,20 @@ async def run_steps(
 
     end = deadline - RESULT_MARGIN_S / 2 if deadline != math.inf else math.inf
     delta: dict[str, dict[str, str]] | None = None
-    # The closing read is part of the result, not a step: a tab gone meanwhile (closed, crashed) leaves it
-    # out, and the steps' own outcomes still come back.
+    # The closing read is part of the result, not a step: a tab gone meanwhile (closed, crashed) or one
+    # that does not answer in a step's budget leaves it out, and the steps' own outcomes still come back.
+    now = trio.current_time()
+    read_by = min(
+        end, step_budget(now=now, deadline=deadline, per_step_timeout_ms=per_step_timeout_ms, timeout_ms=None)
+    )
     if return_mode == "final":
         if last_read is None:
-            with trio.move_on_at(end), contextlib.suppress(*_GONE):
+            with trio.move_on_at(read_by), contextlib.suppress(CDPError):
                 pages.append({"step": None, "text": (await page.snapshot()).text})
         else:
             pages.append(last_read)
     elif return_mode == "delta":
-        with trio.move_on_at(end), contextlib.suppress(*_GONE):
+        with trio.move_on_at(read_by), contextlib.suppress(CDPError):
             await page.snapshot()
             delta = _diff(baseline or {}, _whole_lines(page))
     url, title = page.session.url, ""

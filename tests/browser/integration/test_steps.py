@@ -287,3 +287,25 @@ async def test_a_tab_closed_during_the_steps_still_gives_a_result(browser: Brows
     assert result.steps[1].error["kind"] == "SessionDetached"
     assert result.pages == []
     assert result.delta is None
+
+
+async def test_a_step_that_leaves_the_page_in_an_endless_loop_frees_it_and_the_result_comes_back(
+    browser: Browser,
+) -> None:
+    """The click's handler never returns: the step fails on its budget, the runner terminates the handler
+    (a steps-only caller has no evaluate to do it), and the closing read and the next call work."""
+    page = await browser.new_page(
+        "data:text/html,<button onclick='while(true){}'>Loop</button>"
+        "<button onclick=\"document.title='fine'\">Fine</button>"
+    )
+    loop, fine = await ref_of(page, "button", "Loop"), await ref_of(page, "button", "Fine")
+    with trio.fail_after(20):
+        result = await page.run_steps([{"type": "click", "target": loop, "timeout_ms": 1000}])
+        assert result.steps[0].error is not None
+        assert result.steps[0].error["kind"] == "TimeoutError"
+        assert len(result.pages) == 1  # the closing read
+        assert f"[ref={fine}]" in result.pages[0]["text"]
+    with trio.fail_after(5):
+        again = await page.run_steps([{"type": "click", "target": fine}])
+    assert again.ok
+    assert again.title == "fine"
