@@ -193,6 +193,28 @@ async def test_a_reply_that_cannot_be_taken_ends_the_command_whose_id_it_shows(
     assert connection.pending_count() == 0
 
 
+async def test_a_large_late_reply_to_a_cancelled_command_is_dropped_unparsed(pair: Pair) -> None:
+    """Parsing it would hold every task (a 300 MB one: 1.6 s); its id, read first, says nobody waits. The
+    reply here is not even valid JSON: parsed, it would count as malformed."""
+    connection, peer, browser = pair
+    with trio.fail_after(5):
+        with trio.move_on_after(0.05):
+            await browser.execute_raw("Runtime.evaluate", {"expression": "'x'.repeat(300000)"})
+        command = await peer.next_command()
+        before = connection.statistics()
+        peer.send_raw(b'{"id":%d,"result":{"result":{"value":"' % command["id"] + b"x" * 300_000)
+
+        async def answer() -> None:
+            peer.reply(await peer.next_command(), {"product": "Chrome"})
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(answer)
+            await browser.execute_raw("Browser.getVersion")  # read after the large one
+    after = connection.statistics()
+    assert after.unknown_id_replies - before.unknown_id_replies == 1
+    assert after.malformed_messages == before.malformed_messages
+
+
 def _large_ax_tree(count: int) -> dict[str, Any]:
     nodes = [
         {"nodeId": str(i), "ignored": False, "name": {"type": "computedString", "value": f"Item {i}"}}
