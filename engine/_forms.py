@@ -106,13 +106,10 @@ async def _editable(page: Page, what: str, ref: str, text: str, group: str) -> t
         outcome = await call_on(node.session, handle, _PREPARE_FILL, text)
         if outcome in ("typed", "set"):
             return node, handle, outcome
-        if "does not take" in outcome:  # the value, not the field's state: waiting would not help
+        if "does not take" in outcome or "not a text" in outcome:
+            # The value, or the kind of element (a button, a select): waiting would not help.
             raise ActionError(f"{what} {ref}: {outcome}", ref=ref, check="editable")
-        check = (
-            "editable"
-            if "not a text" in outcome or "read-only" in outcome or "does not take" in outcome
-            else outcome.split()[-1]
-        )
+        check = "editable" if "read-only" in outcome else outcome.split()[-1]
         return NotYet(check, str(outcome))
 
     return await retry_until_deadline(what, ref, attempt)

@@ -83,6 +83,17 @@ async def test_fill_with_a_value_the_input_cannot_take_fails_at_once(browser: Br
         assert await value(page, "document.querySelector('[type=number]').value") == "-1.5e2"
 
 
+async def test_fill_of_an_element_that_is_no_text_field_fails_at_once(browser: Browser) -> None:
+    page = await open_page(browser, "data:text/html,<button>Go</button><select aria-label=Size></select>")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        for role, name, tag in (("button", "Go", "button"), ("combobox", "Size", "select")):
+            started = trio.current_time()
+            with pytest.raises(ActionError, match=f"not a text field, textarea or contenteditable .*<{tag}>"):
+                await page.fill(ref(snap, role, name), "text")
+            assert trio.current_time() - started < 2  # not retried until the deadline
+
+
 async def test_type_goes_key_by_key_and_press_sends_combos(browser: Browser, server: str) -> None:
     page = await open_page(browser, f"{server}/actions/form.html")
     with trio.fail_after(10):
