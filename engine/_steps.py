@@ -90,9 +90,10 @@ async def _run_one(page: Page, step: dict[str, Any]) -> str | None:
 
 log = logging.getLogger(__name__)
 
-FREE_PROBE_S = 0.25
+FREE_PROBE_S = 1.0
 """Seconds the page's main thread gets to answer after a step failed on time, before what runs there is
-terminated (see the module's rules)."""
+terminated (see the module's rules): a handler that is only slow finishes, one in an endless loop does
+not hold the tab for good."""
 
 FREE_LIMIT_S = 1.0
 """Seconds for that termination and the look that it took."""
