@@ -573,3 +573,32 @@ def test_bench_runs_from_anywhere_with_the_checkouts_editable_install(tmp_path: 
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert "roundtrip.getVersion" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (
+            b'[{"type": "fill", "target": "e1", "value": "\xff"}]',
+            "is not UTF-8 text (byte 0xff at offset 44)",
+        ),
+        (b"[" * 100_000 + b"]" * 100_000, "its JSON nests too deep to read"),
+        (b"{}", 'the object has no "steps" key'),
+        (b'{"steps": [{"type": "read_page"}], "fail_fast": "no"}', 'fail_fast: is "no"; give true or false'),
+    ],
+)
+def test_a_bad_steps_file_is_a_usage_error_that_says_what_is_wrong(
+    tmp_path: Path, content: bytes, says: str
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(content)
+    line = failed(run("steps", str(bad), env=NO_BROWSER), 2)
+    assert says in line
+    assert "--debug" not in line
+
+
+def test_a_steps_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    marked = tmp_path / "bom.json"
+    marked.write_bytes(b'\xef\xbb\xbf[{"type": "clik"}]')  # a valid file would start a browser
+    line = failed(run("steps", str(marked), env=NO_BROWSER), 2)
+    assert "step 0 type: " in line
