@@ -203,10 +203,29 @@ async def eval_command(args: argparse.Namespace) -> None:
             page = await open_page(browser, args, args.url, refs=bool(args.ref))
             doing(args, "evaluating the expression")
             value = await _evaluate(page, args.expression, args.ref)
+    value = json_ready(value)
     if isinstance(value, str) and not args.json:
         emit(value)
     else:
-        emit(json.dumps(value, ensure_ascii=False))
+        emit(json.dumps(value, ensure_ascii=False, allow_nan=False))
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with NaN, Infinity, -Infinity and -0 as those strings (CDP's own ``unserializableValue``
+    spellings), at any depth: JSON has no such numbers, and Python's NaN in the output broke JSON readers."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        if value == 0 and math.copysign(1.0, value) < 0:
+            return "-0"
+        return value
+    if isinstance(value, list | tuple):
+        return [json_ready(item) for item in value]
+    if isinstance(value, dict):
+        return {key: json_ready(item) for key, item in value.items()}
+    return value
 
 
 async def _evaluate(page: Page, expression: str, ref: str | None) -> Any:

@@ -299,7 +299,14 @@ def build_parser() -> _Parser:
         "--max-chars", type=_positive_int("--max-chars"), metavar="N", help="cut the text at N characters"
     )
 
-    p = sub.add_parser("eval", parents=[*both, timed], help="evaluate JavaScript in a page, print the value")
+    p = sub.add_parser(
+        "eval",
+        parents=[*both, timed],
+        help="evaluate JavaScript in a page, print the value",
+        description="Evaluate JavaScript in a page and print its value: a string as it is (as JSON with "
+        "--json), anything else as JSON. NaN, Infinity, -Infinity and -0, which JSON cannot hold, print as "
+        'the strings "NaN", "Infinity", "-Infinity" and "-0" (CDP\'s unserializableValue spellings).',
+    )
     p.add_argument("url", metavar="URL", help="the page to load")
     p.add_argument("expression", metavar="EXPR", help="an expression, or function source such as '() => 1'")
     p.add_argument(

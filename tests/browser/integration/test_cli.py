@@ -374,6 +374,25 @@ def test_eval_prints_the_value_and_takes_a_ref(endpoint: str, server: str) -> No
     assert thrown.startswith("cdp-engine eval: JavaScriptError: ")
 
 
+def _strict_json(text: str) -> object:
+    def refuse(word: str) -> object:
+        raise ValueError(f"{word} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_eval_prints_valid_json_for_numbers_json_cannot_hold(endpoint: str, server: str) -> None:
+    # It printed NaN and [1, Infinity, -0.0]: Python's JSON, which other JSON readers refuse.
+    url = f"{server}/steps/index.html"
+    expression = "[1, NaN, Infinity, -Infinity, -0, {a: [NaN]}, 'NaN']"
+    for extra in ((), ("--json",)):
+        done = run("eval", url, expression, *extra, "--connect", endpoint)
+        assert done.returncode == 0, done.stderr
+        assert _strict_json(done.stdout) == [1, "NaN", "Infinity", "-Infinity", "-0", {"a": ["NaN"]}, "NaN"]
+    assert _strict_json(run("eval", url, "NaN", "--json", "--connect", endpoint).stdout) == "NaN"
+    assert run("eval", url, "-0", "--connect", endpoint).stdout == "-0\n"
+
+
 def test_the_timeout_ms_deadline_is_one_line_and_exit_1(endpoint: str, server: str) -> None:
     started = time.monotonic()
     done = run(
