@@ -409,6 +409,8 @@ def _run(args: argparse.Namespace) -> int:
             return 0  # none asked for: nothing to start
         trio.run(_stoppable, _listen, args)
         return 0
+    if command == "eval" and not args.expression.strip():  # evaluate() says so only after a launch
+        raise UsageError("EXPR is empty; give an expression such as 'document.title' or '() => 1'")
     if command == "steps":
         steps, options = read_steps(args)
         status: int = trio.run(_stoppable, steps_command, args, steps, options)

@@ -393,6 +393,15 @@ def test_eval_prints_valid_json_for_numbers_json_cannot_hold(endpoint: str, serv
     assert run("eval", url, "-0", "--connect", endpoint).stdout == "-0\n"
 
 
+def test_an_empty_eval_expression_is_a_usage_error_before_a_browser_starts() -> None:
+    # It launched a browser (3.5 s), then failed with a TypeError and exit 1.
+    for expression in ("", "  "):
+        line = failed(run("eval", "http://127.0.0.1:9/", expression, env=NO_BROWSER), 2)
+        assert (
+            line == "cdp-engine eval: EXPR is empty; give an expression such as 'document.title' or '() => 1'"
+        )
+
+
 def test_the_timeout_ms_deadline_is_one_line_and_exit_1(endpoint: str, server: str) -> None:
     started = time.monotonic()
     done = run(
