@@ -71,6 +71,22 @@ def endpoint() -> Iterator[str]:
     assert "stopped: the browser is closed" in err
 
 
+def test_python_m_engine_runs_the_cli_and_import_engine_does_not_load_it() -> None:
+    # It said "No module named engine.__main__".
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", "--help"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: cdp-engine ")
+    code = (
+        "import engine, sys; print(sorted(m for m in sys.modules if m in ('engine.cli', 'engine.__main__')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert loaded.stdout.strip() == "[]", loaded.stderr
+
+
 # --- protocol ---------------------------------------------------------------------------------------------
 
 
