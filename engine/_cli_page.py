@@ -203,10 +203,29 @@ async def eval_command(args: argparse.Namespace) -> None:
             page = await open_page(browser, args, args.url, refs=bool(args.ref))
             doing(args, "evaluating the expression")
             value = await _evaluate(page, args.expression, args.ref)
+    value = json_ready(value)
     if isinstance(value, str) and not args.json:
         emit(value)
     else:
-        emit(json.dumps(value, ensure_ascii=False))
+        emit(json.dumps(value, ensure_ascii=False, allow_nan=False))
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with NaN, Infinity, -Infinity and -0 as those strings (CDP's own ``unserializableValue``
+    spellings), at any depth: JSON has no such numbers, and Python's NaN in the output broke JSON readers."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        if value == 0 and math.copysign(1.0, value) < 0:
+            return "-0"
+        return value
+    if isinstance(value, list | tuple):
+        return [json_ready(item) for item in value]
+    if isinstance(value, dict):
+        return {key: json_ready(item) for key, item in value.items()}
+    return value
 
 
 async def _evaluate(page: Page, expression: str, ref: str | None) -> Any:
@@ -227,19 +246,31 @@ def read_steps(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str
     """The steps file (a list of steps, or {"steps": [...], options}), validated before any browser starts.
 
     Raises:
-        UsageError: the file is missing or not JSON.
+        UsageError: the file is missing, not UTF-8, not JSON, nested too deep to read, or an object
+            without a ``steps`` key.
         StepsValidationError: the steps are invalid (every problem listed).
     """
     name = args.file
     try:
-        text = sys.stdin.read() if name == "-" else Path(name).read_text()
+        raw = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
     except OSError as exc:
         raise UsageError(f"cannot read the steps file {name}: {exc.strerror or exc}") from None
+    try:  # JSON is UTF-8 (RFC 8259), whatever the locale; "-sig" forgives an editor's BOM
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"{name} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            "save it as UTF-8 JSON"
+        ) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(
             f"{name} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except RecursionError:  # json's C reader recurses per level; a steps file needs three or four
+        raise UsageError(
+            f"{name}: its JSON nests too deep to read (a steps file needs a few levels)"
         ) from None
     options: dict[str, Any] = {}
     if isinstance(data, dict):
@@ -249,8 +280,13 @@ def read_steps(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str
                 f"{name}: unknown key(s) {', '.join(unknown)}; an object there holds steps and "
                 f"optionally {', '.join(_STEP_OPTIONS)}"
             )
+        if "steps" not in data:
+            raise UsageError(
+                f'{name}: the object has no "steps" key; give a list of steps, or {{"steps": [...]}} '
+                f"with optionally {', '.join(_STEP_OPTIONS)}"
+            )
         options = {k: data[k] for k in _STEP_OPTIONS if k in data}
-        data = data.get("steps")
+        data = data["steps"]
     for key in _STEP_OPTIONS:
         given = getattr(args, key, None)
         if given is not None:
@@ -260,6 +296,7 @@ def read_steps(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str
         max_steps=options.get("max_steps", _steps.DEFAULT_MAX_STEPS),
         return_mode=options.get("return_mode", "final"),
         per_step_timeout_ms=options.get("per_step_timeout_ms", _steps.DEFAULT_PER_STEP_TIMEOUT_MS),
+        fail_fast=options.get("fail_fast", True),
     )
     return steps, options
 

@@ -126,7 +126,11 @@ async def run_steps(
     per_step_timeout_ms: int | None = DEFAULT_PER_STEP_TIMEOUT_MS,
 ) -> StepsResult:
     plan = validate(
-        steps, max_steps=max_steps, return_mode=return_mode, per_step_timeout_ms=per_step_timeout_ms
+        steps,
+        max_steps=max_steps,
+        return_mode=return_mode,
+        per_step_timeout_ms=per_step_timeout_ms,
+        fail_fast=fail_fast,
     )
     deadline = trio.current_effective_deadline()
     baseline: dict[str, str] | None = None

@@ -299,7 +299,14 @@ def build_parser() -> _Parser:
         "--max-chars", type=_positive_int("--max-chars"), metavar="N", help="cut the text at N characters"
     )
 
-    p = sub.add_parser("eval", parents=[*both, timed], help="evaluate JavaScript in a page, print the value")
+    p = sub.add_parser(
+        "eval",
+        parents=[*both, timed],
+        help="evaluate JavaScript in a page, print the value",
+        description="Evaluate JavaScript in a page and print its value: a string as it is (as JSON with "
+        "--json), anything else as JSON. NaN, Infinity, -Infinity and -0, which JSON cannot hold, print as "
+        'the strings "NaN", "Infinity", "-Infinity" and "-0" (CDP\'s unserializableValue spellings).',
+    )
     p.add_argument("url", metavar="URL", help="the page to load")
     p.add_argument("expression", metavar="EXPR", help="an expression, or function source such as '() => 1'")
     p.add_argument(
@@ -402,6 +409,8 @@ def _run(args: argparse.Namespace) -> int:
             return 0  # none asked for: nothing to start
         trio.run(_stoppable, _listen, args)
         return 0
+    if command == "eval" and not args.expression.strip():  # evaluate() says so only after a launch
+        raise UsageError("EXPR is empty; give an expression such as 'document.title' or '() => 1'")
     if command == "steps":
         steps, options = read_steps(args)
         status: int = trio.run(_stoppable, steps_command, args, steps, options)

@@ -322,6 +322,7 @@ def validate(
     max_steps: int = DEFAULT_MAX_STEPS,
     return_mode: str = "final",
     per_step_timeout_ms: int | None = DEFAULT_PER_STEP_TIMEOUT_MS,
+    fail_fast: bool = True,
 ) -> list[dict[str, Any]]:
     """Check a whole steps call (the list against :data:`STEP_SCHEMA`, the limits, the options) before
     anything runs.
@@ -343,6 +344,10 @@ def validate(
             )
         )
         max_steps = HARD_MAX_STEPS
+    if not isinstance(fail_fast, bool):  # "no" or 0 from a JSON file would read as true or false
+        problems.append(
+            Problem(index=None, field="fail_fast", message=f"is {_short(fail_fast)}; give true or false")
+        )
     if return_mode not in RETURN_MODES:
         problems.append(
             Problem(

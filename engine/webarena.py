@@ -14,6 +14,11 @@ The actions (``[...]`` are literal brackets around each argument)::
     new_tab         tab_focus [index]            close_tab
     stop [answer]                   the agent's final answer: nothing is done, the answer is returned
 
+Ids and indexes are ASCII digits. Text, a URL and an answer run to the last ``]`` (for ``type``: the one
+before a final ``[0]``/``[1]``), as WebArena's own parser reads them: ``type [12] [a] [b]`` types
+``a] [b``, so text may hold brackets. A ``press`` key is checked as ``page.press`` would check it, and a
+``goto`` URL whose scheme is ``javascript:`` once a browser's URL parser has cleaned it is refused.
+
 :func:`parse` turns a string into an :class:`Action` without I/O (tools can check strings ahead); a
 malformed string raises ``ValueError`` quoting the bad part and the expected form.
 """
@@ -24,6 +29,8 @@ import re
 from typing import TYPE_CHECKING, Literal
 
 import attrs
+
+from engine._keys import parse_combo
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -73,13 +80,26 @@ class Executed:
 
 
 _NAME = re.compile(r"\s*([A-Za-z_]+)")
+_NUMBER = re.compile(r"[0-9]+")  # str.isdigit() also takes "²" and "١٢", which are no id
+
+# What a URL parser (WHATWG, and Chromium's GURL) drops before it reads the scheme: C0 controls and spaces
+# at either end, tabs and newlines anywhere. "java\tscript:..." is a javascript: URL to Chromium.
+_URL_ENDS = "".join(map(chr, range(0x21)))
+_URL_DROPPED = re.compile(r"[\t\n\r]")
+
+
+def _runs_script(url: str) -> bool:
+    """Whether a browser would read ``url`` as a javascript: URL (which runs its text as a script)."""
+    scheme, colon, _ = _URL_DROPPED.sub("", url.strip(_URL_ENDS)).partition(":")
+    return bool(colon) and scheme.isascii() and scheme.lower() == "javascript"
 
 
 def _bad(action: str, part: str, name: str, why: str = "") -> ValueError:
     expected = FORMS.get(name)
     form = f"expected {expected!r}" if expected else f"expected one of: {', '.join(FORMS.values())}"
     shown = part if len(part) <= 80 else part[:77] + "..."
-    return ValueError(f"cannot read {shown!r} in the action {action!r}{why}: {form}")
+    whole = action if len(action) <= 160 else action[:157] + "..."
+    return ValueError(f"cannot read {shown!r} in the action {whole!r}{why}: {form}")
 
 
 def _args(action: str, name: str, rest: str) -> list[str]:
@@ -94,7 +114,7 @@ def _args(action: str, name: str, rest: str) -> list[str]:
             raise _bad(action, rest[i:].strip(), name, " (each argument goes in [brackets])")
         if name in ("type", "stop", "goto") and len(args) == (1 if name == "type" else 0):
             # free text: up to the "]" that closes it (for type: the one before a final "[0]"/"[1]")
-            tail = re.search(r"\]\s*\[\s*(\d+)\s*\]\s*$", rest[i:]) if name == "type" else None
+            tail = re.search(r"\]\s*\[\s*([0-9]+)\s*\]\s*$", rest[i:]) if name == "type" else None
             end = i + tail.start() if tail else rest.rfind("]")
             if end < i:
                 raise _bad(action, rest[i:], name, " (no closing ']')")
@@ -137,7 +157,7 @@ def parse(action: str) -> Action:
     elif len(args) != want:
         raise _bad(action, action.strip(), name, f" ({len(args)} argument(s), {want} expected)")
     if name in ("click", "hover", "type"):
-        if not args[0].isdigit():
+        if not _NUMBER.fullmatch(args[0]):
             raise _bad(
                 action, f"[{args[0]}]", name, " (the id is the number snapshot(format='webarena') prints)"
             )
@@ -150,6 +170,10 @@ def parse(action: str) -> Action:
     if name == "press":
         if not args[0]:
             raise _bad(action, "[]", name, " (no key)")
+        try:  # as page.press would refuse it, but before anything ran
+            parse_combo(args[0])
+        except ValueError as exc:
+            raise _bad(action, f"[{args[0]}]", name, f" ({exc})") from None
         return Action(name=name, key=args[0])
     if name == "scroll":
         direction = args[0].lower().removeprefix("direction=")
@@ -162,11 +186,11 @@ def parse(action: str) -> Action:
         url = args[0].strip()
         if not url:
             raise _bad(action, "[]", name, " (no URL)")
-        if url.lower().startswith("javascript:"):
+        if _runs_script(url):
             raise _bad(action, f"[{args[0]}]", name, " (javascript: would run a script; give a page URL)")
         return Action(name=name, url=url)
     if name == "tab_focus":
-        if not args[0].isdigit():
+        if not _NUMBER.fullmatch(args[0]) or len(args[0]) > 9:  # int() refuses over 4300 digits
             raise _bad(action, f"[{args[0]}]", name, " (the index is a whole number from 0)")
         return Action(name=name, index=int(args[0]))
     if name == "stop":
@@ -197,6 +221,8 @@ async def execute(page: Page, action: str | Action) -> Executed:
     elif name == "scroll":
         await page.scroll(direction=act.direction or "down")
     elif name == "goto":
+        if _runs_script(act.url or ""):  # an Action built by hand skipped parse()
+            raise ValueError(f"goto {act.url!r}: javascript: would run a script; give a page URL")
         await page.goto(act.url or "")
     elif name == "go_back":
         await page.back()

@@ -71,6 +71,22 @@ def endpoint() -> Iterator[str]:
     assert "stopped: the browser is closed" in err
 
 
+def test_python_m_engine_runs_the_cli_and_import_engine_does_not_load_it() -> None:
+    # It said "No module named engine.__main__".
+    done = subprocess.run(
+        [sys.executable, "-m", "engine", "--help"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: cdp-engine ")
+    code = (
+        "import engine, sys; print(sorted(m for m in sys.modules if m in ('engine.cli', 'engine.__main__')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert loaded.stdout.strip() == "[]", loaded.stderr
+
+
 # --- protocol ---------------------------------------------------------------------------------------------
 
 
@@ -374,6 +390,34 @@ def test_eval_prints_the_value_and_takes_a_ref(endpoint: str, server: str) -> No
     assert thrown.startswith("cdp-engine eval: JavaScriptError: ")
 
 
+def _strict_json(text: str) -> object:
+    def refuse(word: str) -> object:
+        raise ValueError(f"{word} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_eval_prints_valid_json_for_numbers_json_cannot_hold(endpoint: str, server: str) -> None:
+    # It printed NaN and [1, Infinity, -0.0]: Python's JSON, which other JSON readers refuse.
+    url = f"{server}/steps/index.html"
+    expression = "[1, NaN, Infinity, -Infinity, -0, {a: [NaN]}, 'NaN']"
+    for extra in ((), ("--json",)):
+        done = run("eval", url, expression, *extra, "--connect", endpoint)
+        assert done.returncode == 0, done.stderr
+        assert _strict_json(done.stdout) == [1, "NaN", "Infinity", "-Infinity", "-0", {"a": ["NaN"]}, "NaN"]
+    assert _strict_json(run("eval", url, "NaN", "--json", "--connect", endpoint).stdout) == "NaN"
+    assert run("eval", url, "-0", "--connect", endpoint).stdout == "-0\n"
+
+
+def test_an_empty_eval_expression_is_a_usage_error_before_a_browser_starts() -> None:
+    # It launched a browser (3.5 s), then failed with a TypeError and exit 1.
+    for expression in ("", "  "):
+        line = failed(run("eval", "http://127.0.0.1:9/", expression, env=NO_BROWSER), 2)
+        assert (
+            line == "cdp-engine eval: EXPR is empty; give an expression such as 'document.title' or '() => 1'"
+        )
+
+
 def test_the_timeout_ms_deadline_is_one_line_and_exit_1(endpoint: str, server: str) -> None:
     started = time.monotonic()
     done = run(
@@ -573,3 +617,32 @@ def test_bench_runs_from_anywhere_with_the_checkouts_editable_install(tmp_path: 
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert "roundtrip.getVersion" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (
+            b'[{"type": "fill", "target": "e1", "value": "\xff"}]',
+            "is not UTF-8 text (byte 0xff at offset 44)",
+        ),
+        (b"[" * 100_000 + b"]" * 100_000, "its JSON nests too deep to read"),
+        (b"{}", 'the object has no "steps" key'),
+        (b'{"steps": [{"type": "read_page"}], "fail_fast": "no"}', 'fail_fast: is "no"; give true or false'),
+    ],
+)
+def test_a_bad_steps_file_is_a_usage_error_that_says_what_is_wrong(
+    tmp_path: Path, content: bytes, says: str
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(content)
+    line = failed(run("steps", str(bad), env=NO_BROWSER), 2)
+    assert says in line
+    assert "--debug" not in line
+
+
+def test_a_steps_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    marked = tmp_path / "bom.json"
+    marked.write_bytes(b'\xef\xbb\xbf[{"type": "clik"}]')  # a valid file would start a browser
+    line = failed(run("steps", str(marked), env=NO_BROWSER), 2)
+    assert "step 0 type: " in line

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
+import math
 
+from engine._cli_page import json_ready
 from engine.cli import _in_cli_terms
 
 
@@ -23,3 +26,10 @@ def test_only_the_limits_a_deadline_replaces_are_said_in_cli_terms() -> None:
         _in_cli_terms("x (Settings.evaluate_timeout)", argparse.Namespace())
         == "x (Settings.evaluate_timeout)"
     )
+
+
+def test_numbers_json_cannot_hold_are_spelled_as_cdp_spells_them() -> None:
+    value = [1.5, -0.0, 0.0, math.nan, {"x": (math.inf, -math.inf)}, "NaN", 2**70]
+    ready = json_ready(value)
+    assert ready == [1.5, "-0", 0.0, "NaN", {"x": ["Infinity", "-Infinity"]}, "NaN", 2**70]
+    json.dumps(ready, allow_nan=False)  # raises on NaN and the infinities

@@ -262,3 +262,30 @@ def test_to_json_has_the_documented_stable_shape() -> None:
     assert data["steps"][0] == {"index": 0, "type": "click", "ok": True, "duration_ms": 1.235, "error": None}
     assert data["steps"][1]["error"] == {"kind": "StaleRefError", "message": "ref e9 is stale"}
     assert json.loads(result.dumps()) == data
+
+
+@pytest.mark.parametrize("url", ["java\tscript:1", "java\nscript:1", "\x00javascript:1", " javascript:1"])
+def test_navigate_refuses_what_a_url_parser_reads_as_javascript(url: str) -> None:
+    # Chromium drops tabs and newlines, and controls at the ends, before it reads a scheme; the pattern
+    # wants the scheme's letters from the first character on, so none of these passes.
+    with pytest.raises(StepsValidationError, match="step 0 url"):
+        validate([{"type": "navigate", "url": url}])
+
+
+@pytest.mark.parametrize("value", ["no", 0, 1, None])
+def test_fail_fast_is_true_or_false(value: Any) -> None:
+    # "no" read as true: a steps file asking not to fail fast got fail_fast=True.
+    with pytest.raises(StepsValidationError, match=r"fail_fast: is .*; give true or false"):
+        validate([{"type": "read_page"}], fail_fast=value)
+
+
+def test_run_steps_checks_fail_fast_before_touching_the_page() -> None:
+    import trio
+
+    from engine._steps import run_steps
+
+    async def main() -> None:
+        with pytest.raises(StepsValidationError, match="fail_fast"):
+            await run_steps(object(), [{"type": "read_page"}], fail_fast="no")  # type: ignore[arg-type]
+
+    trio.run(main)

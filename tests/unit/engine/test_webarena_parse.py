@@ -80,3 +80,68 @@ def test_an_unknown_action_lists_every_form(text: str) -> None:
 def test_only_strings_are_actions() -> None:
     with pytest.raises(TypeError, match="is a string"):
         parse(["click", 3])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "java\tscript:document.title='x';void 0",
+        "java\nscript:document.title='x'",
+        "java\rscript:1",
+        "\x00javascript:1",
+        "\x01 JavaScript:1",
+        "javascript\t:1",
+    ],
+)
+def test_goto_refuses_what_a_url_parser_reads_as_javascript(url: str) -> None:
+    # Chromium drops tabs and newlines anywhere and C0 controls at the ends before it reads the scheme.
+    with pytest.raises(ValueError, match="javascript: would run a script"):
+        parse(f"goto [{url}]")
+
+
+@pytest.mark.parametrize("url", ["http://a/?q=javascript:1", "javascript-docs.example:8000/", "about:blank"])
+def test_goto_takes_urls_that_only_mention_javascript(url: str) -> None:
+    assert parse(f"goto [{url}]") == Action(name="goto", url=url)
+
+
+@pytest.mark.parametrize(
+    ("text", "quoted"),
+    [
+        ("click [١٢]", "'[١٢]'"),  # Arabic-Indic digits: str.isdigit() says yes
+        ("hover [²]", "'[²]'"),
+        ("type [٣] [x]", "'[٣]'"),
+        ("tab_focus [²]", "'[²]'"),  # was a bare "invalid literal for int()"
+        ("tab_focus [" + "9" * 5000 + "]", "'[999"),  # int() refuses over 4300 digits
+    ],
+)
+def test_ids_and_indexes_are_ascii_digits(text: str, quoted: str) -> None:
+    with pytest.raises(ValueError, match="cannot read") as caught:
+        parse(text)
+    assert quoted in str(caught.value)
+    assert len(str(caught.value)) < 500
+
+
+def test_press_refuses_a_key_page_press_would_refuse() -> None:
+    with pytest.raises(ValueError, match="unknown key 'NotAKey'") as caught:
+        parse("press [NotAKey]")
+    assert "expected 'press [key_comb]'" in str(caught.value)
+
+
+def test_type_text_runs_to_the_last_bracket_as_in_webarena() -> None:
+    # WebArena's parser reads `type ?\[(\d+)\] ?\[(.+)\] ?\[(\d+)\]` (greedy): brackets belong to the text.
+    assert parse("type [12] [a] [b]") == Action(name="type", id="12", text="a] [b", press_enter_after=True)
+    assert parse("type [12] [a] [b] [0]") == Action(
+        name="type", id="12", text="a] [b", press_enter_after=False
+    )
+
+
+def test_execute_refuses_a_hand_built_javascript_goto_before_touching_the_page() -> None:
+    import trio
+
+    from engine.webarena import execute
+
+    async def main() -> None:
+        with pytest.raises(ValueError, match="javascript: would run a script"):
+            await execute(object(), Action(name="goto", url="java\tscript:1"))  # type: ignore[arg-type]
+
+    trio.run(main)
