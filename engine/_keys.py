@@ -154,7 +154,9 @@ def parse_combo(combo: str, platform: str = sys.platform) -> Combo:
     parts = combo.split("+")
     # "Control++" and "+" name the plus key: the empty pieces that splitting leaves are that key.
     if parts[-1] == "":
-        parts = [*[p for p in parts[:-2] if p], "+"] if len(parts) > 1 else ["+"]
+        if parts[-2] != "":  # "Control+": a modifier and no key (not the plus key)
+            raise ValueError(f"{combo!r} ends in '+' with no key after it (the plus key: 'Control++')")
+        parts = [*[p for p in parts[:-2] if p], "+"]
     *held, last = parts
     modifiers: list[str] = []
     for part in held:

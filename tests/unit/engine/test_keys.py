@@ -45,6 +45,7 @@ def test_meta_is_control_off_macos_and_meta_on_macos() -> None:
         ("Hyper+a", "not a modifier"),
         ("Control+Nope", "unknown key"),
         ("a+b", "not a modifier"),
+        ("Control+", "ends in '\\+' with no key"),  # not the plus key with Control dropped
     ],
 )
 def test_bad_combos_say_what_to_write(combo: str, message: str) -> None:
