@@ -73,6 +73,7 @@ _VALUE_MARK = "cdp-engine: cannot return by value: "
 _SPECIAL_MARK = "cdp-engine: numbers JSON cannot hold"
 """Nested NaN, Infinity and -0 come back as null and 0 by value: the runner lists where they were."""
 _TERMINATED = "Execution was terminated"
+_AWAIT_OUTSIDE = "await is only valid in async functions"
 
 # The in-page runner. It calls ``f`` when it is a function, races a promise against the budget, and checks
 # that the value survives being returned by value (Chromium silently turns a DOM node, a Map or a Date
@@ -162,9 +163,6 @@ def _on_element(source: str) -> str:
         + "\n), __cdpMs, [this, ...__cdpArgs], true) }"
     )
 
-
-# Finishes a value a statement-style script left (calls it if it is a function, races a promise).
-_FINISH = "function (__cdpMs) { return " + _RUNNER + "(this, __cdpMs, [], false) }"
 
 _groups = itertools.count(1)
 
@@ -475,27 +473,25 @@ async def _run_expression(
     reply = await _bounded(session, "Runtime.evaluate", wrapped, deadline, metrics)
     if not is_fn and _is_compile_error(reply):
         # Statements (``let a = 1; a``, ``while (true) {}``): not an expression, so the runner could not wrap
-        # it and nothing ran. Run it as a script, then finish its value (call, race, check) in a second step.
-        def script(ms: int) -> dict[str, Any]:
-            return {"expression": source, "timeout": ms, "objectGroup": group, "userGesture": True}
+        # it and nothing ran. Run as a script, their let/const/class would stay in the page's global scope
+        # (the same snippet run twice threw "already declared", and clashed with the page's own names).
+        # A direct eval in a function of their own keeps every declaration local and returns the completion
+        # value. Runtime.evaluate allows eval on a page whose CSP forbids it (allowUnsafeEvalBlockedByCSP).
+        code = json.dumps(source, ensure_ascii=False)
 
-        reply = await _bounded(session, "Runtime.evaluate", script, deadline, metrics)
-        _raise_for(reply)
-        remote = reply["result"]
-        if "objectId" not in remote:
-            return _value_of(remote)
+        def statements(ms: int) -> dict[str, Any]:
+            params = wrapped(ms)
+            params["expression"] = f"{_RUNNER}((function () {{ return eval({code}) }})(), {ms}, [], false)"
+            return params
 
-        def finish(ms: int) -> dict[str, Any]:
-            return {
-                "functionDeclaration": _FINISH,
-                "objectId": remote["objectId"],
-                "arguments": [{"value": ms}],
-                "returnByValue": True,
-                "awaitPromise": True,
-                "objectGroup": group,
-            }
-
-        reply = await _bounded(session, "Runtime.callFunctionOn", finish, deadline, metrics)
+        reply = await _bounded(session, "Runtime.evaluate", statements, deadline, metrics)
+        details = reply.get("exceptionDetails") or {}
+        if _AWAIT_OUTSIDE in ((details.get("exception") or {}).get("description") or ""):
+            raise JavaScriptError(
+                "the script threw SyntaxError: statements cannot await at the top level; pass an async "
+                "function instead: async () => { const r = await fetch(url); return r.status }",
+                details=details,
+            )
     _raise_for(reply)
     return _runner_value(reply["result"])
 

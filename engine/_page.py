@@ -236,7 +236,8 @@ class Page:
     ) -> Any:
         """Run JavaScript in the page and return its result by value (JSON); promises are awaited.
 
-        ``source`` is an expression (``"document.title"``), statements (``"let a = 1; a + 1"``) or a
+        ``source`` is an expression (``"document.title"``), statements (``"let a = 1; a + 1"``, run in a
+        scope of their own: their declarations, ``var`` too, stay local; no top-level ``await``) or a
         function (``"(a, b) => a + b"``), which is called with ``args`` (JSON values). With ``ref`` (a
         snapshot ref, after its identity check) or ``backend_node_id``, ``source`` must be a function that
         gets the element first: ``await page.evaluate("(el, n) => el.textContent.slice(0, n)", 9, ref="e3")``.

@@ -84,7 +84,7 @@ async def test_expressions_functions_statements_and_promises_return_json(
         assert await page.evaluate("() => document.title") == "Evaluate"
         assert await page.evaluate("(a, b) => a + b", 2, 40) == 42
         assert await page.evaluate("(o) => o.list.length", {"list": [1, 2, 3]}) == 3
-        assert await page.evaluate("let a = 20; a + 1") == 21  # statements run as a script
+        assert await page.evaluate("let a = 20; a + 1") == 21  # statements: their completion value
         assert await page.evaluate("new Promise(r => setTimeout(() => r('late'), 20))") == "late"
         assert await page.evaluate("async () => { await null; return [1, {a: null}] }") == [1, {"a": None}]
         assert await page.evaluate("undefined") is None
@@ -96,6 +96,26 @@ async def test_expressions_functions_statements_and_promises_return_json(
         assert await page.evaluate("(el) => el.id", backend_node_id=node.backend_node_id) == "go"
         twin = await ref_of(page, "button", "Twin", nth=1)
         assert await page.evaluate("(el) => el.previousElementSibling.textContent", ref=twin) == "Twin"
+
+
+async def test_statements_keep_their_declarations_to_themselves(browser: Browser, server: str) -> None:
+    # Run as a plain script, statements left let/const/class in the page's global scope: the same snippet
+    # threw "Identifier 'a' has already been declared" the second time, and clashed with the page's names.
+    with trio.fail_after(20):
+        page = await browser.new_page(f"{server}/evaluate/globals.html")
+    with trio.fail_after(10):
+        assert await page.evaluate("pageEval") == "blocked"  # the page's CSP forbids eval to its own scripts
+        for _ in range(2):
+            assert await page.evaluate("let a = 1; const b = 2; class K {}; a + b") == 3
+        assert await page.evaluate("let count = 0; for (const x of [1, 2]) count += x; count") == 3
+        assert await page.evaluate("var config = 5; function f() { return config } f()") == 5
+        seen = "[count, config.a, typeof a, typeof K, typeof f, typeof window.config]"
+        assert await page.evaluate(seen) == [3, 1, "undefined", "undefined", "undefined", "undefined"]
+        with pytest.raises(JavaScriptError, match="cannot await at the top level"):
+            await page.evaluate("const r = await Promise.resolve(1); r")
+        with pytest.raises(JavaScriptError) as info:
+            await page.evaluate("let x = 1;\nthrow new Error('boom')")
+        assert info.value.line == 2
 
 
 async def test_nested_nan_infinity_and_negative_zero_come_back(browser: Browser, server: str) -> None:
