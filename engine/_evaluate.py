@@ -34,6 +34,7 @@ from engine._errors import (
     EvaluateTimeout,
     JavaScriptError,
     ProtocolError,
+    SessionDetached,
 )
 from engine._frames import session_for_frame
 from engine._metrics import EvaluateMetrics, MetricsRecorder
@@ -235,8 +236,13 @@ async def evaluation_session(page: Page, target_id: str) -> Session:
     """The page's evaluate session to ``target_id`` (the page, or one of its OOPIFs), attached on first use.
 
     Concurrent first calls share one attach. The session ends with its target (closing the page detaches it).
+
+    Raises:
+        SessionDetached: the tab is closed, or ``target_id`` is gone (an OOPIF removed): no attach is tried.
     """
     state = _state(page)
+    if page.closed:
+        raise _gone(page, target_id)
     while True:
         session = state.sessions.get(target_id)
         if session is not None and not session.detached:
@@ -248,10 +254,15 @@ async def evaluation_session(page: Page, target_id: str) -> Session:
     done = state.attaching[target_id] = trio.Event()
     try:
         browser = page.browser
-        with trio.fail_after(browser.settings.attach_timeout):
-            attached = await browser.session.execute_raw(
-                "Target.attachToTarget", {"targetId": target_id, "flatten": True}
-            )
+        try:
+            with trio.fail_after(browser.settings.attach_timeout):
+                attached = await browser.session.execute_raw(
+                    "Target.attachToTarget", {"targetId": target_id, "flatten": True}
+                )
+        except ProtocolError as exc:  # the target went before its detach event reached us
+            if page.closed or _NO_TARGET in exc.message:
+                raise _gone(page, target_id) from exc
+            raise
         session = browser.connection.sessions.create(
             attached["sessionId"], target_id=target_id, target_type="page", parent=browser.session
         )
@@ -264,6 +275,28 @@ async def evaluation_session(page: Page, target_id: str) -> Session:
     finally:
         del state.attaching[target_id]
         done.set()
+
+
+_NO_TARGET = "No target with given id found"
+
+
+def _gone(page: Page, target_id: str, cause: CDPError | None = None) -> SessionDetached:
+    """The error for an evaluate whose tab is closed (or whose OOPIF's target is gone); ``cause`` is the
+    evaluate session's own SessionDetached, which can come before the page's session hears of it."""
+    if target_id != page.target_id and not page.closed:
+        return SessionDetached(
+            f"evaluate: target {target_id} is gone (its out-of-process iframe was removed or navigated "
+            "away); take a new snapshot"
+        )
+    if cause is None:
+        try:
+            page.session.raise_if_unusable("Runtime.evaluate")
+        except CDPError as exc:
+            cause = exc
+    if cause is None:
+        return SessionDetached("evaluate: the tab was closed by this client (page.close())")
+    detail = str(cause).removeprefix("cannot send Runtime.evaluate: ")
+    return SessionDetached(f"evaluate: the tab was closed ({detail})")
 
 
 def _encode_args(args: tuple[Any, ...]) -> str:
@@ -676,6 +709,10 @@ async def _on_evaluate_session(
         group = f"cdp-engine-evaluate-{next(_groups)}"
         try:
             return await run(session, group)
+        except SessionDetached as exc:
+            if target_id != page.target_id and not page.closed:
+                raise  # an OOPIF gone: page.evaluate makes it its ref's StaleRefError
+            raise _gone(page, target_id, exc) from exc
         finally:
             release(session, group)
 

@@ -253,6 +253,7 @@ class Page:
             EvaluateTimeout: no deadline of yours, and ``Settings.evaluate_timeout`` ran out.
             EvaluateDisabled: ``Settings(evaluate_enabled=False)``; nothing was sent.
             StaleRefError: ``ref`` no longer names its element.
+            SessionDetached: the tab is closed (before or while the script ran).
         """
         async with _stale_if_gone(self, ref):
             return await evaluate(self, source, args, ref=ref, backend_node_id=backend_node_id)

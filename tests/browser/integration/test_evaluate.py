@@ -21,6 +21,7 @@ from engine import (
     EvaluateTimeout,
     JavaScriptError,
     Page,
+    SessionDetached,
     Settings,
     StaleRefError,
     launch,
@@ -396,6 +397,26 @@ async def test_a_closed_page_that_evaluated_is_freed(browser: Browser, server: s
         while gc.collect() is not None and freed() is not None:
             await trio.sleep(0.05)
     assert freed() is None
+
+
+async def test_a_closed_tab_raises_session_detached(browser: Browser, server: str) -> None:
+    # The evaluate session ended with the tab and the next call attached again: a raw ProtocolError ("No
+    # target with given id found") where snapshot and goto raised SessionDetached.
+    for how in ("closeTarget", "page.close", "closeTarget, at once"):
+        page = await open_page(browser, server)
+        with trio.fail_after(10):
+            if how != "closeTarget, at once":
+                assert await page.evaluate("1") == 1  # its evaluate session exists
+            if how == "page.close":
+                await page.close()
+            else:  # from elsewhere
+                await browser.session.execute_raw("Target.closeTarget", {"targetId": page.target_id})
+            while how == "closeTarget" and not page.closed:  # at once: before the tab's detach event, maybe
+                await trio.sleep(0.01)
+            with pytest.raises(SessionDetached, match="the tab was closed"):
+                await page.evaluate("1")
+            with pytest.raises(SessionDetached, match="the tab was closed"):
+                await page.evaluate("(el) => el.id", backend_node_id=1)
 
 
 async def test_the_gate_refuses_before_anything_is_sent(server: str) -> None:
