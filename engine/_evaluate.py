@@ -32,9 +32,11 @@ from engine._errors import (
     ContextDestroyed,
     EvaluateDisabled,
     EvaluateTimeout,
+    InvalidParams,
     JavaScriptError,
     ProtocolError,
     SessionDetached,
+    StaleRefError,
 )
 from engine._frames import session_for_frame
 from engine._metrics import EvaluateMetrics, MetricsRecorder
@@ -278,6 +280,7 @@ async def evaluation_session(page: Page, target_id: str) -> Session:
 
 
 _NO_TARGET = "No target with given id found"
+_NO_NODE = "No node with given id found"
 
 
 def _gone(page: Page, target_id: str, cause: CDPError | None = None) -> SessionDetached:
@@ -299,6 +302,11 @@ def _gone(page: Page, target_id: str, cause: CDPError | None = None) -> SessionD
     return SessionDetached(f"evaluate: the tab was closed ({detail})")
 
 
+MAX_SAFE_INTEGER = 2**53 - 1
+"""JavaScript's ``Number.MAX_SAFE_INTEGER``: a larger integer argument reaches the page rounded (2**53 + 1
+arrives as 2**53; 10**400, beyond a double's range, as Infinity), so it is refused."""
+
+
 def _encode_args(args: tuple[Any, ...]) -> str:
     for i, arg in enumerate(args):
         try:
@@ -308,7 +316,31 @@ def _encode_args(args: tuple[Any, ...]) -> str:
                 f"evaluate's argument {i} cannot be sent to the page ({exc}): pass JSON values only "
                 "(str, int, float without NaN/Infinity, bool, None, and lists and dicts of them)"
             ) from None
+        path = _unsafe_integer(arg, f"args[{i}]")
+        if path is not None:
+            raise InvalidParams(
+                f"evaluate's {path} is an integer beyond JavaScript's exact range (±(2**53 - 1)), so the "
+                "page would get it rounded; nothing was sent. Pass str(n) and use BigInt(s) in the page",
+                path=path,
+            )
     return json.dumps(list(args), allow_nan=False, ensure_ascii=False)
+
+
+def _unsafe_integer(value: Any, path: str) -> str | None:
+    """The path of the first integer in ``value`` (a JSON value) that a JavaScript number cannot hold."""
+    stack = [(path, value)]
+    while stack:
+        path, value = stack.pop()
+        if type(value) is int and abs(value) > MAX_SAFE_INTEGER:
+            return path
+        if isinstance(value, dict):
+            items = [(f"{path}.{key}", item) for key, item in value.items()]
+        elif isinstance(value, list | tuple):
+            items = [(f"{path}[{index}]", item) for index, item in enumerate(value)]
+        else:
+            continue
+        stack.extend(reversed(items))
+    return None
 
 
 _SYNTAX_AT_COMPILE = re.compile(r"^SyntaxError: [^\n]*$")
@@ -532,6 +564,7 @@ async def _run_expression(
 async def _run_on_node(
     session: Session,
     *,
+    ref: str,
     backend_node_id: int,
     source: str,
     args: tuple[Any, ...],
@@ -539,9 +572,19 @@ async def _run_on_node(
     group: str,
     metrics: MetricsRecorder,
 ) -> Any:
-    resolved = await session.execute_raw(
-        "DOM.resolveNode", {"backendNodeId": backend_node_id, "objectGroup": group}
-    )
+    try:
+        resolved = await session.execute_raw(
+            "DOM.resolveNode", {"backendNodeId": backend_node_id, "objectGroup": group}
+        )
+    except ProtocolError as exc:
+        if _NO_NODE not in exc.message:
+            raise
+        raise StaleRefError(
+            f"{ref} names no node of this page now (it was removed, or never was); nothing ran. Take a new "
+            "snapshot (await page.snapshot()) and use its refs",
+            ref=ref,
+            reason="removed",
+        ) from exc
     declaration = _on_element(source)
 
     def call(ms: int) -> dict[str, Any]:
@@ -575,6 +618,8 @@ async def evaluate(
         )
     if not isinstance(source, str) or not source.strip():
         raise TypeError(f"evaluate takes JavaScript source as a non-empty string, not {source!r}")
+    if ref is not None and not isinstance(ref, str):
+        raise TypeError(f"ref must be a snapshot ref, a str like 'e3', not {ref!r}")
     if ref is not None and backend_node_id is not None:
         raise ValueError("give ref= or backend_node_id=, not both")
     if backend_node_id is not None and (type(backend_node_id) is not int or backend_node_id < 1):
@@ -764,6 +809,7 @@ async def evaluate_on(
     async def run(session: Session, group: str) -> Any:
         return await _run_on_node(
             session,
+            ref=node.ref,
             backend_node_id=node.backend_node_id,
             source=source,
             args=args,

@@ -19,6 +19,7 @@ from engine import (
     ContextDestroyed,
     EvaluateDisabled,
     EvaluateTimeout,
+    InvalidParams,
     JavaScriptError,
     Page,
     SessionDetached,
@@ -212,7 +213,17 @@ async def test_bad_arguments_are_refused_before_anything_is_sent(browser: Browse
         await page.evaluate("(el) => el", ref="e1", backend_node_id=3)
     with pytest.raises(TypeError, match="non-empty string"):
         await page.evaluate("  ")
+    with pytest.raises(TypeError, match="a str like 'e3', not 123"):  # was an AttributeError
+        await page.evaluate("(el) => el", ref=123)  # type: ignore[arg-type]
+    # JSON carried them, and the page got them rounded: 2**70 came back as 1.1805916207174113e+21.
+    with pytest.raises(InvalidParams, match=r"args\[0\] is an integer beyond JavaScript's exact range"):
+        await page.evaluate("(a) => a", 2**70)
+    with pytest.raises(InvalidParams, match=r"args\[1\]\.ids\[1\] is an integer") as info:
+        await page.evaluate("(a, b) => a", 1, {"ids": [2**53 - 1, -(2**53 + 1)]})
+    assert info.value.path == "args[1].ids[1]"
     assert browser.statistics().messages_sent == sent
+    with trio.fail_after(10):
+        assert await page.evaluate("(a) => a", -(2**53 - 1)) == -(2**53 - 1)  # the edge still goes
 
 
 async def test_hung_scripts_end_within_budget_and_a_click_then_works(browser: Browser, server: str) -> None:
@@ -440,6 +451,17 @@ async def test_a_stale_ref_raises_before_the_script_runs(browser: Browser, serve
         )
         with pytest.raises(StaleRefError, match="removed"):
             await page.evaluate("(el) => { window.ran = true }", ref=ref)
+        assert await page.evaluate("window.ran === undefined") is True
+
+
+async def test_a_backend_node_id_that_names_no_node_raises_stale_ref(browser: Browser, server: str) -> None:
+    # DOM.resolveNode's raw ProtocolError ("No node with given id found") came through.
+    # (A removed element that Chromium still holds resolves and runs: backend_node_id skips the ref check.)
+    page = await open_page(browser, server)
+    with trio.fail_after(10):
+        with pytest.raises(StaleRefError, match="node:999999 names no node") as info:
+            await page.evaluate("(el) => { window.ran = true }", backend_node_id=999999)
+        assert info.value.reason == "removed"
         assert await page.evaluate("window.ran === undefined") is True
 
 
