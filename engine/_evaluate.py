@@ -351,7 +351,7 @@ def _is_compile_error(reply: dict[str, Any]) -> bool:
 
     Measured on Chromium 156: a parse error's description is the message alone; a SyntaxError thrown at run
     time (``JSON.parse('x')``) carries ``at ...`` lines. (A page that sets ``Error.stackTraceLimit = 0``
-    makes a thrown SyntaxError look like a parse error: the source would then run a second time, as a script.)
+    makes a thrown SyntaxError look like a parse error: the source would then run again, as statements.)
     """
     details = reply.get("exceptionDetails")
     if not details:
