@@ -32,8 +32,11 @@ from engine._errors import (
     ContextDestroyed,
     EvaluateDisabled,
     EvaluateTimeout,
+    InvalidParams,
     JavaScriptError,
     ProtocolError,
+    SessionDetached,
+    StaleRefError,
 )
 from engine._frames import session_for_frame
 from engine._metrics import EvaluateMetrics, MetricsRecorder
@@ -73,6 +76,7 @@ _VALUE_MARK = "cdp-engine: cannot return by value: "
 _SPECIAL_MARK = "cdp-engine: numbers JSON cannot hold"
 """Nested NaN, Infinity and -0 come back as null and 0 by value: the runner lists where they were."""
 _TERMINATED = "Execution was terminated"
+_AWAIT_OUTSIDE = "await is only valid in async functions"
 
 # The in-page runner. It calls ``f`` when it is a function, races a promise against the budget, and checks
 # that the value survives being returned by value (Chromium silently turns a DOM node, a Map or a Date
@@ -163,9 +167,6 @@ def _on_element(source: str) -> str:
     )
 
 
-# Finishes a value a statement-style script left (calls it if it is a function, races a promise).
-_FINISH = "function (__cdpMs) { return " + _RUNNER + "(this, __cdpMs, [], false) }"
-
 _groups = itertools.count(1)
 
 
@@ -237,8 +238,13 @@ async def evaluation_session(page: Page, target_id: str) -> Session:
     """The page's evaluate session to ``target_id`` (the page, or one of its OOPIFs), attached on first use.
 
     Concurrent first calls share one attach. The session ends with its target (closing the page detaches it).
+
+    Raises:
+        SessionDetached: the tab is closed, or ``target_id`` is gone (an OOPIF removed): no attach is tried.
     """
     state = _state(page)
+    if page.closed:
+        raise _gone(page, target_id)
     while True:
         session = state.sessions.get(target_id)
         if session is not None and not session.detached:
@@ -250,10 +256,15 @@ async def evaluation_session(page: Page, target_id: str) -> Session:
     done = state.attaching[target_id] = trio.Event()
     try:
         browser = page.browser
-        with trio.fail_after(browser.settings.attach_timeout):
-            attached = await browser.session.execute_raw(
-                "Target.attachToTarget", {"targetId": target_id, "flatten": True}
-            )
+        try:
+            with trio.fail_after(browser.settings.attach_timeout):
+                attached = await browser.session.execute_raw(
+                    "Target.attachToTarget", {"targetId": target_id, "flatten": True}
+                )
+        except ProtocolError as exc:  # the target went before its detach event reached us
+            if page.closed or _NO_TARGET in exc.message:
+                raise _gone(page, target_id) from exc
+            raise
         session = browser.connection.sessions.create(
             attached["sessionId"], target_id=target_id, target_type="page", parent=browser.session
         )
@@ -268,6 +279,34 @@ async def evaluation_session(page: Page, target_id: str) -> Session:
         done.set()
 
 
+_NO_TARGET = "No target with given id found"
+_NO_NODE = "No node with given id found"
+
+
+def _gone(page: Page, target_id: str, cause: CDPError | None = None) -> SessionDetached:
+    """The error for an evaluate whose tab is closed (or whose OOPIF's target is gone); ``cause`` is the
+    evaluate session's own SessionDetached, which can come before the page's session hears of it."""
+    if target_id != page.target_id and not page.closed:
+        return SessionDetached(
+            f"evaluate: target {target_id} is gone (its out-of-process iframe was removed or navigated "
+            "away); take a new snapshot"
+        )
+    if cause is None:
+        try:
+            page.session.raise_if_unusable("Runtime.evaluate")
+        except CDPError as exc:
+            cause = exc
+    if cause is None:
+        return SessionDetached("evaluate: the tab was closed by this client (page.close())")
+    detail = str(cause).removeprefix("cannot send Runtime.evaluate: ")
+    return SessionDetached(f"evaluate: the tab was closed ({detail})")
+
+
+MAX_SAFE_INTEGER = 2**53 - 1
+"""JavaScript's ``Number.MAX_SAFE_INTEGER``: a larger integer argument reaches the page rounded (2**53 + 1
+arrives as 2**53; 10**400, beyond a double's range, as Infinity), so it is refused."""
+
+
 def _encode_args(args: tuple[Any, ...]) -> str:
     for i, arg in enumerate(args):
         try:
@@ -277,7 +316,31 @@ def _encode_args(args: tuple[Any, ...]) -> str:
                 f"evaluate's argument {i} cannot be sent to the page ({exc}): pass JSON values only "
                 "(str, int, float without NaN/Infinity, bool, None, and lists and dicts of them)"
             ) from None
+        path = _unsafe_integer(arg, f"args[{i}]")
+        if path is not None:
+            raise InvalidParams(
+                f"evaluate's {path} is an integer beyond JavaScript's exact range (±(2**53 - 1)), so the "
+                "page would get it rounded; nothing was sent. Pass str(n) and use BigInt(s) in the page",
+                path=path,
+            )
     return json.dumps(list(args), allow_nan=False, ensure_ascii=False)
+
+
+def _unsafe_integer(value: Any, path: str) -> str | None:
+    """The path of the first integer in ``value`` (a JSON value) that a JavaScript number cannot hold."""
+    stack = [(path, value)]
+    while stack:
+        path, value = stack.pop()
+        if type(value) is int and abs(value) > MAX_SAFE_INTEGER:
+            return path
+        if isinstance(value, dict):
+            items = [(f"{path}.{key}", item) for key, item in value.items()]
+        elif isinstance(value, list | tuple):
+            items = [(f"{path}[{index}]", item) for index, item in enumerate(value)]
+        else:
+            continue
+        stack.extend(reversed(items))
+    return None
 
 
 _SYNTAX_AT_COMPILE = re.compile(r"^SyntaxError: [^\n]*$")
@@ -288,7 +351,7 @@ def _is_compile_error(reply: dict[str, Any]) -> bool:
 
     Measured on Chromium 156: a parse error's description is the message alone; a SyntaxError thrown at run
     time (``JSON.parse('x')``) carries ``at ...`` lines. (A page that sets ``Error.stackTraceLimit = 0``
-    makes a thrown SyntaxError look like a parse error: the source would then run a second time, as a script.)
+    makes a thrown SyntaxError look like a parse error: the source would then run again, as statements.)
     """
     details = reply.get("exceptionDetails")
     if not details:
@@ -475,27 +538,25 @@ async def _run_expression(
     reply = await _bounded(session, "Runtime.evaluate", wrapped, deadline, metrics)
     if not is_fn and _is_compile_error(reply):
         # Statements (``let a = 1; a``, ``while (true) {}``): not an expression, so the runner could not wrap
-        # it and nothing ran. Run it as a script, then finish its value (call, race, check) in a second step.
-        def script(ms: int) -> dict[str, Any]:
-            return {"expression": source, "timeout": ms, "objectGroup": group, "userGesture": True}
+        # it and nothing ran. Run as a script, their let/const/class would stay in the page's global scope
+        # (the same snippet run twice threw "already declared", and clashed with the page's own names).
+        # A direct eval in a function of their own keeps every declaration local and returns the completion
+        # value. Runtime.evaluate allows eval on a page whose CSP forbids it (allowUnsafeEvalBlockedByCSP).
+        code = json.dumps(source, ensure_ascii=False)
 
-        reply = await _bounded(session, "Runtime.evaluate", script, deadline, metrics)
-        _raise_for(reply)
-        remote = reply["result"]
-        if "objectId" not in remote:
-            return _value_of(remote)
+        def statements(ms: int) -> dict[str, Any]:
+            params = wrapped(ms)
+            params["expression"] = f"{_RUNNER}((function () {{ return eval({code}) }})(), {ms}, [], false)"
+            return params
 
-        def finish(ms: int) -> dict[str, Any]:
-            return {
-                "functionDeclaration": _FINISH,
-                "objectId": remote["objectId"],
-                "arguments": [{"value": ms}],
-                "returnByValue": True,
-                "awaitPromise": True,
-                "objectGroup": group,
-            }
-
-        reply = await _bounded(session, "Runtime.callFunctionOn", finish, deadline, metrics)
+        reply = await _bounded(session, "Runtime.evaluate", statements, deadline, metrics)
+        details = reply.get("exceptionDetails") or {}
+        if _AWAIT_OUTSIDE in ((details.get("exception") or {}).get("description") or ""):
+            raise JavaScriptError(
+                "the script threw SyntaxError: statements cannot await at the top level; pass an async "
+                "function instead: async () => { const r = await fetch(url); return r.status }",
+                details=details,
+            )
     _raise_for(reply)
     return _runner_value(reply["result"])
 
@@ -503,6 +564,7 @@ async def _run_expression(
 async def _run_on_node(
     session: Session,
     *,
+    ref: str,
     backend_node_id: int,
     source: str,
     args: tuple[Any, ...],
@@ -510,9 +572,19 @@ async def _run_on_node(
     group: str,
     metrics: MetricsRecorder,
 ) -> Any:
-    resolved = await session.execute_raw(
-        "DOM.resolveNode", {"backendNodeId": backend_node_id, "objectGroup": group}
-    )
+    try:
+        resolved = await session.execute_raw(
+            "DOM.resolveNode", {"backendNodeId": backend_node_id, "objectGroup": group}
+        )
+    except ProtocolError as exc:
+        if _NO_NODE not in exc.message:
+            raise
+        raise StaleRefError(
+            f"{ref} names no node of this page now (it was removed, or never was); nothing ran. Take a new "
+            "snapshot (await page.snapshot()) and use its refs",
+            ref=ref,
+            reason="removed",
+        ) from exc
     declaration = _on_element(source)
 
     def call(ms: int) -> dict[str, Any]:
@@ -546,6 +618,8 @@ async def evaluate(
         )
     if not isinstance(source, str) or not source.strip():
         raise TypeError(f"evaluate takes JavaScript source as a non-empty string, not {source!r}")
+    if ref is not None and not isinstance(ref, str):
+        raise TypeError(f"ref must be a snapshot ref, a str like 'e3', not {ref!r}")
     if ref is not None and backend_node_id is not None:
         raise ValueError("give ref= or backend_node_id=, not both")
     if backend_node_id is not None and (type(backend_node_id) is not int or backend_node_id < 1):
@@ -680,6 +754,10 @@ async def _on_evaluate_session(
         group = f"cdp-engine-evaluate-{next(_groups)}"
         try:
             return await run(session, group)
+        except SessionDetached as exc:
+            if target_id != page.target_id and not page.closed:
+                raise  # an OOPIF gone: page.evaluate makes it its ref's StaleRefError
+            raise _gone(page, target_id, exc) from exc
         finally:
             release(session, group)
 
@@ -731,6 +809,7 @@ async def evaluate_on(
     async def run(session: Session, group: str) -> Any:
         return await _run_on_node(
             session,
+            ref=node.ref,
             backend_node_id=node.backend_node_id,
             source=source,
             args=args,

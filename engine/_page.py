@@ -236,7 +236,8 @@ class Page:
     ) -> Any:
         """Run JavaScript in the page and return its result by value (JSON); promises are awaited.
 
-        ``source`` is an expression (``"document.title"``), statements (``"let a = 1; a + 1"``) or a
+        ``source`` is an expression (``"document.title"``), statements (``"let a = 1; a + 1"``, run in a
+        scope of their own: their declarations, ``var`` too, stay local; no top-level ``await``) or a
         function (``"(a, b) => a + b"``), which is called with ``args`` (JSON values). With ``ref`` (a
         snapshot ref, after its identity check) or ``backend_node_id``, ``source`` must be a function that
         gets the element first: ``await page.evaluate("(el, n) => el.textContent.slice(0, n)", 9, ref="e3")``.
@@ -251,7 +252,9 @@ class Page:
             ContextDestroyed: a JavaScriptError: the page navigated before the script returned.
             EvaluateTimeout: no deadline of yours, and ``Settings.evaluate_timeout`` ran out.
             EvaluateDisabled: ``Settings(evaluate_enabled=False)``; nothing was sent.
-            StaleRefError: ``ref`` no longer names its element.
+            StaleRefError: ``ref`` no longer names its element, or ``backend_node_id`` names no node.
+            InvalidParams: an integer argument beyond ±(2**53 - 1), which the page would get rounded.
+            SessionDetached: the tab is closed (before or while the script ran).
         """
         async with _stale_if_gone(self, ref):
             return await evaluate(self, source, args, ref=ref, backend_node_id=backend_node_id)

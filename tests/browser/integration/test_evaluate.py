@@ -19,8 +19,10 @@ from engine import (
     ContextDestroyed,
     EvaluateDisabled,
     EvaluateTimeout,
+    InvalidParams,
     JavaScriptError,
     Page,
+    SessionDetached,
     Settings,
     StaleRefError,
     launch,
@@ -84,7 +86,7 @@ async def test_expressions_functions_statements_and_promises_return_json(
         assert await page.evaluate("() => document.title") == "Evaluate"
         assert await page.evaluate("(a, b) => a + b", 2, 40) == 42
         assert await page.evaluate("(o) => o.list.length", {"list": [1, 2, 3]}) == 3
-        assert await page.evaluate("let a = 20; a + 1") == 21  # statements run as a script
+        assert await page.evaluate("let a = 20; a + 1") == 21  # statements: their completion value
         assert await page.evaluate("new Promise(r => setTimeout(() => r('late'), 20))") == "late"
         assert await page.evaluate("async () => { await null; return [1, {a: null}] }") == [1, {"a": None}]
         assert await page.evaluate("undefined") is None
@@ -96,6 +98,26 @@ async def test_expressions_functions_statements_and_promises_return_json(
         assert await page.evaluate("(el) => el.id", backend_node_id=node.backend_node_id) == "go"
         twin = await ref_of(page, "button", "Twin", nth=1)
         assert await page.evaluate("(el) => el.previousElementSibling.textContent", ref=twin) == "Twin"
+
+
+async def test_statements_keep_their_declarations_to_themselves(browser: Browser, server: str) -> None:
+    # Run as a plain script, statements left let/const/class in the page's global scope: the same snippet
+    # threw "Identifier 'a' has already been declared" the second time, and clashed with the page's names.
+    with trio.fail_after(20):
+        page = await browser.new_page(f"{server}/evaluate/globals.html")
+    with trio.fail_after(10):
+        assert await page.evaluate("pageEval") == "blocked"  # the page's CSP forbids eval to its own scripts
+        for _ in range(2):
+            assert await page.evaluate("let a = 1; const b = 2; class K {}; a + b") == 3
+        assert await page.evaluate("let count = 0; for (const x of [1, 2]) count += x; count") == 3
+        assert await page.evaluate("var config = 5; function f() { return config } f()") == 5
+        seen = "[count, config.a, typeof a, typeof K, typeof f, typeof window.config]"
+        assert await page.evaluate(seen) == [3, 1, "undefined", "undefined", "undefined", "undefined"]
+        with pytest.raises(JavaScriptError, match="cannot await at the top level"):
+            await page.evaluate("const r = await Promise.resolve(1); r")
+        with pytest.raises(JavaScriptError) as info:
+            await page.evaluate("let x = 1;\nthrow new Error('boom')")
+        assert info.value.line == 2
 
 
 async def test_nested_nan_infinity_and_negative_zero_come_back(browser: Browser, server: str) -> None:
@@ -191,7 +213,17 @@ async def test_bad_arguments_are_refused_before_anything_is_sent(browser: Browse
         await page.evaluate("(el) => el", ref="e1", backend_node_id=3)
     with pytest.raises(TypeError, match="non-empty string"):
         await page.evaluate("  ")
+    with pytest.raises(TypeError, match="a str like 'e3', not 123"):  # was an AttributeError
+        await page.evaluate("(el) => el", ref=123)  # type: ignore[arg-type]
+    # JSON carried them, and the page got them rounded: 2**70 came back as 1.1805916207174113e+21.
+    with pytest.raises(InvalidParams, match=r"args\[0\] is an integer beyond JavaScript's exact range"):
+        await page.evaluate("(a) => a", 2**70)
+    with pytest.raises(InvalidParams, match=r"args\[1\]\.ids\[1\] is an integer") as info:
+        await page.evaluate("(a, b) => a", 1, {"ids": [2**53 - 1, -(2**53 + 1)]})
+    assert info.value.path == "args[1].ids[1]"
     assert browser.statistics().messages_sent == sent
+    with trio.fail_after(10):
+        assert await page.evaluate("(a) => a", -(2**53 - 1)) == -(2**53 - 1)  # the edge still goes
 
 
 async def test_hung_scripts_end_within_budget_and_a_click_then_works(browser: Browser, server: str) -> None:
@@ -378,6 +410,26 @@ async def test_a_closed_page_that_evaluated_is_freed(browser: Browser, server: s
     assert freed() is None
 
 
+async def test_a_closed_tab_raises_session_detached(browser: Browser, server: str) -> None:
+    # The evaluate session ended with the tab and the next call attached again: a raw ProtocolError ("No
+    # target with given id found") where snapshot and goto raised SessionDetached.
+    for how in ("closeTarget", "page.close", "closeTarget, at once"):
+        page = await open_page(browser, server)
+        with trio.fail_after(10):
+            if how != "closeTarget, at once":
+                assert await page.evaluate("1") == 1  # its evaluate session exists
+            if how == "page.close":
+                await page.close()
+            else:  # from elsewhere
+                await browser.session.execute_raw("Target.closeTarget", {"targetId": page.target_id})
+            while how == "closeTarget" and not page.closed:  # at once: before the tab's detach event, maybe
+                await trio.sleep(0.01)
+            with pytest.raises(SessionDetached, match="the tab was closed"):
+                await page.evaluate("1")
+            with pytest.raises(SessionDetached, match="the tab was closed"):
+                await page.evaluate("(el) => el.id", backend_node_id=1)
+
+
 async def test_the_gate_refuses_before_anything_is_sent(server: str) -> None:
     async with launch(settings=Settings(evaluate_enabled=False)) as browser:
         page = await open_page(browser, server)
@@ -399,6 +451,17 @@ async def test_a_stale_ref_raises_before_the_script_runs(browser: Browser, serve
         )
         with pytest.raises(StaleRefError, match="removed"):
             await page.evaluate("(el) => { window.ran = true }", ref=ref)
+        assert await page.evaluate("window.ran === undefined") is True
+
+
+async def test_a_backend_node_id_that_names_no_node_raises_stale_ref(browser: Browser, server: str) -> None:
+    # DOM.resolveNode's raw ProtocolError ("No node with given id found") came through.
+    # (A removed element that Chromium still holds resolves and runs: backend_node_id skips the ref check.)
+    page = await open_page(browser, server)
+    with trio.fail_after(10):
+        with pytest.raises(StaleRefError, match="node:999999 names no node") as info:
+            await page.evaluate("(el) => { window.ran = true }", backend_node_id=999999)
+        assert info.value.reason == "removed"
         assert await page.evaluate("window.ran === undefined") is True
 
 
