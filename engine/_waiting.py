@@ -44,8 +44,9 @@ POLL = 0.05
 
 
 FOLLOWED_NAVIGATIONS = 3
-"""New navigations of a frame that an action waits on for, once its input was handled (a redirect chain
-by script); past that, the frame is navigating by itself and the action stops waiting for it."""
+"""Navigations requested after an action's input was handled that the action still waits for, while one
+it started is loading (a redirect by script, a frame's document that moves the top): past that, frames
+are navigating by themselves, and one that asks again is no longer waited for."""
 
 
 class NavigationWatch:
@@ -64,26 +65,27 @@ class NavigationWatch:
         self.committed: set[str] = set()
         self.changed = trio.Event()
         #: Set once the action's input has been handled (see ``__call__``).
-        self.closed = False
-        self._hops: dict[str, int] = {}
+        self.input_handled = False
+        self._followed = 0
 
     def __call__(self, method: str, params: dict[str, Any]) -> None:
         if method == "Page.frameRequestedNavigation":
             if params.get("disposition", "currentTab") != "currentTab":
                 return
             frame = params.get("frameId", "")
-            if not self.closed:
+            if not self.input_handled:
                 self.pending.add(frame)
-            elif frame in self.pending:
-                # A new navigation of a frame still waited for: followed, as a script's redirect is, but
-                # only so far. A frame that keeps navigating by itself (an ad that reloads, a srcdoc set
-                # every few ms) replaces each document before it is parsed, and would hold the action
-                # to its deadline. A frame not waited for any more starts nothing the action waits for.
-                self._hops[frame] = hops = self._hops.get(frame, 0) + 1
-                if hops > FOLLOWED_NAVIGATIONS:
+            elif self.pending:
+                # While a navigation the action started loads, a new one may be its sequel (a redirect by
+                # script, a frame's document that moves the top): followed, but only so far. Frames that
+                # keep navigating by themselves (an ad that reloads, a srcdoc set every few ms) replace
+                # each document before it is parsed, and would hold the action to its deadline.
+                self._followed += 1
+                if self._followed <= FOLLOWED_NAVIGATIONS:
+                    self.pending.add(frame)
+                elif frame in self.pending:
                     self.pending.discard(frame)
-                    self.changed.set()
-                    self.changed = trio.Event()
+                    self._wake()
             return
         if method == "Page.frameNavigated":
             self.committed.add((params.get("frame") or {}).get("id", ""))
@@ -95,6 +97,9 @@ class NavigationWatch:
         else:  # frameStoppedLoading, navigatedWithinDocument
             frame = params.get("frameId", "")
         self.pending.discard(frame)
+        self._wake()
+
+    def _wake(self) -> None:
         self.changed.set()
         self.changed = trio.Event()
 
@@ -162,7 +167,7 @@ async def navigation_watch(
             yield watch
             phase = "navigation"
             await _barrier(sessions, task_turn=task_turn)
-            watch.closed = True
+            watch.input_handled = True
             await watch.wait_committed()
     except BaseException:  # the caller's deadline, a cancellation, an error
         _stop_navigations(watch, sessions)
@@ -340,8 +345,9 @@ async def _network_idle(session: Session, frame_id: str) -> None:
     The Network domain counts the requests that start from here on. It cannot name those already in
     flight, so Chromium's own word for the main frame's document is needed too: its ``networkIdle``
     lifecycle event (no request for 0.5 s), which ``Page.setLifecycleEventsEnabled`` sends again, before
-    its reply, if the document has had it. It comes once per document: a request that began after it
-    and before this wait is unseen.
+    its reply, if the document has had it (with the document's other lifecycle events: a listener of
+    ``Page.lifecycleEvent`` sees them twice). It comes once per document: a request that began after it
+    and before this wait (one a click started just before) is unseen.
     """
     inflight: set[str] = set()
     last_change = [trio.current_time()]
@@ -369,6 +375,7 @@ async def _network_idle(session: Session, frame_id: str) -> None:
         await session.execute_raw("Network.enable")
         await session.execute_raw("Page.setLifecycleEventsEnabled", {"enabled": True})
         while True:
+            session.raise_if_unusable("Network.enable")  # nothing else in this loop would see the tab go
             idle_for = trio.current_time() - last_change[0]
             if settled[0] and not inflight and idle_for >= NETWORK_IDLE:
                 return

@@ -520,6 +520,10 @@ async def test_a_click_follows_a_scripts_redirects_after_the_navigation_it_start
             await page.click(ref(await page.snapshot(), "link", name))
             assert 'heading "Next page"' in (await page.snapshot()).text  # straight after: the last page
             await page.goto(f"{server}/actions/redirects.html")
+        # A frame's new document that sends the top elsewhere: that navigation is the click's sequel too.
+        await page.goto(f"{server}/actions/bust.html")
+        await page.click(ref(await page.snapshot(), "link", "Break out"))
+        assert 'heading "Next page"' in (await page.snapshot()).text
 
 
 async def test_frames_that_keep_navigating_by_themselves_do_not_hold_a_click(
