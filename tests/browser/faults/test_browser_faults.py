@@ -318,6 +318,24 @@ async def test_network_idle_waits_for_a_request_that_began_before_the_wait(
         await page.wait_for(load_state="networkidle")  # idle already: at once (after the quiet 0.5 s)
 
 
+async def test_a_network_idle_wait_on_a_tab_that_closes_ends_with_session_detached(
+    browser: Browser, faulty: str
+) -> None:
+    page = await browser.new_page(f"{faulty}/fetching-forever.html")  # loads, but is never idle
+
+    async def close_soon() -> None:
+        await trio.sleep(0.5)
+        await page.close()
+
+    started = time.monotonic()
+    with trio.fail_after(15):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(close_soon)
+            with pytest.raises(SessionDetached):
+                await page.wait_for(load_state="networkidle")
+    assert time.monotonic() - started < 5  # not the deadline
+
+
 async def test_leaving_a_websocket_launch_whose_link_broke_does_not_wait_out_the_close_budget() -> None:
     """A browser that lost its websocket is not exiting: the block stops it at once instead of waiting
     the close budget (5 s) for an exit nothing asked for."""

@@ -23,6 +23,7 @@ PAGES: dict[str, bytes] = {
     "/hang.html": b"<title>hang</title><img src='/forever.png'>",
     "/fetching.html": b"<title>fetching</title><script>window.done = false;"
     b"fetch('/slow.png').finally(() => { window.done = true })</script>",
+    "/fetching-forever.html": b"<title>fetching for ever</title><script>fetch('/forever.png')</script>",
 }
 
 
