@@ -17,9 +17,9 @@ The rules, in order:
   ``fail_fast=False``: later steps still run, except (a) a step whose target is stale (it fails, as above)
   and (b) every step after a failed ``navigate``, which depends on the page that did not load (``Skipped``).
 - A step that fails on time (its budget, or an action the page did not handle) is followed by a look at
-  the page's main thread; if it does not answer in ``FREE_PROBE_S``, what runs there (a handler in an
+  the main frame's thread; if it does not answer in ``FREE_PROBE_S``, what runs there (a handler in an
   endless loop) is terminated, as ``page.evaluate`` does on its deadline: a steps-only caller has no other
-  way to get the tab back.
+  way to get the tab back. (An out-of-process iframe's thread is not looked at.)
 - The closing read gets one step's budget; if it fails, the steps' outcomes still come back, without it.
 """
 
@@ -94,6 +94,10 @@ FREE_PROBE_S = 1.0
 """Seconds the page's main thread gets to answer after a step failed on time, before what runs there is
 terminated (see the module's rules): a handler that is only slow finishes, one in an endless loop does
 not hold the tab for good."""
+
+_HELD_THREAD_CHECKS = frozenset({"time", "input handled"})
+"""The checks an ActionError names when the page may have held its main thread (see _stuck, and the
+actionability retries' "the checks did not finish in time")."""
 
 FREE_LIMIT_S = 1.0
 """Seconds for that termination and the look that it took."""
@@ -186,7 +190,11 @@ async def run_steps(
                     text = await _run_one(page, step)
                 except (CDPError, ValueError, trio.TooSlowError) as exc:
                     error = _error(exc)
-                    on_time = isinstance(exc, (ActionError, trio.TooSlowError))
+                    # The page may hold its main thread: the input was not handled, or the checks
+                    # ran out of time (not: the element is of the wrong kind, or was not visible).
+                    on_time = isinstance(exc, trio.TooSlowError) or (
+                        isinstance(exc, ActionError) and exc.check in _HELD_THREAD_CHECKS
+                    )
                     if isinstance(exc, StaleRefError) and target is not None:
                         stale[target] = index
             if scope.cancelled_caught:

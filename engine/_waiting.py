@@ -204,6 +204,7 @@ def _stuck(phase: str, ref: str) -> ActionError:
             "main thread is busy (a handler still running, maybe an endless loop). page.evaluate() under a "
             "deadline stops the running script; give the action a deadline (trio.fail_after) to wait less.",
             ref=ref,
+            check="input handled",
         )
     return ActionError(
         f"{what} started a navigation whose new document was not parsed after {DEFAULT_BUDGET:g} s (a "
