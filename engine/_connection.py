@@ -588,7 +588,7 @@ class Connection(metaclass=NoPublicConstructor):
         match = _SHOWN_ID.match(raw)
         if match is None:
             return False
-        command_id = int(match[1])
+        command_id = int(match[2])
         if command_id in self._pending or command_id in self._ignored:
             return False
         self._unknown_id += 1
@@ -601,7 +601,7 @@ class Connection(metaclass=NoPublicConstructor):
         """A reply the reader cannot take ends the command whose id it shows (if one waits), rather than
         leave that command waiting for a reply that has come."""
         match = _SHOWN_ID.match(raw)
-        entry = self._pending.pop(int(match[1]), None) if match else None
+        entry = self._pending.pop(int(match[2]), None) if match else None
         if entry is not None:
             payload = raw[:1000].decode("utf-8", "replace")
             _fail([entry], lambda entry: ResponseDecodeError(entry.method, payload, reason))
@@ -751,7 +751,7 @@ def _protocol_error(
 
 LARGE_MESSAGE = 256 * 1024
 
-_SHOWN_ID = re.compile(rb'\{\s*"id"\s*:\s*"?(\d{1,10})\b')
+_SHOWN_ID = re.compile(rb'\{\s*"id"\s*:\s*("?)(\d{1,10})(?:\.0*)?\1\s*[,}]')
 """The id at the start of a reply that could not be parsed or has an odd id (Chromium writes it first)."""
 
 READER_REST_S = 0.02

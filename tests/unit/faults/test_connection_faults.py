@@ -193,6 +193,21 @@ async def test_a_reply_that_cannot_be_taken_ends_the_command_whose_id_it_shows(
     assert connection.pending_count() == 0
 
 
+async def test_a_reply_whose_id_only_begins_like_a_commands_does_not_end_it(pair: Pair) -> None:
+    connection, peer, browser = pair
+
+    async def answer() -> None:
+        command = await peer.next_command()
+        peer.send_raw(b'{"id":%d.5,"result":{}}' % command["id"])  # not this command's id
+        peer.reply(command, {"product": "Chrome"})
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(answer)
+            assert await browser.execute_raw("Browser.getVersion") == {"product": "Chrome"}
+    assert connection.statistics().malformed_messages == 1
+
+
 async def test_a_large_late_reply_to_a_cancelled_command_is_dropped_unparsed(pair: Pair) -> None:
     """Parsing it would hold every task (a 300 MB one: 1.6 s); its id, read first, says nobody waits. The
     reply here is not even valid JSON: parsed, it would count as malformed."""
