@@ -12,6 +12,7 @@ is recorded in ``page.dialogs``, the last ``MAX_DIALOGS`` of them.
 from __future__ import annotations
 
 import collections
+import inspect
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -109,9 +110,18 @@ def _watch_session(page: Page, session: Session) -> None:
         state.seen.append(dialog)
         if state.handler is not None:
             try:
-                state.handler(dialog)
+                answered = state.handler(dialog)
             except Exception:
                 log.exception("page.on_dialog failed on %r; the default answer is given", dialog)
+            else:
+                if inspect.isawaitable(answered):  # a lambda calling an async function: never awaited here
+                    if inspect.iscoroutine(answered):
+                        answered.close()
+                    log.error(
+                        "page.on_dialog returned an awaitable for %r; it cannot be awaited in the "
+                        "reader, so the default answer is given: give a plain function",
+                        dialog,
+                    )
         if dialog.accepted is None:
             if dialog.type == "beforeunload":
                 dialog.accept()

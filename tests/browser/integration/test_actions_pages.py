@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import struct
+import warnings
 import zlib
 from collections.abc import Awaitable, Callable
 
@@ -158,6 +160,13 @@ async def test_dialogs_are_dismissed_by_default_and_recorded_or_answered_by_on_d
 
     with pytest.raises(TypeError, match="cannot be awaited"):
         page.on_dialog = answer
+    page.on_dialog = lambda dialog: answer(dialog)  # noqa: PLW0108 - the same, through a lambda: refused when run
+    with warnings.catch_warnings(record=True) as caught, trio.fail_after(10):
+        warnings.simplefilter("always")
+        await page.click(ref(await page.snapshot(), "button", "Confirm"))
+        assert await value(page, "document.getElementById('out').textContent") == "confirm false"
+        gc.collect()
+    assert not [w for w in caught if "never awaited" in str(w.message)]
 
 
 async def test_beforeunload_is_accepted_by_default_so_the_page_is_left(browser: Browser, server: str) -> None:
