@@ -59,6 +59,9 @@ def _host_header(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+_NO_ANSWER = "the server closed the connection without an answer"
+
+
 async def _http_exchange(
     stream: trio.abc.Stream, request: h11.Request
 ) -> tuple[h11.InformationalResponse | h11.Response, bytes, bytes]:
@@ -72,7 +75,7 @@ async def _http_exchange(
         if event is h11.NEED_DATA:
             data = await stream.receive_some(65536)
             if not data and head is None:  # h11 would say it in its own terms ("can't handle event type")
-                raise RemoteProtocolError("the server closed the connection without an answer")
+                raise RemoteProtocolError(_NO_ANSWER)
             client.receive_data(bytes(data))
             continue
         if isinstance(event, h11.InformationalResponse) and event.status_code == 101:
@@ -85,7 +88,7 @@ async def _http_exchange(
                 raise RemoteProtocolError("the HTTP response body is unreasonably long")
         elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
             if head is None:
-                raise RemoteProtocolError("the server closed the connection without an answer")
+                raise RemoteProtocolError(_NO_ANSWER)
             return head, bytes(body), b""
 
 
