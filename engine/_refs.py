@@ -86,7 +86,7 @@ MAX_TARGETS = 50
 """Targets whose ref state the browser keeps; the oldest used goes first."""
 
 MAX_BASELINES_PER_TARGET = 4
-"""Delta baselines kept per target, one per shape of snapshot; the one used longest ago goes first."""
+"""Delta baselines kept per target, one per shape of snapshot; the one stored longest ago goes first."""
 
 
 @attrs.frozen(kw_only=True)
@@ -134,7 +134,7 @@ class RefState:
         self.by_node: dict[tuple[str, int], str] = {}  # (frame id, backendNodeId) -> ref
         self.retired: dict[str, str] = {}  # ref -> why it is stale ("renamed", "navigated", ...)
         self.webarena: dict[str, Ref] = {}  # the ids of the last webarena-format snapshot
-        self.baselines: dict[Shape, Baseline] = {}  # for deltas; used longest ago first
+        self.baselines: dict[Shape, Baseline] = {}  # for deltas; stored longest ago first
         self.frame_target: dict[str, str] = {}  # frame id -> frame id of the target (session) that renders it
 
     def baseline(self, shape: Shape) -> Baseline | None:
