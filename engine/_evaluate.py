@@ -178,7 +178,7 @@ def page_budget(deadline: float, now: float) -> float:
 
 class _BudgetSpent(Exception):
     """The script ran out of budget (stopped by the page itself, or terminated by us); ``stopped`` is False
-    when the tab did not answer the termination (see :func:`_stop_script`)."""
+    when the tab did not answer the termination (see :func:`stop_script`)."""
 
     def __init__(self, *, stopped: bool = True) -> None:
         super().__init__()
@@ -412,7 +412,7 @@ def _raise_for(reply: dict[str, Any]) -> None:
     )
 
 
-async def _stop_script(session: Session, metrics: MetricsRecorder, *, by: float | None = None) -> bool:
+async def stop_script(session: Session, metrics: MetricsRecorder, *, by: float | None = None) -> bool:
     """Terminate what runs on the target, then evaluate ``0`` until it runs: nothing stays armed.
 
     Returns False if the tab did not answer by ``by`` (default: STOP_LIMIT from now): its main thread is
@@ -508,9 +508,9 @@ async def _bounded(
                     "evaluate's budget ran out while this one ran, or a debugger stopped it)"
                 ) from None
     except trio.Cancelled:
-        await _stop_script(session, metrics)
+        await stop_script(session, metrics)
         raise
-    raise _BudgetSpent(stopped=await _stop_script(session, metrics, by=deadline + STOP_LIMIT))
+    raise _BudgetSpent(stopped=await stop_script(session, metrics, by=deadline + STOP_LIMIT))
 
 
 async def _run_expression(

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from engine._errors import ActionError, CDPError, StaleRefError
-from engine._evaluate import _stop_script, recorder
+from engine._evaluate import recorder, stop_script
 from engine._refs import Shape
 from engine._snapshot import _state
 from engine.steps import (
@@ -113,7 +113,7 @@ async def _free_main_thread(page: Page, by: float) -> None:
             await session.execute_raw("Runtime.evaluate", {"expression": "0"})
     if probe.cancelled_caught and trio.current_time() < by:
         log.info("the page's main thread is held after a step; terminating what runs there")
-        await _stop_script(session, recorder(page), by=min(by, trio.current_time() + FREE_LIMIT_S))
+        await stop_script(session, recorder(page), by=min(by, trio.current_time() + FREE_LIMIT_S))
 
 
 def _error(exc: BaseException) -> dict[str, str]:

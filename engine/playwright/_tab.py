@@ -27,7 +27,7 @@ from engine import (
     connect,
 )
 from engine._browser import _page_setup
-from engine._evaluate import _stop_script, evaluate_on, recorder
+from engine._evaluate import evaluate_on, recorder, stop_script
 from engine._metrics import MetricsRecorder
 from engine._settings import DEFAULT_SETTINGS
 from engine.playwright._refmap import PlaywrightRef, map_refs, parse_ai_snapshot
@@ -166,7 +166,7 @@ class PlaywrightTab:
         try:
             with trio.move_on_after(RECOVERY_LIMIT):
                 if self.page is not None and not self.page.closed:
-                    await _stop_script(self.page.session, self._metrics)
+                    await stop_script(self.page.session, self._metrics)
                 if await self._probe():
                     self.recoveries["terminated"] += 1
                     log.info("a stuck Playwright call was recovered by Runtime.terminateExecution")
