@@ -57,10 +57,13 @@ class NavigationWatch:
     a form's submit button). ``Page.frameNavigated`` is the commit; but a snapshot taken straight after the
     commit saw an empty document (1 run in 3 under load), so the wait ends at the new document's
     ``DOMContentLoaded``. A navigation that ends without a document (a 204, a download, a stop) ends with
-    ``Page.frameStoppedLoading``; one that stays in the document, with ``Page.navigatedWithinDocument``.
+    ``Page.frameStoppedLoading``; one that stays in the document, with ``Page.navigatedWithinDocument``;
+    one of a frame that goes (its parent navigated, or it moved to another process), with
+    ``Page.frameDetached``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, main_frame: str = "") -> None:
+        self.main_frame = main_frame
         self.pending: set[str] = set()
         self.committed: set[str] = set()
         self.changed = trio.Event()
@@ -88,13 +91,18 @@ class NavigationWatch:
                     self._wake()
             return
         if method == "Page.frameNavigated":
-            self.committed.add((params.get("frame") or {}).get("id", ""))
+            frame = (params.get("frame") or {}).get("id", "")
+            self.committed.add(frame)
+            if frame == self.main_frame and self.pending - {frame}:
+                # The old document's frames went with it, and Chromium sends no frameDetached for them.
+                self.pending &= {frame}
+                self._wake()
             return
         if method == "Page.lifecycleEvent":
             frame = params.get("frameId", "")
             if params.get("name") != "DOMContentLoaded" or frame not in self.committed:
                 return
-        else:  # frameStoppedLoading, navigatedWithinDocument
+        else:  # frameStoppedLoading, navigatedWithinDocument, frameDetached (its parent's document went)
             frame = params.get("frameId", "")
         self.pending.discard(frame)
         self._wake()
@@ -112,6 +120,7 @@ class NavigationWatch:
 _WATCHED = (
     "Page.frameRequestedNavigation",
     "Page.frameNavigated",
+    "Page.frameDetached",
     "Page.lifecycleEvent",
     "Page.frameStoppedLoading",
     "Page.navigatedWithinDocument",
@@ -159,7 +168,8 @@ async def navigation_watch(
     With no deadline from the caller, the block and the wait get DEFAULT_BUDGET seconds: an input's reply
     waits for the page's handlers, so a handler in an endless loop would otherwise hold the action forever.
     """
-    watch = NavigationWatch()
+    main = sessions[0].target_id if sessions else None  # the page's own session comes first
+    watch = NavigationWatch(main or "")
     hooks = [(s, add_hook(s, _WATCHED, watch)) for s in sessions]
     phase = "input"
     try:
