@@ -40,6 +40,7 @@ from engine._errors import (
 )
 from engine._frames import session_for_frame
 from engine._metrics import EvaluateMetrics, MetricsRecorder
+from engine._params import json_nodes
 from engine._refs import ResolvedNode
 from engine._session import Session
 
@@ -328,18 +329,9 @@ def _encode_args(args: tuple[Any, ...]) -> str:
 
 def _unsafe_integer(value: Any, path: str) -> str | None:
     """The path of the first integer in ``value`` (a JSON value) that a JavaScript number cannot hold."""
-    stack = [(path, value)]
-    while stack:
-        path, value = stack.pop()
-        if type(value) is int and abs(value) > MAX_SAFE_INTEGER:
-            return path
-        if isinstance(value, dict):
-            items = [(f"{path}.{key}", item) for key, item in value.items()]
-        elif isinstance(value, list | tuple):
-            items = [(f"{path}[{index}]", item) for index, item in enumerate(value)]
-        else:
-            continue
-        stack.extend(reversed(items))
+    for where, item, _ in json_nodes(value, path):
+        if type(item) is int and abs(item) > MAX_SAFE_INTEGER:
+            return where
     return None
 
 

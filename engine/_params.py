@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import json.encoder
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from engine._errors import InvalidParams
@@ -128,14 +128,27 @@ def _raise_if_unparseable(method: str, params: Any) -> None:
         )
 
 
-def find_problem(params: Any) -> tuple[str, str] | None:
-    """The first field of ``params`` (in document order) that Chromium cannot parse, and why."""
-    stack: list[tuple[str, Any, int]] = [("params", params, _PARAMS_DEPTH)]
+def json_nodes(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, Any, int]]:
+    """Every value in ``value`` (itself first), with its path and depth, in document order. Lazy: what a
+    caller stops at, it does not look into."""
+    stack: list[tuple[str, Any, int]] = [(path, value, depth)]
     while stack:
         path, value, depth = stack.pop()
+        yield path, value, depth
+        if isinstance(value, dict | list | tuple):
+            if isinstance(value, dict):
+                items = [(f"{path}.{key}", item) for key, item in value.items()]
+            else:
+                items = [(f"{path}[{index}]", item) for index, item in enumerate(value)]
+            stack.extend((sub, item, depth + 1) for sub, item in reversed(items))
+
+
+def find_problem(params: Any) -> tuple[str, str] | None:
+    """The first field of ``params`` (in document order) that Chromium cannot parse, and why."""
+    for path, value, depth in json_nodes(params, "params", _PARAMS_DEPTH):
         if depth > MAX_DEPTH:
             return path, f"nests deeper than the {MAX_DEPTH} levels Chromium parses"
-        if value is None or isinstance(value, bool | str):
+        if value is None or isinstance(value, bool | str | dict | list | tuple):
             pass
         elif isinstance(value, float):
             if not math.isfinite(value):
@@ -145,12 +158,6 @@ def find_problem(params: Any) -> tuple[str, str] | None:
                 float(value)
             except OverflowError:
                 return path, f"is an integer of {len(str(value))} digits, beyond a double's range"
-        elif isinstance(value, dict | list | tuple):
-            if isinstance(value, dict):
-                items = [(f"{path}.{key}", item) for key, item in value.items()]
-            else:
-                items = [(f"{path}[{index}]", item) for index, item in enumerate(value)]
-            stack.extend((sub, item, depth + 1) for sub, item in reversed(items))
         else:
             return path, f"is a {type(value).__name__}, which JSON cannot carry"
     return None
