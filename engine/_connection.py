@@ -585,11 +585,8 @@ class Connection(metaclass=NoPublicConstructor):
     def _unwanted(self, raw: bytes) -> bool:
         """Whether a large message is the reply to a command nobody waits for any more (cancelled, or
         forgotten with its session): dropped unparsed, as a 300 MB one held every task for 1.6 s."""
-        match = _SHOWN_ID.match(raw)
-        if match is None:
-            return False
-        command_id = int(match[2])
-        if command_id in self._pending or command_id in self._ignored:
+        command_id = _shown_id(raw)
+        if command_id is None or command_id in self._pending or command_id in self._ignored:
             return False
         self._unknown_id += 1
         log.debug(
@@ -600,8 +597,8 @@ class Connection(metaclass=NoPublicConstructor):
     def _fail_unreadable(self, raw: bytes, reason: str) -> None:
         """A reply the reader cannot take ends the command whose id it shows (if one waits), rather than
         leave that command waiting for a reply that has come."""
-        match = _SHOWN_ID.match(raw)
-        entry = self._pending.pop(int(match[2]), None) if match else None
+        command_id = _shown_id(raw)
+        entry = self._pending.pop(command_id, None) if command_id is not None else None
         if entry is not None:
             payload = raw[:1000].decode("utf-8", "replace")
             _fail([entry], lambda entry: ResponseDecodeError(entry.method, payload, reason))
@@ -752,7 +749,14 @@ def _protocol_error(
 LARGE_MESSAGE = 256 * 1024
 
 _SHOWN_ID = re.compile(rb'\{\s*"id"\s*:\s*("?)(\d{1,10})(?:\.0*)?\1\s*[,}]')
-"""The id at the start of a reply that could not be parsed or has an odd id (Chromium writes it first)."""
+
+
+def _shown_id(raw: bytes) -> int | None:
+    """The id at the start of a message, read without parsing it (Chromium writes a reply's id first): for
+    a reply that cannot be parsed or has an odd id, and a large one nobody may wait for."""
+    match = _SHOWN_ID.match(raw)
+    return int(match[2]) if match else None
+
 
 READER_REST_S = 0.02
 """How long the reader task rests at most when nobody needs the link read (see Connection._reader).
