@@ -233,9 +233,8 @@ async def run_steps(
     delta: dict[str, dict[str, str]] | None = None
     # The closing read is part of the result, not a step: a tab gone meanwhile (closed, crashed) or one
     # that does not answer in a step's budget leaves it out, and the steps' own outcomes still come back.
-    now = trio.current_time()
-    read_by = min(
-        end, step_budget(now=now, deadline=deadline, per_step_timeout_ms=per_step_timeout_ms, timeout_ms=None)
+    read_by = step_budget(  # (before ``end``: a step's budget leaves all of RESULT_MARGIN_S)
+        now=trio.current_time(), deadline=deadline, per_step_timeout_ms=per_step_timeout_ms, timeout_ms=None
     )
     if return_mode == "final":
         if last_read is None:
