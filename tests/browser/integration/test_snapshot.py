@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 import trio
 
-from engine import Browser, Page, SessionDetached, StaleRefError, launch
+from engine import Browser, Page, SessionDetached, Snapshot, StaleRefError, launch
 from engine._axrender import NAME_LIMIT
 
 pytestmark = pytest.mark.browser
@@ -341,20 +341,20 @@ async def test_a_delta_compares_only_snapshots_taken_with_the_same_options(
     browser: Browser, server: str
 ) -> None:
     page = await open_delta_page(browser, server)
+
+    async def each_shape() -> dict[str, Snapshot]:
+        return {
+            "interactive_only": await page.snapshot(delta=True, interactive_only=True),
+            "max_depth=0": await page.snapshot(delta=True, max_depth=0),
+            "frames=False": await page.snapshot(delta=True, frames=False),
+        }
+
     with trio.fail_after(20):
         full = await page.snapshot()
         # Nothing changed, but no earlier snapshot was taken with these options: the full text, not a delta
         # that reads the lines the filter left out as removed.
-        first = {
-            "interactive_only": await page.snapshot(delta=True, interactive_only=True),
-            "max_depth=0": await page.snapshot(delta=True, max_depth=0),
-            "frames=False": await page.snapshot(delta=True, frames=False),
-        }
-        again = {
-            "interactive_only": await page.snapshot(delta=True, interactive_only=True),
-            "max_depth=0": await page.snapshot(delta=True, max_depth=0),
-            "frames=False": await page.snapshot(delta=True, frames=False),
-        }
+        first = await each_shape()
+        again = await each_shape()
         whole = await page.snapshot(delta=True)
         steps = await page.run_steps([{"type": "read_page", "interactive_only": True, "delta": True}])
     for shape, snap in first.items():
