@@ -58,8 +58,8 @@ class NavigationWatch:
     commit saw an empty document (1 run in 3 under load), so the wait ends at the new document's
     ``DOMContentLoaded``. A navigation that ends without a document (a 204, a download, a stop) ends with
     ``Page.frameStoppedLoading``; one that stays in the document, with ``Page.navigatedWithinDocument``;
-    one of a frame that goes (its parent navigated, or it moved to another process), with
-    ``Page.frameDetached``.
+    one of a frame removed from its document, with ``Page.frameDetached``; one of a frame whose document
+    the main frame's new one replaced, with that commit (Chromium sends nothing for such a frame).
     """
 
     def __init__(self, main_frame: str = "") -> None:
@@ -102,7 +102,7 @@ class NavigationWatch:
             frame = params.get("frameId", "")
             if params.get("name") != "DOMContentLoaded" or frame not in self.committed:
                 return
-        else:  # frameStoppedLoading, navigatedWithinDocument, frameDetached (its parent's document went)
+        else:  # frameStoppedLoading, navigatedWithinDocument, frameDetached (removed from its document)
             frame = params.get("frameId", "")
         self.pending.discard(frame)
         self._wake()
