@@ -24,7 +24,7 @@ from engine._actionability import (
     release,
     unless_deadline,
 )
-from engine._errors import ActionError, ProtocolError, SessionDetached, StaleRefError
+from engine._errors import ActionError, ConnectionClosed, ProtocolError, SessionDetached, StaleRefError
 from engine._frames import frame_sessions, frame_tree
 from engine._hooks import add_hook
 from engine._util import first_error
@@ -386,7 +386,10 @@ async def _network_idle(session: Session, frame_id: str) -> None:
         await session.execute_raw("Network.enable")
         await session.execute_raw("Page.setLifecycleEventsEnabled", {"enabled": True})
         while True:
-            session.raise_if_unusable("Network.enable")  # nothing else in this loop would see the tab go
+            # Nothing else in this loop would see the tab, or the browser, go.
+            if (closed := session.connection.closed) is not None:
+                raise ConnectionClosed(f"the networkidle wait ended: {closed}")
+            session.raise_if_unusable("Network.enable")
             idle_for = trio.current_time() - last_change[0]
             if settled[0] and not inflight and idle_for >= NETWORK_IDLE:
                 return
