@@ -390,24 +390,14 @@ async def scroll(
                 )
     finally:
         release(session, group)
-    if isinstance(where, str) and where.startswith("viewport"):
+    if where == "viewport":
         # The page's own offset: Chromium's layout metrics show it a frame before the page's scrollY does.
-        # A snapping viewport is watched until its glide to the snap point ends (two looks with no change).
-        snaps = where != "viewport"
         before = (metrics["cssVisualViewport"]["pageX"], metrics["cssVisualViewport"]["pageY"])
-        moved, still = False, 0
-        with trio.move_on_after(SNAP_SETTLE if snaps else SCROLL_SETTLE):
+        with trio.move_on_after(SCROLL_SETTLE):
             while True:
                 now = (await session.execute_raw("Page.getLayoutMetrics"))["cssVisualViewport"]
-                at = (now["pageX"], now["pageY"])
-                if at != before:
-                    moved, still, before = True, 0, at
-                    if not snaps:
-                        return
-                elif moved:
-                    still += 1
-                    if still >= 2:
-                        return
+                if (now["pageX"], now["pageY"]) != before:
+                    return
                 await trio.sleep(0.016)
 
 
@@ -419,7 +409,8 @@ offset, a page whose scrolling box is an inner element, and one at its end, took
 
 SNAP_SETTLE = 1.0
 """Seconds ``scroll(direction=)`` waits at most when what scrolls snaps (``scroll-snap-type``): after the
-wheel's scroll lands, Chromium 156 glides to the snap point for about 0.17 s more."""
+wheel's scroll lands, Chromium 156 glides to the snap point, and its scrollend comes about 0.23 s after
+the wheel. Also how long the look at what will scroll may take."""
 
 _LANDING = """(() => {
   const [x, y, dx, dy] = %s;
@@ -486,39 +477,44 @@ _LANDING = """(() => {
       return [0, 0];  // another site's frame: its offset is not ours to read, so wait the whole time
     }
   };
-  // No scroll listener: with one on the window, the wheel's scroll showed a frame later (16 ms).
-  const at = scroller && scroller !== root && offset();
-  // A snapping box lands where the wheel took it, then glides to its snap point, a pixel or so a frame.
+  // A snapping box lands where the wheel took it, then glides to its snap point, a pixel or so a frame;
+  // its scrollend comes once the glide is over. Looks at the offset took a glide that a busy renderer
+  // held for two frames for its end.
   const snapType = scroller && !/^(IFRAME|FRAME)$/.test(scroller.tagName)
     ? style(scroller === root ? html : scroller).scrollSnapType : "none";
   const snaps = snapType !== "none" && !(vertical ? /^(x|inline)( |$)/ : /^(y|block)( |$)/).test(snapType);
+  let ended = false, onEnd = () => {};
+  if (snaps) {
+    const end = () => { ended = true; onEnd(); };
+    (scroller === root ? document : scroller).addEventListener("scrollend", end, {once: true});
+  }
+  // No scroll listener: with one on the window, the wheel's scroll showed a frame later (16 ms).
+  const at = scroller && scroller !== root && offset();
   return {
-    viewport: scroller === root,
+    viewport: scroller === root && !snaps,  // the caller watches it
     inner: !!at,
     snaps,
     offset,
     moved: () => !!at && offset().some((value, axis) => value !== at[axis]),
+    ended: (then) => ended || ((onEnd = then), false),
   };
 })()"""
 
 _AWAIT_LANDING = """async function (cap, snapCap) {  // async: a native promise, whatever the page's Promise
-  if (this.viewport) return this.snaps ? "viewport, snapping" : "viewport";  // the caller watches it
+  if (this.viewport) return "viewport";  // the caller watches it
   return new Promise((resolve) => {
     let done = false;
     const end = () => { done = true; resolve("waited"); };
     setTimeout(end, this.snaps ? snapCap : cap);
+    if (this.snaps) {  // until the glide's scrollend (what scrolls has room: the wheel moves it)
+      if (this.ended(end)) end();
+      return;
+    }
     if (!this.inner) {  // a frame, so that the page's own wheel listeners have run
       requestAnimationFrame(() => setTimeout(end, 0));
       return;
     }
-    let last = "", still = 0;
-    const glide = () => {  // until the offset has not changed for two looks a frame apart
-      const now = String(this.offset());
-      still = now === last ? still + 1 : 0;
-      last = now;
-      return done || (still >= 2 ? end() : setTimeout(glide, 16));
-    };
-    const look = () => done || (this.moved() ? (this.snaps ? glide() : end()) : setTimeout(look, 4));
+    const look = () => done || (this.moved() ? end() : setTimeout(look, 4));
     look();
   });
 }"""
@@ -530,8 +526,9 @@ async def _scroll_landing(
     """A handle on what will move under the ``wheel``'s (x, y) by its (dx, dy): the viewport, an inner
     scrolling box (or a frame), or nothing; None when the page cannot be asked (it is navigating)."""
     got: dict[str, Any] = {}
-    # A page held by a navigation waiting for its response answers nothing: then watch the viewport.
-    with contextlib.suppress(ProtocolError), trio.move_on_after(SCROLL_SETTLE):
+    # A page held by a navigation waiting for its response answers nothing: then watch the viewport. A
+    # busy renderer (a 30x CPU throttle) took over 0.35 s to answer, and a snapping page was then missed.
+    with contextlib.suppress(ProtocolError), trio.move_on_after(SNAP_SETTLE):
         look = {"expression": _LANDING % json.dumps(wheel), "objectGroup": group}
         got = await evaluate_in_world(session, look)  # the page may have replaced its own built-ins
     if "exceptionDetails" in got:
