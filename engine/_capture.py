@@ -158,7 +158,9 @@ async def reload(page: Page) -> None:
 
 
 async def history_step(page: Page, delta: int) -> bool:
-    """Go ``delta`` entries back or forward and wait for the commit; False when there is no such entry."""
+    """Go ``delta`` entries back or forward and wait until the entry's document is parsed (as a click's
+    navigation: a snapshot straight after the commit saw an empty page, 3 runs in 8 with no load); False
+    when there is no such entry."""
     session = page.session
     what = "going back" if delta < 0 else "going forward"
     history = await _between_documents_too(page, what, "Page.getNavigationHistory")
@@ -166,11 +168,21 @@ async def history_step(page: Page, delta: int) -> bool:
     entries = history["entries"]
     if not 0 <= index < len(entries):
         return False
+    committed = False
 
-    def committed(method: str, params: dict[str, Any]) -> bool:
-        if method == "Page.frameNavigated":
-            return is_main_frame(params)
-        return method == "Page.navigatedWithinDocument" and params.get("frameId") == session.frame_id
+    def parsed(method: str, params: dict[str, Any]) -> bool:
+        nonlocal committed
+        if method == "Page.frameNavigated" and is_main_frame(params):
+            committed = True
+            return params.get("type") == "BackForwardCacheRestore"  # a kept document: parsed long ago
+        if params.get("frameId") != session.frame_id:
+            return False
+        if method == "Page.lifecycleEvent":
+            return committed and params.get("name") == "DOMContentLoaded"
+        # A document stopped while it loads (window.stop(), a response cut short) is as parsed as it gets.
+        return method == "Page.navigatedWithinDocument" or (
+            committed and method == "Page.frameStoppedLoading"
+        )
 
     async with _listen_for_the_move(page) as events:
         watch = _Watch(page, events)
@@ -178,7 +190,7 @@ async def history_step(page: Page, delta: int) -> bool:
         await _between_documents_too(
             page, what, "Page.navigateToHistoryEntry", entry, before_each=watch.begin
         )
-        await _follow(watch, what, committed)
+        await _follow(watch, what, parsed)
     return True
 
 
@@ -189,6 +201,7 @@ def _listen_for_the_move(page: Page) -> AbstractAsyncContextManager[Subscription
 
 _MOVE_EVENTS = (
     "Page.frameNavigated",
+    "Page.lifecycleEvent",
     "Page.navigatedWithinDocument",
     "Page.loadEventFired",
     "Page.javascriptDialogOpening",

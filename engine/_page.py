@@ -364,12 +364,14 @@ class Page:
             return await _answered("screenshot", _capture.screenshot(self, ref=ref, full_page=full_page))
 
     async def back(self) -> bool:
-        """Go back one history entry and wait for it to commit; False when there is none. Without a
+        """Go back one history entry and wait until its document is parsed (``DOMContentLoaded``; a
+        page the back-forward cache restores, at once); False when there is none. Without a
         deadline of the caller's own, ``Settings.navigation_timeout`` applies (``NavigationError``)."""
         return await self._bounded("going back", _capture.history_step(self, -1))
 
     async def forward(self) -> bool:
-        """Go forward one history entry and wait for it to commit; False when there is none. Without a
+        """Go forward one history entry and wait until its document is parsed (``DOMContentLoaded``; a
+        page the back-forward cache restores, at once); False when there is none. Without a
         deadline of the caller's own, ``Settings.navigation_timeout`` applies (``NavigationError``)."""
         return await self._bounded("going forward", _capture.history_step(self, 1))
 

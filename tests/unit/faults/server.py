@@ -23,6 +23,10 @@ PAGES: dict[str, bytes] = {
     "/hang.html": b"<title>hang</title><img src='/forever.png'>",
     "/fetching.html": b"<title>fetching</title><script>window.done = false;"
     b"fetch('/slow.png').finally(() => { window.done = true })</script>",
+    "/jump.html": b"<title>jump</title><label>Jump to <select onchange='location.href = this.value'>"
+    b"<option value=''>Pick</option><option value='/trickle.html'>Trickle</option></select></label>"
+    b"<form action='/trickle.html'><label>Search <input name='q' onchange='this.form.submit()'>"
+    b"</label></form>",
     "/fetching-forever.html": b"<title>fetching for ever</title><script>fetch('/forever.png')</script>",
 }
 
@@ -51,6 +55,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(b"<p>shor")
             self.wfile.flush()
             self.close_connection = True
+        elif path == "/trickle.html":
+            # The document's start, then its end 0.5 s later: committed long before it is parsed.
+            # (The start is padded past the 1 KiB the parser may hold back to look for a charset.)
+            head = b"<title>trickle</title><h1>The trickle</h1>".ljust(2048)
+            tail = b"<p>the end of the trickle</p>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("Content-Length", str(len(head) + len(tail)))
+            self.end_headers()
+            self.wfile.write(head)
+            self.wfile.flush()
+            time.sleep(0.5)
+            self.wfile.write(tail)
         elif path == "/slow.png":
             time.sleep(2)
             self._send(404, b"")
