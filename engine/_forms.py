@@ -25,7 +25,7 @@ from engine._actionability import (
     send_nowait,
 )
 from engine._errors import ActionError, ProtocolError
-from engine._input import click, focus, input_across_commit
+from engine._input import click, focus, input_across_commit, sessions_to_watch
 from engine._keys import KEYS, key_event
 from engine._waiting import navigation_watch
 
@@ -120,20 +120,23 @@ async def fill(page: Page, ref: str, text: str) -> None:
     if not isinstance(text, str):
         raise TypeError(f"fill takes the text as a str, not {type(text).__name__}")
     group = new_group()
-    node, handle, outcome = await _editable(page, "fill", ref, text, group)
-    session = node.session
-    try:
-        if outcome == "typed":
-            if text:
-                await input_across_commit(page, "Input.insertText", {"text": text}, f"fill {ref}", node)
-            else:
-                for kind in ("down", "up"):
-                    await page.session.execute_raw(
-                        "Input.dispatchKeyEvent", key_event(kind, KEYS["Delete"], 0)
-                    )
-            await call_on(session, handle, _CHANGED)
-    finally:
-        release(session, group)
+    # Watched from the first attempt on: a value set by script fires its change there. A change handler
+    # that navigates (a form's submit()) then gets its new document parsed before this returns.
+    async with navigation_watch([page.session], ref):
+        node, handle, outcome = await _editable(page, "fill", ref, text, group)
+        session = node.session
+        try:
+            if outcome == "typed":
+                if text:
+                    await input_across_commit(page, "Input.insertText", {"text": text}, f"fill {ref}", node)
+                else:
+                    for kind in ("down", "up"):
+                        await page.session.execute_raw(
+                            "Input.dispatchKeyEvent", key_event(kind, KEYS["Delete"], 0)
+                        )
+                await call_on(session, handle, _CHANGED)
+        finally:
+            release(session, group)
 
 
 async def type_text(page: Page, ref: str, text: str, *, delay_ms: float) -> None:
@@ -191,7 +194,9 @@ async def select_option(page: Page, ref: str, values: Sequence[str]) -> list[str
             raise ActionError(
                 f"select_option {ref}: the element is no longer in the document", ref=ref, check="attached"
             )
-        got = await call_on(node.session, handle, _SELECT, {"value": list(values)})
+        # A change handler may navigate (a jump menu): its new document is parsed before this returns.
+        async with navigation_watch(sessions_to_watch(page, node), node.ref):
+            got = await call_on(node.session, handle, _SELECT, {"value": list(values)})
     finally:
         release(node.session, group)
     if "error" in got:

@@ -59,7 +59,7 @@ def modifier_mask(modifiers: Sequence[str]) -> int:
     return mask
 
 
-def _sessions_to_watch(page: Page, node: ResolvedNode | None) -> list[Session]:
+def sessions_to_watch(page: Page, node: ResolvedNode | None) -> list[Session]:
     sessions = [page.session]
     if node is not None and node.session is not page.session:
         sessions.append(node.session)
@@ -110,7 +110,7 @@ async def click(
             return
         target = await wait_actionable(page, "click", ref, group)
         node = target.node
-        async with navigation_watch(_sessions_to_watch(page, node), node.ref):
+        async with navigation_watch(sessions_to_watch(page, node), node.ref):
             await mouse_click(
                 page.session, target.x, target.y, button=button, click_count=click_count, mask=mask
             )
@@ -129,7 +129,7 @@ async def _forced_click(
     with contextlib.suppress(ProtocolError):  # no box: the checks below say so
         await session.execute_raw("DOM.scrollIntoViewIfNeeded", {"backendNodeId": node.backend_node_id})
     point = await centre(session, node.backend_node_id)
-    async with navigation_watch(_sessions_to_watch(page, node), node.ref):
+    async with navigation_watch(sessions_to_watch(page, node), node.ref):
         if point is not None:
             x, y = point
             if session is not page.session:
@@ -556,7 +556,7 @@ async def press(page: Page, combo: str, *, ref: str | None) -> None:
         mask &= ~MODIFIER_BITS[modifier]
         events.append(key_event("up", parse_combo(modifier).key, mask))
     # task_turn: a form that Enter submits asks for its navigation from a task the key posted.
-    async with navigation_watch(_sessions_to_watch(page, node), node.ref if node else "", task_turn=True):
+    async with navigation_watch(sessions_to_watch(page, node), node.ref if node else "", task_turn=True):
         for params in events[:-1]:
             send_nowait(session, "Input.dispatchKeyEvent", params)
         await session.execute_raw("Input.dispatchKeyEvent", events[-1])

@@ -161,6 +161,23 @@ async def test_back_and_forward_return_once_the_document_is_parsed(faulty: str) 
             assert "the end of the trickle" in (await page.snapshot()).text
 
 
+async def test_a_fill_or_select_whose_change_handler_navigates_waits_for_the_new_document(
+    browser: Browser, faulty: str
+) -> None:
+    # A jump menu (a select whose change sets location) and a field whose change submits its form: the
+    # actions returned before the navigation they started, and a snapshot showed the old or an empty page.
+    with trio.fail_after(20):
+        page = await browser.new_page(f"{faulty}/jump.html")
+        snap = await page.snapshot()
+        await page.select_option(ref(snap, "combobox", "Jump to"), ["Trickle"])
+        assert "the end of the trickle" in (await page.snapshot()).text
+        await page.goto(f"{faulty}/jump.html")
+        snap = await page.snapshot()
+        await page.fill(ref(snap, "textbox", "Search"), "shoes")
+        assert "the end of the trickle" in (await page.snapshot()).text
+        assert await page.evaluate("location.search") == "?q=shoes"
+
+
 # -- crashes ------------------------------------------------------------------------------------------
 
 
