@@ -5,7 +5,8 @@ visible (a non-empty box, not ``visibility:hidden``), enabled (``disabled``, a d
 ``aria-disabled``), scrolled into view (``DOM.scrollIntoViewIfNeeded``), its box stable over two animation
 frames, and a hit test at the point (``DOM.getNodeForLocation``) lands on the element or inside it (a
 ``<label>`` counts for its control). Failures are retried until ``RETRY_MARGIN`` before the caller's
-deadline, then raised as ActionError naming the check, and for a hit test what is in the way.
+deadline, then raised as ActionError naming the check, and for a hit test what is in the way. A click
+checks the press itself too (``engine._hit_target``): the checks are a few round trips older than it.
 
 Coordinates. ``DOM.getContentQuads`` answers in the top-level viewport for same-process iframes (measured:
 a button at 20,30 in an iframe at 100,100 with a 5px border comes back at 125,135) but in the frame's own
