@@ -5,7 +5,8 @@ visible (a non-empty box, not ``visibility:hidden``), enabled (``disabled``, a d
 ``aria-disabled``), scrolled into view (``DOM.scrollIntoViewIfNeeded``), its box stable over two animation
 frames, and a hit test at the point (``DOM.getNodeForLocation``) lands on the element or inside it (a
 ``<label>`` counts for its control). Failures are retried until ``RETRY_MARGIN`` before the caller's
-deadline, then raised as ActionError naming the check, and for a hit test what is in the way.
+deadline, then raised as ActionError naming the check, and for a hit test what is in the way. A click
+checks the press itself too (``engine._hit_target``): the checks are a few round trips older than it.
 
 Coordinates. ``DOM.getContentQuads`` answers in the top-level viewport for same-process iframes (measured:
 a button at 20,30 in an iframe at 100,100 with a 5px border comes back at 125,135) but in the frame's own
@@ -30,6 +31,7 @@ import trio
 
 from engine._errors import ActionError, ProtocolError
 from engine._frames import frame_tree
+from engine._hit_target import GUARD_LIFETIME, SET_GUARD_JS
 from engine._refs import ResolvedNode
 from engine._util import first_error
 from engine._worlds import world_handle
@@ -70,8 +72,16 @@ class NotYet:
     in_the_way: str = ""
 
 
-async def retry_until_deadline(what: str, ref: str, attempt: Callable[[], Awaitable[T | NotYet]]) -> T:
+async def retry_until_deadline(
+    what: str,
+    ref: str,
+    attempt: Callable[[], Awaitable[T | NotYet]],
+    act: Callable[[T], Awaitable[NotYet | None]] | None = None,
+) -> T:
     """Run ``attempt`` until it gives a result, up to ``RETRY_MARGIN`` before the caller's deadline.
+
+    ``act``, if given, is done with each result under the caller's deadline alone (an input is not cut
+    short by the retries' earlier stop); a NotYet from it (the input missed) counts as a failed attempt.
 
     Raises:
         ActionError: the last attempt's failed check, when the time ran out.
@@ -94,7 +104,10 @@ async def retry_until_deadline(what: str, ref: str, attempt: Callable[[], Awaita
             last = last or NotYet("time", "the checks did not finish in time")
             break
         if not isinstance(result, NotYet):
-            return result
+            missed = await act(result) if act is not None else None
+            if missed is None:
+                return result
+            result = missed
         last = result
         pause = _BACKOFF[min(tries - 1, len(_BACKOFF) - 1)]
         if trio.current_time() + pause >= stop:
@@ -416,9 +429,22 @@ class Target:
 
 
 async def check_actionable(
-    page: Page, ref: str, group: str, *, enabled: bool = True, hit: bool = True, stable: bool = True
+    page: Page,
+    ref: str,
+    group: str,
+    *,
+    enabled: bool = True,
+    hit: bool = True,
+    stable: bool = True,
+    guards: list[tuple[Session, str]] | None = None,
 ) -> Target | NotYet:
-    """One attempt at every check for ``ref`` (StaleRefError propagates: it is never retried)."""
+    """One attempt at every check for ``ref`` (StaleRefError propagates: it is never retried).
+
+    With ``guards``, the hit-target guard of ``engine._hit_target`` is set on the element (token: ``group``)
+    in the round trip that reads its box, and its session and handle added to ``guards``, whatever the
+    checks after it say: the caller reads its verdict after the input, or drops it.
+    """
+    guard = guards is not None
     node = await page.resolve(ref)
     session = node.session
 
@@ -442,11 +468,14 @@ async def check_actionable(
         failed = await call_on(session, handle, _CHECK_JS, enabled, await_promise=True)
         if failed:
             return NotYet(failed["check"], failed["detail"])
-    point, scroll, (ox, oy) = await gather(
+    point, scroll, (ox, oy), _ = await gather(
         lambda: centre(session, node.backend_node_id),
         lambda: scroll_offset(session) if hit else _zero(),
         lambda: frame_offset(page, session) if session is not page.session else _zero(),
+        lambda: call_on(session, handle, SET_GUARD_JS, group, GUARD_LIFETIME * 1000) if guard else _zero(),
     )
+    if guards is not None:
+        guards.append((session, handle))
     if point is None:
         return NotYet("visible", "the element has no box")
     if hit:

@@ -139,7 +139,8 @@ class ActionError(CDPError):
     """An action could not be done on its element (not actionable in time, covered by another element).
 
     ``ref`` is the element, ``check`` the actionability check that failed last ("visible", "enabled",
-    "stable", "hit test", ...), and ``in_the_way`` what a hit test found on top (role, name, selector).
+    "stable", "hit test", "hit target at input", ...), and ``in_the_way`` what a hit test found on top
+    (role, name, selector), or what a click's press landed on.
     """
 
     def __init__(self, message: str, *, ref: str = "", check: str = "", in_the_way: str = "") -> None:

@@ -17,17 +17,21 @@ from typing import TYPE_CHECKING, Any, Literal
 import trio
 
 from engine._actionability import (
+    NotYet,
     Target,
     call_on,
     centre,
+    check_actionable,
     frame_offset,
     new_group,
     object_id,
     release,
+    retry_until_deadline,
     send_nowait,
     wait_actionable,
 )
 from engine._errors import ActionError, CDPError, ProtocolError
+from engine._hit_target import drop_guard, read_verdict
 from engine._hooks import add_hook, is_main_frame
 from engine._keys import MODIFIER_BITS, key_event, parse_combo, platform_modifier
 from engine._waiting import navigation_watch
@@ -103,18 +107,39 @@ async def click(
     mask = modifier_mask(modifiers)
     group = new_group()
     node: ResolvedNode | None = None
+    armed: list[tuple[Session, str]] = []  # hit-target guards set and not read yet (a retry's replaces one)
     try:
         if force:
             node = await page.resolve(ref)
             await _forced_click(page, node, group, button=button, click_count=click_count, mask=mask)
             return
-        target = await wait_actionable(page, "click", ref, group)
-        node = target.node
-        async with navigation_watch(sessions_to_watch(page, node), node.ref):
-            await mouse_click(
-                page.session, target.x, target.y, button=button, click_count=click_count, mask=mask
+
+        async def attempt() -> Target | NotYet:
+            return await check_actionable(page, ref, group, guards=armed)
+
+        async def act(target: Target) -> NotYet | None:
+            async with navigation_watch(sessions_to_watch(page, target.node), target.node.ref):
+                await mouse_click(
+                    page.session, target.x, target.y, button=button, click_count=click_count, mask=mask
+                )
+                missed = await read_verdict(target.node.session, target.handle, group)
+                armed.clear()
+            if missed is None:
+                return None
+            log.info("click %s: the press landed on %s, not on it; the page did not see it", ref, missed.what)
+            return NotYet(
+                "hit target at input",
+                f"at the press another element was under the pointer: {missed.what}",
+                in_the_way=missed.what,
             )
+
+        target = await retry_until_deadline("click", ref, attempt, act)
+        node = target.node
     finally:
+        for session, handle in dict.fromkeys(armed):  # the checks or the input ended early: none stays
+            drop_guard(session, handle, group)
+            if node is None:
+                release(session, group)
         if node is not None:
             release(node.session, group)
             if node.session is not page.session:  # what covered an iframe was described up there

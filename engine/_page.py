@@ -279,8 +279,10 @@ class Page:
         """Click the element ``ref`` names with CDP mouse input, once it is actionable.
 
         Actionable: attached, visible, enabled, scrolled into view, its box the same in two animation
-        frames in a row, and a hit test at its centre lands on it (or inside it, or on its label). If the
-        click starts a navigation, this returns when the new document has committed and been parsed.
+        frames in a row, and a hit test at its centre lands on it (or inside it, or on its label). The
+        press is checked again as it arrives: one that lands on another element is cancelled before the
+        page sees it, and the click tried again ("hit target at input"). If the click starts a
+        navigation, this returns when the new document has committed and been parsed.
 
         Args:
             button: "left", "right" or "middle".

@@ -135,3 +135,41 @@ async def test_force_click_skips_the_checks_and_says_so_in_the_log(
         await page.click(ref(snap, "button", "Disabled"), force=True)
     assert await value(page, "window.clicks") == ["off"]
     assert any("force=True" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("click_count", [1, 2])
+async def test_a_target_that_slides_away_as_the_mouse_moves_is_clicked_after_a_retry_never_the_decoy(
+    browser: Browser, server: str, click_count: int
+) -> None:
+    # The first mousemove slides Target off and leaves Decoy under the pointer: the checks passed a round
+    # trip earlier, so without a look at the press itself Decoy got the click, every time.
+    page = await open_page(browser, f"{server}/actions/swap.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await value(page, "window.moves = 1")
+        await page.click(ref(snap, "button", "Target"), click_count=click_count)
+    assert await value(page, "window.clicked") == ["target"] * click_count
+    assert await value(page, "window.presses") == ["target"] * click_count  # the missed press went unseen
+
+
+async def test_a_target_that_moves_at_every_mouse_move_raises_and_leaves_no_guard_behind(
+    browser: Browser, server: str
+) -> None:
+    page = await open_page(browser, f"{server}/actions/swap.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await value(page, "window.moves = -1")
+    with trio.fail_after(1.5), pytest.raises(ActionError) as caught:
+        await page.click(ref(snap, "button", "Target"))
+    assert caught.value.check == "hit target at input"
+    assert 'button#decoy "Decoy"' in caught.value.in_the_way
+    assert await value(page, "window.clicked") == []
+    assert await value(page, "window.presses") == []
+    # A press the engine did not aim (as a user's) reaches Decoy: no listener of the engine's is left.
+    with trio.fail_after(10):
+        for kind in ("mousePressed", "mouseReleased"):
+            await page.session.execute_raw(
+                "Input.dispatchMouseEvent",
+                {"type": kind, "x": 300, "y": 105, "button": "left", "buttons": 1, "clickCount": 1},
+            )
+    assert await value(page, "window.clicked") == ["decoy"]

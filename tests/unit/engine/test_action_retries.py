@@ -59,3 +59,36 @@ async def test_an_attempt_that_hangs_is_cut_at_the_margin_with_an_action_error()
 
     with trio.fail_after(0.5), pytest.raises(ActionError, match="did not finish in time"):
         await retry_until_deadline("click", "e2", attempt)
+
+
+async def test_a_miss_from_act_is_retried_and_act_runs_past_the_retries_stop(
+    autojump_clock: MockClock,
+) -> None:
+    acted: list[str] = []
+
+    async def attempt() -> str:
+        return f"target{len(acted)}"
+
+    async def act(target: str) -> NotYet | None:
+        acted.append(target)
+        if len(acted) == 1:
+            return NotYet("hit target at input", "the press landed on x", in_the_way="x")
+        await trio.sleep(0.55)  # into the margin: an input is not cut short by the retries' stop
+        return None
+
+    with trio.fail_after(0.9):
+        await trio.sleep(0.3)
+        assert await retry_until_deadline("click", "e2", attempt, act) == "target1"
+    assert acted == ["target0", "target1"]
+
+
+async def test_a_miss_from_act_at_the_deadline_names_the_input_check(autojump_clock: MockClock) -> None:
+    async def attempt() -> str:
+        return "target"
+
+    async def act(_: str) -> NotYet:
+        return NotYet("hit target at input", "the press landed on x", in_the_way="x")
+
+    with trio.fail_after(1.0), pytest.raises(ActionError) as caught:
+        await retry_until_deadline("click", "e3", attempt, act)
+    assert (caught.value.check, caught.value.in_the_way) == ("hit target at input", "x")

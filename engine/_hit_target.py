@@ -1,0 +1,150 @@
+"""The hit-target check at input time: a click reaches the element it was aimed at, or no one.
+
+The actionability checks look at the page a few round trips before the input arrives; a target that moves
+in between (a transition a throttled renderer showed still for a frame, a ``mousemove`` listener that
+slides it away) leaves something else under the pointer. So before a click's mouse events go out, a guard
+is set in the element's frame: capture listeners on its window for the press (``pointerdown``,
+``mousedown``, ``pointerup``, ``mouseup``, ``click`` and their kin). The first of them decides: if its
+target (``composedPath()[0]``, through open shadow roots) is not the element, inside it, or a ``<label>``
+of it (as the check-time hit test allows), every event of the action's presses is cancelled
+(``preventDefault`` and ``stopImmediatePropagation``), so the page never sees a click on the wrong
+element, and the miss is recorded. After the input the verdict is read (and the guard removed in the same
+call): a miss retries the whole action, as a failed check does.
+
+The guard lives in the engine's world (``engine._worlds``), set in the same round trip as the check's
+box look, so the common path costs one round trip more: the verdict read. Listeners of every world
+receive the page's DOM events. Limits, by design or for want of a cheap answer:
+
+- A page listener on the window in the capture phase that was added before the guard runs before it; if
+  it stops the event, the guard sees nothing, and nothing seen counts as a hit (nothing can be told).
+- Only events in the element's own document are seen: a press that lands in a child frame of it (the
+  element holds an iframe), or on an overlay in a parent document over the element's iframe, is not.
+  The check-time hit test covers those; nothing seen counts as a hit.
+- A target inside a closed shadow root is seen as its host: a host of the element counts as a hit.
+- A click that navigates may take the document, and the guard with it, before the verdict is read: a
+  verdict that cannot be read counts as a hit (the press reached a document that is gone).
+- The guard removes itself after ``GUARD_LIFETIME`` whatever happens, should the removal never arrive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+import attrs
+import trio
+
+from engine._errors import CDPError
+
+if TYPE_CHECKING:
+    from engine._session import Session
+
+GUARD_LIFETIME = 30.0
+"""Seconds after which a guard removes itself, if no verdict read removed it (a cancelled action)."""
+
+VERDICT_TIMEOUT = 2.0
+"""Seconds the verdict read may take. A page held by a navigation it started may answer nothing: the press
+reached it, so the click counts as done. (A renderer under a 30x CPU throttle took over 0.35 s to answer
+a script, ``engine._input._scroll_landing``: hence seconds.)"""
+
+# Called on the element's handle with (token, lifetime in ms). One guard per world (a new one replaces the
+# last, so a retry leaves one): ``token`` tells an action's own guard from another's.
+SET_GUARD_JS = """function(token, lifetime) {
+  const el = this.nodeType === 1 ? this : this.parentElement;
+  const view = el && el.ownerDocument.defaultView;
+  if (!view) return false;
+  const old = globalThis.__cdpEngineHitGuard;
+  if (old) old.remove();
+  const holds = (hit) => {
+    const up = (n) => n.parentNode || n.host;
+    for (let n = hit; n; n = up(n)) if (n === el) return true;
+    for (let n = hit; n; n = up(n)) if (n.localName === 'label' && n.control === el) return true;
+    if (el.localName === 'label' && el.control)
+      for (let n = hit; n; n = up(n)) if (n === el.control) return true;
+    // In a closed shadow root the target is retargeted to a host: a host of the element cannot be told.
+    for (let root = el.getRootNode(); root && root.host; root = root.host.getRootNode())
+      if (root.host === hit && root.mode === 'closed') return true;
+    return false;
+  };
+  const describe = (n) => {
+    const e = n && n.nodeType === 1 ? n : n && n.parentElement;
+    if (!e) return String(n && n.nodeName);
+    let s = e.localName + (e.id ? '#' + e.id : '');
+    for (const c of Array.from(e.classList).slice(0, 2)) s += '.' + c;
+    const text = (e.getAttribute('aria-label') || e.textContent || '').trim().slice(0, 40);
+    return text ? `${s} "${text}"` : s;
+  };
+  const events = ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click', 'auxclick', 'dblclick',
+                  'contextmenu'];
+  const guard = {token, hit: null, what: '', seen: 0};
+  const listener = (event) => {
+    guard.seen++;
+    if (guard.hit === null) {
+      const target = event.composedPath()[0] || event.target;
+      guard.hit = holds(target);
+      if (!guard.hit) guard.what = describe(target);
+    }
+    if (!guard.hit) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    }
+  };
+  for (const type of events) view.addEventListener(type, listener, {capture: true});
+  const timer = setTimeout(() => guard.remove(), lifetime);
+  guard.remove = () => {
+    clearTimeout(timer);
+    for (const type of events) view.removeEventListener(type, listener, {capture: true});
+    if (globalThis.__cdpEngineHitGuard === guard) delete globalThis.__cdpEngineHitGuard;
+  };
+  globalThis.__cdpEngineHitGuard = guard;
+  return true;
+}"""
+
+_VERDICT_JS = """function(token) {
+  const guard = globalThis.__cdpEngineHitGuard;
+  if (!guard || guard.token !== token) return null;
+  guard.remove();
+  return {hit: guard.hit, what: guard.what, seen: guard.seen};
+}"""
+
+
+@attrs.frozen
+class Miss:
+    """The press landed on something else (``what``: a short description of it); the page did not see it."""
+
+    what: str
+
+
+async def read_verdict(session: Session, handle: str, token: str) -> Miss | None:
+    """Remove the guard ``token`` set on ``handle`` in ``session``, and say whether the press missed.
+
+    None: a hit, or nothing to tell (nothing seen, the document gone, no answer in ``VERDICT_TIMEOUT``).
+    """
+    got = read = None
+    with trio.move_on_after(VERDICT_TIMEOUT), contextlib.suppress(CDPError):
+        read = reply = await session.execute_raw(
+            "Runtime.callFunctionOn",
+            {
+                "objectId": handle,
+                "functionDeclaration": _VERDICT_JS,
+                "arguments": [{"value": token}],
+                "returnByValue": True,
+            },
+        )
+        got = reply.get("result", {}).get("value")
+    if read is None:  # no answer: the guard may still be there
+        drop_guard(session, handle, token)
+    if isinstance(got, dict) and got.get("hit") is False:
+        return Miss(str(got.get("what") or "another element"))
+    return None
+
+
+def drop_guard(session: Session, handle: str, token: str) -> None:
+    """Remove the guard without waiting (an action that ended before its verdict was read)."""
+    if session.detached or session.crashed or session.connection.closed is not None:
+        return
+    session.connection.call_nowait(
+        session,
+        "Runtime.callFunctionOn",
+        {"objectId": handle, "functionDeclaration": _VERDICT_JS, "arguments": [{"value": token}]},
+    )
