@@ -20,12 +20,18 @@ from tests.unit.engine.test_evaluate_units import fake_page
 PNG = base64.b64encode(b"a png").decode()
 
 
-def commit(peer: FakePeer, frame_id: str = "F1") -> None:
-    """A new document in frame ``frame_id``: the main frame F1, or an iframe of it."""
+def commit(peer: FakePeer, frame_id: str = "F1", kind: str = "Navigation") -> None:
+    """A new document in frame ``frame_id``: the main frame F1, or an iframe of it; ``kind``
+    BackForwardCacheRestore for a page the back-forward cache restores."""
     frame: dict[str, Any] = {"id": frame_id, "url": "http://x/", "loaderId": "L"}
     if frame_id != "F1":
         frame["parentId"] = "F1"
-    peer.event("Page.frameNavigated", {"frame": frame, "type": "Navigation"}, session_id="PAGE")
+    peer.event("Page.frameNavigated", {"frame": frame, "type": kind}, session_id="PAGE")
+
+
+def parsed(peer: FakePeer) -> None:
+    """The main frame's new document is parsed (a history move waits for it; fake_page's frame is T1)."""
+    peer.event("Page.lifecycleEvent", {"frameId": "T1", "name": "DOMContentLoaded"}, session_id="PAGE")
 
 
 async def test_a_capture_lost_to_a_commit_is_asked_again() -> None:
@@ -149,6 +155,7 @@ async def test_a_history_move_refused_between_documents_is_asked_again() -> None
             assert again == {**move, "id": again["id"]}
             peer.reply(again)
             commit(peer)
+            parsed(peer)
 
         with trio.fail_after(5):
             async with trio.open_nursery() as nursery:
@@ -174,6 +181,7 @@ async def test_a_commit_seen_while_a_history_move_was_refused_is_not_taken_for_i
             await trio.sleep(0.2)
             own_commit_sent = True
             commit(peer)
+            parsed(peer)
 
         with trio.fail_after(5):
             async with trio.open_nursery() as nursery:
@@ -249,7 +257,7 @@ async def test_a_history_move_that_stops_loading_without_a_document(
             loading(peer, "Stopped")
             if restored:
                 await trio.sleep(NO_DOCUMENT_GRACE / 2)
-                commit(peer)
+                commit(peer, kind="BackForwardCacheRestore")  # no DOMContentLoaded: parsed long ago
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(tab)
@@ -265,3 +273,34 @@ async def test_a_history_move_that_stops_loading_without_a_document(
             assert trio.current_time() - start == pytest.approx(
                 NO_DOCUMENT_GRACE / 2 if restored else NO_DOCUMENT_GRACE
             )
+
+
+@pytest.mark.parametrize("end", ["parsed", "stopped"])
+async def test_a_history_move_returns_once_its_document_is_parsed_or_stopped(
+    mock_clock: MockClock, end: str
+) -> None:
+    # Its commit is not enough: a snapshot straight after it saw an empty page. A document stopped while
+    # it loads (window.stop(), a response cut short) is as parsed as it will be.
+    mock_clock.autojump_threshold = 0
+    async with open_fake_browser() as (browser, peer):
+        page = await fake_page(browser, peer)
+
+        async def tab() -> None:
+            history = await peer.next_command()
+            entries = [{"id": 5, "url": "http://x/a"}, {"id": 6, "url": "http://x/b"}]
+            peer.reply(history, {"currentIndex": 1, "entries": entries})
+            peer.reply(await peer.next_command())
+            loading(peer, "Started")
+            commit(peer)
+            await trio.sleep(1.0)
+            if end == "parsed":
+                parsed(peer)
+            else:
+                loading(peer, "Stopped")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(tab)
+            start = trio.current_time()
+            with trio.fail_after(5):
+                assert await page.back() is True
+            assert trio.current_time() - start == pytest.approx(1.0)
