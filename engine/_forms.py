@@ -59,11 +59,14 @@ _PREPARE_FILL = """function(text) {
   if (el.localName === 'input' && !untyped.includes(el.type)) {
     el.focus(); el.value = text;
     if (el.value !== text) return 'the ' + el.type + ' input does not take the value ' + JSON.stringify(text);
-    el.dispatchEvent(new Event('input', {bubbles: true}));
-    el.dispatchEvent(new Event('change', {bubbles: true}));
-    return 'set';
+    return 'set';  // its input and change go out under the navigation watch (_SET)
   }
   return 'the element is not a text field, textarea or contenteditable (it is <' + el.localName + '>)';
+}"""
+
+_SET = """function() {
+  this.dispatchEvent(new Event('input', {bubbles: true}));
+  this.dispatchEvent(new Event('change', {bubbles: true}));
 }"""
 
 _CHANGED = """function() {
@@ -120,23 +123,26 @@ async def fill(page: Page, ref: str, text: str) -> None:
     if not isinstance(text, str):
         raise TypeError(f"fill takes the text as a str, not {type(text).__name__}")
     group = new_group()
-    # Watched from the first attempt on: a value set by script fires its change there. A change handler
-    # that navigates (a form's submit()) then gets its new document parsed before this returns.
-    async with navigation_watch([page.session], ref):
-        node, handle, outcome = await _editable(page, "fill", ref, text, group)
-        session = node.session
-        try:
+    node, handle, outcome = await _editable(page, "fill", ref, text, group)
+    session = node.session
+    try:
+        # Watched from the field's first event on, not during the checks: a change handler that navigates
+        # (a form's submit()) gets its new document parsed before this returns, and a navigation of the
+        # page's own while the field was not ready yet is neither waited for nor stopped.
+        async with navigation_watch([page.session], ref):
+            if outcome == "set":
+                await call_on(session, handle, _SET)
+            elif text:
+                await input_across_commit(page, "Input.insertText", {"text": text}, f"fill {ref}", node)
+            else:
+                for kind in ("down", "up"):
+                    await page.session.execute_raw(
+                        "Input.dispatchKeyEvent", key_event(kind, KEYS["Delete"], 0)
+                    )
             if outcome == "typed":
-                if text:
-                    await input_across_commit(page, "Input.insertText", {"text": text}, f"fill {ref}", node)
-                else:
-                    for kind in ("down", "up"):
-                        await page.session.execute_raw(
-                            "Input.dispatchKeyEvent", key_event(kind, KEYS["Delete"], 0)
-                        )
                 await call_on(session, handle, _CHANGED)
-        finally:
-            release(session, group)
+    finally:
+        release(session, group)
 
 
 async def type_text(page: Page, ref: str, text: str, *, delay_ms: float) -> None:

@@ -17,6 +17,7 @@ import trio
 
 import cdp
 from engine import (
+    ActionError,
     Browser,
     ConnectionClosed,
     InvalidParams,
@@ -176,6 +177,19 @@ async def test_a_fill_or_select_whose_change_handler_navigates_waits_for_the_new
         await page.fill(ref(snap, "textbox", "Search"), "shoes")
         assert "the end of the trickle" in (await page.snapshot()).text
         assert await page.evaluate("location.search") == "?q=shoes"
+
+
+async def test_a_fill_that_fails_leaves_the_pages_own_navigation_alone(browser: Browser, faulty: str) -> None:
+    # The field stays disabled while the page goes to /late.html (answered after 1 s) by itself. A fill
+    # whose navigation watch also spanned its checks took that navigation for its own, and on failing
+    # stopped it: the page stayed where it was.
+    with trio.fail_after(20):
+        page = await browser.new_page(f"{faulty}/leaving.html")
+        snap = await page.snapshot()
+    with trio.fail_after(0.6), pytest.raises(ActionError, match="disabled"):
+        await page.fill(ref(snap, "textbox", "Name"), "x")
+    with trio.fail_after(10):
+        await page.wait_for(text="the late page")
 
 
 # -- crashes ------------------------------------------------------------------------------------------

@@ -27,6 +27,8 @@ PAGES: dict[str, bytes] = {
     b"<option value=''>Pick</option><option value='/trickle.html'>Trickle</option></select></label>"
     b"<form action='/trickle.html'><label>Search <input name='q' onchange='this.form.submit()'>"
     b"</label></form>",
+    "/leaving.html": b"<title>leaving</title><label>Name <input disabled></label>"
+    b"<script>setTimeout(() => { location.href = '/late.html' }, 100)</script>",
     "/fetching-forever.html": b"<title>fetching for ever</title><script>fetch('/forever.png')</script>",
 }
 
@@ -69,6 +71,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             time.sleep(0.5)
             self.wfile.write(tail)
+        elif path == "/late.html":
+            time.sleep(1)
+            self._send(200, b"<title>late</title><p>the late page</p>")
         elif path == "/slow.png":
             time.sleep(2)
             self._send(404, b"")
