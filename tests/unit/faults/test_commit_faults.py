@@ -132,6 +132,14 @@ async def test_an_input_lost_to_a_commit_is_given_up_after_the_grace(
         assert len(page.session._subscriptions) == 0  # the hooks are gone
 
 
+async def answer_history(peer: FakePeer) -> None:
+    """Answer the history move's look at the history: two entries, the second current (back is the first)."""
+    history = await peer.next_command()
+    assert history["method"] == "Page.getNavigationHistory"
+    entries = [{"id": 5, "url": "http://x/a"}, {"id": 6, "url": "http://x/b"}]
+    peer.reply(history, {"currentIndex": 1, "entries": entries})
+
+
 def refuse(peer: FakePeer, command: dict[str, Any], message: str = NOT_ACTIVE) -> None:
     peer.send({"id": command["id"], "error": {"code": -32000, "message": message}})
 
@@ -145,9 +153,7 @@ async def test_a_history_move_refused_between_documents_is_asked_again() -> None
                 history = await peer.next_command()
                 assert history["method"] == "Page.getNavigationHistory"
                 refuse(peer, history)
-            history = await peer.next_command()
-            entries = [{"id": 5, "url": "http://x/a"}, {"id": 6, "url": "http://x/b"}]
-            peer.reply(history, {"currentIndex": 1, "entries": entries})
+            await answer_history(peer)
             move = await peer.next_command()
             assert move["method"] == "Page.navigateToHistoryEntry"
             refuse(peer, move)
@@ -171,9 +177,7 @@ async def test_a_commit_seen_while_a_history_move_was_refused_is_not_taken_for_i
 
         async def tab() -> None:
             nonlocal own_commit_sent
-            history = await peer.next_command()
-            entries = [{"id": 5, "url": "http://x/a"}, {"id": 6, "url": "http://x/b"}]
-            peer.reply(history, {"currentIndex": 1, "entries": entries})
+            await answer_history(peer)
             refuse(peer, await peer.next_command())
             commit(peer)  # the navigation that was leaving commits: not the move's
             again = await peer.next_command()
@@ -248,9 +252,7 @@ async def test_a_history_move_that_stops_loading_without_a_document(
         page = await fake_page(browser, peer)
 
         async def tab() -> None:
-            history = await peer.next_command()
-            entries = [{"id": 5, "url": "http://x/a"}, {"id": 6, "url": "http://x/b"}]
-            peer.reply(history, {"currentIndex": 1, "entries": entries})
+            await answer_history(peer)
             loading(peer, "Stopped")  # the end of an earlier load: no start seen since the command
             peer.reply(await peer.next_command())
             loading(peer, "Started")
@@ -286,9 +288,7 @@ async def test_a_history_move_returns_once_its_document_is_parsed_or_stopped(
         page = await fake_page(browser, peer)
 
         async def tab() -> None:
-            history = await peer.next_command()
-            entries = [{"id": 5, "url": "http://x/a"}, {"id": 6, "url": "http://x/b"}]
-            peer.reply(history, {"currentIndex": 1, "entries": entries})
+            await answer_history(peer)
             peer.reply(await peer.next_command())
             loading(peer, "Started")
             commit(peer)
