@@ -468,14 +468,16 @@ async def check_actionable(
         failed = await call_on(session, handle, _CHECK_JS, enabled, await_promise=True)
         if failed:
             return NotYet(failed["check"], failed["detail"])
+    if guards is not None:
+        # Listed before it is set: a cancellation while the set is on its way still drops it (the drop
+        # follows the set on the same session), where a guard nobody listed cancelled other presses for 30 s.
+        guards.append((session, handle))
     point, scroll, (ox, oy), _ = await gather(
         lambda: centre(session, node.backend_node_id),
         lambda: scroll_offset(session) if hit else _zero(),
         lambda: frame_offset(page, session) if session is not page.session else _zero(),
         lambda: call_on(session, handle, SET_GUARD_JS, group, GUARD_LIFETIME * 1000) if guard else _zero(),
     )
-    if guards is not None:
-        guards.append((session, handle))
     if point is None:
         return NotYet("visible", "the element has no box")
     if hit:

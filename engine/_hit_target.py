@@ -139,8 +139,24 @@ async def read_verdict(session: Session, handle: str, token: str) -> Miss | None
     return None
 
 
+async def remove_guard(session: Session, handle: str, token: str) -> None:
+    """Remove the guard of an action that ended before its verdict was read, and wait (shielded, up to
+    ``REMOVE_WAIT``) until it is gone: a press sent right after (a fallback's click elsewhere) overtook a
+    removal sent without waiting, 1 time in 60, and was cancelled as a miss."""
+    with trio.CancelScope(shield=True), trio.move_on_after(REMOVE_WAIT), contextlib.suppress(CDPError):
+        await session.execute_raw(
+            "Runtime.callFunctionOn",
+            {"objectId": handle, "functionDeclaration": _VERDICT_JS, "arguments": [{"value": token}]},
+        )
+
+
+REMOVE_WAIT = 0.25
+"""Seconds an ended action waits for its guard's removal. A busy page answers later; the removal, already
+sent, still runs before any script or press that follows it on the page's main thread."""
+
+
 def drop_guard(session: Session, handle: str, token: str) -> None:
-    """Remove the guard without waiting (an action that ended before its verdict was read)."""
+    """Remove the guard without waiting (its verdict went unanswered: the page is busy)."""
     if session.detached or session.crashed or session.connection.closed is not None:
         return
     session.connection.call_nowait(
