@@ -118,22 +118,13 @@ class Miss:
 async def read_verdict(session: Session, handle: str, token: str) -> Miss | None:
     """Remove the guard ``token`` set on ``handle`` in ``session``, and say whether the press missed.
 
-    None: a hit, or nothing to tell (nothing seen, the document gone, no answer in ``VERDICT_TIMEOUT``).
+    None: a hit, or nothing to tell (nothing seen, the document gone, no answer in ``VERDICT_TIMEOUT``:
+    the read, already sent, still removes the guard once the page is free).
     """
-    got = read = None
+    got = None
     with trio.move_on_after(VERDICT_TIMEOUT), contextlib.suppress(CDPError):
-        read = reply = await session.execute_raw(
-            "Runtime.callFunctionOn",
-            {
-                "objectId": handle,
-                "functionDeclaration": _VERDICT_JS,
-                "arguments": [{"value": token}],
-                "returnByValue": True,
-            },
-        )
+        reply = await session.execute_raw("Runtime.callFunctionOn", _verdict(handle, token, by_value=True))
         got = reply.get("result", {}).get("value")
-    if read is None:  # no answer: the guard may still be there
-        drop_guard(session, handle, token)
     if isinstance(got, dict) and got.get("hit") is False:
         return Miss(str(got.get("what") or "another element"))
     return None
@@ -144,10 +135,7 @@ async def remove_guard(session: Session, handle: str, token: str) -> None:
     ``REMOVE_WAIT``) until it is gone: a press sent right after (a fallback's click elsewhere) overtook a
     removal sent without waiting, 1 time in 60, and was cancelled as a miss."""
     with trio.CancelScope(shield=True), trio.move_on_after(REMOVE_WAIT), contextlib.suppress(CDPError):
-        await session.execute_raw(
-            "Runtime.callFunctionOn",
-            {"objectId": handle, "functionDeclaration": _VERDICT_JS, "arguments": [{"value": token}]},
-        )
+        await session.execute_raw("Runtime.callFunctionOn", _verdict(handle, token, by_value=False))
 
 
 REMOVE_WAIT = 0.25
@@ -155,12 +143,11 @@ REMOVE_WAIT = 0.25
 sent, still runs before any script or press that follows it on the page's main thread."""
 
 
-def drop_guard(session: Session, handle: str, token: str) -> None:
-    """Remove the guard without waiting (its verdict went unanswered: the page is busy)."""
-    if session.detached or session.crashed or session.connection.closed is not None:
-        return
-    session.connection.call_nowait(
-        session,
-        "Runtime.callFunctionOn",
-        {"objectId": handle, "functionDeclaration": _VERDICT_JS, "arguments": [{"value": token}]},
-    )
+def _verdict(handle: str, token: str, *, by_value: bool) -> dict[str, object]:
+    """The params of the call that removes guard ``token`` and returns its verdict (by value, or none)."""
+    return {
+        "objectId": handle,
+        "functionDeclaration": _VERDICT_JS,
+        "arguments": [{"value": token}],
+        "returnByValue": by_value,
+    }
