@@ -184,7 +184,9 @@ async def history_step(page: Page, delta: int) -> bool:
             committed and method == "Page.frameStoppedLoading"
         )
 
-    async with _listen_for_the_move(page) as events:
+    # Lifecycle events come about ten a frame per load: only a history move, which waits for its document's
+    # DOMContentLoaded, listens to them.
+    async with _listen_for_the_move(page, "Page.lifecycleEvent") as events:
         watch = _Watch(page, events)
         entry = {"entryId": entries[index]["id"]}
         await _between_documents_too(
@@ -194,14 +196,15 @@ async def history_step(page: Page, delta: int) -> bool:
     return True
 
 
-def _listen_for_the_move(page: Page) -> AbstractAsyncContextManager[Subscription[Any]]:
-    """The events a reload or a history move is followed by (``_page`` has goto's own, typed list)."""
-    return page.session.listen(*_MOVE_EVENTS, typed=False, buffer_size=256, overflow="drop_oldest")
+def _listen_for_the_move(page: Page, *also: str) -> AbstractAsyncContextManager[Subscription[Any]]:
+    """The events a reload or a history move is followed by, and ``also`` (``_page`` has goto's own, typed
+    list)."""
+    events = (*_MOVE_EVENTS, *also)
+    return page.session.listen(*events, typed=False, buffer_size=256, overflow="drop_oldest")
 
 
 _MOVE_EVENTS = (
     "Page.frameNavigated",
-    "Page.lifecycleEvent",
     "Page.navigatedWithinDocument",
     "Page.loadEventFired",
     "Page.javascriptDialogOpening",
