@@ -492,14 +492,24 @@ async def _zero() -> tuple[float, float]:
 
 
 async def wait_actionable(
-    page: Page, what: str, ref: str, group: str, *, enabled: bool = True, hit: bool = True
+    page: Page,
+    what: str,
+    ref: str,
+    group: str,
+    *,
+    enabled: bool = True,
+    hit: bool = True,
+    guards: list[tuple[Session, str]] | None = None,
+    act: Callable[[Target], Awaitable[NotYet | None]] | None = None,
 ) -> Target:
     """The element, once every check passes (see the module docstring); ActionError when time runs out.
 
-    The JS handles it makes live in ``group``: the caller releases it in the element's session.
+    The JS handles it makes live in ``group``: the caller releases it in the element's session. With
+    ``guards`` and ``act``, each passing attempt sets a hit-target guard and is acted on (see
+    ``check_actionable`` and ``retry_until_deadline``).
     """
 
     async def attempt() -> Target | NotYet:
-        return await check_actionable(page, ref, group, enabled=enabled, hit=hit)
+        return await check_actionable(page, ref, group, enabled=enabled, hit=hit, guards=guards)
 
-    return await retry_until_deadline(what, ref, attempt)
+    return await retry_until_deadline(what, ref, attempt, act)

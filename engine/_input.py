@@ -21,12 +21,10 @@ from engine._actionability import (
     Target,
     call_on,
     centre,
-    check_actionable,
     frame_offset,
     new_group,
     object_id,
     release,
-    retry_until_deadline,
     send_nowait,
     wait_actionable,
 )
@@ -114,9 +112,6 @@ async def click(
             await _forced_click(page, node, group, button=button, click_count=click_count, mask=mask)
             return
 
-        async def attempt() -> Target | NotYet:
-            return await check_actionable(page, ref, group, guards=armed)
-
         async def act(target: Target) -> NotYet | None:
             async with navigation_watch(sessions_to_watch(page, target.node), target.node.ref):
                 await mouse_click(
@@ -133,7 +128,7 @@ async def click(
                 in_the_way=missed.what,
             )
 
-        target = await retry_until_deadline("click", ref, attempt, act)
+        target = await wait_actionable(page, "click", ref, group, guards=armed, act=act)
         node = target.node
     finally:
         for session, handle in dict.fromkeys(armed):  # the checks or the input ended early: none stays
