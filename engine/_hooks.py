@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from engine._errors import CDPError
 from engine._session import Session, Subscription
 
 log = logging.getLogger("engine.hooks")
@@ -19,6 +20,7 @@ log = logging.getLogger("engine.hooks")
 
 class _Hook(Subscription[Any]):
     _call: Callable[[str, dict[str, Any]], None]
+    _on_end: Callable[[CDPError], None] | None
 
     def _push(self, method: str, params: dict[str, Any]) -> None:
         if self._ended:
@@ -28,16 +30,28 @@ class _Hook(Subscription[Any]):
         except Exception:
             log.exception("an event hook failed on %s; the connection goes on", method)
 
+    def _close(self, error: CDPError | None = None) -> None:
+        ended = self._ended
+        super()._close(error)
+        if not ended and error is not None and self._on_end is not None:
+            self._on_end(error)
+
 
 def add_hook(
-    session: Session, methods: tuple[str, ...], call: Callable[[str, dict[str, Any]], None]
+    session: Session,
+    methods: tuple[str, ...],
+    call: Callable[[str, dict[str, Any]], None],
+    *,
+    on_end: Callable[[CDPError], None] | None = None,
 ) -> Subscription[Any]:
     """Call ``call(method, params)`` in the reader for each of ``methods`` on ``session`` until removed.
 
-    Remove it with ``session.unsubscribe(hook)``; it ends with the session.
+    Remove it with ``session.unsubscribe(hook)``; it ends with the session, and then ``on_end`` is called
+    with why (the link closed, the session detached), for a hook that someone waits on.
     """
     hook = _Hook._create(session, frozenset(methods), 1, "drop_newest", False)
     hook._call = call
+    hook._on_end = on_end
     session._add_subscription(hook)
     return hook
 

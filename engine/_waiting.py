@@ -24,7 +24,15 @@ from engine._actionability import (
     release,
     unless_deadline,
 )
-from engine._errors import ActionError, ConnectionClosed, ProtocolError, SessionDetached, StaleRefError
+from engine._errors import (
+    ActionError,
+    CDPError,
+    ConnectionClosed,
+    ProtocolError,
+    SessionDetached,
+    StaleRefError,
+    fresh_copy,
+)
 from engine._frames import frame_sessions, frame_tree
 from engine._hooks import add_hook
 from engine._util import first_error
@@ -59,7 +67,9 @@ class NavigationWatch:
     ``DOMContentLoaded``. A navigation that ends without a document (a 204, a download, a stop) ends with
     ``Page.frameStoppedLoading``; one that stays in the document, with ``Page.navigatedWithinDocument``;
     one of a frame removed from its document, with ``Page.frameDetached``; one of a frame whose document
-    the main frame's new one replaced, with that commit (Chromium sends nothing for such a frame).
+    the main frame's new one replaced, with that commit (Chromium sends nothing for such a frame). A link
+    that closes or a session that detaches ends the wait with that error: neither sends what the wait looks
+    for, and a browser killed during a click's navigation held the click to its deadline.
     """
 
     def __init__(self, main_frame: str = "") -> None:
@@ -70,6 +80,13 @@ class NavigationWatch:
         #: Set once the action's input has been handled (see ``__call__``).
         self.input_handled = False
         self._followed = 0
+        self._broken: CDPError | None = None
+
+    def end(self, error: CDPError) -> None:
+        """The link or a watched session is gone: the wait ends with ``error``."""
+        if self._broken is None:
+            self._broken = error
+        self._wake()
 
     def __call__(self, method: str, params: dict[str, Any]) -> None:
         if method == "Page.frameRequestedNavigation":
@@ -112,8 +129,15 @@ class NavigationWatch:
         self.changed = trio.Event()
 
     async def wait_committed(self) -> None:
-        """Until every navigation requested so far has its new document parsed (or ended without one)."""
+        """Until every navigation requested so far has its new document parsed (or ended without one).
+
+        Raises:
+            ConnectionClosed, SessionDetached: the link or a watched session went while a navigation was
+                pending.
+        """
         while self.pending:
+            if self._broken is not None:
+                raise fresh_copy(self._broken)
             await self.changed.wait()
 
 
@@ -170,7 +194,7 @@ async def navigation_watch(
     """
     main = sessions[0].target_id if sessions else None  # the page's own session comes first
     watch = NavigationWatch(main or "")
-    hooks = [(s, add_hook(s, _WATCHED, watch)) for s in sessions]
+    hooks = [(s, add_hook(s, _WATCHED, watch, on_end=watch.end)) for s in sessions]
     phase = "input"
     try:
         with trio.move_on_after(unless_deadline(DEFAULT_BUDGET)) as scope:

@@ -192,6 +192,32 @@ async def test_a_fill_that_fails_leaves_the_pages_own_navigation_alone(browser: 
         await page.wait_for(text="the late page")
 
 
+async def test_a_click_waiting_for_its_navigation_ends_when_the_browser_is_killed(faulty: str) -> None:
+    # The click's navigation (/trickle.html ends 0.5 s after it starts) waited for a DOMContentLoaded that
+    # a dead link never sends: the click held on to its deadline (10 s here). (A tab closed instead ends
+    # the navigation's frame, and the click returns.)
+    async with launch() as browser:
+        with trio.fail_after(20):
+            page = await browser.new_page(f"{faulty}/final.html")
+            await page.evaluate(
+                "document.body.insertAdjacentHTML('beforeend', \"<a href='/trickle.html'>On</a>\")"
+            )
+            snap = await page.snapshot()
+
+        async def kill() -> None:
+            await trio.sleep(0.15)
+            assert browser.process is not None
+            os.kill(browser.process.pid, signal.SIGKILL)
+
+        start = trio.current_time()
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(kill)
+                with pytest.raises(ConnectionClosed):
+                    await page.click(ref(snap, "link", "On"))
+        assert trio.current_time() - start < 3
+
+
 # -- crashes ------------------------------------------------------------------------------------------
 
 
