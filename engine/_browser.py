@@ -27,6 +27,7 @@ from engine._page import Page
 from engine._popups import watch_popups
 from engine._process import ChromiumProcess, open_chromium
 from engine._refs import RefCache
+from engine._requests import watch_requests
 from engine._session import Session
 from engine._sessions import AUTO_ATTACH
 from engine._settings import DEFAULT_SETTINGS, Settings
@@ -162,10 +163,12 @@ class Browser(metaclass=NoPublicConstructor):
         is visible: it gets animation frames and unthrottled timers, not only the last one opened.
 
         The page's session has ``Page`` enabled (with lifecycle events: ``page.goto`` follows them),
-        ``Inspector`` (crash and detach notices) and ``Target.setAutoAttach`` (out-of-process iframes and
-        workers become ``page.session.children``, paused until ``Browser.on_attach`` has seen them). Nothing
-        else is enabled: enable what you listen to, e.g. ``cdp.runtime.enable()`` for console messages and
-        exceptions, ``cdp.network.enable()`` for requests (an event of a domain not enabled never comes).
+        ``Inspector`` (crash and detach notices), ``Network`` (its requests are counted for ``networkidle``
+        from the start; ``Network.*`` events can be listened to at once) and ``Target.setAutoAttach``
+        (out-of-process iframes and workers become ``page.session.children``, paused until
+        ``Browser.on_attach`` has seen them). Nothing else is enabled: enable what you listen to, e.g.
+        ``cdp.runtime.enable()`` for console messages and exceptions (an event of a domain not enabled
+        never comes).
 
         If anything fails on the way (or the caller's deadline runs out), the new tab is closed again.
         """
@@ -191,6 +194,7 @@ class Browser(metaclass=NoPublicConstructor):
         page = Page(self, session, target_id)
         self._pages[target_id] = page
         watch_dialogs(page)
+        watch_requests(page)
         if url is not None:
             try:
                 await page.goto(url)
@@ -243,6 +247,7 @@ def _page_setup() -> list[cdp.Command[None]]:
         cdp.page.enable(),
         cdp.page.set_lifecycle_events_enabled(enabled=True),
         cdp.inspector.enable(),
+        cdp.network.enable(),  # for networkidle: its requests are counted from the start (_requests)
         AUTO_ATTACH,
     ]
 

@@ -18,6 +18,7 @@ from engine._actionability import DEFAULT_BUDGET, send_nowait, unless_deadline
 from engine._dialogs import watch_dialogs
 from engine._errors import ActionError, ConnectionClosed
 from engine._hooks import add_hook
+from engine._requests import watch_requests
 
 if TYPE_CHECKING:
     from engine._browser import Browser
@@ -65,6 +66,7 @@ def watch_popups(browser: Browser, setup: list[tuple[str, dict[str, Any]]]) -> N
             page = Page(browser, session, target)
             browser._pages[target] = page
             watch_dialogs(page)
+            watch_requests(page)
             for waiter in [w for w in waiters if w[0] == opener]:
                 waiters.remove(waiter)
                 waiter[1]._page = page

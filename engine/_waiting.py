@@ -35,6 +35,7 @@ from engine._errors import (
 )
 from engine._frames import frame_sessions, frame_tree
 from engine._hooks import add_hook
+from engine._requests import requests_of
 from engine._util import first_error
 from engine._worlds import evaluate_in_frame, evaluate_in_world
 
@@ -356,7 +357,7 @@ async def wait_for_load_state(page: Page, state: LoadState) -> None:
     """Until the main document reached ``state``; at once if it already has (read from the page)."""
     session = page.session
     if state == "networkidle":
-        await _network_idle(session, page.target_id)
+        await _network_idle(page)
         return
     ready = "complete" if state == "load" else "interactive"
     event = "load" if state == "load" else "DOMContentLoaded"
@@ -374,50 +375,42 @@ async def wait_for_load_state(page: Page, state: LoadState) -> None:
                 return
 
 
-async def _network_idle(session: Session, frame_id: str) -> None:
+async def _network_idle(page: Page) -> None:
     """No request in flight for ``NETWORK_IDLE`` seconds.
 
-    The Network domain counts the requests that start from here on. It cannot name those already in
-    flight, so Chromium's own word for the main frame's document is needed too: its ``networkIdle``
-    lifecycle event (no request for 0.5 s), which ``Page.setLifecycleEventsEnabled`` sends again, before
-    its reply, if the document has had it (with the document's other lifecycle events: a listener of
-    ``Page.lifecycleEvent`` sees them twice). It comes once per document: a request that began after it
-    and before this wait (one a click started just before) is unseen.
+    The page's requests are counted from the page's start (``engine._requests``), a fetch a click has just
+    begun included. A page opened as a popup was counted only once it was attached, so Chromium's own word
+    for the main frame's document is needed too: its ``networkIdle`` lifecycle event (no request for
+    0.5 s), which ``Page.setLifecycleEventsEnabled`` sends again, before its reply, if the document has
+    had it (with the document's other lifecycle events: a listener of ``Page.lifecycleEvent`` sees them
+    twice).
     """
-    inflight: set[str] = set()
-    last_change = [trio.current_time()]
+    session = page.session
+    frame_id = page.target_id
+    requests = requests_of(page)
     settled = [False]  # Chromium's networkIdle for the main frame's current document
 
     def seen(method: str, params: dict[str, Any]) -> None:
-        if method == "Page.lifecycleEvent":
-            if params.get("frameId") == frame_id:
-                name = params.get("name")
-                if name == "networkIdle":
-                    settled[0] = True
-                elif name in ("init", "commit"):
-                    settled[0] = False
-            return
-        request = params.get("requestId", "")
-        if method == "Network.requestWillBeSent":
-            inflight.add(request)
-        else:
-            inflight.discard(request)
-        last_change[0] = trio.current_time()
+        if params.get("frameId") == frame_id:
+            name = params.get("name")
+            if name == "networkIdle":
+                settled[0] = True
+            elif name in ("init", "commit"):
+                settled[0] = False
 
-    requests = ("Network.requestWillBeSent", "Network.loadingFinished", "Network.loadingFailed")
-    hook = add_hook(session, (*requests, "Page.lifecycleEvent"), seen)
+    hook = add_hook(session, ("Page.lifecycleEvent",), seen)
     try:
-        await session.execute_raw("Network.enable")
         await session.execute_raw("Page.setLifecycleEventsEnabled", {"enabled": True})
         while True:
             # Nothing else in this loop would see the tab, or the browser, go.
             if (closed := session.connection.closed) is not None:
                 raise ConnectionClosed(f"the networkidle wait ended: {closed}")
-            session.raise_if_unusable("Network.enable")
-            idle_for = trio.current_time() - last_change[0]
-            if settled[0] and not inflight and idle_for >= NETWORK_IDLE:
+            session.raise_if_unusable("Page.setLifecycleEventsEnabled")
+            idle_for = requests.idle_for()
+            quiet = settled[0] and not requests.inflight
+            if quiet and idle_for >= NETWORK_IDLE:
                 return
-            await trio.sleep(max(0.01, NETWORK_IDLE - idle_for) if settled[0] and not inflight else POLL)
+            await trio.sleep(max(0.01, NETWORK_IDLE - idle_for) if quiet else POLL)
     finally:
         session.unsubscribe(hook)
 

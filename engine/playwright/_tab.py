@@ -29,6 +29,7 @@ from engine import (
 from engine._browser import _page_setup
 from engine._evaluate import evaluate_on, recorder, stop_script
 from engine._metrics import MetricsRecorder
+from engine._requests import watch_requests
 from engine._settings import DEFAULT_SETTINGS
 from engine.playwright._refmap import PlaywrightRef, map_refs, parse_ai_snapshot
 from engine.playwright._runner import PlaywrightRunner
@@ -88,7 +89,9 @@ async def attach_page(browser: Browser, target_id: str) -> Page:
             attached["sessionId"], target_id=target_id, target_type="page", parent=browser.session
         )
         await session.execute_all(*_page_setup())
-    return Page(browser, session, target_id)
+    page = Page(browser, session, target_id)
+    watch_requests(page)
+    return page
 
 
 class PlaywrightTab:

@@ -391,6 +391,48 @@ async def test_network_idle_waits_for_a_request_that_began_before_the_wait(
         await page.wait_for(load_state="networkidle")  # idle already: at once (after the quiet 0.5 s)
 
 
+async def test_network_idle_after_a_click_waits_for_the_fetch_the_click_began(
+    browser: Browser, faulty: str
+) -> None:
+    """The click's fetch (2 s) begins after the document's own networkIdle and before the wait; a wait
+    that counted requests only from its own start returned after 0.5 s with the fetch in flight."""
+    page = await browser.new_page(f"{faulty}/fetch-on-click.html")
+    with trio.fail_after(15):
+        await page.wait_for(load_state="networkidle")
+        for _ in range(2):  # the second time too: the count goes on between waits
+            await page.evaluate("window.done = false")
+            button = next(r.ref for r in (await page.snapshot()).refs.values() if r.role == "button")
+            await page.click(button)
+            await page.wait_for(load_state="networkidle")
+            assert await page.evaluate("window.done") is True
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"], ids=["same-process", "out-of-process"])
+async def test_network_idle_after_a_click_in_an_iframe_waits_for_its_fetch(
+    browser: Browser, faulty: str, host: str
+) -> None:
+    page = await browser.new_page(f"{faulty}/framed-fetch.html?host={host}")
+    with trio.fail_after(15):
+        await page.wait_for(load_state="networkidle")
+        snapshot = await page.snapshot()
+        assert (host == "localhost") == bool(page.session.children)
+        button = next(r.ref for r in snapshot.refs.values() if r.role == "button")
+        await page.click(button)
+        await page.wait_for(load_state="networkidle")
+        assert "Fetched" in (await page.snapshot()).text
+
+
+async def test_network_idle_is_not_held_by_a_request_of_a_document_the_tab_left(
+    browser: Browser, faulty: str
+) -> None:
+    page = await browser.new_page(f"{faulty}/fetching-forever.html")
+    with trio.fail_after(15):
+        await page.goto(f"{faulty}/final.html")
+        started = time.monotonic()
+        await page.wait_for(load_state="networkidle")
+    assert time.monotonic() - started < 5
+
+
 async def test_a_network_idle_wait_on_a_tab_that_closes_ends_with_session_detached(
     browser: Browser, faulty: str
 ) -> None:

@@ -30,6 +30,13 @@ PAGES: dict[str, bytes] = {
     "/leaving.html": b"<title>leaving</title><label>Name <input disabled></label>"
     b"<script>setTimeout(() => { location.href = '/late.html' }, 100)</script>",
     "/fetching-forever.html": b"<title>fetching for ever</title><script>fetch('/forever.png')</script>",
+    "/fetch-on-click.html": b"<title>fetch on click</title><script>window.done = false</script>"
+    b"<button onclick=\"fetch('/slow.png').finally(() => "
+    b"{ window.done = true; document.body.append('Fetched') })\">Fetch</button>",
+    # ?host=localhost: the frame is cross-site, so out of process (a session of its own).
+    "/framed-fetch.html": b"<title>framed fetch</title><script>"
+    b"const host = new URLSearchParams(location.search).get('host') || location.hostname;"
+    b"document.write(`<iframe src='http://${host}:${location.port}/fetch-on-click.html'></iframe>`)</script>",
 }
 
 

@@ -25,6 +25,7 @@ from engine import (
     SessionDetached,
     TargetCrashed,
 )
+from engine._browser import _page_setup
 from engine._connection import LARGE_MESSAGE
 from engine.lowlevel import Connection
 from engine.testing import FakePeer
@@ -317,7 +318,7 @@ async def fake_new_page(peer: FakePeer, fault: str) -> None:
     peer.reply(create, {"targetId": "T1"})
     attach = await peer.next_command()
     peer.reply(attach, {"sessionId": "S1"})
-    setup = [await peer.next_command() for _ in range(4)]
+    setup = [await peer.next_command() for _ in _page_setup()]
     assert {c.get("sessionId") for c in setup} == {"S1"}
     if fault == "dies":
         peer.close()
@@ -349,7 +350,7 @@ async def test_closed_pages_are_forgotten(fake: tuple[Browser, FakePeer]) -> Non
             create = await peer.next_command()
             peer.reply(create, {"targetId": f"T{i}"})
             peer.reply(await peer.next_command(), {"sessionId": f"S{i}"})
-            for _ in range(4):
+            for _ in _page_setup():
                 peer.reply(await peer.next_command())
             close = await peer.next_command()
             assert close["method"] == "Target.closeTarget"
