@@ -30,7 +30,7 @@ from engine._errors import (
     fresh_copy,
 )
 from engine._params import encode_message
-from engine._sessions import SessionTable
+from engine._sessions import LIFECYCLE_EVENTS, SessionTable
 from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._trace import protocol_tracer
 from engine._util import NoPublicConstructor, collapse_groups, gc_paused
@@ -576,10 +576,11 @@ class Connection(metaclass=NoPublicConstructor):
         params = message.get("params")
         if not isinstance(params, dict):
             params = {}
-        try:
-            self.sessions.follow(session, method, params)
-        except Exception:
-            log.exception("failed to follow %s; the connection goes on", method)
+        if method in LIFECYCLE_EVENTS:  # tested here: most events skip a call
+            try:
+                self.sessions.follow(session, method, params)
+            except Exception:
+                log.exception("failed to follow %s; the connection goes on", method)
         session._deliver(method, params)
 
     def _unwanted(self, raw: bytes) -> bool:

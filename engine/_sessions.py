@@ -121,8 +121,6 @@ class SessionTable:
 
     def follow(self, session: Session, method: str, params: dict[str, Any]) -> None:
         """Act on a lifecycle event that arrived on ``session`` (any other event is ignored)."""
-        if method not in _LIFECYCLE:  # most events: one set lookup instead of eight comparisons
-            return
         # An id that is missing or not a string names no session: the browser's own has None for both.
         if method == "Target.attachedToTarget":
             self._attached_to_target(session, params)
@@ -208,7 +206,7 @@ class SessionTable:
             child.execute_nowait(cdp.runtime.run_if_waiting_for_debugger())
 
 
-_LIFECYCLE = frozenset(
+LIFECYCLE_EVENTS = frozenset(
     {
         "Target.attachedToTarget",
         "Target.detachedFromTarget",
