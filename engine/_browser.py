@@ -27,7 +27,7 @@ from engine._page import Page
 from engine._popups import watch_popups
 from engine._process import ChromiumProcess, open_chromium
 from engine._refs import RefCache
-from engine._requests import watch_requests
+from engine._requests import NETWORK_SETUP, watch_requests
 from engine._session import Session
 from engine._sessions import AUTO_ATTACH
 from engine._settings import DEFAULT_SETTINGS, Settings
@@ -164,7 +164,8 @@ class Browser(metaclass=NoPublicConstructor):
 
         The page's session has ``Page`` enabled (with lifecycle events: ``page.goto`` follows them),
         ``Inspector`` (crash and detach notices), ``Network`` (its requests are counted for ``networkidle``
-        from the start; ``Network.*`` events can be listened to at once) and ``Target.setAutoAttach``
+        from the start; ``Network.*`` events can be listened to at once; no response bodies are kept until
+        you send ``cdp.network.enable()`` yourself) and ``Target.setAutoAttach``
         (out-of-process iframes and workers become ``page.session.children``, paused until
         ``Browser.on_attach`` has seen them). Nothing else is enabled: enable what you listen to, e.g.
         ``cdp.runtime.enable()`` for console messages and exceptions (an event of a domain not enabled
@@ -247,7 +248,7 @@ def _page_setup() -> list[cdp.Command[None]]:
         cdp.page.enable(),
         cdp.page.set_lifecycle_events_enabled(enabled=True),
         cdp.inspector.enable(),
-        cdp.network.enable(),  # for networkidle: its requests are counted from the start (_requests)
+        NETWORK_SETUP,  # for networkidle: its requests are counted from the start (_requests)
         AUTO_ATTACH,
     ]
 

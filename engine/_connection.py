@@ -576,11 +576,16 @@ class Connection(metaclass=NoPublicConstructor):
         params = message.get("params")
         if not isinstance(params, dict):
             params = {}
-        if method in LIFECYCLE_EVENTS:  # tested here: most events skip a call
+        if method in LIFECYCLE_EVENTS:  # tested here: most events skip these calls
             try:
                 self.sessions.follow(session, method, params)
             except Exception:
                 log.exception("failed to follow %s; the connection goes on", method)
+            session._deliver(method, params)
+            # A new child is resumed after the parent's hooks saw its attach: what they send it (the
+            # engine's Network.enable, Page.enable) reaches it before it runs, so no request is missed.
+            self.sessions.resume_attached()
+            return
         session._deliver(method, params)
 
     def _unwanted(self, raw: bytes) -> bool:

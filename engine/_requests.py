@@ -1,10 +1,16 @@
-"""The requests a page has in flight, followed from the moment the page is made (``networkidle``).
+"""The requests a page waits on, followed from the moment the page is made (``networkidle``).
 
 The Network domain reports only the requests that start after ``Network.enable``: a wait that enabled it
 itself could not see the fetch a click had just started, and returned while it was in flight. So every
-page gets ``Network.enable`` with its set-up (``_browser._page_setup``), this watcher counts its requests
-from then on, and its out-of-process iframes' as they attach, and ``wait_for(load_state="networkidle")``
-reads the count.
+page gets ``Network.enable`` with its set-up (``_browser._page_setup``; no response bodies kept, so the
+browser's memory does not grow with what the page downloads), this watcher counts its requests from then
+on, and its out-of-process iframes' and workers' as they attach (enabled before they are resumed), and
+``wait_for(load_state="networkidle")`` reads the count.
+
+A request counts until its response arrives (or it fails); after that only its data does, as activity
+that restarts the quiet time. Its end (``loadingFinished``) is no mark to wait for: Chromium sends none
+for a ``fetch()`` whose body the page never reads. A new document in a frame ends the requests of the
+old one there: Chromium reports some of them failed, and of others (an out-of-process iframe's) nothing.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+import cdp
 from engine._actionability import send_nowait
 from engine._errors import CDPError
 from engine._hooks import add_hook
@@ -21,21 +28,49 @@ if TYPE_CHECKING:
     from engine._page import Page
     from engine._session import Session
 
-_REQUEST_EVENTS = ("Network.requestWillBeSent", "Network.loadingFinished", "Network.loadingFailed")
+NETWORK_SETUP = cdp.network.enable(max_total_buffer_size=0, max_resource_buffer_size=0)
+"""``Network.enable`` for the engine's own count: Chromium keeps no response bodies (a page that
+read 80 MB grew the browser by 133 MB with the defaults, by 24 MB without Network). A user's own
+``cdp.network.enable()`` sets Chromium's defaults again, and ``Network.getResponseBody`` works from then."""
+
+_REQUEST_EVENTS = (
+    "Network.requestWillBeSent",
+    "Network.responseReceived",
+    "Network.dataReceived",
+    "Network.loadingFinished",
+    "Network.loadingFailed",
+)
+_FRAME_EVENTS = ("Page.frameNavigated", "Page.frameDetached")
+
+
+class _Request:
+    """A request waiting for its response: its frame, the document that made it, and its session."""
+
+    __slots__ = ("frame", "loader", "session")
+
+    def __init__(self, frame: object, loader: object, session: Session) -> None:
+        self.frame = frame
+        self.loader = loader
+        self.session = session
 
 
 class Requests:
-    """A page's requests in flight (request id -> the loader id of the document that made it), and when
-    that set last changed."""
+    """A page's requests waiting for their response (by request id), and when its network was last
+    active (a request began, got its response or data, or ended)."""
 
     def __init__(self) -> None:
-        self.inflight: dict[str, str] = {}
-        self.document: object = None  # the loader id of the main frame's document, once its commit is seen
+        self.inflight: dict[str, _Request] = {}
         self.last_change = trio.current_time()
 
     def idle_for(self) -> float:
-        """Seconds since a request last began or ended."""
+        """Seconds since the page's network was last active."""
         return trio.current_time() - self.last_change
+
+    def drop(self, stale: list[str]) -> None:
+        for request in stale:
+            del self.inflight[request]
+        if stale:
+            self.last_change = trio.current_time()
 
 
 def requests_of(page: Page) -> Requests:
@@ -47,58 +82,54 @@ def requests_of(page: Page) -> Requests:
 
 def watch_requests(page: Page) -> None:
     """Follow the requests of ``page`` (called once per Page, after its set-up sent ``Network.enable``)."""
-    _watch_session(page, page.session, main=True)
+    _watch_session(page, page.session)
 
 
-def _watch_session(page: Page, session: Session, *, main: bool) -> None:
+def _watch_session(page: Page, session: Session) -> None:
     state = requests_of(page)
-    mine: set[str] = set()  # this session's requests in flight
+    inflight = state.inflight
 
     def seen(method: str, params: dict[str, Any]) -> None:
-        request = params.get("requestId")
-        if not isinstance(request, str):
-            return
-        if method == "Network.requestWillBeSent":
-            loader = params.get("loaderId")
-            state.inflight[request] = loader if isinstance(loader, str) else ""
-            mine.add(request)
-        elif state.inflight.pop(request, None) is None:
-            return
-        else:
-            mine.discard(request)
         state.last_change = trio.current_time()
+        request = params.get("requestId")
+        if not isinstance(request, str) or method == "Network.dataReceived":
+            return
+        if method == "Network.requestWillBeSent":  # (again for each redirect, with the same id)
+            inflight[request] = _Request(params.get("frameId"), params.get("loaderId"), session)
+        else:
+            inflight.pop(request, None)
 
     def ended(_: CDPError) -> None:
-        # An iframe's session that goes (the frame was removed) reports nothing more of its requests.
-        for request in mine:
-            state.inflight.pop(request, None)
-        mine.clear()
-        state.last_change = trio.current_time()
+        # A session that goes (its frame removed, its worker ended) reports nothing more of its requests.
+        state.drop([r for r, entry in inflight.items() if entry.session is session])
 
-    def committed(method: str, params: dict[str, Any]) -> None:
-        # A new document in the tab: the old one's requests (and its iframes') end with it. Chromium
-        # reports them failed; this drops any it does not, so none holds the count up for ever.
-        loader = params.get("loaderId")
-        if (
-            params.get("name") == "commit"
-            and params.get("frameId") == page.target_id
-            and loader != state.document
-        ):
-            state.document = loader  # (the same document's commit comes again with setLifecycleEventsEnabled)
-            stale = [r for r, owner in state.inflight.items() if owner != loader]
-            for request in stale:
-                del state.inflight[request]
-                mine.discard(request)
-            if stale:
-                state.last_change = trio.current_time()
+    def frame_changed(method: str, params: dict[str, Any]) -> None:
+        if method == "Page.frameDetached":
+            frame = params.get("frameId")
+            state.drop([r for r, entry in inflight.items() if entry.frame == frame])
+            return
+        frame = params.get("frame")
+        if not isinstance(frame, dict):
+            return
+        frame_id, loader = frame.get("id"), frame.get("loaderId")
+        if session is page.session and frame_id == page.target_id:
+            # A new document in the tab: none of the old documents' requests is waited on (the new one's
+            # iframes have not begun yet: this comes at its commit).
+            stale = [r for r, entry in inflight.items() if entry.loader != loader]
+        else:
+            stale = [r for r, entry in inflight.items() if entry.frame == frame_id and entry.loader != loader]
+        state.drop(stale)
 
     def attached(method: str, params: dict[str, Any]) -> None:
+        # Run before the child is resumed (SessionTable.resume_attached): its first requests are seen.
         child = session.connection.sessions.get(params.get("sessionId"))
-        if child is not None and child.target_type == "iframe" and not child.detached:
-            send_nowait(child, "Network.enable", {})
-            _watch_session(page, child, main=False)
+        if child is None or child.detached or child.target_type not in ("iframe", "worker"):
+            return
+        child.execute_nowait(NETWORK_SETUP)
+        if child.target_type == "iframe":
+            send_nowait(child, "Page.enable", {})  # its frames' navigations (also sent for its dialogs)
+        _watch_session(page, child)
 
     add_hook(session, _REQUEST_EVENTS, seen, on_end=ended)
-    if main:
-        add_hook(session, ("Page.lifecycleEvent",), committed)
+    add_hook(session, _FRAME_EVENTS, frame_changed)
     add_hook(session, ("Target.attachedToTarget",), attached)

@@ -43,7 +43,9 @@ class SessionTableStatistics:
 class SessionTable:
     """The sessions of one connection by id, with the browser-level session under ``None``.
 
-    Created by the connection; the reader calls :meth:`follow` for every event before it is delivered.
+    Created by the connection; the reader calls :meth:`follow` for every lifecycle event before it is
+    delivered, and :meth:`resume_attached` after: a child that attached paused is resumed once the
+    parent's hooks have seen its attach too (the engine's own set-up of the child goes out first).
     """
 
     def __init__(self, connection: Connection) -> None:
@@ -51,6 +53,7 @@ class SessionTable:
         self._by_id: dict[str | None, Session] = {}
         #: Called with every auto-attached child (iframe, worker) before it is resumed (Browser.on_attach).
         self.on_attach: Callable[[Session], None] | None = None
+        self._paused: list[Session] = []  # attached waiting for the debugger: resume_attached resumes them
         self._attached = 0
         self._detached = 0
         self._crashed = 0
@@ -203,7 +206,14 @@ class SessionTable:
             except Exception:
                 log.exception("Browser.on_attach failed for %r; the session is resumed anyway", child)
         if params.get("waitingForDebugger"):
-            child.execute_nowait(cdp.runtime.run_if_waiting_for_debugger())
+            self._paused.append(child)
+
+    def resume_attached(self) -> None:
+        """Resume the children that attached paused, once everything that sets them up has been sent."""
+        paused, self._paused = self._paused, []
+        for child in paused:
+            if not (child.detached or child.crashed):
+                child.execute_nowait(cdp.runtime.run_if_waiting_for_debugger())
 
 
 LIFECYCLE_EVENTS = frozenset(

@@ -376,7 +376,7 @@ async def wait_for_load_state(page: Page, state: LoadState) -> None:
 
 
 async def _network_idle(page: Page) -> None:
-    """No request in flight for ``NETWORK_IDLE`` seconds.
+    """No request waiting for its response, and no network activity, for ``NETWORK_IDLE`` seconds.
 
     The page's requests are counted from the page's start (``engine._requests``), a fetch a click has just
     begun included. A page opened as a popup was counted only once it was attached, so Chromium's own word

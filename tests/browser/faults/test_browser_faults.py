@@ -22,6 +22,7 @@ from engine import (
     ConnectionClosed,
     InvalidParams,
     NavigationError,
+    Page,
     ProtocolError,
     SessionDetached,
     Settings,
@@ -431,6 +432,78 @@ async def test_network_idle_is_not_held_by_a_request_of_a_document_the_tab_left(
         started = time.monotonic()
         await page.wait_for(load_state="networkidle")
     assert time.monotonic() - started < 5
+
+
+async def click_the_button(page: Page) -> None:
+    await page.click(next(r.ref for r in (await page.snapshot()).refs.values() if r.role == "button"))
+
+
+async def test_network_idle_is_not_held_by_a_fetch_whose_body_the_page_never_reads(
+    browser: Browser, faulty: str
+) -> None:
+    """Chromium sends no loadingFinished for it: a count that waited for one held every later wait."""
+    page = await browser.new_page(f"{faulty}/unread-body.html")
+    with trio.fail_after(15):
+        await page.wait_for(load_state="networkidle")
+        await click_the_button(page)
+        await page.wait_for(text="Status 200")
+        started = time.monotonic()
+        await page.wait_for(load_state="networkidle")
+    assert time.monotonic() - started < 3
+
+
+async def test_network_idle_counts_a_worker_s_requests_and_is_not_held_by_its_script(
+    browser: Browser, faulty: str
+) -> None:
+    """The worker's script request begins on the page's session and ends on the worker's; the worker's
+    own fetch (2 s) is counted too, as its session gets Network.enable before it runs."""
+    page = await browser.new_page(f"{faulty}/worker.html")
+    with trio.fail_after(15):
+        await page.wait_for(load_state="networkidle")
+        await click_the_button(page)
+        await page.wait_for(load_state="networkidle")
+        assert "Worker done" in (await page.snapshot()).text
+        started = time.monotonic()
+        await page.wait_for(load_state="networkidle")
+    assert time.monotonic() - started < 3
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"], ids=["same-process", "out-of-process"])
+async def test_network_idle_right_after_a_goto_waits_for_an_iframe_s_fetch(
+    browser: Browser, faulty: str, host: str
+) -> None:
+    """The first wait on a new document: the frame's fetch (2 s) was begun before it, and is waited for."""
+    page = await browser.new_page()
+    with trio.fail_after(15):
+        await page.goto(f"{faulty}/framed.html?host={host}&src=/fetch-on-load.html")
+        await page.wait_for(load_state="networkidle")
+        assert "Fetched" in (await page.snapshot()).text
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"], ids=["same-process", "out-of-process"])
+async def test_network_idle_is_not_held_by_a_fetch_of_a_frame_document_that_moved_on(
+    browser: Browser, faulty: str, host: str
+) -> None:
+    page = await browser.new_page(f"{faulty}/framed.html?host={host}&src=/fetch-then-move.html")
+    with trio.fail_after(20):
+        await page.wait_for(load_state="networkidle")
+        await click_the_button(page)
+        await page.wait_for(text="the final page")
+        started = time.monotonic()
+        await page.wait_for(load_state="networkidle")
+    assert time.monotonic() - started < 3
+
+
+async def test_network_bodies_are_kept_once_the_user_enables_network(browser: Browser, faulty: str) -> None:
+    """The page's own Network.enable keeps no bodies; the user's cdp.network.enable() brings them back."""
+    page = await browser.new_page()
+    with trio.fail_after(15):
+        await page.session.execute(cdp.network.enable())
+        async with page.session.listen(cdp.network.LoadingFinished) as finished:
+            await page.goto(f"{faulty}/final.html")
+            request = (await finished.receive()).request_id
+        body = await page.session.execute(cdp.network.get_response_body(request_id=request))
+    assert "the final page" in body.body
 
 
 async def test_a_network_idle_wait_on_a_tab_that_closes_ends_with_session_detached(

@@ -30,6 +30,7 @@ def attach(table: SessionTable, parent: Session, session_id: str, kind: str = "i
     info = {"targetId": f"T-{session_id}", "type": kind, "url": f"https://{session_id}.test/"}
     params = {"sessionId": session_id, "targetInfo": info, **extra}
     table.follow(parent, "Target.attachedToTarget", params)
+    table.resume_attached()  # as the reader does, once the parent's hooks have seen the attach
 
 
 def test_the_browser_session_is_there_from_the_start(table: SessionTable) -> None:

@@ -37,6 +37,20 @@ PAGES: dict[str, bytes] = {
     "/framed-fetch.html": b"<title>framed fetch</title><script>"
     b"const host = new URLSearchParams(location.search).get('host') || location.hostname;"
     b"document.write(`<iframe src='http://${host}:${location.port}/fetch-on-click.html'></iframe>`)</script>",
+    # ?host=...&src=/page.html: the same with any page in the frame.
+    "/framed.html": b"<title>framed</title><script>const q = new URLSearchParams(location.search);"
+    b"document.write(`<iframe src='http://${q.get('host')}:${location.port}${q.get('src')}'></iframe>`)</script>",
+    "/fetch-on-load.html": b"<title>fetch on load</title>"
+    b"<script>fetch('/slow.png').finally(() => document.body.append('Fetched'))</script>",
+    # The frame's document moves on while its fetch is in flight: Chromium reports the fetch neither
+    # finished nor failed when the frame is out of process and keeps its session.
+    "/fetch-then-move.html": b"<title>fetch then move</title><button onclick=\"fetch('/forever.png');"
+    b"setTimeout(() => { location.href = '/final.html' }, 300)\">Move</button>",
+    # A fetch whose body the page never reads: Chromium sends no loadingFinished for it.
+    "/unread-body.html": b"<title>unread body</title><button onclick="
+    b"\"fetch('/body').then(r => document.body.append('Status ' + r.status))\">Fetch</button>",
+    "/worker.html": b"<title>worker</title><button onclick=\"window.worker = new Worker('/worker.js');"
+    b'worker.onmessage = e => document.body.append(e.data)">Start</button>',
 }
 
 
@@ -81,6 +95,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         elif path == "/late.html":
             time.sleep(1)
             self._send(200, b"<title>late</title><p>the late page</p>")
+        elif path == "/body":
+            self._send(200, b"0123456789", "Content-Type: text/plain", "Cache-Control: no-store")
+        elif path == "/worker.js":
+            # Its script request begins on the page's session and ends on the worker's.
+            script = b"fetch('/slow.png').finally(() => postMessage('Worker done'))"
+            self._send(200, script, "Content-Type: text/javascript", "Cache-Control: no-store")
         elif path == "/slow.png":
             time.sleep(2)
             self._send(404, b"")
@@ -103,7 +123,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(status)
         for header in headers:
             self.send_header(*header.split(": ", 1))
-        self.send_header("Content-Type", "text/html")
+        if not any(header.startswith("Content-Type:") for header in headers):
+            self.send_header("Content-Type", "text/html")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)

@@ -27,6 +27,7 @@ from engine import (
 )
 from engine._browser import _page_setup
 from engine._connection import LARGE_MESSAGE
+from engine._hooks import add_hook
 from engine.lowlevel import Connection
 from engine.testing import FakePeer
 from tests.unit.faults.server import read_request, serving
@@ -413,3 +414,32 @@ async def test_connect_to_a_misbehaving_endpoint_says_what_came(answer: Any, exp
             with pytest.raises(ConnectError, match=expected):
                 async with connect(url, settings=settings):
                     pass
+
+
+async def test_a_paused_child_is_resumed_after_its_parent_s_hooks_have_set_it_up(pair: Pair) -> None:
+    """The engine's hooks enable what they follow on a new iframe or worker (Network.enable for
+    networkidle) as its attach is delivered; sent after the resume, that came too late for its first
+    requests (a worker's script request was never seen to end)."""
+    connection, peer, _ = pair
+    with trio.fail_after(5):
+        peer.event("Target.attachedToTarget", _target("P", "page"))
+        while (page := connection.sessions.get("P")) is None:
+            await trio.sleep(0.001)
+
+        def set_up(method: str, params: dict[str, Any]) -> None:
+            child = connection.sessions.get(params["sessionId"])
+            assert child is not None
+            child.execute_nowait(cdp.network.enable())
+
+        add_hook(page, ("Target.attachedToTarget",), set_up)
+        peer.event("Target.attachedToTarget", _target("W", "worker", waiting=True), session_id="P")
+        sent = [await peer.next_command() for _ in range(2)]
+    assert [(c["method"], c.get("sessionId")) for c in sent] == [
+        ("Network.enable", "W"),
+        ("Runtime.runIfWaitingForDebugger", "W"),
+    ]
+
+
+def _target(session_id: str, kind: str, *, waiting: bool = False) -> dict[str, Any]:
+    info = {"targetId": f"T-{session_id}", "type": kind, "title": "", "url": "about:blank", "attached": True}
+    return {"sessionId": session_id, "targetInfo": info, "waitingForDebugger": waiting}
