@@ -380,6 +380,21 @@ async def test_send_nowait_keeps_what_the_kernel_did_not_take_as_a_backlog(case:
             assert await peer.receive() == b"after"
 
 
+@pytest.mark.parametrize("case", EAGER_CASES)
+async def test_send_nowait_of_several_keeps_their_order_when_the_first_fills_the_kernel(case: Case) -> None:
+    big = b"b" * BIG
+    with trio.fail_after(20):
+        async with case.open(LIMIT) as (transport, peer):
+            assert transport.send_nowait([big, *SMALL]) is True
+            assert transport.backlog > len(b"".join(SMALL)), "the kernel took only part of the first"
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(transport.send, [])
+                assert await peer_receives(peer, 4) == [big, *SMALL]
+            assert transport.backlog == 0
+            assert transport.send_nowait(SMALL) is True, "an idle link again"
+            assert await peer_receives(peer, 3) == SMALL
+
+
 @pytest.mark.parametrize("case", CASES)
 async def test_an_oversized_message_is_refused_before_anything_is_written(case: Case) -> None:
     limit = 1000
