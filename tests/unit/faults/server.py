@@ -33,11 +33,8 @@ PAGES: dict[str, bytes] = {
     "/fetch-on-click.html": b"<title>fetch on click</title><script>window.done = false</script>"
     b"<button onclick=\"fetch('/slow.png').finally(() => "
     b"{ window.done = true; document.body.append('Fetched') })\">Fetch</button>",
-    # ?host=localhost: the frame is cross-site, so out of process (a session of its own).
-    "/framed-fetch.html": b"<title>framed fetch</title><script>"
-    b"const host = new URLSearchParams(location.search).get('host') || location.hostname;"
-    b"document.write(`<iframe src='http://${host}:${location.port}/fetch-on-click.html'></iframe>`)</script>",
-    # ?host=...&src=/page.html: the same with any page in the frame.
+    # ?host=...&src=/page.html: that page in a frame; with host=localhost the frame is cross-site, so out
+    # of process (a session of its own).
     "/framed.html": b"<title>framed</title><script>const q = new URLSearchParams(location.search);"
     b"document.write(`<iframe src='http://${q.get('host')}:${location.port}${q.get('src')}'></iframe>`)</script>",
     "/fetch-on-load.html": b"<title>fetch on load</title>"
