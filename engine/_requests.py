@@ -11,6 +11,9 @@ A request counts until its response arrives (or it fails); after that only its d
 that restarts the quiet time. Its end (``loadingFinished``) is no mark to wait for: Chromium sends none
 for a ``fetch()`` whose body the page never reads. A new document in a frame ends the requests of the
 old one there: Chromium reports some of them failed, and of others (an out-of-process iframe's) nothing.
+
+Not counted: a service worker's own requests. Counted until the tab's next document: the script request
+of a worker terminated before its script came (Chromium reports no end for it).
 """
 
 from __future__ import annotations
@@ -105,8 +108,10 @@ def _watch_session(page: Page, session: Session) -> None:
 
     def frame_changed(method: str, params: dict[str, Any]) -> None:
         if method == "Page.frameDetached":
+            # This session's: a frame that swaps process goes on in a child session, whose requests may
+            # come before this (an out-of-process frame's removal ends its session, and so its requests).
             frame = params.get("frameId")
-            state.drop([r for r, entry in inflight.items() if entry.frame == frame])
+            state.drop([r for r, e in inflight.items() if e.frame == frame and e.session is session])
             return
         frame = params.get("frame")
         if not isinstance(frame, dict):

@@ -28,6 +28,10 @@ AUTO_ATTACH = cdp.target.set_auto_attach(auto_attach=True, wait_for_debugger_on_
 _FRAME_TARGETS = ("page", "iframe")
 """Target types whose main frame id is the target id (so a session knows its frame)."""
 
+_AUTO_ATTACHING = (*_FRAME_TARGETS, "worker")
+"""Children that get AUTO_ATTACH in turn: a dedicated worker's own workers attach under it (unattached,
+the script request of one began on its parent's session and was never seen to end)."""
+
 
 @attrs.frozen(kw_only=True)
 class SessionTableStatistics:
@@ -197,8 +201,8 @@ class SessionTable:
         )
         if parent.session_id is None:
             return  # attached at browser level (Browser.new_page, or the user): set up by whoever asked
-        if child.target_type in _FRAME_TARGETS:
-            # Nested out-of-process iframes attach to this child in turn.
+        if child.target_type in _AUTO_ATTACHING:
+            # Nested out-of-process iframes, and a worker's own workers, attach to this child in turn.
             child.execute_nowait(AUTO_ATTACH)
         if self.on_attach is not None:
             try:

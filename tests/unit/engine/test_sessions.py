@@ -67,12 +67,18 @@ def test_a_child_of_a_page_is_set_up_then_resumed(table: SessionTable) -> None:
     assert seen == [("F", 1)]  # the hook ran after auto-attach was sent and before the resume
 
 
-def test_a_worker_is_resumed_without_auto_attach(table: SessionTable) -> None:
+def test_a_worker_gets_auto_attach_for_its_own_workers_then_is_resumed(table: SessionTable) -> None:
     page = table.create("P", target_id="TP", target_type="page", parent=table.browser)
     attach(table, page, "W", "worker", waitingForDebugger=True)
     worker = table.get("W")
     assert worker is not None
     assert worker.frame_id is None
+    assert [m["method"] for m in sent(table)] == ["Target.setAutoAttach", "Runtime.runIfWaitingForDebugger"]
+
+
+def test_a_service_worker_is_resumed_without_auto_attach(table: SessionTable) -> None:
+    page = table.create("P", target_id="TP", target_type="page", parent=table.browser)
+    attach(table, page, "SW", "service_worker", waitingForDebugger=True)
     assert [m["method"] for m in sent(table)] == ["Runtime.runIfWaitingForDebugger"]
 
 
@@ -90,7 +96,7 @@ def test_a_failing_on_attach_hook_still_resumes_the_child(table: SessionTable) -
 
     table.on_attach = broken
     attach(table, page, "W", "worker", waitingForDebugger=True)
-    assert [m["method"] for m in sent(table)] == ["Runtime.runIfWaitingForDebugger"]
+    assert [m["method"] for m in sent(table)][-1] == "Runtime.runIfWaitingForDebugger"
 
 
 def test_detach_ends_the_session_and_its_children(table: SessionTable) -> None:

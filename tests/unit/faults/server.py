@@ -46,6 +46,9 @@ PAGES: dict[str, bytes] = {
     # A fetch whose body the page never reads: Chromium sends no loadingFinished for it.
     "/unread-body.html": b"<title>unread body</title><button onclick="
     b"\"fetch('/body').then(r => document.body.append('Status ' + r.status))\">Fetch</button>",
+    # A worker's own worker: its script request begins on the outer worker's session.
+    "/nested-worker.html": b'<title>nested worker</title><button onclick="window.worker = new Worker('
+    b"'/outer.js'); worker.onmessage = e => document.body.append(e.data)\">Start</button>",
     "/worker.html": b"<title>worker</title><button onclick=\"window.worker = new Worker('/worker.js');"
     b'worker.onmessage = e => document.body.append(e.data)">Start</button>',
 }
@@ -97,6 +100,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         elif path == "/worker.js":
             # Its script request begins on the page's session and ends on the worker's.
             script = b"fetch('/slow.png').finally(() => postMessage('Worker done'))"
+            self._send(200, script, "Content-Type: text/javascript", "Cache-Control: no-store")
+        elif path == "/outer.js":
+            script = b"const inner = new Worker('/worker.js'); inner.onmessage = e => postMessage(e.data)"
             self._send(200, script, "Content-Type: text/javascript", "Cache-Control: no-store")
         elif path == "/slow.png":
             time.sleep(2)

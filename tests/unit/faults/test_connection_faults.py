@@ -433,8 +433,9 @@ async def test_a_paused_child_is_resumed_after_its_parent_s_hooks_have_set_it_up
 
         add_hook(page, ("Target.attachedToTarget",), set_up)
         peer.event("Target.attachedToTarget", _target("W", "worker", waiting=True), session_id="P")
-        sent = [await peer.next_command() for _ in range(2)]
+        sent = [await peer.next_command() for _ in range(3)]
     assert [(c["method"], c.get("sessionId")) for c in sent] == [
+        ("Target.setAutoAttach", "W"),  # its own workers attach under it
         ("Network.enable", "W"),
         ("Runtime.runIfWaitingForDebugger", "W"),
     ]
