@@ -28,7 +28,7 @@ PAGES: dict[str, bytes] = {
     b"<form action='/trickle.html'><label>Search <input name='q' onchange='this.form.submit()'>"
     b"</label></form>",
     "/leaving.html": b"<title>leaving</title><label>Name <input disabled></label>"
-    b"<script>setTimeout(() => { location.href = '/late.html' }, 100)</script>",
+    b"<script>setTimeout(() => { location.href = '/late.html' }, 1000)</script>",
     "/fetching-forever.html": b"<title>fetching for ever</title><script>fetch('/forever.png')</script>",
     "/fetch-on-click.html": b"<title>fetch on click</title><script>window.done = false</script>"
     b"<button onclick=\"fetch('/slow.png').finally(() => "
@@ -93,7 +93,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             time.sleep(0.5)
             self.wfile.write(tail)
         elif path == "/late.html":
-            time.sleep(1)
+            time.sleep(3)
             self._send(200, b"<title>late</title><p>the late page</p>")
         elif path == "/body":
             self._send(200, b"0123456789", "Content-Type: text/plain", "Cache-Control: no-store")
