@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 
 def live_processes() -> Iterator[tuple[int, int, int]]:
@@ -39,3 +43,29 @@ def cmdline(pid: int) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
+
+
+def kill_session(sid: int) -> None:
+    """SIGKILL every live member of session ``sid``, stopped ones too: what a failing test left behind."""
+    for pid in session_members(sid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def reap(process: subprocess.Popen[Any], browser: int = 0) -> None:
+    """Kill ``process`` if it still runs, and the session of its ``browser`` pid (launched with a session of
+    its own, it outlives a killed parent): a test's ``finally``, so a failing test leaves nothing running."""
+    if process.poll() is None:
+        process.kill()
+        process.wait(10)
+    if browser:
+        kill_session(browser)
+
+
+def kill_matching(fragment: str) -> None:
+    """SIGKILL every live process whose command line holds ``fragment`` (a browser's profile folder, when
+    its pid is not known)."""
+    for pid, _, _ in live_processes():
+        if fragment.encode() in cmdline(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

@@ -19,10 +19,12 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from engine import drift as _drift
+from tests.procs import kill_matching, reap
 
 pytestmark = pytest.mark.browser
 
@@ -56,19 +58,23 @@ def failed(done: subprocess.CompletedProcess[str], status: int) -> str:
 def endpoint() -> Iterator[str]:
     """``cdp-engine launch`` in the background; its http endpoint. Stopped with Ctrl-C (SIGINT) at the end."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "launch"],
+        [sys.executable, "-m", "engine.cli", "launch", "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     assert process.stdout is not None
-    http = process.stdout.readline().strip()
-    assert http.startswith("http://127.0.0.1:"), http
-    yield http
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=30)
-    assert process.returncode == 0, err
-    assert "stopped: the browser is closed" in err
+    info: dict[str, Any] = {}
+    try:
+        info = json.loads(process.stdout.readline())
+        assert info["http"].startswith("http://127.0.0.1:"), info
+        yield info["http"]
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+        assert process.returncode == 0, err
+        assert "stopped: the browser is closed" in err
+    finally:
+        reap(process, info.get("pid", 0))
 
 
 def test_python_m_engine_runs_the_cli_and_import_engine_does_not_load_it() -> None:
@@ -249,11 +255,14 @@ def test_a_closed_pipe_ends_quietly_with_141(endpoint: str, server: str) -> None
         [*command, "--seconds", "30", "--connect", endpoint], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     assert process.stdout is not None
-    assert process.stdout.readline().startswith(b'{"method": "Runtime.consoleAPICalled"')
-    process.stdout.close()  # what `| head -1` does after its line
-    _, err = process.communicate(timeout=30)
-    assert process.returncode == 141
-    assert err == b""
+    try:
+        assert process.stdout.readline().startswith(b'{"method": "Runtime.consoleAPICalled"')
+        process.stdout.close()  # what `| head -1` does after its line
+        _, err = process.communicate(timeout=30)
+        assert process.returncode == 141
+        assert err == b""
+    finally:
+        reap(process)
 
 
 def test_ctrl_c_is_one_line_and_exit_130(endpoint: str, server: str) -> None:
@@ -263,11 +272,14 @@ def test_ctrl_c_is_one_line_and_exit_130(endpoint: str, server: str) -> None:
         [*command, "--seconds", "30", "--connect", endpoint], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     assert process.stdout is not None
-    process.stdout.readline()  # it is running
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=30)
-    assert process.returncode == 130
-    assert err.decode().strip() == "cdp-engine listen: interrupted (Ctrl-C); its tab was closed"
+    try:
+        process.stdout.readline()  # it is running
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+        assert process.returncode == 130
+        assert err.decode().strip() == "cdp-engine listen: interrupted (Ctrl-C); its tab was closed"
+    finally:
+        reap(process)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
@@ -290,13 +302,17 @@ def signal_a_listen(server: str, tmp_path: Path, signum: signal.Signals) -> None
         env={**os.environ, "TMPDIR": str(tmp_path)},  # where launch() makes the browser's profile
     )
     assert process.stdout is not None
-    process.stdout.readline()  # it is running, with its own browser
-    assert list(tmp_path.iterdir())
-    process.send_signal(signum)
-    _, err = process.communicate(timeout=30)
-    assert process.returncode == 128 + signum
-    assert err.decode().strip() == f"cdp-engine listen: stopped by {signum.name}; the browser was closed"
-    assert list(tmp_path.iterdir()) == []
+    try:
+        process.stdout.readline()  # it is running, with its own browser
+        assert list(tmp_path.iterdir())
+        process.send_signal(signum)
+        _, err = process.communicate(timeout=30)
+        assert process.returncode == 128 + signum
+        assert err.decode().strip() == f"cdp-engine listen: stopped by {signum.name}; the browser was closed"
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        reap(process)
+        kill_matching(str(tmp_path))  # its browser, whose profile is in tmp_path
 
 
 # --- launch, snapshot, eval, steps, screenshot, version, drift ----------------------------------------------
@@ -314,20 +330,24 @@ def test_launch_says_when_its_browser_exits_and_fails_at_once(how: str, exit_: s
             env={**os.environ, "TMPDIR": temp},
         )
         assert process.stdout is not None
-        info = json.loads(process.stdout.readline())
-        started = time.monotonic()
-        if how == "Browser.close":
-            assert run("call", "Browser.close", "--connect", info["ws"]).returncode == 0
-        else:
-            os.kill(info["pid"], signal.SIGKILL)
-        _, err = process.communicate(timeout=60)
-        assert time.monotonic() - started < 10
-        assert process.returncode == 1, err
-        assert err.strip().splitlines()[-1] == (
-            f"cdp-engine launch: the browser exited, with {exit_} before Ctrl-C or --seconds 20.0 "
-            f"(a client's Browser.close, a kill or a crash); nothing listens at {info['http']} any more"
-        )
-        assert list(Path(temp).iterdir()) == []  # its profile is gone all the same
+        try:
+            info = json.loads(process.stdout.readline())
+            started = time.monotonic()
+            if how == "Browser.close":
+                assert run("call", "Browser.close", "--connect", info["ws"]).returncode == 0
+            else:
+                os.kill(info["pid"], signal.SIGKILL)
+            _, err = process.communicate(timeout=60)
+            assert time.monotonic() - started < 10
+            assert process.returncode == 1, err
+            assert err.strip().splitlines()[-1] == (
+                f"cdp-engine launch: the browser exited, with {exit_} before Ctrl-C or --seconds 20.0 "
+                f"(a client's Browser.close, a kill or a crash); nothing listens at {info['http']} any more"
+            )
+            assert list(Path(temp).iterdir()) == []  # its profile is gone all the same
+        finally:
+            reap(process)
+            kill_matching(temp)
 
 
 def test_launch_through_a_launcher_script_that_forks_and_exits_keeps_serving(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ ends the test. Real Chromium where its behaviour matters, shell stand-ins where 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -21,7 +20,7 @@ import trio
 import engine._process as process_module
 from engine import BrowserLaunchError
 from engine.lowlevel import ChromiumProcess, chromium_command, find_chromium, open_chromium
-from tests.procs import session_members
+from tests.procs import kill_session, session_members
 
 REPO = Path(__file__).resolve().parents[3]
 CHROMIUM = "/usr/bin/chromium"
@@ -29,13 +28,6 @@ Kind = Literal["pipe", "websocket"]
 
 
 # -- helpers -----------------------------------------------------------------------------------------
-
-
-def kill_session(sid: int) -> None:
-    """Clean up after a failing test (the old code leaves processes behind)."""
-    for pid in session_members(sid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
 
 
 def names(directory: Path) -> list[str]:
