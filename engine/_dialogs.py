@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from engine._actionability import send_nowait
-from engine._hooks import add_hook
+from engine._hooks import add_hook, enable_once
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -102,7 +102,7 @@ def _watch_session(page: Page, session: Session) -> None:
     def attached(method: str, params: dict[str, Any]) -> None:
         child = session.connection.sessions.get(params.get("sessionId"))
         if child is not None and child.target_type == "iframe" and not child.detached:
-            send_nowait(child, "Page.enable", {})
+            enable_once(child, "Page.enable")
             _watch_session(page, child)
 
     def opened(method: str, params: dict[str, Any]) -> None:

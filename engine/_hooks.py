@@ -9,6 +9,7 @@ buffering; it must be quick and must not block (send with ``execute_nowait``).
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -59,3 +60,19 @@ def add_hook(
 def is_main_frame(navigated: dict[str, Any]) -> bool:
     """Whether a ``Page.frameNavigated`` is the main frame's: a new document for the whole tab."""
     return not (navigated.get("frame") or {}).get("parentId")
+
+
+_SENT: weakref.WeakKeyDictionary[Session, set[str]] = weakref.WeakKeyDictionary()
+
+
+def enable_once(session: Session, method: str) -> None:
+    """Send ``method`` (a domain's ``enable``, no params) to ``session`` unless the engine already did.
+
+    Several of a page's hooks set up the same new child (its dialogs and its requests both need its Page
+    domain); each asks here, and Chromium gets one command.
+    """
+    sent = _SENT.setdefault(session, set())
+    if method not in sent:
+        sent.add(method)
+        session.raise_if_unusable(method)
+        session.connection.call_nowait(session, method, {})

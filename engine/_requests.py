@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 import cdp
-from engine._actionability import send_nowait
 from engine._errors import CDPError
-from engine._hooks import add_hook
+from engine._hooks import add_hook, enable_once
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -132,7 +131,7 @@ def _watch_session(page: Page, session: Session) -> None:
             return
         child.execute_nowait(NETWORK_SETUP)
         if child.target_type == "iframe":
-            send_nowait(child, "Page.enable", {})  # its frames' navigations (also sent for its dialogs)
+            enable_once(child, "Page.enable")  # its frames' navigations (the dialogs watcher's too)
         _watch_session(page, child)
 
     add_hook(session, _REQUEST_EVENTS, seen, on_end=ended)

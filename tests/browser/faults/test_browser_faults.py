@@ -6,6 +6,8 @@ Each test asserts the specific outcome under a deadline that is never what ends 
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import signal
 import time
@@ -511,6 +513,26 @@ async def test_network_idle_right_after_a_goto_waits_for_an_iframe_s_fetch(
         await page.goto(f"{faulty}/framed.html?host={host}&src=/fetch-on-load.html")
         await page.wait_for(load_state="networkidle")
         assert "Fetched" in (await page.snapshot()).text
+
+
+async def test_an_out_of_process_iframe_is_set_up_with_one_command_per_domain(
+    faulty: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its dialogs and its requests both need its Page domain: Chromium got Page.enable from each."""
+    caplog.set_level(logging.DEBUG, logger="engine.protocol")
+    async with launch(settings=Settings(protocol_trace=True, protocol_trace_chars=1_000_000)) as traced:
+        page = await traced.new_page()
+        with trio.fail_after(15):
+            await page.goto(f"{faulty}/framed.html?host=localhost&src=/final.html")
+            while not (frames := [s for s in page.session.children.values() if s.target_type == "iframe"]):
+                await trio.sleep(0.01)
+            await page.evaluate("1")  # the set-up went out before this did
+    child = frames[0].session_id
+    sent = [json.loads(r.getMessage()[3:]) for r in caplog.records if r.getMessage().startswith("-> ")]
+    to_child = [m["method"] for m in sent if m.get("sessionId") == child]
+    assert to_child, sent  # the trace was read
+    assert to_child.count("Page.enable") == 1, to_child
+    assert to_child.count("Network.enable") == 1, to_child
 
 
 async def test_network_bodies_are_kept_once_the_user_enables_network(browser: Browser, faulty: str) -> None:
