@@ -32,6 +32,7 @@ import trio
 from engine._errors import ActionError, ProtocolError
 from engine._frames import frame_tree
 from engine._hit_target import GUARD_LIFETIME, SET_GUARD_JS
+from engine._navigating import navigating_note
 from engine._refs import ResolvedNode
 from engine._util import first_error
 from engine._worlds import world_handle
@@ -77,11 +78,14 @@ async def retry_until_deadline(
     ref: str,
     attempt: Callable[[], Awaitable[T | NotYet]],
     act: Callable[[T], Awaitable[NotYet | None]] | None = None,
+    *,
+    page: Page | None = None,
 ) -> T:
     """Run ``attempt`` until it gives a result, up to ``RETRY_MARGIN`` before the caller's deadline.
 
     ``act``, if given, is done with each result under the caller's deadline alone (an input is not cut
     short by the retries' earlier stop); a NotYet from it (the input missed) counts as a failed attempt.
+    The error says so when ``page`` is mid-navigation (Chromium held the attempts).
 
     Raises:
         ActionError: the last attempt's failed check, when the time ran out.
@@ -117,7 +121,7 @@ async def retry_until_deadline(
     raise ActionError(
         f"{what} {ref}: {last.detail} (check '{last.check}' failed; retried {tries} times over "
         f"{waited:.2f} s, "
-        f"until {RETRY_MARGIN} s before the deadline)",
+        f"until {RETRY_MARGIN} s before the deadline).{navigating_note(page) if page is not None else ''}",
         ref=ref,
         check=last.check,
         in_the_way=last.in_the_way,
@@ -512,4 +516,4 @@ async def wait_actionable(
     async def attempt() -> Target | NotYet:
         return await check_actionable(page, ref, group, enabled=enabled, hit=hit, guards=guards)
 
-    return await retry_until_deadline(what, ref, attempt, act)
+    return await retry_until_deadline(what, ref, attempt, act, page=page)

@@ -23,6 +23,7 @@ from engine._errors import (
 from engine._evaluate import browser_metrics
 from engine._http import discover_ws_url
 from engine._metrics import EvaluateMetrics
+from engine._navigating import watch_navigating
 from engine._page import Page
 from engine._popups import watch_popups
 from engine._process import ChromiumProcess, open_chromium
@@ -196,6 +197,7 @@ class Browser(metaclass=NoPublicConstructor):
         self._pages[target_id] = page
         watch_dialogs(page)
         watch_requests(page)
+        watch_navigating(page)
         if url is not None:
             try:
                 await page.goto(url)

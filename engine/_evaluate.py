@@ -40,6 +40,7 @@ from engine._errors import (
 )
 from engine._frames import session_for_frame
 from engine._metrics import EvaluateMetrics, MetricsRecorder
+from engine._navigating import navigating_note
 from engine._params import json_nodes
 from engine._refs import ResolvedNode
 from engine._session import Session
@@ -652,6 +653,11 @@ def _timeout(page: Page, *, stopped: bool = True, unstarted: str | None = None) 
         what = f"never started ({unstarted} did not finish), so nothing ran"
     elif stopped:
         what = "was terminated" + side_effects
+    elif note := navigating_note(page):  # it and its termination were held, not a busy main thread
+        what = (
+            "could not be stopped; it may still run in the new document, so it is not safe to replay blindly"
+        )
+        advice = note.strip()
     else:
         what = f"could not be stopped ({_NOT_STOPPED})" + side_effects
         advice = "Close the tab, or wait and try again"

@@ -115,7 +115,7 @@ async def _editable(page: Page, what: str, ref: str, text: str, group: str) -> t
         check = "editable" if "read-only" in outcome else outcome.split()[-1]
         return NotYet(check, str(outcome))
 
-    return await retry_until_deadline(what, ref, attempt)
+    return await retry_until_deadline(what, ref, attempt, page=page)
 
 
 async def fill(page: Page, ref: str, text: str) -> None:

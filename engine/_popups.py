@@ -18,6 +18,7 @@ from engine._actionability import DEFAULT_BUDGET, send_nowait, unless_deadline
 from engine._dialogs import watch_dialogs
 from engine._errors import ActionError, ConnectionClosed
 from engine._hooks import add_hook
+from engine._navigating import watch_navigating
 from engine._requests import watch_requests
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ def watch_popups(browser: Browser, setup: list[tuple[str, dict[str, Any]]]) -> N
             browser._pages[target] = page
             watch_dialogs(page)
             watch_requests(page)
+            watch_navigating(page)
             for waiter in [w for w in waiters if w[0] == opener]:
                 waiters.remove(waiter)
                 waiter[1]._page = page

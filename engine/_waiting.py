@@ -35,6 +35,7 @@ from engine._errors import (
 )
 from engine._frames import frame_sessions, frame_tree
 from engine._hooks import add_hook
+from engine._navigating import navigating_note
 from engine._requests import requests_of
 from engine._util import first_error
 from engine._worlds import evaluate_in_frame, evaluate_in_world
@@ -470,7 +471,8 @@ async def wait_for(
             await wait_for_ref(page, ref, visible=state == "visible")
         return
     raise ActionError(
-        f"waited {trio.current_time() - start:.2f} s for {what}; it did not happen before the deadline",
+        f"waited {trio.current_time() - start:.2f} s for {what}; it did not happen before the deadline."
+        f"{navigating_note(page)}",
         ref=ref or "",
         check="wait_for",
     )

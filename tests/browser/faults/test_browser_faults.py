@@ -22,6 +22,7 @@ from engine import (
     ActionError,
     Browser,
     ConnectionClosed,
+    EvaluateTimeout,
     InvalidParams,
     NavigationError,
     Page,
@@ -32,6 +33,7 @@ from engine import (
     connect,
     launch,
 )
+from engine._navigating import navigating_note
 from engine._params import MAX_DEPTH
 from tests.browser.integration._actions_helpers import ref
 from tests.deadlines import without_a_deadline
@@ -195,6 +197,39 @@ async def test_a_fill_that_fails_leaves_the_pages_own_navigation_alone(browser: 
         await page.fill(ref(snap, "textbox", "Name"), "x")
     with trio.fail_after(10):
         await page.wait_for(text="the late page")
+
+
+async def test_work_held_by_a_pending_navigation_says_where_the_tab_is_going(faulty: str) -> None:
+    """Chromium holds a tab's commands between a navigation's start and its commit: a check, a wait or an
+    evaluate that ran out of time said the element was not ready or the main thread was busy."""
+    async with launch(settings=Settings(evaluate_timeout=1.0)) as browser:
+        page = await browser.new_page(f"{faulty}/jump.html")
+        with trio.fail_after(10):
+            snap = await page.snapshot()
+            with pytest.raises(ActionError) as plain:  # no navigation: no note
+                with trio.fail_after(0.5):
+                    await page.wait_for(text="nowhere")
+            await page.evaluate("location.hash = '#same-document'")  # commits at once: no note either
+            with pytest.raises(ActionError) as same:
+                with trio.fail_after(0.5):
+                    await page.wait_for(text="nowhere")
+            await page.evaluate("setTimeout(() => { location.href = '/forever.png' }, 0)")
+            while not navigating_note(page):
+                await trio.sleep(0.01)
+        assert "navigating" not in str(plain.value)
+        assert "navigating" not in str(same.value)
+        going = f"the tab is navigating to {faulty}/forever.png"
+        with pytest.raises(ActionError, match="did not happen") as waited, trio.fail_after(1):
+            await page.wait_for(text="nowhere")
+        with pytest.raises(ActionError, match="did not finish in time") as clicked, trio.fail_after(1):
+            await page.click(ref(snap, "combobox", "Jump to"))
+        with pytest.raises(EvaluateTimeout, match="could not be stopped") as evaluated:
+            await page.evaluate(
+                "1"
+            )  # bounded by Settings.evaluate_timeout (a deadline here would replace it)
+        for error in (waited, clicked, evaluated):
+            assert going in str(error.value), error.value
+            assert "page.wait_for(load_state='load')" in str(error.value)
 
 
 async def test_a_click_waiting_for_its_navigation_ends_when_the_browser_is_killed(faulty: str) -> None:

@@ -1,0 +1,77 @@
+"""Whether the tab is between a navigation's start and its commit, for the errors of work it held up.
+
+Measured on Chromium 156: while a tab's cross-document navigation waits for its response, Chromium holds
+every command for the tab's renderer (a ``Runtime.evaluate`` sent 1 s into a 3 s response was answered at
+the commit, in the new document). A check, a wait or an evaluate that ran out of time then looked like a
+busy page or a missing element. The tab's main frame is followed from the page's creation; its errors say
+where the tab is going, and what to do.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from engine._hooks import add_hook
+
+if TYPE_CHECKING:
+    from engine._page import Page
+
+_EVENTS = (
+    "Page.frameStartedNavigating",
+    "Page.frameNavigated",
+    "Page.frameStoppedLoading",
+    "Page.navigatedWithinDocument",
+)
+
+
+class _Pending:
+    """The main frame's navigation that has started and not committed: its URL and start (trio time)."""
+
+    url = ""
+    since = 0.0
+
+
+def _pending(page: Page) -> _Pending:
+    state = page.__dict__.get("_navigating")
+    if state is None:
+        state = page.__dict__["_navigating"] = _Pending()
+    return state
+
+
+def watch_navigating(page: Page) -> None:
+    """Follow the start and end of the tab's navigations (called once per Page, after ``Page.enable``)."""
+    state = _pending(page)
+    main = page.target_id
+
+    def changed(method: str, params: dict[str, Any]) -> None:
+        if method == "Page.frameNavigated":
+            frame = params.get("frame")
+            if not isinstance(frame, dict) or frame.get("id") != main:
+                return
+        elif params.get("frameId") != main:
+            return
+        if method == "Page.frameStartedNavigating":
+            # A same-document one (a fragment, pushState) commits at once and holds nothing.
+            if "ameDocument" in str(params.get("navigationType", "")):
+                return
+            state.url = str(params.get("url", ""))
+            state.since = trio.current_time()
+        else:  # committed (frameNavigated), or ended without a document (204, download, stop)
+            state.url = ""
+
+    add_hook(page.session, _EVENTS, changed)
+
+
+def navigating_note(page: Page) -> str:
+    """A sentence for an error whose time ran out, when the tab is mid-navigation; "" otherwise."""
+    state = page.__dict__.get("_navigating")
+    if not isinstance(state, _Pending) or not state.url:
+        return ""
+    url = state.url if len(state.url) <= 120 else state.url[:117] + "..."
+    return (
+        f" Meanwhile the tab is navigating to {url} (started {trio.current_time() - state.since:.1f} s ago, "
+        "not committed): Chromium holds the tab's commands until the new document commits. Wait for it "
+        "(page.wait_for(load_state='load')), then try again."
+    )
