@@ -64,11 +64,17 @@ def watch_navigating(page: Page) -> None:
     add_hook(page.session, _EVENTS, changed)
 
 
+def navigating(page: Page) -> bool:
+    """The tab's main frame has a navigation started and not committed (Chromium holds its commands)."""
+    state = page.__dict__.get("_navigating")
+    return isinstance(state, _Pending) and bool(state.url)
+
+
 def navigating_note(page: Page) -> str:
     """A sentence for an error whose time ran out, when the tab is mid-navigation; "" otherwise."""
-    state = page.__dict__.get("_navigating")
-    if not isinstance(state, _Pending) or not state.url:
+    if not navigating(page):
         return ""
+    state = _pending(page)
     url = state.url if len(state.url) <= 120 else state.url[:117] + "..."
     return (
         f" Meanwhile the tab is navigating to {url} (started {trio.current_time() - state.since:.1f} s ago, "

@@ -35,6 +35,7 @@ import trio
 
 from engine._errors import ActionError, CDPError, StaleRefError
 from engine._evaluate import recorder, stop_script
+from engine._navigating import navigating
 from engine._refs import Shape
 from engine._snapshot import _state
 from engine.steps import (
@@ -107,6 +108,10 @@ async def _free_main_thread(page: Page, by: float) -> None:
     """After a step that failed on time: terminate what holds the page's main thread, if something does."""
     session = page.session
     if session.detached or trio.current_time() >= by:
+        return
+    if navigating(page):
+        # What holds the tab is Chromium, until the commit, not a script: the probe and a termination would
+        # be held too, and take their whole time (2 s) for nothing.
         return
     with trio.move_on_at(min(by, trio.current_time() + FREE_PROBE_S)) as probe:
         with contextlib.suppress(CDPError):

@@ -232,6 +232,27 @@ async def test_work_held_by_a_pending_navigation_says_where_the_tab_is_going(fau
             assert "page.wait_for(load_state='load')" in str(error.value)
 
 
+async def test_a_step_failed_on_a_pending_navigation_terminates_nothing(
+    browser: Browser, faulty: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A step that fails on time is followed by a look at the main thread and a termination of what holds
+    it; mid-navigation what holds it is Chromium, and both were held for their 2 s with a warning of a busy
+    main thread."""
+    page = await browser.new_page(f"{faulty}/jump.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await page.evaluate("setTimeout(() => { location.href = '/forever.png' }, 0)")
+        while not navigating_note(page):
+            await trio.sleep(0.01)
+    with trio.fail_after(20):
+        result = await page.run_steps(
+            [{"type": "click", "target": ref(snap, "combobox", "Jump to"), "timeout_ms": 500}]
+        )
+    assert result.steps[0].error is not None
+    assert f"navigating to {faulty}/forever.png" in result.steps[0].error["message"]
+    assert "terminateExecution" not in caplog.text
+
+
 async def test_a_click_waiting_for_its_navigation_ends_when_the_browser_is_killed(faulty: str) -> None:
     # The click's navigation (/trickle.html ends 0.5 s after it starts) waited for a DOMContentLoaded that
     # a dead link never sends: the click held on to its deadline (10 s here). (A tab closed instead ends
