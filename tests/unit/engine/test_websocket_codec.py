@@ -110,9 +110,27 @@ def test_opcodes_are_the_rfcs() -> None:
 # -- masking and encoding ----------------------------------------------------------------------------
 
 
-def test_rfc_masked_hello() -> None:
+@pytest.fixture(params=["C", "Python"])
+def masking(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test that takes it runs with the websockets package's C masking and with the integer XOR."""
+    if request.param == "Python":
+        monkeypatch.setattr(engine._ws_codec, "_c_mask", None)
+    else:
+        assert getattr(engine._ws_codec, "_c_mask") is not None, "websockets' speedups did not import"
+    return str(request.param)
+
+
+def test_rfc_masked_hello(masking: str) -> None:
     codec = WebSocketCodec(mask_keys=fixed_keys)
     assert codec.encode_messages([b"Hello"]) == bytes.fromhex("818537fa213d7f9f4d5158")
+
+
+@pytest.mark.parametrize("size", [0, 1, 3, 4, 5, 125, 126, 16 * 1024, 16 * 1024 + 3, 70001])
+def test_a_frames_mask_is_the_rfcs_xor_in_either_path(size: int, masking: str) -> None:
+    payload = os.urandom(size)
+    key = os.urandom(4)
+    frame = encode_frame(Opcode.TEXT, payload, key)
+    assert frame.endswith(key + bytes(b ^ key[i % 4] for i, b in enumerate(payload)))
 
 
 @pytest.mark.parametrize("size", [0, 1, 3, 4, 5, 125, 126, 65535, 65536, 70001])
@@ -128,7 +146,7 @@ def test_mask_matches_naive_xor_and_undoes_itself(size: int) -> None:
     ("size", "length_bytes"),
     [(0, 0), (125, 0), (126, 2), (65535, 2), (65536, 8), (300_000, 8)],
 )
-def test_length_encodings(size: int, length_bytes: int) -> None:
+def test_length_encodings(size: int, length_bytes: int, masking: str) -> None:
     frame = WebSocketCodec().encode_messages([b"a" * size])
     assert len(frame) == 2 + length_bytes + 4 + size
     ((fin, opcode, _key, payload),) = parse_client_frames(frame)
