@@ -30,6 +30,7 @@ from engine._evaluate import evaluate, page_metrics
 from engine._frames import Frame, list_frames
 from engine._hooks import add_hook
 from engine._metrics import EvaluateMetrics
+from engine._navigating import navigating_note
 from engine._popups import Popup
 from engine._refs import ResolvedNode, Snapshot
 from engine._session import Session
@@ -204,6 +205,7 @@ class Page:
             StaleRefError: ``root`` names no element of this page (or one since removed).
         """
         return await _answered(
+            self,
             "snapshot",
             take_snapshot(
                 self,
@@ -227,7 +229,7 @@ class Page:
             StaleRefError: the element is gone, renamed, has another role, or its frame navigated (``reason``
                 says which); or the ref is unknown. Take a new snapshot: a ref is never retargeted.
         """
-        return await _answered(f"resolve {ref}", resolve_ref(self, ref))
+        return await _answered(self, f"resolve {ref}", resolve_ref(self, ref))
 
     # --- evaluate (engine/_evaluate.py) ------------------------------------------------------------------
 
@@ -348,7 +350,7 @@ class Page:
         A wheel turn returns once what it scrolls has moved (a snapping box: once it rests on its snap
         point), or a frame after the wheel when nothing under the pointer can move that way."""
         async with _stale_if_gone(self, ref):
-            await _answered("scroll", _input.scroll(self, direction=direction, ref=ref, amount=amount))
+            await _answered(self, "scroll", _input.scroll(self, direction=direction, ref=ref, amount=amount))
 
     async def drag(self, source: str, target: str) -> None:
         """Drag ``source`` onto ``target`` (HTML5 drag and drop, or mouse moves for pages that use those)."""
@@ -363,7 +365,9 @@ class Page:
     async def screenshot(self, *, ref: str | None = None, full_page: bool = False) -> bytes:
         """A PNG of the viewport, of the element ``ref``, or of the whole page (``full_page=True``)."""
         async with _stale_if_gone(self, ref):
-            return await _answered("screenshot", _capture.screenshot(self, ref=ref, full_page=full_page))
+            return await _answered(
+                self, "screenshot", _capture.screenshot(self, ref=ref, full_page=full_page)
+            )
 
     async def back(self) -> bool:
         """Go back one history entry and wait until its document is parsed (``DOMContentLoaded``; a
@@ -447,7 +451,7 @@ class Page:
         page's own, or an out-of-process iframe's child session). Asked of the browser on each call
         (``Page.getFrameTree`` on the page's session and on each iframe's), so it is never stale.
         """
-        return await _answered("frames", list_frames(self))
+        return await _answered(self, "frames", list_frames(self))
 
     # --- steps (engine/_steps.py) ------------------------------------------------------------------------
 
@@ -534,7 +538,7 @@ CLOSE_CONFIRM = (0.1, 0.2, 0.4, 0.8)
 """Seconds ``Page.close`` waits for the tab's session to end before asking for the close again."""
 
 
-async def _answered(what: str, read: Coroutine[Any, Any, _T]) -> _T:
+async def _answered(page: Page, what: str, read: Coroutine[Any, Any, _T]) -> _T:
     """``read`` under the caller's deadline, or else DEFAULT_BUDGET: what it asks of the page needs the
     page's main thread (the accessibility tree, a frame to capture), which a script in an endless loop
     holds for good."""
@@ -544,7 +548,7 @@ async def _answered(what: str, read: Coroutine[Any, Any, _T]) -> _T:
         f"{what}: the page did not answer in {DEFAULT_BUDGET:g} s (no deadline of yours was set): its main "
         "thread is busy or held (a script in an endless loop, a synchronous request), or the page is too "
         "large to read in that time (tens of thousands of elements); page.evaluate() under a deadline "
-        "stops a running script. Set your own deadline with trio.fail_after",
+        f"stops a running script. Set your own deadline with trio.fail_after.{navigating_note(page)}",
         check="responsive",
     )
 

@@ -18,6 +18,7 @@ import pytest
 import trio
 
 import cdp
+import engine._page
 from engine import (
     ActionError,
     Browser,
@@ -199,9 +200,12 @@ async def test_a_fill_that_fails_leaves_the_pages_own_navigation_alone(browser: 
         await page.wait_for(text="the late page")
 
 
-async def test_work_held_by_a_pending_navigation_says_where_the_tab_is_going(faulty: str) -> None:
-    """Chromium holds a tab's commands between a navigation's start and its commit: a check, a wait or an
-    evaluate that ran out of time said the element was not ready or the main thread was busy."""
+async def test_work_held_by_a_pending_navigation_says_where_the_tab_is_going(
+    faulty: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chromium holds a tab's commands between a navigation's start and its commit: a check, a wait, a read
+    or an evaluate that ran out of time said the element was not ready or the main thread was busy."""
+    monkeypatch.setattr(engine._page, "DEFAULT_BUDGET", 0.5)  # a read's, with no deadline of the caller's
     async with launch(settings=Settings(evaluate_timeout=1.0)) as browser:
         page = await browser.new_page(f"{faulty}/jump.html")
         with trio.fail_after(10):
@@ -223,11 +227,12 @@ async def test_work_held_by_a_pending_navigation_says_where_the_tab_is_going(fau
             await page.wait_for(text="nowhere")
         with pytest.raises(ActionError, match="did not finish in time") as clicked, trio.fail_after(1):
             await page.click(ref(snap, "combobox", "Jump to"))
+        # Bounded by Settings.evaluate_timeout and the read's budget (a deadline here would replace them).
         with pytest.raises(EvaluateTimeout, match="could not be stopped") as evaluated:
-            await page.evaluate(
-                "1"
-            )  # bounded by Settings.evaluate_timeout (a deadline here would replace it)
-        for error in (waited, clicked, evaluated):
+            await page.evaluate("1")
+        with pytest.raises(ActionError, match=r"did not answer in 0\.5 s") as read:
+            await page.snapshot()
+        for error in (waited, clicked, evaluated, read):
             assert going in str(error.value), error.value
             assert "page.wait_for(load_state='load')" in str(error.value)
 
