@@ -106,7 +106,7 @@ def test_wheel_installs_only_cdp_and_engine_with_their_data(wheel: Path) -> None
 
 def test_generator_and_benchmark_dependencies_are_extras_only(wheel: Path) -> None:
     requires = _requires(wheel)
-    assert _runtime(requires) == {"trio", "outcome", "h11", "attrs", "cattrs", "orjson"}
+    assert _runtime(requires) == {"trio", "outcome", "h11", "attrs", "cattrs", "orjson", "websockets"}
     extras = {_canonical(r.name): str(r.marker) for r in requires if r.marker is not None}
     assert extras["jinja2"] == 'extra == "codegen"'
     assert extras["trio-websocket"] == 'extra == "bench"'
