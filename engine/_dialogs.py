@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine._actionability import send_nowait
 from engine._hooks import add_hook, enable_once
+from engine._util import attached_state
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -81,10 +82,7 @@ class DialogState:
 
 
 def dialog_state(page: Page) -> DialogState:
-    state = page.__dict__.get("_dialog_state")
-    if state is None:
-        state = page.__dict__["_dialog_state"] = DialogState()
-    return state
+    return attached_state(page, "_dialog_state", DialogState)
 
 
 def watch_dialogs(page: Page) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from engine._hooks import add_hook
+from engine._util import attached_state
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -34,10 +35,7 @@ class _Pending:
 
 
 def _pending(page: Page) -> _Pending:
-    state = page.__dict__.get("_navigating")
-    if state is None:
-        state = page.__dict__["_navigating"] = _Pending()
-    return state
+    return attached_state(page, "_navigating", _Pending)
 
 
 def watch_navigating(page: Page) -> None:
@@ -66,8 +64,7 @@ def watch_navigating(page: Page) -> None:
 
 def navigating(page: Page) -> bool:
     """The tab's main frame has a navigation started and not committed (Chromium holds its commands)."""
-    state = page.__dict__.get("_navigating")
-    return isinstance(state, _Pending) and bool(state.url)
+    return bool(_pending(page).url)
 
 
 def navigating_note(page: Page) -> str:

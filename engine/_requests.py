@@ -25,6 +25,7 @@ import trio
 import cdp
 from engine._errors import CDPError
 from engine._hooks import add_hook, enable_once
+from engine._util import attached_state
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -76,10 +77,7 @@ class Requests:
 
 
 def requests_of(page: Page) -> Requests:
-    state = page.__dict__.get("_requests")
-    if state is None:
-        state = page.__dict__["_requests"] = Requests()
-    return state
+    return attached_state(page, "_requests", Requests)
 
 
 def watch_requests(page: Page) -> None:

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn, TypeVar
 
 import trio
 
 T = TypeVar("T")
+
+
+def attached_state(owner: Any, name: str, make: Callable[[], T]) -> T:
+    """The state a module keeps on ``owner`` (a Page) under ``name``, made on first use: it lives and dies
+    with its owner, and the owner's class need not know of it."""
+    state: T | None = owner.__dict__.get(name)
+    if state is None:
+        state = owner.__dict__[name] = make()
+    return state
 
 
 class NoPublicConstructor(type):
