@@ -23,14 +23,20 @@ _EVENTS = (
     "Page.frameStartedNavigating",
     "Page.frameNavigated",
     "Page.frameStoppedLoading",
-    "Page.navigatedWithinDocument",
+    "Network.loadingFailed",
 )
+"""A navigation's start, and its ends: the commit, a stop, or (measured on Chromium 156) the failure of its
+document request (whose id is its loader's), which is all a 204, a download or a ``mailto:`` sends while
+the old document is still loading. A same-document navigation meanwhile ends nothing: the pending one
+goes on, and so does the hold."""
 
 
 class _Pending:
-    """The main frame's navigation that has started and not committed: its URL and start (trio time)."""
+    """The main frame's navigation that has started and not committed: its URL, loader and start (trio
+    time)."""
 
     url = ""
+    loader = ""
     since = 0.0
 
 
@@ -39,11 +45,16 @@ def _pending(page: Page) -> _Pending:
 
 
 def watch_navigating(page: Page) -> None:
-    """Follow the start and end of the tab's navigations (called once per Page, after ``Page.enable``)."""
+    """Follow the start and end of the tab's navigations (called once per Page, after ``Page.enable`` and
+    ``Network.enable``)."""
     state = _pending(page)
     main = page.target_id
 
     def changed(method: str, params: dict[str, Any]) -> None:
+        if method == "Network.loadingFailed":
+            if state.url and params.get("requestId") == state.loader:
+                state.url = ""
+            return
         if method == "Page.frameNavigated":
             frame = params.get("frame")
             if not isinstance(frame, dict) or frame.get("id") != main:
@@ -55,8 +66,9 @@ def watch_navigating(page: Page) -> None:
             if "ameDocument" in str(params.get("navigationType", "")):
                 return
             state.url = str(params.get("url", ""))
+            state.loader = str(params.get("loaderId", ""))
             state.since = trio.current_time()
-        else:  # committed (frameNavigated), or ended without a document (204, download, stop)
+        else:  # committed (frameNavigated), or stopped
             state.url = ""
 
     add_hook(page.session, _EVENTS, changed)

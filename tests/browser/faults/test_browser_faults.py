@@ -6,6 +6,7 @@ Each test asserts the specific outcome under a deadline that is never what ends 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -34,7 +35,7 @@ from engine import (
     connect,
     launch,
 )
-from engine._navigating import navigating_note
+from engine._navigating import _pending, navigating, navigating_note
 from engine._params import MAX_DEPTH
 from tests.browser.integration._actions_helpers import ref
 from tests.deadlines import without_a_deadline
@@ -235,6 +236,35 @@ async def test_work_held_by_a_pending_navigation_says_where_the_tab_is_going(
         for error in (waited, clicked, evaluated, read):
             assert going in str(error.value), error.value
             assert "page.wait_for(load_state='load')" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("script", "held"),
+    [
+        # Ends with no new document while the old one still loads (its image never comes): Chromium sends
+        # no frameStoppedLoading, only the failure of the navigation's request. The note stayed for good.
+        ("location.href = '/204'", False),
+        # A same-document navigation meanwhile: the pending one goes on, and so does the hold.
+        ("location.href = '/forever.png'; setTimeout(() => history.pushState({}, '', '/pushed'), 100)", True),
+    ],
+    ids=["204-while-loading", "pushState-meanwhile"],
+)
+async def test_the_pending_navigation_is_followed_to_its_end(
+    browser: Browser, faulty: str, script: str, held: bool
+) -> None:
+    page = await browser.new_page()
+    with trio.fail_after(10):
+        # Its image never comes, so it never loads: no goto. The reply comes after the commit.
+        await page.session.execute(cdp.page.navigate(url=f"{faulty}/hang.html"))
+        started = _pending(page).loader
+        await page.evaluate(f"setTimeout(() => {{ {script} }}, 0)")
+        while _pending(page).loader == started:  # its start was seen
+            await trio.sleep(0.01)
+        await trio.sleep(1.0)
+        assert navigating(page) is held
+        with pytest.raises(trio.TooSlowError) if held else contextlib.nullcontext():
+            with trio.fail_after(0.5):
+                await page.session.execute_raw("Runtime.evaluate", {"expression": "0"})  # what Chromium holds
 
 
 async def test_a_step_failed_on_a_pending_navigation_terminates_nothing(
