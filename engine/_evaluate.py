@@ -62,9 +62,10 @@ the deadline (or from a cancellation that came before it): what follows the stop
 100 ms the caller is promised."""
 
 _NOT_STOPPED = (
-    "the tab did not answer Runtime.terminateExecution in time: its main thread is still busy (a "
-    "synchronous XMLHttpRequest or a large result being serialized cannot be terminated; a navigation or a "
-    "loaded machine can delay the answer), and its commands wait until it is free"
+    "the tab did not answer Runtime.terminateExecution in time: either its main thread is still busy (a "
+    "synchronous XMLHttpRequest or a large result being serialized cannot be terminated; a loaded machine "
+    "can delay the answer), or a navigation of the tab is waiting for its response (Chromium holds the "
+    "tab's commands until it commits); its commands wait until then"
 )
 
 DISARM_PROBES = 3
