@@ -13,7 +13,6 @@ import trio
 
 import cdp
 from engine._connection import Connection, ConnectionStatistics, open_connection
-from engine._dialogs import watch_dialogs
 from engine._errors import (
     BrowserLaunchError,
     CDPError,
@@ -23,12 +22,11 @@ from engine._errors import (
 from engine._evaluate import browser_metrics
 from engine._http import discover_ws_url
 from engine._metrics import EvaluateMetrics
-from engine._navigating import watch_navigating
 from engine._page import Page
-from engine._popups import watch_popups
+from engine._popups import watch_page, watch_popups
 from engine._process import ChromiumProcess, open_chromium
 from engine._refs import RefCache
-from engine._requests import NETWORK_SETUP, watch_requests
+from engine._requests import NETWORK_SETUP
 from engine._session import Session
 from engine._sessions import AUTO_ATTACH
 from engine._settings import DEFAULT_SETTINGS, Settings
@@ -195,9 +193,7 @@ class Browser(metaclass=NoPublicConstructor):
             raise
         page = Page(self, session, target_id)
         self._pages[target_id] = page
-        watch_dialogs(page)
-        watch_requests(page)
-        watch_navigating(page)
+        watch_page(page)
         if url is not None:
             try:
                 await page.goto(url)

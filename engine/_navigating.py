@@ -81,9 +81,9 @@ def navigating(page: Page) -> bool:
 
 def navigating_note(page: Page) -> str:
     """A sentence for an error whose time ran out, when the tab is mid-navigation; "" otherwise."""
-    if not navigating(page):
-        return ""
     state = _pending(page)
+    if not state.url:
+        return ""
     url = state.url if len(state.url) <= 120 else state.url[:117] + "..."
     return (
         f" Meanwhile the tab is navigating to {url} (started {trio.current_time() - state.since:.1f} s ago, "

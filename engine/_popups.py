@@ -42,6 +42,16 @@ class Popup:
         return self._page
 
 
+def watch_page(page: Page, *, dialogs: bool = True) -> None:
+    """The hooks every Page of ours gets as it is made: its dialogs answered (unless ``dialogs`` is False:
+    a tab another client owns, the Playwright adapter's ``attach_page``, as before), its requests counted
+    for ``networkidle``, and its pending navigation followed for the errors it causes."""
+    if dialogs:
+        watch_dialogs(page)
+    watch_requests(page)
+    watch_navigating(page)
+
+
 def watch_popups(browser: Browser, setup: list[tuple[str, dict[str, Any]]]) -> None:
     """Attach every tab our pages open and make a Page of it (``setup``: the commands a new page gets)."""
     from engine._page import Page  # noqa: PLC0415 - _page imports this module
@@ -66,9 +76,7 @@ def watch_popups(browser: Browser, setup: list[tuple[str, dict[str, Any]]]) -> N
                 send_nowait(session, command, command_params)
             page = Page(browser, session, target)
             browser._pages[target] = page
-            watch_dialogs(page)
-            watch_requests(page)
-            watch_navigating(page)
+            watch_page(page)
             for waiter in [w for w in waiters if w[0] == opener]:
                 waiters.remove(waiter)
                 waiter[1]._page = page

@@ -29,8 +29,7 @@ from engine import (
 from engine._browser import _page_setup
 from engine._evaluate import evaluate_on, recorder, stop_script
 from engine._metrics import MetricsRecorder
-from engine._navigating import watch_navigating
-from engine._requests import watch_requests
+from engine._popups import watch_page
 from engine._settings import DEFAULT_SETTINGS
 from engine.playwright._refmap import PlaywrightRef, map_refs, parse_ai_snapshot
 from engine.playwright._runner import PlaywrightRunner
@@ -91,8 +90,7 @@ async def attach_page(browser: Browser, target_id: str) -> Page:
         )
         await session.execute_all(*_page_setup())
     page = Page(browser, session, target_id)
-    watch_requests(page)
-    watch_navigating(page)
+    watch_page(page, dialogs=False)
     return page
 
 
