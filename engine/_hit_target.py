@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
+import cdp
 from engine._errors import CDPError
 
 if TYPE_CHECKING:
@@ -130,12 +131,20 @@ async def read_verdict(session: Session, handle: str, token: str) -> Miss | None
     return None
 
 
-async def remove_guard(session: Session, handle: str, token: str) -> None:
+async def remove_guard(session: Session, handle: str, token: str, *, wait: bool = True) -> None:
     """Remove the guard of an action that ended before its verdict was read, and wait (shielded, up to
     ``REMOVE_WAIT``) until it is gone: a press sent right after (a fallback's click elsewhere) overtook a
-    removal sent without waiting, 1 time in 60, and was cancelled as a miss."""
+    removal sent without waiting, 1 time in 60, and was cancelled as a miss.
+
+    ``wait=False`` while the tab navigates: Chromium holds the removal until the commit, so a wait would
+    only add REMOVE_WAIT to the caller's deadline (and the guard goes with its document)."""
+    params = _verdict(handle, token, by_value=False)
+    if not wait:
+        with contextlib.suppress(CDPError):
+            session.execute_nowait(cdp.Command("Runtime.callFunctionOn", params, None))
+        return
     with trio.CancelScope(shield=True), trio.move_on_after(REMOVE_WAIT), contextlib.suppress(CDPError):
-        await session.execute_raw("Runtime.callFunctionOn", _verdict(handle, token, by_value=False))
+        await session.execute_raw("Runtime.callFunctionOn", params)
 
 
 REMOVE_WAIT = 0.25

@@ -32,6 +32,7 @@ from engine._errors import ActionError, CDPError, ProtocolError
 from engine._hit_target import read_verdict, remove_guard
 from engine._hooks import add_hook, is_main_frame
 from engine._keys import MODIFIER_BITS, key_event, parse_combo, platform_modifier
+from engine._navigating import navigating
 from engine._waiting import navigation_watch
 from engine._worlds import evaluate_in_world
 
@@ -132,7 +133,7 @@ async def click(
         node = target.node
     finally:
         for session, handle in dict.fromkeys(armed):  # the checks or the input ended early: none stays
-            await remove_guard(session, handle, group)
+            await remove_guard(session, handle, group, wait=not navigating(page))
             if node is None:
                 release(session, group)
         if node is not None:

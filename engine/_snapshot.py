@@ -29,8 +29,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("engine.refs")
 
 
-async def _collect(session: Session, target: str, found: list[FrameAX], main: bool, frames: bool) -> None:
-    """Fill ``found`` with the AX trees of every frame ``session`` renders, and of its OOPIF children."""
+async def _collect(
+    session: Session, target: str, found: list[FrameAX], main: bool, frames: bool, *, gone: list[str]
+) -> None:
+    """Fill ``found`` with the AX trees of every frame ``session`` renders, and of its OOPIF children; the
+    frame ids of children that went away meanwhile go to ``gone``."""
     trees: dict[str, list[dict[str, Any]]] = {}
     owners: dict[str, int | None] = {}
 
@@ -72,7 +75,7 @@ async def _collect(session: Session, target: str, found: list[FrameAX], main: bo
             for child in children:
                 if child.frame_id:
                     nursery.start_soon(owner_of, child.frame_id)
-                    nursery.start_soon(_collect_child, child, found, frames)
+                    nursery.start_soon(_collect_child, child, found, frames, gone)
     for frame in listed if frames else listed[:1]:
         nodes = trees.get(frame["id"])
         if nodes is None:
@@ -95,11 +98,18 @@ async def _collect(session: Session, target: str, found: list[FrameAX], main: bo
             found[i] = attrs.evolve(got, owner_backend_id=owners.get(got.frame_id))
 
 
-async def _collect_child(child: Session, found: list[FrameAX], frames: bool) -> None:
+async def _collect_child(child: Session, found: list[FrameAX], frames: bool, gone: list[str]) -> None:
     try:
-        await _collect(child, child.frame_id or "", found, False, frames)
+        with first_error():  # its calls run in nurseries: what ended them comes out as a group
+            await _collect(child, child.frame_id or "", found, False, frames, gone=gone)
     except (SessionDetached, ProtocolError) as exc:  # the iframe went away mid-snapshot
         log.debug("skipped out-of-process frame %s: %s", child.frame_id, exc)
+        gone.append(child.frame_id or "")
+
+
+FRAME_GONE_RETRIES = 2
+"""Times a snapshot is read again when an out-of-process iframe went away during the read; after that it
+is rendered without the frames that went (an ad reloading itself every few ms never settles)."""
 
 
 def _state(page: Page) -> RefState:
@@ -143,8 +153,16 @@ async def take_snapshot(
     # took 98 ms with the GC against 52 ms without.
     with gc_paused():
         found: list[FrameAX] = []
-        with first_error():
-            await _collect(page.session, "", found, True, frames)
+        for attempt in range(1 + FRAME_GONE_RETRIES):
+            found = []
+            gone: list[str] = []
+            with first_error():
+                await _collect(page.session, "", found, True, frames, gone=gone)
+            if not gone:
+                break
+            # Removed, or navigated into another process (which ends its session): the page's frame tree
+            # has changed since it was read, so the read starts again.
+            log.debug("out-of-process frames %s went during a snapshot (attempt %d)", gone, attempt + 1)
         if root_ref is not None and not _holds(found, root_ref):
             await resolve_ref(page, root_ref.ref)  # raises StaleRefError when the element is gone
         out = render(found, state, options, delta=delta)

@@ -64,9 +64,11 @@ class NavigationWatch:
 
     ``Page.frameRequestedNavigation`` comes from the renderer while it handles the click or submit
     (measured on Chromium 156: it is already in when the ``mouseReleased`` reply arrives for a link and for
-    a form's submit button). ``Page.frameNavigated`` is the commit; but a snapshot taken straight after the
-    commit saw an empty document (1 run in 3 under load), so the wait ends at the new document's
-    ``DOMContentLoaded``. A navigation that ends without a document (a 204, a download, a stop) ends with
+    a form's submit button). A history move (``history.back()`` in a handler) sends none, only the
+    browser's ``Page.frameStartedNavigating``, also in before that reply. ``Page.frameNavigated`` is the
+    commit; but a snapshot taken straight after the commit saw an empty document (1 run in 3 under load),
+    so the wait ends at the new document's ``DOMContentLoaded`` (a page the back-forward cache restores:
+    at its commit). A navigation that ends without a document (a 204, a download, a stop) ends with
     ``Page.frameStoppedLoading``; one that stays in the document, with ``Page.navigatedWithinDocument``;
     one of a frame removed from its document, with ``Page.frameDetached``; one of a frame whose document
     the main frame's new one replaced, with that commit (Chromium sends nothing for such a frame). A link
@@ -91,12 +93,17 @@ class NavigationWatch:
         self._wake()
 
     def __call__(self, method: str, params: dict[str, Any]) -> None:
-        if method == "Page.frameRequestedNavigation":
-            if params.get("disposition", "currentTab") != "currentTab":
+        if method in _STARTS:
+            if method == "Page.frameStartedNavigating":
+                if params.get("navigationType") != "historyDifferentDocument":
+                    return  # the renderer asks for the others with a frameRequestedNavigation
+            elif params.get("disposition", "currentTab") != "currentTab":
                 return
             frame = params.get("frameId", "")
             if not self.input_handled:
                 self.pending.add(frame)
+            elif method == "Page.frameStartedNavigating" and frame in self.pending:
+                return  # the start of a navigation whose request was counted
             elif self.pending:
                 # While a navigation the action started loads, a new one may be its sequel (a redirect by
                 # script, a frame's document that moves the top): followed, but only so far. Frames that
@@ -112,6 +119,9 @@ class NavigationWatch:
         if method == "Page.frameNavigated":
             frame = (params.get("frame") or {}).get("id", "")
             self.committed.add(frame)
+            if params.get("type") == "BackForwardCacheRestore":  # a kept document: parsed long ago
+                self.pending.discard(frame)
+                self._wake()
             if frame == self.main_frame and self.pending - {frame}:
                 # The old document's frames went with it, and Chromium sends no frameDetached for them.
                 self.pending &= {frame}
@@ -143,8 +153,10 @@ class NavigationWatch:
             await self.changed.wait()
 
 
+_STARTS = ("Page.frameRequestedNavigation", "Page.frameStartedNavigating")
+
 _WATCHED = (
-    "Page.frameRequestedNavigation",
+    *_STARTS,
     "Page.frameNavigated",
     "Page.frameDetached",
     "Page.lifecycleEvent",
@@ -290,11 +302,13 @@ async def _frames_have_text(page: Page, text: str) -> bool:
 
     It reads each frame in the engine's world of that frame (``engine._worlds``: the page's scripts cannot
     fake the answer). A frame, or an out-of-process frame's session, that goes away meanwhile shows nothing.
+    The first frame that shows it ends the look: a frame whose navigation holds its answers (Chromium holds a
+    renderer's commands until a pending navigation commits) does not hold up text shown elsewhere.
     """
     found = False
     look = {"expression": f"({_HAS_TEXT})({json.dumps(text)})", "returnByValue": True}
 
-    async def in_session(session: Session) -> None:
+    async def in_session(session: Session, done: trio.CancelScope) -> None:
         nonlocal found
         try:
             frames = await frame_tree(session)
@@ -305,6 +319,8 @@ async def _frames_have_text(page: Page, text: str) -> bool:
                     continue  # the frame navigated or went away meanwhile
                 if got is not None and got.get("result", {}).get("value") is True:
                     found = True
+                    done.cancel()
+                    return
         except (SessionDetached, ProtocolError):
             if session is page.session:
                 raise  # the page itself went: the wait ends with that
@@ -312,7 +328,7 @@ async def _frames_have_text(page: Page, text: str) -> bool:
     with first_error():
         async with trio.open_nursery() as nursery:
             for session in frame_sessions(page):
-                nursery.start_soon(in_session, session)
+                nursery.start_soon(in_session, session, nursery.cancel_scope)
     return found
 
 

@@ -743,6 +743,90 @@ async def test_an_action_given_up_during_its_navigation_leaves_the_tab_usable(
         assert await title(page) == "ok"
 
 
+@pytest.mark.parametrize("action", ["click", "select_option"])
+async def test_an_action_whose_handler_goes_back_waits_for_that_document(faulty: str, action: str) -> None:
+    # Chromium sends no frameRequestedNavigation for a history move, only frameStartedNavigating: the
+    # action returned after its 1 s barrier with the move still pending, and held the caller's next command.
+    async with launch(args=["--disable-back-forward-cache"]) as browser:
+        with trio.fail_after(15):
+            page = await browser.new_page(f"{faulty}/slow.html")  # answers after 1.5 s, never from a cache
+            await page.goto(f"{faulty}/back.html")
+            snap = await page.snapshot()
+            if action == "click":
+                await page.click(ref(snap, "button", "Back"))
+            else:
+                await page.select_option(ref(snap, "combobox", "Colour"), "Blue")
+            assert not navigating(page)
+            assert await title(page) == "slow"
+
+
+async def test_an_action_given_up_while_its_handler_goes_back_stops_that_navigation(faulty: str) -> None:
+    # The move back was not seen, so not stopped: the tab stayed held until the old page answered (never,
+    # here). And the hit-target guard's removal, held by it too, kept the click 0.25 s past the deadline.
+    async with launch(args=["--disable-back-forward-cache"]) as browser:
+        with trio.fail_after(15):
+            page = await browser.new_page(f"{faulty}/once.html?given-up")  # a second visit never answers
+            await page.goto(f"{faulty}/back.html")
+            snap = await page.snapshot()
+        started = trio.current_time()
+        with pytest.raises(trio.TooSlowError), trio.fail_after(1.0):
+            await page.click(ref(snap, "button", "Back"))
+        assert trio.current_time() - started < 1.2
+        with trio.fail_after(3):
+            assert "Back" in (await page.snapshot()).text
+            assert await title(page) == "back"
+
+
+async def test_an_action_whose_handler_goes_back_to_a_kept_page_returns_at_its_restore(
+    browser: Browser, faulty: str
+) -> None:
+    # A page the back-forward cache restores sends no DOMContentLoaded: its commit is the end.
+    with trio.fail_after(15):
+        page = await browser.new_page(f"{faulty}/kept.html")
+        await page.goto(f"{faulty}/back.html")
+        snap = await page.snapshot()
+    with trio.fail_after(3):
+        await page.click(ref(snap, "button", "Back"))
+        assert await title(page) == "restored"
+
+
+async def _framed_and_navigating(browser: Browser, faulty: str, to: str) -> Page:
+    """A page whose out-of-process iframe has just begun to navigate to ``to`` (answered after 1.5 s)."""
+    page = await browser.new_page(f"{faulty}/framed.html?host=localhost&src=/final.html")
+    while "the final page" not in (await page.snapshot()).text:  # its session attached and it loaded
+        await trio.sleep(0.05)
+    (child,) = page.session.children.values()
+    await child.execute_raw("Runtime.evaluate", {"expression": f"location.href = {json.dumps(to)}"})
+    return page
+
+
+async def test_a_snapshot_reads_again_when_an_iframe_moves_into_the_page_s_process(
+    browser: Browser, faulty: str
+) -> None:
+    # The frame's new document is on the page's own site: at its commit the frame leaves its process, and
+    # its session ends. That session's error came out of the snapshot (as a group, past its handler).
+    with trio.fail_after(15):
+        page = await _framed_and_navigating(browser, faulty, f"{faulty}/slow.html")
+        text = (await page.snapshot()).text  # read at the commit: the new document may not be parsed yet
+        assert "around the frame" in text
+        assert "- iframe" in text
+        await page.wait_for(text="the slow page")
+        assert "the slow page" in (await page.snapshot()).text
+
+
+async def test_text_the_page_shows_is_found_while_an_iframe_s_navigation_is_held(
+    browser: Browser, faulty: str
+) -> None:
+    # Chromium holds the frame's commands until its new document commits (1.5 s): the look at every frame
+    # waited for it, and a wait_for of text the main frame showed all along ran out of time.
+    with trio.fail_after(15):
+        page = await _framed_and_navigating(browser, faulty, "/slow.html")  # stays cross-site
+    with trio.fail_after(1.0):
+        await page.wait_for(text="around the frame")
+    with trio.fail_after(10):
+        await page.wait_for(text="the slow page")
+
+
 async def test_an_evaluate_ended_by_page_close_says_this_client_closed_it(browser: Browser) -> None:
     # evaluate runs on a session of its own to the tab; it said only "Render process gone".
     page = await browser.new_page()

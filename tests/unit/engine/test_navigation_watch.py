@@ -48,3 +48,43 @@ def test_a_frame_removed_while_it_loads_is_not_waited_for() -> None:
     watch.input_handled = True
     watch("Page.frameDetached", {"frameId": "IFRAME", "reason": "remove"})
     assert watch.pending == set()
+
+
+def started(frame: str, kind: str) -> tuple[str, dict[str, str]]:
+    return "Page.frameStartedNavigating", {"frameId": frame, "navigationType": kind}
+
+
+def test_a_history_move_is_waited_for_though_no_request_comes() -> None:
+    """history.back() in a handler: Chromium sends frameStartedNavigating, and no frameRequestedNavigation."""
+    watch = NavigationWatch("MAIN")
+    watch(*started("MAIN", "historyDifferentDocument"))
+    watch.input_handled = True
+    assert watch.pending == {"MAIN"}
+    watch(*navigated("MAIN"))
+    assert watch.pending == {"MAIN"}  # committed, not parsed yet
+    watch(*parsed("MAIN"))
+    assert watch.pending == set()
+
+
+def test_a_page_the_back_forward_cache_restores_ends_at_its_commit() -> None:
+    """A kept document sends no DOMContentLoaded: it was parsed long ago."""
+    watch = NavigationWatch("MAIN")
+    watch(*started("MAIN", "historyDifferentDocument"))
+    watch.input_handled = True
+    watch("Page.frameNavigated", {"frame": {"id": "MAIN"}, "type": "BackForwardCacheRestore"})
+    assert watch.pending == set()
+
+
+def test_the_start_of_a_requested_navigation_is_not_counted_twice() -> None:
+    """Every other navigation comes with its request; its start then adds nothing, and a same-document
+    one nothing at all."""
+    watch = NavigationWatch("MAIN")
+    watch(*started("IFRAME", "differentDocument"))
+    watch(*started("MAIN", "historySameDocument"))
+    assert watch.pending == set()
+    watch(*requested("A"))
+    watch.input_handled = True
+    for _ in range(FOLLOWED_NAVIGATIONS):
+        watch(*requested("B"))
+        watch(*started("B", "historyDifferentDocument"))
+    assert watch.pending == {"A", "B"}

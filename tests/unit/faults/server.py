@@ -36,7 +36,15 @@ PAGES: dict[str, bytes] = {
     # ?host=...&src=/page.html: that page in a frame; with host=localhost the frame is cross-site, so out
     # of process (a session of its own).
     "/framed.html": b"<title>framed</title><script>const q = new URLSearchParams(location.search);"
-    b"document.write(`<iframe src='http://${q.get('host')}:${location.port}${q.get('src')}'></iframe>`)</script>",
+    b"document.write(`<iframe src='http://${q.get('host')}:${location.port}${q.get('src')}'></iframe>`)</script>"
+    b"<p>around the frame</p>",
+    # History moves started by the page's own handlers (Chromium sends no frameRequestedNavigation for them).
+    "/back.html": b"<title>back</title><button onclick='history.back()'>Back</button>"
+    b"<label>Colour <select onchange='history.back()'><option>Red</option><option>Blue</option></select>"
+    b"</label>",
+    # Says whether the back-forward cache restored it.
+    "/kept.html": b"<title>kept</title><script>addEventListener('pageshow', (e) => {"
+    b"if (e.persisted) document.title = 'restored' })</script>",
     "/fetch-on-load.html": b"<title>fetch on load</title>"
     b"<script>fetch('/slow.png').finally(() => document.body.append('Fetched'))</script>",
     # The frame's document moves on while its fetch is in flight: Chromium reports the fetch neither
@@ -95,6 +103,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         elif path == "/late.html":
             time.sleep(3)
             self._send(200, b"<title>late</title><p>the late page</p>")
+        elif path == "/slow.html":  # never from a cache: a history move back to it waits for it again
+            time.sleep(1.5)
+            self._send(200, b"<title>slow</title><p>the slow page</p>", "Cache-Control: no-store")
         elif path == "/body":
             self._send(200, b"0123456789", "Content-Type: text/plain", "Cache-Control: no-store")
         elif path == "/worker.js":
