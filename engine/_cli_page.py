@@ -23,6 +23,7 @@ import trio
 from engine import steps as _steps
 from engine._browser import Browser, connect, launch
 from engine._cli_protocol import CommandFailed, UsageError
+from engine._errors import JavaScriptError
 from engine._page import Page
 from engine._process import ChromiumProcess, _describe_exit
 
@@ -228,13 +229,23 @@ def json_ready(value: Any) -> Any:
     return value
 
 
+_NOT_A_FUNCTION = "so the source must be a function"
+"""What the engine's in-page runner says when it was given an element and the source is not a function."""
+
+
 async def _evaluate(page: Page, expression: str, ref: str | None) -> Any:
-    evaluate = getattr(page, "evaluate", None)
-    if evaluate is None:  # engine/_evaluate.py (issue 11) is not in this build
-        raise UsageError("eval needs page.evaluate, which this build of the engine does not have yet")
-    if ref:
-        return await evaluate(expression, ref=ref)
-    return await evaluate(expression)
+    if not ref:
+        return await page.evaluate(expression)
+    try:
+        return await page.evaluate(expression, ref=ref)
+    except JavaScriptError as exc:
+        if _NOT_A_FUNCTION not in str(exc):
+            raise
+        # Bad input, not a page error: only the page can tell (a name like myFn may hold a function).
+        raise UsageError(
+            f"with --ref, EXPR must be a function that takes the element, like '(el) => el.textContent'; "
+            f"{expression!r} evaluated to something else (nothing was called)"
+        ) from None
 
 
 # --- steps -------------------------------------------------------------------------------------------------

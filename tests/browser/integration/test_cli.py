@@ -408,6 +408,9 @@ def test_eval_prints_the_value_and_takes_a_ref(endpoint: str, server: str) -> No
     assert json.loads(by_ref.stdout) == "Go"
     thrown = failed(run("eval", url, "null.x", "--connect", endpoint), 1)
     assert thrown.startswith("cdp-engine eval: JavaScriptError: ")
+    # Bad input, not a page error: it read "JavaScriptError: the script threw TypeError" with status 1.
+    not_a_function = failed(run("eval", url, "document.title", "--ref", "e2", "--connect", endpoint), 2)
+    assert "with --ref, EXPR must be a function that takes the element" in not_a_function
 
 
 def _strict_json(text: str) -> object:
