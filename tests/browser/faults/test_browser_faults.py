@@ -777,6 +777,27 @@ async def test_an_action_given_up_while_its_handler_goes_back_stops_that_navigat
             assert await title(page) == "back"
 
 
+async def test_a_click_whose_handler_moves_an_iframe_back_waits_for_that_document(
+    browser: Browser, faulty: str
+) -> None:
+    # history.back() from the page's own button moved only its out-of-process iframe, whose start Chromium
+    # reports on the frame's own session: the click returned at once, and the next read was held.
+    page = await browser.new_page(f"{faulty}/framed.html?host=localhost&src=/slow.html")
+    with trio.fail_after(15):
+        while "the slow page" not in (await page.snapshot()).text:
+            await trio.sleep(0.05)
+        (child,) = page.session.children.values()
+        await child.execute_raw("Runtime.evaluate", {"expression": "location.href = '/final.html'"})
+        await page.wait_for(text="the final page")
+        await page.evaluate(
+            "document.body.insertAdjacentHTML('beforeend', `<button onclick='history.back()'>Back</button>`)"
+        )
+        snap = await page.snapshot()
+        await page.click(ref(snap, "button", "Back"))
+    with trio.fail_after(0.5):
+        assert "the slow page" in (await page.snapshot()).text
+
+
 async def test_an_action_whose_handler_goes_back_to_a_kept_page_returns_at_its_restore(
     browser: Browser, faulty: str
 ) -> None:
