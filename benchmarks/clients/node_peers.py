@@ -9,6 +9,7 @@ installs them there, never globally); a missing ``node`` or package skips the cl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -141,6 +142,10 @@ class NodePeer(Client):
                     pipe.close()
             if self._log is not None:
                 self._log.close()
+                # Kept only if the peer said something (an error to read); empty ones piled up in /tmp.
+                with contextlib.suppress(OSError):
+                    if os.path.getsize(self._log.name) == 0:
+                        os.unlink(self._log.name)
 
 
 class PuppeteerPipe(NodePeer):

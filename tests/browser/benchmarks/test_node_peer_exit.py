@@ -39,6 +39,8 @@ def test_the_peers_browser_is_stopped_when_its_stdin_closes() -> None:
     )
     peer = ChromeRemoteInterface()
     peer.start(env)
+    assert peer._log is not None
+    log = Path(peer._log.name)
     try:
         (profile,) = _profiles() - before
         assert _running_on(profile), "the peer's browser did not start"
@@ -54,3 +56,4 @@ def test_the_peers_browser_is_stopped_when_its_stdin_closes() -> None:
         assert not profile.exists()
     finally:
         peer.stop()
+    assert not log.exists(), "an empty peer log was left in /tmp"  # 58 had piled up there
