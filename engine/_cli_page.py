@@ -24,6 +24,7 @@ from engine import steps as _steps
 from engine._browser import Browser, connect, launch
 from engine._cli_protocol import CommandFailed, UsageError
 from engine._errors import JavaScriptError
+from engine._evaluate import NOT_A_FUNCTION
 from engine._page import Page
 from engine._process import ChromiumProcess, _describe_exit
 
@@ -229,17 +230,13 @@ def json_ready(value: Any) -> Any:
     return value
 
 
-_NOT_A_FUNCTION = "so the source must be a function"
-"""What the engine's in-page runner says when it was given an element and the source is not a function."""
-
-
 async def _evaluate(page: Page, expression: str, ref: str | None) -> Any:
     if not ref:
         return await page.evaluate(expression)
     try:
         return await page.evaluate(expression, ref=ref)
     except JavaScriptError as exc:
-        if _NOT_A_FUNCTION not in str(exc):
+        if NOT_A_FUNCTION not in str(exc):
             raise
         # Bad input, not a page error: only the page can tell (a name like myFn may hold a function).
         raise UsageError(

@@ -78,6 +78,9 @@ _BUDGET_MARK = "cdp-engine: evaluate budget ran out"
 _VALUE_MARK = "cdp-engine: cannot return by value: "
 _SPECIAL_MARK = "cdp-engine: numbers JSON cannot hold"
 """Nested NaN, Infinity and -0 come back as null and 0 by value: the runner lists where they were."""
+NOT_A_FUNCTION = "the source must be a function"
+"""What the runner's TypeError says when it was given arguments or an element and the source is not a
+function (the CLI tells that bad input from a page's error by it)."""
 _TERMINATED = "Execution was terminated"
 _AWAIT_OUTSIDE = "await is only valid in async functions"
 
@@ -88,8 +91,8 @@ _AWAIT_OUTSIDE = "await is only valid in async functions"
 _RUNNER_JS = """
 ((f, ms, args, isFn) => {
   if (typeof f !== 'function') {
-    if (isFn) throw new TypeError('evaluate was given arguments or an element, so the source must be a ' +
-      'function, like (el, n) => el.textContent.slice(0, n)');
+    if (isFn) throw new TypeError('evaluate was given arguments or an element, so @NOT_A_FUNCTION@, ' +
+      'like (el, n) => el.textContent.slice(0, n)');
   } else { f = f(...args); }
   const bad = (path, what, instead) => new TypeError('@VALUE@' + path + ' is ' + what + '; ' + instead);
   const check = (root) => {
@@ -155,6 +158,7 @@ _RUNNER = (
     _RUNNER.replace("@VALUE@", _VALUE_MARK)
     .replace("@BUDGET@", _BUDGET_MARK)
     .replace("@SPECIAL@", _SPECIAL_MARK)
+    .replace("@NOT_A_FUNCTION@", NOT_A_FUNCTION)
 )
 
 

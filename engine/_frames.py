@@ -72,12 +72,17 @@ def live_iframes(session: Session) -> list[Session]:
 
 
 def frame_sessions(page: Page) -> list[Session]:
-    """The page's own session, then every live out-of-process iframe session below it (parents first).
+    """The page's own session, then every live out-of-process iframe session below it (parents first)."""
+    return sessions_below(page.session)
+
+
+def sessions_below(root: Session) -> list[Session]:
+    """``root``, then every live out-of-process iframe session below it (parents first).
 
     No round trip: the session table as it stands. A child session attaches by itself as its iframe
     loads, and a detached one ends its own children with it.
     """
-    found = [page.session]
+    found = [root]
     for session in found:  # grows as it goes: a breadth-first walk
         found.extend(live_iframes(session))
     return found

@@ -152,7 +152,7 @@ async def take_snapshot(
     # on the 13k-node tree of the 5,000-element page: one 40 ms collection after the parse, and the render
     # took 98 ms with the GC against 52 ms without.
     with gc_paused():
-        found: list[FrameAX] = []
+        found: list[FrameAX]
         for attempt in range(1 + FRAME_GONE_RETRIES):
             found = []
             gone: list[str] = []

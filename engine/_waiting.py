@@ -33,7 +33,7 @@ from engine._errors import (
     StaleRefError,
     fresh_copy,
 )
-from engine._frames import frame_sessions, frame_tree, live_iframes
+from engine._frames import frame_sessions, frame_tree, sessions_below
 from engine._hooks import add_hook
 from engine._navigating import navigating_note
 from engine._requests import requests_of
@@ -210,9 +210,8 @@ async def navigation_watch(
     watch = NavigationWatch(main or "")
     # The out-of-process iframes below are watched too: a history move a handler starts may move only
     # one of them, and Chromium reports its start on that frame's own session.
-    watched = list(sessions)
-    for session in watched:  # grows as it goes
-        watched.extend(child for child in live_iframes(session) if child not in watched)
+    below = sessions_below(sessions[0]) if sessions else []
+    watched = [*sessions, *(session for session in below if session not in sessions)]
     hooks = [(s, add_hook(s, _WATCHED, watch, on_end=watch.end)) for s in watched]
     phase = "input"
     try:
