@@ -463,6 +463,9 @@ async def wait_for(
             "wait_for takes exactly one of text=, gone_text=, load_state=, ref= or time_ms=; "
             f"got {chosen or 'none'}"
         )
+    for name, value in (("text", text), ("gone_text", gone_text), ("ref", ref)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"wait_for's {name}= takes a str, not {value!r}")
     if load_state is not None and load_state not in ("load", "domcontentloaded", "networkidle"):
         raise ValueError(f"load_state is 'load', 'domcontentloaded' or 'networkidle', not {load_state!r}")
     if state not in ("visible", "hidden"):

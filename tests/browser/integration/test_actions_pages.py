@@ -87,6 +87,8 @@ async def test_wait_for_text_gone_text_load_state_ref_and_time(
             await page.wait_for(text="Never shown")
     with pytest.raises(ValueError, match="exactly one"):
         await page.wait_for(text="a", gone_text="b")
+    with pytest.raises(TypeError, match="text= takes a str, not 5"):  # it waited out the budget
+        await page.wait_for(text=5)  # type: ignore[arg-type]
 
 
 async def test_waits_for_text_see_shadow_roots_and_no_break_spaces(browser: Browser, server: str) -> None:
