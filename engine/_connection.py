@@ -376,7 +376,8 @@ class Connection(metaclass=NoPublicConstructor):
         try:
             while entry.reply is None and entry.error is None:
                 try:
-                    batch = await transport.receive_batch()
+                    # Alone in flight, the reply is likely soon: the transport may poll for it (FdIO.read).
+                    batch = await transport.receive_batch(poll=lone and len(self._pending) == 1)
                 except ConnectionClosed as exc:
                     self.close(exc)
                     raise

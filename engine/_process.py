@@ -305,6 +305,7 @@ class ChromiumProcess:
             *ours,
             max_outbound_bytes=self._settings.max_outbound_bytes,
             max_inbound_bytes=self._settings.max_inbound_bytes,
+            busy_poll=self._settings.busy_poll,
         )
         self.transport = transport
         try:

@@ -37,6 +37,9 @@ class Settings:
     """``False`` turns ``page.evaluate`` off: it raises EvaluateDisabled before anything is sent."""
     evaluate_timeout: float = 30.0
     """``page.evaluate``'s budget when the caller set no deadline of their own: no script is unbounded."""
+    busy_poll: float = 0.0005
+    """How long a lone command's caller polls the link for its reply before it sleeps (0: never). On a VM
+    a sleep and wake-up cost more than Chromium takes to answer a small command; see ``FdIO.read``."""
     protocol_trace: bool = False
     """Log every message in and out (truncated) to the ``engine.protocol`` logger at DEBUG, for debugging."""
     protocol_trace_chars: int = 400

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import NoReturn, Protocol
 
@@ -29,6 +30,7 @@ import trio
 
 from engine._errors import ConnectionClosed, MessageTooLarge
 from engine._framing import MAX_INBOUND_BYTES, InboundTooLarge, NulFramer, nul_framed
+from engine._settings import DEFAULT_SETTINGS
 
 PIPE_MAX_MESSAGE_BYTES = 100 * 1024 * 1024 - 1
 """The longest message Chromium reads from the pipe (it must be shorter than 100 MiB)."""
@@ -48,6 +50,12 @@ CUT_MESSAGE = "a send was cancelled in the middle of a message, so the link was 
 
 _READ_STREAK = 16
 """Reads in a row that found data waiting before the reader yields to other tasks anyway."""
+
+BUSY_POLL_S = DEFAULT_SETTINGS.busy_poll
+"""How long a read for a lone caller's reply polls the link before it sleeps (``Settings.busy_poll``)."""
+
+_clock = time.perf_counter
+_yield_cpu: Callable[[], None] = getattr(os, "sched_yield", lambda: None)
 
 
 class Transport(Protocol):
@@ -76,8 +84,11 @@ class Transport(Protocol):
         """
         ...
 
-    async def receive_batch(self) -> list[bytes]:
+    async def receive_batch(self, *, poll: bool = False) -> list[bytes]:
         """Wait for the next complete messages and return all that are complete (at least one).
+
+        ``poll``: the caller waits for the one reply it expects soon (a lone command); the transport may
+        poll its link for a short while before it sleeps (see :meth:`FdIO.read`), or ignore it.
 
         Raises:
             ConnectionClosed: the link ended (EOF, error, closed locally).
@@ -202,6 +213,8 @@ class FdIO:
     that is one extra pass of the scheduler per reply. Here a read that finds data returns at once, and
     only a long streak of such reads (a flood) yields, so other tasks still run.
 
+    Polling: see :meth:`read`.
+
     Writing: :meth:`write_nowait` writes at once when the link is idle and keeps what the kernel did not
     take as a backlog (``pending``). The common small command then costs one ``write`` in the caller's own
     task, with no hand-off to a writer task and no pass of the scheduler. Nothing there yields, so nothing
@@ -219,10 +232,18 @@ class FdIO:
         lock: the transport's send lock: a write now keeps the stream in order only if no send holds it.
         read_size: the most bytes one read asks for (SMALL_READ unless the last read filled its request).
         owned: the fds are this object's to set up and close (the pipe), not a socket's.
+        busy_poll: the longest a read asked to poll polls before it sleeps, in seconds; 0: never.
     """
 
     def __init__(
-        self, read_fd: int, write_fd: int, *, lock: trio.StrictFIFOLock, read_size: int, owned: bool
+        self,
+        read_fd: int,
+        write_fd: int,
+        *,
+        lock: trio.StrictFIFOLock,
+        read_size: int,
+        owned: bool,
+        busy_poll: float = BUSY_POLL_S,
     ) -> None:
         self.read_fd = read_fd
         self.write_fd = write_fd
@@ -232,6 +253,8 @@ class FdIO:
         self._ask = self._small
         self.pending = b""
         self._streak = 0
+        self.busy_poll = busy_poll
+        self._quick = True  # the last wait that could poll ended within busy_poll
         self._owned = owned
         if owned:
             os.set_blocking(read_fd, False)
@@ -239,21 +262,36 @@ class FdIO:
 
     # -- reading -------------------------------------------------------------------------------------
 
-    async def read(self) -> bytes:
+    async def read(self, *, poll: bool = False) -> bytes:
         """The next bytes (empty at EOF); raises OSError or trio.ClosedResourceError if the fd is gone.
 
         It reads before it waits, also right after a write: on 2 cores the write to Chromium often gives
         way to it until it has answered, and the reply is then there (measured: 0.81x the wall time of
         waiting first, per Browser.getVersion). A read that fails costs a system call; a wait for bytes
         that are already there costs a pass of the scheduler and an epoll wait.
+
+        With ``poll`` (a lone caller waits for its reply), a read that finds nothing reads again, for up
+        to ``busy_poll``, before it sleeps in epoll: on a VM, falling asleep and being woken cost more than
+        Chromium takes to answer a small command (measured: a getVersion round trip in 0.58x the time for
+        about the same CPU of the whole machine; see the README). Between reads every other runnable task
+        and thread runs (:meth:`_poll`). It polls only if the last such wait ended within ``busy_poll``:
+        after a slow reply (a navigation, a screenshot) it sleeps at once until a quick one comes again.
         """
         while True:
             try:
                 data = os.read(self.read_fd, self._ask)
             except BlockingIOError:
                 self._streak = 0
-                await trio.lowlevel.wait_readable(self.read_fd)
-                continue
+                if not poll or not self.busy_poll:
+                    await trio.lowlevel.wait_readable(self.read_fd)
+                    continue
+                begun = _clock()
+                polled = await self._poll(begun) if self._quick else None
+                if polled is None:
+                    await trio.lowlevel.wait_readable(self.read_fd)
+                    self._quick = _clock() - begun <= self.busy_poll
+                    continue
+                data = polled
             self._ask = self.read_size if len(data) == self._ask else self._small
             self._streak += 1
             if self._streak >= _READ_STREAK:
@@ -262,6 +300,21 @@ class FdIO:
                 # caller reading its own reply, see Connection._send_and_wait, can be cancelled at any await).
                 await trio.lowlevel.cancel_shielded_checkpoint()
             return data
+
+    async def _poll(self, begun: float) -> bytes | None:
+        """Read until bytes come (them) or ``busy_poll`` since ``begun`` ends (None).
+
+        Each turn is a trio checkpoint (every other runnable task runs, and a cancellation or a deadline
+        ends the poll as it would a sleep) and a ``sched_yield`` (so does any other runnable thread)."""
+        while True:
+            await trio.lowlevel.checkpoint()
+            _yield_cpu()
+            try:
+                return os.read(self.read_fd, self._ask)
+            except BlockingIOError:
+                pass
+            if _clock() - begun > self.busy_poll:
+                return None
 
     # -- writing -------------------------------------------------------------------------------------
 
@@ -349,6 +402,7 @@ class PipeTransport:
         max_outbound_bytes: the longest message to send; capped at PIPE_MAX_MESSAGE_BYTES.
         max_inbound_bytes: the longest message to accept; a longer one closes the pipe (ConnectionClosed).
         read_size: the most bytes one read asks for (SMALL_READ unless the last read filled its request).
+        busy_poll: how long a read for a lone caller's reply may poll before it sleeps (FdIO.read).
     """
 
     name = "pipe"
@@ -361,13 +415,16 @@ class PipeTransport:
         max_outbound_bytes: int = PIPE_MAX_MESSAGE_BYTES,
         max_inbound_bytes: int = MAX_INBOUND_BYTES,
         read_size: int = READ_SIZE,
+        busy_poll: float = BUSY_POLL_S,
     ) -> None:
         _grow_pipe(read_fd)
         _grow_pipe(write_fd)
         self._link = LinkState(self.name, min(max_outbound_bytes, PIPE_MAX_MESSAGE_BYTES))
         self._framer = NulFramer(max_inbound_bytes=max_inbound_bytes, json_objects=True)
         self._send_lock = trio.StrictFIFOLock()
-        self._fds = FdIO(read_fd, write_fd, lock=self._send_lock, read_size=read_size, owned=True)
+        self._fds = FdIO(
+            read_fd, write_fd, lock=self._send_lock, read_size=read_size, owned=True, busy_poll=busy_poll
+        )
 
     def __repr__(self) -> str:
         state = "closed" if self._link.reason is not None else "open"
@@ -423,8 +480,8 @@ class PipeTransport:
         self._link.close(CUT_MESSAGE)
         self._fds.close()
 
-    async def receive_batch(self) -> list[bytes]:
-        """Read until at least one message is complete; return every complete one.
+    async def receive_batch(self, *, poll: bool = False) -> list[bytes]:
+        """Read until at least one message is complete; return every complete one (``poll``: FdIO.read).
 
         Raises:
             ConnectionClosed: Chromium closed its end (it exited), or the pipe was closed here.
@@ -434,7 +491,7 @@ class PipeTransport:
             if link.reason is not None:
                 await link.raise_closed()
             try:
-                data = await self._fds.read()
+                data = await self._fds.read(poll=poll)
             except (trio.ClosedResourceError, trio.BrokenResourceError, OSError) as exc:
                 raise link.broken("the pipe from the browser broke", exc) from exc
             if not data:

@@ -23,7 +23,7 @@ from engine._errors import ConnectionClosed
 from engine._framing import MAX_INBOUND_BYTES, InboundTooLarge
 from engine._http import open_upgraded_stream
 from engine._settings import Settings
-from engine._transport import CUT_MESSAGE, READ_SIZE, FdIO, LinkState, write_fully
+from engine._transport import BUSY_POLL_S, CUT_MESSAGE, READ_SIZE, FdIO, LinkState, write_fully
 from engine._ws_codec import CloseReceived, Message, RemoteProtocolError, WebSocketCodec
 
 WEBSOCKET_MAX_MESSAGE_BYTES = 100 * 1024 * 1024 - 14
@@ -52,6 +52,7 @@ class WebSocketTransport:
         max_inbound_bytes: the longest message to accept; a longer one closes the websocket
             (ConnectionClosed), as soon as its frame header arrives.
         read_size: the most bytes one read asks for.
+        busy_poll: how long a read for a lone caller's reply may poll before it sleeps (FdIO.read).
     """
 
     name = "websocket"
@@ -64,6 +65,7 @@ class WebSocketTransport:
         max_outbound_bytes: int = WEBSOCKET_MAX_MESSAGE_BYTES,
         max_inbound_bytes: int = MAX_INBOUND_BYTES,
         read_size: int = READ_SIZE,
+        busy_poll: float = BUSY_POLL_S,
     ) -> None:
         self._stream = stream
         self._socket = stream.socket if isinstance(stream, trio.SocketStream) else None
@@ -75,7 +77,9 @@ class WebSocketTransport:
         self._fds: FdIO | None = None
         if self._socket is not None:
             fd = self._socket.fileno()
-            self._fds = FdIO(fd, fd, lock=self._send_lock, read_size=read_size, owned=False)
+            self._fds = FdIO(
+                fd, fd, lock=self._send_lock, read_size=read_size, owned=False, busy_poll=busy_poll
+            )
 
     def __repr__(self) -> str:
         return f"<WebSocketTransport {'closed' if self._link.reason is not None else 'open'}>"
@@ -171,8 +175,8 @@ class WebSocketTransport:
         if self._socket is not None:
             self._socket.close()
 
-    async def receive_batch(self) -> list[bytes]:
-        """Read until at least one message is complete; return every complete one.
+    async def receive_batch(self, *, poll: bool = False) -> list[bytes]:
+        """Read until at least one message is complete; return every complete one (``poll``: FdIO.read).
 
         Pings are answered on the way, without waiting: the pong is written now if the socket is idle, else
         it is left in ``backlog`` for the next :meth:`send`. A close from the browser ends the transport
@@ -194,7 +198,7 @@ class WebSocketTransport:
                 # Read inline, not in a method of its own: one coroutine frame less to resume per wait.
                 try:
                     if self._fds is not None:
-                        data = await self._fds.read()
+                        data = await self._fds.read(poll=poll)
                     else:
                         data = await self._stream.receive_some(self._read_size)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
@@ -272,4 +276,5 @@ async def open_websocket_transport(url: str, settings: Settings) -> WebSocketTra
         initial_data=rest,
         max_outbound_bytes=settings.max_outbound_bytes,
         max_inbound_bytes=settings.max_inbound_bytes,
+        busy_poll=settings.busy_poll,
     )

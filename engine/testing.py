@@ -52,7 +52,7 @@ class FakeTransport:
             raise ConnectionClosed("fake peer is gone") from exc
         await trio.lowlevel.checkpoint()
 
-    async def receive_batch(self) -> list[bytes]:
+    async def receive_batch(self, *, poll: bool = False) -> list[bytes]:
         try:
             return [await self.inbound_receive.receive()]
         except (trio.EndOfChannel, trio.ClosedResourceError) as exc:

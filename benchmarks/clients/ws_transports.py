@@ -163,7 +163,7 @@ class TrioWebSocketTransport:
         except trio_websocket.ConnectionClosed as exc:
             raise link.broken("the websocket is closed", exc) from exc
 
-    async def receive_batch(self) -> list[bytes]:
+    async def receive_batch(self, *, poll: bool = False) -> list[bytes]:
         """The next message (the package hands them over one at a time)."""
         link = self._link
         if link.reason is not None:
@@ -292,7 +292,7 @@ class WsprotoTransport:
         self._link.close(CUT_MESSAGE)
         self._stream.socket.close()
 
-    async def receive_batch(self) -> list[bytes]:
+    async def receive_batch(self, *, poll: bool = False) -> list[bytes]:
         """Read until at least one message is complete; return every complete one (pings answered)."""
         link = self._link
         messages: list[bytes] = []
@@ -300,7 +300,7 @@ class WsprotoTransport:
             if link.reason is not None:
                 await link.raise_closed()
             try:
-                data = await self._fds.read()
+                data = await self._fds.read(poll=poll)
             except (trio.ClosedResourceError, trio.BrokenResourceError, OSError) as exc:
                 await trio.aclose_forcefully(self._stream)
                 raise link.broken("the websocket connection broke", exc) from exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -12,7 +13,8 @@ from typing import Any
 import pytest
 import trio
 
-from engine import ConnectError, ConnectionClosed, MessageTooLarge, Settings
+import cdp
+from engine import ConnectError, ConnectionClosed, MessageTooLarge, Settings, launch
 from engine.lowlevel import (
     PIPE_MAX_MESSAGE_BYTES,
     WEBSOCKET_MAX_MESSAGE_BYTES,
@@ -155,3 +157,25 @@ async def test_second_websocket_client_and_json_version() -> None:
             with pytest.raises(ConnectError, match="HTTP"):
                 await open_websocket_transport(bad, Settings())
             assert "result" in await call(browser.transport, 8, "Browser.getVersion")
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("kind", TRANSPORTS)
+@pytest.mark.parametrize("busy_poll", [0.0005, 0.0])
+async def test_a_lone_callers_poll_is_bounded(kind: Kind, busy_poll: float) -> None:
+    """A lone command polls the link for its reply (Settings.busy_poll), never for long: a reply 0.3 s
+    away costs far less than 0.3 s of CPU, however many slow ones come in a row, and the quick commands
+    around them are answered as ever."""
+    with trio.fail_after(60):
+        async with launch(transport=kind, settings=Settings(busy_poll=busy_poll)) as browser:
+            page = await browser.new_page()
+            slow = cdp.runtime.evaluate(
+                expression="new Promise(r => setTimeout(() => r('late'), 300))", await_promise=True
+            )
+            for _ in range(3):
+                versions = [await browser.session.execute(cdp.browser.get_version()) for _ in range(20)]
+                assert all(v.product == versions[0].product for v in versions)
+                cpu = time.thread_time()
+                assert (await page.session.execute(slow)).result.value == "late"
+                assert time.thread_time() - cpu < 0.1
+                assert (await page.session.execute(cdp.runtime.evaluate(expression="6*7"))).result.value == 42

@@ -208,6 +208,88 @@ async def test_reads_are_small_unless_a_large_message_is_coming_in() -> None:
         peer.close()
 
 
+@asynccontextmanager
+async def polling_fds(busy_poll: float) -> AsyncIterator[tuple[FdIO, socket.socket]]:
+    """An FdIO on one end of a socket pair (the other end is the peer's), polling up to ``busy_poll``."""
+    ours, peer = socket.socketpair()
+    ours.setblocking(False)
+    fds = FdIO(
+        ours.fileno(),
+        ours.fileno(),
+        lock=trio.StrictFIFOLock(),
+        read_size=1 << 20,
+        owned=False,
+        busy_poll=busy_poll,
+    )
+    try:
+        yield fds, peer
+    finally:
+        ours.close()
+        peer.close()
+
+
+def send_later(peer: socket.socket, delay: float, data: bytes) -> None:
+    """In a thread: the peer's write, ``delay`` seconds from now."""
+    time.sleep(delay)
+    peer.sendall(data)
+
+
+async def read_with_cpu(fds: FdIO, peer: socket.socket, delay: float) -> float:
+    """The thread CPU time a polling read takes for bytes the peer writes ``delay`` seconds later."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(trio.to_thread.run_sync, send_later, peer, delay, b"reply")
+        await trio.lowlevel.checkpoint()  # the thread task starts before the clock does
+        cpu = time.thread_time()
+        assert await fds.read(poll=True) == b"reply"
+        return time.thread_time() - cpu
+
+
+async def test_a_polling_read_sleeps_after_busy_poll_and_then_stops_polling() -> None:
+    """The poll is bounded by ``busy_poll``; after a reply slower than that, the next waits sleep at once,
+    until a wait ends within ``busy_poll`` again. (Upper bounds only: a loaded machine gives a polling
+    thread less CPU, never more.)"""
+    with trio.fail_after(10):
+        async with polling_fds(busy_poll=0.1) as (fds, peer):
+            assert await read_with_cpu(fds, peer, 0.4) < 0.3, "polled past busy_poll"
+            assert await read_with_cpu(fds, peer, 0.4) < 0.03, "polled again right after a slow reply"
+            await read_with_cpu(fds, peer, 0.0)  # a quick reply: polling may begin again
+            assert await read_with_cpu(fds, peer, 0.4) < 0.3
+
+
+async def test_a_polling_read_gives_way_to_runnable_tasks() -> None:
+    """While another task of the run can run, the read sleeps in epoll at once: polling would hold it."""
+    turns = 0
+
+    async def other() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await trio.lowlevel.checkpoint()
+
+    with trio.fail_after(10):
+        async with polling_fds(busy_poll=5.0) as (fds, peer), trio.open_nursery() as nursery:
+            nursery.start_soon(other)
+            await trio.to_thread.run_sync(peer.sendall, b"quick")
+            assert await fds.read(poll=True) == b"quick"
+            nursery.start_soon(trio.to_thread.run_sync, send_later, peer, 0.2, b"reply")
+            await trio.sleep(0.01)
+            before = turns
+            assert await fds.read(poll=True) == b"reply"
+            assert turns - before > 10, "the other task was held while the read polled"
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_polling_read_ends_at_the_callers_deadline() -> None:
+    """No deadline waits for the poll: it stops at the next one due, and the cancellation is on time."""
+    with trio.fail_after(10):
+        async with polling_fds(busy_poll=5.0) as (fds, _):
+            start = trio.current_time()
+            with trio.move_on_after(0.05) as scope:
+                await fds.read(poll=True)
+            assert scope.cancelled_caught
+            assert trio.current_time() - start < 1.0
+
+
 async def test_pipe_round_trip_and_batching() -> None:
     with trio.fail_after(5):
         async with pipe_pair() as (transport, peer_read, peer_write):

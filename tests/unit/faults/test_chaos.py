@@ -88,7 +88,7 @@ class MemoryLink:
         self._put(messages)
         return True
 
-    async def receive_batch(self) -> list[bytes]:
+    async def receive_batch(self, *, poll: bool = False) -> list[bytes]:
         try:
             batch = [await self._in_receive.receive()]
         except (trio.EndOfChannel, trio.ClosedResourceError) as exc:

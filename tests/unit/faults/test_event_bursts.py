@@ -35,7 +35,7 @@ class _OneBurst:
         ]
         self.ready = trio.Event()
 
-    async def receive_batch(self) -> list[bytes]:
+    async def receive_batch(self, *, poll: bool = False) -> list[bytes]:
         await self.ready.wait()
         if self._burst:
             burst, self._burst = self._burst, []
