@@ -58,6 +58,10 @@ _clock = time.perf_counter
 _yield_cpu: Callable[[], None] = getattr(os, "sched_yield", lambda: None)
 
 
+class _HasFileno(Protocol):
+    def fileno(self) -> int: ...
+
+
 class Transport(Protocol):
     """What the connection layer needs from a link to the browser."""
 
@@ -233,6 +237,8 @@ class FdIO:
         read_size: the most bytes one read asks for (SMALL_READ unless the last read filled its request).
         owned: the fds are this object's to set up and close (the pipe), not a socket's.
         busy_poll: the longest a read asked to poll polls before it sleeps, in seconds; 0: never.
+        lender: the socket that lends its fd (not ``owned``): a poll stops when it is closed, as its number
+            may then be another file's.
     """
 
     def __init__(
@@ -244,6 +250,7 @@ class FdIO:
         read_size: int,
         owned: bool,
         busy_poll: float = BUSY_POLL_S,
+        lender: _HasFileno | None = None,
     ) -> None:
         self.read_fd = read_fd
         self.write_fd = write_fd
@@ -255,6 +262,7 @@ class FdIO:
         self._streak = 0
         self.busy_poll = busy_poll
         self._quick = True  # the last wait that could poll ended within busy_poll
+        self._lender = lender
         self._owned = owned
         if owned:
             os.set_blocking(read_fd, False)
@@ -305,10 +313,17 @@ class FdIO:
         """Read until bytes come (them) or ``busy_poll`` since ``begun`` ends (None).
 
         Each turn is a trio checkpoint (every other runnable task runs, and a cancellation or a deadline
-        ends the poll as it would a sleep) and a ``sched_yield`` (so does any other runnable thread)."""
+        ends the poll as it would a sleep) and a ``sched_yield`` (so does any other runnable thread).
+
+        Raises:
+            trio.ClosedResourceError: the fd was closed meanwhile (by another task). A task waiting in
+                epoll learns it from trio; a poll must look, or read a reused number's bytes.
+        """
         while True:
             await trio.lowlevel.checkpoint()
             _yield_cpu()
+            if self.read_fd == -1 or (self._lender is not None and self._lender.fileno() != self.read_fd):
+                raise trio.ClosedResourceError("the link was closed while a read polled it")
             try:
                 return os.read(self.read_fd, self._ask)
             except BlockingIOError:

@@ -78,7 +78,13 @@ class WebSocketTransport:
         if self._socket is not None:
             fd = self._socket.fileno()
             self._fds = FdIO(
-                fd, fd, lock=self._send_lock, read_size=read_size, owned=False, busy_poll=busy_poll
+                fd,
+                fd,
+                lock=self._send_lock,
+                read_size=read_size,
+                owned=False,
+                busy_poll=busy_poll,
+                lender=self._socket,
             )
 
     def __repr__(self) -> str:

@@ -199,7 +199,7 @@ class WsprotoTransport:
         self._link = LinkState(self.name, min(max_outbound_bytes, WEBSOCKET_MAX_MESSAGE_BYTES))
         fd = stream.socket.fileno()
         self._send_lock = trio.StrictFIFOLock()
-        self._fds = FdIO(fd, fd, lock=self._send_lock, read_size=READ_SIZE, owned=False)
+        self._fds = FdIO(fd, fd, lock=self._send_lock, read_size=READ_SIZE, owned=False, lender=stream.socket)
         self._parts: list[str | bytes] = []
 
     @classmethod

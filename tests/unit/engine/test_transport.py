@@ -290,6 +290,38 @@ async def test_a_polling_read_ends_at_the_callers_deadline() -> None:
             assert trio.current_time() - start < 1.0
 
 
+async def test_a_polling_read_never_reads_a_reused_fd() -> None:
+    """Another task closes the socket mid-poll and the number goes to a new socket with bytes waiting: the
+    poll raises ClosedResourceError (as a wait in epoll does) and never reads the stranger's bytes."""
+    ours, peer = socket.socketpair()
+    ours.setblocking(False)
+    number = ours.fileno()
+    fds = FdIO(
+        number, number, lock=trio.StrictFIFOLock(), read_size=1 << 20, owned=False, busy_poll=5.0, lender=ours
+    )
+    strangers: list[socket.socket] = []
+
+    async def close_and_reuse() -> None:
+        await trio.sleep(0.05)
+        ours.close()
+        strangers.extend(socket.socketpair())  # the lowest free numbers: ours among them
+        reused = next(s for s in strangers if s.fileno() == number)
+        next(s for s in strangers if s is not reused).sendall(b"stranger")
+
+    try:
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(close_and_reuse)
+                with pytest.raises(trio.ClosedResourceError):
+                    await fds.read(poll=True)
+            assert any(s.fileno() == number for s in strangers), (
+                "the number was not reused: the test proves nothing"
+            )
+    finally:
+        for sock in (ours, peer, *strangers):
+            sock.close()
+
+
 async def test_pipe_round_trip_and_batching() -> None:
     with trio.fail_after(5):
         async with pipe_pair() as (transport, peer_read, peer_write):
