@@ -37,9 +37,18 @@ class Settings:
     """``False`` turns ``page.evaluate`` off: it raises EvaluateDisabled before anything is sent."""
     evaluate_timeout: float = 30.0
     """``page.evaluate``'s budget when the caller set no deadline of their own: no script is unbounded."""
-    busy_poll: float = 0.0005
+    busy_poll: float = attrs.field(default=0.0005)
     """How long a lone command's caller polls the link for its reply before it sleeps (0: never). On a VM
     a sleep and wake-up cost more than Chromium takes to answer a small command; see ``FdIO.read``."""
+
+    @busy_poll.validator
+    def _check_busy_poll(self, _: attrs.Attribute[float], value: float) -> None:
+        # Checked here: a wrong value would otherwise fail inside the first command's read.
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+            raise ValueError(
+                f"Settings.busy_poll is a number of seconds, 0 or more (0: never poll), not {value!r}"
+            )
+
     protocol_trace: bool = False
     """Log every message in and out (truncated) to the ``engine.protocol`` logger at DEBUG, for debugging."""
     protocol_trace_chars: int = 400

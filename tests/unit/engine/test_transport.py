@@ -538,3 +538,11 @@ async def test_websocket_connect_timeout() -> None:
         with trio.fail_after(5), pytest.raises(ConnectError, match="connect_timeout"):
             await open_websocket_transport(f"ws://127.0.0.1:{port}/x", Settings(connect_timeout=0.2))
         nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("value", [-0.001, "0.5", float("nan"), True])
+def test_busy_poll_refuses_what_is_not_a_duration(value: Any) -> None:
+    """Refused when the Settings are made, with the field's name, not inside the first command's read."""
+    with pytest.raises(ValueError, match=r"Settings\.busy_poll is a number of seconds"):
+        Settings(busy_poll=value)
+    assert Settings(busy_poll=0).busy_poll == 0
