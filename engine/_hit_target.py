@@ -137,13 +137,21 @@ async def remove_guard(session: Session, handle: str, token: str, *, wait: bool 
     removal sent without waiting, 1 time in 60, and was cancelled as a miss.
 
     ``wait=False`` while the tab navigates: Chromium holds the removal until the commit, so a wait would
-    only add REMOVE_WAIT to the caller's deadline (and the guard goes with its document)."""
+    only add REMOVE_WAIT to the caller's deadline (and the guard goes with its document). The wait never
+    outlasts the caller's deadline: past it (or cancelled) the removal is sent without one, as a page whose
+    handler loops forever would hold it for all of REMOVE_WAIT."""
     params = _verdict(handle, token, by_value=False)
-    if not wait:
+    now = trio.current_time()
+    deadline = trio.current_effective_deadline()  # -inf in a cancelled scope
+    if not wait or deadline <= now:
         with contextlib.suppress(CDPError):
             session.execute_nowait(cdp.Command("Runtime.callFunctionOn", params, None))
         return
-    with trio.CancelScope(shield=True), trio.move_on_after(REMOVE_WAIT), contextlib.suppress(CDPError):
+    with (
+        trio.CancelScope(shield=True),
+        trio.move_on_at(min(deadline, now + REMOVE_WAIT)),
+        contextlib.suppress(CDPError),
+    ):
         await session.execute_raw("Runtime.callFunctionOn", params)
 
 

@@ -22,7 +22,6 @@ from engine._actionability import (
     new_group,
     object_id,
     release,
-    unless_deadline,
 )
 from engine._errors import (
     ActionError,
@@ -83,6 +82,8 @@ class NavigationWatch:
         self.changed = trio.Event()
         #: Set once the action's input has been handled (see ``__call__``).
         self.input_handled = False
+        #: Where the last navigation the input asked for goes (for the error of one that holds the tab).
+        self.url = ""
         self._followed = 0
         self._broken: CDPError | None = None
 
@@ -102,6 +103,7 @@ class NavigationWatch:
             frame = params.get("frameId", "")
             if not self.input_handled:
                 self.pending.add(frame)
+                self.url = str(params.get("url", ""))
             elif method == "Page.frameStartedNavigating" and frame in self.pending:
                 return  # the start of a navigation whose request was counted
             elif self.pending:
@@ -205,6 +207,9 @@ async def navigation_watch(
 
     With no deadline from the caller, the block and the wait get DEFAULT_BUDGET seconds: an input's reply
     waits for the page's handlers, so a handler in an endless loop would otherwise hold the action forever.
+    Under the caller's deadline the block (the input) ends RETRY_MARGIN before it, as the checks do, with an
+    ActionError that says the page did not handle it (at the deadline it would be a bare TooSlowError);
+    the wait for a navigation it started has the caller's deadline.
     """
     main = sessions[0].target_id if sessions else None  # the page's own session comes first
     watch = NavigationWatch(main or "")
@@ -214,10 +219,18 @@ async def navigation_watch(
     watched = [*sessions, *(session for session in below if session not in sessions)]
     hooks = [(s, add_hook(s, _WATCHED, watch, on_end=watch.end)) for s in watched]
     phase = "input"
+    start = trio.current_time()
+    deadline = trio.current_effective_deadline()
+    if deadline == math.inf:
+        stop = start + DEFAULT_BUDGET
+    else:  # as wait_for's: a tenth of the time left, for a deadline under a second away
+        stop = max(deadline - RETRY_MARGIN, deadline - (deadline - start) / 10)
     try:
-        with trio.move_on_after(unless_deadline(DEFAULT_BUDGET)) as scope:
+        with trio.move_on_at(stop) as scope:
             yield watch
             phase = "navigation"
+            if deadline != math.inf:
+                scope.deadline = math.inf
             await _barrier(sessions, task_turn=task_turn)
             watch.input_handled = True
             await watch.wait_committed()
@@ -229,7 +242,7 @@ async def navigation_watch(
             session.unsubscribe(hook)
     if scope.cancelled_caught:
         _stop_navigations(watch, sessions)
-        raise _stuck(phase, ref)
+        raise _stuck(phase, ref, None if deadline == math.inf else trio.current_time() - start, watch)
 
 
 def _stop_navigations(watch: NavigationWatch, sessions: list[Session]) -> None:
@@ -248,13 +261,35 @@ def stop_loading(session: Session) -> None:
         session.execute_nowait(cdp.page.stop_loading())
 
 
-def _stuck(phase: str, ref: str) -> ActionError:
+def _stuck(phase: str, ref: str, waited: float | None, watch: NavigationWatch) -> ActionError:
+    """The error of an action whose ``phase`` outlived its budget: DEFAULT_BUDGET, or (``waited`` seconds)
+    the caller's deadline less its margin."""
     what = f"the action on {ref}" if ref else "the action"
     if phase == "input":
+        when = (
+            f"after {DEFAULT_BUDGET:g} s"
+            if waited is None
+            else f"after {waited:.2f} s, {RETRY_MARGIN} s before the deadline"
+        )
+        if watch.pending - watch.committed:
+            # Chromium answers an input that started a navigation once that navigation commits.
+            return ActionError(
+                f"{what}: the input started a navigation (to {watch.url or 'a new document'}) that had not "
+                f"committed {when} (a slow or stalled response), so it was stopped; Chromium holds the "
+                "input's answer, and every other command of the tab, until a navigation commits. Give the "
+                "action a longer deadline to wait for the page.",
+                ref=ref,
+                check="navigation",
+            )
+        advice = (
+            "give the action a deadline (trio.fail_after) to wait less"
+            if waited is None
+            else "a longer deadline helps only if the handler ends"
+        )
         return ActionError(
-            f"{what}: the input was sent, but the page had not handled it after {DEFAULT_BUDGET:g} s: its "
-            "main thread is busy (a handler still running, maybe an endless loop). page.evaluate() under a "
-            "deadline stops the running script; give the action a deadline (trio.fail_after) to wait less.",
+            f"{what}: the input was sent, but the page had not handled it {when}: its main thread is busy "
+            "(a handler still running, maybe an endless loop). page.evaluate() under a deadline stops the "
+            f"running script; {advice}.",
             ref=ref,
             check="input handled",
         )

@@ -735,9 +735,12 @@ async def test_an_action_given_up_during_its_navigation_leaves_the_tab_usable(
     with trio.fail_after(10):
         snap = await page.snapshot()
     refs = {r.name: r.ref for r in snap.refs.values()}
-    with trio.move_on_after(1.0) as scope:
-        await page.click(refs["Slow"])
-    assert scope.cancelled_caught
+    # Chromium holds the click's answer until the navigation commits: the click ends before the deadline
+    # with an error that names the navigation (it was a bare TooSlowError, or "main thread is busy").
+    with pytest.raises(ActionError, match=r"started a navigation \(to .*/no-headers\.html\)") as caught:
+        with trio.fail_after(1.0):
+            await page.click(refs["Slow"])
+    assert caught.value.check == "navigation"
     with trio.fail_after(3):
         await page.click(refs["Go"])
         assert await title(page) == "ok"
@@ -769,9 +772,10 @@ async def test_an_action_given_up_while_its_handler_goes_back_stops_that_navigat
             await page.goto(f"{faulty}/back.html")
             snap = await page.snapshot()
         started = trio.current_time()
-        with pytest.raises(trio.TooSlowError), trio.fail_after(1.0):
+        with pytest.raises(ActionError, match="started a navigation") as caught, trio.fail_after(1.0):
             await page.click(ref(snap, "button", "Back"))
-        assert trio.current_time() - started < 1.2
+        assert caught.value.check == "navigation"
+        assert trio.current_time() - started < 1.05
         with trio.fail_after(3):
             assert "Back" in (await page.snapshot()).text
             assert await title(page) == "back"

@@ -512,6 +512,28 @@ async def test_a_handler_in_an_endless_loop_bounds_the_click_and_evaluate_frees_
         assert await page.evaluate("document.title") == "clicked"
 
 
+async def test_a_handler_in_an_endless_loop_ends_the_click_by_the_callers_deadline(browser: Browser) -> None:
+    """Under the caller's deadline the click gives up on the input's reply RETRY_MARGIN before it, with the
+    ActionError that says why (it was a bare TooSlowError), and its guard's removal, which the busy page
+    never answers, does not hold it past the deadline (it held it 0.25 s)."""
+    page = await open_page(browser, "data:text/html," + _HANGS)
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    for _ in range(2):
+        started = trio.current_time()
+        with pytest.raises(ActionError, match="main thread is busy") as caught, trio.fail_after(1):
+            await page.click(ref(snap, "button", "Hang"))
+        assert caught.value.check == "input handled"
+        assert "0.1 s before the deadline" in str(caught.value)
+        assert trio.current_time() - started < 1.05
+        with trio.fail_after(10), pytest.raises(trio.TooSlowError):
+            with trio.fail_after(1):
+                await page.evaluate("1 + 1")  # terminates the loop
+    with trio.fail_after(3):
+        await page.click(ref(snap, "button", "Fine"))
+        assert await page.evaluate("document.title") == "clicked"
+
+
 async def test_a_navigation_in_the_middle_of_an_action_is_a_stale_ref(browser: Browser, server: str) -> None:
     # Each ref passes its identity check before its element is touched; a reload can land after that. Chromium
     # then answers "Cannot find context with specified id", "Element is not focusable", ...: the action must
