@@ -35,12 +35,23 @@ if TYPE_CHECKING:
 
 _PREPARE_FILL = """function(text) {
   const el = this;
+  // focus() fails silently (an inert field, one behind a modal dialog) and a focus handler may move the
+  // focus on: the text would then go wherever the focus is.
+  const focusMissed = () => {
+    const active = el.getRootNode().activeElement;
+    if (active === el || (el.isContentEditable && active && active.contains(el))) return '';
+    const what = active ? '<' + active.localName + (active.id ? '#' + active.id : '') + '>' : 'nothing';
+    return 'the element did not take the focus (' + what + ' has it: the page moved it, or the element '
+      + 'is inert or behind a modal dialog)';
+  };
   if (!el.isConnected) return 'the element is no longer in the document';
   const r = el.getBoundingClientRect();
   if (!r.width || !r.height) return 'the element is not visible';
   if (el.matches(':disabled') || el.closest('[aria-disabled="true"]')) return 'the element is disabled';
   if (el.isContentEditable) {
     el.focus();
+    const missed = focusMissed();
+    if (missed) return missed;
     const range = document.createRange(); range.selectNodeContents(el);
     const sel = getSelection(); sel.removeAllRanges(); sel.addRange(range);
     return 'typed';
@@ -52,7 +63,10 @@ _PREPARE_FILL = """function(text) {
     const number = /^-?([0-9]+(\\.[0-9]+)?|\\.[0-9]+)([eE][-+]?[0-9]+)?$/;  // HTML's floating-point number
     if (el.type === 'number' && text !== '' && !number.test(text))
       return 'the number input does not take the value ' + JSON.stringify(text);
-    el.focus(); el.select();
+    el.focus();
+    const missed = focusMissed();
+    if (missed) return missed;
+    el.select();
     return 'typed';
   }
   const untyped = ['checkbox', 'radio', 'file', 'button', 'submit', 'reset', 'image', 'hidden'];
@@ -112,6 +126,8 @@ async def _editable(page: Page, what: str, ref: str, text: str, group: str) -> t
         if "does not take" in outcome or "not a text" in outcome:
             # The value, or the kind of element (a button, a select): waiting would not help.
             raise ActionError(f"{what} {ref}: {outcome}", ref=ref, check="editable")
+        if "take the focus" in outcome:
+            return NotYet("focus", str(outcome))
         check = "editable" if "read-only" in outcome else outcome.split()[-1]
         return NotYet(check, str(outcome))
 

@@ -583,10 +583,30 @@ async def press(page: Page, combo: str, *, ref: str | None) -> None:
         await session.execute_raw("Input.dispatchKeyEvent", events[-1])
 
 
+_FOCUS = """function() {
+  this.focus();
+  const active = this.getRootNode().activeElement;
+  if (active === this || (this.isContentEditable && active && active.contains(this))) return '';
+  const what = active ? '<' + active.localName + (active.id ? '#' + active.id : '') + '>' : 'nothing';
+  return 'it did not take the focus (' + what + ' has it: the page moved it, or the element is not '
+    + 'focusable, inert or behind a modal dialog)';
+}"""
+
+
 async def focus(node: ResolvedNode) -> None:
+    """Focus the element and check that it has the focus: keys sent after a focus that failed silently, or
+    that a focus handler moved on, would go to another element."""
+    group = new_group()
     try:
-        await node.session.execute_raw("DOM.focus", {"backendNodeId": node.backend_node_id})
-    except ProtocolError as exc:
-        raise ActionError(
-            f"cannot focus {node.ref}: {exc.message}", ref=node.ref, check="focusable"
-        ) from None
+        handle = await object_id(node.session, node.backend_node_id, group, node.frame_id)
+        if handle is None:
+            raise ActionError(
+                f"cannot focus {node.ref}: the element is no longer in the document",
+                ref=node.ref,
+                check="attached",
+            )
+        missed = await call_on(node.session, handle, _FOCUS)
+    finally:
+        release(node.session, group)
+    if missed:
+        raise ActionError(f"cannot focus {node.ref}: {missed}", ref=node.ref, check="focusable")

@@ -94,6 +94,52 @@ async def test_fill_of_an_element_that_is_no_text_field_fails_at_once(browser: B
             assert trio.current_time() - started < 2  # not retried until the deadline
 
 
+_FOCUS_THIEVES = (
+    "data:text/html,<label>Name <input id=name></label><label>Search <input id=search></label>"
+    "<label>Redirect <input id=redir onfocus=\"document.getElementById('search').focus()\"></label>"
+    "<dialog id=dlg><label>Box <input id=box></label></dialog>"
+)
+_VALUES = "Object.fromEntries([...document.querySelectorAll('input')].map(i => [i.id, i.value]))"
+
+
+async def test_text_never_goes_to_a_field_other_than_the_one_named(browser: Browser) -> None:
+    # el.focus() fails silently (an inert field, one behind a modal dialog opened after the snapshot) and a
+    # focus handler may move the focus on: fill and type put the text in whatever had the focus, and
+    # returned as if it had worked.
+    page = await open_page(browser, _FOCUS_THIEVES)
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    name, redirect = ref(snap, "textbox", "Name"), ref(snap, "textbox", "Redirect")
+    cases = {
+        "modal": ("document.getElementById('dlg').showModal(); document.getElementById('box').focus()", name),
+        "inert": (
+            "document.getElementById('search').focus(); document.getElementById('name').inert = true",
+            name,
+        ),
+        "handler": ("document.getElementById('search').focus()", redirect),
+    }
+    for case, (setup, target) in cases.items():
+        with trio.fail_after(10):
+            await value(page, setup)
+        with pytest.raises(ActionError, match="did not take the focus") as caught, trio.fail_after(1):
+            await page.fill(target, "filled")
+        assert caught.value.check == "focus", case
+        with pytest.raises(ActionError, match="did not take the focus") as caught, trio.fail_after(5):
+            await page.type(target, "typed")
+        assert caught.value.check == "focusable", case
+        with pytest.raises(ActionError, match="did not take the focus") as caught, trio.fail_after(5):
+            await page.press("x", ref=target)
+        assert caught.value.check == "focusable", case
+        with trio.fail_after(5):
+            assert set((await value(page, _VALUES)).values()) == {""}, case
+            await value(
+                page, "document.getElementById('dlg').close(); document.getElementById('name').inert = false"
+            )
+    with trio.fail_after(10):
+        await page.fill(name, "works")
+        assert (await value(page, _VALUES))["name"] == "works"
+
+
 async def test_type_goes_key_by_key_and_press_sends_combos(browser: Browser, server: str) -> None:
     page = await open_page(browser, f"{server}/actions/form.html")
     with trio.fail_after(10):
