@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import attrs
 
+MAX_BUSY_POLL = 1.0
+"""The longest ``Settings.busy_poll`` accepted, in seconds (a poll spins a core while it lasts)."""
+
 
 @attrs.frozen(kw_only=True)
 class Settings:
@@ -44,9 +47,12 @@ class Settings:
     @busy_poll.validator
     def _check_busy_poll(self, _: attrs.Attribute[float], value: float) -> None:
         # Checked here: a wrong value would otherwise fail inside the first command's read.
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        # At most a second: a poll spins a core for as long as it lasts (an infinite one, forever, for a
+        # reply that never comes), and one longer than a round trip only burns it.
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_BUSY_POLL:
             raise ValueError(
-                f"Settings.busy_poll is a number of seconds, 0 or more (0: never poll), not {value!r}"
+                f"Settings.busy_poll is a number of seconds from 0 (never poll) to {MAX_BUSY_POLL:g}, "
+                f"not {value!r}"
             )
 
     protocol_trace: bool = False

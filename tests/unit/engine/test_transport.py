@@ -540,9 +540,13 @@ async def test_websocket_connect_timeout() -> None:
         nursery.cancel_scope.cancel()
 
 
-@pytest.mark.parametrize("value", [-0.001, "0.5", float("nan"), True])
+@pytest.mark.parametrize("value", [-0.001, "0.5", float("nan"), True, float("inf"), 10**400, 1.5])
 def test_busy_poll_refuses_what_is_not_a_duration(value: Any) -> None:
-    """Refused when the Settings are made, with the field's name, not inside the first command's read."""
-    with pytest.raises(ValueError, match=r"Settings\.busy_poll is a number of seconds"):
+    """Refused when the Settings are made, with the field's name, not inside the first command's read; an
+    infinite poll would spin a core for as long as a reply takes."""
+    with pytest.raises(
+        ValueError, match=r"Settings\.busy_poll is a number of seconds from 0 \(never poll\) to 1,"
+    ):
         Settings(busy_poll=value)
     assert Settings(busy_poll=0).busy_poll == 0
+    assert Settings(busy_poll=1).busy_poll == 1
