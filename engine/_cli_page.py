@@ -274,7 +274,8 @@ def read_steps(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(
-            f"{name} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            f"{'stdin' if name == '-' else name} is not valid JSON: {exc.msg} at line {exc.lineno} "
+            f"column {exc.colno}"
         ) from None
     except RecursionError:  # json's C reader recurses per level; a steps file needs three or four
         raise UsageError(
@@ -334,8 +335,16 @@ async def steps_command(
 
 
 async def screenshot_command(args: argparse.Namespace) -> None:
+    to_stdout = args.output == "-"
     out = Path(args.output)
-    if not await trio.Path(out.parent).is_dir():
+    if to_stdout:
+        if args.json:
+            raise UsageError("-o - writes the PNG to stdout, where --json would write too: choose one")
+        if sys.stdout.isatty():
+            raise UsageError("-o - writes the PNG to stdout, which is a terminal: redirect it (> page.png)")
+    elif out.suffix.lower() not in ("", ".png"):
+        raise UsageError(f"cannot write {out}: a screenshot is a PNG; name the file .png")
+    elif not await trio.Path(out.parent).is_dir():
         raise UsageError(f"cannot write {out}: the folder {out.parent} does not exist")
     with deadline(args):
         async with open_browser(args) as browser:
@@ -343,6 +352,10 @@ async def screenshot_command(args: argparse.Namespace) -> None:
             doing(args, "taking the screenshot")
             png = await page.screenshot(full_page=args.full_page)
     width, height = png_size(png)
+    if to_stdout:
+        sys.stdout.buffer.write(png)
+        sys.stdout.buffer.flush()  # a closed pipe shows here, inside the command's error handling
+        return
     await trio.Path(out).write_bytes(png)
     if args.json:
         emit(json.dumps({"path": str(out), "bytes": len(png), "width": width, "height": height}))

@@ -4,7 +4,7 @@
     cdp-engine snapshot URL [--interactive] [--format yaml|webarena] [--max-chars N]
     cdp-engine eval URL EXPR [--ref R] [--timeout-ms N]
     cdp-engine steps FILE.json [--url URL] [--return-mode final|all|delta]
-    cdp-engine screenshot URL -o FILE.png [--full-page]
+    cdp-engine screenshot URL -o FILE.png [--full-page]     (-o -: to stdout)
     cdp-engine call METHOD [PARAMS_JSON] [--url PAGE_URL]
     cdp-engine listen EVENT [EVENT ...] [--url PAGE_URL] [--count N] [--seconds S]
     cdp-engine protocol [QUERY]                         search domains, commands, events and types
@@ -314,7 +314,12 @@ def build_parser() -> _Parser:
     )
 
     p = sub.add_parser("steps", parents=[*both, timed], help="run a steps file on a page, print the result")
-    p.add_argument("file", metavar="FILE.json", help="a list of steps, or {steps, options}; - reads stdin")
+    p.add_argument(
+        "file",
+        metavar="FILE.json",
+        help='a list of steps, or {"steps": [...]} with options beside it ("return_mode": "all", ...); '
+        "- reads stdin",
+    )
     p.add_argument("--url", help="load this page first (and snapshot it, so its refs resolve)")
     p.add_argument("--return-mode", choices=("final", "all", "delta"), help="which page output comes back")
     p.add_argument(
@@ -336,7 +341,9 @@ def build_parser() -> _Parser:
 
     p = sub.add_parser("screenshot", parents=[*both, timed], help="save a PNG of a page")
     p.add_argument("url", metavar="URL", help="the page to load")
-    p.add_argument("-o", "--output", required=True, metavar="FILE.png", help="where to write the PNG")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="FILE.png", help="where to write the PNG (-: to stdout)"
+    )
     p.add_argument("--full-page", action="store_true", help="the whole page, not only the viewport")
 
     p = sub.add_parser("call", parents=both, help="send one command and print its raw result")

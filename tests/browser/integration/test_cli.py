@@ -565,7 +565,7 @@ def test_invalid_steps_are_refused_before_a_browser_starts(tmp_path: Path) -> No
     assert line.startswith("cdp-engine steps: 2 problem(s) in the steps, nothing was run: step 0 type: ")
     assert "step 1 value: is missing" in line
     broken = failed(run("steps", "-", env=NO_BROWSER, stdin="[{"), 2)
-    assert broken.startswith("cdp-engine steps: - is not valid JSON: ")
+    assert broken.startswith("cdp-engine steps: stdin is not valid JSON: ")
     missing = failed(run("steps", str(tmp_path / "nope.json"), env=NO_BROWSER), 2)
     assert "cannot read the steps file" in missing
 
@@ -592,6 +592,19 @@ def test_screenshot_writes_a_png_of_the_viewport_or_the_full_page(
     assert sizes["full"] > 3000 > sizes["view"]
     line = failed(run("screenshot", url, "-o", str(tmp_path / "no" / "x.png"), env=NO_BROWSER), 2)
     assert "the folder" in line
+    # "-" is stdout (it wrote a file named "-"); another suffix than .png was written as a PNG anyway.
+    piped = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "screenshot", url, "-o", "-", "--connect", endpoint],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout[:8] == b"\x89PNG\r\n\x1a\n"
+    assert piped.stderr == b""
+    assert not (Path.cwd() / "-").exists()
+    assert "name the file .png" in failed(run("screenshot", url, "-o", "x.jpg", env=NO_BROWSER), 2)
+    assert "choose one" in failed(run("screenshot", url, "-o", "-", "--json", env=NO_BROWSER), 2)
 
 
 def test_version_and_drift_through_connect(endpoint: str) -> None:
