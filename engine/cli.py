@@ -240,6 +240,22 @@ def _endpoint(text: str) -> str:
     return text
 
 
+_SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:")
+_HOST_PORT = re.compile(r"[^/:?#]+:\d+(?:[/?#]|$)")
+
+
+def _page_url(text: str) -> str:
+    """A page to load, checked here so that a typo is bad input (2) before a browser starts, not a
+    NavigationError (1) after."""
+    if _HOST_PORT.match(text) or not _SCHEME.match(text):
+        raise argparse.ArgumentTypeError(f"{text!r} has no scheme; did you mean 'http://{text}'?")
+    if text[: len("javascript:")].lower() == "javascript:":
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a javascript: URL is a script, not a page; load the page, then use eval"
+        )
+    return text
+
+
 def _positive_int(what: str) -> Any:
     def parse(text: str) -> int:
         try:
@@ -290,7 +306,7 @@ def build_parser() -> _Parser:
     p.add_argument("--seconds", type=_seconds, help="stop after this long instead of waiting for Ctrl-C")
 
     p = sub.add_parser("snapshot", parents=[*both, timed], help="print a page's snapshot (refs to act on)")
-    p.add_argument("url", metavar="URL", help="the page to load")
+    p.add_argument("url", metavar="URL", type=_page_url, help="the page to load")
     p.add_argument("--interactive", action="store_true", help="only the controls (interactive_only)")
     p.add_argument(
         "--format", choices=("yaml", "webarena"), default="yaml", help="the text format (default yaml)"
@@ -307,7 +323,7 @@ def build_parser() -> _Parser:
         "--json), anything else as JSON. NaN, Infinity, -Infinity and -0, which JSON cannot hold, print as "
         'the strings "NaN", "Infinity", "-Infinity" and "-0" (CDP\'s unserializableValue spellings).',
     )
-    p.add_argument("url", metavar="URL", help="the page to load")
+    p.add_argument("url", metavar="URL", type=_page_url, help="the page to load")
     p.add_argument("expression", metavar="EXPR", help="an expression, or function source such as '() => 1'")
     p.add_argument(
         "--ref", metavar="R", help="run the function with this element (a ref from `snapshot URL`)"
@@ -320,7 +336,9 @@ def build_parser() -> _Parser:
         help='a list of steps, or {"steps": [...]} with options beside it ("return_mode": "all", ...); '
         "- reads stdin",
     )
-    p.add_argument("--url", help="load this page first (and snapshot it, so its refs resolve)")
+    p.add_argument(
+        "--url", type=_page_url, help="load this page first (and snapshot it, so its refs resolve)"
+    )
     p.add_argument("--return-mode", choices=("final", "all", "delta"), help="which page output comes back")
     p.add_argument(
         "--keep-going",
@@ -340,7 +358,7 @@ def build_parser() -> _Parser:
     )
 
     p = sub.add_parser("screenshot", parents=[*both, timed], help="save a PNG of a page")
-    p.add_argument("url", metavar="URL", help="the page to load")
+    p.add_argument("url", metavar="URL", type=_page_url, help="the page to load")
     p.add_argument(
         "-o", "--output", required=True, metavar="FILE.png", help="where to write the PNG (-: to stdout)"
     )
@@ -349,13 +367,13 @@ def build_parser() -> _Parser:
     p = sub.add_parser("call", parents=both, help="send one command and print its raw result")
     p.add_argument("method", metavar="METHOD", help="Domain.method, e.g. Runtime.evaluate")
     p.add_argument("params", nargs="?", metavar="PARAMS_JSON", help="the params as a JSON object")
-    p.add_argument("--url", help="open this page first and send the command to its session")
+    p.add_argument("--url", type=_page_url, help="open this page first and send the command to its session")
     p.add_argument("--seconds", type=_seconds, default=30.0, help="deadline for the command (default 30)")
     p.add_argument("--no-check", action="store_true", help="send a method or params the bindings do not know")
 
     p = sub.add_parser("listen", parents=both, help="print events of a fresh page as JSON lines")
     p.add_argument("events", nargs="+", metavar="EVENT", help="event methods, e.g. Runtime.consoleAPICalled")
-    p.add_argument("--url", help="load this page after subscribing")
+    p.add_argument("--url", type=_page_url, help="load this page after subscribing")
     p.add_argument("--count", type=_count, help="stop after N events (0: none; default: until --seconds)")
     p.add_argument("--seconds", type=_seconds, default=10.0, help="stop after this long (default 10)")
     p.add_argument("--no-check", action="store_true", help="listen to events the bindings do not know")

@@ -219,6 +219,24 @@ def test_a_protocol_error_is_one_line_and_exit_1(endpoint: str) -> None:
             "did you mean 'http://127.0.0.1:9222'?",
         ),
         (("version", "--connect", "wss://h:1"), "cdp-engine version: argument --connect: 'wss://h:1': TLS"),
+        # A page URL without a scheme launched a browser, then failed to navigate (status 1).
+        (
+            ("snapshot", "example.com"),
+            "cdp-engine snapshot: argument URL: 'example.com' has no scheme; did you mean 'http://example.com'?",
+        ),
+        (
+            ("eval", "localhost:8000/a", "1"),
+            "cdp-engine eval: argument URL: 'localhost:8000/a' has no scheme; "
+            "did you mean 'http://localhost:8000/a'?",
+        ),
+        (
+            ("call", "Page.reload", "--url", "127.0.0.1:8000"),
+            "cdp-engine call: argument --url: '127.0.0.1:8000' has no scheme",
+        ),
+        (
+            ("screenshot", "JavaScript:alert(1)", "-o", "x.png"),
+            "cdp-engine screenshot: argument URL: 'JavaScript:alert(1)': a javascript: URL is a script",
+        ),
         (
             ("launch", "--connect", "http://127.0.0.1:9222"),
             "cdp-engine launch: unrecognized arguments: --connect http://127.0.0.1:9222 "
