@@ -481,7 +481,7 @@ def _failure(exc: BaseException, args: argparse.Namespace) -> tuple[int, str]:
     closed = "its tab was closed" if getattr(args, "connect", None) else "the browser was closed"
     if isinstance(exc, KeyboardInterrupt):
         if args.command == "launch":
-            return 0, "stopped: the browser is closed"
+            return 0, "stopped: its browser is closed"
         return EXIT_INTERRUPTED, f"interrupted (Ctrl-C); {closed}"
     if isinstance(exc, _Signalled):
         return 128 + exc.signum, f"stopped by {exc}; {closed}"

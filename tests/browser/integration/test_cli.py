@@ -72,7 +72,7 @@ def endpoint() -> Iterator[str]:
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=30)
         assert process.returncode == 0, err
-        assert "stopped: the browser is closed" in err
+        assert "stopped: its browser is closed" in err
     finally:
         reap(process, info.get("pid", 0))
 
