@@ -256,7 +256,10 @@ async def _close_browser(browser: Browser, process: ChromiumProcess, *, hurry: b
     budget = _close_budget(browser.settings, hurry=hurry)
     with trio.CancelScope(shield=True), trio.move_on_after(budget):
         if browser.connection.closed is None:
-            # The browser closing the link under us is the expected ending.
+            # The browser closing the link under us is the expected ending; a command sent later is told so.
+            browser.connection.closing = (
+                "the browser was closed: its `async with launch()` block was left (or aclose() was called)"
+            )
             with contextlib.suppress(CDPError):
                 await browser.session.execute(cdp.browser.close())
         elif browser.connection.transport.name != "pipe":

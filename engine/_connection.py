@@ -182,6 +182,8 @@ class Connection(metaclass=NoPublicConstructor):
         self._rest_scope: trio.CancelScope | None = None
         self._now: Callable[[], float] = trio.current_time  # the clock's own, once the reader runs
         self._close_waiters = 0
+        #: Why the link will close, set by whoever asked the browser to exit: the reason it closes with.
+        self.closing: str | None = None
         #: False: the reader task reads everything, as before leader/follower (kept to re-measure it).
         self.lead_when_alone = True
         # Checked here, in the caller's task: an oversized message must never reach the writer task.
@@ -642,9 +644,14 @@ class Connection(metaclass=NoPublicConstructor):
             del self._ignored[command_id]
 
     def close(self, reason: ConnectionClosed) -> None:
-        """Mark the link closed; every pending command and every subscription ends with ``reason``."""
+        """Mark the link closed; every pending command and every subscription ends with ``reason``
+        (with ``closing``'s, if set: the link's own account cannot tell an asked-for exit from a crash)."""
         if self._closed is not None:
             return
+        if self.closing is not None:
+            expected = ConnectionClosed(self.closing)
+            expected.__cause__ = reason
+            reason = expected
         self._closed = reason
         pending, self._pending = self._pending, {}
         _fail(pending.values(), lambda _: fresh_copy(reason))

@@ -96,6 +96,9 @@ async def test_a_failed_start_raises_in_the_caller_and_the_run_goes_on() -> None
         pid = browser.process.pid
         await browser.aclose()
     assert session_members(pid) == []
+    # Used after aclose(): it said the browser "exited or crashed".
+    with trio.fail_after(5), pytest.raises(engine.ConnectionClosed, match=r"aclose\(\) was called"):
+        await browser.version()
 
 
 async def test_a_block_owned_browser_says_to_leave_its_block_instead_of_aclose() -> None:
