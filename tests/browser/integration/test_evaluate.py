@@ -207,8 +207,14 @@ async def test_bad_arguments_are_refused_before_anything_is_sent(browser: Browse
     sent = browser.statistics().messages_sent
     with pytest.raises(TypeError, match="argument 0 cannot be sent"):
         await page.evaluate("(x) => x", object())
-    with pytest.raises(TypeError, match="argument 1 cannot be sent"):
-        await page.evaluate("(a, b) => a", 1, float("nan"))
+    # A value JSON cannot carry, as in a command's params (it was a TypeError, as for a wrong type).
+    with pytest.raises(InvalidParams, match="argument 1 holds NaN or Infinity") as nan:
+        await page.evaluate("(a, b) => a", 1, {"x": [float("nan")]})
+    assert nan.value.path == "args[1]"
+    with pytest.raises(TypeError, match=r"argument 0 cannot be sent .*Circular"):
+        loop: list[object] = []
+        loop.append(loop)
+        await page.evaluate("(x) => x", loop)
     with pytest.raises(ValueError, match="not both"):
         await page.evaluate("(el) => el", ref="e1", backend_node_id=3)
     with pytest.raises(TypeError, match="non-empty string"):
