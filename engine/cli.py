@@ -131,6 +131,12 @@ async def _listen(args: argparse.Namespace) -> None:
                     seen += 1
                     if args.count is not None and seen >= args.count:
                         break
+            if args.count is not None and seen < args.count:
+                # A script that asked for N events must not take fewer for all of them.
+                raise CommandFailed(
+                    f"{seen} of the {args.count} event(s) asked for came within --seconds {args.seconds:g}; "
+                    "a larger --seconds waits longer"
+                )
 
 
 async def drift_report(connect_url: str | None, *, as_json: bool = False) -> str:

@@ -264,6 +264,18 @@ def test_listen_prints_count_events_as_json_lines(endpoint: str, server: str) ->
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(lines) == 3
     assert {line["method"] for line in lines} == {"Runtime.consoleAPICalled"}
+    # Fewer than --count within --seconds: what came, then a failure that says so (it exited 0).
+    short = run(
+        "listen", "Runtime.consoleAPICalled", "--url", url, "--count", "500", "--seconds", "0.5",
+        "--connect", endpoint,
+    )  # fmt: skip
+    line = failed(short, 1)
+    came = len(short.stdout.splitlines())
+    assert 0 < came < 500
+    assert line == (
+        f"cdp-engine listen: {came} of the 500 event(s) asked for came within --seconds 0.5; "
+        "a larger --seconds waits longer"
+    )
 
 
 def test_a_closed_pipe_ends_quietly_with_141(endpoint: str, server: str) -> None:
