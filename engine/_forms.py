@@ -179,10 +179,20 @@ async def type_text(page: Page, ref: str, text: str, *, delay_ms: float) -> None
                 await trio.sleep(delay_ms / 1000)
 
 
-_SELECT = """function(wanted) {
+_SELECT = """function(wanted, apply) {
   if (this.localName !== 'select')
     return {error: 'the element is not a <select> (it is <' + this.localName + '>)'};
-  if (this.disabled) return {error: 'the select is disabled'};
+  // What a user needs to pick from it: waited for (NotYet), as the pointer actions' checks are.
+  const r = this.getBoundingClientRect();
+  if (!r.width || !r.height) return {notyet: ['visible', 'the select is not visible']};
+  if (this.matches(':disabled')) return {notyet: ['enabled', 'the select is disabled']};  // a fieldset's too
+  this.focus();  // fails silently on an inert select, or one behind a modal dialog
+  const active = this.getRootNode().activeElement;
+  if (active !== this) {
+    const what = active ? '<' + active.localName + (active.id ? '#' + active.id : '') + '>' : 'nothing';
+    return {notyet: ['focus', 'the select did not take the focus (' + what + ' has it): it is inert or '
+      + 'behind a modal dialog']};
+  }
   const options = Array.from(this.options);
   const picked = [];
   for (const want of wanted) {
@@ -192,11 +202,13 @@ _SELECT = """function(wanted) {
       const names = JSON.stringify(options.map(o => o.label.trim() || o.value));
       return {error: 'no option has the value or label ' + JSON.stringify(want) + '; the options: ' + names};
     }
-    if (o.disabled) return {error: 'the option ' + JSON.stringify(want) + ' is disabled'};
+    // :disabled: in a disabled optgroup too
+    if (o.matches(':disabled')) return {error: 'the option ' + JSON.stringify(want) + ' is disabled'};
     picked.push(o);
   }
   if (!this.multiple && picked.length > 1)
     return {error: 'the select takes one option, not ' + picked.length};
+  if (!apply) return {ready: true};
   for (const o of options) o.selected = picked.includes(o);
   this.dispatchEvent(new Event('input', {bubbles: true}));
   this.dispatchEvent(new Event('change', {bubbles: true}));
@@ -208,21 +220,34 @@ async def select_option(page: Page, ref: str, values: Sequence[str]) -> list[str
     """Select the options of ``ref`` whose value or label is in ``values``; returns their values."""
     if isinstance(values, str):
         values = [values]
+    wanted = {"value": list(values)}
     group = new_group()
-    node = await page.resolve(ref)
-    try:
+    sessions = {page.session}
+
+    async def attempt() -> tuple[ResolvedNode, str] | NotYet:
+        node = await page.resolve(ref)
+        sessions.add(node.session)
         handle = await object_id(node.session, node.backend_node_id, group, node.frame_id)
         if handle is None:
-            raise ActionError(
-                f"select_option {ref}: the element is no longer in the document", ref=ref, check="attached"
-            )
+            return NotYet("attached", "the element is no longer in the document")
+        got = await call_on(node.session, handle, _SELECT, wanted, False)
+        if "notyet" in got:
+            return NotYet(*got["notyet"])
+        if "error" in got:  # the wrong element or option: waiting would not help
+            raise ActionError(f"select_option {ref}: {got['error']}", ref=ref, check="option")
+        return node, handle
+
+    try:
+        node, handle = await retry_until_deadline("select_option", ref, attempt, page=page)
         # A change handler may navigate (a jump menu): its new document is parsed before this returns.
         async with navigation_watch(sessions_to_watch(page, node), node.ref):
-            got = await call_on(node.session, handle, _SELECT, {"value": list(values)})
+            got = await call_on(node.session, handle, _SELECT, wanted, True)
     finally:
-        release(node.session, group)
-    if "error" in got:
-        raise ActionError(f"select_option {ref}: {got['error']}", ref=ref, check="option")
+        for session in sessions:
+            release(session, group)
+    if "error" in got or "notyet" in got:  # it changed since the check, a round trip ago
+        problem = got["error"] if "error" in got else got["notyet"][1]
+        raise ActionError(f"select_option {ref}: {problem}", ref=ref, check="option")
     return list(got["values"])
 
 

@@ -188,6 +188,53 @@ async def test_select_option_by_value_or_label_single_and_multiple(browser: Brow
     assert "change:sizes" in log
 
 
+_SELECTS = (
+    "data:text/html,<select aria-label=Colour><option>Red</option>"
+    "<optgroup label=Dark disabled><option>Navy</option></optgroup></select>"
+    "<fieldset id=set disabled><select aria-label=Size><option>S</option><option>M</option></select>"
+    "</fieldset>"
+    "<div id=box><select aria-label=Fruit><option>Apple</option><option>Pear</option></select></div>"
+    "<dialog id=dlg>modal</dialog>"
+    "<script>window.changes = 0; document.addEventListener('change', () => window.changes++)</script>"
+)
+
+
+async def test_select_option_picks_only_what_a_user_could(browser: Browser) -> None:
+    # It checked only the select's own disabled and the option's: an option of a disabled optgroup, a
+    # select in a disabled fieldset, an inert one and one behind a modal dialog all changed, with events.
+    page = await open_page(browser, _SELECTS)
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    colour, size, fruit = (
+        ref(snap, "combobox", "Colour"),
+        ref(snap, "combobox", "Size"),
+        ref(snap, "combobox", "Fruit"),
+    )
+    with trio.fail_after(5), pytest.raises(ActionError, match='the option "Navy" is disabled') as caught:
+        await page.select_option(colour, "Navy")  # at once: waiting would not help
+    assert caught.value.check == "option"
+    cases = {"fieldset": (size, "M", "enabled", ""), "inert": (fruit, "Pear", "focus", "box.inert = true")}
+    cases["modal"] = (fruit, "Pear", "focus", "box.inert = false; dlg.showModal()")
+    for case, (target, option, check, setup) in cases.items():
+        with trio.fail_after(5):
+            await value(page, setup or "0")
+        with pytest.raises(ActionError) as caught, trio.fail_after(1):
+            await page.select_option(target, option)
+        assert caught.value.check == check, case
+    with trio.fail_after(5):
+        assert await value(page, "window.changes") == 0
+        assert await value(page, "[...document.querySelectorAll('select')].map(s => s.value)") == [
+            "Red",
+            "S",
+            "Apple",
+        ]
+        # A select that becomes usable within the deadline is waited for, as the pointer actions wait.
+        await value(page, "dlg.close(); setTimeout(() => { set.disabled = false }, 300), 0")
+        assert await page.select_option(size, "M") == ["M"]
+        assert await page.select_option(fruit, "Pear") == ["Pear"]
+        assert await value(page, "window.changes") == 2
+
+
 async def test_check_and_uncheck_checkboxes_and_radios(browser: Browser, server: str) -> None:
     page = await open_page(browser, f"{server}/actions/form.html")
     with trio.fail_after(10):
