@@ -254,7 +254,8 @@ def _page_setup() -> list[cdp.Command[None]]:
 async def _close_browser(browser: Browser, process: ChromiumProcess, *, hurry: bool) -> None:
     """Browser.close, then the process must exit; terminate/kill are the process layer's fallback."""
     budget = _close_budget(browser.settings, hurry=hurry)
-    with trio.CancelScope(shield=True), trio.move_on_after(budget):
+
+    async def polite() -> None:
         if browser.connection.closed is None:
             # The browser closing the link under us is the expected ending; a command sent later is told so.
             browser.connection.closing = (
@@ -265,6 +266,24 @@ async def _close_browser(browser: Browser, process: ChromiumProcess, *, hurry: b
         elif browser.connection.transport.name != "pipe":
             return  # it lost its websocket, not its pipe: nothing asks it to exit; the process layer stops it
         await process.wait_exit(budget)
+
+    async def unless_stopped(scope: trio.CancelScope) -> None:
+        # A stopped browser (SIGSTOP, a debugger) answers nothing: the polite close would wait out its whole
+        # budget (5 s); the process layer continues and stops it at once.
+        while not process.stopped:  # noqa: ASYNC110 - polls /proc: no event says it
+            await trio.sleep(_STOPPED_POLL)
+        log.warning("Chromium (pid %s) is stopped (SIGSTOP?): not waiting for it to close", process.pid)
+        scope.cancel()
+
+    with trio.CancelScope(shield=True), trio.move_on_after(budget):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(unless_stopped, nursery.cancel_scope)
+            await polite()
+            nursery.cancel_scope.cancel()
+
+
+_STOPPED_POLL = 0.05
+"""Seconds between two looks at whether the browser is stopped, while it is asked to close."""
 
 
 async def _close_pages(browser: Browser, *, hurry: bool) -> None:

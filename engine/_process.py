@@ -246,6 +246,19 @@ class ChromiumProcess:
         """The started process's id; also the id of its process group and of its session."""
         return self.process.pid
 
+    @property
+    def stopped(self) -> bool:
+        """Whether the process is stopped (SIGSTOP, a debugger, Ctrl-Z): it answers nothing until it is
+        continued, so a polite close would only wait out its budget."""
+        if not _HAVE_PROC or self.process.returncode is not None:
+            return False
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as stat:
+                state = stat.read().rpartition(b")")[2].split()[0]
+        except (OSError, IndexError):
+            return False
+        return state in (b"T", b"t")
+
     def stderr_tail(self) -> str:
         """The last ``settings.stderr_tail_lines`` lines the browser wrote to stderr."""
         return "\n".join(self._tail.lines)
@@ -381,6 +394,9 @@ class ChromiumProcess:
         if self.process.returncode is None:
             if not kill_at_once:
                 self.process.terminate()
+                # A stopped browser acts on SIGTERM only once continued: it waited out the grace for it.
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.pid, signal.SIGCONT)
             if kill_at_once or not await self.wait_exit(grace):
                 if not kill_at_once and grace >= self._settings.kill_timeout:
                     log.warning("Chromium (pid %s) ignored SIGTERM for %s s; killing it", self.pid, grace)

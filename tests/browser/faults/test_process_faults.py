@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from engine import Settings
+from engine import Settings, launch
 from engine.lowlevel import open_chromium
 from tests.procs import kill_session, session_members
 from tests.stalls import measure_stalls
@@ -164,17 +165,42 @@ def ends_with_keyboard_interrupt(errors: bytes) -> bool:
 
 
 @pytest.mark.browser
+@pytest.mark.parametrize("how", ["normally", "by-an-error"])
+async def test_a_stopped_browser_is_not_waited_for(how: str, system_temp: Path) -> None:
+    """SIGSTOPped (a debugger, Ctrl-Z): leaving launch() took 10 s, a Browser.close nothing answered
+    (close_timeout) and a SIGTERM it could not act on (kill_timeout), with a warning that it ignored it."""
+    with trio.fail_after(60):
+        async with measure_stalls() as stalls:
+            with contextlib.suppress(RuntimeError):
+                async with launch() as browser:
+                    await browser.version()
+                    assert browser.process is not None
+                    os.killpg(browser.process.pid, signal.SIGSTOP)
+                    started = trio.current_time()
+                    if how == "by-an-error":
+                        raise RuntimeError("the caller's code failed")
+            took = trio.current_time() - started
+    assert took < 1.0 + stalls.seconds, (took, stalls)
+    assert browser.process is not None
+    assert session_members(browser.process.pid) == []
+    assert names(system_temp) == []
+
+
+@pytest.mark.browser
 @pytest.mark.parametrize("cancelled", [True, False], ids=["cancelled", "left-normally"])
 async def test_stuck_browser_is_killed_within_a_second_of_a_cancellation(
-    cancelled: bool, system_temp: Path
+    cancelled: bool, tmp_path: Path, system_temp: Path
 ) -> None:
     """A browser that ignores SIGTERM: half a second under cancellation, else Settings.kill_timeout."""
     settings = Settings(kill_timeout=1.5)
+    # The started process ignores SIGTERM and outlives its browser (the SIGCONT sent with the SIGTERM ends
+    # a SIGSTOP's hold, see test_a_stopped_browser_is_not_waited_for).
+    body = f"trap '' TERM\n{CHROMIUM} \"$@\" &\nwait\nwhile :; do sleep 1; done"
+    deaf = script(tmp_path, body, name="deaf")
     with trio.fail_after(60):
         async with measure_stalls() as stalls:
             with trio.CancelScope() as scope:
-                async with open_chromium(settings=settings) as browser:
-                    os.kill(browser.pid, signal.SIGSTOP)  # a stopped process cannot act on SIGTERM
+                async with open_chromium(executable=deaf, settings=settings) as browser:
                     started = trio.current_time()
                     if cancelled:
                         scope.cancel()
