@@ -44,6 +44,7 @@ from engine._navigating import navigating_note
 from engine._params import json_nodes
 from engine._refs import ResolvedNode
 from engine._session import Session
+from engine._snapshot import ref_session
 
 if TYPE_CHECKING:
     from engine._browser import Browser
@@ -644,10 +645,18 @@ async def evaluate(
     if own:
         deadline = trio.current_time() + page.browser.settings.evaluate_timeout
     if ref is not None:
-        with trio.move_on_at(deadline if own else math.inf) as scope:
-            node = await page.resolve(ref)  # the identity check: a stale ref raises StaleRefError
+        now = trio.current_time()
+        # The identity check needs its frame's main thread: a handler looping there (a click's) holds it.
+        # It gets the budget a script would, and what holds the thread is then terminated, as a script of
+        # ours would be: a tab whose out-of-process iframe looped stayed hung after every evaluate.
+        with trio.move_on_at(now + page_budget(deadline, now)) as scope:
+            node = await page.resolve(ref)  # a stale ref raises StaleRefError
         if scope.cancelled_caught:
-            raise _timeout(page, unstarted="the ref's identity check")
+            held = ref_session(page, ref)
+            stopped = held is not None and await stop_script(held, _state(page).metrics, by=deadline)
+            if not own:
+                await trio.sleep_until(deadline)  # the caller's own scope fires here, with its own outcome
+            raise _timeout(page, unstarted="the ref's identity check", stopped=stopped)
         return await evaluate_on(page, node, source, *args, _deadline=(deadline, own))
     if backend_node_id is not None:
         node = ResolvedNode(
@@ -668,7 +677,9 @@ def _timeout(page: Page, *, stopped: bool = True, unstarted: str | None = None) 
     advice = "Set your own deadline with trio.fail_after, or raise the setting"
     side_effects = "; it may have had side effects, so it is not safe to replay blindly"
     if unstarted is not None:
-        what = f"never started ({unstarted} did not finish), so nothing ran"
+        what = f"never started ({unstarted} did not finish), so nothing ran" + (
+            "; what held the frame's main thread was terminated" if stopped else ""
+        )
     elif stopped:
         what = "was terminated" + side_effects
     elif note := navigating_note(page):  # it and its termination were held, not a busy main thread

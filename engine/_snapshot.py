@@ -317,6 +317,18 @@ def _role_and_name(node: dict[str, Any]) -> tuple[str, str]:
     return _ROLE_NAMES.get(role, role), (node.get("name") or {}).get("value") or ""
 
 
+def ref_session(page: Page, ref: str) -> Session | None:
+    """The session of the frame ``ref`` lives in, where its identity check runs (no round trip); None for
+    a ref no snapshot handed out, or whose out-of-process frame is gone."""
+    if ref.startswith("node:"):
+        return page.session
+    state = _state(page)
+    known = state.refs.get(ref) or state.webarena.get(ref)
+    if known is None:
+        return None
+    return session_for_frame(page, state.frame_target.get(known.frame_id, ""))
+
+
 async def resolve_ref(page: Page, ref: str) -> ResolvedNode:
     """The node ``ref`` names, after one identity check round trip (see ``Page.resolve``)."""
     if ref.startswith("node:"):

@@ -286,9 +286,11 @@ def _stuck(phase: str, ref: str, waited: float | None, watch: NavigationWatch) -
             if waited is None
             else "a longer deadline helps only if the handler ends"
         )
+        # On a ref, the evaluate reaches the frame the handler runs in, out-of-process iframes included.
+        stop = f"page.evaluate('(el) => 0', ref='{ref}')" if ref else "page.evaluate()"
         return ActionError(
             f"{what}: the input was sent, but the page had not handled it {when}: its main thread is busy "
-            "(a handler still running, maybe an endless loop). page.evaluate() under a deadline stops the "
+            f"(a handler still running, maybe an endless loop). {stop} under a deadline stops the "
             f"running script; {advice}.",
             ref=ref,
             check="input handled",

@@ -52,6 +52,26 @@ async def test_click_inside_a_cross_origin_iframe_two_levels_deep(
         assert 'textbox "Deep field" [value="typed deep"]' in (await page.snapshot()).text
 
 
+async def test_a_handler_looping_in_an_oopif_is_stopped_by_an_evaluate_on_a_ref_there(
+    isolated: Browser, server: str, peer_port: str
+) -> None:
+    # The evaluate's identity check waited for the frame's busy main thread until the deadline, and nothing
+    # stopped the loop: every later snapshot of the tab timed out.
+    page = await frames_page(isolated, server, peer_port)
+    with trio.fail_after(10):
+        deep = ref(await page.snapshot(), "button", "Deep button")
+        await page.evaluate("(el) => { el.onclick = () => { while (true) {} } }", ref=deep)
+    with pytest.raises(ActionError, match=rf"ref='{deep}'\) under a deadline stops") as caught:
+        with trio.fail_after(1):
+            await page.click(deep)
+    assert caught.value.check == "input handled"
+    with pytest.raises(trio.TooSlowError), trio.fail_after(1):
+        await page.evaluate("(el) => 0", ref=deep)  # terminates what runs in that frame
+    with trio.fail_after(3):
+        assert "Deep button" in (await page.snapshot()).text
+        assert await page.evaluate("(el) => el.textContent", ref=deep) == "Deep button"
+
+
 async def test_an_overlay_in_the_top_document_over_an_oopif_is_named_and_not_clicked_through(
     isolated: Browser, server: str, peer_port: str
 ) -> None:
