@@ -37,7 +37,7 @@ from engine._errors import ActionError, CDPError, StaleRefError
 from engine._evaluate import recorder, stop_script
 from engine._navigating import navigating
 from engine._refs import Shape
-from engine._snapshot import _state
+from engine._snapshot import _state, ref_session
 from engine.steps import (
     DEFAULT_MAX_STEPS,
     DEFAULT_PER_STEP_TIMEOUT_MS,
@@ -104,9 +104,10 @@ FREE_LIMIT_S = 1.0
 """Seconds for that termination and the look that it took."""
 
 
-async def _free_main_thread(page: Page, by: float) -> None:
-    """After a step that failed on time: terminate what holds the page's main thread, if something does."""
-    session = page.session
+async def _free_main_thread(page: Page, by: float, target: str | None) -> None:
+    """After a step that failed on time: terminate what holds the main thread of the step's frame (its
+    target's: an out-of-process iframe's has its own), if something does."""
+    session = (ref_session(page, target) if target is not None else None) or page.session
     if session.detached or trio.current_time() >= by:
         return
     if navigating(page):
@@ -221,7 +222,7 @@ async def run_steps(
             )
         )
         if on_time:
-            await _free_main_thread(page, deadline - RESULT_MARGIN_S)
+            await _free_main_thread(page, deadline - RESULT_MARGIN_S, target)
         if error is None and kind == "read_page":
             last_read = {"step": index, "text": text}
             if return_mode == "all":

@@ -59,7 +59,7 @@ async def test_a_handler_looping_in_an_oopif_is_stopped_by_an_evaluate_on_a_ref_
     # stopped the loop: every later snapshot of the tab timed out.
     page = await frames_page(isolated, server, peer_port)
     with trio.fail_after(10):
-        deep = ref(await page.snapshot(), "button", "Deep button")
+        deep = ref(await page.snapshot(), "button", "Child button")  # in the localhost process
         await page.evaluate("(el) => { el.onclick = () => { while (true) {} } }", ref=deep)
     with pytest.raises(ActionError, match=rf"ref='{deep}'\) under a deadline stops") as caught:
         with trio.fail_after(1):
@@ -68,8 +68,25 @@ async def test_a_handler_looping_in_an_oopif_is_stopped_by_an_evaluate_on_a_ref_
     with pytest.raises(trio.TooSlowError), trio.fail_after(1):
         await page.evaluate("(el) => 0", ref=deep)  # terminates what runs in that frame
     with trio.fail_after(3):
-        assert "Deep button" in (await page.snapshot()).text
-        assert await page.evaluate("(el) => el.textContent", ref=deep) == "Deep button"
+        assert "Child button" in (await page.snapshot()).text
+        assert await page.evaluate("(el) => el.textContent", ref=deep) == "Child button"
+
+
+async def test_a_step_left_looping_in_an_oopif_is_freed_and_the_result_comes_back(
+    isolated: Browser, server: str, peer_port: str
+) -> None:
+    # The runner terminated what held the top page's thread only: the closing read waited for the iframe's.
+    page = await frames_page(isolated, server, peer_port)
+    with trio.fail_after(10):
+        deep = ref(await page.snapshot(), "button", "Child button")  # in the localhost process
+        await page.evaluate("(el) => { el.onclick = () => { while (true) {} } }", ref=deep)
+    with trio.fail_after(8):
+        result = await page.run_steps([{"type": "click", "target": deep, "timeout_ms": 1000}])
+    assert result.steps[0].error is not None
+    assert "main thread is busy" in result.steps[0].error["message"]
+    assert "Child button" in result.pages[0]["text"]  # the closing read saw the iframe again
+    with trio.fail_after(3):
+        assert await page.evaluate("(el) => el.textContent", ref=deep) == "Child button"
 
 
 async def test_an_overlay_in_the_top_document_over_an_oopif_is_named_and_not_clicked_through(
