@@ -9,6 +9,7 @@ fired. ``type`` sends every character as its key presses.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -24,7 +25,7 @@ from engine._actionability import (
     retry_until_deadline,
     send_nowait,
 )
-from engine._errors import ActionError, ProtocolError
+from engine._errors import ActionError, ProtocolError, StaleRefError
 from engine._input import click, focus, input_across_commit, sessions_to_watch
 from engine._keys import KEYS, key_event
 from engine._waiting import navigation_watch
@@ -32,6 +33,8 @@ from engine._waiting import navigation_watch
 if TYPE_CHECKING:
     from engine._page import Page
     from engine._refs import ResolvedNode
+
+log = logging.getLogger("engine.actions")
 
 _PREPARE_FILL = """function(text) {
   const el = this;
@@ -253,16 +256,16 @@ async def select_option(page: Page, ref: str, values: Sequence[str]) -> list[str
 
 _CHECKED = """function() {
   const el = this.localName === 'label' && this.control ? this.control : this;
-  if (el.localName === 'input' && ['checkbox', 'radio'].includes(el.type)) return el.checked;
+  if (el.localName === 'input' && ['checkbox', 'radio'].includes(el.type)) return [el.checked, el.type];
   const aria = el.getAttribute('aria-checked');
-  return aria === null ? null : aria === 'true';
+  return aria === null ? null : [aria === 'true', el.getAttribute('role') || ''];
 }"""
 
 
 async def set_checked(page: Page, ref: str, checked: bool) -> None:
     """Click ``ref`` if its checked state is not ``checked`` yet, then make sure it changed."""
 
-    async def state() -> bool:
+    async def state() -> tuple[bool, str]:
         node = await page.resolve(ref)
         group = new_group()
         try:
@@ -278,17 +281,27 @@ async def set_checked(page: Page, ref: str, checked: bool) -> None:
             raise ActionError(
                 f"{ref} is not a checkbox, radio or aria-checked element", ref=ref, check="checkable"
             )
-        return bool(value)
+        return bool(value[0]), str(value[1])
 
-    if await state() == checked:
+    if (await state())[0] == checked:
         return
     await click(page, ref)
-    if await state() != checked:
+    try:
+        now, kind = await state()
+    except StaleRefError as exc:
+        if exc.reason not in ("navigated", "removed"):
+            raise
+        # The click went through and the page moved on (a change handler that submits the form): the
+        # state is gone with the document. Raising here told the caller nothing happened.
+        log.info(
+            "%s %s: clicked; its document went before its state could be read (%s)", ref, exc.reason, exc
+        )
+        return
+    if now != checked:
         what = "check" if checked else "uncheck"
+        why = "a radio cannot be unchecked" if kind == "radio" and not checked else "the page set it back"
         raise ActionError(
-            f"{what} {ref}: the click did not change its state (a radio cannot be unchecked)",
-            ref=ref,
-            check="checked",
+            f"{what} {ref}: the click did not change its state ({why})", ref=ref, check="checked"
         )
 
 

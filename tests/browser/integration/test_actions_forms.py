@@ -251,6 +251,31 @@ async def test_check_and_uncheck_checkboxes_and_radios(browser: Browser, server:
             await page.uncheck(ref(snap, "radio", "Fast"))
 
 
+async def test_check_whose_change_submits_the_form_returns_and_one_set_back_says_so(
+    browser: Browser, server: str
+) -> None:
+    # The state read after the click raised StaleRefError ("navigated"): the caller was told nothing
+    # happened, when the form was submitted; and a checkbox set back by its page was blamed on a radio.
+    page = await open_page(browser, f"{server}/steps/index.html")
+    with trio.fail_after(10):
+        await value(
+            page,
+            'document.body.innerHTML = \'<form action="/steps/next.html"><label><input type=checkbox '
+            'name=agree onchange="this.form.submit()"> Agree and go</label></form><label><input '
+            'type=checkbox id=back onclick="event.preventDefault()"> Flaky</label>\'',
+        )
+        snap = await page.snapshot()
+        await page.check(ref(snap, "checkbox", "Agree and go"))
+        assert "/steps/next.html?agree=on" in await value(page, "location.href")
+        await page.back()
+        snap = await page.snapshot()
+    with (
+        trio.fail_after(10),
+        pytest.raises(ActionError, match=r"did not change its state \(the page set it back\)"),
+    ):
+        await page.check(ref(snap, "checkbox", "Flaky"))
+
+
 async def test_set_input_files_puts_the_file_in_the_input(
     browser: Browser, server: str, tmp_path: Path
 ) -> None:
