@@ -137,27 +137,26 @@ async def remove_guard(session: Session, handle: str, token: str, *, wait: bool 
     removal sent without waiting, 1 time in 60, and was cancelled as a miss.
 
     ``wait=False`` while the tab navigates: Chromium holds the removal until the commit, so a wait would
-    only add REMOVE_WAIT to the caller's deadline (and the guard goes with its document). The wait never
-    outlasts the caller's deadline: past it (or cancelled) the removal is sent without one, as a page whose
-    handler loops forever would hold it for all of REMOVE_WAIT."""
+    only add REMOVE_WAIT to the caller's deadline (and the guard goes with its document). Past the caller's
+    deadline (or cancelled) it waits REMOVE_WAIT_LATE at most: a responsive page answers within it, and a
+    page whose handler loops forever held the action 0.25 s past the deadline."""
     params = _verdict(handle, token, by_value=False)
-    now = trio.current_time()
-    deadline = trio.current_effective_deadline()  # -inf in a cancelled scope
-    if not wait or deadline <= now:
+    if not wait:
         with contextlib.suppress(CDPError):
             session.execute_nowait(cdp.Command("Runtime.callFunctionOn", params, None))
         return
-    with (
-        trio.CancelScope(shield=True),
-        trio.move_on_at(min(deadline, now + REMOVE_WAIT)),
-        contextlib.suppress(CDPError),
-    ):
+    now = trio.current_time()
+    deadline = trio.current_effective_deadline()  # -inf in a cancelled scope
+    until = min(now + REMOVE_WAIT, max(deadline, now + REMOVE_WAIT_LATE))
+    with trio.CancelScope(shield=True), trio.move_on_at(until), contextlib.suppress(CDPError):
         await session.execute_raw("Runtime.callFunctionOn", params)
 
 
 REMOVE_WAIT = 0.25
 """Seconds an ended action waits for its guard's removal. A busy page answers later; the removal, already
 sent, still runs before any script or press that follows it on the page's main thread."""
+REMOVE_WAIT_LATE = 0.03
+"""Seconds the removal is waited for past the caller's deadline (see remove_guard)."""
 
 
 def _verdict(handle: str, token: str, *, by_value: bool) -> dict[str, object]:

@@ -254,11 +254,47 @@ async def _is_connected(session: Session, backend_node_id: int) -> bool:
     return await _hidden_check(session, backend_node_id, "") == ""
 
 
-_HIDDEN_IDENTITY = """function (name) {
+_HIDDEN_IDENTITY = """function (name, role) {
   if (!this.isConnected) return "removed";
-  if (!name) return "";
+  const el = this;
   const norm = (text) => typeof text === "string" ? text.replace(/\\s+/g, " ").trim() : "";
-  const el = this, texts = [el.textContent];
+  if (el.nodeType === 1 && role) {
+    // The role, where the markup says it plainly: an explicit role, or the tag's own (an aria-hidden
+    // button turned checkbox was still clicked as the button).
+    const tag = el.localName, type = (el.getAttribute("type") || "text").toLowerCase();
+    const inputs = {checkbox: "checkbox", radio: "radio", button: "button", submit: "button", reset: "button",
+      image: "button", range: "slider", number: "spinbutton", search: "searchbox", text: "textbox",
+      email: "textbox", tel: "textbox", url: "textbox", password: "textbox"};
+    const tags = {button: "button", textarea: "textbox", h1: "heading", h2: "heading", h3: "heading",
+      h4: "heading", h5: "heading", h6: "heading", img: "image"};
+    const aria = {img: "image", presentation: "none"};
+    const explicit = (el.getAttribute("role") || "").trim().split(/\\s+/)[0].toLowerCase();
+    const now = explicit ? (aria[explicit] || explicit)
+      : tag === "input" ? inputs[type]
+      : tag === "a" && el.hasAttribute("href") ? "link"
+      : tag === "select" ? (el.multiple || el.size > 1 ? "listbox" : "combobox")
+      : tags[tag];
+    const plain = new Set(["button", "link", "checkbox", "radio", "textbox", "searchbox", "combobox",
+      "listbox", "slider", "spinbutton", "heading", "switch", "tab", "menuitem", "option", "image"]);
+    if (now && plain.has(now) && plain.has(role) && now !== role) return "role:" + now;
+  }
+  if (!name) return "";
+  const wanted = norm(name).toLowerCase();
+  if (el.nodeType === 1) {
+    // Where the name comes from one place, it must still be that name: "Go" renamed "Go delete
+    // everything" still held every word of it.
+    const label = norm(el.getAttribute("aria-label"));
+    if (label) return label.toLowerCase() === wanted ? "" : "renamed";
+    const fromContent = ["button", "a", "summary", "h1", "h2", "h3", "h4", "h5", "h6", "option"];
+    const plainContent = !el.hasAttribute("aria-labelledby") && !el.querySelector("[alt], [aria-label]")
+      && !(el.labels && el.labels.length) && fromContent.includes(el.localName)
+      && ["::before", "::after"].every((p) => !(getComputedStyle(el, p).content || "").startsWith('"'));
+    // Without the white space: blocks in a button ("<div>Save</div><div>draft</div>") are spaced in the
+    // name, not in textContent.
+    const bare = (text) => text.replace(/\\s+/g, "").toLowerCase();
+    if (plainContent) return bare(el.textContent) === bare(wanted) ? "" : "renamed";
+  }
+  const texts = [el.textContent];
   if (el.nodeType === 1) {
     for (const attr of ["aria-label", "title", "alt", "placeholder"]) texts.push(el.getAttribute(attr));
     texts.push(el.value);
@@ -281,7 +317,7 @@ _HIDDEN_IDENTITY = """function (name) {
   }
   // Word by word, in all of it: a name is often joined from parts (an image's alt and a text, two blocks).
   const all = texts.map(norm).join(" ").toLowerCase();
-  return norm(name).toLowerCase().split(" ").every((word) => all.includes(word)) ? "" : "renamed";
+  return wanted.split(" ").every((word) => all.includes(word)) ? "" : "renamed";
 }"""
 """An ignored node (display:none, aria-hidden) has no accessible name in the AX tree to check; here the
 name must still be found in what names it (its text, labels, label attributes). Lenient by design: a
@@ -289,10 +325,10 @@ false "renamed" would stop a wait for an element that is only hidden for a momen
 
 
 async def _hidden_check(
-    session: Session, backend_node_id: int, name: str, frame_id: str | None = None
+    session: Session, backend_node_id: int, name: str, frame_id: str | None = None, role: str = ""
 ) -> str:
-    """Empty if the node is in its document and (given ``name``) still holds that name; else "removed" or
-    "renamed"."""
+    """Empty if the node is in its document and (given ``name``) still holds that name and (given ``role``)
+    has no other role its markup states; else "removed", "renamed" or "role:<the role now>"."""
     object_id = await world_handle(session, backend_node_id, frame_id=frame_id)  # the page cannot fake it
     if object_id is None:
         return "removed"
@@ -302,12 +338,16 @@ async def _hidden_check(
             {
                 "objectId": object_id,
                 "functionDeclaration": _HIDDEN_IDENTITY,
-                "arguments": [{"value": name}],
+                "arguments": [{"value": name}, {"value": role}],
                 "returnByValue": True,
             },
         )
         verdict = got.get("result", {}).get("value")
-        return verdict if verdict in ("", "removed", "renamed") else "removed"
+        if isinstance(verdict, str) and (
+            verdict in ("", "removed", "renamed") or verdict.startswith("role:")
+        ):
+            return verdict
+        return "removed"
     finally:
         await session.execute_raw("Runtime.releaseObject", {"objectId": object_id})
 
@@ -375,13 +415,16 @@ async def resolve_ref(page: Page, ref: str) -> ResolvedNode:
     if found.get("ignored"):
         # Hidden (display:none, aria-hidden) or detached: the same node is fine to wait on while it is
         # still in the document and still holds its name; a detached one is gone for good.
-        verdict = await _hidden_check(session, known.backend_node_id, known.name, known.frame_id)
+        verdict = await _hidden_check(session, known.backend_node_id, known.name, known.frame_id, known.role)
         if verdict == "removed":
             state.retire(ref, "removed")
             raise _stale(ref, "removed")
+        if verdict.startswith("role:"):
+            state.retire(ref, "role changed")
+            raise _stale(ref, "role changed", f" (hidden now; {known.role} -> {verdict[5:]})")
         if verdict == "renamed":
             state.retire(ref, "renamed")
-            raise _stale(ref, "renamed", f" (hidden now, and nothing in it says {known.name!r} any more)")
+            raise _stale(ref, "renamed", f" (hidden now, and its name is no longer {known.name!r})")
     else:
         role, name = _role_and_name(found)
         if role != known.role:

@@ -167,6 +167,12 @@ _WATCHED = (
 )
 
 
+INPUT_VERDICT_MIN = 0.5
+"""Seconds of the caller's deadline an input must have left for its action to end with the "input handled"
+ActionError (RETRY_MARGIN before the deadline): with less, a page that did not answer is not known to be
+busy, and the caller's own deadline ends the action (a click under a 20 ms deadline said the page's main
+thread was busy)."""
+
 BARRIER_TIMEOUT = 1.0
 """Seconds an action waits for its page's main thread to answer after the input (a handler that is still
 running holds it): past that, the action returns with the navigations it has seen."""
@@ -208,8 +214,9 @@ async def navigation_watch(
     With no deadline from the caller, the block and the wait get DEFAULT_BUDGET seconds: an input's reply
     waits for the page's handlers, so a handler in an endless loop would otherwise hold the action forever.
     Under the caller's deadline the block (the input) ends RETRY_MARGIN before it, as the checks do, with an
-    ActionError that says the page did not handle it (at the deadline it would be a bare TooSlowError);
-    the wait for a navigation it started has the caller's deadline.
+    ActionError that says the page did not handle it (at the deadline it would be a bare TooSlowError), if
+    the input had INPUT_VERDICT_MIN or more of it; the wait for a navigation it started has the caller's
+    deadline.
     """
     main = sessions[0].target_id if sessions else None  # the page's own session comes first
     watch = NavigationWatch(main or "")
@@ -223,8 +230,10 @@ async def navigation_watch(
     deadline = trio.current_effective_deadline()
     if deadline == math.inf:
         stop = start + DEFAULT_BUDGET
-    else:  # as wait_for's: a tenth of the time left, for a deadline under a second away
-        stop = max(deadline - RETRY_MARGIN, deadline - (deadline - start) / 10)
+    elif deadline - start >= INPUT_VERDICT_MIN:
+        stop = deadline - RETRY_MARGIN
+    else:  # too little time to tell a busy page from a quick deadline: the caller's own outcome
+        stop = math.inf
     try:
         with trio.move_on_at(stop) as scope:
             yield watch

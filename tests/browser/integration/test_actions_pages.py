@@ -525,7 +525,7 @@ async def test_a_handler_in_an_endless_loop_ends_the_click_by_the_callers_deadli
             await page.click(ref(snap, "button", "Hang"))
         assert caught.value.check == "input handled"
         assert "0.1 s before the deadline" in str(caught.value)
-        assert trio.current_time() - started < 1.05
+        assert trio.current_time() - started < 1.1  # it was 1.25
         with trio.fail_after(10), pytest.raises(trio.TooSlowError):
             with trio.fail_after(1):
                 await page.evaluate("1 + 1")  # terminates the loop

@@ -327,6 +327,20 @@ async def test_a_hidden_element_keeps_its_ref_until_it_no_longer_says_its_name(b
             assert caught.value.reason == "renamed"
             assert "hidden now" in str(caught.value)
         await page.resolve(refs[("button", "Close")])
+        # A name that grew still held every word of the old one, and a role the markup changed went unseen.
+        await evaluate(page, "document.getElementById('b').setAttribute('aria-label', 'Close all')")
+        await evaluate(page, "document.getElementById('c').setAttribute('role', 'checkbox')")
+        for key, reason in [
+            (("button", "Close"), "renamed"),
+            (("button", "Save"), "role changed"),
+            (("button", "Save draft"), None),  # spaced in the name, not in textContent: still good
+        ]:
+            if reason is None:
+                await page.resolve(refs[key])
+                continue
+            with pytest.raises(StaleRefError) as caught:
+                await page.resolve(refs[key])
+            assert caught.value.reason == reason, key
 
 
 async def open_delta_page(browser: Browser, server: str) -> Page:
