@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from tests.unit.engine.test_process import (
     open_fds,
     wait_group_gone,
 )
+from tests.unit.faults.test_process_faults import CHROMIUM, script
 
 
 @pytest.mark.browser
@@ -97,8 +99,12 @@ async def test_wait_exit_after_pipe_close(profiles: Path) -> None:
 @pytest.mark.browser
 async def test_sigterm_ignored_then_killed(profiles: Path) -> None:
     """A browser that ignores SIGTERM is killed after kill_timeout."""
-    with trio.fail_after(60):
-        async with open_chromium(settings=Settings(kill_timeout=0.5)) as browser:
-            os.kill(browser.pid, signal.SIGSTOP)  # a stopped process cannot act on SIGTERM
-        assert browser.process.returncode == -signal.SIGKILL
-        assert names(profiles) == []
+    # Not a SIGSTOP: the SIGTERM comes with a SIGCONT, so a stopped browser now exits on it.
+    body = f"trap '' TERM\n{CHROMIUM} \"$@\" &\nwait\nwhile :; do sleep 1; done"
+    with tempfile.TemporaryDirectory() as scripts:  # not among the profiles
+        deaf = script(Path(scripts), body, name="deaf")
+        with trio.fail_after(60):
+            async with open_chromium(executable=deaf, settings=Settings(kill_timeout=0.5)) as browser:
+                pass
+    assert browser.process.returncode == -signal.SIGKILL
+    assert names(profiles) == []
