@@ -22,7 +22,7 @@ import trio
 
 from engine import steps as _steps
 from engine._browser import Browser, connect, launch
-from engine._cli_protocol import CommandFailed, UsageError
+from engine._cli_protocol import CommandFailed, UsageError, in_shell_terms
 from engine._errors import JavaScriptError
 from engine._evaluate import NOT_A_FUNCTION
 from engine._page import Page
@@ -325,7 +325,7 @@ async def steps_command(
     error = failed.error or {}
     print(
         f"cdp-engine: step {failed.index} ({failed.type}) failed: {error.get('kind')}: "
-        f"{error.get('message', '').splitlines()[0] if error.get('message') else ''}",
+        f"{in_shell_terms(error.get('message', '').splitlines()[0]) if error.get('message') else ''}",
         file=sys.stderr,
     )
     return 1

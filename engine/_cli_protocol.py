@@ -28,6 +28,21 @@ class CommandFailed(Exception):
     """The command failed in a way its message says in full (no exception name is needed to read it)."""
 
 
+_SHELL_TERMS = (
+    ("(await page.snapshot())", "(cdp-engine snapshot URL)"),
+    ("a ref from page.snapshot()", "a ref from cdp-engine snapshot"),
+    ("failed and fail_fast=True", "failed (--keep-going runs the rest)"),
+)
+"""An engine message's advice for Python callers, as said on the command line."""
+
+
+def in_shell_terms(text: str) -> str:
+    """``text`` with its Python advice (``await page.snapshot()``, ``fail_fast=True``) said for the CLI."""
+    for python, shell in _SHELL_TERMS:
+        text = text.replace(python, shell)
+    return text
+
+
 @attrs.frozen(kw_only=True)
 class Item:
     """One domain, command, event or type of the pinned protocol."""
@@ -62,12 +77,27 @@ def _by_name() -> dict[str, Item]:
     return {item.name.lower(): item for item in items()}
 
 
+def _squash(text: str) -> str:
+    """A name as the search compares it: any case, and a Python name's underscores dropped
+    (``capture_screenshot`` finds ``captureScreenshot``)."""
+    return text.lower().replace("_", "")
+
+
 def search(query: str) -> list[Item]:
-    """Items named ``query`` exactly (any case) first, then names containing it, then descriptions."""
-    q = query.lower()
-    exact = [i for i in items() if i.name.lower() == q]
-    named = [i for i in items() if q in i.name.lower() and i not in exact]
-    described = [i for i in items() if q in i.description.lower() and i not in exact and i not in named]
+    """Items named ``query`` exactly (any case; ``cdp.page.navigate`` too) first, then names holding each of
+    its words, then names and descriptions holding them all (``print pdf`` finds ``Page.printToPDF``)."""
+    q = query.strip().lower().removeprefix("cdp.")
+    words = [_squash(word) for word in q.split()]
+    whole = _squash(q)
+    exact = [i for i in items() if _squash(i.name) == whole]
+    named = [i for i in items() if i not in exact and all(w in _squash(i.name) for w in words)]
+    described = [
+        i
+        for i in items()
+        if i not in exact
+        and i not in named
+        and all(w in f"{_squash(i.name)} {i.description.lower()}" for w in words)
+    ]
     return exact + named + described
 
 
@@ -149,7 +179,7 @@ def protocol_lines(query: str | None, *, as_json: bool) -> list[str]:
         hint = _names.closest(query, [i.name for i in every])
         more = f"; did you mean {hint!r}?" if hint else ""
         raise UsageError(f"nothing in the protocol is named or described {query!r}{more}")
-    exact = [i for i in found if i.name.lower() == query.lower()]
+    exact = [i for i in found if _squash(i.name) == _squash(query.strip().lower().removeprefix("cdp."))]
     if as_json:
         return [json.dumps([to_json(i) for i in (exact or found)], indent=2)]
     if exact or len(found) == 1:

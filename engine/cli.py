@@ -53,6 +53,7 @@ from engine._cli_protocol import (
     check_method,
     check_params,
     drift_lines,
+    in_shell_terms,
     protocol_lines,
 )
 from engine._errors import CDPError, StepsValidationError
@@ -474,7 +475,9 @@ _PYTHON_ADVICE = re.compile(r"Set your own deadline with trio\.fail_after(, or r
 
 
 def _in_cli_terms(text: str, args: argparse.Namespace) -> str:
-    """An engine message's advice for Python callers (Settings, trio.fail_after), said with --timeout-ms."""
+    """An engine message's advice for Python callers (Settings, trio.fail_after, page.snapshot()), said with
+    the CLI's means (--timeout-ms, cdp-engine snapshot)."""
+    text = in_shell_terms(text)
     if not hasattr(args, "timeout_ms"):
         return text
     text = _PYTHON_LIMIT.sub("(the limit without --timeout-ms)", text)
@@ -496,7 +499,7 @@ def _failure(exc: BaseException, args: argparse.Namespace) -> tuple[int, str]:
     if isinstance(exc, CommandFailed):
         return EXIT_FAILED, str(exc)
     if isinstance(exc, StepsValidationError):
-        problems = "; ".join(str(p) for p in exc.problems) or _one_line(exc)
+        problems = "; ".join(in_shell_terms(str(p)) for p in exc.problems) or _one_line(exc)
         return EXIT_USAGE, f"{len(exc.problems)} problem(s) in the steps, nothing was run: {problems}"
     if isinstance(exc, CDPError):  # before TooSlowError: EvaluateTimeout is both, and says more
         return EXIT_FAILED, f"{type(exc).__name__}: {_one_line(exc, args)}"

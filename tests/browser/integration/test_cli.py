@@ -131,6 +131,12 @@ def test_protocol_searches_names_and_descriptions_and_says_when_nothing_matches(
         line == "cdp-engine protocol: nothing in the protocol is named or described 'Page.navigat3'; "
         "did you mean 'Page.navigate'?"
     )
+    # Words in any order, and the bindings' Python names (each found nothing, or only an exact phrase).
+    words = run("protocol", "screenshot capture").stdout.splitlines()
+    assert words[1].startswith("command  Page.captureScreenshot"), words
+    for query, name in (("print pdf", "Page.printToPDF"), ("capture_screenshot", "Page.captureScreenshot")):
+        assert run("protocol", query).stdout.startswith(f"command {name}\n"), query
+    assert run("protocol", "cdp.page.navigate").stdout.startswith("command Page.navigate\n")
 
 
 def test_protocol_search_cuts_a_long_description_at_a_word_and_says_so() -> None:
@@ -441,6 +447,10 @@ def test_eval_prints_the_value_and_takes_a_ref(endpoint: str, server: str) -> No
     # Bad input, not a page error: it read "JavaScriptError: the script threw TypeError" with status 1.
     not_a_function = failed(run("eval", url, "document.title", "--ref", "e2", "--connect", endpoint), 2)
     assert "with --ref, EXPR must be a function that takes the element" in not_a_function
+    # The engine's advice, in the shell's terms (it said "await page.snapshot()").
+    unknown = failed(run("eval", url, "(el) => 1", "--ref", "e99", "--connect", endpoint), 1)
+    assert "cdp-engine snapshot URL" in unknown
+    assert "await" not in unknown
 
 
 def _strict_json(text: str) -> object:
@@ -594,6 +604,9 @@ def test_invalid_steps_are_refused_before_a_browser_starts(tmp_path: Path) -> No
     line = failed(run("steps", str(bad), env=NO_BROWSER), 2)
     assert line.startswith("cdp-engine steps: 2 problem(s) in the steps, nothing was run: step 0 type: ")
     assert "step 1 value: is missing" in line
+    bad.write_text(json.dumps([{"type": "click", "target": "the button"}]))
+    line = failed(run("steps", str(bad), env=NO_BROWSER), 2)
+    assert "a ref from cdp-engine snapshot" in line, line  # it said page.snapshot()
     broken = failed(run("steps", "-", env=NO_BROWSER, stdin="[{"), 2)
     assert broken.startswith("cdp-engine steps: stdin is not valid JSON: ")
     missing = failed(run("steps", str(tmp_path / "nope.json"), env=NO_BROWSER), 2)
