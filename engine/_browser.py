@@ -54,6 +54,8 @@ class Browser(metaclass=NoPublicConstructor):
         self.process = process
         self.session = connection.sessions.browser
         self._pages: dict[str, Page] = {}
+        #: Tabs that were open before this client attached to them (attach_page): left open on the way out.
+        self._adopted: set[str] = set()
         self._ref_cache = RefCache()  # refs outlive Page objects: kept per target, the last 50 targets
         self._set_up = False
         self._aclose: Callable[[], Awaitable[None]] | None = None  # set by engine.launch_in_background
@@ -203,6 +205,50 @@ class Browser(metaclass=NoPublicConstructor):
                 raise
         return page
 
+    async def attach_page(self, target_id: str) -> Page:
+        """A Page for a tab that is already open (``connect()`` to a browser with tabs of its own): a
+        flattened session to it with the set-up ``new_page`` gives its own tabs. Find the ids with
+        ``await browser.session.execute(cdp.target.get_targets())`` (the ``type == "page"`` ones).
+
+        The tab stays open when the ``connect()`` block is left (``page.close()`` closes it). Attaching
+        to a tab this Browser already has gives that Page.
+
+        Raises:
+            ValueError: no tab has that id (a worker or another kind of target has, or none).
+        """
+        known = self._pages.get(target_id)
+        if known is not None and not known.closed:
+            return known
+        targets = (await self.session.execute(cdp.target.get_targets())).target_infos
+        info = next((t for t in targets if t.target_id == target_id), None)
+        if info is None or info.type_ != "page":
+            kinds = "no target" if info is None else f"a {info.type_}, not a page,"
+            raise ValueError(
+                f"{kinds} has the id {target_id!r}; the open tabs: "
+                f"{[t.target_id for t in targets if t.type_ == 'page']}"
+            )
+        with trio.fail_after(self.settings.attach_timeout):
+            attached = await self.session.execute(
+                cdp.target.attach_to_target(target_id=target_id, flatten=True)
+            )
+            session = self.connection.sessions.create(
+                attached.session_id,
+                target_id=target_id,
+                target_type="page",
+                url=info.url,
+                parent=self.session,
+            )
+            try:
+                await session.execute_all(*_page_setup())
+            except BaseException:  # not ours to close: let go of it instead
+                self.session.execute_nowait(cdp.target.detach_from_target(session_id=attached.session_id))
+                raise
+        page = Page(self, session, target_id)
+        self._pages[target_id] = page
+        self._adopted.add(target_id)
+        watch_page(page)
+        return page
+
     async def _close_target_quietly(self, target_id: str) -> None:
         """Best effort, shielded and brief: a tab whose set-up failed must not stay open."""
         if self.connection.closed is not None:
@@ -299,7 +345,8 @@ async def _close_pages(browser: Browser, *, hurry: bool) -> None:
     with trio.CancelScope(shield=True), trio.move_on_after(budget):
         async with trio.open_nursery() as nursery:
             for page in browser.pages:
-                nursery.start_soon(close, page)
+                if page.target_id not in browser._adopted:  # open before us: not ours to close
+                    nursery.start_soon(close, page)
 
 
 @asynccontextmanager

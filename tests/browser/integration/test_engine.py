@@ -13,6 +13,7 @@ from engine import (
     NavigationError,
     ProtocolError,
     Session,
+    Snapshot,
     Subscription,
     connect,
     launch,
@@ -164,6 +165,31 @@ async def test_connect_to_a_running_browser_leaves_it_running() -> None:
             # close is answered), and a launch opens none of its own: no page is left.
             while await _pages_of(owner):
                 await trio.sleep(0.05)
+
+
+async def test_a_client_drives_a_tab_that_was_open_before_it_and_leaves_it_open(server: str) -> None:
+    # connect() gave no Page for the tabs the browser already had: browser.pages held only new ones.
+    with trio.fail_after(60):
+        async with launch(transport="websocket") as owner:
+            assert owner.process is not None
+            assert owner.process.ws_url
+            theirs = await owner.new_page(f"{server}/steps/index.html")
+            async with connect(owner.process.ws_url) as browser:
+                assert browser.pages == []
+                page = await browser.attach_page(theirs.target_id)
+                assert await browser.attach_page(theirs.target_id) is page  # the same Page again
+                assert browser.pages == [page]
+                assert "Steps" in (await page.snapshot()).text
+                await page.click(ref_of_name(await page.snapshot(), "Go"))
+                await page.wait_for(text="Clicked")
+                with pytest.raises(ValueError, match=r"no target has the id 'nope'; the open tabs: \["):
+                    await browser.attach_page("nope")
+            # Left open for its owner, who sees the click.
+            assert await theirs.evaluate("document.querySelector('#status').textContent") == "Clicked"
+
+
+def ref_of_name(snap: Snapshot, name: str) -> str:
+    return next(r.ref for r in snap.refs.values() if r.name == name)
 
 
 @pytest.mark.parametrize("transport", ["pipe", "websocket"])
