@@ -268,6 +268,7 @@ async def centre(session: Session, backend_node_id: int) -> tuple[float, float] 
 
 
 _PLAIN_ROLES = ("generic", "none", "StaticText", "InlineTextBox", "RootWebArea", "")
+_DOCUMENT_ROLES = ("RootWebArea", "WebArea")
 
 
 async def _describe(session: Session, backend_node_id: int, frame: str, *, group: str) -> str:
@@ -285,13 +286,18 @@ async def _describe(session: Session, backend_node_id: int, frame: str, *, group
         while node is not None:  # the node, or its nearest ancestor with a role worth naming
             role = (node.get("role") or {}).get("value") or ""
             name = (node.get("name") or {}).get("value") or ""
+            if role in _DOCUMENT_ROLES:  # not the document, named by its title: an overlay read "RootWebArea"
+                role = name = ""
+                break
             if not node.get("ignored") and (role not in _PLAIN_ROLES or name):
                 break
             role = name = ""
             node = nodes.get(node.get("parentId"))
     except ProtocolError:
         pass
-    return f'{role or "element"} "{name[:60]}" ({selector or "?"})'
+    named = f' "{name[:60]}"' if name else ""
+    where = f" ({selector})" if selector else ""
+    return f"{role or 'element'}{named}{where}"
 
 
 async def gather(*calls: Callable[[], Awaitable[Any]]) -> list[Any]:

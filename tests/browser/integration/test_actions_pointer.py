@@ -46,6 +46,20 @@ async def test_a_checkbox_under_its_own_label_styling_counts_as_hit(browser: Bro
     assert await value(page, "document.getElementById('terms').checked") is True
 
 
+async def test_a_plain_overlay_is_named_by_its_selector_not_by_the_document(browser: Browser) -> None:
+    # A div with no role of its own climbed to the document: 'RootWebArea "Busy" (div#ovl)'.
+    page = await open_page(
+        browser,
+        "data:text/html,<title>Busy</title><button>Go</button>"
+        "<div id=ovl style='position:fixed;inset:0'></div>",
+    )
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    with trio.fail_after(1.0), pytest.raises(ActionError) as caught:
+        await page.click(ref(snap, "button", "Go"))
+    assert caught.value.in_the_way == "element (div#ovl)"
+
+
 async def test_covered_button_raises_action_error_naming_the_overlay_and_nothing_is_clicked(
     browser: Browser, server: str
 ) -> None:
