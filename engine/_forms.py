@@ -167,7 +167,7 @@ async def fill(page: Page, ref: str, text: str) -> None:
 async def type_text(page: Page, ref: str, text: str, *, delay_ms: float) -> None:
     """Focus ``ref`` and type ``text`` key by key (characters off the key table go in as text)."""
     node = await page.resolve(ref)
-    await focus(node)
+    await focus(node, typing=True)
     session = page.session
     async with navigation_watch([page.session], node.ref):
         for char in text:

@@ -583,7 +583,10 @@ async def press(page: Page, combo: str, *, ref: str | None) -> None:
         await session.execute_raw("Input.dispatchKeyEvent", events[-1])
 
 
-_FOCUS = """function() {
+_FOCUS = """function(typing) {
+  // Typed into, a read-only field takes no text (fill refuses it too); a key press there is fine.
+  if (typing && ['input', 'textarea'].includes(this.localName) && this.readOnly)
+    return 'the field is read-only';
   this.focus();
   const active = this.getRootNode().activeElement;
   if (active === this || (this.isContentEditable && active && active.contains(this))) return '';
@@ -593,9 +596,10 @@ _FOCUS = """function() {
 }"""
 
 
-async def focus(node: ResolvedNode) -> None:
+async def focus(node: ResolvedNode, *, typing: bool = False) -> None:
     """Focus the element and check that it has the focus: keys sent after a focus that failed silently, or
-    that a focus handler moved on, would go to another element."""
+    that a focus handler moved on, would go to another element. ``typing``: text goes in, so a read-only
+    field is refused."""
     group = new_group()
     try:
         handle = await object_id(node.session, node.backend_node_id, group, node.frame_id)
@@ -605,8 +609,10 @@ async def focus(node: ResolvedNode) -> None:
                 ref=node.ref,
                 check="attached",
             )
-        missed = await call_on(node.session, handle, _FOCUS)
+        missed = await call_on(node.session, handle, _FOCUS, typing)
     finally:
         release(node.session, group)
+    if missed == "the field is read-only":
+        raise ActionError(f"cannot type into {node.ref}: {missed}", ref=node.ref, check="editable")
     if missed:
         raise ActionError(f"cannot focus {node.ref}: {missed}", ref=node.ref, check="focusable")

@@ -138,6 +138,12 @@ async def test_text_never_goes_to_a_field_other_than_the_one_named(browser: Brow
     with trio.fail_after(10):
         await page.fill(name, "works")
         assert (await value(page, _VALUES))["name"] == "works"
+        # Read-only: fill refused it, type returned OK having typed nothing; a key press there is fine.
+        await value(page, "document.getElementById('name').readOnly = true")
+        with pytest.raises(ActionError, match="the field is read-only") as caught:
+            await page.type(name, "more")
+        assert caught.value.check == "editable"
+        await page.press("End", ref=name)
 
 
 async def test_type_goes_key_by_key_and_press_sends_combos(browser: Browser, server: str) -> None:
