@@ -52,15 +52,22 @@ async def test_click_inside_a_cross_origin_iframe_two_levels_deep(
         assert 'textbox "Deep field" [value="typed deep"]' in (await page.snapshot()).text
 
 
+async def looping_child(browser: Browser, server: str, peer_port: str) -> tuple[Page, str]:
+    """The frames page, and the ref of a button whose click loops forever in an out-of-process iframe
+    (the localhost one: another process than the top page's, whatever the grandchild shares)."""
+    page = await frames_page(browser, server, peer_port)
+    with trio.fail_after(10):
+        button = ref(await page.snapshot(), "button", "Child button")
+        await page.evaluate("(el) => { el.onclick = () => { while (true) {} } }", ref=button)
+    return page, button
+
+
 async def test_a_handler_looping_in_an_oopif_is_stopped_by_an_evaluate_on_a_ref_there(
     isolated: Browser, server: str, peer_port: str
 ) -> None:
     # The evaluate's identity check waited for the frame's busy main thread until the deadline, and nothing
     # stopped the loop: every later snapshot of the tab timed out.
-    page = await frames_page(isolated, server, peer_port)
-    with trio.fail_after(10):
-        deep = ref(await page.snapshot(), "button", "Child button")  # in the localhost process
-        await page.evaluate("(el) => { el.onclick = () => { while (true) {} } }", ref=deep)
+    page, deep = await looping_child(isolated, server, peer_port)
     with pytest.raises(ActionError, match=rf"ref='{deep}'\) under a deadline stops") as caught:
         with trio.fail_after(1):
             await page.click(deep)
@@ -76,10 +83,7 @@ async def test_a_step_left_looping_in_an_oopif_is_freed_and_the_result_comes_bac
     isolated: Browser, server: str, peer_port: str
 ) -> None:
     # The runner terminated what held the top page's thread only: the closing read waited for the iframe's.
-    page = await frames_page(isolated, server, peer_port)
-    with trio.fail_after(10):
-        deep = ref(await page.snapshot(), "button", "Child button")  # in the localhost process
-        await page.evaluate("(el) => { el.onclick = () => { while (true) {} } }", ref=deep)
+    page, deep = await looping_child(isolated, server, peer_port)
     with trio.fail_after(8):
         result = await page.run_steps([{"type": "click", "target": deep, "timeout_ms": 1000}])
     assert result.steps[0].error is not None
