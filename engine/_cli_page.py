@@ -181,14 +181,24 @@ async def snapshot_command(args: argparse.Namespace) -> None:
                 interactive_only=args.interactive, format=args.format, max_chars=args.max_chars
             )
     if args.json:
+        # As the Python API's Ref and SnapshotStats have them (nth and frame_id tell equal names apart).
         refs = {
-            ref: {"role": r.role, "name": r.name, "backend_node_id": r.backend_node_id}
+            ref: {
+                "role": r.role,
+                "name": r.name,
+                "nth": r.nth,
+                "backend_node_id": r.backend_node_id,
+                "frame_id": r.frame_id,
+            }
             for ref, r in snap.refs.items()
         }
         stats = {
             "refs": snap.stats.refs,
+            "nodes_seen": snap.stats.nodes_seen,
+            "nodes_rendered": snap.stats.nodes_rendered,
             "bytes": snap.stats.bytes,
             "frames": snap.stats.frames,
+            "duration_ms": snap.stats.duration_ms,
             "truncated": snap.stats.truncated,
         }
         emit(json.dumps({"url": args.url, "text": snap.text, "refs": refs, "stats": stats}))

@@ -66,6 +66,10 @@ _PREPARE_FILL = """function(text) {
     const number = /^-?([0-9]+(\\.[0-9]+)?|\\.[0-9]+)([eE][-+]?[0-9]+)?$/;  // HTML's floating-point number
     if (el.type === 'number' && text !== '' && !number.test(text))
       return 'the number input does not take the value ' + JSON.stringify(text);
+    // The browser would cut the text at maxlength without a word (a user sees it; a script does not).
+    if (el.type !== 'number' && el.maxLength >= 0 && text.length > el.maxLength)
+      return 'the field does not take the value ' + JSON.stringify(text) + ': it holds at most '
+        + el.maxLength + ' characters (maxlength), the text has ' + text.length;
     el.focus();
     const missed = focusMissed();
     if (missed) return missed;

@@ -83,6 +83,19 @@ async def test_fill_with_a_value_the_input_cannot_take_fails_at_once(browser: Br
         assert await value(page, "document.querySelector('[type=number]').value") == "-1.5e2"
 
 
+async def test_fill_with_more_than_maxlength_fails_at_once_and_cuts_nothing(browser: Browser) -> None:
+    # The browser cut "abcdef" to "abc" at maxlength, and fill returned OK.
+    page = await open_page(browser, "data:text/html,<label>Zip <input maxlength=3 value=xy></label>")
+    with trio.fail_after(10):
+        zip_code = ref(await page.snapshot(), "textbox", "Zip")
+        with pytest.raises(ActionError, match=r"at most 3 characters \(maxlength\), the text has 6") as cut:
+            await page.fill(zip_code, "abcdef")
+        assert cut.value.check == "editable"
+        assert await value(page, "document.querySelector('input').value") == "xy"  # nothing lost
+        await page.fill(zip_code, "abc")
+        assert await value(page, "document.querySelector('input').value") == "abc"
+
+
 async def test_fill_of_an_element_that_is_no_text_field_fails_at_once(browser: Browser) -> None:
     page = await open_page(browser, "data:text/html,<button>Go</button><select aria-label=Size></select>")
     with trio.fail_after(10):

@@ -432,6 +432,10 @@ def test_snapshot_in_each_format(endpoint: str, server: str) -> None:
     data = json.loads(run("snapshot", url, "--json", "--connect", endpoint).stdout)
     assert data["refs"]["e2"]["role"] == "button"
     assert data["refs"]["e2"]["name"] == "Go"
+    assert data["refs"]["e2"]["nth"] == 0  # they were left out, with frame_id and the stats below
+    assert data["refs"]["e2"]["frame_id"]
+    assert data["stats"]["nodes_seen"] >= data["stats"]["nodes_rendered"] > 0
+    assert data["stats"]["duration_ms"] > 0
 
 
 def test_eval_prints_the_value_and_takes_a_ref(endpoint: str, server: str) -> None:
