@@ -182,20 +182,10 @@ class Browser(metaclass=NoPublicConstructor):
         target_id = created.target_id
         try:
             await trio.lowlevel.checkpoint_if_cancelled()
-            with trio.fail_after(self.settings.attach_timeout):
-                attached = await self.session.execute(
-                    cdp.target.attach_to_target(target_id=target_id, flatten=True)
-                )
-                session = self.connection.sessions.create(
-                    attached.session_id, target_id=target_id, target_type="page", parent=self.session
-                )
-                await session.execute_all(*_page_setup())
+            page = await self._attach(target_id, "", ours=True)
         except BaseException:
             await self._close_target_quietly(target_id)
             raise
-        page = Page(self, session, target_id)
-        self._pages[target_id] = page
-        watch_page(page)
         if url is not None:
             try:
                 await page.goto(url)
@@ -227,25 +217,31 @@ class Browser(metaclass=NoPublicConstructor):
                 f"{kinds} has the id {target_id!r}; the open tabs: "
                 f"{[t.target_id for t in targets if t.type_ == 'page']}"
             )
+        page = await self._attach(target_id, info.url, ours=False)
+        self._adopted.add(target_id)
+        return page
+
+    async def _attach(self, target_id: str, url: str, *, ours: bool) -> Page:
+        """Attach a flattened session to the tab, give it the page set-up and keep its Page (new_page's
+        tabs and attach_page's). If the set-up fails, a tab that is not ``ours`` is let go of (detached,
+        quietly: the set-up's error is the one that goes on); new_page closes its own instead."""
         with trio.fail_after(self.settings.attach_timeout):
             attached = await self.session.execute(
                 cdp.target.attach_to_target(target_id=target_id, flatten=True)
             )
             session = self.connection.sessions.create(
-                attached.session_id,
-                target_id=target_id,
-                target_type="page",
-                url=info.url,
-                parent=self.session,
+                attached.session_id, target_id=target_id, target_type="page", url=url, parent=self.session
             )
             try:
                 await session.execute_all(*_page_setup())
-            except BaseException:  # not ours to close: let go of it instead
-                self.session.execute_nowait(cdp.target.detach_from_target(session_id=attached.session_id))
+            except BaseException:
+                if ours:
+                    raise
+                with contextlib.suppress(CDPError):
+                    self.session.execute_nowait(cdp.target.detach_from_target(session_id=attached.session_id))
                 raise
         page = Page(self, session, target_id)
         self._pages[target_id] = page
-        self._adopted.add(target_id)
         watch_page(page)
         return page
 
