@@ -26,7 +26,7 @@ from engine._actionability import (
     send_nowait,
 )
 from engine._errors import ActionError, ProtocolError, StaleRefError
-from engine._input import click, focus, input_across_commit, sessions_to_watch
+from engine._input import FOCUS_HOLDER, click, focus, input_across_commit, sessions_to_watch
 from engine._keys import KEYS, key_event
 from engine._waiting import navigation_watch
 
@@ -38,14 +38,11 @@ log = logging.getLogger("engine.actions")
 
 _PREPARE_FILL = """function(text) {
   const el = this;
-  // focus() fails silently (an inert field, one behind a modal dialog) and a focus handler may move the
-  // focus on: the text would then go wherever the focus is.
+  // Else the text would go wherever the focus is.
   const focusMissed = () => {
-    const active = el.getRootNode().activeElement;
-    if (active === el || (el.isContentEditable && active && active.contains(el))) return '';
-    const what = active ? '<' + active.localName + (active.id ? '#' + active.id : '') + '>' : 'nothing';
-    return 'the element did not take the focus (' + what + ' has it: the page moved it, or the element '
-      + 'is inert or behind a modal dialog)';
+    const holder = (@FOCUS_HOLDER@)(el);
+    return holder && 'the element did not take the focus (' + holder + ' has it: the page moved it, or the '
+      + 'element is inert or behind a modal dialog)';
   };
   if (!el.isConnected) return 'the element is no longer in the document';
   const r = el.getBoundingClientRect();
@@ -83,7 +80,7 @@ _PREPARE_FILL = """function(text) {
     return 'set';  // its input and change go out under the navigation watch (_SET)
   }
   return 'the element is not a text field, textarea or contenteditable (it is <' + el.localName + '>)';
-}"""
+}""".replace("@FOCUS_HOLDER@", FOCUS_HOLDER)
 
 _SET = """function() {
   this.dispatchEvent(new Event('input', {bubbles: true}));
@@ -194,12 +191,10 @@ _SELECT = """function(wanted, apply) {
   if (!r.width || !r.height) return {notyet: ['visible', 'the select is not visible']};
   if (this.matches(':disabled')) return {notyet: ['enabled', 'the select is disabled']};  // a fieldset's too
   this.focus();  // fails silently on an inert select, or one behind a modal dialog
-  const active = this.getRootNode().activeElement;
-  if (active !== this) {
-    const what = active ? '<' + active.localName + (active.id ? '#' + active.id : '') + '>' : 'nothing';
-    return {notyet: ['focus', 'the select did not take the focus (' + what + ' has it): it is inert or '
+  const holder = (@FOCUS_HOLDER@)(this);
+  if (holder)
+    return {notyet: ['focus', 'the select did not take the focus (' + holder + ' has it): it is inert or '
       + 'behind a modal dialog']};
-  }
   const options = Array.from(this.options);
   const picked = [];
   for (const want of wanted) {
@@ -220,7 +215,7 @@ _SELECT = """function(wanted, apply) {
   this.dispatchEvent(new Event('input', {bubbles: true}));
   this.dispatchEvent(new Event('change', {bubbles: true}));
   return {values: picked.map(o => o.value)};
-}"""
+}""".replace("@FOCUS_HOLDER@", FOCUS_HOLDER)
 
 
 async def select_option(page: Page, ref: str, values: Sequence[str]) -> list[str]:

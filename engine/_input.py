@@ -583,17 +583,24 @@ async def press(page: Page, combo: str, *, ref: str | None) -> None:
         await session.execute_raw("Input.dispatchKeyEvent", events[-1])
 
 
+FOCUS_HOLDER = """(el) => {
+  const active = el.getRootNode().activeElement;
+  if (active === el || (el.isContentEditable && active && active.contains(el))) return '';
+  return active ? '<' + active.localName + (active.id ? '#' + active.id : '') + '>' : 'nothing';
+}"""
+"""JS: what has the focus instead of ``el`` ('' if it has it, or its editing host does), to put in a
+script with ``.replace("@FOCUS_HOLDER@", FOCUS_HOLDER)``: ``focus()`` fails silently (an inert element,
+one behind a modal dialog) and a focus handler may move the focus on."""
+
 _FOCUS = """function(typing) {
   // Typed into, a read-only field takes no text (fill refuses it too); a key press there is fine.
   if (typing && ['input', 'textarea'].includes(this.localName) && this.readOnly)
     return 'the field is read-only';
   this.focus();
-  const active = this.getRootNode().activeElement;
-  if (active === this || (this.isContentEditable && active && active.contains(this))) return '';
-  const what = active ? '<' + active.localName + (active.id ? '#' + active.id : '') + '>' : 'nothing';
-  return 'it did not take the focus (' + what + ' has it: the page moved it, or the element is not '
-    + 'focusable, inert or behind a modal dialog)';
-}"""
+  const holder = (@FOCUS_HOLDER@)(this);
+  return holder && 'it did not take the focus (' + holder + ' has it: the page moved it, or the element '
+    + 'is not focusable, inert or behind a modal dialog)';
+}""".replace("@FOCUS_HOLDER@", FOCUS_HOLDER)
 
 
 async def focus(node: ResolvedNode, *, typing: bool = False) -> None:
