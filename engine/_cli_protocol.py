@@ -83,10 +83,15 @@ def _squash(text: str) -> str:
     return text.lower().replace("_", "")
 
 
+def _query(query: str) -> str:
+    """A search as typed, the way names are compared: a Python name's ``cdp.`` prefix dropped."""
+    return query.strip().lower().removeprefix("cdp.")
+
+
 def search(query: str) -> list[Item]:
     """Items named ``query`` exactly (any case; ``cdp.page.navigate`` too) first, then names holding each of
     its words, then names and descriptions holding them all (``print pdf`` finds ``Page.printToPDF``)."""
-    q = query.strip().lower().removeprefix("cdp.")
+    q = _query(query)
     words = [_squash(word) for word in q.split()]
     whole = _squash(q)
     exact = [i for i in items() if _squash(i.name) == whole]
@@ -179,7 +184,7 @@ def protocol_lines(query: str | None, *, as_json: bool) -> list[str]:
         hint = _names.closest(query, [i.name for i in every])
         more = f"; did you mean {hint!r}?" if hint else ""
         raise UsageError(f"nothing in the protocol is named or described {query!r}{more}")
-    exact = [i for i in found if _squash(i.name) == _squash(query.strip().lower().removeprefix("cdp."))]
+    exact = [i for i in found if _squash(i.name) == _squash(_query(query))]
     if as_json:
         return [json.dumps([to_json(i) for i in (exact or found)], indent=2)]
     if exact or len(found) == 1:

@@ -319,20 +319,14 @@ def _encode_args(args: tuple[Any, ...]) -> str:
     for i, arg in enumerate(args):
         try:
             json.dumps(arg, allow_nan=False)
-        except ValueError as exc:
-            if "Out of range float" in str(
-                exc
-            ):  # a value, not a type, JSON cannot carry: as in a command's params
+        except (TypeError, ValueError) as exc:
+            # A value, not a type, JSON cannot carry: InvalidParams, as in a command's params.
+            if isinstance(exc, ValueError) and "Out of range float" in str(exc):
                 raise InvalidParams(
                     f"evaluate's argument {i} holds NaN or Infinity, which JSON cannot carry; nothing was "
                     "sent. Pass them as strings ('NaN', 'Infinity') and convert them in the page",
                     path=f"args[{i}]",
                 ) from None
-            raise TypeError(
-                f"evaluate's argument {i} cannot be sent to the page ({exc}): pass JSON values only "
-                "(str, int, float without NaN/Infinity, bool, None, and lists and dicts of them)"
-            ) from None
-        except TypeError as exc:
             raise TypeError(
                 f"evaluate's argument {i} cannot be sent to the page ({exc}): pass JSON values only "
                 "(str, int, float without NaN/Infinity, bool, None, and lists and dicts of them)"
