@@ -27,6 +27,7 @@ from engine._errors import (
     MessageTooLarge,
     ProtocolError,
     ResponseDecodeError,
+    SessionDetached,
     fresh_copy,
 )
 from engine._params import encode_message
@@ -729,10 +730,17 @@ def _entry_result(entry: _Pending) -> dict[str, Any]:
 
 
 def _result_of(reply: dict[str, Any], method: str, session_id: str | None) -> dict[str, Any]:
-    """The ``result`` object of a reply; its error as a ProtocolError."""
+    """The ``result`` object of a reply; its error as a ProtocolError, or SessionDetached when the browser
+    no longer knows the session (a tab closed just now: that reply can come before the detach event)."""
     error = reply.get("error")
     if error is not None:
-        raise _protocol_error(error, method, session_id)
+        failure = _protocol_error(error, method, session_id)
+        if failure.code == SESSION_NOT_FOUND and session_id is not None:
+            raise SessionDetached(
+                f"cannot send {method}: session {session_id} is gone (the browser answered "
+                f"{failure.code}: {failure.message}); its target was closed or detached"
+            ) from failure
+        raise failure
     result = reply.get("result", {})
     if not isinstance(result, dict):
         raise ResponseDecodeError(method, reply, "the reply's 'result' is not a JSON object")
@@ -759,6 +767,9 @@ def _protocol_error(
         )
     return ProtocolError(code=code, message=message, data=data, method=method, session_id=session_id)
 
+
+SESSION_NOT_FOUND = -32001
+"""Chromium's error code for a command on a session it no longer knows ("Session with given id not found")."""
 
 LARGE_MESSAGE = 256 * 1024
 

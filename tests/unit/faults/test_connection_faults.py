@@ -301,6 +301,37 @@ async def test_a_crashed_session_fails_new_commands_at_once_until_revived(pair: 
             peer.reply(await peer.next_command(), {"result": {"type": "number", "value": 1}})
 
 
+async def test_a_session_the_browser_no_longer_knows_raises_session_detached(pair: Pair) -> None:
+    # A tab closed just now: its session's reply (-32001) can come before its detach event. It was a raw
+    # ProtocolError, so evaluate on a closed tab raised that instead of SessionDetached now and then.
+    connection, peer, browser_session = pair
+    page = connection.sessions.create("P", target_id="TP", target_type="page", parent=browser_session)
+    gone = {"error": {"code": -32001, "message": "Session with given id not found."}}
+
+    async def refuse(count: int) -> None:
+        for _ in range(count):
+            command = await peer.next_command()
+            peer.send({"id": command["id"], "sessionId": "P", **gone})
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(refuse, 3)
+            with pytest.raises(SessionDetached, match=r"session P is gone .*-32001"):
+                await page.execute_raw("Runtime.evaluate", {"expression": "1"})
+            with pytest.raises(SessionDetached, match=r"Runtime\.evaluate"):
+                await page.execute(cdp.runtime.evaluate(expression="1"))
+            with pytest.raises(SessionDetached):
+                await page.execute_all(cdp.runtime.evaluate(expression="1"))
+
+        async def odd() -> None:
+            peer.send({"id": (await peer.next_command())["id"], **gone})
+
+        async with trio.open_nursery() as nursery:  # a command with no session keeps the plain error
+            nursery.start_soon(odd)
+            with pytest.raises(ProtocolError, match="-32001"):
+                await browser_session.execute_raw("Browser.getVersion")
+
+
 async def test_target_crashed_from_discovery_marks_the_session(pair: Pair) -> None:
     connection, peer, browser_session = pair
     page = connection.sessions.create("P", target_id="TP", target_type="page", parent=browser_session)
