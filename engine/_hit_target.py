@@ -15,11 +15,16 @@ The guard lives in the engine's world (``engine._worlds``), set in the same roun
 box look, so the common path costs one round trip more: the verdict read. Listeners of every world
 receive the page's DOM events. Limits, by design or for want of a cheap answer:
 
-- A page listener on the window in the capture phase that was added before the guard runs before it; if
-  it stops the event, the guard sees nothing, and nothing seen counts as a hit (nothing can be told).
-- Only events in the element's own document are seen: a press that lands in a child frame of it (the
-  element holds an iframe), or on an overlay in a parent document over the element's iframe, is not.
-  The check-time hit test covers those; nothing seen counts as a hit.
+- Nothing seen is told apart by the frame's user activation, which Chromium sets on any press that
+  reaches the frame (or a frame inside it), whatever the page's listeners do. A frame that was not active
+  and still is not got no press: the press was lost (Chromium sent a press meant for an out-of-process
+  iframe that had not drawn yet to the page around it, 1 click in 60 on a fresh one), and the action is
+  tried again. Otherwise nothing seen counts as a hit (nothing can be told): the frame was active already
+  (a press or an evaluate in the last seconds), a page listener on the window in the capture phase that
+  was added before the guard stopped the events, or the element holds a frame (a press in it activates
+  this frame only later, from another process).
+- Only events in the element's own document are seen: a press that lands in a child frame of it is not.
+  The check-time hit test covers that, and an overlay in a parent document over the element's iframe.
 - A target inside a closed shadow root is seen as its host: a host of the element counts as a hit.
 - A click that navigates may take the document, and the guard with it, before the verdict is read: a
   verdict that cannot be read counts as a hit (the press reached a document that is gone).
@@ -77,7 +82,15 @@ SET_GUARD_JS = """function(token, lifetime) {
   };
   const events = ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click', 'auxclick', 'dblclick',
                   'contextmenu'];
-  const guard = {token, hit: null, what: '', seen: 0};
+  // Whether a press that the guard did not see reached this frame at all: Chromium activates the frame
+  // (and its ancestors) on a press, whatever its listeners do. Only told when it was not active already,
+  // and when no frame inside the element could take the press (its activation reaches us late).
+  const ua = navigator.userActivation;
+  const FRAMES = 'iframe, frame, object, embed';
+  const holdsFrame = (e) => e.matches(FRAMES) || !!e.querySelector(FRAMES) ||
+    !!(e.shadowRoot && e.shadowRoot.querySelector(FRAMES));
+  const telling = !!ua && !ua.isActive && !holdsFrame(el);
+  const guard = {token, hit: null, what: '', seen: 0, telling};
   const listener = (event) => {
     guard.seen++;
     if (guard.hit === null) {
@@ -105,21 +118,26 @@ _VERDICT_JS = """function(token) {
   const guard = globalThis.__cdpEngineHitGuard;
   if (!guard || guard.token !== token) return null;
   guard.remove();
-  return {hit: guard.hit, what: guard.what, seen: guard.seen};
+  const lost = guard.seen === 0 && guard.telling && !navigator.userActivation.isActive;
+  return {hit: guard.hit, what: guard.what, seen: guard.seen, lost};
 }"""
 
 
 @attrs.frozen
 class Miss:
-    """The press landed on something else (``what``: a short description of it); the page did not see it."""
+    """The press landed on something else (``what``: a short description of it); the page did not see it.
+    ``lost``: it reached nothing in the element's frame (``what`` is empty), as when Chromium routes a press
+    for an out-of-process iframe that has not drawn yet to the page around it."""
 
     what: str
+    lost: bool = False
 
 
 async def read_verdict(session: Session, handle: str, token: str) -> Miss | None:
     """Remove the guard ``token`` set on ``handle`` in ``session``, and say whether the press missed.
 
-    None: a hit, or nothing to tell (nothing seen, the document gone, no answer in ``VERDICT_TIMEOUT``:
+    None: a hit, or nothing to tell (nothing seen where the frame's user activation cannot tell whether the
+    press reached it, the document gone, no answer in ``VERDICT_TIMEOUT``:
     the read, already sent, still removes the guard once the page is free).
     """
     got = None
@@ -128,6 +146,8 @@ async def read_verdict(session: Session, handle: str, token: str) -> Miss | None
         got = reply.get("result", {}).get("value")
     if isinstance(got, dict) and got.get("hit") is False:
         return Miss(str(got.get("what") or "another element"))
+    if isinstance(got, dict) and got.get("lost") is True:
+        return Miss("", lost=True)
     return None
 
 

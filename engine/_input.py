@@ -122,6 +122,13 @@ async def click(
                 armed.clear()
             if missed is None:
                 return None
+            if missed.lost:
+                log.info("click %s: the press reached nothing in its frame; trying again", ref)
+                return NotYet(
+                    "hit target at input",
+                    "the press reached nothing in the element's frame (Chromium sent it elsewhere, as it "
+                    "can for an out-of-process iframe that has not drawn yet)",
+                )
             log.info("click %s: the press landed on %s, not on it; the page did not see it", ref, missed.what)
             return NotYet(
                 "hit target at input",

@@ -8,6 +8,8 @@ import pytest
 import trio
 
 from engine import ActionError, Browser, Page, launch
+from engine._actionability import call_on, object_id
+from engine._hit_target import SET_GUARD_JS, Miss, read_verdict
 from tests.browser.integration._actions_helpers import open_page, ref
 
 pytestmark = pytest.mark.browser
@@ -191,3 +193,42 @@ async def test_a_dialog_in_an_out_of_process_iframe_is_answered_and_recorded(
         await page.click(ref(snap, "button", "Confirm"))
         await page.wait_for(text="confirm true")
     assert [(d.type, d.message, d.accepted) for d in page.dialogs] == [("confirm", "Sure?", True)]
+
+
+async def test_the_guard_tells_a_press_that_never_reached_an_out_of_process_frame(
+    isolated: Browser, server: str, peer_port: str
+) -> None:
+    # Chromium now and then sends a press meant for a fresh out-of-process iframe to the page around it
+    # (1 click in 60 here). The frame's guard saw nothing, which counted as a hit: the click returned OK
+    # having clicked nothing. The frame's user activation tells that case from a press the page stopped.
+    page = await open_page(isolated, f"{server}/actions/frame-dialogs.html?peer={peer_port}")
+    with trio.fail_after(10):
+        await page.wait_for(text="Confirm")
+        node = await page.resolve(ref(await page.snapshot(), "button", "Alert"))
+        assert node.session is not page.session
+        handle = await object_id(node.session, node.backend_node_id, "test-guard", node.frame_id)
+        assert handle is not None
+
+        async def press_at(x: float, y: float, token: str) -> Miss | None:
+            assert await call_on(node.session, handle, SET_GUARD_JS, token, 30_000) is True
+            for kind in ("mousePressed", "mouseReleased"):
+                await page.session.execute_raw(
+                    "Input.dispatchMouseEvent",
+                    {"type": kind, "x": x, "y": y, "button": "left", "buttons": 1, "clickCount": 1},
+                )
+            return await read_verdict(node.session, handle, token)
+
+        assert await press_at(700, 100, "outside") == Miss("", lost=True)  # the page around the frame
+        # The frame stops every press before the guard sees it: it was activated, so it counts as a hit.
+        await node.session.execute_raw(
+            "Runtime.evaluate",
+            {
+                "expression": "for (const t of ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click'])"
+                " addEventListener(t, (e) => e.stopImmediatePropagation(), true)"
+            },
+        )
+        assert await press_at(40, 25, "stopped") is None
+        assert await node.session.execute_raw(
+            "Runtime.evaluate",
+            {"expression": "document.getElementById('out').textContent", "returnByValue": True},
+        ) == {"result": {"type": "string", "value": ""}}  # no alert: the page did stop it
