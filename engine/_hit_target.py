@@ -16,13 +16,13 @@ box look, so the common path costs one round trip more: the verdict read. Listen
 receive the page's DOM events. Limits, by design or for want of a cheap answer:
 
 - Nothing seen is told apart by the frame's user activation, which Chromium sets on any press that
-  reaches the frame (or a frame inside it), whatever the page's listeners do. A frame that was not active
-  and still is not got no press: the press was lost (Chromium sent a press meant for an out-of-process
-  iframe that had not drawn yet to the page around it, 1 click in 60 on a fresh one), and the action is
-  tried again. Otherwise nothing seen counts as a hit (nothing can be told): the frame was active already
-  (a press or an evaluate in the last seconds), a page listener on the window in the capture phase that
-  was added before the guard stopped the events, or the element holds a frame (a press in it activates
-  this frame only later, from another process).
+  reaches the frame (or a frame inside it), whatever the page's listeners do. A frame never activated
+  that still has not been (or, activated before, not active now and still not) got no press: it was lost
+  (Chromium sent a press meant for an out-of-process iframe that had not drawn yet to the page around it,
+  1 click in 60 on a fresh one), and the action is tried again. Otherwise nothing seen counts as a hit
+  (nothing can be told): the frame was active already (a press or an evaluate in the last seconds), a
+  page listener on the window in the capture phase that was added before the guard stopped the events,
+  or the element holds a frame (a press in it activates this frame only later, from another process).
 - Only events in the element's own document are seen: a press that lands in a child frame of it is not.
   The check-time hit test covers that, and an overlay in a parent document over the element's iframe.
 - A target inside a closed shadow root is seen as its host: a host of the element counts as a hit.
@@ -83,13 +83,16 @@ SET_GUARD_JS = """function(token, lifetime) {
   const events = ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click', 'auxclick', 'dblclick',
                   'contextmenu'];
   // Whether a press that the guard did not see reached this frame at all: Chromium activates the frame
-  // (and its ancestors) on a press, whatever its listeners do. Only told when it was not active already,
-  // and when no frame inside the element could take the press (its activation reaches us late).
+  // (and its ancestors) on a press, whatever its listeners do. Told by the sticky activation when the
+  // frame never had one (a listener that opens a popup uses the transient one up), else by the transient
+  // one when it is not active; never when a frame inside the element could take the press (its
+  // activation reaches this frame later).
   const ua = navigator.userActivation;
   const FRAMES = 'iframe, frame, object, embed';
   const holdsFrame = (e) => e.matches(FRAMES) || !!e.querySelector(FRAMES) ||
     !!(e.shadowRoot && e.shadowRoot.querySelector(FRAMES));
-  const telling = !!ua && !ua.isActive && !holdsFrame(el);
+  const telling = !ua || holdsFrame(el) ? '' :
+    !ua.hasBeenActive ? 'hasBeenActive' : !ua.isActive ? 'isActive' : '';
   const guard = {token, hit: null, what: '', seen: 0, telling};
   const listener = (event) => {
     guard.seen++;
@@ -118,7 +121,7 @@ _VERDICT_JS = """function(token) {
   const guard = globalThis.__cdpEngineHitGuard;
   if (!guard || guard.token !== token) return null;
   guard.remove();
-  const lost = guard.seen === 0 && guard.telling && !navigator.userActivation.isActive;
+  const lost = guard.seen === 0 && !!guard.telling && !navigator.userActivation[guard.telling];
   return {hit: guard.hit, what: guard.what, seen: guard.seen, lost};
 }"""
 
