@@ -279,7 +279,11 @@ def _positive_int(what: str) -> Any:
 def build_parser() -> _Parser:
     common = _Parser(add_help=False)
     common.add_argument("--debug", action="store_true", help="print the traceback of a failure")
-    common.add_argument("--json", action="store_true", help="print JSON (one document) for scripts to parse")
+    common.add_argument(
+        "--json",
+        action="store_true",
+        help='print JSON (one document) for scripts to parse; on failure {"ok": false, "error": {...}}',
+    )
     browser = _Parser(add_help=False)
     browser.add_argument(
         "--connect",
@@ -543,6 +547,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             traceback.print_exception(exc)
         print(f"cdp-engine {args.command}: {line}", file=sys.stderr)
+        if getattr(args, "json", False) and status:
+            # A script that parses stdout gets a document on failure too (steps prints its own result).
+            kind = "interrupted" if isinstance(exc, KeyboardInterrupt | _Signalled) else type(exc).__name__
+            error = {"kind": kind, "message": line.removeprefix(f"{kind}: "), "status": status}
+            with contextlib.suppress(OSError):
+                emit(json.dumps({"ok": False, "error": error}))
         return status
 
 

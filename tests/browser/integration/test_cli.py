@@ -448,6 +448,12 @@ def test_eval_prints_the_value_and_takes_a_ref(endpoint: str, server: str) -> No
     assert json.loads(by_ref.stdout) == "Go"
     thrown = failed(run("eval", url, "null.x", "--connect", endpoint), 1)
     assert thrown.startswith("cdp-engine eval: JavaScriptError: ")
+    # With --json a failure prints a document too (it printed nothing on stdout).
+    as_json = run("eval", url, "null.x", "--json", "--connect", endpoint)
+    assert json.loads(as_json.stdout) == {
+        "ok": False,
+        "error": {"kind": "JavaScriptError", "message": thrown.split(": ", 2)[2], "status": 1},
+    }
     # Bad input, not a page error: it read "JavaScriptError: the script threw TypeError" with status 1.
     not_a_function = failed(run("eval", url, "document.title", "--ref", "e2", "--connect", endpoint), 2)
     assert "with --ref, EXPR must be a function that takes the element" in not_a_function
@@ -651,7 +657,9 @@ def test_screenshot_writes_a_png_of_the_viewport_or_the_full_page(
     assert piped.stderr == b""
     assert not (Path.cwd() / "-").exists()
     assert "name the file .png" in failed(run("screenshot", url, "-o", "x.jpg", env=NO_BROWSER), 2)
-    assert "choose one" in failed(run("screenshot", url, "-o", "-", "--json", env=NO_BROWSER), 2)
+    both = run("screenshot", url, "-o", "-", "--json", env=NO_BROWSER)
+    assert "choose one" in failed(both, 2)
+    assert json.loads(both.stdout)["error"]["kind"] == "UsageError"
 
 
 def test_version_and_drift_through_connect(endpoint: str) -> None:
