@@ -48,6 +48,7 @@ class NodePeer(Client):
 
     def __init__(self) -> None:
         self._process: subprocess.Popen[str] | None = None
+        self._tmp: str | None = None
         self._log: IO[str] | None = None
         self._env: Env | None = None
 
@@ -88,9 +89,13 @@ class NodePeer(Client):
         self._log = tempfile.NamedTemporaryFile(  # noqa: SIM115 (closed in stop)
             "w", prefix=f"bench-{self.name}-", suffix=".log", delete=False
         )
+        # The peer's browsers leave their org.chromium.Chromium.* folders in TMPDIR: one of its own, removed
+        # in stop() (they piled up in /tmp, several per run).
+        self._tmp = tempfile.mkdtemp(prefix=f"bench-{self.name}-tmp-")
         self._process = subprocess.Popen(
             [node, str(PEER)],
             cwd=NODE_DIR,
+            env={**os.environ, "TMPDIR": self._tmp},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
@@ -140,6 +145,9 @@ class NodePeer(Client):
             for pipe in (process.stdin, process.stdout):
                 if pipe is not None:
                     pipe.close()
+            if self._tmp is not None:
+                shutil.rmtree(self._tmp, ignore_errors=True)
+                self._tmp = None
             if self._log is not None:
                 self._log.close()
                 # Kept only if the peer said something (an error to read); empty ones piled up in /tmp.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -12,8 +11,8 @@ from benchmarks.clients.base import Env
 from benchmarks.clients.node_peers import ChromeRemoteInterface
 
 
-def _profiles() -> set[Path]:
-    return set(Path(tempfile.gettempdir()).glob("cdp-bench-node-*"))
+def _profiles(folder: str) -> set[Path]:
+    return set(Path(folder).glob("cdp-bench-node-*"))
 
 
 def _running_on(profile: Path) -> list[int]:
@@ -33,7 +32,6 @@ def _running_on(profile: Path) -> list[int]:
 
 
 def test_the_peers_browser_is_stopped_when_its_stdin_closes() -> None:
-    before = _profiles()
     env = Env(
         ws_url="", http_url=None, chromium=chromium.CHROMIUM, chromium_args=chromium.FLAGS, big_page_url=""
     )
@@ -41,8 +39,10 @@ def test_the_peers_browser_is_stopped_when_its_stdin_closes() -> None:
     peer.start(env)
     assert peer._log is not None
     log = Path(peer._log.name)
+    assert peer._tmp is not None  # the peer's TMPDIR, where its browsers' profiles go
+    tmp = Path(peer._tmp)
     try:
-        (profile,) = _profiles() - before
+        (profile,) = _profiles(str(tmp))
         assert _running_on(profile), "the peer's browser did not start"
         process = peer._process
         assert process is not None
@@ -57,3 +57,4 @@ def test_the_peers_browser_is_stopped_when_its_stdin_closes() -> None:
     finally:
         peer.stop()
     assert not log.exists(), "an empty peer log was left in /tmp"  # 58 had piled up there
+    assert not tmp.exists()  # with the org.chromium.Chromium.* folders its browsers left
