@@ -215,8 +215,10 @@ async def navigation_watch(
     waits for the page's handlers, so a handler in an endless loop would otherwise hold the action forever.
     Under the caller's deadline the block (the input) ends RETRY_MARGIN before it, as the checks do, with an
     ActionError that says the page did not handle it (at the deadline it would be a bare TooSlowError), if
-    the input had INPUT_VERDICT_MIN or more of it; the wait for a navigation it started has the caller's
-    deadline.
+    the input had INPUT_VERDICT_MIN or more of it. So does the wait for a navigation the input started: a
+    navigation that has not committed by then is stopped, with the ActionError that names it (as when
+    Chromium held the input's answer for it), and a page that only has not answered the barrier yet ends
+    the action as done.
     """
     main = sessions[0].target_id if sessions else None  # the page's own session comes first
     watch = NavigationWatch(main or "")
@@ -238,8 +240,6 @@ async def navigation_watch(
         with trio.move_on_at(stop) as scope:
             yield watch
             phase = "navigation"
-            if deadline != math.inf:
-                scope.deadline = math.inf
             await _barrier(sessions, task_turn=task_turn)
             watch.input_handled = True
             await watch.wait_committed()
@@ -250,6 +250,8 @@ async def navigation_watch(
         for session, hook in hooks:
             session.unsubscribe(hook)
     if scope.cancelled_caught:
+        if phase == "navigation" and not watch.pending - watch.committed:
+            return  # the input was handled; the barrier's look for a navigation saw none in time
         _stop_navigations(watch, sessions)
         raise _stuck(phase, ref, None if deadline == math.inf else trio.current_time() - start, watch)
 
@@ -274,7 +276,7 @@ def _stuck(phase: str, ref: str, waited: float | None, watch: NavigationWatch) -
     """The error of an action whose ``phase`` outlived its budget: DEFAULT_BUDGET, or (``waited`` seconds)
     the caller's deadline less its margin."""
     what = f"the action on {ref}" if ref else "the action"
-    if phase == "input":
+    if phase == "input" or waited is not None:  # under the caller's deadline, both phases end here
         when = (
             f"after {DEFAULT_BUDGET:g} s"
             if waited is None

@@ -746,6 +746,28 @@ async def test_an_action_given_up_during_its_navigation_leaves_the_tab_usable(
         assert await title(page) == "ok"
 
 
+async def test_a_navigation_started_after_the_input_was_answered_ends_the_action_the_same_way(
+    browser: Browser, faulty: str
+) -> None:
+    # Enter submits the form from a task, after the key's answer: only the wait after the input met the
+    # navigation, and it ran to the caller's deadline, a bare TooSlowError (a link's click did the same
+    # once under load, its answer not held). Now it ends as when Chromium holds the input's answer.
+    page = await browser.new_page(
+        f"data:text/html,<form action='{faulty}/no-headers.html'><input aria-label=Q name=q></form>"
+        "<button onclick=\"document.title='ok'\">Go</button>"
+    )
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    refs = {r.name: r.ref for r in snap.refs.values()}
+    with pytest.raises(ActionError, match=r"started a navigation \(to .*/no-headers\.html") as caught:
+        with trio.fail_after(1.0):
+            await page.press("Enter", ref=refs["Q"])
+    assert caught.value.check == "navigation"
+    with trio.fail_after(3):
+        await page.click(refs["Go"])
+        assert await title(page) == "ok"
+
+
 @pytest.mark.parametrize("action", ["click", "select_option"])
 async def test_an_action_whose_handler_goes_back_waits_for_that_document(faulty: str, action: str) -> None:
     # Chromium sends no frameRequestedNavigation for a history move, only frameStartedNavigating: the
