@@ -199,8 +199,8 @@ async def test_the_guard_tells_a_press_that_never_reached_an_out_of_process_fram
     isolated: Browser, server: str, peer_port: str
 ) -> None:
     # Chromium now and then sends a press meant for a fresh out-of-process iframe to the page around it
-    # (1 click in 60 here). The frame's guard saw nothing, which counted as a hit: the click returned OK
-    # having clicked nothing. The frame's user activation tells that case from a press the page stopped.
+    # (1 to 2 clicks in 100 here). The frame's guard saw nothing, which counted as a hit: the click
+    # returned OK having clicked nothing. The frame's user activation tells that from a press it stopped.
     page = await open_page(isolated, f"{server}/actions/frame-dialogs.html?peer={peer_port}")
     with trio.fail_after(10):
         await page.wait_for(text="Confirm")

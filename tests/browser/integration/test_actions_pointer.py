@@ -7,8 +7,9 @@ import random
 import pytest
 import trio
 
-from engine import ActionError, Browser, StaleRefError
+from engine import ActionError, Browser, StaleRefError, _input
 from engine._actionability import RETRY_MARGIN
+from engine._hit_target import Miss
 from tests.browser.integration._actions_helpers import open_page, ref, value
 
 pytestmark = pytest.mark.browser
@@ -214,3 +215,21 @@ async def test_clicks_cancelled_at_random_leave_no_guard_to_catch_the_next_press
                     {"type": kind, "x": 240, "y": 25, "button": "left", "buttons": 1, "clickCount": 1},
                 )
     assert await value(page, "window.Bclicks") == 60
+
+
+async def test_presses_that_keep_reaching_nothing_stop_after_a_few(
+    browser: Browser, server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A guard that always reads "lost" (Chromium cannot be made to lose every press): each lost press went
+    # somewhere on the page, so the click is tried again a few times, not for 30 s.
+    async def always_lost(*_: object) -> Miss:
+        return Miss("", lost=True)
+
+    monkeypatch.setattr(_input, "read_verdict", always_lost)
+    page = await open_page(browser, f"{server}/actions/pointer.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    with trio.fail_after(5), pytest.raises(ActionError, match=r"5 press\(es\) reached nothing") as caught:
+        await page.click(ref(snap, "button", "Plain"))
+    assert caught.value.check == "hit target at input"
+    assert await value(page, "window.clicks") == ["plain:1"] * _input.MAX_LOST_PRESSES
