@@ -284,11 +284,12 @@ def _stuck(phase: str, ref: str, waited: float | None, watch: NavigationWatch) -
         )
         if watch.pending - watch.committed:
             # Chromium answers an input that started a navigation once that navigation commits.
+            held = "the input's answer, and " if phase == "input" else ""
             return ActionError(
                 f"{what}: the input started a navigation (to {watch.url or 'a new document'}) that had not "
-                f"committed {when} (a slow or stalled response), so it was stopped; Chromium holds the "
-                "input's answer, and every other command of the tab, until a navigation commits. Give the "
-                "action a longer deadline to wait for the page.",
+                f"committed {when} (a slow or stalled response), so it was stopped; Chromium holds "
+                f"{held}every other command of the tab{',' if held else ''} until a navigation commits. Give "
+                "the action a longer deadline to wait for the page.",
                 ref=ref,
                 check="navigation",
             )
