@@ -19,7 +19,7 @@ receive the page's DOM events. Limits, by design or for want of a cheap answer:
   reaches the frame (or a frame inside it), whatever the page's listeners do. A frame never activated
   that still has not been (or, activated before, not active now and still not) got no press: it was lost
   (Chromium sent a press meant for an out-of-process iframe that had not drawn yet to the page around it,
-  1 click in 60 on a fresh one), and the action is tried again. Otherwise nothing seen counts as a hit
+  1 to 2 clicks in 100 on a fresh one), and the action is tried again. Otherwise nothing seen counts as a hit
   (nothing can be told): the frame was active already (a press or an evaluate in the last seconds), a
   page listener on the window in the capture phase that was added before the guard stopped the events,
   or the element holds a frame (a press in it activates this frame only later, from another process).
