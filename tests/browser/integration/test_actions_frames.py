@@ -182,12 +182,19 @@ async def test_a_click_on_an_element_that_holds_a_frame_of_another_origin_lands_
         await page.click(ref(snap, "iframe", "Remote"))
 
 
+async def dialogs_page(browser: Browser, server: str, peer_port: str) -> Page:
+    """The dialog buttons in an out-of-process iframe (another site), loaded."""
+    page = await open_page(browser, f"{server}/actions/frame-dialogs.html?peer={peer_port}")
+    with trio.fail_after(10):
+        await page.wait_for(text="Confirm")
+    return page
+
+
 async def test_a_dialog_in_an_out_of_process_iframe_is_answered_and_recorded(
     isolated: Browser, server: str, peer_port: str
 ) -> None:
-    page = await open_page(isolated, f"{server}/actions/frame-dialogs.html?peer={peer_port}")
+    page = await dialogs_page(isolated, server, peer_port)
     with trio.fail_after(10):
-        await page.wait_for(text="Confirm")
         snap = await page.snapshot()
         page.on_dialog = lambda dialog: dialog.accept()
         await page.click(ref(snap, "button", "Confirm"))
@@ -201,9 +208,8 @@ async def test_the_guard_tells_a_press_that_never_reached_an_out_of_process_fram
     # Chromium now and then sends a press meant for a fresh out-of-process iframe to the page around it
     # (1 to 2 clicks in 100 here). The frame's guard saw nothing, which counted as a hit: the click
     # returned OK having clicked nothing. The frame's user activation tells that from a press it stopped.
-    page = await open_page(isolated, f"{server}/actions/frame-dialogs.html?peer={peer_port}")
+    page = await dialogs_page(isolated, server, peer_port)
     with trio.fail_after(10):
-        await page.wait_for(text="Confirm")
         node = await page.resolve(ref(await page.snapshot(), "button", "Alert"))
         assert node.session is not page.session
         handle = await object_id(node.session, node.backend_node_id, "test-guard", node.frame_id)
