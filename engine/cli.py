@@ -190,14 +190,18 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with a usage error in one line that says where the help is."""
 
     commands: Mapping[str, argparse.ArgumentParser]
+    json_wanted = False  # --json was given: a usage error prints its document too (set by parse_command)
 
     def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
+        if _Parser.json_wanted:
+            _failure_document("UsageError", message, EXIT_USAGE)
         sys.exit(EXIT_USAGE)
 
     def parse_command(self, argv: Sequence[str]) -> argparse.Namespace:
         """parse_args, but an argument the command does not take is blamed on the command, whose --help
         lists what it does take (argparse blames the top level, whose help lists only the commands)."""
+        _Parser.json_wanted = "--json" in argv
         args, extra = self.parse_known_args(argv)
         if extra:
             self.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
@@ -548,12 +552,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exception(exc)
         print(f"cdp-engine {args.command}: {line}", file=sys.stderr)
         if getattr(args, "json", False) and status:
-            # A script that parses stdout gets a document on failure too (steps prints its own result).
             kind = "interrupted" if isinstance(exc, KeyboardInterrupt | _Signalled) else type(exc).__name__
-            error = {"kind": kind, "message": line.removeprefix(f"{kind}: "), "status": status}
-            with contextlib.suppress(OSError):
-                emit(json.dumps({"ok": False, "error": error}))
+            _failure_document(kind, line.removeprefix(f"{kind}: "), status)
         return status
+
+
+def _failure_document(kind: str, message: str, status: int) -> None:
+    """With --json, a failure's document on stdout, for a script that parses it (steps prints its own)."""
+    with contextlib.suppress(OSError):
+        emit(json.dumps({"ok": False, "error": {"kind": kind, "message": message, "status": status}}))
 
 
 if __name__ == "__main__":

@@ -255,6 +255,12 @@ def test_bad_input_is_refused_in_one_line_before_a_browser_starts(
 ) -> None:
     line = failed(run(*args, env=NO_BROWSER), 2)
     assert line.startswith(expected), line
+    # With --json the same failure is a document on stdout too (an argument's error printed none).
+    as_json = run(*args, "--json", env=NO_BROWSER)
+    assert failed(as_json, 2) == line
+    error = json.loads(as_json.stdout)["error"]
+    assert (error["kind"], error["status"]) == ("UsageError", 2)
+    assert line.startswith(f"cdp-engine {args[0]}: {error['message']}"), (line, error)
 
 
 def test_count_0_means_no_events_and_starts_nothing() -> None:
