@@ -307,6 +307,22 @@ def test_a_closed_pipe_ends_quietly_with_141(endpoint: str, server: str) -> None
         reap(process)
 
 
+def test_a_pipe_closed_in_the_middle_of_a_large_value_ends_with_141(endpoint: str) -> None:
+    # `eval ... | head -c 3`: the reader leaves while most of the value is still to be written.
+    command = [sys.executable, "-m", "engine.cli", "eval", "data:text/html,x", "'x'.repeat(4e6)"]
+    process = subprocess.Popen(
+        [*command, "--connect", endpoint], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdout is not None
+    try:
+        assert process.stdout.read(3) == b"xxx"
+        process.stdout.close()
+        _, err = process.communicate(timeout=30)
+        assert (process.returncode, err) == (141, b"")
+    finally:
+        reap(process)
+
+
 def test_ctrl_c_is_one_line_and_exit_130(endpoint: str, server: str) -> None:
     url = f"{server}/steps/console.html"
     command = [sys.executable, "-m", "engine.cli", "listen", "Runtime.consoleAPICalled", "--url", url]
