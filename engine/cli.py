@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import re
 import signal
@@ -36,6 +37,8 @@ import cdp
 from engine import drift as _drift
 from engine._browser import launch
 from engine._cli_page import (
+    deadline,
+    doing,
     emit,
     eval_command,
     launch_command,
@@ -107,12 +110,27 @@ def _call_params(args: argparse.Namespace) -> dict[str, Any]:
     return params
 
 
+CALL_SECONDS = 30.0
+"""The answer's own deadline when neither --seconds nor --timeout-ms is given."""
+
+
 async def _call(args: argparse.Namespace, params: dict[str, Any]) -> None:
-    async with open_browser(args) as browser:
-        session = await _target(browser, args.method, args.url)
-        with trio.fail_after(args.seconds):
-            result = await session.execute_raw(args.method, params)
-        emit(json.dumps(result, indent=None if args.json else 2))
+    # --timeout-ms bounds the whole run, as for the page commands; --seconds the answer alone.
+    seconds = args.seconds if args.seconds is not None else math.inf if args.timeout_ms else CALL_SECONDS
+    with deadline(args):
+        async with open_browser(args) as browser:
+            if args.url is not None:
+                doing(args, f"loading {args.url}")
+            session = await _target(browser, args.method, args.url)
+            doing(args, f"waiting for the answer to {args.method}")
+            with trio.move_on_after(seconds) as waited:
+                result = await session.execute_raw(args.method, params)
+            if waited.cancelled_caught:
+                raise CommandFailed(
+                    f"no answer to {args.method} within --seconds {seconds:g} "
+                    "(a larger --seconds waits longer)"
+                )
+    emit(json.dumps(result, indent=None if args.json else 2))
 
 
 async def _listen(args: argparse.Namespace) -> None:
@@ -379,11 +397,15 @@ def build_parser() -> _Parser:
     )
     p.add_argument("--full-page", action="store_true", help="the whole page, not only the viewport")
 
-    p = sub.add_parser("call", parents=both, help="send one command and print its raw result")
+    p = sub.add_parser("call", parents=[*both, timed], help="send one command and print its raw result")
     p.add_argument("method", metavar="METHOD", help="Domain.method, e.g. Runtime.evaluate")
     p.add_argument("params", nargs="?", metavar="PARAMS_JSON", help="the params as a JSON object")
     p.add_argument("--url", type=_page_url, help="open this page first and send the command to its session")
-    p.add_argument("--seconds", type=_seconds, default=30.0, help="deadline for the command (default 30)")
+    p.add_argument(
+        "--seconds",
+        type=_seconds,
+        help=f"deadline for the answer alone (default {CALL_SECONDS:g} when --timeout-ms is not given)",
+    )
     p.add_argument("--no-check", action="store_true", help="send a method or params the bindings do not know")
 
     p = sub.add_parser("listen", parents=both, help="print events of a fresh page as JSON lines")
@@ -511,16 +533,13 @@ def _failure(exc: BaseException, args: argparse.Namespace) -> tuple[int, str]:
         return EXIT_USAGE, f"{len(exc.problems)} problem(s) in the steps, nothing was run: {problems}"
     if isinstance(exc, CDPError):  # before TooSlowError: EvaluateTimeout is both, and says more
         return EXIT_FAILED, f"{type(exc).__name__}: {_one_line(exc, args)}"
-    if isinstance(exc, trio.TooSlowError):
-        if getattr(args, "timeout_ms", None) is not None:
-            doing = getattr(args, "doing", "starting")
-            return (
-                EXIT_FAILED,
-                f"the deadline of --timeout-ms {args.timeout_ms} passed while {doing} "
-                "(a larger --timeout-ms gives it more time)",
-            )
-        if getattr(args, "seconds", None) is not None:
-            return EXIT_FAILED, f"the deadline of --seconds {args.seconds} passed before an answer"
+    if isinstance(exc, trio.TooSlowError) and getattr(args, "timeout_ms", None) is not None:
+        under_way = getattr(args, "doing", "starting")
+        return (
+            EXIT_FAILED,
+            f"the deadline of --timeout-ms {args.timeout_ms} passed while {under_way} "
+            "(a larger --timeout-ms gives it more time)",
+        )
     if isinstance(exc, OSError):
         return EXIT_FAILED, f"{type(exc).__name__}: {_one_line(exc)}"
     return EXIT_FAILED, f"{type(exc).__name__}: {_one_line(exc)} (--debug shows where)"

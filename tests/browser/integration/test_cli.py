@@ -167,6 +167,34 @@ def test_call_prints_the_raw_result(endpoint: str) -> None:
     assert json.loads(done.stdout)["result"]["value"] == 42
 
 
+@pytest.mark.parametrize(
+    ("deadline", "line"),
+    [
+        (
+            ("--timeout-ms", "1500"),
+            "cdp-engine call: the deadline of --timeout-ms 1500 passed while waiting for the answer to "
+            "Runtime.evaluate (a larger --timeout-ms gives it more time)",
+        ),
+        (
+            ("--seconds", "0.5"),
+            "cdp-engine call: no answer to Runtime.evaluate within --seconds 0.5 "
+            "(a larger --seconds waits longer)",
+        ),
+    ],
+)
+def test_call_has_the_deadlines_of_the_other_commands(
+    endpoint: str, deadline: tuple[str, str], line: str
+) -> None:
+    # --timeout-ms bounds the whole run, as for eval and snapshot; --seconds the answer alone.
+    never = '{"expression": "new Promise(() => {})", "awaitPromise": true}'
+    began = time.monotonic()
+    done = run(
+        "call", "Runtime.evaluate", never, "--url", "data:text/html,x", *deadline, "--connect", endpoint
+    )
+    assert failed(done, 1) == line
+    assert time.monotonic() - began < 20
+
+
 def test_launch_leaves_a_tab_for_tools_that_attach_to_a_page(endpoint: str) -> None:
     """A launch opens no tab of its own (``--no-startup-window``); ``cdp-engine launch`` opens one, so a
     tool that attaches to the first page (chrome-remote-interface, /json/list) finds it."""
