@@ -166,16 +166,18 @@ async def drift_report(connect_url: str | None, *, as_json: bool = False) -> str
     different.
     """
     if connect_url:
-        url = connect_url
-        live = await trio.to_thread.run_sync(_drift.fetch_live, url)
+        live = await trio.to_thread.run_sync(_drift.fetch_live, connect_url)
+        name = f"the browser at {connect_url}"
     else:
         async with launch(transport="websocket") as browser:
             assert browser.process is not None
             assert browser.process.ws_url is not None
             url = "http://" + browser.process.ws_url.split("/")[2]
             live = await trio.to_thread.run_sync(_drift.fetch_live, url)
+            # Named by its build, not its port: the report is read after the browser is gone.
+            name = f"{(await browser.version()).product} (launched for this report)"
     report = _drift.compare(_drift.load_pinned(), live)
-    return "\n".join(drift_lines(report, browser=f"the browser at {url}", as_json=as_json))
+    return "\n".join(drift_lines(report, browser=name, as_json=as_json))
 
 
 async def _drift_command(args: argparse.Namespace) -> None:
