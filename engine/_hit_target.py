@@ -2,9 +2,10 @@
 
 The actionability checks look at the page a few round trips before the input arrives; a target that moves
 in between (a transition a throttled renderer showed still for a frame, a ``mousemove`` listener that
-slides it away) leaves something else under the pointer. So before a click's mouse events go out, a guard
-is set in the element's frame: capture listeners on its window for the press (``pointerdown``,
-``mousedown``, ``pointerup``, ``mouseup``, ``click`` and their kin). The first of them decides: if its
+slides it away) leaves something else under the pointer. So before a click's mouse events (or a drag's
+press on its source) go out, a guard is set in the element's frame: capture listeners on its window for the
+press (``pointerdown``, ``mousedown``, ``pointerup``, ``mouseup``, ``click`` and their kin). The first of
+them decides: if its
 target (``composedPath()[0]``, through open shadow roots) is not the element, inside it, or a ``<label>``
 of it (as the check-time hit test allows), every event of the action's presses is cancelled
 (``preventDefault`` and ``stopImmediatePropagation``), so the page never sees a click on the wrong
@@ -117,11 +118,11 @@ SET_GUARD_JS = """function(token, lifetime) {
   return true;
 }"""
 
-_VERDICT_JS = """function(token) {
+_VERDICT_JS = """function(token, keepOnMiss) {
   const guard = globalThis.__cdpEngineHitGuard;
   if (!guard || guard.token !== token) return null;
-  guard.remove();
   const lost = guard.seen === 0 && !!guard.telling && !navigator.userActivation[guard.telling];
+  if (!(keepOnMiss && (guard.hit === false || lost))) guard.remove();
   return {hit: guard.hit, what: guard.what, seen: guard.seen, lost};
 }"""
 
@@ -136,16 +137,20 @@ class Miss:
     lost: bool = False
 
 
-async def read_verdict(session: Session, handle: str, token: str) -> Miss | None:
+async def read_verdict(
+    session: Session, handle: str, token: str, *, keep_on_miss: bool = False
+) -> Miss | None:
     """Remove the guard ``token`` set on ``handle`` in ``session``, and say whether the press missed.
 
     None: a hit, or nothing to tell (nothing seen where the frame's user activation cannot tell whether the
     press reached it, the document gone, no answer in ``VERDICT_TIMEOUT``:
-    the read, already sent, still removes the guard once the page is free).
+    the read, already sent, still removes the guard once the page is free). With ``keep_on_miss`` a guard
+    that saw a miss stays, to stop the release of a button still held; :func:`remove_guard` removes it.
     """
     got = None
     with trio.move_on_after(VERDICT_TIMEOUT), contextlib.suppress(CDPError):
-        reply = await session.execute_raw("Runtime.callFunctionOn", _verdict(handle, token, by_value=True))
+        params = _verdict(handle, token, by_value=True, keep_on_miss=keep_on_miss)
+        reply = await session.execute_raw("Runtime.callFunctionOn", params)
         got = reply.get("result", {}).get("value")
     if isinstance(got, dict) and got.get("hit") is False:
         return Miss(str(got.get("what") or "another element"))
@@ -182,11 +187,12 @@ REMOVE_WAIT_LATE = 0.03
 """Seconds the removal is waited for past the caller's deadline (see remove_guard)."""
 
 
-def _verdict(handle: str, token: str, *, by_value: bool) -> dict[str, object]:
-    """The params of the call that removes guard ``token`` and returns its verdict (by value, or none)."""
+def _verdict(handle: str, token: str, *, by_value: bool, keep_on_miss: bool = False) -> dict[str, object]:
+    """The params of the call that removes guard ``token`` (unless ``keep_on_miss`` and it saw a miss) and
+    returns its verdict (by value, or none)."""
     return {
         "objectId": handle,
         "functionDeclaration": _VERDICT_JS,
-        "arguments": [{"value": token}],
+        "arguments": [{"value": token}, {"value": keep_on_miss}],
         "returnByValue": by_value,
     }

@@ -29,7 +29,7 @@ from engine._actionability import (
     wait_actionable,
 )
 from engine._errors import ActionError, CDPError, ProtocolError
-from engine._hit_target import read_verdict, remove_guard
+from engine._hit_target import Miss, read_verdict, remove_guard
 from engine._hooks import add_hook, is_main_frame
 from engine._keys import MODIFIER_BITS, key_event, parse_combo, platform_modifier
 from engine._navigating import navigating
@@ -121,29 +121,7 @@ async def click(
                 )
                 missed = await read_verdict(target.node.session, target.handle, group)
                 armed.clear()
-            if missed is None:
-                return None
-            if missed.lost:
-                lost.append(target)
-                detail = (
-                    f"{len(lost)} press(es) reached nothing in the element's frame (Chromium sent them "
-                    "elsewhere, as it can for an out-of-process iframe that has not drawn yet)"
-                )
-                if len(lost) >= MAX_LOST_PRESSES:  # each went somewhere, perhaps onto something: no more
-                    raise ActionError(
-                        f"click {ref}: {detail}; what is at ({target.x:.0f}, {target.y:.0f}) on the page may "
-                        "have been pressed instead. Take a screenshot to see what is there",
-                        ref=ref,
-                        check="hit target at input",
-                    )
-                log.info("click %s: the press reached nothing in its frame; trying again", ref)
-                return NotYet("hit target at input", detail)
-            log.info("click %s: the press landed on %s, not on it; the page did not see it", ref, missed.what)
-            return NotYet(
-                "hit target at input",
-                f"at the press another element was under the pointer: {missed.what}",
-                in_the_way=missed.what,
-            )
+            return None if missed is None else _missed("click", ref, target, missed, lost)
 
         target = await wait_actionable(page, "click", ref, group, guards=armed, act=act)
         node = target.node
@@ -156,6 +134,32 @@ async def click(
             release(node.session, group)
             if node.session is not page.session:  # what covered an iframe was described up there
                 release(page.session, group)
+
+
+def _missed(what: str, ref: str, target: Target, missed: Miss, lost: list[Target]) -> NotYet:
+    """The retry after a press the hit-target guard saw miss ``ref`` (``lost``: those that reached nothing
+    in its frame so far); ActionError once MAX_LOST_PRESSES were lost."""
+    if missed.lost:
+        lost.append(target)
+        detail = (
+            f"{len(lost)} press(es) reached nothing in the element's frame (Chromium sent them "
+            "elsewhere, as it can for an out-of-process iframe that has not drawn yet)"
+        )
+        if len(lost) >= MAX_LOST_PRESSES:  # each went somewhere, perhaps onto something: no more
+            raise ActionError(
+                f"{what} {ref}: {detail}; what is at ({target.x:.0f}, {target.y:.0f}) on the page may "
+                "have been pressed instead. Take a screenshot to see what is there",
+                ref=ref,
+                check="hit target at input",
+            )
+        log.info("%s %s: the press reached nothing in its frame; trying again", what, ref)
+        return NotYet("hit target at input", detail)
+    log.info("%s %s: the press landed on %s, not on it; the page did not see it", what, ref, missed.what)
+    return NotYet(
+        "hit target at input",
+        f"at the press another element was under the pointer: {missed.what}",
+        in_the_way=missed.what,
+    )
 
 
 async def _forced_click(
@@ -209,7 +213,6 @@ async def drag(page: Page, source: str, target: str) -> None:
     A page that drags with mouse events alone never starts an HTML5 drag; it gets the moves and the release.
     """
     group = new_group()
-    src = await wait_actionable(page, "drag", source, group)
     session = page.session
     data: list[dict[str, Any]] = []
     intercepted = trio.Event()
@@ -219,18 +222,42 @@ async def drag(page: Page, source: str, target: str) -> None:
         intercepted.set()
 
     hook = add_hook(session, ("Input.dragIntercepted",), on_drag)
+    src: Target | None = None
     dst: Target | None = None
     held: tuple[float, float] | None = None  # where the button is down, until it is released
+    armed: list[tuple[Session, str]] = []  # hit-target guards set and not read yet (as in click)
+    used: list[Session] = [session]  # where the checks made handles (the source may be in a frame's session)
+    lost: list[Target] = []
     moved_at = trio.current_time()
+
+    async def press(at: Target) -> NotYet | None:
+        # The source's press, checked by the hit-target guard as a click's is. A press that missed is
+        # released while the guard still stops its events: a release after the removal gave the element
+        # under the pointer a click.
+        nonlocal held
+        send_nowait(session, "Input.dispatchMouseEvent", {"type": "mouseMoved", "x": at.x, "y": at.y})
+        held = (at.x, at.y)
+        # Awaited: the input reaches the page on a channel of its own, so a verdict read sent before the
+        # press's reply could run before the press did (and see nothing).
+        await session.execute_raw(
+            "Input.dispatchMouseEvent",
+            {"type": "mousePressed", "x": at.x, "y": at.y, "button": "left", "buttons": 1, "clickCount": 1},
+        )
+        used.append(at.node.session)
+        missed = await read_verdict(at.node.session, at.handle, group, keep_on_miss=True)
+        if missed is None:
+            armed.clear()
+            return None
+        up = {"type": "mouseReleased", "x": at.x, "y": at.y, "button": "left", "buttons": 0, "clickCount": 1}
+        await session.execute_raw("Input.dispatchMouseEvent", up)
+        held = None
+        await remove_guard(at.node.session, at.handle, group)
+        armed.clear()
+        return _missed("drag", source, at, missed, lost)
+
     try:
         await session.execute_raw("Input.setInterceptDrags", {"enabled": True})
-        send_nowait(session, "Input.dispatchMouseEvent", {"type": "mouseMoved", "x": src.x, "y": src.y})
-        held = (src.x, src.y)
-        send_nowait(
-            session,
-            "Input.dispatchMouseEvent",
-            {"type": "mousePressed", "x": src.x, "y": src.y, "button": "left", "buttons": 1, "clickCount": 1},
-        )
+        src = await wait_actionable(page, "drag", source, group, guards=armed, act=press)
         held = (src.x + 5, src.y + 5)
         moved_at = trio.current_time()  # the move that can start an HTML5 drag
         await session.execute_raw(
@@ -264,12 +291,13 @@ async def drag(page: Page, source: str, target: str) -> None:
     finally:
         if held is not None and not session.detached:
             await _let_go(session, held, data, intercepted, moved_at)  # (the hook still listens)
+        for guarded, handle in dict.fromkeys(armed):  # after the release, which a missed press's guard stops
+            await remove_guard(guarded, handle, group, wait=not navigating(page))
         session.unsubscribe(hook)
         if not session.detached:
             send_nowait(session, "Input.setInterceptDrags", {"enabled": False})
-        release(src.node.session, group)
-        if dst is not None:
-            release(dst.node.session, group)
+        for where in dict.fromkeys([*used, *([dst.node.session] if dst is not None else [])]):
+            release(where, group)
 
 
 async def _let_go(

@@ -353,7 +353,10 @@ class Page:
             await _answered(self, "scroll", _input.scroll(self, direction=direction, ref=ref, amount=amount))
 
     async def drag(self, source: str, target: str) -> None:
-        """Drag ``source`` onto ``target`` (HTML5 drag and drop, or mouse moves for pages that use those)."""
+        """Drag ``source`` onto ``target`` (HTML5 drag and drop, or mouse moves for pages that use those).
+
+        The press on ``source`` is checked as a click's is (``engine._hit_target``): one that lands on
+        something else is released unseen and the drag tried again; ActionError if it never lands."""
         async with _stale_if_gone(self, source, target):
             await _input.drag(self, source, target)
 

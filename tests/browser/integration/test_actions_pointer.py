@@ -233,3 +233,44 @@ async def test_presses_that_keep_reaching_nothing_stop_after_a_few(
         await page.click(ref(snap, "button", "Plain"))
     assert caught.value.check == "hit target at input"
     assert await value(page, "window.clicks") == ["plain:1"] * _input.MAX_LOST_PRESSES
+
+
+_SLIDING_KNOB = (
+    "data:text/html,<body style='margin:0'>"
+    "<div id=decoy role=button aria-label=Decoy style='position:absolute;left:0;top:100px;width:800px;"
+    "height:60px'>decoy</div>"
+    "<div id=knob role=button aria-label=Knob style='position:absolute;left:20px;top:110px;width:80px;"
+    "height:40px;background:silver'>knob</div>"
+    "<div id=slot role=region aria-label=Slot style='position:absolute;left:100px;top:300px;width:100px;"
+    "height:60px;background:beige'>slot</div>"
+    "<script>window.moves = 0; window.log = []; let held = false;"
+    "knob.onmousedown = () => { held = true; log.push('knob down'); };"
+    "decoy.onmousedown = decoy.onmouseup = decoy.onclick = (e) => log.push('decoy ' + e.type);"
+    "onmouseup = (e) => { if (held && e.target.id === 'slot') log.push('knob in slot'); held = false; };"
+    "onmousemove = (e) => { if (moves === 0) return; moves--;"
+    " knob.style.left = e.x < 400 ? '600px' : '20px' };"
+    "</script>"
+)
+
+
+@pytest.mark.parametrize("moves", [1, -1])
+async def test_a_drag_whose_source_slides_away_never_presses_what_took_its_place(
+    browser: Browser, moves: int
+) -> None:
+    # The first mouse move (moves: 1) or every one (-1) slides the knob away from the pointer and leaves the
+    # decoy under it: the drag pressed the decoy, dragged nothing and returned as done.
+    page = await open_page(browser, _SLIDING_KNOB)
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await value(page, f"window.moves = {moves}")
+    knob, slot = ref(snap, "button", "Knob"), ref(snap, "region", "Slot")
+    if moves == 1:
+        with trio.fail_after(10):
+            await page.drag(knob, slot)
+        assert await value(page, "window.log") == ["knob down", "knob in slot"]
+        return
+    with trio.fail_after(1.5), pytest.raises(ActionError) as caught:
+        await page.drag(knob, slot)
+    assert caught.value.check == "hit target at input"
+    assert 'div#decoy "Decoy"' in caught.value.in_the_way
+    assert await value(page, "window.log") == []  # not pressed, released or clicked
