@@ -14,6 +14,7 @@ released after the call.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import itertools
 import json
@@ -40,7 +41,7 @@ from engine._errors import (
 )
 from engine._frames import session_for_frame
 from engine._metrics import EvaluateMetrics, MetricsRecorder
-from engine._navigating import navigating_note
+from engine._navigating import navigating, navigating_note
 from engine._params import json_nodes
 from engine._refs import ResolvedNode
 from engine._session import Session
@@ -456,6 +457,23 @@ async def stop_script(session: Session, metrics: MetricsRecorder, *, by: float |
         if (stops := _STOPS.get()) is not None:
             stops.failed = True
         return False
+    return True
+
+
+async def free_main_thread(page: Page, session: Session, *, by: float, probe_for: float) -> bool:
+    """Terminate what holds ``session``'s main thread, if something does: a look (an evaluate of ``0``)
+    that gets no answer in ``probe_for`` seconds is followed by :func:`stop_script` (until ``by``).
+    True when a termination was sent. Nothing while the tab navigates: Chromium holds its commands
+    until the commit, so the look and a termination would only wait."""
+    if session.detached or trio.current_time() >= by or navigating(page):
+        return False
+    with trio.move_on_at(min(by, trio.current_time() + probe_for)) as probe:
+        with contextlib.suppress(CDPError):
+            await session.execute_raw("Runtime.evaluate", {"expression": "0"})
+    if not probe.cancelled_caught or trio.current_time() >= by:
+        return False
+    log.info("the main thread of %s does not answer; terminating what runs there", session.session_id)
+    await stop_script(session, _state(page).metrics, by=by)
     return True
 
 

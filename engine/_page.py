@@ -26,7 +26,7 @@ from engine._errors import (
     StaleRefError,
     TargetCrashed,
 )
-from engine._evaluate import evaluate, page_metrics
+from engine._evaluate import evaluate, free_main_thread, page_metrics
 from engine._frames import Frame, list_frames
 from engine._hooks import add_hook
 from engine._metrics import EvaluateMetrics
@@ -128,6 +128,11 @@ class Page:
         limit = self.browser.settings.navigation_timeout
         try:
             with trio.move_on_after(unless_deadline(limit)):
+                # A main thread held by a script (a handler in an endless loop) never commits a navigation
+                # that stays in its process, and Chromium then holds the tab's every command, a termination
+                # too, until the commit: the tab was lost for good. So it is freed first, as evaluate would.
+                now = trio.current_time()
+                await free_main_thread(self, self.session, by=now + FREE_BY, probe_for=FREE_PROBE)
                 return await navigation
         except trio.Cancelled:
             _waiting.stop_loading(self.session)
@@ -554,6 +559,13 @@ async def _answered(page: Page, what: str, read: Coroutine[Any, Any, _T]) -> _T:
         f"stops a running script. Set your own deadline with trio.fail_after.{navigating_note(page)}",
         check="responsive",
     )
+
+
+FREE_PROBE = 0.25
+"""Seconds the main thread gets to answer before a navigation, before what runs there is terminated. A
+free thread answers in a millisecond; a page is left by the navigation anyway."""
+FREE_BY = FREE_PROBE + 0.25
+"""Seconds for that look and the termination: past them the navigation is sent as it is."""
 
 
 @asynccontextmanager

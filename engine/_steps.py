@@ -34,8 +34,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from engine._errors import ActionError, CDPError, StaleRefError
-from engine._evaluate import recorder, stop_script
-from engine._navigating import navigating
+from engine._evaluate import free_main_thread
 from engine._refs import Shape
 from engine._snapshot import _state, ref_session
 from engine.steps import (
@@ -108,18 +107,9 @@ async def _free_main_thread(page: Page, by: float, target: str | None) -> None:
     """After a step that failed on time: terminate what holds the main thread of the step's frame (its
     target's: an out-of-process iframe's has its own), if something does."""
     session = (ref_session(page, target) if target is not None else None) or page.session
-    if session.detached or trio.current_time() >= by:
-        return
-    if navigating(page):
-        # What holds the tab is Chromium, until the commit, not a script: the probe and a termination would
-        # be held too, and take their whole time (2 s) for nothing.
-        return
-    with trio.move_on_at(min(by, trio.current_time() + FREE_PROBE_S)) as probe:
-        with contextlib.suppress(CDPError):
-            await session.execute_raw("Runtime.evaluate", {"expression": "0"})
-    if probe.cancelled_caught and trio.current_time() < by:
-        log.info("the page's main thread is held after a step; terminating what runs there")
-        await stop_script(session, recorder(page), by=min(by, trio.current_time() + FREE_LIMIT_S))
+    await free_main_thread(
+        page, session, by=min(by, trio.current_time() + FREE_PROBE_S + FREE_LIMIT_S), probe_for=FREE_PROBE_S
+    )
 
 
 def _error(exc: BaseException) -> dict[str, str]:

@@ -534,6 +534,32 @@ async def test_a_handler_in_an_endless_loop_ends_the_click_by_the_callers_deadli
         assert await page.evaluate("document.title") == "clicked"
 
 
+@pytest.mark.parametrize("how", ["goto", "reload", "back"])
+async def test_a_navigation_from_a_page_in_an_endless_loop_frees_the_tab(
+    browser: Browser, server: str, how: str
+) -> None:
+    # A navigation that stays in the page's process never commits while a script holds its main thread, and
+    # Chromium holds the tab's every command until the commit, a termination too: the tab was lost for good
+    # (every evaluate, snapshot and navigation after it timed out).
+    page = await open_page(browser, f"{server}/steps/index.html")
+    with trio.fail_after(10):
+        await page.goto(f"{server}/steps/next.html")
+        await page.session.execute_raw(
+            "Runtime.evaluate", {"expression": "setTimeout(() => { while (true) {} })"}
+        )
+    with trio.fail_after(5):
+        if how == "goto":
+            await page.goto(f"{server}/steps/index.html")
+        elif how == "reload":
+            await page.reload()
+        else:
+            assert await page.back()
+    landed = "/steps/next.html" if how == "reload" else "/steps/index.html"
+    with trio.fail_after(3):
+        assert await page.evaluate("location.pathname") == landed
+        await page.snapshot()
+
+
 async def test_a_navigation_in_the_middle_of_an_action_is_a_stale_ref(browser: Browser, server: str) -> None:
     # Each ref passes its identity check before its element is touched; a reload can land after that. Chromium
     # then answers "Cannot find context with specified id", "Element is not focusable", ...: the action must
