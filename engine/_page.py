@@ -350,10 +350,13 @@ class Page:
         ref: str | None = None,
         amount: float | None = None,
     ) -> None:
-        """Scroll ``ref`` into view, or the page by a wheel turn (``amount`` CSS px; 80% of the viewport).
+        """Scroll ``ref`` into view, or the page by a wheel turn ``direction`` (down when neither is given;
+        ``amount`` CSS px, else 80% of the viewport).
 
         A wheel turn returns once what it scrolls has moved (a snapping box: once it rests on its snap
         point), or a frame after the wheel when nothing under the pointer can move that way."""
+        if direction is None and ref is None:
+            direction = "down"
         async with _stale_if_gone(self, ref):
             await _answered(self, "scroll", _input.scroll(self, direction=direction, ref=ref, amount=amount))
 

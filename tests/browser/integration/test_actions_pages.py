@@ -337,6 +337,9 @@ async def test_scroll_by_direction_and_to_a_ref(browser: Browser, server: str) -
     with trio.fail_after(10):
         await page.scroll(direction="down")
         assert await value(page, "scrollY") > 100
+        below = await value(page, "scrollY")
+        await page.scroll()  # down, as the README's table shows it
+        assert await value(page, "scrollY") > below
         await page.scroll(direction="right", amount=200)
         assert await value(page, "scrollX") == 200
         snap = await page.snapshot()
