@@ -97,6 +97,16 @@ _WAIT_FOR = _variant(
 )
 _WAIT_FOR["oneOf"] = [{"required": [key]} for key in ("text", "gone_text", "load", "time_ms")]
 
+PAGE_SCHEMES = ("http", "https", "file", "data", "about")
+"""The URL schemes a navigate step (and WebArena's goto) may load: pages. Not javascript: (it runs its text
+as a script, which no step may do), nor chrome: (chrome://hang and chrome://crash stop the tab; chrome://quit
+the browser) or any other of the browser's own."""
+
+
+def _ci(word: str) -> str:
+    return "".join(f"[{c.lower()}{c.upper()}]" for c in word)
+
+
 STEP_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": "https://cdp-engine.invalid/schemas/step.json",
@@ -111,9 +121,9 @@ STEP_SCHEMA: dict[str, Any] = {
             ["url"],
             url={
                 **_TEXT,
-                # A javascript: URL would run a script, which no step may do.
-                "pattern": "^(?![jJ][aA][vV][aA][sS][cC][rR][iI][pP][tT]:)[a-zA-Z][a-zA-Z0-9+.-]*:",
-                "description": "an absolute URL (http:, https:, file:, data:, about:; not javascript:)",
+                "pattern": "^(" + "|".join(_ci(scheme) for scheme in PAGE_SCHEMES) + "):",
+                "description": "an absolute URL of a page (http:, https:, file:, data:, about:; not "
+                "javascript:, chrome: or another of the browser's own)",
             },
         ),
         _variant("click", "click an element (actionability checks first)", ["target"], target=_TARGET),

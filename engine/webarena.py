@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Literal
 import attrs
 
 from engine._keys import parse_combo
+from engine.steps import PAGE_SCHEMES
 
 if TYPE_CHECKING:
     from engine._page import Page
@@ -88,10 +89,18 @@ _URL_ENDS = "".join(map(chr, range(0x21)))
 _URL_DROPPED = re.compile(r"[\t\n\r]")
 
 
-def _runs_script(url: str) -> bool:
-    """Whether a browser would read ``url`` as a javascript: URL (which runs its text as a script)."""
+def _refused(url: str) -> str:
+    """Why ``url`` may not be loaded ("" if it may): its scheme, as a browser reads it, is not a page's
+    (``engine.steps.PAGE_SCHEMES``)."""
     scheme, colon, _ = _URL_DROPPED.sub("", url.strip(_URL_ENDS)).partition(":")
-    return bool(colon) and scheme.isascii() and scheme.lower() == "javascript"
+    scheme = scheme.lower() if colon and scheme.isascii() else ""
+    if scheme in PAGE_SCHEMES:
+        return ""
+    if scheme == "javascript":
+        return "javascript: would run a script; give a page URL"
+    if not scheme:
+        return "give a whole URL, with its scheme (http://...)"
+    return f"{scheme}: is not a page's scheme; give an http:, https:, file:, data: or about: URL"
 
 
 def _bad(action: str, part: str, name: str, why: str = "") -> ValueError:
@@ -186,8 +195,8 @@ def parse(action: str) -> Action:
         url = args[0].strip()
         if not url:
             raise _bad(action, "[]", name, " (no URL)")
-        if _runs_script(url):
-            raise _bad(action, f"[{args[0]}]", name, " (javascript: would run a script; give a page URL)")
+        if why := _refused(url):
+            raise _bad(action, f"[{args[0]}]", name, f" ({why})")
         return Action(name=name, url=url)
     if name == "tab_focus":
         if not _NUMBER.fullmatch(args[0]) or len(args[0]) > 9:  # int() refuses over 4300 digits
@@ -221,8 +230,8 @@ async def execute(page: Page, action: str | Action) -> Executed:
     elif name == "scroll":
         await page.scroll(direction=act.direction or "down")
     elif name == "goto":
-        if _runs_script(act.url or ""):  # an Action built by hand skipped parse()
-            raise ValueError(f"goto {act.url!r}: javascript: would run a script; give a page URL")
+        if why := _refused(act.url or ""):  # an Action built by hand skipped parse()
+            raise ValueError(f"goto {act.url!r}: {why}")
         await page.goto(act.url or "")
     elif name == "go_back":
         await page.back()

@@ -264,10 +264,17 @@ def test_to_json_has_the_documented_stable_shape() -> None:
     assert json.loads(result.dumps()) == data
 
 
-@pytest.mark.parametrize("url", ["java\tscript:1", "java\nscript:1", "\x00javascript:1", " javascript:1"])
-def test_navigate_refuses_what_a_url_parser_reads_as_javascript(url: str) -> None:
+@pytest.mark.parametrize(
+    "url",
+    [
+        *("java\tscript:1", "java\nscript:1", "\x00javascript:1", " javascript:1"),
+        *("chrome://hang", "Chrome://quit", "view-source:http://a/", "blob:http://a/1", "localhost:8000/"),
+    ],
+)
+def test_navigate_refuses_what_is_not_a_page(url: str) -> None:
     # Chromium drops tabs and newlines, and controls at the ends, before it reads a scheme; the pattern
-    # wants the scheme's letters from the first character on, so none of these passes.
+    # wants a page's scheme from the first character on, so none of these passes (chrome://hang stopped the
+    # tab for good, chrome://quit stops the browser).
     with pytest.raises(StepsValidationError, match="step 0 url"):
         validate([{"type": "navigate", "url": url}])
 

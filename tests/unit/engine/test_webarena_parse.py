@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from engine.webarena import FORMS, Action, parse
@@ -99,9 +101,23 @@ def test_goto_refuses_what_a_url_parser_reads_as_javascript(url: str) -> None:
         parse(f"goto [{url}]")
 
 
-@pytest.mark.parametrize("url", ["http://a/?q=javascript:1", "javascript-docs.example:8000/", "about:blank"])
+@pytest.mark.parametrize("url", ["http://a/?q=javascript:1", "about:blank", "HTTPS://a/", "data:,x"])
 def test_goto_takes_urls_that_only_mention_javascript(url: str) -> None:
     assert parse(f"goto [{url}]") == Action(name="goto", url=url)
+
+
+@pytest.mark.parametrize(
+    ("url", "scheme"),
+    [
+        ("chrome://hang", "chrome"),  # the browser's own pages: this one stops the tab for good
+        ("CHROME://crash", "chrome"),
+        ("view-source:http://a/", "view-source"),
+        ("javascript-docs.example:8000/", "javascript-docs.example"),  # a host with no scheme before it
+    ],
+)
+def test_goto_refuses_urls_that_are_not_pages(url: str, scheme: str) -> None:
+    with pytest.raises(ValueError, match=f"{re.escape(scheme)}: is not a page's scheme"):
+        parse(f"goto [{url}]")
 
 
 @pytest.mark.parametrize(
