@@ -20,6 +20,16 @@ from tests.unit.engine.test_evaluate_units import fake_page
 PNG = base64.b64encode(b"a png").decode()
 
 
+async def next_command(peer: FakePeer) -> dict[str, Any]:
+    """The tab's next command, after answering the look at its main thread that comes before a navigation
+    (``Runtime.evaluate`` of ``0``: a free thread)."""
+    while True:
+        command = await peer.next_command()
+        if command["method"] != "Runtime.evaluate" or command["params"] != {"expression": "0"}:
+            return command
+        peer.reply(command, {"result": {"type": "number", "value": 0, "description": "0"}})
+
+
 def commit(peer: FakePeer, frame_id: str = "F1", kind: str = "Navigation") -> None:
     """A new document in frame ``frame_id``: the main frame F1, or an iframe of it; ``kind``
     BackForwardCacheRestore for a page the back-forward cache restores."""
@@ -41,11 +51,11 @@ async def test_a_capture_lost_to_a_commit_is_asked_again() -> None:
             async with trio.open_nursery() as nursery:
 
                 async def tab() -> None:
-                    lost = await peer.next_command()
+                    lost = await next_command(peer)
                     assert lost["method"] == "Page.captureScreenshot"
                     commit(peer, "F2")  # an iframe's commit: the capture still stands
                     commit(peer)  # the main frame's: it is lost
-                    again = await peer.next_command()
+                    again = await next_command(peer)
                     assert again["method"] == "Page.captureScreenshot"
                     assert again["params"] == lost["params"]
                     peer.reply(again, {"data": PNG})
@@ -64,7 +74,7 @@ async def test_a_refused_capture_is_asked_again_until_the_budget_runs_out(mock_c
         async def tab() -> None:
             nonlocal asked
             while True:
-                command = await peer.next_command()
+                command = await next_command(peer)
                 asked += 1
                 peer.send({"id": command["id"], "error": {"code": -32000, "message": NOT_ACTIVE}})
 
@@ -86,9 +96,9 @@ async def test_the_link_lost_with_two_captures_pending_raises_one_error() -> Non
         page = await fake_page(browser, peer)
 
         async def tab() -> None:
-            await peer.next_command()
+            await next_command(peer)
             commit(peer)
-            await peer.next_command()  # two captures pending: each ends with the link
+            await next_command(peer)  # two captures pending: each ends with the link
             peer.close()
 
         with trio.fail_after(5):
@@ -110,11 +120,11 @@ async def test_an_input_lost_to_a_commit_is_given_up_after_the_grace(
         )
 
         async def tab() -> None:
-            answered = await peer.next_command()
+            answered = await next_command(peer)
             commit(peer, frame)  # the reply still comes, within the grace
             await trio.sleep(LOST_INPUT_GRACE / 2)
             peer.reply(answered)
-            await peer.next_command()  # this one is lost
+            await next_command(peer)  # this one is lost
             commit(peer, "F2")  # another iframe's commit: the input still stands
             await trio.sleep(5)
             commit(peer, frame)
@@ -134,7 +144,7 @@ async def test_an_input_lost_to_a_commit_is_given_up_after_the_grace(
 
 async def answer_history(peer: FakePeer) -> None:
     """Answer the history move's look at the history: two entries, the second current (back is the first)."""
-    history = await peer.next_command()
+    history = await next_command(peer)
     assert history["method"] == "Page.getNavigationHistory"
     entries = [{"id": 5, "url": "http://x/a"}, {"id": 6, "url": "http://x/b"}]
     peer.reply(history, {"currentIndex": 1, "entries": entries})
@@ -150,14 +160,14 @@ async def test_a_history_move_refused_between_documents_is_asked_again() -> None
 
         async def tab() -> None:
             for _ in range(2):
-                history = await peer.next_command()
+                history = await next_command(peer)
                 assert history["method"] == "Page.getNavigationHistory"
                 refuse(peer, history)
             await answer_history(peer)
-            move = await peer.next_command()
+            move = await next_command(peer)
             assert move["method"] == "Page.navigateToHistoryEntry"
             refuse(peer, move)
-            again = await peer.next_command()
+            again = await next_command(peer)
             assert again == {**move, "id": again["id"]}
             peer.reply(again)
             commit(peer)
@@ -178,9 +188,9 @@ async def test_a_commit_seen_while_a_history_move_was_refused_is_not_taken_for_i
         async def tab() -> None:
             nonlocal own_commit_sent
             await answer_history(peer)
-            refuse(peer, await peer.next_command())
+            refuse(peer, await next_command(peer))
             commit(peer)  # the navigation that was leaving commits: not the move's
-            again = await peer.next_command()
+            again = await next_command(peer)
             peer.reply(again)
             await trio.sleep(0.2)
             own_commit_sent = True
@@ -203,7 +213,7 @@ async def test_a_reload_refused_until_the_budget_raises_a_navigation_error(mock_
         async def tab() -> None:
             nonlocal asked
             while True:
-                command = await peer.next_command()
+                command = await next_command(peer)
                 if command["method"] == "Page.reload":
                     asked += 1
                     refuse(peer, command)
@@ -227,7 +237,7 @@ async def test_another_refusal_of_a_reload_is_raised_at_once() -> None:
         page = await fake_page(browser, peer)
 
         async def tab() -> None:
-            refuse(peer, await peer.next_command(), "Some other refusal")
+            refuse(peer, await next_command(peer), "Some other refusal")
 
         with trio.fail_after(5):
             async with trio.open_nursery() as nursery:
@@ -254,7 +264,7 @@ async def test_a_history_move_that_stops_loading_without_a_document(
         async def tab() -> None:
             await answer_history(peer)
             loading(peer, "Stopped")  # the end of an earlier load: no start seen since the command
-            peer.reply(await peer.next_command())
+            peer.reply(await next_command(peer))
             loading(peer, "Started")
             loading(peer, "Stopped")
             if restored:
@@ -289,7 +299,7 @@ async def test_a_history_move_returns_once_its_document_is_parsed_or_stopped(
 
         async def tab() -> None:
             await answer_history(peer)
-            peer.reply(await peer.next_command())
+            peer.reply(await next_command(peer))
             loading(peer, "Started")
             commit(peer)
             await trio.sleep(1.0)
