@@ -31,7 +31,7 @@ import trio
 
 from engine._errors import ActionError, ProtocolError
 from engine._frames import frame_tree
-from engine._hit_target import GUARD_LIFETIME, SET_GUARD_JS
+from engine._hit_target import GUARD_LIFETIME, HOLDS_JS, SET_GUARD_JS
 from engine._navigating import navigating_note
 from engine._refs import ResolvedNode
 from engine._util import first_error
@@ -156,14 +156,7 @@ MAX_FRAME_DEPTH = 8
 """Same-process frames a hit test climbs through to reach the element's document."""
 
 _CONTAINS_JS = """function(hit, maxDepth) {
-  const holds = (h) => {
-    for (let n = h; n; n = n.parentNode || n.host) if (n === this) return true;
-    for (let n = h; n; n = n.parentNode || n.host)
-      if (n.localName === 'label' && n.control === this) return true;
-    if (this.localName === 'label' && this.control)
-      for (let n = h; n; n = n.parentNode || n.host) if (n === this.control) return true;
-    return false;
-  };
+  const holds = (h) => (@HOLDS@)(this, h);
   // A hit in a frame below the element's document counts through that frame's element. Across origins
   // frameElement is null: "climb" asks the caller to go up by CDP.
   for (let n = hit, depth = 0; n && depth < maxDepth; depth++) {
@@ -174,7 +167,7 @@ _CONTAINS_JS = """function(hit, maxDepth) {
     if (!n) return view.parent === view ? false : "climb";
   }
   return false;
-}"""
+}""".replace("@HOLDS@", HOLDS_JS)
 
 _SELECTOR_JS = """function() {
   const el = this.nodeType === 1 ? this : this.parentElement;

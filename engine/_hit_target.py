@@ -54,6 +54,25 @@ VERDICT_TIMEOUT = 2.0
 reached it, so the click counts as done. (A renderer under a 30x CPU throttle took over 0.35 s to answer
 a script, ``engine._input._scroll_landing``: hence seconds.)"""
 
+HOLDS_JS = """(el, hit) => {
+  const up = (n) => n.parentNode || n.host;
+  for (let n = hit; n; n = up(n)) if (n === el) return true;
+  // Its label passes a click on to it, but not one on interactive content inside the label (a link in
+  // it is followed and the control left as it was: HTML's label activation).
+  const INTERACTIVE = 'a[href], area[href], button, input:not([type=hidden]), select, textarea, details, '
+    + 'embed, iframe, object, label, audio[controls], video[controls], img[usemap]';
+  for (let n = hit, inside = false; n; n = up(n)) {
+    if (n.localName === 'label' && n.control === el) return !inside;
+    if (n.nodeType === 1 && n.matches(INTERACTIVE)) inside = true;
+  }
+  if (el.localName === 'label' && el.control)
+    for (let n = hit; n; n = up(n)) if (n === el.control) return true;
+  return false;
+}"""
+"""JS: whether a press on ``hit`` reaches ``el``: on it, inside it, on its label (not on a link or other
+interactive content in that label), or, for a label, on its control. Put in a script with
+``.replace("@HOLDS@", HOLDS_JS)``: the check-time hit test and the guard at the press share it."""
+
 # Called on the element's handle with (token, lifetime in ms). One guard per world (a new one replaces the
 # last, so a retry leaves one): ``token`` tells an action's own guard from another's.
 SET_GUARD_JS = """function(token, lifetime) {
@@ -63,11 +82,7 @@ SET_GUARD_JS = """function(token, lifetime) {
   const old = globalThis.__cdpEngineHitGuard;
   if (old) old.remove();
   const holds = (hit) => {
-    const up = (n) => n.parentNode || n.host;
-    for (let n = hit; n; n = up(n)) if (n === el) return true;
-    for (let n = hit; n; n = up(n)) if (n.localName === 'label' && n.control === el) return true;
-    if (el.localName === 'label' && el.control)
-      for (let n = hit; n; n = up(n)) if (n === el.control) return true;
+    if ((@HOLDS@)(el, hit)) return true;
     // In a closed shadow root the target is retargeted to a host: a host of the element cannot be told.
     for (let root = el.getRootNode(); root && root.host; root = root.host.getRootNode())
       if (root.host === hit && root.mode === 'closed') return true;
@@ -116,7 +131,7 @@ SET_GUARD_JS = """function(token, lifetime) {
   };
   globalThis.__cdpEngineHitGuard = guard;
   return true;
-}"""
+}""".replace("@HOLDS@", HOLDS_JS)
 
 _VERDICT_JS = """function(token, keepOnMiss) {
   const guard = globalThis.__cdpEngineHitGuard;

@@ -274,3 +274,34 @@ async def test_a_drag_whose_source_slides_away_never_presses_what_took_its_place
     assert caught.value.check == "hit target at input"
     assert 'div#decoy "Decoy"' in caught.value.in_the_way
     assert await value(page, "window.log") == []  # not pressed, released or clicked
+
+
+_LABELLED = (
+    "data:text/html,<input type=checkbox id=cb aria-label=Accept "
+    "style='position:absolute;left:10px;top:10px;width:30px;height:30px'>"
+    "<label for=cb style='position:absolute;left:0;top:0;width:200px;height:60px'>{inside}</label>"
+)
+
+
+async def test_a_link_inside_the_label_over_a_checkbox_is_in_the_way(browser: Browser) -> None:
+    # The label passes a click on to its checkbox, but not one on a link in it: the link was followed, the
+    # box stayed unchecked, and the click returned as done.
+    link = (
+        "<a href=about:blank onclick='event.preventDefault(); window.followed = true' "
+        "style='position:absolute;inset:0'>Read the terms</a>"
+    )
+    page = await open_page(browser, _LABELLED.format(inside=link))
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    with trio.fail_after(1.5), pytest.raises(ActionError) as caught:
+        await page.click(ref(snap, "checkbox", "Accept"))
+    assert caught.value.check == "hit test"
+    assert 'link "Read the terms"' in caught.value.in_the_way
+    assert await value(page, "[window.followed, cb.checked]") == [None, False]
+    # Plain text in the label is the label's: the click reaches the box through it.
+    page = await open_page(
+        browser, _LABELLED.format(inside="<span style='position:absolute;inset:0'>I agree</span>")
+    )
+    with trio.fail_after(10):
+        await page.click(ref(await page.snapshot(), "checkbox", "Accept"))
+    assert await value(page, "cb.checked") is True
