@@ -132,7 +132,11 @@ class Page:
                 # that stays in its process, and Chromium then holds the tab's every command, a termination
                 # too, until the commit: the tab was lost for good. So it is freed first, as evaluate would.
                 now = trio.current_time()
-                await free_main_thread(self, self.session, by=now + FREE_BY, probe_for=FREE_PROBE)
+                try:
+                    await free_main_thread(self, self.session, by=now + FREE_BY, probe_for=FREE_PROBE)
+                except BaseException:
+                    navigation.close()  # never started: it would warn that it was never awaited
+                    raise
                 return await navigation
         except trio.Cancelled:
             _waiting.stop_loading(self.session)
