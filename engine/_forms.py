@@ -26,18 +26,23 @@ from engine._actionability import (
     send_nowait,
 )
 from engine._errors import ActionError, ProtocolError, StaleRefError
-from engine._input import FOCUS_HOLDER, click, focus, input_across_commit, sessions_to_watch
+from engine._hit_target import GUARD_LIFETIME, SET_GUARD_JS, read_verdict, remove_guard
+from engine._input import FOCUS_HOLDER, click, input_across_commit, sessions_to_watch, typing_into
 from engine._keys import KEYS, key_event
+from engine._navigating import navigating
 from engine._waiting import navigation_watch
 
 if TYPE_CHECKING:
     from engine._page import Page
     from engine._refs import ResolvedNode
+    from engine._session import Session
 
 log = logging.getLogger("engine.actions")
 
-_PREPARE_FILL = """function(text) {
+_PREPARE_FILL = """function(text, token, lifetime) {
   const el = this;
+  // What goes in from here on must reach the element (see engine._hit_target's typing guard).
+  const guarded = (outcome) => { (@SET_GUARD@).call(el, token, lifetime, true); return outcome; };
   // Else the text would go wherever the focus is.
   const focusMissed = () => {
     const holder = (@FOCUS_HOLDER@)(el);
@@ -54,7 +59,7 @@ _PREPARE_FILL = """function(text) {
     if (missed) return missed;
     const range = document.createRange(); range.selectNodeContents(el);
     const sel = getSelection(); sel.removeAllRanges(); sel.addRange(range);
-    return 'typed';
+    return guarded('typed');
   }
   const textual = ['text', 'search', 'url', 'tel', 'password', 'email', 'number'];
   if (el.localName === 'textarea' || (el.localName === 'input' && textual.includes(el.type))) {
@@ -71,7 +76,7 @@ _PREPARE_FILL = """function(text) {
     const missed = focusMissed();
     if (missed) return missed;
     el.select();
-    return 'typed';
+    return guarded('typed');
   }
   const untyped = ['checkbox', 'radio', 'file', 'button', 'submit', 'reset', 'image', 'hidden'];
   if (el.localName === 'input' && !untyped.includes(el.type)) {
@@ -80,7 +85,7 @@ _PREPARE_FILL = """function(text) {
     return 'set';  // its input and change go out under the navigation watch (_SET)
   }
   return 'the element is not a text field, textarea or contenteditable (it is <' + el.localName + '>)';
-}""".replace("@FOCUS_HOLDER@", FOCUS_HOLDER)
+}""".replace("@FOCUS_HOLDER@", FOCUS_HOLDER).replace("@SET_GUARD@", SET_GUARD_JS)
 
 _SET = """function() {
   this.dispatchEvent(new Event('input', {bubbles: true}));
@@ -112,8 +117,11 @@ _CHANGED = """function() {
 }"""
 
 
-async def _editable(page: Page, what: str, ref: str, text: str, group: str) -> tuple[ResolvedNode, str, str]:
-    """Retry until the field is ready (visible, enabled, editable); returns the node, handle and outcome."""
+async def _editable(
+    page: Page, what: str, ref: str, text: str, group: str, *, armed: list[tuple[Session, str]]
+) -> tuple[ResolvedNode, str, str]:
+    """Retry until the field is ready (visible, enabled, editable); returns the node, handle and outcome.
+    A field made ready to type into has the typing guard (token ``group``), listed in ``armed``."""
 
     async def attempt() -> tuple[ResolvedNode, str, str] | NotYet:
         node = await page.resolve(ref)
@@ -124,7 +132,8 @@ async def _editable(page: Page, what: str, ref: str, text: str, group: str) -> t
         handle = await object_id(node.session, node.backend_node_id, group, node.frame_id)
         if handle is None:
             return NotYet("attached", "the element is no longer in the document")
-        outcome = await call_on(node.session, handle, _PREPARE_FILL, text)
+        armed.append((node.session, handle))  # listed before it is set (see check_actionable)
+        outcome = await call_on(node.session, handle, _PREPARE_FILL, text, group, GUARD_LIFETIME * 1000)
         if outcome in ("typed", "set"):
             return node, handle, outcome
         if "does not take" in outcome or "not a text" in outcome:
@@ -143,9 +152,12 @@ async def fill(page: Page, ref: str, text: str) -> None:
     if not isinstance(text, str):
         raise TypeError(f"fill takes the text as a str, not {type(text).__name__}")
     group = new_group()
-    node, handle, outcome = await _editable(page, "fill", ref, text, group)
-    session = node.session
+    armed: list[tuple[Session, str]] = []  # typing guards set and not read yet
+    sessions = {page.session}
     try:
+        node, handle, outcome = await _editable(page, "fill", ref, text, group, armed=armed)
+        session = node.session
+        sessions.add(session)
         # Watched from the field's first event on, not during the checks: a change handler that navigates
         # (a form's submit()) gets its new document parsed before this returns, and a navigation of the
         # page's own while the field was not ready yet is neither waited for nor stopped.
@@ -160,17 +172,30 @@ async def fill(page: Page, ref: str, text: str) -> None:
                         "Input.dispatchKeyEvent", key_event(kind, KEYS["Delete"], 0)
                     )
             if outcome == "typed":
+                missed = await read_verdict(session, handle, group, typing=True)
+                armed.clear()
+                if missed is not None:
+                    raise ActionError(
+                        f"fill {ref}: the page moved the focus to {missed.what} after the field took it (a "
+                        "focus handler, from a task or an animation frame); the text was stopped there, "
+                        "and nothing was typed",
+                        ref=ref,
+                        check="focus",
+                        in_the_way=missed.what,
+                    )
                 await call_on(session, handle, _CHANGED)
     finally:
-        release(session, group)
+        for guarded, guard_handle in dict.fromkeys(armed):
+            await remove_guard(guarded, guard_handle, group, wait=not navigating(page), typing=True)
+        for where in sessions:
+            release(where, group)
 
 
 async def type_text(page: Page, ref: str, text: str, *, delay_ms: float) -> None:
     """Focus ``ref`` and type ``text`` key by key (characters off the key table go in as text)."""
     node = await page.resolve(ref)
-    await focus(node, typing=True)
     session = page.session
-    async with navigation_watch([page.session], node.ref):
+    async with typing_into(page, node, f"type {ref}", typing=True), navigation_watch([session], node.ref):
         for char in text:
             key = KEYS.get("Enter" if char == "\n" else char)
             if key is None:

@@ -30,6 +30,13 @@ receive the page's DOM events. Limits, by design or for want of a cheap answer:
 - A click that navigates may take the document, and the guard with it, before the verdict is read: a
   verdict that cannot be read counts as a hit (the press reached a document that is gone).
 - The guard removes itself after ``GUARD_LIFETIME`` whatever happens, should the removal never arrive.
+
+The typing guard does the same for keys and text (``fill``, ``type``, ``press`` on a ref): a focus handler
+that moves the focus on a moment after the element took it (from a task, an animation frame) passes the
+check that the element has the focus, and the text would go elsewhere. Its listeners (``keydown``,
+``keypress``, ``beforeinput``, ``input``; not ``keyup``, which puts nothing anywhere) look at every event,
+and from the first that reaches another element on stop them all (``beforeinput`` and ``keydown`` are
+cancelable: nothing is typed there). Nothing seen counts as done, as for a press.
 """
 
 from __future__ import annotations
@@ -73,16 +80,22 @@ HOLDS_JS = """(el, hit) => {
 interactive content in that label), or, for a label, on its control. Put in a script with
 ``.replace("@HOLDS@", HOLDS_JS)``: the check-time hit test and the guard at the press share it."""
 
-# Called on the element's handle with (token, lifetime in ms). One guard per world (a new one replaces the
-# last, so a retry leaves one): ``token`` tells an action's own guard from another's.
-SET_GUARD_JS = """function(token, lifetime) {
+# Called on the element's handle with (token, lifetime in ms, typing). One guard of each kind per world (a
+# new one replaces the last, so a retry leaves one): ``token`` tells an action's own guard from another's.
+# ``typing``: the typing guard (see the module docstring), else the press guard.
+SET_GUARD_JS = """function(token, lifetime, typing) {
   const el = this.nodeType === 1 ? this : this.parentElement;
   const view = el && el.ownerDocument.defaultView;
   if (!view) return false;
-  const old = globalThis.__cdpEngineHitGuard;
+  const name = typing ? '__cdpEngineTypingGuard' : '__cdpEngineHitGuard';
+  const old = globalThis[name];
   if (old) old.remove();
   const holds = (hit) => {
-    if ((@HOLDS@)(el, hit)) return true;
+    if (typing) {
+      for (let n = hit; n; n = n.parentNode || n.host) if (n === el) return true;
+      // Text typed into a contenteditable goes to its editing host, which holds the element.
+      if (hit && hit.nodeType === 1 && hit.isContentEditable && hit.contains(el)) return true;
+    } else if ((@HOLDS@)(el, hit)) return true;
     // In a closed shadow root the target is retargeted to a host: a host of the element cannot be told.
     for (let root = el.getRootNode(); root && root.host; root = root.host.getRootNode())
       if (root.host === hit && root.mode === 'closed') return true;
@@ -96,8 +109,10 @@ SET_GUARD_JS = """function(token, lifetime) {
     const text = (e.getAttribute('aria-label') || e.textContent || '').trim().slice(0, 40);
     return text ? `${s} "${text}"` : s;
   };
-  const events = ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click', 'auxclick', 'dblclick',
-                  'contextmenu'];
+  // Keys and text: every event that can put text somewhere (not keyup) is looked at, and from the first
+  // that reaches another element on, all are stopped. A press: its first event decides for all.
+  const events = typing ? ['keydown', 'keypress', 'beforeinput', 'textInput', 'input']
+    : ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click', 'auxclick', 'dblclick', 'contextmenu'];
   // Whether a press that the guard did not see reached this frame at all: Chromium activates the frame
   // (and its ancestors) on a press, whatever its listeners do. Told by the sticky activation when the
   // frame never had one (a listener that opens a popup uses the transient one up), else by the transient
@@ -107,12 +122,12 @@ SET_GUARD_JS = """function(token, lifetime) {
   const FRAMES = 'iframe, frame, object, embed';
   const holdsFrame = (e) => e.matches(FRAMES) || !!e.querySelector(FRAMES) ||
     !!(e.shadowRoot && e.shadowRoot.querySelector(FRAMES));
-  const telling = !ua || holdsFrame(el) ? '' :
+  const telling = typing || !ua || holdsFrame(el) ? '' :
     !ua.hasBeenActive ? 'hasBeenActive' : !ua.isActive ? 'isActive' : '';
   const guard = {token, hit: null, what: '', seen: 0, telling};
   const listener = (event) => {
     guard.seen++;
-    if (guard.hit === null) {
+    if (guard.hit === null || (typing && guard.hit)) {
       const target = event.composedPath()[0] || event.target;
       guard.hit = holds(target);
       if (!guard.hit) guard.what = describe(target);
@@ -127,14 +142,14 @@ SET_GUARD_JS = """function(token, lifetime) {
   guard.remove = () => {
     clearTimeout(timer);
     for (const type of events) view.removeEventListener(type, listener, {capture: true});
-    if (globalThis.__cdpEngineHitGuard === guard) delete globalThis.__cdpEngineHitGuard;
+    if (globalThis[name] === guard) delete globalThis[name];
   };
-  globalThis.__cdpEngineHitGuard = guard;
+  globalThis[name] = guard;
   return true;
 }""".replace("@HOLDS@", HOLDS_JS)
 
-_VERDICT_JS = """function(token, keepOnMiss) {
-  const guard = globalThis.__cdpEngineHitGuard;
+_VERDICT_JS = """function(token, keepOnMiss, typing) {
+  const guard = globalThis[typing ? '__cdpEngineTypingGuard' : '__cdpEngineHitGuard'];
   if (!guard || guard.token !== token) return null;
   const lost = guard.seen === 0 && !!guard.telling && !navigator.userActivation[guard.telling];
   if (!(keepOnMiss && (guard.hit === false || lost))) guard.remove();
@@ -153,7 +168,7 @@ class Miss:
 
 
 async def read_verdict(
-    session: Session, handle: str, token: str, *, keep_on_miss: bool = False
+    session: Session, handle: str, token: str, *, keep_on_miss: bool = False, typing: bool = False
 ) -> Miss | None:
     """Remove the guard ``token`` set on ``handle`` in ``session``, and say whether the press missed.
 
@@ -164,7 +179,7 @@ async def read_verdict(
     """
     got = None
     with trio.move_on_after(VERDICT_TIMEOUT), contextlib.suppress(CDPError):
-        params = _verdict(handle, token, by_value=True, keep_on_miss=keep_on_miss)
+        params = _verdict(handle, token, by_value=True, keep_on_miss=keep_on_miss, typing=typing)
         reply = await session.execute_raw("Runtime.callFunctionOn", params)
         got = reply.get("result", {}).get("value")
     if isinstance(got, dict) and got.get("hit") is False:
@@ -174,7 +189,9 @@ async def read_verdict(
     return None
 
 
-async def remove_guard(session: Session, handle: str, token: str, *, wait: bool = True) -> None:
+async def remove_guard(
+    session: Session, handle: str, token: str, *, wait: bool = True, typing: bool = False
+) -> None:
     """Remove the guard of an action that ended before its verdict was read, and wait (shielded, up to
     ``REMOVE_WAIT``) until it is gone: a press sent right after (a fallback's click elsewhere) overtook a
     removal sent without waiting, 1 time in 60, and was cancelled as a miss.
@@ -183,7 +200,7 @@ async def remove_guard(session: Session, handle: str, token: str, *, wait: bool 
     only add REMOVE_WAIT to the caller's deadline (and the guard goes with its document). Past the caller's
     deadline (or cancelled) it waits REMOVE_WAIT_LATE at most: a responsive page answers within it, and a
     page whose handler loops forever held the action 0.25 s past the deadline."""
-    params = _verdict(handle, token, by_value=False)
+    params = _verdict(handle, token, by_value=False, typing=typing)
     if not wait:
         with contextlib.suppress(CDPError):
             session.execute_nowait(cdp.Command("Runtime.callFunctionOn", params, None))
@@ -202,12 +219,14 @@ REMOVE_WAIT_LATE = 0.03
 """Seconds the removal is waited for past the caller's deadline (see remove_guard)."""
 
 
-def _verdict(handle: str, token: str, *, by_value: bool, keep_on_miss: bool = False) -> dict[str, object]:
+def _verdict(
+    handle: str, token: str, *, by_value: bool, keep_on_miss: bool = False, typing: bool = False
+) -> dict[str, object]:
     """The params of the call that removes guard ``token`` (unless ``keep_on_miss`` and it saw a miss) and
-    returns its verdict (by value, or none)."""
+    returns its verdict (by value, or none); ``typing``: of the typing guard."""
     return {
         "objectId": handle,
         "functionDeclaration": _VERDICT_JS,
-        "arguments": [{"value": token}, {"value": keep_on_miss}],
+        "arguments": [{"value": token}, {"value": keep_on_miss}, {"value": typing}],
         "returnByValue": by_value,
     }

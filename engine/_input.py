@@ -11,7 +11,8 @@ import contextlib
 import json
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
 import trio
@@ -29,7 +30,7 @@ from engine._actionability import (
     wait_actionable,
 )
 from engine._errors import ActionError, CDPError, ProtocolError
-from engine._hit_target import Miss, read_verdict, remove_guard
+from engine._hit_target import GUARD_LIFETIME, SET_GUARD_JS, Miss, read_verdict, remove_guard
 from engine._hooks import add_hook, is_main_frame
 from engine._keys import MODIFIER_BITS, key_event, parse_combo, platform_modifier
 from engine._navigating import navigating
@@ -610,10 +611,7 @@ async def _scroll_landing(
 async def press(page: Page, combo: str, *, ref: str | None) -> None:
     """Press ``combo`` (``Enter``, ``Control+a``) in the focused element, or in ``ref`` after focusing it."""
     parsed = parse_combo(combo)
-    node = None
-    if ref is not None:
-        node = await page.resolve(ref)
-        await focus(node)
+    node = await page.resolve(ref) if ref is not None else None
     session = page.session
     events: list[dict[str, object]] = []
     mask = 0
@@ -625,8 +623,10 @@ async def press(page: Page, combo: str, *, ref: str | None) -> None:
     for modifier in reversed(parsed.modifiers):
         mask &= ~MODIFIER_BITS[modifier]
         events.append(key_event("up", parse_combo(modifier).key, mask))
+    guarded = typing_into(page, node, f"press {ref}", typing=False) if node else contextlib.nullcontext()
     # task_turn: a form that Enter submits asks for its navigation from a task the key posted.
-    async with navigation_watch(sessions_to_watch(page, node), node.ref if node else "", task_turn=True):
+    watched = navigation_watch(sessions_to_watch(page, node), node.ref if node else "", task_turn=True)
+    async with guarded, watched:
         for params in events[:-1]:
             send_nowait(session, "Input.dispatchKeyEvent", params)
         await session.execute_raw("Input.dispatchKeyEvent", events[-1])
@@ -641,34 +641,57 @@ FOCUS_HOLDER = """(el) => {
 script with ``.replace("@FOCUS_HOLDER@", FOCUS_HOLDER)``: ``focus()`` fails silently (an inert element,
 one behind a modal dialog) and a focus handler may move the focus on."""
 
-_FOCUS = """function(typing) {
+_FOCUS = """function(typing, token, lifetime) {
   // Typed into, a read-only field takes no text (fill refuses it too); a key press there is fine.
   if (typing && ['input', 'textarea'].includes(this.localName) && this.readOnly)
     return 'the field is read-only';
   this.focus();
   const holder = (@FOCUS_HOLDER@)(this);
-  return holder && 'it did not take the focus (' + holder + ' has it: the page moved it, or the element '
-    + 'is not focusable, inert or behind a modal dialog)';
-}""".replace("@FOCUS_HOLDER@", FOCUS_HOLDER)
+  if (holder)
+    return 'it did not take the focus (' + holder + ' has it: the page moved it, or the element is not '
+      + 'focusable, inert or behind a modal dialog)';
+  (@SET_GUARD@).call(this, token, lifetime, true);
+  return '';
+}""".replace("@FOCUS_HOLDER@", FOCUS_HOLDER).replace("@SET_GUARD@", SET_GUARD_JS)
 
 
-async def focus(node: ResolvedNode, *, typing: bool = False) -> None:
-    """Focus the element and check that it has the focus: keys sent after a focus that failed silently, or
-    that a focus handler moved on, would go to another element. ``typing``: text goes in, so a read-only
-    field is refused."""
+@asynccontextmanager
+async def typing_into(page: Page, node: ResolvedNode, what: str, *, typing: bool) -> AsyncIterator[None]:
+    """Focus the element, check that it has the focus, and make sure that the keys and text sent in the
+    block reach it: a focus that failed silently, or that a focus handler moved on at once, raises here;
+    one moved on a little later (from a task, or the next animation frame) is caught by the typing guard
+    (``engine._hit_target``), which stops what would reach another element, and raises after the block.
+    ``typing``: text goes in, so a read-only field is refused."""
     group = new_group()
+    session = node.session
+    armed: list[str] = []  # the guard's handle, until its verdict is read
     try:
-        handle = await object_id(node.session, node.backend_node_id, group, node.frame_id)
+        handle = await object_id(session, node.backend_node_id, group, node.frame_id)
         if handle is None:
             raise ActionError(
                 f"cannot focus {node.ref}: the element is no longer in the document",
                 ref=node.ref,
                 check="attached",
             )
-        missed = await call_on(node.session, handle, _FOCUS, typing)
+        armed.append(handle)  # listed before it is set (see check_actionable)
+        missed = await call_on(session, handle, _FOCUS, typing, group, GUARD_LIFETIME * 1000)
+        if missed == "the field is read-only":
+            raise ActionError(f"cannot type into {node.ref}: {missed}", ref=node.ref, check="editable")
+        if missed:
+            raise ActionError(f"cannot focus {node.ref}: {missed}", ref=node.ref, check="focusable")
+        yield
+        verdict = await read_verdict(session, handle, group, typing=True)
+        armed.clear()
+        if verdict is not None:
+            raise ActionError(
+                f"{what}: the page moved the focus to {verdict.what} after the element took it (a focus "
+                "handler, from a task or an animation frame); what would have gone there was stopped, "
+                "and what went into the element before stays",
+                ref=node.ref,
+                check="focus",
+                in_the_way=verdict.what,
+            )
     finally:
-        release(node.session, group)
-    if missed == "the field is read-only":
-        raise ActionError(f"cannot type into {node.ref}: {missed}", ref=node.ref, check="editable")
-    if missed:
-        raise ActionError(f"cannot focus {node.ref}: {missed}", ref=node.ref, check="focusable")
+        for handle in armed:
+            await remove_guard(session, handle, group, wait=not navigating(page), typing=True)
+        release(session, group)

@@ -159,6 +159,35 @@ async def test_text_never_goes_to_a_field_other_than_the_one_named(browser: Brow
         await page.press("End", ref=name)
 
 
+_FOCUS_MOVED_LATER = (
+    "data:text/html,<label>Card <input id=a></label><label>Search <input id=b></label>"
+    "<script>a.onfocus = () => queueMicrotask(() => b.focus())</script>"
+)
+
+
+@pytest.mark.parametrize("action", ["fill", "type", "press"])
+async def test_a_focus_moved_on_after_the_field_took_it_stops_the_text(browser: Browser, action: str) -> None:
+    # A focus handler that moves the focus on a moment later (from a microtask here; a task or an animation
+    # frame on real pages), after the check that the field has it: the text went into the other field and
+    # the action returned as done (fill 2 times in 5, type 4 in 5).
+    page = await open_page(browser, _FOCUS_MOVED_LATER)
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    card, search = ref(snap, "textbox", "Card"), ref(snap, "textbox", "Search")
+    act = {
+        "fill": lambda: page.fill(card, "4111"),
+        "type": lambda: page.type(card, "4111"),
+        "press": lambda: page.press("x", ref=card),
+    }[action]
+    with pytest.raises(ActionError, match="moved the focus to input#b") as caught, trio.fail_after(5):
+        await act()
+    assert caught.value.check == "focus"
+    assert await value(page, "[a.value, b.value]") == ["", ""]
+    with trio.fail_after(5):  # no guard stays behind to stop the next text
+        await page.fill(search, "ok")
+        assert await value(page, "b.value") == "ok"
+
+
 async def test_type_goes_key_by_key_and_press_sends_combos(browser: Browser, server: str) -> None:
     page = await open_page(browser, f"{server}/actions/form.html")
     with trio.fail_after(10):
