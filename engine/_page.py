@@ -97,6 +97,9 @@ class Page:
         self.session = session
         self.target_id = target_id
         self._closing = False
+        # The tab's mouse and keyboard are one: two actions at once (two tasks' clicks, two fills)
+        # interleaved their events, a click was lost and text went into the other field. Fair: FIFO.
+        self._input = trio.Lock()
 
     @property
     def closed(self) -> bool:
@@ -306,45 +309,45 @@ class Page:
             ActionError: a check still failed near the deadline; ``check`` names it and, for a hit test,
                 ``in_the_way`` names what would get the click. Nothing was clicked.
         """
-        async with _stale_if_gone(self, ref):
+        async with self._input, _stale_if_gone(self, ref):
             await _input.click(
                 self, ref, button=button, click_count=click_count, modifiers=modifiers, force=force
             )
 
     async def hover(self, ref: str) -> None:
         """Move the mouse over ``ref`` once it is visible, stable and on top."""
-        async with _stale_if_gone(self, ref):
+        async with self._input, _stale_if_gone(self, ref):
             await _input.hover(self, ref)
 
     async def fill(self, ref: str, text: str) -> None:
         """Replace the value of a text field, textarea or contenteditable with ``text``; fires input and
         change."""
-        async with _stale_if_gone(self, ref):
+        async with self._input, _stale_if_gone(self, ref):
             await _forms.fill(self, ref, text)
 
     async def type(self, ref: str, text: str, *, delay_ms: float = 0) -> None:
         """Focus ``ref`` and type ``text`` key by key, ``delay_ms`` apart."""
-        async with _stale_if_gone(self, ref):
+        async with self._input, _stale_if_gone(self, ref):
             await _forms.type_text(self, ref, text, delay_ms=delay_ms)
 
     async def press(self, key: str, *, ref: str | None = None) -> None:
         """Press a key or combo (``Enter``, ``Control+Shift+ArrowLeft``) in the focused element or ``ref``."""
-        async with _stale_if_gone(self, ref):
+        async with self._input, _stale_if_gone(self, ref):
             await _input.press(self, key, ref=ref)
 
     async def select_option(self, ref: str, values: Sequence[str] | str) -> list[str]:
         """Select the options of a ``<select>`` by value or label (several for a multiple select)."""
-        async with _stale_if_gone(self, ref):
+        async with self._input, _stale_if_gone(self, ref):
             return await _forms.select_option(self, ref, [values] if isinstance(values, str) else values)
 
     async def check(self, ref: str) -> None:
         """Make a checkbox or radio checked (a click if it is not), and verify it is."""
-        async with _stale_if_gone(self, ref):
+        async with self._input, _stale_if_gone(self, ref):
             await _forms.set_checked(self, ref, True)
 
     async def uncheck(self, ref: str) -> None:
         """Make a checkbox unchecked (a click if it is checked), and verify it is."""
-        async with _stale_if_gone(self, ref):
+        async with self._input, _stale_if_gone(self, ref):
             await _forms.set_checked(self, ref, False)
 
     async def scroll(
@@ -361,7 +364,7 @@ class Page:
         point), or a frame after the wheel when nothing under the pointer can move that way."""
         if direction is None and ref is None:
             direction = "down"
-        async with _stale_if_gone(self, ref):
+        async with self._input, _stale_if_gone(self, ref):
             await _answered(self, "scroll", _input.scroll(self, direction=direction, ref=ref, amount=amount))
 
     async def drag(self, source: str, target: str) -> None:
@@ -369,7 +372,7 @@ class Page:
 
         The press on ``source`` is checked as a click's is (``engine._hit_target``): one that lands on
         something else is released unseen and the drag tried again; ActionError if it never lands."""
-        async with _stale_if_gone(self, source, target):
+        async with self._input, _stale_if_gone(self, source, target):
             await _input.drag(self, source, target)
 
     async def set_input_files(self, ref: str, files: Sequence[str | os.PathLike[str]]) -> None:
