@@ -231,7 +231,7 @@ _SELECT = """function(wanted, apply) {
     }
     // :disabled: in a disabled optgroup too
     if (o.matches(':disabled')) return {error: 'the option ' + JSON.stringify(want) + ' is disabled'};
-    picked.push(o);
+    if (!picked.includes(o)) picked.push(o);  // named twice (by value and label): selected once
   }
   if (!this.multiple && picked.length > 1)
     return {error: 'the select takes one option, not ' + picked.length};
@@ -239,7 +239,8 @@ _SELECT = """function(wanted, apply) {
   for (const o of options) o.selected = picked.includes(o);
   this.dispatchEvent(new Event('input', {bubbles: true}));
   this.dispatchEvent(new Event('change', {bubbles: true}));
-  return {values: picked.map(o => o.value)};
+  // What it holds now: a change handler may have set it to something else.
+  return {values: picked.map(o => o.value), now: Array.from(this.selectedOptions, o => o.value)};
 }""".replace("@FOCUS_HOLDER@", FOCUS_HOLDER)
 
 
@@ -275,7 +276,16 @@ async def select_option(page: Page, ref: str, values: Sequence[str]) -> list[str
     if "error" in got or "notyet" in got:  # it changed since the check, a round trip ago
         problem = got["error"] if "error" in got else got["notyet"][1]
         raise ActionError(f"select_option {ref}: {problem}", ref=ref, check="option")
-    return list(got["values"])
+    picked: list[str] = got["values"]
+    now = got.get("now")
+    if now is not None and sorted(now) != sorted(picked):
+        raise ActionError(
+            f"select_option {ref}: the page set the select to {now} after the change to {picked} (its "
+            "change or input handler)",
+            ref=ref,
+            check="option",
+        )
+    return picked
 
 
 _CHECKED = """function() {

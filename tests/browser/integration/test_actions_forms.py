@@ -283,6 +283,25 @@ async def test_select_option_picks_only_what_a_user_could(browser: Browser) -> N
         assert await value(page, "window.changes") == 2
 
 
+async def test_select_option_says_what_the_select_holds_after_its_change(browser: Browser) -> None:
+    # It returned what it picked: a change handler that set the select back left the caller believing in
+    # "L" while it held "S"; an option named twice (by value and by label) came back twice.
+    page = await open_page(
+        browser,
+        "data:text/html,<select aria-label=Size onchange=\"this.value = 'S'\">"
+        "<option>S</option><option value=L>Large</option></select>"
+        "<select aria-label=Many multiple><option value=1>One</option><option>Two</option></select>",
+    )
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    with pytest.raises(ActionError, match=r"set the select to \['S'\] after the change to \['L'\]") as caught:
+        with trio.fail_after(5):
+            await page.select_option(ref(snap, "combobox", "Size"), "L")
+    assert caught.value.check == "option"
+    with trio.fail_after(5):
+        assert await page.select_option(ref(snap, "listbox", "Many"), ["1", "One", "Two"]) == ["1", "Two"]
+
+
 async def test_check_and_uncheck_checkboxes_and_radios(browser: Browser, server: str) -> None:
     page = await open_page(browser, f"{server}/actions/form.html")
     with trio.fail_after(10):
