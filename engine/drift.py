@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from engine._errors import ConnectError
+
 __all__ = [
     "Raw",
     "Report",
@@ -132,14 +134,16 @@ def load_pinned(protocol_dir: Path | None = None) -> list[Raw]:
 
 
 def fetch_live(url: str) -> list[Raw]:
-    """GET ``/json/protocol`` from a browser started with --remote-debugging-port.
+    """GET ``/json/protocol`` from a browser started with --remote-debugging-port (ConnectError if none
+    answers it there).
 
     Args:
         url: its ``http://host:port`` (or that URL's ``/json/protocol``), or a ``ws://host:port/...``
             DevTools URL, whose HTTP endpoint is on the same host and port (no CDP command returns the
             whole schema: Schema.getDomains gives only names and versions).
     """
-    import urllib.request  # noqa: PLC0415 - 30 ms of imports (http.client, email, ssl): only drift needs them
+    import urllib.error  # noqa: PLC0415 - 30 ms of imports (http.client, email, ssl): only drift needs them
+    import urllib.request  # noqa: PLC0415
 
     parts = urlsplit(url)
     if parts.scheme == "ws":
@@ -147,8 +151,14 @@ def fetch_live(url: str) -> list[Raw]:
     base = url.rstrip("/")
     if not base.endswith("/json/protocol"):
         base += "/json/protocol"
-    with urllib.request.urlopen(base, timeout=10) as response:
-        domains: list[Raw] = json.loads(response.read())["domains"]
+    expected = "expected a browser started with --remote-debugging-port, answering its protocol as JSON"
+    try:
+        with urllib.request.urlopen(base, timeout=10) as response:
+            domains: list[Raw] = json.loads(response.read())["domains"]
+    except urllib.error.HTTPError as exc:
+        raise ConnectError(f"GET {base} answered HTTP {exc.code} ({expected})") from exc
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # refused, timed out, not JSON, not a schema
+        raise ConnectError(f"GET {base} failed ({expected}): {type(exc).__name__}: {exc}") from exc
     return domains
 
 

@@ -9,6 +9,7 @@ import copy
 import http.server
 import json
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +21,7 @@ import pytest
 
 from codegen import _render
 from codegen.__main__ import main
+from engine import ConnectError
 from engine import drift as _drift
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -208,6 +210,19 @@ def test_drift_cli_against_a_local_endpoint(
     assert _drift.fetch_live(browser_json.replace("http:", "ws:") + "/devtools/browser/0a1b") == _live()
     assert main(["--drift", browser_json + "/", "--protocol-dir", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == _drift.format_report(EXPECTED)
+
+
+def test_an_endpoint_that_is_no_browser_is_a_connect_error(browser_json: str) -> None:
+    # They were raw urllib errors (URLError, HTTPError) where every other command says what it expected.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    with pytest.raises(
+        ConnectError, match=r"/json/protocol failed \(expected a browser .*Connection refused"
+    ):
+        _drift.fetch_live(closed)
+    with pytest.raises(ConnectError, match=r"/nothing/json/protocol answered HTTP 404 \(expected a browser"):
+        _drift.fetch_live(browser_json + "/nothing")
 
 
 def test_a_missing_pinned_protocol_is_an_error_not_an_empty_side(tmp_path: Path) -> None:
