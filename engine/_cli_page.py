@@ -370,6 +370,8 @@ async def screenshot_command(args: argparse.Namespace) -> None:
             raise UsageError("-o - writes the PNG to stdout, where --json would write too: choose one")
         if sys.stdout.isatty():
             raise UsageError("-o - writes the PNG to stdout, which is a terminal: redirect it (> page.png)")
+    elif await trio.Path(out).is_dir():
+        raise UsageError(f"cannot write {out}: it is a folder; name a file in it (-o {out / 'page.png'})")
     elif out.suffix.lower() not in ("", ".png"):
         raise UsageError(f"cannot write {out}: a screenshot is a PNG; name the file .png")
     elif not await trio.Path(out.parent).is_dir():

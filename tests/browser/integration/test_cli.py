@@ -707,6 +707,9 @@ def test_screenshot_writes_a_png_of_the_viewport_or_the_full_page(
     assert piped.stderr == b""
     assert not (Path.cwd() / "-").exists()
     assert "name the file .png" in failed(run("screenshot", url, "-o", "x.jpg", env=NO_BROWSER), 2)
+    # Before a browser starts (it was an IsADirectoryError once the page had loaded, exit 1).
+    folder = failed(run("screenshot", url, "-o", str(tmp_path), env=NO_BROWSER), 2)
+    assert folder.endswith(f"it is a folder; name a file in it (-o {tmp_path / 'page.png'})")
     both = run("screenshot", url, "-o", "-", "--json", env=NO_BROWSER)
     assert "choose one" in failed(both, 2)
     assert json.loads(both.stdout)["error"]["kind"] == "UsageError"
