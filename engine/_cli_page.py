@@ -147,6 +147,8 @@ async def launch_command(args: argparse.Namespace) -> None:
                 f"the browser {how} before {until} (a client's Browser.close, a kill or a crash); nothing "
                 f"listens at {http} any more"
             )
+    # SIGTERM, SIGHUP or --seconds: said as Ctrl-C's end is (cli._failure), once the browser is closed.
+    print("cdp-engine launch: stopped: its browser is closed", file=sys.stderr, flush=True)
 
 
 async def _serve(browser: Browser, process: ChromiumProcess, seconds: float | None) -> int | None:

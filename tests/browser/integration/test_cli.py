@@ -453,6 +453,8 @@ def test_launch_through_a_launcher_script_that_forks_and_exits_keeps_serving(tmp
         )
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout.splitlines()[0])["ws"].startswith("ws://127.0.0.1:")
+        # Its end is said as Ctrl-C's is (it was silent after --seconds, SIGTERM and SIGHUP).
+        assert done.stderr.strip().splitlines()[-1] == "cdp-engine launch: stopped: its browser is closed"
 
 
 def test_a_result_made_just_before_the_timeout_is_printed(tmp_path: Path) -> None:
