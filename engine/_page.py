@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import inspect
 import logging
 import os
@@ -447,9 +446,10 @@ class Page:
         dialog_state(self).handler = handler
 
     @property
-    def dialogs(self) -> collections.deque[Dialog]:
-        """The page's last ``MAX_DIALOGS`` dialogs, oldest first, with what was done with each."""
-        return dialog_state(self).seen
+    def dialogs(self) -> list[Dialog]:
+        """The page's last ``MAX_DIALOGS`` dialogs, oldest first, with what was done with each (a list of
+        them as they are now: ``page.dialogs[-1]``, ``page.dialogs[-3:]``)."""
+        return list(dialog_state(self).seen)
 
     def expect_popup(self) -> AbstractAsyncContextManager[Popup]:
         """``async with page.expect_popup() as popup: await page.click("e3")``, then ``popup.page``: the tab

@@ -156,6 +156,7 @@ async def test_dialogs_are_dismissed_by_default_and_recorded_or_answered_by_on_d
         ("confirm", "Sure?", True),
     ]
     assert page.dialogs[2].prompt_text == "Grace"
+    assert page.dialogs[-1:] == [page.dialogs[-1]]  # a list: it sliced as a deque does not
 
     async def answer(dialog: Dialog) -> None:  # would never be awaited
         dialog.accept()
