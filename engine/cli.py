@@ -87,9 +87,11 @@ async def _target(browser: Any, method: str, page_url: str | None) -> Session:
 
 
 async def _version(args: argparse.Namespace) -> None:
-    async with open_browser(args) as browser:
-        version = await browser.version()
-        emit(json.dumps(cdp.converter.unstructure(version), indent=None if args.json else 2))
+    with deadline(args):
+        async with open_browser(args) as browser:
+            doing(args, "asking for the version")
+            version = await browser.version()
+    emit(json.dumps(cdp.converter.unstructure(version), indent=None if args.json else 2))
 
 
 def _call_params(args: argparse.Namespace) -> dict[str, Any]:
@@ -422,7 +424,7 @@ def build_parser() -> _Parser:
     )
     p.add_argument("query", nargs="?", metavar="QUERY", help="a name (Page.navigate) or words; any case")
 
-    p = sub.add_parser("version", parents=both, help="print the browser's version")
+    p = sub.add_parser("version", parents=[*both, timed], help="print the browser's version")
     p = sub.add_parser(
         "drift", parents=both, help="compare the pinned protocol with a browser's /json/protocol"
     )
