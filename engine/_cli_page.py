@@ -13,6 +13,7 @@ import json
 import math
 import os
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -117,7 +118,20 @@ def write_out(data: bytes) -> None:
 
 async def launch_command(args: argparse.Namespace) -> None:
     """Start a headless Chromium on a loopback websocket, print its endpoint, run until Ctrl-C."""
-    async with launch(transport="websocket") as browser:
+    if args.port:
+        # Chromium would listen on [::1] instead, where a tool told 127.0.0.1 does not look.
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Chromium's: past TIME_WAIT
+            try:
+                probe.bind(("127.0.0.1", args.port))
+            except OSError as exc:
+                raise UsageError(
+                    f"--port {args.port}: 127.0.0.1:{args.port} is taken ({exc.strerror}); choose another "
+                    "port, or --port 0 for a free one"
+                ) from None
+    # Chromium takes the last of a repeated flag: this one, after launch()'s own port 0.
+    port = [f"--remote-debugging-port={args.port}"] if args.port else []
+    async with launch(transport="websocket", args=port) as browser:
         # A tab for tools that attach to an existing page (chrome-remote-interface, /json/list): a launch
         # opens none of its own.
         await browser.new_page()

@@ -1,6 +1,6 @@
 """``cdp-engine``: script the protocol, snapshots, evaluate and steps from the shell.
 
-    cdp-engine launch                       a headless Chromium on a loopback websocket, until Ctrl-C
+    cdp-engine launch [--port N]            a headless Chromium on a loopback websocket, until Ctrl-C
     cdp-engine snapshot URL [--interactive] [--format yaml|webarena] [--max-chars N]
     cdp-engine eval URL EXPR [--ref R] [--timeout-ms N]
     cdp-engine steps FILE.json [--url URL] [--return-mode final|all|delta]
@@ -240,6 +240,16 @@ def _count(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a port number, not {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text}: give a port from 0 (a free one) to 65535")
+    return port
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -341,6 +351,12 @@ def build_parser() -> _Parser:
         "launch", parents=[common], help="start a headless Chromium for --connect; Ctrl-C stops it"
     )
     p.add_argument("--seconds", type=_seconds, help="stop after this long instead of waiting for Ctrl-C")
+    p.add_argument(
+        "--port",
+        type=_port,
+        default=0,
+        help="the DevTools port on 127.0.0.1 (default: a free one; 9222 is the usual for tools)",
+    )
 
     p = sub.add_parser("snapshot", parents=[*both, timed], help="print a page's snapshot (refs to act on)")
     p.add_argument("url", metavar="URL", type=_page_url, help="the page to load")

@@ -436,6 +436,32 @@ def test_launch_says_when_its_browser_exits_and_fails_at_once(how: str, exit_: s
             kill_matching(temp)
 
 
+def test_launch_on_a_port_of_ones_choosing_and_not_on_a_taken_one() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with tempfile.TemporaryDirectory(dir="/tmp") as temp:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "engine.cli", "launch", "--json", "--port", str(port), "--seconds", "20"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "TMPDIR": temp},
+        )
+        assert process.stdout is not None
+        try:
+            info = json.loads(process.stdout.readline())
+            assert info["http"] == f"http://127.0.0.1:{port}"
+            # Taken: Chromium would have listened on [::1] instead, where nobody told 127.0.0.1 looks.
+            line = failed(run("launch", "--port", str(port), "--seconds", "1"), 2)
+            assert line.startswith(f"cdp-engine launch: --port {port}: 127.0.0.1:{port} is taken")
+        finally:
+            process.send_signal(signal.SIGINT)
+            process.communicate(timeout=30)
+            reap(process)
+            kill_matching(temp)
+
+
 def test_launch_through_a_launcher_script_that_forks_and_exits_keeps_serving(tmp_path: Path) -> None:
     # launch watched the process it started: a launcher that forks the browser and exits 0 ended launch at
     # once ("the browser exited ... with status 0") and closed a working browser.
