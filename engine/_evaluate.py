@@ -30,6 +30,7 @@ import trio
 from engine._actionability import release
 from engine._errors import (
     CDPError,
+    ConnectionClosed,
     ContextDestroyed,
     EvaluateDisabled,
     EvaluateTimeout,
@@ -292,9 +293,12 @@ _NO_TARGET = "No target with given id found"
 _NO_NODE = "No node with given id found"
 
 
-def _gone(page: Page, target_id: str, cause: CDPError | None = None) -> SessionDetached:
+def _gone(page: Page, target_id: str, cause: CDPError | None = None) -> CDPError:
     """The error for an evaluate whose tab is closed (or whose OOPIF's target is gone); ``cause`` is the
-    evaluate session's own SessionDetached, which can come before the page's session hears of it."""
+    evaluate session's own SessionDetached, which can come before the page's session hears of it. When
+    the whole link is gone, that is the news (its tabs went with the browser)."""
+    if (closed := page.session.connection.closed) is not None:
+        return ConnectionClosed(f"evaluate: {closed}")
     if target_id != page.target_id and not page.closed:
         return SessionDetached(
             f"evaluate: target {target_id} is gone (its out-of-process iframe was removed or navigated "

@@ -327,6 +327,8 @@ class Session(metaclass=NoPublicConstructor):
 
     def raise_if_unusable(self, method: str) -> None:
         if self._detached is not None:
+            if self.connection.closed is not None:  # the browser went, and its sessions with it
+                raise ConnectionClosed(f"cannot send {method}: {self.connection.closed}")
             raise SessionDetached(f"cannot send {method}: {self._detached}")
         if self._crashed is not None and method not in WORKS_AFTER_CRASH:
             raise TargetCrashed(
@@ -559,10 +561,12 @@ class Session(metaclass=NoPublicConstructor):
         if overflow not in OVERFLOW_POLICIES:
             raise ValueError(f"overflow must be one of {OVERFLOW_POLICIES}, not {overflow!r}")
         methods = frozenset(_method_of(e, strict) for e in events) if events else None
-        if self._detached is not None:  # a crashed session may still be listened to: it can be revived
-            raise SessionDetached(f"cannot listen: {self._detached}")
+        # The link first: a browser that closed detached its sessions on its way out, and the news is that
+        # the browser is gone, not that one tab is.
         if self.connection.closed is not None:
             raise ConnectionClosed(f"cannot listen: {self.connection.closed}")
+        if self._detached is not None:  # a crashed session may still be listened to: it can be revived
+            raise SessionDetached(f"cannot listen: {self._detached}")
         subscription: Subscription[Any] = Subscription._create(self, methods, buffer_size, overflow, typed)
         self._add_subscription(subscription)
         subscription._counted = True

@@ -222,9 +222,18 @@ async def test_launch_cleans_up_process_and_profile() -> None:
             profile = Path(browser.process.user_data_dir)
             pid = browser.process.process.pid
             assert profile.exists()
+            page = await browser.new_page("data:text/html,x")
         assert not profile.exists()
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+    # A page used after the block: the browser is gone, which is the news (it blamed the tab, "Render
+    # process gone", as if only that tab had closed).
+    for call in (lambda: page.evaluate("1"), page.snapshot, lambda: page.goto("data:text/html,y")):
+        with (
+            trio.fail_after(5),
+            pytest.raises(ConnectionClosed, match=r"async with launch\(\)` block was left"),
+        ):
+            await call()
 
 
 @pytest.mark.parametrize("transport", ["pipe", "websocket"])
