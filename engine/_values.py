@@ -14,7 +14,7 @@ import math
 from typing import Any, Literal, overload
 
 import cdp
-from engine._errors import JavaScriptError
+from engine._errors import JavaScriptError, ProtocolError
 from engine._session import Session
 
 _UNSERIALIZABLE: dict[str, Any] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf, "-0": -0.0}
@@ -152,5 +152,18 @@ async def response_body(
         return body_bytes(paused)
     if domain != "Network":
         raise ValueError(f'domain must be "Network" or "Fetch", not {domain!r}')
-    finished = await session.execute(cdp.network.get_response_body(request_id=request_id))
+    try:
+        finished = await session.execute(cdp.network.get_response_body(request_id=request_id))
+    except ProtocolError as exc:
+        if "evicted" not in exc.message and "No resource with given identifier" not in exc.message:
+            raise
+        # A page's own set-up keeps no bodies (engine._requests.NETWORK_SETUP): the user's enable does.
+        raise ProtocolError(
+            code=exc.code,
+            message=f"{exc.message} (Chromium keeps response bodies once Network is enabled with its "
+            "buffers: send cdp.network.enable() on this session before the request is made)",
+            data=exc.data,
+            method=exc.method,
+            session_id=exc.session_id,
+        ) from exc
     return body_bytes(finished)

@@ -10,7 +10,7 @@ import trio
 
 import cdp
 import engine
-from engine import Browser, JavaScriptError, Page, check_result, describe, js_value
+from engine import Browser, JavaScriptError, Page, ProtocolError, check_result, describe, js_value
 
 pytestmark = pytest.mark.browser
 
@@ -135,3 +135,15 @@ async def test_response_body_is_bytes_for_text_and_binary(browser: Browser, serv
         }
     assert bodies["items.json"] == b'{"items": ["apple", "pear"]}\n'
     assert bodies["logo.svg"].startswith(b"<svg")
+
+
+async def test_a_body_chromium_did_not_keep_says_to_enable_network(browser: Browser, server: str) -> None:
+    # A new page's Network keeps no bodies (its own enable is for networkidle): the error was Chromium's
+    # "Request content was evicted from inspector cache", with no word of what to do.
+    with trio.fail_after(30):
+        page = await browser.new_page()
+        async with page.session.listen(cdp.network.ResponseReceived) as events:
+            await page.goto(f"{server}/scripting/shop.html")
+            request_id = (await events.receive()).request_id
+        with pytest.raises(ProtocolError, match=r"send cdp\.network\.enable\(\) on this session before"):
+            await engine.response_body(page.session, request_id)
