@@ -93,8 +93,10 @@ async def retry_until_deadline(
     """
     start = trio.current_time()
     deadline = trio.current_effective_deadline()
+    until = f"until {RETRY_MARGIN} s before the deadline"
     if deadline == math.inf:
         deadline = start + DEFAULT_BUDGET
+        until = f"the default budget of {DEFAULT_BUDGET:g} s: no deadline was given"
     stop = deadline - RETRY_MARGIN
     last: NotYet | None = None
     tries = 0
@@ -120,8 +122,7 @@ async def retry_until_deadline(
     waited = trio.current_time() - start
     raise ActionError(
         f"{what} {ref}: {last.detail} (check '{last.check}' failed; retried {tries} times over "
-        f"{waited:.2f} s, "
-        f"until {RETRY_MARGIN} s before the deadline).{navigating_note(page) if page is not None else ''}",
+        f"{waited:.2f} s, {until}).{navigating_note(page) if page is not None else ''}",
         ref=ref,
         check=last.check,
         in_the_way=last.in_the_way,
