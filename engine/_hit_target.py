@@ -26,7 +26,8 @@ receive the page's DOM events. Limits, by design or for want of a cheap answer:
   or the element holds a frame (a press in it activates this frame only later, from another process).
 - Only events in the element's own document are seen: a press that lands in a child frame of it is not.
   The check-time hit test covers that, and an overlay in a parent document over the element's iframe.
-- A target inside a closed shadow root is seen as its host: a host of the element counts as a hit.
+- A target inside a closed shadow root is seen from the window as its host: the closed roots that hold the
+  element (reached from it: ``getRootNode()``) listen too, and the one nearest the target tells.
 - A click that navigates may take the document, and the guard with it, before the verdict is read: a
   verdict that cannot be read counts as a hit (the press reached a document that is gone).
 - The guard removes itself after ``GUARD_LIFETIME`` whatever happens, should the removal never arrive.
@@ -94,13 +95,16 @@ SET_GUARD_JS = """function(token, lifetime, typing) {
     if (typing) {
       for (let n = hit; n; n = n.parentNode || n.host) if (n === el) return true;
       // Text typed into a contenteditable goes to its editing host, which holds the element.
-      if (hit && hit.nodeType === 1 && hit.isContentEditable && hit.contains(el)) return true;
-    } else if ((@HOLDS@)(el, hit)) return true;
-    // In a closed shadow root the target is retargeted to a host: a host of the element cannot be told.
-    for (let root = el.getRootNode(); root && root.host; root = root.host.getRootNode())
-      if (root.host === hit && root.mode === 'closed') return true;
-    return false;
+      return !!(hit && hit.nodeType === 1 && hit.isContentEditable && hit.contains(el));
+    }
+    return (@HOLDS@)(el, hit);
   };
+  // Seen from outside a closed shadow root, an event in it has the root's host for its target: the root
+  // itself (reached from the element, which is inside) listens too, and tells.
+  const closed = [];
+  for (let root = el.getRootNode(); root && root.host; root = root.host.getRootNode())
+    if (root.mode === 'closed') closed.push(root);
+  const hosts = closed.map((root) => root.host);
   const describe = (n) => {
     const e = n && n.nodeType === 1 ? n : n && n.parentElement;
     if (!e) return String(n && n.nodeName);
@@ -129,6 +133,7 @@ SET_GUARD_JS = """function(token, lifetime, typing) {
     guard.seen++;
     if (guard.hit === null || (typing && guard.hit)) {
       const target = event.composedPath()[0] || event.target;
+      if (hosts.includes(target)) return;  // in a closed root: its own listener tells
       guard.hit = holds(target);
       if (!guard.hit) guard.what = describe(target);
     }
@@ -137,11 +142,13 @@ SET_GUARD_JS = """function(token, lifetime, typing) {
       event.stopImmediatePropagation();
     }
   };
-  for (const type of events) view.addEventListener(type, listener, {capture: true});
+  const places = [view, ...closed];
+  for (const place of places) for (const type of events) place.addEventListener(type, listener, {capture: true});
   const timer = setTimeout(() => guard.remove(), lifetime);
   guard.remove = () => {
     clearTimeout(timer);
-    for (const type of events) view.removeEventListener(type, listener, {capture: true});
+    for (const place of places)
+      for (const type of events) place.removeEventListener(type, listener, {capture: true});
     if (globalThis[name] === guard) delete globalThis[name];
   };
   globalThis[name] = guard;

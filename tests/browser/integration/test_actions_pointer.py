@@ -333,3 +333,33 @@ async def test_actions_started_together_on_one_tab_run_one_after_the_other(brows
             "one",
             "two",
         ]
+
+
+_COVERED_ON_MOVE = (
+    "data:text/html,<div id=host></div><script>window.log = [];"
+    "const root = host.attachShadow({mode: '%s'});"
+    "root.innerHTML = '<button style=\"position:absolute;left:0;top:0;width:150px;height:50px\">'"
+    "  + 'Pay</button>';"
+    "root.querySelector('button').onclick = () => log.push('Pay');"
+    "addEventListener('mousemove', () => {"
+    "  if (root.querySelector('.evil')) return;"
+    "  const evil = document.createElement('button'); evil.className = 'evil'; evil.textContent = 'Delete';"
+    "  evil.style.cssText = 'position:absolute;left:0;top:0;width:150px;height:50px;z-index:5';"
+    "  evil.onclick = () => log.push('Delete'); root.appendChild(evil);"
+    "}, true);</script>"
+)
+
+
+@pytest.mark.parametrize("mode", ["open", "closed"])
+async def test_what_a_mouse_move_puts_over_the_target_in_its_shadow_root_gets_no_click(
+    browser: Browser, mode: str
+) -> None:
+    # Seen from the window, a press in a closed root has the host for its target: the guard took that for a
+    # hit, and "Delete" got the click meant for "Pay" (3 of 3), where an open root's was caught.
+    page = await open_page(browser, _COVERED_ON_MOVE % mode)
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    with trio.fail_after(1.5), pytest.raises(ActionError) as caught:
+        await page.click(ref(snap, "button", "Pay"))
+    assert "Delete" in caught.value.in_the_way
+    assert await value(page, "log") == []
