@@ -87,7 +87,9 @@ function (the CLI tells that bad input from a page's error by it)."""
 _TERMINATED = "Execution was terminated"
 _AWAIT_OUTSIDE = "await is only valid in async functions"
 
-# The in-page runner. It calls ``f`` when it is a function, races a promise against the budget, and checks
+# The in-page runner. It calls ``f`` when it is a function (by Reflect.apply, not a spread: a page that
+# replaced the array iterator made a spread pass no arguments, and (a, b) => a + b returned NaN), races a
+# promise against the budget, and checks
 # that the value survives being returned by value (Chromium silently turns a DOM node, a Map or a Date
 # into {}). An array's keys that are not indices are skipped: by value, an array keeps its items only.
 # Joined into one line so that the caller's source keeps its line numbers (so: no // comments in it).
@@ -96,7 +98,7 @@ _RUNNER_JS = """
   if (typeof f !== 'function') {
     if (isFn) throw new TypeError('evaluate was given arguments or an element, so @NOT_A_FUNCTION@, ' +
       'like (el, n) => el.textContent.slice(0, n)');
-  } else { f = f(...args); }
+  } else { f = Reflect.apply(f, undefined, args); }
   const bad = (path, what, instead) => new TypeError('@VALUE@' + path + ' is ' + what + '; ' + instead);
   const check = (root) => {
     const up = [], keys = [], specials = [];
@@ -173,7 +175,7 @@ def _on_element(source: str) -> str:
         + _RUNNER
         + "(("
         + source
-        + "\n), __cdpMs, [this, ...__cdpArgs], true) }"
+        + "\n), __cdpMs, [this].concat(__cdpArgs), true) }"
     )
 
 

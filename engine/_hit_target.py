@@ -143,7 +143,8 @@ SET_GUARD_JS = """function(token, lifetime, typing) {
     }
   };
   const places = [view, ...closed];
-  for (const place of places) for (const type of events) place.addEventListener(type, listener, {capture: true});
+  for (const place of places)
+    for (const type of events) place.addEventListener(type, listener, {capture: true});
   const timer = setTimeout(() => guard.remove(), lifetime);
   guard.remove = () => {
     clearTimeout(timer);

@@ -77,6 +77,18 @@ async def assert_click_works(page: Page) -> None:
         assert await clicks(page) == before + 1
 
 
+async def test_arguments_reach_the_function_on_a_page_that_replaced_the_array_iterator(
+    browser: Browser, server: str
+) -> None:
+    # The runner spread them: with the iterator replaced the function got none, and returned NaN.
+    page = await open_page(browser, server)
+    with trio.fail_after(10):
+        await page.evaluate("Array.prototype[Symbol.iterator] = function* () {}; 0")
+        assert await page.evaluate("(a, b) => a + b", 2, 40) == 42
+        ref = await ref_of(page, "button", "Go")
+        assert await page.evaluate("(el, n) => el.textContent.slice(0, n)", 2, ref=ref) == "Go"
+
+
 async def test_expressions_functions_statements_and_promises_return_json(
     browser: Browser, server: str
 ) -> None:
