@@ -89,12 +89,14 @@ def _query(query: str) -> str:
 
 
 def search(query: str) -> list[Item]:
-    """Items named ``query`` exactly (any case; ``cdp.page.navigate`` too) first, then names holding each of
+    """Items named ``query`` exactly (any case; ``cdp.page.navigate`` too; ``navigate`` within its domain)
+    first, then names holding each of
     its words, then names and descriptions holding them all (``print pdf`` finds ``Page.printToPDF``)."""
     q = _query(query)
     words = [_squash(word) for word in q.split()]
     whole = _squash(q)
-    exact = [i for i in items() if _squash(i.name) == whole]
+    # Exact: the whole name, or the name within its domain (RemoteObject before RemoteObjectId).
+    exact = [i for i in items() if whole in (_squash(i.name), _squash(i.name.partition(".")[2]))]
     named = [i for i in items() if i not in exact and all(w in _squash(i.name) for w in words)]
     described = [
         i

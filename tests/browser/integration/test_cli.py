@@ -137,6 +137,9 @@ def test_protocol_searches_names_and_descriptions_and_says_when_nothing_matches(
     for query, name in (("print pdf", "Page.printToPDF"), ("capture_screenshot", "Page.captureScreenshot")):
         assert run("protocol", query).stdout.startswith(f"command {name}\n"), query
     assert run("protocol", "cdp.page.navigate").stdout.startswith("command Page.navigate\n")
+    # A name within its domain is an exact match too: it came after the longer names that hold it.
+    listed = run("protocol", "RemoteObject").stdout.splitlines()
+    assert listed[1].startswith("type     Runtime.RemoteObject "), listed
 
 
 def test_protocol_search_cuts_a_long_description_at_a_word_and_says_so() -> None:
