@@ -27,7 +27,14 @@ from engine._actionability import (
 )
 from engine._errors import ActionError, ProtocolError, StaleRefError
 from engine._hit_target import GUARD_LIFETIME, SET_GUARD_JS, read_verdict, remove_guard
-from engine._input import FOCUS_HOLDER, click, input_across_commit, sessions_to_watch, typing_into
+from engine._input import (
+    FOCUS_HOLDER,
+    click,
+    focus_moved,
+    input_across_commit,
+    sessions_to_watch,
+    typing_into,
+)
 from engine._keys import KEYS, key_event
 from engine._navigating import navigating
 from engine._waiting import navigation_watch
@@ -175,14 +182,7 @@ async def fill(page: Page, ref: str, text: str) -> None:
                 missed = await read_verdict(session, handle, group, typing=True)
                 armed.clear()
                 if missed is not None:
-                    raise ActionError(
-                        f"fill {ref}: the page moved the focus to {missed.what} after the field took it (a "
-                        "focus handler, from a task or an animation frame); the text was stopped there, "
-                        "and nothing was typed",
-                        ref=ref,
-                        check="focus",
-                        in_the_way=missed.what,
-                    )
+                    raise focus_moved(f"fill {ref}", ref, missed, "nothing was typed")
                 await call_on(session, handle, _CHANGED)
     finally:
         for guarded, guard_handle in dict.fromkeys(armed):

@@ -655,6 +655,18 @@ _FOCUS = """function(typing, token, lifetime) {
 }""".replace("@FOCUS_HOLDER@", FOCUS_HOLDER).replace("@SET_GUARD@", SET_GUARD_JS)
 
 
+def focus_moved(what: str, ref: str, missed: Miss, kept: str) -> ActionError:
+    """The error of keys or text that the typing guard stopped: the page moved the focus on (``kept``: what
+    went into the element before, if anything)."""
+    return ActionError(
+        f"{what}: the page moved the focus to {missed.what} after the element took it (a focus handler, from "
+        f"a task or an animation frame); what would have gone there was stopped, and {kept}",
+        ref=ref,
+        check="focus",
+        in_the_way=missed.what,
+    )
+
+
 @asynccontextmanager
 async def typing_into(page: Page, node: ResolvedNode, what: str, *, typing: bool) -> AsyncIterator[None]:
     """Focus the element, check that it has the focus, and make sure that the keys and text sent in the
@@ -683,14 +695,7 @@ async def typing_into(page: Page, node: ResolvedNode, what: str, *, typing: bool
         verdict = await read_verdict(session, handle, group, typing=True)
         armed.clear()
         if verdict is not None:
-            raise ActionError(
-                f"{what}: the page moved the focus to {verdict.what} after the element took it (a focus "
-                "handler, from a task or an animation frame); what would have gone there was stopped, "
-                "and what went into the element before stays",
-                ref=node.ref,
-                check="focus",
-                in_the_way=verdict.what,
-            )
+            raise focus_moved(what, node.ref, verdict, "what went into the element before stays")
     finally:
         for handle in armed:
             await remove_guard(session, handle, group, wait=not navigating(page), typing=True)

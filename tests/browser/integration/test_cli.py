@@ -407,17 +407,22 @@ def signal_a_listen(server: str, tmp_path: Path, signum: signal.Signals) -> None
 # --- launch, snapshot, eval, steps, screenshot, version, drift ----------------------------------------------
 
 
+def start_launch(temp: str, *args: str) -> subprocess.Popen[str]:
+    """`cdp-engine launch --json ARGS`, its browser's profile in ``temp``; its first line is the endpoint."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "engine.cli", "launch", "--json", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": temp},
+    )
+
+
 @pytest.mark.parametrize(("how", "exit_"), [("Browser.close", "status 0"), ("kill -9", "signal SIGKILL")])
 def test_launch_says_when_its_browser_exits_and_fails_at_once(how: str, exit_: str) -> None:
     """It used to stay silent until --seconds ran out, then exit 0, serving nothing all along."""
     with tempfile.TemporaryDirectory(dir="/tmp") as temp:  # where launch() makes the browser's profile
-        process = subprocess.Popen(
-            [sys.executable, "-m", "engine.cli", "launch", "--json", "--seconds", "20"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "TMPDIR": temp},
-        )
+        process = start_launch(temp, "--seconds", "20")
         assert process.stdout is not None
         try:
             info = json.loads(process.stdout.readline())
@@ -444,13 +449,7 @@ def test_launch_on_a_port_of_ones_choosing_and_not_on_a_taken_one() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     with tempfile.TemporaryDirectory(dir="/tmp") as temp:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "engine.cli", "launch", "--json", "--port", str(port), "--seconds", "20"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "TMPDIR": temp},
-        )
+        process = start_launch(temp, "--port", str(port), "--seconds", "20")
         assert process.stdout is not None
         try:
             info = json.loads(process.stdout.readline())
