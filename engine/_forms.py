@@ -60,7 +60,8 @@ _PREPARE_FILL = """function(text, token, lifetime) {
   const r = el.getBoundingClientRect();
   if (!r.width || !r.height) return 'the element is not visible';
   if (el.matches(':disabled') || el.closest('[aria-disabled="true"]')) return 'the element is disabled';
-  if (el.isContentEditable) {
+  // A field inside a contenteditable region reads isContentEditable too: it is still a field.
+  if (el.isContentEditable && el.localName !== 'input' && el.localName !== 'textarea') {
     el.focus();
     const missed = focusMissed();
     if (missed) return missed;

@@ -35,9 +35,13 @@ receive the page's DOM events. Limits, by design or for want of a cheap answer:
 The typing guard does the same for keys and text (``fill``, ``type``, ``press`` on a ref): a focus handler
 that moves the focus on a moment after the element took it (from a task, an animation frame) passes the
 check that the element has the focus, and the text would go elsewhere. Its listeners (``keydown``,
-``keypress``, ``beforeinput``, ``input``; not ``keyup``, which puts nothing anywhere) look at every event,
-and from the first that reaches another element on stop them all (``beforeinput`` and ``keydown`` are
-cancelable: nothing is typed there). Nothing seen counts as done, as for a press.
+``keypress``, ``beforeinput``, ``input``) look at the browser's own events (not the page's: a card mask
+that fires ``input`` on a hidden field) and from the first that reaches another element on stop them all
+(``beforeinput`` and ``keydown`` are cancelable: nothing is typed there). A key is decided at its
+``keydown``: where its text goes after that is the page's answer to the key (Enter moving on to the next
+field). Nothing seen while the element lost the focus means the keys went into another frame: an error
+too; nothing seen while it has the focus (a page listener stopped them first) counts as done. With
+``type``, keys after a move into another frame in the middle of the text are not seen.
 """
 
 from __future__ import annotations
@@ -63,8 +67,13 @@ reached it, so the click counts as done. (A renderer under a 30x CPU throttle to
 a script, ``engine._input._scroll_landing``: hence seconds.)"""
 
 HOLDS_JS = """(el, hit) => {
-  const up = (n) => n.parentNode || n.host;
+  // Up the flat tree: a slotted node's parent there is its slot (<my-btn><span>Go</span></my-btn> whose
+  // shadow <button> holds the <slot>).
+  const up = (n) => n.assignedSlot || n.parentNode || n.host;
   for (let n = hit; n; n = up(n)) if (n === el) return true;
+  // A closed root hides its slots (assignedSlot is null): the host's own children may be in the element.
+  for (let root = el.getRootNode(); root && root.host; root = root.host.getRootNode())
+    if (root.mode === 'closed') for (let n = hit; n; n = n.parentNode) if (n === root.host) return true;
   // Its label passes a click on to it, but not one on interactive content inside the label (a link in
   // it is followed and the control left as it was: HTML's label activation).
   const INTERACTIVE = 'a[href], area[href], button, input:not([type=hidden]), select, textarea, details, '
@@ -91,11 +100,13 @@ SET_GUARD_JS = """function(token, lifetime, typing) {
   const name = typing ? '__cdpEngineTypingGuard' : '__cdpEngineHitGuard';
   const old = globalThis[name];
   if (old) old.remove();
+  const field = el.localName === 'input' || el.localName === 'textarea';
   const holds = (hit) => {
     if (typing) {
       for (let n = hit; n; n = n.parentNode || n.host) if (n === el) return true;
-      // Text typed into a contenteditable goes to its editing host, which holds the element.
-      return !!(hit && hit.nodeType === 1 && hit.isContentEditable && hit.contains(el));
+      // Text typed into a contenteditable element goes to its editing host, which holds the element (not
+      // so for a field inside a contenteditable region: the field takes its own text).
+      return !field && !!(hit && hit.nodeType === 1 && hit.isContentEditable && hit.contains(el));
     }
     return (@HOLDS@)(el, hit);
   };
@@ -115,7 +126,7 @@ SET_GUARD_JS = """function(token, lifetime, typing) {
   };
   // Keys and text: every event that can put text somewhere (not keyup) is looked at, and from the first
   // that reaches another element on, all are stopped. A press: its first event decides for all.
-  const events = typing ? ['keydown', 'keypress', 'beforeinput', 'textInput', 'input']
+  const events = typing ? ['keydown', 'keypress', 'beforeinput', 'textInput', 'input', 'keyup']
     : ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click', 'auxclick', 'dblclick', 'contextmenu'];
   // Whether a press that the guard did not see reached this frame at all: Chromium activates the frame
   // (and its ancestors) on a press, whatever its listeners do. Told by the sticky activation when the
@@ -128,19 +139,32 @@ SET_GUARD_JS = """function(token, lifetime, typing) {
     !!(e.shadowRoot && e.shadowRoot.querySelector(FRAMES));
   const telling = typing || !ua || holdsFrame(el) ? '' :
     !ua.hasBeenActive ? 'hasBeenActive' : !ua.isActive ? 'isActive' : '';
-  const guard = {token, hit: null, what: '', seen: 0, telling};
+  const guard = {token, hit: null, what: '', seen: 0, telling, key: null};
+  const block = (event) => {
+    event.preventDefault();
+    event.stopImmediatePropagation();
+  };
   const listener = (event) => {
+    if (!event.isTrusted) return;  // the page's own (a card mask that fires input on a hidden field)
+    if (event.type === 'keyup') {
+      guard.key = null;
+      return;
+    }
     guard.seen++;
+    // A key is decided at its keydown: where its keypress and text go after that is the page's answer to
+    // the key (a keydown handler that moves on to the next field on Enter), as it is for a user.
+    if (typing && event.type !== 'keydown' && guard.key !== null) {
+      if (!guard.key) block(event);
+      return;
+    }
     if (guard.hit === null || (typing && guard.hit)) {
       const target = event.composedPath()[0] || event.target;
       if (hosts.includes(target)) return;  // in a closed root: its own listener tells
       guard.hit = holds(target);
       if (!guard.hit) guard.what = describe(target);
     }
-    if (!guard.hit) {
-      event.preventDefault();
-      event.stopImmediatePropagation();
-    }
+    if (event.type === 'keydown') guard.key = guard.hit;
+    if (!guard.hit) block(event);
   };
   const places = [view, ...closed];
   for (const place of places)
@@ -159,7 +183,16 @@ SET_GUARD_JS = """function(token, lifetime, typing) {
 _VERDICT_JS = """function(token, keepOnMiss, typing) {
   const guard = globalThis[typing ? '__cdpEngineTypingGuard' : '__cdpEngineHitGuard'];
   if (!guard || guard.token !== token) return null;
-  const lost = guard.seen === 0 && !!guard.telling && !navigator.userActivation[guard.telling];
+  const el = this.nodeType === 1 ? this : this.parentElement;
+  let lost = false;
+  if (guard.seen === 0 && typing) {
+    // Keys and text that nothing here saw went to another frame, unless the element still has the focus
+    // (a page listener stopped them before the guard: they reached it all the same).
+    const active = el.getRootNode().activeElement;
+    const focused = el.ownerDocument.hasFocus() && !!active && (active === el || el.contains(active) ||
+      active.contains(el));
+    lost = !focused;
+  } else if (guard.seen === 0) lost = !!guard.telling && !navigator.userActivation[guard.telling];
   if (!(keepOnMiss && (guard.hit === false || lost))) guard.remove();
   return {hit: guard.hit, what: guard.what, seen: guard.seen, lost};
 }"""

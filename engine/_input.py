@@ -657,7 +657,14 @@ _FOCUS = """function(typing, token, lifetime) {
 
 def focus_moved(what: str, ref: str, missed: Miss, kept: str) -> ActionError:
     """The error of keys or text that the typing guard stopped: the page moved the focus on (``kept``: what
-    went into the element before, if anything)."""
+    went into the element before, if anything), or (``missed.lost``) into another frame."""
+    if missed.lost:
+        return ActionError(
+            f"{what}: the keys and text reached nothing in the element's frame: the page moved the focus "
+            "into another frame after the element took it (a focus handler), and they went there",
+            ref=ref,
+            check="focus",
+        )
     return ActionError(
         f"{what}: the page moved the focus to {missed.what} after the element took it (a focus handler, from "
         f"a task or an animation frame); what would have gone there was stopped, and {kept}",

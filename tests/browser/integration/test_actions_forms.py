@@ -359,3 +359,45 @@ async def test_set_input_files_puts_the_file_in_the_input(
     assert "change:report" in await value(page, "document.getElementById('log').textContent")
     with pytest.raises(FileNotFoundError, match=r"nope\.pdf"):
         await page.set_input_files(ref(snap, "button", "Report"), [str(tmp_path / "nope.pdf")])
+
+
+_PAGE_WORK = (
+    "data:text/html,<label>Card <input id=card></label><input id=raw type=hidden>"
+    "<label>First <input id=a></label><label>Next <input id=b></label>"
+    "<div contenteditable id=editor>Editor <label>Inner <input id=inner></label></div>"
+    "<script>card.oninput = () => { raw.value = card.value; raw.dispatchEvent(new Event('input')) };"
+    "a.onkeydown = (e) => { if (e.key === 'Enter') b.focus() };</script>"
+)
+
+
+async def test_the_typing_guard_lets_the_page_do_its_own_work(browser: Browser) -> None:
+    # Refused as "the focus moved" while the text had gone in: a mask that fires its own input event on a
+    # hidden field, and a keydown handler that moves on to the next field on Enter; and a field inside a
+    # contenteditable region got its text put into the editor instead (fill chose the editor's branch).
+    page = await open_page(browser, _PAGE_WORK)
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await page.fill(ref(snap, "textbox", "Card"), "4111")
+        await page.type(ref(snap, "textbox", "Card"), "22")
+        assert await value(page, "[card.value, raw.value]") == ["411122", "411122"]
+        await page.press("Enter", ref=ref(snap, "textbox", "First"))
+        assert await value(page, "document.activeElement.id") == "b"
+        await page.fill(ref(snap, "textbox", "Inner"), "inside")
+        assert await value(page, "[inner.value, editor.textContent.trim()]") == ["inside", "Editor Inner"]
+
+
+async def test_text_that_a_focus_handler_sends_into_another_frame_is_an_error(browser: Browser) -> None:
+    # Nothing in the field's frame saw the keys, which counted as done: the text went into the iframe. (A
+    # microtask moves the focus here, after the check that the field has it; pages do it from a task.)
+    page = await open_page(
+        browser,
+        "data:text/html,<label>Name <input id=who></label><iframe srcdoc='<input id=victim>'></iframe>"
+        "<script>who.onfocus = () => queueMicrotask(() => {"
+        "  frames[0].document.getElementById('victim').focus() })</script>",
+    )
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        assert await value(page, "!!frames[0].document.getElementById('victim')") is True
+    with pytest.raises(ActionError, match="into another frame") as caught, trio.fail_after(5):
+        await page.fill(ref(snap, "textbox", "Name"), "secret")
+    assert caught.value.check == "focus"

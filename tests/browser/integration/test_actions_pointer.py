@@ -363,3 +363,21 @@ async def test_what_a_mouse_move_puts_over_the_target_in_its_shadow_root_gets_no
         await page.click(ref(snap, "button", "Pay"))
     assert "Delete" in caught.value.in_the_way
     assert await value(page, "log") == []
+
+
+@pytest.mark.parametrize("mode", ["open", "closed"])
+async def test_a_button_whose_text_is_slotted_into_its_shadow_root_is_clicked(
+    browser: Browser, mode: str
+) -> None:
+    # The hit test walked parentNode and host, never a slot: the slotted <span> never reached the shadow
+    # <button>, which was reported in the way of itself until the deadline (3 of 3, click and drag).
+    page = await open_page(
+        browser,
+        "data:text/html,<my-btn><span>Go</span></my-btn><script>window.log = [];"
+        f"const root = document.querySelector('my-btn').attachShadow({{mode: '{mode}'}});"
+        "root.innerHTML = '<button style=\"width:120px;height:40px\"><slot></slot></button>';"
+        "root.querySelector('button').onclick = () => log.push('go');</script>",
+    )
+    with trio.fail_after(10):
+        await page.click(ref(await page.snapshot(), "button", "Go"))
+    assert await value(page, "log") == ["go"]
