@@ -466,17 +466,26 @@ async def stop_script(session: Session, metrics: MetricsRecorder, *, by: float |
     return True
 
 
-async def free_main_thread(page: Page, session: Session, *, by: float, probe_for: float) -> bool:
+async def free_main_thread(
+    page: Page,
+    session: Session,
+    *,
+    by: float,
+    probe_for: float,
+    spare: Callable[[], Awaitable[bool]] | None = None,
+) -> bool:
     """Terminate what holds ``session``'s main thread, if something does: a look (an evaluate of ``0``)
-    that gets no answer in ``probe_for`` seconds is followed by :func:`stop_script` (until ``by``).
-    True when a termination was sent. Nothing while the tab navigates: Chromium holds its commands
-    until the commit, so the look and a termination would only wait."""
+    that gets no answer in ``probe_for`` seconds is followed by :func:`stop_script` (until ``by``), unless
+    ``spare`` then says to leave it. True when a termination was sent. Nothing while the tab navigates:
+    Chromium holds its commands until the commit, so the look and a termination would only wait."""
     if session.detached or trio.current_time() >= by or navigating(page):
         return False
     with trio.move_on_at(min(by, trio.current_time() + probe_for)) as probe:
         with contextlib.suppress(CDPError):
             await session.execute_raw("Runtime.evaluate", {"expression": "0"})
     if not probe.cancelled_caught or trio.current_time() >= by:
+        return False
+    if spare is not None and await spare():
         return False
     log.info("the main thread of %s does not answer; terminating what runs there", session.session_id)
     await stop_script(session, _state(page).metrics, by=by)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import os
-from collections.abc import AsyncIterator, Coroutine, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -17,6 +18,7 @@ from engine._actionability import DEFAULT_BUDGET, unless_deadline
 from engine._dialogs import STAYED, Dialog, DialogHandler, dialog_state
 from engine._errors import (
     ActionError,
+    CDPError,
     ConnectionClosed,
     ContextDestroyed,
     NavigationError,
@@ -122,11 +124,30 @@ class Page:
                 ``Settings.navigation_timeout``.
             TargetCrashed: the renderer crashed before the page loaded.
         """
-        return await self._bounded(f"the navigation to {url}", self._goto(url, referrer))
+        return await self._bounded(
+            f"the navigation to {url}", self._goto(url, referrer), spare=lambda: self._same_document(url)
+        )
 
-    async def _bounded(self, what: str, navigation: Coroutine[Any, Any, _T]) -> _T:
+    async def _same_document(self, url: str) -> bool:
+        """Whether ``url`` is the tab's document with another fragment: asked of the browser, since the
+        page's main thread may be busy. Such a navigation does not leave the page, so its scripts are its
+        own to finish."""
+        if "#" not in url:
+            return False
+        with contextlib.suppress(CDPError):
+            got = await self.browser.session.execute_raw("Target.getTargetInfo", {"targetId": self.target_id})
+            return str(got["targetInfo"]["url"]).partition("#")[0] == url.partition("#")[0]
+        return False
+
+    async def _bounded(
+        self,
+        what: str,
+        navigation: Coroutine[Any, Any, _T],
+        *,
+        spare: Callable[[], Awaitable[bool]] | None = None,
+    ) -> _T:
         """Run a navigation under the caller's deadline, or else ``Settings.navigation_timeout``; one given
-        up on is stopped."""
+        up on is stopped. A main thread that does not answer first is freed, unless ``spare`` says not to."""
         limit = self.browser.settings.navigation_timeout
         try:
             with trio.move_on_after(unless_deadline(limit)):
@@ -135,7 +156,9 @@ class Page:
                 # too, until the commit: the tab was lost for good. So it is freed first, as evaluate would.
                 now = trio.current_time()
                 try:
-                    await free_main_thread(self, self.session, by=now + FREE_BY, probe_for=FREE_PROBE)
+                    await free_main_thread(
+                        self, self.session, by=now + FREE_BY, probe_for=FREE_PROBE, spare=spare
+                    )
                 except BaseException:
                     navigation.close()  # never started: it would warn that it was never awaited
                     raise
@@ -571,9 +594,11 @@ async def _answered(page: Page, what: str, read: Coroutine[Any, Any, _T]) -> _T:
     )
 
 
-FREE_PROBE = 0.25
+FREE_PROBE = 2.0
 """Seconds the main thread gets to answer before a navigation, before what runs there is terminated. A
-free thread answers in a millisecond; a page is left by the navigation anyway."""
+free thread answers in a millisecond, and the page is being left; but the thread can be another tab's too
+(a popup shares its opener's), whose script of under 2 s is left to finish (the navigation would have
+waited for it all the same: its commit needs that thread)."""
 FREE_BY = FREE_PROBE + 0.25
 """Seconds for that look and the termination: past them the navigation is sent as it is."""
 

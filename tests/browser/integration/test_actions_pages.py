@@ -567,6 +567,18 @@ async def test_a_navigation_from_a_page_in_an_endless_loop_frees_the_tab(
         await page.snapshot()
 
 
+async def test_a_goto_to_another_fragment_leaves_a_busy_pages_script_to_finish(
+    browser: Browser, server: str
+) -> None:
+    # The page is not left: its 2.5 s task was terminated by the look before the navigation (5 of 5).
+    page = await open_page(browser, f"{server}/steps/index.html")
+    busy = "setTimeout(() => { const end = Date.now() + 2500; while (Date.now() < end) {} window.done = 1 })"
+    with trio.fail_after(10):
+        await page.session.execute_raw("Runtime.evaluate", {"expression": busy})
+        await page.goto(f"{server}/steps/index.html#part")
+        assert await page.evaluate("[window.done, location.hash]") == [1, "#part"]
+
+
 async def test_a_navigation_in_the_middle_of_an_action_is_a_stale_ref(browser: Browser, server: str) -> None:
     # Each ref passes its identity check before its element is touched; a reload can land after that. Chromium
     # then answers "Cannot find context with specified id", "Element is not focusable", ...: the action must
