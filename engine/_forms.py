@@ -26,17 +26,17 @@ from engine._actionability import (
     send_nowait,
 )
 from engine._errors import ActionError, ProtocolError, StaleRefError
-from engine._hit_target import GUARD_LIFETIME, SET_GUARD_JS, read_verdict, remove_guard
+from engine._hit_target import GUARD_LIFETIME, SET_GUARD_JS, read_verdict
 from engine._input import (
     FOCUS_HOLDER,
     click,
+    drop_guards,
     focus_moved,
     input_across_commit,
     sessions_to_watch,
     typing_into,
 )
 from engine._keys import KEYS, key_event
-from engine._navigating import navigating
 from engine._waiting import navigation_watch
 
 if TYPE_CHECKING:
@@ -186,8 +186,7 @@ async def fill(page: Page, ref: str, text: str) -> None:
                     raise focus_moved(f"fill {ref}", ref, missed, "nothing was typed")
                 await call_on(session, handle, _CHANGED)
     finally:
-        for guarded, guard_handle in dict.fromkeys(armed):
-            await remove_guard(guarded, guard_handle, group, wait=not navigating(page), typing=True)
+        await drop_guards(page, armed, group, typing=True)
         for where in sessions:
             release(where, group)
 

@@ -124,8 +124,8 @@ SET_GUARD_JS = """function(token, lifetime, typing) {
     const text = (e.getAttribute('aria-label') || e.textContent || '').trim().slice(0, 40);
     return text ? `${s} "${text}"` : s;
   };
-  // Keys and text: every event that can put text somewhere (not keyup) is looked at, and from the first
-  // that reaches another element on, all are stopped. A press: its first event decides for all.
+  // Keys and text: every event that can put text somewhere is looked at (keyup only ends a key), and from
+  // the first that reaches another element on, all are stopped. A press: its first event decides for all.
   const events = typing ? ['keydown', 'keypress', 'beforeinput', 'textInput', 'input', 'keyup']
     : ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click', 'auxclick', 'dblclick', 'contextmenu'];
   // Whether a press that the guard did not see reached this frame at all: Chromium activates the frame

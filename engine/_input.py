@@ -90,6 +90,16 @@ async def mouse_click(
             await session.execute_raw("Input.dispatchMouseEvent", up)
 
 
+async def drop_guards(
+    page: Page, armed: list[tuple[Session, str]], token: str, *, typing: bool = False
+) -> None:
+    """Remove the guards (``engine._hit_target``) an action set and never read the verdict of (its checks or
+    its input ended early), so none stops a later press or key; waited for unless the tab navigates."""
+    for session, handle in dict.fromkeys(armed):
+        await remove_guard(session, handle, token, wait=not navigating(page), typing=typing)
+    armed.clear()
+
+
 async def click(
     page: Page,
     ref: str,
@@ -127,9 +137,10 @@ async def click(
         target = await wait_actionable(page, "click", ref, group, guards=armed, act=act)
         node = target.node
     finally:
-        for session, handle in dict.fromkeys(armed):  # the checks or the input ended early: none stays
-            await remove_guard(session, handle, group, wait=not navigating(page))
-            if node is None:
+        unread = [session for session, _ in armed]
+        await drop_guards(page, armed, group)
+        if node is None:
+            for session in dict.fromkeys(unread):
                 release(session, group)
         if node is not None:
             release(node.session, group)
@@ -292,8 +303,7 @@ async def drag(page: Page, source: str, target: str) -> None:
     finally:
         if held is not None and not session.detached:
             await _let_go(session, held, data, intercepted, moved_at)  # (the hook still listens)
-        for guarded, handle in dict.fromkeys(armed):  # after the release, which a missed press's guard stops
-            await remove_guard(guarded, handle, group, wait=not navigating(page))
+        await drop_guards(page, armed, group)  # after the release, which a missed press's guard stops
         session.unsubscribe(hook)
         if not session.detached:
             send_nowait(session, "Input.setInterceptDrags", {"enabled": False})
@@ -683,7 +693,7 @@ async def typing_into(page: Page, node: ResolvedNode, what: str, *, typing: bool
     ``typing``: text goes in, so a read-only field is refused."""
     group = new_group()
     session = node.session
-    armed: list[str] = []  # the guard's handle, until its verdict is read
+    armed: list[tuple[Session, str]] = []  # the guard, until its verdict is read
     try:
         handle = await object_id(session, node.backend_node_id, group, node.frame_id)
         if handle is None:
@@ -692,7 +702,7 @@ async def typing_into(page: Page, node: ResolvedNode, what: str, *, typing: bool
                 ref=node.ref,
                 check="attached",
             )
-        armed.append(handle)  # listed before it is set (see check_actionable)
+        armed.append((session, handle))  # listed before it is set (see check_actionable)
         missed = await call_on(session, handle, _FOCUS, typing, group, GUARD_LIFETIME * 1000)
         if missed == "the field is read-only":
             raise ActionError(f"cannot type into {node.ref}: {missed}", ref=node.ref, check="editable")
@@ -704,6 +714,5 @@ async def typing_into(page: Page, node: ResolvedNode, what: str, *, typing: bool
         if verdict is not None:
             raise focus_moved(what, node.ref, verdict, "what went into the element before stays")
     finally:
-        for handle in armed:
-            await remove_guard(session, handle, group, wait=not navigating(page), typing=True)
+        await drop_guards(page, armed, group, typing=True)
         release(session, group)
