@@ -362,7 +362,14 @@ async def steps_command(
             page = await open_page(browser, args, args.url, refs=bool(args.url))
             doing(args, f"running {len(steps)} step(s)")
             result = await page.run_steps(steps, **options)
-    emit(result.dumps() if args.json else json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+    data = result.to_json()
+    for step in data["steps"]:  # the steps' advice as said on the command line, as on stderr below
+        if step["error"] and "message" in step["error"]:
+            step["error"] = {**step["error"], "message": in_shell_terms(step["error"]["message"])}
+    if args.json:
+        emit(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+    else:
+        emit(json.dumps(data, indent=2, ensure_ascii=False))
     if result.ok:
         return 0
     failed = result.steps[result.failed_step or 0]

@@ -685,7 +685,12 @@ def test_steps_from_a_file_print_the_result_and_a_failed_step_exits_1(
     done = run("steps", str(bad), "--url", url, "--json", "--connect", endpoint)
     line = failed(done, 1)
     assert line.startswith("cdp-engine: step 0 (click) failed: StaleRefError: unknown ref 'e999'")
-    assert json.loads(done.stdout)["failed_step"] == 0
+    result = json.loads(done.stdout)
+    assert result["failed_step"] == 0
+    # The step's advice in the shell's terms in the document too (it said "await page.snapshot()").
+    message = result["steps"][0]["error"]["message"]
+    assert "cdp-engine snapshot URL" in message
+    assert "await" not in message
 
 
 def test_invalid_steps_are_refused_before_a_browser_starts(tmp_path: Path) -> None:
