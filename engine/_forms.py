@@ -195,13 +195,17 @@ async def type_text(page: Page, ref: str, text: str, *, delay_ms: float) -> None
     """Focus ``ref`` and type ``text`` key by key (characters off the key table go in as text)."""
     node = await page.resolve(ref)
     session = page.session
-    async with typing_into(page, node, f"type {ref}", typing=True), navigation_watch([session], node.ref):
+    async with (
+        typing_into(page, node, f"type {ref}", typing=True) as sent,
+        navigation_watch([session], node.ref),
+    ):
         for char in text:
             key = KEYS.get("Enter" if char == "\n" else char)
             if key is None:
                 await input_across_commit(page, "Input.insertText", {"text": char}, f"type {ref}", node)
             else:
                 mask = 8 if len(char) == 1 and char != char.lower() else 0
+                sent.count += 1
                 send_nowait(session, "Input.dispatchKeyEvent", key_event("down", key, mask))
                 await session.execute_raw("Input.dispatchKeyEvent", key_event("up", key, mask))
             if delay_ms:

@@ -39,9 +39,9 @@ check that the element has the focus, and the text would go elsewhere. Its liste
 that fires ``input`` on a hidden field) and from the first that reaches another element on stop them all
 (``beforeinput`` and ``keydown`` are cancelable: nothing is typed there). A key is decided at its
 ``keydown``: where its text goes after that is the page's answer to the key (Enter moving on to the next
-field). Nothing seen while the element lost the focus means the keys went into another frame: an error
-too; nothing seen while it has the focus (a page listener stopped them first) counts as done. With
-``type``, keys after a move into another frame in the middle of the text are not seen.
+field). Fewer keydowns seen than were sent while the element lost the focus means keys went into another
+frame (all of them, or those after a move in the middle of a ``type``): an error too; nothing seen while
+it has the focus (a page listener stopped them first) counts as done.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ SET_GUARD_JS = """function(token, lifetime, typing) {
     !!(e.shadowRoot && e.shadowRoot.querySelector(FRAMES));
   const telling = typing || !ua || holdsFrame(el) ? '' :
     !ua.hasBeenActive ? 'hasBeenActive' : !ua.isActive ? 'isActive' : '';
-  const guard = {token, hit: null, what: '', seen: 0, telling, key: null};
+  const guard = {token, hit: null, what: '', seen: 0, downs: 0, telling, key: null};
   const block = (event) => {
     event.preventDefault();
     event.stopImmediatePropagation();
@@ -151,6 +151,7 @@ SET_GUARD_JS = """function(token, lifetime, typing) {
       return;
     }
     guard.seen++;
+    if (event.type === 'keydown') guard.downs++;
     // A key is decided at its keydown: where its keypress and text go after that is the page's answer to
     // the key (a keydown handler that moves on to the next field on Enter), as it is for a user.
     if (typing && event.type !== 'keydown' && guard.key !== null) {
@@ -180,21 +181,22 @@ SET_GUARD_JS = """function(token, lifetime, typing) {
   return true;
 }""".replace("@HOLDS@", HOLDS_JS)
 
-_VERDICT_JS = """function(token, keepOnMiss, typing) {
+_VERDICT_JS = """function(token, keepOnMiss, typing, keys) {
   const guard = globalThis[typing ? '__cdpEngineTypingGuard' : '__cdpEngineHitGuard'];
   if (!guard || guard.token !== token) return null;
   const el = this.nodeType === 1 ? this : this.parentElement;
   let lost = false;
-  if (guard.seen === 0 && typing) {
+  if (typing && (guard.seen === 0 || guard.downs < keys)) {
     // Keys and text that nothing here saw went to another frame, unless the element still has the focus
-    // (a page listener stopped them before the guard: they reached it all the same).
+    // (a page listener stopped them before the guard: they reached it all the same). Keys that stopped
+    // coming in the middle of a text: the focus moved into another frame from a handler.
     const active = el.getRootNode().activeElement;
     const focused = el.ownerDocument.hasFocus() && !!active && (active === el || el.contains(active) ||
       active.contains(el));
     lost = !focused;
   } else if (guard.seen === 0) lost = !!guard.telling && !navigator.userActivation[guard.telling];
   if (!(keepOnMiss && (guard.hit === false || lost))) guard.remove();
-  return {hit: guard.hit, what: guard.what, seen: guard.seen, lost};
+  return {hit: guard.hit, what: guard.what, seen: guard.seen, lost, some: guard.downs > 0};
 }"""
 
 
@@ -202,14 +204,22 @@ _VERDICT_JS = """function(token, keepOnMiss, typing) {
 class Miss:
     """The press landed on something else (``what``: a short description of it); the page did not see it.
     ``lost``: it reached nothing in the element's frame (``what`` is empty), as when Chromium routes a press
-    for an out-of-process iframe that has not drawn yet to the page around it."""
+    for an out-of-process iframe that has not drawn yet to the page around it; for keys, ``some`` says that
+    those before went in."""
 
     what: str
     lost: bool = False
+    some: bool = False
 
 
 async def read_verdict(
-    session: Session, handle: str, token: str, *, keep_on_miss: bool = False, typing: bool = False
+    session: Session,
+    handle: str,
+    token: str,
+    *,
+    keep_on_miss: bool = False,
+    typing: bool = False,
+    keys: int = 0,
 ) -> Miss | None:
     """Remove the guard ``token`` set on ``handle`` in ``session``, and say whether the press missed.
 
@@ -217,16 +227,17 @@ async def read_verdict(
     press reached it, the document gone, no answer in ``VERDICT_TIMEOUT``:
     the read, already sent, still removes the guard once the page is free). With ``keep_on_miss`` a guard
     that saw a miss stays, to stop the release of a button still held; :func:`remove_guard` removes it.
+    ``keys``: the keydowns sent under the typing guard (fewer seen, and the element lost the focus: lost).
     """
     got = None
     with trio.move_on_after(VERDICT_TIMEOUT), contextlib.suppress(CDPError):
-        params = _verdict(handle, token, by_value=True, keep_on_miss=keep_on_miss, typing=typing)
+        params = _verdict(handle, token, by_value=True, keep_on_miss=keep_on_miss, typing=typing, keys=keys)
         reply = await session.execute_raw("Runtime.callFunctionOn", params)
         got = reply.get("result", {}).get("value")
     if isinstance(got, dict) and got.get("hit") is False:
         return Miss(str(got.get("what") or "another element"))
     if isinstance(got, dict) and got.get("lost") is True:
-        return Miss("", lost=True)
+        return Miss("", lost=True, some=got.get("some") is True)
     return None
 
 
@@ -261,13 +272,19 @@ REMOVE_WAIT_LATE = 0.03
 
 
 def _verdict(
-    handle: str, token: str, *, by_value: bool, keep_on_miss: bool = False, typing: bool = False
+    handle: str,
+    token: str,
+    *,
+    by_value: bool,
+    keep_on_miss: bool = False,
+    typing: bool = False,
+    keys: int = 0,
 ) -> dict[str, object]:
     """The params of the call that removes guard ``token`` (unless ``keep_on_miss`` and it saw a miss) and
     returns its verdict (by value, or none); ``typing``: of the typing guard."""
     return {
         "objectId": handle,
         "functionDeclaration": _VERDICT_JS,
-        "arguments": [{"value": token}, {"value": keep_on_miss}, {"value": typing}],
+        "arguments": [{"value": token}, {"value": keep_on_miss}, {"value": typing}, {"value": keys}],
         "returnByValue": by_value,
     }

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
+import attrs
 import trio
 
 from engine._actionability import (
@@ -636,7 +637,9 @@ async def press(page: Page, combo: str, *, ref: str | None) -> None:
     guarded = typing_into(page, node, f"press {ref}", typing=False) if node else contextlib.nullcontext()
     # task_turn: a form that Enter submits asks for its navigation from a task the key posted.
     watched = navigation_watch(sessions_to_watch(page, node), node.ref if node else "", task_turn=True)
-    async with guarded, watched:
+    async with guarded as sent, watched:
+        if sent is not None:
+            sent.count = 1 + len(parsed.modifiers)
         for params in events[:-1]:
             send_nowait(session, "Input.dispatchKeyEvent", params)
         await session.execute_raw("Input.dispatchKeyEvent", events[-1])
@@ -668,6 +671,13 @@ _FOCUS = """function(typing, token, lifetime) {
 def focus_moved(what: str, ref: str, missed: Miss, kept: str) -> ActionError:
     """The error of keys or text that the typing guard stopped: the page moved the focus on (``kept``: what
     went into the element before, if anything), or (``missed.lost``) into another frame."""
+    if missed.lost and missed.some:
+        return ActionError(
+            f"{what}: the page moved the focus into another frame while the keys went in (a handler of "
+            f"one of them), and the keys after that went there; {kept}",
+            ref=ref,
+            check="focus",
+        )
     if missed.lost:
         return ActionError(
             f"{what}: the keys and text reached nothing in the element's frame: the page moved the focus "
@@ -684,13 +694,21 @@ def focus_moved(what: str, ref: str, missed: Miss, kept: str) -> ActionError:
     )
 
 
+@attrs.define
+class KeysSent:
+    """The keydowns sent in a :func:`typing_into` block: the guard compares them with those it saw."""
+
+    count: int = 0
+
+
 @asynccontextmanager
-async def typing_into(page: Page, node: ResolvedNode, what: str, *, typing: bool) -> AsyncIterator[None]:
+async def typing_into(page: Page, node: ResolvedNode, what: str, *, typing: bool) -> AsyncIterator[KeysSent]:
     """Focus the element, check that it has the focus, and make sure that the keys and text sent in the
     block reach it: a focus that failed silently, or that a focus handler moved on at once, raises here;
     one moved on a little later (from a task, or the next animation frame) is caught by the typing guard
     (``engine._hit_target``), which stops what would reach another element, and raises after the block.
-    ``typing``: text goes in, so a read-only field is refused."""
+    The block counts its keydowns in what it is given: keys that stop reaching the element's frame (the
+    focus moved into another one) raise too. ``typing``: text goes in, so a read-only field is refused."""
     group = new_group()
     session = node.session
     armed: list[tuple[Session, str]] = []  # the guard, until its verdict is read
@@ -708,8 +726,9 @@ async def typing_into(page: Page, node: ResolvedNode, what: str, *, typing: bool
             raise ActionError(f"cannot type into {node.ref}: {missed}", ref=node.ref, check="editable")
         if missed:
             raise ActionError(f"cannot focus {node.ref}: {missed}", ref=node.ref, check="focusable")
-        yield
-        verdict = await read_verdict(session, handle, group, typing=True)
+        sent = KeysSent()
+        yield sent
+        verdict = await read_verdict(session, handle, group, typing=True, keys=sent.count)
         armed.clear()
         if verdict is not None:
             raise focus_moved(what, node.ref, verdict, "what went into the element before stays")

@@ -399,3 +399,27 @@ async def test_text_that_a_focus_handler_sends_into_another_frame_is_an_error(br
     with pytest.raises(ActionError, match="into another frame") as caught, trio.fail_after(5):
         await page.fill(ref(snap, "textbox", "Name"), "secret")
     assert caught.value.check == "focus"
+
+
+async def test_keys_that_a_handler_sends_into_another_frame_halfway_are_an_error(browser: Browser) -> None:
+    # type returned OK with "abc" in the field and the rest in the iframe: the guard saw the first keys.
+    # (The "d" whose keydown moved the focus is typed nowhere: Chromium drops its keypress.)
+    page = await open_page(
+        browser,
+        "data:text/html,<label>Name <input id=who></label><iframe srcdoc='<input id=victim>'></iframe>"
+        "<script>who.onkeydown = () => { if (who.value.length === 3)"
+        "  frames[0].document.getElementById('victim').focus() }</script>",
+    )
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    with pytest.raises(ActionError, match="keys after that went there") as caught, trio.fail_after(5):
+        await page.type(ref(snap, "textbox", "Name"), "abcdefgh")
+    assert caught.value.check == "focus"
+    with trio.fail_after(5):
+        assert await value(page, "[who.value, frames[0].document.getElementById('victim').value]") == [
+            "abc",
+            "efgh",
+        ]
+        await page.evaluate("who.value = ''; who.onkeydown = null")
+        await page.type(ref(snap, "textbox", "Name"), "xy")
+        assert await value(page, "who.value") == "xy"
