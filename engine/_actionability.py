@@ -248,17 +248,43 @@ async def frame_offset(page: Page, session: Session) -> tuple[float, float]:
 
 
 async def centre(session: Session, backend_node_id: int) -> tuple[float, float] | None:
-    """The centre of the element's first content quad in its session's viewport (None: no box)."""
-    try:
-        quads = (await session.execute_raw("DOM.getContentQuads", {"backendNodeId": backend_node_id}))[
-            "quads"
-        ]
-    except ProtocolError:
-        return None
-    if not quads:
-        return None
-    quad = quads[0]
-    return sum(quad[0::2]) / 4, sum(quad[1::2]) / 4
+    """Where to put the pointer on the element in its session's viewport (None: no box); see box_point."""
+    point, _ = await box_point(session, backend_node_id)
+    return point
+
+
+async def box_point(
+    session: Session, backend_node_id: int
+) -> tuple[tuple[float, float] | None, tuple[float, float]]:
+    """The point to act at in the session's viewport (None: no box), and the viewport's scroll offset.
+
+    The point is the centre of the part of the element's first content quad inside the viewport: the
+    whole box's centre lies off screen for an element wider or taller than the viewport (a 3000 px wide
+    button could never be clicked). A quad with nothing inside the viewport gives its whole centre, and
+    the hit test says it is outside.
+    """
+
+    async def quads() -> list[list[float]]:
+        try:
+            got = await session.execute_raw("DOM.getContentQuads", {"backendNodeId": backend_node_id})
+        except ProtocolError:
+            return []
+        return list(got.get("quads") or [])
+
+    boxes, metrics = await gather(quads, functools.partial(session.execute_raw, "Page.getLayoutMetrics"))
+    viewport = metrics["cssVisualViewport"]
+    scroll = (viewport["pageX"], viewport["pageY"])
+    if not boxes:
+        return None, scroll
+    width, height = viewport["clientWidth"], viewport["clientHeight"]
+    for quad in boxes:
+        xs = [min(max(x, 0.0), width) for x in quad[0::2]]
+        ys = [min(max(y, 0.0), height) for y in quad[1::2]]
+        area = abs(sum(xs[i] * ys[i - 1] - xs[i - 1] * ys[i] for i in range(4))) / 2
+        if area >= 1:
+            return (sum(xs) / 4, sum(ys) / 4), scroll
+    quad = boxes[0]
+    return (sum(quad[0::2]) / 4, sum(quad[1::2]) / 4), scroll
 
 
 _PLAIN_ROLES = ("generic", "none", "StaticText", "InlineTextBox", "RootWebArea", "")
@@ -476,9 +502,8 @@ async def check_actionable(
         # Listed before it is set: a cancellation while the set is on its way still drops it (the drop
         # follows the set on the same session), where a guard nobody listed cancelled other presses for 30 s.
         guards.append((session, handle))
-    point, scroll, (ox, oy), _ = await gather(
-        lambda: centre(session, node.backend_node_id),
-        lambda: scroll_offset(session) if hit else _zero(),
+    (point, scroll), (ox, oy), _ = await gather(
+        lambda: box_point(session, node.backend_node_id),
         lambda: frame_offset(page, session) if session is not page.session else _zero(),
         lambda: call_on(session, handle, SET_GUARD_JS, group, GUARD_LIFETIME * 1000) if guard else _zero(),
     )

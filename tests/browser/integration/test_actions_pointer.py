@@ -140,6 +140,25 @@ async def test_click_scrolls_a_far_button_into_view_and_hover_moves_the_mouse(
     assert await value(page, "window.clicks") == ["far", "hovered"]
 
 
+async def test_an_element_larger_than_the_viewport_is_clicked_on_its_visible_part(browser: Browser) -> None:
+    # Its box's centre lay outside the viewport, and every attempt failed "outside the visible page".
+    page = await open_page(
+        browser,
+        "data:text/html,<div style='height:900px'></div>"
+        "<button style='width:4000px' onclick='window.at = [event.clientX, event.clientY]'>Wide</button>"
+        "<button style='height:3000px;display:block'"
+        " onclick='window.at = [event.clientX, event.clientY]'>Tall</button>",
+    )
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        for name in ("Wide", "Tall"):
+            await page.evaluate("window.at = null")
+            await page.click(ref(snap, "button", name))
+            x, y = await value(page, "window.at")
+            assert 0 < x < await value(page, "innerWidth")
+            assert 0 < y < await value(page, "innerHeight")
+
+
 async def test_force_click_skips_the_checks_and_says_so_in_the_log(
     browser: Browser, server: str, caplog: pytest.LogCaptureFixture
 ) -> None:
