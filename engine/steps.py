@@ -256,7 +256,9 @@ def _check_value(value: Any, schema: Mapping[str, Any], field: str, out: list[tu
     if kind is not None and not _has_type(value, kind):
         out.append((field, f"must be {_JSON_TYPES[kind]}, not {_json_name(value)} ({_short(value)})"))
         return
-    if "pattern" in schema and not re.search(schema["pattern"], value):
+    # JSON Schema's patterns are ECMA-262's, where "$" is only the end of the text (Python's also matches
+    # before a final newline: "e1\n" passed, and the steps before it ran).
+    if "pattern" in schema and not re.search(re.sub(r"\$$", r"\\Z", schema["pattern"]), value):
         expected = schema.get("description", f"text matching {schema['pattern']}")
         out.append((field, f"is {_short(value)}; expected {expected}"))
     if "minLength" in schema and len(value) < schema["minLength"]:

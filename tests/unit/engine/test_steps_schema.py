@@ -296,3 +296,10 @@ def test_run_steps_checks_fail_fast_before_touching_the_page() -> None:
             await run_steps(object(), [{"type": "read_page"}], fail_fast="no")  # type: ignore[arg-type]
 
     trio.run(main)
+
+
+@pytest.mark.parametrize("target", ["e1\n", "node:7\n", "f1e2\n"])
+def test_a_target_with_a_trailing_newline_is_refused(target: str) -> None:
+    # JSON Schema's "$" ends the text; Python's matched before a final newline, and the steps before ran.
+    with pytest.raises(StepsValidationError, match="step 1 target"):
+        validate([{"type": "click", "target": "e1"}, {"type": "click", "target": target}])
