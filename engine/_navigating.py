@@ -38,6 +38,7 @@ class _Pending:
     url = ""
     loader = ""
     since = 0.0
+    documents = 0  # the main frame's commits of a new document (Page.frameNavigated) since the Page began
 
 
 def _pending(page: Page) -> _Pending:
@@ -59,6 +60,7 @@ def watch_navigating(page: Page) -> None:
             frame = params.get("frame")
             if not isinstance(frame, dict) or frame.get("id") != main:
                 return
+            state.documents += 1
         elif params.get("frameId") != main:
             return
         if method == "Page.frameStartedNavigating":
@@ -72,6 +74,11 @@ def watch_navigating(page: Page) -> None:
             state.url = ""
 
     add_hook(page.session, _EVENTS, changed)
+
+
+def documents_committed(page: Page) -> int:
+    """How many new documents the tab's main frame has committed since the Page began (a count to compare)."""
+    return _pending(page).documents
 
 
 def navigating(page: Page) -> bool:

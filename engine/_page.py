@@ -257,7 +257,8 @@ class Page:
         """The node ``ref`` names, after checking it is still the same element, in one round trip.
 
         ``ref`` is a snapshot ref (``e3``, ``f1e3``), a WebArena id from ``snapshot(format="webarena")``, or
-        ``node:<backendNodeId>`` for a node of the page's own process.
+        ``node:<backendNodeId>`` for a node of the page's own process (checked to exist, not checked against a
+        document: after a navigation to another site the number may name another element; refs are checked).
 
         Raises:
             StaleRefError: the element is gone, renamed, has another role, or its frame navigated (``reason``

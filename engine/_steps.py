@@ -11,8 +11,9 @@ The rules, in order:
   left of the caller's deadline)``; a step that runs out is reported as ``TimeoutError`` on that step.
 - Targets are refs; every action resolves its ref first (``page.resolve``: the identity check), so a ref
   whose element changed, or whose document navigated away, fails closed with ``StaleRefError`` on the step
-  that used it. A ref already found stale in this call is not sent again: later steps that use it fail
-  with ``StaleRefError`` at once.
+  that used it. A ``node:<backendNodeId>`` target carries no document to check, so once the main frame
+  has committed a new document in this call, it fails closed the same way. A ref already found stale in
+  this call is not sent again: later steps that use it fail with ``StaleRefError`` at once.
 - ``fail_fast=True`` (the default): after the first failure the rest are ``Skipped``.
   ``fail_fast=False``: later steps still run, except (a) a step whose target is stale (it fails, as above)
   and (b) every step after a failed ``navigate``, which depends on the page that did not load (``Skipped``).
@@ -35,6 +36,7 @@ import trio
 
 from engine._errors import ActionError, CDPError, StaleRefError
 from engine._evaluate import free_main_thread
+from engine._navigating import documents_committed
 from engine._refs import Shape
 from engine._snapshot import _state, ref_session
 from engine.steps import (
@@ -146,6 +148,7 @@ async def run_steps(
     failed: int | None = None
     skip: str | None = None  # why the remaining steps are not run
     stale: dict[str, int] = {}  # ref -> the step that found it stale
+    documents = documents_committed(page)  # node:<id> targets name nodes of this document only
     last_read: dict[str, Any] | None = None
     for index, step in enumerate(plan):
         kind = step["type"]
@@ -177,6 +180,16 @@ async def run_steps(
                 "message": f"ref {target} was found stale at step {stale[target]}; not sent again. "
                 "Take a new snapshot and use its refs",
             }
+        elif target is not None and target.startswith("node:") and documents_committed(page) != documents:
+            # A new document may live in a new renderer process, whose backendNodeIds start over: the
+            # number can name another element there (a cross-site navigation: the wrong button clicked).
+            error = {
+                "kind": "StaleRefError",
+                "message": f"{target} names a node of the document the steps began on, and the tab has "
+                "loaded another since: the number may name another element now. Use a ref from a "
+                "read_page step after the navigation",
+            }
+            stale[target] = index
         elif limit <= now:
             error = {"kind": "Skipped", "message": "no time was left of the caller's deadline"}
             skip = f"no time was left of the caller's deadline at step {index}"

@@ -209,6 +209,33 @@ async def test_a_navigation_makes_earlier_refs_stale_on_the_step_that_uses_one(
     assert "Next page" in result.pages[0]["text"]
 
 
+async def test_a_node_target_fails_closed_once_the_tab_has_loaded_another_document(
+    browser: Browser, server: str
+) -> None:
+    # On another site (a new renderer process, whose backendNodeIds start over) node:<id> named another
+    # element, which was clicked (found by attack: "Delete account" for "Save draft", 5 of 5).
+    page = await steps_page(browser, server)
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    go = next(r for r in snap.refs.values() if r.role == "button" and r.name == "Go")
+    node = f"node:{go.backend_node_id}"
+    other_site = server.replace("127.0.0.1", "localhost")
+    with trio.fail_after(20):
+        result = await page.run_steps(
+            [
+                {"type": "click", "target": node},  # the document it came from: clicked
+                {"type": "navigate", "url": f"{other_site}/steps/next.html"},
+                {"type": "read_page"},
+                {"type": "click", "target": node},
+            ],
+            return_mode="all",
+        )
+    assert [step.ok for step in result.steps] == [True, True, True, False]
+    assert result.steps[3].error is not None
+    assert result.steps[3].error["kind"] == "StaleRefError"
+    assert "names a node of the document the steps began on" in result.steps[3].error["message"]
+
+
 async def test_fail_fast_false_runs_on_but_not_past_a_failed_navigation_nor_a_stale_ref(
     browser: Browser, server: str
 ) -> None:
