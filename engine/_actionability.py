@@ -236,15 +236,39 @@ def _session_chain(page: Page, session: Session) -> list[Session]:
     return chain
 
 
-async def frame_offset(page: Page, session: Session) -> tuple[float, float]:
-    """Where the viewport of an out-of-process iframe's session starts in the top-level viewport."""
-    x = y = 0.0
-    chain = _session_chain(page, session)
-    for child, parent in itertools.pairwise(chain):
-        ox, oy = await _owner_origin(parent, child)
-        x += ox
-        y += oy
-    return x, y
+@attrs.frozen
+class Placement:
+    """Where a frame's viewport lies in an outer one: its origin, and where one CSS px step along its x and
+    along its y goes (a transform or a CSS zoom on the iframe, or around it, scales and turns them)."""
+
+    x: float = 0.0
+    y: float = 0.0
+    ex: tuple[float, float] = (1.0, 0.0)
+    ey: tuple[float, float] = (0.0, 1.0)
+
+    def point(self, x: float, y: float) -> tuple[float, float]:
+        """The point (x, y) of the inner viewport, in the outer one."""
+        return (
+            self.x + x * self.ex[0] + y * self.ey[0],
+            self.y + x * self.ex[1] + y * self.ey[1],
+        )
+
+    def within(self, outer: Placement) -> Placement:
+        """This placement seen from ``outer``'s outer viewport (the frame's parent placed in its own)."""
+        x, y = outer.point(self.x, self.y)
+
+        def step(v: tuple[float, float]) -> tuple[float, float]:
+            return outer.ex[0] * v[0] + outer.ey[0] * v[1], outer.ex[1] * v[0] + outer.ey[1] * v[1]
+
+        return Placement(x, y, step(self.ex), step(self.ey))
+
+
+async def frame_placement(page: Page, session: Session) -> Placement:
+    """Where the viewport of an out-of-process iframe's session lies in the top-level viewport."""
+    placed = Placement()
+    for child, parent in itertools.pairwise(_session_chain(page, session)):
+        placed = placed.within(await _owner_placement(parent, child))
+    return placed
 
 
 async def centre(session: Session, backend_node_id: int) -> tuple[float, float] | None:
@@ -276,7 +300,10 @@ async def box_point(
     scroll = (viewport["pageX"], viewport["pageY"])
     if not boxes:
         return None, scroll
-    width, height = viewport["clientWidth"], viewport["clientHeight"]
+    # An out-of-process iframe's visual viewport is the top-level one's; its own is its layout viewport.
+    layout = metrics["cssLayoutViewport"]
+    width = min(viewport["clientWidth"], layout["clientWidth"])
+    height = min(viewport["clientHeight"], layout["clientHeight"])
     for quad in boxes:
         xs = [min(max(x, 0.0), width) for x in quad[0::2]]
         ys = [min(max(y, 0.0), height) for y in quad[1::2]]
@@ -386,12 +413,12 @@ async def hit_test(  # noqa: PLR0917 - one call site, all positions named there
             return NotYet("hit test", f"another element would get the click: {what}", in_the_way=what)
     chain = _session_chain(page, node.session)
     for child, parent in itertools.pairwise(chain):
-        owner, (ox, oy), (sx, sy) = await gather(
+        owner, placed, (sx, sy) = await gather(
             functools.partial(parent.execute_raw, "DOM.getFrameOwner", {"frameId": child.frame_id}),
-            functools.partial(_owner_origin, parent, child),
+            functools.partial(_owner_placement, parent, child),
             functools.partial(scroll_offset, parent),
         )
-        x, y = x + ox, y + oy
+        x, y = placed.point(x, y)
         on_top = await _hit(parent, x + sx, y + sy)
         if on_top is None or on_top[0] != owner["backendNodeId"]:
             what = (
@@ -440,12 +467,28 @@ async def _holds(node: ResolvedNode, handle: str, hit: str, frame: str, group: s
     return False
 
 
-async def _owner_origin(parent: Session, child: Session) -> tuple[float, float]:
-    """Where the child session's viewport starts in the parent session's viewport."""
+async def _owner_placement(parent: Session, child: Session) -> Placement:
+    """Where the child session's viewport lies in the parent session's viewport.
+
+    The iframe's content quad, as drawn, gives the origin and the directions of the child's axes; its
+    border quad against its untransformed size gives the scale (measured on Chromium 156: a 270 px wide
+    iframe under ``scale(1.5)`` or in a ``zoom: 1.5`` box has a 405 px border quad and a width of 270;
+    adding the origin alone put a click on whatever sat at the unscaled point: another frame's button).
+    """
     owner = await parent.execute_raw("DOM.getFrameOwner", {"frameId": child.frame_id})
-    model = await parent.execute_raw("DOM.getBoxModel", {"backendNodeId": owner["backendNodeId"]})
-    content = model["model"]["content"]
-    return content[0], content[1]
+    model = (await parent.execute_raw("DOM.getBoxModel", {"backendNodeId": owner["backendNodeId"]}))["model"]
+    c, b = model["content"], model["border"]
+
+    def axis(
+        dx: float, dy: float, drawn: float, size: float, unit: tuple[float, float]
+    ) -> tuple[float, float]:
+        length = math.hypot(dx, dy)
+        scale = drawn / size if size else 1.0
+        return (dx / length * scale, dy / length * scale) if length else (unit[0] * scale, unit[1] * scale)
+
+    ex = axis(c[2] - c[0], c[3] - c[1], math.hypot(b[2] - b[0], b[3] - b[1]), model["width"], (1.0, 0.0))
+    ey = axis(c[6] - c[0], c[7] - c[1], math.hypot(b[6] - b[0], b[7] - b[1]), model["height"], (0.0, 1.0))
+    return Placement(c[0], c[1], ex, ey)
 
 
 @attrs.frozen
@@ -502,9 +545,9 @@ async def check_actionable(
         # Listed before it is set: a cancellation while the set is on its way still drops it (the drop
         # follows the set on the same session), where a guard nobody listed cancelled other presses for 30 s.
         guards.append((session, handle))
-    (point, scroll), (ox, oy), _ = await gather(
+    (point, scroll), placed, _ = await gather(
         lambda: box_point(session, node.backend_node_id),
-        lambda: frame_offset(page, session) if session is not page.session else _zero(),
+        lambda: frame_placement(page, session) if session is not page.session else _unplaced(),
         lambda: call_on(session, handle, SET_GUARD_JS, group, GUARD_LIFETIME * 1000) if guard else _zero(),
     )
     if point is None:
@@ -513,11 +556,16 @@ async def check_actionable(
         blocked = await hit_test(page, node, handle, point, scroll, group)
         if blocked is not None:
             return blocked
-    return Target(node=node, handle=handle, x=point[0] + ox, y=point[1] + oy)
+    x, y = placed.point(*point)
+    return Target(node=node, handle=handle, x=x, y=y)
 
 
 async def _zero() -> tuple[float, float]:
     return 0.0, 0.0
+
+
+async def _unplaced() -> Placement:
+    return Placement()
 
 
 async def wait_actionable(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from engine._actionability import frame_offset
+from engine._actionability import Placement, frame_placement
 from engine._dialogs import STAYED, dialog_state
 from engine._errors import ActionError, NavigationError, ProtocolError
 from engine._hooks import add_hook, is_main_frame
@@ -41,13 +41,14 @@ async def screenshot(page: Page, *, ref: str | None, full_page: bool) -> bytes:
             ) from None
         if not quads:
             raise ActionError(f"screenshot {ref}: the element has no box", ref=ref, check="visible")
-        xs, ys = quads[0][0::2], quads[0][1::2]
-        ox, oy = (0.0, 0.0) if node.session is session else await frame_offset(page, node.session)
+        placed = Placement() if node.session is session else await frame_placement(page, node.session)
+        corners = [placed.point(x, y) for x, y in zip(quads[0][0::2], quads[0][1::2], strict=True)]
+        xs, ys = [x for x, _ in corners], [y for _, y in corners]
         metrics = await session.execute_raw("Page.getLayoutMetrics")
         viewport = metrics["cssVisualViewport"]
         params["clip"] = {
-            "x": min(xs) + ox + viewport["pageX"],
-            "y": min(ys) + oy + viewport["pageY"],
+            "x": min(xs) + viewport["pageX"],
+            "y": min(ys) + viewport["pageY"],
             "width": max(xs) - min(xs),
             "height": max(ys) - min(ys),
             "scale": 1,

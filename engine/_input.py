@@ -23,7 +23,7 @@ from engine._actionability import (
     Target,
     call_on,
     centre,
-    frame_offset,
+    frame_placement,
     new_group,
     object_id,
     release,
@@ -187,8 +187,7 @@ async def _forced_click(
         if point is not None:
             x, y = point
             if session is not page.session:
-                ox, oy = await frame_offset(page, session)
-                x, y = x + ox, y + oy
+                x, y = (await frame_placement(page, session)).point(x, y)
             log.warning(
                 "click %s with force=True: no actionability checks; CDP input at (%.0f, %.0f)", node.ref, x, y
             )
