@@ -26,6 +26,8 @@ async def screenshot(page: Page, *, ref: str | None, full_page: bool) -> bytes:
     params: dict[str, Any] = {"format": "png"}
     if ref is not None and full_page:
         raise ValueError("screenshot takes ref= or full_page=True, not both")
+    # Chromium answers a capture of a crashed tab, with "Internal error": say what happened instead.
+    session.raise_if_unusable("screenshot")
     if ref is not None:
         node = await page.resolve(ref)
         try:

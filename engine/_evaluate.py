@@ -257,6 +257,11 @@ async def evaluation_session(page: Page, target_id: str) -> Session:
     state = _state(page)
     if page.closed:
         raise _gone(page, target_id)
+    primary = session_for_frame(page, "" if target_id == page.target_id else target_id)
+    if primary is not None:
+        # A crashed renderer: a session attached after the crash hears nothing of it, and its evaluate
+        # was never answered (it waited out the whole deadline).
+        primary.raise_if_unusable("Runtime.evaluate")
     while True:
         session = state.sessions.get(target_id)
         if session is not None and not session.detached:
@@ -281,7 +286,6 @@ async def evaluation_session(page: Page, target_id: str) -> Session:
             attached["sessionId"], target_id=target_id, target_type="page", parent=browser.session
         )
         state.sessions[target_id] = session
-        primary = session_for_frame(page, "" if target_id == page.target_id else target_id)
         if primary is not None:
             _PRIMARY[session] = weakref.ref(primary)
         log.debug("evaluate session %s attached to %s", session.session_id, target_id)

@@ -350,6 +350,12 @@ async def test_commands_on_a_crashed_page_fail_at_once_until_a_reload(
             ):
                 with pytest.raises(TargetCrashed, match="reload"):
                     await page.session.execute(command)
+            # The page's first evaluate (its own session, attached after the crash) waited out its
+            # deadline, and a screenshot said "Internal error".
+            with pytest.raises(TargetCrashed, match="reload"):
+                await page.evaluate("1")
+            with pytest.raises(TargetCrashed, match="reload"):
+                await page.screenshot()
             took = trio.current_time() - started
         assert took < 1 + stalls.seconds, (took, stalls)
         await page.goto(f"{server}/frame.html")
