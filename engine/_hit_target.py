@@ -139,7 +139,7 @@ SET_GUARD_JS = """function(token, lifetime, typing) {
     !!(e.shadowRoot && e.shadowRoot.querySelector(FRAMES));
   const telling = typing || !ua || holdsFrame(el) ? '' :
     !ua.hasBeenActive ? 'hasBeenActive' : !ua.isActive ? 'isActive' : '';
-  const guard = {token, hit: null, what: '', seen: 0, downs: 0, telling, key: null};
+  const guard = {token, hit: null, what: '', seen: 0, downs: 0, telling, key: null, landed: false};
   const block = (event) => {
     event.preventDefault();
     event.stopImmediatePropagation();
@@ -158,11 +158,17 @@ SET_GUARD_JS = """function(token, lifetime, typing) {
       if (!guard.key) block(event);
       return;
     }
-    if (guard.hit === null || (typing && guard.hit)) {
+    // A press is decided at its first event, and each press of a double or triple click at its own
+    // pointerdown (the first click may have put another element there: the second would press it).
+    const again = !typing && guard.hit && event.type === 'pointerdown';
+    if (guard.hit === null || (typing && guard.hit) || again) {
       const target = event.composedPath()[0] || event.target;
       if (hosts.includes(target)) return;  // in a closed root: its own listener tells
       guard.hit = holds(target);
-      if (!guard.hit) guard.what = describe(target);
+      if (!guard.hit) {
+        guard.what = describe(target);
+        guard.landed = again;
+      }
     }
     if (event.type === 'keydown') guard.key = guard.hit;
     if (!guard.hit) block(event);
@@ -196,7 +202,8 @@ _VERDICT_JS = """function(token, keepOnMiss, typing, keys) {
     lost = !focused;
   } else if (guard.seen === 0) lost = !!guard.telling && !navigator.userActivation[guard.telling];
   if (!(keepOnMiss && (guard.hit === false || lost))) guard.remove();
-  return {hit: guard.hit, what: guard.what, seen: guard.seen, lost, some: guard.downs > 0};
+  const {hit, what, seen, landed} = guard;
+  return {hit, what, seen, lost, some: guard.downs > 0, landed};
 }"""
 
 
@@ -205,11 +212,12 @@ class Miss:
     """The press landed on something else (``what``: a short description of it); the page did not see it.
     ``lost``: it reached nothing in the element's frame (``what`` is empty), as when Chromium routes a press
     for an out-of-process iframe that has not drawn yet to the page around it; for keys, ``some`` says that
-    those before went in."""
+    those before went in; for a double or triple click, ``landed`` says that its first click did."""
 
     what: str
     lost: bool = False
     some: bool = False
+    landed: bool = False
 
 
 async def read_verdict(
@@ -235,7 +243,7 @@ async def read_verdict(
         reply = await session.execute_raw("Runtime.callFunctionOn", params)
         got = reply.get("result", {}).get("value")
     if isinstance(got, dict) and got.get("hit") is False:
-        return Miss(str(got.get("what") or "another element"))
+        return Miss(str(got.get("what") or "another element"), landed=got.get("landed") is True)
     if isinstance(got, dict) and got.get("lost") is True:
         return Miss("", lost=True, some=got.get("some") is True)
     return None

@@ -159,6 +159,27 @@ async def test_an_element_larger_than_the_viewport_is_clicked_on_its_visible_par
             assert 0 < y < await value(page, "innerHeight")
 
 
+async def test_a_double_click_whose_first_click_puts_another_button_there_stops_the_second(
+    browser: Browser,
+) -> None:
+    # The second press clicked "Delete all" and the call returned OK (found by attack, 3 of 3).
+    page = await open_page(
+        browser,
+        "data:text/html,<script>window.log = []</script><div id=box><button id=next style='width:120px'"
+        " onclick=\"log.push('next'); box.innerHTML = '<button style=width:120px'"
+        " + ' onclick=log.push(&quot;delete&quot;)>Delete all</button>'\">Next</button></div>",
+    )
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+    with pytest.raises(ActionError, match="its first click landed") as caught, trio.fail_after(5):
+        await page.click(ref(snap, "button", "Next"), click_count=2)
+    assert caught.value.in_the_way == 'button "Delete all"'
+    with trio.fail_after(5):
+        assert await value(page, "log") == ["next"]
+        await page.click(ref(await page.snapshot(), "button", "Delete all"), click_count=2)  # stays put
+        assert await value(page, "log") == ["next", "delete", "delete"]
+
+
 async def test_force_click_skips_the_checks_and_says_so_in_the_log(
     browser: Browser, server: str, caplog: pytest.LogCaptureFixture
 ) -> None:
