@@ -70,7 +70,9 @@ class NavigationWatch:
     at its commit). A navigation that ends without a document (a 204, a download, a stop) ends with
     ``Page.frameStoppedLoading``; one that stays in the document, with ``Page.navigatedWithinDocument``;
     one of a frame removed from its document, with ``Page.frameDetached``; one of a frame whose document
-    the main frame's new one replaced, with that commit (Chromium sends nothing for such a frame). A link
+    the main frame's new one replaced, with that commit (Chromium sends nothing for such a frame); one whose
+    ``beforeunload`` dialog was dismissed (the page stays), with ``Page.javascriptDialogClosed`` (measured
+    on Chromium 156: nothing else comes, and the action waited out its whole deadline). A link
     that closes or a session that detaches ends the wait with that error: neither sends what the wait looks
     for, and a browser killed during a click's navigation held the click to its deadline.
     """
@@ -86,6 +88,7 @@ class NavigationWatch:
         self.url = ""
         self._followed = 0
         self._broken: CDPError | None = None
+        self._leaving: set[str] = set()  # frames whose beforeunload dialog is open
 
     def end(self, error: CDPError) -> None:
         """The link or a watched session is gone: the wait ends with ``error``."""
@@ -94,6 +97,18 @@ class NavigationWatch:
         self._wake()
 
     def __call__(self, method: str, params: dict[str, Any]) -> None:
+        if method == "Page.javascriptDialogOpening":
+            if params.get("type") == "beforeunload":
+                self._leaving.add(str(params.get("frameId") or self.main_frame))
+            return
+        if method == "Page.javascriptDialogClosed":
+            frame = str(params.get("frameId") or self.main_frame)
+            if frame in self._leaving:
+                self._leaving.discard(frame)
+                if params.get("result") is False:  # told to stay: that frame's navigation is cancelled
+                    self.pending.discard(frame)
+                    self._wake()
+            return
         if method in _STARTS:
             if method == "Page.frameStartedNavigating":
                 if params.get("navigationType") != "historyDifferentDocument":
@@ -164,6 +179,8 @@ _WATCHED = (
     "Page.lifecycleEvent",
     "Page.frameStoppedLoading",
     "Page.navigatedWithinDocument",
+    "Page.javascriptDialogOpening",
+    "Page.javascriptDialogClosed",
 )
 
 

@@ -196,10 +196,14 @@ async def test_beforeunload_is_accepted_by_default_so_the_page_is_left(browser: 
         await touch()
         with pytest.raises(NavigationError, match=stay):
             await page.forward()  # at once: it waited for a commit that never came
+        await page.evaluate("document.body.insertAdjacentHTML('beforeend', '<a href=nav.html>Away</a>')")
+        await touch()
+        with trio.fail_after(3):  # the click is done and the page stayed: it waited out the deadline
+            await page.click(ref(await page.snapshot(), "link", "Away"))
         assert await value(page, "location.pathname") == "/actions/leave.html"
     assert [(d.type, d.accepted) for d in page.dialogs] == [("beforeunload", True)] * 2 + [
         ("beforeunload", False)
-    ] * 3
+    ] * 4
 
 
 async def test_an_alert_the_page_opens_by_itself_does_not_wedge_snapshot_or_evaluate(
