@@ -76,7 +76,11 @@ _PREPARE_FILL = """function(text, token, lifetime) {
     const number = /^-?([0-9]+(\\.[0-9]+)?|\\.[0-9]+)([eE][-+]?[0-9]+)?$/;  // HTML's floating-point number
     if (el.type === 'number' && text !== '' && !number.test(text))
       return 'the number input does not take the value ' + JSON.stringify(text);
-    // The browser would cut the text at maxlength without a word (a user sees it; a script does not).
+    // The browser would drop an input's line breaks, or cut the text at maxlength, without a word (a
+    // user sees it; a script does not).
+    if (el.localName === 'input' && /[\\r\\n]/.test(text))
+      return 'the field does not take the value ' + JSON.stringify(text) + ': an <input> holds one line '
+        + 'and would drop its line breaks (fill a textarea, or give the text without them)';
     if (el.type !== 'number' && el.maxLength >= 0 && text.length > el.maxLength)
       return 'the field does not take the value ' + JSON.stringify(text) + ': it holds at most '
         + el.maxLength + ' characters (maxlength), the text has ' + text.length;
@@ -88,8 +92,15 @@ _PREPARE_FILL = """function(text, token, lifetime) {
   }
   const untyped = ['checkbox', 'radio', 'file', 'button', 'submit', 'reset', 'image', 'hidden'];
   if (el.localName === 'input' && !untyped.includes(el.type)) {
-    el.focus(); el.value = text;
-    if (el.value !== text) return 'the ' + el.type + ' input does not take the value ' + JSON.stringify(text);
+    el.focus();
+    const before = el.value;
+    el.value = text;
+    // A color input keeps its hex digits in lower case: "#00FF00" is taken as "#00ff00".
+    const taken = el.type === 'color' ? el.value === text.toLowerCase() : el.value === text;
+    if (!taken) {
+      el.value = before;  // refused: the field keeps what the page put there
+      return 'the ' + el.type + ' input does not take the value ' + JSON.stringify(text);
+    }
     return 'set';  // its input and change go out under the navigation watch (_SET)
   }
   return 'the element is not a text field, textarea or contenteditable (it is <' + el.localName + '>)';

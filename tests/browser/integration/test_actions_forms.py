@@ -83,6 +83,30 @@ async def test_fill_with_a_value_the_input_cannot_take_fails_at_once(browser: Br
         assert await value(page, "document.querySelector('[type=number]').value") == "-1.5e2"
 
 
+async def test_a_refused_value_leaves_the_field_as_it_was(browser: Browser) -> None:
+    # A range refused "7.5" yet held 8 after (set with no event), an input dropped the line break of
+    # "a\nb" and fill returned OK, and a color refused "#00FF00", which it takes as "#00ff00".
+    page = await open_page(
+        browser,
+        "data:text/html,<label>Volume <input type=range min=0 max=10 value=5></label>"
+        "<label>Paint <input type=color></label><label>Street <input value=old></label>"
+        "<label>Note <textarea></textarea></label>",
+    )
+    with trio.fail_after(10):
+        refs = {r.name: r.ref for r in (await page.snapshot()).refs.values()}
+        for name, text in (("Volume", "7.5"), ("Street", "a\nb")):
+            with pytest.raises(ActionError, match="does not take the value"):
+                await page.fill(refs[name], text)
+        await page.fill(refs["Paint"], "#00FF00")
+        await page.fill(refs["Note"], "a\nb")
+        assert await value(page, "[...document.querySelectorAll('input, textarea')].map(e => e.value)") == [
+            "5",
+            "#00ff00",
+            "old",
+            "a\nb",
+        ]
+
+
 async def test_fill_with_more_than_maxlength_fails_at_once_and_cuts_nothing(browser: Browser) -> None:
     # The browser cut "abcdef" to "abc" at maxlength, and fill returned OK.
     page = await open_page(browser, "data:text/html,<label>Zip <input maxlength=3 value=xy></label>")
