@@ -55,7 +55,8 @@ async def test_click_wait_and_read_in_one_call_return_the_final_state(browser: B
     assert result.failed_step is None
     assert [s.type for s in result.steps] == ["click", "wait_for", "read_page"]
     assert all(s.ok and s.error is None and s.duration_ms > 0 for s in result.steps)
-    assert result.steps[1].duration_ms >= 100  # the page sets the text 150 ms after the click
+    # The page sets the text 150 ms after the click (which a loaded machine may take most of).
+    assert result.steps[0].duration_ms + result.steps[1].duration_ms >= 100
     assert result.url.endswith("/steps/index.html")
     assert result.title == "Steps"
     assert result.pages == [{"step": 2, "text": result.pages[0]["text"]}]
