@@ -190,11 +190,29 @@ def page_budget(deadline: float, now: float) -> float:
 
 class _BudgetSpent(Exception):
     """The script ran out of budget (stopped by the page itself, or terminated by us); ``stopped`` is False
-    when the tab did not answer the termination (see :func:`stop_script`)."""
+    when the tab did not answer the termination (see :func:`stop_script`); ``queued``: nothing was
+    terminated, as an earlier evaluate of ours may hold the thread (see :func:`_queued`)."""
 
-    def __init__(self, *, stopped: bool = True) -> None:
+    def __init__(self, *, stopped: bool = True, queued: bool = False) -> None:
         super().__init__()
         self.stopped = stopped
+        self.queued = queued
+
+
+_IN_FLIGHT: weakref.WeakKeyDictionary[Session, list[object]] = weakref.WeakKeyDictionary()
+"""The evaluates in flight on each evaluate session, in the order they were sent."""
+
+
+def _queued(session: Session, mine: object) -> bool:
+    """Whether an evaluate of ours sent before ``mine`` on ``session`` is still in flight.
+
+    The page runs them one after the other, so ours may not have started: Runtime.terminateExecution would
+    stop the earlier one (found by attack: a 0.3 s evaluate queued behind a 1.5 s one killed it, 3 of 3).
+    So nothing is terminated: ours is left queued, as Runtime.evaluate's own ``timeout`` bounds it once it
+    runs (an evaluate on an element, a Runtime.callFunctionOn, has no such bound and is still terminated).
+    """
+    flight = _IN_FLIGHT.get(session)
+    return flight is not None and flight.index(mine) > 0
 
 
 class _PageState:
@@ -503,6 +521,7 @@ class _Stops:
 
     sent = False
     failed = False
+    queued = False
 
 
 _STOPS: contextvars.ContextVar[_Stops | None] = contextvars.ContextVar("_STOPS", default=None)
@@ -531,12 +550,17 @@ async def _bounded(
     # the page stops the script itself (Runtime.evaluate's ``timeout``), its answer gets most of the margin;
     # when it cannot (a loop in callFunctionOn), the termination goes soon after the page's end, leaving
     # most of the margin for the termination and the probe before the deadline.
-    if method == "Runtime.evaluate":
+    # Runtime.evaluate's ``timeout`` bounds the script once it runs: one that may still be queued behind
+    # an earlier evaluate of ours is left to it (see _queued). Runtime.callFunctionOn has no such bound.
+    bounded = method == "Runtime.evaluate"
+    if bounded:
         watch = deadline - (deadline - page_end) / 4
     else:
         watch = page_end + min(0.01, (deadline - page_end) / 4)
     if (stops := _STOPS.get()) is not None:
         stops.sent = True
+    mine = object()
+    _IN_FLIGHT.setdefault(session, []).append(mine)
     try:
         with trio.move_on_at(watch):
             try:
@@ -550,10 +574,19 @@ async def _bounded(
                     "the script was terminated by Runtime.terminateExecution from elsewhere (another "
                     "evaluate's budget ran out while this one ran, or a debugger stopped it)"
                 ) from None
+        if bounded and _queued(session, mine):
+            if stops is not None:
+                stops.queued = True
+            raise _BudgetSpent(queued=True)
+        raise _BudgetSpent(stopped=await stop_script(session, metrics, by=deadline + STOP_LIMIT))
     except trio.Cancelled:
-        await stop_script(session, metrics)
+        if not (bounded and _queued(session, mine)):
+            await stop_script(session, metrics)
+        elif stops is not None:
+            stops.queued = True
         raise
-    raise _BudgetSpent(stopped=await stop_script(session, metrics, by=deadline + STOP_LIMIT))
+    finally:
+        _IN_FLIGHT[session].remove(mine)
 
 
 async def _run_expression(
@@ -702,12 +735,21 @@ async def evaluate(
     return await _evaluate_page(page, source, encoded, is_fn=bool(args), deadline=deadline, own=own)
 
 
-def _timeout(page: Page, *, stopped: bool = True, unstarted: str | None = None) -> EvaluateTimeout:
+def _timeout(
+    page: Page, *, stopped: bool = True, unstarted: str | None = None, queued: bool = False
+) -> EvaluateTimeout:
     """The error for a spent default budget; ``unstarted`` says what took it when no script was sent."""
     limit = page.browser.settings.evaluate_timeout
     advice = "Set your own deadline with trio.fail_after, or raise the setting"
     side_effects = "; it may have had side effects, so it is not safe to replay blindly"
-    if unstarted is not None:
+    if queued:
+        what = (
+            "may not have started: an evaluate of yours sent before it still held the page's main thread, "
+            "and was left to run (nothing was terminated). This one may still run after it, within its "
+            "own budget, so it is not safe to replay blindly"
+        )
+        advice = "Give the earlier evaluate a shorter deadline, or wait for it"
+    elif unstarted is not None:
         what = f"never started ({unstarted} did not finish), so nothing ran" + (
             "; what held the frame's main thread was terminated" if stopped else ""
         )
@@ -746,12 +788,13 @@ async def _finish(page: Page, started: float, own: bool, deadline: float, run: A
             "an evaluate on %r ran out of its budget and %s; it may have had side effects (not safe to "
             "replay)",
             page,
-            "was stopped" if spent.stopped else "could not be stopped",
+            "was left queued" if spent.queued else "was stopped" if spent.stopped else "could not be stopped",
         )
         if own:
-            raise _timeout(page, stopped=spent.stopped) from None
+            raise _timeout(page, stopped=spent.stopped, queued=spent.queued) from None
         await trio.sleep_until(deadline)  # the caller's own scope fires here, with its own outcome
-        raise _timeout(page, stopped=spent.stopped) from None  # the deadline was moved later meanwhile
+        # The deadline was moved later meanwhile:
+        raise _timeout(page, stopped=spent.stopped, queued=spent.queued) from None
     except JavaScriptError:
         metrics.call(trio.current_time() - started, error=True)
         raise
@@ -835,7 +878,7 @@ async def _on_evaluate_session(
                     page,
                     unstarted="what comes before the script, attaching its session or finding its element,",
                 )
-            raise _timeout(page, stopped=not stops.failed)
+            raise _timeout(page, stopped=not stops.failed, queued=stops.queued)
     return await _finish(page, started, own, deadline, in_group())
 
 

@@ -323,6 +323,29 @@ async def test_the_evaluate_after_a_terminated_one_is_not_killed(browser: Browse
         assert await page.evaluate("40 + 2") == 42
 
 
+async def test_a_short_deadline_does_not_kill_an_earlier_evaluate_it_waits_behind(
+    browser: Browser, server: str
+) -> None:
+    # The second one's deadline terminated what ran: the first one's script, which had 10 s (3 of 3).
+    page = await open_page(browser, server)
+    first: list[object] = []
+
+    async def long_script() -> None:
+        with trio.fail_after(10):
+            first.append(
+                await page.evaluate("() => { const t = Date.now(); while (Date.now() - t < 800); return 1 }")
+            )
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(long_script)
+        await trio.sleep(0.2)
+        with pytest.raises(trio.TooSlowError), trio.fail_after(0.3):
+            await page.evaluate("2")
+    assert first == [1]
+    with trio.fail_after(2):
+        assert await page.evaluate("40 + 2") == 42
+
+
 async def test_200_random_budgets_leave_no_armed_termination_and_no_leaked_objects(
     browser: Browser, server: str
 ) -> None:
