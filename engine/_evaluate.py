@@ -21,6 +21,7 @@ import json
 import logging
 import math
 import re
+import secrets
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -77,7 +78,9 @@ Measured on Chromium 156: a terminateExecution sent while no script runs does no
 evaluates ran), and in the random-budget test none of 200 probes was ever killed; the probe costs one round
 trip, only on the timeout path, and turns that measurement into a guarantee."""
 
-_BUDGET_MARK = "cdp-engine: evaluate budget ran out"
+_BUDGET_MARK = f"cdp-engine: evaluate budget ran out ({secrets.token_hex(8)})"
+"""The in-page race's rejection. Its number is this process's own: a script that rejected with the plain
+text was taken for a spent budget (the caller waited out the deadline for an empty TooSlowError)."""
 _VALUE_MARK = "cdp-engine: cannot return by value: "
 _SPECIAL_MARK = "cdp-engine: numbers JSON cannot hold"
 """Nested NaN, Infinity and -0 come back as null and 0 by value: the runner lists where they were."""
