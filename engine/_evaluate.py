@@ -134,7 +134,7 @@ _RUNNER_JS = """
             : v instanceof Set ? 'return [...set]'
             : v instanceof Error ? 'return e.message'
             : 'return a plain object or array with the fields you need';
-          throw bad(path, 'a ' + name, hint);
+          throw bad(path, (/^[AEIOU]/.test(name) ? 'an ' : 'a ') + name, hint);
         }
       }
       up.push(v);
@@ -435,8 +435,13 @@ def _raise_for(reply: dict[str, Any]) -> None:
     description = exception.get("description") or ""
     if _BUDGET_MARK in description:
         raise _BudgetSpent
-    if "value" in exception and not description:
-        description = repr(exception["value"])
+    if not description:  # a thrown primitive, said as JavaScript says it (it read "threw None")
+        if "value" in exception:
+            description = json.dumps(exception["value"], ensure_ascii=False)
+        elif exception.get("type") == "undefined":
+            description = "undefined"
+    elif (exception.get("type"), exception.get("subtype")) == ("object", None) and "\n" not in description:
+        description = f"{description} (an object, not an Error: it has no message or stack)"
     message, _, stack = (description or details.get("text") or "the script threw").partition("\n")
     if _VALUE_MARK in message:
         message = message.split(_VALUE_MARK, 1)[1]

@@ -165,6 +165,13 @@ async def test_page_exceptions_carry_message_stack_and_line(browser: Browser, se
             await page.evaluate("(a) => a +", 1)
         with pytest.raises(JavaScriptError, match="must be a function"):
             await page.evaluate("document.title", 1)
+        # Thrown values that are no Error, as JavaScript writes them ("None", "Uncaught (in promise)" before).
+        for source, said in (
+            ("(() => { throw null })()", "null"),
+            ("Promise.reject(undefined)", "undefined"),
+        ):
+            with pytest.raises(JavaScriptError, match=f"the script threw {said} "):
+                await page.evaluate(source)
     # A rejection with the text of the engine's budget mark is the page's: it was taken for a spent budget.
     with trio.fail_after(1), pytest.raises(JavaScriptError, match="evaluate budget ran out"):
         await page.evaluate("Promise.reject(new Error('cdp-engine: evaluate budget ran out'))")
