@@ -510,8 +510,12 @@ async def check_actionable(
     hit: bool = True,
     stable: bool = True,
     guards: list[tuple[Session, str]] | None = None,
+    align: str | None = None,
 ) -> Target | NotYet:
     """One attempt at every check for ``ref`` (StaleRefError propagates: it is never retried).
+
+    ``align`` ("start", "center", "end"): scroll the element there in its scroll boxes, whether or not it
+    is in view (a retry after something was in the way: see ``wait_actionable``).
 
     With ``guards``, the hit-target guard of ``engine._hit_target`` is set on the element (token: ``group``)
     in the round trip that reads its box, and its session and handle added to ``guards``, whatever the
@@ -537,6 +541,8 @@ async def check_actionable(
     handle = handles[0]
     if handle is None:
         return NotYet("attached", "the element is no longer in the document")
+    if align is not None:
+        await call_on(session, handle, _ALIGN_JS, align)
     if stable:
         failed = await call_on(session, handle, _CHECK_JS, enabled, await_promise=True)
         if failed:
@@ -586,7 +592,24 @@ async def wait_actionable(
     ``check_actionable`` and ``retry_until_deadline``).
     """
 
+    covered = 0  # attempts that found something in the way
+
     async def attempt() -> Target | NotYet:
-        return await check_actionable(page, ref, group, enabled=enabled, hit=hit, guards=guards)
+        nonlocal covered
+        align = _ALIGNMENTS[(covered - 1) % len(_ALIGNMENTS)] if covered else None
+        got = await check_actionable(page, ref, group, enabled=enabled, hit=hit, guards=guards, align=align)
+        if isinstance(got, NotYet) and got.in_the_way:
+            covered += 1
+        return got
 
     return await retry_until_deadline(what, ref, attempt, act, page=page)
+
+
+_ALIGNMENTS = ("end", "center", "start")
+"""Where a retry scrolls an element that something was in the way of. ``DOM.scrollIntoViewIfNeeded``
+leaves an element that is in view where it is, so one under a fixed or sticky header stayed under it
+until the deadline (a user scrolls it free); each retry puts it at another place in the viewport."""
+
+_ALIGN_JS = """function(align) {
+  this.scrollIntoView({block: align, inline: align, behavior: 'instant'});
+}"""

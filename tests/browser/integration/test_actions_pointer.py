@@ -180,6 +180,21 @@ async def test_a_double_click_whose_first_click_puts_another_button_there_stops_
         assert await value(page, "log") == ["next", "delete", "delete"]
 
 
+async def test_a_button_under_a_fixed_header_is_scrolled_free_and_clicked(browser: Browser) -> None:
+    # In view but under the header, it was never scrolled: every attempt hit the header until the deadline.
+    page = await open_page(
+        browser,
+        "data:text/html,<header style='position:fixed;top:0;left:0;right:0;height:80px;background:gray'>"
+        "Site</header><div style='height:600px'></div><button onclick='window.hit = 1'>Buy</button>"
+        "<div style='height:2000px'></div>",
+    )
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await page.evaluate("scrollTo(0, document.querySelector('button').offsetTop - 20)")
+        await page.click(ref(snap, "button", "Buy"))
+        assert await value(page, "window.hit") == 1
+
+
 async def test_force_click_skips_the_checks_and_says_so_in_the_log(
     browser: Browser, server: str, caplog: pytest.LogCaptureFixture
 ) -> None:
