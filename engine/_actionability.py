@@ -2,7 +2,8 @@
 
 Checks, in order: the ref resolves (identity check, else StaleRefError at once), the node is attached,
 visible (a non-empty box, not ``visibility:hidden``), enabled (``disabled``, a disabled fieldset,
-``aria-disabled``), scrolled into view (``DOM.scrollIntoViewIfNeeded``), its box stable over two animation
+``aria-disabled``), scrolled into view (``DOM.scrollIntoViewIfNeeded``; a retry after something was in the
+way scrolls it elsewhere in the view, see ``_ALIGNMENTS``), its box stable over two animation
 frames, and a hit test at the point (``DOM.getNodeForLocation``) lands on the element or inside it (a
 ``<label>`` counts for its control). Failures are retried until ``RETRY_MARGIN`` before the caller's
 deadline, then raised as ActionError naming the check, and for a hit test what is in the way. A click
