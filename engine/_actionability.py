@@ -283,10 +283,10 @@ async def box_point(
 ) -> tuple[tuple[float, float] | None, tuple[float, float]]:
     """The point to act at in the session's viewport (None: no box), and the viewport's scroll offset.
 
-    The point is the centre of the part of the element's first content quad inside the viewport: the
-    whole box's centre lies off screen for an element wider or taller than the viewport (a 3000 px wide
-    button could never be clicked). A quad with nothing inside the viewport gives its whole centre, and
-    the hit test says it is outside.
+    The centre of the element's first content quad when it is in the viewport; else the centre of the
+    part of the first quad that is (an element wider or taller than the viewport: its centre lies off
+    screen, and a 3000 px wide button could never be clicked). A quad with nothing in the viewport gives
+    its whole centre, and the hit test says it is outside.
     """
 
     async def quads() -> list[list[float]]:
@@ -305,14 +305,65 @@ async def box_point(
     layout = metrics["cssLayoutViewport"]
     width = min(viewport["clientWidth"], layout["clientWidth"])
     height = min(viewport["clientHeight"], layout["clientHeight"])
+    whole = _centroid(list(zip(boxes[0][0::2], boxes[0][1::2], strict=True)))
+    if whole is not None and 0 <= whole[0] < width and 0 <= whole[1] < height:
+        return whole, scroll
     for quad in boxes:
-        xs = [min(max(x, 0.0), width) for x in quad[0::2]]
-        ys = [min(max(y, 0.0), height) for y in quad[1::2]]
-        area = abs(sum(xs[i] * ys[i - 1] - xs[i - 1] * ys[i] for i in range(4))) / 2
-        if area >= 1:
-            return (sum(xs) / 4, sum(ys) / 4), scroll
-    quad = boxes[0]
-    return (sum(quad[0::2]) / 4, sum(quad[1::2]) / 4), scroll
+        visible = _centroid(_clip(list(zip(quad[0::2], quad[1::2], strict=True)), width, height))
+        if visible is not None:
+            return visible, scroll
+    return (sum(boxes[0][0::2]) / 4, sum(boxes[0][1::2]) / 4), scroll
+
+
+Points = list[tuple[float, float]]
+
+
+def _clip(polygon: Points, width: float, height: float) -> Points:
+    """The part of a convex ``polygon`` inside the rectangle (0, 0)-(width, height) (Sutherland-Hodgman)."""
+    edges: list[tuple[int, float, bool]] = [
+        (0, 0.0, True),
+        (0, width, False),
+        (1, 0.0, True),
+        (1, height, False),
+    ]
+    for axis, bound, low in edges:
+        kept: Points = []
+        for i, current in enumerate(polygon):
+            previous = polygon[i - 1]
+            now_in, was_in = _within(current[axis], bound, low), _within(previous[axis], bound, low)
+            if now_in != was_in:  # the edge crosses the bound: where
+                t = (bound - previous[axis]) / (current[axis] - previous[axis])
+                kept.append(
+                    (
+                        previous[0] + t * (current[0] - previous[0]),
+                        previous[1] + t * (current[1] - previous[1]),
+                    )
+                )
+            if now_in:
+                kept.append(current)
+        polygon = kept
+        if not polygon:
+            break
+    return polygon
+
+
+def _within(value: float, bound: float, low: bool) -> bool:
+    return value >= bound if low else value <= bound
+
+
+def _centroid(polygon: Points) -> tuple[float, float] | None:
+    """The centre of mass of a convex polygon (inside it, unlike the mean of its corners), or None when it
+    has less than 1 square px."""
+    area = cx = cy = 0.0
+    for i, (x1, y1) in enumerate(polygon):
+        x0, y0 = polygon[i - 1]
+        cross = x0 * y1 - x1 * y0
+        area += cross
+        cx += (x0 + x1) * cross
+        cy += (y0 + y1) * cross
+    if abs(area) / 2 < 1:
+        return None
+    return cx / (3 * area), cy / (3 * area)
 
 
 _PLAIN_ROLES = ("generic", "none", "StaticText", "InlineTextBox", "RootWebArea", "")

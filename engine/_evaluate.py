@@ -441,7 +441,7 @@ def _raise_for(reply: dict[str, Any]) -> None:
         elif exception.get("type") == "undefined":
             description = "undefined"
     elif (exception.get("type"), exception.get("subtype")) == ("object", None) and "\n" not in description:
-        description = f"{description} (an object, not an Error: it has no message or stack)"
+        description = f"{description} (an object, not an Error: it has no stack)"
     message, _, stack = (description or details.get("text") or "the script threw").partition("\n")
     if _VALUE_MARK in message:
         message = message.split(_VALUE_MARK, 1)[1]

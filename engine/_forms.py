@@ -74,7 +74,7 @@ _PREPARE_FILL = """function(text, token, lifetime) {
     if (el.readOnly) return 'the field is read-only';
     // Typed into, a number input drops what is not a number and keeps an empty value.
     const number = /^-?([0-9]+(\\.[0-9]+)?|\\.[0-9]+)([eE][-+]?[0-9]+)?$/;  // HTML's floating-point number
-    if (el.type === 'number' && text !== '' && !number.test(text))
+    if (el.type === 'number' && text !== '' && !(number.test(text) && Number.isFinite(Number(text))))
       return 'the number input does not take the value ' + JSON.stringify(text);
     // The browser would drop an input's line breaks, or cut the text at maxlength, without a word (a
     // user sees it; a script does not).

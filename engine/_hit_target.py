@@ -39,9 +39,9 @@ check that the element has the focus, and the text would go elsewhere. Its liste
 that fires ``input`` on a hidden field) and from the first that reaches another element on stop them all
 (``beforeinput`` and ``keydown`` are cancelable: nothing is typed there). A key is decided at its
 ``keydown``: where its text goes after that is the page's answer to the key (Enter moving on to the next
-field). Fewer keydowns seen than were sent while the element lost the focus means keys went into another
-frame (all of them, or those after a move in the middle of a ``type``): an error too; nothing seen while
-it has the focus (a page listener stopped them first) counts as done.
+field). Fewer keydowns seen than were sent while the focus is in another frame now means keys went there
+(all of them, or those after a move in the middle of a ``type``): an error too; otherwise a page listener
+stopped them before the guard (they reached the frame), which counts as done.
 """
 
 from __future__ import annotations
@@ -139,7 +139,16 @@ SET_GUARD_JS = """function(token, lifetime, typing) {
     !!(e.shadowRoot && e.shadowRoot.querySelector(FRAMES));
   const telling = typing || !ua || holdsFrame(el) ? '' :
     !ua.hasBeenActive ? 'hasBeenActive' : !ua.isActive ? 'isActive' : '';
-  const guard = {token, hit: null, what: '', seen: 0, downs: 0, telling, key: null, landed: false};
+  const guard = {token, hit: null, what: '', seen: 0, downs: 0, telling, key: null, presses: 0, landed: 0};
+  // What a page that re-renders the element between the clicks of a double click puts in its place: an
+  // element like it (same tag, id, classes and text), while the element itself has left the document.
+  const lookalike = (n) => {
+    if (el.isConnected) return false;
+    const mine = describe(el);
+    let e = n && n.nodeType === 1 ? n : n && n.parentElement;
+    for (let i = 0; e && i < 5; e = e.parentElement, i++) if (describe(e) === mine) return true;
+    return false;
+  };
   const block = (event) => {
     event.preventDefault();
     event.stopImmediatePropagation();
@@ -160,16 +169,17 @@ SET_GUARD_JS = """function(token, lifetime, typing) {
     }
     // A press is decided at its first event, and each press of a double or triple click at its own
     // pointerdown (the first click may have put another element there: the second would press it).
-    const again = !typing && guard.hit && event.type === 'pointerdown';
+    const again = !typing && guard.hit === true && event.type === 'pointerdown';
     if (guard.hit === null || (typing && guard.hit) || again) {
       const target = event.composedPath()[0] || event.target;
       if (hosts.includes(target)) return;  // in a closed root: its own listener tells
-      guard.hit = holds(target);
+      guard.hit = holds(target) || (again && lookalike(target));  // a boolean: null means undecided
       if (!guard.hit) {
         guard.what = describe(target);
-        guard.landed = again;
+        guard.landed = again ? guard.presses : 0;
       }
     }
+    if (!typing && guard.hit && event.type === 'pointerdown') guard.presses++;
     if (event.type === 'keydown') guard.key = guard.hit;
     if (!guard.hit) block(event);
   };
@@ -193,13 +203,15 @@ _VERDICT_JS = """function(token, keepOnMiss, typing, keys) {
   const el = this.nodeType === 1 ? this : this.parentElement;
   let lost = false;
   if (typing && (guard.seen === 0 || guard.downs < keys)) {
-    // Keys and text that nothing here saw went to another frame, unless the element still has the focus
-    // (a page listener stopped them before the guard: they reached it all the same). Keys that stopped
-    // coming in the middle of a text: the focus moved into another frame from a handler.
-    const active = el.getRootNode().activeElement;
-    const focused = el.ownerDocument.hasFocus() && !!active && (active === el || el.contains(active) ||
-      active.contains(el));
-    lost = !focused;
+    // Keys and text that nothing here saw went to another frame when the focus is in one now (a handler
+    // moved it there, at once or in the middle of a text). Otherwise a page listener stopped them before
+    // the guard could see them: they reached this frame all the same (and perhaps moved the focus on in
+    // it: a window listener that sends on Enter).
+    const doc = el.ownerDocument;
+    let active = doc.activeElement;
+    while (active && active.shadowRoot && active.shadowRoot.activeElement)
+      active = active.shadowRoot.activeElement;
+    lost = !doc.hasFocus() || !!(active && active.matches('iframe, frame, object, embed'));
   } else if (guard.seen === 0) lost = !!guard.telling && !navigator.userActivation[guard.telling];
   if (!(keepOnMiss && (guard.hit === false || lost))) guard.remove();
   const {hit, what, seen, landed} = guard;
@@ -212,12 +224,12 @@ class Miss:
     """The press landed on something else (``what``: a short description of it); the page did not see it.
     ``lost``: it reached nothing in the element's frame (``what`` is empty), as when Chromium routes a press
     for an out-of-process iframe that has not drawn yet to the page around it; for keys, ``some`` says that
-    those before went in; for a double or triple click, ``landed`` says that its first click did."""
+    those before went in; for a double or triple click, ``landed`` counts its clicks that did."""
 
     what: str
     lost: bool = False
     some: bool = False
-    landed: bool = False
+    landed: int = 0
 
 
 async def read_verdict(
@@ -243,7 +255,8 @@ async def read_verdict(
         reply = await session.execute_raw("Runtime.callFunctionOn", params)
         got = reply.get("result", {}).get("value")
     if isinstance(got, dict) and got.get("hit") is False:
-        return Miss(str(got.get("what") or "another element"), landed=got.get("landed") is True)
+        landed = got.get("landed")
+        return Miss(str(got.get("what") or "another element"), landed=landed if type(landed) is int else 0)
     if isinstance(got, dict) and got.get("lost") is True:
         return Miss("", lost=True, some=got.get("some") is True)
     return None

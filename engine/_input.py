@@ -167,11 +167,11 @@ def _missed(what: str, ref: str, target: Target, missed: Miss, lost: list[Target
             )
         log.info("%s %s: the press reached nothing in its frame; trying again", what, ref)
         return NotYet("hit target at input", detail)
-    if missed.landed:  # a click of a double click went in: trying again would click the element again
+    if missed.landed:  # clicks of a double click went in: trying again would click the element again
+        clicks = "its first click" if missed.landed == 1 else f"its first {missed.landed} clicks"
         raise ActionError(
-            f"{what} {ref}: its first click landed, then the page put {missed.what} under the pointer, and "
-            "the next press was stopped (the element got one click, not the count asked for; not tried "
-            "again)",
+            f"{what} {ref}: {clicks} landed, then the page put {missed.what} under the pointer, and the next "
+            "press was stopped (fewer clicks than asked for went in; not tried again)",
             ref=ref,
             check="hit target at input",
             in_the_way=missed.what,

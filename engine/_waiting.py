@@ -105,8 +105,9 @@ class NavigationWatch:
             frame = str(params.get("frameId") or self.main_frame)
             if frame in self._leaving:
                 self._leaving.discard(frame)
-                if params.get("result") is False:  # told to stay: that frame's navigation is cancelled
-                    self.pending.discard(frame)
+                if params.get("result") is False:  # told to stay: the navigation that asked is cancelled
+                    # Its own, or (a frame asked as the page around it is left) the main frame's.
+                    self.pending.discard(frame if frame in self.pending else self.main_frame)
                     self._wake()
             return
         if method in _STARTS:

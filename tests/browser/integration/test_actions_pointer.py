@@ -157,6 +157,14 @@ async def test_an_element_larger_than_the_viewport_is_clicked_on_its_visible_par
             x, y = await value(page, "window.at")
             assert 0 < x < await value(page, "innerWidth")
             assert 0 < y < await value(page, "innerHeight")
+        # A turned ribbon out over the corner: the mean of its corners pulled into the view lay off it.
+        await page.evaluate(
+            "document.body.insertAdjacentHTML('beforeend', `<button onclick='window.at = \"ribbon\"'"
+            " style='position:fixed;top:60px;right:-70px;width:300px;height:30px;transform:rotate(45deg)'>"
+            "Fork</button>`)"
+        )
+        await page.click(ref(await page.snapshot(), "button", "Fork"))
+        assert await value(page, "window.at") == "ribbon"
 
 
 async def test_a_double_click_whose_first_click_puts_another_button_there_stops_the_second(
@@ -178,6 +186,13 @@ async def test_a_double_click_whose_first_click_puts_another_button_there_stops_
         assert await value(page, "log") == ["next"]
         await page.click(ref(await page.snapshot(), "button", "Delete all"), click_count=2)  # stays put
         assert await value(page, "log") == ["next", "delete", "delete"]
+        # A button the page renders anew, the same, at each click (a keyed remount) gets its double click.
+        await page.evaluate(
+            "box.innerHTML = '<button id=like>Like</button>'; box.onclick = (e) => { log.push(e.detail);"
+            " box.innerHTML = '<button id=like>Like</button>' }; 0"
+        )
+        await page.click(ref(await page.snapshot(), "button", "Like"), click_count=2)
+        assert (await value(page, "log"))[3:] == [1, 2]
 
 
 async def test_a_button_under_a_fixed_header_is_scrolled_free_and_clicked(browser: Browser) -> None:
