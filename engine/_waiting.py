@@ -216,7 +216,8 @@ async def _barrier(sessions: list[Session], *, task_turn: bool) -> None:
             else:
                 await session.execute_raw("Page.getFrameTree")
 
-    with trio.move_on_after(BARRIER_TIMEOUT):
+    # first_error: a link that breaks under both looks raised an ExceptionGroup out of the click.
+    with trio.move_on_after(BARRIER_TIMEOUT), first_error():
         async with trio.open_nursery() as nursery:
             for session in sessions:
                 nursery.start_soon(one, session)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 
-from engine import Session
+from engine import ConnectionClosed, Session
 from engine._waiting import BARRIER_TIMEOUT, navigation_watch
 from engine.lowlevel import Connection
 from engine.testing import FakePeer
@@ -102,3 +103,24 @@ async def test_a_key_waits_one_task_turn_in_the_page_and_makes_no_other_round_tr
     assert [(c["method"], c["params"]) for c in sent] == [
         ("Runtime.evaluate", {"expression": "new Promise((r) => setTimeout(r, 0))", "awaitPromise": True})
     ]
+
+
+async def test_a_link_lost_under_the_looks_at_two_renderers_raises_one_error(pair: Pair) -> None:
+    # Both looks failed with the link, and the click raised an ExceptionGroup (seen once, browser killed).
+    connection, peer, browser = pair
+    frame = connection.sessions.create("S2", target_id="T2", target_type="iframe", parent=browser)
+
+    async def renderers() -> None:
+        peer.reply(await peer.next_command())  # the input
+        for _ in range(2):
+            assert (await peer.next_command())["method"] == "Page.getFrameTree"
+        peer.close()
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(renderers)
+            with pytest.raises(ConnectionClosed):  # one error, not a group of two
+                async with navigation_watch([browser, frame]):
+                    await browser.execute_raw(
+                        "Input.dispatchMouseEvent", {"type": "mouseReleased", "x": 1, "y": 1}
+                    )
