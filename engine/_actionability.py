@@ -268,7 +268,8 @@ async def frame_placement(page: Page, session: Session) -> Placement:
     """Where the viewport of an out-of-process iframe's session lies in the top-level viewport."""
     placed = Placement()
     for child, parent in itertools.pairwise(_session_chain(page, session)):
-        placed = placed.within(await _owner_placement(parent, child))
+        _, outer = await _owner_placement(parent, child)
+        placed = placed.within(outer)
     return placed
 
 
@@ -465,14 +466,13 @@ async def hit_test(  # noqa: PLR0917 - one call site, all positions named there
             return NotYet("hit test", f"another element would get the click: {what}", in_the_way=what)
     chain = _session_chain(page, node.session)
     for child, parent in itertools.pairwise(chain):
-        owner, placed, (sx, sy) = await gather(
-            functools.partial(parent.execute_raw, "DOM.getFrameOwner", {"frameId": child.frame_id}),
+        (owner, placed), (sx, sy) = await gather(
             functools.partial(_owner_placement, parent, child),
             functools.partial(scroll_offset, parent),
         )
         x, y = placed.point(x, y)
         on_top = await _hit(parent, x + sx, y + sy)
-        if on_top is None or on_top[0] != owner["backendNodeId"]:
+        if on_top is None or on_top[0] != owner:
             what = (
                 await _describe(parent, *on_top, group=group)
                 if on_top is not None
@@ -519,8 +519,9 @@ async def _holds(node: ResolvedNode, handle: str, hit: str, frame: str, group: s
     return False
 
 
-async def _owner_placement(parent: Session, child: Session) -> Placement:
-    """Where the child session's viewport lies in the parent session's viewport.
+async def _owner_placement(parent: Session, child: Session) -> tuple[int, Placement]:
+    """The backendNodeId of the child session's frame element in the parent, and where the child's viewport
+    lies in the parent session's viewport.
 
     The iframe's content quad, as drawn, gives the origin and the directions of the child's axes; its
     border quad against its untransformed size gives the scale (measured on Chromium 156: a 270 px wide
@@ -540,7 +541,7 @@ async def _owner_placement(parent: Session, child: Session) -> Placement:
 
     ex = axis(c[2] - c[0], c[3] - c[1], math.hypot(b[2] - b[0], b[3] - b[1]), model["width"], (1.0, 0.0))
     ey = axis(c[6] - c[0], c[7] - c[1], math.hypot(b[6] - b[0], b[7] - b[1]), model["height"], (0.0, 1.0))
-    return Placement(c[0], c[1], ex, ey)
+    return owner["backendNodeId"], Placement(c[0], c[1], ex, ey)
 
 
 @attrs.frozen
