@@ -377,9 +377,17 @@ async def test_new_page_raises_one_error_not_a_group(
 async def test_closed_pages_are_forgotten(fake: tuple[Browser, FakePeer]) -> None:
     browser, peer = fake
 
+    async def next_but_closes() -> dict[str, Any]:
+        while True:
+            command = await peer.next_command()
+            if command["method"] != "Target.closeTarget":
+                return command
+            # page.close() asks again when the detach is not read within CLOSE_CONFIRM[0] (a loaded machine)
+            peer.reply(command, {"success": True})
+
     async def serve(cycles: int) -> None:
         for i in range(cycles):
-            create = await peer.next_command()
+            create = await next_but_closes()
             peer.reply(create, {"targetId": f"T{i}"})
             peer.reply(await peer.next_command(), {"sessionId": f"S{i}"})
             for _ in _page_setup():
@@ -389,6 +397,7 @@ async def test_closed_pages_are_forgotten(fake: tuple[Browser, FakePeer]) -> Non
             peer.reply(close, {"success": True})
             peer.event("Target.detachedFromTarget", {"sessionId": f"S{i}", "targetId": f"T{i}"})
             peer.event("Target.targetDestroyed", {"targetId": f"T{i}"})
+        await next_but_closes()  # until cancelled
 
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
@@ -396,6 +405,7 @@ async def test_closed_pages_are_forgotten(fake: tuple[Browser, FakePeer]) -> Non
             for _ in range(50):
                 page = await browser.new_page()
                 await page.close()
+            nursery.cancel_scope.cancel()
     assert browser._pages == {}
     assert browser.pages == []
 
