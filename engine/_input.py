@@ -30,7 +30,7 @@ from engine._actionability import (
     send_nowait,
     wait_actionable,
 )
-from engine._errors import ActionError, CDPError, ProtocolError
+from engine._errors import ActionError, CDPError, ProtocolError, SessionDetached
 from engine._hit_target import GUARD_LIFETIME, SET_GUARD_JS, Miss, read_verdict, remove_guard
 from engine._hooks import add_hook, is_main_frame
 from engine._keys import MODIFIER_BITS, key_event, parse_combo, platform_modifier
@@ -645,12 +645,25 @@ async def press(page: Page, combo: str, *, ref: str | None) -> None:
     guarded = typing_into(page, node, f"press {ref}", typing=False) if node else contextlib.nullcontext()
     # task_turn: a form that Enter submits asks for its navigation from a task the key posted.
     watched = navigation_watch(sessions_to_watch(page, node), node.ref if node else "", task_turn=True)
-    async with guarded as sent, watched:
-        if sent is not None:
-            sent.count = 1 + len(parsed.modifiers)
-        for params in events[:-1]:
-            send_nowait(session, "Input.dispatchKeyEvent", params)
-        await session.execute_raw("Input.dispatchKeyEvent", events[-1])
+    down = len(parsed.modifiers)  # the key's own keydown
+    pressed = False
+    try:
+        async with guarded as sent, watched:
+            if sent is not None:
+                sent.count = 1 + len(parsed.modifiers)
+            for params in events[:down]:
+                send_nowait(session, "Input.dispatchKeyEvent", params)
+            # Awaited: once the keydown is answered, its handlers have run and the key is in.
+            await session.execute_raw("Input.dispatchKeyEvent", events[down])
+            pressed = True
+            for params in events[down + 1 : -1]:
+                send_nowait(session, "Input.dispatchKeyEvent", params)
+            await session.execute_raw("Input.dispatchKeyEvent", events[-1])
+    except SessionDetached:
+        # A tab that closes itself on the key (a popup's Enter calls window.close()) can be gone before
+        # the keyup is answered: the press is done. (Before the keydown was, the tab was gone first.)
+        if not (pressed and session.detached):
+            raise
 
 
 FOCUS_HOLDER = """(el) => {
