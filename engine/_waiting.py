@@ -41,7 +41,7 @@ from engine._worlds import evaluate_in_frame, evaluate_in_world
 
 if TYPE_CHECKING:
     from engine._page import Page
-    from engine._session import Session
+    from engine._session import Session, Subscription
 
 LoadState = Literal["load", "domcontentloaded", "networkidle"]
 
@@ -74,7 +74,9 @@ class NavigationWatch:
     ``beforeunload`` dialog was dismissed (the page stays), with ``Page.javascriptDialogClosed`` (measured
     on Chromium 156: nothing else comes, and the action waited out its whole deadline). A link
     that closes or a session that detaches ends the wait with that error: neither sends what the wait looks
-    for, and a browser killed during a click's navigation held the click to its deadline.
+    for, and a browser killed during a click's navigation held the click to its deadline. Not so an
+    out-of-process iframe's session (see :meth:`watch`): it also detaches when its frame goes to another
+    process, and a click that sent such a frame back to its page's site raised "ref is stale" (3 runs of 4).
     """
 
     def __init__(self, main_frame: str = "") -> None:
@@ -89,12 +91,48 @@ class NavigationWatch:
         self._followed = 0
         self._broken: CDPError | None = None
         self._leaving: set[str] = set()  # frames whose beforeunload dialog is open
+        self._hooks: list[tuple[Session, Subscription[Any]]] = []
 
     def end(self, error: CDPError) -> None:
         """The link or a watched session is gone: the wait ends with ``error``."""
         if self._broken is None:
             self._broken = error
         self._wake()
+
+    def watch(self, session: Session, *, own: bool = False) -> None:
+        """Hook ``session``'s events; ``own``: the page's own session, whose end ends the wait (:meth:`end`).
+
+        An out-of-process iframe's session that detaches while the link lives (its frame went to another
+        process, or was removed) ends the navigations of the frames below its root, which went with it.
+        The root's goes on: its new document is reported by the page's session (back in its process), by
+        the session that attaches for it (followed here), or its removal by its parent's frameDetached.
+        """
+        frames = {session.target_id}  # an out-of-process iframe's root frame id is its target id
+
+        def call(method: str, params: dict[str, Any]) -> None:
+            if method == "Target.attachedToTarget":
+                child_id = params.get("sessionId")
+                child = session.connection.sessions.get(child_id) if isinstance(child_id, str) else None
+                if child is not None and child.target_id in self.pending:
+                    self.watch(child)  # before the child runs: its new document's events are all seen
+                return
+            if method in _STARTS:
+                frames.add(str(params.get("frameId", "")))
+            self(method, params)
+
+        def ended(error: CDPError) -> None:
+            if own or not isinstance(error, SessionDetached) or session.connection.closed is not None:
+                self.end(error)
+            elif self.pending & frames - {session.target_id}:
+                self.pending -= frames - {session.target_id}
+                self._wake()
+
+        self._hooks.append((session, add_hook(session, _WATCHED, call, on_end=ended)))
+
+    def unwatch(self) -> None:
+        for session, hook in self._hooks:
+            session.unsubscribe(hook)
+        self._hooks.clear()
 
     def __call__(self, method: str, params: dict[str, Any]) -> None:
         if method == "Page.javascriptDialogOpening":
@@ -182,6 +220,7 @@ _WATCHED = (
     "Page.navigatedWithinDocument",
     "Page.javascriptDialogOpening",
     "Page.javascriptDialogClosed",
+    "Target.attachedToTarget",
 )
 
 
@@ -245,7 +284,8 @@ async def navigation_watch(
     # one of them, and Chromium reports its start on that frame's own session.
     below = sessions_below(sessions[0]) if sessions else []
     watched = [*sessions, *(session for session in below if session not in sessions)]
-    hooks = [(s, add_hook(s, _WATCHED, watch, on_end=watch.end)) for s in watched]
+    for index, session in enumerate(watched):
+        watch.watch(session, own=index == 0)
     phase = "input"
     start = trio.current_time()
     deadline = trio.current_effective_deadline()
@@ -266,8 +306,7 @@ async def navigation_watch(
         _stop_navigations(watch, sessions)
         raise
     finally:
-        for session, hook in hooks:
-            session.unsubscribe(hook)
+        watch.unwatch()
     if scope.cancelled_caught:
         if phase == "navigation" and not watch.pending - watch.committed:
             return  # the input was handled; the barrier's look for a navigation saw none in time
