@@ -544,40 +544,47 @@ class Page:
         self.browser._forget(self)
         for session in {self.session, *self.browser.connection.sessions.by_target(self.target_id)}:
             session._will_close("the page was closed by this client (Page.close)")  # evaluate's too
-        browser_session = self.browser.session
-        gone = trio.Event()
+        await close_target(self.browser.session, self.target_id, self.session)
 
-        def ended(_method: str, event: dict[str, Any]) -> None:
-            if event.get("sessionId") == self.session.session_id or event.get("targetId") == self.target_id:
-                gone.set()
 
-        hook = add_hook(browser_session, ("Target.detachedFromTarget", "Target.targetDestroyed"), ended)
+async def close_target(browser_session: Session, target_id: str, session: Session | None) -> None:
+    """Close the tab ``target_id`` (its page ``session``, if it has one) and wait until it is gone.
+
+    Chromium 156 answers success and keeps the tab when the close meets a navigation swapping the tab's
+    renderer (6 of 6 right after Page.navigate): asked again, it closes. Cancelled before the first answer,
+    the close is sent again without waiting, so the tab goes all the same (a second close fails quietly).
+    """
+    gone = trio.Event()
+
+    def ended(_method: str, event: dict[str, Any]) -> None:
+        if event.get("targetId") == target_id or (
+            session is not None and event.get("sessionId") == session.session_id
+        ):
+            gone.set()
+
+    hook = add_hook(browser_session, ("Target.detachedFromTarget", "Target.targetDestroyed"), ended)
+    try:
         try:
+            await browser_session.execute(cdp.target.close_target(target_id=target_id))
+        except trio.Cancelled:
+            browser_session.execute_nowait(cdp.target.close_target(target_id=target_id))
+            raise
+        for wait in CLOSE_CONFIRM:
+            with trio.move_on_after(wait):
+                await gone.wait()
+            if gone.is_set() or (session is not None and session.detached):
+                return
+            log.debug("tab %s still open %s s after Target.closeTarget; asking again", target_id, wait)
             try:
-                await browser_session.execute(cdp.target.close_target(target_id=self.target_id))
-            except trio.Cancelled:
-                # The page is already forgotten and marked closed: the tab must go even if the caller's
-                # deadline passed before the command left (sent twice, the second fails quietly).
-                browser_session.execute_nowait(cdp.target.close_target(target_id=self.target_id))
-                raise
-            # Chromium 156 answers success and keeps the tab when the close meets a navigation swapping
-            # the tab's renderer (6 of 6 right after Page.navigate): asked again, it closes.
-            for wait in CLOSE_CONFIRM:
-                with trio.move_on_after(wait):
-                    await gone.wait()
-                if gone.is_set() or self.session.detached:
-                    return
-                log.debug("%r still open %s s after Target.closeTarget; asking again", self, wait)
-                try:
-                    await browser_session.execute(cdp.target.close_target(target_id=self.target_id))
-                except ProtocolError:
-                    return  # "No target with given id found": it went meanwhile
-        finally:
-            browser_session.unsubscribe(hook)
+                await browser_session.execute(cdp.target.close_target(target_id=target_id))
+            except ProtocolError:
+                return  # "No target with given id found": it went meanwhile
+    finally:
+        browser_session.unsubscribe(hook)
 
 
 CLOSE_CONFIRM = (0.1, 0.2, 0.4, 0.8)
-"""Seconds ``Page.close`` waits for the tab's session to end before asking for the close again."""
+"""Seconds ``close_target`` waits for the tab's session to end before asking for the close again."""
 
 
 async def _answered(page: Page, what: str, read: Coroutine[Any, Any, _T]) -> _T:
