@@ -218,6 +218,15 @@ def _queued(session: Session, mine: object) -> bool:
     return flight is not None and flight.index(mine) > 0
 
 
+def _followed(session: Session, mine: object) -> bool:
+    """Whether an evaluate of ours sent after ``mine`` on ``session`` is in flight: it runs as soon as
+    ``mine`` ends, which Runtime.evaluate's own ``timeout`` does, so a Runtime.terminateExecution sent
+    then for ``mine`` stops it instead (found by attack: a task's ``(n) => n + 1`` under a 5 s deadline
+    raised "terminated from elsewhere" beside a task whose 1 s loops ran out of 0.2 s deadlines)."""
+    flight = _IN_FLIGHT.get(session)
+    return flight is not None and flight.index(mine) < len(flight) - 1
+
+
 class _PageState:
     """The evaluate sessions of one page (one per target: the page's, and each OOPIF's) and its counters."""
 
@@ -559,7 +568,8 @@ async def _bounded(
     # when it cannot (a loop in callFunctionOn), the termination goes soon after the page's end, leaving
     # most of the margin for the termination and the probe before the deadline.
     # Runtime.evaluate's ``timeout`` bounds the script once it runs: one that may still be queued behind
-    # an earlier evaluate of ours is left to it (see _queued). Runtime.callFunctionOn has no such bound.
+    # an earlier evaluate of ours is left to it (see _queued), and so is one that a later evaluate of ours
+    # follows (_followed). Runtime.callFunctionOn has no such bound.
     bounded = method == "Runtime.evaluate"
     if bounded:
         watch = deadline - (deadline - page_end) / 4
@@ -586,12 +596,15 @@ async def _bounded(
             if stops is not None:
                 stops.queued = True
             raise _BudgetSpent(queued=True)
+        if bounded and _followed(session, mine):
+            raise _BudgetSpent  # its own timeout stops it
         raise _BudgetSpent(stopped=await stop_script(session, metrics, by=deadline + STOP_LIMIT))
     except trio.Cancelled:
-        if not (bounded and _queued(session, mine)):
+        if bounded and _queued(session, mine):
+            if stops is not None:
+                stops.queued = True
+        elif not (bounded and _followed(session, mine)):
             await stop_script(session, metrics)
-        elif stops is not None:
-            stops.queued = True
         raise
     finally:
         _IN_FLIGHT[session].remove(mine)

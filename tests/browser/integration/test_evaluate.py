@@ -356,6 +356,30 @@ async def test_a_short_deadline_does_not_kill_an_earlier_evaluate_it_waits_behin
         assert await page.evaluate("40 + 2") == 42
 
 
+async def test_a_deadline_does_not_kill_a_later_evaluate_that_runs_while_it_waits(
+    browser: Browser, server: str
+) -> None:
+    # The first one awaits a promise; the second one's loop holds the thread past the first one's deadline,
+    # whose termination stopped the loop: "terminated by Runtime.terminateExecution from elsewhere".
+    page = await open_page(browser, server)
+    second: list[object] = []
+
+    async def long_script() -> None:
+        await trio.sleep(0.1)
+        with trio.fail_after(10):
+            second.append(
+                await page.evaluate("() => { const t = Date.now(); while (Date.now() - t < 1500); return 2 }")
+            )
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(long_script)
+        with pytest.raises(trio.TooSlowError), trio.fail_after(0.5):
+            await page.evaluate("new Promise(() => {})")
+    assert second == [2]
+    with trio.fail_after(2):
+        assert await page.evaluate("40 + 2") == 42
+
+
 async def test_200_random_budgets_leave_no_armed_termination_and_no_leaked_objects(
     browser: Browser, server: str
 ) -> None:
