@@ -13,7 +13,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from engine._errors import CDPError
+from engine._errors import CDPError, TargetCrashed
 from engine._session import Session, Subscription
 
 log = logging.getLogger("engine.hooks")
@@ -30,6 +30,9 @@ class _Hook(Subscription[Any]):
             self._call(method, params)
         except Exception:
             log.exception("an event hook failed on %s; the connection goes on", method)
+
+    def _crashed(self, error: TargetCrashed) -> None:
+        pass  # a hook is called, not read: a crash's news reaches those who wait by their commands
 
     def _close(self, error: CDPError | None = None) -> None:
         ended = self._ended

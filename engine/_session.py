@@ -80,6 +80,15 @@ class _Gap:
         self.lost = 1
 
 
+class _Crash:
+    """Where the target's renderer crashed, in stream order; ``receive`` raises ``error`` there."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: TargetCrashed) -> None:
+        self.error = error
+
+
 class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
     """A bounded buffer of events for one consumer; iterate it, or ``await receive()``.
 
@@ -103,7 +112,7 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
     ) -> None:
         self._session = session
         self.methods = methods
-        self._buffer: deque[tuple[str, dict[str, Any]] | _Gap] = deque()
+        self._buffer: deque[tuple[str, dict[str, Any]] | _Gap | _Crash] = deque()
         self._size = buffer_size
         self._turn = max(1, min(buffer_size // 2, CONSUMER_TURN))
         self._overflow = overflow
@@ -130,7 +139,10 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
             if self._overflow == "drop_newest":
                 return
             if self._overflow == "drop_oldest":
-                self._buffer.popleft()
+                first = self._buffer.popleft()
+                if isinstance(first, _Crash):  # the news of a crash is kept: the oldest event goes
+                    self._buffer.popleft()
+                    self._buffer.appendleft(first)
             else:
                 # A marker at the tail counts the run of lost events; markers sit between events, so the
                 # buffer holds at most 2 * buffer_size items.
@@ -156,6 +168,16 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
             self._delivered_at_turn = self._delivered
             connection.filling = True
 
+    def _crashed(self, error: TargetCrashed) -> None:
+        """Called by the session: its renderer crashed. No event comes until it is revived (a reload or
+        a navigation), so the consumer is told at this point of the stream, and may go on reading."""
+        if self._ended:
+            return
+        self._buffer.append(_Crash(error))
+        self._gaps += 1  # a marker, not an event (see _push)
+        if self._lot:
+            self._lot.unpark()
+
     def _forget_buffered(self) -> None:
         """Drop the events waiting here (the engine's own: events known to predate what is awaited)."""
         self._buffer.clear()
@@ -180,6 +202,7 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
 
         Raises:
             EventOverflow: under the "error" policy, events were lost because the buffer was full.
+            TargetCrashed: the renderer crashed here; read on for the events of the page once revived.
             ResponseDecodeError: this one event did not fit its binding; the subscription goes on.
             ConnectionClosed, SessionDetached: the link or session ended; buffered events come first.
             trio.EndOfChannel: the subscription was closed normally.
@@ -197,6 +220,9 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
                 if self._unyielded >= YIELD_EVERY:
                     self._unyielded = 0
                     await trio.lowlevel.cancel_shielded_checkpoint()
+                if isinstance(item, _Crash):
+                    self._gaps -= 1
+                    raise fresh_copy(item.error)
                 if isinstance(item, _Gap):
                     self._gaps -= 1
                     raise EventOverflow(
@@ -634,6 +660,12 @@ class Session(metaclass=NoPublicConstructor):
         error = TargetCrashed(f"target {self.target_id} ({self.target_type}) crashed ({reason}).")
         self._crashed = error
         self.connection.fail_pending(self, error)
+        told = TargetCrashed(
+            f"{error} The subscription goes on: read on to get the events of the page revived by a reload "
+            "or a navigation."
+        )
+        for subscription in self._subscriptions:
+            subscription._crashed(told)
 
     def _revived(self) -> None:
         self._crashed = None

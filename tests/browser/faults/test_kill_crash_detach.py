@@ -71,6 +71,24 @@ async def test_renderer_crash_raises_target_crashed(browser: Browser) -> None:
         assert ok.result.value == 2
 
 
+async def test_a_subscription_is_told_of_a_crash_and_goes_on_after_the_reload(browser: Browser) -> None:
+    # Nothing came: a consumer waited for its own deadline, or for ever without one.
+    with trio.fail_after(20):
+        page = await browser.new_page()
+        await page.session.execute(cdp.runtime.enable())
+        async with page.session.listen(cdp.runtime.ConsoleAPICalled) as events:
+            await page.evaluate("console.log('before'); 0")
+            with pytest.raises((TargetCrashed, ProtocolError)):
+                await page.session.execute(cdp.page.crash())
+            assert (await events.receive()).args[0].value == "before"
+            with pytest.raises(TargetCrashed, match="The subscription goes on"):
+                await events.receive()
+            await page.reload()
+            await page.session.execute(cdp.runtime.enable())
+            await page.evaluate("console.log('after'); 0")
+            assert (await events.receive()).args[0].value == "after"
+
+
 @pytest.mark.parametrize("transport", ["pipe", "websocket"])
 async def test_killed_browser_fails_pending_within_a_second(transport: str) -> None:
     with trio.fail_after(30):

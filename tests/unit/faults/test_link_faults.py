@@ -235,6 +235,25 @@ async def test_overflow_error_is_raised_where_the_events_were_lost(
             assert (await events.receive()).timestamp == 10
 
 
+async def test_a_full_drop_oldest_buffer_keeps_the_news_of_a_crash(
+    fake: tuple[Browser, FakePeer], pair: tuple[Connection, FakePeer, Session]
+) -> None:
+    connection, peer, _ = pair
+    page = connection.sessions.create("P", target_id="TP", target_type="page", parent=fake[0].session)
+    async with page.listen(cdp.page.LoadEventFired, buffer_size=2, overflow="drop_oldest") as events:
+        with trio.fail_after(5):
+            peer.event("Page.loadEventFired", {"timestamp": 0}, session_id="P")
+            peer.event("Inspector.targetCrashed", {}, session_id="P")
+            for i in range(1, 4):
+                peer.event("Page.loadEventFired", {"timestamp": i}, session_id="P")
+            while events.statistics().dropped < 2:
+                await trio.sleep(0.001)
+            with pytest.raises(TargetCrashed, match="crashed"):
+                await events.receive()
+            assert [(await events.receive()).timestamp for _ in range(2)] == [2, 3]
+            assert events.statistics().buffered == 0
+
+
 async def test_bad_event_raises_once_and_subscription_goes_on(
     pair: tuple[Connection, FakePeer, Session],
 ) -> None:
