@@ -845,7 +845,10 @@ def _parse_now(raw: bytes) -> Any:
 
 def _parse_json(raw: bytes) -> Any:
     # CDP is UTF-8: decoding it here skips json.loads' encoding sniffing (a tenth of a small event's parse).
-    return _loads(raw.decode("utf-8", "surrogatepass"))
+    try:
+        return _loads(raw.decode("utf-8", "surrogatepass"))
+    except RecursionError:  # a ValueError, as every other unreadable message: its command is told
+        raise ValueError("nested too deeply to parse") from None
 
 
 @asynccontextmanager

@@ -172,6 +172,9 @@ async def test_odd_replies_raise_a_clear_error_in_the_caller(
         (b'{"id":%d,"result":{"product":"\xff\xfe"}}', "not valid JSON"),  # bytes that are not UTF-8
         (b'{"id":%d.0,"result":{}}', "the id 7.0, not an integer"),
         (b'{"id":"%d","result":{}}', "the id '7', not an integer"),
+        # Deeper than orjson's 1,024 levels and the stdlib's recursion limit: a RecursionError, which the
+        # reader's safety net dropped, and the command waited for good.
+        (b'{"id":%d,"result":{"x":' + b"[" * 1100 + b"]" * 1100 + b"}}", "nested too deeply"),
     ],
 )
 async def test_a_reply_that_cannot_be_taken_ends_the_command_whose_id_it_shows(
