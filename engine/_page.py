@@ -230,8 +230,9 @@ class Page:
             delta: only what changed (refs added, changed, removed; text without a ref that appeared or
                 went) since this page's last snapshot with the same ``interactive_only``, ``max_depth``,
                 ``root`` and ``frames`` that was not cut by ``max_chars``: like is compared with like,
-                and the first line names that snapshot. The full text when there is none, or when the
-                changes pass ``DELTA_FALLBACK_RATIO`` of it; ``is_delta`` says which.
+                and the first line names that snapshot. The full text when there is none (a tab keeps
+                ``MAX_BASELINES_PER_TARGET``, 4, kinds), or when the changes pass
+                ``DELTA_FALLBACK_RATIO`` of it; ``is_delta`` says which.
 
         Raises:
             TypeError: an option of the wrong type (``max_depth=1.5``, ``interactive_only="no"``).
@@ -437,8 +438,9 @@ class Page:
         state: Literal["visible", "hidden"] = "visible",
         time_ms: float | None = None,
     ) -> None:
-        """Wait, under the caller's deadline, for one thing: ``text`` to show in any frame, ``gone_text`` to
-        go, a load state (``networkidle``: no request for 500 ms), ``ref`` to be ``state``, or ``time_ms``.
+        """Wait, under the caller's deadline (30 s without one), for one thing: ``text`` to show in any frame,
+        ``gone_text`` to go, a load state (``networkidle``: no request for 500 ms), ``ref`` to be ``state``,
+        or ``time_ms``.
 
         Text is looked for in open shadow roots too, and a run of white space (a no-break space too)
         matches one space, as the snapshot prints it. An element that left the page counts as hidden.
@@ -596,8 +598,9 @@ async def _answered(page: Page, what: str, read: Coroutine[Any, Any, _T]) -> _T:
     raise ActionError(
         f"{what}: the page did not answer in {DEFAULT_BUDGET:g} s (no deadline of yours was set): its main "
         "thread is busy or held (a script in an endless loop, a synchronous request), or the page is too "
-        "large to read in that time (tens of thousands of elements); page.evaluate() under a deadline "
-        f"stops a running script. Set your own deadline with trio.fail_after.{navigating_note(page)}",
+        "large to read in that time (tens of thousands of elements); page.evaluate() under a short "
+        "deadline stops a running script (and runs out of it, as its own script waits behind). Set your "
+        f"own deadline with trio.fail_after.{navigating_note(page)}",
         check="responsive",
     )
 

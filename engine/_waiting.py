@@ -360,8 +360,9 @@ def _stuck(phase: str, ref: str, waited: float | None, watch: NavigationWatch) -
         stop = f"page.evaluate('(el) => 0', ref='{ref}')" if ref else "page.evaluate()"
         return ActionError(
             f"{what}: the input was sent, but the page had not handled it {when}: its main thread is busy "
-            f"(a handler still running, maybe an endless loop). {stop} under a deadline stops the "
-            f"running script; {advice}.",
+            f"(a handler still running, maybe an endless loop). {stop} under a short deadline "
+            "(trio.move_on_after(1)) stops the running script: that call runs out of its deadline (its own "
+            f"script waited behind the loop), and the tab answers again after it; {advice}.",
             ref=ref,
             check="input handled",
         )
@@ -588,6 +589,7 @@ async def wait_for(
     }[chosen[0]]
     start = trio.current_time()
     budget = _budget()
+    own = trio.current_effective_deadline() != math.inf
     # A deadline under a second away keeps a tenth of the time, not the whole margin, for the error: a wait
     # of 0.1 s still looks (as an action under it still gets its try).
     with trio.move_on_at(max(budget - RETRY_MARGIN, budget - (budget - start) / 10)):
@@ -600,8 +602,13 @@ async def wait_for(
         elif ref is not None:
             await wait_for_ref(page, ref, visible=state == "visible")
         return
+    until = (
+        "before the deadline"
+        if own
+        else f"in the {DEFAULT_BUDGET:g} s a wait gets when no deadline of yours is set (trio.fail_after)"
+    )
     raise ActionError(
-        f"waited {trio.current_time() - start:.2f} s for {what}; it did not happen before the deadline."
+        f"waited {trio.current_time() - start:.2f} s for {what}; it did not happen {until}."
         f"{navigating_note(page)}",
         ref=ref or "",
         check="wait_for",

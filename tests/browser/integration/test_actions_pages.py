@@ -260,6 +260,19 @@ async def test_a_key_whose_handler_closes_the_popup_is_pressed_and_typed(
                 await trio.sleep(0.01)
 
 
+async def test_wait_for_without_a_deadline_names_its_own_budget(
+    browser: Browser, server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It said "before the deadline" to a caller who had set none.
+    monkeypatch.setattr(engine._waiting, "DEFAULT_BUDGET", 0.5)
+    page = await open_page(browser, f"{server}/actions/nav.html")
+    async with without_a_deadline():
+        with pytest.raises(ActionError, match=r"did not happen in the 0\.5 s a wait gets when no deadline"):
+            await page.wait_for(text="nowhere")
+    with pytest.raises(ActionError, match="did not happen before the deadline"), trio.fail_after(0.5):
+        await page.wait_for(text="nowhere")
+
+
 async def test_expect_popup_without_a_deadline_gives_up_after_the_budget(
     browser: Browser, server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
