@@ -17,11 +17,11 @@ async def main(url: str) -> None:
             with trio.move_on_after(1):  # and the requests of the second after load
                 async for event in events:
                     if isinstance(event, cdp.network.ResponseReceived):
-                        rows[event.request_id] = [event.response.status, event.type_, 0, event.response.url]
-                    elif event.request_id in rows:
-                        rows[event.request_id][2] = int(event.encoded_data_length)
+                        rows[event.request_id] = [event.response.status, event.type_, "?", event.response.url]
+                    elif event.request_id in rows:  # ("?" if it ended elsewhere: an out-of-process iframe)
+                        rows[event.request_id][2] = f"{int(event.encoded_data_length):,}"
     for status, kind, size, address in rows.values():
-        print(f"{status:>3} {kind:<10} {size:>7,}  {address}")
+        print(f"{status:>3} {kind:<10} {size:>7}  {address}")
 
 
 if __name__ == "__main__":
