@@ -179,6 +179,7 @@ def _on_element(source: str) -> str:
         + "(("
         + source
         + "\n), __cdpMs, [this].concat(__cdpArgs), true) }"
+        + _NAMED
     )
 
 
@@ -435,8 +436,41 @@ def _value_of(remote: dict[str, Any]) -> Any:
     return None  # undefined
 
 
-def _raise_for(reply: dict[str, Any]) -> None:
-    """Raise what the reply's ``exceptionDetails`` says (budget, by-value problem, or a page error)."""
+_SOURCE_URL = "cdp-engine-evaluate"
+"""The name the wrapped script goes by in stack traces, so its frames are told from the page's (a script
+the page inserted has no URL either: ``<anonymous>``, as ours had)."""
+_NAMED = f"\n//# sourceURL={_SOURCE_URL}\n"
+# The eval that runs statements: V8 names the script that called it by its name, not its sourceURL (empty).
+_EVAL_AT = re.compile(rf"eval at <anonymous> \((?:{_SOURCE_URL})?:1:\d+\), ")
+_AT_OURS = re.compile(rf"{_SOURCE_URL}:(\d+):(\d+)(\)?)$")
+
+
+def _user_stack(stack: str, offset: int | None) -> str:
+    """``stack`` as it reads in the caller's source: the engine's wrapper is one line with the source
+    placed ``offset`` characters into it (None: the source runs in an eval of its own, whose frames say
+    where in it they are). The wrapper's own frames go, and columns on the first line count from the
+    source (they counted from the wrapper's start: ``<anonymous>:1:2833`` for a throw at column 10)."""
+    kept = []
+    for frame in stack.splitlines():
+        if _EVAL_AT.search(frame):
+            kept.append(_EVAL_AT.sub("", frame))
+            continue
+        at = _AT_OURS.search(frame)
+        if at is None:
+            kept.append(frame)
+            continue
+        line, column = int(at.group(1)), int(at.group(2))
+        if line == 1 and (offset is None or column <= offset):
+            continue  # the wrapper's own frame
+        if line == 1:
+            column -= offset or 0
+        kept.append(f"{frame[: at.start()]}<anonymous>:{line}:{column}{at.group(3)}")
+    return "\n".join(kept)
+
+
+def _raise_for(reply: dict[str, Any], offset: int | None = None) -> None:
+    """Raise what the reply's ``exceptionDetails`` says (budget, by-value problem, or a page error);
+    ``offset``: where the source begins in the wrapper's one line (see :func:`_user_stack`)."""
     details = reply.get("exceptionDetails")
     if not details:
         return
@@ -456,10 +490,14 @@ def _raise_for(reply: dict[str, Any]) -> None:
         message = message.split(_VALUE_MARK, 1)[1]
         raise JavaScriptError(f"the script's result cannot be returned by value: {message}", details=details)
     line = details.get("lineNumber")
+    where = f" (line {line + 1})" if isinstance(line, int) else ""
+    top = stack.split("\n", 1)[0].strip()
+    if isinstance(line, int) and top and not (_SOURCE_URL in top or _EVAL_AT.search(top)):  # the page's
+        where, line = f" ({top[:200]})", None
     raise JavaScriptError(
-        f"the script threw {message}" + (f" (line {line + 1})" if isinstance(line, int) else ""),
+        f"the script threw {message}{where}",
         details=details,
-        stack=stack,
+        stack=_user_stack(stack, offset),
         line=line + 1 if isinstance(line, int) else None,
     )
 
@@ -624,7 +662,7 @@ async def _run_expression(
 
     def wrapped(ms: int) -> dict[str, Any]:
         return {
-            "expression": f"{_RUNNER}(({source}\n), {ms}, {args}, {flag})",
+            "expression": f"{_RUNNER}(({source}\n), {ms}, {args}, {flag}){_NAMED}",
             "returnByValue": True,
             "awaitPromise": True,
             "userGesture": True,
@@ -633,6 +671,7 @@ async def _run_expression(
         }
 
     reply = await _bounded(session, "Runtime.evaluate", wrapped, deadline, metrics)
+    offset: int | None = len(_RUNNER) + 2
     if not is_fn and _is_compile_error(reply):
         # Statements (``let a = 1; a``, ``while (true) {}``): not an expression, so the runner could not wrap
         # it and nothing ran. Run as a script, their let/const/class would stay in the page's global scope
@@ -643,10 +682,13 @@ async def _run_expression(
 
         def statements(ms: int) -> dict[str, Any]:
             params = wrapped(ms)
-            params["expression"] = f"{_RUNNER}((function () {{ return eval({code}) }})(), {ms}, [], false)"
+            params["expression"] = (
+                f"{_RUNNER}((function () {{ return eval({code}) }})(), {ms}, [], false){_NAMED}"
+            )
             return params
 
         reply = await _bounded(session, "Runtime.evaluate", statements, deadline, metrics)
+        offset = None
         details = reply.get("exceptionDetails") or {}
         if _AWAIT_OUTSIDE in ((details.get("exception") or {}).get("description") or ""):
             raise JavaScriptError(
@@ -654,7 +696,7 @@ async def _run_expression(
                 "function instead: async () => { const r = await fetch(url); return r.status }",
                 details=details,
             )
-    _raise_for(reply)
+    _raise_for(reply, offset)
     return _runner_value(reply["result"])
 
 
@@ -696,7 +738,7 @@ async def _run_on_node(
         }
 
     reply = await _bounded(session, "Runtime.callFunctionOn", call, deadline, metrics)
-    _raise_for(reply)
+    _raise_for(reply, declaration.index(source) + 1)  # Chromium compiles "(" + the declaration + ")"
     return _runner_value(reply["result"])
 
 

@@ -156,7 +156,25 @@ async def test_page_exceptions_carry_message_stack_and_line(browser: Browser, se
         with pytest.raises(JavaScriptError, match="Error: boom") as info:
             await page.evaluate("() => {\n  const x = 1;\n  throw new Error('boom');\n}")
         assert info.value.line == 3
-        assert "at " in info.value.stack
+        assert info.value.stack == "    at <anonymous>:3:9"  # the wrapper's frames are not in it
+        # A first-line column counts from the source (it counted from the wrapper: 2833 for 15), on an
+        # element too; statements run in an eval of their own, whose frames say where in it they are.
+        with pytest.raises(JavaScriptError) as info:
+            await page.evaluate("(x) => { null.foo }", 1)
+        assert info.value.stack == "    at <anonymous>:1:15"
+        with pytest.raises(JavaScriptError) as info:
+            await page.evaluate("(el) => { el.nope() }", ref=await ref_of(page, "button", "Go"))
+        assert info.value.stack == "    at <anonymous>:1:14"
+        with pytest.raises(JavaScriptError) as info:
+            await page.evaluate("function f() { throw new Error('boom') }\nf()")
+        assert info.value.stack == "    at f (<anonymous>:1:22)\n    at eval (<anonymous>:2:1)"
+        # Thrown in the page's own script: its line is not one of yours.
+        script = "function pageFn() { throw new Error('page') }"
+        insert = "(s) => { document.head.append(Object.assign(document.createElement('script'), {text: s})) }"
+        await page.evaluate(insert, script)
+        with pytest.raises(JavaScriptError, match=r"Error: page \(at pageFn") as info:
+            await page.evaluate("() => pageFn()")
+        assert info.value.line is None
         with pytest.raises(JavaScriptError, match="TypeError"):
             await page.evaluate("(x) => x.y.z", None)
         with pytest.raises(JavaScriptError, match="rejected"):

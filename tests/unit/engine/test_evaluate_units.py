@@ -44,11 +44,22 @@ def test_values_come_back_as_python_values() -> None:
                 "exceptionDetails": {
                     "text": "Uncaught",
                     "lineNumber": 2,
-                    "exception": {"description": "Error: boom\n    at <anonymous>:3:9"},
+                    "exception": {"description": "Error: boom\n    at cdp-engine-evaluate:3:9"},
                 }
             }
         )
     assert (info.value.line, info.value.stack) == (3, "    at <anonymous>:3:9")
+    with pytest.raises(JavaScriptError, match=r"boom \(at f \(https://x/app\.js:7:1\)\)") as info:
+        _raise_for(
+            {
+                "exceptionDetails": {
+                    "text": "Uncaught",
+                    "lineNumber": 6,
+                    "exception": {"description": "Error: boom\n    at f (https://x/app.js:7:1)"},
+                }
+            }
+        )
+    assert info.value.line is None  # the page's line, not one of the caller's source
     with pytest.raises(JavaScriptError, match="42"):
         _raise_for({"exceptionDetails": {"text": "Uncaught", "exception": {"type": "number", "value": 42}}})
 
