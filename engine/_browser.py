@@ -93,9 +93,18 @@ class Browser(metaclass=NoPublicConstructor):
     @property
     def pages(self) -> list[Page]:
         """The pages this Browser opened, and the tabs they opened themselves, that are still open."""
+        self._prune()
+        return list(self._pages.values())
+
+    def _keep(self, page: Page) -> None:
+        """Hold ``page`` among :attr:`pages`, and let go of those that closed meanwhile: a popup that closed
+        itself was held until someone read ``pages`` (150 of 300 in a loop that never did)."""
+        self._prune()
+        self._pages[page.target_id] = page
+
+    def _prune(self) -> None:
         for gone in [target for target, page in self._pages.items() if page.closed]:
             del self._pages[gone]
-        return list(self._pages.values())
 
     async def version(self) -> cdp.browser.GetVersionResult:
         return await self.session.execute(cdp.browser.get_version())
@@ -241,7 +250,7 @@ class Browser(metaclass=NoPublicConstructor):
                     self.session.execute_nowait(cdp.target.detach_from_target(session_id=attached.session_id))
                 raise
         page = Page(self, session, target_id)
-        self._pages[target_id] = page
+        self._keep(page)
         watch_page(page)
         return page
 

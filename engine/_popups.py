@@ -75,7 +75,7 @@ def watch_popups(browser: Browser, setup: list[tuple[str, dict[str, Any]]]) -> N
             for command, command_params in setup:
                 send_nowait(session, command, command_params)
             page = Page(browser, session, target)
-            browser._pages[target] = page
+            browser._keep(page)
             watch_page(page)
             for waiter in [w for w in waiters if w[0] == opener]:
                 waiters.remove(waiter)
