@@ -228,6 +228,25 @@ def _followed(session: Session, mine: object) -> bool:
     return flight is not None and flight.index(mine) < len(flight) - 1
 
 
+async def _thread_free(session: Session) -> bool:
+    """Whether ``session``'s main thread answers a probe within FOLLOWED_PROBE (shielded): then nothing
+    runs there to terminate, and the later evaluates of ours sent before the probe have run. Without an
+    answer, what runs may be a hung part of the script whose budget ran out (a ``.then`` callback that
+    loops: its own ``timeout`` covers only the script's first run) or a later evaluate's long script."""
+    with (
+        trio.CancelScope(shield=True),
+        trio.move_on_after(FOLLOWED_PROBE) as probe,
+        contextlib.suppress(CDPError),
+    ):
+        await session.execute_raw("Runtime.evaluate", {"expression": "0"})
+    return not probe.cancelled_caught
+
+
+FOLLOWED_PROBE = 0.03
+"""Seconds the probe of :func:`_thread_free` gets: a free main thread answers in under a millisecond, and
+the probe and a termination after it fit in STOP_LIMIT."""
+
+
 class _PageState:
     """The evaluate sessions of one page (one per target: the page's, and each OOPIF's) and its counters."""
 
@@ -607,7 +626,7 @@ async def _bounded(
     # most of the margin for the termination and the probe before the deadline.
     # Runtime.evaluate's ``timeout`` bounds the script once it runs: one that may still be queued behind
     # an earlier evaluate of ours is left to it (see _queued), and so is one that a later evaluate of ours
-    # follows (_followed). Runtime.callFunctionOn has no such bound.
+    # follows while the main thread is free (_followed). Runtime.callFunctionOn has no such bound.
     bounded = method == "Runtime.evaluate"
     if bounded:
         watch = deadline - (deadline - page_end) / 4
@@ -634,15 +653,17 @@ async def _bounded(
             if stops is not None:
                 stops.queued = True
             raise _BudgetSpent(queued=True)
-        if bounded and _followed(session, mine):
-            raise _BudgetSpent  # its own timeout stops it
+        if bounded and _followed(session, mine) and await _thread_free(session):
+            raise _BudgetSpent  # nothing of it runs: its own timeout stopped it, or it awaits a promise
         raise _BudgetSpent(stopped=await stop_script(session, metrics, by=deadline + STOP_LIMIT))
     except trio.Cancelled:
         if bounded and _queued(session, mine):
             if stops is not None:
                 stops.queued = True
-        elif not (bounded and _followed(session, mine)):
-            await stop_script(session, metrics)
+        else:
+            by = trio.current_time() + STOP_LIMIT
+            if not (bounded and _followed(session, mine) and await _thread_free(session)):
+                await stop_script(session, metrics, by=by)
         raise
     finally:
         _IN_FLIGHT[session].remove(mine)
