@@ -219,14 +219,16 @@ async def type_text(page: Page, ref: str, text: str, *, delay_ms: float) -> None
                 else:
                     mask = 8 if len(char) == 1 and char != char.lower() else 0
                     sent.count += 1
-                    typed = index == len(text) and not session.detached  # the last key left while it lived
+                    # An Enter that ends the text, sent while the tab lived (a key before it that closed
+                    # the tab can leave the rest sent unseen: "x\ny" returned OK without the y).
+                    typed = index == len(text) and char == "\n" and not session.detached
                     send_nowait(session, "Input.dispatchKeyEvent", key_event("down", key, mask))
                     await session.execute_raw("Input.dispatchKeyEvent", key_event("up", key, mask))
                 if delay_ms:
                     await trio.sleep(delay_ms / 1000)
     except SessionDetached:
-        # A tab that closes itself on the last key (a chat popup's Enter) can be gone before the key's
-        # events are answered: all of the text went in (as press).
+        # A tab that closes itself on the Enter that ends the text (a chat popup's) can be gone before
+        # the key's events are answered: all of the text went in (as press).
         if not (typed and session.detached):
             raise
 
