@@ -121,10 +121,13 @@ class NavigationWatch:
             self(method, params)
 
         def ended(error: CDPError) -> None:
+            # Not the main frame, whose navigation an iframe may ask for (top.location): the page's own
+            # session reports it, and the action returned before its document was parsed (8 presses of 30).
+            gone = frames - {session.target_id, self.main_frame}
             if own or not isinstance(error, SessionDetached) or session.connection.closed is not None:
                 self.end(error)
-            elif self.pending & frames - {session.target_id}:
-                self.pending -= frames - {session.target_id}
+            elif self.pending & gone:
+                self.pending -= gone
                 self._wake()
 
         self._hooks.append((session, add_hook(session, _WATCHED, call, on_end=ended)))
