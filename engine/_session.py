@@ -139,10 +139,12 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
             if self._overflow == "drop_newest":
                 return
             if self._overflow == "drop_oldest":
-                first = self._buffer.popleft()
-                if isinstance(first, _Crash):  # the news of a crash is kept: the oldest event goes
+                if isinstance(self._buffer[0], tuple):
                     self._buffer.popleft()
-                    self._buffer.appendleft(first)
+                else:  # news of a crash is kept (the only marker under this policy): the oldest event goes
+                    del self._buffer[
+                        next(i for i, item in enumerate(self._buffer) if isinstance(item, tuple))
+                    ]
             else:
                 # A marker at the tail counts the run of lost events; markers sit between events, so the
                 # buffer holds at most 2 * buffer_size items.
@@ -661,8 +663,7 @@ class Session(metaclass=NoPublicConstructor):
         self._crashed = error
         self.connection.fail_pending(self, error)
         told = TargetCrashed(
-            f"{error} The subscription goes on: read on to get the events of the page revived by a reload "
-            "or a navigation."
+            f"{error} Reload or navigate the page to revive it (a subscription goes on with its events)."
         )
         for subscription in self._subscriptions:
             subscription._crashed(told)

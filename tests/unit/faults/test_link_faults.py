@@ -244,12 +244,17 @@ async def test_a_full_drop_oldest_buffer_keeps_the_news_of_a_crash(
         with trio.fail_after(5):
             peer.event("Page.loadEventFired", {"timestamp": 0}, session_id="P")
             peer.event("Inspector.targetCrashed", {}, session_id="P")
+            while not page.crashed:
+                await trio.sleep(0.001)
+            page._revived()  # as a reload does; a second crash comes next
+            peer.event("Inspector.targetCrashed", {}, session_id="P")
             for i in range(1, 4):
                 peer.event("Page.loadEventFired", {"timestamp": i}, session_id="P")
             while events.statistics().dropped < 2:
                 await trio.sleep(0.001)
-            with pytest.raises(TargetCrashed, match="crashed"):
-                await events.receive()
+            for _ in range(2):  # a second marker in a row was dropped for an event, and the count went wrong
+                with pytest.raises(TargetCrashed, match="crashed"):
+                    await events.receive()
             assert [(await events.receive()).timestamp for _ in range(2)] == [2, 3]
             assert events.statistics().buffered == 0
 
