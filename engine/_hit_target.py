@@ -293,7 +293,7 @@ REMOVE_WAIT_LATE = 0.03
 REMOVE_RESERVE = 0.05
 """Seconds before the caller's deadline that the wait leaves to the action: an action whose handler loops
 forever stops 0.1 s before it to say so, and a removal that waited until it for the busy page lost that
-error to the deadline (a step's click said "TimeoutError" in 1 run of 3 on a loaded machine)."""
+error to the deadline (a step's click said "TimeoutError" in 1 run of 6 at load 8)."""
 
 
 def _verdict(
