@@ -107,7 +107,7 @@ class NavigationWatch:
         The root's goes on: its new document is reported by the page's session (back in its process), by
         the session that attaches for it (followed here), or its removal by its parent's frameDetached.
         """
-        frames = {session.target_id}  # an out-of-process iframe's root frame id is its target id
+        frames: set[str] = set()  # the frames whose navigation this session reported
 
         def call(method: str, params: dict[str, Any]) -> None:
             if method == "Target.attachedToTarget":
@@ -121,8 +121,9 @@ class NavigationWatch:
             self(method, params)
 
         def ended(error: CDPError) -> None:
-            # Not the main frame, whose navigation an iframe may ask for (top.location): the page's own
-            # session reports it, and the action returned before its document was parsed (8 presses of 30).
+            # Not its root (an out-of-process iframe's frame id is its target id: followed, see above), nor
+            # the main frame, whose navigation an iframe may ask for (top.location): the page's own session
+            # reports it, and the action returned before its document was parsed (8 presses of 30).
             gone = frames - {session.target_id, self.main_frame}
             if own or not isinstance(error, SessionDetached) or session.connection.closed is not None:
                 self.end(error)
