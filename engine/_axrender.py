@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -211,9 +212,12 @@ def _origin(url: str) -> str:
 
 
 class _Walk:
-    def __init__(self, frames: list[FrameAX], state: RefState, options: Options) -> None:
+    def __init__(
+        self, frames: list[FrameAX], state: RefState, options: Options, crashed: AbstractSet[tuple[str, int]]
+    ) -> None:
         self.state = state
         self.options = options
+        self.crashed = crashed
         self.children_of = {(f.parent_frame_id, f.owner_backend_id): f for f in frames if not f.main}
         self.lines: list[_Line] = []
         self.nodes_seen = 0
@@ -270,6 +274,7 @@ class _Walk:
             if rendered and options.interactive_only and role not in INTERACTIVE_ROLES and role != "iframe":
                 rendered = False
             child_level = level
+            shown: _Line | None = None
             if rendered and start and (options.max_depth is None or level <= options.max_depth):
                 ref = None
                 if ref_worthy:
@@ -286,6 +291,7 @@ class _Walk:
                 if options.format == "webarena":
                     line.ax_id = self._webarena_id(frame, node, role, name, nth)
                 self.lines.append(line)
+                shown = line
                 child_level = level + 1
             elif rendered and start:
                 child_level = level + 1  # deeper than max_depth: nothing below is shown either
@@ -301,6 +307,8 @@ class _Walk:
                 child = self.children_of.get((frame.frame_id, int(backend)))
                 if child is not None:
                     self.frame(child, child_level, start)
+                elif shown is not None and (frame.target, int(backend)) in self.crashed:
+                    shown.props.append(("crashed", ""))  # its content is gone until the page reloads
             for child_id in reversed(node.get("childIds") or ()):
                 stack.append((child_id, child_level, start, inner))
 
@@ -424,15 +432,23 @@ def _text_lines(lines: list[_Line]) -> Counter[str]:
     return Counter(line.text for line in lines if line.ref is None and line.text)  # (inlined lines are blank)
 
 
-def render(frames: list[FrameAX], state: RefState, options: Options, *, delta: bool = False) -> Rendered:
-    """Walk ``frames`` (the main frame first) into the snapshot text, handing out refs from ``state``."""
+def render(
+    frames: list[FrameAX],
+    state: RefState,
+    options: Options,
+    *,
+    delta: bool = False,
+    crashed: AbstractSet[tuple[str, int]] = frozenset(),
+) -> Rendered:
+    """Walk ``frames`` (the main frame first) into the snapshot text, handing out refs from ``state``;
+    an ``<iframe>`` in ``crashed`` (its frame's ``target`` and backend node id) reads ``[crashed]``."""
     state.generation += 1
     if options.format == "webarena":
         state.webarena.clear()
     for frame in frames:
         state.document_seen(frame.frame_id, frame.loader_id)
         state.frame_target[frame.frame_id] = frame.target
-    walk = _Walk(frames, state, options)
+    walk = _Walk(frames, state, options, crashed)
     main = next((f for f in frames if f.main), None)
     if main is not None:
         walk.frame(main, 0, options.root is None)

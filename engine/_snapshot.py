@@ -16,7 +16,7 @@ import attrs
 import trio
 
 from engine._axrender import _ROLE_NAMES, FrameAX, Options, render
-from engine._errors import ProtocolError, SessionDetached, StaleRefError
+from engine._errors import ProtocolError, SessionDetached, StaleRefError, TargetCrashed
 from engine._frames import frame_tree, live_iframes, session_for_frame
 from engine._refs import Ref, RefState, ResolvedNode, Snapshot, SnapshotStats
 from engine._util import first_error, gc_paused
@@ -30,10 +30,18 @@ log = logging.getLogger("engine.refs")
 
 
 async def _collect(
-    session: Session, target: str, found: list[FrameAX], main: bool, frames: bool, *, gone: list[str]
+    session: Session,
+    target: str,
+    found: list[FrameAX],
+    main: bool,
+    frames: bool,
+    *,
+    gone: list[str],
+    crashed: set[tuple[str, int]],
 ) -> None:
     """Fill ``found`` with the AX trees of every frame ``session`` renders, and of its OOPIF children; the
-    frame ids of children that went away meanwhile go to ``gone``."""
+    frame ids of children that went away meanwhile go to ``gone``, and the ``<iframe>`` elements of children
+    whose renderer crashed to ``crashed`` (as ``(target, backend node id)``: the render marks them)."""
     trees: dict[str, list[dict[str, Any]]] = {}
     owners: dict[str, int | None] = {}
 
@@ -75,7 +83,7 @@ async def _collect(
             for child in children:
                 if child.frame_id:
                     nursery.start_soon(owner_of, child.frame_id)
-                    nursery.start_soon(_collect_child, child, found, frames, gone)
+                    nursery.start_soon(_collect_child, child, found, frames, gone, crashed)
     for frame in listed if frames else listed[:1]:
         nodes = trees.get(frame["id"])
         if nodes is None:
@@ -93,18 +101,28 @@ async def _collect(
             )
         )
     oopifs = {child.frame_id for child in children}
+    for child in children:
+        owner = owners.get(child.frame_id or "")
+        if frames and child.crashed and owner is not None:
+            crashed.add((target, owner))
     for i, got in enumerate(found):  # an OOPIF's <iframe> element lives in this session's document
         if got.frame_id in oopifs and got.owner_backend_id is None:
             found[i] = attrs.evolve(got, owner_backend_id=owners.get(got.frame_id))
 
 
-async def _collect_child(child: Session, found: list[FrameAX], frames: bool, gone: list[str]) -> None:
+async def _collect_child(
+    child: Session, found: list[FrameAX], frames: bool, gone: list[str], crashed: set[tuple[str, int]]
+) -> None:
+    if child.crashed:  # its renderer is gone until the page reloads: the parent marks its <iframe>
+        return
     try:
         with first_error():  # its calls run in nurseries: what ended them comes out as a group
-            await _collect(child, child.frame_id or "", found, False, frames, gone=gone)
+            await _collect(child, child.frame_id or "", found, False, frames, gone=gone, crashed=crashed)
     except (SessionDetached, ProtocolError) as exc:  # the iframe went away mid-snapshot
         log.debug("skipped out-of-process frame %s: %s", child.frame_id, exc)
         gone.append(child.frame_id or "")
+    except TargetCrashed as exc:  # it crashed mid-snapshot (a crash elsewhere ends the page's own calls)
+        log.debug("out-of-process frame %s crashed during a snapshot: %s", child.frame_id, exc)
 
 
 FRAME_GONE_RETRIES = 2
@@ -156,8 +174,9 @@ async def take_snapshot(
         for attempt in range(1 + FRAME_GONE_RETRIES):
             found = []
             gone: list[str] = []
+            crashed: set[tuple[str, int]] = set()
             with first_error():
-                await _collect(page.session, "", found, True, frames, gone=gone)
+                await _collect(page.session, "", found, True, frames, gone=gone, crashed=crashed)
             if not gone:
                 break
             # Removed, or navigated into another process (which ends its session): the page's frame tree
@@ -165,7 +184,7 @@ async def take_snapshot(
             log.debug("out-of-process frames %s went during a snapshot (attempt %d)", gone, attempt + 1)
         if root_ref is not None and not _holds(found, root_ref):
             await resolve_ref(page, root_ref.ref)  # raises StaleRefError when the element is gone
-        out = render(found, state, options, delta=delta)
+        out = render(found, state, options, delta=delta, crashed=crashed)
         frame_count = len(found)
         del found
     return Snapshot(

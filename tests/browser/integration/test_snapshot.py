@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 import trio
 
-from engine import Browser, Page, SessionDetached, Snapshot, StaleRefError, launch
+import cdp
+from engine import Browser, Page, SessionDetached, Snapshot, StaleRefError, TargetCrashed, launch
 from engine._axrender import NAME_LIMIT
 
 pytestmark = pytest.mark.browser
@@ -126,6 +127,39 @@ async def test_iframes_same_origin_and_cross_origin_two_levels_deep(
         flat = await page.snapshot(frames=False)
     assert "Child button" not in flat.text
     assert '- iframe "Remote" [ref=e5]' in flat.text
+
+
+async def test_a_crashed_out_of_process_iframe_is_marked_and_the_rest_is_read(
+    isolated: Browser, server: str, peer_port: str
+) -> None:
+    # The snapshot raised TargetCrashed for the whole page when one cross-site iframe's renderer crashed.
+    page = await open_page(isolated, f"{server}/refs/frames.html?peer={peer_port}")
+    with trio.fail_after(20):
+        while not any(c.children for c in page.session.children.values()):
+            await trio.sleep(0.05)
+        await evaluate(page, "new Promise(r => setTimeout(r, 200))")
+        await page.snapshot()
+        remote = next(iter(page.session.children.values()))  # localhost: a renderer of its own
+        with pytest.raises(TargetCrashed):
+            await remote.execute(cdp.page.crash())
+        snap = await page.snapshot()
+        assert snap.text == (
+            '- heading "Host" [level=1] [ref=e1]\n'
+            '- button "Top button" [ref=e2]\n'
+            '- iframe "Same origin" [ref=e3]:\n'
+            '  - button "Same-origin button" [ref=f1e4]\n'
+            '- iframe "Remote" [crashed] [ref=e5]\n'
+        )
+        with pytest.raises(TargetCrashed, match="reload the page"):
+            await page.click("f2e6")
+        await page.click("f1e4")  # the rest of the page works on
+        await page.reload()
+        while not any(c.children for c in page.session.children.values()):
+            await trio.sleep(0.05)
+        await evaluate(page, "new Promise(r => setTimeout(r, 200))")
+        revived = await page.snapshot()
+    assert "crashed" not in revived.text
+    assert '- button "Deep button"' in revived.text
 
 
 async def test_refs_survive_unrelated_changes_and_a_new_page_object(browser: Browser, server: str) -> None:

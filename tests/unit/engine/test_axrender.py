@@ -177,6 +177,13 @@ def test_child_frames_hang_under_their_iframe_with_a_frame_prefix() -> None:
     assert render(frames, RefState(), Options(frames=False)).text == (
         '- iframe "Ads" [ref=e1]\n- button "After" [ref=e2]\n'
     )
+    # A crashed child's <iframe> (owner 50 in the page's own session, target "") says so; another
+    # session's element with the same backend id does not.
+    for crashed, marked in (({("", 50)}, True), ({("OTHER", 50)}, False)):
+        out = render([frame(main)], RefState(), Options(), crashed=crashed)
+        assert ('- iframe "Ads" [crashed] [ref=e1]' in out.text) is marked, out.text
+    webarena = render([frame(main)], RefState(), Options(format="webarena"), crashed={("", 50)})
+    assert "iframe 'Ads' crashed: true" in webarena.text
 
 
 def test_webarena_format_uses_tab_indented_ax_ids_kept_mapped_to_backend_nodes() -> None:
