@@ -6,59 +6,95 @@ engine's handshakes (launch, connect, attach, close) need limits of their own; t
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
+
+MAX_SECONDS = 1e9
+"""The longest limit accepted, in seconds (31 years): no wait is meant to be endless."""
 
 MAX_BUSY_POLL = 1.0
 """The longest ``Settings.busy_poll`` accepted, in seconds (a poll spins a core while it lasts)."""
 
 
+def _seconds(instance: object, attribute: attrs.Attribute[float], value: object) -> None:
+    # Checked here: a wrong value would otherwise fail much later, inside the first wait it bounds, as a
+    # TypeError from trio or a timeout that fired at once.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_SECONDS:
+        raise ValueError(
+            f"Settings.{attribute.name} is a number of seconds above 0 (at most {MAX_SECONDS:.0e}), "
+            f"not {value!r}"
+        )
+
+
+def _count(low: int) -> Callable[[object, attrs.Attribute[int], object], None]:
+    def check(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"Settings.{attribute.name} is a whole number of at least {low}, not {value!r}")
+
+    return check
+
+
+def _switch(instance: object, attribute: attrs.Attribute[bool], value: object) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"Settings.{attribute.name} is True or False, not {value!r}")
+
+
+def _busy_poll(instance: object, attribute: attrs.Attribute[float], value: object) -> None:
+    # At most a second: a poll spins a core for as long as it lasts (an infinite one, forever, for a reply
+    # that never comes), and one longer than a round trip only burns it.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_BUSY_POLL:
+        raise ValueError(
+            f"Settings.busy_poll is a number of seconds from 0 (never poll) to {MAX_BUSY_POLL:g}, "
+            f"not {value!r}"
+        )
+
+
 @attrs.frozen(kw_only=True)
 class Settings:
-    """Limits for the engine's own handshakes, in seconds unless named otherwise."""
+    """Limits for the engine's own handshakes, in seconds unless named otherwise; each is checked when made
+    (ValueError; TypeError for a switch that is not a bool).
 
-    launch_timeout: float = 30.0
-    """From spawning Chromium to its first answer."""
-    connect_timeout: float = 10.0
-    """From opening the socket to a finished websocket handshake (and /json/version)."""
-    attach_timeout: float = 10.0
-    """For Target.createTarget / attachToTarget / per-session set-up commands."""
-    close_timeout: float = 5.0
-    """For Browser.close to make the process exit, before it is terminated."""
-    kill_timeout: float = 5.0
-    """After SIGTERM, before SIGKILL."""
-    navigation_timeout: float = 30.0
-    """For ``Page.goto`` when the caller set no deadline of their own (with one, the caller's applies)."""
-    max_outbound_bytes: int = 256 * 1024 * 1024
-    """Largest message we send; Chromium drops the connection on larger ones."""
-    max_inbound_bytes: int = 1024 * 1024 * 1024
-    """Largest message we accept; a longer one closes the link (ConnectionClosed says why). V8's longest
-    string is 2**29 - 24 UTF-16 units, so a reply carrying one by value can pass 512 MiB; 1 GiB is above
-    any real reply and still bounds what a broken or hostile peer can make us buffer."""
-    stderr_tail_lines: int = 40
-    """How many of the browser's last stderr lines a BrowserLaunchError carries."""
-    evaluate_enabled: bool = True
-    """``False`` turns ``page.evaluate`` off: it raises EvaluateDisabled before anything is sent."""
-    evaluate_timeout: float = 30.0
-    """``page.evaluate``'s budget when the caller set no deadline of their own: no script is unbounded."""
-    busy_poll: float = attrs.field(default=0.0005)
-    """How long a lone command's caller polls the link for its reply before it sleeps (0: never). On a VM
-    a sleep and wake-up cost more than Chromium takes to answer a small command; see ``FdIO.read``."""
+    Attributes:
+        launch_timeout: from spawning Chromium to its first answer.
+        connect_timeout: from opening the socket to a finished websocket handshake (and /json/version).
+        attach_timeout: for Target.createTarget / attachToTarget / per-session set-up commands.
+        close_timeout: for Browser.close to make the process exit, before it is terminated.
+        kill_timeout: after SIGTERM, before SIGKILL.
+        navigation_timeout: for ``goto``, ``reload``, ``back`` and ``forward`` when the caller set no
+            deadline of their own (with one, the caller's applies).
+        max_outbound_bytes: the largest message sent; Chromium drops the connection on larger ones.
+        max_inbound_bytes: the largest message accepted; a longer one closes the link (ConnectionClosed
+            says why). V8's longest string is 2**29 - 24 UTF-16 units, so a reply carrying one by value
+            can pass 512 MiB; 1 GiB is above any real reply and still bounds what a broken or hostile peer
+            can make us buffer.
+        stderr_tail_lines: how many of the browser's last stderr lines a BrowserLaunchError carries.
+        evaluate_enabled: False turns ``page.evaluate`` off: it raises EvaluateDisabled before anything
+            is sent.
+        evaluate_timeout: ``page.evaluate``'s budget when the caller set no deadline of their own: no
+            script is unbounded.
+        busy_poll: how long a lone command's caller polls the link for its reply before it sleeps (0:
+            never; at most 1 s). On a VM a sleep and wake-up cost more than Chromium takes to answer a
+            small command; see ``FdIO.read``.
+        protocol_trace: log every message in and out (truncated) to the ``engine.protocol`` logger at
+            DEBUG, for debugging.
+        protocol_trace_chars: how much of each message the protocol trace shows.
+    """
 
-    @busy_poll.validator
-    def _check_busy_poll(self, _: attrs.Attribute[float], value: float) -> None:
-        # Checked here: a wrong value would otherwise fail inside the first command's read.
-        # At most a second: a poll spins a core for as long as it lasts (an infinite one, forever, for a
-        # reply that never comes), and one longer than a round trip only burns it.
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_BUSY_POLL:
-            raise ValueError(
-                f"Settings.busy_poll is a number of seconds from 0 (never poll) to {MAX_BUSY_POLL:g}, "
-                f"not {value!r}"
-            )
-
-    protocol_trace: bool = False
-    """Log every message in and out (truncated) to the ``engine.protocol`` logger at DEBUG, for debugging."""
-    protocol_trace_chars: int = 400
-    """How much of each message the protocol trace shows."""
+    launch_timeout: float = attrs.field(default=30.0, validator=_seconds)
+    connect_timeout: float = attrs.field(default=10.0, validator=_seconds)
+    attach_timeout: float = attrs.field(default=10.0, validator=_seconds)
+    close_timeout: float = attrs.field(default=5.0, validator=_seconds)
+    kill_timeout: float = attrs.field(default=5.0, validator=_seconds)
+    navigation_timeout: float = attrs.field(default=30.0, validator=_seconds)
+    max_outbound_bytes: int = attrs.field(default=256 * 1024 * 1024, validator=_count(1))
+    max_inbound_bytes: int = attrs.field(default=1024 * 1024 * 1024, validator=_count(1))
+    stderr_tail_lines: int = attrs.field(default=40, validator=_count(0))
+    evaluate_enabled: bool = attrs.field(default=True, validator=_switch)
+    evaluate_timeout: float = attrs.field(default=30.0, validator=_seconds)
+    busy_poll: float = attrs.field(default=0.0005, validator=_busy_poll)
+    protocol_trace: bool = attrs.field(default=False, validator=_switch)
+    protocol_trace_chars: int = attrs.field(default=400, validator=_count(1))
 
 
 DEFAULT_SETTINGS = Settings()

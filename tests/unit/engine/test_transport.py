@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import struct
 import time
@@ -12,6 +13,7 @@ from contextlib import asynccontextmanager, suppress
 from functools import partial
 from typing import Any, Literal
 
+import attrs
 import orjson
 import pytest
 import trio
@@ -550,3 +552,31 @@ def test_busy_poll_refuses_what_is_not_a_duration(value: Any) -> None:
         Settings(busy_poll=value)
     assert Settings(busy_poll=0).busy_poll == 0
     assert Settings(busy_poll=1).busy_poll == 1
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    [
+        ("navigation_timeout", "30", ValueError),  # failed later as a TypeError inside trio
+        ("evaluate_timeout", 0, ValueError),  # every evaluate ran out at once
+        ("launch_timeout", -1, ValueError),
+        ("attach_timeout", float("nan"), ValueError),
+        ("connect_timeout", float("inf"), ValueError),
+        ("close_timeout", 10**400, ValueError),
+        ("max_inbound_bytes", 0, ValueError),
+        ("stderr_tail_lines", 2.5, ValueError),
+        ("protocol_trace", "yes", TypeError),
+    ],
+)
+def test_settings_refuse_what_no_wait_or_limit_can_use(
+    field: str, value: Any, error: type[Exception]
+) -> None:
+    with pytest.raises(error, match=rf"Settings\.{field} is .*, not {re.escape(repr(value))}$"):
+        Settings(**{field: value})
+
+
+def test_settings_show_what_each_field_means_in_help() -> None:
+    doc = Settings.__doc__ or ""
+    for field in attrs.fields(Settings):
+        assert f"\n        {field.name}: " in doc, field.name
+    assert Settings(stderr_tail_lines=0, evaluate_timeout=0.4).evaluate_timeout == 0.4
