@@ -91,8 +91,9 @@ _TERMINATED = "Execution was terminated"
 _AWAIT_OUTSIDE = "await is only valid in async functions"
 
 # The in-page runner. It calls ``f`` when it is a function (by Reflect.apply, not a spread: a page that
-# replaced the array iterator made a spread pass no arguments, and (a, b) => a + b returned NaN), races a
-# promise against the budget, and checks
+# replaced the array iterator made a spread pass no arguments, and (a, b) => a + b returned NaN; a spread
+# where the page removed Reflect), races a promise against the budget (with the Promise of the language,
+# which an async function returns: a page may have replaced window.Promise), and checks
 # that the value survives being returned by value (Chromium silently turns a DOM node, a Map or a Date
 # into {}). An array's keys that are not indices are skipped: by value, an array keeps its items only.
 # Joined into one line so that the caller's source keeps its line numbers (so: no // comments in it).
@@ -101,7 +102,10 @@ _RUNNER_JS = """
   if (typeof f !== 'function') {
     if (isFn) throw new TypeError('evaluate was given arguments or an element, so @NOT_A_FUNCTION@, ' +
       'like (el, n) => el.textContent.slice(0, n)');
-  } else { f = Reflect.apply(f, undefined, args); }
+  } else if (typeof Reflect === 'object' && Reflect && typeof Reflect.apply === 'function') {
+    f = Reflect.apply(f, undefined, args);
+  } else { f = f(...args); }
+  const P = (async () => {})().constructor;
   const bad = (path, what, instead) => new TypeError('@VALUE@' + path + ' is ' + what + '; ' + instead);
   const check = (root) => {
     const up = [], keys = [], specials = [];
@@ -151,10 +155,10 @@ _RUNNER_JS = """
   };
   if (f && typeof f.then === 'function') {
     let timer;
-    const limit = new Promise((_, reject) => {
+    const limit = new P((_, reject) => {
       timer = setTimeout(() => reject(new Error('@BUDGET@')), ms);
     });
-    return Promise.race([f, limit]).then(
+    return P.race([f, limit]).then(
       (v) => { clearTimeout(timer); return check(v); },
       (e) => { clearTimeout(timer); throw e; });
   }

@@ -77,7 +77,7 @@ async def assert_click_works(page: Page) -> None:
         assert await clicks(page) == before + 1
 
 
-async def test_arguments_reach_the_function_on_a_page_that_replaced_the_array_iterator(
+async def test_arguments_reach_the_function_on_a_page_that_replaced_its_builtins(
     browser: Browser, server: str
 ) -> None:
     # The runner spread them: with the iterator replaced the function got none, and returned NaN.
@@ -87,6 +87,12 @@ async def test_arguments_reach_the_function_on_a_page_that_replaced_the_array_it
         assert await page.evaluate("(a, b) => a + b", 2, 40) == 42
         ref = await ref_of(page, "button", "Go")
         assert await page.evaluate("(el, n) => el.textContent.slice(0, n)", 2, ref=ref) == "Go"
+        # A page without Reflect, and one whose window.Promise is not one: the runner used both.
+        page = await open_page(browser, server)
+        await page.evaluate("window.Reflect = undefined; window.Promise = function () {}; 0")
+        assert await page.evaluate("(a, b) => a + b", 2, 40) == 42
+        assert await page.evaluate("async (n) => ({n})", 42) == {"n": 42}
+        assert await page.evaluate("fetch(location.href).then(r => r.status)") == 200
 
 
 async def test_expressions_functions_statements_and_promises_return_json(
