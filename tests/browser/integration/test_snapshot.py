@@ -34,6 +34,23 @@ async def evaluate(page: Page, expression: str) -> object:
     return got["result"].get("value")
 
 
+FRAMES_TOP = (
+    '- heading "Host" [level=1] [ref=e1]\n'
+    '- button "Top button" [ref=e2]\n'
+    '- iframe "Same origin" [ref=e3]:\n'
+    '  - button "Same-origin button" [ref=f1e4]\n'
+)
+"""frames.html's first snapshot down to its out-of-process iframe."""
+
+
+async def until_both_frames_attached(page: Page) -> None:
+    """frames.html: its out-of-process iframe and that one's own have attached, and settled a little."""
+    with trio.fail_after(10):
+        while not any(c.children for c in page.session.children.values()):
+            await trio.sleep(0.05)
+    await evaluate(page, "new Promise(r => setTimeout(r, 200))")
+
+
 async def test_form_page_lists_roles_names_states_and_refs(browser: Browser, server: str) -> None:
     page = await open_page(browser, f"{server}/refs/form.html")
     with trio.fail_after(10):
@@ -91,17 +108,11 @@ async def test_iframes_same_origin_and_cross_origin_two_levels_deep(
     isolated: Browser, server: str, peer_port: str
 ) -> None:
     page = await open_page(isolated, f"{server}/refs/frames.html?peer={peer_port}")
+    await until_both_frames_attached(page)
     with trio.fail_after(10):
-        while len(page.session.children) < 1 or not any(c.children for c in page.session.children.values()):
-            await trio.sleep(0.05)  # both out-of-process frames attached
-        await evaluate(page, "new Promise(r => setTimeout(r, 200))")
         snap = await page.snapshot()
     assert snap.text == (
-        '- heading "Host" [level=1] [ref=e1]\n'
-        '- button "Top button" [ref=e2]\n'
-        '- iframe "Same origin" [ref=e3]:\n'
-        '  - button "Same-origin button" [ref=f1e4]\n'
-        '- iframe "Remote" [ref=e5]:\n'
+        FRAMES_TOP + '- iframe "Remote" [ref=e5]:\n'
         '  - button "Child button" [ref=f2e6]\n'
         '  - iframe "Grandchild" [ref=f2e7]:\n'
         '    - button "Deep button" [ref=f3e8]\n'
@@ -134,29 +145,19 @@ async def test_a_crashed_out_of_process_iframe_is_marked_and_the_rest_is_read(
 ) -> None:
     # The snapshot raised TargetCrashed for the whole page when one cross-site iframe's renderer crashed.
     page = await open_page(isolated, f"{server}/refs/frames.html?peer={peer_port}")
+    await until_both_frames_attached(page)
     with trio.fail_after(20):
-        while not any(c.children for c in page.session.children.values()):
-            await trio.sleep(0.05)
-        await evaluate(page, "new Promise(r => setTimeout(r, 200))")
         await page.snapshot()
         remote = next(iter(page.session.children.values()))  # localhost: a renderer of its own
         with pytest.raises(TargetCrashed):
             await remote.execute(cdp.page.crash())
         snap = await page.snapshot()
-        assert snap.text == (
-            '- heading "Host" [level=1] [ref=e1]\n'
-            '- button "Top button" [ref=e2]\n'
-            '- iframe "Same origin" [ref=e3]:\n'
-            '  - button "Same-origin button" [ref=f1e4]\n'
-            '- iframe "Remote" [crashed] [ref=e5]\n'
-        )
+        assert snap.text == (FRAMES_TOP + '- iframe "Remote" [crashed] [ref=e5]\n')
         with pytest.raises(TargetCrashed, match="reload the page"):
             await page.click("f2e6")
         await page.click("f1e4")  # the rest of the page works on
         await page.reload()
-        while not any(c.children for c in page.session.children.values()):
-            await trio.sleep(0.05)
-        await evaluate(page, "new Promise(r => setTimeout(r, 200))")
+        await until_both_frames_attached(page)
         revived = await page.snapshot()
     assert "crashed" not in revived.text
     assert '- button "Deep button"' in revived.text
