@@ -221,6 +221,7 @@ class _Walk:
         self.children_of = {(f.parent_frame_id, f.owner_backend_id): f for f in frames if not f.main}
         self.lines: list[_Line] = []
         self.nodes_seen = 0
+        self.refs_seen = 0
 
     def frame(self, frame: FrameAX, depth: int, emitting: bool) -> None:
         nodes = {node["nodeId"]: node for node in frame.nodes}
@@ -267,25 +268,27 @@ class _Walk:
                 )
             )
             nth = 0
+            ref = None
             if ref_worthy:
                 key = (role, name)
                 nth = nth_seen.get(key, 0)
                 nth_seen[key] = nth + 1
+                # Handed out whether or not the options show the line: refs are numbered alike in every
+                # shape of snapshot, so the CLI's next command (a fresh whole snapshot) finds the same ones.
+                ref = self.state.ref_for(
+                    frame_id=frame.frame_id,
+                    backend_node_id=int(backend or 0),
+                    role=role,
+                    name=name,
+                    nth=nth,
+                    main=frame.main,
+                )
+                self.refs_seen += 1
             if rendered and options.interactive_only and role not in INTERACTIVE_ROLES and role != "iframe":
                 rendered = False
             child_level = level
             shown: _Line | None = None
             if rendered and start and (options.max_depth is None or level <= options.max_depth):
-                ref = None
-                if ref_worthy:
-                    ref = self.state.ref_for(
-                        frame_id=frame.frame_id,
-                        backend_node_id=int(backend or 0),
-                        role=role,
-                        name=name,
-                        nth=nth,
-                        main=frame.main,
-                    )
                 limit = TEXT_LIMIT if role == "text" else NAME_LIMIT
                 line = _Line(level, role, _clip(name, limit), _props(node, role, origin), ref)
                 if options.format == "webarena":
@@ -457,7 +460,7 @@ def render(
     out, shows = _format(lines, webarena)  # (it fills each line's text)
     lines_by_ref = {line.ref.ref: line.text for line in lines if line.ref is not None}
     text_lines = _text_lines(lines)
-    state.trim(len(lines_by_ref))
+    state.trim(walk.refs_seen)
     shape = options.shape
     base = state.baseline(shape)
     is_delta = False

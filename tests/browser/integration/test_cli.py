@@ -504,7 +504,8 @@ def test_snapshot_in_each_format(endpoint: str, server: str) -> None:
     assert '- button "Go" [ref=e2]' in yaml.stdout
     interactive = run("snapshot", url, "--interactive", "--connect", endpoint).stdout
     assert "paragraph" not in interactive
-    assert '- button "Go" [ref=e' in interactive  # a fresh page each run: refs number what is shown
+    # The whole snapshot's refs: the next command (eval --ref, steps) resolves them from a whole one.
+    assert '- button "Go" [ref=e2]' in interactive
     webarena = run("snapshot", url, "--format", "webarena", "--connect", endpoint).stdout
     assert "] button 'Go'" in webarena
     cut = run("snapshot", url, "--max-chars", "80", "--connect", endpoint).stdout
