@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal, TypeVar, overload
@@ -270,7 +271,19 @@ class Browser(metaclass=NoPublicConstructor):
     def _forget(self, page: Page) -> None:
         self._pages.pop(page.target_id, None)
 
+    @property
+    def download_dir(self) -> str | None:
+        """Where a browser from :func:`launch` saves what its pages download, inside its temporary
+        directory (removed with the browser on exit: copy out what you keep). None for a browser from
+        :func:`connect`, whose own settings apply."""
+        return None if self.process is None else os.path.join(self.process.temp_dir, "downloads")
+
     async def _setup(self) -> None:
+        if self.download_dir is not None:
+            # Chromium saves a download in ~/Downloads otherwise, where it stays after the browser is gone.
+            await self.session.execute(
+                cdp.browser.set_download_behavior(behavior="allow", download_path=self.download_dir)
+            )
         # Discovery brings Target.targetCrashed/targetDestroyed. Some endpoints (browser pools, proxies)
         # refuse it; the connection still works, crashes then show up through Inspector.targetCrashed.
         try:

@@ -778,8 +778,14 @@ def _spawn(command: list[str], temp_dir: str, settings: Settings) -> ChromiumPro
     ours, theirs = make_pipe_pair()
     stderr_read, stderr_write = os.pipe()
     # Chromium's own temporary files (org.chromium.Chromium.*, left in the system temp folder by 43 of 50
-    # cancelled start-ups before this) go where the engine removes them.
-    env = {**os.environ, "TMPDIR": os.path.join(temp_dir, "tmp")}
+    # cancelled start-ups before this) go where the engine removes them, and so do its crash reports,
+    # which Debian's Chromium 156 writes under $XDG_CONFIG_HOME/chromium whatever the profile (about 125 KB
+    # for each crashed renderer; --crash-dumps-dir and --disable-crash-reporter did not move them).
+    env = {
+        **os.environ,
+        "TMPDIR": os.path.join(temp_dir, "tmp"),
+        "XDG_CONFIG_HOME": os.path.join(temp_dir, "config"),
+    }
     # Every fd Python opens is close-on-exec (PEP 446), ours included: the child gets 0-4 and what this
     # process made inheritable on purpose.
     try:

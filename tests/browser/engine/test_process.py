@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from engine import BrowserLaunchError, ConnectionClosed, Settings
+from engine import BrowserLaunchError, ConnectionClosed, Settings, launch
 from engine.lowlevel import (
     open_chromium,
 )
@@ -51,6 +51,28 @@ async def test_exit_leaves_nothing_behind(kind: Kind, profiles: Path) -> None:
         await wait_group_gone(browser.pid)
         assert names(profiles) == []
     assert open_fds() == fds_before
+
+
+@pytest.mark.browser
+async def test_downloads_and_crash_reports_stay_in_the_browsers_directory(profiles: Path) -> None:
+    # A download went to ~/Downloads and a crashed renderer's report to ~/.config/chromium, for good.
+    with trio.fail_after(60):
+        async with launch() as browser:
+            assert browser.process is not None
+            assert browser.download_dir is not None
+            assert browser.download_dir.startswith(browser.process.temp_dir + os.sep)
+            environ = Path(f"/proc/{browser.process.pid}/environ").read_bytes()  # (a small /proc file)
+            env = dict(item.split(b"=", 1) for item in environ.split(b"\0") if b"=" in item)
+            assert env[b"XDG_CONFIG_HOME"].decode().startswith(browser.process.temp_dir + os.sep)
+            page = await browser.new_page()
+            await page.evaluate(
+                "Object.assign(document.body.appendChild(document.createElement('a')),"
+                " {href: 'data:text/plain,hello', download: 'hello.txt'}).click(); 0"
+            )
+            saved = Path(browser.download_dir, "hello.txt")
+            while not saved.exists() or saved.read_text() != "hello":
+                await trio.sleep(0.05)
+        assert names(profiles) == []
 
 
 @pytest.mark.browser
