@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -304,3 +305,32 @@ def test_a_new_paragraph_shows_once_in_the_delta_with_no_blank_line() -> None:
         "# delta since snapshot 1: 0 added, 0 changed, 0 removed; text without a ref: 1 appeared, 0 went",
         "+ paragraph: Done",
     ]
+
+
+def nested() -> list[dict[str, Any]]:
+    return [
+        node(1, "RootWebArea", "", (2, 5), backend=1),
+        node(2, "list", "", (3,), backend=2),
+        node(3, "listitem", "One", (4,), backend=3),
+        node(4, "link", "Go", backend=4),
+        node(5, "button", "After", backend=5),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("options", "nodes"),
+    [(Options(interactive_only=True), shop), (Options(max_depth=0), nested), (Options(max_depth=1), nested)],
+)
+def test_refs_are_numbered_alike_whatever_the_options_leave_out(
+    options: Options, nodes: Callable[[], list[dict[str, Any]]]
+) -> None:
+    # The CLI resolves a ref from a fresh whole snapshot: one numbered by what was shown named another node.
+    whole = render([frame(nodes())], RefState(), Options())
+    shaped = render([frame(nodes())], RefState(), options)
+    assert shaped.refs
+    for ref, got in shaped.refs.items():
+        assert (whole.refs[ref].role, whole.refs[ref].name, whole.refs[ref].nth) == (
+            got.role,
+            got.name,
+            got.nth,
+        )
