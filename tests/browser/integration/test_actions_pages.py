@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import gc
 import json
 import struct
@@ -358,6 +359,27 @@ async def test_screenshots_decode_and_have_the_expected_size(browser: Browser, s
             " return [r.width, r.height] })()",
         )
         assert png_size(await page.screenshot(ref=button)) == (round(box[0]), round(box[1]))
+
+
+async def test_a_screenshot_of_an_element_larger_than_the_viewport_has_all_of_it(browser: Browser) -> None:
+    # Only the part inside the viewport was drawn, the rest white (20% of it magenta), and no error.
+    page = await browser.new_page()
+    with trio.fail_after(20):
+        await page.goto(
+            "data:text/html,<body style='margin:0'><p>above</p><button style='display:block;width:1200px;"
+            "height:1500px;background:rgb(255,0,255);border:0'>Big</button>"
+        )
+        png = await page.screenshot(ref=ref(await page.snapshot(), "button", "Big"))
+        assert png_size(png) == (1200, 1500)
+        magenta = await page.evaluate(
+            "async (src) => { const img = new Image(); img.src = src; await img.decode();"
+            " const g = new OffscreenCanvas(img.width, img.height).getContext('2d'); g.drawImage(img, 0, 0);"
+            " const d = g.getImageData(0, 0, img.width, img.height).data; let n = 0;"
+            " for (let i = 0; i < d.length; i += 4) n += d[i] === 255 && d[i + 1] === 0 && d[i + 2] === 255;"
+            " return n / (img.width * img.height) }",
+            "data:image/png;base64," + base64.b64encode(png).decode(),
+        )
+    assert magenta > 0.99  # (all but its label)
 
 
 async def test_a_screenshot_raced_by_a_navigation_returns_a_png(browser: Browser, server: str) -> None:
