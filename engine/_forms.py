@@ -369,11 +369,44 @@ async def set_input_files(page: Page, ref: str, files: Sequence[str | os.PathLik
     if missing:
         raise FileNotFoundError(f"set_input_files: no such file(s): {missing}")
     node = await page.resolve(ref)
+    group = new_group()
     try:
-        await node.session.execute_raw(
-            "DOM.setFileInputFiles", {"files": paths, "backendNodeId": node.backend_node_id}
-        )
+        handle = await object_id(node.session, node.backend_node_id, group, node.frame_id)
+        if handle is None:
+            raise ActionError(f"{ref}: the element is no longer in the document", ref=ref, check="attached")
+        multiple = await call_on(node.session, handle, _FILE_INPUT, not paths)
+        if multiple is None:
+            raise ActionError(
+                f"set_input_files {ref}: it is not an <input type=file>", ref=ref, check="file input"
+            )
+        if len(paths) > 1 and not multiple:
+            # Chromium would keep the first and say nothing.
+            raise ActionError(
+                f"set_input_files {ref}: the input takes one file (it has no multiple attribute), not "
+                f"{len(paths)}; nothing was set",
+                ref=ref,
+                check="file input",
+            )
+        if paths:  # (an empty list was cleared in the page: DOM.setFileInputFiles left the files there)
+            await node.session.execute_raw(
+                "DOM.setFileInputFiles", {"files": paths, "backendNodeId": node.backend_node_id}
+            )
     except ProtocolError as exc:
         raise ActionError(
             f"set_input_files {ref}: {exc.message} (is it an <input type=file>?)", ref=ref, check="file input"
         ) from None
+    finally:
+        release(node.session, group)
+
+
+_FILE_INPUT = """function (clear) {
+  if (this.localName !== 'input' || this.type !== 'file') return null;
+  if (clear && this.files.length) {
+    this.value = '';
+    this.dispatchEvent(new Event('input', {bubbles: true, composed: true}));
+    this.dispatchEvent(new Event('change', {bubbles: true}));
+  }
+  return this.multiple;
+}"""
+"""Whether the file input takes several files (null: not a file input); with ``clear``, empty it as a user
+would, with its input and change events."""

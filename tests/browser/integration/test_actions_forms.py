@@ -382,6 +382,14 @@ async def test_set_input_files_puts_the_file_in_the_input(
     assert "change:report" in await value(page, "document.getElementById('log').textContent")
     with pytest.raises(FileNotFoundError, match=r"nope\.pdf"):
         await page.set_input_files(ref(snap, "button", "Report"), [str(tmp_path / "nope.pdf")])
+    # Two files into an input without `multiple` kept the first and said OK; [] left the files there.
+    with trio.fail_after(10), pytest.raises(ActionError, match=r"takes one file .* not 2; nothing was set"):
+        await page.set_input_files(ref(snap, "button", "Report"), [str(report), str(report)])
+    assert await value(page, "document.getElementById('report').files.length") == 1
+    with trio.fail_after(10):
+        await page.set_input_files(ref(snap, "button", "Report"), [])
+    assert await value(page, "document.getElementById('report').files.length") == 0
+    assert await value(page, "document.getElementById('log').textContent.split('change:').length") == 3
 
 
 _PAGE_WORK = (
