@@ -31,6 +31,7 @@ class Popup:
 
     def __init__(self) -> None:
         self._page: Page | None = None
+        self._gone: str | None = None  # the URL of a tab that closed itself before it could be attached
         self._arrived = trio.Event()
 
     @property
@@ -56,8 +57,17 @@ def watch_popups(browser: Browser, setup: list[tuple[str, dict[str, Any]]]) -> N
     """Attach every tab our pages open and make a Page of it (``setup``: the commands a new page gets)."""
     from engine._page import Page  # noqa: PLC0415 - _page imports this module
 
-    attaching: dict[str, str] = {}  # target id -> opener target id
+    attaching: dict[str, tuple[str, str]] = {}  # target id -> (opener target id, url)
     waiters: list[tuple[str, Popup]] = browser.__dict__.setdefault("_popup_waiters", [])
+
+    def first_waiter(opener: str) -> Popup | None:
+        # One tab for each waiter, in the order they began: two expect_popup blocks around two clicks
+        # both got the first tab.
+        for waiter in waiters:
+            if waiter[0] == opener:
+                waiters.remove(waiter)
+                return waiter[1]
+        return None
 
     def event(method: str, params: dict[str, Any]) -> None:
         info = params.get("targetInfo") or {}
@@ -65,10 +75,18 @@ def watch_popups(browser: Browser, setup: list[tuple[str, dict[str, Any]]]) -> N
         if method == "Target.targetCreated":
             opener = info.get("openerId")
             if info.get("type") == "page" and opener in browser._pages and target not in browser._pages:
-                attaching[target] = opener
+                attaching[target] = (opener, str(info.get("url") or ""))
                 send_nowait(browser.session, "Target.attachToTarget", {"targetId": target, "flatten": True})
+        elif method == "Target.targetDestroyed" and params.get("targetId") in attaching:
+            # Closed before our attach reached it (window.close() in its first script): the attach fails
+            # and no attachedToTarget comes; its waiter would have waited for its whole deadline.
+            opener, url = attaching.pop(params["targetId"])
+            gone = first_waiter(opener)
+            if gone is not None:
+                gone._gone = "" if url == "about:blank" else url  # (its first URL: often not known yet)
+                gone._arrived.set()
         elif method == "Target.attachedToTarget" and target in attaching:
-            opener = attaching.pop(target)
+            opener, _ = attaching.pop(target)
             session = browser.connection.sessions.get(params.get("sessionId"))
             if session is None:
                 return
@@ -77,12 +95,14 @@ def watch_popups(browser: Browser, setup: list[tuple[str, dict[str, Any]]]) -> N
             page = Page(browser, session, target)
             browser._keep(page)
             watch_page(page)
-            for waiter in [w for w in waiters if w[0] == opener]:
-                waiters.remove(waiter)
-                waiter[1]._page = page
-                waiter[1]._arrived.set()
+            popup = first_waiter(opener)
+            if popup is not None:
+                popup._page = page
+                popup._arrived.set()
 
-    add_hook(browser.session, ("Target.targetCreated", "Target.attachedToTarget"), event)
+    add_hook(
+        browser.session, ("Target.targetCreated", "Target.targetDestroyed", "Target.attachedToTarget"), event
+    )
 
 
 @asynccontextmanager
@@ -108,6 +128,13 @@ async def expect_popup(page: Page) -> AsyncIterator[Popup]:
                 nursery.cancel_scope.cancel()
         if not popup._arrived.is_set() and connection.closed is not None:
             raise ConnectionClosed(f"expect_popup: {connection.closed}")
+        if popup._gone is not None:
+            raise ActionError(
+                f"expect_popup: the tab this page opened{f' ({popup._gone})' if popup._gone else ''} closed "
+                "itself before it could be attached; there is nothing left to act on (a tab that closes a "
+                "moment later comes back as a closed page: popup.page.closed)",
+                check="popup",
+            )
         if not popup._arrived.is_set():
             raise ActionError(
                 f"expect_popup: this page opened no tab in the {DEFAULT_BUDGET:g} s after the block (no "

@@ -16,6 +16,7 @@ import trio
 
 import cdp
 from engine import (
+    ActionError,
     Browser,
     ConnectionClosed,
     InvalidParams,
@@ -28,6 +29,8 @@ from engine import (
 from engine._browser import _page_setup
 from engine._connection import LARGE_MESSAGE
 from engine._hooks import add_hook
+from engine._page import Page
+from engine._popups import watch_popups
 from engine.lowlevel import Connection
 from engine.testing import FakePeer
 from tests.unit.faults.server import read_request, serving
@@ -411,6 +414,38 @@ async def test_closed_pages_are_forgotten(fake: tuple[Browser, FakePeer]) -> Non
             nursery.cancel_scope.cancel()
     assert browser._pages == {}
     assert browser.pages == []
+
+
+def opened(peer: FakePeer, target: str, session: str | None) -> None:
+    """The browser's news of a tab page T1 opened, and of its attach when ``session`` is given."""
+    info = {"targetId": target, "type": "page", "openerId": "T1", "url": "about:blank", "attached": False}
+    peer.event("Target.targetCreated", {"targetInfo": info})
+    if session is not None:
+        peer.event(
+            "Target.attachedToTarget", {"sessionId": session, "targetInfo": info, "waitingForDebugger": False}
+        )
+
+
+async def test_a_popup_gone_before_its_attach_fails_its_wait_at_once_and_each_wait_gets_its_own(
+    fake: tuple[Browser, FakePeer],
+) -> None:
+    # A tab that closed itself before the attach left expect_popup waiting for its whole deadline (4 runs
+    # of 90 on Chromium 156); two waits both got the first tab.
+    browser, peer = fake
+    watch_popups(browser, [])
+    session = browser.connection.sessions.create("S1", target_id="T1", target_type="page")
+    page = Page(browser, session, "T1")
+    browser._keep(page)
+    with trio.fail_after(5):
+        with pytest.raises(ActionError, match=r"closed itself before it could be attached") as caught:
+            async with page.expect_popup():
+                opened(peer, "P1", None)
+                peer.event("Target.targetDestroyed", {"targetId": "P1"})
+        assert caught.value.check == "popup"
+        async with page.expect_popup() as first, page.expect_popup() as second:
+            opened(peer, "P2", "S2")
+            opened(peer, "P3", "S3")
+    assert (first.page.target_id, second.page.target_id) == ("P2", "P3")
 
 
 # -- connect() against endpoints that misbehave ---------------------------------------------------------
