@@ -235,7 +235,7 @@ class Browser(metaclass=NoPublicConstructor):
         """Attach a flattened session to the tab, give it the page set-up and keep its Page (new_page's
         tabs and attach_page's). If the set-up fails, a tab that is not ``ours`` is let go of (detached,
         quietly: the set-up's error is the one that goes on); new_page closes its own instead."""
-        with trio.fail_after(self.settings.attach_timeout):
+        with trio.move_on_after(self.settings.attach_timeout) as limit:
             attached = await self.session.execute(
                 cdp.target.attach_to_target(target_id=target_id, flatten=True)
             )
@@ -250,6 +250,14 @@ class Browser(metaclass=NoPublicConstructor):
                 with contextlib.suppress(CDPError):
                     self.session.execute_nowait(cdp.target.detach_from_target(session_id=attached.session_id))
                 raise
+        if limit.cancelled_caught:
+            # (It was a bare TooSlowError.) Measured: a tab whose alert() is open holds Page.enable for good.
+            raise trio.TooSlowError(
+                f"attaching to tab {target_id} took over Settings.attach_timeout "
+                f"({self.settings.attach_timeout:g} s): Chromium holds a tab's set-up while a JavaScript "
+                "dialog is open in it (which a client that attaches later cannot answer) or its page is "
+                "held; close the tab, or raise Settings.attach_timeout for a slow one"
+            )
         page = Page(self, session, target_id)
         self._keep(page)
         watch_page(page)

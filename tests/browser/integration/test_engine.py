@@ -13,6 +13,7 @@ from engine import (
     NavigationError,
     ProtocolError,
     Session,
+    Settings,
     Snapshot,
     Subscription,
     connect,
@@ -186,6 +187,18 @@ async def test_a_client_drives_a_tab_that_was_open_before_it_and_leaves_it_open(
                     await browser.attach_page("nope")
             # Left open for its owner, who sees the click.
             assert await theirs.evaluate("document.querySelector('#status').textContent") == "Clicked"
+
+
+async def test_attaching_to_a_tab_with_a_dialog_open_says_why_it_runs_out() -> None:
+    # A bare TooSlowError after Settings.attach_timeout: Chromium holds Page.enable while an alert is open.
+    with trio.fail_after(30):
+        async with launch(settings=Settings(attach_timeout=1.0)) as browser:
+            theirs = await browser.session.execute(
+                cdp.target.create_target(url="data:text/html,<script>alert('hi')</script>")
+            )
+            await trio.sleep(0.5)  # (the dialog is open; it also is if the attach comes first)
+            with pytest.raises(trio.TooSlowError, match=r"over Settings\.attach_timeout \(1 s\).* dialog"):
+                await browser.attach_page(theirs.target_id)
 
 
 def ref_of_name(snap: Snapshot, name: str) -> str:
