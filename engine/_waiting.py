@@ -448,9 +448,26 @@ async def _frames_have_text(page: Page, text: str) -> bool:
     return found
 
 
-async def wait_for_text(page: Page, text: str, *, present: bool) -> None:
+class _Answers:
+    """When the page last answered one of a wait's looks (a busy page answers none)."""
+
+    def __init__(self) -> None:
+        self.at = trio.current_time()
+        self.ever = False
+
+    def now(self) -> None:
+        self.at = trio.current_time()
+        self.ever = True
+
+
+async def wait_for_text(page: Page, text: str, *, present: bool, answers: _Answers | None = None) -> None:
     """Until ``text`` shows in some frame (``present``), or in none (polled every ``POLL`` seconds)."""
-    while await _frames_have_text(page, text) != present:  # noqa: ASYNC110 - polls the page
+    while True:
+        shown = await _frames_have_text(page, text)
+        if answers is not None:
+            answers.now()
+        if shown == present:
+            return
         await trio.sleep(POLL)
 
 
@@ -462,7 +479,7 @@ _IS_VISIBLE = """function() {
 }"""
 
 
-async def wait_for_ref(page: Page, ref: str, *, visible: bool) -> None:
+async def wait_for_ref(page: Page, ref: str, *, visible: bool, answers: _Answers | None = None) -> None:
     """Until the element ``ref`` names is visible, or hidden (an element removed from the page, or whose
     frame navigated, counts as hidden; any other stale ref raises StaleRefError)."""
     js = _IS_VISIBLE
@@ -481,12 +498,14 @@ async def wait_for_ref(page: Page, ref: str, *, visible: bool) -> None:
             shown = bool(handle and await call_on(node.session, handle, js))
         finally:
             release(node.session, group)
+        if answers is not None:
+            answers.now()
         if shown == visible:
             return
         await trio.sleep(POLL)
 
 
-async def wait_for_load_state(page: Page, state: LoadState) -> None:
+async def wait_for_load_state(page: Page, state: LoadState, answers: _Answers | None = None) -> None:
     """Until the main document reached ``state``; at once if it already has (read from the page)."""
     session = page.session
     if state == "networkidle":
@@ -500,6 +519,8 @@ async def wait_for_load_state(page: Page, state: LoadState) -> None:
         got = await session.execute_raw(
             "Runtime.evaluate", {"expression": "document.readyState", "returnByValue": True}
         )
+        if answers is not None:
+            answers.now()
         value = got.get("result", {}).get("value")
         if value in ("complete", ready):
             return
@@ -582,6 +603,14 @@ async def wait_for(
         raise ValueError(f"load_state is 'load', 'domcontentloaded' or 'networkidle', not {load_state!r}")
     if state not in ("visible", "hidden"):
         raise ValueError(f"state is 'visible' or 'hidden', not {state!r}")
+    for name, value in (("text", text), ("gone_text", gone_text)):
+        if value is not None and not value.strip():
+            # "" is in every page (text= returned at once) and never leaves it (gone_text= never returned).
+            raise ValueError(f"wait_for's {name}= takes the text to look for, not {value!r}")
+    if time_ms is not None and (
+        isinstance(time_ms, bool) or not isinstance(time_ms, int | float) or not 0 <= time_ms < math.inf
+    ):
+        raise ValueError(f"wait_for's time_ms= takes a number of milliseconds, 0 or more, not {time_ms!r}")
     if time_ms is not None:
         await trio.sleep(time_ms / 1000)
         return
@@ -594,26 +623,44 @@ async def wait_for(
     start = trio.current_time()
     budget = _budget()
     own = trio.current_effective_deadline() != math.inf
+    answers = _Answers()
     # A deadline under a second away keeps a tenth of the time, not the whole margin, for the error: a wait
     # of 0.1 s still looks (as an action under it still gets its try).
     with trio.move_on_at(max(budget - RETRY_MARGIN, budget - (budget - start) / 10)):
         if text is not None:
-            await wait_for_text(page, text, present=True)
+            await wait_for_text(page, text, present=True, answers=answers)
         elif gone_text is not None:
-            await wait_for_text(page, gone_text, present=False)
+            await wait_for_text(page, gone_text, present=False, answers=answers)
         elif load_state is not None:
-            await wait_for_load_state(page, load_state)
+            await wait_for_load_state(page, load_state, answers)
         elif ref is not None:
-            await wait_for_ref(page, ref, visible=state == "visible")
+            await wait_for_ref(page, ref, visible=state == "visible", answers=answers)
         return
     until = (
         "before the deadline"
         if own
         else f"in the {DEFAULT_BUDGET:g} s a wait gets when no deadline of yours is set (trio.fail_after)"
     )
+    silent = trio.current_time() - answers.at
+    unanswered = ""
+    going = navigating_note(page)  # (a navigation holds every command of the tab: that note says so)
+    # A load state wait looks once, then listens; networkidle mostly listens.
+    looks = text is not None or gone_text is not None or ref is not None
+    if not going and silent >= SILENT_PAGE and (looks or (load_state != "networkidle" and not answers.ever)):
+        # As a busy page's reads say (check="responsive"): the wait could not look, rather than saw no.
+        unanswered = (
+            f" The page did not answer {'its last look' if answers.ever else 'any look'} for {silent:.1f} s:"
+            " its main thread is busy or held (a script in an endless loop, a synchronous request); "
+            "page.evaluate() under a short deadline stops a running script."
+        )
     raise ActionError(
         f"waited {trio.current_time() - start:.2f} s for {what}; it did not happen {until}."
-        f"{navigating_note(page)}",
+        f"{unanswered}{going}",
         ref=ref or "",
         check="wait_for",
     )
+
+
+SILENT_PAGE = 1.0
+"""Seconds without an answer to a wait's look after which its error says the page is not answering (a
+look takes a few milliseconds; POLL apart, they answer many times a second)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import gc
 import json
+import math
 import struct
 import warnings
 import zlib
@@ -294,8 +295,21 @@ async def test_wait_for_without_a_deadline_names_its_own_budget(
     async with without_a_deadline():
         with pytest.raises(ActionError, match=r"did not happen in the 0\.5 s a wait gets when no deadline"):
             await page.wait_for(text="nowhere")
-    with pytest.raises(ActionError, match="did not happen before the deadline"), trio.fail_after(0.5):
-        await page.wait_for(text="nowhere")
+    with pytest.raises(ActionError, match="did not happen before the deadline") as answered:
+        with trio.fail_after(0.5):
+            await page.wait_for(text="nowhere")
+    assert "did not answer" not in str(answered.value)
+    # Nothing said the page was not answering (a script held it), nor refused what cannot be waited for.
+    for bad in ({"text": ""}, {"gone_text": " "}, {"time_ms": math.nan}, {"time_ms": -1}):
+        with pytest.raises(ValueError, match="wait_for's"):
+            await page.wait_for(**bad)
+    with trio.fail_after(5):
+        await page.evaluate(
+            "setTimeout(() => { const t = Date.now(); while (Date.now() - t < 4000); }, 0); 0"
+        )
+    with pytest.raises(ActionError, match=r"did not answer any look for 1\.\d s: its main thread is busy"):
+        with trio.fail_after(2):
+            await page.wait_for(text="nowhere")
 
 
 async def test_expect_popup_without_a_deadline_gives_up_after_the_budget(
