@@ -491,9 +491,15 @@ def _user_stack(stack: str, offset: int | None) -> str:
     return "\n".join(kept)
 
 
-def _raise_for(reply: dict[str, Any], offset: int | None = None) -> None:
+_FUNCTION_SOURCE = re.compile(r"\s*(async\s+)?(function\b|\([^)]*\)\s*=>|[\w$]+\s*=>)")
+"""A source that is a function literal: a ReferenceError in it is the function's own, not a misuse."""
+
+
+def _raise_for(reply: dict[str, Any], offset: int | None = None, *, takes_args: bool = False) -> None:
     """Raise what the reply's ``exceptionDetails`` says (budget, by-value problem, or a page error);
-    ``offset``: where the source begins in the wrapper's one line (see :func:`_user_stack`)."""
+    ``offset``: where the source begins in the wrapper's one line (see :func:`_user_stack`); ``takes_args``:
+    the script was given arguments or an element and its source is no function literal (``el.textContent``):
+    a ReferenceError then says the source had to be a function."""
     details = reply.get("exceptionDetails")
     if not details:
         return
@@ -517,8 +523,14 @@ def _raise_for(reply: dict[str, Any], offset: int | None = None) -> None:
     top = stack.split("\n", 1)[0].strip()
     if isinstance(line, int) and top and not (_SOURCE_URL in top or _EVAL_AT.search(top)):  # the page's
         where, line = f" ({top[:200]})", None
+    hint = ""
+    if takes_args and line is not None and message.startswith("ReferenceError"):
+        # ``el.textContent`` with ref= named an el nothing defined: the usage was wrong, not the page.
+        hint = (
+            f"; given arguments or an element, {NOT_A_FUNCTION}, like (el, n) => el.textContent.slice(0, n)"
+        )
     raise JavaScriptError(
-        f"the script threw {message}{where}",
+        f"the script threw {message}{where}{hint}",
         details=details,
         stack=_user_stack(stack, offset),
         line=line + 1 if isinstance(line, int) else None,
@@ -721,7 +733,7 @@ async def _run_expression(
                 "function instead: async () => { const r = await fetch(url); return r.status }",
                 details=details,
             )
-    _raise_for(reply, offset)
+    _raise_for(reply, offset, takes_args=is_fn and not _FUNCTION_SOURCE.match(source))
     return _runner_value(reply["result"])
 
 
@@ -763,7 +775,8 @@ async def _run_on_node(
         }
 
     reply = await _bounded(session, "Runtime.callFunctionOn", call, deadline, metrics)
-    _raise_for(reply, declaration.index(source) + 1)  # Chromium compiles "(" + the declaration + ")"
+    # (Chromium compiles "(" + the declaration + ")".)
+    _raise_for(reply, declaration.index(source) + 1, takes_args=not _FUNCTION_SOURCE.match(source))
     return _runner_value(reply["result"])
 
 

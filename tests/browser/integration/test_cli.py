@@ -538,6 +538,10 @@ def test_eval_prints_the_value_and_takes_a_ref(endpoint: str, server: str) -> No
     # Bad input, not a page error: it read "JavaScriptError: the script threw TypeError" with status 1.
     not_a_function = failed(run("eval", url, "document.title", "--ref", "e2", "--connect", endpoint), 2)
     assert "with --ref, EXPR must be a function that takes the element" in not_a_function
+    named = failed(
+        run("eval", url, "el.textContent", "--ref", "e2", "--connect", endpoint), 2
+    )  # (a ReferenceError)
+    assert "with --ref, EXPR must be a function that takes the element" in named
     # The engine's advice, in the shell's terms (it said "await page.snapshot()").
     unknown = failed(run("eval", url, "(el) => 1", "--ref", "e99", "--connect", endpoint), 1)
     assert "cdp-engine snapshot URL" in unknown

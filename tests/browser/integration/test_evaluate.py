@@ -189,6 +189,15 @@ async def test_page_exceptions_carry_message_stack_and_line(browser: Browser, se
             await page.evaluate("(a) => a +", 1)
         with pytest.raises(JavaScriptError, match="must be a function"):
             await page.evaluate("document.title", 1)
+        # A source that names its argument without being a function: it read as the page's own error.
+        with pytest.raises(
+            JavaScriptError, match=r"el is not defined .*; given arguments .* must be a function"
+        ):
+            await page.evaluate("el.textContent", ref=await ref_of(page, "button", "Go"))
+        with pytest.raises(
+            JavaScriptError, match=r"^the script threw ReferenceError: nowhere is not defined[^;]*$"
+        ):
+            await page.evaluate("(el) => nowhere.x", ref=await ref_of(page, "button", "Go"))
         # Thrown values that are no Error, as JavaScript writes them ("None", "Uncaught (in promise)" before).
         for source, said in (
             ("(() => { throw null })()", "null"),
