@@ -260,7 +260,7 @@ _SELECT = """function(wanted, apply) {
   }
   if (!this.multiple && picked.length > 1)
     return {error: 'the select takes one option, not ' + picked.length};
-  if (!apply) return {ready: true};
+  if (!apply) return {ready: true, values: picked.map(o => o.value)};
   for (const o of options) o.selected = picked.includes(o);
   this.dispatchEvent(new Event('input', {bubbles: true}));
   this.dispatchEvent(new Event('change', {bubbles: true}));
@@ -278,7 +278,7 @@ async def select_option(page: Page, ref: str, values: Sequence[str]) -> list[str
     group = new_group()
     sessions = {page.session}
 
-    async def attempt() -> tuple[ResolvedNode, str] | NotYet:
+    async def attempt() -> tuple[ResolvedNode, str, list[str]] | NotYet:
         node = await page.resolve(ref)
         sessions.add(node.session)
         handle = await object_id(node.session, node.backend_node_id, group, node.frame_id)
@@ -289,13 +289,24 @@ async def select_option(page: Page, ref: str, values: Sequence[str]) -> list[str
             return NotYet(*got["notyet"])
         if "error" in got:  # the wrong element or option: waiting would not help
             raise ActionError(f"select_option {ref}: {got['error']}", ref=ref, check="option")
-        return node, handle
+        return node, handle, got["values"]
 
     try:
-        node, handle = await retry_until_deadline("select_option", ref, attempt, page=page)
+        node, handle, picked = await retry_until_deadline("select_option", ref, attempt, page=page)
         # A change handler may navigate (a jump menu): its new document is parsed before this returns.
-        async with navigation_watch(sessions_to_watch(page, node), node.ref):
-            got = await call_on(node.session, handle, _SELECT, wanted, True)
+        async with navigation_watch(sessions_to_watch(page, node), node.ref) as watch:
+            try:
+                got = await call_on(node.session, handle, _SELECT, wanted, True)
+            except SessionDetached:
+                # The pick goes to the select's own session, not the page's as a click's or a key's input:
+                # in an out-of-process iframe, a navigation its change handler started (top.location, or
+                # the frame to another site) takes the frame and its session away, and Chromium dropped the
+                # reply on the way (2 runs of 23): the pick was made. The wait goes on for that navigation.
+                if node.session is page.session or node.session.connection.closed is not None:
+                    raise
+                if not watch.requested:  # the frame went for another reason: its ref is stale
+                    raise
+                got = {"values": picked, "now": picked}  # the select went with its document
     finally:
         for session in sessions:
             release(session, group)

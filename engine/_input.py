@@ -2,7 +2,7 @@
 
 Each pointer action waits for its element to be actionable (``engine/_actionability.py``) and then sends
 ``Input.dispatchMouseEvent`` to the page's own session at top-level coordinates. Actions that may start a
-navigation (a click, a key press) wait for the new document to commit before returning.
+navigation (a click, a key press, a drop) wait for the new document to commit before returning.
 """
 
 from __future__ import annotations
@@ -288,27 +288,37 @@ async def drag(page: Page, source: str, target: str) -> None:
         # The target is checked with the button held: its hit test must not count the dragged element.
         dst = await wait_actionable(page, "drag onto", target, group, hit=not data)
         held = (dst.x, dst.y)
-        await session.execute_raw(
-            "Input.dispatchMouseEvent",
-            {"type": "mouseMoved", "x": dst.x, "y": dst.y, "button": "left", "buttons": 1},
-        )
-        if data:
-            for kind in ("dragEnter", "dragOver", "drop"):
-                await session.execute_raw(
-                    "Input.dispatchDragEvent", {"type": kind, "x": dst.x, "y": dst.y, "data": data[0]}
-                )
-        await session.execute_raw(
-            "Input.dispatchMouseEvent",
-            {
+        # A drop may navigate (its drop handler, or the mouseup of a page that drags with mouse events):
+        # waited for as a click's, so a snapshot right after sees the new document (it saw the old one, or
+        # an empty frame, in 15 drags of 50).
+        async with navigation_watch(sessions_to_watch(page, dst.node), dst.node.ref):
+            await session.execute_raw(
+                "Input.dispatchMouseEvent",
+                {"type": "mouseMoved", "x": dst.x, "y": dst.y, "button": "left", "buttons": 1},
+            )
+            if data:
+                for kind in ("dragEnter", "dragOver", "drop"):
+                    await session.execute_raw(
+                        "Input.dispatchDragEvent", {"type": kind, "x": dst.x, "y": dst.y, "data": data[0]}
+                    )
+            up = {
                 "type": "mouseReleased",
                 "x": dst.x,
                 "y": dst.y,
                 "button": "left",
                 "buttons": 0,
                 "clickCount": 1,
-            },
-        )
-        held = None
+            }
+            try:
+                await input_across_commit(page, "Input.dispatchMouseEvent", up, "drag", dst.node)
+                held = None
+            except ActionError:
+                if not data:
+                    raise
+                # The drop was made, and the navigation its handler started took the document the release
+                # was for: Chromium dropped the release (5 drags of 80 onto an out-of-process iframe whose
+                # drop navigates it), which held the drag to the caller's deadline. It goes again on the way
+                # out (_let_go, after the new document is parsed).
     finally:
         if held is not None and not session.detached:
             await _let_go(session, held, data, intercepted, moved_at)  # (the hook still listens)

@@ -36,6 +36,10 @@ NETWORK_SETUP = cdp.network.enable(max_total_buffer_size=0, max_resource_buffer_
 read 80 MB grew the browser by 133 MB with the defaults, by 24 MB without Network). A user's own
 ``cdp.network.enable()`` sets Chromium's defaults again, and ``Network.getResponseBody`` works from then."""
 
+LIFECYCLE_EVENTS = cdp.page.set_lifecycle_events_enabled(enabled=True)
+"""An out-of-process iframe's ``Page.lifecycleEvent`` (its DOMContentLoaded ends an action's wait for a
+navigation that moved the frame into that process, as the page's own session's does for its frames)."""
+
 _REQUEST_EVENTS = (
     "Network.requestWillBeSent",
     "Network.responseReceived",
@@ -130,6 +134,9 @@ def _watch_session(page: Page, session: Session) -> None:
         child.execute_nowait(NETWORK_SETUP)
         if child.target_type == "iframe":
             enable_once(child, "Page.enable")  # its frames' navigations (the dialogs watcher's too)
+            # Its DOMContentLoaded, where an action's navigation wait ends (engine._waiting): without it
+            # the wait for a frame that moved into this process ended at the commit, the frame still empty.
+            child.execute_nowait(LIFECYCLE_EVENTS)
         _watch_session(page, child)
 
     add_hook(session, _REQUEST_EVENTS, seen, on_end=ended)

@@ -89,6 +89,9 @@ class NavigationWatch:
         #: Where the last navigation the input asked for goes (for the error of one that holds the tab).
         self.url = ""
         self._followed = 0
+        #: Whether the input asked for a navigation (kept after its end: a select's frame that the
+        #: navigation took away is told from one removed for another reason, see _forms.select_option).
+        self.requested = False
         self._broken: CDPError | None = None
         self._leaving: set[str] = set()  # frames whose beforeunload dialog is open
         self._hooks: list[tuple[Session, Subscription[Any]]] = []
@@ -161,6 +164,8 @@ class NavigationWatch:
             frame = params.get("frameId", "")
             if not self.input_handled:
                 self.pending.add(frame)
+                self.committed.discard(frame)  # its next document is to come (see below)
+                self.requested = True
                 self.url = str(params.get("url", ""))
             elif method == "Page.frameStartedNavigating" and frame in self.pending:
                 return  # the start of a navigation whose request was counted
@@ -172,6 +177,10 @@ class NavigationWatch:
                 self._followed += 1
                 if self._followed <= FOLLOWED_NAVIGATIONS:
                     self.pending.add(frame)
+                    # Its document to come is not committed yet: the DOMContentLoaded of the one that asked
+                    # (a script in it that moved on) or of the empty document a new process starts with
+                    # (sent as its session turns lifecycle events on) ended the wait before it (4 of 20).
+                    self.committed.discard(frame)
                 elif frame in self.pending:
                     self.pending.discard(frame)
                     self._wake()
@@ -191,6 +200,12 @@ class NavigationWatch:
             frame = params.get("frameId", "")
             if params.get("name") != "DOMContentLoaded" or frame not in self.committed:
                 return
+        elif method == "Page.frameDetached" and params.get("reason") == "swap":
+            # The frame goes on in another process (a same-site iframe sent cross-site): this is its old
+            # process letting go at the commit, before the new document is parsed. Its new document is
+            # reported by the session that attaches for it (followed, see watch); ending here returned the
+            # action with the iframe still empty (a snapshot right after: 3 runs of 30).
+            return
         else:  # frameStoppedLoading, navigatedWithinDocument, frameDetached (removed from its document)
             frame = params.get("frameId", "")
         self.pending.discard(frame)

@@ -88,3 +88,34 @@ def test_the_start_of_a_requested_navigation_is_not_counted_twice() -> None:
         watch(*requested("B"))
         watch(*started("B", "historyDifferentDocument"))
     assert watch.pending == {"A", "B"}
+
+
+def test_a_frame_that_moves_to_another_process_is_waited_for_there() -> None:
+    """A same-site iframe sent cross-site: its old process lets go ("swap") at the commit, before the new
+    document is parsed in the new process (whose session reports it); that ended the wait (3 runs of 30)."""
+    watch = NavigationWatch("MAIN")
+    watch(*requested("IFRAME"))
+    watch.input_handled = True
+    watch(*navigated("IFRAME", "MAIN"))  # on the new out-of-process session
+    watch("Page.frameDetached", {"frameId": "IFRAME", "reason": "swap"})  # on the page's own
+    assert watch.pending == {"IFRAME"}
+    watch(*parsed("IFRAME"))
+    assert watch.pending == set()
+
+
+def test_a_document_that_moves_on_is_not_taken_for_the_next_one() -> None:
+    """A script in the new document asks for another before it is parsed (location.replace): the first
+    one's DOMContentLoaded, or the one a new process replays for its empty document as its session turns
+    lifecycle events on, ended the wait before the last document came (10 runs of 60)."""
+    for handled_before in (False, True):
+        watch = NavigationWatch("MAIN")
+        watch(*requested("IFRAME"))
+        watch.input_handled = handled_before
+        watch(*navigated("IFRAME", "MAIN"))
+        watch(*requested("IFRAME"))
+        watch.input_handled = True
+        watch(*parsed("IFRAME"))
+        assert watch.pending == {"IFRAME"}
+        watch(*navigated("IFRAME", "MAIN"))
+        watch(*parsed("IFRAME"))
+        assert watch.pending == set()
