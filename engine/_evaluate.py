@@ -105,7 +105,6 @@ _RUNNER_JS = """
   } else if (typeof Reflect === 'object' && Reflect && typeof Reflect.apply === 'function') {
     f = Reflect.apply(f, undefined, args);
   } else { f = f(...args); }
-  const P = (async () => {})().constructor;
   const bad = (path, what, instead) => new TypeError('@VALUE@' + path + ' is ' + what + '; ' + instead);
   const check = (root) => {
     const up = [], keys = [], specials = [];
@@ -154,6 +153,7 @@ _RUNNER_JS = """
     return specials.length ? {'@SPECIAL@': specials, value: root} : root;
   };
   if (f && typeof f.then === 'function') {
+    const P = (async () => {})().constructor;
     let timer;
     const limit = new P((_, reject) => {
       timer = setTimeout(() => reject(new Error('@BUDGET@')), ms);
