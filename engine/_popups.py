@@ -60,14 +60,13 @@ def watch_popups(browser: Browser, setup: list[tuple[str, dict[str, Any]]]) -> N
     attaching: dict[str, tuple[str, str]] = {}  # target id -> (opener target id, url)
     waiters: list[tuple[str, Popup]] = browser.__dict__.setdefault("_popup_waiters", [])
 
-    def first_waiter(opener: str) -> Popup | None:
-        # One tab for each waiter, in the order they began: two expect_popup blocks around two clicks
-        # both got the first tab.
-        for waiter in waiters:
-            if waiter[0] == opener:
-                waiters.remove(waiter)
-                return waiter[1]
-        return None
+    def waiting_for(opener: str) -> list[Popup]:
+        # Every block waiting on that opener gets its next tab: blocks nested around one click must all
+        # end (taken in turn, the inner block's tab went to the outer one, and the inner waited on).
+        found = [w for w in waiters if w[0] == opener]
+        for waiter in found:
+            waiters.remove(waiter)
+        return [popup for _, popup in found]
 
     def event(method: str, params: dict[str, Any]) -> None:
         info = params.get("targetInfo") or {}
@@ -81,8 +80,7 @@ def watch_popups(browser: Browser, setup: list[tuple[str, dict[str, Any]]]) -> N
             # Closed before our attach reached it (window.close() in its first script): the attach fails
             # and no attachedToTarget comes; its waiter would have waited for its whole deadline.
             opener, url = attaching.pop(params["targetId"])
-            gone = first_waiter(opener)
-            if gone is not None:
+            for gone in waiting_for(opener):
                 gone._gone = "" if url == "about:blank" else url  # (its first URL: often not known yet)
                 gone._arrived.set()
         elif method == "Target.attachedToTarget" and target in attaching:
@@ -95,8 +93,7 @@ def watch_popups(browser: Browser, setup: list[tuple[str, dict[str, Any]]]) -> N
             page = Page(browser, session, target)
             browser._keep(page)
             watch_page(page)
-            popup = first_waiter(opener)
-            if popup is not None:
+            for popup in waiting_for(opener):
                 popup._page = page
                 popup._arrived.set()
 
