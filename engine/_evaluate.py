@@ -491,15 +491,11 @@ def _user_stack(stack: str, offset: int | None) -> str:
     return "\n".join(kept)
 
 
-_FUNCTION_SOURCE = re.compile(r"\s*(async\s+)?(function\b|\([^)]*\)\s*=>|[\w$]+\s*=>)")
-"""A source that is a function literal: a ReferenceError in it is the function's own, not a misuse."""
-
-
 def _raise_for(reply: dict[str, Any], offset: int | None = None, *, takes_args: bool = False) -> None:
     """Raise what the reply's ``exceptionDetails`` says (budget, by-value problem, or a page error);
     ``offset``: where the source begins in the wrapper's one line (see :func:`_user_stack`); ``takes_args``:
-    the script was given arguments or an element and its source is no function literal (``el.textContent``):
-    a ReferenceError then says the source had to be a function."""
+    the script was given arguments or an element, so a ReferenceError thrown as its source was evaluated
+    (``el.textContent``), not in a function it made, says the source had to be a function."""
     details = reply.get("exceptionDetails")
     if not details:
         return
@@ -524,8 +520,13 @@ def _raise_for(reply: dict[str, Any], offset: int | None = None, *, takes_args: 
     if isinstance(line, int) and top and not (_SOURCE_URL in top or _EVAL_AT.search(top)):  # the page's
         where, line = f" ({top[:200]})", None
     hint = ""
-    if takes_args and line is not None and message.startswith("ReferenceError"):
-        # ``el.textContent`` with ref= named an el nothing defined: the usage was wrong, not the page.
+    frames = [frame for frame in stack.splitlines() if frame.lstrip().startswith("at ")]
+    synchronous = "(in promise)" not in str(details.get("text") or "")  # (an async function's rejects)
+    alone = len(frames) == 1 and _SOURCE_URL in frames[0]
+    if takes_args and message.startswith("ReferenceError") and synchronous and alone:
+        # ``el.textContent`` with ref= named an el nothing defined: the usage was wrong, not the page. (One
+        # frame, the wrapper's: thrown in a function of the source, the stack has the function's and the
+        # runner's too. A test of the source's text took commented and parenthesized functions for misuse.)
         hint = (
             f"; given arguments or an element, {NOT_A_FUNCTION}, like (el, n) => el.textContent.slice(0, n)"
         )
@@ -733,7 +734,7 @@ async def _run_expression(
                 "function instead: async () => { const r = await fetch(url); return r.status }",
                 details=details,
             )
-    _raise_for(reply, offset, takes_args=is_fn and not _FUNCTION_SOURCE.match(source))
+    _raise_for(reply, offset, takes_args=is_fn)
     return _runner_value(reply["result"])
 
 
@@ -775,8 +776,7 @@ async def _run_on_node(
         }
 
     reply = await _bounded(session, "Runtime.callFunctionOn", call, deadline, metrics)
-    # (Chromium compiles "(" + the declaration + ")".)
-    _raise_for(reply, declaration.index(source) + 1, takes_args=not _FUNCTION_SOURCE.match(source))
+    _raise_for(reply, declaration.index(source) + 1, takes_args=True)  # Chromium compiles "(" + it + ")"
     return _runner_value(reply["result"])
 
 

@@ -194,10 +194,14 @@ async def test_page_exceptions_carry_message_stack_and_line(browser: Browser, se
             JavaScriptError, match=r"el is not defined .*; given arguments .* must be a function"
         ):
             await page.evaluate("el.textContent", ref=await ref_of(page, "button", "Go"))
-        with pytest.raises(
-            JavaScriptError, match=r"^the script threw ReferenceError: nowhere is not defined[^;]*$"
-        ):
-            await page.evaluate("(el) => nowhere.x", ref=await ref_of(page, "button", "Go"))
+        for function in (
+            "(el) => nowhere.x",
+            "/* a comment */ (el) => nowhere.x",
+            "(function (el) { return nowhere.x })",
+            "async (el) => { await null; return nowhere.x }",
+        ):  # (a ReferenceError in a function's body is the page's own error)
+            with pytest.raises(JavaScriptError, match=r"^the script threw ReferenceError: nowhere [^;]*$"):
+                await page.evaluate(function, ref=await ref_of(page, "button", "Go"))
         # Thrown values that are no Error, as JavaScript writes them ("None", "Uncaught (in promise)" before).
         for source, said in (
             ("(() => { throw null })()", "null"),
