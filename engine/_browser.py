@@ -287,11 +287,6 @@ class Browser(metaclass=NoPublicConstructor):
         return None if self.process is None else os.path.join(self.process.temp_dir, "downloads")
 
     async def _setup(self) -> None:
-        if self.download_dir is not None:
-            # Chromium saves a download in ~/Downloads otherwise, where it stays after the browser is gone.
-            await self.session.execute(
-                cdp.browser.set_download_behavior(behavior="allow", download_path=self.download_dir)
-            )
         # Discovery brings Target.targetCrashed/targetDestroyed. Some endpoints (browser pools, proxies)
         # refuse it; the connection still works, crashes then show up through Inspector.targetCrashed.
         try:

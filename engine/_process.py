@@ -534,6 +534,12 @@ def _make_temp_dir(parent: str) -> str:
     try:
         os.mkdir(os.path.join(path, "profile"))
         os.mkdir(os.path.join(path, "tmp"))
+        # Downloads go here, removed with the rest (they went to ~/Downloads for good). A preference, not
+        # Browser.setDownloadBehavior: that one's "allow" overwrote a file of the same name, where
+        # Chromium's own saving adds " (1)".
+        os.mkdir(os.path.join(path, "profile", "Default"))
+        with open(os.path.join(path, "profile", "Default", "Preferences"), "w", encoding="utf-8") as prefs:
+            json.dump({"download": {"default_directory": os.path.join(path, "downloads")}}, prefs)
     except BaseException:
         shutil.rmtree(path, ignore_errors=True)
         raise
