@@ -6,30 +6,54 @@ engine's handshakes (launch, connect, attach, close) need limits of their own; t
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable
 
 import attrs
-
-MAX_SECONDS = 1e9
-"""The longest limit accepted, in seconds (31 years): no wait is meant to be endless."""
 
 MAX_BUSY_POLL = 1.0
 """The longest ``Settings.busy_poll`` accepted, in seconds (a poll spins a core while it lasts)."""
 
 
+def _as_float(value: object) -> object:
+    """A real number (numpy's, a Fraction) as the float the waits compute with; anything else as it is, for
+    the check to refuse."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except OverflowError:
+            return value
+    return value
+
+
+def _as_int(value: object) -> object:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    return value
+
+
 def _seconds(instance: object, attribute: attrs.Attribute[float], value: object) -> None:
     # Checked here: a wrong value would otherwise fail much later, inside the first wait it bounds, as a
-    # TypeError from trio or a timeout that fired at once.
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_SECONDS:
+    # TypeError from trio or a timeout that fired at once. Any real number (numpy's too); math.inf is no
+    # limit, as it was before the check.
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"Settings.{attribute.name} is a number of seconds, not {value!r}")
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int past float's range: trio's deadline arithmetic would fail on it
+        seconds = math.nan
+    if not seconds > 0:
         raise ValueError(
-            f"Settings.{attribute.name} is a number of seconds above 0 (at most {MAX_SECONDS:.0e}), "
-            f"not {value!r}"
+            f"Settings.{attribute.name} is a number of seconds above 0 (math.inf: no limit), not {value!r}"
         )
 
 
 def _count(low: int) -> Callable[[object, attrs.Attribute[int], object], None]:
     def check(instance: object, attribute: attrs.Attribute[int], value: object) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"Settings.{attribute.name} is a whole number, not {value!r}")
+        if value < low:
             raise ValueError(f"Settings.{attribute.name} is a whole number of at least {low}, not {value!r}")
 
     return check
@@ -52,8 +76,8 @@ def _busy_poll(instance: object, attribute: attrs.Attribute[float], value: objec
 
 @attrs.frozen(kw_only=True)
 class Settings:
-    """Limits for the engine's own handshakes, in seconds unless named otherwise; each is checked when made
-    (ValueError; TypeError for a switch that is not a bool).
+    """Limits for the engine's own handshakes, in seconds unless named otherwise (``math.inf``: no limit);
+    each is checked when made (TypeError for a value of the wrong kind, ValueError for one out of range).
 
     Attributes:
         launch_timeout: from spawning Chromium to its first answer.
@@ -81,20 +105,20 @@ class Settings:
         protocol_trace_chars: how much of each message the protocol trace shows.
     """
 
-    launch_timeout: float = attrs.field(default=30.0, validator=_seconds)
-    connect_timeout: float = attrs.field(default=10.0, validator=_seconds)
-    attach_timeout: float = attrs.field(default=10.0, validator=_seconds)
-    close_timeout: float = attrs.field(default=5.0, validator=_seconds)
-    kill_timeout: float = attrs.field(default=5.0, validator=_seconds)
-    navigation_timeout: float = attrs.field(default=30.0, validator=_seconds)
-    max_outbound_bytes: int = attrs.field(default=256 * 1024 * 1024, validator=_count(1))
-    max_inbound_bytes: int = attrs.field(default=1024 * 1024 * 1024, validator=_count(1))
-    stderr_tail_lines: int = attrs.field(default=40, validator=_count(0))
+    launch_timeout: float = attrs.field(default=30.0, converter=_as_float, validator=_seconds)
+    connect_timeout: float = attrs.field(default=10.0, converter=_as_float, validator=_seconds)
+    attach_timeout: float = attrs.field(default=10.0, converter=_as_float, validator=_seconds)
+    close_timeout: float = attrs.field(default=5.0, converter=_as_float, validator=_seconds)
+    kill_timeout: float = attrs.field(default=5.0, converter=_as_float, validator=_seconds)
+    navigation_timeout: float = attrs.field(default=30.0, converter=_as_float, validator=_seconds)
+    max_outbound_bytes: int = attrs.field(default=256 * 1024 * 1024, converter=_as_int, validator=_count(1))
+    max_inbound_bytes: int = attrs.field(default=1024 * 1024 * 1024, converter=_as_int, validator=_count(1))
+    stderr_tail_lines: int = attrs.field(default=40, converter=_as_int, validator=_count(0))
     evaluate_enabled: bool = attrs.field(default=True, validator=_switch)
-    evaluate_timeout: float = attrs.field(default=30.0, validator=_seconds)
+    evaluate_timeout: float = attrs.field(default=30.0, converter=_as_float, validator=_seconds)
     busy_poll: float = attrs.field(default=0.0005, validator=_busy_poll)
     protocol_trace: bool = attrs.field(default=False, validator=_switch)
-    protocol_trace_chars: int = attrs.field(default=400, validator=_count(1))
+    protocol_trace_chars: int = attrs.field(default=400, converter=_as_int, validator=_count(1))
 
 
 DEFAULT_SETTINGS = Settings()

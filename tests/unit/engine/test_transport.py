@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fractions
 import json
+import math
 import os
 import re
 import socket
@@ -557,14 +559,14 @@ def test_busy_poll_refuses_what_is_not_a_duration(value: Any) -> None:
 @pytest.mark.parametrize(
     ("field", "value", "error"),
     [
-        ("navigation_timeout", "30", ValueError),  # failed later as a TypeError inside trio
-        ("evaluate_timeout", 0, ValueError),  # every evaluate ran out at once
-        ("launch_timeout", -1, ValueError),
+        ("navigation_timeout", "30", TypeError),  # failed later as a TypeError inside trio
+        ("evaluate_timeout", 0.0, ValueError),  # every evaluate ran out at once
+        ("launch_timeout", -1.0, ValueError),
         ("attach_timeout", float("nan"), ValueError),
-        ("connect_timeout", float("inf"), ValueError),
-        ("close_timeout", 10**400, ValueError),
+        ("connect_timeout", -math.inf, ValueError),
+        ("close_timeout", 10**400, ValueError),  # past float's range: trio's deadline arithmetic fails
         ("max_inbound_bytes", 0, ValueError),
-        ("stderr_tail_lines", 2.5, ValueError),
+        ("stderr_tail_lines", 2.5, TypeError),
         ("protocol_trace", "yes", TypeError),
     ],
 )
@@ -573,6 +575,14 @@ def test_settings_refuse_what_no_wait_or_limit_can_use(
 ) -> None:
     with pytest.raises(error, match=rf"Settings\.{field} is .*, not {re.escape(repr(value))}$"):
         Settings(**{field: value})
+
+
+def test_settings_take_any_real_number_and_no_limit() -> None:
+    settings = Settings(
+        evaluate_timeout=math.inf, navigation_timeout=fractions.Fraction(3, 2), stderr_tail_lines=0
+    )
+    assert settings.evaluate_timeout == math.inf
+    assert attrs.evolve(settings, kill_timeout=1).kill_timeout == 1
 
 
 def test_settings_show_what_each_field_means_in_help() -> None:
