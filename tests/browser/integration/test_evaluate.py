@@ -85,6 +85,7 @@ async def test_arguments_reach_the_function_on_a_page_that_replaced_its_builtins
     with trio.fail_after(10):
         await page.evaluate("Array.prototype[Symbol.iterator] = function* () {}; 0")
         assert await page.evaluate("(a, b) => a + b", 2, 40) == 42
+        assert await page.evaluate("async (n) => n + 1", 41) == 42  # (Promise.race hung on its array)
         ref = await ref_of(page, "button", "Go")
         assert await page.evaluate("(el, n) => el.textContent.slice(0, n)", 2, ref=ref) == "Go"
         # A page without Reflect, and one whose window.Promise is not one: the runner used both.
