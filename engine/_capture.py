@@ -48,11 +48,14 @@ async def screenshot(page: Page, *, ref: str | None, full_page: bool) -> bytes:
         xs, ys = [x for x, _ in corners], [y for _, y in corners]
         metrics = await session.execute_raw("Page.getLayoutMetrics")
         viewport = metrics["cssVisualViewport"]
+        # Clipped to the page's top-left corner: for a clip that begins left of it (an element at
+        # left: -40px), Chromium captured the top of the viewport instead of the element.
+        x, y = max(min(xs) + viewport["pageX"], 0), max(min(ys) + viewport["pageY"], 0)
         params["clip"] = {
-            "x": min(xs) + viewport["pageX"],
-            "y": min(ys) + viewport["pageY"],
-            "width": max(xs) - min(xs),
-            "height": max(ys) - min(ys),
+            "x": x,
+            "y": y,
+            "width": max(xs) + viewport["pageX"] - x,
+            "height": max(ys) + viewport["pageY"] - y,
             "scale": 1,
         }
         if (
@@ -62,7 +65,8 @@ async def screenshot(page: Page, *, ref: str | None, full_page: bool) -> bytes:
             or max(ys) > viewport["clientHeight"]
         ):
             # Larger than the viewport (it was scrolled into view as far as it goes): the part outside
-            # came back white, with no error (80% of a 1200x1500 element on a 780x493 view).
+            # came back white, with no error (80% of a 1200x1500 element on a 780x493 view). As with
+            # full_page, Chromium then leaves the page without scrollbars until its next document.
             params["captureBeyondViewport"] = True
     elif full_page:
         metrics = await session.execute_raw("Page.getLayoutMetrics")
