@@ -255,8 +255,8 @@ class Browser(metaclass=NoPublicConstructor):
             raise trio.TooSlowError(
                 f"attaching to tab {target_id} took over Settings.attach_timeout "
                 f"({self.settings.attach_timeout:g} s): Chromium holds a tab's set-up while a JavaScript "
-                "dialog is open in it (which a client that attaches later cannot answer) or its page is "
-                "held; close the tab, or raise Settings.attach_timeout for a slow one"
+                "dialog is open in it (which a client that attaches later cannot answer), or while a script "
+                "holds its page (an endless loop); close the tab"
             )
         page = Page(self, session, target_id)
         self._keep(page)

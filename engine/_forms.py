@@ -417,7 +417,7 @@ _FILE_INPUT = """function (clear) {
     this.dispatchEvent(new Event('input', {bubbles: true, composed: true}));
     this.dispatchEvent(new Event('change', {bubbles: true}));
   }
-  return this.multiple;
+  return this.multiple || this.webkitdirectory;
 }"""
-"""Whether the file input takes several files (null: not a file input); with ``clear``, empty it as a user
-would, with its input and change events."""
+"""Whether the file input takes several files (``multiple``, or a directory's: ``webkitdirectory``; null:
+not a file input); with ``clear``, empty it as a user would, with its input and change events."""

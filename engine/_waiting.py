@@ -665,8 +665,9 @@ async def wait_for(
         # As a busy page's reads say (check="responsive"): the wait could not look, rather than saw no.
         unanswered = (
             f" The page did not answer {'its last look' if answers.ever else 'any look'} for {silent:.1f} s:"
-            " its main thread is busy or held (a script in an endless loop, a synchronous request); "
-            "page.evaluate() under a short deadline stops a running script."
+            " its main thread, or an out-of-process iframe's, is busy or held (a script in an endless loop, "
+            "a synchronous request); page.evaluate() under a short deadline stops a running script (with "
+            "ref= an element of the iframe, in that iframe)."
         )
     raise ActionError(
         f"waited {trio.current_time() - start:.2f} s for {what}; it did not happen {until}."

@@ -308,7 +308,10 @@ async def test_wait_for_without_a_deadline_names_its_own_budget(
         await page.evaluate(
             "setTimeout(() => { const t = Date.now(); while (Date.now() - t < 4000); }, 0); 0"
         )
-    with pytest.raises(ActionError, match=r"did not answer any look for 1\.\d s: its main thread is busy"):
+    with pytest.raises(
+        ActionError,
+        match=r"did not answer any look for 1\.\d s: its main thread, or an out-of-process iframe.s, is busy",
+    ):
         with trio.fail_after(2):
             await page.wait_for(text="nowhere")
 
