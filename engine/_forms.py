@@ -12,7 +12,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -321,6 +321,24 @@ async def select_option(page: Page, ref: str, values: Sequence[str]) -> list[str
     return now
 
 
+async def _ask_element(node: ResolvedNode, js: str, *args: Any) -> Any:
+    """What ``js`` (``this``: the element, in the engine's world) returns for ``node``.
+
+    Raises:
+        ActionError: the element is no longer in the document (``check="attached"``).
+    """
+    group = new_group()
+    try:
+        handle = await object_id(node.session, node.backend_node_id, group, node.frame_id)
+        if handle is None:
+            raise ActionError(
+                f"{node.ref}: the element is no longer in the document", ref=node.ref, check="attached"
+            )
+        return await call_on(node.session, handle, js, *args)
+    finally:
+        release(node.session, group)
+
+
 _CHECKED = """function() {
   const el = this.localName === 'label' && this.control ? this.control : this;
   if (el.localName === 'input' && ['checkbox', 'radio'].includes(el.type)) return [el.checked, el.type];
@@ -333,17 +351,7 @@ async def set_checked(page: Page, ref: str, checked: bool) -> None:
     """Click ``ref`` if its checked state is not ``checked`` yet, then make sure it changed."""
 
     async def state() -> tuple[bool, str]:
-        node = await page.resolve(ref)
-        group = new_group()
-        try:
-            handle = await object_id(node.session, node.backend_node_id, group, node.frame_id)
-            if handle is None:
-                raise ActionError(
-                    f"{ref}: the element is no longer in the document", ref=ref, check="attached"
-                )
-            value = await call_on(node.session, handle, _CHECKED)
-        finally:
-            release(node.session, group)
+        value = await _ask_element(await page.resolve(ref), _CHECKED)
         if value is None:
             raise ActionError(
                 f"{ref} is not a checkbox, radio or aria-checked element", ref=ref, check="checkable"
@@ -380,12 +388,8 @@ async def set_input_files(page: Page, ref: str, files: Sequence[str | os.PathLik
     if missing:
         raise FileNotFoundError(f"set_input_files: no such file(s): {missing}")
     node = await page.resolve(ref)
-    group = new_group()
     try:
-        handle = await object_id(node.session, node.backend_node_id, group, node.frame_id)
-        if handle is None:
-            raise ActionError(f"{ref}: the element is no longer in the document", ref=ref, check="attached")
-        multiple = await call_on(node.session, handle, _FILE_INPUT, not paths)
+        multiple = await _ask_element(node, _FILE_INPUT, not paths)
         if multiple is None:
             raise ActionError(
                 f"set_input_files {ref}: it is not an <input type=file>", ref=ref, check="file input"
@@ -406,8 +410,6 @@ async def set_input_files(page: Page, ref: str, files: Sequence[str | os.PathLik
         raise ActionError(
             f"set_input_files {ref}: {exc.message} (is it an <input type=file>?)", ref=ref, check="file input"
         ) from None
-    finally:
-        release(node.session, group)
 
 
 _FILE_INPUT = """function (clear) {
