@@ -475,12 +475,11 @@ class _Answers:
         self.ever = True
 
 
-async def wait_for_text(page: Page, text: str, *, present: bool, answers: _Answers | None = None) -> None:
+async def wait_for_text(page: Page, text: str, *, present: bool, answers: _Answers) -> None:
     """Until ``text`` shows in some frame (``present``), or in none (polled every ``POLL`` seconds)."""
     while True:
         shown = await _frames_have_text(page, text)
-        if answers is not None:
-            answers.now()
+        answers.now()
         if shown == present:
             return
         await trio.sleep(POLL)
@@ -494,7 +493,7 @@ _IS_VISIBLE = """function() {
 }"""
 
 
-async def wait_for_ref(page: Page, ref: str, *, visible: bool, answers: _Answers | None = None) -> None:
+async def wait_for_ref(page: Page, ref: str, *, visible: bool, answers: _Answers) -> None:
     """Until the element ``ref`` names is visible, or hidden (an element removed from the page, or whose
     frame navigated, counts as hidden; any other stale ref raises StaleRefError)."""
     js = _IS_VISIBLE
@@ -513,14 +512,13 @@ async def wait_for_ref(page: Page, ref: str, *, visible: bool, answers: _Answers
             shown = bool(handle and await call_on(node.session, handle, js))
         finally:
             release(node.session, group)
-        if answers is not None:
-            answers.now()
+        answers.now()
         if shown == visible:
             return
         await trio.sleep(POLL)
 
 
-async def wait_for_load_state(page: Page, state: LoadState, answers: _Answers | None = None) -> None:
+async def wait_for_load_state(page: Page, state: LoadState, answers: _Answers) -> None:
     """Until the main document reached ``state``; at once if it already has (read from the page)."""
     session = page.session
     if state == "networkidle":
@@ -534,8 +532,7 @@ async def wait_for_load_state(page: Page, state: LoadState, answers: _Answers | 
         got = await session.execute_raw(
             "Runtime.evaluate", {"expression": "document.readyState", "returnByValue": True}
         )
-        if answers is not None:
-            answers.now()
+        answers.now()
         value = got.get("result", {}).get("value")
         if value in ("complete", ready):
             return
