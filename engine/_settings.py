@@ -6,7 +6,6 @@ engine's handshakes (launch, connect, attach, close) need limits of their own; t
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Callable
 
@@ -39,11 +38,9 @@ def _seconds(instance: object, attribute: attrs.Attribute[float], value: object)
     # limit, as it was before the check.
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"Settings.{attribute.name} is a number of seconds, not {value!r}")
-    try:
-        seconds = float(value)
-    except OverflowError:  # an int past float's range: trio's deadline arithmetic would fail on it
-        seconds = math.nan
-    if not seconds > 0:
+    # _as_float made it a float; a number it left alone is past float's range, where trio's deadline
+    # arithmetic would fail.
+    if not isinstance(value, float) or not value > 0:
         raise ValueError(
             f"Settings.{attribute.name} is a number of seconds above 0 (math.inf: no limit), not {value!r}"
         )
