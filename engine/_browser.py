@@ -63,6 +63,10 @@ class Browser(metaclass=NoPublicConstructor):
         # Set by a headless launch: each new page gets a window of its own, so every page is "visible".
         # In tabs of one window only the front one is: the others get no animation frames at all.
         self._page_windows = False
+        # new_page's tabs attach paused as they are made (see _popups): while a Target.createTarget of it is
+        # in flight the hook keeps such tabs here, and new_page takes its own instead of attaching again.
+        self._creating = 0
+        self._unclaimed: dict[str, Session] = {}
 
     async def aclose(self) -> None:
         """Close a browser from :func:`engine.launch_in_background` (the REPL way); idempotent.
@@ -168,7 +172,7 @@ class Browser(metaclass=NoPublicConstructor):
         return browser_metrics(self)
 
     async def new_page(self, url: str | None = None) -> Page:
-        """Open a tab, attach a flattened session to it (iframes and workers auto-attach), load ``url``.
+        """Open a tab, set up its flattened session (iframes and workers auto-attach), load ``url``.
 
         In a browser from a headless :func:`launch`, each page is a window of its own, so that every page
         is visible: it gets animation frames and unthrottled timers, not only the last one opened.
@@ -185,14 +189,23 @@ class Browser(metaclass=NoPublicConstructor):
         If anything fails on the way (or the caller's deadline runs out), the new tab is closed again.
         """
         # Shielded (for a few milliseconds): cancelled in flight, the tab would open with nobody to close it.
-        with trio.CancelScope(shield=True), trio.fail_after(self.settings.attach_timeout):
-            created = await self.session.execute(
-                cdp.target.create_target(url="about:blank", new_window=self._page_windows or None)
-            )
+        created: cdp.target.CreateTargetResult | None = None
+        self._creating += 1
+        try:
+            with trio.CancelScope(shield=True), trio.fail_after(self.settings.attach_timeout):
+                created = await self.session.execute(
+                    cdp.target.create_target(url="about:blank", new_window=self._page_windows or None)
+                )
+        finally:
+            self._creating -= 1
+            attached = None if created is None else self._unclaimed.pop(created.target_id, None)
+            if not self._creating:
+                self._release_unclaimed()
+        assert created is not None  # (or the call raised)
         target_id = created.target_id
         try:
             await trio.lowlevel.checkpoint_if_cancelled()
-            page = await self._attach(target_id, "", ours=True)
+            page = await self._attach(target_id, "", ours=True, attached=attached)
         except BaseException:
             await self._close_target_quietly(target_id)
             raise
@@ -231,24 +244,39 @@ class Browser(metaclass=NoPublicConstructor):
         self._adopted.add(target_id)
         return page
 
-    async def _attach(self, target_id: str, url: str, *, ours: bool) -> Page:
+    def _release_unclaimed(self) -> None:
+        """Let the tabs the hook kept for new_page that no new_page took run, and let go of them."""
+        unclaimed, self._unclaimed = self._unclaimed, {}
+        for session in unclaimed.values():
+            if not session.detached:
+                session.execute_nowait(cdp.runtime.run_if_waiting_for_debugger())
+                self.session.execute_nowait(cdp.target.detach_from_target(session_id=session.session_id))
+
+    async def _attach(self, target_id: str, url: str, *, ours: bool, attached: Session | None = None) -> Page:
         """Attach a flattened session to the tab, give it the page set-up and keep its Page (new_page's
-        tabs and attach_page's). If the set-up fails, a tab that is not ``ours`` is let go of (detached,
-        quietly: the set-up's error is the one that goes on); new_page closes its own instead."""
+        tabs and attach_page's). ``attached``: the tab's session from auto-attach, paused, used instead of
+        attaching again (one round trip less) and resumed after its set-up. If the set-up fails, a tab that
+        is not ``ours`` is let go of (detached, quietly: the set-up's error is the one that goes on);
+        new_page closes its own instead."""
+        setup = _page_setup()
         with trio.move_on_after(self.settings.attach_timeout) as limit:
-            attached = await self.session.execute(
-                cdp.target.attach_to_target(target_id=target_id, flatten=True)
-            )
-            session = self.connection.sessions.create(
-                attached.session_id, target_id=target_id, target_type="page", url=url, parent=self.session
-            )
+            if attached is None or attached.detached:
+                reply = await self.session.execute(
+                    cdp.target.attach_to_target(target_id=target_id, flatten=True)
+                )
+                session = self.connection.sessions.create(
+                    reply.session_id, target_id=target_id, target_type="page", url=url, parent=self.session
+                )
+            else:
+                session = attached
+                setup.append(cdp.runtime.run_if_waiting_for_debugger())  # in the same write, after the rest
             try:
-                await session.execute_all(*_page_setup())
+                await session.execute_all(*setup)
             except BaseException:
                 if ours:
                     raise
                 with contextlib.suppress(CDPError):
-                    self.session.execute_nowait(cdp.target.detach_from_target(session_id=attached.session_id))
+                    self.session.execute_nowait(cdp.target.detach_from_target(session_id=session.session_id))
                 raise
         if limit.cancelled_caught:
             # (It was a bare TooSlowError.) Measured: a tab whose alert() is open holds Page.enable for good.
@@ -287,15 +315,38 @@ class Browser(metaclass=NoPublicConstructor):
         return None if self.process is None else os.path.join(self.process.temp_dir, "downloads")
 
     async def _setup(self) -> None:
+        # Hooked before discovery, which announces the tabs already open: auto-attach attaches to those as
+        # well, and the hook lets go of them. It resumes the new tabs, which attach paused.
+        setup = [(c.method, c.params) for c in _page_setup()]
+        hook = watch_popups(self, setup, auto=True)
         # Discovery brings Target.targetCrashed/targetDestroyed. Some endpoints (browser pools, proxies)
         # refuse it; the connection still works, crashes then show up through Inspector.targetCrashed.
         try:
             await self.session.execute(cdp.target.set_discover_targets(discover=True))
         except ProtocolError as exc:
             log.warning("this endpoint refused Target.setDiscoverTargets (%s); going on without it", exc)
+            self.session.unsubscribe(hook)
         else:
-            watch_popups(self, [(c.method, c.params) for c in _page_setup()])
+            if not await self._auto_attach():
+                self.session.unsubscribe(hook)
+                watch_popups(self, setup, auto=False)
         self._set_up = True
+
+    async def _auto_attach(self) -> bool:
+        """Ask the browser to attach this session to every new tab, paused until set up (see _popups)."""
+        pages_only = [cdp.target.FilterEntry(type_="page"), cdp.target.FilterEntry(exclude=True)]
+        try:
+            await self.session.execute(
+                cdp.target.set_auto_attach(
+                    auto_attach=True, wait_for_debugger_on_start=True, flatten=True, filter_=pages_only
+                )
+            )
+        except ProtocolError as exc:
+            log.warning(
+                "this endpoint refused Target.setAutoAttach (%s); popups are attached as they appear", exc
+            )
+            return False
+        return True
 
 
 _QUICK_CLOSE = 1.0

@@ -39,6 +39,12 @@ class _Pending:
     loader = ""
     since = 0.0
     documents = 0  # the main frame's commits of a new document (Page.frameNavigated) since the Page began
+    moved: trio.Event | None = None  # set at the next change (or the tab's end), for first_document
+
+    def wake(self) -> None:
+        if self.moved is not None:
+            self.moved.set()
+            self.moved = None
 
 
 def _pending(page: Page) -> _Pending:
@@ -55,6 +61,7 @@ def watch_navigating(page: Page) -> None:
         if method == "Network.loadingFailed":
             if state.url and params.get("requestId") == state.loader:
                 state.url = ""
+                state.wake()
             return
         if method == "Page.frameNavigated":
             frame = params.get("frame")
@@ -72,8 +79,26 @@ def watch_navigating(page: Page) -> None:
             state.since = trio.current_time()
         else:  # committed (frameNavigated), or stopped
             state.url = ""
+        state.wake()
 
-    add_hook(page.session, _EVENTS, changed)
+    add_hook(page.session, _EVENTS, changed, on_end=lambda _: state.wake())
+
+
+def expect_first_navigation(page: Page, url: str) -> None:
+    """A new tab (a popup) is about to load ``url``: it counts as navigating from now on, not from the
+    start Chromium announces once the tab runs (until then it shows its initial empty document)."""
+    state = _pending(page)
+    if not state.url and not state.documents:
+        state.url = url
+        state.since = trio.current_time()
+
+
+async def first_document(page: Page) -> None:
+    """Until a tab started by ``expect_first_navigation`` committed its document, stopped, or closed."""
+    state = _pending(page)
+    while state.url and not state.documents and not page.closed:
+        state.moved = moved = state.moved or trio.Event()
+        await moved.wait()
 
 
 def documents_committed(page: Page) -> int:

@@ -1,9 +1,13 @@
 """Tabs a page opens itself (``window.open``, ``target=_blank``): attached as they appear, listed in
 ``browser.pages``, and waited for with ``async with page.expect_popup() as popup``.
 
-Target discovery (on since launch) announces each new tab with ``Target.targetCreated`` and its
-``openerId``; the browser-level hook attaches the ones opened by our pages (flattened) and sets them up
-as ``Browser.new_page`` does, all without awaiting (the reader runs the hook).
+The browser session auto-attaches to every new tab, paused before its first script (``Target.setAutoAttach``
+with ``waitForDebuggerOnStart``); the browser-level hook sets up the ones opened by our pages (their
+``openerId``) as ``Browser.new_page`` does, then resumes them, all without awaiting (the reader runs the
+hook). Attached only once it ran, a popup whose first script opened an ``alert`` was frozen for good: the
+dialog was never announced (``Page`` was not enabled yet) and could not be answered. Every other tab is
+resumed and let go of (``new_page`` attaches its own). An endpoint that refuses auto-attach gets the
+older way: attach on ``Target.targetCreated``, which such a popup can outrun.
 """
 
 from __future__ import annotations
@@ -18,12 +22,14 @@ from engine._actionability import DEFAULT_BUDGET, send_nowait, unless_deadline
 from engine._dialogs import watch_dialogs
 from engine._errors import ActionError, ConnectionClosed
 from engine._hooks import add_hook
-from engine._navigating import watch_navigating
+from engine._navigating import expect_first_navigation, first_document, watch_navigating
 from engine._requests import watch_requests
+from engine._util import attached_state
 
 if TYPE_CHECKING:
     from engine._browser import Browser
     from engine._page import Page
+    from engine._session import Subscription
 
 
 class Popup:
@@ -43,21 +49,40 @@ class Popup:
         return self._page
 
 
+class _Opening:
+    """The URL of the last tab a page asked to open (``Page.windowOpen``, which comes before the tab's
+    attach), taken by that tab."""
+
+    url = ""
+
+
 def watch_page(page: Page, *, dialogs: bool = True) -> None:
     """The hooks every Page of ours gets as it is made: its dialogs answered (unless ``dialogs`` is False:
     a tab another client owns, the Playwright adapter's ``attach_page``, as before), its requests counted
-    for ``networkidle``, and its pending navigation followed for the errors it causes."""
+    for ``networkidle``, its pending navigation followed for the errors it causes, and the URL of each tab
+    it opens noted."""
     if dialogs:
         watch_dialogs(page)
     watch_requests(page)
     watch_navigating(page)
+    opening = attached_state(page, "_opening", _Opening)
+
+    def window_open(method: str, params: dict[str, Any]) -> None:
+        opening.url = str(params.get("url") or "")
+
+    add_hook(page.session, ("Page.windowOpen",), window_open)
 
 
-def watch_popups(browser: Browser, setup: list[tuple[str, dict[str, Any]]]) -> None:
-    """Attach every tab our pages open and make a Page of it (``setup``: the commands a new page gets)."""
+def watch_popups(
+    browser: Browser, setup: list[tuple[str, dict[str, Any]]], *, auto: bool
+) -> Subscription[Any]:
+    """Attach every tab our pages open and make a Page of it (``setup``: the commands a new page gets;
+    ``auto``: the browser session auto-attaches to new tabs, paused, else they are attached here); the
+    hook that does it."""
     from engine._page import Page  # noqa: PLC0415 - _page imports this module
 
     attaching: dict[str, tuple[str, str]] = {}  # target id -> (opener target id, url)
+    open_before: set[str] = set()  # the tabs discovery announced before set-up ended
     waiters: list[tuple[str, Popup]] = browser.__dict__.setdefault("_popup_waiters", [])
 
     def waiting_for(opener: str) -> list[Popup]:
@@ -71,7 +96,10 @@ def watch_popups(browser: Browser, setup: list[tuple[str, dict[str, Any]]]) -> N
     def event(method: str, params: dict[str, Any]) -> None:
         info = params.get("targetInfo") or {}
         target = info.get("targetId", "")
-        if method == "Target.targetCreated":
+        if method == "Target.targetCreated" and auto:
+            if not browser._set_up and info.get("type") == "page":
+                open_before.add(target)
+        elif method == "Target.targetCreated":
             opener = info.get("openerId")
             if info.get("type") == "page" and opener in browser._pages and target not in browser._pages:
                 attaching[target] = (opener, str(info.get("url") or ""))
@@ -83,21 +111,50 @@ def watch_popups(browser: Browser, setup: list[tuple[str, dict[str, Any]]]) -> N
             for gone in waiting_for(opener):
                 gone._gone = "" if url == "about:blank" else url  # (its first URL: often not known yet)
                 gone._arrived.set()
-        elif method == "Target.attachedToTarget" and target in attaching:
-            opener, _ = attaching.pop(target)
+        elif method == "Target.attachedToTarget":
             session = browser.connection.sessions.get(params.get("sessionId"))
-            if session is None:
+            if session is None or session.detached:
                 return
+            opener = info.get("openerId")
+            paused = params.get("waitingForDebugger") is True
+            if target in attaching:
+                opener, _ = attaching.pop(target)
+            elif not (auto and info.get("type") == "page" and opener in browser._pages):
+                # Auto-attached and not ours (new_page attaches its own tab itself; another client's tab; a
+                # tab open before us, attached unpaused, once): let it run, let go. An attach someone asked
+                # for is never paused.
+                if paused and target not in browser._pages:
+                    if browser._creating:  # perhaps new_page's: it takes its own (Browser._release_unclaimed)
+                        browser._unclaimed[target] = session
+                        return
+                    send_nowait(session, "Runtime.runIfWaitingForDebugger", {})
+                elif target in open_before:
+                    open_before.discard(target)
+                else:
+                    return
+                send_nowait(browser.session, "Target.detachFromTarget", {"sessionId": session.session_id})
+                return
+            elif target in browser._pages:
+                return  # our own second session to a popup we have (evaluate's, attach_page's)
             for command, command_params in setup:
                 send_nowait(session, command, command_params)
             page = Page(browser, session, target)
             browser._keep(page)
             watch_page(page)
+            if (opener_page := browser._pages.get(opener or "")) is not None:
+                # It shows its initial empty document until the load of the URL it was opened with commits:
+                # a wait for its load state must not end on that one.
+                opening = attached_state(opener_page, "_opening", _Opening)
+                url, opening.url = opening.url, ""
+                if url.startswith(("http:", "https:", "file:")):
+                    expect_first_navigation(page, url)
+            if paused:  # set up: its first script may run
+                send_nowait(session, "Runtime.runIfWaitingForDebugger", {})
             for popup in waiting_for(opener):
                 popup._page = page
                 popup._arrived.set()
 
-    add_hook(
+    return add_hook(
         browser.session, ("Target.targetCreated", "Target.targetDestroyed", "Target.attachedToTarget"), event
     )
 
@@ -122,6 +179,8 @@ async def expect_popup(page: Page) -> AsyncIterator[Popup]:
 
                 nursery.start_soon(until_closed)
                 await popup._arrived.wait()
+                if popup._page is not None:
+                    await first_document(popup._page)  # (given up on at the deadline: it is still loading)
                 nursery.cancel_scope.cancel()
         if not popup._arrived.is_set() and connection.closed is not None:
             raise ConnectionClosed(f"expect_popup: {connection.closed}")

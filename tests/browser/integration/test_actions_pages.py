@@ -15,6 +15,7 @@ import pytest
 import trio
 
 import engine._actionability
+import engine._navigating
 import engine._page
 import engine._waiting
 from engine import (
@@ -252,6 +253,35 @@ async def test_popups_from_target_blank_and_window_open_appear_in_browser_pages(
         await tab.close()
         assert tab not in browser.pages
         assert len(browser.pages) == 2
+
+
+async def test_a_popup_whose_first_script_opens_a_dialog_is_answered_not_frozen(
+    browser: Browser, server: str
+) -> None:
+    # Attached only once it ran, such a popup was frozen for good: its dialog was never announced (2 runs
+    # of 20 with a served page, 1 of 10 with a javascript: URL). Each kind a few times, as it was a race.
+    # Attached from its start, it showed its initial about:blank to the waits and reads right after.
+    page = await open_page(browser, f"{server}/actions/nav.html")
+    opens = [
+        "window.open('/actions/popup-alerts.html')",
+        "window.open('/actions/popup-alerts.html', '', 'noopener')",
+        "window.open('javascript:alert(`from the popup`); document.title = `after alert`; void 0')",
+    ]
+    for script in opens * 4:
+        with trio.fail_after(10):
+            async with page.expect_popup() as popup:
+                await page.evaluate(f"{script}; 0")
+            tab = popup.page
+            if "javascript:" not in script:  # the block ends once the URL it opened has committed
+                assert engine._navigating.documents_committed(tab) == 1
+                assert await tab.evaluate("location.pathname") == "/actions/popup-alerts.html"
+            await tab.wait_for(load_state="load")
+            assert await tab.evaluate("document.title") == "after alert"
+            assert [(d.type, d.message, d.accepted) for d in tab.dialogs] == [
+                ("alert", "from the popup", False)
+            ]
+            await tab.close()
+    assert browser.pages == [page]
 
 
 async def test_a_key_whose_handler_closes_the_popup_is_pressed_and_typed(

@@ -432,7 +432,7 @@ async def test_a_popup_gone_before_its_attach_fails_its_wait_at_once(
     # A tab that closed itself before the attach left expect_popup waiting for its whole deadline (4 runs
     # of 90 on Chromium 156).
     browser, peer = fake
-    watch_popups(browser, [])
+    watch_popups(browser, [], auto=False)  # an endpoint that refused auto-attach
     session = browser.connection.sessions.create("S1", target_id="T1", target_type="page")
     page = Page(browser, session, "T1")
     browser._keep(page)
@@ -445,6 +445,53 @@ async def test_a_popup_gone_before_its_attach_fails_its_wait_at_once(
         async with page.expect_popup() as outer, page.expect_popup() as inner:
             opened(peer, "P2", "S2")  # the inner block's click: both blocks end with its tab
     assert outer.page.target_id == inner.page.target_id == "P2"
+
+
+async def test_auto_attached_tabs_are_resumed_after_set_up_or_let_go(
+    fake: tuple[Browser, FakePeer],
+) -> None:
+    # Attached only after it ran, a popup whose first script called alert() stayed frozen (2 runs of 20).
+    browser, peer = fake
+    watch_popups(browser, [("Page.enable", {})], auto=True)
+    session = browser.connection.sessions.create("S1", target_id="T1", target_type="page")
+    page = Page(browser, session, "T1")
+    browser._keep(page)
+
+    def attached(target: str, session_id: str, opener: str | None, *, paused: bool) -> None:
+        info = {"targetId": target, "type": "page", "openerId": opener, "url": "", "attached": True}
+        peer.event(
+            "Target.attachedToTarget",
+            {"sessionId": session_id, "targetInfo": info, "waitingForDebugger": paused},
+        )
+
+    assert not browser._set_up
+    peer.event("Target.targetCreated", {"targetInfo": {"targetId": "E1", "type": "page", "url": ""}})
+    with trio.fail_after(5):
+        attached("E1", "S6", None, paused=False)  # a tab open before us, attached with the rest: let go
+        command = await peer.next_command()
+        assert (command["method"], command.get("params")) == ("Target.detachFromTarget", {"sessionId": "S6"})
+        browser._set_up = True
+        attached("E1", "S7", None, paused=False)  # attach_page's own attach to it: kept
+        async with page.expect_popup() as popup:
+            attached("P1", "S2", "T1", paused=True)
+        sent = [await peer.next_command() for _ in range(2)]
+        assert [(c["method"], c.get("sessionId")) for c in sent] == [
+            ("Page.enable", "S2"),  # set up before it runs
+            ("Runtime.runIfWaitingForDebugger", "S2"),
+        ]
+        assert popup.page.target_id == "P1"
+        assert popup.page in browser.pages
+        attached("N1", "S3", None, paused=True)  # new_page's own tab, or another client's: let it run, let go
+        sent = [await peer.next_command() for _ in range(2)]
+        assert [(c["method"], c.get("sessionId"), c.get("params")) for c in sent] == [
+            ("Runtime.runIfWaitingForDebugger", "S3", None),
+            ("Target.detachFromTarget", None, {"sessionId": "S3"}),
+        ]
+        attached("N1", "S4", None, paused=False)  # an attach someone asked for: left alone
+        attached("P1", "S5", "T1", paused=False)  # a second session to our popup (evaluate's): left alone
+        browser.session.execute_nowait(cdp.browser.get_version())
+        assert (await peer.next_command())["method"] == "Browser.getVersion"
+    assert [p.target_id for p in browser.pages] == ["T1", "P1"]
 
 
 # -- connect() against endpoints that misbehave ---------------------------------------------------------
