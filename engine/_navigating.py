@@ -94,7 +94,8 @@ def expect_first_navigation(page: Page, url: str) -> None:
 
 
 async def first_document(page: Page) -> None:
-    """Until a tab started by ``expect_first_navigation`` committed its document, stopped, or closed."""
+    """Until a tab that has committed no document yet and is navigating (a popup on its initial empty
+    document, ``expect_first_navigation``) committed one, stopped, or closed; at once otherwise."""
     state = _pending(page)
     while state.url and not state.documents and not page.closed:
         state.moved = moved = state.moved or trio.Event()

@@ -12,6 +12,7 @@ older way: attach on ``Target.targetCreated``, which such a popup can outrun.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from engine._actionability import DEFAULT_BUDGET, send_nowait, unless_deadline
 from engine._dialogs import watch_dialogs
 from engine._errors import ActionError, ConnectionClosed
 from engine._hooks import add_hook
-from engine._navigating import expect_first_navigation, first_document, watch_navigating
+from engine._navigating import expect_first_navigation, watch_navigating
 from engine._requests import watch_requests
 from engine._util import attached_state
 
@@ -50,10 +51,23 @@ class Popup:
 
 
 class _Opening:
-    """The URL of the last tab a page asked to open (``Page.windowOpen``, which comes before the tab's
-    attach), taken by that tab."""
+    """The URLs of the tabs a page asked to open (``Page.windowOpen``, which comes before the tab's attach),
+    oldest first, each taken by the next tab it opens. One the popup blocker stopped opens no tab: it is
+    dropped once OPENING_FRESH old."""
 
-    url = ""
+    def __init__(self) -> None:
+        self.urls: deque[tuple[float, str]] = deque()
+
+    def take(self) -> str:
+        now = trio.current_time()
+        while self.urls:
+            asked, url = self.urls.popleft()
+            if now - asked < OPENING_FRESH:
+                return url
+        return ""
+
+
+OPENING_FRESH = 2.0
 
 
 def watch_page(page: Page, *, dialogs: bool = True) -> None:
@@ -68,7 +82,7 @@ def watch_page(page: Page, *, dialogs: bool = True) -> None:
     opening = attached_state(page, "_opening", _Opening)
 
     def window_open(method: str, params: dict[str, Any]) -> None:
-        opening.url = str(params.get("url") or "")
+        opening.urls.append((trio.current_time(), str(params.get("url") or "")))
 
     add_hook(page.session, ("Page.windowOpen",), window_open)
 
@@ -143,10 +157,9 @@ def watch_popups(
             watch_page(page)
             if (opener_page := browser._pages.get(opener or "")) is not None:
                 # It shows its initial empty document until the load of the URL it was opened with commits:
-                # a wait for its load state must not end on that one.
-                opening = attached_state(opener_page, "_opening", _Opening)
-                url, opening.url = opening.url, ""
-                if url.startswith(("http:", "https:", "file:")):
+                # a wait for its load state must not end on that one (wait_for_load_state).
+                url = attached_state(opener_page, "_opening", _Opening).take()
+                if url.startswith(("http:", "https:")):
                     expect_first_navigation(page, url)
             if paused:  # set up: its first script may run
                 send_nowait(session, "Runtime.runIfWaitingForDebugger", {})
@@ -179,8 +192,6 @@ async def expect_popup(page: Page) -> AsyncIterator[Popup]:
 
                 nursery.start_soon(until_closed)
                 await popup._arrived.wait()
-                if popup._page is not None:
-                    await first_document(popup._page)  # (given up on at the deadline: it is still loading)
                 nursery.cancel_scope.cancel()
         if not popup._arrived.is_set() and connection.closed is not None:
             raise ConnectionClosed(f"expect_popup: {connection.closed}")

@@ -34,7 +34,7 @@ from engine._errors import (
 )
 from engine._frames import frame_sessions, frame_tree, sessions_below
 from engine._hooks import add_hook
-from engine._navigating import navigating_note
+from engine._navigating import first_document, navigating_note
 from engine._requests import requests_of
 from engine._util import first_error
 from engine._worlds import evaluate_in_frame, evaluate_in_world
@@ -519,7 +519,9 @@ async def wait_for_ref(page: Page, ref: str, *, visible: bool, answers: _Answers
 
 
 async def wait_for_load_state(page: Page, state: LoadState, answers: _Answers) -> None:
-    """Until the main document reached ``state``; at once if it already has (read from the page)."""
+    """Until the main document reached ``state``; at once if it already has (read from the page). A popup
+    still on its initial empty document is first waited on until the URL it was opened with commits."""
+    await first_document(page)
     session = page.session
     if state == "networkidle":
         await _network_idle(page)

@@ -267,6 +267,23 @@ async def test_the_pending_navigation_is_followed_to_its_end(
                 await page.session.execute_raw("Runtime.evaluate", {"expression": "0"})  # what Chromium holds
 
 
+async def test_a_popup_to_a_slow_page_arrives_at_once_and_its_load_wait_waits_for_that_page(
+    browser: Browser, faulty: str
+) -> None:
+    # Attached from its start (paused until set up), the popup shows its initial about:blank until the
+    # 1.5 s page commits: a load wait ended on about:blank, and expect_popup must not wait for the page.
+    page = await browser.new_page(f"{faulty}/final.html")
+    with trio.fail_after(1.0):
+        async with page.expect_popup() as popup:
+            await page.evaluate("window.open('/slow.html'); 0")
+    tab = popup.page
+    assert navigating(tab)
+    assert f"navigating to {faulty}/slow.html" in navigating_note(tab)
+    with trio.fail_after(10):
+        await tab.wait_for(load_state="load")
+        assert await title(tab) == "slow"
+
+
 async def test_a_step_failed_on_a_pending_navigation_terminates_nothing(
     browser: Browser, faulty: str, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from functools import partial
 from typing import Any
 
 import pytest
@@ -30,7 +31,7 @@ from engine._browser import _page_setup
 from engine._connection import LARGE_MESSAGE
 from engine._hooks import add_hook
 from engine._page import Page
-from engine._popups import watch_popups
+from engine._popups import watch_page, watch_popups
 from engine.lowlevel import Connection
 from engine.testing import FakePeer
 from tests.unit.faults.server import read_request, serving
@@ -492,6 +493,41 @@ async def test_auto_attached_tabs_are_resumed_after_set_up_or_let_go(
         browser.session.execute_nowait(cdp.browser.get_version())
         assert (await peer.next_command())["method"] == "Browser.getVersion"
     assert [p.target_id for p in browser.pages] == ["T1", "P1"]
+
+
+async def test_a_popups_load_wait_is_not_answered_by_its_initial_empty_document(
+    fake: tuple[Browser, FakePeer],
+) -> None:
+    # Attached from its start, a popup opened with a URL is on about:blank ("complete") until that URL
+    # commits: a load wait read that and ended (1 run in 12 on Chromium 156, under load).
+    browser, peer = fake
+    watch_popups(browser, [], auto=True)
+    session = browser.connection.sessions.create("S1", target_id="T1", target_type="page")
+    opener = Page(browser, session, "T1")
+    browser._keep(opener)
+    watch_page(opener)
+    info = {"targetId": "P1", "type": "page", "openerId": "T1", "url": "", "attached": True}
+    with trio.fail_after(5):
+        async with opener.expect_popup() as popup:
+            peer.event(
+                "Page.windowOpen",
+                {"url": "http://x/slow.html", "windowName": "", "windowFeatures": [], "userGesture": True},
+                "S1",
+            )
+            peer.event(
+                "Target.attachedToTarget", {"sessionId": "S2", "targetInfo": info, "waitingForDebugger": True}
+            )
+        assert (await peer.next_command())["method"] == "Runtime.runIfWaitingForDebugger"
+        tab = popup.page
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(partial(tab.wait_for, load_state="load"))
+            with trio.move_on_after(0.3) as quiet:
+                early = await peer.next_command()
+            assert quiet.cancelled_caught, f"looked at about:blank: {early}"
+            peer.event("Page.frameNavigated", {"frame": {"id": "P1", "url": "http://x/slow.html"}}, "S2")
+            command = await peer.next_command()  # only now does it look at the document
+            assert (command["method"], command["sessionId"]) == ("Runtime.evaluate", "S2")
+            peer.reply(command, {"result": {"type": "string", "value": "complete"}})
 
 
 # -- connect() against endpoints that misbehave ---------------------------------------------------------
