@@ -30,7 +30,7 @@ from engine._util import attached_state
 if TYPE_CHECKING:
     from engine._browser import Browser
     from engine._page import Page
-    from engine._session import Subscription
+    from engine._session import Session, Subscription
 
 
 class Popup:
@@ -79,12 +79,22 @@ def watch_page(page: Page, *, dialogs: bool = True) -> None:
         watch_dialogs(page)
     watch_requests(page)
     watch_navigating(page)
-    opening = attached_state(page, "_opening", _Opening)
+    _note_openings(page.session, attached_state(page, "_opening", _Opening))
 
-    def window_open(method: str, params: dict[str, Any]) -> None:
-        opening.urls.append((trio.current_time(), str(params.get("url") or "")))
 
-    add_hook(page.session, ("Page.windowOpen",), window_open)
+def _note_openings(session: Session, opening: _Opening) -> None:
+    """Note the URL of each tab ``session`` opens, and its out-of-process iframes' (whose tabs are the
+    page's: their ``openerId`` is the page's target)."""
+
+    def event(method: str, params: dict[str, Any]) -> None:
+        if method == "Page.windowOpen":
+            opening.urls.append((trio.current_time(), str(params.get("url") or "")))
+            return
+        child = session.connection.sessions.get(params.get("sessionId"))
+        if child is not None and child.target_type == "iframe" and not child.detached:
+            _note_openings(child, opening)
+
+    add_hook(session, ("Page.windowOpen", "Target.attachedToTarget"), event)
 
 
 def watch_popups(

@@ -30,6 +30,7 @@ from engine import (
 from engine._browser import _page_setup
 from engine._connection import LARGE_MESSAGE
 from engine._hooks import add_hook
+from engine._navigating import navigating
 from engine._page import Page
 from engine._popups import watch_page, watch_popups
 from engine.lowlevel import Connection
@@ -528,6 +529,24 @@ async def test_a_popups_load_wait_is_not_answered_by_its_initial_empty_document(
             command = await peer.next_command()  # only now does it look at the document
             assert (command["method"], command["sessionId"]) == ("Runtime.evaluate", "S2")
             peer.reply(command, {"result": {"type": "string", "value": "complete"}})
+        # A tab an out-of-process iframe opens is the page's: its URL comes on the iframe's session.
+        frame = {"targetId": "F1", "type": "iframe", "url": "", "attached": True}
+        peer.event(
+            "Target.attachedToTarget",
+            {"sessionId": "S3", "targetInfo": frame, "waitingForDebugger": False},
+            "S1",
+        )
+        async with opener.expect_popup() as second:
+            peer.event(
+                "Page.windowOpen",
+                {"url": "http://y/", "windowName": "", "windowFeatures": [], "userGesture": True},
+                "S3",
+            )
+            info["targetId"] = "P2"
+            peer.event(
+                "Target.attachedToTarget", {"sessionId": "S4", "targetInfo": info, "waitingForDebugger": True}
+            )
+        assert navigating(second.page)
 
 
 # -- connect() against endpoints that misbehave ---------------------------------------------------------
