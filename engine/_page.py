@@ -571,6 +571,11 @@ async def close_target(browser_session: Session, target_id: str, session: Sessio
         except trio.Cancelled:
             browser_session.execute_nowait(cdp.target.close_target(target_id=target_id))
             raise
+        except ProtocolError as exc:
+            # Gone on its own (a download popup, window.close()) before its end reached us: closed.
+            if exc.message.startswith(_NO_TARGET):
+                return
+            raise
         for wait in CLOSE_CONFIRM:
             with trio.move_on_after(wait):
                 await gone.wait()
@@ -584,6 +589,9 @@ async def close_target(browser_session: Session, target_id: str, session: Sessio
     finally:
         browser_session.unsubscribe(hook)
 
+
+_NO_TARGET = "No target with given id"
+"""How Chromium 156 refuses Target.closeTarget for a tab that is gone."""
 
 CLOSE_CONFIRM = (0.1, 0.2, 0.4, 0.8)
 """Seconds ``close_target`` waits for the tab's session to end before asking for the close again."""

@@ -418,6 +418,34 @@ async def test_closed_pages_are_forgotten(fake: tuple[Browser, FakePeer]) -> Non
     assert browser.pages == []
 
 
+async def test_closing_a_page_whose_tab_just_went_on_its_own_is_no_error(
+    fake: tuple[Browser, FakePeer],
+) -> None:
+    # A popup that downloads closes itself; page.close() before its end reached us raised ProtocolError.
+    browser, peer = fake
+    page = Page(browser, browser.connection.sessions.create("S1", target_id="T1", target_type="page"), "T1")
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(page.close)
+            command = await peer.next_command()
+            assert command["method"] == "Target.closeTarget"
+            peer.send(
+                {"id": command["id"], "error": {"code": -32602, "message": "No target with given id found"}}
+            )
+    assert page.closed
+    other = Page(browser, browser.connection.sessions.create("S2", target_id="T2", target_type="page"), "T2")
+
+    async def refuse() -> None:
+        command = await peer.next_command()
+        peer.send({"id": command["id"], "error": {"code": -32000, "message": "Not allowed"}})
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(refuse)
+            with pytest.raises(ProtocolError, match="Not allowed"):  # any other refusal still raises
+                await other.close()
+
+
 def opened(peer: FakePeer, target: str, session: str | None) -> None:
     """The browser's news of a tab page T1 opened, and of its attach when ``session`` is given."""
     info = {"targetId": target, "type": "page", "openerId": "T1", "url": "about:blank", "attached": False}
