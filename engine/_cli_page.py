@@ -399,11 +399,25 @@ async def screenshot_command(args: argparse.Namespace) -> None:
         raise UsageError(f"cannot write {out}: a screenshot is a PNG; name the file .png")
     elif not await trio.Path(out.parent).is_dir():
         raise UsageError(f"cannot write {out}: the folder {out.parent} does not exist")
-    with deadline(args):
-        async with open_browser(args) as browser:
-            page = await open_page(browser, args, args.url)
-            doing(args, "taking the screenshot")
-            png = await page.screenshot(full_page=args.full_page)
+    made = False
+    if not to_stdout:
+        # Tried now, before a browser starts (a folder that takes no files, /proc: it failed at the end).
+        made = not await trio.Path(out).exists()
+        try:
+            await (await trio.open_file(out, "ab")).aclose()
+        except OSError as exc:
+            raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
+    try:
+        with deadline(args):
+            async with open_browser(args) as browser:
+                page = await open_page(browser, args, args.url)
+                doing(args, "taking the screenshot")
+                png = await page.screenshot(full_page=args.full_page)
+    except BaseException:
+        if made:  # the empty file of the check above
+            with contextlib.suppress(OSError):
+                await trio.Path(out).unlink()
+        raise
     width, height = png_size(png)
     if to_stdout:
         write_out(png)

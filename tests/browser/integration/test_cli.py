@@ -750,6 +750,13 @@ def test_screenshot_writes_a_png_of_the_viewport_or_the_full_page(
     # Before a browser starts (it was an IsADirectoryError once the page had loaded, exit 1).
     folder = failed(run("screenshot", url, "-o", str(tmp_path), env=NO_BROWSER), 2)
     assert folder.endswith(f"it is a folder; name a file in it (-o {tmp_path / 'page.png'})")
+    assert "cannot write /proc/x.png: " in failed(
+        run("screenshot", url, "-o", "/proc/x.png", env=NO_BROWSER), 2
+    )
+    failed(
+        run("screenshot", "http://127.0.0.1:9/", "-o", str(tmp_path / "gone.png"), "--connect", endpoint), 1
+    )
+    assert not (tmp_path / "gone.png").exists()  # the file made to try the name is removed again
     both = run("screenshot", url, "-o", "-", "--json", env=NO_BROWSER)
     assert "choose one" in failed(both, 2)
     assert json.loads(both.stdout)["error"]["kind"] == "UsageError"
