@@ -5,9 +5,10 @@ The browser session auto-attaches to every new tab, paused before its first scri
 with ``waitForDebuggerOnStart``); the browser-level hook sets up the ones opened by our pages (their
 ``openerId``) as ``Browser.new_page`` does, then resumes them, all without awaiting (the reader runs the
 hook). Attached only once it ran, a popup whose first script opened an ``alert`` was frozen for good: the
-dialog was never announced (``Page`` was not enabled yet) and could not be answered. Every other tab is
-resumed and let go of (``new_page`` attaches its own). An endpoint that refuses auto-attach gets the
-older way: attach on ``Target.targetCreated``, which such a popup can outrun.
+dialog was never announced (``Page`` was not enabled yet) and could not be answered. ``new_page`` takes
+the session of its own tab (``Browser._unclaimed``); every other tab is resumed and let go of. An endpoint
+that refuses auto-attach gets the older way: attach on ``Target.targetCreated``, which such a popup can
+outrun.
 """
 
 from __future__ import annotations
@@ -144,9 +145,9 @@ def watch_popups(
             if target in attaching:
                 opener, _ = attaching.pop(target)
             elif not (auto and info.get("type") == "page" and opener in browser._pages):
-                # Auto-attached and not ours (new_page attaches its own tab itself; another client's tab; a
-                # tab open before us, attached unpaused, once): let it run, let go. An attach someone asked
-                # for is never paused.
+                # Auto-attached and not a popup of ours (new_page's tab, kept for it while it waits for its
+                # Target.createTarget; another client's tab; a tab open before us, attached unpaused, once):
+                # let it run, let go. An attach someone asked for is never paused.
                 if paused and target not in browser._pages:
                     if browser._creating:  # perhaps new_page's: it takes its own (Browser._release_unclaimed)
                         browser._unclaimed[target] = session
