@@ -248,9 +248,14 @@ class Browser(metaclass=NoPublicConstructor):
         """Let the tabs the hook kept for new_page that no new_page took run, and let go of them."""
         unclaimed, self._unclaimed = self._unclaimed, {}
         for session in unclaimed.values():
-            if not session.detached:
+            self._let_go(session, resume=True)
+
+    def _let_go(self, session: Session, *, resume: bool) -> None:
+        """Detach from a tab auto-attach gave us that is not ours; ``resume`` it first if it waits for us."""
+        if not session.detached:
+            if resume:
                 session.execute_nowait(cdp.runtime.run_if_waiting_for_debugger())
-                self.session.execute_nowait(cdp.target.detach_from_target(session_id=session.session_id))
+            self.session.execute_nowait(cdp.target.detach_from_target(session_id=session.session_id))
 
     async def _attach(self, target_id: str, url: str, *, ours: bool, attached: Session | None = None) -> Page:
         """Attach a flattened session to the tab, give it the page set-up and keep its Page (new_page's

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from engine._actionability import send_nowait
-from engine._hooks import add_hook, enable_once
+from engine._hooks import add_hook, each_frame_session, enable_once
 from engine._util import attached_state
 
 if TYPE_CHECKING:
@@ -91,17 +91,17 @@ def watch_dialogs(page: Page) -> None:
     An out-of-process iframe reports its dialogs on its own session once ``Page.enable`` is sent there,
     which is done as it attaches; without it, a dialog there would hold that frame until the tab closes.
     """
-    _watch_session(page, page.session)
+
+    def watch(session: Session) -> None:
+        if session is not page.session:  # (the page's own has Page enabled by its set-up)
+            enable_once(session, "Page.enable")
+        _watch_session(page, session)
+
+    each_frame_session(page.session, watch)
 
 
 def _watch_session(page: Page, session: Session) -> None:
     state = dialog_state(page)
-
-    def attached(method: str, params: dict[str, Any]) -> None:
-        child = session.connection.sessions.get(params.get("sessionId"))
-        if child is not None and child.target_type == "iframe" and not child.detached:
-            enable_once(child, "Page.enable")
-            _watch_session(page, child)
 
     def opened(method: str, params: dict[str, Any]) -> None:
         dialog = Dialog(session, params)
@@ -132,7 +132,6 @@ def _watch_session(page: Page, session: Session) -> None:
         )
 
     add_hook(session, ("Page.javascriptDialogOpening",), opened)
-    add_hook(session, ("Target.attachedToTarget",), attached)
 
 
 STAYED = "the page's beforeunload handler asked to stay, and page.on_dialog dismissed its dialog"

@@ -60,6 +60,19 @@ def add_hook(
     return hook
 
 
+def each_frame_session(session: Session, call: Callable[[Session], object]) -> None:
+    """Call ``call`` with ``session`` now, and with each out-of-process iframe's session below it as it
+    attaches (in the reader, before a paused one is resumed), at any depth."""
+    call(session)
+
+    def attached(method: str, params: dict[str, Any]) -> None:
+        child = session.connection.sessions.get(params.get("sessionId"))
+        if child is not None and child.target_type == "iframe" and not child.detached:
+            each_frame_session(child, call)
+
+    add_hook(session, ("Target.attachedToTarget",), attached)
+
+
 def is_main_frame(navigated: dict[str, Any]) -> bool:
     """Whether a ``Page.frameNavigated`` is the main frame's: a new document for the whole tab."""
     return not (navigated.get("frame") or {}).get("parentId")

@@ -23,7 +23,7 @@ import trio
 from engine._actionability import DEFAULT_BUDGET, send_nowait, unless_deadline
 from engine._dialogs import watch_dialogs
 from engine._errors import ActionError, ConnectionClosed
-from engine._hooks import add_hook
+from engine._hooks import add_hook, each_frame_session
 from engine._navigating import expect_first_navigation, watch_navigating
 from engine._requests import watch_requests
 from engine._util import attached_state
@@ -31,7 +31,7 @@ from engine._util import attached_state
 if TYPE_CHECKING:
     from engine._browser import Browser
     from engine._page import Page
-    from engine._session import Session, Subscription
+    from engine._session import Subscription
 
 
 class Popup:
@@ -80,22 +80,13 @@ def watch_page(page: Page, *, dialogs: bool = True) -> None:
         watch_dialogs(page)
     watch_requests(page)
     watch_navigating(page)
-    _note_openings(page.session, attached_state(page, "_opening", _Opening))
+    opening = attached_state(page, "_opening", _Opening)
 
+    def window_open(method: str, params: dict[str, Any]) -> None:
+        opening.urls.append((trio.current_time(), str(params.get("url") or "")))
 
-def _note_openings(session: Session, opening: _Opening) -> None:
-    """Note the URL of each tab ``session`` opens, and its out-of-process iframes' (whose tabs are the
-    page's: their ``openerId`` is the page's target)."""
-
-    def event(method: str, params: dict[str, Any]) -> None:
-        if method == "Page.windowOpen":
-            opening.urls.append((trio.current_time(), str(params.get("url") or "")))
-            return
-        child = session.connection.sessions.get(params.get("sessionId"))
-        if child is not None and child.target_type == "iframe" and not child.detached:
-            _note_openings(child, opening)
-
-    add_hook(session, ("Page.windowOpen", "Target.attachedToTarget"), event)
+    # Its out-of-process iframes' too: the tabs they open are the page's (their openerId is its target).
+    each_frame_session(page.session, lambda session: add_hook(session, ("Page.windowOpen",), window_open))
 
 
 def watch_popups(
@@ -152,12 +143,11 @@ def watch_popups(
                     if browser._creating:  # perhaps new_page's: it takes its own (Browser._release_unclaimed)
                         browser._unclaimed[target] = session
                         return
-                    send_nowait(session, "Runtime.runIfWaitingForDebugger", {})
                 elif target in open_before:
                     open_before.discard(target)
                 else:
                     return
-                send_nowait(browser.session, "Target.detachFromTarget", {"sessionId": session.session_id})
+                browser._let_go(session, resume=paused)
                 return
             elif target in browser._pages:
                 return  # our own second session to a popup we have (evaluate's, attach_page's)
