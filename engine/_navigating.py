@@ -98,8 +98,9 @@ async def first_document(page: Page) -> None:
     document, ``expect_first_navigation``) committed one, stopped, or closed; at once otherwise."""
     state = _pending(page)
     while state.url and not state.documents and not page.closed:
-        state.moved = moved = state.moved or trio.Event()
-        await moved.wait()
+        if state.moved is None:  # (one a cancelled wait left is reused: an Event has no truth value)
+            state.moved = trio.Event()
+        await state.moved.wait()
 
 
 def documents_committed(page: Page) -> int:
