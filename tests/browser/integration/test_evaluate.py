@@ -376,17 +376,18 @@ async def test_a_short_deadline_does_not_kill_an_earlier_evaluate_it_waits_behin
 ) -> None:
     # The second one's deadline terminated what ran: the first one's script, which had 10 s (3 of 3).
     page = await open_page(browser, server)
+    await page.session.execute(cdp.runtime.enable())
     first: list[object] = []
+    busy = "() => { console.log('busy'); const t = Date.now(); while (Date.now() - t < 1500); return 1 }"
 
     async def long_script() -> None:
         with trio.fail_after(10):
-            first.append(
-                await page.evaluate("() => { const t = Date.now(); while (Date.now() - t < 800); return 1 }")
-            )
+            first.append(await page.evaluate(busy))
 
-    async with trio.open_nursery() as nursery:
+    async with page.session.listen(cdp.runtime.ConsoleAPICalled) as events, trio.open_nursery() as nursery:
         nursery.start_soon(long_script)
-        await trio.sleep(0.2)
+        with trio.fail_after(10):
+            await events.receive()  # the page is in the loop now (a fixed sleep lost the race under load)
         with pytest.raises(trio.TooSlowError), trio.fail_after(0.3):
             await page.evaluate("2")
     assert first == [1]
