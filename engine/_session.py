@@ -118,6 +118,9 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
         self._overflow = overflow
         self._typed = typed
         self._lot = trio.lowlevel.ParkingLot()
+        # How many tasks wait in ``_lot``: ``_lot``'s own truth test is a Python call, and _push asks once
+        # per event. Down when a waiter is woken here (unpark takes it out of the lot) or cancelled.
+        self._parked = 0
         self._end: CDPError | None = None
         self._ended = False
         self._delivered = 0
@@ -154,12 +157,12 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
                 else:
                     self._buffer.append(_Gap())
                     self._gaps += 1
-                    if self._lot:
-                        self._lot.unpark()
+                    self._wake()
                 return
         self._buffer.append((method, params))
         connection.events_delivered += 1
-        if self._lot:  # unpark() with nobody parked still costs about a microsecond: once per event
+        if self._parked:  # unpark() with nobody parked still costs about a microsecond: once per event
+            self._parked -= 1
             self._lot.unpark()
         elif (held := len(self._buffer) - self._gaps) >= self._turn and (
             self._delivered != self._delivered_at_turn or not held % self._turn
@@ -177,7 +180,12 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
             return
         self._buffer.append(_Crash(error))
         self._gaps += 1  # a marker, not an event (see _push)
-        if self._lot:
+        self._wake()
+
+    def _wake(self) -> None:
+        """Wake one waiting consumer, if any."""
+        if self._parked:
+            self._parked -= 1
             self._lot.unpark()
 
     def _forget_buffered(self) -> None:
@@ -191,6 +199,7 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
             return
         self._ended = True
         self._end = error
+        self._parked = 0
         self._lot.unpark_all()
         if self._counted:
             self._session.connection.listeners -= 1
@@ -211,9 +220,9 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
         """
         return self._next(trio.EndOfChannel)
 
-    async def _next(self, end: type[Exception]) -> Ev_co:
-        """``receive``, raising ``end`` once the subscription was closed normally. (``receive`` and
-        ``__anext__`` hand back this coroutine, so ``async for`` resumes one frame per event, not two.)"""
+    async def _next(self, end: type[Exception] = StopAsyncIteration) -> Ev_co:
+        """``receive``, raising ``end`` once the subscription was closed normally. (``receive`` hands back
+        this coroutine, so ``async for`` resumes one frame per event, not two; it is ``__anext__`` itself.)"""
         while True:
             if self._buffer:
                 await trio.lowlevel.checkpoint_if_cancelled()
@@ -239,7 +248,13 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
                     raise fresh_copy(self._end) from self._end
                 raise end
             self._unyielded = 0
-            await self._lot.park()
+            self._parked += 1
+            try:
+                await self._lot.park()
+            except BaseException:
+                # Cancelled while still in the lot (a woken waiter's park returns: _push counted it out).
+                self._parked -= 1
+                raise
 
     def _decode(self, method: str, params: dict[str, Any]) -> Any:
         if not self._typed:
@@ -276,8 +291,9 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
     def __aiter__(self) -> Subscription[Ev_co]:
         return self
 
-    def __anext__(self) -> Coroutine[Any, Any, Ev_co]:
-        return self._next(StopAsyncIteration)
+    # The coroutine function itself, with its default end: one Python call less per event than a method
+    # that makes the coroutine.
+    __anext__ = _next
 
     def statistics(self) -> SubscriptionStatistics:
         return SubscriptionStatistics(
