@@ -219,13 +219,13 @@ class WebSocketTransport:
                 if payload is not None:
                     return [payload]
             try:
-                events = self._codec.receive_data(data)
+                events = self._codec.receive_data(data, messages)
             except RemoteProtocolError as exc:
                 await self._abort(f"the browser broke the websocket protocol: {exc}")
                 raise link.error() from exc
             except InboundTooLarge as exc:
                 await self._abort(exc.explain("websocket"))
-                messages = [event.data for event in exc.completed if type(event) is Message]
+                messages += [event.data for event in exc.completed if type(event) is Message]
                 if messages:
                     return messages
                 raise link.error() from exc

@@ -22,7 +22,7 @@ import hashlib
 import os
 import struct
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -285,13 +285,18 @@ class WebSocketCodec:
 
     # -- receiving -----------------------------------------------------------------------------------
 
-    def receive_data(self, data: bytes | bytearray) -> list[Event]:
+    def receive_data(self, data: bytes | bytearray, payloads: list[bytes] | None = None) -> list[Event]:
         """Decode received bytes into the events they complete.
 
         Only the frame header is looked at until a frame is complete, and the unfinished tail grows in
         place, so a frame of hundreds of megabytes costs linear time. Lengths are checked on the header:
         a frame declaring more than the limit (or a control frame over 125 bytes) fails before its payload
         is waited for.
+
+        Given ``payloads``, the common case's messages (whole unmasked data frames at the start of ``data``)
+        are appended there as their payloads (text or binary alike), before any message of the returned
+        events, instead of becoming :class:`Message` events: a transport that wants only the payloads skips
+        an object and a loop step per message. ``InboundTooLarge.completed`` does not repeat them.
 
         Raises:
             RemoteProtocolError: the peer broke the protocol; the connection should be dropped.
@@ -311,7 +316,10 @@ class WebSocketCodec:
                 # once, so this stays linear however the reads cut it.
                 data = bytes(buffer) + data
                 buffer.clear()
-            data = self._whole_frames(data, events)
+            if payloads is None:
+                data = self._whole_frames(data, events, False)
+            else:
+                data = self._whole_frames(data, payloads, True)
         buffer += data
         position = 0
         available = len(buffer)
@@ -383,10 +391,11 @@ class WebSocketCodec:
             return None
         return bytes(data[start:])
 
-    def _whole_frames(self, data: bytes | bytearray, events: list[Event]) -> bytes | bytearray:
+    def _whole_frames(self, data: bytes | bytearray, out: list[Any], raw: bool) -> bytes | bytearray:
         """The common case, read straight from ``data``: whole, final, unmasked data frames with a 7- or
-        16-bit length, within the limit. Returns the rest, from the first frame that is anything else (a
-        control frame, a fragment, a cut frame, an error), for the general path to take.
+        16-bit length, within the limit, appended to ``out`` as Message events (``raw``: as their payloads).
+        Returns the rest, from the first frame that is anything else (a control frame, a fragment, a cut
+        frame, an error), for the general path to take.
 
         It skips copying every read into the buffer and out again: one copy per message instead of three.
         """
@@ -406,7 +415,8 @@ class WebSocketCodec:
             end = position + header + size
             if size > limit or end > available:
                 break
-            events.append(Message(bytes(data[position + header : end]), first == 0x82))
+            payload = bytes(data[position + header : end])
+            out.append(payload if raw else Message(payload, first == 0x82))
             position = end
         return data[position:] if position else data
 

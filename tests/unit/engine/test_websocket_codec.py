@@ -394,13 +394,8 @@ _FRAMES = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
-@given(_FRAMES, st.data())
-def test_a_read_of_whole_frames_decodes_as_the_same_bytes_fed_one_at_a_time(
-    frames: list[tuple[tuple[Opcode, bool], int]], data: st.DataObject
-) -> None:
-    # Whole frames in one read take the fast path (straight from the read); fed a byte at a time they go
-    # through the buffer. Same events either way, fragments and control frames included.
+def _wire_of(frames: list[tuple[tuple[Opcode, bool], int]]) -> bytes:
+    """The server frames drawn from ``_FRAMES``: a data frame after an unfinished one continues it."""
     wire = b""
     fragment_open = False
     for (drawn, fin), drawn_size in frames:
@@ -410,12 +405,54 @@ def test_a_read_of_whole_frames_decodes_as_the_same_bytes_fed_one_at_a_time(
         wire += encode_frame(opcode, bytes([size % 251]) * size, None, fin=fin)
         if data_frame:
             fragment_open = not fin
+    return wire
+
+
+@settings(max_examples=60, deadline=None)
+@given(_FRAMES, st.data())
+def test_a_read_of_whole_frames_decodes_as_the_same_bytes_fed_one_at_a_time(
+    frames: list[tuple[tuple[Opcode, bool], int]], data: st.DataObject
+) -> None:
+    # Whole frames in one read take the fast path (straight from the read); fed a byte at a time they go
+    # through the buffer. Same events either way, fragments and control frames included.
+    wire = _wire_of(frames)
     cut = data.draw(st.integers(0, len(wire)))
     whole = WebSocketCodec()
     at_once = whole.receive_data(wire[:cut]) + whole.receive_data(wire[cut:])
     bytewise = WebSocketCodec()
     one_by_one = [event for i in range(len(wire)) for event in bytewise.receive_data(wire[i : i + 1])]
     assert at_once == one_by_one
+
+
+@settings(max_examples=60, deadline=None)
+@given(_FRAMES, st.data())
+def test_payloads_given_to_receive_data_are_its_messages_in_the_same_order(
+    frames: list[tuple[tuple[Opcode, bool], int]], data: st.DataObject
+) -> None:
+    # The transport's way: whole data frames at the front of a read go straight into its list of payloads;
+    # with the rest (pings, fragments, cut frames) they are the messages the plain call returns, in order.
+    wire = _wire_of(frames)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(wire)), max_size=3)))
+    reads = [wire[a:b] for a, b in itertools.pairwise([0, *cuts, len(wire)])]
+    plain, batched = WebSocketCodec(), WebSocketCodec()
+    for read in reads:
+        expected = plain.receive_data(read)
+        payloads: list[bytes] = []
+        events = batched.receive_data(read, payloads)
+        got = payloads + [e.data for e in events if type(e) is Message]
+        assert got == [e.data for e in expected if type(e) is Message]
+        others = [e for e in expected if type(e) is not Message]
+        assert [e for e in events if type(e) is not Message] == others
+
+
+def test_whole_frames_at_the_front_of_a_read_go_to_the_payloads_and_the_rest_to_the_events() -> None:
+    codec = WebSocketCodec()
+    payloads: list[bytes] = [b"before"]
+    ping = server_frame(Opcode.PING, b"p")
+    read = server_frame(Opcode.TEXT, b"a") + server_frame(Opcode.BINARY, b"b") + ping + server_frame(1, b"c")
+    events = codec.receive_data(read, payloads)
+    assert payloads == [b"before", b"a", b"b"]
+    assert events == [Ping(b"p"), Message(b"c", False)]
 
 
 # -- single_message: a read that is exactly one data frame ----------------------------------------------
