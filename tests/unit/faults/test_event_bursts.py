@@ -2,7 +2,8 @@
 
 One read from Chromium can hold thousands of events (a page that logs in a loop); the reader dispatches a
 read message by message, so without a turn for the consumer a default subscription (1,024 events) would
-overflow on a burst its consumer keeps up with.
+overflow on a burst its consumer keeps up with. And consumers waiting on one subscription: each event wakes
+one of those still waiting, none that left.
 """
 
 from __future__ import annotations
@@ -21,18 +22,32 @@ from engine.lowlevel import open_connection
 BURST = 3000
 
 
-class _OneBurst:
-    """A transport whose first read is ``BURST`` events at once; then nothing more arrives."""
+def _log(n: int) -> bytes:
+    return json.dumps({"method": "Runtime.consoleAPICalled", "params": {"n": n}}).encode()
+
+
+class _Inbound:
+    """A transport that takes every command and answers none: its reads are the subclass's events."""
 
     name = "fake"
     max_outbound_bytes = 1 << 20
     backlog = 0
 
+    async def send(self, messages: Sequence[bytes]) -> None:
+        await trio.lowlevel.checkpoint()
+
+    def send_nowait(self, messages: Sequence[bytes]) -> bool:
+        return True
+
+    async def aclose(self) -> None:
+        pass
+
+
+class _OneBurst(_Inbound):
+    """A transport whose first read is ``BURST`` events at once; then nothing more arrives."""
+
     def __init__(self) -> None:
-        self._burst = [
-            json.dumps({"method": "Runtime.consoleAPICalled", "params": {"n": n}}).encode()
-            for n in range(BURST)
-        ]
+        self._burst = [_log(n) for n in range(BURST)]
         self.ready = trio.Event()
 
     async def receive_batch(self, *, poll: bool = False) -> list[bytes]:
@@ -43,14 +58,15 @@ class _OneBurst:
         await trio.sleep_forever()
         raise AssertionError
 
-    async def send(self, messages: Sequence[bytes]) -> None:
-        await trio.lowlevel.checkpoint()
 
-    def send_nowait(self, messages: Sequence[bytes]) -> bool:
-        return True
+class _Feed(_Inbound):
+    """A transport whose reads are the batches the test sends into ``inbox``."""
 
-    async def aclose(self) -> None:
-        pass
+    def __init__(self) -> None:
+        self.inbox, self._outbox = trio.open_memory_channel[list[bytes]](10)
+
+    async def receive_batch(self, *, poll: bool = False) -> list[bytes]:
+        return await self._outbox.receive()
 
 
 async def test_a_default_subscription_keeps_up_with_a_burst_in_one_read() -> None:
@@ -122,3 +138,48 @@ async def test_a_consumer_that_does_not_read_costs_the_reader_a_turn_per_64_even
                 trio.lowlevel.remove_instrument(steps)
             assert connection.events_delivered == BURST
     assert steps.steps <= 2 * BURST // CONSUMER_TURN + 10, f"{steps.steps} task steps to dispatch one read"
+
+
+async def test_a_waiter_cancelled_in_the_lot_leaves_the_next_event_to_the_others() -> None:
+    transport = _Feed()
+    got: dict[str, int] = {}
+    with trio.fail_after(10):
+        async with open_connection(transport) as connection, trio.open_nursery() as nursery:
+            async with connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events:
+
+                async def wait(name: str, scope: trio.CancelScope) -> None:
+                    with scope:
+                        try:
+                            got[name] = (await events.receive()).params["n"]
+                        except trio.EndOfChannel:
+                            got[name] = -1
+
+                gone = trio.CancelScope()
+                nursery.start_soon(wait, "gone", gone)
+                nursery.start_soon(wait, "stays", trio.CancelScope())
+                await trio.testing.wait_all_tasks_blocked()
+                gone.cancel()
+                await trio.testing.wait_all_tasks_blocked()
+                await transport.inbox.send([_log(1)])  # one waiter left: it is woken, not counted as two
+                await trio.testing.wait_all_tasks_blocked()
+                assert got == {"stays": 1}
+                # Nobody waits now: the next event is kept for whoever asks.
+                await transport.inbox.send([_log(2)])
+                await trio.testing.wait_all_tasks_blocked()
+                assert (await events.receive()).params["n"] == 2
+                # Two waiters, two events in one read: each is woken for one.
+                for name in ("a", "b"):
+                    nursery.start_soon(wait, name, trio.CancelScope())
+                await trio.testing.wait_all_tasks_blocked()
+                await transport.inbox.send([_log(3), _log(4)])
+                await trio.testing.wait_all_tasks_blocked()
+                assert sorted((got["a"], got["b"])) == [3, 4]
+                # A waiter still there when the subscription ends is let go of; then a later event finds
+                # nobody to wake.
+                nursery.start_soon(wait, "at close", trio.CancelScope())
+                await trio.testing.wait_all_tasks_blocked()
+            await trio.testing.wait_all_tasks_blocked()
+            assert got["at close"] == -1
+            await transport.inbox.send([_log(5)])
+            await trio.testing.wait_all_tasks_blocked()
+    assert set(got) == {"stays", "a", "b", "at close"}  # the cancelled one received nothing
