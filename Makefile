@@ -35,14 +35,16 @@ demo: setup
 
 # Byte-compiled once here: the suite starts about a hundred Python processes (CLI, packaging), and where
 # PYTHONDONTWRITEBYTECODE is set each one compiled the generated bindings again (a CLI run: 1.1 s -> 0.5 s).
-# On both cores: one test at a time took 16-20 min on a 2-core VM (mostly the browser tests' waits).
+# On both cores: one test at a time took 16-20 min on a 2-core VM (mostly the browser tests' waits). A file
+# goes to one worker whole (loadfile), so a module's costly fixture (the benchmark smoke run, the wheel
+# build) is made once, not once per worker.
 test: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 	$(PY) -m codegen --check
 	$(PY) -m compileall -q -j 2 cdp engine codegen benchmarks
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # The unit tests alone (no browser, no wheel build), on both cores: for the edit-test loop.
 test-fast: setup
