@@ -6,6 +6,7 @@ and workers in ``Session.children``); they have no public constructor.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -89,6 +90,12 @@ class _Crash:
         self.error = error
 
 
+def _leave(waiters: deque[trio.lowlevel.Task], task: trio.lowlevel.Task, _: object) -> trio.lowlevel.Abort:
+    """A waiting consumer's abort: cancelled, it leaves the queue at once, before a later event comes."""
+    waiters.remove(task)
+    return trio.lowlevel.Abort.SUCCEEDED
+
+
 class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
     """A bounded buffer of events for one consumer; iterate it, or ``await receive()``.
 
@@ -117,10 +124,10 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
         self._turn = max(1, min(buffer_size // 2, CONSUMER_TURN))
         self._overflow = overflow
         self._typed = typed
-        self._lot = trio.lowlevel.ParkingLot()
-        # How many tasks wait in ``_lot``: ``_lot``'s own truth test is a Python call, and _push asks once
-        # per event. Down when a waiter is woken here (unpark takes it out of the lot) or cancelled.
-        self._parked = 0
+        # The consumers waiting for an event, first come first woken. A deque, not a trio ParkingLot: _push
+        # asks whether anyone waits once per event, and a lot's truth test is a Python call. A waiter
+        # leaves it when woken (_wake) or, at once, when cancelled (its abort function).
+        self._waiters: deque[trio.lowlevel.Task] = deque()
         self._end: CDPError | None = None
         self._ended = False
         self._delivered = 0
@@ -161,9 +168,8 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
                 return
         self._buffer.append((method, params))
         connection.events_delivered += 1
-        if self._parked:  # unpark() with nobody parked still costs about a microsecond: once per event
-            self._parked -= 1
-            self._lot.unpark()
+        if self._waiters:
+            trio.lowlevel.reschedule(self._waiters.popleft())
         elif (held := len(self._buffer) - self._gaps) >= self._turn and (
             self._delivered != self._delivered_at_turn or not held % self._turn
         ):
@@ -184,9 +190,8 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
 
     def _wake(self) -> None:
         """Wake one waiting consumer, if any."""
-        if self._parked:
-            self._parked -= 1
-            self._lot.unpark()
+        if self._waiters:
+            trio.lowlevel.reschedule(self._waiters.popleft())
 
     def _forget_buffered(self) -> None:
         """Drop the events waiting here (the engine's own: events known to predate what is awaited)."""
@@ -199,8 +204,9 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
             return
         self._ended = True
         self._end = error
-        self._parked = 0
-        self._lot.unpark_all()
+        waiters, self._waiters = self._waiters, deque()
+        for task in waiters:
+            trio.lowlevel.reschedule(task)
         if self._counted:
             self._session.connection.listeners -= 1
 
@@ -225,7 +231,11 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
         this coroutine, so ``async for`` resumes one frame per event, not two; it is ``__anext__`` itself.)"""
         while True:
             if self._buffer:
-                await trio.lowlevel.checkpoint_if_cancelled()
+                try:
+                    await trio.lowlevel.checkpoint_if_cancelled()
+                except BaseException:
+                    self._wake()  # woken for this event but cancelled: it is another waiter's
+                    raise
                 item = self._buffer.popleft()
                 self._unyielded += 1
                 if self._unyielded >= YIELD_EVERY:
@@ -248,13 +258,9 @@ class Subscription(Generic[Ev_co], metaclass=NoPublicConstructor):
                     raise fresh_copy(self._end) from self._end
                 raise end
             self._unyielded = 0
-            self._parked += 1
-            try:
-                await self._lot.park()
-            except BaseException:
-                # Cancelled while still in the lot (a woken waiter's park returns: _push counted it out).
-                self._parked -= 1
-                raise
+            task = trio.lowlevel.current_task()
+            self._waiters.append(task)
+            await trio.lowlevel.wait_task_rescheduled(functools.partial(_leave, self._waiters, task))
 
     def _decode(self, method: str, params: dict[str, Any]) -> Any:
         if not self._typed:

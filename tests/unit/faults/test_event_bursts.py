@@ -60,13 +60,26 @@ class _OneBurst(_Inbound):
 
 
 class _Feed(_Inbound):
-    """A transport whose reads are the batches the test sends into ``inbox``."""
+    """A transport whose reads are the batches the test sends into ``inbox``.
+
+    ``cancel_with_read`` is cancelled as the next batch is handed over (a deadline that runs out as the
+    socket turns readable), ``cancel_after_read`` when the reader comes back for more, right after that
+    batch's events were pushed (before a consumer they woke has run)."""
 
     def __init__(self) -> None:
         self.inbox, self._outbox = trio.open_memory_channel[list[bytes]](10)
+        self.cancel_with_read: trio.CancelScope | None = None
+        self.cancel_after_read: trio.CancelScope | None = None
+        self._read = False
 
     async def receive_batch(self, *, poll: bool = False) -> list[bytes]:
-        return await self._outbox.receive()
+        if self._read and self.cancel_after_read is not None:
+            self.cancel_after_read.cancel()
+        batch = await self._outbox.receive()
+        self._read = True
+        if self.cancel_with_read is not None:
+            self.cancel_with_read.cancel()
+        return batch
 
 
 async def test_a_default_subscription_keeps_up_with_a_burst_in_one_read() -> None:
@@ -183,3 +196,45 @@ async def test_a_waiter_cancelled_in_the_lot_leaves_the_next_event_to_the_others
             await transport.inbox.send([_log(5)])
             await trio.testing.wait_all_tasks_blocked()
     assert set(got) == {"stays", "a", "b", "at close"}  # the cancelled one received nothing
+
+
+@pytest.mark.parametrize("when", ["with the read", "after the read"])
+async def test_a_waiter_cancelled_as_an_event_comes_leaves_it_to_the_next_waiter(when: str) -> None:
+    # With the read: the waiter leaves the queue at its cancellation, before the event is pushed (a count
+    # of waiters taken down only when the cancelled task ran went to -1, and the next lone waiter was never
+    # woken). After: the event woke the waiter, which then raised Cancelled with the event still buffered,
+    # and the other waiter slept until a later event came.
+    transport = _Feed()
+    got: dict[str, int] = {}
+    with trio.fail_after(10):
+        async with (
+            open_connection(transport) as connection,
+            trio.open_nursery() as nursery,
+            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
+        ):
+
+            async def wait(name: str, scope: trio.CancelScope) -> None:
+                with scope:
+                    got[name] = (await events.receive()).params["n"]
+
+            cancelled = trio.CancelScope()
+            nursery.start_soon(wait, "cancelled", cancelled)
+            await trio.testing.wait_all_tasks_blocked()
+            if when == "with the read":
+                transport.cancel_with_read = cancelled
+            else:
+                nursery.start_soon(wait, "other", trio.CancelScope())
+                await trio.testing.wait_all_tasks_blocked()
+                transport.cancel_after_read = cancelled
+            await transport.inbox.send([_log(1)])
+            await trio.testing.wait_all_tasks_blocked()
+            assert cancelled.cancelled_caught
+            if when == "with the read":
+                assert (await events.receive()).params["n"] == 1  # kept, not handed to the one gone
+                nursery.start_soon(wait, "other", trio.CancelScope())
+                await trio.testing.wait_all_tasks_blocked()
+                await transport.inbox.send([_log(2)])
+                await trio.testing.wait_all_tasks_blocked()
+                assert got == {"other": 2}
+            else:
+                assert got == {"other": 1}
