@@ -674,7 +674,10 @@ async def test_a_handler_in_an_endless_loop_ends_the_click_by_the_callers_deadli
             await page.click(ref(snap, "button", "Hang"))
         assert caught.value.check == "input handled"
         assert "0.1 s before the deadline" in str(caught.value)
-        assert trio.current_time() - started < 2.1  # it was the deadline plus 0.25 s
+        # Not held long past the deadline by the guard's removal, which the busy page never answers. The
+        # exact bound (0.05 s before the deadline) is pinned with a mock clock in tests/unit/engine/
+        # test_hit_target.py: here the suite's load alone once added 0.27 s.
+        assert trio.current_time() - started < 2.5
         with trio.fail_after(10), pytest.raises(trio.TooSlowError):
             with trio.fail_after(1):
                 await page.evaluate("1 + 1")  # terminates the loop
