@@ -82,12 +82,31 @@ def check(name: str, kind: Kind) -> None:
 _required_params: Mapping[str, tuple[str, ...]] | None = None
 
 
-def check_required_params(method: str, params: Mapping[str, Any] | None) -> None:
-    """Raise :class:`InvalidParams` if a command the bindings know lacks one of its required params.
+def check_params(method: str, params: object) -> None:
+    """Raise :class:`InvalidParams` if ``params`` is not a dict with str keys (or None), or if a command
+    the bindings know lacks one of its required params.
 
-    Unknown methods pass (the browser answers for them); a missing param is named, with the close
-    spelling the caller may have meant.
+    Unknown methods pass the second check (the browser answers for them); a missing param is named, with
+    the close spelling the caller may have meant.
     """
+    given: dict[str, Any] = {}
+    if params is not None:
+        if not isinstance(params, dict):
+            raise InvalidParams(
+                f"{method}: params must be a dict of wire names to values (a JSON object) or None, not "
+                f"{type(params).__name__} {_short(params)}. Nothing was sent",
+                method=method,
+            )
+        for key in params:
+            if type(key) is not str:
+                # json would send 5 as "5": a param no command has, which the browser ignores or refuses
+                raise InvalidParams(
+                    f"{method}: param names must be str, not {type(key).__name__} {_short(key)}. "
+                    "Nothing was sent",
+                    method=method,
+                    path=repr(key),
+                )
+        given = params
     global _required_params  # noqa: PLW0603 - the registry, read once: this runs on every execute_raw
     if _required_params is None:
         from cdp import _registry  # noqa: PLC0415 - loaded on first use
@@ -96,7 +115,6 @@ def check_required_params(method: str, params: Mapping[str, Any] | None) -> None
     required = _required_params.get(method)
     if not required:
         return
-    given = params or {}
     for wire in required:
         if wire not in given:
             hint = closest(wire, [k for k in given if k not in required])
@@ -109,3 +127,8 @@ def check_required_params(method: str, params: Mapping[str, Any] | None) -> None
                 method=method,
                 path=wire,
             )
+
+
+def _short(value: object) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 60 else f"{shown[:57]}..."

@@ -434,11 +434,12 @@ class Session(metaclass=NoPublicConstructor):
     async def execute_raw(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Send ``method`` with wire ``params`` and return the raw ``result`` dict (for direct scripting).
 
-        For a method the bindings know, its required params are checked first: a missing one raises
-        :class:`InvalidParams` naming it, and nothing is sent. Other methods go to the browser as they are.
+        ``params`` must be a dict with str keys; for a method the bindings know, its required params are
+        checked first: a missing one raises :class:`InvalidParams` naming it, and nothing is sent. Other
+        methods go to the browser as they are.
         """
         self.raise_if_unusable(method)  # a dead session says so before a missing param does
-        _names.check_required_params(method, params)
+        _names.check_params(method, params)
         return await self.connection.call(self, method, params)
 
     # -- listen: overloads give the Subscription the type of its events ------------------------------

@@ -3,6 +3,7 @@ execute_raw() refuses a known command without a required param before anything i
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 
 import pytest
@@ -76,6 +77,32 @@ async def test_execute_raw_names_a_missing_required_param_before_sending(
         await browser.session.execute_raw("Page.createIsolatedWorld", {"frameID": "F"})
     with pytest.raises(InvalidParams, match=r"Runtime\.evaluate needs the param 'expression'"):
         await browser.session.execute_raw("Runtime.evaluate")
+    assert browser.connection.statistics().messages_sent == 0
+    with pytest.raises(trio.WouldBlock):
+        peer.transport.outbound_receive.receive_nowait()
+
+
+@pytest.mark.parametrize(
+    ("params", "said"),
+    [
+        (["6*7"], r"Runtime\.evaluate: params must be a dict .* not list \['6\*7'\]"),
+        ("expression", r"params must be a dict .* not str 'expression'"),
+        ([("expression", "6*7")], r"params must be a dict .* not list"),
+        ({5: "6*7"}, r"Runtime\.evaluate: param names must be str, not int 5"),
+        ({"expression": "1", None: 1}, r"param names must be str, not NoneType None"),
+        ({("expression",): "x"}, r"param names must be str, not tuple"),
+    ],
+)
+@pytest.mark.parametrize("method", ["Runtime.evaluate", "Brand.newMethod"])
+async def test_execute_raw_refuses_params_that_are_not_an_object_with_str_keys(
+    fake: tuple[Browser, FakePeer], params: object, said: str, method: str
+) -> None:
+    # Before: a list passed the required check when it held the name, and a non-str key crashed the
+    # check's hint with AttributeError; an unknown method sent either as it was.
+    browser, peer = fake
+    with pytest.raises(InvalidParams, match=said.replace("Runtime\\.evaluate", re.escape(method))):
+        with trio.fail_after(5):  # the old code sent some of these, and no reply comes
+            await browser.session.execute_raw(method, params)  # type: ignore[arg-type]
     assert browser.connection.statistics().messages_sent == 0
     with pytest.raises(trio.WouldBlock):
         peer.transport.outbound_receive.receive_nowait()
