@@ -96,6 +96,70 @@ async def test_arguments_reach_the_function_on_a_page_that_replaced_its_builtins
         assert await page.evaluate("fetch(location.href).then(r => r.status)") == 200
 
 
+async def test_statements_on_a_page_that_replaced_eval_raise_and_run_nothing(
+    browser: Browser, server: str
+) -> None:
+    # They ran in eval(code): the page's eval got them, and its value came back as theirs ('hacked').
+    page = await open_page(browser, server)
+    with trio.fail_after(10):
+        await page.evaluate("window.eval = () => 'hacked'; 0")
+        for statements in ("let q = 3; q * 2", "window.ran = 1; throw new Error('x')", "while (true) {}"):
+            with pytest.raises(JavaScriptError, match=r"this page replaced window\.eval.*nothing ran"):
+                await page.evaluate(statements)
+        assert await page.evaluate("typeof window.ran") == "undefined"
+        assert await page.evaluate("() => { let q = 3; return q * 2 }") == 6  # the way the error points to
+        # A page's eval that only wraps the real one is no direct eval either: let would leak to the page.
+        page = await open_page(browser, server)
+        await page.evaluate("() => { const real = eval; window.eval = (s) => real(s) }")
+        with pytest.raises(JavaScriptError, match=r"replaced window\.eval"):
+            await page.evaluate("let leaked = 1; leaked")
+        assert await page.evaluate("typeof leaked") == "undefined"
+
+
+async def test_a_script_that_loops_after_its_budget_ran_out_while_it_awaited_is_stopped_by_the_next_call(
+    browser: Browser, server: str
+) -> None:
+    # Its budget ran out while it awaited; its continuation then looped with no budget, and the next
+    # evaluate waited all of its own deadline (TooSlowError) before its termination freed the tab.
+    page = await open_page(browser, server)
+    with trio.fail_after(10):
+        assert await page.evaluate("0") == 0  # the evaluate session is attached: the script starts at once
+    leaving = "async () => { await new Promise(r => setTimeout(r, 600)); window.looped = 1; while (true) {} }"
+    with pytest.raises(trio.TooSlowError), trio.fail_after(0.3):
+        await page.evaluate(leaving)
+    await trio.sleep(1.0)  # the continuation loops by now
+    before = page.metrics().terminations
+    with trio.fail_after(3):
+        assert await page.evaluate("window.looped") == 1
+    assert page.metrics().terminations > before
+    await assert_click_works(page)
+    sent = []
+    with trio.fail_after(10):  # the stopped script's promise was counted out: no more looks
+        for _ in range(2):
+            already = browser.connection.statistics().messages_sent
+            assert await page.evaluate("1") == 1
+            sent.append(browser.connection.statistics().messages_sent - already)
+    assert sent[0] == sent[1]
+
+
+async def test_the_look_for_a_leftover_script_ends_when_its_promise_settles(
+    browser: Browser, server: str
+) -> None:
+    page = await open_page(browser, server)
+    with trio.fail_after(10):
+        await page.evaluate("0")
+    with pytest.raises(trio.TooSlowError), trio.fail_after(0.1):
+        await page.evaluate("async () => { await new Promise(r => setTimeout(r, 300)); return 1 }")
+    await trio.sleep(0.6)  # it settled: the page counts no promise of ours
+    sent = []
+    with trio.fail_after(10):
+        for _ in range(3):
+            before = browser.connection.statistics().messages_sent
+            assert await page.evaluate("1") == 1
+            sent.append(browser.connection.statistics().messages_sent - before)
+    assert sent[0] == sent[1] + 1 == sent[2] + 1  # the first looked (and saw zero); the others did not
+
+
 async def test_expressions_functions_statements_and_promises_return_json(
     browser: Browser, server: str
 ) -> None:
