@@ -109,7 +109,8 @@ _AWAIT_OUTSIDE = "await is only valid in async functions"
 # which an async function returns: a page may have replaced window.Promise; not by Promise.race, which
 # iterates its array) while it counts the promises not settled yet (see _stop_leftover), and checks
 # that the value survives being returned by value (Chromium silently turns a DOM node, a Map or a Date
-# into {}). An array's keys that are not indices are skipped: by value, an array keeps its items only.
+# into {}). It tells -0 by 1 / v, not by Object.is: a page's Object.is = () => true made [1, 2] [-0, -0].
+# An array's keys that are not indices are skipped: by value, an array keeps its items only.
 # Joined into one line so that the caller's source keeps its line numbers (so: no // comments in it).
 _RUNNER_JS = """
 ((f, ms, args, isFn) => {
@@ -124,8 +125,9 @@ _RUNNER_JS = """
     const up = [], keys = [], specials = [];
     const walk = (v, path) => {
       const t = typeof v;
-      if (t === 'number' && up.length && (v !== v || v === Infinity || v === -Infinity || Object.is(v, -0))) {
-        specials.push([keys.slice(), Object.is(v, -0) ? '-0' : String(v)]);
+      const negZero = t === 'number' && v === 0 && 1 / v < 0;
+      if (t === 'number' && up.length && (v !== v || v === Infinity || v === -Infinity || negZero)) {
+        specials.push([keys.slice(), negZero ? '-0' : String(v)]);
         return;
       }
       if (v === null || v === undefined || t === 'string' || t === 'number' || t === 'boolean') return;

@@ -94,6 +94,11 @@ async def test_arguments_reach_the_function_on_a_page_that_replaced_its_builtins
         assert await page.evaluate("(a, b) => a + b", 2, 40) == 42
         assert await page.evaluate("async (n) => ({n})", 42) == {"n": 42}
         assert await page.evaluate("fetch(location.href).then(r => r.status)") == 200
+        # -0 was told by Object.is: replaced, every number in a result came back as -0.
+        await page.evaluate("Object.is = () => true; 0")
+        got = await page.evaluate("[1, 2, -0, {a: 0}]")
+        assert got == [1, 2, 0, {"a": 0}]
+        assert [math.copysign(1, x) for x in (got[0], got[2], got[3]["a"])] == [1, -1, 1]
 
 
 async def test_statements_on_a_page_that_replaced_eval_raise_and_run_nothing(
