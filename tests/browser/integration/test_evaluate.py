@@ -121,6 +121,17 @@ async def test_statements_on_a_page_that_replaced_eval_raise_and_run_nothing(
         assert await page.evaluate("typeof leaked") == "undefined"
 
 
+async def messages_per_evaluate(browser: Browser, page: Page, times: int) -> list[int]:
+    """The messages each of ``times`` evaluates sent: a look for a leftover script is one more."""
+    sent = []
+    with trio.fail_after(10):
+        for _ in range(times):
+            before = browser.connection.statistics().messages_sent
+            assert await page.evaluate("1") == 1
+            sent.append(browser.connection.statistics().messages_sent - before)
+    return sent
+
+
 async def test_a_script_that_loops_after_its_budget_ran_out_while_it_awaited_is_stopped_by_the_next_call(
     browser: Browser, server: str
 ) -> None:
@@ -132,19 +143,14 @@ async def test_a_script_that_loops_after_its_budget_ran_out_while_it_awaited_is_
     leaving = "async () => { await new Promise(r => setTimeout(r, 600)); window.looped = 1; while (true) {} }"
     with pytest.raises(trio.TooSlowError), trio.fail_after(0.3):
         await page.evaluate(leaving)
-    await trio.sleep(1.0)  # the continuation loops by now
+    await trio.sleep(1.5)  # the continuation loops by now
     before = page.metrics().terminations
     with trio.fail_after(3):
         assert await page.evaluate("window.looped") == 1
     assert page.metrics().terminations > before
     await assert_click_works(page)
-    sent = []
-    with trio.fail_after(10):  # the stopped script's promise was counted out: no more looks
-        for _ in range(2):
-            already = browser.connection.statistics().messages_sent
-            assert await page.evaluate("1") == 1
-            sent.append(browser.connection.statistics().messages_sent - already)
-    assert sent[0] == sent[1]
+    sent = await messages_per_evaluate(browser, page, 2)
+    assert sent[0] == sent[1]  # the stopped script's promise was counted out: no more looks
 
 
 async def test_the_look_for_a_leftover_script_ends_when_its_promise_settles(
@@ -155,13 +161,8 @@ async def test_the_look_for_a_leftover_script_ends_when_its_promise_settles(
         await page.evaluate("0")
     with pytest.raises(trio.TooSlowError), trio.fail_after(0.1):
         await page.evaluate("async () => { await new Promise(r => setTimeout(r, 300)); return 1 }")
-    await trio.sleep(0.6)  # it settled: the page counts no promise of ours
-    sent = []
-    with trio.fail_after(10):
-        for _ in range(3):
-            before = browser.connection.statistics().messages_sent
-            assert await page.evaluate("1") == 1
-            sent.append(browser.connection.statistics().messages_sent - before)
+    await trio.sleep(1.0)  # it settled: the page counts no promise of ours
+    sent = await messages_per_evaluate(browser, page, 3)
     assert sent[0] == sent[1] + 1 == sent[2] + 1  # the first looked (and saw zero); the others did not
 
 
