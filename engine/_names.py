@@ -98,7 +98,7 @@ def check_params(method: str, params: object) -> None:
                 method=method,
             )
         for key in params:
-            if type(key) is not str:
+            if not isinstance(key, str):  # a StrEnum member is sent as its value
                 # json would send 5 as "5": a param no command has, which the browser ignores or refuses
                 raise InvalidParams(
                     f"{method}: param names must be str, not {type(key).__name__} {_short(key)}. "

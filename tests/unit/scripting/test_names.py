@@ -3,8 +3,10 @@ execute_raw() refuses a known command without a required param before anything i
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import trio
@@ -110,10 +112,20 @@ async def test_execute_raw_refuses_params_that_are_not_an_object_with_str_keys(
 
 async def test_execute_raw_sends_unknown_methods_and_complete_params(fake: tuple[Browser, FakePeer]) -> None:
     browser, peer = fake
+
+    class Name(enum.StrEnum):
+        url = "url"
+
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(browser.session.execute_raw, "Brand.newMethod", {"anything": 1})
             nursery.start_soon(browser.session.execute_raw, "Page.navigate", {"url": "about:blank"})
-            for _ in range(2):
-                peer.reply(await peer.next_command())
-    assert browser.connection.statistics().messages_sent == 2
+            named: dict[str, Any] = {Name.url: "about:blank"}
+            nursery.start_soon(browser.session.execute_raw, "Page.navigate", named)
+            sent = []
+            for _ in range(3):
+                command = await peer.next_command()
+                sent.append(command["params"])
+                peer.reply(command)
+    # The StrEnum key went as its value: a str subclass is a name (the check once refused it).
+    assert sorted(sent, key=str) == [{"anything": 1}, {"url": "about:blank"}, {"url": "about:blank"}]
