@@ -82,9 +82,6 @@ _BUDGET_MARK = f"cdp-engine: evaluate budget ran out ({secrets.token_hex(8)})"
 """The in-page race's rejection. Its number is this process's own: a script that rejected with the plain
 text was taken for a spent budget (the caller waited out the deadline for an empty TooSlowError)."""
 _VALUE_MARK = "cdp-engine: cannot return by value: "
-_LEFT_KEY = f"cdp-engine: unsettled ({secrets.token_hex(8)})"
-"""The page's count of promises our scripts returned that have not settled (a Symbol.for key): see
-:func:`_stop_leftover`."""
 _EVAL_TOKEN = f"__cdpEngineDirect{secrets.token_hex(4)}"
 _NOT_EVAL_MARK = f"cdp-engine: the page replaced eval ({secrets.token_hex(8)})"
 # Statements run in a direct eval (see _run_expression) only while ``eval`` is the language's own: a page
@@ -107,7 +104,7 @@ _AWAIT_OUTSIDE = "await is only valid in async functions"
 # replaced the array iterator made a spread pass no arguments, and (a, b) => a + b returned NaN; a spread
 # where the page removed Reflect), races a promise against the budget (with the Promise of the language,
 # which an async function returns: a page may have replaced window.Promise; not by Promise.race, which
-# iterates its array) while it counts the promises not settled yet (see _stop_leftover), and checks
+# iterates its array), and checks
 # that the value survives being returned by value (Chromium silently turns a DOM node, a Map or a Date
 # into {}). It tells -0 by 1 / v, not by Object.is: a page's Object.is = () => true made [1, 2] [-0, -0].
 # An array's keys that are not indices are skipped: by value, an array keeps its items only.
@@ -170,14 +167,11 @@ _RUNNER_JS = """
   };
   if (f && typeof f.then === 'function') {
     const P = (async () => {})().constructor;
-    const left = (d) => {
-      try { const k = Symbol.for('@LEFT@'); globalThis[k] = (globalThis[k] || 0) + d; } catch (e) {} };
-    left(1);
     return new P((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('@BUDGET@')), ms);
       f.then(
-        (v) => { left(-1); clearTimeout(timer); try { resolve(check(v)); } catch (e) { reject(e); } },
-        (e) => { left(-1); clearTimeout(timer); reject(e); });
+        (v) => { clearTimeout(timer); try { resolve(check(v)); } catch (e) { reject(e); } },
+        (e) => { clearTimeout(timer); reject(e); });
     });
   }
   return check(f);
@@ -189,7 +183,6 @@ _RUNNER = (
     .replace("@BUDGET@", _BUDGET_MARK)
     .replace("@SPECIAL@", _SPECIAL_MARK)
     .replace("@NOT_A_FUNCTION@", NOT_A_FUNCTION)
-    .replace("@LEFT@", _LEFT_KEY)
 )
 
 
@@ -268,73 +261,6 @@ async def _thread_free(session: Session) -> bool:
 FOLLOWED_PROBE = 0.03
 """Seconds the probe of :func:`_thread_free` gets: a free main thread answers in under a millisecond, and
 the probe and a termination after it fit in STOP_LIMIT."""
-
-_LEFTOVERS: weakref.WeakSet[Session] = weakref.WeakSet()
-"""Evaluate sessions where a script of ours ended without its result (budget spent, cancelled): the promise
-it awaited may still run its continuation later (see :func:`_stop_leftover`)."""
-
-_LOOKING: weakref.WeakKeyDictionary[Session, trio.Lock] = weakref.WeakKeyDictionary()
-_RUNNING: weakref.WeakKeyDictionary[Session, int] = weakref.WeakKeyDictionary()
-"""The evaluates of ours past their look on each evaluate session (see :func:`_stop_leftover`)."""
-
-_UNSETTLED = (
-    f"(() => {{ try {{ return globalThis[Symbol.for({json.dumps(_LEFT_KEY)})] || 0 }} "
-    "catch (e) { return 1 } })()"
-)
-_ONE_STOPPED = (
-    f"(() => {{ try {{ const k = Symbol.for({json.dumps(_LEFT_KEY)}); "
-    "return globalThis[k] = Math.max(0, (globalThis[k] || 0) - 1) } catch (e) { return 1 } })()"
-)
-
-
-async def _stop_leftover(page: Page, session: Session, deadline: float) -> None:
-    """Terminate what holds ``session``'s main thread when it may be a script of ours left behind.
-
-    A promise a script awaited when its budget ran out still settles later, and what the script does then
-    runs with no budget (found by attack: ``await sleep(200); while (true) {}`` under 50 ms looped after
-    the call ended, and the next evaluate, given 5 s, waited all of it). So after such an end, the next
-    evaluate on the session first looks (FOLLOWED_PROBE): a thread that does not answer is terminated
-    (what holds it may be the page's own work, which that evaluate's deadline would end too). The look
-    reads the page's count of our unsettled promises; at zero (or after a navigation) it stops looking. A
-    promise that never settles (``await new Promise(() => {})``) keeps it looking: about 0.7 ms more for
-    each evaluate on that tab (a round trip), the price of never waiting out a whole deadline there.
-    Not while another evaluate of ours runs there (it may be what holds the thread) or the tab navigates.
-    """
-    if session not in _LEFTOVERS:
-        return
-    # One look at a time, and none while an evaluate of ours runs there (_RUNNING: counted from the moment
-    # its look ends, with no checkpoint between): a second termination would stop the first one's script.
-    lock = _LOOKING.setdefault(session, trio.Lock())
-    with trio.move_on_at(deadline):
-        async with lock:
-            if session not in _LEFTOVERS or _RUNNING.get(session) or navigating(page):
-                return
-            answered = False
-            with (
-                trio.move_on_at(min(deadline, trio.current_time() + FOLLOWED_PROBE)),
-                contextlib.suppress(CDPError),
-            ):
-                got = await session.execute_raw(
-                    "Runtime.evaluate", {"expression": _UNSETTLED, "returnByValue": True}
-                )
-                answered = True
-                if got.get("result", {}).get("value") == 0:
-                    _LEFTOVERS.discard(session)
-            if answered or trio.current_time() >= deadline:
-                return
-            log.info(
-                "%s: an earlier evaluate's script may still run there; terminating it", session.session_id
-            )
-            stopped = await stop_script(
-                session, _state(page).metrics, by=min(deadline, trio.current_time() + STOP_LIMIT)
-            )
-            if stopped:  # the promise whose continuation was stopped never settles: counted out here
-                with trio.move_on_at(deadline), contextlib.suppress(CDPError):
-                    got = await session.execute_raw(
-                        "Runtime.evaluate", {"expression": _ONE_STOPPED, "returnByValue": True}
-                    )
-                    if got.get("result", {}).get("value") == 0:
-                        _LEFTOVERS.discard(session)
 
 
 class _PageState:
@@ -1047,20 +973,14 @@ async def _on_evaluate_session(
 
     async def in_group() -> Any:
         session = await evaluation_session(page, target_id)
-        await _stop_leftover(page, session, deadline)
-        _RUNNING[session] = _RUNNING.get(session, 0) + 1
         group = f"cdp-engine-evaluate-{next(_groups)}"
         try:
             return await run(session, group)
-        except (_BudgetSpent, trio.Cancelled):
-            _LEFTOVERS.add(session)
-            raise
         except SessionDetached as exc:
             if target_id != page.target_id and not page.closed:
                 raise  # an OOPIF gone: page.evaluate makes it its ref's StaleRefError
             raise _gone(page, target_id, exc) from exc
         finally:
-            _RUNNING[session] -= 1
             release(session, group)
 
     if own:

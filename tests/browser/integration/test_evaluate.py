@@ -121,51 +121,6 @@ async def test_statements_on_a_page_that_replaced_eval_raise_and_run_nothing(
         assert await page.evaluate("typeof leaked") == "undefined"
 
 
-async def messages_per_evaluate(browser: Browser, page: Page, times: int) -> list[int]:
-    """The messages each of ``times`` evaluates sent: a look for a leftover script is one more."""
-    sent = []
-    with trio.fail_after(10):
-        for _ in range(times):
-            before = browser.connection.statistics().messages_sent
-            assert await page.evaluate("1") == 1
-            sent.append(browser.connection.statistics().messages_sent - before)
-    return sent
-
-
-async def test_a_script_that_loops_after_its_budget_ran_out_while_it_awaited_is_stopped_by_the_next_call(
-    browser: Browser, server: str
-) -> None:
-    # Its budget ran out while it awaited; its continuation then looped with no budget, and the next
-    # evaluate waited all of its own deadline (TooSlowError) before its termination freed the tab.
-    page = await open_page(browser, server)
-    with trio.fail_after(10):
-        assert await page.evaluate("0") == 0  # the evaluate session is attached: the script starts at once
-    leaving = "async () => { await new Promise(r => setTimeout(r, 600)); window.looped = 1; while (true) {} }"
-    with pytest.raises(trio.TooSlowError), trio.fail_after(0.3):
-        await page.evaluate(leaving)
-    await trio.sleep(1.5)  # the continuation loops by now
-    before = page.metrics().terminations
-    with trio.fail_after(3):
-        assert await page.evaluate("window.looped") == 1
-    assert page.metrics().terminations > before
-    await assert_click_works(page)
-    sent = await messages_per_evaluate(browser, page, 2)
-    assert sent[0] == sent[1]  # the stopped script's promise was counted out: no more looks
-
-
-async def test_the_look_for_a_leftover_script_ends_when_its_promise_settles(
-    browser: Browser, server: str
-) -> None:
-    page = await open_page(browser, server)
-    with trio.fail_after(10):
-        await page.evaluate("0")
-    with pytest.raises(trio.TooSlowError), trio.fail_after(0.1):
-        await page.evaluate("async () => { await new Promise(r => setTimeout(r, 300)); return 1 }")
-    await trio.sleep(1.0)  # it settled: the page counts no promise of ours
-    sent = await messages_per_evaluate(browser, page, 3)
-    assert sent[0] == sent[1] + 1 == sent[2] + 1  # the first looked (and saw zero); the others did not
-
-
 async def test_expressions_functions_statements_and_promises_return_json(
     browser: Browser, server: str
 ) -> None:
