@@ -674,6 +674,8 @@ class Session(metaclass=NoPublicConstructor):
         its subscriptions."""
         if self._closed_by_client is not None:
             reason = f"{self._closed_by_client} (the browser said: {reason})"
+        elif (closing := self.connection.closing) is not None:  # the tabs go first as the browser exits
+            reason = f"{closing} (the browser said: {reason})"
         error = SessionDetached(f"session {self.session_id} ({self.target_type}) was detached: {reason}")
         self._detached = error
         self.connection.fail_pending(self, error)

@@ -185,6 +185,17 @@ def test_a_session_this_client_closes_says_so(table: SessionTable) -> None:
         page.raise_if_unusable("Runtime.evaluate")
 
 
+def test_a_session_ended_as_this_client_closes_the_browser_says_so(table: SessionTable) -> None:
+    # It read "Inspector.detached: Render process gone.", as if the tab had crashed.
+    page = table.create("P", target_id="TP", target_type="page", parent=table.browser)
+    table.browser.connection.closing = "the browser was closed: its `async with launch()` block was left"
+    table.follow(page, "Inspector.detached", {"reason": "Render process gone."})
+    with pytest.raises(
+        SessionDetached, match=r"block was left \(the browser said: Inspector.detached: Render"
+    ):
+        page.raise_if_unusable("Runtime.evaluate")
+
+
 def test_events_the_table_does_not_follow_change_nothing(table: SessionTable) -> None:
     page = table.create("P", target_id="TP", target_type="page", parent=table.browser)
     table.follow(page, "Page.loadEventFired", {"timestamp": 1})
