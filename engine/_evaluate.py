@@ -534,8 +534,12 @@ def _raise_for(reply: dict[str, Any], offset: int | None = None, *, takes_args: 
         message = message.split(_VALUE_MARK, 1)[1]
         raise JavaScriptError(f"the script's result cannot be returned by value: {message}", details=details)
     line = details.get("lineNumber")
-    where = f" (line {line + 1})" if isinstance(line, int) else ""
     top = stack.split("\n", 1)[0].strip()
+    at = _AT_OURS.search(top)
+    if at is not None and (int(at.group(1)) > 1 or (offset is not None and int(at.group(2)) > offset)):
+        # Where the source threw (an async function's rejection points its details at the wrapper: line 1)
+        line = int(at.group(1)) - 1
+    where = f" (line {line + 1})" if isinstance(line, int) else ""
     if isinstance(line, int) and top and not (_SOURCE_URL in top or _EVAL_AT.search(top)):  # the page's
         where, line = f" ({top[:200]})", None
     hint = ""

@@ -189,6 +189,14 @@ async def test_page_exceptions_carry_message_stack_and_line(browser: Browser, se
             await page.evaluate("() => {\n  const x = 1;\n  throw new Error('boom');\n}")
         assert info.value.line == 3
         assert info.value.stack == "    at <anonymous>:3:9"  # the wrapper's frames are not in it
+        # An async function's rejection, after an await or not: its line read 1 (the wrapper's).
+        for source in ("async () => {\n  await null;\n  null.x;\n}", "async () => {\n  1;\n  null.x;\n}"):
+            with pytest.raises(JavaScriptError, match=r"reading 'x'\) \(line 3\)") as info:
+                await page.evaluate(source)
+            assert (info.value.line, info.value.stack) == (3, "    at <anonymous>:3:8")
+        with pytest.raises(JavaScriptError, match=r"\(line 1\)") as info:
+            await page.evaluate("async (x) => { await x; null.x }", 1)
+        assert (info.value.line, info.value.stack) == (1, "    at <anonymous>:1:30")
         # A first-line column counts from the source (it counted from the wrapper: 2833 for 15), on an
         # element too; statements run in an eval of their own, whose frames say where in it they are.
         with pytest.raises(JavaScriptError) as info:
