@@ -478,6 +478,7 @@ _NAMED = f"\n//# sourceURL={_SOURCE_URL}\n"
 # The eval that runs statements: V8 names the script that called it by its name, not its sourceURL (empty).
 _EVAL_AT = re.compile(rf"eval at <anonymous> \((?:{_SOURCE_URL})?:1:\d+\), ")
 _AT_OURS = re.compile(rf"{_SOURCE_URL}:(\d+):(\d+)(\)?)$")
+_IN_EVAL = re.compile(r"<anonymous>:(\d+):\d+\)?$")
 
 
 def _user_stack(stack: str, offset: int | None) -> str:
@@ -539,6 +540,8 @@ def _raise_for(reply: dict[str, Any], offset: int | None = None, *, takes_args: 
     if at is not None and (int(at.group(1)) > 1 or (offset is not None and int(at.group(2)) > offset)):
         # Where the source threw (an async function's rejection points its details at the wrapper: line 1)
         line = int(at.group(1)) - 1
+    elif _EVAL_AT.search(top) and (in_eval := _IN_EVAL.search(top)) is not None:
+        line = int(in_eval.group(1)) - 1  # statements: the frame's line in their eval (a rejection's too)
     where = f" (line {line + 1})" if isinstance(line, int) else ""
     if isinstance(line, int) and top and not (_SOURCE_URL in top or _EVAL_AT.search(top)):  # the page's
         where, line = f" ({top[:200]})", None

@@ -197,6 +197,9 @@ async def test_page_exceptions_carry_message_stack_and_line(browser: Browser, se
         with pytest.raises(JavaScriptError, match=r"\(line 1\)") as info:
             await page.evaluate("async (x) => { await x; null.x }", 1)
         assert (info.value.line, info.value.stack) == (1, "    at <anonymous>:1:30")
+        with pytest.raises(JavaScriptError, match=r"Error: r \(line 2\)") as info:
+            await page.evaluate("let a = 1;\nPromise.reject(new Error('r'))")  # statements' rejection
+        assert info.value.line == 2
         # A first-line column counts from the source (it counted from the wrapper: 2833 for 15), on an
         # element too; statements run in an eval of their own, whose frames say where in it they are.
         with pytest.raises(JavaScriptError) as info:
