@@ -193,10 +193,18 @@ async def test_attaching_to_a_tab_with_a_dialog_open_says_why_it_runs_out() -> N
     # A bare TooSlowError after Settings.attach_timeout: Chromium holds Page.enable while an alert is open.
     with trio.fail_after(30):
         async with launch(settings=Settings(attach_timeout=1.0)) as browser:
-            theirs = await browser.session.execute(
-                cdp.target.create_target(url="data:text/html,<script>alert('hi')</script>")
+            theirs = await browser.session.execute(cdp.target.create_target(url="about:blank"))
+            # The dialog is opened, and seen open, on a session of the test's own: a sleep of 0.5 s after
+            # loading a page that alerts was not always enough under the suite's load (CI: DID NOT RAISE).
+            attached = await browser.session.execute(
+                cdp.target.attach_to_target(target_id=theirs.target_id, flatten=True)
             )
-            await trio.sleep(0.5)  # (the dialog is open; it also is if the attach comes first)
+            own = browser.connection.sessions.get(attached.session_id)
+            assert own is not None
+            async with own.listen(cdp.page.JavascriptDialogOpening) as opening:
+                await own.execute(cdp.page.enable())
+                own.execute_nowait(cdp.runtime.evaluate(expression="alert('hi')"))
+                await opening.receive()
             with pytest.raises(trio.TooSlowError, match=r"over Settings\.attach_timeout \(1 s\).* dialog"):
                 await browser.attach_page(theirs.target_id)
 
