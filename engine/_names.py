@@ -8,6 +8,7 @@ generated ``cdp._registry`` (loaded on first use), so a name is known exactly wh
 from __future__ import annotations
 
 import difflib
+import reprlib
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -94,14 +95,14 @@ def check_params(method: str, params: object) -> None:
         if not isinstance(params, dict):
             raise InvalidParams(
                 f"{method}: params must be a dict of wire names to values (a JSON object) or None, not "
-                f"{type(params).__name__} {_short(params)}. Nothing was sent",
+                f"{type(params).__name__} {reprlib.repr(params)}. Nothing was sent",
                 method=method,
             )
         for key in params:
             if not isinstance(key, str):  # a StrEnum member is sent as its value
                 # json would send 5 as "5": a param no command has, which the browser ignores or refuses
                 raise InvalidParams(
-                    f"{method}: param names must be str, not {type(key).__name__} {_short(key)}. "
+                    f"{method}: param names must be str, not {type(key).__name__} {reprlib.repr(key)}. "
                     "Nothing was sent",
                     method=method,
                     path=repr(key),
@@ -127,8 +128,3 @@ def check_params(method: str, params: object) -> None:
                 method=method,
                 path=wire,
             )
-
-
-def _short(value: object) -> str:
-    shown = repr(value)
-    return shown if len(shown) <= 60 else f"{shown[:57]}..."
