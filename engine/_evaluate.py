@@ -495,13 +495,23 @@ def _user_stack(stack: str, offset: int | None) -> str:
         if at is None:
             kept.append(frame)
             continue
-        line, column = int(at.group(1)), int(at.group(2))
-        if line == 1 and (offset is None or column <= offset):
+        where = _in_source(at, offset)
+        if where is None:
             continue  # the wrapper's own frame
-        if line == 1:
-            column -= offset or 0
+        line, column = where
         kept.append(f"{frame[: at.start()]}<anonymous>:{line}:{column}{at.group(3)}")
     return "\n".join(kept)
+
+
+def _in_source(at: re.Match[str], offset: int | None) -> tuple[int, int] | None:
+    """Line and column in the caller's source of a frame of ours (``_AT_OURS``'s match), a first line's
+    column counted from the source; None for a frame of the wrapper itself (see :func:`_user_stack`)."""
+    line, column = int(at.group(1)), int(at.group(2))
+    if line > 1:
+        return line, column
+    if offset is None or column <= offset:
+        return None
+    return line, column - offset
 
 
 def _raise_for(reply: dict[str, Any], offset: int | None = None, *, takes_args: bool = False) -> None:
@@ -537,9 +547,9 @@ def _raise_for(reply: dict[str, Any], offset: int | None = None, *, takes_args: 
     line = details.get("lineNumber")
     top = stack.split("\n", 1)[0].strip()
     at = _AT_OURS.search(top)
-    if at is not None and (int(at.group(1)) > 1 or (offset is not None and int(at.group(2)) > offset)):
+    if at is not None and (thrown := _in_source(at, offset)) is not None:
         # Where the source threw (an async function's rejection points its details at the wrapper: line 1)
-        line = int(at.group(1)) - 1
+        line = thrown[0] - 1
     elif _EVAL_AT.search(top) and (in_eval := _IN_EVAL.search(top)) is not None:
         line = int(in_eval.group(1)) - 1  # statements: the frame's line in their eval (a rejection's too)
     where = f" (line {line + 1})" if isinstance(line, int) else ""
