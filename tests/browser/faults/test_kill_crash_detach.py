@@ -26,6 +26,7 @@ from engine import (
     launch,
 )
 from tests.deadlines import without_a_deadline
+from tests.unit.faults.server import serve_faults
 
 pytestmark = pytest.mark.browser
 
@@ -138,26 +139,26 @@ async def test_expect_popup_ends_when_the_browser_dies(server: str) -> None:
 
 
 async def test_a_network_idle_wait_ends_when_the_browser_dies() -> None:
-    """The wait sends nothing while it waits: it must look at the link itself (it waited out its deadline)."""
-    async with launch() as browser:
-        with trio.fail_after(20):
-            page = await browser.new_page(
-                "data:text/html,<script>setInterval(() => fetch('data:,x'), 100)</script>"
-            )
-        assert browser.process is not None
-        pid = browser.process.process.pid
+    """The wait sends nothing while it waits: it must look at the link itself (it waited out its deadline).
+    The page holds a request for good, so the network never goes idle before the kill, however loaded."""
+    with serve_faults() as faulty:
+        async with launch() as browser:
+            with trio.fail_after(20):
+                page = await browser.new_page(f"{faulty}/fetching-forever.html")
+            assert browser.process is not None
+            pid = browser.process.process.pid
 
-        async def kill_soon() -> None:
-            await trio.sleep(0.5)
-            os.kill(pid, signal.SIGKILL)
+            async def kill_soon() -> None:
+                await trio.sleep(0.5)
+                os.kill(pid, signal.SIGKILL)
 
-        started = time.monotonic()
-        with trio.fail_after(20):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(kill_soon)
-                with pytest.raises(ConnectionClosed, match="the networkidle wait ended"):
-                    await page.wait_for(load_state="networkidle")
-        assert time.monotonic() - started < 5
+            started = time.monotonic()
+            with trio.fail_after(20):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(kill_soon)
+                    with pytest.raises(ConnectionClosed, match="the networkidle wait ended"):
+                        await page.wait_for(load_state="networkidle")
+            assert time.monotonic() - started < 5
 
 
 @pytest.mark.parametrize("transport", ["pipe", "websocket"])

@@ -125,10 +125,27 @@ async def test_a_wait_under_a_deadline_a_tenth_of_a_second_away_still_looks(
     page = await open_page(browser, f"{server}/actions/nav.html")
     with trio.fail_after(10):
         await page.wait_for(text="Next page")  # the engine's world is made: a look is two round trips now
-    with trio.fail_after(0.1):
-        await page.wait_for(text="Next page")
-    result = await page.run_steps([{"type": "wait_for", "text": "Next page", "timeout_ms": 100}])
-    assert result.ok, result.steps[0].error
+
+    async def by_wait() -> str | None:
+        try:
+            with trio.fail_after(0.1):
+                await page.wait_for(text="Next page")
+        except (trio.TooSlowError, ActionError) as error:
+            return repr(error)
+        return None
+
+    async def by_step() -> str | None:
+        result = await page.run_steps([{"type": "wait_for", "text": "Next page", "timeout_ms": 100}])
+        return None if result.ok else str(result.steps[0].error)
+
+    # A wait that never looks fails every try; on a loaded machine one look can outlast 0.1 s, so each way
+    # gets five tries.
+    for look in (by_wait, by_step):
+        errors: list[str] = []
+        with trio.fail_after(10):
+            while len(errors) < 5 and (error := await look()) is not None:
+                errors.append(error)
+        assert len(errors) < 5, f"{look.__name__}: no try of five found the text: {errors}"
 
 
 async def test_a_wait_for_a_ref_to_hide_takes_only_a_removed_element_as_hidden(
