@@ -54,6 +54,19 @@ _NAVIGATION_EVENTS = (
     cdp.inspector.TargetCrashed,
 )
 
+BLOCKED_URL = "about:blank#blocked"
+"""Where Chromium 156 sends a navigation to an about: page it refuses (``about:crash``, ``about:version``):
+the tab shows this document, though ``Page.navigate`` and ``Page.frameNavigated`` report the URL asked
+for."""
+
+
+def _may_be_blocked(url: str | None) -> bool:
+    """Whether a committed URL is an about: page other than about:blank and about:srcdoc."""
+    return url is not None and url.startswith("about:") and url.partition("#")[0] not in _ABOUT_PAGES
+
+
+_ABOUT_PAGES = ("about:blank", "about:srcdoc")
+
 
 class _NavigationFollower:
     """Follows one main-frame navigation, and the ones the page replaces it with, to their end.
@@ -68,6 +81,7 @@ class _NavigationFollower:
         self.frame_id = frame_id
         self.loader_id = loader_id
         self.started = False  # our navigation has been seen starting: later ones replace it
+        self.url: str | None = None  # the URL (fragment included) of the document it committed
 
     def ended_by(self, event: Any) -> bool:
         if isinstance(event, cdp.page.LifecycleEvent):
@@ -85,6 +99,7 @@ class _NavigationFollower:
             if event.frame.id_ == self.frame_id and (self.started or event.frame.loader_id == self.loader_id):
                 self.started = True
                 self.loader_id = event.frame.loader_id
+                self.url = event.frame.url + (event.frame.url_fragment or "")
         elif isinstance(event, cdp.page.FrameStoppedLoading):
             return event.frame_id == self.frame_id and self.started
         return False
@@ -120,8 +135,8 @@ class Page:
 
         Raises:
             NavigationError: the browser reported an error (``errorText``, e.g. net::ERR_NAME_NOT_RESOLVED),
-                ``url`` is not a valid URL, or the navigation did not end within
-                ``Settings.navigation_timeout``.
+                ``url`` is not a valid URL, Chromium refused an about: page on the way (the tab shows
+                about:blank#blocked), or the navigation did not end within ``Settings.navigation_timeout``.
             TargetCrashed: the renderer crashed before the page loaded.
         """
         return await self._bounded(
@@ -134,10 +149,24 @@ class Page:
         own to finish."""
         if "#" not in url:
             return False
+        shown = await self._shown_url()
+        return shown is not None and shown.partition("#")[0] == url.partition("#")[0]
+
+    async def _shown_url(self) -> str | None:
+        """The URL of the tab's document, asked of the browser (the page may be busy); None if it cannot
+        say."""
         with contextlib.suppress(CDPError):
             got = await self.browser.session.execute_raw("Target.getTargetInfo", {"targetId": self.target_id})
-            return str(got["targetInfo"]["url"]).partition("#")[0] == url.partition("#")[0]
-        return False
+            return str(got["targetInfo"]["url"])
+        return None
+
+    async def _blocked(self, url: str, committed: str | None) -> bool:
+        """Whether a navigation to ``url`` that committed ``committed`` was refused: a page's own
+        navigation to a refused URL commits BLOCKED_URL; ours commits the URL we asked for, and only the
+        browser says what the tab shows."""
+        if committed == BLOCKED_URL:
+            return url != BLOCKED_URL
+        return _may_be_blocked(committed) and await self._shown_url() == BLOCKED_URL
 
     async def _bounded(
         self,
@@ -196,6 +225,12 @@ class Page:
                 if isinstance(event, cdp.inspector.TargetCrashed):
                     raise TargetCrashed(f"the page crashed while loading {url}")
                 if follower.ended_by(event):
+                    if await self._blocked(url, follower.url):
+                        raise NavigationError(
+                            f"the navigation to {url} ended on {BLOCKED_URL}: Chromium refused an about: "
+                            "page on the way (it opens none but about:blank and about:srcdoc); give an "
+                            "http(s), file, data or about:blank URL"
+                        )
                     return result
         raise ConnectionClosed(f"the page's session ended while loading {url}")
 

@@ -93,6 +93,23 @@ async def test_goto_an_invalid_url_says_so_and_new_page_leaves_no_tab(browser: B
         assert len(browser.pages) == before
 
 
+async def test_goto_an_about_page_chromium_refuses_says_so(browser: Browser, faulty: str) -> None:
+    """Chromium shows about:blank#blocked for about:crash and its kin, and calls the navigation a success."""
+    with trio.fail_after(20):
+        page = await browser.new_page()
+        for url in ("about:crash", "about:version", f"{faulty}/to-about.html"):
+            with pytest.raises(NavigationError, match=r"ended on about:blank#blocked: Chromium refused"):
+                await page.goto(url)
+        for url in ("about:blank", "about:blank#blocked", "about:blank?x=1"):
+            result = await page.goto(url)
+            assert result.error_text is None
+        result = await page.goto(f"{faulty}/final.html")
+        assert await title(page) == "final"
+        steps = await page.run_steps([{"type": "navigate", "url": "about:crash"}, {"type": "read_page"}])
+        assert not steps.ok
+        assert "about:blank#blocked" in str(steps.steps[0].error)
+
+
 @pytest.mark.parametrize("path", ["/stop.html", "/stop-late.html", "/short.html"])
 async def test_goto_ends_when_loading_stops_without_load(browser: Browser, faulty: str, path: str) -> None:
     # window.stop(), immediately and while an image loads; and a response cut short (7 of 100 bytes).

@@ -17,6 +17,7 @@ PAGES: dict[str, bytes] = {
     "/final.html": b"<title>final</title><p>the final page</p>",
     "/replace.html": b"<title>replace</title><script>location.replace('/final.html')</script><p>first</p>",
     "/assign.html": b"<title>assign</title><script>location.href = '/final.html'</script>",
+    "/to-about.html": b"<title>to about</title><script>location.replace('about:version')</script>",
     "/stop.html": b"<title>stop</title><p>stopped</p><script>window.stop()</script><img src='/slow.png'>",
     "/stop-late.html": b"<title>stop late</title><img src='/slow.png'>"
     b"<script>setTimeout(() => window.stop(), 200)</script>",
