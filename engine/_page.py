@@ -62,7 +62,9 @@ for."""
 
 def _may_be_blocked(url: str | None) -> bool:
     """Whether a committed URL is an about: page other than about:blank and about:srcdoc."""
-    return url is not None and url.startswith("about:") and url.partition("#")[0] not in _ABOUT_PAGES
+    if url is None or not url.startswith("about:"):
+        return False
+    return url.partition("#")[0].partition("?")[0] not in _ABOUT_PAGES
 
 
 _ABOUT_PAGES = ("about:blank", "about:srcdoc")
@@ -165,7 +167,7 @@ class Page:
         navigation to a refused URL commits BLOCKED_URL; ours commits the URL we asked for, and only the
         browser says what the tab shows."""
         if committed == BLOCKED_URL:
-            return url != BLOCKED_URL
+            return url.strip() != BLOCKED_URL  # Chromium trims what it is given
         return _may_be_blocked(committed) and await self._shown_url() == BLOCKED_URL
 
     async def _bounded(

@@ -100,7 +100,7 @@ async def test_goto_an_about_page_chromium_refuses_says_so(browser: Browser, fau
         for url in ("about:crash", "about:version", f"{faulty}/to-about.html"):
             with pytest.raises(NavigationError, match=r"ended on about:blank#blocked: Chromium refused"):
                 await page.goto(url)
-        for url in ("about:blank", "about:blank#blocked", "about:blank?x=1"):
+        for url in ("about:blank", "about:blank#blocked", " about:blank#blocked", "about:blank?x=1"):
             result = await page.goto(url)
             assert result.error_text is None
         result = await page.goto(f"{faulty}/final.html")
