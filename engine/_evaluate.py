@@ -48,6 +48,7 @@ from engine._params import json_nodes
 from engine._refs import ResolvedNode
 from engine._session import Session
 from engine._snapshot import ref_session
+from engine._worlds import GONE_FOR_RESOLVE
 
 if TYPE_CHECKING:
     from engine._browser import Browser
@@ -791,14 +792,24 @@ async def _run_on_node(
             "DOM.resolveNode", {"backendNodeId": backend_node_id, "objectGroup": group}
         )
     except ProtocolError as exc:
-        if _NO_NODE not in exc.message:
-            raise
-        raise StaleRefError(
-            f"{ref} names no node of this page now (it was removed, or never was); nothing ran. Take a new "
-            "snapshot (await page.snapshot()) and use its refs",
-            ref=ref,
-            reason="removed",
-        ) from exc
+        if _NO_NODE in exc.message:
+            raise StaleRefError(
+                f"{ref} names no node of this page now (it was removed, or never was); nothing ran. Take a "
+                "new snapshot (await page.snapshot()) and use its refs",
+                ref=ref,
+                reason="removed",
+            ) from exc
+        if GONE_FOR_RESOLVE in exc.message:
+            # Asked with no context, Chromium says so only of a node whose document is in no frame now: the
+            # page navigated since the ref was checked (the check can still pass while the old document
+            # is taken down, so _stale_if_gone's second look may not catch it).
+            raise StaleRefError(
+                f"{ref} names a node of a document the page has left (it navigated); nothing ran. Take a "
+                "new snapshot (await page.snapshot()) and use its refs",
+                ref=ref,
+                reason="navigated",
+            ) from exc
+        raise
     declaration = _on_element(source)
 
     def call(ms: int) -> dict[str, Any]:

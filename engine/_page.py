@@ -327,7 +327,8 @@ class Page:
             ContextDestroyed: a JavaScriptError: the page navigated before the script returned.
             EvaluateTimeout: no deadline of yours, and ``Settings.evaluate_timeout`` ran out.
             EvaluateDisabled: ``Settings(evaluate_enabled=False)``; nothing was sent.
-            StaleRefError: ``ref`` no longer names its element, or ``backend_node_id`` names no node.
+            StaleRefError: ``ref`` no longer names its element, or ``backend_node_id`` names no node (or
+                one of a document the page has left).
             InvalidParams: an integer argument beyond ±(2**53 - 1), which the page would get rounded.
             SessionDetached: the tab is closed (before or while the script ran).
         """

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 WORLD_NAME = "cdp-engine"
 """The name of the engine's isolated world (``Runtime.executionContextCreated`` shows it)."""
 
-_GONE_FOR_RESOLVE = "does not belong to the document"
+GONE_FOR_RESOLVE = "does not belong to the document"
 """What ``DOM.resolveNode`` answers for a context that is gone, or a node outside its frame's document."""
 
 _GONE_CONTEXT = "Cannot find context"
@@ -146,7 +146,7 @@ async def world_handle(
             try:
                 got = await session.execute_raw("DOM.resolveNode", {**params, "executionContextId": context})
             except ProtocolError as exc:
-                if _GONE_FOR_RESOLVE not in exc.message:
+                if GONE_FOR_RESOLVE not in exc.message:
                     return None  # "No node with given id found": the node is gone
                 if await _alive(session, context):
                     break  # the world is there: the node is not in its frame's document

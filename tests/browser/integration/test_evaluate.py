@@ -144,6 +144,23 @@ async def test_expressions_functions_statements_and_promises_return_json(
         assert await page.evaluate("(el) => el.previousElementSibling.textContent", ref=twin) == "Twin"
 
 
+async def test_a_node_of_a_document_the_page_left_is_a_stale_ref(browser: Browser) -> None:
+    """Chromium answers "Node with given id does not belong to the document" for a node alive in a document
+    no frame shows (a reload in the middle of an evaluate by ref, in CI): a bare ProtocolError before."""
+    page = await browser.new_page("data:text/html,<iframe srcdoc='<button>In</button>'></iframe>")
+    with trio.fail_after(10):
+        await page.wait_for(text="In")
+        await page.evaluate("window.kept = frames[0].document.querySelector('button'); 1")  # alive after
+        ref = await ref_of(page, "button", "In")
+        node = await page.resolve(ref)
+        await page.evaluate("frames[0].location.replace('about:blank'); 1")
+        while not await page.evaluate("window.kept.ownerDocument.defaultView === null"):
+            await trio.sleep(0.05)
+        with pytest.raises(StaleRefError, match="names a node of a document the page has left") as stale:
+            await page.evaluate("(el) => el.textContent", backend_node_id=node.backend_node_id)
+        assert stale.value.reason == "navigated"
+
+
 async def test_statements_keep_their_declarations_to_themselves(browser: Browser, server: str) -> None:
     # Run as a plain script, statements left let/const/class in the page's global scope: the same snippet
     # threw "Identifier 'a' has already been declared" the second time, and clashed with the page's names.
