@@ -246,8 +246,17 @@ async def test_a_target_that_moves_at_every_mouse_move_raises_and_leaves_no_guar
     with trio.fail_after(10):
         snap = await page.snapshot()
         await value(page, "window.moves = -1")
-    with trio.fail_after(1.5), pytest.raises(ActionError) as caught:
-        await page.click(ref(snap, "button", "Target"))
+    slow = 0
+    while True:
+        try:
+            with trio.fail_after(1.5), pytest.raises(ActionError) as caught:
+                await page.click(ref(snap, "button", "Target"))
+            break
+        except trio.TooSlowError:
+            # The ActionError is due RETRY_MARGIN (0.1 s) before the deadline; a stall longer than that
+            # under CI load woke the last pause's sleep past the deadline itself (once in CI).
+            slow += 1
+            assert slow < 3, "three clicks in a row ran past their deadline"
     assert caught.value.check == "hit target at input"
     assert 'button#decoy "Decoy"' in caught.value.in_the_way
     assert await value(page, "window.clicked") == []
