@@ -47,7 +47,7 @@ from engine._navigating import navigating, navigating_note
 from engine._params import json_nodes
 from engine._refs import ResolvedNode
 from engine._session import Session
-from engine._snapshot import ref_session
+from engine._snapshot import HOW_TO_REFRESH, ref_session
 from engine._worlds import GONE_FOR_RESOLVE
 
 if TYPE_CHECKING:
@@ -363,7 +363,18 @@ async def evaluation_session(page: Page, target_id: str) -> Session:
 
 
 _NO_TARGET = "No target with given id found"
-_NO_NODE = "No node with given id found"
+_NODE_GONE = (
+    (
+        "No node with given id found",
+        "names no node of this page now (it was removed, or never was)",
+        "removed",
+    ),
+    # Asked with no context, Chromium says so only of a node whose document is in no frame now: the page
+    # navigated since the ref was checked (the check can still pass while the old document is taken down,
+    # so _stale_if_gone's second look may not catch it).
+    (GONE_FOR_RESOLVE, "names a node of a document the page has left (it navigated)", "navigated"),
+)
+"""What DOM.resolveNode answers for a node no evaluate can run on, what that means, and its stale reason."""
 
 
 def _gone(page: Page, target_id: str, cause: CDPError | None = None) -> CDPError:
@@ -792,23 +803,13 @@ async def _run_on_node(
             "DOM.resolveNode", {"backendNodeId": backend_node_id, "objectGroup": group}
         )
     except ProtocolError as exc:
-        if _NO_NODE in exc.message:
-            raise StaleRefError(
-                f"{ref} names no node of this page now (it was removed, or never was); nothing ran. Take a "
-                "new snapshot (await page.snapshot()) and use its refs",
-                ref=ref,
-                reason="removed",
-            ) from exc
-        if GONE_FOR_RESOLVE in exc.message:
-            # Asked with no context, Chromium says so only of a node whose document is in no frame now: the
-            # page navigated since the ref was checked (the check can still pass while the old document
-            # is taken down, so _stale_if_gone's second look may not catch it).
-            raise StaleRefError(
-                f"{ref} names a node of a document the page has left (it navigated); nothing ran. Take a "
-                "new snapshot (await page.snapshot()) and use its refs",
-                ref=ref,
-                reason="navigated",
-            ) from exc
+        for answer, meaning, reason in _NODE_GONE:
+            if answer in exc.message:
+                raise StaleRefError(
+                    f"{ref} {meaning}; nothing ran. {HOW_TO_REFRESH[0].upper()}{HOW_TO_REFRESH[1:]}",
+                    ref=ref,
+                    reason=reason,
+                ) from exc
         raise
     declaration = _on_element(source)
 

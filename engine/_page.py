@@ -60,14 +60,14 @@ the tab shows this document, though ``Page.navigate`` and ``Page.frameNavigated`
 for."""
 
 
+_ABOUT_PAGES = ("about:blank", "about:srcdoc")
+
+
 def _may_be_blocked(url: str | None) -> bool:
     """Whether a committed URL is an about: page other than about:blank and about:srcdoc."""
     if url is None or not url.startswith("about:"):
         return False
     return url.partition("#")[0].partition("?")[0] not in _ABOUT_PAGES
-
-
-_ABOUT_PAGES = ("about:blank", "about:srcdoc")
 
 
 class _NavigationFollower:

@@ -238,7 +238,7 @@ def _holds(found: list[FrameAX], ref: Ref) -> bool:
     return False
 
 
-_HOW_TO_REFRESH = "take a new snapshot (await page.snapshot()) and use its refs"
+HOW_TO_REFRESH = "take a new snapshot (await page.snapshot()) and use its refs"
 
 _WHY = {
     "removed": "its element was removed from the page",
@@ -251,7 +251,7 @@ _WHY = {
 
 def _stale(ref: str, reason: str, detail: str = "") -> StaleRefError:
     why = _WHY.get(reason, reason)
-    return StaleRefError(f"ref {ref} is stale: {why}{detail}; {_HOW_TO_REFRESH}", ref=ref, reason=reason)
+    return StaleRefError(f"ref {ref} is stale: {why}{detail}; {HOW_TO_REFRESH}", ref=ref, reason=reason)
 
 
 def _known(state: RefState, ref: str) -> Ref:
@@ -263,7 +263,7 @@ def _known(state: RefState, ref: str) -> Ref:
     raise StaleRefError(
         f"unknown ref {ref!r}: no snapshot of this page handed it out. Refs look like e3, or f1e3 in a "
         f"child frame; WebArena ids are digits; node:<backendNodeId> names a DOM node directly. "
-        f"{_HOW_TO_REFRESH[0].upper()}{_HOW_TO_REFRESH[1:]}",
+        f"{HOW_TO_REFRESH[0].upper()}{HOW_TO_REFRESH[1:]}",
         ref=ref,
         reason="unknown",
     )
