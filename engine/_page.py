@@ -140,7 +140,12 @@ class Page:
                 ``url`` is not a valid URL, Chromium refused an about: page on the way (the tab shows
                 about:blank#blocked), or the navigation did not end within ``Settings.navigation_timeout``.
             TargetCrashed: the renderer crashed before the page loaded.
+            TypeError: ``url`` is not a str (Chromium's answer was a bare "Invalid parameters").
         """
+        if not isinstance(url, str):
+            raise TypeError(
+                f"goto takes the URL as a str, not {type(url).__name__} {url!r}; nothing was sent"
+            )
         return await self._bounded(
             f"the navigation to {url}", self._goto(url, referrer), spare=lambda: self._same_document(url)
         )

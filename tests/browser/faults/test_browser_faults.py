@@ -87,6 +87,9 @@ async def test_goto_an_invalid_url_says_so_and_new_page_leaves_no_tab(browser: B
         for url in ("notaurl", "http://"):
             with pytest.raises(NavigationError, match=r"not a valid URL; give a whole one, with its scheme"):
                 await page.goto(url)
+        for bad in (5, None):
+            with pytest.raises(TypeError, match=r"goto takes the URL as a str, not .*; nothing was sent"):
+                await page.goto(bad)  # type: ignore[arg-type]
         before = len(browser.pages)
         with pytest.raises(NavigationError, match="not a valid URL"):
             await browser.new_page("example.com")
