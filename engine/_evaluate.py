@@ -73,6 +73,10 @@ _NOT_STOPPED = (
     "tab's commands until it commits); its commands wait until then"
 )
 
+SEND_GRACE = 0.02
+"""Seconds a termination always gets to be sent, even by a task woken after the time it was given (a loaded
+machine): given none, the send's first checkpoint gave up before writing it, and the script ran on."""
+
 DISARM_PROBES = 3
 """Evaluates of ``0`` after a Runtime.terminateExecution: the first that runs proves nothing is armed.
 Measured on Chromium 156: a terminateExecution sent while no script runs does not stay armed (the next 3
@@ -589,7 +593,8 @@ def _raise_for(reply: dict[str, Any], offset: int | None = None, *, takes_args: 
 async def stop_script(session: Session, metrics: MetricsRecorder, *, by: float | None = None) -> bool:
     """Terminate what runs on the target, then evaluate ``0`` until it runs: nothing stays armed.
 
-    Returns False if the tab did not answer by ``by`` (default: STOP_LIMIT from now): its main thread is
+    Returns False if the tab did not answer by ``by`` (default: STOP_LIMIT from now; at least SEND_GRACE
+    from now, so the termination is sent at all): its main thread is
     held by something Runtime.terminateExecution cannot stop. Seen on Chromium 156: a synchronous
     XMLHttpRequest to a server that does not answer (no CDP command frees the tab short of closing it:
     Page.stopLoading and offline network emulation were tried), and a 200 MB result being serialized.
@@ -603,7 +608,8 @@ async def stop_script(session: Session, metrics: MetricsRecorder, *, by: float |
     held = _PRIMARY.get(session)
     primary = held() if held is not None else None
     via = primary if primary is not None and not primary.detached else session
-    give_up = trio.current_time() + STOP_LIMIT if by is None else by
+    now = trio.current_time()
+    give_up = now + STOP_LIMIT if by is None else max(by, now + SEND_GRACE)
     with trio.CancelScope(shield=True), trio.move_on_at(give_up) as scope:
         try:
             await via.execute_raw("Runtime.terminateExecution")
@@ -863,8 +869,17 @@ async def evaluate(
         # The identity check needs its frame's main thread: a handler looping there (a click's) holds it.
         # It gets the budget a script would, and what holds the thread is then terminated, as a script of
         # ours would be: a tab whose out-of-process iframe looped stayed hung after every evaluate.
-        with trio.move_on_at(now + page_budget(deadline, now)) as scope:
-            node = await page.resolve(ref)  # a stale ref raises StaleRefError
+        checked_by = now + page_budget(deadline, now)
+        try:
+            with trio.move_on_at(checked_by) as scope:
+                node = await page.resolve(ref)  # a stale ref raises StaleRefError
+        except trio.Cancelled:
+            # A task woken after the caller's deadline too (a loaded machine) gets the Cancelled of the
+            # caller's scope, not of ours: the thread is freed all the same (found under CPU load: the
+            # loop ran on, and the next snapshot of the tab timed out).
+            if trio.current_time() >= checked_by and (held := ref_session(page, ref)) is not None:
+                await stop_script(held, _state(page).metrics)
+            raise
         if scope.cancelled_caught:
             held = ref_session(page, ref)
             stopped = held is not None and await stop_script(held, _state(page).metrics, by=deadline)

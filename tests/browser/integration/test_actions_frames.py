@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -79,6 +80,28 @@ async def test_a_handler_looping_in_an_oopif_is_stopped_by_an_evaluate_on_a_ref_
     with trio.fail_after(3):
         assert "Child button" in (await page.snapshot()).text
         assert await page.evaluate("(el) => el.textContent", ref=deep) == "Child button"
+
+
+async def test_the_loop_is_stopped_also_when_this_process_wakes_after_the_deadline(
+    isolated: Browser, server: str, peer_port: str
+) -> None:
+    # A loaded machine (CI) woke the evaluate after both its identity check's budget and the caller's
+    # deadline: the caller's scope took the Cancelled, nothing was terminated, and the loop ran on. Here
+    # this process itself stalls (a blocking sleep) from 0.85 s to past the deadline, as it did there.
+    page, deep = await looping_child(isolated, server, peer_port)
+    with pytest.raises(ActionError), trio.fail_after(1):
+        await page.click(deep)  # the handler now loops
+
+    async def stall() -> None:
+        await trio.sleep(0.85)
+        time.sleep(0.3)  # noqa: ASYNC251 -- the stall is the point: no task of this process runs
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(stall)
+        with pytest.raises(trio.TooSlowError), trio.fail_after(1):
+            await page.evaluate("(el) => 0", ref=deep)
+    with trio.fail_after(3):
+        assert "Child button" in (await page.snapshot()).text
 
 
 async def test_a_step_left_looping_in_an_oopif_is_freed_and_the_result_comes_back(

@@ -11,7 +11,15 @@ import trio
 from trio.testing import MockClock
 
 from engine import EvaluateTimeout, JavaScriptError, Page, Ref, Settings, Snapshot, SnapshotStats
-from engine._evaluate import MARGIN, STOP_LIMIT, _is_compile_error, _raise_for, _value_of, page_budget
+from engine._evaluate import (
+    MARGIN,
+    STOP_LIMIT,
+    _is_compile_error,
+    _raise_for,
+    _value_of,
+    page_budget,
+    stop_script,
+)
 from engine._metrics import MetricsRecorder
 from engine.playwright import PlaywrightRef, map_refs, parse_ai_snapshot
 from engine.testing import FakePeer, open_fake_browser
@@ -332,3 +340,25 @@ async def test_a_budget_spent_attaching_says_nothing_ran(mock_clock: MockClock) 
         assert "so nothing ran" in str(caught.value)
         assert "side effects" not in str(caught.value)
         assert seen == ["Target.attachToTarget"]
+
+
+async def test_a_termination_is_sent_even_by_a_task_woken_after_its_time() -> None:
+    # The identity check of an evaluate by ref gives the termination until the caller's deadline; a task
+    # woken after it (a loaded machine) gave up at the send's first checkpoint, and the script ran on.
+    async with open_fake_browser() as (browser, peer):
+        page = await fake_page(browser, peer)
+        seen: list[str] = []
+
+        async def browser_side() -> None:
+            while True:
+                command = await peer.next_command()
+                seen.append(command["method"])
+                peer.reply(command, {})
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(browser_side)
+            with trio.fail_after(5):
+                stopped = await stop_script(page.session, MetricsRecorder(), by=trio.current_time() - 1.0)
+            nursery.cancel_scope.cancel()
+        assert stopped  # the fake tab answers at once, within the grace
+        assert seen[0] == "Runtime.terminateExecution"
