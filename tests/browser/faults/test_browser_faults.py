@@ -40,7 +40,7 @@ from engine._params import MAX_DEPTH
 from tests.browser.integration._actions_helpers import ref
 from tests.deadlines import without_a_deadline
 from tests.procs import cmdline, session_members
-from tests.stalls import measure_stalls
+from tests.stalls import measure_stalls, raised_before_deadline
 from tests.unit.faults.server import serve_faults
 
 pytestmark = pytest.mark.browser
@@ -246,18 +246,21 @@ async def test_work_held_by_a_pending_navigation_says_where_the_tab_is_going(
         assert "navigating" not in str(plain.value)
         assert "navigating" not in str(same.value)
         going = f"the tab is navigating to {faulty}/forever.png"
-        with pytest.raises(ActionError, match="did not happen") as waited, trio.fail_after(1):
-            await page.wait_for(text="nowhere")
-        with pytest.raises(ActionError, match="did not finish in time") as clicked, trio.fail_after(1):
-            await page.click(ref(snap, "combobox", "Jump to"))
+        waited = await raised_before_deadline(
+            ActionError, 1, lambda: page.wait_for(text="nowhere"), match="did not happen"
+        )
+        jump = ref(snap, "combobox", "Jump to")
+        clicked = await raised_before_deadline(
+            ActionError, 1, lambda: page.click(jump), match="did not finish in time"
+        )
         # Bounded by Settings.evaluate_timeout and the read's budget (a deadline here would replace them).
         with pytest.raises(EvaluateTimeout, match="could not be stopped") as evaluated:
             await page.evaluate("1")
         with pytest.raises(ActionError, match=r"did not answer in 0\.5 s") as read:
             await page.snapshot()
-        for error in (waited, clicked, evaluated, read):
-            assert going in str(error.value), error.value
-            assert "page.wait_for(load_state='load')" in str(error.value)
+        for error in (waited.error, clicked.error, evaluated.value, read.value):
+            assert going in str(error), error
+            assert "page.wait_for(load_state='load')" in str(error)
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from engine import ActionError, Browser, StaleRefError, _input
 from engine._actionability import RETRY_MARGIN
 from engine._hit_target import Miss
 from tests.browser.integration._actions_helpers import open_page, ref, value
+from tests.stalls import raised_before_deadline
 
 pytestmark = pytest.mark.browser
 
@@ -56,9 +57,9 @@ async def test_a_plain_overlay_is_named_by_its_selector_not_by_the_document(brow
     )
     with trio.fail_after(10):
         snap = await page.snapshot()
-    with trio.fail_after(1.0), pytest.raises(ActionError) as caught:
-        await page.click(ref(snap, "button", "Go"))
-    assert caught.value.in_the_way == "element (div#ovl)"
+    go = ref(snap, "button", "Go")
+    raised = await raised_before_deadline(ActionError, 1.0, lambda: page.click(go))
+    assert raised.error.in_the_way == "element (div#ovl)"
 
 
 async def test_covered_button_raises_action_error_naming_the_overlay_and_nothing_is_clicked(
@@ -68,17 +69,14 @@ async def test_covered_button_raises_action_error_naming_the_overlay_and_nothing
     with trio.fail_after(10):
         snap = await page.snapshot()
     covered = ref(snap, "button", "Covered")
-    start = trio.current_time()
-    with trio.fail_after(1.0), pytest.raises(ActionError) as caught:
-        await page.click(covered)
-    elapsed = trio.current_time() - start
-    error = caught.value
+    raised = await raised_before_deadline(ActionError, 1.0, lambda: page.click(covered))
+    error = raised.error
     assert error.check == "hit test"
     assert error.ref == covered
     assert 'dialog "Cookie banner"' in error.in_the_way
     assert "div#overlay.modal.backdrop" in error.in_the_way
     assert "Cookie banner" in str(error)
-    assert 1.0 - RETRY_MARGIN - 0.25 < elapsed < 1.0  # retried until the margin, raised before the deadline
+    assert 1.0 - RETRY_MARGIN - 0.25 < raised.elapsed < 1.0  # retried until the margin, raised before it
     assert await value(page, "window.clicks") == []
 
 
@@ -101,10 +99,10 @@ async def test_disabled_button_raises_action_error_after_the_deadline_margin(
     with trio.fail_after(10):
         snap = await page.snapshot()
     for name in ("Disabled", "Aria disabled"):
-        with trio.fail_after(0.6), pytest.raises(ActionError) as caught:
-            await page.click(ref(snap, "button", name))
-        assert caught.value.check == "enabled"
-        assert "disabled" in str(caught.value)
+        button = ref(snap, "button", name)
+        raised = await raised_before_deadline(ActionError, 0.6, lambda: page.click(button))
+        assert raised.error.check == "enabled"
+        assert "disabled" in str(raised.error)
     assert await value(page, "window.clicks") == []
 
 
@@ -246,19 +244,10 @@ async def test_a_target_that_moves_at_every_mouse_move_raises_and_leaves_no_guar
     with trio.fail_after(10):
         snap = await page.snapshot()
         await value(page, "window.moves = -1")
-    slow = 0
-    while True:
-        try:
-            with trio.fail_after(1.5), pytest.raises(ActionError) as caught:
-                await page.click(ref(snap, "button", "Target"))
-            break
-        except trio.TooSlowError:
-            # The ActionError is due RETRY_MARGIN (0.1 s) before the deadline; a stall longer than that
-            # under CI load woke the last pause's sleep past the deadline itself (once in CI).
-            slow += 1
-            assert slow < 3, "three clicks in a row ran past their deadline"
-    assert caught.value.check == "hit target at input"
-    assert 'button#decoy "Decoy"' in caught.value.in_the_way
+    target = ref(snap, "button", "Target")
+    raised = await raised_before_deadline(ActionError, 1.5, lambda: page.click(target))
+    assert raised.error.check == "hit target at input"
+    assert 'button#decoy "Decoy"' in raised.error.in_the_way
     assert await value(page, "window.clicked") == []
     assert await value(page, "window.presses") == []
     # A press the engine did not aim (as a user's) reaches Decoy: no listener of the engine's is left.
@@ -348,10 +337,9 @@ async def test_a_drag_whose_source_slides_away_never_presses_what_took_its_place
             await page.drag(knob, slot)
         assert await value(page, "window.log") == ["knob down", "knob in slot"]
         return
-    with trio.fail_after(1.5), pytest.raises(ActionError) as caught:
-        await page.drag(knob, slot)
-    assert caught.value.check == "hit target at input"
-    assert 'div#decoy "Decoy"' in caught.value.in_the_way
+    raised = await raised_before_deadline(ActionError, 1.5, lambda: page.drag(knob, slot))
+    assert raised.error.check == "hit target at input"
+    assert 'div#decoy "Decoy"' in raised.error.in_the_way
     assert await value(page, "window.log") == []  # not pressed, released or clicked
 
 
@@ -372,10 +360,10 @@ async def test_a_link_inside_the_label_over_a_checkbox_is_in_the_way(browser: Br
     page = await open_page(browser, _LABELLED.format(inside=link))
     with trio.fail_after(10):
         snap = await page.snapshot()
-    with trio.fail_after(1.5), pytest.raises(ActionError) as caught:
-        await page.click(ref(snap, "checkbox", "Accept"))
-    assert caught.value.check == "hit test"
-    assert 'link "Read the terms"' in caught.value.in_the_way
+    accept = ref(snap, "checkbox", "Accept")
+    raised = await raised_before_deadline(ActionError, 1.5, lambda: page.click(accept))
+    assert raised.error.check == "hit test"
+    assert 'link "Read the terms"' in raised.error.in_the_way
     assert await value(page, "[window.followed, cb.checked]") == [None, False]
     # Plain text in the label is the label's: the click reaches the box through it.
     page = await open_page(
@@ -438,9 +426,9 @@ async def test_what_a_mouse_move_puts_over_the_target_in_its_shadow_root_gets_no
     page = await open_page(browser, _COVERED_ON_MOVE % mode)
     with trio.fail_after(10):
         snap = await page.snapshot()
-    with trio.fail_after(1.5), pytest.raises(ActionError) as caught:
-        await page.click(ref(snap, "button", "Pay"))
-    assert "Delete" in caught.value.in_the_way
+    pay = ref(snap, "button", "Pay")
+    raised = await raised_before_deadline(ActionError, 1.5, lambda: page.click(pay))
+    assert "Delete" in raised.error.in_the_way
     assert await value(page, "log") == []
 
 
