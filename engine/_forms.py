@@ -186,10 +186,9 @@ async def fill(page: Page, ref: str, text: str) -> None:
             elif text:
                 await input_across_commit(page, "Input.insertText", {"text": text}, f"fill {ref}", node)
             else:
-                for kind in ("down", "up"):
-                    await page.session.execute_raw(
-                        "Input.dispatchKeyEvent", key_event(kind, KEYS["Delete"], 0)
-                    )
+                await trio.lowlevel.checkpoint_if_cancelled()  # no key down without its up (mouse_click)
+                send_nowait(page.session, "Input.dispatchKeyEvent", key_event("down", KEYS["Delete"], 0))
+                await page.session.execute_raw("Input.dispatchKeyEvent", key_event("up", KEYS["Delete"], 0))
             if outcome == "typed":
                 missed = await read_verdict(session, handle, group, typing=True)
                 armed.clear()
@@ -222,6 +221,8 @@ async def type_text(page: Page, ref: str, text: str, *, delay_ms: float) -> None
                     # An Enter that ends the text, sent while the tab lived (a key before it that closed
                     # the tab can leave the rest sent unseen: "x\ny" returned OK without the y).
                     typed = index == len(text) and char == "\n" and not session.detached
+                    # No key down without its up, and none after the deadline (see mouse_click).
+                    await trio.lowlevel.checkpoint_if_cancelled()
                     send_nowait(session, "Input.dispatchKeyEvent", key_event("down", key, mask))
                     await session.execute_raw("Input.dispatchKeyEvent", key_event("up", key, mask))
                 if delay_ms:

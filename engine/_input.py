@@ -80,6 +80,10 @@ async def mouse_click(
     round trip whatever its count.
     """
     base = {"x": x, "y": y, "modifiers": mask}
+    # A cancellation already due (a reply read in a stall past the deadline returns, its scope cancelled)
+    # is raised here: nothing yields from here to the release's send, so no press goes without its release
+    # (the release's own first checkpoint raised, and the page kept a button down).
+    await trio.lowlevel.checkpoint_if_cancelled()
     send_nowait(session, "Input.dispatchMouseEvent", {"type": "mouseMoved", **base})
     for n in range(1, click_count + 1):
         down = {"type": "mousePressed", "button": button, "buttons": _BUTTON_BITS[button], "clickCount": n}
@@ -660,6 +664,7 @@ async def press(page: Page, combo: str, *, ref: str | None) -> None:
         async with guarded as sent, watched:
             if sent is not None:
                 sent.count = 1 + len(parsed.modifiers)
+            await trio.lowlevel.checkpoint_if_cancelled()  # no key down without its up (see mouse_click)
             for index, params in enumerate(events[:-1]):
                 sent_live |= index == len(parsed.modifiers) and not session.detached
                 send_nowait(session, "Input.dispatchKeyEvent", params)
