@@ -644,13 +644,19 @@ async def free_main_thread(
     """Terminate what holds ``session``'s main thread, if something does: a look (an evaluate of ``0``)
     that gets no answer in ``probe_for`` seconds is followed by :func:`stop_script` (until ``by``), unless
     ``spare`` then says to leave it. True when a termination was sent. Nothing while the tab navigates:
-    Chromium holds its commands until the commit, so the look and a termination would only wait."""
-    if session.detached or trio.current_time() >= by or navigating(page):
+    Chromium holds its commands until the commit, so the look and a termination would only wait.
+
+    The look ends STOP_LIMIT before ``by``, so the termination has its time, and lasts FOLLOWED_PROBE at
+    least (a free thread answers in a millisecond): a look that took all the time left ended with nothing
+    terminated (a steps call under a deadline shorter than its per-step budget left the tab hung).
+    """
+    if session.detached or navigating(page):
         return False
-    with trio.move_on_at(min(by, trio.current_time() + probe_for)) as probe:
+    now = trio.current_time()
+    with trio.move_on_at(max(min(by - STOP_LIMIT, now + probe_for), now + FOLLOWED_PROBE)) as probe:
         with contextlib.suppress(CDPError):
             await session.execute_raw("Runtime.evaluate", {"expression": "0"})
-    if not probe.cancelled_caught or trio.current_time() >= by:
+    if not probe.cancelled_caught:
         return False
     if spare is not None and await spare():
         return False

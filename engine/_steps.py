@@ -18,9 +18,10 @@ The rules, in order:
   ``fail_fast=False``: later steps still run, except (a) a step whose target is stale (it fails, as above)
   and (b) every step after a failed ``navigate``, which depends on the page that did not load (``Skipped``).
 - A step that fails on time (its budget, or an action the page did not handle) is followed by a look at
-  the main frame's thread; if it does not answer in ``FREE_PROBE_S``, what runs there (a handler in an
-  endless loop) is terminated, as ``page.evaluate`` does on its deadline: a steps-only caller has no other
-  way to get the tab back. (An out-of-process iframe's thread is not looked at.)
+  the thread of the step's frame (an out-of-process iframe's own); if it does not answer in
+  ``FREE_PROBE_S`` (less when the caller's deadline is near: each step leaves ``FREE_ROOM_S`` for this),
+  what runs there (a handler in an endless loop) is terminated, as ``page.evaluate`` does on its
+  deadline: a steps-only caller has no other way to get the tab back.
 - The closing read gets one step's budget; if it fails, the steps' outcomes still come back, without it.
 """
 
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from engine._errors import ActionError, CDPError, StaleRefError
-from engine._evaluate import free_main_thread
+from engine._evaluate import FOLLOWED_PROBE, STOP_LIMIT, free_main_thread
 from engine._navigating import documents_committed
 from engine._refs import Shape
 from engine._snapshot import _state, ref_session
@@ -109,9 +110,9 @@ async def _free_main_thread(page: Page, by: float, target: str | None) -> None:
     """After a step that failed on time: terminate what holds the main thread of the step's frame (its
     target's: an out-of-process iframe's has its own), if something does."""
     session = (ref_session(page, target) if target is not None else None) or page.session
-    await free_main_thread(
-        page, session, by=min(by, trio.current_time() + FREE_PROBE_S + FREE_LIMIT_S), probe_for=FREE_PROBE_S
-    )
+    now = trio.current_time()
+    by = max(min(by, now + FREE_PROBE_S + FREE_LIMIT_S), now + FOLLOWED_PROBE + STOP_LIMIT)  # never none
+    await free_main_thread(page, session, by=by, probe_for=FREE_PROBE_S)
 
 
 def _error(exc: BaseException) -> dict[str, str]:
@@ -194,18 +195,27 @@ async def run_steps(
             error = {"kind": "Skipped", "message": "no time was left of the caller's deadline"}
             skip = f"no time was left of the caller's deadline at step {index}"
         else:
-            with trio.move_on_at(limit) as scope:
-                try:
-                    text = await _run_one(page, step)
-                except (CDPError, ValueError, trio.TooSlowError) as exc:
-                    error = _error(exc)
-                    # The page may hold its main thread: the input was not handled, or the checks
-                    # ran out of time (not: the element is of the wrong kind, or was not visible).
-                    on_time = isinstance(exc, trio.TooSlowError) or (
-                        isinstance(exc, ActionError) and exc.check in _HELD_THREAD_CHECKS
-                    )
-                    if isinstance(exc, StaleRefError) and target is not None:
-                        stale[target] = index
+            try:
+                with trio.move_on_at(limit) as scope:
+                    try:
+                        text = await _run_one(page, step)
+                    except (CDPError, ValueError, trio.TooSlowError) as exc:
+                        error = _error(exc)
+                        # The page may hold its main thread: the input was not handled, or the checks
+                        # ran out of time (not: the element is of the wrong kind, or was not visible).
+                        on_time = isinstance(exc, trio.TooSlowError) or (
+                            isinstance(exc, ActionError) and exc.check in _HELD_THREAD_CHECKS
+                        )
+                        if isinstance(exc, StaleRefError) and target is not None:
+                            stale[target] = index
+            except trio.Cancelled:
+                # Woken after the caller's deadline as well as the step's (a loaded machine), the caller's
+                # scope takes the Cancelled and no result goes back; the thread is freed all the same, as
+                # evaluate does on its way out (the tab stayed hung).
+                if trio.current_time() >= limit:
+                    with trio.CancelScope(shield=True):
+                        await _free_main_thread(page, trio.current_time(), target)
+                raise
             if scope.cancelled_caught:
                 budget_ms = round((limit - now) * 1000)
                 error = {

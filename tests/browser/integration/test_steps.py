@@ -343,3 +343,48 @@ async def test_a_step_that_leaves_the_page_in_an_endless_loop_frees_it_and_the_r
         again = await page.run_steps([{"type": "click", "target": fine}])
     assert again.ok
     assert again.title == "fine"
+
+
+_LOOPS = "data:text/html,<button onclick='while(true){}'>Loop</button>"
+
+
+async def answers(page: Page) -> bool:
+    """Whether the tab's main thread answers an evaluate of 1 within 3 s."""
+    with trio.move_on_after(3):
+        await page.session.execute_raw("Runtime.evaluate", {"expression": "1"})
+        return True
+    return False
+
+
+@pytest.mark.parametrize("deadline", [0.8, 2.0])
+async def test_a_loop_left_by_a_step_that_ran_to_the_callers_deadline_is_freed(
+    browser: Browser, deadline: float
+) -> None:
+    # The step's budget was all of the caller's deadline (under the 5 s per-step default): the look at the
+    # thread took the time left, nothing was terminated, and the tab stayed hung after the result came.
+    page = await browser.new_page(_LOOPS)
+    loop = await ref_of(page, "button", "Loop")
+    with trio.fail_after(deadline):
+        result = await page.run_steps([{"type": "click", "target": loop}])
+    assert result.steps[0].error is not None
+    assert await answers(page)
+
+
+async def test_a_loop_left_by_a_step_is_freed_also_when_this_process_wakes_after_the_deadline(
+    browser: Browser,
+) -> None:
+    # A loaded machine woke the runner after both the step's limit and the caller's deadline: the caller's
+    # scope took the Cancelled, the runner's look at the thread never ran, and the tab stayed hung. Here
+    # this process itself stalls (a blocking sleep) from 1.3 s to past the 4 s deadline.
+    page = await browser.new_page(_LOOPS)
+    loop = await ref_of(page, "button", "Loop")
+
+    async def stall() -> None:
+        await trio.sleep(1.3)
+        time.sleep(2.9)  # noqa: ASYNC251 -- the stall is the point: no task of this process runs
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(stall)
+        with pytest.raises(trio.TooSlowError), trio.fail_after(4):
+            await page.run_steps([{"type": "click", "target": loop, "timeout_ms": 1500}])
+    assert await answers(page)
