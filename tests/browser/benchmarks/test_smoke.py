@@ -178,8 +178,9 @@ def test_cold_starts_are_launches_on_the_pipe_and_connects_on_the_websocket(
     for name in ("floor.ws", "floor.pipe", "engine.ws", "engine.pipe", "puppeteer.pipe"):
         assert "skipped" not in got[name], (name, got[name].get("skipped"))
         assert got[name]["runs"] == got[name]["reps"]  # one fresh browser per sample
-    # Launching a browser takes longer than connecting to a running one.
-    assert got["floor.pipe"]["median_us"] > got["floor.ws"]["median_us"]
+        assert got[name]["transport"] == ("pipe" if name.endswith(".pipe") else "websocket"), name
+    # Not compared by time: a connect's first reply waits for the fresh browser to finish starting, and
+    # with 2 reps under the suite's load it once took longer than a whole launch (519 against 345 ms).
 
 
 def test_markdown_and_chart_are_written_beside_the_json(results: tuple[dict[str, Any], Path]) -> None:
