@@ -67,6 +67,27 @@ class Browser(metaclass=NoPublicConstructor):
         # in flight the hook keeps such tabs here, and new_page takes its own instead of attaching again.
         self._creating = 0
         self._unclaimed: dict[str, Session] = {}
+        self._chores: trio.Nursery | None = None  # see _chore(): open while the browser's block is
+
+    def _chore(self, what: str, work: Callable[[], Awaitable[object]]) -> bool:
+        """Run ``work`` in the background: engine work that must outlive the call that started it (freeing
+        a page's main thread after a result was returned before the caller's deadline). It is owned by the
+        browser's block and cancelled when that is left; an error is logged, never raised. False (nothing
+        runs) when no block holds the browser any more."""
+        nursery = self._chores
+        if nursery is None:
+            return False
+
+        async def guarded() -> None:
+            try:
+                await work()
+            except CDPError as exc:  # the tab or the link went meanwhile: nothing left to do
+                log.debug("background %s ended: %r", what, exc)
+            except Exception:
+                log.exception("background %s failed; the browser goes on", what)
+
+        nursery.start_soon(guarded)
+        return True
 
     async def aclose(self) -> None:
         """Close a browser from :func:`engine.launch_in_background` (the REPL way); idempotent.
@@ -412,6 +433,20 @@ _STOPPED_POLL = 0.05
 """Seconds between two looks at whether the browser is stopped, while it is asked to close."""
 
 
+@asynccontextmanager
+async def browser_chores(browser: Browser) -> AsyncIterator[None]:
+    """The nursery of :meth:`Browser._chore` for the block's body; what still runs is cancelled on the way
+    out, before the pages and the browser close."""
+    with collapse_groups():  # the body's own error comes out as it is, not in the nursery's group
+        async with trio.open_nursery() as nursery:
+            browser._chores = nursery
+            try:
+                yield
+            finally:
+                browser._chores = None
+                nursery.cancel_scope.cancel()
+
+
 async def _close_pages(browser: Browser, *, hurry: bool) -> None:
     """Close the tabs this client opened, all at once, within the close budget."""
     budget = _close_budget(browser.settings, hurry=hurry)
@@ -468,7 +503,8 @@ async def launch(
                     stderr_tail=process.stderr_tail(),
                 ) from exc
             try:
-                yield browser
+                async with browser_chores(browser):
+                    yield browser
             except BaseException as exc:
                 await _close_browser(browser, process, hurry=in_a_hurry(exc))
                 raise
@@ -514,7 +550,8 @@ async def browser_over(transport: Transport, settings: Settings = DEFAULT_SETTIN
                     f"{settings.connect_timeout} s (Settings.connect_timeout): is it a DevTools endpoint?"
                 )
             try:
-                yield browser
+                async with browser_chores(browser):
+                    yield browser
             except BaseException as exc:
                 await _close_pages(browser, hurry=in_a_hurry(exc))
                 raise

@@ -73,10 +73,6 @@ _NOT_STOPPED = (
     "tab's commands until it commits); its commands wait until then"
 )
 
-SEND_GRACE = 0.02
-"""Seconds a termination always gets to be sent, even by a task woken after the time it was given (a loaded
-machine): given none, the send's first checkpoint gave up before writing it, and the script ran on."""
-
 DISARM_PROBES = 3
 """Evaluates of ``0`` after a Runtime.terminateExecution: the first that runs proves nothing is armed.
 Measured on Chromium 156: a terminateExecution sent while no script runs does not stay armed (the next 3
@@ -593,8 +589,9 @@ def _raise_for(reply: dict[str, Any], offset: int | None = None, *, takes_args: 
 async def stop_script(session: Session, metrics: MetricsRecorder, *, by: float | None = None) -> bool:
     """Terminate what runs on the target, then evaluate ``0`` until it runs: nothing stays armed.
 
-    Returns False if the tab did not answer by ``by`` (default: STOP_LIMIT from now; at least SEND_GRACE
-    from now, so the termination is sent at all): its main thread is
+    Returns False if the tab did not answer by ``by`` (or STOP_LIMIT from now, if later: a task woken
+    after ``by`` on a loaded machine gave up at the send's first checkpoint, and the script ran on): its
+    main thread is
     held by something Runtime.terminateExecution cannot stop. Seen on Chromium 156: a synchronous
     XMLHttpRequest to a server that does not answer (no CDP command frees the tab short of closing it:
     Page.stopLoading and offline network emulation were tried), and a 200 MB result being serialized.
@@ -609,7 +606,7 @@ async def stop_script(session: Session, metrics: MetricsRecorder, *, by: float |
     primary = held() if held is not None else None
     via = primary if primary is not None and not primary.detached else session
     now = trio.current_time()
-    give_up = now + STOP_LIMIT if by is None else max(by, now + SEND_GRACE)
+    give_up = max(by, now + STOP_LIMIT) if by is not None else now + STOP_LIMIT
     with trio.CancelScope(shield=True), trio.move_on_at(give_up) as scope:
         try:
             await via.execute_raw("Runtime.terminateExecution")
@@ -880,11 +877,16 @@ async def evaluate(
             with trio.move_on_at(checked_by) as scope:
                 node = await page.resolve(ref)  # a stale ref raises StaleRefError
         except trio.Cancelled:
-            # A task woken after the caller's deadline too (a loaded machine) gets the Cancelled of the
-            # caller's scope, not of ours: the thread is freed all the same (found under CPU load: the
-            # loop ran on, and the next snapshot of the tab timed out).
+            # Woken after the check's budget and the caller's deadline both (a loaded machine), the task
+            # gets the Cancelled of the caller's scope, not of ours: the thread is freed all the same
+            # (found under CPU load: the loop ran on, and the next snapshot of the tab timed out), after a
+            # short look, as the check's answer may only have waited for this process.
             if trio.current_time() >= checked_by and (held := ref_session(page, ref)) is not None:
-                await stop_script(held, _state(page).metrics)
+                with trio.CancelScope(shield=True):
+                    now = trio.current_time()
+                    await free_main_thread(
+                        page, held, by=now + FOLLOWED_PROBE + STOP_LIMIT, probe_for=FOLLOWED_PROBE
+                    )
             raise
         if scope.cancelled_caught:
             held = ref_session(page, ref)

@@ -662,7 +662,8 @@ free thread answers in a millisecond, and the page is being left; but the thread
 (a popup shares its opener's), whose script of under 2 s is left to finish (the navigation would have
 waited for it all the same: its commit needs that thread)."""
 FREE_BY = FREE_PROBE + 0.25
-"""Seconds for that look and the termination: past them the navigation is sent as it is."""
+"""Seconds for that look and the termination (which gets STOP_LIMIT at least, after a look delayed past
+them on a loaded machine); then the navigation is sent."""
 
 
 @asynccontextmanager

@@ -19,9 +19,9 @@ The rules, in order:
   and (b) every step after a failed ``navigate``, which depends on the page that did not load (``Skipped``).
 - A step that fails on time (its budget, or an action the page did not handle) is followed by a look at
   the thread of the step's frame (an out-of-process iframe's own); if it does not answer in
-  ``FREE_PROBE_S`` (less when the caller's deadline is near: each step leaves ``FREE_ROOM_S`` for this),
-  what runs there (a handler in an endless loop) is terminated, as ``page.evaluate`` does on its
-  deadline: a steps-only caller has no other way to get the tab back.
+  ``FREE_PROBE_S``, what runs there (a handler in an endless loop) is terminated, as ``page.evaluate``
+  does on its deadline: a steps-only caller has no other way to get the tab back. When the caller's
+  deadline leaves no time for that, it is done in the background after the result has gone back.
 - The closing read gets one step's budget; if it fails, the steps' outcomes still come back, without it.
 """
 
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from engine._errors import ActionError, CDPError, StaleRefError
-from engine._evaluate import FOLLOWED_PROBE, STOP_LIMIT, free_main_thread
+from engine._evaluate import STOP_LIMIT, free_main_thread
 from engine._navigating import documents_committed
 from engine._refs import Shape
 from engine._snapshot import _state, ref_session
@@ -108,11 +108,32 @@ FREE_LIMIT_S = 1.0
 
 async def _free_main_thread(page: Page, by: float, target: str | None) -> None:
     """After a step that failed on time: terminate what holds the main thread of the step's frame (its
-    target's: an out-of-process iframe's has its own), if something does."""
+    target's: an out-of-process iframe's has its own), if something does.
+
+    Here when the look and the termination fit before ``by``, so the steps after it and the closing read
+    find the page free; else in the background (:func:`_free_later`): a look cut to the time left
+    terminated a page that was only busy, and no look left the tab hung."""
+    if by - trio.current_time() < FREE_PROBE_S + STOP_LIMIT:
+        _free_later(page, target)
+    else:
+        await _free(page, target, by)
+
+
+def _free_later(page: Page, target: str | None) -> None:
+    """:func:`_free` in the background of the page's browser: the result goes back by the caller's
+    deadline, and the thread is freed within FREE_PROBE_S + FREE_LIMIT_S."""
+    page.browser._chore("freeing of a main thread a step left held", lambda: _free(page, target))
+
+
+async def _free(page: Page, target: str | None, by: float = math.inf) -> None:
     session = (ref_session(page, target) if target is not None else None) or page.session
-    now = trio.current_time()
-    by = max(min(by, now + FREE_PROBE_S + FREE_LIMIT_S), now + FOLLOWED_PROBE + STOP_LIMIT)  # never none
+    by = min(by, trio.current_time() + FREE_PROBE_S + FREE_LIMIT_S)
     await free_main_thread(page, session, by=by, probe_for=FREE_PROBE_S)
+
+
+def _sleeps(step: dict[str, Any]) -> bool:
+    """A ``wait_for time_ms`` step: it only sleeps, so running out of time says nothing of the page."""
+    return step["type"] == "wait_for" and "time_ms" in step
 
 
 def _error(exc: BaseException) -> dict[str, str]:
@@ -210,11 +231,10 @@ async def run_steps(
                             stale[target] = index
             except trio.Cancelled:
                 # Woken after the caller's deadline as well as the step's (a loaded machine), the caller's
-                # scope takes the Cancelled and no result goes back; the thread is freed all the same, as
-                # evaluate does on its way out (the tab stayed hung).
-                if trio.current_time() >= limit:
-                    with trio.CancelScope(shield=True):
-                        await _free_main_thread(page, trio.current_time(), target)
+                # scope takes the Cancelled and no result goes back; the thread is freed all the same (the
+                # tab stayed hung).
+                if trio.current_time() >= limit and not _sleeps(step):
+                    _free_later(page, target)
                 raise
             if scope.cancelled_caught:
                 budget_ms = round((limit - now) * 1000)
@@ -223,7 +243,7 @@ async def run_steps(
                     "message": f"the step did not finish within its budget of {budget_ms} ms "
                     "(min of per_step_timeout_ms, its timeout_ms, and what was left of the deadline)",
                 }
-            on_time = on_time or scope.cancelled_caught
+            on_time = on_time or (scope.cancelled_caught and not _sleeps(step))
         outcomes.append(
             StepOutcome(
                 index=index,

@@ -424,11 +424,6 @@ RESULT_MARGIN_S = 0.05
 """Kept back from the caller's deadline so the result is built and returned before the caller's scope fires
 (building it is pure Python: well under 1 ms for 50 steps)."""
 
-FREE_ROOM_S = 0.1
-"""Kept back from each step besides RESULT_MARGIN_S: a step that ran out of time may leave the page's main
-thread held (a handler in an endless loop), and freeing it, a look and a termination, needs this much
-before the result is due. With none, a step that ran to the caller's deadline left the tab hung."""
-
 
 def step_budget(
     *, now: float, deadline: float, per_step_timeout_ms: int | None, timeout_ms: int | None
@@ -436,10 +431,9 @@ def step_budget(
     """The trio deadline of one step: ``min(per_step_timeout_ms, its own timeout_ms, what is left)``.
 
     ``deadline`` is the caller's (``trio.current_effective_deadline()``, ``inf`` when none); what is left
-    excludes :data:`RESULT_MARGIN_S` and :data:`FREE_ROOM_S`. A result at or before ``now`` means no time
-    is left for the step.
+    excludes :data:`RESULT_MARGIN_S`. A result at or before ``now`` means no time is left for the step.
     """
-    limits = [deadline - RESULT_MARGIN_S - FREE_ROOM_S if deadline != math.inf else math.inf]
+    limits = [deadline - RESULT_MARGIN_S if deadline != math.inf else math.inf]
     for ms in (per_step_timeout_ms, timeout_ms):
         if ms is not None:
             limits.append(now + ms / 1000)

@@ -25,7 +25,7 @@ from typing import Any
 
 import trio
 
-from engine._browser import Browser
+from engine._browser import Browser, browser_chores
 from engine._connection import open_connection
 from engine._errors import ConnectionClosed
 from engine._serve import serve_directory, serve_handler
@@ -108,4 +108,6 @@ async def open_fake_browser(
     """
     transport = FakeTransport()
     async with open_connection(transport, settings) as connection:
-        yield Browser._create(connection, settings, None), FakePeer(transport)
+        browser = Browser._create(connection, settings, None)
+        async with browser_chores(browser):
+            yield browser, FakePeer(transport)

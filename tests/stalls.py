@@ -29,14 +29,19 @@ JITTER = 0.002
 
 
 class Stalls:
-    """The seconds the sentinel woke late, summed over the wake-ups that were late by more than ``JITTER``."""
+    """The seconds the sentinel woke late, summed over the wake-ups that were late by more than ``JITTER``,
+    and the longest of them."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
         self.count = 0
+        self.longest = 0.0
 
     def __repr__(self) -> str:
-        return f"<Stalls {self.count} late wake-ups, {self.seconds * 1000:.0f} ms in all>"
+        return (
+            f"<Stalls {self.count} late wake-ups, {self.seconds * 1000:.0f} ms in all, the longest "
+            f"{self.longest * 1000:.0f} ms>"
+        )
 
 
 @asynccontextmanager
@@ -53,6 +58,7 @@ async def measure_stalls() -> AsyncIterator[Stalls]:
             if late > JITTER:
                 stalls.seconds += late
                 stalls.count += 1
+                stalls.longest = max(stalls.longest, late)
             due = trio.current_time() + TICK
 
     async with trio.open_nursery() as nursery:
@@ -82,9 +88,10 @@ async def raised_before_deadline(
 
     On 2 loaded cores this process can stall for longer than that margin, and the engine then wakes after
     the deadline itself: the caller's TooSlowError stands in for the error. Such a try is made again, up
-    to ``tries``, only when the sentinel saw this process stall for half the margin or more; a TooSlowError
-    without such a stall fails the test (the engine overran its margin), and so does a call that returns.
-    ``call`` must leave the page as it found it, so that a second try meets the same state.
+    to ``tries``, only when the sentinel saw one stall of this process of half the margin or more; a
+    TooSlowError without such a stall fails the test (the engine overran its margin), and so does a call
+    that returns, or raises after the deadline. ``call`` must leave the page as it found it, so that a
+    second try meets the same state.
     """
     attempt = 0
     while True:
@@ -102,8 +109,11 @@ async def raised_before_deadline(
                 raise AssertionError(f"expected {expected.__name__}, got {outcome!r}") from outcome
             if match is not None and not re.search(match, str(outcome)):
                 raise AssertionError(f"{outcome!r} does not match {match!r}") from outcome
-            return Raised(outcome, trio.current_time() - start)
-        if stalls.seconds < RETRY_MARGIN / 2 or attempt == tries:
+            elapsed = trio.current_time() - start
+            if elapsed >= seconds:
+                raise AssertionError(f"{outcome!r} came {elapsed:.3f} s in, after the {seconds} s deadline")
+            return Raised(outcome, elapsed)
+        if stalls.longest < RETRY_MARGIN / 2 or attempt == tries:
             raise AssertionError(
                 f"no {expected.__name__} before the {seconds} s deadline (try {attempt} of {tries}; this "
                 f"process stalled: {stalls})"

@@ -6,6 +6,7 @@ import time
 
 import pytest
 import trio
+from trio.testing import MockClock
 
 from tests.stalls import raised_before_deadline
 
@@ -20,7 +21,8 @@ async def test_the_error_owed_before_the_deadline_is_returned_with_its_time() ->
     assert 0.05 <= raised.elapsed < 1.0
 
 
-async def test_running_past_the_deadline_without_a_stall_fails_at_once() -> None:
+async def test_running_past_the_deadline_without_a_stall_fails_at_once(mock_clock: MockClock) -> None:
+    mock_clock.autojump_threshold = 0  # virtual time: no stall of the machine's can be seen
     calls = 0
 
     async def overruns() -> None:
@@ -62,3 +64,15 @@ async def test_another_error_a_return_or_a_mismatch_fails() -> None:
         await raised_before_deadline(ValueError, 1.0, returns)
     with pytest.raises(AssertionError, match="does not match"):
         await raised_before_deadline(KeyError, 1.0, other, match="y")
+
+
+async def test_an_error_raised_after_the_deadline_fails(mock_clock: MockClock) -> None:
+    mock_clock.autojump_threshold = 0
+
+    async def late() -> None:
+        with trio.CancelScope(shield=True):  # past the deadline, and the caller's scope never fired
+            await trio.sleep(0.2)
+        raise ValueError("too late to be owed")
+
+    with pytest.raises(AssertionError, match=r"after the 0\.1 s deadline"):
+        await raised_before_deadline(ValueError, 0.1, late)

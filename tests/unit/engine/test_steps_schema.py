@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from engine import StepsValidationError
 from engine._keys import parse_combo
 from engine.steps import (
-    FREE_ROOM_S,
     HARD_MAX_STEPS,
     RESULT_FORMAT,
     RESULT_MARGIN_S,
@@ -217,11 +216,10 @@ def test_each_step_gets_the_least_of_its_limits_and_what_is_left() -> None:
     assert step_budget(now=now, deadline=math.inf, per_step_timeout_ms=5000, timeout_ms=None) == 105.0
     # the step's own limit the smallest
     assert step_budget(now=now, deadline=math.inf, per_step_timeout_ms=5000, timeout_ms=200) == 100.2
-    # what is left of the caller's deadline the smallest (less the margins kept for the result and for
-    # freeing a main thread the step left held)
+    # what is left of the caller's deadline the smallest (less the margin kept for the result)
     assert (
         step_budget(now=now, deadline=101.0, per_step_timeout_ms=5000, timeout_ms=2000)
-        == 101.0 - RESULT_MARGIN_S - FREE_ROOM_S
+        == 101.0 - RESULT_MARGIN_S
     )
     # nothing set: no limit
     assert step_budget(now=now, deadline=math.inf, per_step_timeout_ms=None, timeout_ms=None) == math.inf
