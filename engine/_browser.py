@@ -18,7 +18,9 @@ from engine._errors import (
     BrowserLaunchError,
     CDPError,
     ConnectError,
+    ConnectionClosed,
     ProtocolError,
+    SessionDetached,
 )
 from engine._evaluate import browser_metrics
 from engine._http import discover_ws_url
@@ -81,7 +83,7 @@ class Browser(metaclass=NoPublicConstructor):
         async def guarded() -> None:
             try:
                 await work()
-            except CDPError as exc:  # the tab or the link went meanwhile: nothing left to do
+            except (ConnectionClosed, SessionDetached) as exc:  # the link or the tab went: nothing to do
                 log.debug("background %s ended: %r", what, exc)
             except Exception:
                 log.exception("background %s failed; the browser goes on", what)

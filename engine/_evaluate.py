@@ -63,8 +63,8 @@ Measured on Chromium 156: ``Runtime.evaluate(timeout=300)`` of ``while(true){}``
 
 STOP_LIMIT = 0.08
 """Seconds for terminating a script and checking that no termination stays armed (shielded), counted from
-the deadline (or from a cancellation that came before it): what follows the stop fits in the rest of the
-100 ms the caller is promised."""
+the deadline (or from a cancellation that came before it, or from a late wake-up): what follows the stop
+fits in the rest of the 100 ms the caller is promised."""
 
 _NOT_STOPPED = (
     "the tab did not answer Runtime.terminateExecution in time: either its main thread is still busy (a "
@@ -222,6 +222,12 @@ class _BudgetSpent(Exception):
 
 _IN_FLIGHT: weakref.WeakKeyDictionary[Session, list[object]] = weakref.WeakKeyDictionary()
 """The evaluates in flight on each evaluate session, in the order they were sent."""
+
+
+def evaluating(page: Page) -> bool:
+    """Whether an evaluate of ours is in flight on ``page`` (on any of its targets): it frees the thread by
+    its own deadline, and a termination sent from elsewhere could stop its script instead."""
+    return any(_IN_FLIGHT.get(session) for session in _state(page).sessions.values())
 
 
 def _queued(session: Session, mine: object) -> bool:
@@ -643,17 +649,15 @@ async def free_main_thread(
     ``spare`` then says to leave it. True when a termination was sent. Nothing while the tab navigates:
     Chromium holds its commands until the commit, so the look and a termination would only wait.
 
-    The look ends STOP_LIMIT before ``by``, so the termination has its time, and lasts FOLLOWED_PROBE at
-    least (a free thread answers in a millisecond): a look that took all the time left ended with nothing
-    terminated (a steps call under a deadline shorter than its per-step budget left the tab hung).
+    The look ends STOP_LIMIT before ``by`` at the latest, so the termination has its time; a look delayed
+    past ``by`` (a loaded machine) still ends in a termination, which gets STOP_LIMIT from then.
     """
     if session.detached or navigating(page):
         return False
-    now = trio.current_time()
-    with trio.move_on_at(max(min(by - STOP_LIMIT, now + probe_for), now + FOLLOWED_PROBE)) as probe:
+    with trio.move_on_at(min(by - STOP_LIMIT, trio.current_time() + probe_for)) as probe:
         with contextlib.suppress(CDPError):
             await session.execute_raw("Runtime.evaluate", {"expression": "0"})
-    if not probe.cancelled_caught:
+    if not probe.cancelled_caught or navigating(page):  # one started meanwhile: its commit needs the thread
         return False
     if spare is not None and await spare():
         return False

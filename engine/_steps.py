@@ -21,7 +21,9 @@ The rules, in order:
   the thread of the step's frame (an out-of-process iframe's own); if it does not answer in
   ``FREE_PROBE_S``, what runs there (a handler in an endless loop) is terminated, as ``page.evaluate``
   does on its deadline: a steps-only caller has no other way to get the tab back. When the caller's
-  deadline leaves no time for that, it is done in the background after the result has gone back.
+  deadline leaves no time for that, it runs in the background (started at once, beside the rest of the
+  call and what the caller does next), and the result goes back in time. A ``wait_for time_ms`` step
+  only sleeps: running out of time frees nothing.
 - The closing read gets one step's budget; if it fails, the steps' outcomes still come back, without it.
 """
 
@@ -30,13 +32,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from engine._errors import ActionError, CDPError, StaleRefError
-from engine._evaluate import STOP_LIMIT, free_main_thread
+from engine._evaluate import FOLLOWED_PROBE, STOP_LIMIT, evaluating, free_main_thread
 from engine._navigating import documents_committed
 from engine._refs import Shape
 from engine._snapshot import _state, ref_session
@@ -53,6 +56,7 @@ from engine.steps import (
 
 if TYPE_CHECKING:
     from engine._page import Page
+    from engine._session import Session
 
 
 async def _run_one(page: Page, step: dict[str, Any]) -> str | None:
@@ -103,7 +107,7 @@ _HELD_THREAD_CHECKS = frozenset({"time", "input handled"})
 actionability retries' "the checks did not finish in time")."""
 
 FREE_LIMIT_S = 1.0
-"""Seconds for that termination and the look that it took."""
+"""Seconds the termination gets after that look, when a step's own time allows them."""
 
 
 async def _free_main_thread(page: Page, by: float, target: str | None) -> None:
@@ -113,22 +117,53 @@ async def _free_main_thread(page: Page, by: float, target: str | None) -> None:
     Here when the look and the termination fit before ``by``, so the steps after it and the closing read
     find the page free; else in the background (:func:`_free_later`): a look cut to the time left
     terminated a page that was only busy, and no look left the tab hung."""
-    if by - trio.current_time() < FREE_PROBE_S + STOP_LIMIT:
+    now = trio.current_time()
+    if by - now < FREE_PROBE_S + STOP_LIMIT:
         _free_later(page, target)
-    else:
-        await _free(page, target, by)
+        return
+    session = _frame_session(page, target)
+    await free_main_thread(
+        page, session, by=min(by, now + FREE_PROBE_S + FREE_LIMIT_S), probe_for=FREE_PROBE_S
+    )
+
+
+def _frame_session(page: Page, target: str | None) -> Session:
+    return (ref_session(page, target) if target is not None else None) or page.session
+
+
+_FREEING: weakref.WeakSet[Session] = weakref.WeakSet()
+"""The sessions a background freeing looks at now: an agent retrying a held page starts no second one."""
 
 
 def _free_later(page: Page, target: str | None) -> None:
-    """:func:`_free` in the background of the page's browser: the result goes back by the caller's
-    deadline, and the thread is freed within FREE_PROBE_S + FREE_LIMIT_S."""
-    page.browser._chore("freeing of a main thread a step left held", lambda: _free(page, target))
+    """The look and the termination in the background of the page's browser (``Browser._chore``), started
+    at once beside what the caller does next; an evaluate of ours in flight is left to free the thread by
+    its own deadline. The termination gets STOP_LIMIT: the browser's block, left meanwhile, waits for it.
+    Left then, a tab that stays open (attached, not opened here) gets a short look and termination."""
+    session = _frame_session(page, target)
+    if session in _FREEING:
+        return
 
+    async def spare() -> bool:
+        return evaluating(page)
 
-async def _free(page: Page, target: str | None, by: float = math.inf) -> None:
-    session = (ref_session(page, target) if target is not None else None) or page.session
-    by = min(by, trio.current_time() + FREE_PROBE_S + FREE_LIMIT_S)
-    await free_main_thread(page, session, by=by, probe_for=FREE_PROBE_S)
+    async def free() -> None:
+        try:
+            by = trio.current_time() + FREE_PROBE_S + STOP_LIMIT
+            await free_main_thread(page, session, by=by, probe_for=FREE_PROBE_S, spare=spare)
+        except trio.Cancelled:
+            if page.target_id in page.browser._adopted:
+                with trio.CancelScope(shield=True):
+                    by = trio.current_time() + FOLLOWED_PROBE + STOP_LIMIT
+                    await free_main_thread(page, session, by=by, probe_for=FOLLOWED_PROBE)
+            raise
+        finally:
+            _FREEING.discard(session)
+
+    _FREEING.add(session)
+    if not page.browser._chore("freeing of a main thread a step left held", free):
+        _FREEING.discard(session)
+        log.debug("no freeing of %s: the browser's block is being left", session.session_id)
 
 
 def _sleeps(step: dict[str, Any]) -> bool:

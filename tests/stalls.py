@@ -30,12 +30,17 @@ JITTER = 0.002
 
 class Stalls:
     """The seconds the sentinel woke late, summed over the wake-ups that were late by more than ``JITTER``,
-    and the longest of them."""
+    the longest of them, and each (when it woke, how late)."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
         self.count = 0
         self.longest = 0.0
+        self.wakeups: list[tuple[float, float]] = []
+
+    def since(self, start: float) -> float:
+        """The seconds of stall from ``start`` on (a stall that began before it counts from it)."""
+        return sum(min(late, woke - start) for woke, late in self.wakeups if woke > start)
 
     def __repr__(self) -> str:
         return (
@@ -59,6 +64,7 @@ async def measure_stalls() -> AsyncIterator[Stalls]:
                 stalls.seconds += late
                 stalls.count += 1
                 stalls.longest = max(stalls.longest, late)
+                stalls.wakeups.append((trio.current_time(), late))
             due = trio.current_time() + TICK
 
     async with trio.open_nursery() as nursery:
@@ -87,43 +93,41 @@ async def raised_before_deadline(
     ActionError comes RETRY_MARGIN early, so the caller learns which check failed).
 
     On 2 loaded cores this process can stall for longer than that margin, and the engine then wakes after
-    the deadline itself: the caller's TooSlowError stands in for the error. Such a try is made again, up
-    to ``tries``, only when the sentinel saw one stall of this process of half the margin or more; a
-    TooSlowError without such a stall fails the test (the engine overran its margin), and so does a call
-    that returns, or raises after the deadline. ``call`` must leave the page as it found it, so that a
-    second try meets the same state.
+    the deadline itself: the caller's TooSlowError stands in for the error (or the error comes late). Such
+    a try is made again, up to ``tries``, only when the sentinel saw this process stalled for half the
+    margin or more within the margin before the deadline; without such a stall it fails the test (the
+    engine overran its margin), and so does a call that returns or raises anything else. ``call`` must
+    leave the page as it found it, so that a second try meets the same state.
     """
     attempt = 0
     while True:
         attempt += 1
-        start = trio.current_time()
-        late = False
+        outcome: tuple[BaseException | None, float] | None = None  # None: the deadline fired
         async with measure_stalls() as stalls:  # every outcome leaves this block as a value, not ungrouped
-            try:
-                with trio.fail_after(seconds):
-                    outcome: BaseException | None = await _raised(call)
-            except trio.TooSlowError:
-                late = True
-        if not late:
-            if not isinstance(outcome, expected):
-                raise AssertionError(f"expected {expected.__name__}, got {outcome!r}") from outcome
-            if match is not None and not re.search(match, str(outcome)):
-                raise AssertionError(f"{outcome!r} does not match {match!r}") from outcome
-            elapsed = trio.current_time() - start
-            if elapsed >= seconds:
-                raise AssertionError(f"{outcome!r} came {elapsed:.3f} s in, after the {seconds} s deadline")
-            return Raised(outcome, elapsed)
-        if stalls.longest < RETRY_MARGIN / 2 or attempt == tries:
+            start = trio.current_time()
+            with trio.move_on_after(seconds):
+                outcome = await _raised(call)
+        if outcome is not None:
+            error, at = outcome
+            if not isinstance(error, expected):
+                raise AssertionError(f"expected {expected.__name__}, got {error!r}") from error
+            if match is not None and not re.search(match, str(error)):
+                raise AssertionError(f"{error!r} does not match {match!r}") from error
+            if at - start < seconds:
+                return Raised(error, at - start)
+        if stalls.since(start + seconds - RETRY_MARGIN) < RETRY_MARGIN / 2 or attempt == tries:
+            came = f"it came {at - start:.3f} s in" if outcome is not None else "TooSlowError"
             raise AssertionError(
-                f"no {expected.__name__} before the {seconds} s deadline (try {attempt} of {tries}; this "
-                f"process stalled: {stalls})"
+                f"no {expected.__name__} before the {seconds} s deadline ({came}; try {attempt} of {tries}; "
+                f"this process stalled: {stalls}, {stalls.since(start + seconds - RETRY_MARGIN) * 1000:.0f} "
+                "ms of it in the margin before the deadline)"
             )
 
 
-async def _raised(call: Callable[[], Awaitable[object]]) -> BaseException | None:
-    """The Exception ``call`` raised (None if it returned); a cancellation goes on as it is."""
+async def _raised(call: Callable[[], Awaitable[object]]) -> tuple[BaseException | None, float]:
+    """The Exception ``call`` raised (None if it returned) and when; a cancellation goes on as it is."""
     try:
         await call()
     except Exception as exc:
-        return exc
-    return None
+        return exc, trio.current_time()
+    return None, trio.current_time()

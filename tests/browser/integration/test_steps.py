@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 import trio
 
-from engine import Browser, Page, StepsValidationError
+from engine import Browser, Page, StepsValidationError, connect, launch
+from engine._actionability import RETRY_MARGIN
+from tests.stalls import measure_stalls
 
 pytestmark = pytest.mark.browser
 
@@ -329,16 +331,21 @@ async def test_a_step_that_leaves_the_page_in_an_endless_loop_frees_it_and_the_r
         "<button onclick=\"document.title='fine'\">Fine</button>"
     )
     loop, fine = await ref_of(page, "button", "Loop"), await ref_of(page, "button", "Fine")
-    with trio.fail_after(20):
-        # 2 s: the input must still have INPUT_VERDICT_MIN of the budget after the checks (with 1 s, the
-        # suite's load once left it less, and the step failed on the bare deadline: TimeoutError).
-        result = await page.run_steps([{"type": "click", "target": loop, "timeout_ms": 2000}])
-        assert result.steps[0].error is not None
-        # The click's own error, a little before the step's budget: it says why.
-        assert result.steps[0].error["kind"] == "ActionError"
-        assert "main thread is busy" in result.steps[0].error["message"]
-        assert len(result.pages) == 1  # the closing read
-        assert f"[ref={fine}]" in result.pages[0]["text"]
+    async with measure_stalls() as stalls:
+        with trio.fail_after(20):
+            # 2 s: the input must still have INPUT_VERDICT_MIN of the budget after the checks (with 1 s, the
+            # suite's load once left it less, and the step failed on the bare deadline: TimeoutError).
+            result = await page.run_steps([{"type": "click", "target": loop, "timeout_ms": 2000}])
+    error = result.steps[0].error
+    assert error is not None
+    # The click's own error, RETRY_MARGIN before the step's budget: it says why; unless this process
+    # stalled past that margin (the suite's load, once in CI), and the step's budget ended it first.
+    if error["kind"] != "ActionError":
+        assert (error["kind"], stalls.longest >= RETRY_MARGIN / 2) == ("TimeoutError", True), stalls
+    else:
+        assert "main thread is busy" in error["message"]
+    assert len(result.pages) == 1  # the closing read
+    assert f"[ref={fine}]" in result.pages[0]["text"]
     with trio.fail_after(5):
         again = await page.run_steps([{"type": "click", "target": fine}])
     assert again.ok
@@ -416,3 +423,19 @@ async def test_a_loop_left_by_a_step_is_freed_also_when_this_process_wakes_after
         with pytest.raises(trio.TooSlowError), trio.fail_after(4):
             await page.run_steps([{"type": "click", "target": loop, "timeout_ms": 1500}])
     assert await answers(page)
+
+
+async def test_a_tab_attached_and_left_at_once_is_not_left_held() -> None:
+    # (Review) The freeing in the background was cancelled with the client's block: a tab of someone
+    # else's browser, attached and so left open, stayed held for good when the client left within 1 s.
+    with trio.fail_after(40):
+        async with launch(transport="websocket") as owner:
+            tab = await owner.new_page(_LOOPS)
+            assert owner.process is not None
+            assert owner.process.ws_url is not None
+            async with connect(owner.process.ws_url) as client:
+                page = await client.attach_page(tab.target_id)
+                loop = await ref_of(page, "button", "Loop")
+                with trio.move_on_after(0.8):
+                    await page.run_steps([{"type": "click", "target": loop}])
+            assert await answers(tab)
