@@ -10,6 +10,7 @@ An error the engine owes shortly before a deadline is expected through :func:`ra
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Generic, TypeVar
@@ -47,6 +48,13 @@ class Stalls:
             f"<Stalls {self.count} late wake-ups, {self.seconds * 1000:.0f} ms in all, the longest "
             f"{self.longest * 1000:.0f} ms>"
         )
+
+
+async def stall_this_process(after: float, seconds: float) -> None:
+    """After ``after`` seconds, keep every task of this process from running for ``seconds`` (a blocking
+    sleep): what a loaded machine does to it, on cue. Start it in a nursery beside the work it is to hit."""
+    await trio.sleep(after)
+    time.sleep(seconds)  # noqa: ASYNC251 -- the stall is the point
 
 
 @asynccontextmanager

@@ -8,7 +8,7 @@ import pytest
 import trio
 from trio.testing import MockClock
 
-from tests.stalls import raised_before_deadline
+from tests.stalls import raised_before_deadline, stall_this_process
 
 
 async def test_the_error_owed_before_the_deadline_is_returned_with_its_time() -> None:
@@ -85,11 +85,7 @@ async def test_an_error_in_time_counts_even_when_this_process_stalls_after_it() 
         await trio.sleep(0.03)
         raise ValueError("owed and raised in time")
 
-    async def stall_after() -> None:
-        await trio.sleep(0.04)
-        time.sleep(0.1)  # noqa: ASYNC251 -- the stall is the point: no task of this process runs
-
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(stall_after)
+        nursery.start_soon(stall_this_process, 0.04, 0.1)
         raised = await raised_before_deadline(ValueError, 0.1, in_time)
     assert raised.elapsed < 0.1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -12,7 +11,7 @@ from engine import ActionError, Browser, Page, launch
 from engine._actionability import call_on, object_id
 from engine._hit_target import SET_GUARD_JS, Miss, read_verdict
 from tests.browser.integration._actions_helpers import open_page, ref
-from tests.stalls import raised_before_deadline
+from tests.stalls import raised_before_deadline, stall_this_process
 
 pytestmark = pytest.mark.browser
 
@@ -94,13 +93,8 @@ async def test_the_loop_is_stopped_also_when_this_process_wakes_after_the_deadli
         deep = ref(await page.snapshot(), "button", "Child button")
         await page.evaluate("(el) => { setTimeout(() => { while (true) {} }) }", ref=deep)
         await trio.sleep(0.2)  # the frame's thread now loops
-
-    async def stall() -> None:
-        await trio.sleep(0.85)
-        time.sleep(0.3)  # noqa: ASYNC251 -- the stall is the point: no task of this process runs
-
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(stall)
+        nursery.start_soon(stall_this_process, 0.85, 0.3)
         with pytest.raises(trio.TooSlowError), trio.fail_after(1):
             await page.evaluate("(el) => 0", ref=deep)
     with trio.fail_after(3):

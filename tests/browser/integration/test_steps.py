@@ -11,7 +11,7 @@ import trio
 
 from engine import Browser, Page, StepsValidationError, connect, launch
 from engine._actionability import RETRY_MARGIN
-from tests.stalls import measure_stalls
+from tests.stalls import measure_stalls, stall_this_process
 
 pytestmark = pytest.mark.browser
 
@@ -413,13 +413,8 @@ async def test_a_loop_left_by_a_step_is_freed_also_when_this_process_wakes_after
     # this process itself stalls (a blocking sleep) from 1.3 s to past the 4 s deadline.
     page = await browser.new_page(_LOOPS)
     loop = await ref_of(page, "button", "Loop")
-
-    async def stall() -> None:
-        await trio.sleep(1.3)
-        time.sleep(2.9)  # noqa: ASYNC251 -- the stall is the point: no task of this process runs
-
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(stall)
+        nursery.start_soon(stall_this_process, 1.3, 2.9)
         with pytest.raises(trio.TooSlowError), trio.fail_after(4):
             await page.run_steps([{"type": "click", "target": loop, "timeout_ms": 1500}])
     assert await answers(page)
