@@ -21,6 +21,7 @@ import trio
 from engine._actionability import RETRY_MARGIN
 
 E = TypeVar("E", bound=BaseException)
+T = TypeVar("T")
 
 TICK = 0.005
 """Seconds the sentinel sleeps between looks at the clock."""
@@ -98,44 +99,52 @@ async def raised_before_deadline(
     tries: int = 3,
 ) -> Raised[E]:
     """The ``expected`` error that ``call`` owes before ``trio.fail_after(seconds)`` fires (an action's
-    ActionError comes RETRY_MARGIN early, so the caller learns which check failed).
+    ActionError comes RETRY_MARGIN early, so the caller learns which check failed); a call that returns
+    or raises anything else fails the test. Tried again only for a stall, as :func:`in_time` says."""
+    error, _, elapsed = await in_time(seconds, call, margin=RETRY_MARGIN, tries=tries)
+    if not isinstance(error, expected):
+        raise AssertionError(f"expected {expected.__name__}, got {error!r}") from error
+    if match is not None and not re.search(match, str(error)):
+        raise AssertionError(f"{error!r} does not match {match!r}") from error
+    return Raised(error, elapsed)
+
+
+async def in_time(
+    seconds: float, call: Callable[[], Awaitable[T]], *, margin: float, tries: int = 3
+) -> tuple[Exception | None, T | None, float]:
+    """What ``call`` raised or returned, and when, where the engine owes an outcome ``margin`` before
+    ``trio.fail_after(seconds)`` fires (run_steps' result comes RESULT_MARGIN_S early).
 
     On 2 loaded cores this process can stall for longer than that margin, and the engine then wakes after
-    the deadline itself: the caller's TooSlowError stands in for the error (or the error comes late). Such
-    a try is made again, up to ``tries``, only when the sentinel saw this process stalled for half the
+    the deadline itself: the caller's TooSlowError stands in for the outcome (or it comes late). Such a
+    try is made again, up to ``tries``, only when the sentinel saw this process stalled for half the
     margin or more within the margin before the deadline; without such a stall it fails the test (the
-    engine overran its margin), and so does a call that returns or raises anything else. ``call`` must
-    leave the page as it found it, so that a second try meets the same state.
+    engine overran its margin). ``call`` must leave the page as it found it, so that a second try meets
+    the same state.
     """
     attempt = 0
     while True:
         attempt += 1
-        outcome: tuple[BaseException | None, float] | None = None  # None: the deadline fired
+        outcome: tuple[Exception | None, T | None, float] | None = None  # None: the deadline fired
         async with measure_stalls() as stalls:  # every outcome leaves this block as a value, not ungrouped
             start = trio.current_time()
             with trio.move_on_after(seconds):
-                outcome = await _raised(call)
-        if outcome is not None:
-            error, at = outcome
-            if not isinstance(error, expected):
-                raise AssertionError(f"expected {expected.__name__}, got {error!r}") from error
-            if match is not None and not re.search(match, str(error)):
-                raise AssertionError(f"{error!r} does not match {match!r}") from error
-            if at - start < seconds:
-                return Raised(error, at - start)
-        if stalls.since(start + seconds - RETRY_MARGIN) < RETRY_MARGIN / 2 or attempt == tries:
-            came = f"it came {at - start:.3f} s in" if outcome is not None else "TooSlowError"
+                outcome = await _outcome(call)
+        if outcome is not None and outcome[2] - start < seconds:
+            return outcome[0], outcome[1], outcome[2] - start
+        stalled = stalls.since(start + seconds - margin)
+        if stalled < margin / 2 or attempt == tries:
+            came = f"it came {outcome[2] - start:.3f} s in" if outcome is not None else "TooSlowError"
             raise AssertionError(
-                f"no {expected.__name__} before the {seconds} s deadline ({came}; try {attempt} of {tries}; "
-                f"this process stalled: {stalls}, {stalls.since(start + seconds - RETRY_MARGIN) * 1000:.0f} "
-                "ms of it in the margin before the deadline)"
+                f"nothing before the {seconds} s deadline ({came}; try {attempt} of {tries}; this process "
+                f"stalled: {stalls}, {stalled * 1000:.0f} ms of it in the {margin} s before the deadline)"
             )
 
 
-async def _raised(call: Callable[[], Awaitable[object]]) -> tuple[BaseException | None, float]:
-    """The Exception ``call`` raised (None if it returned) and when; a cancellation goes on as it is."""
+async def _outcome(call: Callable[[], Awaitable[T]]) -> tuple[Exception | None, T | None, float]:
+    """The Exception ``call`` raised or what it returned, and when; a cancellation goes on as it is."""
     try:
-        await call()
+        value = await call()
     except Exception as exc:
-        return exc, trio.current_time()
-    return None, trio.current_time()
+        return exc, None, trio.current_time()
+    return None, value, trio.current_time()
