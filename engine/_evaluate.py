@@ -666,6 +666,14 @@ async def free_main_thread(
     return True
 
 
+async def free_on_the_way_out(page: Page, session: Session) -> None:
+    """:func:`free_main_thread` for a task being cancelled: a short look (FOLLOWED_PROBE) and the
+    termination, shielded, so it ends within FOLLOWED_PROBE + STOP_LIMIT."""
+    with trio.CancelScope(shield=True):
+        by = trio.current_time() + FOLLOWED_PROBE + STOP_LIMIT
+        await free_main_thread(page, session, by=by, probe_for=FOLLOWED_PROBE)
+
+
 class _Stops:
     """What this task's evaluate got to (see ``_on_evaluate_session``): whether a script was sent at all
     (``sent``; the attach of the evaluate session can take the whole budget), and whether a termination
@@ -886,11 +894,7 @@ async def evaluate(
             # (found under CPU load: the loop ran on, and the next snapshot of the tab timed out), after a
             # short look, as the check's answer may only have waited for this process.
             if trio.current_time() >= checked_by and (held := ref_session(page, ref)) is not None:
-                with trio.CancelScope(shield=True):
-                    now = trio.current_time()
-                    await free_main_thread(
-                        page, held, by=now + FOLLOWED_PROBE + STOP_LIMIT, probe_for=FOLLOWED_PROBE
-                    )
+                await free_on_the_way_out(page, held)
             raise
         if scope.cancelled_caught:
             held = ref_session(page, ref)

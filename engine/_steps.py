@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from engine._errors import ActionError, CDPError, StaleRefError
-from engine._evaluate import FOLLOWED_PROBE, STOP_LIMIT, evaluating, free_main_thread
+from engine._evaluate import STOP_LIMIT, evaluating, free_main_thread, free_on_the_way_out
 from engine._navigating import documents_committed
 from engine._refs import Shape
 from engine._snapshot import _state, ref_session
@@ -153,9 +153,7 @@ def _free_later(page: Page, target: str | None) -> None:
             await free_main_thread(page, session, by=by, probe_for=FREE_PROBE_S, spare=spare)
         except trio.Cancelled:
             if page.target_id in page.browser._adopted:
-                with trio.CancelScope(shield=True):
-                    by = trio.current_time() + FOLLOWED_PROBE + STOP_LIMIT
-                    await free_main_thread(page, session, by=by, probe_for=FOLLOWED_PROBE)
+                await free_on_the_way_out(page, session)
             raise
         finally:
             _FREEING.discard(session)
