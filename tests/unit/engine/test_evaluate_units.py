@@ -207,6 +207,16 @@ async def fake_page(browser: Any, peer: FakePeer) -> Page:
     return Page(browser, session, "T1")
 
 
+async def answer_all(peer: FakePeer, seen: list[str], *unanswered: str) -> None:
+    """The browser's side: every command's method goes into ``seen``, and each is answered with an empty
+    result but those of the ``unanswered`` methods."""
+    while True:
+        command = await peer.next_command()
+        seen.append(command["method"])
+        if command["method"] not in unanswered:
+            peer.reply(command, {})
+
+
 async def test_a_termination_that_stays_armed_is_taken_by_the_probe_not_the_next_script() -> None:
     """Chromium 156 never showed it; an older or other engine might: the probe loops until one runs."""
     async with open_fake_browser() as (browser, peer):
@@ -321,15 +331,8 @@ async def test_a_budget_spent_attaching_says_nothing_ran(mock_clock: MockClock) 
         page = await fake_page(browser, peer)
         seen: list[str] = []
 
-        async def browser_side() -> None:
-            while True:
-                command = await peer.next_command()
-                seen.append(command["method"])
-                if command["method"] != "Target.attachToTarget":  # the attach is never answered
-                    peer.reply(command, {})
-
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(browser_side)
+            nursery.start_soon(answer_all, peer, seen, "Target.attachToTarget")  # the attach never answered
             async with without_a_deadline():
                 with pytest.raises(
                     EvaluateTimeout,
@@ -349,14 +352,8 @@ async def test_a_termination_is_sent_even_by_a_task_woken_after_its_time() -> No
         page = await fake_page(browser, peer)
         seen: list[str] = []
 
-        async def browser_side() -> None:
-            while True:
-                command = await peer.next_command()
-                seen.append(command["method"])
-                peer.reply(command, {})
-
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(browser_side)
+            nursery.start_soon(answer_all, peer, seen)
             with trio.fail_after(5):
                 stopped = await stop_script(page.session, MetricsRecorder(), by=trio.current_time() - 1.0)
             nursery.cancel_scope.cancel()

@@ -8,9 +8,9 @@ from typing import Any
 
 import trio
 
-from engine import Page
 from engine._input import mouse_click, press
 from engine.testing import FakePeer, open_fake_browser
+from tests.unit.engine.test_evaluate_units import fake_page
 
 
 async def sent_before_a_marker(peer: FakePeer, session: Any) -> list[str]:
@@ -37,12 +37,9 @@ async def test_a_click_whose_caller_is_already_cancelled_presses_nothing() -> No
 
 async def test_a_key_press_whose_caller_is_already_cancelled_sends_no_key_down() -> None:
     async with open_fake_browser() as (browser, peer):
-        session = browser.connection.sessions.create(
-            "PAGE", target_id="T1", target_type="page", parent=browser.session
-        )
-        page = Page(browser, session, "T1")
+        page = await fake_page(browser, peer)
         with trio.CancelScope() as scope:
             scope.cancel()
             await press(page, "Shift+A", ref=None)
         assert scope.cancelled_caught
-        assert await sent_before_a_marker(peer, session) == []
+        assert await sent_before_a_marker(peer, page.session) == []
