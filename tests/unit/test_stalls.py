@@ -89,3 +89,18 @@ async def test_an_error_in_time_counts_even_when_this_process_stalls_after_it() 
         nursery.start_soon(stall_this_process, 0.04, 0.1)
         raised = await raised_before_deadline(ValueError, 0.1, in_time)
     assert raised.elapsed < 0.1
+
+
+async def test_an_error_late_by_less_than_a_stall_of_this_process_is_tried_again() -> None:
+    calls = 0
+
+    async def late_once() -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            time.sleep(0.15)  # noqa: ASYNC251 -- no checkpoint after it: the error comes 0.05 s late
+        raise ValueError("owed")
+
+    raised = await raised_before_deadline(ValueError, 0.1, late_once)
+    assert calls == 2
+    assert raised.elapsed < 0.1
