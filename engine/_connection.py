@@ -65,6 +65,7 @@ class ConnectionStatistics:
     unknown_session_events: int
     events_delivered: int
     events_dropped: int
+    gathering_waits: int  # waits before a read while messages streamed in (Settings.gather)
 
 
 class _Pending:
@@ -181,6 +182,9 @@ class Connection(metaclass=NoPublicConstructor):
         # The resting reader's timer: pushed along as leads begin (_send_and_wait), and none (an infinite
         # deadline) for a rest that begins during a lead (the leader reads everything) until that lead ends.
         self._rest_scope: trio.CancelScope | None = None
+        # The reader's wait before a read while a flood is gathered (see _reader); a send ends it.
+        self._gather_scope: trio.CancelScope | None = None
+        self._fresh = False  # a command went out since the reader last looked
         self._now: Callable[[], float] = trio.current_time  # the clock's own, once the reader runs
         self._close_waiters = 0
         #: Why the link will close, set by whoever asked the browser to exit: the reason it closes with.
@@ -196,6 +200,7 @@ class Connection(metaclass=NoPublicConstructor):
         self._unknown_session = 0
         self.events_delivered = 0
         self.events_dropped = 0
+        self._gathering_waits = 0
 
     # -- sending -------------------------------------------------------------------------------------
 
@@ -227,6 +232,9 @@ class Connection(metaclass=NoPublicConstructor):
         # hand-off to the writer (one scheduler pass saved per round trip). Messages that follow them
         # before anything is read (a burst of concurrent commands) are gathered by the writer task
         # into one write instead of one syscall each.
+        self._fresh = True
+        if self._gather_scope is not None:
+            self._gather_scope.cancel()  # the reply is read as it comes, not after a gathering wait
         if self._eager and not self._outbox and self.transport.send_nowait(messages):
             self._eager = False
             self._sent += len(messages)
@@ -453,9 +461,33 @@ class Connection(metaclass=NoPublicConstructor):
 
     async def _reader(self) -> None:
         transport = self.transport
-        self._now = trio.lowlevel.current_clock().current_time  # trio.current_time minus three calls
+        now = self._now = trio.lowlevel.current_clock().current_time  # trio.current_time minus three calls
+        gather = self.settings.gather
+        # Gathering (Settings.gather): while messages stream in (GATHER_AFTER reads in a row, each within
+        # `gather` of the one before) to a subscriber, the reader waits `gather` before each read. Each
+        # wake-up from epoll costs more than the dozen events it brings (a sleep and a wake on a VM, the
+        # caches cold after Chromium ran), so a flood costs a fraction of the wake-ups. It stops when a
+        # read brings fewer than GATHER_MIN messages. It does not wait while the last command sent, if
+        # sent in the last FRESH_S, is unanswered, and a send ends a wait (_enqueue): a quick reply is
+        # read as it comes. (An older command's reply, such as the evaluate that runs the flood, may wait.)
+        quick = 0  # reads in a row within `gather` of the one before; >= GATHER_AFTER: gathering
+        last = -math.inf  # when the last read returned
+        fresh_until = -math.inf  # the last command sent counts as just sent until then
+        wait = False  # gathering, and the last read did not bring so much that more is surely there
         while True:
+            if (
+                wait
+                and self.listeners
+                and not self._fresh
+                and (last >= fresh_until or self._next_id not in self._pending)
+            ):
+                self._gathering_waits += 1
+                with trio.CancelScope(deadline=last + gather) as self._gather_scope:
+                    await trio.sleep_forever()
+                self._gather_scope = None
             if self._leading or self._may_rest():
+                quick = 0
+                wait = False
                 # Rest: a lone caller reads its own reply (_send_and_wait). The rest is short, so what arrives
                 # unasked (an event nobody listens to, a late reply) is still handled within READER_REST_S.
                 self._reader_resting = True
@@ -468,6 +500,21 @@ class Connection(metaclass=NoPublicConstructor):
                     continue
                 self._reader_resting = False
             batch = await transport.receive_batch()
+            if gather:
+                begun, last = last, now()
+                if self._fresh:
+                    self._fresh = False
+                    fresh_until = last + FRESH_S
+                if quick < GATHER_AFTER:
+                    quick = quick + 1 if last - begun < gather else 0
+                    wait = quick == GATHER_AFTER
+                elif len(batch) < GATHER_MIN:
+                    quick = 0  # the stream thinned out: read as it comes again
+                    wait = False
+                else:
+                    wait = True
+                if wait and sum(map(len, batch)) >= GATHER_BYTES:
+                    wait = False  # a read this large leaves more in the kernel: the next one comes at once
             while batch := self._handle(batch, yield_to_consumers=True):
                 # A subscriber's buffer reached its mark (CONSUMER_TURN): give its consumer a turn before
                 # the rest of this read (one read can hold thousands of events). Yields, never a wait: a
@@ -688,6 +735,7 @@ class Connection(metaclass=NoPublicConstructor):
             unknown_session_events=self._unknown_session,
             events_delivered=self.events_delivered,
             events_dropped=self.events_dropped,
+            gathering_waits=self._gathering_waits,
         )
 
 
@@ -789,6 +837,20 @@ READER_REST_S = 0.02
 Its timer, kept between a half and a whole of this from now, is the deadline of the caller's epoll waits
 too. A wait due within a few milliseconds arms and cancels a kernel timer: measured on this 2-core VM,
 7-8 us of CPU per wait at 1 ms, none from about 5 ms (a socket ping-pong with each timeout, interleaved)."""
+
+GATHER_AFTER = 8
+"""Reads in a row, each within Settings.gather of the one before, after which the reader gathers."""
+
+GATHER_MIN = 3
+"""The fewest messages a gathered read must bring for the reader to go on gathering."""
+
+GATHER_BYTES = 32 * 1024
+"""A read of at least this many bytes is followed by the next at once, not by a gathering wait: the kernel
+likely holds more (FdIO's first ask is 64 KiB), and waiting would cap the rate."""
+
+FRESH_S = 0.05
+"""For this long after a command is sent, the reader does not gather while it is unanswered: a quick reply
+is read as it comes (one older than this may wait up to Settings.gather more)."""
 
 MAX_COMMAND_ID = 2**31 - 1
 """Chromium reads ids as 32-bit ints: id 2**31 gets "Message must have integer 'id' property", with no id.

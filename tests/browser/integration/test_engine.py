@@ -98,6 +98,47 @@ async def test_a_subscription_opened_during_another_tasks_command_keeps_up_with_
         assert got[0] == burst
 
 
+@pytest.mark.parametrize("transport", ["pipe", "websocket"])
+async def test_a_console_flood_is_gathered_whole_and_in_order_while_commands_are_answered(
+    transport: Literal["pipe", "websocket"],
+) -> None:
+    """The reader waits Settings.gather before each read while the flood runs (fewer wake-ups); every
+    event still arrives, in order, to a default subscription, and commands sent meanwhile (on the
+    browser session, every 20 ms) are answered."""
+    count = 20_000
+    flood = f"for (let i = 0; i < {count}; i++) console.log(i); 'done'"
+    got: list[int] = []
+    answered = 0
+
+    async def calls() -> None:
+        nonlocal answered
+        while True:
+            await browser.version()
+            answered += 1
+            await trio.sleep(0.02)
+
+    with trio.fail_after(60):
+        async with launch(transport=transport) as browser:
+            page = await browser.new_page()
+            await page.session.execute(cdp.runtime.enable())
+            async with (
+                page.session.listen(cdp.runtime.ConsoleAPICalled) as events,
+                trio.open_nursery() as nursery,
+            ):
+                nursery.start_soon(page.session.execute, cdp.runtime.evaluate(expression=flood))
+                nursery.start_soon(calls)
+                async for event in events:
+                    got.append(event.args[0].value)
+                    if len(got) == count:
+                        break
+                nursery.cancel_scope.cancel()
+            statistics = browser.statistics()
+    assert got == list(range(count))
+    assert statistics.events_dropped == 0
+    assert statistics.gathering_waits > 0
+    assert answered > 0
+
+
 async def test_a_close_whose_deadline_passed_before_it_was_sent_still_closes_the_tab(
     browser: Browser,
 ) -> None:

@@ -1,0 +1,275 @@
+"""Gathering: while events stream in to a subscriber, the reader waits Settings.gather before each read.
+
+In a flood a read brings two or three events, and the wake-up from epoll that precedes it costs more than
+they do; waiting a millisecond takes in a dozen per wake-up. These tests pin what must hold with it: every
+event arrives, in order, in fewer reads; a reply is never held back by a wait (a send ends it, and no wait
+begins while a command sent in the last FRESH_S is unanswered); an event that trickles in after a flood is
+delivered as it comes; replies alone are never gathered. Virtual time (autojump): the reads and waits are
+exactly those of the schedule, on any machine.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+import pytest
+import trio
+from trio.testing import MockClock
+
+from engine import Settings
+from engine._connection import FRESH_S, GATHER_AFTER
+from engine.lowlevel import Connection, open_connection
+
+GATHER = Settings().gather
+EVERY = GATHER / 5  # 5,000 events a second with the default
+
+
+class _Stream:
+    """A transport whose read returns every message that arrived since the last read, as a socket's does,
+    and counts what each read brought. Commands wait in ``commands`` for the test to answer."""
+
+    name = "fake"
+    max_outbound_bytes = 1 << 20
+    backlog = 0
+
+    def __init__(self, read_limit: int = 1 << 30) -> None:
+        self._arrive, self._arrived = trio.open_memory_channel[bytes](math.inf)
+        self._command, self.commands = trio.open_memory_channel[dict[str, Any]](math.inf)
+        self._read_limit = read_limit  # bytes a read takes at most (it takes at least one message)
+        self._held: list[bytes] = []
+        self.reads: list[int] = []
+
+    def push(self, message: dict[str, Any]) -> None:
+        self._arrive.send_nowait(json.dumps(message).encode())
+
+    async def send(self, messages: Sequence[bytes]) -> None:
+        self.send_nowait(messages)
+        await trio.lowlevel.checkpoint()
+
+    def send_nowait(self, messages: Sequence[bytes]) -> bool:
+        for message in messages:
+            self._command.send_nowait(json.loads(message))
+        return True
+
+    async def receive_batch(self, *, poll: bool = False) -> list[bytes]:
+        if not self._held:
+            self._held.append(await self._arrived.receive())
+        while True:
+            try:
+                self._held.append(self._arrived.receive_nowait())
+            except trio.WouldBlock:
+                break
+        size, count = len(self._held[0]), 1
+        while count < len(self._held) and size + len(self._held[count]) <= self._read_limit:
+            size += len(self._held[count])
+            count += 1
+        batch, self._held = self._held[:count], self._held[count:]
+        self.reads.append(len(batch))
+        return batch
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def _flood(
+    stream: _Stream, count: int, every: float = EVERY, first: int = 0, burst: int = 1, pad: int = 0
+) -> None:
+    """``count`` events, ``burst`` at a time, one burst every ``every`` (each ``pad`` bytes longer)."""
+    for n in range(first, first + count):
+        params = {"n": n, "at": trio.current_time(), "pad": "x" * pad}
+        stream.push({"method": "Runtime.consoleAPICalled", "params": params})
+        if (n - first + 1) % burst == 0:
+            await trio.sleep(every)
+
+
+async def _answer(stream: _Stream, after: float) -> None:
+    command = await stream.commands.receive()
+    await trio.sleep(after)
+    stream.push({"id": command["id"], "result": {"product": "Fake"}})
+
+
+async def _until(condition: Any) -> None:
+    while not condition():
+        await trio.sleep(EVERY / 20)
+
+
+def _waits(connection: Connection) -> int:
+    return connection.statistics().gathering_waits
+
+
+@pytest.mark.parametrize("gather", [GATHER, 0.0], ids=["gathered", "gather=0"])
+async def test_a_flood_reaches_its_subscriber_whole_and_in_order_in_fewer_reads(
+    autojump_clock: MockClock, gather: float
+) -> None:
+    stream = _Stream()
+    got: list[int] = []
+    with trio.fail_after(10):
+        async with (
+            open_connection(stream, Settings(gather=gather)) as connection,
+            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(_flood, stream, 500)
+            async for event in events:
+                got.append(event.params["n"])
+                if len(got) == 500:
+                    break
+    assert got == list(range(500))
+    if gather:
+        # GATHER_AFTER reads one event each, then one read a millisecond (5 events) to the end.
+        assert len(stream.reads) <= GATHER_AFTER + 500 // 5 + 2, stream.reads
+        assert _waits(connection) >= 90
+    else:
+        assert len(stream.reads) == 500
+        assert _waits(connection) == 0
+
+
+@pytest.mark.parametrize("reply_after", [0.0, GATHER / 2])
+async def test_a_command_sent_during_a_gathered_flood_gets_its_reply_as_it_comes(
+    autojump_clock: MockClock, reply_after: float
+) -> None:
+    # Sent while the reader waits before a read: the send ends the wait. And while it is unanswered no
+    # new wait begins, so a reply that comes half a wait later is read then, not at the end of a wait.
+    # (Bursts of three: every read brings enough to go on gathering.)
+    stream = _Stream()
+    with trio.fail_after(10):
+        async with (
+            open_connection(stream) as connection,
+            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(partial(_flood, stream, 6000, burst=3))
+            nursery.start_soon(_drain, events)
+            await _until(lambda: connection._gather_scope is not None)
+            nursery.start_soon(_answer, stream, reply_after)
+            begun = trio.current_time()
+            await connection.sessions.browser.execute_raw("Browser.getVersion")
+            took = trio.current_time() - begun
+            nursery.cancel_scope.cancel()
+    assert took <= reply_after + EVERY / 10, took
+
+
+async def _drain(events: Any) -> None:
+    async for _ in events:
+        pass
+
+
+async def test_a_command_long_in_flight_does_not_stop_the_gathering(autojump_clock: MockClock) -> None:
+    # As a Runtime.evaluate whose loop logs: its reply comes after the flood it makes. Within FRESH_S of
+    # the send nothing waits (its reply may be quick); after that the flood is gathered.
+    stream = _Stream()
+    with trio.fail_after(10):
+        async with (
+            open_connection(stream) as connection,
+            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
+            trio.open_nursery() as nursery,
+        ):
+
+            async def evaluate() -> None:
+                await connection.sessions.browser.execute_raw("Runtime.evaluate", {"expression": "loop()"})
+
+            nursery.start_soon(evaluate)
+            command = await stream.commands.receive()
+            sent = trio.current_time()
+            nursery.start_soon(_flood, stream, 2000)
+            nursery.start_soon(_drain, events)
+            await trio.sleep_until(sent + FRESH_S * 0.9)
+            assert _waits(connection) == 0
+            await trio.sleep_until(sent + FRESH_S * 2)
+            assert _waits(connection) >= FRESH_S * 0.9 / GATHER
+            # Quick commands meanwhile (every 20 waits, each answered within one) keep it gathering.
+            before = _waits(connection)
+            for _ in range(5):
+                nursery.start_soon(_answer, stream, EVERY)
+                await connection.sessions.browser.execute_raw("Browser.getVersion")
+                await trio.sleep(GATHER * 20)
+            assert _waits(connection) - before >= 5 * 20 * 0.8
+            stream.push({"id": command["id"], "result": {"result": {"type": "undefined"}}})
+            await _until(lambda: not connection.pending_count())
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("every", [GATHER * 5, GATHER * 0.6], ids=["slow", "one_or_two_per_wait"])
+async def test_events_that_trickle_in_after_a_flood_are_delivered_as_they_come(
+    autojump_clock: MockClock, every: float
+) -> None:
+    stream = _Stream()
+    late: list[float] = []
+    with trio.fail_after(10):
+        async with (
+            open_connection(stream) as connection,
+            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(_flood, stream, 300)
+            for _ in range(300):
+                await events.receive()
+            assert _waits(connection) > 0
+            nursery.start_soon(_flood, stream, 40, every, 300)
+            for _ in range(40):
+                event = await events.receive()
+                late.append(trio.current_time() - event.params["at"])
+    # A read that brings fewer than GATHER_MIN ends the gathering; quick reads start it again after
+    # GATHER_AFTER, so at this rate one wait in GATHER_AFTER + 1 reads may hold an event back.
+    assert sum(delay > 0 for delay in late) <= 40 // (GATHER_AFTER + 1) + 1, late
+
+
+async def test_a_flood_faster_than_a_read_a_wait_takes_is_read_without_waiting(
+    autojump_clock: MockClock,
+) -> None:
+    # 16 KiB events, 256 KiB a millisecond, reads of at most 64 KiB (as FdIO's first ask): waiting before
+    # each read would take in a quarter of the flood and fall ever further behind. A read of GATHER_BYTES
+    # or more is followed by the next at once.
+    stream = _Stream(read_limit=64 * 1024)
+    late: list[float] = []
+    with trio.fail_after(10):
+        async with (
+            open_connection(stream) as connection,
+            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
+            trio.open_nursery() as nursery,
+        ):
+            await _flood(stream, 100)  # a light flood first: the reader gathers
+            for _ in range(100):
+                await events.receive()
+            assert _waits(connection) > 0
+            nursery.start_soon(partial(_flood, stream, 800, GATHER / 2, first=100, burst=8, pad=16 * 1024))
+            for _ in range(800):
+                event = await events.receive()
+                late.append(trio.current_time() - event.params["at"])
+    assert max(late) <= GATHER, max(late)
+
+
+async def test_replies_alone_are_never_gathered(autojump_clock: MockClock) -> None:
+    # No subscription: 64 commands in flight, answered one every EVERY once FRESH_S has passed, are read
+    # by the reader task (not a leading caller) as they come.
+    stream = _Stream()
+    with trio.fail_after(10):
+        async with open_connection(stream) as connection, trio.open_nursery() as nursery:
+            connection.lead_when_alone = False
+
+            async def answer_all() -> None:
+                commands = [await stream.commands.receive() for _ in range(64)]
+                # The first at once, the rest after FRESH_S (when they no longer count as just sent).
+                stream.push({"id": commands[0]["id"], "result": {}})
+                await trio.sleep(FRESH_S * 1.5)
+                for command in commands[1:]:
+                    stream.push({"id": command["id"], "result": {}})
+                    await trio.sleep(EVERY)
+
+            nursery.start_soon(answer_all)
+            browser = connection.sessions.browser
+            await connection.call_all([(browser, "Runtime.evaluate", {"expression": "1"})] * 64)
+    assert _waits(connection) == 0
+    assert len(stream.reads) == 64
+
+
+@pytest.mark.parametrize("value", [-0.001, 0.2, "0.001", True, None])
+def test_gather_refuses_what_is_not_a_short_duration(value: Any) -> None:
+    with pytest.raises(
+        ValueError, match=r"Settings\.gather is a number of seconds from 0 \(never wait\) to 0.1,"
+    ):
+        Settings(gather=value)
