@@ -34,6 +34,7 @@ from engine._params import encode_message
 from engine._sessions import LIFECYCLE_EVENTS, SessionTable
 from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._trace import protocol_tracer
+from engine._transport import readable_now
 from engine._util import NoPublicConstructor, collapse_groups, gc_paused
 
 _orjson_loads: Callable[[bytes], Any] | None
@@ -463,11 +464,16 @@ class Connection(metaclass=NoPublicConstructor):
         transport = self.transport
         now = self._now = trio.lowlevel.current_clock().current_time  # trio.current_time minus three calls
         gather = self.settings.gather
+        readable = readable_now(transport)
+        if readable is None:  # a transport that cannot tell whether bytes wait is never gathered
+            readable, gather = _always, 0.0
         # Gathering (Settings.gather): while messages stream in (GATHER_AFTER reads in a row, each within
         # `gather` of the one before) to a subscriber, the reader waits `gather` before each read. Each
         # wake-up from epoll costs more than the dozen events it brings (a sleep and a wake on a VM, the
-        # caches cold after Chromium ran), so a flood costs a fraction of the wake-ups. It stops when a
-        # read brings fewer than GATHER_MIN messages. It does not wait while the last command sent, if
+        # caches cold after Chromium ran), so a flood costs a fraction of the wake-ups. It waits only when
+        # nothing is there to read (bytes already waiting are read at once: this process is the slower
+        # side then, and each read brings plenty), and stops when a read brings fewer than GATHER_MIN
+        # messages. It does not wait while the last command sent, if
         # sent in the last FRESH_S, is unanswered, and a send ends a wait (_enqueue): a quick reply is
         # read as it comes. (An older command's reply, such as the evaluate that runs the flood, may wait.)
         quick = 0  # reads in a row within `gather` of the one before; >= GATHER_AFTER: gathering
@@ -480,6 +486,7 @@ class Connection(metaclass=NoPublicConstructor):
                 and self.listeners
                 and not self._fresh
                 and (last >= fresh_until or self._next_id not in self._pending)
+                and not readable()
             ):
                 self._gathering_waits += 1
                 with trio.CancelScope(deadline=last + gather) as self._gather_scope:
@@ -513,8 +520,6 @@ class Connection(metaclass=NoPublicConstructor):
                     wait = False
                 else:
                     wait = True
-                if wait and sum(map(len, batch)) >= GATHER_BYTES:
-                    wait = False  # a read this large leaves more in the kernel: the next one comes at once
             while batch := self._handle(batch, yield_to_consumers=True):
                 # A subscriber's buffer reached its mark (CONSUMER_TURN): give its consumer a turn before
                 # the rest of this read (one read can hold thousands of events). Yields, never a wait: a
@@ -739,6 +744,10 @@ class Connection(metaclass=NoPublicConstructor):
         )
 
 
+def _always() -> bool:
+    return True
+
+
 def _fail(entries: Iterable[_Pending], error_for: Callable[[_Pending], CDPError]) -> None:
     """Wake the caller of each entry (already out of the pending map) with its error."""
     for entry in entries:
@@ -843,10 +852,6 @@ GATHER_AFTER = 8
 
 GATHER_MIN = 3
 """The fewest messages a gathered read must bring for the reader to go on gathering."""
-
-GATHER_BYTES = 32 * 1024
-"""A read of at least this many bytes is followed by the next at once, not by a gathering wait: the kernel
-likely holds more (FdIO's first ask is 64 KiB), and waiting would cap the rate."""
 
 FRESH_S = 0.05
 """For this long after a command is sent, the reader does not gather while it is unanswered: a quick reply

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import select
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import NoReturn, Protocol
@@ -124,6 +125,14 @@ class Transport(Protocol):
         write). Whoever sees it above zero must make sure a send follows, with no messages if need be.
         """
         ...
+
+
+def readable_now(transport: object) -> Callable[[], bool] | None:
+    """The transport's ``readable()`` (whether bytes wait to be read now, without reading them), or None
+    for a transport without one. Optional: Connection._reader gathers a flood only when it is there to
+    tell that nothing waits, so a transport of the user's own need not have it."""
+    readable = getattr(transport, "readable", None)
+    return readable if callable(readable) else None
 
 
 class LinkState:
@@ -264,6 +273,7 @@ class FdIO:
         self._quick = True  # the last wait that could poll ended within busy_poll
         self._lender = lender
         self._owned = owned
+        self._probe: select.poll | None = None  # for readable(), made on first use
         if owned:
             os.set_blocking(read_fd, False)
             os.set_blocking(write_fd, False)
@@ -330,6 +340,16 @@ class FdIO:
                 pass
             if _clock() - begun > self.busy_poll:
                 return None
+
+    def readable(self) -> bool:
+        """Whether bytes wait to be read now (a poll with no timeout; True once the fd is closed, so that
+        the next read says so)."""
+        if self.read_fd == -1:
+            return True
+        if self._probe is None:
+            self._probe = select.poll()
+            self._probe.register(self.read_fd, select.POLLIN)
+        return bool(self._probe.poll(0))
 
     # -- writing -------------------------------------------------------------------------------------
 
@@ -494,6 +514,10 @@ class PipeTransport:
     def _cut(self) -> None:
         self._link.close(CUT_MESSAGE)
         self._fds.close()
+
+    def readable(self) -> bool:
+        """Whether bytes wait in the pipe now (see :func:`readable_now`)."""
+        return self._fds.readable()
 
     async def receive_batch(self, *, poll: bool = False) -> list[bytes]:
         """Read until at least one message is complete; return every complete one (``poll``: FdIO.read).

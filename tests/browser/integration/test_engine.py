@@ -99,12 +99,13 @@ async def test_a_subscription_opened_during_another_tasks_command_keeps_up_with_
 
 
 @pytest.mark.parametrize("transport", ["pipe", "websocket"])
-async def test_a_console_flood_is_gathered_whole_and_in_order_while_commands_are_answered(
+async def test_a_console_flood_arrives_whole_and_in_order_while_commands_are_answered(
     transport: Literal["pipe", "websocket"],
 ) -> None:
-    """The reader waits Settings.gather before each read while the flood runs (fewer wake-ups); every
-    event still arrives, in order, to a default subscription, and commands sent meanwhile (on the
-    browser session, every 20 ms) are answered."""
+    """Whether the reader gathers depends on which side is slower (it never waits while bytes are there,
+    so on a loaded machine it may not at all; tests/unit/faults/test_gathering.py pins its rules in
+    virtual time). Either way every event arrives, in order, to a default subscription, and commands
+    sent meanwhile (on the browser session, every 20 ms) are answered."""
     count = 20_000
     flood = f"for (let i = 0; i < {count}; i++) console.log(i); 'done'"
     got: list[int] = []
@@ -135,7 +136,6 @@ async def test_a_console_flood_is_gathered_whole_and_in_order_while_commands_are
             statistics = browser.statistics()
     assert got == list(range(count))
     assert statistics.events_dropped == 0
-    assert statistics.gathering_waits > 0
     assert answered > 0
 
 

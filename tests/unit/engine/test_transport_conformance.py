@@ -39,6 +39,7 @@ import trio.testing
 from benchmarks.clients.ws_transports import TrioWebSocketTransport, WsprotoTransport
 from engine import ConnectionClosed, MessageTooLarge, Settings
 from engine._http import websocket_upgrade
+from engine._transport import readable_now
 from engine._ws_codec import accept_for, encode_frame, mask_payload
 from engine.lowlevel import Opcode, PipeTransport, Transport, WebSocketTransport
 
@@ -500,3 +501,27 @@ async def test_a_receive_cancelled_while_waiting_leaves_the_link_usable(case: Ca
             assert waiting.cancelled_caught
             await peer.send([b"late"])
             assert await transport.receive_batch() == [b"late"]
+
+
+@pytest.mark.parametrize("case", CASES[:2])
+async def test_readable_tells_whether_bytes_wait_without_reading_them(case: Case) -> None:
+    # What Connection._reader asks before it gathers a flood (Settings.gather): it never waits while
+    # bytes are there.
+    with trio.fail_after(10):
+        async with case.open(LIMIT) as (transport, peer):
+            readable = readable_now(transport)
+            assert readable is not None
+            assert not readable()
+            await peer.send(SMALL[:1])
+            while not readable():
+                await trio.sleep(0.001)
+            assert readable()  # looking read nothing
+            assert await transport.receive_batch() == SMALL[:1]
+            assert not readable()
+            await transport.aclose()
+            assert readable()  # closed: the next read says so
+
+
+async def test_a_transport_of_ones_own_need_not_tell_whether_bytes_wait() -> None:
+    async with partial(websocket_link, _wsproto)(LIMIT) as (transport, _):
+        assert readable_now(transport) is None

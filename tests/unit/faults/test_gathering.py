@@ -55,6 +55,9 @@ class _Stream:
             self._command.send_nowait(json.loads(message))
         return True
 
+    def readable(self) -> bool:
+        return bool(self._held) or self._arrived.statistics().current_buffer_used > 0
+
     async def receive_batch(self, *, poll: bool = False) -> list[bytes]:
         if not self._held:
             self._held.append(await self._arrived.receive())
@@ -222,8 +225,8 @@ async def test_a_flood_faster_than_a_read_a_wait_takes_is_read_without_waiting(
     autojump_clock: MockClock,
 ) -> None:
     # 16 KiB events, 256 KiB a millisecond, reads of at most 64 KiB (as FdIO's first ask): waiting before
-    # each read would take in a quarter of the flood and fall ever further behind. A read of GATHER_BYTES
-    # or more is followed by the next at once.
+    # each read would take in a quarter of the flood and fall ever further behind. Bytes already waiting
+    # are read at once.
     stream = _Stream(read_limit=64 * 1024)
     late: list[float] = []
     with trio.fail_after(10):
@@ -241,6 +244,46 @@ async def test_a_flood_faster_than_a_read_a_wait_takes_is_read_without_waiting(
                 event = await events.receive()
                 late.append(trio.current_time() - event.params["at"])
     assert max(late) <= GATHER, max(late)
+
+
+async def test_nothing_waits_while_events_wait_to_be_read(autojump_clock: MockClock) -> None:
+    # This process is the slower side: every read finds the next events there (2,000 at once, read 20 at a
+    # time). A wait would only delay them, and cost a wake-up of its own.
+    stream = _Stream(read_limit=20 * 60)
+    with trio.fail_after(10):
+        async with (
+            open_connection(stream) as connection,
+            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
+        ):
+            for n in range(2000):
+                stream.push(
+                    {"method": "Runtime.consoleAPICalled", "params": {"n": n, "at": trio.current_time()}}
+                )
+            for _ in range(2000):
+                event = await events.receive()
+                assert trio.current_time() == event.params["at"]
+    assert len(stream.reads) >= 2000 // 20
+    assert _waits(connection) <= 1  # the one after the last read, when nothing was left
+
+
+async def test_a_transport_that_cannot_tell_whether_bytes_wait_is_never_gathered(
+    autojump_clock: MockClock,
+) -> None:
+    class _Mute(_Stream):
+        readable = None  # type: ignore[assignment]
+
+    stream = _Mute()
+    with trio.fail_after(10):
+        async with (
+            open_connection(stream) as connection,
+            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(_flood, stream, 200)
+            for _ in range(200):
+                await events.receive()
+    assert _waits(connection) == 0
+    assert len(stream.reads) == 200
 
 
 async def test_replies_alone_are_never_gathered(autojump_clock: MockClock) -> None:
