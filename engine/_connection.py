@@ -34,7 +34,7 @@ from engine._params import encode_message
 from engine._sessions import LIFECYCLE_EVENTS, SessionTable
 from engine._settings import DEFAULT_SETTINGS, Settings
 from engine._trace import protocol_tracer
-from engine._transport import readable_now
+from engine._transport import waiting_probe
 from engine._util import NoPublicConstructor, collapse_groups, gc_paused
 
 _orjson_loads: Callable[[bytes], Any] | None
@@ -66,7 +66,7 @@ class ConnectionStatistics:
     unknown_session_events: int
     events_delivered: int
     events_dropped: int
-    gathering_waits: int  # waits before a read while messages streamed in (Settings.gather)
+    gathering_waits: int  # waits begun before a read while messages streamed in (Settings.gather)
 
 
 class _Pending:
@@ -185,7 +185,7 @@ class Connection(metaclass=NoPublicConstructor):
         self._rest_scope: trio.CancelScope | None = None
         # The reader's wait before a read while a flood is gathered (see _reader); a send ends it.
         self._gather_scope: trio.CancelScope | None = None
-        self._fresh = False  # a command went out since the reader last looked
+        self._fresh_low: int | None = None  # the lowest id awaited since the reader last looked
         self._now: Callable[[], float] = trio.current_time  # the clock's own, once the reader runs
         self._close_waiters = 0
         #: Why the link will close, set by whoever asked the browser to exit: the reason it closes with.
@@ -233,9 +233,8 @@ class Connection(metaclass=NoPublicConstructor):
         # hand-off to the writer (one scheduler pass saved per round trip). Messages that follow them
         # before anything is read (a burst of concurrent commands) are gathered by the writer task
         # into one write instead of one syscall each.
-        self._fresh = True
         if self._gather_scope is not None:
-            self._gather_scope.cancel()  # the reply is read as it comes, not after a gathering wait
+            self._gather_scope.cancel()  # a reply is read as it comes, not after a gathering wait
         if self._eager and not self._outbox and self.transport.send_nowait(messages):
             self._eager = False
             self._sent += len(messages)
@@ -356,6 +355,8 @@ class Connection(metaclass=NoPublicConstructor):
         (reply, error, cancellation) the reader is woken unless it may keep resting. Otherwise the caller
         parks until the reader wakes it.
         """
+        if self._fresh_low is None:
+            self._fresh_low = ids[0]  # (the lowest of a group) no gathering while it is just sent: _reader
         try:
             self._enqueue(messages)
         except ConnectionClosed as exc:
@@ -464,34 +465,36 @@ class Connection(metaclass=NoPublicConstructor):
         transport = self.transport
         now = self._now = trio.lowlevel.current_clock().current_time  # trio.current_time minus three calls
         gather = self.settings.gather
-        readable = readable_now(transport)
-        if readable is None:  # a transport that cannot tell whether bytes wait is never gathered
-            readable, gather = _always, 0.0
-        # Gathering (Settings.gather): while messages stream in (GATHER_AFTER reads in a row, each within
-        # `gather` of the one before) to a subscriber, the reader waits `gather` before each read. Each
-        # wake-up from epoll costs more than the dozen events it brings (a sleep and a wake on a VM, the
-        # caches cold after Chromium ran), so a flood costs a fraction of the wake-ups. It waits only when
-        # nothing is there to read (bytes already waiting are read at once: this process is the slower
-        # side then, and each read brings plenty), and stops when a read brings fewer than GATHER_MIN
-        # messages. It does not wait while the last command sent, if
-        # sent in the last FRESH_S, is unanswered, and a send ends a wait (_enqueue): a quick reply is
-        # read as it comes. (An older command's reply, such as the evaluate that runs the flood, may wait.)
-        quick = 0  # reads in a row within `gather` of the one before; >= GATHER_AFTER: gathering
+        bytes_waiting = waiting_probe(transport)
+        if bytes_waiting is None:  # a transport that cannot tell whether bytes wait is never gathered
+            bytes_waiting, gather = _always, 0.0
+        # Gathering (Settings.gather): while messages stream in to a subscriber (GATHER_AFTER reads in a
+        # row, each of which found its bytes within `gather` of being asked), the reader waits `gather`
+        # before a read when nothing is there to read yet. A wake-up from epoll costs more than the two or
+        # three events it brings (a sleep and a wake on a VM, the caches cold after Chromium ran); after
+        # a wait a read brings a dozen. Bytes already waiting are read at once (this process is the slower
+        # side then, and each read brings plenty). It stops when a read waits `gather` or more for its
+        # bytes, or brings fewer than GATHER_MIN messages. A send ends a wait (_enqueue), and there is none
+        # while a command sent in the last FRESH_S is unanswered: a quick reply is read as it comes. (An
+        # older command's reply, such as the evaluate that runs the flood, may wait up to `gather`.)
+        quick = 0  # quick reads in a row; GATHER_AFTER of them: gathering
         last = -math.inf  # when the last read returned
-        fresh_until = -math.inf  # the last command sent counts as just sent until then
-        wait = False  # gathering, and the last read did not bring so much that more is surely there
+        fresh_low, fresh_until = 0, -math.inf  # commands from id fresh_low on count as just sent until then
+        wait = False  # gathering: wait before the next read if nothing is there yet
         while True:
             if (
                 wait
                 and self.listeners
-                and not self._fresh
-                and (last >= fresh_until or self._next_id not in self._pending)
-                and not readable()
+                and self._fresh_low is None  # (a command sent since the last read: see below)
+                and (last >= fresh_until or not any(sent >= fresh_low for sent in self._pending))
+                and not bytes_waiting()
             ):
                 self._gathering_waits += 1
-                with trio.CancelScope(deadline=last + gather) as self._gather_scope:
-                    await trio.sleep_forever()
-                self._gather_scope = None
+                try:
+                    with trio.CancelScope(deadline=last + gather) as self._gather_scope:
+                        await trio.sleep_forever()
+                finally:
+                    self._gather_scope = None
             if self._leading or self._may_rest():
                 quick = 0
                 wait = False
@@ -506,18 +509,27 @@ class Connection(metaclass=NoPublicConstructor):
                 if self._leading:
                     continue
                 self._reader_resting = False
-            batch = await transport.receive_batch()
-            if gather:
-                begun, last = last, now()
-                if self._fresh:
-                    self._fresh = False
+            if not gather:
+                batch = await transport.receive_batch()
+            else:
+                asked = now()
+                batch = await transport.receive_batch()
+                last = now()
+                if self._fresh_low is not None:
+                    if last >= fresh_until:  # a new window; else the open one goes on
+                        fresh_low = self._fresh_low
                     fresh_until = last + FRESH_S
-                if quick < GATHER_AFTER:
-                    quick = quick + 1 if last - begun < gather else 0
+                    self._fresh_low = None
+                blocked = last - asked
+                if blocked >= gather:  # it waited for its bytes: no stream, or no longer
+                    quick, wait = 0, False
+                elif quick < GATHER_AFTER:
+                    # Bytes that were there at once under a clock that did not move (a frozen virtual one)
+                    # are not counted: no deadline of a wait would ever come.
+                    quick += blocked > 0
                     wait = quick == GATHER_AFTER
                 elif len(batch) < GATHER_MIN:
-                    quick = 0  # the stream thinned out: read as it comes again
-                    wait = False
+                    quick, wait = 0, False  # the stream thinned out: read as it comes again
                 else:
                     wait = True
             while batch := self._handle(batch, yield_to_consumers=True):
@@ -855,7 +867,8 @@ GATHER_MIN = 3
 
 FRESH_S = 0.05
 """For this long after a command is sent, the reader does not gather while it is unanswered: a quick reply
-is read as it comes (one older than this may wait up to Settings.gather more)."""
+is read as it comes (one older than this may wait up to Settings.gather more). Fire-and-forget commands
+(call_nowait) do not count: nobody waits for their replies."""
 
 MAX_COMMAND_ID = 2**31 - 1
 """Chromium reads ids as 32-bit ints: id 2**31 gets "Message must have integer 'id' property", with no id.

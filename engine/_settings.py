@@ -105,12 +105,12 @@ class Settings:
         busy_poll: how long a lone command's caller polls the link for its reply before it sleeps (0:
             never; at most 1 s). On a VM a sleep and wake-up cost more than Chromium takes to answer a
             small command; see ``FdIO.read``.
-        gather: while messages stream in faster than one per ``gather`` and some subscription takes
-            events, the reader waits this long before each read, so one wake-up takes in a dozen events
-            instead of two or three (0: never wait; at most 0.1 s). A wake-up costs more than the events it
-            brings: in a 10,000-event console flood it took a third less CPU and a tenth less time. A send
-            ends the wait at once, and there is none while the last command sent (if sent in the last 50
-            ms) is unanswered; see ``Connection._reader``.
+        gather: while events stream in to a subscription, the reader waits this long before a read
+            when nothing is there yet, so one wake-up takes in a dozen events instead of two or three (0:
+            never wait; at most 0.1 s). On the 2-core VMs measured, a wake-up costs more CPU than the
+            events it brings; see "Choices made by measurement" in the README. A send ends a wait, and
+            there is none while a command sent in the last 50 ms is unanswered; see
+            ``Connection._reader``.
         protocol_trace: log every message in and out (truncated) to the ``engine.protocol`` logger at
             DEBUG, for debugging.
         protocol_trace_chars: how much of each message the protocol trace shows.

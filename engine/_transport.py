@@ -127,12 +127,12 @@ class Transport(Protocol):
         ...
 
 
-def readable_now(transport: object) -> Callable[[], bool] | None:
-    """The transport's ``readable()`` (whether bytes wait to be read now, without reading them), or None
+def waiting_probe(transport: object) -> Callable[[], bool] | None:
+    """The transport's ``bytes_waiting()`` (whether bytes wait to be read now, without reading them), or None
     for a transport without one. Optional: Connection._reader gathers a flood only when it is there to
     tell that nothing waits, so a transport of the user's own need not have it."""
-    readable = getattr(transport, "readable", None)
-    return readable if callable(readable) else None
+    probe = getattr(transport, "bytes_waiting", None)
+    return probe if callable(probe) else None
 
 
 class LinkState:
@@ -273,7 +273,7 @@ class FdIO:
         self._quick = True  # the last wait that could poll ended within busy_poll
         self._lender = lender
         self._owned = owned
-        self._probe: select.poll | None = None  # for readable(), made on first use
+        self._probe: select.poll | None = None  # for bytes_waiting(), made on first use
         if owned:
             os.set_blocking(read_fd, False)
             os.set_blocking(write_fd, False)
@@ -341,10 +341,10 @@ class FdIO:
             if _clock() - begun > self.busy_poll:
                 return None
 
-    def readable(self) -> bool:
-        """Whether bytes wait to be read now (a poll with no timeout; True once the fd is closed, so that
-        the next read says so)."""
-        if self.read_fd == -1:
+    def bytes_waiting(self) -> bool:
+        """Whether bytes wait to be read now (a poll with no timeout; True once the fd, or the socket that
+        lends it, is closed, so that the next read says so)."""
+        if self.read_fd == -1 or (self._lender is not None and self._lender.fileno() != self.read_fd):
             return True
         if self._probe is None:
             self._probe = select.poll()
@@ -515,9 +515,9 @@ class PipeTransport:
         self._link.close(CUT_MESSAGE)
         self._fds.close()
 
-    def readable(self) -> bool:
-        """Whether bytes wait in the pipe now (see :func:`readable_now`)."""
-        return self._fds.readable()
+    def bytes_waiting(self) -> bool:
+        """Whether bytes wait in the pipe now (see :func:`waiting_probe`)."""
+        return self._fds.bytes_waiting()
 
     async def receive_batch(self, *, poll: bool = False) -> list[bytes]:
         """Read until at least one message is complete; return every complete one (``poll``: FdIO.read).

@@ -181,10 +181,10 @@ class WebSocketTransport:
         if self._socket is not None:
             self._socket.close()
 
-    def readable(self) -> bool:
-        """Whether bytes wait to be read now (see ``readable_now``); always True on a stream other than a
+    def bytes_waiting(self) -> bool:
+        """Whether bytes wait to be read now (see ``waiting_probe``); always True on a stream other than a
         socket, which cannot tell."""
-        return bool(self._initial) or self._fds is None or self._fds.readable()
+        return bool(self._initial) or self._fds is None or self._fds.bytes_waiting()
 
     async def receive_batch(self, *, poll: bool = False) -> list[bytes]:
         """Read until at least one message is complete; return every complete one (``poll``: FdIO.read).

@@ -60,8 +60,9 @@ class FakeTransport:
 
     backlog = 0
 
-    def readable(self) -> bool:
-        return self.inbound_receive.statistics().current_buffer_used > 0
+    def bytes_waiting(self) -> bool:
+        state = self.inbound_receive.statistics()
+        return state.current_buffer_used > 0 or state.open_send_channels == 0
 
     def send_nowait(self, messages: Sequence[bytes]) -> bool:
         return False  # always through the writer task: the fake peer reads a channel

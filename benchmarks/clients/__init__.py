@@ -41,6 +41,8 @@ REGISTRY: dict[str, str] = {
     "engine.ws.wsproto": "benchmarks.clients.engine:EngineWsproto",
     "engine.ws.reader-only": "benchmarks.clients.engine:EngineWebSocketReaderOnly",
     "engine.pipe.reader-only": "benchmarks.clients.engine:EnginePipeReaderOnly",
+    "engine.ws.nogather": "benchmarks.clients.engine:EngineWebSocketNoGather",
+    "engine.pipe.nogather": "benchmarks.clients.engine:EnginePipeNoGather",
 }
 """Every known client, in table order."""
 
@@ -51,6 +53,8 @@ NOT_DEFAULT: frozenset[str] = frozenset(
         "engine.ws.wsproto",
         "engine.ws.reader-only",
         "engine.pipe.reader-only",
+        "engine.ws.nogather",
+        "engine.pipe.nogather",
     }
 )
 """Kept so a choice can be re-measured (the floor's socket, the engine's websocket); run on request."""

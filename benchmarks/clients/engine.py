@@ -84,8 +84,10 @@ class EngineDriver(AsyncDriver):
         default_subscription: bool = False,
         reader_only: bool = False,
         task_per_command: bool = False,
+        gather: bool = True,
     ) -> None:
         self._transport = transport
+        self._gather = gather
         self._task_per_command = task_per_command
         self._reader_only = reader_only
         self._default_subscription = default_subscription
@@ -107,8 +109,10 @@ class EngineDriver(AsyncDriver):
             raise SkipClient(f"engine not importable yet ({type(exc).__name__}: {exc})") from exc
         self.cdp = cdp
         self._launch, self._connect = launch, connect
+        # Settings.gather off: the reader reads every flood as it comes (the choice re-measured).
+        settings = {} if self._gather else {"settings": engine.Settings(gather=0)}
         if self._transport == "pipe":
-            manager = launch(transport="pipe", **_launch_options(launch, env))
+            manager = launch(transport="pipe", **_launch_options(launch, env), **settings)
         elif self._transport in ALTERNATIVE_WEBSOCKETS:
             try:
                 ws_transports = importlib.import_module("benchmarks.clients.ws_transports")
@@ -116,7 +120,7 @@ class EngineDriver(AsyncDriver):
                 raise SkipClient(f"{self._transport} not importable ({exc})") from exc
             manager = ws_transports.connect_over(self._transport, env.ws_url)
         else:
-            manager = connect(env.http_url or env.ws_url)
+            manager = connect(env.http_url or env.ws_url, **settings)
         self._browser = await self._loop.exit_stack.enter_async_context(manager)
         if self._reader_only:
             self._browser.connection.lead_when_alone = False
@@ -289,6 +293,7 @@ class _EngineClient(AsyncClient):
     default_subscription: ClassVar[bool] = False
     reader_only: ClassVar[bool] = False
     task_per_command: ClassVar[bool] = False
+    gather: ClassVar[bool] = True
 
     def __init__(self) -> None:
         self._trio = TrioThread(self.name)
@@ -301,6 +306,7 @@ class _EngineClient(AsyncClient):
             default_subscription=self.default_subscription,
             reader_only=self.reader_only,
             task_per_command=self.task_per_command,
+            gather=self.gather,
         )
 
     def make_loop(self) -> LoopThread:
@@ -391,3 +397,27 @@ class EnginePipeReaderOnly(_EngineClient):
     own_browser = True
     engine_transport: ClassVar[str] = "pipe"
     reader_only: ClassVar[bool] = True
+
+
+class _NoGather(_EngineClient):
+    """Settings.gather off: an event flood is read as it comes, a wake-up per read (events scenarios only)."""
+
+    gather: ClassVar[bool] = False
+
+    def unsupported(self, scenario: Scenario) -> str | None:
+        if scenario.kind in (Kind.EVENTS, Kind.FLOOD):
+            return None
+        return "the same as its engine client outside the events scenarios"
+
+
+class EngineWebSocketNoGather(_NoGather):
+    name: ClassVar[str] = "engine.ws.nogather"
+    transport: ClassVar[str] = "websocket"
+    engine_transport: ClassVar[str] = "websocket"
+
+
+class EnginePipeNoGather(_NoGather):
+    name: ClassVar[str] = "engine.pipe.nogather"
+    transport: ClassVar[str] = "pipe"
+    own_browser = True
+    engine_transport: ClassVar[str] = "pipe"

@@ -39,7 +39,7 @@ import trio.testing
 from benchmarks.clients.ws_transports import TrioWebSocketTransport, WsprotoTransport
 from engine import ConnectionClosed, MessageTooLarge, Settings
 from engine._http import websocket_upgrade
-from engine._transport import readable_now
+from engine._transport import waiting_probe
 from engine._ws_codec import accept_for, encode_frame, mask_payload
 from engine.lowlevel import Opcode, PipeTransport, Transport, WebSocketTransport
 
@@ -509,7 +509,7 @@ async def test_readable_tells_whether_bytes_wait_without_reading_them(case: Case
     # bytes are there.
     with trio.fail_after(10):
         async with case.open(LIMIT) as (transport, peer):
-            readable = readable_now(transport)
+            readable = waiting_probe(transport)
             assert readable is not None
             assert not readable()
             await peer.send(SMALL[:1])
@@ -524,4 +524,4 @@ async def test_readable_tells_whether_bytes_wait_without_reading_them(case: Case
 
 async def test_a_transport_of_ones_own_need_not_tell_whether_bytes_wait() -> None:
     async with partial(websocket_link, _wsproto)(LIMIT) as (transport, _):
-        assert readable_now(transport) is None
+        assert waiting_probe(transport) is None

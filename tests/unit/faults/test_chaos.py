@@ -10,8 +10,7 @@ bytes anywhere, fragments messages and pings between fragments, so leaders are c
 a frame.
 
 Checked, for every seed: a caller gets its own reply, or an error that is its own (no crossed wires);
-on the in-memory link, at the virtual instant the peer sent it (no wake-up lost, left to a timer; there
-Settings.gather is 0, as its waits hold an old command's reply back by design);
+on the in-memory link, at the virtual instant the peer sent it (no wake-up lost, left to a timer);
 nothing outlives its deadline; a subscription's events come in order, and under the "error" policy every
 gap is announced by EventOverflow with its exact size; hooks see every event; nothing stays pending; the
 hang-up ends the link and every caller. A hang would show as the virtual-time limit (MockClock).
@@ -40,7 +39,6 @@ from engine import (
     ProtocolError,
     Session,
     SessionDetached,
-    Settings,
     TargetCrashed,
 )
 from engine._hooks import add_hook
@@ -410,9 +408,7 @@ async def test_chaos(kind: str, seed: int, mock_clock: MockClock) -> None:
     mock_clock.autojump_threshold = 0
     async with (
         chaos_link(kind, seed) as (transport, chaos, commands),
-        # The in-memory link checks that each reply reaches its caller at the instant it was sent, which
-        # Settings.gather's waits rule out for a command older than FRESH_S by design: off there only.
-        open_connection(transport, Settings(gather=0) if kind == "fake" else Settings()) as connection,
+        open_connection(transport) as connection,
     ):
         browser = Browser._create(connection, connection.settings, None)
         async with trio.open_nursery() as peer:

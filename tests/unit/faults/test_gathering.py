@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 import trio
+import trio.lowlevel
+import trio.testing
 from trio.testing import MockClock
 
 from engine import Settings
@@ -55,7 +57,7 @@ class _Stream:
             self._command.send_nowait(json.loads(message))
         return True
 
-    def readable(self) -> bool:
+    def bytes_waiting(self) -> bool:
         return bool(self._held) or self._arrived.statistics().current_buffer_used > 0
 
     async def receive_batch(self, *, poll: bool = False) -> list[bytes]:
@@ -270,7 +272,7 @@ async def test_a_transport_that_cannot_tell_whether_bytes_wait_is_never_gathered
     autojump_clock: MockClock,
 ) -> None:
     class _Mute(_Stream):
-        readable = None  # type: ignore[assignment]
+        bytes_waiting = None  # type: ignore[assignment]
 
     stream = _Mute()
     with trio.fail_after(10):
@@ -316,3 +318,138 @@ def test_gather_refuses_what_is_not_a_short_duration(value: Any) -> None:
         ValueError, match=r"Settings\.gather is a number of seconds from 0 \(never wait\) to 0.1,"
     ):
         Settings(gather=value)
+
+
+async def test_every_command_of_a_group_sent_during_a_flood_gets_its_reply_as_it_comes(
+    autojump_clock: MockClock,
+) -> None:
+    # execute_all's newest command answered first, the older half a wait later: still read at once.
+    stream = _Stream()
+    with trio.fail_after(10):
+        async with (
+            open_connection(stream) as connection,
+            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(partial(_flood, stream, 6000, burst=3))
+            nursery.start_soon(_drain, events)
+            await _until(lambda: connection._gather_scope is not None)
+
+            async def answer_newest_first() -> None:
+                first, second = await stream.commands.receive(), await stream.commands.receive()
+                stream.push({"id": second["id"], "result": {}})
+                await trio.sleep(GATHER / 2)
+                stream.push({"id": first["id"], "result": {}})
+
+            nursery.start_soon(answer_newest_first)
+            begun = trio.current_time()
+            browser = connection.sessions.browser
+            await connection.call_all([(browser, "Browser.getVersion", None)] * 2)
+            took = trio.current_time() - begun
+            nursery.cancel_scope.cancel()
+    assert took <= GATHER / 2 + EVERY / 10, took
+
+
+async def test_a_fire_and_forget_command_does_not_end_the_protection_of_the_one_before(
+    autojump_clock: MockClock,
+) -> None:
+    # A call, then a call_nowait (as the dialog hook sends while a call is in flight): the call's reply,
+    # half a wait later, is read as it comes.
+    stream = _Stream()
+    with trio.fail_after(10):
+        async with (
+            open_connection(stream) as connection,
+            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(partial(_flood, stream, 6000, burst=3))
+            nursery.start_soon(_drain, events)
+            await _until(lambda: connection._gather_scope is not None)
+            nursery.start_soon(_answer, stream, GATHER / 2)
+            browser = connection.sessions.browser
+            await trio.lowlevel.checkpoint()
+            begun = trio.current_time()
+            async with trio.open_nursery() as both:
+                both.start_soon(browser.execute_raw, "Browser.getVersion")
+                while not connection.pending_count():  # sent first (no time passes)
+                    await trio.lowlevel.checkpoint()
+                connection.call_nowait(browser, "Page.handleJavaScriptDialog", {"accept": True})
+            took = trio.current_time() - begun
+            nursery.cancel_scope.cancel()
+    assert took <= GATHER / 2 + EVERY / 10, took
+
+
+async def test_a_command_sent_between_a_read_and_the_next_wait_gets_its_reply_as_it_comes(
+    autojump_clock: MockClock,
+) -> None:
+    # Sent by the consumer while the reader gives it a turn (before the reader decides to wait): no wait
+    # begins while it is unanswered.
+    stream = _Stream()
+    with trio.fail_after(10):
+        async with (
+            open_connection(stream) as connection,
+            trio.open_nursery() as nursery,
+            connection.sessions.browser.listen(
+                "Runtime.consoleAPICalled", typed=False, buffer_size=8, overflow="drop_oldest"
+            ) as events,
+        ):
+            nursery.start_soon(partial(_flood, stream, 3000, burst=6))
+            async for event in events:
+                # A consumer's turn: the reader yielded amid a read's events, not in a wait.
+                if event.params["n"] >= 600 and _waits(connection) > 20 and connection._gather_scope is None:
+                    break
+            nursery.start_soon(_answer, stream, GATHER / 2)
+            begun = trio.current_time()
+            await connection.sessions.browser.execute_raw("Browser.getVersion")
+            took = trio.current_time() - begun
+            nursery.cancel_scope.cancel()
+    assert took <= GATHER / 2 + EVERY / 10, took
+
+
+async def test_sparse_bursts_after_a_flood_end_the_gathering(autojump_clock: MockClock) -> None:
+    # Bursts of three every 100 ms are no stream: after the first, whose read waited for its bytes, no
+    # wait begins, and a fourth message 0.3 ms after each burst is delivered as it comes.
+    stream = _Stream()
+    late: list[float] = []
+    with trio.fail_after(30):
+        async with (
+            open_connection(stream) as connection,
+            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
+            trio.open_nursery() as nursery,
+        ):
+            await _flood(stream, 300, burst=3)
+            for _ in range(300):
+                await events.receive()
+            before = _waits(connection)
+
+            async def bursts() -> None:
+                for _ in range(20):
+                    await trio.sleep(0.1)
+                    await _flood(stream, 3, every=0.0003, burst=3)
+                    await _flood(stream, 1)
+
+            nursery.start_soon(bursts)
+            for _ in range(80):
+                event = await events.receive()
+                late.append(trio.current_time() - event.params["at"])
+    assert _waits(connection) - before <= 1
+    assert max(late[8:]) == 0, late
+
+
+def test_a_virtual_clock_that_does_not_move_never_starts_a_wait() -> None:
+    # A MockClock with no autojump (pytest-trio's mock_clock): a wait's deadline would never come, and the
+    # events after it would never be delivered.
+    async def main() -> None:
+        stream = _Stream()
+        async with (
+            open_connection(stream) as connection,
+            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
+        ):
+            for n in range(20):
+                stream.push({"method": "Runtime.consoleAPICalled", "params": {"n": n}})
+                await trio.testing.wait_all_tasks_blocked()
+                assert events.statistics().buffered == 1, f"event {n} was not delivered"
+                await events.receive()
+            assert _waits(connection) == 0
+
+    trio.run(main, clock=MockClock())
