@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
 
@@ -106,23 +107,34 @@ def _waits(connection: Connection) -> int:
     return connection.statistics().gathering_waits
 
 
-@pytest.mark.parametrize("gather", [GATHER, 0.0], ids=["gathered", "gather=0"])
-async def test_a_flood_reaches_its_subscriber_whole_and_in_order_in_fewer_reads(
-    autojump_clock: MockClock, gather: float
-) -> None:
-    stream = _Stream()
-    got: list[int] = []
+@asynccontextmanager
+async def _subscribed(
+    stream: _Stream, gather: float = GATHER
+) -> AsyncIterator[tuple[Connection, Any, trio.Nursery]]:
+    """A connection over ``stream``, a subscription to its events (untyped) and a nursery for the peer's
+    tasks (cancelled on the way out), within 10 s of virtual time."""
     with trio.fail_after(10):
         async with (
             open_connection(stream, Settings(gather=gather)) as connection,
             connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
             trio.open_nursery() as nursery,
         ):
-            nursery.start_soon(_flood, stream, 500)
-            async for event in events:
-                got.append(event.params["n"])
-                if len(got) == 500:
-                    break
+            yield connection, events, nursery
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("gather", [GATHER, 0.0], ids=["gathered", "gather=0"])
+async def test_a_flood_reaches_its_subscriber_whole_and_in_order_in_fewer_reads(
+    autojump_clock: MockClock, gather: float
+) -> None:
+    stream = _Stream()
+    got: list[int] = []
+    async with _subscribed(stream, gather) as (connection, events, nursery):
+        nursery.start_soon(_flood, stream, 500)
+        async for event in events:
+            got.append(event.params["n"])
+            if len(got) == 500:
+                break
     assert got == list(range(500))
     if gather:
         # GATHER_AFTER reads one event each, then one read a millisecond (5 events) to the end.
@@ -139,22 +151,13 @@ async def test_a_command_sent_during_a_gathered_flood_gets_its_reply_as_it_comes
 ) -> None:
     # Sent while the reader waits before a read: the send ends the wait. And while it is unanswered no
     # new wait begins, so a reply that comes half a wait later is read then, not at the end of a wait.
-    # (Bursts of three: every read brings enough to go on gathering.)
     stream = _Stream()
-    with trio.fail_after(10):
-        async with (
-            open_connection(stream) as connection,
-            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
-            trio.open_nursery() as nursery,
-        ):
-            nursery.start_soon(partial(_flood, stream, 6000, burst=3))
-            nursery.start_soon(_drain, events)
-            await _until(lambda: connection._gather_scope is not None)
-            nursery.start_soon(_answer, stream, reply_after)
-            begun = trio.current_time()
-            await connection.sessions.browser.execute_raw("Browser.getVersion")
-            took = trio.current_time() - begun
-            nursery.cancel_scope.cancel()
+    async with _subscribed(stream) as (connection, events, nursery):
+        await _gathering(connection, stream, events, nursery)
+        nursery.start_soon(_answer, stream, reply_after)
+        begun = trio.current_time()
+        await connection.sessions.browser.execute_raw("Browser.getVersion")
+        took = trio.current_time() - begun
     assert took <= reply_after + EVERY / 10, took
 
 
@@ -163,39 +166,42 @@ async def _drain(events: Any) -> None:
         pass
 
 
+async def _gathering(connection: Connection, stream: _Stream, events: Any, nursery: trio.Nursery) -> None:
+    """Start a flood (bursts of three: every read brings enough to go on gathering) that the consumer drains,
+    and return as the reader begins a wait before a read."""
+    nursery.start_soon(partial(_flood, stream, 6000, burst=3))
+    nursery.start_soon(_drain, events)
+    await _until(lambda: connection._gather_scope is not None)
+
+
 async def test_a_command_long_in_flight_does_not_stop_the_gathering(autojump_clock: MockClock) -> None:
     # As a Runtime.evaluate whose loop logs: its reply comes after the flood it makes. Within FRESH_S of
     # the send nothing waits (its reply may be quick); after that the flood is gathered.
     stream = _Stream()
-    with trio.fail_after(10):
-        async with (
-            open_connection(stream) as connection,
-            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
-            trio.open_nursery() as nursery,
-        ):
+    async with _subscribed(stream) as (connection, events, nursery):
 
-            async def evaluate() -> None:
-                await connection.sessions.browser.execute_raw("Runtime.evaluate", {"expression": "loop()"})
+        async def evaluate() -> None:
+            await connection.sessions.browser.execute_raw("Runtime.evaluate", {"expression": "loop()"})
 
-            nursery.start_soon(evaluate)
-            command = await stream.commands.receive()
-            sent = trio.current_time()
-            nursery.start_soon(_flood, stream, 2000)
-            nursery.start_soon(_drain, events)
-            await trio.sleep_until(sent + FRESH_S * 0.9)
-            assert _waits(connection) == 0
-            await trio.sleep_until(sent + FRESH_S * 2)
-            assert _waits(connection) >= FRESH_S * 0.9 / GATHER
-            # Quick commands meanwhile (every 20 waits, each answered within one) keep it gathering.
-            before = _waits(connection)
-            for _ in range(5):
-                nursery.start_soon(_answer, stream, EVERY)
-                await connection.sessions.browser.execute_raw("Browser.getVersion")
-                await trio.sleep(GATHER * 20)
-            assert _waits(connection) - before >= 5 * 20 * 0.8
-            stream.push({"id": command["id"], "result": {"result": {"type": "undefined"}}})
-            await _until(lambda: not connection.pending_count())
-            nursery.cancel_scope.cancel()
+        nursery.start_soon(evaluate)
+        command = await stream.commands.receive()
+        sent = trio.current_time()
+        nursery.start_soon(_flood, stream, 2000)
+        nursery.start_soon(_drain, events)
+        await trio.sleep_until(sent + FRESH_S * 0.9)
+        assert _waits(connection) == 0
+        await trio.sleep_until(sent + FRESH_S * 2)
+        assert _waits(connection) >= FRESH_S * 0.9 / GATHER
+        # Quick commands meanwhile (every 20 waits, each answered within one) keep it gathering.
+        before = _waits(connection)
+        for _ in range(5):
+            nursery.start_soon(_answer, stream, EVERY)
+            await connection.sessions.browser.execute_raw("Browser.getVersion")
+            await trio.sleep(GATHER * 20)
+        assert _waits(connection) - before >= 5 * 20 * 0.8
+        stream.push({"id": command["id"], "result": {"result": {"type": "undefined"}}})
+        await _until(lambda: not connection.pending_count())
+        nursery.cancel_scope.cancel()
 
 
 @pytest.mark.parametrize("every", [GATHER * 5, GATHER * 0.6], ids=["slow", "one_or_two_per_wait"])
@@ -204,20 +210,15 @@ async def test_events_that_trickle_in_after_a_flood_are_delivered_as_they_come(
 ) -> None:
     stream = _Stream()
     late: list[float] = []
-    with trio.fail_after(10):
-        async with (
-            open_connection(stream) as connection,
-            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
-            trio.open_nursery() as nursery,
-        ):
-            nursery.start_soon(_flood, stream, 300)
-            for _ in range(300):
-                await events.receive()
-            assert _waits(connection) > 0
-            nursery.start_soon(_flood, stream, 40, every, 300)
-            for _ in range(40):
-                event = await events.receive()
-                late.append(trio.current_time() - event.params["at"])
+    async with _subscribed(stream) as (connection, events, nursery):
+        nursery.start_soon(_flood, stream, 300)
+        for _ in range(300):
+            await events.receive()
+        assert _waits(connection) > 0
+        nursery.start_soon(_flood, stream, 40, every, 300)
+        for _ in range(40):
+            event = await events.receive()
+            late.append(trio.current_time() - event.params["at"])
     # A read that brings fewer than GATHER_MIN ends the gathering; quick reads start it again after
     # GATHER_AFTER, so at this rate one wait in GATHER_AFTER + 1 reads may hold an event back.
     assert sum(delay > 0 for delay in late) <= 40 // (GATHER_AFTER + 1) + 1, late
@@ -231,20 +232,15 @@ async def test_a_flood_faster_than_a_read_a_wait_takes_is_read_without_waiting(
     # are read at once.
     stream = _Stream(read_limit=64 * 1024)
     late: list[float] = []
-    with trio.fail_after(10):
-        async with (
-            open_connection(stream) as connection,
-            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
-            trio.open_nursery() as nursery,
-        ):
-            await _flood(stream, 100)  # a light flood first: the reader gathers
-            for _ in range(100):
-                await events.receive()
-            assert _waits(connection) > 0
-            nursery.start_soon(partial(_flood, stream, 800, GATHER / 2, first=100, burst=8, pad=16 * 1024))
-            for _ in range(800):
-                event = await events.receive()
-                late.append(trio.current_time() - event.params["at"])
+    async with _subscribed(stream) as (connection, events, nursery):
+        await _flood(stream, 100)  # a light flood first: the reader gathers
+        for _ in range(100):
+            await events.receive()
+        assert _waits(connection) > 0
+        nursery.start_soon(partial(_flood, stream, 800, GATHER / 2, first=100, burst=8, pad=16 * 1024))
+        for _ in range(800):
+            event = await events.receive()
+            late.append(trio.current_time() - event.params["at"])
     assert max(late) <= GATHER, max(late)
 
 
@@ -275,15 +271,10 @@ async def test_a_transport_that_cannot_tell_whether_bytes_wait_is_never_gathered
         bytes_waiting = None  # type: ignore[assignment]
 
     stream = _Mute()
-    with trio.fail_after(10):
-        async with (
-            open_connection(stream) as connection,
-            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
-            trio.open_nursery() as nursery,
-        ):
-            nursery.start_soon(_flood, stream, 200)
-            for _ in range(200):
-                await events.receive()
+    async with _subscribed(stream) as (connection, events, nursery):
+        nursery.start_soon(_flood, stream, 200)
+        for _ in range(200):
+            await events.receive()
     assert _waits(connection) == 0
     assert len(stream.reads) == 200
 
@@ -325,28 +316,20 @@ async def test_every_command_of_a_group_sent_during_a_flood_gets_its_reply_as_it
 ) -> None:
     # execute_all's newest command answered first, the older half a wait later: still read at once.
     stream = _Stream()
-    with trio.fail_after(10):
-        async with (
-            open_connection(stream) as connection,
-            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
-            trio.open_nursery() as nursery,
-        ):
-            nursery.start_soon(partial(_flood, stream, 6000, burst=3))
-            nursery.start_soon(_drain, events)
-            await _until(lambda: connection._gather_scope is not None)
+    async with _subscribed(stream) as (connection, events, nursery):
+        await _gathering(connection, stream, events, nursery)
 
-            async def answer_newest_first() -> None:
-                first, second = await stream.commands.receive(), await stream.commands.receive()
-                stream.push({"id": second["id"], "result": {}})
-                await trio.sleep(GATHER / 2)
-                stream.push({"id": first["id"], "result": {}})
+        async def answer_newest_first() -> None:
+            first, second = await stream.commands.receive(), await stream.commands.receive()
+            stream.push({"id": second["id"], "result": {}})
+            await trio.sleep(GATHER / 2)
+            stream.push({"id": first["id"], "result": {}})
 
-            nursery.start_soon(answer_newest_first)
-            begun = trio.current_time()
-            browser = connection.sessions.browser
-            await connection.call_all([(browser, "Browser.getVersion", None)] * 2)
-            took = trio.current_time() - begun
-            nursery.cancel_scope.cancel()
+        nursery.start_soon(answer_newest_first)
+        begun = trio.current_time()
+        browser = connection.sessions.browser
+        await connection.call_all([(browser, "Browser.getVersion", None)] * 2)
+        took = trio.current_time() - begun
     assert took <= GATHER / 2 + EVERY / 10, took
 
 
@@ -356,26 +339,18 @@ async def test_a_fire_and_forget_command_does_not_end_the_protection_of_the_one_
     # A call, then a call_nowait (as the dialog hook sends while a call is in flight): the call's reply,
     # half a wait later, is read as it comes.
     stream = _Stream()
-    with trio.fail_after(10):
-        async with (
-            open_connection(stream) as connection,
-            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
-            trio.open_nursery() as nursery,
-        ):
-            nursery.start_soon(partial(_flood, stream, 6000, burst=3))
-            nursery.start_soon(_drain, events)
-            await _until(lambda: connection._gather_scope is not None)
-            nursery.start_soon(_answer, stream, GATHER / 2)
-            browser = connection.sessions.browser
-            await trio.lowlevel.checkpoint()
-            begun = trio.current_time()
-            async with trio.open_nursery() as both:
-                both.start_soon(browser.execute_raw, "Browser.getVersion")
-                while not connection.pending_count():  # sent first (no time passes)
-                    await trio.lowlevel.checkpoint()
-                connection.call_nowait(browser, "Page.handleJavaScriptDialog", {"accept": True})
-            took = trio.current_time() - begun
-            nursery.cancel_scope.cancel()
+    async with _subscribed(stream) as (connection, events, nursery):
+        await _gathering(connection, stream, events, nursery)
+        nursery.start_soon(_answer, stream, GATHER / 2)
+        browser = connection.sessions.browser
+        await trio.lowlevel.checkpoint()
+        begun = trio.current_time()
+        async with trio.open_nursery() as both:
+            both.start_soon(browser.execute_raw, "Browser.getVersion")
+            while not connection.pending_count():  # sent first (no time passes)
+                await trio.lowlevel.checkpoint()
+            connection.call_nowait(browser, "Page.handleJavaScriptDialog", {"accept": True})
+        took = trio.current_time() - begun
     assert took <= GATHER / 2 + EVERY / 10, took
 
 
@@ -411,27 +386,22 @@ async def test_sparse_bursts_after_a_flood_end_the_gathering(autojump_clock: Moc
     # wait begins, and a fourth message 0.3 ms after each burst is delivered as it comes.
     stream = _Stream()
     late: list[float] = []
-    with trio.fail_after(30):
-        async with (
-            open_connection(stream) as connection,
-            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
-            trio.open_nursery() as nursery,
-        ):
-            await _flood(stream, 300, burst=3)
-            for _ in range(300):
-                await events.receive()
-            before = _waits(connection)
+    async with _subscribed(stream) as (connection, events, nursery):
+        await _flood(stream, 300, burst=3)
+        for _ in range(300):
+            await events.receive()
+        before = _waits(connection)
 
-            async def bursts() -> None:
-                for _ in range(20):
-                    await trio.sleep(0.1)
-                    await _flood(stream, 3, every=0.0003, burst=3)
-                    await _flood(stream, 1)
+        async def bursts() -> None:
+            for _ in range(20):
+                await trio.sleep(0.1)
+                await _flood(stream, 3, every=0.0003, burst=3)
+                await _flood(stream, 1)
 
-            nursery.start_soon(bursts)
-            for _ in range(80):
-                event = await events.receive()
-                late.append(trio.current_time() - event.params["at"])
+        nursery.start_soon(bursts)
+        for _ in range(80):
+            event = await events.receive()
+            late.append(trio.current_time() - event.params["at"])
     assert _waits(connection) - before <= 1
     assert max(late[8:]) == 0, late
 
