@@ -860,7 +860,8 @@ too. A wait due within a few milliseconds arms and cancels a kernel timer: measu
 7-8 us of CPU per wait at 1 ms, none from about 5 ms (a socket ping-pong with each timeout, interleaved)."""
 
 GATHER_AFTER = 8
-"""Reads in a row, each within Settings.gather of the one before, after which the reader gathers."""
+"""Reads in a row, each of which found its bytes within Settings.gather of being asked, after which the reader
+gathers."""
 
 GATHER_MIN = 3
 """The fewest messages a gathered read must bring for the reader to go on gathering."""
