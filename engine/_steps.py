@@ -40,7 +40,7 @@ import trio
 
 from engine._errors import ActionError, CDPError, StaleRefError
 from engine._evaluate import STOP_LIMIT, evaluating, free_main_thread, free_on_the_way_out
-from engine._navigating import documents_committed
+from engine._navigating import documents_committed, navigating_note
 from engine._refs import Shape
 from engine._snapshot import _state, ref_session
 from engine.steps import (
@@ -274,7 +274,8 @@ async def run_steps(
                 error = {
                     "kind": "TimeoutError",
                     "message": f"the step did not finish within its budget of {budget_ms} ms "
-                    "(min of per_step_timeout_ms, its timeout_ms, and what was left of the deadline)",
+                    "(min of per_step_timeout_ms, its timeout_ms, and what was left of the deadline)."
+                    + navigating_note(page),  # what held it, when Chromium held the tab mid-navigation
                 }
             on_time = on_time or (scope.cancelled_caught and not _sleeps(step))
         outcomes.append(

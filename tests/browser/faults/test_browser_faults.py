@@ -330,6 +330,25 @@ async def test_a_step_failed_on_a_pending_navigation_terminates_nothing(
     assert "terminateExecution" not in caplog.text
 
 
+async def test_a_step_out_of_budget_mid_navigation_says_what_holds_the_tab(
+    browser: Browser, faulty: str
+) -> None:
+    # Whatever ran out (here a sleep longer than its budget), the step's TimeoutError names the pending
+    # navigation, as every other error whose time ran out does: Chromium holds the tab's commands until
+    # the new document commits (a click's own checks ran into this budget under a loaded CI).
+    page = await browser.new_page(f"{faulty}/jump.html")
+    with trio.fail_after(10):
+        await page.evaluate("setTimeout(() => { location.href = '/forever.png' }, 0)")
+        while not navigating_note(page):
+            await trio.sleep(0.01)
+        result = await page.run_steps([{"type": "wait_for", "time_ms": 2000, "timeout_ms": 300}])
+    error = result.steps[0].error
+    assert error is not None
+    assert error["kind"] == "TimeoutError"
+    assert "within its budget of 300 ms" in error["message"]
+    assert f"the tab is navigating to {faulty}/forever.png" in error["message"]
+
+
 async def test_a_click_waiting_for_its_navigation_ends_when_the_browser_is_killed(faulty: str) -> None:
     # The click's navigation (/trickle.html ends 0.5 s after it starts) waited for a DOMContentLoaded that
     # a dead link never sends: the click held on to its deadline (10 s here). (A tab closed instead ends
