@@ -477,13 +477,12 @@ class Connection(metaclass=NoPublicConstructor):
         # bytes, or brings fewer than GATHER_MIN messages. A send ends a wait (_enqueue), and there is none
         # while a command sent in the last FRESH_S is unanswered: a quick reply is read as it comes. (An
         # older command's reply, such as the evaluate that runs the flood, may wait up to `gather`.)
-        quick = 0  # quick reads in a row; GATHER_AFTER of them: gathering
+        quick = 0  # quick reads in a row, up to GATHER_AFTER: then gathering
         last = -math.inf  # when the last read returned
         fresh_low, fresh_until = 0, -math.inf  # commands from id fresh_low on count as just sent until then
-        wait = False  # gathering: wait before the next read if nothing is there yet
         while True:
             if (
-                wait
+                quick >= GATHER_AFTER
                 and self.listeners
                 and self._fresh_low is None  # (a command sent since the last read: see below)
                 and (last >= fresh_until or not any(sent >= fresh_low for sent in self._pending))
@@ -497,7 +496,6 @@ class Connection(metaclass=NoPublicConstructor):
                     self._gather_scope = None
             if self._leading or self._may_rest():
                 quick = 0
-                wait = False
                 # Rest: a lone caller reads its own reply (_send_and_wait). The rest is short, so what arrives
                 # unasked (an event nobody listens to, a late reply) is still handled within READER_REST_S.
                 self._reader_resting = True
@@ -522,16 +520,13 @@ class Connection(metaclass=NoPublicConstructor):
                     self._fresh_low = None
                 blocked = last - asked
                 if blocked >= gather:  # it waited for its bytes: no stream, or no longer
-                    quick, wait = 0, False
+                    quick = 0
                 elif quick < GATHER_AFTER:
                     # Bytes that were there at once under a clock that did not move (a frozen virtual one)
                     # are not counted: no deadline of a wait would ever come.
                     quick += blocked > 0
-                    wait = quick == GATHER_AFTER
                 elif len(batch) < GATHER_MIN:
-                    quick, wait = 0, False  # the stream thinned out: read as it comes again
-                else:
-                    wait = True
+                    quick = 0  # the stream thinned out: read as it comes again
             while batch := self._handle(batch, yield_to_consumers=True):
                 # A subscriber's buffer reached its mark (CONSUMER_TURN): give its consumer a turn before
                 # the rest of this read (one read can hold thousands of events). Yields, never a wait: a
