@@ -350,18 +350,25 @@ class EngineWsproto(_EngineClient):
     engine_transport: ClassVar[str] = "wsproto"
 
 
-class EngineWebSocketDefaults(_EngineClient):
+class _EventsOnly(_EngineClient):
+    """A variant that differs from ``same_as`` only where events flow: run in the events scenarios only."""
+
+    same_as: ClassVar[str]
+
+    def unsupported(self, scenario: Scenario) -> str | None:
+        if scenario.kind in (Kind.EVENTS, Kind.FLOOD):
+            return None
+        return f"the same as {self.same_as} outside the events scenarios"
+
+
+class EngineWebSocketDefaults(_EventsOnly):
     """``engine.ws`` with the default subscription settings (events scenarios only)."""
 
     name: ClassVar[str] = "engine.ws.defaults"
     transport: ClassVar[str] = "websocket"
     engine_transport: ClassVar[str] = "websocket"
+    same_as: ClassVar[str] = "engine.ws"
     default_subscription: ClassVar[bool] = True
-
-    def unsupported(self, scenario: Scenario) -> str | None:
-        if scenario.kind in (Kind.EVENTS, Kind.FLOOD):
-            return None
-        return "the same as engine.ws outside the events scenarios"
 
 
 class EngineWebSocketTasks(_EngineClient):
@@ -399,25 +406,22 @@ class EnginePipeReaderOnly(_EngineClient):
     reader_only: ClassVar[bool] = True
 
 
-class _NoGather(_EngineClient):
-    """Settings.gather off: an event flood is read as it comes, a wake-up per read (events scenarios only)."""
+class EngineWebSocketNoGather(_EventsOnly):
+    """``engine.ws`` with Settings.gather off: an event flood is read as it comes, a wake-up per read."""
 
-    gather: ClassVar[bool] = False
-
-    def unsupported(self, scenario: Scenario) -> str | None:
-        if scenario.kind in (Kind.EVENTS, Kind.FLOOD):
-            return None
-        return "the same as its engine client outside the events scenarios"
-
-
-class EngineWebSocketNoGather(_NoGather):
     name: ClassVar[str] = "engine.ws.nogather"
     transport: ClassVar[str] = "websocket"
     engine_transport: ClassVar[str] = "websocket"
+    same_as: ClassVar[str] = "engine.ws"
+    gather: ClassVar[bool] = False
 
 
-class EnginePipeNoGather(_NoGather):
+class EnginePipeNoGather(_EventsOnly):
+    """``engine.pipe`` with Settings.gather off."""
+
     name: ClassVar[str] = "engine.pipe.nogather"
     transport: ClassVar[str] = "pipe"
     own_browser = True
     engine_transport: ClassVar[str] = "pipe"
+    same_as: ClassVar[str] = "engine.pipe"
+    gather: ClassVar[bool] = False
