@@ -109,14 +109,14 @@ def _waits(connection: Connection) -> int:
 
 @asynccontextmanager
 async def _subscribed(
-    stream: _Stream, gather: float = GATHER
+    stream: _Stream, gather: float = GATHER, **listen: Any
 ) -> AsyncIterator[tuple[Connection, Any, trio.Nursery]]:
-    """A connection over ``stream``, a subscription to its events (untyped) and a nursery for the peer's
-    tasks (cancelled on the way out), within 10 s of virtual time."""
+    """A connection over ``stream``, a subscription to its events (untyped; ``listen``: its buffer) and a
+    nursery for the peer's tasks (cancelled on the way out), within 10 s of virtual time."""
     with trio.fail_after(10):
         async with (
             open_connection(stream, Settings(gather=gather)) as connection,
-            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False) as events,
+            connection.sessions.browser.listen("Runtime.consoleAPICalled", typed=False, **listen) as events,
             trio.open_nursery() as nursery,
         ):
             yield connection, events, nursery
@@ -360,24 +360,16 @@ async def test_a_command_sent_between_a_read_and_the_next_wait_gets_its_reply_as
     # Sent by the consumer while the reader gives it a turn (before the reader decides to wait): no wait
     # begins while it is unanswered.
     stream = _Stream()
-    with trio.fail_after(10):
-        async with (
-            open_connection(stream) as connection,
-            trio.open_nursery() as nursery,
-            connection.sessions.browser.listen(
-                "Runtime.consoleAPICalled", typed=False, buffer_size=8, overflow="drop_oldest"
-            ) as events,
-        ):
-            nursery.start_soon(partial(_flood, stream, 3000, burst=6))
-            async for event in events:
-                # A consumer's turn: the reader yielded amid a read's events, not in a wait.
-                if event.params["n"] >= 600 and _waits(connection) > 20 and connection._gather_scope is None:
-                    break
-            nursery.start_soon(_answer, stream, GATHER / 2)
-            begun = trio.current_time()
-            await connection.sessions.browser.execute_raw("Browser.getVersion")
-            took = trio.current_time() - begun
-            nursery.cancel_scope.cancel()
+    async with _subscribed(stream, buffer_size=8, overflow="drop_oldest") as (connection, events, nursery):
+        nursery.start_soon(partial(_flood, stream, 3000, burst=6))
+        async for event in events:
+            # A consumer's turn: the reader yielded amid a read's events, not in a wait.
+            if event.params["n"] >= 600 and _waits(connection) > 20 and connection._gather_scope is None:
+                break
+        nursery.start_soon(_answer, stream, GATHER / 2)
+        begun = trio.current_time()
+        await connection.sessions.browser.execute_raw("Browser.getVersion")
+        took = trio.current_time() - begun
     assert took <= GATHER / 2 + EVERY / 10, took
 
 
