@@ -174,6 +174,24 @@ async def _gathering(connection: Connection, stream: _Stream, events: Any, nurse
     await _until(lambda: connection._gather_scope is not None)
 
 
+async def test_a_caller_that_sends_again_at_each_reply_finds_the_reader_not_waiting(
+    autojump_clock: MockClock,
+) -> None:
+    # Commands in a loop during a flood: a wait began after each reply, for the next send to end at once.
+    # Each cost the client a timer and a cancellation: 3-6% on every round trip (measured on Chromium,
+    # one connection, gathering on and off in alternate blocks). A reply read is followed by no wait.
+    stream = _Stream()
+    async with _subscribed(stream) as (connection, events, nursery):
+        await _gathering(connection, stream, events, nursery)
+        before = _waits(connection)
+        for _ in range(20):
+            nursery.start_soon(_answer, stream, EVERY / 2)
+            await connection.sessions.browser.execute_raw("Browser.getVersion")
+        assert _waits(connection) == before
+        await trio.sleep(FRESH_S)  # and with the loop over, the flood is gathered again
+        assert _waits(connection) > before
+
+
 async def test_a_command_long_in_flight_does_not_stop_the_gathering(autojump_clock: MockClock) -> None:
     # As a Runtime.evaluate whose loop logs: its reply comes after the flood it makes. Within FRESH_S of
     # the send nothing waits (its reply may be quick); after that the flood is gathered.
