@@ -14,7 +14,11 @@ a button at 20,30 in an iframe at 100,100 with a 5px border comes back at 125,13
 viewport for an out-of-process iframe. Input for an OOPIF goes to the top-level session at translated
 coordinates: measured on Chromium 156, ``Input.dispatchMouseEvent`` sent to the iframe's child session
 reaches the button even while an overlay in the parent covers the iframe, so it would click through
-things a user cannot; the top-level session's event is hit-tested by the whole page, as a user's is.
+things a user cannot; the top-level session's event is hit-tested by the whole page, as a user's is. Once
+a click's press was lost on its way (``engine._hit_target``), or where its guard could not tell whether it
+was (the frame is active already), presses go to the iframe's own session all the same, after the hit test
+looked for an overlay in each document above: under load, Chromium sent every press for a turned OOPIF
+elsewhere for seconds, and one sent to its session went in each time.
 """
 
 from __future__ import annotations
@@ -546,12 +550,16 @@ async def _owner_placement(parent: Session, child: Session) -> tuple[int, Placem
 
 @attrs.frozen
 class Target:
-    """An actionable element: the resolved node, its JS object, and the top-level point to act at."""
+    """An actionable element: the resolved node, its JS object, and the top-level point to act at
+    (``local``: the same point in the viewport of the node's own session, an out-of-process iframe's;
+    ``blind``: its hit-target guard cannot tell a press that reached nothing in its frame)."""
 
     node: ResolvedNode
     handle: str
     x: float
     y: float
+    local: tuple[float, float] = (0.0, 0.0)
+    blind: bool = False
 
 
 async def check_actionable(
@@ -604,7 +612,7 @@ async def check_actionable(
         # Listed before it is set: a cancellation while the set is on its way still drops it (the drop
         # follows the set on the same session), where a guard nobody listed cancelled other presses for 30 s.
         guards.append((session, handle))
-    (point, scroll), placed, _ = await gather(
+    (point, scroll), placed, guarded = await gather(
         lambda: box_point(session, node.backend_node_id),
         lambda: frame_placement(page, session) if session is not page.session else _unplaced(),
         lambda: call_on(session, handle, SET_GUARD_JS, group, GUARD_LIFETIME * 1000) if guard else _zero(),
@@ -616,7 +624,7 @@ async def check_actionable(
         if blocked is not None:
             return blocked
     x, y = placed.point(*point)
-    return Target(node=node, handle=handle, x=x, y=y)
+    return Target(node=node, handle=handle, x=x, y=y, local=point, blind=guarded == "blind")
 
 
 async def _zero() -> tuple[float, float]:

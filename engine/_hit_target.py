@@ -10,7 +10,9 @@ target (``composedPath()[0]``, through open shadow roots) is not the element, in
 of it (as the check-time hit test allows), every event of the action's presses is cancelled
 (``preventDefault`` and ``stopImmediatePropagation``), so the page never sees a click on the wrong
 element, and the miss is recorded. After the input the verdict is read (and the guard removed in the same
-call): a miss retries the whole action, as a failed check does.
+call): a miss retries the whole action, as a failed check does. A click's press that reached the element
+and whose release it never saw (Chromium sent the release to another frame) is an ActionError, not a
+retry: the page saw a mousedown and no click, and a second press could undo the first.
 
 The guard lives in the engine's world (``engine._worlds``), set in the same round trip as the check's
 box look, so the common path costs one round trip more: the verdict read. Listeners of every world
@@ -139,7 +141,8 @@ SET_GUARD_JS = """function(token, lifetime, typing) {
     !!(e.shadowRoot && e.shadowRoot.querySelector(FRAMES));
   const telling = typing || !ua || holdsFrame(el) ? '' :
     !ua.hasBeenActive ? 'hasBeenActive' : !ua.isActive ? 'isActive' : '';
-  const guard = {token, hit: null, what: '', seen: 0, downs: 0, telling, key: null, presses: 0, landed: 0};
+  const guard = {token, hit: null, what: '', seen: 0, downs: 0, telling, key: null, presses: 0, landed: 0,
+    ups: 0};
   // What a page that re-renders the element between the clicks of a double click puts in its place: an
   // element like it (same tag, id, classes and text), while the element itself has left the document.
   const lookalike = (n) => {
@@ -180,6 +183,7 @@ SET_GUARD_JS = """function(token, lifetime, typing) {
       }
     }
     if (!typing && guard.hit && event.type === 'pointerdown') guard.presses++;
+    if (!typing && guard.hit && (event.type === 'pointerup' || event.type === 'mouseup')) guard.ups++;
     if (event.type === 'keydown') guard.key = guard.hit;
     if (!guard.hit) block(event);
   };
@@ -194,7 +198,7 @@ SET_GUARD_JS = """function(token, lifetime, typing) {
     if (globalThis[name] === guard) delete globalThis[name];
   };
   globalThis[name] = guard;
-  return true;
+  return telling ? 'telling' : 'blind';  // blind: a press that reaches nothing here cannot be told
 }""".replace("@HOLDS@", HOLDS_JS)
 
 _VERDICT_JS = """function(token, keepOnMiss, typing, keys) {
@@ -215,7 +219,7 @@ _VERDICT_JS = """function(token, keepOnMiss, typing, keys) {
   } else if (guard.seen === 0) lost = !!guard.telling && !navigator.userActivation[guard.telling];
   if (!(keepOnMiss && (guard.hit === false || lost))) guard.remove();
   const {hit, what, seen, landed} = guard;
-  return {hit, what, seen, lost, some: guard.downs > 0, landed};
+  return {hit, what, seen, lost, some: guard.downs > 0, landed, unreleased: guard.presses > 0 && !guard.ups};
 }"""
 
 
@@ -224,12 +228,14 @@ class Miss:
     """The press landed on something else (``what``: a short description of it); the page did not see it.
     ``lost``: it reached nothing in the element's frame (``what`` is empty), as when Chromium routes a press
     for an out-of-process iframe that has not drawn yet to the page around it; for keys, ``some`` says that
-    those before went in; for a double or triple click, ``landed`` counts its clicks that did."""
+    those before went in; for a double or triple click, ``landed`` counts its clicks that did.
+    ``unreleased``: the press reached the element, and its release went elsewhere (no click happened)."""
 
     what: str
     lost: bool = False
     some: bool = False
     landed: int = 0
+    unreleased: bool = False
 
 
 async def read_verdict(
@@ -240,6 +246,7 @@ async def read_verdict(
     keep_on_miss: bool = False,
     typing: bool = False,
     keys: int = 0,
+    released: bool = False,
 ) -> Miss | None:
     """Remove the guard ``token`` set on ``handle`` in ``session``, and say whether the press missed.
 
@@ -248,6 +255,8 @@ async def read_verdict(
     the read, already sent, still removes the guard once the page is free). With ``keep_on_miss`` a guard
     that saw a miss stays, to stop the release of a button still held; :func:`remove_guard` removes it.
     ``keys``: the keydowns sent under the typing guard (fewer seen, and the element lost the focus: lost).
+    ``released``: the input released the button where it pressed (a click, not a drag's press): a press
+    the element got whose release it never saw is a Miss too (``unreleased``).
     """
     got = None
     with trio.move_on_after(VERDICT_TIMEOUT), contextlib.suppress(CDPError):
@@ -259,6 +268,8 @@ async def read_verdict(
         return Miss(str(got.get("what") or "another element"), landed=landed if type(landed) is int else 0)
     if isinstance(got, dict) and got.get("lost") is True:
         return Miss("", lost=True, some=got.get("some") is True)
+    if released and isinstance(got, dict) and got.get("unreleased") is True:
+        return Miss("", unreleased=True)
     return None
 
 

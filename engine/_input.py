@@ -131,11 +131,16 @@ async def click(
             return
 
         async def act(target: Target) -> NotYet | None:
+            # After a lost press, or where none could be told, an out-of-process iframe's own session takes
+            # the press, at its own coordinates (the module docstring of engine._actionability says why).
+            session, (x, y) = (
+                (target.node.session, target.local)
+                if (lost or target.blind) and target.node.session is not page.session
+                else (page.session, (target.x, target.y))
+            )
             async with navigation_watch(sessions_to_watch(page, target.node), target.node.ref):
-                await mouse_click(
-                    page.session, target.x, target.y, button=button, click_count=click_count, mask=mask
-                )
-                missed = await read_verdict(target.node.session, target.handle, group)
+                await mouse_click(session, x, y, button=button, click_count=click_count, mask=mask)
+                missed = await read_verdict(target.node.session, target.handle, group, released=True)
                 armed.clear()
             return None if missed is None else _missed("click", ref, target, missed, lost)
 
@@ -171,6 +176,16 @@ def _missed(what: str, ref: str, target: Target, missed: Miss, lost: list[Target
             )
         log.info("%s %s: the press reached nothing in its frame; trying again", what, ref)
         return NotYet("hit target at input", detail)
+    if missed.unreleased:  # its mousedown went in: a second press could undo what the first did
+        raise ActionError(
+            f"{what} {ref}: the press reached it, but its release went to another frame (as Chromium can "
+            "send it for an out-of-process iframe that has not drawn yet, or when the press put a frame "
+            "under the pointer): the page saw a mousedown and no click. Not tried again, as a second press "
+            "could undo the first (a menu that opens on mousedown); take a snapshot to see the page, then "
+            "try again",
+            ref=ref,
+            check="hit target at input",
+        )
     if missed.landed:  # clicks of a double click went in: trying again would click the element again
         clicks = "its first click" if missed.landed == 1 else f"its first {missed.landed} clicks"
         raise ActionError(

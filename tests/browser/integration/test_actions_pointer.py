@@ -290,7 +290,7 @@ async def test_presses_that_keep_reaching_nothing_stop_after_a_few(
 ) -> None:
     # A guard that always reads "lost" (Chromium cannot be made to lose every press): each lost press went
     # somewhere on the page, so the click is tried again a few times, not for 30 s.
-    async def always_lost(*_: object) -> Miss:
+    async def always_lost(*_: object, **__: object) -> Miss:
         return Miss("", lost=True)
 
     monkeypatch.setattr(_input, "read_verdict", always_lost)
@@ -448,3 +448,26 @@ async def test_a_button_whose_text_is_slotted_into_its_shadow_root_is_clicked(
     with trio.fail_after(10):
         await page.click(ref(await page.snapshot(), "button", "Go"))
     assert await value(page, "log") == ["go"]
+
+
+_COVERED_ON_PRESS = (
+    "data:text/html,<button style='width:200px;height:60px' onclick=\"document.title='clicked'\" "
+    "onpointerdown=\"const f = document.createElement('iframe'); f.srcdoc = 'cover'; "
+    "f.style = 'position:absolute;left:0;top:0;width:400px;height:200px;border:0'; document.body.append(f); "
+    "document.title = 'pressed'\">Menu</button>"
+)
+
+
+async def test_a_press_whose_release_goes_to_another_frame_is_an_error_not_a_click(browser: Browser) -> None:
+    # Seen under load in a turned out-of-process iframe: Chromium sent the press to the button and its
+    # release to another frame; the click was reported done, and nothing was clicked. Here the press puts
+    # a frame under the pointer, so its release goes there every time.
+    page = await browser.new_page(_COVERED_ON_PRESS)
+    with trio.fail_after(10):
+        menu = ref(await page.snapshot(), "button", "Menu")
+        with pytest.raises(
+            ActionError, match="the press reached it, but its release went to another frame"
+        ) as caught:
+            await page.click(menu)
+        assert caught.value.check == "hit target at input"
+        assert await page.evaluate("document.title") == "pressed"  # pressed once: not tried again
