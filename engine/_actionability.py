@@ -15,10 +15,11 @@ viewport for an out-of-process iframe. Input for an OOPIF goes to the top-level 
 coordinates: measured on Chromium 156, ``Input.dispatchMouseEvent`` sent to the iframe's child session
 reaches the button even while an overlay in the parent covers the iframe, so it would click through
 things a user cannot; the top-level session's event is hit-tested by the whole page, as a user's is. Once
-a click's press was lost on its way (``engine._hit_target``), or where its guard could not tell whether it
-was (the frame is active already), presses go to the iframe's own session all the same, after the hit test
-looked for an overlay in each document above: under load, Chromium sent every press for a turned OOPIF
-elsewhere for seconds, and one sent to its session went in each time.
+a click's press was lost on its way (``engine._hit_target``), or where its guard cannot tell whether it
+is (the frame is active already) within ``_input.LOSS_MEMORY`` of a loss on the page, presses go to the
+iframe's own session all the same, after the hit test looked for an overlay in each document above: under
+load, Chromium sent every press for a turned OOPIF elsewhere for seconds, and one sent to its session went
+in each time.
 """
 
 from __future__ import annotations

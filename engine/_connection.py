@@ -202,7 +202,7 @@ class Connection(metaclass=NoPublicConstructor):
         self.events_delivered = 0
         self.events_dropped = 0
         self._gathering_waits = 0
-        self._answered = 0  # replies read (the reader does not gather right after one: see _reader)
+        self._answered = 0  # replies dispatched (the reader does not gather right after one: see _reader)
 
     # -- sending -------------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import math
+import weakref
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
@@ -131,17 +132,21 @@ async def click(
             return
 
         async def act(target: Target) -> NotYet | None:
-            # After a lost press, or where none could be told, an out-of-process iframe's own session takes
-            # the press, at its own coordinates (the module docstring of engine._actionability says why).
+            # After a lost press (this click's, or one on the page in the last LOSS_MEMORY where a loss
+            # could not be told now), an out-of-process iframe's own session takes the press, at its own
+            # coordinates (the module docstring of engine._actionability says why).
+            own = target.node.session is not page.session and (
+                bool(lost) or (target.blind and _lost_lately(page.session))
+            )
             session, (x, y) = (
-                (target.node.session, target.local)
-                if (lost or target.blind) and target.node.session is not page.session
-                else (page.session, (target.x, target.y))
+                (target.node.session, target.local) if own else (page.session, (target.x, target.y))
             )
             async with navigation_watch(sessions_to_watch(page, target.node), target.node.ref):
                 await mouse_click(session, x, y, button=button, click_count=click_count, mask=mask)
                 missed = await read_verdict(target.node.session, target.handle, group, released=True)
                 armed.clear()
+            if missed is not None and missed.lost:
+                _losses[page.session] = trio.current_time()
             return None if missed is None else _missed("click", ref, target, missed, lost)
 
         target = await wait_actionable(page, "click", ref, group, guards=armed, act=act)
@@ -156,6 +161,20 @@ async def click(
             release(node.session, group)
             if node.session is not page.session:  # what covered an iframe was described up there
                 release(page.session, group)
+
+
+LOSS_MEMORY = 10.0
+"""Seconds after a press lost on a page during which a click into an out-of-process iframe of the page whose
+loss could not be told (its frame is active) goes to the iframe's session: under load Chromium kept
+sending the presses for a turned iframe elsewhere for seconds, and the lost presses had activated the
+frame of the next click (a click reported done that clicked nothing)."""
+
+_losses: weakref.WeakKeyDictionary[Session, float] = weakref.WeakKeyDictionary()
+"""When a click last lost a press, by the page's session."""
+
+
+def _lost_lately(session: Session) -> bool:
+    return trio.current_time() - _losses.get(session, -math.inf) < LOSS_MEMORY
 
 
 def _missed(what: str, ref: str, target: Target, missed: Miss, lost: list[Target]) -> NotYet:
@@ -178,13 +197,13 @@ def _missed(what: str, ref: str, target: Target, missed: Miss, lost: list[Target
         return NotYet("hit target at input", detail)
     if missed.unreleased:  # its mousedown went in: a second press could undo what the first did
         raise ActionError(
-            f"{what} {ref}: the press reached it, but its release went to another frame (as Chromium can "
-            "send it for an out-of-process iframe that has not drawn yet, or when the press put a frame "
-            "under the pointer): the page saw a mousedown and no click. Not tried again, as a second press "
-            "could undo the first (a menu that opens on mousedown); take a snapshot to see the page, then "
-            "try again",
+            f"{what} {ref}: the press reached it, but its frame saw no release (Chromium sent it to another "
+            "frame, as it can for an out-of-process iframe under load or when the press put a frame under "
+            "the pointer, or a page listener stopped it before the engine's): the page saw a mousedown "
+            "and perhaps no click. Not tried again, as a second press could undo the first (a menu that "
+            "opens on mousedown); take a snapshot to see the page, then try again",
             ref=ref,
-            check="hit target at input",
+            check="release at input",
         )
     if missed.landed:  # clicks of a double click went in: trying again would click the element again
         clicks = "its first click" if missed.landed == 1 else f"its first {missed.landed} clicks"

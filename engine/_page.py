@@ -374,7 +374,8 @@ class Page:
         Raises:
             StaleRefError: the ref no longer names its element (never retried, never retargeted).
             ActionError: a check still failed near the deadline; ``check`` names it and, for a hit test,
-                ``in_the_way`` names what would get the click. Nothing was clicked.
+                ``in_the_way`` names what would get the click. Nothing was clicked, except with
+                ``check == "release at input"``: the press went in and its release was not seen there.
         """
         async with self._input, _stale_if_gone(self, ref):
             await _input.click(
