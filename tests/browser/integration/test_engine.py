@@ -22,7 +22,9 @@ from engine import (
 
 pytestmark = pytest.mark.browser
 
-SLOW_PROMISE = "new Promise(r => setTimeout(() => r('late'), 400))"
+# Longer than this process stalls on a loaded machine: a caller that resumes after its deadline with the reply
+# already there gets it (as from trio's own receives), so a 400 ms promise was not cut short once in CI.
+SLOW_PROMISE = "new Promise(r => setTimeout(() => r('late'), 2000))"
 
 
 async def _pages_of(browser: Browser) -> list[cdp.target.TargetInfo]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import InvalidParams, _params
@@ -42,6 +42,7 @@ def json_only(msg: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> bytes:
         return encode_message(msg, "Runtime.evaluate")
 
 
+@settings(suppress_health_check=[HealthCheck.too_slow])  # a stall of this loaded process is not slowness
 @given(st.dictionaries(st.text(), JSON, max_size=4))
 def test_the_bytes_carry_what_json_would_send(params: dict[str, Any]) -> None:
     msg = message(params)
