@@ -559,8 +559,8 @@ class Target:
     handle: str
     x: float
     y: float
-    local: tuple[float, float] = (0.0, 0.0)
-    blind: bool = False
+    local: tuple[float, float]
+    blind: bool
 
 
 async def check_actionable(
