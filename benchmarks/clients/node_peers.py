@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -24,6 +25,29 @@ from benchmarks.scenarios import Scenario, flood_start_expression, flood_stop_ex
 NODE_DIR = Path(__file__).resolve().parent.parent / "node"
 PEER = NODE_DIR / "peer.mjs"
 PACKAGES = {"puppeteer": "puppeteer-core", "cri": "chrome-remote-interface"}
+
+
+def _kill_browsers_in(folder: str) -> None:
+    """SIGKILL every process whose command line names ``folder``, with its process group if it leads one.
+
+    The peer's browsers take their profiles from its TMPDIR, so this finds them even when the Node process
+    that started them was killed before it could stop them (they run detached and outlive it).
+    """
+    mark = folder.encode()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                if mark not in f.read():
+                    continue
+            pid = int(name)
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+        except (OSError, ValueError):
+            continue  # gone meanwhile
 
 
 def scenario_json(scenario: Scenario) -> dict[str, Any]:
@@ -101,6 +125,9 @@ class NodePeer(Client):
             stderr=self._log,
             text=True,
             bufsize=1,
+            # Out of the terminal's process group: a Ctrl-C reaches the harness alone, whose stop() then
+            # stops the peer in order, instead of killing the peer in the middle of a request.
+            start_new_session=True,
         )
         args = list(env.chromium_args)
         self._request("start", lib=self.lib, transport=self.transport, chromium=env.chromium, args=args)
@@ -146,6 +173,7 @@ class NodePeer(Client):
                 if pipe is not None:
                     pipe.close()
             if self._tmp is not None:
+                _kill_browsers_in(self._tmp)  # left running if the peer died without stopping them
                 shutil.rmtree(self._tmp, ignore_errors=True)
                 self._tmp = None
             if self._log is not None:

@@ -27,6 +27,27 @@ const cpuNs = (since) => {
   return (used.user + used.system) * 1000;
 };
 
+// The websocket browsers this process started and has not stopped. They run detached (a process group of
+// their own, so that stopping one stops its renderers), so nothing stops them when this process dies: the
+// "exit" handler below does, whatever the way out (a signal, a broken stdout, an uncaught error).
+const running = new Set();
+
+function killNow(launched) {
+  try {
+    process.kill(-launched.child.pid, "SIGKILL");
+  } catch {}
+  rmSync(launched.profile, { recursive: true, force: true });
+  running.delete(launched);
+}
+
+process.on("exit", () => {
+  for (const launched of [...running]) killNow(launched);
+});
+// Signals end the process through process.exit(), so that the "exit" handlers run (Puppeteer's own
+// handler stops the browsers it launched).
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => process.exit(1));
+process.stdout.on("error", () => process.exit(1)); // the harness is gone: EPIPE
+
 // A Chromium listening on port 0 of 127.0.0.1 with a fresh profile: {child, profile, wsUrl}.
 async function launchWebSocket(chromium, args) {
   const profile = mkdtempSync(join(tmpdir(), "cdp-bench-node-"));
@@ -36,6 +57,8 @@ async function launchWebSocket(chromium, args) {
       `--user-data-dir=${profile}`, "about:blank"],
     { detached: true, stdio: "ignore" },
   );
+  const launched = { child, profile, wsUrl: null };
+  running.add(launched);
   const deadline = Date.now() + 30_000;
   let lines = [];
   while (lines.length < 2) {
@@ -46,7 +69,8 @@ async function launchWebSocket(chromium, args) {
       await sleep(50);
     }
   }
-  return { child, profile, wsUrl: `ws://127.0.0.1:${lines[0]}${lines[1]}` };
+  launched.wsUrl = `ws://127.0.0.1:${lines[0]}${lines[1]}`;
+  return launched;
 }
 
 async function stopWebSocket(launched) {
@@ -54,10 +78,7 @@ async function stopWebSocket(launched) {
     process.kill(-launched.child.pid, "SIGTERM");
   } catch {}
   await sleep(200);
-  try {
-    process.kill(-launched.child.pid, "SIGKILL");
-  } catch {}
-  rmSync(launched.profile, { recursive: true, force: true });
+  killNow(launched);
 }
 
 function readyExpression(url) {
@@ -361,14 +382,22 @@ async function handle(msg) {
 }
 
 const lines = createInterface({ input: process.stdin });
+let busy = false;
+// stdin closed in the middle of a request (the harness died): the request may never end, so exit now.
+lines.on("close", () => {
+  if (busy) process.exit(1);
+});
 for await (const line of lines) {
   if (!line.trim()) continue;
   const msg = JSON.parse(line);
   let reply;
+  busy = true;
   try {
     reply = { ok: true, ...(await handle(msg)) };
   } catch (err) {
     reply = { error: `${err && err.name}: ${err && err.message}` };
+  } finally {
+    busy = false;
   }
   process.stdout.write(JSON.stringify(reply) + "\n");
   if (msg.op === "stop") break;
