@@ -63,7 +63,6 @@ if TYPE_CHECKING:
 GUARD_LIFETIME = 30.0
 """Seconds after which a guard removes itself, if no verdict read removed it (a cancelled action)."""
 
-
 HOLDS_JS = """(el, hit) => {
   // Up the flat tree: a slotted node's parent there is its slot (<my-btn><span>Go</span></my-btn> whose
   // shadow <button> holds the <slot>).
@@ -252,8 +251,8 @@ async def read_verdict(
     once gave up after 2 s and counted the press as a hit: a press lost in a fresh out-of-process iframe,
     whose frame answered after 2.67 s, was a click reported done that clicked nothing; a page whose main
     thread a task held after the release did the same with a press that had landed on another element.)
-    With ``keep_on_miss`` a guard
-    that saw a miss stays, to stop the release of a button still held; :func:`remove_guard` removes it.
+    With ``keep_on_miss`` a guard that saw a miss stays, to stop the release of a button still held;
+    :func:`remove_guard` removes it.
     ``keys``: the keydowns sent under the typing guard (fewer seen, and the element lost the focus: lost).
     ``released``: the input released the button where it pressed (a click, not a drag's press): a press
     the element got whose release it never saw is a Miss too (``unreleased``).
