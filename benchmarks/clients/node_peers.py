@@ -16,9 +16,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
+from benchmarks.chromium import REMOVE_TIMEOUT_S
 from benchmarks.clients.base import CALL_TIMEOUT_S, Client, Env, Sample, SkipClient
 from benchmarks.scenarios import Scenario, flood_start_expression, flood_stop_expression, small_page_url
 
@@ -27,27 +29,38 @@ PEER = NODE_DIR / "peer.mjs"
 PACKAGES = {"puppeteer": "puppeteer-core", "cri": "chrome-remote-interface"}
 
 
-def _kill_browsers_in(folder: str) -> None:
-    """SIGKILL every process whose command line names ``folder``, with its process group if it leads one.
-
-    The peer's browsers take their profiles from its TMPDIR, so this finds them even when the Node process
-    that started them was killed before it could stop them (they run detached and outlive it).
-    """
+def _running_in(folder: str) -> list[int]:
+    """Live processes whose command line names ``folder`` (a zombie's is empty)."""
     mark = folder.encode()
+    pids = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/cmdline", "rb") as f:
-                if mark not in f.read():
-                    continue
-            pid = int(name)
-            if os.getpgid(pid) == pid:
-                os.killpg(pid, signal.SIGKILL)
-            else:
-                os.kill(pid, signal.SIGKILL)
-        except (OSError, ValueError):
+                if mark in f.read():
+                    pids.append(int(name))
+        except OSError:
             continue  # gone meanwhile
+    return pids
+
+
+def _kill_browsers_in(folder: str) -> None:
+    """SIGKILL every process whose command line names ``folder`` (with its process group if it leads one),
+    until none is left or REMOVE_TIMEOUT_S passed: one still dying may write into the folder.
+
+    The peer's browsers take their profiles from its TMPDIR, so this finds them even when the Node process
+    that started them was killed before it could stop them (they run detached and outlive it).
+    """
+    deadline = time.monotonic() + REMOVE_TIMEOUT_S
+    while (pids := _running_in(folder)) and time.monotonic() < deadline:
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                if os.getpgid(pid) == pid:
+                    os.killpg(pid, signal.SIGKILL)
+                else:
+                    os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
 
 
 def scenario_json(scenario: Scenario) -> dict[str, Any]:
@@ -75,14 +88,17 @@ class NodePeer(Client):
         self._tmp: str | None = None
         self._log: IO[str] | None = None
         self._env: Env | None = None
+        self._in_flight = False  # a request sent whose reply was not read (cut short by Ctrl-C)
 
     def _request(self, op: str, **fields: Any) -> dict[str, Any]:
         process = self._process
         if process is None or process.stdin is None or process.stdout is None:
             raise RuntimeError(f"{self.name} is not running")
+        self._in_flight = True
         process.stdin.write(json.dumps({"op": op, **fields}) + "\n")
         process.stdin.flush()
         line = process.stdout.readline()
+        self._in_flight = False
         if not line:
             raise RuntimeError(f"the Node peer exited (code {process.poll()}); see {self._log_path()}")
         reply: dict[str, Any] = json.loads(line)
@@ -160,14 +176,22 @@ class NodePeer(Client):
         if process is None:
             return
         try:
-            if process.poll() is None:
+            # A request cut short still has its reply to come, which would be read as stop's: the peer is
+            # told by its stdin closing instead (it exits at once, and its exit handler kills its browsers).
+            if process.poll() is None and not self._in_flight:
                 self._process = process
-                self._request("stop")
-                self._process = None
+                try:
+                    self._request("stop")
+                finally:
+                    self._process = None
+            if process.stdin is not None:
+                process.stdin.close()
             process.wait(timeout=CALL_TIMEOUT_S / 10)
-        except Exception:
+        except BaseException as exc:  # a second Ctrl-C too: the peer is not left running
             process.kill()
             process.wait()
+            if not isinstance(exc, Exception):
+                raise
         finally:
             for pipe in (process.stdin, process.stdout):
                 if pipe is not None:

@@ -29,19 +29,32 @@ const cpuNs = (since) => {
 
 // The websocket browsers this process started and has not stopped. They run detached (a process group of
 // their own, so that stopping one stops its renderers), so nothing stops them when this process dies: the
-// "exit" handler below does, whatever the way out (a signal, a broken stdout, an uncaught error).
+// "exit" handler below does, whatever the way out (a signal, a broken stdout, an uncaught error). Killed
+// outright (SIGKILL), this process leaves each its lifeline (see launchWebSocket).
 const running = new Set();
 
-function killNow(launched) {
+function kill(launched) {
   try {
     process.kill(-launched.child.pid, "SIGKILL");
   } catch {}
-  rmSync(launched.profile, { recursive: true, force: true });
   running.delete(launched);
 }
 
+function removeProfile(launched) {
+  try {
+    rmSync(launched.profile, { recursive: true, force: true });
+  } catch {} // a dying browser still writing: the harness removes this process's TMPDIR
+}
+
+function killNow(launched) {
+  kill(launched);
+  removeProfile(launched);
+}
+
 process.on("exit", () => {
-  for (const launched of [...running]) killNow(launched);
+  const all = [...running];
+  for (const launched of all) kill(launched); // all killed first: a removal that fails stops nothing
+  for (const launched of all) removeProfile(launched);
 });
 // Signals end the process through process.exit(), so that the "exit" handlers run (Puppeteer's own
 // handler stops the browsers it launched).
@@ -51,18 +64,23 @@ process.stdout.on("error", () => process.exit(1)); // the harness is gone: EPIPE
 // A Chromium listening on port 0 of 127.0.0.1 with a fresh profile: {child, profile, wsUrl}.
 async function launchWebSocket(chromium, args) {
   const profile = mkdtempSync(join(tmpdir(), "cdp-bench-node-"));
+  // --remote-debugging-pipe is the lifeline, as for the suite's own websocket browsers: never used, its
+  // fds 3 and 4 close when this process dies, however it dies, and Chromium exits then.
   const child = spawn(
     chromium,
-    [...args, "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
+    [...args, "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--remote-debugging-pipe",
       `--user-data-dir=${profile}`, "about:blank"],
-    { detached: true, stdio: "ignore" },
+    { detached: true, stdio: ["ignore", "ignore", "ignore", "pipe", "pipe"] },
   );
   const launched = { child, profile, wsUrl: null };
   running.add(launched);
   const deadline = Date.now() + 30_000;
   let lines = [];
   while (lines.length < 2) {
-    if (Date.now() > deadline) throw new Error("Chromium did not open its debugging port");
+    if (Date.now() > deadline) {
+      killNow(launched);
+      throw new Error("Chromium did not open its debugging port");
+    }
     try {
       lines = readFileSync(join(profile, "DevToolsActivePort"), "utf8").split("\n").filter(Boolean);
     } catch {
@@ -383,9 +401,11 @@ async function handle(msg) {
 
 const lines = createInterface({ input: process.stdin });
 let busy = false;
-// stdin closed in the middle of a request (the harness died): the request may never end, so exit now.
+// stdin closed (the harness died or gave up on a request): in the middle of a request, which may never
+// end, exit now; else stop the driver below, within 10 s.
 lines.on("close", () => {
   if (busy) process.exit(1);
+  setTimeout(() => process.exit(1), 10_000).unref();
 });
 for await (const line of lines) {
   if (!line.trim()) continue;

@@ -3,16 +3,27 @@ no browser running and nothing in /tmp."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
 from benchmarks import chromium
 from benchmarks.clients.base import Env
-from benchmarks.clients.node_peers import ChromeRemoteInterface, NodePeer, PuppeteerPipe, PuppeteerWebSocket
+from benchmarks.clients.node_peers import (
+    ChromeRemoteInterface,
+    NodePeer,
+    PuppeteerPipe,
+    PuppeteerWebSocket,
+    scenario_json,
+)
+from benchmarks.scenarios import SCENARIOS
 
 
 def _running_on(folder: Path) -> list[int]:
@@ -37,23 +48,38 @@ def _wait_gone(folder: Path, seconds: float) -> None:
         time.sleep(0.05)
 
 
-def _started(peer: NodePeer) -> tuple[Path, Path]:
-    """Start ``peer``; -> (its log, its TMPDIR, where its browsers' profiles go)."""
+@contextmanager
+def _started(peer: NodePeer) -> Iterator[tuple[Path, Path]]:
+    """Start ``peer``; -> (its log, its TMPDIR, where its browsers' profiles go). Stopped on the way out,
+    also when its start failed half-way."""
     env = Env(
         ws_url="", http_url=None, chromium=chromium.CHROMIUM, chromium_args=chromium.FLAGS, big_page_url=""
     )
-    peer.start(env)
-    assert peer._log is not None
-    assert peer._tmp is not None
-    tmp = Path(peer._tmp)
-    assert _running_on(tmp), "the peer's browser did not start"
-    return Path(peer._log.name), tmp
+    try:
+        peer.start(env)
+        assert peer._log is not None
+        assert peer._tmp is not None
+        tmp = Path(peer._tmp)
+        assert _running_on(tmp), "the peer's browser did not start"
+        yield Path(peer._log.name), tmp
+    finally:
+        peer.stop()
+
+
+def _long_run(peer: NodePeer) -> None:
+    """Send a request the peer works on for minutes (a million Browser.getVersion), without reading it."""
+    (scenario,) = [s for s in SCENARIOS if s.name == "roundtrip.getVersion"]
+    process = peer._process
+    assert process is not None
+    assert process.stdin is not None
+    process.stdin.write(json.dumps({"op": "run", "scenario": scenario_json(scenario), "size": 10**6}) + "\n")
+    process.stdin.flush()
+    time.sleep(0.5)  # under way
 
 
 def test_the_peers_browser_is_stopped_when_its_stdin_closes() -> None:
     peer = ChromeRemoteInterface()
-    log, tmp = _started(peer)
-    try:
+    with _started(peer) as (log, tmp):
         (profile,) = set(tmp.glob("cdp-bench-node-*"))
         process = peer._process
         assert process is not None
@@ -65,41 +91,91 @@ def test_the_peers_browser_is_stopped_when_its_stdin_closes() -> None:
             time.sleep(0.05)
         assert not _running_on(profile)
         assert not profile.exists()
-    finally:
-        peer.stop()
     assert not log.exists(), "an empty peer log was left in /tmp"  # 58 had piled up there
     assert not tmp.exists()  # with the org.chromium.Chromium.* folders its browsers left
+
+
+def test_a_peer_whose_stdin_closes_in_the_middle_of_a_request_exits_at_once() -> None:
+    # It finished the request first (minutes, or for good if the browser hung), its browser running.
+    peer = ChromeRemoteInterface()
+    with _started(peer) as (_, tmp):
+        _long_run(peer)
+        process = peer._process
+        assert process is not None
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=10)
+        _wait_gone(tmp, 10)
+        assert not _running_on(tmp), "the peer exited and left its browser running"
+
+
+class _Interrupt(Exception):
+    pass
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise _Interrupt
+
+
+def test_stop_after_a_request_cut_short_does_not_wait_for_that_request() -> None:
+    # As a Ctrl-C in the middle of a scenario: stop() sent "stop" and read the cut request's reply as its
+    # own, once that request ended (minutes later here).
+    peer = ChromeRemoteInterface()
+    old = signal.signal(signal.SIGALRM, _interrupt)
+    try:
+        with _started(peer) as (_, tmp):
+            (scenario,) = [s for s in SCENARIOS if s.name == "roundtrip.getVersion"]
+            signal.setitimer(signal.ITIMER_REAL, 0.5)
+            with pytest.raises(_Interrupt):
+                peer._request("run", scenario=scenario_json(scenario), size=10**6)
+            signal.setitimer(signal.ITIMER_REAL, 20)  # a stop() that waits for the request is cut here
+            start = time.monotonic()
+            peer.stop()
+            took = time.monotonic() - start
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            assert took < 10, f"stop() took {took:.1f} s"
+            assert not _running_on(tmp)
+            assert not tmp.exists()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 @pytest.mark.parametrize("peer_class", [ChromeRemoteInterface, PuppeteerWebSocket, PuppeteerPipe])
 def test_a_killed_peer_leaves_no_browser_once_stopped(peer_class: type[NodePeer]) -> None:
     # Its websocket browser runs detached, so it outlived a SIGKILLed peer: three were found an hour old.
     peer = peer_class()
-    _, tmp = _started(peer)
-    try:
+    with _started(peer) as (_, tmp):
         process = peer._process
         assert process is not None
         os.kill(process.pid, signal.SIGKILL)
         process.wait(timeout=30)
-    finally:
-        peer.stop()
     _wait_gone(tmp, 10)
     assert not _running_on(tmp)
     assert not tmp.exists()
+
+
+def test_a_killed_peers_websocket_browser_exits_by_itself() -> None:
+    # Its lifeline (an unused --remote-debugging-pipe) closes with the peer: no harness needed to sweep.
+    peer = ChromeRemoteInterface()
+    with _started(peer) as (_, tmp):
+        process = peer._process
+        assert process is not None
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+        _wait_gone(tmp, 10)
+        assert not _running_on(tmp), "the killed peer's browser is still running"
 
 
 @pytest.mark.parametrize("end", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
 @pytest.mark.parametrize("peer_class", [ChromeRemoteInterface, PuppeteerWebSocket])
 def test_a_signalled_peer_stops_its_browser_itself(peer_class: type[NodePeer], end: signal.Signals) -> None:
     peer = peer_class()
-    _, tmp = _started(peer)
-    try:
+    with _started(peer) as (_, tmp):
         process = peer._process
         assert process is not None
         os.kill(process.pid, end)
         process.wait(timeout=30)
         _wait_gone(tmp, 10)
         assert not _running_on(tmp), "the peer died and left its browser running"
-    finally:
-        peer.stop()
     assert not tmp.exists()
