@@ -49,6 +49,7 @@ stopped them before the guard (they reached the frame), which counts as done.
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import TYPE_CHECKING
 
 import attrs
@@ -224,13 +225,16 @@ class Miss:
     ``lost``: it reached nothing in the element's frame (``what`` is empty), as when Chromium routes a press
     for an out-of-process iframe that has not drawn yet to the page around it; for keys, ``some`` says that
     those before went in; for a double or triple click, ``landed`` counts its clicks that did.
-    ``unreleased``: the press reached the element, and its release went elsewhere (no click happened)."""
+    ``unreleased``: the press reached the element, and its release went elsewhere (no click happened).
+    ``unanswered``: the frame gave no verdict by the read's ``until`` (a task held its main thread): whether
+    the input reached the element is not known."""
 
     what: str
     lost: bool = False
     some: bool = False
     landed: int = 0
     unreleased: bool = False
+    unanswered: bool = False
 
 
 async def read_verdict(
@@ -242,26 +246,31 @@ async def read_verdict(
     typing: bool = False,
     keys: int = 0,
     released: bool = False,
+    until: float = math.inf,
 ) -> Miss | None:
     """Remove the guard ``token`` set on ``handle`` in ``session``, and say whether the press missed.
 
     None: a hit, or nothing to tell (nothing seen where the frame's user activation cannot tell whether the
-    press reached it, the document gone, no answer in ``GUARD_LIFETIME``, after which the guard has removed
-    itself). A late answer is waited for: the caller's deadline, or its action's budget, ends the wait. (It
-    once gave up after 2 s and counted the press as a hit: a press lost in a fresh out-of-process iframe,
-    whose frame answered after 2.67 s, was a click reported done that clicked nothing; a page whose main
-    thread a task held after the release did the same with a press that had landed on another element.)
-    With ``keep_on_miss`` a guard that saw a miss stays, to stop the release of a button still held;
-    :func:`remove_guard` removes it.
+    press reached it, the document gone). A late answer is waited for until ``until`` (the action's own
+    end, a little before the caller's deadline), then ``Miss(unanswered=True)``; the read, already sent,
+    still removes the guard once the page is free. (It once gave up after 2 s and counted the press as a
+    hit: a press lost in a fresh out-of-process iframe, whose frame answered after 2.67 s, was a click
+    reported done that clicked nothing; so was a press that landed on another element while a task the
+    release posted held the main thread.) With ``keep_on_miss`` a guard that saw a miss stays, to stop the
+    release of a button still held; :func:`remove_guard` removes it.
     ``keys``: the keydowns sent under the typing guard (fewer seen, and the element lost the focus: lost).
     ``released``: the input released the button where it pressed (a click, not a drag's press): a press
     the element got whose release it never saw is a Miss too (``unreleased``).
     """
     got = None
-    with trio.move_on_after(GUARD_LIFETIME), contextlib.suppress(CDPError):
-        params = _verdict(handle, token, by_value=True, keep_on_miss=keep_on_miss, typing=typing, keys=keys)
-        reply = await session.execute_raw("Runtime.callFunctionOn", params)
-        got = reply.get("result", {}).get("value")
+    params = _verdict(handle, token, by_value=True, keep_on_miss=keep_on_miss, typing=typing, keys=keys)
+    # Past GUARD_LIFETIME the guard has removed itself: its answer would tell nothing.
+    with trio.move_on_at(min(until, trio.current_time() + GUARD_LIFETIME)) as scope:
+        with contextlib.suppress(CDPError):
+            reply = await session.execute_raw("Runtime.callFunctionOn", params)
+            got = reply.get("result", {}).get("value")
+    if scope.cancelled_caught:
+        return Miss("", unanswered=True)
     if isinstance(got, dict) and got.get("hit") is False:
         landed = got.get("landed")
         return Miss(str(got.get("what") or "another element"), landed=landed if type(landed) is int else 0)

@@ -36,7 +36,7 @@ from engine._hit_target import GUARD_LIFETIME, SET_GUARD_JS, Miss, read_verdict,
 from engine._hooks import add_hook, is_main_frame
 from engine._keys import MODIFIER_BITS, key_event, parse_combo, platform_modifier
 from engine._navigating import navigating
-from engine._waiting import navigation_watch
+from engine._waiting import VERDICT_MARGIN, input_stop, navigation_watch, unanswered
 from engine._worlds import evaluate_in_world
 
 if TYPE_CHECKING:
@@ -141,10 +141,14 @@ async def click(
             session, (x, y) = (
                 (target.node.session, target.local) if own else (page.session, (target.x, target.y))
             )
-            async with navigation_watch(sessions_to_watch(page, target.node), target.node.ref):
+            async with navigation_watch(sessions_to_watch(page, target.node), target.node.ref) as watch:
                 await mouse_click(session, x, y, button=button, click_count=click_count, mask=mask)
-                missed = await read_verdict(target.node.session, target.handle, group, released=True)
+                until = watch.stop - VERDICT_MARGIN
+                frame = target.node.session
+                missed = await read_verdict(frame, target.handle, group, released=True, until=until)
                 armed.clear()
+                if missed is not None and missed.unanswered:  # in the watch: it stops a navigation started
+                    raise unanswered(f"click {ref}", ref, watch)
             if missed is not None and missed.lost:
                 _losses[page.session] = trio.current_time()
             return None if missed is None else _missed("click", ref, target, missed, lost)
@@ -303,7 +307,12 @@ async def drag(page: Page, source: str, target: str) -> None:
             {"type": "mousePressed", "x": at.x, "y": at.y, "button": "left", "buttons": 1, "clickCount": 1},
         )
         used.append(at.node.session)
-        missed = await read_verdict(at.node.session, at.handle, group, keep_on_miss=True)
+        missed = await read_verdict(
+            at.node.session, at.handle, group, keep_on_miss=True, until=input_stop(trio.current_time())
+        )
+        if missed is not None and missed.unanswered:
+            armed.clear()  # the read, queued in the frame, removes the guard once the frame is free
+            raise unanswered(f"drag {source}", source)
         if missed is None:
             armed.clear()
             return None
@@ -793,8 +802,12 @@ async def typing_into(page: Page, node: ResolvedNode, what: str, *, typing: bool
             raise ActionError(f"cannot focus {node.ref}: {missed}", ref=node.ref, check="focusable")
         sent = KeysSent()
         yield sent
-        verdict = await read_verdict(session, handle, group, typing=True, keys=sent.count)
+        verdict = await read_verdict(
+            session, handle, group, typing=True, keys=sent.count, until=input_stop(trio.current_time())
+        )
         armed.clear()
+        if verdict is not None and verdict.unanswered:
+            raise unanswered(what, node.ref)
         if verdict is not None:
             raise focus_moved(what, node.ref, verdict, "what went into the element before stays")
     finally:

@@ -102,9 +102,9 @@ FREE_PROBE_S = 1.0
 terminated (see the module's rules): a handler that is only slow finishes, one in an endless loop does
 not hold the tab for good."""
 
-_HELD_THREAD_CHECKS = frozenset({"time", "input handled"})
-"""The checks an ActionError names when the page may have held its main thread (see _stuck, and the
-actionability retries' "the checks did not finish in time")."""
+_HELD_THREAD_CHECKS = frozenset({"time", "input handled", "verdict"})
+"""The checks an ActionError names when the page may have held its main thread (see _stuck, unanswered,
+and the actionability retries' "the checks did not finish in time")."""
 
 FREE_LIMIT_S = 1.0
 """Seconds the termination gets after that look, when a step's own time allows them."""

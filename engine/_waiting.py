@@ -88,6 +88,9 @@ class NavigationWatch:
         self.input_handled = False
         #: Where the last navigation the input asked for goes (for the error of one that holds the tab).
         self.url = ""
+        #: When the watched block is cut short (see :func:`input_stop`); a verdict read inside it ends
+        #: VERDICT_MARGIN before, so that its own error, not this one's, says what happened.
+        self.stop = math.inf
         self._followed = 0
         #: Whether the input asked for a navigation (kept after its end: a select's frame that the
         #: navigation took away is told from one removed for another reason, see _forms.select_option).
@@ -249,6 +252,23 @@ ActionError (RETRY_MARGIN before the deadline): with less, a page that did not a
 busy, and the caller's own deadline ends the action (a click under a 20 ms deadline said the page's main
 thread was busy)."""
 
+VERDICT_MARGIN = 0.05
+"""Seconds before its navigation watch's stop at which a hit-target verdict read gives up (see
+NavigationWatch.stop)."""
+
+
+def input_stop(start: float) -> float:
+    """When an action's input, begun at ``start``, is cut short: RETRY_MARGIN before the caller's deadline
+    if the input has INPUT_VERDICT_MIN of it (else never: the caller's own deadline ends it), or
+    DEFAULT_BUDGET after ``start`` without a deadline."""
+    deadline = trio.current_effective_deadline()
+    if deadline == math.inf:
+        return start + DEFAULT_BUDGET
+    if deadline - start >= INPUT_VERDICT_MIN:
+        return deadline - RETRY_MARGIN
+    return math.inf
+
+
 BARRIER_TIMEOUT = 1.0
 """Seconds an action waits for its page's main thread to answer after the input (a handler that is still
 running holds it): past that, the action returns with the navigations it has seen."""
@@ -308,12 +328,7 @@ async def navigation_watch(
     phase = "input"
     start = trio.current_time()
     deadline = trio.current_effective_deadline()
-    if deadline == math.inf:
-        stop = start + DEFAULT_BUDGET
-    elif deadline - start >= INPUT_VERDICT_MIN:
-        stop = deadline - RETRY_MARGIN
-    else:  # too little time to tell a busy page from a quick deadline: the caller's own outcome
-        stop = math.inf
+    stop = watch.stop = input_stop(start)
     try:
         with trio.move_on_at(stop) as scope:
             yield watch
@@ -390,6 +405,30 @@ def _stuck(phase: str, ref: str, waited: float | None, watch: NavigationWatch) -
         "slow or stalled load), so it was stopped; give the action a deadline of your own "
         "(trio.fail_after) to wait longer.",
         ref=ref,
+    )
+
+
+def unanswered(what: str, ref: str, watch: NavigationWatch | None = None) -> ActionError:
+    """The error of an action whose input was delivered and whose hit-target verdict did not come by the
+    action's end: a navigation it started held the tab, or a task holds the frame's main thread."""
+    deadline = trio.current_effective_deadline()
+    when = "before the deadline" if deadline != math.inf else f"in {DEFAULT_BUDGET:g} s"
+    if watch is not None and watch.pending - watch.committed:
+        return ActionError(
+            f"{what}: the input started a navigation (to {watch.url or 'a new document'}) that had not "
+            f"committed {when} (a slow or stalled response), so it was stopped; Chromium holds every other "
+            "command of the tab until a navigation commits, so whether the input reached the element is not "
+            "known. Give the action a longer deadline to wait for the page.",
+            ref=ref,
+            check="navigation",
+        )
+    return ActionError(
+        f"{what}: the input was delivered, but the element's frame did not say whether it reached {ref} "
+        f"{when}: its main thread is busy (a task still running after the input, maybe an endless loop), so "
+        f"it may have. Look at the page before trying again; page.evaluate('(el) => 0', ref='{ref}') under "
+        "a short deadline (trio.move_on_after(1)) stops the running script.",
+        ref=ref,
+        check="verdict",
     )
 
 

@@ -262,6 +262,46 @@ async def test_a_miss_whose_verdict_comes_late_is_still_tried_again_not_counted_
     assert took >= 2.4, f"the verdict was not held ({took:.2f} s): the test did not test the late verdict"
 
 
+_HOLD_AFTER = (
+    # A capture listener added before the guard is: it sees the input first, and posts a task that holds
+    # the main thread for {ms} ms after the input's own task.
+    "addEventListener('{event}', () => setTimeout(() => {{"
+    " const t = Date.now(); while (Date.now() - t < {ms}); }}), true); 0"
+)
+
+
+async def test_a_click_whose_verdict_never_comes_before_the_deadline_says_so(
+    browser: Browser, server: str
+) -> None:
+    # Unknown whether it landed: not a click reported done (it was after 2 s), nor "the page had not handled
+    # the input" (Chromium answered the input), nor a bare TooSlowError.
+    page = await open_page(browser, f"{server}/actions/swap.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await value(page, _HOLD_AFTER.format(event="pointerup", ms=2500))
+    target = ref(snap, "button", "Target")
+    raised = await raised_before_deadline(
+        ActionError, 1.5, lambda: page.click(target), match="did not say whether it reached"
+    )
+    assert raised.error.check == "verdict"
+    with trio.fail_after(10):
+        assert await value(page, "window.clicked") == ["target"]  # it had: the page says so once free
+
+
+async def test_keys_whose_verdict_never_comes_before_the_deadline_say_so(
+    browser: Browser, server: str
+) -> None:
+    page = await open_page(browser, f"{server}/actions/form.html")
+    with trio.fail_after(10):
+        snap = await page.snapshot()
+        await value(page, _HOLD_AFTER.format(event="keyup", ms=3500))
+    field = ref(snap, "textbox", "Name")
+    raised = await raised_before_deadline(
+        ActionError, 2.0, lambda: page.type(field, "a"), match="did not say whether it reached"
+    )
+    assert raised.error.check == "verdict"
+
+
 async def test_a_target_that_moves_at_every_mouse_move_raises_and_leaves_no_guard_behind(
     browser: Browser, server: str
 ) -> None:
