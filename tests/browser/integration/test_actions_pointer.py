@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import random
+from collections.abc import Awaitable, Callable
 
 import pytest
 import trio
 
-from engine import ActionError, Browser, StaleRefError, _input
+from engine import ActionError, Browser, Page, Snapshot, StaleRefError, _input
 from engine._actionability import RETRY_MARGIN
 from engine._hit_target import Miss
 from tests.browser.integration._actions_helpers import open_page, ref, value
-from tests.stalls import raised_before_deadline
+from tests.stalls import in_time, raised_before_deadline
 
 pytestmark = pytest.mark.browser
 
@@ -237,6 +239,19 @@ async def test_a_target_that_slides_away_as_the_mouse_moves_is_clicked_after_a_r
     assert await value(page, "window.presses") == ["target"] * click_count  # the missed press went unseen
 
 
+_HOLD_AFTER = (
+    # A capture listener added before the guard is: it sees the input first, and posts a task that holds
+    # the main thread for {ms} ms after the input's own task ({times} times).
+    "window.holds = {times}; addEventListener('{event}', () => {{ if (window.holds-- > 0) setTimeout(() => {{"
+    " const t = Date.now(); while (Date.now() - t < {ms}); }}) }}, true); 0"
+)
+
+_TRIES = 6
+"""Tries of a scenario in which the verdict read must come after the held task: the page's scheduler may
+run the read first (about 1 try in 3 here: a rendering step between the input and the task, then the
+inspector's task first), and such a try tests nothing."""
+
+
 async def test_a_miss_whose_verdict_comes_late_is_still_tried_again_not_counted_as_a_click(
     browser: Browser, server: str
 ) -> None:
@@ -244,30 +259,42 @@ async def test_a_miss_whose_verdict_comes_late_is_still_tried_again_not_counted_
     # out-of-process iframe: a click returned after 2.67 s having clicked nothing. Here the press lands on
     # Decoy (the guard stops it) and a task its pointerup posted holds the main thread for 2.5 s, so the
     # verdict comes after that. (The guard's cancelled pointerdown holds back the mouse events.)
-    page = await open_page(browser, f"{server}/actions/swap.html")
-    with trio.fail_after(10):
-        snap = await page.snapshot()
-        await value(
-            page,
-            "window.moves = 1; window.holds = 1;"
-            # A capture listener added before the guard is: it sees the release first.
-            "addEventListener('pointerup', () => { if (window.holds-- > 0) setTimeout(() => {"
-            " const t = Date.now(); while (Date.now() - t < 2500); }) }, true); 0",
-        )
-        start = trio.current_time()
-        await page.click(ref(snap, "button", "Target"))
-        took = trio.current_time() - start
-    assert await value(page, "window.clicked") == ["target"]
-    assert await value(page, "window.presses") == ["target"]  # the missed press went unseen
-    assert took >= 2.4, f"the verdict was not held ({took:.2f} s): the test did not test the late verdict"
+    for _ in range(_TRIES):
+        page = await open_page(browser, f"{server}/actions/swap.html")
+        with trio.fail_after(10):
+            snap = await page.snapshot()
+            await value(page, "window.moves = 1;" + _HOLD_AFTER.format(event="pointerup", ms=2500, times=1))
+            start = trio.current_time()
+            await page.click(ref(snap, "button", "Target"))
+            took = trio.current_time() - start
+        if took >= 2.4:  # the verdict was held
+            assert await value(page, "window.clicked") == ["target"]
+            assert await value(page, "window.presses") == ["target"]  # the missed press went unseen
+            return
+        await page.close()
+    pytest.fail(f"the page never held the verdict in {_TRIES} tries: nothing was tested")
 
 
-_HOLD_AFTER = (
-    # A capture listener added before the guard is: it sees the input first, and posts a task that holds
-    # the main thread for {ms} ms after the input's own task.
-    "addEventListener('{event}', () => setTimeout(() => {{"
-    " const t = Date.now(); while (Date.now() - t < {ms}); }}), true); 0"
-)
+async def _unanswered(
+    browser: Browser, url: str, event: str, seconds: float, act: Callable[[Page, Snapshot], Awaitable[object]]
+) -> Page:
+    """A page where a task posted by ``event`` holds the main thread past ``seconds``; ``act`` on it must
+    raise the "verdict" ActionError before that deadline. -> the page, once that happened."""
+    for _ in range(_TRIES):
+        page = await open_page(browser, url)
+        with trio.fail_after(10):
+            snap = await page.snapshot()
+            await value(page, _HOLD_AFTER.format(event=event, ms=round(seconds * 1000) + 1000, times=1))
+        error, _, _ = await in_time(seconds, functools.partial(act, page, snap), margin=RETRY_MARGIN)
+        if error is not None:
+            assert isinstance(error, ActionError), error
+            assert error.check == "verdict", error
+            assert "did not say whether it reached" in str(error)
+            return page
+        # It returned: its verdict came before the task began (a try that tests nothing).
+        with trio.fail_after(10):
+            await page.close()
+    pytest.fail(f"the page never held the verdict in {_TRIES} tries: nothing was tested")
 
 
 async def test_a_click_whose_verdict_never_comes_before_the_deadline_says_so(
@@ -275,15 +302,10 @@ async def test_a_click_whose_verdict_never_comes_before_the_deadline_says_so(
 ) -> None:
     # Unknown whether it landed: not a click reported done (it was after 2 s), nor "the page had not handled
     # the input" (Chromium answered the input), nor a bare TooSlowError.
-    page = await open_page(browser, f"{server}/actions/swap.html")
-    with trio.fail_after(10):
-        snap = await page.snapshot()
-        await value(page, _HOLD_AFTER.format(event="pointerup", ms=2500))
-    target = ref(snap, "button", "Target")
-    raised = await raised_before_deadline(
-        ActionError, 1.5, lambda: page.click(target), match="did not say whether it reached"
-    )
-    assert raised.error.check == "verdict"
+    async def click(page: Page, snap: Snapshot) -> None:
+        await page.click(ref(snap, "button", "Target"))
+
+    page = await _unanswered(browser, f"{server}/actions/swap.html", "pointerup", 1.5, click)
     with trio.fail_after(10):
         assert await value(page, "window.clicked") == ["target"]  # it had: the page says so once free
 
@@ -291,15 +313,12 @@ async def test_a_click_whose_verdict_never_comes_before_the_deadline_says_so(
 async def test_keys_whose_verdict_never_comes_before_the_deadline_say_so(
     browser: Browser, server: str
 ) -> None:
-    page = await open_page(browser, f"{server}/actions/form.html")
+    async def type_a(page: Page, snap: Snapshot) -> None:
+        await page.type(ref(snap, "textbox", "Name"), "a")
+
+    page = await _unanswered(browser, f"{server}/actions/form.html", "keyup", 2.0, type_a)
     with trio.fail_after(10):
-        snap = await page.snapshot()
-        await value(page, _HOLD_AFTER.format(event="keyup", ms=3500))
-    field = ref(snap, "textbox", "Name")
-    raised = await raised_before_deadline(
-        ActionError, 2.0, lambda: page.type(field, "a"), match="did not say whether it reached"
-    )
-    assert raised.error.check == "verdict"
+        assert await value(page, "document.getElementById('name').value") == "aold"  # it went in
 
 
 async def test_a_target_that_moves_at_every_mouse_move_raises_and_leaves_no_guard_behind(
