@@ -113,12 +113,20 @@ def versions(chromium: str | None) -> dict[str, str | None]:
 
 
 def collect(
-    argv: Sequence[str], chromium: str | None, *, seed: int, forced: bool, load_at_start: list[float] | None
+    argv: Sequence[str],
+    chromium: str | None,
+    *,
+    seed: int,
+    forced: bool,
+    load_at_start: list[float] | None,
+    git_at_start: dict[str, Any],
 ) -> dict[str, Any]:
     """The ``context`` object of a results file; ``load_at_start`` was read before any browser started
-    (read here, at the end, it was the load the last scenario left behind)."""
+    (read here, at the end, it was the load the last scenario left behind), and ``git_at_start`` then too:
+    the code measured is the code imported at the start (read at the end, an edit made during the run
+    marked a clean run dirty, and a commit made then named the wrong commit)."""
     return {
-        "git": git(),
+        "git": git_at_start,
         "argv": list(argv),
         "seed": seed,
         "forced_despite_load": forced,

@@ -256,6 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     labels: list[str] = list(args.clients)
     begin = time.monotonic()
     load_at_start = context.loadavg()
+    git_at_start = context.git()
     got: Collecting = {s.name: {} for s in scenarios}
     failed: dict[str, str] = {}
     load_per_rep: list[list[float] | None] = []
@@ -309,6 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=seed,
         forced=busy is not None,
         load_at_start=load_at_start,
+        git_at_start=git_at_start,
     )
     ctx["seconds"] = round(time.monotonic() - begin)
     ctx["shared_browser"] = args.share

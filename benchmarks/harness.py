@@ -348,6 +348,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m benchmarks
     scenarios = [BY_NAME[n] for n in args.scenarios]
     begin = time.monotonic()
     load_at_start = context.loadavg()
+    git_at_start = context.git()
     browsers: Browsers = []
     clients: list[Client] = []
     results: report.Results = {}
@@ -413,6 +414,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m benchmarks
         seed=seed,
         forced=busy is not None,
         load_at_start=load_at_start,
+        git_at_start=git_at_start,
     )
     ctx["shared_browser"] = bool(args.connect)
     ctx["peak_rss_mib_python_clients"] = context.peak_rss_mib()

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from benchmarks import harness, report
+from benchmarks import context, harness, report
 from benchmarks.clients.base import Client, Env, Sample
 from benchmarks.harness import parse_args, run_scenario
 from benchmarks.scenarios import BY_NAME, NEEDS_UPPER_LAYERS, SCENARIOS, Kind, Scenario
@@ -327,3 +327,23 @@ def test_a_start_interrupted_part_way_stops_the_clients_begun_so_far(monkeypatch
     with pytest.raises(KeyboardInterrupt):
         harness.start_clients(["floor.ws", "peer", "interrupted"], env, [])
     assert stopped == ["floor.ws", "peer", "interrupted"]
+
+
+def test_the_commit_and_dirty_flag_are_read_before_anything_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Read at the end, an edit made during a 26-minute run marked the clean run dirty (and a commit made
+    # meanwhile would have been named as the one measured).
+    calls: list[str] = []
+
+    def git() -> dict[str, Any]:
+        calls.append("git")
+        return {"commit": "0123456789abcdef", "dirty": False}
+
+    def no_browser(executable: str) -> tuple[str, str, str | None]:
+        calls.append("browser")
+        raise RuntimeError("stops the run here")
+
+    monkeypatch.setattr(context, "git", git)
+    monkeypatch.setattr(harness, "probe_version", no_browser)
+    monkeypatch.setattr(harness, "remove_leftovers", lambda: None)
+    assert harness.main(["--force", "--scenarios", "roundtrip.getVersion", "--clients", "engine.ws"]) == 2
+    assert calls == ["git", "browser"]
