@@ -91,6 +91,8 @@ class NavigationWatch:
         #: When the watched block is cut short (see :func:`input_stop`); a verdict read inside it ends
         #: VERDICT_MARGIN before, so that its own error, not this one's, says what happened.
         self.stop = math.inf
+        #: The caller's deadline as the block began (inside it, trio's effective deadline is ``stop``).
+        self.deadline = math.inf
         self._followed = 0
         #: Whether the input asked for a navigation (kept after its end: a select's frame that the
         #: navigation took away is told from one removed for another reason, see _forms.select_option).
@@ -329,6 +331,7 @@ async def navigation_watch(
     start = trio.current_time()
     deadline = trio.current_effective_deadline()
     stop = watch.stop = input_stop(start)
+    watch.deadline = deadline
     try:
         with trio.move_on_at(stop) as scope:
             yield watch
@@ -411,7 +414,7 @@ def _stuck(phase: str, ref: str, waited: float | None, watch: NavigationWatch) -
 def unanswered(what: str, ref: str, watch: NavigationWatch | None = None) -> ActionError:
     """The error of an action whose input was delivered and whose hit-target verdict did not come by the
     action's end: a navigation it started held the tab, or a task holds the frame's main thread."""
-    deadline = trio.current_effective_deadline()
+    deadline = watch.deadline if watch is not None else trio.current_effective_deadline()
     when = "before the deadline" if deadline != math.inf else f"in {DEFAULT_BUDGET:g} s"
     if watch is not None and watch.pending - watch.committed:
         return ActionError(

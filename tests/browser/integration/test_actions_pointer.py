@@ -9,10 +9,12 @@ from collections.abc import Awaitable, Callable
 import pytest
 import trio
 
+import engine._waiting
 from engine import ActionError, Browser, Page, Snapshot, StaleRefError, _input
 from engine._actionability import RETRY_MARGIN
 from engine._hit_target import Miss
 from tests.browser.integration._actions_helpers import open_page, ref, value
+from tests.deadlines import without_a_deadline
 from tests.stalls import in_time, raised_before_deadline
 
 pytestmark = pytest.mark.browser
@@ -276,20 +278,36 @@ async def test_a_miss_whose_verdict_comes_late_is_still_tried_again_not_counted_
 
 
 async def _unanswered(
-    browser: Browser, url: str, event: str, seconds: float, act: Callable[[Page, Snapshot], Awaitable[object]]
+    browser: Browser,
+    url: str,
+    event: str,
+    seconds: float,
+    act: Callable[[Page, Snapshot], Awaitable[object]],
+    *,
+    deadline: bool = True,
 ) -> Page:
     """A page where a task posted by ``event`` holds the main thread past ``seconds``; ``act`` on it must
-    raise the "verdict" ActionError before that deadline. -> the page, once that happened."""
+    raise the "verdict" ActionError before then: the caller's deadline, or without one (``deadline``
+    False) the action's budget, which the test sets to ``seconds``. -> the page, once that happened."""
     for _ in range(_TRIES):
         page = await open_page(browser, url)
         with trio.fail_after(10):
             snap = await page.snapshot()
             await value(page, _HOLD_AFTER.format(event=event, ms=round(seconds * 1000) + 1000, times=1))
-        error, _, _ = await in_time(seconds, functools.partial(act, page, snap), margin=RETRY_MARGIN)
+        error: Exception | None = None
+        if deadline:
+            error, _, _ = await in_time(seconds, functools.partial(act, page, snap), margin=RETRY_MARGIN)
+        else:
+            async with without_a_deadline():
+                try:
+                    await act(page, snap)
+                except ActionError as exc:
+                    error = exc
         if error is not None:
             assert isinstance(error, ActionError), error
             assert error.check == "verdict", error
-            assert "did not say whether it reached" in str(error)
+            when = "before the deadline" if deadline else f"in {seconds:g} s"
+            assert f"did not say whether it reached {error.ref} {when}" in str(error)
             return page
         # It returned: its verdict came before the task began (a try that tests nothing).
         with trio.fail_after(10):
@@ -308,6 +326,17 @@ async def test_a_click_whose_verdict_never_comes_before_the_deadline_says_so(
     page = await _unanswered(browser, f"{server}/actions/swap.html", "pointerup", 1.5, click)
     with trio.fail_after(10):
         assert await value(page, "window.clicked") == ["target"]  # it had: the page says so once free
+
+
+async def test_without_a_deadline_a_verdict_that_never_comes_ends_the_click_after_its_budget(
+    browser: Browser, server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine._waiting, "DEFAULT_BUDGET", 1.5)
+
+    async def click(page: Page, snap: Snapshot) -> None:
+        await page.click(ref(snap, "button", "Target"))
+
+    await _unanswered(browser, f"{server}/actions/swap.html", "pointerup", 1.5, click, deadline=False)
 
 
 async def test_keys_whose_verdict_never_comes_before_the_deadline_say_so(
