@@ -66,6 +66,14 @@ def _started(peer: NodePeer) -> Iterator[tuple[Path, Path]]:
         peer.stop()
 
 
+def _end(peer: NodePeer, how: signal.Signals) -> None:
+    """Send the peer's Node process ``how`` and wait for it to exit."""
+    process = peer._process
+    assert process is not None
+    os.kill(process.pid, how)
+    process.wait(timeout=30)
+
+
 def _long_run(peer: NodePeer) -> None:
     """Send a request the peer works on for minutes (a million Browser.getVersion), without reading it."""
     (scenario,) = [s for s in SCENARIOS if s.name == "roundtrip.getVersion"]
@@ -146,10 +154,7 @@ def test_a_killed_peer_leaves_no_browser_once_stopped(peer_class: type[NodePeer]
     # Its websocket browser runs detached, so it outlived a SIGKILLed peer: three were found an hour old.
     peer = peer_class()
     with _started(peer) as (_, tmp):
-        process = peer._process
-        assert process is not None
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
+        _end(peer, signal.SIGKILL)
     _wait_gone(tmp, 10)
     assert not _running_on(tmp)
     assert not tmp.exists()
@@ -159,10 +164,7 @@ def test_a_killed_peers_websocket_browser_exits_by_itself() -> None:
     # Its lifeline (an unused --remote-debugging-pipe) closes with the peer: no harness needed to sweep.
     peer = ChromeRemoteInterface()
     with _started(peer) as (_, tmp):
-        process = peer._process
-        assert process is not None
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
+        _end(peer, signal.SIGKILL)
         _wait_gone(tmp, 10)
         assert not _running_on(tmp), "the killed peer's browser is still running"
 
@@ -172,10 +174,7 @@ def test_a_killed_peers_websocket_browser_exits_by_itself() -> None:
 def test_a_signalled_peer_stops_its_browser_itself(peer_class: type[NodePeer], end: signal.Signals) -> None:
     peer = peer_class()
     with _started(peer) as (_, tmp):
-        process = peer._process
-        assert process is not None
-        os.kill(process.pid, end)
-        process.wait(timeout=30)
+        _end(peer, end)
         _wait_gone(tmp, 10)
         assert not _running_on(tmp), "the peer died and left its browser running"
     assert not tmp.exists()

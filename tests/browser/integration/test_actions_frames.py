@@ -9,11 +9,11 @@ import pytest
 import trio
 
 from engine import ActionError, Browser, Page, _input, launch
-from engine._actionability import call_on, object_id
+from engine._actionability import RETRY_MARGIN, call_on, object_id
 from engine._hit_target import SET_GUARD_JS, Miss, read_verdict
 from engine._session import Session
 from tests.browser.integration._actions_helpers import open_page, ref
-from tests.stalls import raised_before_deadline, stall_this_process
+from tests.stalls import measure_stalls, raised_before_deadline, stall_this_process
 
 pytestmark = pytest.mark.browser
 
@@ -108,11 +108,19 @@ async def test_a_step_left_looping_in_an_oopif_is_freed_and_the_result_comes_bac
 ) -> None:
     # The runner terminated what held the top page's thread only: the closing read waited for the iframe's.
     page, deep = await looping_child(isolated, server, peer_port)
-    with trio.fail_after(8):
-        # 2 s: the input needs INPUT_VERDICT_MIN of the budget after the checks, also under load.
-        result = await page.run_steps([{"type": "click", "target": deep, "timeout_ms": 2000}])
-    assert result.steps[0].error is not None
-    assert "main thread is busy" in result.steps[0].error["message"]
+    for _ in range(3):
+        async with measure_stalls() as stalls:
+            start = trio.current_time()
+            with trio.fail_after(8):
+                # 2 s: the input needs INPUT_VERDICT_MIN of the budget after the checks, also under load.
+                result = await page.run_steps([{"type": "click", "target": deep, "timeout_ms": 2000}])
+        assert result.steps[0].error is not None
+        message = result.steps[0].error["message"]
+        # The action's error comes RETRY_MARGIN before the step's end: a stall of this process past half of
+        # it (CI) let the step's own budget end it first. Such a try is made again.
+        if "did not finish within its budget" not in message or stalls.since(start + 1.5) < RETRY_MARGIN / 2:
+            break
+    assert "main thread is busy" in message
     assert "Child button" in result.pages[0]["text"]  # the closing read saw the iframe again
     with trio.fail_after(3):
         assert await page.evaluate("(el) => el.textContent", ref=deep) == "Child button"
