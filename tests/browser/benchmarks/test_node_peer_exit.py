@@ -23,7 +23,7 @@ from benchmarks.clients.node_peers import (
     PuppeteerWebSocket,
     scenario_json,
 )
-from benchmarks.scenarios import SCENARIOS
+from benchmarks.scenarios import BY_NAME
 
 
 def _running_on(folder: Path) -> list[int]:
@@ -76,7 +76,7 @@ def _end(peer: NodePeer, how: signal.Signals) -> None:
 
 def _long_run(peer: NodePeer) -> None:
     """Send a request the peer works on for minutes (a million Browser.getVersion), without reading it."""
-    (scenario,) = [s for s in SCENARIOS if s.name == "roundtrip.getVersion"]
+    scenario = BY_NAME["roundtrip.getVersion"]
     process = peer._process
     assert process is not None
     assert process.stdin is not None
@@ -132,7 +132,7 @@ def test_stop_after_a_request_cut_short_does_not_wait_for_that_request() -> None
     old = signal.signal(signal.SIGALRM, _interrupt)
     try:
         with _started(peer) as (_, tmp):
-            (scenario,) = [s for s in SCENARIOS if s.name == "roundtrip.getVersion"]
+            scenario = BY_NAME["roundtrip.getVersion"]
             signal.setitimer(signal.ITIMER_REAL, 0.5)
             with pytest.raises(_Interrupt):
                 peer._request("run", scenario=scenario_json(scenario), size=10**6)
