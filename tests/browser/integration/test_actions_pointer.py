@@ -251,7 +251,8 @@ _HOLD_AFTER = (
 _TRIES = 6
 """Tries of a scenario in which the verdict read must come after the held task: the page's scheduler may
 run the read first (about 1 try in 3 here: a rendering step between the input and the task, then the
-inspector's task first), and such a try tests nothing."""
+inspector's task first), or under load run the task before the input's answer, and such a try tests
+nothing."""
 
 
 async def test_a_miss_whose_verdict_comes_late_is_still_tried_again_not_counted_as_a_click(
@@ -303,6 +304,12 @@ async def _unanswered(
                     await act(page, snap)
                 except ActionError as exc:
                     error = exc
+        if isinstance(error, ActionError) and error.check == "input handled":
+            # The task began before Chromium had the input's own answer (ci59a): it held that, not the
+            # verdict read, and "input handled" is the right error for it. A try that tests nothing.
+            with trio.fail_after(10):
+                await page.close()
+            continue
         if error is not None:
             assert isinstance(error, ActionError), error
             assert error.check == "verdict", error
