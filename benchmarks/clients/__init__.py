@@ -19,6 +19,8 @@ REGISTRY: dict[str, str] = {
     "floor.pipe": "benchmarks.clients.floor_pipe:FloorPipe",
     "floor.trio.ws": "benchmarks.clients.floor_trio:FloorTrioWebSocket",
     "floor.trio.pipe": "benchmarks.clients.floor_trio:FloorTrioPipe",
+    "floor.ws.unparsed": "benchmarks.clients.floor_ws:FloorWebSocketUnparsed",
+    "floor.pipe.unparsed": "benchmarks.clients.floor_pipe:FloorPipeUnparsed",
     "cdp-use": "benchmarks.clients.cdpuse:CdpUse",
     "cdp-use.nocompress": "benchmarks.clients.cdpuse:CdpUseNoCompression",
     "playwright.cdp": "benchmarks.clients.playwright_clients:PlaywrightCdp",

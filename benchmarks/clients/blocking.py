@@ -25,7 +25,7 @@ import gc
 import json
 import time
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import orjson
 
@@ -45,6 +45,8 @@ from benchmarks.scenarios import (
 T = TypeVar("T")
 Message = bytes | bytearray
 CONSOLE = "Runtime.consoleAPICalled"
+CONSOLE_PREFIX = b'{"method":"Runtime.consoleAPICalled",'
+"""How Chromium begins a console event: the method first (and the sessionId last; see ``console_suffix``)."""
 READY_TIMEOUT_S = 30.0
 READY_POLL_S = 0.02
 
@@ -76,6 +78,11 @@ def _loads(raw: Message) -> Any:
         return json.loads(raw)
 
 
+def console_suffix(session: str) -> bytes:
+    """How Chromium ends an event of ``session``."""
+    return b'"sessionId":"' + session.encode() + b'"}'
+
+
 class ProtocolError(Exception):
     """The browser answered a command with an error."""
 
@@ -98,9 +105,14 @@ class FloorScenarios(abc.ABC):
     ``floor_trio.TrioCDPClient`` in a trio task.
     """
 
+    parse_events: ClassVar[bool] = True
+    """False: in ``events.console`` a console event is told by its first and last bytes and never parsed
+    (the unparsed floors; a message laid out otherwise is parsed, which costs speed, never a miscount)."""
+
     def __init__(self) -> None:
         self._id = 0
         self._env: Env | None = None
+        self.unparsed_events = 0  # console events counted from their bytes alone (parse_events False)
         self._targets: list[str] = []
         self._sessions: list[str] = []
         self._console_seen = 0  # Runtime.consoleAPICalled events call_raw read past (roundtrip.flood)
@@ -275,11 +287,19 @@ class FloorScenarios(abc.ABC):
         seen = 0
         replied = False
         end = 0
+        unparsed, suffix = not self.parse_events, console_suffix(session)
         begin = clock()
         await self._send_many([data])
         while seen < size or not replied:
-            msg = parse(await self._recv())
-            if msg.get("method") == "Runtime.consoleAPICalled" and msg.get("sessionId") == session:
+            raw = await self._recv()
+            if unparsed and raw.startswith(CONSOLE_PREFIX) and raw.endswith(suffix):
+                self.unparsed_events += 1
+                seen += 1
+                if seen == size:
+                    end = clock()
+                continue
+            msg = parse(raw)
+            if msg.get("method") == CONSOLE and msg.get("sessionId") == session:
                 seen += 1
                 if seen == size:
                     end = clock()
@@ -438,3 +458,16 @@ class BlockingCDPClient(FloorScenarios, Client):
 
     def run(self, scenario: Scenario, size: int) -> Sample:
         return run_blocking(self.run_scenario(scenario, size))
+
+
+class Unparsed(BlockingCDPClient):
+    """A blocking floor that reads a console flood without parsing its events, run in ``events.console``
+    only: the rate at which the browser delivers events to a client that does nothing with them. Put first
+    in the bases, before the floor it varies."""
+
+    parse_events: ClassVar[bool] = False
+
+    def unsupported(self, scenario: Scenario) -> str | None:
+        if scenario.kind is Kind.EVENTS:
+            return None
+        return "a reader of event floods only: it parses no event"

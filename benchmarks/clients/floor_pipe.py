@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from benchmarks.chromium import PipeBrowser, launch_pipe
 from benchmarks.clients.base import Env
-from benchmarks.clients.blocking import BlockingCDPClient, Message, run_blocking
+from benchmarks.clients.blocking import BlockingCDPClient, Message, Unparsed, run_blocking
 
 PIPE_SIZE = 1 << 20
 READ_CHUNK = 1 << 20
@@ -139,3 +139,9 @@ class FloorPipe(BlockingCDPClient):
             self._browser.stop()
             self._browser = None
             self._conn = None
+
+
+class FloorPipeUnparsed(Unparsed, FloorPipe):
+    """The pipe floor that tells console events by their bytes (``events.console`` only)."""
+
+    name: ClassVar[str] = "floor.pipe.unparsed"

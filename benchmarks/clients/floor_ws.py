@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from benchmarks.chromium import launch_websocket
 from benchmarks.clients.base import Env
-from benchmarks.clients.blocking import BlockingCDPClient, Message
+from benchmarks.clients.blocking import BlockingCDPClient, Message, Unparsed
 
 SOCKET_TIMEOUT_S = 120.0
 CHUNK = 1 << 16
@@ -305,3 +305,9 @@ class FloorWebSocketClientLib(FloorWebSocket):
 
     def _connect(self, url: str) -> RawWebSocket | LibWebSocket:
         return LibWebSocket(url)
+
+
+class FloorWebSocketUnparsed(Unparsed, FloorWebSocket):
+    """The websocket floor that tells console events by their bytes (``events.console`` only)."""
+
+    name: ClassVar[str] = "floor.ws.unparsed"
