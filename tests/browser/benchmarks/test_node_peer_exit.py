@@ -178,3 +178,20 @@ def test_a_signalled_peer_stops_its_browser_itself(peer_class: type[NodePeer], e
         _wait_gone(tmp, 10)
         assert not _running_on(tmp), "the peer died and left its browser running"
     assert not tmp.exists()
+
+
+def test_a_peer_whose_harness_stopped_reading_exits_and_stops_its_browser() -> None:
+    # Its next reply meets a closed pipe (EPIPE): the harness is gone even though stdin is still open.
+    peer = ChromeRemoteInterface()
+    with _started(peer) as (_, tmp):
+        process = peer._process
+        assert process is not None
+        assert process.stdin is not None
+        assert process.stdout is not None
+        process.stdout.close()
+        scenario = BY_NAME["roundtrip.getVersion"]
+        process.stdin.write(json.dumps({"op": "run", "scenario": scenario_json(scenario), "size": 5}) + "\n")
+        process.stdin.flush()
+        process.wait(timeout=30)
+        _wait_gone(tmp, 10)
+        assert not _running_on(tmp), "the peer exited and left its browser running"
