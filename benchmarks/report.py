@@ -144,7 +144,14 @@ def fmt_ratio(r: Entry | None) -> str:
     if not r:
         return "-"
     low, high = r["ci95"]
-    return f"{r['ratio']:.2f} [{low:.2f}, {high:.2f}] {r['verdict']}"
+    return f"{r['ratio']:.2f} [{_bound(low)}, {_bound(high)}] {r['verdict']}"
+
+
+def _bound(value: float) -> str:
+    """Two decimals, or three where two would print 1.00 for a bound that is not 1 (``[0.87, 0.997]
+    faster``: ``[0.87, 1.00] faster`` reads as an interval that holds 1)."""
+    text = f"{value:.2f}"
+    return f"{value:.3f}" if text == "1.00" and value != 1 else text
 
 
 ENGINES = {"websocket": "engine.ws", "pipe": "engine.pipe", "offline": "cdp.decode"}
