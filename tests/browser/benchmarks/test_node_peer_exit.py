@@ -195,3 +195,4 @@ def test_a_peer_whose_harness_stopped_reading_exits_and_stops_its_browser() -> N
         process.wait(timeout=30)
         _wait_gone(tmp, 10)
         assert not _running_on(tmp), "the peer exited and left its browser running"
+    assert not tmp.exists()
