@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from benchmarks.report import fmt_ratio
 from benchmarks.stats import FASTER, NO_DIFFERENCE, SLOWER, ratio_ci
 
 
@@ -43,3 +44,13 @@ def test_the_seed_fixes_the_interval_and_empty_input_is_refused() -> None:
     assert ratio_ci(a, b, seed=9) == ratio_ci(a, b, seed=9)
     with pytest.raises(ValueError, match="at least one rep"):
         ratio_ci([], b, seed=1)
+
+
+def test_a_bound_near_one_is_printed_so_that_it_does_not_read_as_one() -> None:
+    def shown(low: float, high: float, verdict: str) -> str:
+        return fmt_ratio({"ratio": 0.93, "ci95": [low, high], "verdict": verdict})
+
+    assert shown(0.871, 0.9971, FASTER) == "0.93 [0.87, 0.997] faster"
+    assert shown(1.0012, 1.2, SLOWER) == "0.93 [1.001, 1.20] slower"
+    assert shown(0.9, 1.0, NO_DIFFERENCE) == "0.93 [0.90, 1.00] no difference"
+    assert shown(0.5, 0.994, FASTER) == "0.93 [0.50, 0.99] faster"
