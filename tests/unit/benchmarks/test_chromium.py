@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -62,12 +60,12 @@ def _never_ready(tmp_path: Path) -> str:
 def test_a_launch_interrupted_while_it_waits_for_the_port_stops_the_browser(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    launched: list[chromium.Spawned] = []
+    launched: list[tuple[chromium.Spawned, str]] = []
     real_spawn = chromium._spawn_logged
 
-    def spawn(*args: Any) -> tuple[chromium.Spawned, tuple[int, int]]:
-        process, fds = real_spawn(*args)
-        launched.append(process)
+    def spawn(argv: list[str], profile: str) -> tuple[chromium.Spawned, tuple[int, int]]:
+        process, fds = real_spawn(argv, profile)
+        launched.append((process, profile))
         return process, fds
 
     def interrupted(process: chromium.Waitable, profile: str) -> tuple[str, str]:
@@ -75,12 +73,13 @@ def test_a_launch_interrupted_while_it_waits_for_the_port_stops_the_browser(
 
     monkeypatch.setattr(chromium, "_spawn_logged", spawn)
     monkeypatch.setattr(chromium, "_debugging_port", interrupted)
-    before = set(Path(tempfile.gettempdir()).glob("cdp-bench-ws-*"))
     with pytest.raises(KeyboardInterrupt):
         chromium.launch_websocket(_never_ready(tmp_path))
     monkeypatch.undo()
-    assert launched[0].poll() is not None, "the stand-in browser is still running"
-    assert set(Path(tempfile.gettempdir()).glob("cdp-bench-ws-*")) <= before
+    ((process, profile),) = launched
+    assert process.poll() is not None, "the stand-in browser is still running"
+    # Its own profile, not a listing of the temp folder: another worker's browser may start meanwhile.
+    assert not Path(profile).exists(), f"the interrupted launch left its profile {profile}"
 
 
 def test_a_stop_interrupted_while_it_waits_still_kills_the_browser_and_removes_its_profile(
