@@ -467,7 +467,8 @@ class BlockingCDPClient(FloorScenarios, Client):
 
 class Unparsed(BlockingCDPClient):
     """A blocking floor that reads a console flood without parsing its events, run in ``events.console``
-    only: the rate at which the browser delivers events to a client that does nothing with them."""
+    only: the rate at which the browser delivers events to a blocking client that does nothing with them
+    (no ceiling: how a client reads moves it by a few percent)."""
 
     parse_events: ClassVar[bool] = False
 
