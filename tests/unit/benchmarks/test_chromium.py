@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -71,6 +72,9 @@ def test_a_launch_interrupted_while_it_waits_for_the_port_stops_the_browser(
     def interrupted(process: chromium.Waitable, profile: str) -> tuple[str, str]:
         raise KeyboardInterrupt  # Ctrl-C while it waits for the port
 
+    temp = tmp_path / "temp"  # a temp folder of its own: another worker's browser may start meanwhile
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     monkeypatch.setattr(chromium, "_spawn_logged", spawn)
     monkeypatch.setattr(chromium, "_debugging_port", interrupted)
     with pytest.raises(KeyboardInterrupt):
@@ -78,8 +82,8 @@ def test_a_launch_interrupted_while_it_waits_for_the_port_stops_the_browser(
     monkeypatch.undo()
     ((process, profile),) = launched
     assert process.poll() is not None, "the stand-in browser is still running"
-    # Its own profile, not a listing of the temp folder: another worker's browser may start meanwhile.
-    assert not Path(profile).exists(), f"the interrupted launch left its profile {profile}"
+    assert Path(profile).parent == temp
+    assert not list(temp.iterdir()), "the interrupted launch left its profile"
 
 
 def test_a_stop_interrupted_while_it_waits_still_kills_the_browser_and_removes_its_profile(
