@@ -45,7 +45,7 @@ from benchmarks.scenarios import (
 T = TypeVar("T")
 Message = bytes | bytearray
 CONSOLE = "Runtime.consoleAPICalled"
-CONSOLE_PREFIX = b'{"method":"Runtime.consoleAPICalled",'
+CONSOLE_PREFIX = b'{"method":"' + CONSOLE.encode() + b'",'
 """How Chromium begins a console event: the method first (and the sessionId last; see ``console_suffix``)."""
 READY_TIMEOUT_S = 30.0
 READY_POLL_S = 0.02
@@ -292,24 +292,21 @@ class FloorScenarios(abc.ABC):
         await self._send_many([data])
         while seen < size or not replied:
             raw = await self._recv()
-            if unparsed and raw.startswith(CONSOLE_PREFIX) and raw.endswith(suffix):
-                seen += 1
-                if seen == size:
-                    end = clock()
-                continue
-            msg = parse(raw)
-            if msg.get("method") == CONSOLE and msg.get("sessionId") == session:
+            if not (unparsed and raw.startswith(CONSOLE_PREFIX) and raw.endswith(suffix)):
+                msg = parse(raw)
+                if msg.get("method") != CONSOLE or msg.get("sessionId") != session:
+                    if msg.get("id") == cid:
+                        replied = True
+                    continue
                 if unparsed:
                     raise ProtocolError(
                         f"a console event not laid out as {CONSOLE_PREFIX!r}...{suffix!r}:"
                         f" {bytes(raw[:200])!r} (has Chromium changed its layout? the unparsed floor"
                         " cannot tell its events apart)"
                     )
-                seen += 1
-                if seen == size:
-                    end = clock()
-            elif msg.get("id") == cid:
-                replied = True
+            seen += 1  # one of the page's console events, told from its bytes or parsed
+            if seen == size:
+                end = clock()
         return Sample([(end - begin) / 1000], size, end - begin)
 
     async def _fanout(self, size: int) -> Sample:
